@@ -1,0 +1,32 @@
+"""attn_lib: executable companion to "Limitations of Normalization in Attention Mechanism".
+
+Layers (each importable on its own):
+
+* maths core (no model): :mod:`attn_lib.normalizers`, :mod:`attn_lib.jacobian`, :mod:`attn_lib.theory`,
+  :mod:`attn_lib.symbolic`;
+* model access (the only place that touches Hugging Face): :mod:`attn_lib.models`, :mod:`attn_lib.capture`,
+  :mod:`attn_lib.corpus`, :mod:`attn_lib.cache`;
+* experiments built on both: :mod:`attn_lib.metrics`, :mod:`attn_lib.experiments`;
+* book helpers: :mod:`attn_lib.widgets`.
+
+Heavy submodules are imported lazily, so ``import attn_lib`` is fast.
+"""
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "load_model": ("attn_lib.models", "load_model"),
+    "resolve_device": ("attn_lib.models", "resolve_device"),
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        mod, attr = _LAZY[name]
+        return getattr(importlib.import_module(mod), attr)
+    raise AttributeError(f"module 'attn_lib' has no attribute {name!r}")

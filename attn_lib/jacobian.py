@@ -1,0 +1,249 @@
+"""Jacobians of attention normalisers and the finite-difference sensitivity g(T, eps).
+
+* :func:`jacobian` -- ``J[..., i, j] = d alpha_i / d l_j`` for any normaliser of :mod:`attn_lib.normalizers`
+  (paper-notes §2 "Gradient", §3.9, §3.10): analytic for softmax and for the general family (Lemma 2),
+  by reverse-mode autograd for every other normaliser. Batched over leading dimensions.
+* :func:`sensitivity` -- the per-row ratio of paper-notes §4.5 (Algorithm 5 / Fig. 4).
+* :func:`random_directions` -- the seeded random unit directions used by :func:`sensitivity`.
+* :func:`jacobian_norms` -- spectral, entrywise and row norms of a batch of Jacobians (paper-notes §3.10).
+
+Everything acts on the **last** axis of ``logits``.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from . import normalizers as _nz
+from ._validation import check_int, check_positive
+
+__all__ = ["jacobian", "softmax_jacobian", "general_jacobian", "autograd_jacobian", "sensitivity",
+           "random_directions", "jacobian_norms"]
+
+
+def _to_tensor(x: Any, name: str = "logits", dtype: torch.dtype | None = None) -> tuple[torch.Tensor, bool]:
+    was_numpy = isinstance(x, np.ndarray)
+    if isinstance(x, torch.Tensor):
+        t = x
+    else:
+        try:
+            t = torch.as_tensor(np.asarray(x, dtype=np.float64))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{name} must be a tensor or array of real numbers") from exc
+    if t.dtype == torch.bool or t.is_complex():
+        raise ValueError(f"{name} must hold real numbers (got dtype {t.dtype})")
+    if not t.is_floating_point():
+        t = t.to(torch.get_default_dtype())
+    if dtype is not None:
+        t = t.to(dtype)
+    if t.dim() == 0:
+        raise ValueError(f"{name} must have at least one dimension (got a scalar)")
+    if t.shape[-1] == 0:
+        raise ValueError(f"{name} must have at least one position along the last axis (got shape {tuple(t.shape)})")
+    return t, was_numpy
+
+
+def _out(t: torch.Tensor, was_numpy: bool):
+    return t.detach().cpu().numpy() if was_numpy else t
+
+
+def _resolve(name_or_fn, params: dict) -> tuple[Callable, str]:
+    if isinstance(name_or_fn, str):
+        f = _nz.get(name_or_fn, **params)
+        return f, name_or_fn
+    if not callable(name_or_fn):
+        raise ValueError(f"name_or_fn must be a normaliser name in {_nz.available()} or a callable "
+                         f"(got {type(name_or_fn).__name__})")
+    if params:
+        raise ValueError("extra params are only accepted with a normaliser name; bind them into the callable")
+    if name_or_fn is _nz.softmax:
+        return name_or_fn, "softmax"
+    if getattr(name_or_fn, "__name__", None) == "general" and hasattr(name_or_fn, "log_F"):
+        return name_or_fn, "general"
+    return name_or_fn, "autograd"
+
+
+def softmax_jacobian(logits, temperature=1.0, mask=None):
+    r"""Analytic softmax Jacobian (paper-notes §3.10): :math:`J = (\mathrm{diag}\,\alpha - \alpha\alpha^\top)/T`.
+
+    ``logits`` (..., L) -> (..., L, L). Rows and columns of masked positions are zero; a fully masked row
+    gives the zero matrix. Symmetric positive semidefinite.
+    """
+    x, was_numpy = _to_tensor(logits)
+    T = check_positive("temperature", temperature)
+    a = _nz.softmax(x, T, dim=-1, mask=mask)
+    J = (torch.diag_embed(a) - a.unsqueeze(-1) * a.unsqueeze(-2)) / T
+    return _out(J, was_numpy)
+
+
+def _log_F_derivative(f, z: torch.Tensor) -> torch.Tensor:
+    """Elementwise ``d/dz log F(z)`` by autograd on the elementwise ``log F`` (or ``log(F)``)."""
+    zz = z.detach().clone().requires_grad_(True)
+    with torch.enable_grad():
+        theta = getattr(f, "theta", None)
+        if getattr(f, "log_F", None) is not None:
+            lw = f.log_F(zz) if theta is None else f.log_F(zz, theta)
+        else:
+            w = f.F(zz) if theta is None else f.F(zz, theta)
+            lw = torch.log(w)
+        lw = torch.broadcast_to(torch.as_tensor(lw, dtype=zz.dtype), zz.shape)
+        (g,) = torch.autograd.grad(lw.sum(), zz, allow_unused=True)
+    return torch.zeros_like(z) if g is None else g.detach()
+
+
+def general_jacobian(f, logits, temperature=1.0, mask=None):
+    r"""Analytic Jacobian of the general normaliser (paper Eq. 3; paper-notes §3.9, Lemma 2).
+
+    .. math:: J_{ij} = \frac{F'(l_j)(\delta_{ij}-\alpha_i)}{S}
+              = \big(\mathrm{diag}\,\alpha - \alpha\alpha^\top\big)\,\mathrm{diag}(w),\quad
+              w_j = \frac{d}{dl_j}\log F(l_j/T) = \frac{F'(l_j/T)}{T\,F(l_j/T)}
+
+    (the second form, using ``F'/S = alpha_j F'/F``, never divides by a tiny ``S``). ``f`` is a normaliser made by
+    :func:`attn_lib.normalizers.make_general`; ``w`` is obtained elementwise by autograd of ``log F``.
+    """
+    x, was_numpy = _to_tensor(logits)
+    T = check_positive("temperature", temperature)
+    a = f(x, T, dim=-1, mask=mask)
+    z = _nz._scale(torch.where(torch.isfinite(x), x, torch.zeros_like(x)), T)
+    w = _log_F_derivative(f, z) / T
+    J = (torch.diag_embed(a) - a.unsqueeze(-1) * a.unsqueeze(-2)) * w.unsqueeze(-2)
+    return _out(J, was_numpy)
+
+
+def autograd_jacobian(fn, logits, temperature=1.0, mask=None):
+    """Row-wise Jacobian of any normaliser by reverse-mode autograd, one backward pass per output index.
+
+    Valid because a normaliser acts on each row independently: the gradient of ``sum_rows alpha_i`` w.r.t. the
+    logits is, row by row, ``d alpha_i / d l``. ``logits`` (..., L) -> (..., L, L).
+    """
+    x, was_numpy = _to_tensor(logits)
+    T = check_positive("temperature", temperature)
+    L = x.shape[-1]
+    xx = x.detach().clone().requires_grad_(True)
+    with torch.enable_grad():
+        y = fn(xx, temperature=T, dim=-1, mask=mask)
+        if not isinstance(y, torch.Tensor) or y.shape != xx.shape:
+            raise ValueError("name_or_fn must map a tensor of logits to a tensor of weights of the same shape")
+        rows = []
+        for i in range(L):
+            if not y.requires_grad:
+                rows.append(torch.zeros_like(xx))
+                continue
+            (g,) = torch.autograd.grad(y[..., i].sum(), xx, retain_graph=i < L - 1, allow_unused=True)
+            rows.append(torch.zeros_like(xx) if g is None else g)
+    J = torch.stack(rows, dim=-2).detach()
+    return _out(J, was_numpy)
+
+
+def jacobian(name_or_fn, logits, temperature=1.0, mask=None, **params):
+    r"""Jacobian ``J[..., i, j] = d alpha_i / d l_j`` of a normaliser, shape (..., L, L) (paper-notes §2, §3.9-3.10).
+
+    * ``"softmax"`` (or :func:`attn_lib.normalizers.softmax`): analytic, :math:`(\mathrm{diag}\,\alpha-\alpha\alpha^\top)/T`.
+    * ``"general"`` or a callable from :func:`~attn_lib.normalizers.make_general`: analytic (Lemma 2), see
+      :func:`general_jacobian`.
+    * any other name (``params`` are bound as in :func:`attn_lib.normalizers.get`) or callable
+      ``f(logits, temperature=, dim=, mask=)``: autograd, see :func:`autograd_jacobian`.
+
+    Acts on the last axis. Masked positions have zero rows and columns. A numpy array in gives a numpy array out.
+    Sparse maps (sparsemax, entmax) are differentiable almost everywhere; autograd returns the standard
+    generalised Jacobian at support changes.
+    """
+    f, kind = _resolve(name_or_fn, dict(params))
+    if kind == "softmax":
+        return softmax_jacobian(logits, temperature, mask)
+    if kind == "general":
+        return general_jacobian(f, logits, temperature, mask)
+    return autograd_jacobian(f, logits, temperature, mask)
+
+
+def random_directions(shape, mask=None, seed=0, dtype=torch.float64, device=None) -> torch.Tensor:
+    """Seeded random unit directions ``v`` of ``shape`` (..., L), unit 2-norm over the *visible* positions.
+
+    Gaussian draws from a CPU ``torch.Generator`` seeded with ``seed`` (so the result depends only on
+    ``shape`` and ``seed``, not on the device), zeroed at masked positions and normalised per row. A row with no
+    visible position is all zeros. Reusing the seed reuses the directions for every ``T`` and ``eps``
+    (paper-notes §4.5 [P]).
+    """
+    shape = tuple(int(s) for s in shape)
+    if len(shape) == 0 or shape[-1] == 0:
+        raise ValueError(f"shape must have a non-empty last axis (got {shape})")
+    seed = check_int("seed", seed, low=0)
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    v = torch.randn(shape, generator=g, dtype=torch.float64)
+    if mask is not None:
+        m = mask if isinstance(mask, torch.Tensor) else torch.as_tensor(np.asarray(mask))
+        if m.dtype != torch.bool:
+            raise ValueError(f"mask must be a bool tensor with True = visible (got dtype {m.dtype})")
+        try:
+            m = torch.broadcast_to(m.cpu(), shape)
+        except RuntimeError:
+            raise ValueError(f"mask shape {tuple(m.shape)} does not broadcast to shape {shape}") from None
+        v = torch.where(m, v, torch.zeros((), dtype=v.dtype))
+    n = torch.linalg.vector_norm(v, dim=-1, keepdim=True)
+    v = v / torch.where(n > 0, n, torch.ones_like(n))
+    return v.to(dtype=dtype, device=device)
+
+
+def sensitivity(logits, temperature, eps, *, normalizer="softmax", mask=None, seed=0, direction=None,
+                dtype=torch.float64):
+    r"""Finite-difference sensitivity of paper-notes §4.5 (Algorithm 5, Fig. 4), one value per row.
+
+    .. math:: g_t(T,\varepsilon) = \frac{\|f((l_t+\varepsilon v_t)/T) - f(l_t/T)\|_2}{\varepsilon},
+              \qquad \|v_t\|_2 = 1 \text{ over the visible positions of row } t
+
+    ``logits`` (..., L) with optional bool ``mask`` (True = visible; ``-inf`` logits count as masked). ``v``
+    comes from :func:`random_directions` with ``seed`` unless ``direction`` (same shape) is given; it is zero at
+    masked positions. The caller averages over rows and takes the max over heads to get the paper's ``g``.
+    Computed in ``dtype`` (float64 by default: a float32 difference of nearby weights loses ~3 digits at
+    ``eps=1e-3``). Returns a tensor of shape ``logits.shape[:-1]`` (numpy in, numpy out). Rows with fewer than one
+    visible position give 0. Corrected bound: ``g <= min(1/(2T), sqrt(2)/eps)`` for softmax (§3.10).
+    """
+    T = check_positive("temperature", temperature)
+    e = check_positive("eps", eps)
+    x, was_numpy = _to_tensor(logits, dtype=dtype)
+    f = _nz.get(normalizer) if isinstance(normalizer, str) else normalizer
+    if not callable(f):
+        raise ValueError(f"normalizer must be a name in {_nz.available()} or a callable")
+    vis = torch.isfinite(x) | (x == -np.inf)
+    if bool((~vis).any()):
+        raise ValueError("logits must be finite (or -inf at masked positions)")
+    vis = x != -np.inf
+    if mask is not None:
+        m = mask if isinstance(mask, torch.Tensor) else torch.as_tensor(np.asarray(mask))
+        if m.dtype != torch.bool:
+            raise ValueError(f"mask must be a bool tensor with True = visible (got dtype {m.dtype})")
+        try:
+            vis = vis & torch.broadcast_to(m.to(x.device), x.shape)
+        except RuntimeError:
+            raise ValueError(f"mask shape {tuple(m.shape)} does not broadcast to logits shape {tuple(x.shape)}") from None
+    if direction is None:
+        v = random_directions(x.shape, vis.cpu(), seed=seed, dtype=x.dtype, device=x.device)
+    else:
+        v, _ = _to_tensor(direction, "direction", dtype=x.dtype)
+        if v.shape != x.shape:
+            raise ValueError(f"direction must have the shape of logits {tuple(x.shape)} (got {tuple(v.shape)})")
+        v = torch.where(vis, v.to(x.device), torch.zeros((), dtype=x.dtype, device=x.device))
+    xs = torch.where(vis, x, torch.zeros((), dtype=x.dtype, device=x.device))
+    a0 = f(xs, temperature=T, dim=-1, mask=vis)
+    a1 = f(xs + e * v, temperature=T, dim=-1, mask=vis)
+    g = torch.linalg.vector_norm(a1 - a0, dim=-1) / e
+    return _out(g, was_numpy)
+
+
+def jacobian_norms(J) -> dict:
+    """Norms of a batch of Jacobians (..., L, L) used in paper-notes §3.10.
+
+    Returns ``spectral`` (largest singular value), ``entrywise`` (max |J_ij|) and ``row`` (max_i ||J_i,:||_2, the
+    norm of the gradient of one weight), each of shape ``(...)``.
+    """
+    Jt, was_numpy = _to_tensor(J, "J")
+    if Jt.dim() < 2 or Jt.shape[-1] != Jt.shape[-2]:
+        raise ValueError(f"J must have shape (..., L, L) (got {tuple(Jt.shape)})")
+    res = {
+        "spectral": torch.linalg.matrix_norm(Jt, ord=2),
+        "entrywise": Jt.abs().amax(dim=(-2, -1)),
+        "row": torch.linalg.vector_norm(Jt, dim=-1).amax(dim=-1),
+    }
+    return {k: _out(v, was_numpy) for k, v in res.items()}

@@ -1,0 +1,532 @@
+"""Attention normalisers behind one interface (paper-notes §2, Eq. 2-3; remedies of §4.7).
+
+Every normaliser is a callable with the signature::
+
+    f(logits, temperature=1.0, dim=-1, mask=None, **params) -> weights
+
+* ``logits``: a torch tensor (a numpy array or nested list is accepted too; a numpy array in gives a numpy
+  array out). Any number of leading (batch) dimensions; the normaliser acts along ``dim``.
+* ``temperature``: ``T > 0``. Every normaliser is applied to the scaled logits ``z = l / T`` (the paper's Eq. 2
+  for softmax; the same convention for the others).
+* ``mask``: optional bool tensor broadcastable to ``logits``; ``True`` marks a *visible* position
+  (causal attention: row ``t`` sees ``1..t``). Invisible positions get weight exactly ``0`` and do not count
+  in ``n`` (the number of visible positions used by ``ssmax`` and ``sigmoid``). A logit of ``-inf`` is treated
+  as invisible as well (the additive-mask convention of model code).
+* **Fully masked row** (no visible position): every normaliser returns a row of zeros, by definition. This
+  is a documented convention, not a limit: the formulas are undefined for an empty row.
+* Visible logits must be finite (``NaN`` or ``+inf`` raise ``ValueError``).
+
+Normalisers whose rows sum to one: ``softmax``, ``general``, ``sparsemax``, ``entmax15``, ``entmax_alpha``,
+``ssmax``. Rows that need **not** sum to one: ``softmax1`` (sum < 1), ``sigmoid`` (any sum in (0, n)),
+``softpick`` (sum <= 1, can be 0) and ``sa_softmax`` (sum <= 1).
+
+Numerical stability: all exponentials are evaluated after subtracting the row maximum (log-sum-exp), the
+sparse maps are evaluated on shifted logits clipped below at a value that provably lies outside the support
+(the output is unchanged), so every normaliser is finite for ``T`` in ``[1e-4, 1e4]`` and logits up to
+``±1e4`` in float32 and float64.
+
+Use :func:`get` to look a normaliser up by name and :func:`available` to list the names.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from ._validation import check_choice, check_positive
+
+__all__ = [
+    "available",
+    "get",
+    "softmax",
+    "general",
+    "make_general",
+    "sparsemax",
+    "entmax15",
+    "entmax_alpha",
+    "ssmax",
+    "sa_softmax",
+    "softmax1",
+    "sigmoid",
+    "softpick",
+    "SUMS_TO_ONE",
+]
+
+Normalizer = Callable[..., Any]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# shared plumbing
+# ----------------------------------------------------------------------------------------------------------
+def _as_tensor(logits: Any) -> tuple[torch.Tensor, bool]:
+    """Return ``(tensor, was_numpy)``; integer input is promoted to the default float dtype."""
+    was_numpy = isinstance(logits, np.ndarray)
+    if isinstance(logits, torch.Tensor):
+        t = logits
+    else:
+        try:
+            t = torch.as_tensor(np.asarray(logits))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"logits must be a tensor or array of real numbers (got {type(logits).__name__})") from exc
+    if t.dtype == torch.bool or t.is_complex():
+        raise ValueError(f"logits must hold real numbers (got dtype {t.dtype})")
+    if not t.is_floating_point():
+        t = t.to(torch.get_default_dtype())
+    return t, was_numpy
+
+
+def _prepare(logits: Any, temperature: Any, dim: int, mask: Any):
+    """Validate and move ``dim`` last.
+
+    Returns ``(x, visible, T, was_numpy, dim)`` where ``x`` has the reduced axis last and masked/-inf entries
+    replaced by 0 (so no non-finite value ever enters the arithmetic), ``visible`` is a bool tensor of the same
+    shape as ``x``.
+    """
+    T = check_positive("temperature", temperature)
+    x, was_numpy = _as_tensor(logits)
+    if x.dim() == 0:
+        raise ValueError("logits must have at least one dimension (got a scalar)")
+    nd = x.dim()
+    if not isinstance(dim, int) or isinstance(dim, bool) or not (-nd <= dim < nd):
+        raise ValueError(f"dim must be an integer in [{-nd}, {nd - 1}] (got {dim!r})")
+    if x.shape[dim] == 0:
+        raise ValueError(f"logits must have at least one position along dim={dim} (got shape {tuple(x.shape)})")
+    if mask is None:
+        visible = torch.ones(x.shape, dtype=torch.bool, device=x.device)
+    else:
+        m = mask if isinstance(mask, torch.Tensor) else torch.as_tensor(np.asarray(mask))
+        if m.dtype != torch.bool:
+            raise ValueError(f"mask must be a bool tensor with True = visible (got dtype {m.dtype})")
+        try:
+            visible = torch.broadcast_to(m.to(x.device), x.shape)
+        except RuntimeError:
+            raise ValueError(
+                f"mask shape {tuple(m.shape)} does not broadcast to logits shape {tuple(x.shape)}") from None
+    visible = visible & (x != -math.inf)
+    bad = visible & ~torch.isfinite(x)
+    if bool(bad.any()):
+        raise ValueError("logits must be finite at visible positions (found NaN or +inf); use mask for hidden ones")
+    x = torch.where(visible, x, torch.zeros((), dtype=x.dtype, device=x.device))
+    x = x.movedim(dim, -1)
+    visible = visible.movedim(dim, -1)
+    return x, visible, T, was_numpy, dim
+
+
+def _finish(out: torch.Tensor, visible: torch.Tensor, dim: int, was_numpy: bool):
+    out = torch.where(visible, out, torch.zeros((), dtype=out.dtype, device=out.device))
+    out = out.movedim(-1, dim)
+    if was_numpy:
+        return out.detach().cpu().numpy()
+    return out
+
+
+def _scale(x: torch.Tensor, T: float) -> torch.Tensor:
+    """``x / T`` clipped to +-finfo.max/8 so that differences of two scaled logits never overflow."""
+    big = torch.finfo(x.dtype).max / 8
+    return (x / T).clamp(-big, big)
+
+
+def _row_max(z: torch.Tensor, visible: torch.Tensor, detach: bool = True) -> torch.Tensor:
+    """Max over visible positions (0 for a fully masked row).
+
+    Detached by default: every caller that uses it as a shift is exactly invariant to the shift.
+    """
+    neg = torch.full((), -torch.finfo(z.dtype).max, dtype=z.dtype, device=z.device)
+    m = torch.where(visible, z, neg).amax(dim=-1, keepdim=True)
+    m = torch.where(visible.any(dim=-1, keepdim=True), m, torch.zeros_like(m))
+    return m.detach() if detach else m
+
+
+def _row_min(z: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+    pos = torch.full((), torch.finfo(z.dtype).max, dtype=z.dtype, device=z.device)
+    m = torch.where(visible, z, pos).amin(dim=-1, keepdim=True)
+    return torch.where(visible.any(dim=-1, keepdim=True), m, torch.zeros_like(m))
+
+
+def _count(visible: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    return visible.sum(dim=-1, keepdim=True).to(dtype)
+
+
+def _masked_softmax_lastdim(z: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+    """Stable softmax of ``z`` over visible positions of the last axis; zeros on a fully masked row."""
+    m = _row_max(z, visible)
+    e = torch.where(visible, torch.exp(z - m), torch.zeros((), dtype=z.dtype, device=z.device))
+    s = e.sum(dim=-1, keepdim=True)
+    return e / torch.where(s > 0, s, torch.ones_like(s))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# softmax and the general family
+# ----------------------------------------------------------------------------------------------------------
+def softmax(logits, temperature=1.0, dim=-1, mask=None):
+    r"""Softmax with temperature (paper Eq. 2; paper-notes §2).
+
+    .. math:: \alpha_j = \frac{e^{l_j/T}}{\sum_{k\,\text{visible}} e^{l_k/T}}
+
+    computed as ``exp((l_j - max_k l_k)/T) / sum(...)`` (log-sum-exp shift). Rows sum to one; a fully masked
+    row is all zeros.
+
+    Reference: Vaswani et al. 2017, arXiv:1706.03762; the paper's Eq. (2) with ``T = sqrt(d)`` typical.
+    """
+    x, visible, T, was_numpy, dim = _prepare(logits, temperature, dim, mask)
+    m = _row_max(x, visible)
+    z = _scale(x - m, T)  # <= 0 at visible positions, no overflow for any finite input
+    e = torch.where(visible, torch.exp(z), torch.zeros((), dtype=x.dtype, device=x.device))
+    s = e.sum(dim=-1, keepdim=True)
+    out = e / torch.where(s > 0, s, torch.ones_like(s))
+    return _finish(out, visible, dim, was_numpy)
+
+
+def _log_softplus(z: torch.Tensor) -> torch.Tensor:
+    """``log(softplus(z))`` without underflow: equals ``z`` (to rounding) for very negative ``z``."""
+    sp = torch.nn.functional.softplus(z)
+    safe = torch.where(z > -30, sp, torch.ones_like(sp))
+    return torch.where(z > -30, torch.log(safe), z + torch.log1p(-0.5 * torch.exp(torch.clamp(z, max=-30))))
+
+
+def _softplus(z: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.softplus(z)
+
+
+def _call_F(F: Callable, z: torch.Tensor, theta: Any) -> torch.Tensor:
+    out = F(z) if theta is None else F(z, theta)
+    if not isinstance(out, torch.Tensor):
+        out = torch.as_tensor(np.asarray(out), dtype=z.dtype, device=z.device)
+    if out.shape != z.shape:
+        try:
+            out = torch.broadcast_to(out, z.shape)
+        except RuntimeError:
+            raise ValueError(f"F must act elementwise: F(z) has shape {tuple(out.shape)}, z has {tuple(z.shape)}") from None
+    return out.to(z.dtype)
+
+
+def general(logits, F=None, temperature=1.0, dim=-1, mask=None, theta=None, *, log_F=None):
+    r"""General normaliser of the paper's Eq. (3) (paper-notes §2, Lemma 1 §3.1, Lemma 2 §3.9).
+
+    .. math:: \alpha_j = \frac{F(l_j/T,\theta)}{\sum_{k\,\text{visible}} F(l_k/T,\theta)}
+
+    ``F`` is a user-supplied elementwise, strictly positive function of a torch tensor (called as ``F(z)`` or,
+    when ``theta`` is given, ``F(z, theta)``). The temperature is applied to the logits before ``F``.
+    ``F`` must return finite values ``> 0`` at every visible position, otherwise ``ValueError`` names ``F``
+    (note that e.g. ``exp`` overflows and ``softplus`` underflows in float32 for large ``|l|/T``).
+
+    For full-range stability pass ``log_F`` (elementwise ``log F``) instead of, or in addition to, ``F``: the
+    weights are then ``softmax(log_F(l/T))``, which never overflows. With neither given the default is
+    ``F = softplus`` (evaluated through a stable ``log softplus``).
+
+    Rows sum to one; a fully masked row is all zeros. ``make_general(F)`` returns this with ``F`` bound, in the
+    common signature. Reference: the paper's Eq. (3), Mudarisov et al. 2025, arXiv:2508.17821.
+    """
+    x, visible, T, was_numpy, dim = _prepare(logits, temperature, dim, mask)
+    z = _scale(x, T)
+    if F is None and log_F is None:
+        log_F = _log_softplus
+    if log_F is not None:
+        lw = log_F(z) if theta is None else log_F(z, theta)
+        if not isinstance(lw, torch.Tensor):
+            lw = torch.as_tensor(np.asarray(lw), dtype=z.dtype, device=z.device)
+        lw = torch.broadcast_to(lw.to(z.dtype), z.shape)
+        if bool((visible & ~torch.isfinite(lw)).any()):
+            raise ValueError("log_F must return finite values at every visible logit (F must be finite and > 0)")
+        out = _masked_softmax_lastdim(lw, visible)
+        return _finish(out, visible, dim, was_numpy)
+    w = _call_F(F, z, theta)
+    bad = visible & ~(torch.isfinite(w) & (w > 0))
+    if bool(bad.any()):
+        bad_z = z[bad].flatten()[:3].tolist()
+        raise ValueError(
+            "F must return finite values > 0 at every visible logit (F(l/T) was non-positive or non-finite at "
+            f"l/T = {bad_z}); pass log_F for a stable evaluation")
+    w = torch.where(visible, w, torch.zeros((), dtype=w.dtype, device=w.device))
+    s = w.sum(dim=-1, keepdim=True)
+    out = w / torch.where(s > 0, s, torch.ones_like(s))
+    return _finish(out, visible, dim, was_numpy)
+
+
+def make_general(F=None, *, log_F=None, theta=None) -> Normalizer:
+    """Bind ``F`` (and/or ``log_F``, ``theta``) into a normaliser with the common signature.
+
+    ``make_general(torch.exp)`` is softmax; ``make_general(lambda z: 1 + z**2)`` is the rational family of
+    paper-notes §3.1. The returned callable carries ``.F``, ``.log_F`` and ``.theta`` attributes (used by
+    :func:`attn_lib.jacobian.jacobian` for the analytic Lemma-2 Jacobian).
+    """
+    if F is not None and not callable(F):
+        raise ValueError(f"F must be callable (got {type(F).__name__})")
+    if log_F is not None and not callable(log_F):
+        raise ValueError(f"log_F must be callable (got {type(log_F).__name__})")
+
+    def f(logits, temperature=1.0, dim=-1, mask=None):
+        return general(logits, F, temperature=temperature, dim=dim, mask=mask, theta=theta, log_F=log_F)
+
+    f.F = F  # type: ignore[attr-defined]
+    f.log_F = log_F if (log_F is not None or F is not None) else _log_softplus  # type: ignore[attr-defined]
+    f.theta = theta  # type: ignore[attr-defined]
+    f.__name__ = "general"
+    f.__doc__ = general.__doc__
+    return f
+
+
+# ----------------------------------------------------------------------------------------------------------
+# sparse maps (entmax package)
+# ----------------------------------------------------------------------------------------------------------
+def _sparse_prepare(logits, temperature, dim, mask, floor: float):
+    """Shift by the row max, scale, clip below at ``-floor`` (outside the support), fill masked with ``-floor``."""
+    x, visible, T, was_numpy, dim = _prepare(logits, temperature, dim, mask)
+    m = _row_max(x, visible)
+    z = _scale(x - m, T).clamp(min=-floor)
+    z = torch.where(visible, z, torch.full((), -floor, dtype=z.dtype, device=z.device))
+    return z, visible, was_numpy, dim
+
+
+def sparsemax(logits, temperature=1.0, dim=-1, mask=None):
+    r"""Sparsemax: Euclidean projection of ``l/T`` onto the probability simplex.
+
+    .. math:: \alpha = \arg\min_{p\in\Delta}\|p - l/T\|_2^2 = [\,l/T - \tau\,]_+,\quad \sum_j\alpha_j = 1
+
+    Computed with ``entmax.sparsemax`` on the row-max-shifted logits clipped below at ``-2`` (every
+    coordinate ``< z_max - 1`` is outside the support since ``tau >= z_max - 1``, so the clip does not change the
+    output). Rows sum to one; a fully masked row is all zeros.
+
+    Reference: Martins & Astudillo 2016, arXiv:1602.02068.
+    """
+    from entmax import sparsemax as _sm
+
+    z, visible, was_numpy, dim = _sparse_prepare(logits, temperature, dim, mask, floor=2.0)
+    out = _sm(z, dim=-1)
+    return _finish(out, visible, dim, was_numpy)
+
+
+def entmax15(logits, temperature=1.0, dim=-1, mask=None):
+    r"""1.5-entmax (Tsallis alpha = 1.5).
+
+    .. math:: \alpha_j = [\,z_j/2 - \tau\,]_+^2,\quad z = l/T,\ \tau \text{ such that } \textstyle\sum_j\alpha_j = 1
+
+    Computed with ``entmax.entmax15`` (exact sort-based algorithm) on shifted logits clipped below at ``-3``
+    (coordinates ``< z_max - 2`` are outside the support). Rows sum to one; fully masked row: zeros.
+
+    Reference: Peters, Niculae & Martins 2019, arXiv:1905.05702; cited by the paper with Martins & Astudillo 2016.
+    """
+    from entmax import entmax15 as _e15
+
+    z, visible, was_numpy, dim = _sparse_prepare(logits, temperature, dim, mask, floor=3.0)
+    out = _e15(z, dim=-1)
+    return _finish(out, visible, dim, was_numpy)
+
+
+def entmax_alpha(logits, temperature=1.0, dim=-1, mask=None, alpha=1.5, n_iter=60):
+    r"""alpha-entmax for ``alpha > 1`` by bisection (``entmax.entmax_bisect``).
+
+    .. math:: \alpha_j = [\,(\alpha-1) z_j - \tau\,]_+^{1/(\alpha-1)},\quad z = l/T,\ \textstyle\sum_j\alpha_j = 1
+
+    ``alpha -> 1`` is softmax, ``alpha = 2`` sparsemax. The shifted logits are clipped below at
+    ``-(1/(alpha-1) + 1)`` (outside the support), then bisected in float64 and cast back. Rows sum to one; fully
+    masked row: zeros. ``ValueError`` unless ``alpha`` is a finite number ``> 1``.
+
+    Reference: Peters, Niculae & Martins 2019, arXiv:1905.05702.
+    """
+    from entmax import entmax_bisect
+
+    a = check_positive("alpha", alpha)
+    if not a > 1:
+        raise ValueError(f"alpha must be a finite number > 1 (got {alpha!r}); alpha = 1 is softmax")
+    z, visible, was_numpy, dim = _sparse_prepare(logits, temperature, dim, mask, floor=1.0 / (a - 1.0) + 1.0)
+    out = entmax_bisect(z.to(torch.float64), alpha=a, dim=-1, n_iter=int(n_iter)).to(z.dtype)
+    return _finish(out, visible, dim, was_numpy)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# length-aware and unnormalised variants
+# ----------------------------------------------------------------------------------------------------------
+def ssmax(logits, temperature=1.0, dim=-1, mask=None, s=0.43):
+    r"""Scalable-Softmax (SSMax).
+
+    .. math:: \alpha_j = \frac{n^{s z_j}}{\sum_k n^{s z_k}} = \mathrm{softmax}\big((s\log n)\,z\big)_j,
+              \quad z = l/T
+
+    with ``n`` the number of *visible* positions of the row (so each causal row uses its own ``n = t``). For
+    ``n = 1`` the single weight is 1. ``s > 0`` is the per-head scale (learned in the original; default
+    ``0.43``, the value of the SSMax paper's Fig. 1 [P]). Because ``L`` enters the normaliser, Lemma 1's
+    ``Theta(1/L)`` bound does not apply. Rows sum to one; fully masked row: zeros.
+
+    Reference: Nakanishi 2025, "Scalable-Softmax Is Superior for Attention", arXiv:2501.19399.
+    """
+    s = check_positive("s", s)
+    x, visible, T, was_numpy, dim = _prepare(logits, temperature, dim, mask)
+    n = _count(visible, x.dtype).clamp(min=1)
+    m = _row_max(x, visible)
+    z = _scale(x - m, T) * (s * torch.log(n))
+    z = torch.where(visible, z, torch.zeros((), dtype=z.dtype, device=z.device))
+    out = _masked_softmax_lastdim(z, visible)
+    return _finish(out, visible, dim, was_numpy)
+
+
+def sa_softmax(logits, temperature=1.0, dim=-1, mask=None, variant="normalized"):
+    r"""Self-Adjust Softmax (SA-Softmax).
+
+    ``variant="normalized"`` (default):
+
+    .. math:: \alpha_j = \frac{z_j - \min(z_{\min},0)}{\max(0,z_{\max}) - \min(z_{\min},0)}\,
+              \mathrm{softmax}(z)_j,\quad z = l/T
+
+    ``variant="plain"``: :math:`\alpha_j = z_j\,\mathrm{softmax}(z)_j` (weights may be negative or exceed 1
+    in magnitude; they scale like ``z``).
+
+    Max/min run over visible positions. In the normalised variant the factor is in ``[0, 1]`` and is computed
+    from ``l`` directly (it is invariant to ``T``), so it never overflows; when all visible logits are 0 the
+    denominator vanishes and the factor is defined as 1 (plain softmax) [P]. Rows do **not** sum to one
+    (``sum <= 1`` for the normalised variant). Fully masked row: zeros.
+
+    Reference: Zheng et al. 2025, "Self-Adjust Softmax", arXiv:2502.18277.
+    """
+    check_choice("variant", variant, ["normalized", "plain"])
+    x, visible, T, was_numpy, dim = _prepare(logits, temperature, dim, mask)
+    m = _row_max(x, visible)
+    p = torch.where(visible, torch.exp(_scale(x - m, T)), torch.zeros((), dtype=x.dtype, device=x.device))
+    ssum = p.sum(dim=-1, keepdim=True)
+    p = p / torch.where(ssum > 0, ssum, torch.ones_like(ssum))
+    if variant == "plain":
+        out = _scale(x, T) * p
+    else:
+        # halve before subtracting so that no difference of two finite numbers overflows
+        h = x * 0.5
+        lo = torch.clamp(_row_min(h, visible), max=0.0)
+        hi = torch.clamp(_row_max(h, visible, detach=False), min=0.0)
+        den = hi - lo
+        fac = torch.where(den > 0, (h - lo) / torch.where(den > 0, den, torch.ones_like(den)), torch.ones_like(x))
+        out = fac.clamp(0.0, 1.0) * p
+    return _finish(out, visible, dim, was_numpy)
+
+
+def softmax1(logits, temperature=1.0, dim=-1, mask=None):
+    r"""Softmax off by one ("quiet softmax"): an implicit extra logit fixed at 0.
+
+    .. math:: \alpha_j = \frac{e^{z_j}}{1 + \sum_k e^{z_k}},\quad z = l/T
+
+    computed with ``m = max(0, max_k z_k)`` as ``exp(z_j - m) / (exp(-m) + sum_k exp(z_k - m))``. Rows sum to
+    ``1 - 1/(1 + sum_k e^{z_k}) < 1`` (a head may attend to nothing). Fully masked row: zeros (the empty sum).
+
+    Reference: E. Miller, "Attention Is Off By One" (2023, blog); also ``softmax_1`` in Flaxformer.
+    """
+    x, visible, T, was_numpy, dim = _prepare(logits, temperature, dim, mask)
+    z = _scale(x, T)
+    m = torch.clamp(_row_max(z, visible), min=0.0)
+    e = torch.where(visible, torch.exp(z - m), torch.zeros((), dtype=z.dtype, device=z.device))
+    out = e / (torch.exp(-m) + e.sum(dim=-1, keepdim=True))
+    return _finish(out, visible, dim, was_numpy)
+
+
+def sigmoid(logits, temperature=1.0, dim=-1, mask=None, bias=None):
+    r"""Sigmoid attention with the ``-log n`` bias.
+
+    .. math:: \alpha_j = \sigma(z_j + b),\quad b = -\log n,\quad z = l/T
+
+    with ``n`` the number of visible positions of the row (``bias`` overrides ``b`` with a fixed number).
+    Each weight is in ``(0, 1)`` independently; rows do **not** sum to one (with ``b = -log n`` the sum is
+    ``~1`` when logits are near 0). Fully masked row: zeros.
+
+    Reference: Ramapuram et al. 2024, "Theory, Analysis, and Best Practices for Sigmoid Self-Attention",
+    arXiv:2409.04431.
+    """
+    x, visible, T, was_numpy, dim = _prepare(logits, temperature, dim, mask)
+    z = _scale(x, T)
+    if bias is None:
+        b = -torch.log(_count(visible, z.dtype).clamp(min=1))
+    else:
+        try:
+            bf = float(bias)
+        except (TypeError, ValueError):
+            raise ValueError(f"bias must be a finite real number or None (got {bias!r})") from None
+        if not math.isfinite(bf):
+            raise ValueError(f"bias must be a finite real number or None (got {bias!r})")
+        b = torch.tensor(bf, dtype=z.dtype, device=z.device)
+    out = torch.sigmoid(z + b)
+    return _finish(out, visible, dim, was_numpy)
+
+
+def softpick(logits, temperature=1.0, dim=-1, mask=None, eps=1e-8):
+    r"""Softpick (rectified softmax).
+
+    .. math:: \alpha_j = \frac{\mathrm{ReLU}(e^{z_j} - 1)}{\sum_k |e^{z_k} - 1| + \epsilon},\quad z = l/T
+
+    evaluated exactly (not approximately) after multiplying numerator and denominator by ``e^{-m}``,
+    ``m = max(0, max_k z_k)``: ``ReLU(e^{z_j-m} - e^{-m}) / (sum_k |e^{z_k-m} - e^{-m}| + eps e^{-m})``.
+    Weights are 0 for ``z_j <= 0``; rows sum to ``<= 1`` and a row of non-positive logits is all zeros.
+    Fully masked row: zeros. ``eps > 0`` (default ``1e-8`` as in the reference code).
+
+    Reference: Zuhri et al. 2025, "Softpick: No Attention Sink, No Massive Activations with Rectified
+    Softmax", arXiv:2504.20966.
+    """
+    eps = check_positive("eps", eps)
+    x, visible, T, was_numpy, dim = _prepare(logits, temperature, dim, mask)
+    z = _scale(x, T)
+    m = torch.clamp(_row_max(z, visible), min=0.0)
+    em = torch.exp(-m)
+    d = torch.exp(z - m) - em
+    d = torch.where(visible, d, torch.zeros((), dtype=z.dtype, device=z.device))
+    den = d.abs().sum(dim=-1, keepdim=True) + eps * em
+    den = torch.where(den > 0, den, torch.full_like(den, torch.finfo(z.dtype).tiny))
+    out = torch.relu(d) / den
+    return _finish(out, visible, dim, was_numpy)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# registry
+# ----------------------------------------------------------------------------------------------------------
+_REGISTRY: dict[str, Normalizer] = {
+    "softmax": softmax,
+    "general": general,
+    "sparsemax": sparsemax,
+    "entmax15": entmax15,
+    "entmax_alpha": entmax_alpha,
+    "ssmax": ssmax,
+    "sa_softmax": sa_softmax,
+    "softmax1": softmax1,
+    "sigmoid": sigmoid,
+    "softpick": softpick,
+}
+
+#: Names whose non-empty rows sum to one.
+SUMS_TO_ONE = frozenset({"softmax", "general", "sparsemax", "entmax15", "entmax_alpha", "ssmax"})
+
+
+def available() -> list[str]:
+    """Names accepted by :func:`get`, in a fixed order."""
+    return list(_REGISTRY)
+
+
+def get(name: str, **params) -> Normalizer:
+    """Return the normaliser ``name`` as ``f(logits, temperature=1.0, dim=-1, mask=None)``.
+
+    Extra keyword ``params`` are bound, e.g. ``get("entmax_alpha", alpha=1.75)``, ``get("ssmax", s=1.0)``,
+    ``get("sigmoid", bias=0.0)``, ``get("softpick", eps=1e-6)``, ``get("sa_softmax", variant="plain")``,
+    ``get("general", F=..., log_F=..., theta=...)`` (``general`` without ``F`` uses ``F = softplus``).
+    The returned callable has ``.name`` (and ``params`` bound via ``functools.partial``).
+    """
+    check_choice("name", name, available())
+    if name == "general":
+        f = make_general(params.pop("F", None), log_F=params.pop("log_F", None), theta=params.pop("theta", None))
+        if params:
+            raise ValueError(f"params for 'general' must be among F, log_F, theta (got {sorted(params)})")
+        f.name = "general"  # type: ignore[attr-defined]
+        return f
+    base = _REGISTRY[name]
+    if not params:
+        return base
+    import inspect
+
+    allowed = [p for p in inspect.signature(base).parameters if p not in ("logits", "temperature", "dim", "mask")]
+    for k in params:
+        if k not in allowed:
+            raise ValueError(f"params for {name!r} must be among {allowed} (got {k!r})")
+    f = functools.partial(base, **params)
+    functools.update_wrapper(f, base)
+    f.name = name  # type: ignore[attr-defined]
+    return f
+
+
+for _n, _f in _REGISTRY.items():
+    _f.name = _n  # type: ignore[attr-defined]
+del _n, _f

@@ -1,0 +1,752 @@
+r"""The paper's Algorithms 1-5 on a real model (paper-notes §4), as tidy tables.
+
+Every experiment needs the attention of one token window; all of them use the **same single forward pass**:
+
+* **Nested prefixes.** Attention is causal, so query row ``r`` of a window of length ``L`` depends only on tokens
+  ``0..r``: its logits, weights and value vectors are identical in every prefix of length ``> r`` (tested in
+  ``tests/test_experiments.py``). A capture at the largest ``L`` therefore serves every smaller ``L`` of the grid:
+  the ``L``-prefix uses rows ``0..L-1`` of it (paper-notes §4.0 [P]: "for each L, use the first L tokens").
+* **One layer at a time.** The forward pass calls back once per layer; each experiment reduces that layer to
+  per-head numbers immediately, so memory stays at one layer (the critical-N scan additionally keeps each layer's
+  causal logits in float32 in case its scan has to be continued, see :func:`critical_n`).
+
+Experiments (each returns a :class:`pandas.DataFrame` whose every row carries ``model``, ``text`` and ``device``):
+
+1. :func:`distance_vs_length` -- d~, d_max, E1 (+ Jensen gap), E2 and Monte-Carlo E[d~] against ``L`` at ``N=5``.
+2. :func:`distance_vs_n` -- the same against ``N`` at fixed ``L``.
+3. :func:`critical_n` -- KS test of per-head means of d~ against E1 and E2, for every ``L`` and ``N`` (trace);
+   :func:`critical_n_summary` gives the critical ``N`` per ``L``.
+4. :func:`separability` -- ``N_s/N`` and Theorem 2's bounds per head against ``N``.
+5. :func:`gradient_sensitivity` -- row-mean ``g(T, eps)`` per head against ``T`` for each ``eps``.
+
+:func:`run_all` runs all five in one forward pass (using :class:`~attn_lib.cache.ResultCache` per experiment) and
+:func:`run_reproduce` is the ``reproduce`` command: model + text + all five + figures + report.
+Profiles (:data:`PROFILES`): ``paper`` (paper-notes §5g) and ``quick`` (small grids for CPU CI).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from . import metrics as M
+from ._validation import check_choice, check_int, check_positive, check_probability
+
+__all__ = [
+    "Profile",
+    "PROFILES",
+    "distance_vs_length",
+    "distance_vs_n",
+    "critical_n",
+    "critical_n_summary",
+    "separability",
+    "gradient_sensitivity",
+    "run_all",
+    "run_reproduce",
+    "text_window",
+    "EXPERIMENTS",
+]
+
+EXPERIMENTS = ("distance_vs_length", "distance_vs_n", "critical_n", "separability", "gradient_sensitivity")
+SCHEMA = 1  # bump when the tables change (part of every cache key)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# profiles
+# ----------------------------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Profile:
+    """Grids of one reproduction (paper-notes §5g). ``mc_rows``: rows per ``L`` for the Monte-Carlo estimate
+    (a fixed stride ``max(1, L // mc_rows)``); ``scan_stage``: ``N`` range of the first critical-N stage."""
+
+    name: str
+    lengths: tuple[int, ...]
+    n_alg1: int
+    length_fixed: int
+    n_alg2: tuple[int, ...]
+    n_alg4: tuple[int, ...]
+    temperatures: tuple[float, ...]
+    eps_values: tuple[float, ...]
+    ks_alpha: float = 0.01
+    crit_fraction: float = 0.25
+    mc_samples: int = 64
+    mc_rows: int = 32
+    scan_stage: int = 64
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+PROFILES: dict[str, Profile] = {
+    "paper": Profile(
+        name="paper", lengths=(32, 64, 128, 256, 512, 1024), n_alg1=5, length_fixed=1024,
+        n_alg2=(1, 5, 10, 20, 100), n_alg4=(1, 2, 4, 8, 16, 32, 64),
+        temperatures=tuple(float(x) for x in np.logspace(-3, 2, 21)), eps_values=(1e-3, 1e-1, 10.0),
+        ks_alpha=0.01, crit_fraction=0.25, mc_samples=64, mc_rows=32, scan_stage=64),
+    "quick": Profile(
+        name="quick", lengths=(16, 32, 64, 128), n_alg1=5, length_fixed=128,
+        n_alg2=(1, 5, 10, 20, 40), n_alg4=(1, 2, 4, 8, 16, 32),
+        temperatures=tuple(float(x) for x in np.logspace(-3, 2, 6)), eps_values=(1e-3, 1e-1, 10.0),
+        ks_alpha=0.01, crit_fraction=0.25, mc_samples=16, mc_rows=16, scan_stage=32),
+}
+
+
+def _profile(profile) -> Profile:
+    if isinstance(profile, Profile):
+        return profile
+    check_choice("profile", profile, list(PROFILES))
+    return PROFILES[profile]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# text and passes
+# ----------------------------------------------------------------------------------------------------------------
+def _text_obj(text):
+    """A :class:`attn_lib.corpus.Text` (or anything with ``name``/``text``/``sha256``); a str is wrapped."""
+    if isinstance(text, str):
+        import hashlib
+
+        from types import SimpleNamespace
+        return SimpleNamespace(name="custom", text=text, sha256=hashlib.sha256(text.encode()).hexdigest(),
+                               source="string")
+    for a in ("name", "text", "sha256"):
+        if not hasattr(text, a):
+            raise ValueError(f"text must be a corpus.Text or a str (missing attribute {a!r})")
+    return text
+
+
+def text_window(handle, text, length: int, start: int = 0) -> torch.Tensor:
+    """The first window of ``length`` tokens of ``text`` from token ``start``: ``(1, length)`` ids."""
+    length = check_int("length", length, low=2, high=int(handle.max_length))
+    start = check_int("start", start, low=0)
+    t = _text_obj(text)
+    try:
+        from .corpus import token_windows
+    except ImportError:  # pragma: no cover - corpus layer not installed
+        token_windows = None
+    if token_windows is not None:
+        w = token_windows(handle.tokenizer, t.text, length, n_windows=1, start=start)
+        ids = torch.as_tensor(np.asarray(w[0] if isinstance(w, (list, tuple)) else w)).reshape(-1)[:length]
+    else:
+        enc = handle.tokenizer(t.text)["input_ids"] if callable(handle.tokenizer) else handle.tokenizer.encode(t.text)
+        ids = torch.as_tensor(enc[start:start + length])
+    if ids.numel() < length:
+        raise ValueError(f"text {t.name!r} has fewer than start + length = {start + length} tokens")
+    return ids.view(1, -1).long()
+
+
+def _meta(handle, text) -> dict:
+    t = _text_obj(text)
+    return {"model": handle.model_id, "text": t.name, "device": str(handle.device)}
+
+
+class _Shared:
+    """Per-layer memo shared by the analyses of one pass (float64 LayerData, distance rows per N, ...)."""
+
+    def __init__(self, la):
+        self.la = la
+        self._memo: dict = {}
+
+    def get(self, key, fn):
+        if key not in self._memo:
+            self._memo[key] = fn()
+        return self._memo[key]
+
+    def layer(self) -> M.LayerData:
+        la = self.la
+        return self.get("ld", lambda: M.LayerData.from_logits(la.logits[0], la.values[0], mask=_mask(la)))
+
+    def dist(self, N: int, p="L-1") -> M.DistanceRows:
+        return self.get(("dist", N, p), lambda: M.distance_metrics(self.layer(), N=N, p=p))
+
+
+def _mask(la) -> torch.Tensor:
+    m = la.mask
+    while m.dim() > 3:
+        m = m[0]
+    return m
+
+
+def _run_pass(handle, text, analyses: list, length: int, start: int = 0) -> float:
+    """One forward pass at ``length``; every analysis sees every layer. Returns the seconds spent."""
+    from .capture import capture_attention
+
+    ids = text_window(handle, text, length, start)
+    t0 = time.perf_counter()
+
+    def cb(la):
+        sh = _Shared(la)
+        for a in analyses:
+            a.layer(sh)
+        del sh
+
+    capture_attention(handle, ids, cb, keep_qk=False)
+    return time.perf_counter() - t0
+
+
+def _prefix_means(x: torch.Tensor, valid: torch.Tensor, lengths: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Per-head mean over rows ``r < L`` (valid only) for each ``L``: ``(H, nL)`` means and counts.
+
+    ``x``/``valid`` ``(H, R, ...)`` over rows ``0..R-1``; trailing dims are kept.
+    """
+    v = valid.to(torch.float64)
+    cs = torch.cumsum(torch.where(valid, x, torch.zeros((), dtype=x.dtype)), dim=1)
+    cc = torch.cumsum(v, dim=1)
+    idx = torch.as_tensor([L - 1 for L in lengths])
+    s = cs.index_select(1, idx)
+    c = cc.index_select(1, idx)
+    return (s / c.clamp(min=1)).cpu().numpy(), c.cpu().numpy()
+
+
+def _mc_rows(lengths: Sequence[int], mc_rows: int) -> dict[int, np.ndarray]:
+    """Rows used for the Monte-Carlo estimate at each ``L``: every ``max(1, L // mc_rows)``-th row."""
+    out = {}
+    for L in lengths:
+        st = max(1, L // mc_rows)
+        out[L] = np.arange(0, L, st)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# analyses (one per experiment): .layer(shared) per layer, .finish() -> DataFrame
+# ----------------------------------------------------------------------------------------------------------------
+class _DistanceAnalysis:
+    """Algorithms 1 and 2: per (L, N, layer, head) means of every distance quantity."""
+
+    def __init__(self, meta, lengths, n_values, *, p, mc_samples, mc_rows, seed, kind):
+        self.meta, self.lengths, self.n_values = meta, list(lengths), list(n_values)
+        self.p, self.mc_samples, self.seed, self.kind = p, mc_samples, seed, kind
+        self.mc_map = _mc_rows(self.lengths, mc_rows) if mc_samples > 0 else {}
+        self.rows: list[dict] = []
+
+    def layer(self, sh: _Shared):
+        ld = sh.layer()
+        Lmax = max(self.lengths)
+        for N in self.n_values:
+            dm = sh.dist(N, self.p)
+            valid = dm.valid[:, :Lmax]
+            viol = valid & (dm.d_tilde[:, :Lmax] > dm.d_max[:, :Lmax] * (1 + 1e-9) + 1e-12)
+            cols = {"d_tilde": dm.d_tilde, "d_max": dm.d_max, "e1": dm.e1, "e1_plus_gap": dm.e1 + dm.e1_gap,
+                    "e1_gap": dm.e1_gap, "e2": dm.e2, "s_norm": dm.s_norm, "alpha_bar": dm.alpha_bar}
+            means = {k: _prefix_means(v[:, :Lmax], valid, self.lengths)[0] for k, v in cols.items()}
+            _, counts = _prefix_means(dm.d_tilde[:, :Lmax], valid, self.lengths)
+            nviol, _ = _prefix_means(viol.to(torch.float64), torch.ones_like(viol), self.lengths)
+            mc = {}
+            if self.mc_samples > 0:
+                allrows = np.unique(np.concatenate([self.mc_map[L] for L in self.lengths]))
+                mcr = M.expected_distance_mc(ld, N=N, rows=torch.as_tensor(allrows), n_samples=self.mc_samples,
+                                             seed=self.seed)
+                pos = {int(r): i for i, r in enumerate(allrows)}
+                for li, L in enumerate(self.lengths):
+                    sel = torch.as_tensor([pos[int(r)] for r in self.mc_map[L]])
+                    mv, mcnt = M.masked_mean(mcr.mean[:, sel], mcr.valid[:, sel])
+                    mc[li] = (mv.cpu().numpy(), mcnt.cpu().numpy())
+            for li, L in enumerate(self.lengths):
+                for h in range(ld.H):
+                    row = dict(self.meta, L=L, N=N, layer=sh.la.layer, head=h, n_rows=int(counts[h, li]))
+                    for k in cols:
+                        row[k] = float(means[k][h, li])
+                    row["dmax_violations"] = int(round(nviol[h, li] * L))
+                    if mc:
+                        row["mc"] = float(mc[li][0][h])
+                        row["mc_rows"] = int(mc[li][1][h])
+                    self.rows.append(row)
+
+    def finish(self) -> pd.DataFrame:
+        df = pd.DataFrame(self.rows)
+        return df[df["n_rows"] > 0].reset_index(drop=True) if len(df) else df
+
+
+class _SeparabilityAnalysis:
+    def __init__(self, meta, length, n_values, M_radius):
+        self.meta, self.length, self.n_values, self.M = meta, length, list(n_values), M_radius
+        self.rows: list[dict] = []
+
+    def layer(self, sh: _Shared):
+        ld = sh.layer()
+        u = sh.get(("unit", self.M), lambda: M.unit_layer(ld, self.M))
+        delta = sh.get(("delta", self.M), lambda: M.running_min_distance(u))
+        L = self.length
+        for N in self.n_values:
+            sp = M.separability_metrics(u, N=N, M=self.M, normalize=False, delta=delta)
+            v = sp.valid[:, :L]
+            f, cnt = M.masked_mean(sp.fraction[:, :L], v)
+            lo, _ = M.masked_mean(sp.lower[:, :L], v)
+            up, _ = M.masked_mean(sp.upper[:, :L], v)
+            r, _ = M.masked_mean(sp.r[:, :L], v)
+            dl, _ = M.masked_mean(sp.delta[:, :L], v)
+            for h in range(ld.H):
+                if int(cnt[h]) == 0:
+                    continue
+                self.rows.append(dict(self.meta, L=L, N=N, layer=sh.la.layer, head=h, n_rows=int(cnt[h]),
+                                      fraction=float(f[h]), lower=float(lo[h]), upper=float(up[h]),
+                                      r=float(r[h]), delta=float(dl[h])))
+
+    def finish(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows)
+
+
+class _SensitivityAnalysis:
+    def __init__(self, meta, length, temperatures, eps_values, seed):
+        self.meta, self.length, self.T, self.E, self.seed = meta, length, list(temperatures), list(eps_values), seed
+        self.rows: list[dict] = []
+
+    def layer(self, sh: _Shared):
+        la = sh.la
+        L = self.length
+        logits = la.logits[0, :, :L, :L]
+        g, valid = M.sensitivity_rows(logits, self.T, self.E, mask=_mask(la)[..., :L, :L],
+                                      seed=self.seed + la.layer)
+        H = g.shape[2]
+        cnt = valid.sum(-1).clamp(min=1).to(torch.float64)
+        mean = g.sum(-1) / cnt  # (nT, nE, H)
+        Tt = torch.as_tensor(self.T, dtype=torch.float64).view(-1, 1, 1, 1)
+        Et = torch.as_tensor(self.E, dtype=torch.float64).view(1, -1, 1, 1)
+        corr = torch.minimum(1 / (2 * Tt), math.sqrt(2) / Et)
+        paper = torch.minimum(1 / (4 * Tt), torch.full_like(Tt, math.sqrt(2)))
+        viol = ((g > corr * (1 + 1e-9) + 1e-12) & valid).sum(-1)
+        over = ((g > paper * (1 + 1e-9)) & valid).sum(-1)
+        gmax = torch.where(valid, g, torch.zeros((), dtype=g.dtype)).amax(-1)
+        for a, T in enumerate(self.T):
+            for b, e in enumerate(self.E):
+                for h in range(H):
+                    self.rows.append(dict(self.meta, L=L, T=T, eps=e, layer=la.layer, head=h,
+                                          n_rows=int(valid[h].sum()), g=float(mean[a, b, h]),
+                                          g_row_max=float(gmax[a, b, h]),
+                                          bound_corrected=float(corr.view(-1, len(self.E))[a, b]),
+                                          bound_paper=float(paper.view(-1)[a]),
+                                          rows_violating_corrected=int(viol[a, b, h]),
+                                          rows_above_paper=int(over[a, b, h])))
+
+    def finish(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows)
+
+
+class _CriticalAnalysis:
+    """Algorithm 3: staged incremental scan, KS test over all heads for every (L, N <= L * crit_fraction)."""
+
+    def __init__(self, meta, lengths, *, alpha, crit_fraction, forms, p, stage, stop_early):
+        self.meta, self.lengths, self.alpha = meta, sorted(lengths), alpha
+        self.caps = {L: max(1, int(math.floor(L * crit_fraction))) for L in self.lengths}
+        self.n_cap = max(self.caps.values())
+        self.forms, self.p, self.stage, self.stop_early = list(forms), p, stage, stop_early
+        self.Lmax = max(self.lengths)
+        self.store: list = []  # per layer: (packed float32 causal logits, values, mask)
+        self.means: dict = {}  # (form) -> list over layers of (H, nL, nN) arrays, per stage
+        self.stage_ranges: list[tuple[int, int]] = []
+        self.keep_store = True
+        first_hi = min(self.n_cap, stage) if stop_early else self.n_cap
+        self.stage_ranges.append((1, first_hi))
+        self.per_layer: list[dict] = []  # index by layer order: form -> list of (H, nL, n) blocks
+
+    def _scan_layer(self, ld: M.LayerData, lo: int, hi: int) -> dict:
+        sc = M.topn_scan(ld, n_max=hi, n_min=lo, p=self.p, rows=torch.arange(min(self.Lmax, ld.L)))
+        out = {}
+        Lm = self.Lmax
+        for f in ["d_tilde"] + self.forms:
+            x = getattr(sc, f)[:, :Lm]
+            out[f], _ = _prefix_means(x, sc.valid[:, :Lm], self.lengths)
+        _, cnt = _prefix_means(sc.d_tilde[:, :Lm], sc.valid[:, :Lm], self.lengths)
+        out["count"] = cnt
+        return out
+
+    def layer(self, sh: _Shared):
+        ld = sh.layer()
+        lo, hi = self.stage_ranges[0]
+        self.per_layer.append({"layer": sh.la.layer, "H": ld.H, "blocks": [self._scan_layer(ld, lo, hi)]})
+        if self.stop_early and hi < self.n_cap:
+            la = sh.la
+            Lm = min(self.Lmax, ld.L)
+            lg = la.logits[0, :, :Lm, :Lm].float()
+            tri = torch.tril_indices(Lm, Lm)
+            causal = bool((_mask(la)[..., :Lm, :Lm] == torch.ones(Lm, Lm, dtype=torch.bool).tril()).all())
+            packed = lg[:, tri[0], tri[1]].clone() if causal else lg.clone()
+            self.store.append((packed, la.values[0, :, :Lm].float().clone(), causal,
+                               None if causal else _mask(la)[..., :Lm, :Lm].clone()))
+
+    def _rebuild(self, i) -> M.LayerData:
+        packed, vals, causal, mask = self.store[i]
+        if causal:
+            H = packed.shape[0]
+            Lm = vals.shape[1]
+            tri = torch.tril_indices(Lm, Lm)
+            lg = torch.full((H, Lm, Lm), -math.inf, dtype=torch.float32)
+            lg[:, tri[0], tri[1]] = packed
+            return M.LayerData.from_logits(lg, vals)
+        return M.LayerData.from_logits(packed, vals, mask=mask)
+
+    def _ks(self, lo, hi, found):
+        from scipy.stats import ks_2samp
+
+        rows = []
+        cat = {f: np.concatenate([pl["blocks"][-1][f] for pl in self.per_layer], axis=0)
+               for f in ["d_tilde"] + self.forms}
+        cnt = np.concatenate([pl["blocks"][-1]["count"] for pl in self.per_layer], axis=0)
+        for li, L in enumerate(self.lengths):
+            for k, N in enumerate(range(lo, hi + 1)):
+                if N > self.caps[L] or N > L - 1:
+                    continue
+                ok = cnt[:, li, k] > 0
+                a = cat["d_tilde"][ok, li, k]
+                for f in self.forms:
+                    if found.get((L, f)) is not None and self.stop_early:
+                        continue
+                    b = cat[f][ok, li, k]
+                    res = ks_2samp(a, b)
+                    pv = float(res.pvalue)
+                    rows.append(dict(self.meta, L=L, N=N, form=f, statistic=float(res.statistic), p_value=pv,
+                                     n_heads=int(ok.sum()), mean_d_tilde=float(a.mean()), mean_form=float(b.mean()),
+                                     alpha=self.alpha))
+                    if pv >= self.alpha and found.get((L, f)) is None:
+                        found[(L, f)] = N
+        return rows
+
+    def finish(self) -> pd.DataFrame:
+        found: dict = {}
+        rows = []
+        lo, hi = self.stage_ranges[0]
+        rows += self._ks(lo, hi, found)
+        while hi < self.n_cap and self.stop_early:
+            if all(found.get((L, f)) is not None or self.caps[L] <= hi for L in self.lengths for f in self.forms):
+                break
+            lo, hi = hi + 1, min(self.n_cap, 2 * hi + self.stage)
+            self.stage_ranges.append((lo, hi))
+            for i, pl in enumerate(self.per_layer):
+                ld = self._rebuild(i)
+                pl["blocks"].append(self._scan_layer(ld, lo, hi))
+                del ld
+            rows += self._ks(lo, hi, found)
+        self.store.clear()
+        return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# public experiment functions
+# ----------------------------------------------------------------------------------------------------------------
+def _key(name: str, handle, text, **params) -> dict:
+    from .cache import make_key
+
+    return make_key(name, handle=handle, text=_text_obj(text), schema=SCHEMA, **params)
+
+
+def _check_lengths(handle, lengths, name="lengths") -> list[int]:
+    if isinstance(lengths, (int, np.integer)):
+        lengths = [int(lengths)]
+    out = sorted({check_int(name, L, low=2, high=int(handle.max_length)) for L in lengths})
+    if not out:
+        raise ValueError(f"{name} must be a non-empty list of integers >= 2")
+    return out
+
+
+def _check_ns(values, name) -> list[int]:
+    if isinstance(values, (int, np.integer)):
+        values = [int(values)]
+    out = sorted({check_int(name, n, low=1) for n in values})
+    if not out:
+        raise ValueError(f"{name} must be a non-empty list of integers >= 1")
+    return out
+
+
+def _make(name: str, handle, text, params: dict):
+    """The analysis object, its pass length and its cache key for experiment ``name`` with ``params``."""
+    meta = _meta(handle, text)
+    if name == "distance_vs_length":
+        a = _DistanceAnalysis(meta, params["lengths"], [params["N"]], p=params["p"], mc_samples=params["mc_samples"],
+                              mc_rows=params["mc_rows"], seed=params["seed"], kind="length")
+        return a, max(params["lengths"])
+    if name == "distance_vs_n":
+        a = _DistanceAnalysis(meta, [params["L"]], params["n_values"], p=params["p"], mc_samples=params["mc_samples"],
+                              mc_rows=params["mc_rows"], seed=params["seed"], kind="n")
+        return a, params["L"]
+    if name == "critical_n":
+        a = _CriticalAnalysis(meta, params["lengths"], alpha=params["alpha"], crit_fraction=params["crit_fraction"],
+                              forms=params["forms"], p=params["p"], stage=params["stage"],
+                              stop_early=params["stop_early"])
+        return a, max(params["lengths"])
+    if name == "separability":
+        return _SeparabilityAnalysis(meta, params["L"], params["n_values"], params["M"]), params["L"]
+    if name == "gradient_sensitivity":
+        return _SensitivityAnalysis(meta, params["L"], params["temperatures"], params["eps_values"],
+                                    params["seed"]), params["L"]
+    raise ValueError(f"experiment must be one of {list(EXPERIMENTS)} (got {name!r})")
+
+
+def _run_one(name, handle, text, params, cache, start):
+    def compute():
+        a, L = _make(name, handle, text, params)
+        _run_pass(handle, text, [a], L, start)
+        return a.finish()
+
+    if cache is None:
+        return compute()
+    return cache.get_or_compute(_key(name, handle, text, start=start, **params), compute)
+
+
+def _params_distance_vs_length(handle, N, lengths, p, mc_samples, mc_rows, seed):
+    lengths = _check_lengths(handle, lengths)
+    N = check_int("N", N, low=1, high=min(lengths) - 1)
+    check_choice("p", p, ["L-1", "L"])
+    return dict(N=N, lengths=lengths, p=p, mc_samples=check_int("mc_samples", mc_samples, low=0),
+                mc_rows=check_int("mc_rows", mc_rows, low=1), seed=check_int("seed", seed, low=0))
+
+
+def distance_vs_length(handle, text, *, N: int = 5, lengths: Sequence[int] = (32, 64, 128, 256, 512, 1024),
+                       p: str = "L-1", mc_samples: int = 64, mc_rows: int = 32, seed: int = 0, start: int = 0,
+                       cache=None) -> pd.DataFrame:
+    """Algorithm 1 / Fig. 2a: per (L, layer, head) row-means of d~, d_max, E1, E1 + gap, E2, Monte-Carlo E[d~]
+    (``mc``, on every ``max(1, L // mc_rows)``-th row, ``mc_samples`` subsets; 0 disables it) and the number of rows
+    with ``d~ > d_max`` (must be 0). Rows with ``t < N + 1`` are skipped (§5d). One forward pass at ``max(lengths)``.
+    """
+    params = _params_distance_vs_length(handle, N, lengths, p, mc_samples, mc_rows, seed)
+    return _run_one("distance_vs_length", handle, text, params, cache, start)
+
+
+def _params_distance_vs_n(handle, L, n_values, p, mc_samples, mc_rows, seed):
+    L = _check_lengths(handle, [L], "L")[0]
+    n_values = [n for n in _check_ns(n_values, "n_values")]
+    if max(n_values) > L - 1:
+        raise ValueError(f"n_values must be integers in [1, L-1] = [1, {L - 1}] (got {max(n_values)})")
+    check_choice("p", p, ["L-1", "L"])
+    return dict(L=L, n_values=n_values, p=p, mc_samples=check_int("mc_samples", mc_samples, low=0),
+                mc_rows=check_int("mc_rows", mc_rows, low=1), seed=check_int("seed", seed, low=0))
+
+
+def distance_vs_n(handle, text, *, L: int = 1024, n_values: Sequence[int] = (1, 5, 10, 20, 100), p: str = "L-1",
+                  mc_samples: int = 64, mc_rows: int = 32, seed: int = 0, start: int = 0, cache=None) -> pd.DataFrame:
+    """Algorithm 2 / Fig. 2b: the quantities of :func:`distance_vs_length` at fixed ``L`` for each ``N``."""
+    params = _params_distance_vs_n(handle, L, n_values, p, mc_samples, mc_rows, seed)
+    return _run_one("distance_vs_n", handle, text, params, cache, start)
+
+
+def _params_critical(handle, lengths, alpha, crit_fraction, forms, p, stage, stop_early):
+    lengths = _check_lengths(handle, lengths)
+    if min(lengths) < 4:
+        raise ValueError(f"lengths must be integers >= 4 for the critical-N scan (got {min(lengths)})")
+    alpha = check_probability("alpha", alpha, open_low=True, open_high=True)
+    crit_fraction = check_probability("crit_fraction", crit_fraction, open_low=True)
+    if isinstance(forms, str):
+        forms = [forms]
+    forms = [check_choice("forms", f, ["e1", "e2"]) for f in forms]
+    if not forms:
+        raise ValueError("forms must be a non-empty subset of ['e1', 'e2']")
+    check_choice("p", p, ["L-1", "L"])
+    if not isinstance(stop_early, bool):
+        raise ValueError(f"stop_early must be True or False (got {stop_early!r})")
+    return dict(lengths=lengths, alpha=alpha, crit_fraction=crit_fraction, forms=forms, p=p,
+                stage=check_int("stage", stage, low=1), stop_early=stop_early)
+
+
+def critical_n(handle, text, *, lengths: Sequence[int] = (32, 64, 128, 256, 512, 1024), alpha: float = 0.01,
+               crit_fraction: float = 0.25, forms: Sequence[str] = ("e1", "e2"), p: str = "L-1", stage: int = 64,
+               stop_early: bool = True, start: int = 0, cache=None) -> pd.DataFrame:
+    r"""Algorithm 3 / Fig. 2c: KS trace. For every ``L``, ``N = 1..floor(crit_fraction L)`` and form (E1, E2): the
+    two-sample KS test (``scipy.stats.ks_2samp``) between the per-head row-means of d~ and of the form, over all
+    heads of all layers. Columns ``L, N, form, statistic, p_value, n_heads, mean_d_tilde, mean_form``.
+
+    The per-row values come from :func:`attn_lib.metrics.topn_scan` (incremental in ``N`` from the Gram matrix:
+    ``O(heads L^2 N_max)``). The critical ``N`` is the *first* ``N`` with ``p >= alpha``, so with ``stop_early`` the
+    scan runs in stages (``1..stage``, then doubling) and stops once every ``(L, form)`` has its critical ``N`` (or
+    reached its cap); the trace then ends at the critical ``N`` for each ``(L, form)``. Later stages rebuild each
+    layer from its float32 causal logits kept from the single forward pass (no second pass). See
+    :func:`critical_n_summary`.
+    """
+    params = _params_critical(handle, lengths, alpha, crit_fraction, forms, p, stage, stop_early)
+    return _run_one("critical_n", handle, text, params, cache, start)
+
+
+def critical_n_summary(trace: pd.DataFrame, lengths: Sequence[int] | None = None, alpha: float | None = None,
+                       crit_fraction: float = 0.25) -> pd.DataFrame:
+    """Critical ``N`` per (L, form) from a :func:`critical_n` trace: ``n_star`` (first ``N`` with ``p >= alpha``),
+    ``censored`` (no such ``N`` up to the cap; ``n_star`` is then the cap), ``ratio = n_star / L``."""
+    if trace is None or len(trace) == 0:
+        return pd.DataFrame(columns=["L", "form", "n_star", "censored", "ratio", "n_scanned"])
+    a = float(trace["alpha"].iloc[0]) if alpha is None else alpha
+    out = []
+    meta = {k: trace[k].iloc[0] for k in ("model", "text", "device") if k in trace}
+    for (L, f), g in trace.groupby(["L", "form"]):
+        g = g.sort_values("N")
+        hit = g[g["p_value"] >= a]
+        cap = max(1, int(math.floor(L * crit_fraction)))
+        if len(hit):
+            n_star, cens = int(hit["N"].iloc[0]), False
+        else:
+            n_star, cens = cap, True
+        out.append(dict(meta, L=int(L), form=f, n_star=n_star, censored=cens, ratio=n_star / L,
+                        n_scanned=int(g["N"].max())))
+    return pd.DataFrame(out)
+
+
+def _params_sep(handle, L, n_values, M_radius):
+    L = _check_lengths(handle, [L], "L")[0]
+    n_values = _check_ns(n_values, "n_values")
+    if max(n_values) > L - 1:
+        raise ValueError(f"n_values must be integers in [1, L-1] = [1, {L - 1}] (got {max(n_values)})")
+    return dict(L=L, n_values=n_values, M=check_positive("M", M_radius))
+
+
+def separability(handle, text, *, L: int = 1024, n_values: Sequence[int] = (1, 2, 4, 8, 16, 32, 64), M: float = 1.0,
+                 start: int = 0, cache=None) -> pd.DataFrame:
+    """Algorithm 4 / Fig. 3: per (N, layer, head) row-means of ``N_s/N`` (``fraction``), Theorem 2's ``lower`` and
+    ``upper`` bounds (paper's form; upper is heuristic, §3.7), radius ``r = rho_min`` and ``delta``; value vectors
+    normalised to radius ``M``; ``delta`` the running minimum pairwise distance (§4.4 [P])."""
+    params = _params_sep(handle, L, n_values, M)
+    return _run_one("separability", handle, text, params, cache, start)
+
+
+def _params_sens(handle, L, temperatures, eps_values, seed):
+    L = _check_lengths(handle, [L], "L")[0]
+    Ts = [check_positive("temperatures", T) for T in temperatures]
+    Es = [check_positive("eps_values", e) for e in eps_values]
+    if not Ts or not Es:
+        raise ValueError("temperatures and eps_values must be non-empty")
+    return dict(L=L, temperatures=Ts, eps_values=Es, seed=check_int("seed", seed, low=0))
+
+
+def gradient_sensitivity(handle, text, *, L: int = 1024,
+                         temperatures: Sequence[float] = tuple(np.logspace(-3, 2, 21)),
+                         eps_values: Sequence[float] = (1e-3, 1e-1, 10.0), seed: int = 0, start: int = 0,
+                         cache=None) -> pd.DataFrame:
+    """Algorithm 5 / Fig. 4: per (T, eps, layer, head) the row-mean ``g`` of the finite-difference sensitivity
+    (rows with ``t >= 2``; one seeded unit direction per row, reused for every ``T`` and ``eps``, seed
+    ``seed + layer``), its row maximum, the corrected bound ``min(1/(2T), sqrt2/eps)`` with the number of rows
+    violating it (must be 0), and the paper's ``min(1/(4T), sqrt2)`` with the number of rows above it. The
+    paper's ``g(T, eps)`` is the max over heads of ``g``."""
+    params = _params_sens(handle, L, temperatures, eps_values, seed)
+    return _run_one("gradient_sensitivity", handle, text, params, cache, start)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# all five
+# ----------------------------------------------------------------------------------------------------------------
+def _profile_params(handle, prof: Profile, seed: int = 0) -> dict[str, dict]:
+    cap = int(handle.max_length)
+    lengths = [L for L in prof.lengths if L <= cap]
+    Lf = min(prof.length_fixed, cap)
+    return {
+        "distance_vs_length": _params_distance_vs_length(handle, prof.n_alg1, lengths, "L-1", prof.mc_samples,
+                                                         prof.mc_rows, seed),
+        "distance_vs_n": _params_distance_vs_n(handle, Lf, [n for n in prof.n_alg2 if n < Lf], "L-1",
+                                               prof.mc_samples, prof.mc_rows, seed),
+        "critical_n": _params_critical(handle, lengths, prof.ks_alpha, prof.crit_fraction, ["e1", "e2"], "L-1",
+                                       prof.scan_stage, True),
+        "separability": _params_sep(handle, Lf, [n for n in prof.n_alg4 if n < Lf], 1.0),
+        "gradient_sensitivity": _params_sens(handle, Lf, prof.temperatures, prof.eps_values, seed),
+    }
+
+
+def run_all(handle, text, profile="quick", cache=None, *, start: int = 0, seed: int = 0,
+            experiments: Iterable[str] | None = None, timings: dict | None = None) -> dict[str, pd.DataFrame]:
+    """Run Algorithms 1-5 with the grids of ``profile`` in ONE forward pass (nested prefixes, see module doc).
+
+    Experiments found in ``cache`` are not recomputed; the pass runs only the missing ones. Returns
+    ``{experiment name: DataFrame}`` (plus ``"critical_n_summary"``). ``timings`` (a dict), if given, receives the
+    seconds spent in the pass and in each analysis' finishing step.
+    """
+    prof = _profile(profile)
+    names = list(EXPERIMENTS) if experiments is None else [check_choice("experiments", e, EXPERIMENTS)
+                                                           for e in experiments]
+    params = _profile_params(handle, prof, seed)
+    results: dict[str, pd.DataFrame] = {}
+    todo = []
+    for n in names:
+        key = _key(n, handle, text, start=start, **params[n])
+        if cache is not None and key in cache:
+            results[n] = cache.get(key)
+        else:
+            todo.append(n)
+    if todo:
+        made = {n: _make(n, handle, text, params[n]) for n in todo}
+        L = max(Lp for _, Lp in made.values())
+        t_pass = _run_pass(handle, text, [a for a, _ in made.values()], L, start)
+        if timings is not None:
+            timings["pass"] = t_pass
+        for n, (a, _) in made.items():
+            t0 = time.perf_counter()
+            df = a.finish()
+            if timings is not None:
+                timings[f"finish_{n}"] = time.perf_counter() - t0
+            if cache is not None:
+                key = _key(n, handle, text, start=start, **params[n])
+                df = cache.get_or_compute(key, lambda df=df: df)
+            results[n] = df
+    if "critical_n" in results:
+        cp = params["critical_n"]
+        results["critical_n_summary"] = critical_n_summary(results["critical_n"], cp["lengths"], cp["alpha"],
+                                                           cp["crit_fraction"])
+    return {k: results[k] for k in [*names, "critical_n_summary"] if k in results}
+
+
+def run_reproduce(model: str = "gpt2", device: str = "auto", profile: str = "paper", out: str | Path = "results",
+                  text: str = "war-and-peace", use_cache: bool = True, *, handle=None, text_obj=None,
+                  formats: Sequence[str] = ("png", "svg"), progress: Callable[[str], Any] | None = print) -> dict:
+    """The ``reproduce`` command: load ``model`` (offline stand-in if needed) and ``text``, run :func:`run_all`
+    with ``profile``, write the five figures (PNG + SVG), ``results.json`` and ``report.md`` into ``out``.
+
+    Returns a dict with the output paths, timings and the verdict table. ``handle``/``text_obj`` skip loading
+    (tests).
+    """
+    from . import report as R
+
+    prof = _profile(profile)
+    if not isinstance(use_cache, bool):
+        raise ValueError(f"use_cache must be True or False (got {use_cache!r})")
+    say = progress or (lambda s: None)
+    t_all = time.perf_counter()
+    timings: dict[str, float] = {}
+    if handle is None:
+        from .models import load_model
+
+        t0 = time.perf_counter()
+        handle = load_model(model, device=device)
+        timings["load_model"] = time.perf_counter() - t0
+    if text_obj is None:
+        from .corpus import load_text
+
+        text_obj = load_text(text)
+    say(f"model: {handle.describe()}; text: {text_obj.name}; profile: {prof.name}")
+    from .cache import ResultCache
+
+    cache = ResultCache(enabled=use_cache)
+    t0 = time.perf_counter()
+    results = run_all(handle, text_obj, prof, cache, timings=timings)
+    timings["experiments"] = time.perf_counter() - t0
+    say(f"experiments done in {timings['experiments']:.1f} s")
+    t0 = time.perf_counter()
+    info = R.write_report(results, out, handle=handle, text=text_obj, profile=prof, timings=timings,
+                          formats=formats)
+    timings["report"] = time.perf_counter() - t0
+    timings["total"] = time.perf_counter() - t_all
+    info["timings"] = timings
+    # refresh the timings in the JSON file
+    try:
+        p = Path(info["json"])
+        data = json.loads(p.read_text())
+        data["timings_s"] = timings
+        p.write_text(json.dumps(data, indent=1, default=str))
+    except (OSError, KeyError, ValueError):
+        pass
+    say(f"wrote {info['report']} ({timings['total']:.1f} s in all)")
+    return ReproduceResult(info)
+
+
+class ReproduceResult(dict):
+    """What :func:`run_reproduce` returns (a dict: ``out``, ``json``, ``report``, ``figures``, ``verdicts``,
+    ``timings``); printing it gives a short summary with the verdict table."""
+
+    def __str__(self) -> str:
+        lines = [f"report: {self.get('report')}", f"results: {self.get('json')}",
+                 f"figures: {', '.join(self.get('figures', {}))}"]
+        vt = self.get("verdicts")
+        if vt is not None and len(vt):
+            lines += [f"  [{r.verdict}] {r.claim}: {r.measured}" for r in vt.itertuples()]
+        t = self.get("timings") or {}
+        if "total" in t:
+            lines.append(f"total time: {t['total']:.1f} s")
+        return "\n".join(lines)

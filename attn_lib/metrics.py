@@ -1,0 +1,789 @@
+r"""Vectorised per-row metrics of the paper, batched over heads and causal query rows (paper-notes §2-§4).
+
+:mod:`attn_lib.theory` holds the readable one-row reference definitions; this module computes the same
+quantities for a whole layer at once -- every head ``h`` and every query row ``r`` of an attention matrix --
+without a Python loop over tokens. Everything is float64.
+
+Inputs (one layer):
+
+* ``weights`` ``(H, L, L)`` -- attention weights, row ``r`` is the query; or ``logits`` with a ``mask`` (softmax
+  with temperature ``T`` is then taken in float64, paper-notes §5e);
+* ``values`` ``(H, L, d)`` -- the vectors :math:`x_i` (per-head value vectors, §5c);
+* ``mask`` -- bool, ``True`` = visible, broadcastable to ``(H, L, L)``; default: causal (row ``r`` sees ``0..r``).
+
+Row ``r`` uses only its ``t_r`` visible tokens (``L_t = t``, §5d). A top-``N`` metric is defined for a row only if
+``t_r >= N + 1``; every function returns a ``valid`` mask, and entries of rows that do not qualify are ``0.0``
+(never NaN). Aggregate with :func:`masked_mean`.
+
+Building blocks, all from the per-head Gram matrix :math:`G = VV^\top` (:class:`LayerData` computes it once):
+
+.. math:: \|\alpha_ix_i-s\|^2=\alpha_i^2G_{ii}-2\alpha_i\,c_i+\|s\|^2,\quad c_i=s\cdot x_i=\sum_{j\in I_N}\alpha_jG_{ji},
+
+and for E1, :math:`\|(1+p)a_i-pz\|^2=(1+p)^2\alpha_i^2G_{ii}-2p(1+p)\alpha_i(z\cdot x_i)+p^2\|z\|^2`.
+
+Public functions: :class:`LayerData`, :func:`distance_metrics` (d~, d_max, E1 + Jensen gap, E2 at one ``N``),
+:func:`topn_scan` (the same for every ``N`` in a range, incrementally), :func:`naive_scan` (non-incremental
+reference of the scan), :func:`expected_distance_mc` (Monte-Carlo E[d~]), :func:`separability_metrics`
+(``N_s/N`` and Theorem 2's bounds), :func:`sensitivity_rows` (``g(T, eps)`` per row), :func:`masked_mean`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import torch
+
+from . import jacobian as _jac
+from . import normalizers as _nz
+from ._validation import check_choice, check_int, check_positive
+
+__all__ = [
+    "LayerData",
+    "DistanceRows",
+    "ScanRows",
+    "MCRows",
+    "SeparabilityRows",
+    "distance_metrics",
+    "topn_scan",
+    "naive_scan",
+    "expected_distance_mc",
+    "separability_metrics",
+    "sensitivity_rows",
+    "masked_mean",
+    "top_n_order",
+]
+
+F64 = torch.float64
+#: target number of float64 elements of one (H, rows, W) work block (~4 MB): keeps memory bounded and the
+#: working set in cache.
+BLOCK_ELEMS = 1 << 19
+
+
+# ----------------------------------------------------------------------------------------------------------
+# input handling
+# ----------------------------------------------------------------------------------------------------------
+def _tensor(x: Any, name: str) -> torch.Tensor:
+    if isinstance(x, torch.Tensor):
+        t = x
+    else:
+        try:
+            t = torch.as_tensor(np.asarray(x))
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a tensor or array of real numbers") from None
+    if t.dtype == torch.bool or t.is_complex():
+        raise ValueError(f"{name} must hold real numbers (got dtype {t.dtype})")
+    return t.detach()
+
+
+def _causal(L: int, device) -> torch.Tensor:
+    return torch.ones(L, L, dtype=torch.bool, device=device).tril_()
+
+
+def _check_N(N: Any, name: str = "N") -> int:
+    return check_int(name, N, low=1)
+
+
+class LayerData:
+    """One layer's attention weights, value vectors and mask in float64, with cached derived quantities.
+
+    Build with ``LayerData(weights, values, mask=None)`` or ``LayerData.from_logits(logits, values, mask=None,
+    temperature=1.0)``. Shapes: weights/logits ``(H, L, L)`` or ``(L, L)``; values ``(H, L, d)`` or ``(L, d)``
+    (a single head is promoted to ``H = 1``). Masks broadcast to ``(H, L, L)``; default causal.
+
+    Cached: :attr:`gram` ``(H, L, L)``, :attr:`gdiag` ``(H, L)``, :attr:`t` visible counts ``(Hm, L)``,
+    ``z . x_i`` (:meth:`zdot`), and the top-``n`` order (:meth:`order`). Memory: a few ``H L^2`` float64 arrays
+    (about 75 MB each for 9 heads at L = 1024); one layer at a time.
+    """
+
+    def __init__(self, weights: Any, values: Any, mask: Any = None):
+        a = _tensor(weights, "weights")
+        v = _tensor(values, "values")
+        if a.dim() == 2:
+            a = a.unsqueeze(0)
+        if v.dim() == 2:
+            v = v.unsqueeze(0)
+        if a.dim() != 3 or a.shape[-1] != a.shape[-2]:
+            raise ValueError(f"weights must have shape (H, L, L) or (L, L) (got {tuple(a.shape)})")
+        if v.dim() != 3:
+            raise ValueError(f"values must have shape (H, L, d) or (L, d) (got {tuple(v.shape)})")
+        H, L, _ = a.shape
+        if v.shape[0] != H or v.shape[1] != L:
+            raise ValueError(f"values must have shape ({H}, {L}, d) to match weights (got {tuple(v.shape)})")
+        if L < 1 or v.shape[2] < 1:
+            raise ValueError("weights and values must be non-empty")
+        a = a.to(F64)
+        v = v.to(F64)
+        if not bool(torch.isfinite(v).all()):
+            raise ValueError("values must be finite")
+        if mask is None:
+            m = _causal(L, a.device).unsqueeze(0)
+        else:
+            m = mask if isinstance(mask, torch.Tensor) else torch.as_tensor(np.asarray(mask))
+            if m.dtype != torch.bool:
+                raise ValueError(f"mask must be a bool tensor with True = visible (got dtype {m.dtype})")
+            m = m.to(a.device)
+            while m.dim() > 3 and m.shape[0] == 1:
+                m = m[0]
+            if m.dim() == 2:
+                m = m.unsqueeze(0)
+            if m.dim() != 3 or m.shape[-2:] != (L, L) or m.shape[0] not in (1, H):
+                raise ValueError(f"mask must broadcast to ({H}, {L}, {L}) (got {tuple(m.shape)})")
+        a = torch.where(m, a, torch.zeros((), dtype=F64, device=a.device))
+        if not bool(torch.isfinite(a).all()) or bool((a < 0).any()):
+            raise ValueError("weights must be finite and non-negative at visible positions")
+        self.alpha = a
+        self.values = v
+        self.mask = m
+        self.H, self.L, self.d = H, L, v.shape[2]
+        self.device = a.device
+        self.t = m.sum(-1)  # (Hm, L) visible counts
+        cols = torch.arange(L, device=a.device)
+        self.last = torch.where(m, cols, -1).amax(-1)  # (Hm, L) last visible column
+        self.prefix = bool((m == (cols.view(1, 1, L) <= self.last.unsqueeze(-1))).all())
+        self._gram = None
+        self._zdot = None
+        self._order: torch.Tensor | None = None
+
+    @classmethod
+    def from_logits(cls, logits: Any, values: Any, mask: Any = None, temperature: float = 1.0) -> "LayerData":
+        """Weights = float64 softmax of ``logits / temperature`` over visible positions (``-inf`` = masked)."""
+        T = check_positive("temperature", temperature)
+        x = _tensor(logits, "logits").to(F64)
+        if x.dim() == 2:
+            x = x.unsqueeze(0)
+        vis = x != -math.inf
+        if mask is not None:
+            m = mask if isinstance(mask, torch.Tensor) else torch.as_tensor(np.asarray(mask))
+            if m.dtype != torch.bool:
+                raise ValueError(f"mask must be a bool tensor with True = visible (got dtype {m.dtype})")
+            m = m.to(x.device)
+            while m.dim() > 3 and m.shape[0] == 1:
+                m = m[0]
+            vis = vis & m
+        m_eff = vis if vis.shape[0] > 1 and not bool((vis == vis[:1]).all()) else vis[:1]
+        a = _nz.softmax(torch.where(vis, x, torch.zeros((), dtype=F64, device=x.device)), T, dim=-1, mask=vis)
+        return cls(a, values, mask=m_eff)
+
+    # -- cached pieces ------------------------------------------------------------------------------------
+    @property
+    def gram(self) -> torch.Tensor:
+        if self._gram is None:
+            self._gram = self.values @ self.values.transpose(1, 2)
+        return self._gram
+
+    @property
+    def gdiag(self) -> torch.Tensor:
+        return torch.diagonal(self.gram, dim1=1, dim2=2)
+
+    def zdot(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(z . x_i)`` of shape ``(H, L, L)`` (row r, column i) and ``||z||^2`` ``(H, L)``; ``z = sum_i a_i``."""
+        if self._zdot is None:
+            z = self.alpha @ self.values  # (H, L, d)
+            zv = z @ self.values.transpose(1, 2)  # (H, L, L): z_r . x_i
+            zz = (z * z).sum(-1)
+            self._zdot = (zv, zz)
+        return self._zdot
+
+    def order(self, n: int) -> torch.Tensor:
+        """Indices ``(H, L, n)`` of the ``n`` largest visible weights per row, largest first, ties -> lower index.
+
+        Positions past a row's visible count are filled by masked positions (lowest index first); they are never
+        used by a valid row.
+        """
+        n = min(_check_N(n, "n"), self.L)
+        if self._order is None or self._order.shape[-1] < n:
+            nn = max(n, min(self.L, 8))
+            self._order = top_n_order(self.alpha, nn, self.mask)
+        return self._order[..., :n]
+
+    def blocks(self, rows: torch.Tensor | None = None, per_row: int = 1, elems: int = BLOCK_ELEMS):
+        """Yield ``(rows_block, W)``: row indices (sorted) and the number of columns they can see."""
+        if rows is None:
+            rows = torch.arange(self.L, device=self.device)
+        lastu = self.last.amax(0)  # (L,)
+        R = rows.numel()
+        i = 0
+        while i < R:
+            W0 = int(lastu[rows[min(R - 1, i)]]) + 1
+            B = max(1, elems // max(1, self.H * max(W0, 1) * per_row))
+            j = min(R, i + B)
+            rb = rows[i:j]
+            W = int(lastu[rb].max()) + 1
+            yield rb, max(W, 1)
+            i = j
+
+
+def top_n_order(alpha: torch.Tensor, n: int, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Top-``n`` indices along the last axis, largest first, ties to the lower index (as
+    :func:`attn_lib.theory.top_n_indices`); masked positions rank below every visible one, lowest index first.
+
+    Uses ``torch.topk`` and repairs ties: inside the selection by a stable re-sort, at the selection boundary by
+    a full stable sort of the few affected rows.
+    """
+    L = alpha.shape[-1]
+    n = min(n, L)
+    cols = torch.arange(L, device=alpha.device, dtype=F64)
+    key = alpha.to(F64)
+    if mask is not None:
+        key = torch.where(mask, key, -1.0 - cols / (L + 1))  # distinct, decreasing with index
+    vals, idx = torch.topk(key, n, dim=-1, largest=True, sorted=True)
+    # stable order inside the selection: sort by index, then stable by value (descending)
+    idx, perm = torch.sort(idx, dim=-1)
+    vals = vals.gather(-1, perm)
+    vals, perm = torch.sort(vals, dim=-1, descending=True, stable=True)
+    idx = idx.gather(-1, perm)
+    if n < L:
+        kth = vals[..., -1:]
+        n_eq_all = (key == kth).sum(-1)
+        n_eq_sel = (vals == kth).sum(-1)
+        bad = n_eq_all > n_eq_sel
+        if bool(bad.any()):
+            full = torch.sort(key[bad], dim=-1, descending=True, stable=True).indices[..., :n]
+            idx[bad] = full
+    return idx
+
+
+def masked_mean(x: torch.Tensor | np.ndarray, valid, dim: int = -1):
+    """Mean of ``x`` over ``dim`` counting only ``valid`` entries; returns ``(mean, count)``; mean is 0 where
+    count is 0 (check ``count``)."""
+    xt = torch.as_tensor(x)
+    vt = torch.as_tensor(valid).to(torch.bool)
+    vt = torch.broadcast_to(vt, xt.shape)
+    cnt = vt.sum(dim)
+    s = torch.where(vt, xt, torch.zeros((), dtype=xt.dtype)).sum(dim)
+    return s / cnt.clamp(min=1), cnt
+
+
+def _p_value(p: Any, N: int, t: torch.Tensor) -> torch.Tensor:
+    """Inclusion probability per row: ``N/(t-1)`` (``"L-1"``), ``N/t`` (``"L"``) or a number."""
+    tt = t.to(F64)
+    if isinstance(p, str):
+        check_choice("p", p, ["L-1", "L"])
+        return N / (tt - 1).clamp(min=1) if p == "L-1" else N / tt.clamp(min=1)
+    pv = float(p)
+    if not (0 <= pv <= 1):
+        raise ValueError(f"p must be 'L-1', 'L' or a number in [0, 1] (got {p!r})")
+    return torch.full_like(tt, pv)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# distances at one N (Eq. 7, Theorem 1, E1, E2)
+# ----------------------------------------------------------------------------------------------------------
+@dataclass
+class DistanceRows:
+    """Per-(head, row) results of :func:`distance_metrics`, each ``(H, L)`` float64 (``valid`` bool)."""
+
+    N: int
+    t: torch.Tensor
+    valid: torch.Tensor
+    d_tilde: torch.Tensor
+    e1: torch.Tensor
+    e1_gap: torch.Tensor
+    e1_gap_crude: torch.Tensor
+    e2: torch.Tensor
+    s_norm: torch.Tensor
+    alpha_bar: torch.Tensor
+    d1: torch.Tensor | None = None
+    max_norm: torch.Tensor | None = None
+    d_max: torch.Tensor | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def _as_layer(layer_or_weights, values=None, mask=None) -> LayerData:
+    if isinstance(layer_or_weights, LayerData):
+        if values is not None or mask is not None:
+            raise ValueError("values and mask must be None when a LayerData is given")
+        return layer_or_weights
+    if values is None:
+        raise ValueError("values must be given with raw weights")
+    return LayerData(layer_or_weights, values, mask)
+
+
+def distance_metrics(layer, values=None, N: int = 5, *, mask=None, p: Any = "L-1", form: str = "sum",
+                     with_dmax: bool = True) -> DistanceRows:
+    r"""d~ (Eq. 7), d_max (Theorem 1a), E1 and its Jensen-gap bounds, E2 (Theorem 1b) for every head and row.
+
+    ``layer`` is a :class:`LayerData` or raw ``weights`` (then give ``values``/``mask``). Row ``r`` with ``t``
+    visible tokens is valid iff ``t >= N + 1``. ``form="sum"`` is the project's d~ (§5a); ``"vector"`` the variant
+    :math:`\|\sum_{i\notin I_N}a_i-s\|`. ``p`` as in :func:`attn_lib.theory.expectation_e1`.
+
+    Cost per row: ``O(t d)`` by BLAS for ``s . x_i``, ``O(t)`` elementwise; ``d_1`` (for d_max) uses a running
+    maximum of the squared distances from each token (prefix masks) and falls back to ``O(N t)`` per row only
+    where the farthest visible token from the best selected one is itself selected.
+    """
+    ld = _as_layer(layer, values, mask)
+    N = _check_N(N)
+    check_choice("form", form, ["sum", "vector"])
+    H, L = ld.H, ld.L
+    t = torch.broadcast_to(ld.t, (H, L))
+    valid = t >= N + 1
+    n_ord = min(N, L)
+    order = ld.order(n_ord)  # (H, L, N)
+    G, g = ld.gram, ld.gdiag
+    zv, zz = ld.zdot()
+    pv = _p_value(p, N, t)  # (H, L)
+    out = {k: torch.zeros(H, L, dtype=F64, device=ld.device)
+           for k in ("d_tilde", "e1", "e1_gap", "e1_gap_crude", "e2", "s_norm", "alpha_bar")}
+    sel_all = ld.alpha.gather(-1, order)  # (H, L, N)
+    out["alpha_bar"] = sel_all.sum(-1)
+    # s = sum_{top N} alpha_j v_j for every row: (H, L, d)
+    for rb, W in ld.blocks(per_row=2):
+        r0, r1 = int(rb[0]), int(rb[-1]) + 1
+        a = ld.alpha[:, r0:r1, :W]
+        m = torch.broadcast_to(ld.mask[:, r0:r1, :W], a.shape)
+        idx = order[:, r0:r1]
+        aj = sel_all[:, r0:r1]
+        Vsel = ld.values.gather(1, idx.reshape(H, -1, 1).expand(H, idx.shape[1] * n_ord, ld.d)).view(H, r1 - r0, n_ord, ld.d)
+        S = (aj.unsqueeze(-1) * Vsel).sum(-2)  # (H, B, d)
+        C = S @ ld.values[:, :W].transpose(1, 2)  # (H, B, W) = s . x_i
+        ss = (S * S).sum(-1)  # (H, B)
+        gW = g[:, None, :W]
+        A = a * a * gW
+        D = torch.addcmul(A, a, C, value=-2.0).add_(ss.unsqueeze(-1)).clamp_(min=0).sqrt_()
+        D = torch.where(m, D, torch.zeros((), dtype=F64, device=ld.device))
+        tot = D.sum(-1)
+        sel = D.gather(-1, idx).sum(-1)
+        tb = t[:, r0:r1].to(F64)
+        out["s_norm"][:, r0:r1] = ss.sqrt()
+        if form == "sum":
+            out["d_tilde"][:, r0:r1] = tot - sel
+        else:
+            # ||(z - s) - s||^2 = ||z||^2 - 4 z.s + 4 ||s||^2,  z.s = sum_i alpha_i (s . x_i)
+            zs = (a * C).sum(-1)
+            out["d_tilde"][:, r0:r1] = (zz[:, r0:r1] - 4 * zs + 4 * ss).clamp(min=0).sqrt()
+        if N == 1:  # the selected token sits exactly at s: remove the rounding of the Gram formula
+            tot = tot - sel
+        out["e2"][:, r0:r1] = (tb - N) / tb.clamp(min=1) * tot
+        # E1 and the Jensen gap
+        pb = pv[:, r0:r1].unsqueeze(-1)
+        Bz = a * zv[:, r0:r1, :W]
+        Z = zz[:, r0:r1].unsqueeze(-1)
+        E = ((1 + pb) ** 2 * A - 2 * pb * (1 + pb) * Bz + pb * pb * Z).clamp_(min=0).sqrt_()
+        E = torch.where(m, E, torch.zeros((), dtype=F64, device=ld.device))
+        fac = ((tb - N) / tb.clamp(min=1))
+        out["e1"][:, r0:r1] = fac * E.sum(-1)
+        Q = A.sum(-1, keepdim=True)
+        others = Q - A
+        rest = (Z - 2 * Bz + A).clamp(min=0)  # ||z - a_i||^2
+        tm = tb.unsqueeze(-1)
+        den = (tm - 2).clamp(min=1)
+        pq = (pb * (1 - pb)).clamp(min=0)
+        br = ((tm - 1) / den * others - rest / den).clamp(min=0)
+        brc = ((tm - 1) / den * others).clamp(min=0)
+        gap_on = (tb >= N + 2)  # N >= t - 1 gives 0
+        gterm = torch.where(m, (pq * br).sqrt(), torch.zeros((), dtype=F64, device=ld.device)).sum(-1)
+        gcrude = torch.where(m, (pq * brc).sqrt(), torch.zeros((), dtype=F64, device=ld.device)).sum(-1)
+        out["e1_gap"][:, r0:r1] = torch.where(gap_on, fac * gterm, torch.zeros((), dtype=F64))
+        out["e1_gap_crude"][:, r0:r1] = torch.where(gap_on, fac * gcrude, torch.zeros((), dtype=F64))
+    res = DistanceRows(N=N, t=t, valid=valid, **out)
+    if with_dmax:
+        d1, max_norm = _d1_and_norm(ld, n_ord, order)
+        # 1 - abar as the out-of-set mass (identical for rows summing to one), as in theory.theorem1_dmax
+        out_mass = ld.alpha.sum(-1) - res.alpha_bar
+        res.d1, res.max_norm = d1, max_norm
+        res.d_max = out_mass * d1 + ((t.to(F64) - N) * res.alpha_bar - out_mass) * max_norm
+    zero = torch.zeros((), dtype=F64, device=ld.device)
+    for k in ("d_tilde", "e1", "e1_gap", "e1_gap_crude", "e2", "s_norm", "alpha_bar", "d1", "max_norm", "d_max"):
+        val = getattr(res, k)
+        if val is not None:
+            setattr(res, k, torch.where(valid, val, zero))
+    return res
+
+
+def _d1_and_norm(ld: LayerData, N: int, order: torch.Tensor):
+    """``d_1 = max_{i not in I_N, j in I_N} ||x_i - x_j||`` and ``max_{j in I_N} ||x_j||`` per (head, row)."""
+    H, L = ld.H, ld.L
+    G, g = ld.gram, ld.gdiag
+    gsel = g.gather(1, order.reshape(H, -1)).view(H, L, N)
+    max_norm = gsel.clamp(min=0).sqrt().amax(-1)
+    d1sq = torch.zeros(H, L, dtype=F64, device=ld.device)
+    rows_fb = torch.ones(H, L, dtype=torch.bool, device=ld.device)
+    if ld.prefix:
+        # F[h, j, c] = max_{i <= c} ||x_i - x_j||^2 and its argmax
+        D2 = g.unsqueeze(-1) + g.unsqueeze(-2) - 2 * G
+        F, Fi = torch.cummax(D2, dim=-1)
+        del D2
+        last = torch.broadcast_to(ld.last, (H, L)).clamp(min=0)  # (H, L)
+        # candidate for every selected j: F[h, j, last_r]
+        lin = order * L + last.unsqueeze(-1)  # (H, L, N) flat index into (L, L)
+        cand = F.view(H, -1).gather(1, lin.view(H, -1)).view(H, L, N)
+        arg = Fi.view(H, -1).gather(1, lin.view(H, -1)).view(H, L, N)
+        best, bj = cand.max(-1)
+        istar = arg.gather(-1, bj.unsqueeze(-1))  # (H, L, 1)
+        inside = (order == istar).any(-1)
+        d1sq = best
+        rows_fb = inside
+        del F, Fi
+    # exact fallback rows: gather the Gram rows of the selected tokens
+    fb = rows_fb.nonzero(as_tuple=False)  # (n, 2): head, row
+    if fb.numel():
+        chunk = max(1, BLOCK_ELEMS // max(1, N * L))
+        for k in range(0, fb.shape[0], chunk):
+            hr = fb[k:k + chunk]
+            h, r = hr[:, 0], hr[:, 1]
+            idx = order[h, r]  # (n, N)
+            Grows = G[h.unsqueeze(-1), idx]  # (n, N, L)
+            D2 = g[h].unsqueeze(1) + g[h.unsqueeze(-1), idx].unsqueeze(-1) - 2 * Grows
+            vis = torch.broadcast_to(ld.mask, (H, L, L))[h, r].clone()  # (n, L)
+            vis.scatter_(1, idx, False)
+            D2 = torch.where(vis.unsqueeze(1), D2, torch.tensor(-math.inf, dtype=F64, device=ld.device))
+            d1sq[h, r] = D2.amax(dim=(-2, -1))
+    d1 = torch.where(torch.isfinite(d1sq), d1sq, torch.zeros((), dtype=F64)).clamp(min=0).sqrt()
+    return d1, max_norm
+
+
+# ----------------------------------------------------------------------------------------------------------
+# incremental scan over N (Algorithm 3)
+# ----------------------------------------------------------------------------------------------------------
+@dataclass
+class ScanRows:
+    """Per-(head, row, N) d~, E1 and E2 for ``N = n_min..n_max``: arrays ``(H, L, n)`` float64; ``valid``
+    ``(H, L, n)``; ``n_values`` the N of the last axis."""
+
+    n_values: np.ndarray
+    valid: torch.Tensor
+    d_tilde: torch.Tensor
+    e1: torch.Tensor
+    e2: torch.Tensor
+
+
+def topn_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None, p: Any = "L-1",
+              rows: torch.Tensor | None = None) -> ScanRows:
+    r"""d~, E1, E2 for every ``N`` in ``n_min..n_max``, incrementally (critical-N scan, Algorithm 3).
+
+    Per row, adding the ``N``-th top token ``j`` updates ``c_i = s . x_i`` by ``alpha_j G_{j i}`` and
+    :math:`\|s\|^2` by :math:`2\alpha_jc_j+\alpha_j^2G_{jj}`, so one step costs ``O(t)`` per row and the whole scan
+    ``O(H L^2 n)`` -- not ``O(H L^2 d\,n)`` as recomputing ``s`` for every ``N`` would. The state at ``n_min - 1``
+    is built directly (one BLAS product), so a scan can be continued in stages. Rows are processed in blocks of
+    about :data:`BLOCK_ELEMS` elements.
+    """
+    ld = _as_layer(layer, values, mask)
+    n_min = _check_N(n_min, "n_min")
+    n_max = check_int("n_max", n_max, low=n_min)
+    H, L = ld.H, ld.L
+    nn = n_max - n_min + 1
+    t_full = torch.broadcast_to(ld.t, (H, L))
+    n_ord = min(n_max, L)
+    order = ld.order(n_ord)
+    G, g = ld.gram, ld.gdiag
+    zv, zz = ld.zdot()
+    res = {k: torch.zeros(H, L, nn, dtype=F64, device=ld.device) for k in ("d_tilde", "e1", "e2")}
+    Ns = torch.arange(n_min, n_max + 1, device=ld.device)
+    valid = t_full.unsqueeze(-1) >= Ns.view(1, 1, -1) + 1
+    if rows is not None:
+        rows = torch.as_tensor(rows, device=ld.device).sort().values
+        keep = torch.zeros(L, dtype=torch.bool, device=ld.device)
+        keep[rows] = True
+        valid = valid & keep.view(1, L, 1)
+    zero = torch.zeros((), dtype=F64, device=ld.device)
+    Gflat = G.reshape(H * L, L)
+    hoff = (torch.arange(H, device=ld.device) * L).view(H, 1)
+    for rb, W in ld.blocks(rows=rows, per_row=3):
+        B = rb.numel()
+        a = ld.alpha[:, rb, :W]
+        m = torch.broadcast_to(ld.mask[:, rb, :W], a.shape)
+        nmask = (~m).sum(-1).to(F64)  # masked columns inside the block
+        tb = t_full[:, rb].to(F64)
+        A = a * a * g[:, None, :W]
+        Bz = a * zv[:, rb, :W]
+        Z = zz[:, rb]
+        ordb = order[:, rb]  # (H, B, n_ord)
+        # state at n_min - 1
+        k0 = min(n_min - 1, n_ord)
+        if k0 > 0:
+            idx0 = ordb[..., :k0]
+            a0 = a.gather(-1, idx0.clamp(max=W - 1)) * (idx0 < W)
+            S = (a0.unsqueeze(-1) * ld.values.gather(
+                1, idx0.reshape(H, -1, 1).expand(H, B * k0, ld.d)).view(H, B, k0, ld.d)).sum(-2)
+            C = S @ ld.values[:, :W].transpose(1, 2)
+            ss = (S * S).sum(-1)
+        else:
+            C = torch.zeros(H, B, W, dtype=F64, device=ld.device)
+            ss = torch.zeros(H, B, dtype=F64, device=ld.device)
+        tmp = torch.empty(H, B, W, dtype=F64, device=ld.device)
+        for k, N in enumerate(range(n_min, n_max + 1)):
+            if N <= n_ord:
+                j = ordb[..., N - 1].clamp(max=W - 1)  # (H, B)
+                aj = a.gather(-1, j.unsqueeze(-1)) * (ordb[..., N - 1:N] < W)  # (H, B, 1)
+                cj = C.gather(-1, j.unsqueeze(-1))
+                gj = g.gather(1, j.reshape(H, -1)).view(H, B, 1)
+                ss = ss + (2 * aj * cj + aj * aj * gj).squeeze(-1)
+                Gj = Gflat.index_select(0, (j + hoff).reshape(-1)).view(H, B, L)[..., :W]  # G[h, j, :W]
+                C.addcmul_(Gj, aj)
+            # d~ and E2: D_i = sqrt(A_i - 2 a_i c_i + ||s||^2); masked columns give exactly sqrt(||s||^2)
+            torch.addcmul(A, a, C, value=-2.0, out=tmp)
+            tmp.add_(ss.unsqueeze(-1)).clamp_(min=0).sqrt_()
+            tot = tmp.sum(-1) - nmask * ss.clamp(min=0).sqrt()
+            nsel = min(N, n_ord)
+            sel = tmp.gather(-1, ordb[..., :nsel].clamp(max=W - 1)).sum(-1)
+            res["d_tilde"][:, rb, k] = tot - sel
+            if N == 1:  # the selected token sits exactly at s
+                tot = tot - sel
+            fac = (tb - N) / tb.clamp(min=1)
+            res["e2"][:, rb, k] = fac * tot
+            # E1 at p = N/(t-1)
+            pv = _p_value(p, N, tb)
+            c1 = ((1 + pv) ** 2).unsqueeze(-1)
+            c2 = (-2 * pv * (1 + pv)).unsqueeze(-1)
+            c3 = (pv * pv * Z)
+            torch.mul(A, c1, out=tmp)
+            tmp.addcmul_(Bz, c2).add_(c3.unsqueeze(-1)).clamp_(min=0).sqrt_()
+            res["e1"][:, rb, k] = fac * (tmp.sum(-1) - nmask * c3.clamp(min=0).sqrt())
+        del tmp, C
+    for k in res:
+        res[k] = torch.where(valid, res[k], zero)
+    return ScanRows(n_values=np.arange(n_min, n_max + 1), valid=valid, **res)
+
+
+def naive_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None, p: Any = "L-1") -> ScanRows:
+    """Reference for :func:`topn_scan`: :func:`distance_metrics` recomputed from scratch for every ``N``."""
+    ld = _as_layer(layer, values, mask)
+    outs = [distance_metrics(ld, N=N, p=p, with_dmax=False) for N in range(n_min, n_max + 1)]
+    st = lambda k: torch.stack([getattr(o, k) for o in outs], -1)  # noqa: E731
+    return ScanRows(n_values=np.arange(n_min, n_max + 1), valid=st("valid"), d_tilde=st("d_tilde"),
+                    e1=st("e1"), e2=st("e2"))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Monte Carlo E[d~] under uniformly random N-subsets
+# ----------------------------------------------------------------------------------------------------------
+@dataclass
+class MCRows:
+    """Monte-Carlo ``E[d~]`` on a subset of rows: ``rows`` ``(R,)``; ``mean``, ``stderr`` ``(H, R)``; ``valid``."""
+
+    N: int
+    rows: torch.Tensor
+    mean: torch.Tensor
+    stderr: torch.Tensor
+    valid: torch.Tensor
+
+
+def expected_distance_mc(layer, values=None, N: int = 5, *, rows=None, mask=None, n_samples: int = 64,
+                         seed: int = 0) -> MCRows:
+    r"""Monte-Carlo estimate of :math:`\mathbb E_{I_N\sim\mathcal U}[\tilde d]` (Eq. 8; ground truth §5b).
+
+    For each requested row, ``n_samples`` uniform ``N``-subsets of its visible tokens are drawn from a CPU
+    generator seeded with ``seed`` (random keys, smallest ``N`` -- the same construction as
+    :func:`attn_lib.theory.expected_distance_mc`); the subsets depend only on ``(seed, row, t)`` and are shared by
+    all heads (each head's estimate is a valid Monte-Carlo estimate). Cost per row: ``O(K t d)`` by BLAS.
+    """
+    ld = _as_layer(layer, values, mask)
+    N = _check_N(N)
+    K = check_int("n_samples", n_samples, low=1)
+    seed = check_int("seed", seed, low=0)
+    H, L = ld.H, ld.L
+    if rows is None:
+        rows = torch.arange(L)
+    rows = torch.as_tensor(rows, dtype=torch.long).sort().values
+    if rows.numel() and (int(rows[0]) < 0 or int(rows[-1]) >= L):
+        raise ValueError(f"rows must be indices in [0, {L - 1}]")
+    t = torch.broadcast_to(ld.t, (H, L))[:, rows.to(ld.device)]
+    valid = t >= N + 1
+    R = rows.numel()
+    mean = torch.zeros(H, R, dtype=F64, device=ld.device)
+    se = torch.zeros(H, R, dtype=F64, device=ld.device)
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    keys_all = torch.rand(R, K, L, generator=gen, dtype=F64)  # one draw per (row, sample, position)
+    if ld.mask.shape[0] != 1 and not bool((ld.mask == ld.mask[:1]).all()):
+        raise ValueError("expected_distance_mc needs the same mask for every head")
+    m1 = ld.mask[0]
+    g = ld.gdiag
+    per = max(1, BLOCK_ELEMS // max(1, H * K * L))
+    for i0 in range(0, R, per):
+        rb = rows[i0:i0 + per].to(ld.device)
+        B = rb.numel()
+        W = int(ld.last.amax(0)[rb].max()) + 1
+        vis = m1[rb, :W]  # (B, W)
+        keys = keys_all[i0:i0 + B, :, :W].to(ld.device)
+        keys = torch.where(vis.unsqueeze(1), keys, torch.tensor(2.0, dtype=F64, device=ld.device))
+        n_take = min(N, W)
+        sub = torch.topk(keys, n_take, dim=-1, largest=False).indices  # (B, K, N)
+        a = ld.alpha[:, rb, :W]  # (H, B, W)
+        asub = a.unsqueeze(2).expand(H, B, K, W).gather(-1, sub.unsqueeze(0).expand(H, B, K, n_take))
+        Vs = ld.values.gather(1, sub.reshape(1, -1, 1).expand(H, B * K * n_take, ld.d)).view(H, B, K, n_take, ld.d)
+        S = (asub.unsqueeze(-1) * Vs).sum(-2)  # (H, B, K, d)
+        C = S @ ld.values[:, None, :W].transpose(-1, -2)  # (H, B, K, W)
+        ss = (S * S).sum(-1, keepdim=True)
+        aa = a.unsqueeze(2)
+        D = (aa * aa * g[:, None, None, :W] - 2 * aa * C + ss).clamp_(min=0).sqrt_()
+        out = torch.ones(B, K, W, dtype=torch.bool, device=ld.device)
+        out.scatter_(-1, sub, False)
+        keep = (out & vis.unsqueeze(1)).unsqueeze(0)
+        dt = torch.where(keep, D, torch.zeros((), dtype=F64, device=ld.device)).sum(-1)  # (H, B, K)
+        mean[:, i0:i0 + B] = dt.mean(-1)
+        se[:, i0:i0 + B] = dt.std(-1) / math.sqrt(K) if K > 1 else math.inf
+    zero = torch.zeros((), dtype=F64, device=ld.device)
+    return MCRows(N=N, rows=rows, mean=torch.where(valid, mean, zero), stderr=torch.where(valid, se, zero),
+                  valid=valid)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# geometric separability (Definition, Theorem 2; Algorithm 4)
+# ----------------------------------------------------------------------------------------------------------
+@dataclass
+class SeparabilityRows:
+    """Per-(head, row) ``fraction = N_s/N``, Theorem 2 ``lower``/``upper`` (paper's form), radius ``r``
+    (``rho_min``), ``delta`` (running minimum pairwise distance), ``valid``; each ``(H, L)``."""
+
+    N: int
+    valid: torch.Tensor
+    fraction: torch.Tensor
+    lower: torch.Tensor
+    upper: torch.Tensor
+    r: torch.Tensor
+    delta: torch.Tensor
+
+
+def unit_layer(layer: LayerData, M: float = 1.0) -> LayerData:
+    """The same weights with every value vector scaled to norm ``M`` (Assumption 1; zero vectors stay zero)."""
+    M = check_positive("M", M)
+    v = layer.values
+    n = torch.linalg.vector_norm(v, dim=-1, keepdim=True)
+    u = M * v / torch.where(n > 0, n, torch.ones_like(n))
+    out = LayerData.__new__(LayerData)
+    out.__dict__.update(layer.__dict__)
+    out.values = u
+    out._gram = None
+    out._zdot = None
+    return out
+
+
+def running_min_distance(layer: LayerData) -> torch.Tensor:
+    """``delta`` per (head, row): minimum pairwise distance among the tokens visible to the row (prefix masks:
+    a running minimum over rows); ``0`` for rows with fewer than two visible tokens."""
+    H, L = layer.H, layer.L
+    G, g = layer.gram, layer.gdiag
+    D2 = (g.unsqueeze(-1) + g.unsqueeze(-2) - 2 * G)
+    strict = torch.ones(L, L, dtype=torch.bool, device=layer.device).tril_(-1)
+    if layer.prefix:
+        rowmin = torch.where(strict, D2, torch.tensor(math.inf, dtype=F64, device=layer.device)).amin(-1)  # (H, L)
+        # rows are ordered by their last visible column for causal masks; compute by column index
+        run = torch.cummin(rowmin, dim=-1).values  # min over pairs (j < k <= c)
+        last = torch.broadcast_to(layer.last, (H, L)).clamp(min=0)
+        out = run.gather(1, last)
+    else:
+        mfull = torch.broadcast_to(layer.mask, (H, L, L))
+        out = torch.empty(H, L, dtype=F64, device=layer.device)
+        for r in range(L):  # general masks only (not used by the experiments)
+            vis = mfull[:, r]
+            pair = vis.unsqueeze(-1) & vis.unsqueeze(-2) & strict
+            out[:, r] = torch.where(pair, D2, torch.tensor(math.inf, dtype=F64)).amin(dim=(-2, -1))
+    out = torch.where(torch.isfinite(out), out, torch.zeros((), dtype=F64)).clamp(min=0).sqrt()
+    return out
+
+
+def separability_metrics(layer, values=None, N: int = 4, *, mask=None, M: float = 1.0, normalize: bool = True,
+                         delta: torch.Tensor | None = None) -> SeparabilityRows:
+    r"""``N_s/N`` with ``r`` ↑ ``rho_min`` (strict convention, §3.6) and Theorem 2's bounds at ``r = rho_min``.
+
+    ``normalize=True`` first puts every value vector on the sphere of radius ``M`` (Algorithm 4's "normalize",
+    §5c). ``delta`` (per head and row) defaults to :func:`running_min_distance`. Valid rows: ``t >= N + 1``.
+    The lower bound is clipped below at ``-1`` (anything ``<= 0`` is vacuous); a row with ``rho_min = 0`` gets
+    ``-1``.
+    """
+    ld = _as_layer(layer, values, mask)
+    N = _check_N(N)
+    M = check_positive("M", M)
+    if normalize:
+        ld = unit_layer(ld, M)
+    H, L = ld.H, ld.L
+    t = torch.broadcast_to(ld.t, (H, L))
+    valid = t >= N + 1
+    if delta is None:
+        delta = running_min_distance(ld)
+    order = ld.order(min(N, L))
+    g = ld.gdiag
+    frac = torch.zeros(H, L, dtype=F64, device=ld.device)
+    rmin = torch.zeros(H, L, dtype=F64, device=ld.device)
+    inf = torch.tensor(math.inf, dtype=F64, device=ld.device)
+    for rb, W in ld.blocks(per_row=2):
+        r0, r1 = int(rb[0]), int(rb[-1]) + 1
+        B = r1 - r0
+        a = ld.alpha[:, r0:r1, :W]
+        m = torch.broadcast_to(ld.mask[:, r0:r1, :W], a.shape)
+        idx = order[:, r0:r1].clamp(max=W - 1)
+        aj = a.gather(-1, idx)
+        Vs = ld.values.gather(1, idx.reshape(H, -1, 1).expand(H, B * idx.shape[-1], ld.d)).view(H, B, -1, ld.d)
+        S = (aj.unsqueeze(-1) * Vs).sum(-2)
+        C = S @ ld.values[:, :W].transpose(1, 2)
+        ss = (S * S).sum(-1, keepdim=True)
+        D = torch.addcmul(a * a * g[:, None, :W], a, C, value=-2.0).add_(ss).clamp_(min=0).sqrt_()
+        sel = torch.zeros_like(m)
+        sel.scatter_(-1, idx, True)
+        rho = torch.where(m & ~sel, D, inf).amin(-1)  # (H, B)
+        Dsel = D.gather(-1, idx)
+        frac[:, r0:r1] = (Dsel < rho.unsqueeze(-1)).sum(-1).to(F64) / N
+        rmin[:, r0:r1] = torch.where(torch.isfinite(rho), rho, torch.zeros((), dtype=F64))
+    # Theorem 2 (paper's form) at r = rho_min
+    aI = ld.alpha.gather(-1, order)
+    beta = aI.sum(-1, keepdim=True) - aI
+    q = (aI * aI).sum(-1, keepdim=True) - aI * aI
+    dl = delta.clamp(max=2 * M).unsqueeze(-1)
+    xi = ((M * M - dl * dl / 2) * beta * beta + dl * dl / 2 * q).clamp(min=0).sqrt()  # (H, L, N)
+    r = rmin.unsqueeze(-1)
+    lower = torch.where(rmin > 0, 1.0 - xi.sum(-1) / (rmin.clamp(min=1e-300) * N), torch.full_like(rmin, -1.0))
+    lower = lower.clamp(min=-1.0)
+    upper = torch.exp(-((xi - r).clamp(min=0) ** 2) / (2 * M * M)).mean(-1)
+    zero = torch.zeros((), dtype=F64, device=ld.device)
+    return SeparabilityRows(N=N, valid=valid, fraction=torch.where(valid, frac, zero),
+                            lower=torch.where(valid, lower, zero), upper=torch.where(valid, upper, zero),
+                            r=torch.where(valid, rmin, zero), delta=delta)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# gradient sensitivity g(T, eps) (Algorithm 5)
+# ----------------------------------------------------------------------------------------------------------
+def sensitivity_rows(logits: Any, temperatures: Sequence[float], eps_values: Sequence[float], *, mask=None,
+                     seed: int = 0, direction: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""Finite-difference sensitivity per row for a grid of ``T`` and ``eps`` (paper-notes §4.5).
+
+    Same definition as :func:`attn_lib.jacobian.sensitivity` (and the same seeded unit directions from
+    :func:`attn_lib.jacobian.random_directions`, one per row, reused for every ``T`` and ``eps``), but the
+    unperturbed softmax is computed once per ``T`` and the rows are processed in causal blocks. ``logits``
+    ``(H, L, L)`` (``-inf`` = masked). Returns ``(g, valid)``: ``g`` of shape ``(len(T), len(eps), H, L)`` and
+    ``valid`` ``(H, L)`` = rows with at least two visible tokens.
+    """
+    x = _tensor(logits, "logits").to(F64)
+    if x.dim() == 2:
+        x = x.unsqueeze(0)
+    Ts = [check_positive("temperature", T) for T in temperatures]
+    Es = [check_positive("eps", e) for e in eps_values]
+    if not Ts or not Es:
+        raise ValueError("temperatures and eps_values must be non-empty")
+    vis = x != -math.inf
+    if mask is not None:
+        m = mask if isinstance(mask, torch.Tensor) else torch.as_tensor(np.asarray(mask))
+        if m.dtype != torch.bool:
+            raise ValueError(f"mask must be a bool tensor with True = visible (got dtype {m.dtype})")
+        while m.dim() > 3 and m.shape[0] == 1:
+            m = m[0]
+        vis = vis & m.to(x.device)
+    vis = torch.broadcast_to(vis, x.shape)
+    if not bool(torch.isfinite(x[vis]).all()):
+        raise ValueError("logits must be finite at visible positions")
+    H, L, _ = x.shape
+    v = direction if direction is not None else _jac.random_directions(x.shape, vis.cpu(), seed=seed, dtype=F64,
+                                                                          device=x.device)
+    xs = torch.where(vis, x, torch.zeros((), dtype=F64, device=x.device))
+    out = torch.zeros(len(Ts), len(Es), H, L, dtype=F64, device=x.device)
+    cols = torch.arange(L, device=x.device)
+    lastu = torch.where(vis, cols, -1).amax(-1).amax(0)
+    r0 = 0
+    per_block = BLOCK_ELEMS * 2
+    while r0 < L:
+        B = max(1, per_block // max(1, H * (int(lastu[r0]) + 1)))
+        r1 = min(L, r0 + B)
+        W = int(lastu[r0:r1].max()) + 1
+        xb, vb, mb = xs[:, r0:r1, :W], v[:, r0:r1, :W], vis[:, r0:r1, :W]
+        xm = torch.where(mb, xb, torch.tensor(-math.inf, dtype=F64, device=x.device))
+        for a_, T in enumerate(Ts):
+            # plain stable softmax: torch.softmax subtracts the row max; every row has a visible position
+            a0 = torch.softmax(xm / T, dim=-1)
+            for b_, e in enumerate(Es):
+                a1 = torch.softmax((xm + e * vb) / T, dim=-1)
+                out[a_, b_, :, r0:r1] = torch.linalg.vector_norm(a1 - a0, dim=-1) / e
+        r0 = r1
+    valid = vis.sum(-1) >= 2
+    return torch.where(valid, out, torch.zeros((), dtype=F64, device=x.device)), valid

@@ -1,0 +1,143 @@
+"""Benchmark of the reproduction (issue 5, "Performance"). Not a test: it prints timings and ratios.
+
+1. On a reduced workload (the first ``--layers`` layers of the model, windows up to ``--length`` tokens, reduced
+   grids), times each of Algorithms 1-5 twice: the straightforward per-token loop of the paper's pseudocode
+   (``benchmarks/naive_reference.py``, one-row :mod:`attn_lib.theory` calls) and :mod:`attn_lib.experiments`
+   (vectorised metrics, incremental critical-N scan), on the same captured attention, and prints the speed-up.
+2. Times the whole ``--profile`` reproduction (default ``paper``) in a subprocess, with its peak memory (max RSS),
+   unless ``--skip-full``.
+
+    python benchmarks/bench_reproduce.py [--model gpt2] [--layers 2] [--length 128] [--threads 2] [--skip-full]
+
+The forward pass is not part of step 1 (both sides get the same captured tensors); step 2 reports it separately.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+from types import SimpleNamespace
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="gpt2")
+    ap.add_argument("--layers", type=int, default=2, help="layers of the reduced workload")
+    ap.add_argument("--length", type=int, default=128, help="largest L of the reduced workload")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    ap.add_argument("--profile", default="paper")
+    ap.add_argument("--skip-full", action="store_true")
+    ap.add_argument("--skip-naive", action="store_true")
+    args = ap.parse_args(argv)
+
+    import numpy as np
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    import naive_reference as NR
+
+    from attn_lib import experiments as E
+    from attn_lib.capture import collect_attention
+    from attn_lib.corpus import load_text
+    from attn_lib.models import load_model
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
+        h = load_model(args.model, device="cpu")
+        text = load_text()
+        t_load = time.perf_counter() - t0
+    print(f"model: {h.describe()} (loaded in {t_load:.1f} s); text: {text.name}; torch threads: "
+          f"{torch.get_num_threads()}; cpus: {os.cpu_count()}")
+
+    L = args.length
+    lengths = [x for x in (16, 32, 64, 128, 256, 512, 1024) if x <= L]
+    ids = E.text_window(h, text, L)
+    t0 = time.perf_counter()
+    layers = collect_attention(h, ids, layers=list(range(args.layers)), keep_qk=False)
+    t_fwd = time.perf_counter() - t0
+    heads = sum(la.weights.shape[1] for la in layers)
+    print(f"reduced workload: {args.layers} layers, {heads} heads, L <= {L} (capture {t_fwd:.2f} s)\n")
+    np_layers = [(la.logits[0].double().numpy(), la.values[0].double().numpy()) for la in layers]
+
+    n2 = [n for n in (1, 5, 10, 20) if n < L]
+    n4 = [n for n in (1, 2, 4, 8, 16, 32) if n < L]
+    Ts = [float(x) for x in np.logspace(-3, 2, 21)]
+    Es = [1e-3, 1e-1, 10.0]
+    mc_samples, mc_rows = 8, 8
+    prof = E.Profile(name="bench", lengths=tuple(lengths), n_alg1=5, length_fixed=L, n_alg2=tuple(n2),
+                     n_alg4=tuple(n4), temperatures=tuple(Ts), eps_values=tuple(Es), mc_samples=mc_samples,
+                     mc_rows=mc_rows, scan_stage=16)
+    params = E._profile_params(h, prof)
+    jobs = {
+        "1 distance vs L": ("distance_vs_length",
+                            lambda: NR.alg1_distance_vs_length(np_layers, lengths, 5, mc_samples, mc_rows)),
+        "2 distance vs N": ("distance_vs_n", lambda: NR.alg2_distance_vs_n(np_layers, L, n2, mc_samples, mc_rows)),
+        "3 critical N (KS)": ("critical_n", lambda: NR.alg3_critical_n(np_layers, lengths)),
+        "4 separability": ("separability", lambda: NR.alg4_separability(np_layers, L, n4)),
+        "5 sensitivity": ("gradient_sensitivity", lambda: NR.alg5_sensitivity(np_layers, L, Ts, Es)),
+    }
+    print(f"{'algorithm':<20}{'naive loop [s]':>16}{'attn_lib [s]':>14}{'speed-up':>11}")
+    total_naive = total_fast = 0.0
+    for name, (exp, naive) in jobs.items():
+        t0 = time.perf_counter()
+        a, _ = E._make(exp, h, text, params[exp])
+        for la in layers:
+            a.layer(E._Shared(la))
+        df = a.finish()
+        t_fast = time.perf_counter() - t0
+        if args.skip_naive:
+            print(f"{name:<20}{'-':>16}{t_fast:>14.3f}{'-':>11}")
+            continue
+        t0 = time.perf_counter()
+        ref = naive()
+        t_naive = time.perf_counter() - t0
+        total_naive += t_naive
+        total_fast += t_fast
+        print(f"{name:<20}{t_naive:>16.2f}{t_fast:>14.3f}{t_naive / t_fast:>10.0f}x")
+        if exp == "critical_n":  # the two must agree
+            sm = E.critical_n_summary(df).set_index(["L", "form"])["n_star"].to_dict()
+            agree = all(sm.get(k) == v for k, v in ref.items())
+            print(f"{'':<20}critical N agree with the naive scan: {agree}")
+    if not args.skip_naive:
+        print(f"{'all five':<20}{total_naive:>16.2f}{total_fast:>14.3f}{total_naive / total_fast:>10.0f}x")
+    print(f"(forward pass of the {args.layers} captured layers at L={L}: {t_fwd:.2f} s)\n")
+
+    if args.skip_full:
+        return
+    print(f"full '{args.profile}' reproduction (subprocess, no cache) ...", flush=True)
+    out = Path(os.environ.get("BENCH_OUT", "/tmp/attn_lib_bench_reproduce"))
+    code = ("import json,time,warnings,sys,torch;warnings.simplefilter('ignore');"
+            + (f"torch.set_num_threads({args.threads});" if args.threads else "")
+            + "from attn_lib.experiments import run_reproduce;t=time.perf_counter();"
+            f"i=run_reproduce(model={args.model!r},device='cpu',profile={args.profile!r},out={str(out)!r},"
+            "use_cache=False,progress=None);"
+            "print('RESULT'+json.dumps({'wall':time.perf_counter()-t,'timings':i['timings']}))")
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 ** 2  # KiB -> GiB
+    line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT")]
+    if proc.returncode or not line:
+        print(proc.stdout[-2000:], proc.stderr[-4000:])
+        raise SystemExit("full reproduction failed")
+    res = json.loads(line[0][6:])
+    tm = res["timings"]
+    print(f"full reproduction: {wall:.1f} s wall (process incl. imports); inside: "
+          + ", ".join(f"{k} {v:.1f} s" for k, v in tm.items()))
+    print(f"peak memory (max RSS): {peak:.2f} GiB; outputs in {out}")
+    if "pass" in tm:
+        print(f"forward pass + per-layer analysis: {tm['pass']:.1f} s; goal: whole reproduction < 120 s on 2 cores")
+
+
+if __name__ == "__main__":
+    main()

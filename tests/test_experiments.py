@@ -1,0 +1,231 @@
+"""attn_lib.experiments on tiny random-init models (fast), and one quick-profile run on the offline stand-in (slow)."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from attn_lib import experiments as E
+from attn_lib import metrics as M
+
+TEXT = ("Well, Prince, so Genoa and Lucca are now just family estates of the Buonapartes. But I warn you, if you "
+        "don't tell me that this means war, I will not believe it. ") * 12
+
+PROFILE = E.Profile(name="test", lengths=(8, 16, 32), n_alg1=2, length_fixed=32, n_alg2=(1, 2, 4, 20),
+                    n_alg4=(1, 2, 4, 16), temperatures=(1e-3, 1e-2, 0.1, 1.0, 10.0), eps_values=(1e-3, 0.1, 10.0),
+                    ks_alpha=0.01, crit_fraction=0.25, mc_samples=4, mc_rows=4, scan_stage=2)
+
+
+@pytest.fixture
+def gpt2_small(tiny_gpt2):
+    """The session-wide tiny random-init GPT-2 of conftest.py (2 layers x 4 heads)."""
+    return tiny_gpt2
+
+
+@pytest.fixture
+def llama_small(tiny_llama):
+    return tiny_llama
+
+
+@pytest.fixture
+def handle(tiny_handle):
+    return tiny_handle
+
+
+def _capture(h, ids):
+    from attn_lib.capture import collect_attention
+    return collect_attention(h, ids, keep_qk=False)
+
+
+def test_prefix_capture_equals_capture_of_prefix(handle):
+    """Causality: rows r < L of a long window equal those of the L-prefix (the nested-prefix reuse)."""
+    ids = E.text_window(handle, TEXT, 32)
+    full = _capture(handle, ids)
+    pre = _capture(handle, ids[:, :12])
+    for a, b in zip(full, pre):
+        la = a.logits[0, :, :12, :12]
+        lb = b.logits[0]
+        fin = torch.isfinite(lb)
+        assert (torch.isfinite(la) == fin).all()
+        assert torch.allclose(la[fin], lb[fin], atol=1e-5, rtol=1e-5)
+        assert torch.allclose(a.values[0, :, :12], b.values[0], atol=1e-5, rtol=1e-5)
+        wa = M.LayerData.from_logits(a.logits[0], a.values[0]).alpha[:, :12, :12]
+        wb = M.LayerData.from_logits(b.logits[0], b.values[0]).alpha
+        assert torch.allclose(wa, wb, atol=1e-6)
+
+
+def _naive_critical(h, lengths, alpha, forms=("e1", "e2"), frac=0.25):
+    """Naive critical-N: recompute every N from scratch (metrics.naive_scan) per layer, prefix per L."""
+    from scipy.stats import ks_2samp
+
+    ids = E.text_window(h, TEXT, max(lengths))
+    per_layer = []
+    for la in _capture(h, ids):
+        ld = M.LayerData.from_logits(la.logits[0], la.values[0])
+        per_layer.append(M.naive_scan(ld, n_max=max(1, int(max(lengths) * frac))))
+    out = {}
+    for L in lengths:
+        cap = max(1, int(math.floor(L * frac)))
+        for f in forms:
+            n_star = None
+            for N in range(1, cap + 1):
+                a, b = [], []
+                for sc in per_layer:
+                    v = sc.valid[:, :L, N - 1]
+                    for h_ in range(v.shape[0]):
+                        if v[h_].any():
+                            a.append(float(sc.d_tilde[h_, :L, N - 1][v[h_]].mean()))
+                            b.append(float(getattr(sc, f)[h_, :L, N - 1][v[h_]].mean()))
+                if ks_2samp(a, b).pvalue >= alpha:
+                    n_star = N
+                    break
+            out[(L, f)] = n_star if n_star is not None else cap
+    return out
+
+
+def test_incremental_ks_scan_matches_naive(gpt2_small):
+    lengths = [8, 16, 32]
+    trace = E.critical_n(gpt2_small, TEXT, lengths=lengths, stage=2, stop_early=True)
+    full = E.critical_n(gpt2_small, TEXT, lengths=lengths, stop_early=False)
+    s1 = E.critical_n_summary(trace).set_index(["L", "form"])
+    s2 = E.critical_n_summary(full).set_index(["L", "form"])
+    assert (s1["n_star"] == s2["n_star"]).all() and (s1["censored"] == s2["censored"]).all()
+    m = trace.merge(full, on=["L", "N", "form"], suffixes=("", "_full"))
+    assert len(m) == len(trace)
+    assert np.allclose(m["p_value"], m["p_value_full"]) and np.allclose(m["mean_form"], m["mean_form_full"])
+    naive = _naive_critical(gpt2_small, lengths, 0.01)
+    for (L, f), n in naive.items():
+        assert int(s1.loc[(L, f), "n_star"]) == n, (L, f)
+    for c in ("model", "text", "device"):
+        assert c in trace
+
+
+def test_distance_experiments_tables(gpt2_small):
+    df = E.distance_vs_length(gpt2_small, TEXT, N=2, lengths=[8, 16, 32], mc_samples=4, mc_rows=4)
+    assert set(df["L"]) == {8, 16, 32}
+    assert len(df) == 3 * gpt2_small.n_layers * gpt2_small.n_heads  # L x layers x heads
+    for c in ("model", "text", "device", "d_tilde", "d_max", "e1", "e1_plus_gap", "e2", "mc", "dmax_violations"):
+        assert c in df
+    assert (df["dmax_violations"] == 0).all()
+    assert (df["d_max"] >= df["d_tilde"] - 1e-12).all()
+    assert df[["d_tilde", "e1", "e2", "mc"]].notna().all().all()
+    # the L = 16 row is the mean over rows r < 16 of the full-window per-row values
+    ids = E.text_window(gpt2_small, TEXT, 32)
+    la = _capture(gpt2_small, ids)[1]
+    dm = M.distance_metrics(M.LayerData.from_logits(la.logits[0], la.values[0]), N=2)
+    mean, _ = M.masked_mean(dm.d_tilde[:, :16], dm.valid[:, :16])
+    got = df[(df.L == 16) & (df.layer == 1)].sort_values("head")["d_tilde"].to_numpy()
+    assert np.allclose(got, mean.numpy(), rtol=1e-9)
+    dn = E.distance_vs_n(gpt2_small, TEXT, L=32, n_values=[1, 4], mc_samples=0)
+    assert set(dn["N"]) == {1, 4} and "mc" not in dn
+
+
+def test_separability_and_sensitivity_tables(llama_small):
+    sp = E.separability(llama_small, TEXT, L=32, n_values=[1, 2, 8])
+    assert set(sp["N"]) == {1, 2, 8}
+    assert ((sp["fraction"] >= 0) & (sp["fraction"] <= 1)).all()
+    assert (sp.loc[sp.N == 1, "fraction"] == 1).all()
+    gs = E.gradient_sensitivity(llama_small, TEXT, L=32, temperatures=[0.01, 1.0], eps_values=[1e-3, 10.0])
+    assert len(gs) == 2 * 2 * llama_small.n_layers * llama_small.n_heads
+    assert (gs["rows_violating_corrected"] == 0).all()
+    assert (gs["g"] <= gs["bound_corrected"] * (1 + 1e-9)).all()
+    for c in ("model", "text", "device"):
+        assert c in sp and c in gs
+
+
+def test_run_all_one_pass_and_cache(tmp_path, gpt2_small, monkeypatch):
+    from attn_lib.cache import ResultCache
+
+    calls = []
+    real = E._run_pass
+    monkeypatch.setattr(E, "_run_pass", lambda *a, **k: calls.append(1) or real(*a, **k))
+    cache = ResultCache(root=tmp_path / "c")
+    res = E.run_all(gpt2_small, TEXT, PROFILE, cache)
+    assert len(calls) == 1  # all five experiments in one forward pass
+    assert set(res) == set(E.EXPERIMENTS) | {"critical_n_summary"}
+    for k, v in res.items():
+        assert isinstance(v, pd.DataFrame) and len(v) > 0, k
+        assert {"model", "text", "device"} <= set(v.columns), k
+    res2 = E.run_all(gpt2_small, TEXT, PROFILE, cache)
+    assert len(calls) == 1  # everything from the cache
+    for k in E.EXPERIMENTS:
+        pd.testing.assert_frame_equal(res[k].reset_index(drop=True), res2[k].reset_index(drop=True),
+                                      check_dtype=False)
+
+
+def test_run_reproduce_writes_outputs(tmp_path, llama_small):
+    info = E.run_reproduce(profile=PROFILE, out=tmp_path / "out", use_cache=False, handle=llama_small,
+                           text_obj=E._text_obj(TEXT), progress=None, formats=("png",))
+    out = tmp_path / "out"
+    for stem in ("fig2a_distance_vs_length", "fig2b_distance_vs_n", "fig2c_critical_n", "fig3_separability",
+                 "fig4_sensitivity"):
+        assert (out / f"{stem}.png").stat().st_size > 0  # SVG output: tests/test_report.py
+    data = json.loads((out / "results.json").read_text())
+    assert data["meta"]["model"] == llama_small.model_id and "timings_s" in data
+    md = (out / "report.md").read_text()
+    assert llama_small.model_id in md and "| claim | paper | measured | verdict |" in md
+    assert len(info["verdicts"]) >= 6
+
+
+def test_bad_experiment_arguments(gpt2_small):
+    with pytest.raises(ValueError, match="profile"):
+        E.run_all(gpt2_small, TEXT, "bogus")
+    with pytest.raises(ValueError, match="lengths"):
+        E.distance_vs_length(gpt2_small, TEXT, lengths=[1000])
+    with pytest.raises(ValueError, match="lengths"):
+        E.distance_vs_length(gpt2_small, TEXT, lengths=[])
+    with pytest.raises(ValueError, match="N"):
+        E.distance_vs_length(gpt2_small, TEXT, N=8, lengths=[8, 16])
+    with pytest.raises(ValueError, match="n_values"):
+        E.distance_vs_n(gpt2_small, TEXT, L=16, n_values=[16])
+    with pytest.raises(ValueError, match="n_values"):
+        E.distance_vs_n(gpt2_small, TEXT, L=16, n_values=[0])
+    with pytest.raises(ValueError, match="p"):
+        E.distance_vs_n(gpt2_small, TEXT, L=16, n_values=[1], p="x")
+    with pytest.raises(ValueError, match="mc_samples"):
+        E.distance_vs_n(gpt2_small, TEXT, L=16, n_values=[1], mc_samples=-1)
+    with pytest.raises(ValueError, match="alpha"):
+        E.critical_n(gpt2_small, TEXT, lengths=[8], alpha=1.5)
+    with pytest.raises(ValueError, match="forms"):
+        E.critical_n(gpt2_small, TEXT, lengths=[8], forms=["e3"])
+    with pytest.raises(ValueError, match="stop_early"):
+        E.critical_n(gpt2_small, TEXT, lengths=[8], stop_early="yes")
+    with pytest.raises(ValueError, match="lengths"):
+        E.critical_n(gpt2_small, TEXT, lengths=[3])
+    with pytest.raises(ValueError, match="M"):
+        E.separability(gpt2_small, TEXT, L=16, n_values=[1], M=-1)
+    with pytest.raises(ValueError, match="temperatures"):
+        E.gradient_sensitivity(gpt2_small, TEXT, L=16, temperatures=[0.0])
+    with pytest.raises(ValueError, match="eps_values"):
+        E.gradient_sensitivity(gpt2_small, TEXT, L=16, eps_values=[])
+    with pytest.raises(ValueError, match="experiments"):
+        E.run_all(gpt2_small, TEXT, PROFILE, experiments=["nope"])
+    with pytest.raises(ValueError, match="use_cache"):
+        E.run_reproduce(profile=PROFILE, use_cache="no", handle=gpt2_small, text_obj=E._text_obj(TEXT))
+    with pytest.raises(ValueError, match="text"):
+        E.distance_vs_n(gpt2_small, 12345, L=16, n_values=[1])
+
+
+@pytest.mark.slow
+def test_quick_profile_on_standin(tmp_path):
+    """End-to-end quick profile on the offline stand-in (SmolLM2-135M, 30 layers x 9 heads)."""
+    import warnings
+
+    from attn_lib.corpus import load_text
+    from attn_lib.models import load_model
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        h = load_model("gpt2", device="cpu")
+        text = load_text()
+    info = E.run_reproduce(profile="quick", out=tmp_path / "q", use_cache=False, handle=h, text_obj=text,
+                           progress=None)
+    vt = info["verdicts"]
+    assert len(vt) >= 6 and set(vt["verdict"]) <= {"reproduced", "not reproduced", "n/a", "holds", "violated"}
+    assert "holds" in set(vt["verdict"])  # corrected Corollary 3 bound
+    md = (tmp_path / "q" / "report.md").read_text()
+    assert h.model_id in md

@@ -1,0 +1,274 @@
+"""attn_lib.metrics against brute-force per-row loops (attn_lib.theory one row at a time) on small random inputs."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from attn_lib import jacobian as J
+from attn_lib import metrics as M
+from attn_lib import theory as th
+
+TOL = 1e-6
+
+
+def _layer(H=3, L=14, d=5, scale=2.0, seed=0, mask=None):
+    g = torch.Generator().manual_seed(seed)
+    logits = torch.randn(H, L, L, generator=g, dtype=torch.float64) * scale
+    V = torch.randn(H, L, d, generator=g, dtype=torch.float64)
+    if mask is None:
+        mask = torch.ones(L, L, dtype=torch.bool).tril()
+    return M.LayerData.from_logits(logits.masked_fill(~mask, -math.inf), V), logits, V, mask
+
+
+def _rows(ld):
+    """(h, r, visible indices) for every head and row."""
+    m = torch.broadcast_to(ld.mask, (ld.H, ld.L, ld.L))
+    for h in range(ld.H):
+        for r in range(ld.L):
+            yield h, r, m[h, r].nonzero().view(-1).numpy()
+
+
+@pytest.mark.parametrize("N", [1, 2, 3, 6])
+@pytest.mark.parametrize("p", ["L-1", "L"])
+def test_distance_metrics_match_theory_rows(N, p):
+    ld, *_ = _layer(seed=N)
+    dm = M.distance_metrics(ld, N=N, p=p)
+    a, X = ld.alpha.numpy(), ld.values.numpy()
+    n_checked = 0
+    for h, r, vis in _rows(ld):
+        if len(vis) < N + 1:
+            assert not bool(dm.valid[h, r])
+            assert float(dm.d_tilde[h, r]) == 0.0 and float(dm.e1[h, r]) == 0.0
+            continue
+        assert bool(dm.valid[h, r])
+        al, x = a[h, r, vis], X[h, vis]
+        ref = {"d_tilde": th.distance(al, x, N), "d_max": th.theorem1_dmax(al, x, N),
+               "e1": th.expectation_e1(al, x, N, p=p), "e1_gap": th.jensen_gap_bound(al, x, N, p=p),
+               "e1_gap_crude": th.jensen_gap_bound(al, x, N, p=p, crude=True), "e2": th.expectation_e2(al, x, N)}
+        for k, v in ref.items():
+            assert abs(float(getattr(dm, k)[h, r]) - float(v)) <= TOL * max(1.0, abs(float(v))), (k, h, r)
+        assert float(dm.d_tilde[h, r]) <= float(dm.d_max[h, r]) + 1e-12
+        n_checked += 1
+    assert n_checked > 0
+    for k in ("d_tilde", "d_max", "e1", "e1_gap", "e2", "s_norm", "alpha_bar", "d1"):
+        assert torch.isfinite(getattr(dm, k)).all()
+
+
+def test_distance_vector_form_matches_theory():
+    ld, *_ = _layer(seed=3)
+    dm = M.distance_metrics(ld, N=2, form="vector", with_dmax=False)
+    a, X = ld.alpha.numpy(), ld.values.numpy()
+    for h, r, vis in _rows(ld):
+        if len(vis) >= 3:
+            ref = th.distance(a[h, r, vis], X[h, vis], 2, form="vector")
+            assert abs(float(dm.d_tilde[h, r]) - ref) <= TOL
+
+
+def test_general_and_per_head_masks():
+    """Non-causal (random, per-head) masks go through the exact fallback paths."""
+    g = torch.Generator().manual_seed(7)
+    H, L = 2, 11
+    mask = torch.rand(H, L, L, generator=g) < 0.7
+    mask[:, :, 0] = True
+    logits = torch.randn(H, L, L, generator=g, dtype=torch.float64)
+    V = torch.randn(H, L, 4, generator=g, dtype=torch.float64)
+    ld = M.LayerData.from_logits(logits.masked_fill(~mask, -math.inf), V)
+    assert not ld.prefix
+    for N in (1, 3):
+        dm = M.distance_metrics(ld, N=N)
+        for h, r, vis in _rows(ld):
+            if len(vis) >= N + 1:
+                al, x = ld.alpha[h, r, vis].numpy(), V[h, vis].numpy()
+                assert abs(float(dm.d_tilde[h, r]) - th.distance(al, x, N)) <= TOL
+                assert abs(float(dm.d_max[h, r]) - th.theorem1_dmax(al, x, N)) <= TOL
+                assert abs(float(dm.e1[h, r]) - th.expectation_e1(al, x, N)) <= TOL
+        sc = M.topn_scan(ld, n_max=4)
+        nv = M.naive_scan(ld, n_max=4)
+        for k in ("d_tilde", "e1", "e2"):
+            assert torch.allclose(getattr(sc, k), getattr(nv, k), atol=1e-9)
+
+
+def test_dmax_fallback_when_farthest_token_is_selected():
+    """Two heavy, far-apart tokens: the farthest token from a selected one is selected too (fallback path)."""
+    L, d = 9, 3
+    V = torch.randn(1, L, d, dtype=torch.float64, generator=torch.Generator().manual_seed(1)) * 0.1
+    V[0, 0] = torch.tensor([10.0, 0, 0])
+    V[0, 1] = torch.tensor([-10.0, 0, 0])
+    logits = torch.zeros(1, L, L, dtype=torch.float64)
+    logits[0, :, :2] = 5.0
+    mask = torch.ones(L, L, dtype=torch.bool).tril()
+    ld = M.LayerData.from_logits(logits.masked_fill(~mask, -math.inf), V)
+    dm = M.distance_metrics(ld, N=2)
+    for r in range(2, L):
+        al, x = ld.alpha[0, r, :r + 1].numpy(), V[0, :r + 1].numpy()
+        assert abs(float(dm.d_max[0, r]) - th.theorem1_dmax(al, x, 2)) <= TOL
+
+
+def test_top_n_order_ties_go_to_lower_index():
+    a = torch.tensor([[[0.2, 0.3, 0.2, 0.3, 0.0, 0.0]]], dtype=torch.float64)
+    mask = torch.tensor([[[True, True, True, True, True, False]]])
+    idx = M.top_n_order(a, 5, mask)
+    assert idx[0, 0].tolist() == [1, 3, 0, 2, 4]
+    # random ties against theory.top_n_indices (numpy stable argsort)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(0, 4, (50, 12), generator=g).to(torch.float64) / 4
+    for n in (1, 3, 7, 12):
+        ours = M.top_n_order(x, n).numpy()
+        ref = th.top_n_indices(x.numpy(), n)
+        assert (ours == ref).all()
+
+
+@pytest.mark.parametrize("n_min,n_max", [(1, 8), (3, 9), (5, 5)])
+def test_incremental_scan_matches_naive(n_min, n_max):
+    ld, *_ = _layer(H=2, L=16, seed=11)
+    sc = M.topn_scan(ld, n_max=n_max, n_min=n_min)
+    nv = M.naive_scan(ld, n_max=n_max, n_min=n_min)
+    assert (sc.valid == nv.valid).all()
+    for k in ("d_tilde", "e1", "e2"):
+        assert torch.allclose(getattr(sc, k), getattr(nv, k), rtol=1e-9, atol=1e-10), k
+
+
+def test_scan_small_blocks_and_rows(monkeypatch):
+    """Row blocking (tiny blocks) and a row subset give the same numbers."""
+    ld, *_ = _layer(H=2, L=20, seed=5)
+    ref = M.topn_scan(ld, n_max=6)
+    monkeypatch.setattr(M, "BLOCK_ELEMS", 64)
+    sc = M.topn_scan(ld, n_max=6, rows=torch.tensor([3, 7, 19]))
+    for k in ("d_tilde", "e1", "e2"):
+        assert torch.allclose(getattr(sc, k)[:, [3, 7, 19]], getattr(ref, k)[:, [3, 7, 19]], atol=1e-12)
+    assert not sc.valid[:, [0, 1, 2, 4]].any()
+    dm = M.distance_metrics(ld, N=3)
+    ref_dm = M.distance_metrics(_layer(H=2, L=20, seed=5)[0], N=3)
+    assert torch.allclose(dm.d_max, ref_dm.d_max, atol=1e-12)
+
+
+def test_monte_carlo_matches_brute_force_with_same_subsets():
+    ld, *_ = _layer(H=2, L=10, seed=2)
+    N, K, seed = 3, 16, 4
+    rows = torch.tensor([4, 6, 9])
+    mc = M.expected_distance_mc(ld, N=N, rows=rows, n_samples=K, seed=seed)
+    gen = torch.Generator().manual_seed(seed)
+    keys = torch.rand(len(rows), K, ld.L, generator=gen, dtype=torch.float64)
+    A, X = ld.alpha.numpy(), ld.values.numpy()
+    for i, r in enumerate(rows.tolist()):
+        t = r + 1
+        for h in range(ld.H):
+            vals = []
+            for k in range(K):
+                sub = np.argsort(keys[i, k, :t].numpy(), kind="stable")[:N]
+                sel = np.zeros(t, bool)
+                sel[sub] = True
+                vals.append(th.distance(A[h, r, :t], X[h, :t], selected=sel))
+            assert abs(float(mc.mean[h, i]) - np.mean(vals)) <= TOL
+            assert abs(float(mc.stderr[h, i]) - np.std(vals, ddof=1) / math.sqrt(K)) <= TOL
+
+
+def test_monte_carlo_is_unbiased_against_exact_enumeration():
+    ld, *_ = _layer(H=1, L=7, seed=9)
+    mc = M.expected_distance_mc(ld, N=2, rows=torch.tensor([6]), n_samples=4000, seed=1)
+    exact = th.expected_distance_exact(ld.alpha[0, 6].numpy(), ld.values[0].numpy(), 2)
+    assert abs(float(mc.mean[0, 0]) - exact) <= 4 * float(mc.stderr[0, 0]) + 1e-12
+
+
+@pytest.mark.parametrize("N", [1, 2, 4])
+def test_separability_matches_theory(N):
+    ld, _, V, _ = _layer(H=2, L=12, d=4, seed=20 + N)
+    sp = M.separability_metrics(ld, N=N)
+    U = (V / V.norm(dim=-1, keepdim=True)).numpy()
+    a = ld.alpha.numpy()
+    for h in range(ld.H):
+        for r in range(ld.L):
+            t = r + 1
+            if t < N + 1:
+                assert not bool(sp.valid[h, r])
+                continue
+            al, x = a[h, r, :t], U[h, :t]
+            assert abs(float(sp.fraction[h, r]) - float(th.separability(al, x, N))) <= TOL
+            D = np.linalg.norm(x[:, None] - x[None], axis=-1)
+            delta = D[np.triu_indices(t, 1)].min()
+            assert abs(float(sp.delta[h, r]) - delta) <= TOL
+            lo, up = th.theorem2_bounds(al, N, 1.0, delta, float(sp.r[h, r]))
+            assert abs(float(sp.lower[h, r]) - max(lo, -1.0)) <= TOL
+            assert abs(float(sp.upper[h, r]) - up) <= TOL
+
+
+def test_sensitivity_rows_matches_jacobian_sensitivity():
+    ld, logits, _, mask = _layer(H=2, L=9, seed=4)
+    x = logits.masked_fill(~mask, -math.inf)
+    Ts, Es = [1e-3, 0.1, 10.0], [1e-3, 1.0]
+    g, valid = M.sensitivity_rows(x, Ts, Es, seed=3)
+    assert g.shape == (3, 2, 2, 9)
+    assert not valid[:, 0].any() and valid[:, 1:].all()
+    for a, T in enumerate(Ts):
+        for b, e in enumerate(Es):
+            ref = J.sensitivity(x, T, e, seed=3)
+            assert torch.allclose(g[a, b][valid], ref[valid], rtol=1e-9, atol=1e-12)
+            bound = min(1 / (2 * T), math.sqrt(2) / e)
+            assert (g[a, b] <= bound * (1 + 1e-9)).all()
+
+
+def test_masked_mean():
+    x = torch.tensor([[1.0, 2.0, 100.0], [0.0, 0.0, 0.0]])
+    v = torch.tensor([[True, True, False], [False, False, False]])
+    m, c = M.masked_mean(x, v)
+    assert m.tolist() == [1.5, 0.0] and c.tolist() == [2, 0]
+
+
+def test_no_nan_for_short_rows_and_large_n():
+    ld, *_ = _layer(H=1, L=5, seed=0)
+    dm = M.distance_metrics(ld, N=10)
+    assert not dm.valid.any()
+    for k in ("d_tilde", "e1", "e2", "d_max"):
+        assert torch.isfinite(getattr(dm, k)).all() and (getattr(dm, k) == 0).all()
+    sc = M.topn_scan(ld, n_max=7)
+    assert torch.isfinite(sc.d_tilde).all()
+
+
+# ---------------------------------------------------------------------------------------------- bad input
+def test_bad_inputs_raise_value_error():
+    ld, logits, V, mask = _layer(H=1, L=6)
+    with pytest.raises(ValueError, match="N"):
+        M.distance_metrics(ld, N=0)
+    with pytest.raises(ValueError, match="form"):
+        M.distance_metrics(ld, N=1, form="bogus")
+    with pytest.raises(ValueError, match="p"):
+        M.distance_metrics(ld, N=1, p="nope")
+    with pytest.raises(ValueError, match="p"):
+        M.distance_metrics(ld, N=1, p=1.5)
+    with pytest.raises(ValueError, match="weights"):
+        M.LayerData(torch.ones(2, 3, 4), torch.ones(2, 3, 2))
+    with pytest.raises(ValueError, match="values"):
+        M.LayerData(torch.ones(1, 3, 3), torch.ones(1, 4, 2))
+    with pytest.raises(ValueError, match="mask"):
+        M.LayerData(torch.ones(1, 3, 3), torch.ones(1, 3, 2), mask=torch.ones(3, 3))
+    with pytest.raises(ValueError, match="weights"):
+        M.LayerData(-torch.ones(1, 3, 3), torch.ones(1, 3, 2))
+    with pytest.raises(ValueError, match="values"):
+        M.LayerData(torch.ones(1, 3, 3), torch.full((1, 3, 2), float("nan")))
+    with pytest.raises(ValueError, match="temperature"):
+        M.LayerData.from_logits(logits, V, temperature=0)
+    with pytest.raises(ValueError, match="n_max"):
+        M.topn_scan(ld, n_max=2, n_min=3)
+    with pytest.raises(ValueError, match="n_min"):
+        M.topn_scan(ld, n_max=2, n_min=0)
+    with pytest.raises(ValueError, match="n_samples"):
+        M.expected_distance_mc(ld, N=1, n_samples=0)
+    with pytest.raises(ValueError, match="seed"):
+        M.expected_distance_mc(ld, N=1, seed=-1)
+    with pytest.raises(ValueError, match="rows"):
+        M.expected_distance_mc(ld, N=1, rows=[7])
+    with pytest.raises(ValueError, match="M"):
+        M.separability_metrics(ld, N=1, M=0)
+    with pytest.raises(ValueError, match="temperature"):
+        M.sensitivity_rows(logits, [0.0], [1.0])
+    with pytest.raises(ValueError, match="eps"):
+        M.sensitivity_rows(logits, [1.0], [-1.0])
+    with pytest.raises(ValueError, match="non-empty"):
+        M.sensitivity_rows(logits, [], [1.0])
+    with pytest.raises(ValueError, match="mask"):
+        M.sensitivity_rows(logits, [1.0], [1.0], mask=torch.ones(6, 6))
+    with pytest.raises(ValueError, match="values"):
+        M.distance_metrics(torch.ones(1, 3, 3))

@@ -1,0 +1,4 @@
+"""``python -m attn_lib``: see :mod:`attn_lib.cli`."""
+from attn_lib.cli import main
+
+raise SystemExit(main())

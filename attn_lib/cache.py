@@ -1,0 +1,356 @@
+"""On-disk caches: experiment results, and where converted model weights live.
+
+Directories
+-----------
+* :func:`cache_dir` -- the root, ``platformdirs.user_cache_dir("attn_lib")`` unless the environment variable
+  ``ATTN_LIB_CACHE_DIR`` names another folder.
+* :func:`model_dir` -- converted model weights (the offline stand-in's safetensors copy), ``<cache_dir>/models``
+  unless ``ATTN_LIB_MODEL_DIR`` is set.
+* :func:`results_dir` -- experiment results, ``<cache_dir>/results``.
+
+Result cache
+------------
+:class:`ResultCache` stores the result of an experiment under a *key*: a JSON-able dict that must say everything the
+result depends on -- model id and revision (or the stand-in's file hash), text hash, every parameter -- to which the
+cache itself adds the attn_lib version and a format number (:func:`make_key` builds such a dict from a model handle and
+a :class:`~attn_lib.corpus.Text`). The key is canonicalised (sorted JSON) and hashed; the entry stores the full key, the
+payload and the payload's SHA-256. On read, an entry whose checksum, key, version or format does not match, or whose
+payload cannot be decoded, is treated as absent: the value is recomputed and the entry rewritten. It is never trusted.
+
+Values may be JSON-able (dicts, lists, numbers, strings; they come back as JSON gives them, so tuples become lists -- the
+first call returns the same round-tripped value, so a cached and an uncached run look identical), pandas DataFrames or
+Series (stored as pickles, unpickled only after the checksum matched), or any other picklable object.
+Writes are atomic (a temporary folder renamed into place), so an interrupted run leaves no half-written entry.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import pickle
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+__all__ = [
+    "CACHE_ENV",
+    "MODEL_ENV",
+    "FORMAT_VERSION",
+    "cache_dir",
+    "model_dir",
+    "results_dir",
+    "dir_size",
+    "format_bytes",
+    "canonical_json",
+    "key_digest",
+    "make_key",
+    "ResultCache",
+    "describe_cache",
+]
+
+log = logging.getLogger(__name__)
+
+CACHE_ENV = "ATTN_LIB_CACHE_DIR"
+MODEL_ENV = "ATTN_LIB_MODEL_DIR"
+#: Bumped whenever the on-disk layout of an entry changes; part of every key.
+FORMAT_VERSION = 1
+
+
+def cache_dir() -> Path:
+    """Root of attn_lib's caches: ``$ATTN_LIB_CACHE_DIR`` or the platform's user cache folder."""
+    env = os.environ.get(CACHE_ENV, "").strip()
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("attn_lib", appauthor=False))
+
+
+def model_dir() -> Path:
+    """Folder for converted model weights: ``$ATTN_LIB_MODEL_DIR`` or ``<cache_dir>/models``."""
+    env = os.environ.get(MODEL_ENV, "").strip()
+    return Path(env).expanduser() if env else cache_dir() / "models"
+
+
+def results_dir() -> Path:
+    """Folder of the result cache: ``<cache_dir>/results``."""
+    return cache_dir() / "results"
+
+
+def dir_size(path: str | os.PathLike) -> int:
+    """Total size in bytes of the files below ``path`` (0 if it does not exist)."""
+    total = 0
+    p = Path(path)
+    if not p.exists():
+        return 0
+    if p.is_file():
+        return p.stat().st_size
+    for root, _dirs, files in os.walk(p):
+        for f in files:
+            try:
+                total += os.stat(os.path.join(root, f)).st_size
+            except OSError:  # removed while walking
+                pass
+    return total
+
+
+def format_bytes(n: int) -> str:
+    """``1536 -> '1.5 KiB'``."""
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"  # pragma: no cover
+
+
+def _jsonable(obj: Any) -> Any:
+    """Convert keys' values to plain JSON types (tuples, numpy scalars, torch dtypes/devices, paths)."""
+    if obj is None or isinstance(obj, (bool, int, str)):
+        return obj
+    if isinstance(obj, float):
+        if math.isnan(obj) or math.isinf(obj):
+            return repr(obj)
+        return obj
+    if isinstance(obj, dict):
+        out = {}
+        for k, v in obj.items():
+            if not isinstance(k, str):
+                raise ValueError(f"key: dict keys must be strings (got {k!r})")
+            out[k] = _jsonable(v)
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, (set, frozenset)):
+        return sorted(_jsonable(v) for v in obj)
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    # numpy scalars / 0-d tensors
+    if hasattr(obj, "item") and callable(obj.item) and getattr(obj, "ndim", 0) == 0:
+        try:
+            return _jsonable(obj.item())
+        except Exception:  # pragma: no cover - falls through to str
+            pass
+    mod = type(obj).__module__
+    if mod.startswith("torch"):  # torch.dtype, torch.device
+        return str(obj)
+    raise ValueError(f"key: value {obj!r} of type {type(obj).__name__} is not JSON-able; pass numbers, strings, "
+                     "lists or dicts")
+
+
+def canonical_json(key: dict) -> str:
+    """Sorted, compact JSON of a key (after converting tuples, numpy scalars, torch dtypes...)."""
+    if not isinstance(key, dict):
+        raise ValueError(f"key must be a dict (got {type(key).__name__})")
+    return json.dumps(_jsonable(key), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def key_digest(key: dict) -> str:
+    """SHA-256 hex digest of :func:`canonical_json`."""
+    return hashlib.sha256(canonical_json(key).encode()).hexdigest()
+
+
+def make_key(experiment: str, *, handle=None, text=None, **params) -> dict:
+    """Build a result-cache key.
+
+    ``handle`` (a :class:`~attn_lib.models.ModelHandle`) contributes the model id, revision (or file hash), whether it
+    is the offline stand-in, its dtype and device type; ``text`` (a :class:`~attn_lib.corpus.Text`, or a str that is
+    hashed) contributes its SHA-256; ``params`` are every other parameter. :class:`ResultCache` adds the attn_lib
+    version itself.
+    """
+    if not isinstance(experiment, str) or not experiment:
+        raise ValueError(f"experiment must be a non-empty string (got {experiment!r})")
+    key: dict[str, Any] = {"experiment": experiment}
+    if handle is not None:
+        key["model"] = handle.cache_key()
+    if text is not None:
+        if isinstance(text, str):
+            key["text_sha256"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        else:
+            key["text_sha256"] = text.sha256
+            key["text_name"] = text.name
+    key["params"] = params
+    return key
+
+
+def _attn_lib_version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+class ResultCache:
+    """Experiment results on disk, keyed by everything they depend on.
+
+    Parameters
+    ----------
+    root:
+        Folder for the entries; default :func:`results_dir`.
+    enabled:
+        ``False`` bypasses the cache entirely (nothing is read or written): the CLI's ``--no-cache``.
+
+    After each :meth:`get_or_compute`, :attr:`last_status` is ``"hit"``, ``"miss"``, ``"invalid"`` (an entry existed
+    but failed verification and was recomputed) or ``"disabled"``.
+    """
+
+    def __init__(self, root: str | os.PathLike | None = None, enabled: bool = True):
+        if not isinstance(enabled, bool):
+            raise ValueError(f"enabled must be True or False (got {enabled!r})")
+        self.root = Path(root).expanduser() if root is not None else results_dir()
+        self.enabled = enabled
+        self.last_status: str | None = None
+
+    # -- keys -----------------------------------------------------------------------------------------------------
+    def full_key(self, key: dict) -> dict:
+        """The key as stored: the caller's key plus the attn_lib version and the entry format."""
+        if not isinstance(key, dict) or not key:
+            raise ValueError(f"key must be a non-empty dict (got {key!r})")
+        full = dict(_jsonable(key))
+        full["_attn_lib_version"] = _attn_lib_version()
+        full["_format"] = FORMAT_VERSION
+        return full
+
+    def path_for(self, key: dict) -> Path:
+        """Folder of the entry for ``key`` (it may not exist)."""
+        digest = key_digest(self.full_key(key))
+        return self.root / digest[:2] / digest
+
+    # -- public API -----------------------------------------------------------------------------------------------
+    def get_or_compute(self, key: dict, compute: Callable[[], Any]) -> Any:
+        """Return the cached value for ``key``, or call ``compute()``, store its value and return it."""
+        if not callable(compute):
+            raise ValueError(f"compute must be callable (got {compute!r})")
+        full = self.full_key(key)
+        if not self.enabled:
+            self.last_status = "disabled"
+            return compute()
+        path = self.path_for(key)
+        found, value = self._read(path, full)
+        if found:
+            self.last_status = "hit"
+            return value
+        self.last_status = "invalid" if path.exists() else "miss"
+        value = compute()
+        return self._write(path, full, value)
+
+    def get(self, key: dict, default: Any = None) -> Any:
+        """The verified cached value, or ``default``."""
+        if not self.enabled:
+            return default
+        found, value = self._read(self.path_for(key), self.full_key(key))
+        return value if found else default
+
+    def __contains__(self, key: dict) -> bool:
+        return self.enabled and self._read(self.path_for(key), self.full_key(key))[0]
+
+    def invalidate(self, key: dict) -> bool:
+        """Delete the entry for ``key``; True if there was one."""
+        path = self.path_for(key)
+        if path.exists():
+            shutil.rmtree(path, ignore_errors=True)
+            return True
+        return False
+
+    def clear(self) -> int:
+        """Delete every entry; returns how many there were."""
+        n = len(self.entries())
+        if self.root.exists():
+            shutil.rmtree(self.root, ignore_errors=True)
+        return n
+
+    def entries(self) -> list[Path]:
+        """Entry folders currently on disk."""
+        if not self.root.exists():
+            return []
+        return sorted(p.parent for p in self.root.glob("??/*/meta.json"))
+
+    def size_bytes(self) -> int:
+        return dir_size(self.root)
+
+    # -- storage --------------------------------------------------------------------------------------------------
+    def _read(self, path: Path, full: dict) -> tuple[bool, Any]:
+        meta_path = path / "meta.json"
+        if not meta_path.is_file():
+            return False, None
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            if meta.get("key") != json.loads(canonical_json(full)):
+                raise ValueError("stored key differs (stale entry or hash collision)")
+            kind = meta["kind"]
+            payload = (path / meta["payload"]).read_bytes()
+            if hashlib.sha256(payload).hexdigest() != meta["sha256"]:
+                raise ValueError("checksum mismatch (corrupted payload)")
+            if kind == "json":
+                value = json.loads(payload.decode("utf-8"))
+            elif kind in ("dataframe", "pickle"):
+                value = pickle.loads(payload)  # noqa: S301 - our own file, checksum verified above
+            else:
+                raise ValueError(f"unknown kind {kind!r}")
+        except Exception as exc:  # anything wrong: recompute, never trust
+            log.warning("attn_lib cache: ignoring invalid entry %s (%s); recomputing", path, exc)
+            return False, None
+        return True, value
+
+    def _write(self, path: Path, full: dict, value: Any) -> Any:
+        kind, payload, value = _encode(value)
+        meta = {
+            "key": json.loads(canonical_json(full)),
+            "kind": kind,
+            "payload": "value.json" if kind == "json" else "value.pkl",
+            "sha256": hashlib.sha256(payload).hexdigest(),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "attn_lib_version": _attn_lib_version(),
+        }
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=path.parent))
+            try:
+                (tmp / meta["payload"]).write_bytes(payload)
+                (tmp / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")
+                if path.exists():
+                    shutil.rmtree(path, ignore_errors=True)
+                os.replace(tmp, path)
+            finally:
+                if tmp.exists():
+                    shutil.rmtree(tmp, ignore_errors=True)
+        except OSError as exc:  # a read-only or full disk must not lose the result
+            log.warning("attn_lib cache: could not store %s (%s)", path, exc)
+        return value
+
+
+def _encode(value: Any) -> tuple[str, bytes, Any]:
+    """(kind, payload bytes, value as it will be read back)."""
+    try:
+        import pandas as pd
+
+        frame_types: tuple = (pd.DataFrame, pd.Series)
+    except ImportError:  # pragma: no cover
+        frame_types = ()
+    if frame_types and isinstance(value, frame_types):
+        return "dataframe", pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), value
+    try:
+        text = json.dumps(value, allow_nan=True)
+    except (TypeError, ValueError):
+        try:
+            return "pickle", pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), value
+        except Exception as exc:
+            raise ValueError(f"compute() returned a value that can be neither JSON-encoded nor pickled: {exc}") from exc
+    return "json", text.encode("utf-8"), json.loads(text)
+
+
+def describe_cache() -> dict:
+    """Locations and sizes, for ``attn-lib info``."""
+    return {
+        "cache_dir": str(cache_dir()),
+        "cache_bytes": dir_size(cache_dir()),
+        "model_dir": str(model_dir()),
+        "model_bytes": dir_size(model_dir()),
+        "results_dir": str(results_dir()),
+        "results_bytes": dir_size(results_dir()),
+        "env": {CACHE_ENV: os.environ.get(CACHE_ENV), MODEL_ENV: os.environ.get(MODEL_ENV)},
+    }
+

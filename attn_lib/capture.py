@@ -1,0 +1,423 @@
+"""Streaming capture of attention, layer by layer, through transformers' ``AttentionInterface``.
+
+transformers 5.x hands every attention layer's post-projection (and, for Llama-style models, post-RoPE) query, key and
+value, the attention mask and the model's own ``scaling`` to whatever function is registered under the model's
+``config._attn_implementation``. attn_lib registers one, ``"attn_lib_capture"`` (plus the matching mask builder, so the
+mask it receives is eager attention's additive float mask), that:
+
+1. computes the scores exactly as eager attention does: ``matmul(query, repeat_kv(key)^T) * scaling + mask``
+   (same operations in the same order, so the result is bit-identical);
+2. normalises them: with the model's own softmax (``softmax(., dim=-1, dtype=float32)`` cast back to the value dtype,
+   as eager attention does), or -- when asked -- with any normaliser of :mod:`attn_lib.normalizers` at a temperature,
+   which then *replaces* softmax inside the live model, so later layers see its effect;
+3. hands a :class:`LayerAttention` (logits, visibility mask, weights, per-head values, queries, keys) to a user
+   callback, then lets the tensors go, so memory stays at one layer however deep the model is;
+4. returns the attention output (and the weights, so ``output_attentions=True`` still works) to the model.
+
+Exactness: with the default normaliser the weights are ``torch.equal`` to eager attention's ``output_attentions`` for
+GPT-2 and Llama-family models in float32 (tested on random-init configs with grouped-query attention and on the offline
+stand-in). Two documented differences: GPT-2's optional ``reorder_and_upcast_attn`` path (off in every released GPT-2)
+is not reproduced, and in half precision GPT-2's eager code runs softmax in half while this module runs it in float32
+(as Llama's eager code does).
+
+The model's previous attention implementation is restored when a capture ends, also after an exception.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+import time
+from typing import Any, Callable, Iterable, Iterator
+
+import torch
+
+from ._validation import check_int, check_positive
+
+__all__ = [
+    "IMPLEMENTATION",
+    "LayerAttention",
+    "register",
+    "patched_attention",
+    "capture_attention",
+    "collect_attention",
+    "prepare_input_ids",
+    "timed_capture",
+]
+
+#: Name under which the capture function is registered in ``transformers.AttentionInterface``.
+IMPLEMENTATION = "attn_lib_capture"
+
+
+@dataclasses.dataclass
+class LayerAttention:
+    """What one attention layer computed, for every head.
+
+    Shapes: ``B`` batch, ``H`` query heads, ``Lq`` queries, ``Lk`` keys, ``D`` head dimension.
+
+    Attributes
+    ----------
+    layer:
+        0-based layer index.
+    logits:
+        ``(B, H, Lq, Lk)``: the scores the model normalises -- ``q . k`` times the model's own scaling (1/8 for GPT-2
+        small), after RoPE where the model uses it, plus any additive bias -- with masked positions set to ``-inf``.
+    mask:
+        ``(B or 1, 1 or H, Lq, Lk)`` bool, True = visible (causal and padding mask).
+    weights:
+        ``(B, H, Lq, Lk)``: the attention weights the model used (softmax of ``logits``, or the replacement
+        normaliser's output). Masked positions are 0.
+    values:
+        ``(B, H, Lk, D)``: per-head value vectors, expanded for grouped-query attention (query head ``h`` uses key/value
+        head ``h // (H / H_kv)``).
+    queries, keys:
+        ``(B, H, Lq, D)`` and ``(B, H, Lk, D)`` (keys expanded like values), post-RoPE, before scaling.
+    normalizer:
+        Name of the normaliser that produced ``weights`` (``"model"`` for the model's own softmax).
+    temperature:
+        Temperature applied on top of the model's logits (1.0 = the model's own weights).
+    """
+
+    layer: int
+    logits: torch.Tensor
+    mask: torch.Tensor
+    weights: torch.Tensor
+    values: torch.Tensor
+    queries: torch.Tensor | None = None
+    keys: torch.Tensor | None = None
+    scaling: float = 1.0
+    normalizer: str = "model"
+    temperature: float = 1.0
+
+    @property
+    def n_heads(self) -> int:
+        return int(self.weights.shape[1])
+
+    @property
+    def length(self) -> int:
+        """Number of keys ``Lk``."""
+        return int(self.weights.shape[-1])
+
+    def to(self, dtype: torch.dtype | None = None, device: torch.device | str | None = None) -> "LayerAttention":
+        """A copy with the float tensors converted (the mask stays bool)."""
+        def conv(t):
+            if t is None:
+                return None
+            return t.to(device=device, dtype=dtype) if t.is_floating_point() else t.to(device=device)
+        return dataclasses.replace(self, logits=conv(self.logits), mask=conv(self.mask), weights=conv(self.weights),
+                                   values=conv(self.values), queries=conv(self.queries), keys=conv(self.keys))
+
+    def __repr__(self) -> str:
+        return (f"LayerAttention(layer={self.layer}, weights={tuple(self.weights.shape)}, "
+                f"values={tuple(self.values.shape)}, dtype={self.weights.dtype}, normalizer={self.normalizer!r}, "
+                f"temperature={self.temperature})")
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The session (what the registered function should do right now)
+# ------------------------------------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class _Session:
+    callback: Callable[[LayerAttention], Any] | None
+    normalizer: Callable | None
+    normalizer_name: str
+    temperature: float
+    layers: frozenset[int] | None
+    normalizer_layers: frozenset[int] | None
+    output_dtype: torch.dtype | None
+    keep_qk: bool
+    stop_after: int | None
+    calls: int = 0
+    seen: set = dataclasses.field(default_factory=set)
+
+
+_ACTIVE: contextvars.ContextVar[_Session | None] = contextvars.ContextVar("attn_lib_capture_session", default=None)
+
+
+class _StopForward(Exception):
+    """Raised inside the forward pass once every requested layer was captured (``stop_early=True``)."""
+
+
+def _repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
+    # identical to transformers' repeat_kv
+    if n_rep == 1:
+        return x
+    b, h_kv, s, d = x.shape
+    return x[:, :, None, :, :].expand(b, h_kv, n_rep, s, d).reshape(b, h_kv * n_rep, s, d)
+
+
+def _visibility(attention_mask, module, q_len: int, k_len: int, device, kwargs) -> tuple[torch.Tensor | None, Any]:
+    """(visible bool mask or None for 'all visible', additive float mask or None)."""
+    if attention_mask is None:
+        is_causal = kwargs.get("is_causal")
+        if is_causal is None:
+            is_causal = getattr(module, "is_causal", False)
+        if is_causal:
+            offset = k_len - q_len
+            i = torch.arange(q_len, device=device)[:, None]
+            j = torch.arange(k_len, device=device)[None, :]
+            return (j <= i + offset).view(1, 1, q_len, k_len), None
+        return None, None
+    if attention_mask.dtype == torch.bool:
+        return attention_mask[..., :k_len], None
+    add = attention_mask[..., :k_len]
+    visible = add > torch.finfo(add.dtype).min / 2  # eager masks use finfo.min; -inf also counts as masked
+    return visible, add
+
+
+def _capture_attention_forward(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """The function registered as ``attn_lib_capture`` in ``transformers.AttentionInterface``."""
+    sess = _ACTIVE.get()
+    if kwargs.get("s_aux") is not None or kwargs.get("sinks") is not None:
+        raise NotImplementedError("attn_lib capture does not support attention sinks (e.g. gpt-oss)")
+    n_rep = query.shape[1] // key.shape[1]
+    key_r = _repeat_kv(key, n_rep)
+    value_r = _repeat_kv(value, n_rep)
+    if scaling is None:
+        scaling = query.size(-1) ** -0.5
+
+    scores = torch.matmul(query, key_r.transpose(2, 3)) * scaling
+    softcap = kwargs.get("softcap")
+    if softcap is not None:  # Gemma-2 style logit soft-capping, as in its eager code
+        scores = torch.tanh(scores / softcap) * softcap
+    q_len, k_len = scores.shape[-2], scores.shape[-1]
+    visible, add = _visibility(attention_mask, module, q_len, k_len, scores.device, kwargs)
+
+    layer = getattr(module, "layer_idx", None)
+    if sess is not None:
+        if layer is None:
+            layer = sess.calls
+        sess.calls += 1
+    wanted = sess is not None and sess.callback is not None and (sess.layers is None or layer in sess.layers)
+    replace = (sess is not None and sess.normalizer is not None
+               and (sess.normalizer_layers is None or layer in sess.normalizer_layers))
+
+    masked = scores if add is None else scores + add  # eager: scores + additive mask
+    logits = None
+    if wanted or replace:
+        logits = masked if visible is None else masked.masked_fill(~visible, float("-inf"))
+
+    if replace:
+        mask_full = visible if visible is not None else torch.ones(1, 1, q_len, k_len, dtype=torch.bool,
+                                                                   device=scores.device)
+        weights = sess.normalizer(logits, temperature=sess.temperature, dim=-1, mask=mask_full)
+        weights = weights.to(value.dtype)
+    else:
+        # eager attention, operation for operation
+        if add is None and visible is not None:  # bool mask or is_causal without a mask: as eager's finfo.min mask
+            masked = scores.masked_fill(~visible, torch.finfo(scores.dtype).min)
+        weights = torch.nn.functional.softmax(masked, dim=-1, dtype=torch.float32).to(value.dtype)
+    weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
+    attn_output = torch.matmul(weights, value_r)
+    attn_output = attn_output.transpose(1, 2).contiguous()
+
+    if wanted:
+        mask_out = visible if visible is not None else torch.ones(1, 1, q_len, k_len, dtype=torch.bool,
+                                                                  device=scores.device)
+        rec = LayerAttention(
+            layer=int(layer), logits=logits, mask=mask_out, weights=weights, values=value_r,
+            queries=query if sess.keep_qk else None, keys=key_r if sess.keep_qk else None, scaling=float(scaling),
+            normalizer=sess.normalizer_name if replace else "model",
+            temperature=sess.temperature if replace else 1.0)
+        if sess.output_dtype is not None:
+            rec = rec.to(dtype=sess.output_dtype)
+        sess.callback(rec)
+        sess.seen.add(int(layer))
+        del rec
+        if sess.stop_after is not None and sess.layers is not None and sess.seen >= sess.layers:
+            raise _StopForward
+    return attn_output, weights
+
+
+_REGISTERED = False
+
+
+def register() -> str:
+    """Register the capture function (and eager attention's mask builder) under :data:`IMPLEMENTATION`; idempotent."""
+    global _REGISTERED
+    if not _REGISTERED:
+        from transformers import AttentionInterface
+        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface, eager_mask
+
+        AttentionInterface.register(IMPLEMENTATION, _capture_attention_forward)
+        if IMPLEMENTATION not in ALL_MASK_ATTENTION_FUNCTIONS._global_mapping:
+            AttentionMaskInterface.register(IMPLEMENTATION, eager_mask)
+        _REGISTERED = True
+    return IMPLEMENTATION
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Public API
+# ------------------------------------------------------------------------------------------------------------------
+def _model_of(handle_or_model):
+    return getattr(handle_or_model, "model", handle_or_model)
+
+
+def _n_layers(model) -> int | None:
+    c = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    return getattr(c, "num_hidden_layers", None) or getattr(c, "n_layer", None)
+
+
+def _resolve_normalizer(normalizer, temperature: float) -> tuple[Callable | None, str]:
+    if normalizer is None and temperature == 1.0:
+        return None, "model"
+    from . import normalizers as _norm  # lazy: maths core
+
+    if normalizer is None:
+        return _norm.softmax, "softmax"
+    if isinstance(normalizer, str):
+        return _norm.get(normalizer), normalizer
+    if callable(normalizer):
+        return normalizer, getattr(normalizer, "__name__", "custom")
+    raise ValueError(f"normalizer must be None, a name from attn_lib.normalizers or a callable (got {normalizer!r})")
+
+
+def _layer_set(name: str, layers, n_layers: int | None) -> frozenset[int] | None:
+    if layers is None:
+        return None
+    if isinstance(layers, int):
+        layers = [layers]
+    try:
+        items = list(layers)
+    except TypeError:
+        raise ValueError(f"{name} must be None, an int or an iterable of ints (got {layers!r})") from None
+    if not items:
+        raise ValueError(f"{name} must not be empty (use None for all layers)")
+    high = None if n_layers is None else n_layers - 1
+    out = set()
+    for v in items:
+        v = check_int(name, v, low=-(n_layers or 10**9), high=high)
+        out.add(v % n_layers if (v < 0 and n_layers) else v)
+    return frozenset(out)
+
+
+@contextlib.contextmanager
+def patched_attention(handle_or_model, callback: Callable[[LayerAttention], Any] | None = None, *,
+                      normalizer=None, temperature: float = 1.0, layers: Iterable[int] | int | None = None,
+                      normalizer_layers: Iterable[int] | int | None = None, output_dtype: torch.dtype | None = None,
+                      keep_qk: bool = True, stop_early: bool = False) -> Iterator[None]:
+    """Context manager: inside it, the model runs attn_lib's capture attention.
+
+    Any forward pass (including ``model.generate``) then calls ``callback`` per layer and/or uses the replacement
+    normaliser. The previous attention implementation is restored on exit, also after an exception.
+    See :func:`capture_attention` for the parameters.
+    """
+    model = _model_of(handle_or_model)
+    temperature = check_positive("temperature", temperature)
+    n_layers = _n_layers(model)
+    fn, fn_name = _resolve_normalizer(normalizer, temperature)
+    if callback is not None and not callable(callback):
+        raise ValueError(f"callback must be callable or None (got {callback!r})")
+    sess = _Session(callback=callback, normalizer=fn, normalizer_name=fn_name, temperature=temperature,
+                    layers=_layer_set("layers", layers, n_layers),
+                    normalizer_layers=_layer_set("normalizer_layers", normalizer_layers, n_layers),
+                    output_dtype=output_dtype, keep_qk=bool(keep_qk), stop_after=1 if stop_early else None)
+    register()
+    previous = model.config._attn_implementation
+    token = _ACTIVE.set(sess)
+    try:
+        model.set_attn_implementation(IMPLEMENTATION)
+        yield
+    finally:
+        _ACTIVE.reset(token)
+        model.set_attn_implementation(previous if previous is not None else "eager")
+
+
+def prepare_input_ids(handle, input_ids) -> torch.Tensor:
+    """Validate ``input_ids`` (1-D or 2-D ints, non-empty, within the vocabulary and the model's context) and return a
+    2-D LongTensor on the handle's device."""
+    if isinstance(input_ids, (list, tuple)):
+        input_ids = torch.tensor(input_ids)
+    if not isinstance(input_ids, torch.Tensor):
+        raise ValueError(f"input_ids must be a tensor or list of token ids (got {type(input_ids).__name__})")
+    if input_ids.is_floating_point() or input_ids.is_complex() or input_ids.dtype == torch.bool:
+        raise ValueError(f"input_ids must hold integer token ids (got dtype {input_ids.dtype})")
+    if input_ids.ndim == 1:
+        input_ids = input_ids.unsqueeze(0)
+    if input_ids.ndim != 2:
+        raise ValueError(f"input_ids must be 1-D (length,) or 2-D (batch, length) (got shape {tuple(input_ids.shape)})")
+    length = input_ids.shape[1]
+    if input_ids.shape[0] == 0 or length == 0:
+        raise ValueError(f"input_ids must contain at least one token (got shape {tuple(input_ids.shape)})")
+    model = _model_of(handle)
+    max_len = getattr(handle, "max_length", None)
+    if max_len and length > max_len:
+        raise ValueError(f"length={length} exceeds the context of {getattr(handle, 'model_id', 'the model')}: "
+                         f"length must be in [1, {max_len}]; split the text into windows of at most {max_len} "
+                         "tokens (attn_lib.corpus.token_windows, or --windows in the CLI)")
+    vocab = getattr(model.get_input_embeddings(), "num_embeddings", None)
+    lo, hi = int(input_ids.min()), int(input_ids.max())
+    if lo < 0 or (vocab is not None and hi >= vocab):
+        raise ValueError(f"input_ids must be token ids in [0, {vocab - 1 if vocab else '?'}] (got min {lo}, max {hi})")
+    device = getattr(handle, "device", None) or next(model.parameters()).device
+    return input_ids.to(device=device, dtype=torch.long)
+
+
+def capture_attention(handle, input_ids, callback: Callable[[LayerAttention], Any] | None = None, *,
+                      normalizer=None, temperature: float = 1.0, layers: Iterable[int] | int | None = None,
+                      normalizer_layers: Iterable[int] | int | None = None, output_dtype: torch.dtype | None = None,
+                      keep_qk: bool = True, stop_early: bool = False, attention_mask: torch.Tensor | None = None):
+    """Run ONE forward pass, calling ``callback(LayerAttention)`` for each layer as the pass proceeds.
+
+    Parameters
+    ----------
+    handle:
+        A :class:`~attn_lib.models.ModelHandle` (or a bare transformers model).
+    input_ids:
+        ``(length,)`` or ``(batch, length)`` token ids; the length must not exceed ``handle.max_length``.
+    callback:
+        Called once per captured layer, in layer order. Keep what you need (reduce to metrics to stay at one layer of
+        memory); the tensors are not reused by attn_lib.
+    normalizer, temperature:
+        ``None`` and ``1.0`` keep the model's own softmax (weights equal eager attention's exactly). A name from
+        :mod:`attn_lib.normalizers` (or a callable ``f(logits, temperature=, dim=, mask=)``) and/or a temperature
+        ``!= 1`` replace softmax inside the live model: ``weights = normalizer(logits, temperature, mask)``, which
+        also changes what later layers see. ``normalizer=None`` with ``temperature != 1`` means softmax at that
+        temperature.
+    layers:
+        Layers to report (default all). Other layers still run.
+    normalizer_layers:
+        Layers whose normaliser is replaced (default all layers).
+    output_dtype:
+        Convert the float tensors handed to ``callback`` (e.g. ``torch.float64`` for the theory checks).
+    keep_qk:
+        Include queries and keys in the records.
+    stop_early:
+        With ``layers``: abort the forward pass once the last requested layer was reported (saves time; the return
+        value is then ``None``).
+    attention_mask:
+        Optional ``(batch, length)`` padding mask passed to the model.
+
+    Returns
+    -------
+    The model's output (logits etc.), or ``None`` if the pass was stopped early.
+    """
+    ids = prepare_input_ids(handle, input_ids)
+    model = _model_of(handle)
+    if stop_early and layers is None:
+        raise ValueError("stop_early=True needs layers (otherwise every layer must run anyway)")
+    with patched_attention(handle, callback, normalizer=normalizer, temperature=temperature, layers=layers,
+                           normalizer_layers=normalizer_layers, output_dtype=output_dtype, keep_qk=keep_qk,
+                           stop_early=stop_early):
+        kwargs = {"use_cache": False}
+        if attention_mask is not None:
+            kwargs["attention_mask"] = attention_mask.to(ids.device)
+        try:
+            with torch.no_grad():
+                return model(input_ids=ids, **kwargs)
+        except _StopForward:
+            return None
+
+
+def collect_attention(handle, input_ids, **kwargs) -> list[LayerAttention]:
+    """All layers' :class:`LayerAttention` as a list (for small inputs; large ones should stream with a callback)."""
+    out: list[LayerAttention] = []
+    capture_attention(handle, input_ids, out.append, **kwargs)
+    return out
+
+
+def timed_capture(handle, input_ids, callback=None, **kwargs) -> tuple[Any, float]:
+    """:func:`capture_attention` plus the wall time in seconds."""
+    t0 = time.perf_counter()
+    out = capture_attention(handle, input_ids, callback, **kwargs)
+    return out, time.perf_counter() - t0

@@ -1,0 +1,336 @@
+"""Command line: ``python -m attn_lib`` (installed as ``attn-lib``).
+
+Subcommands
+-----------
+``info``
+    attn_lib/torch/transformers versions, the device ``auto`` picks, how a model name resolves (cached, download,
+    offline stand-in), the stand-in's status, the default text, and the cache locations and sizes. Loads no model.
+``capture --model gpt2 --text war-and-peace --length 1024``
+    One forward pass with attention capture; prints one line per layer: the largest attention weight, the mean
+    entropy of the attention rows (nats), and the mean attention mass on the first token (over heads and query rows
+    2..L; row 1 can only attend to itself). Says which model actually ran (the offline stand-in is named as such).
+    Results are cached (see :mod:`attn_lib.cache`); ``--no-cache`` recomputes.
+``reproduce --model gpt2 --profile {paper,quick} --out DIR``
+    Runs the paper's experiments through :func:`attn_lib.experiments.run_reproduce`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import platform
+import sys
+import time
+import warnings
+from typing import Sequence
+
+__all__ = ["main", "build_parser", "layer_summary"]
+
+log = logging.getLogger("attn_lib.cli")
+
+
+class CLIError(Exception):
+    """A user error already explained in its message."""
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# helpers
+# ------------------------------------------------------------------------------------------------------------------
+def _positive_int(name: str):
+    def parse(s: str) -> int:
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer >= 1 (got {s!r})") from None
+        if v < 1:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer >= 1 (got {v})")
+        return v
+    return parse
+
+
+def _nonneg_int(s: str) -> int:
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0 (got {s!r})") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0 (got {v})")
+    return v
+
+
+def _positive_float(s: str) -> float:
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number > 0 (got {s!r})") from None
+    if not (v > 0 and math.isfinite(v)):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0 (got {s!r})")
+    return v
+
+
+def _layers(s: str) -> list[int]:
+    try:
+        return [int(x) for x in s.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"layers must be comma-separated integers, e.g. 0,5,11 (got {s!r})") from None
+
+
+def _emit_warnings(caught) -> None:
+    for w in caught:
+        print(f"attn-lib: NOTE: {w.message}", file=sys.stderr)
+
+
+def layer_summary(rec) -> dict:
+    """Per-layer summary of a :class:`~attn_lib.capture.LayerAttention` over heads and query rows 2..L.
+
+    ``max_weight``: largest weight; ``mean_row_max``: mean over rows of the row's largest weight; ``entropy``: mean
+    row entropy in nats (0 log 0 = 0); ``first_token_mass``: mean weight on the first token.
+    """
+    import torch
+
+    w = rec.weights.detach()
+    if w.shape[-2] > 1:
+        w = w[..., 1:, :]  # drop query row 1 (it sees only itself)
+    return {
+        "layer": int(rec.layer),
+        "max_weight": float(w.max()),
+        "mean_row_max": float(w.amax(-1).double().mean()),
+        "entropy": float(torch.special.entr(w).sum(-1).double().mean()),  # entr(x) = -x log x, entr(0) = 0
+        "first_token_mass": float(w[..., 0].double().mean()),
+    }
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# info
+# ------------------------------------------------------------------------------------------------------------------
+def _cmd_info(args) -> int:
+    import torch
+    import transformers
+
+    from . import __version__
+    from .cache import describe_cache, format_bytes
+    from .corpus import available_texts
+    from .models import (STANDIN_NAME, ModelUnavailableError, available_devices, resolve_device, resolve_name,
+                         standin_cache_path, standin_gguf_path)
+
+    print(f"attn_lib {__version__}  (python {platform.python_version()}, torch {torch.__version__}, "
+          f"transformers {transformers.__version__})")
+    print(f"devices available: {', '.join(available_devices())}")
+    try:
+        print(f"device {args.device!r} -> {resolve_device(args.device)}")
+    except ValueError as exc:
+        print(f"device {args.device!r} -> error: {exc}")
+    res = resolve_name(args.model)
+    kind = res["kind"]
+    text = {
+        "standin": f"the offline stand-in {STANDIN_NAME} (requested directly)",
+        "local": f"local folder {res['target']}",
+        "hf-cache": f"{res['target']} from the local Hugging Face cache",
+        "hub": f"{res['target']} downloaded from the Hugging Face Hub",
+        "fallback": f"NOT AVAILABLE offline -> the offline stand-in {STANDIN_NAME} will be used instead "
+                    f"(offline_fallback=True; the Hub is unreachable and {args.model!r} is not cached)",
+        "unavailable": "not cached and the Hub is unreachable: loading it will fail",
+    }[kind]
+    print(f"model {args.model!r} -> {text}")
+    try:
+        gguf = standin_gguf_path()
+        conv = standin_cache_path()
+        state = "converted" if (conv / "config.json").is_file() else "not converted yet (first use takes ~30 s)"
+        print(f"offline stand-in: {STANDIN_NAME}, {gguf} ({format_bytes(gguf.stat().st_size)}); "
+              f"safetensors copy: {conv} [{state}]")
+    except ModelUnavailableError as exc:
+        print(f"offline stand-in: unavailable ({exc})")
+    print("texts: " + "; ".join(f"{k}: {v}" for k, v in available_texts().items()))
+    c = describe_cache()
+    print(f"cache: {c['cache_dir']} ({format_bytes(c['cache_bytes'])}; set ATTN_LIB_CACHE_DIR to move it)")
+    print(f"  models:  {c['model_dir']} ({format_bytes(c['model_bytes'])}; ATTN_LIB_MODEL_DIR)")
+    print(f"  results: {c['results_dir']} ({format_bytes(c['results_bytes'])})")
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# capture
+# ------------------------------------------------------------------------------------------------------------------
+def _cmd_capture(args) -> int:
+    import torch
+    from tqdm.auto import tqdm
+
+    from .cache import ResultCache, make_key
+    from .capture import capture_attention
+    from .corpus import load_text, token_windows
+    from .models import load_model
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t0 = time.perf_counter()
+        handle = load_model(args.model, device=args.device, dtype=args.dtype, offline_fallback=not args.no_fallback)
+        t_load = time.perf_counter() - t0
+        text = load_text(args.text)
+    _emit_warnings(caught)
+
+    if args.length > handle.max_length:
+        raise CLIError(f"--length {args.length} exceeds the context of {handle.model_id} ({handle.max_length} "
+                       f"tokens): use --length <= {handle.max_length}; to cover more text use consecutive windows, "
+                       f"e.g. --length {handle.max_length} --windows {math.ceil(args.length / handle.max_length)}")
+    ids = token_windows(handle.tokenizer, text, args.length, n_windows=args.windows, start=args.start)
+
+    out = sys.stderr if args.json else sys.stdout  # --json: stdout carries only the JSON document
+
+    def say(msg: str) -> None:
+        print(msg, file=out)
+
+    say(f"model: {handle.describe()}" + ("   <-- OFFLINE STAND-IN, not the requested model" if handle.is_standin
+                                         else ""))
+    say(f"       {handle.n_layers} layers x {handle.n_heads} heads ({handle.n_kv_heads} key/value heads), "
+          f"head dim {handle.head_dim}, context {handle.max_length}; revision {handle.revision}; loaded in "
+          f"{t_load:.1f} s")
+    say(f"text:  {text.name} ({text.source}); {args.windows} window(s) of {args.length} tokens from token "
+        f"{args.start}")
+    norm = args.normalizer or "model softmax"
+    say(f"normaliser: {norm}, temperature {args.temperature:g}")
+
+    layers = args.layers
+    params = {"length": args.length, "windows": args.windows, "start": args.start, "normalizer": args.normalizer,
+              "temperature": args.temperature, "layers": layers, "metric": "layer_summary/v1"}
+    cache = ResultCache(enabled=not args.no_cache)
+
+    def compute() -> dict:
+        n_report = len(layers) if layers else handle.n_layers
+        sums: dict[int, list[dict]] = {}
+        bar = tqdm(total=n_report * args.windows, desc="capture (layers)", unit="layer", file=sys.stderr,
+                   disable=args.quiet or None)
+        t = time.perf_counter()
+
+        def on_layer(rec):
+            sums.setdefault(rec.layer, []).append(layer_summary(rec))
+            bar.update(1)
+
+        try:
+            for w in range(args.windows):
+                capture_attention(handle, ids[w:w + 1], on_layer, normalizer=args.normalizer,
+                                  temperature=args.temperature, layers=layers)
+        finally:
+            bar.close()
+        seconds = time.perf_counter() - t
+        rows = []
+        for layer in sorted(sums):
+            recs = sums[layer]
+            rows.append({"layer": layer,
+                         "max_weight": max(r["max_weight"] for r in recs),
+                         "mean_row_max": sum(r["mean_row_max"] for r in recs) / len(recs),
+                         "entropy": sum(r["entropy"] for r in recs) / len(recs),
+                         "first_token_mass": sum(r["first_token_mass"] for r in recs) / len(recs)})
+        return {"rows": rows, "seconds": seconds}
+
+    key = make_key("cli-capture", handle=handle, text=text, **params)
+    result = cache.get_or_compute(key, compute)
+    status = {"hit": "from the result cache (--no-cache recomputes)", "disabled": "computed (cache bypassed)"}.get(
+        cache.last_status, "computed")
+
+    if args.json:
+        print(json.dumps({"model": handle.summary(), "text": {"name": text.name, "sha256": text.sha256,
+                                                               "source": text.source},
+                          "params": params, **result}, indent=1))
+        return 0
+    print(f"\nper-layer summary over {handle.n_heads} heads and query rows 2..{args.length} "
+          f"(uniform attention over L keys has entropy log L = {math.log(args.length):.2f} nats):")
+    print(f"{'layer':>5}  {'max weight':>10}  {'mean row max':>12}  {'entropy':>8}  {'first-token mass':>16}")
+    for r in result["rows"]:
+        print(f"{r['layer']:>5}  {r['max_weight']:>10.4f}  {r['mean_row_max']:>12.4f}  {r['entropy']:>8.3f}  "
+              f"{r['first_token_mass']:>16.4f}")
+    print(f"capture: {result['seconds']:.1f} s for {args.windows} forward pass(es) of {args.length} tokens; {status}")
+    if handle.is_standin:
+        print(f"NOTE: this ran on the offline stand-in {handle.model_id}, not {handle.requested}.")
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# reproduce
+# ------------------------------------------------------------------------------------------------------------------
+def _cmd_reproduce(args) -> int:
+    from . import experiments  # lazy: the experiments layer
+
+    out = experiments.run_reproduce(model=args.model, device=args.device, profile=args.profile, out=args.out,
+                                    text=args.text, use_cache=not args.no_cache)
+    if out is not None and not isinstance(out, int):
+        print(out)
+    return out if isinstance(out, int) else 0
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# parser
+# ------------------------------------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    p = argparse.ArgumentParser(prog="attn-lib", description="attn_lib: 'Limitations of Normalization in Attention "
+                                "Mechanism' (Mudarisov et al., 2025), executable.")
+    p.add_argument("--version", action="version", version=f"attn_lib {__version__}")
+    p.add_argument("-v", "--verbose", action="store_true", help="more logging")
+    sub = p.add_subparsers(dest="command", metavar="{info,capture,reproduce}")
+
+    def model_args(sp, text_default="war-and-peace"):
+        sp.add_argument("--model", default="gpt2", help="gpt2 (default), gpt2-medium/-large/-xl, a Hugging Face "
+                        "causal LM id, a local folder, or smollm2 (the offline stand-in)")
+        sp.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N, mps")
+        sp.add_argument("--text", default=text_default, help="war-and-peace (default; offline: the shipped "
+                        "'botchan'), botchan, or a path to a UTF-8 text file")
+
+    sp = sub.add_parser("info", help="device, model resolution, cache location and size")
+    sp.add_argument("--model", default="gpt2")
+    sp.add_argument("--device", default="auto")
+    sp.set_defaults(func=_cmd_info)
+
+    sp = sub.add_parser("capture", help="one forward pass with attention capture; per-layer summary")
+    model_args(sp)
+    sp.add_argument("--length", type=_positive_int("--length"), default=1024, help="tokens per window (default 1024)")
+    sp.add_argument("--windows", type=_positive_int("--windows"), default=1,
+                    help="number of consecutive windows (default 1)")
+    sp.add_argument("--start", type=_nonneg_int, default=0, help="first token of the first window (default 0)")
+    sp.add_argument("--dtype", default=None, help="float32 (default), float64, bfloat16, float16")
+    sp.add_argument("--normalizer", default=None, help="replace softmax in the live model by this normaliser of "
+                    "attn_lib.normalizers (default: the model's own softmax)")
+    sp.add_argument("--temperature", type=_positive_float, default=1.0, help="temperature on top of the model's "
+                    "logits (default 1 = the model's own weights)")
+    sp.add_argument("--layers", type=_layers, default=None, help="comma-separated layers to report (default all)")
+    sp.add_argument("--no-fallback", action="store_true", help="fail instead of using the offline stand-in")
+    sp.add_argument("--no-cache", action="store_true", help="bypass the result cache")
+    sp.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    sp.set_defaults(func=_cmd_capture)
+
+    sp = sub.add_parser("reproduce", help="run the paper's experiments (Algorithms 1-5) and write figures/tables")
+    model_args(sp)
+    sp.add_argument("--profile", choices=["paper", "quick"], default="quick",
+                    help="paper: the paper's grids; quick: small grids for a smoke run (default)")
+    sp.add_argument("--out", default="results", help="output folder (default ./results)")
+    sp.add_argument("--no-cache", action="store_true", help="bypass the result cache")
+    sp.set_defaults(func=_cmd_reproduce)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m attn_lib`` and ``attn-lib``; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(None if argv is None else list(argv))
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="attn-lib: %(message)s",
+                        stream=sys.stderr)
+    from .corpus import TextUnavailableError
+    from .models import ModelUnavailableError
+
+    try:
+        return int(args.func(args) or 0)
+    except (CLIError, ValueError, ModelUnavailableError, TextUnavailableError) as exc:
+        print(f"attn-lib {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("attn-lib: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

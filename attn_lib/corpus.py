@@ -1,0 +1,369 @@
+"""Text for the experiments: War and Peace, any local file, and an offline default; exact-length token windows.
+
+Sources (:func:`load_text`)
+---------------------------
+``"war-and-peace"`` (default)
+    Leo Tolstoy, *War and Peace*, Louise and Aylmer Maude's translation, Project Gutenberg ebook #2600
+    (https://www.gutenberg.org/ebooks/2600). Downloaded once when the network allows and cached under
+    ``<cache_dir>/texts/`` (:func:`attn_lib.cache.cache_dir`) with a SHA-256 sidecar that is verified on every
+    reuse (a corrupted copy is downloaded again). ``ATTN_LIB_OFFLINE=1`` skips the download attempt. The Gutenberg header and footer are stripped and the text starts at
+    the first chapter ("BOOK ONE: 1805"). Offline, with ``offline_ok=True`` (default), the offline default below is
+    returned instead, with a warning and a ``source`` that says so; ``offline_ok=False`` raises
+    :class:`TextUnavailableError`.
+a path to a local ``.txt`` file
+    Read as UTF-8; if it is a Project Gutenberg file its header and footer are stripped.
+``"botchan"`` -- the offline default, shipped with attn_lib
+    Natsume Soseki (as "Kin-nosuke Natsume"), *Botchan (Master Darling)*, English translation by Yasotaro Morri,
+    revised by J. R. Kennedy, 1919: public domain; Project Gutenberg ebook #8868. The copy is the one distributed in
+    the source archive of the PyPI package ``sentencepiece`` 0.2.3 (``test/botchan.txt``; a registry package, so it is
+    available on every machine that can install attn_lib), with the Gutenberg header, footer and licence removed by
+    :func:`strip_gutenberg` and line endings normalised; that copy has no blank lines between paragraphs. It is about
+    270 kB, ~65,000 GPT-2 tokens: dozens of 1024-token windows. It is real English prose but *not* Tolstoy, and
+    results on it are labelled with its name. ``attn_lib/data/README.md`` records the checksums.
+
+Windows (:func:`token_windows`)
+-------------------------------
+Consecutive text is tokenised without special tokens (no BOS), and windows of exactly ``length`` tokens are cut at
+``start, start + stride, ...``. Fewer tokens than needed, an empty text or an empty tokenizer (what transformers returns
+offline for an uncached GPT-2 tokenizer) raise ``ValueError``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import re
+import socket
+import tempfile
+import warnings
+from importlib import resources
+from pathlib import Path
+
+import torch
+
+from ._validation import check_int
+
+__all__ = [
+    "Text",
+    "TextUnavailableError",
+    "WAR_AND_PEACE",
+    "OFFLINE_DEFAULT",
+    "WAR_AND_PEACE_URLS",
+    "load_text",
+    "available_texts",
+    "strip_gutenberg",
+    "tokenize",
+    "token_windows",
+]
+
+log = logging.getLogger(__name__)
+
+WAR_AND_PEACE = "war-and-peace"
+OFFLINE_DEFAULT = "botchan"
+_WP_ALIASES = {"war-and-peace", "war_and_peace", "warandpeace", "war and peace", "pg2600", "gutenberg:2600", "2600"}
+WAR_AND_PEACE_URLS = (
+    "https://www.gutenberg.org/cache/epub/2600/pg2600.txt",
+    "https://www.gutenberg.org/files/2600/2600-0.txt",
+)
+_WP_FILE = "pg2600.txt"
+_DOWNLOAD_TIMEOUT_S = 30.0
+_PROBE_TIMEOUT_S = 3.0
+
+_SHIPPED = {
+    OFFLINE_DEFAULT: {
+        "file": "botchan.txt",
+        "title": "Botchan (Master Darling) by Natsume Soseki, tr. Yasotaro Morri (1919), Project Gutenberg #8868",
+        "first_chapter": re.compile(r"^CHAPTER I\.?\s*$", re.M),
+    },
+}
+
+
+class TextUnavailableError(RuntimeError):
+    """The requested text cannot be obtained (no network, no cached copy) and no fallback was allowed."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Text:
+    """A text and where it came from. ``sha256`` is of the UTF-8 ``text`` (what result-cache keys use)."""
+
+    name: str
+    text: str
+    sha256: str
+    source: str
+
+    @classmethod
+    def from_string(cls, text: str, name: str = "string", source: str = "given string") -> "Text":
+        return cls(name=name, text=text, sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(), source=source)
+
+    def __len__(self) -> int:
+        return len(self.text)
+
+    def __repr__(self) -> str:
+        return f"Text(name={self.name!r}, chars={len(self.text)}, sha256={self.sha256[:12]}..., source={self.source!r})"
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Gutenberg header/footer
+# ------------------------------------------------------------------------------------------------------------------
+_START = re.compile(r"^\s*\*{3}\s*START OF (?:THE|THIS) PROJECT GUTENBERG E-?BOOK.*?\*{3}\s*$", re.M | re.I)
+_END = re.compile(r"^\s*\*{3}\s*END OF (?:THE|THIS) PROJECT GUTENBERG E-?BOOK.*$", re.M | re.I)
+_END_OLD = re.compile(r"^\s*End of (?:the )?Project Gutenberg(?:'s|’s)? .*$", re.M | re.I)
+_PRODUCED = re.compile(r"\A\s*(?:Produced by|E-?text prepared by|Transcribed from)[^\n]*\n", re.I)
+
+
+def _normalise(raw: str) -> str:
+    return raw.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def strip_gutenberg(raw: str) -> str:
+    """The body of a Project Gutenberg plain-text ebook: header, producer credit, footer and licence removed.
+
+    Text without Gutenberg markers is returned unchanged (apart from a BOM and CRLF line ends).
+    """
+    text = _normalise(raw)
+    m = _START.search(text)
+    if m:
+        text = text[m.end():]
+    m = _END.search(text)
+    if m:
+        text = text[:m.start()]
+    m = _END_OLD.search(text)
+    if m:
+        text = text[:m.start()]
+    text = _PRODUCED.sub("", text, count=1)
+    return text.strip() + "\n" if text.strip() else ""
+
+
+def _from_first_chapter(body: str, pattern: re.Pattern) -> str:
+    m = pattern.search(body)
+    return body[m.start():] if m else body
+
+
+def _wp_first_chapter(body: str) -> str:
+    """Start War and Peace at "BOOK ONE: 1805" in the text proper (skipping the table of contents)."""
+    anchor = re.search(r"Well,\s+Prince,\s+so\s+Genoa\s+and\s+Lucca", body)
+    if not anchor:
+        return body
+    head = body[:anchor.start()]
+    starts = [m.start() for m in re.finditer(r"^\s*BOOK ONE[:.]?\s*1805\s*$", head, re.M)]
+    if starts:
+        return body[starts[-1]:].lstrip()
+    chapters = [m.start() for m in re.finditer(r"^\s*CHAPTER I\.?\s*$", head, re.M)]
+    return body[chapters[-1]:].lstrip() if chapters else body[anchor.start():]
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Sources
+# ------------------------------------------------------------------------------------------------------------------
+def available_texts() -> dict[str, str]:
+    """Names accepted by :func:`load_text` (besides file paths), with a description."""
+    out = {WAR_AND_PEACE: "Tolstoy, War and Peace (Project Gutenberg #2600); downloaded once, needs network the "
+                          "first time"}
+    out.update({k: v["title"] + " -- shipped, offline" for k, v in _SHIPPED.items()})
+    return out
+
+
+def _texts_dir() -> Path:
+    from .cache import cache_dir
+
+    return cache_dir() / "texts"
+
+
+def _read_shipped(name: str) -> Text:
+    info = _SHIPPED[name]
+    raw = resources.files("attn_lib").joinpath("data", info["file"]).read_text(encoding="utf-8")
+    body = _from_first_chapter(strip_gutenberg(raw), info["first_chapter"])
+    return Text.from_string(body, name=name, source=f"{info['title']}; shipped in attn_lib/data/{info['file']}")
+
+
+def _host_reachable(host: str, timeout: float = _PROBE_TIMEOUT_S) -> bool:
+    try:
+        with socket.create_connection((host, 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _download(url: str, dest: Path) -> None:
+    """Download ``url`` to ``dest`` atomically, with a tqdm progress bar."""
+    import urllib.request
+
+    from tqdm.auto import tqdm
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    req = urllib.request.Request(url, headers={"User-Agent": "attn_lib (research reproduction)"})
+    fd, tmp = tempfile.mkstemp(prefix=".dl-", dir=dest.parent)
+    try:
+        with urllib.request.urlopen(req, timeout=_DOWNLOAD_TIMEOUT_S) as resp, os.fdopen(fd, "wb") as out:
+            total = int(resp.headers.get("Content-Length") or 0) or None
+            with tqdm(total=total, unit="B", unit_scale=True, desc=f"downloading {dest.name}", leave=False) as bar:
+                while chunk := resp.read(1 << 16):
+                    out.write(chunk)
+                    bar.update(len(chunk))
+        os.replace(tmp, dest)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _cached_war_and_peace() -> Path | None:
+    """Path of a verified cached download, or None (a corrupted one is deleted)."""
+    path = _texts_dir() / _WP_FILE
+    side = path.with_suffix(".sha256.json")
+    if not path.is_file():
+        return None
+    try:
+        meta = json.loads(side.read_text())
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if digest != meta["sha256"]:
+            raise ValueError("checksum mismatch")
+    except (OSError, ValueError, KeyError) as exc:
+        log.warning("attn_lib: cached War and Peace at %s failed verification (%s); it will be downloaded again",
+                    path, exc)
+        for p in (path, side):
+            try:
+                p.unlink()
+            except OSError:
+                pass
+        return None
+    return path
+
+
+def _war_and_peace(offline_ok: bool) -> Text:
+    path = _cached_war_and_peace()
+    if path is None:
+        errors = []
+        if os.environ.get("ATTN_LIB_OFFLINE", "").strip().lower() in ("1", "true", "yes"):
+            errors.append("ATTN_LIB_OFFLINE is set")
+        elif not _host_reachable("www.gutenberg.org"):
+            errors.append("www.gutenberg.org is unreachable")
+        else:
+            dest = _texts_dir() / _WP_FILE
+            for url in WAR_AND_PEACE_URLS:
+                try:
+                    _download(url, dest)
+                    digest = hashlib.sha256(dest.read_bytes()).hexdigest()
+                    dest.with_suffix(".sha256.json").write_text(json.dumps({"url": url, "sha256": digest}))
+                    path = dest
+                    break
+                except OSError as exc:
+                    errors.append(f"{url}: {exc}")
+        if path is None:
+            why = "; ".join(errors)
+            if not offline_ok:
+                raise TextUnavailableError(
+                    f"War and Peace (Project Gutenberg #2600) is not cached and cannot be downloaded ({why}). "
+                    f"Download {WAR_AND_PEACE_URLS[0]} by hand and pass its path as source, or use "
+                    f"source={OFFLINE_DEFAULT!r} (shipped).")
+            fallback = _read_shipped(OFFLINE_DEFAULT)
+            msg = (f"War and Peace is not available offline ({why}); using the shipped offline default "
+                   f"{OFFLINE_DEFAULT!r}: {_SHIPPED[OFFLINE_DEFAULT]['title']}")
+            warnings.warn(msg, UserWarning, stacklevel=3)
+            return dataclasses.replace(fallback, source=fallback.source + " (offline fallback for war-and-peace)")
+    raw = path.read_text(encoding="utf-8", errors="replace")
+    body = _wp_first_chapter(strip_gutenberg(raw))
+    return Text.from_string(body, name=WAR_AND_PEACE,
+                            source=f"Tolstoy, War and Peace, Project Gutenberg #2600, cached at {path}")
+
+
+def load_text(source: str | os.PathLike = WAR_AND_PEACE, *, offline_ok: bool = True) -> Text:
+    """Load a text: ``"war-and-peace"``, ``"botchan"`` (offline default, shipped), or a path to a text file.
+
+    Raises ``ValueError`` for an unknown name, a missing file or an empty text; :class:`TextUnavailableError` when
+    War and Peace cannot be had and ``offline_ok=False``.
+    """
+    if not isinstance(offline_ok, bool):
+        raise ValueError(f"offline_ok must be True or False (got {offline_ok!r})")
+    if isinstance(source, Text):
+        return source
+    if not isinstance(source, (str, os.PathLike)) or (isinstance(source, str) and not source.strip()):
+        raise ValueError(f"source must be {WAR_AND_PEACE!r}, {OFFLINE_DEFAULT!r} or a path to a text file "
+                         f"(got {source!r})")
+    key = os.fspath(source).strip()
+    if key.lower() in _WP_ALIASES:
+        text = _war_and_peace(offline_ok)
+    elif key.lower() in _SHIPPED:
+        text = _read_shipped(key.lower())
+    else:
+        path = Path(key).expanduser()
+        if not path.exists():
+            raise ValueError(f"source={key!r} is neither a known text {sorted(available_texts())} nor an existing file")
+        if not path.is_file():
+            raise ValueError(f"source={key!r} is not a regular file")
+        try:
+            raw = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"source={key!r} is not UTF-8 text ({exc})") from None
+        body = strip_gutenberg(raw) if _START.search(raw) else _normalise(raw)
+        text = Text.from_string(body, name=path.stem, source=f"local file {path.resolve()}")
+    if not text.text.strip():
+        raise ValueError(f"source={key!r}: the text is empty (after stripping any Gutenberg header and footer)")
+    return text
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Tokens
+# ------------------------------------------------------------------------------------------------------------------
+def _encode_plain(tokenizer, text: str) -> list[int]:
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:  # fast tokenizer: no "sequence longer than model_max_length" warning
+        return backend.encode(text, add_special_tokens=False).ids
+    return list(tokenizer.encode(text, add_special_tokens=False))
+
+
+def tokenize(tokenizer, text, max_tokens: int | None = None) -> list[int]:
+    """Token ids of ``text`` (a :class:`Text` or str), without special tokens.
+
+    With ``max_tokens``, only a prefix of the text large enough for that many tokens is tokenised (cut at whitespace,
+    with a margin, so the returned ids equal the first ``max_tokens`` ids of the whole text in practice).
+    """
+    from .models import check_tokenizer
+
+    check_tokenizer(tokenizer)
+    s = text.text if isinstance(text, Text) else text
+    if not isinstance(s, str):
+        raise ValueError(f"text must be a Text or a str (got {type(text).__name__})")
+    if max_tokens is None:
+        return _encode_plain(tokenizer, s)
+    chars = max(4096, 8 * max_tokens)
+    while True:
+        if chars >= len(s):
+            return _encode_plain(tokenizer, s)[:max_tokens]
+        cut = s.rfind(" ", 0, chars)
+        cut = chars if cut <= 0 else cut
+        ids = _encode_plain(tokenizer, s[:cut])
+        if len(ids) >= max_tokens + 64:  # margin: the last word(s) before the cut may merge differently
+            return ids[:max_tokens]
+        chars *= 2
+
+
+def token_windows(tokenizer, text, length: int, n_windows: int = 1, start: int = 0,
+                  stride: int | None = None) -> torch.Tensor:
+    """``(n_windows, length)`` LongTensor of windows of exactly ``length`` consecutive tokens.
+
+    Window ``i`` holds tokens ``start + i*stride .. start + i*stride + length - 1`` of the text (``stride`` defaults
+    to ``length``: adjacent, non-overlapping windows). Raises ``ValueError`` if the text has too few tokens, the text
+    is empty, or the tokenizer is empty.
+    """
+    length = check_int("length", length, low=1)
+    n_windows = check_int("n_windows", n_windows, low=1)
+    start = check_int("start", start, low=0)
+    stride = length if stride is None else check_int("stride", stride, low=1)
+    s = text.text if isinstance(text, Text) else text
+    name = text.name if isinstance(text, Text) else "text"
+    if not isinstance(s, str):
+        raise ValueError(f"text must be a Text or a str (got {type(text).__name__})")
+    if not s.strip():
+        raise ValueError(f"text {name!r} is empty")
+    needed = start + (n_windows - 1) * stride + length
+    ids = tokenize(tokenizer, s, max_tokens=needed)
+    if len(ids) < needed:
+        most = (len(ids) - start - length) // stride + 1 if len(ids) >= start + length else 0
+        raise ValueError(
+            f"text {name!r} has only {len(ids)} tokens, but start={start} + (n_windows-1)*stride="
+            f"{(n_windows - 1) * stride} + length={length} needs {needed}; length must be <= {max(len(ids) - start, 0)}"
+            f" for one window, n_windows <= {most} at this length")
+    t = torch.tensor(ids, dtype=torch.long)
+    return torch.stack([t[start + i * stride: start + i * stride + length] for i in range(n_windows)])

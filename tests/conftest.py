@@ -1,0 +1,78 @@
+"""Shared fixtures.
+
+* The test suite never touches the network: ``HF_HUB_OFFLINE`` and ``ATTN_LIB_OFFLINE`` are set before transformers
+  is imported (an uncached ``from_pretrained`` would otherwise retry for minutes when the Hub is unreachable). Tests
+  of the online code paths mock the network instead.
+* ``tiny_gpt2`` / ``tiny_llama``: session-scoped random-init :class:`~attn_lib.models.ModelHandle` objects (2 layers,
+  4 heads of dimension 8, context 128, the 256-symbol byte tokenizer; the Llama one uses grouped-query attention with
+  2 key/value heads). They are shared: a test may run them (captures restore the attention implementation) but must
+  not change their weights or config.
+* ``tmp_cache``: points ``ATTN_LIB_CACHE_DIR`` (and so the result and text caches) at a fresh temporary folder.
+  ``ATTN_LIB_MODEL_DIR`` is left alone so slow tests reuse the converted stand-in.
+"""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("ATTN_LIB_OFFLINE", "1")
+
+import pytest  # noqa: E402
+
+
+def tiny_gpt2_config(**overrides):
+    from transformers import GPT2Config
+
+    kw = dict(n_layer=2, n_head=4, n_embd=32, n_positions=128, vocab_size=256, bos_token_id=0, eos_token_id=0,
+              initializer_range=0.2)
+    kw.update(overrides)
+    return GPT2Config(**kw)
+
+
+def tiny_llama_config(**overrides):
+    from transformers import LlamaConfig
+
+    kw = dict(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, hidden_size=32, intermediate_size=64,
+              max_position_embeddings=128, vocab_size=256, bos_token_id=0, eos_token_id=0, pad_token_id=0,
+              initializer_range=0.2)
+    kw.update(overrides)
+    return LlamaConfig(**kw)
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2():
+    from attn_lib.models import from_config
+
+    return from_config(tiny_gpt2_config(), device="cpu", seed=0, name="tiny-gpt2")
+
+
+@pytest.fixture(scope="session")
+def tiny_llama():
+    from attn_lib.models import from_config
+
+    return from_config(tiny_llama_config(), device="cpu", seed=0, name="tiny-llama")
+
+
+@pytest.fixture(params=["gpt2", "llama"])
+def tiny_handle(request, tiny_gpt2, tiny_llama):
+    """Each tiny model in turn."""
+    return tiny_gpt2 if request.param == "gpt2" else tiny_llama
+
+
+@pytest.fixture
+def tmp_cache(tmp_path, monkeypatch):
+    """A fresh ``ATTN_LIB_CACHE_DIR`` for this test."""
+    root = tmp_path / "attn_lib_cache"
+    monkeypatch.setenv("ATTN_LIB_CACHE_DIR", str(root))
+    return root
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    """The Hugging Face Hub and Project Gutenberg are unreachable (without waiting for a probe)."""
+    import attn_lib.corpus as corpus
+    import attn_lib.models as models
+
+    monkeypatch.setattr(models, "hub_reachable", lambda timeout=None: False)
+    monkeypatch.setattr(corpus, "_host_reachable", lambda host, timeout=None: False)

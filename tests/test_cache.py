@@ -1,0 +1,227 @@
+"""attn_lib.cache: locations, keys, hits, corrupted/stale entries recomputed, DataFrames, --no-cache."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import attn_lib
+import attn_lib.cache as K
+from attn_lib.corpus import Text
+
+
+class Counter:
+    def __init__(self, value):
+        self.value, self.n = value, 0
+
+    def __call__(self):
+        self.n += 1
+        return self.value
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# locations
+# ------------------------------------------------------------------------------------------------------------------
+def test_locations_follow_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTN_LIB_CACHE_DIR", str(tmp_path / "c"))
+    monkeypatch.delenv("ATTN_LIB_MODEL_DIR", raising=False)
+    assert K.cache_dir() == tmp_path / "c"
+    assert K.model_dir() == tmp_path / "c" / "models"
+    assert K.results_dir() == tmp_path / "c" / "results"
+    monkeypatch.setenv("ATTN_LIB_MODEL_DIR", str(tmp_path / "m"))
+    assert K.model_dir() == tmp_path / "m"
+
+
+def test_default_location_is_the_user_cache_dir(monkeypatch):
+    import platformdirs
+
+    monkeypatch.delenv("ATTN_LIB_CACHE_DIR", raising=False)
+    assert K.cache_dir() == Path(platformdirs.user_cache_dir("attn_lib", appauthor=False))
+
+
+def test_sizes(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "f").write_bytes(b"x" * 1500)
+    assert K.dir_size(tmp_path) == 1500 and K.dir_size(tmp_path / "nope") == 0
+    assert K.format_bytes(1500) == "1.5 KiB" and K.format_bytes(12) == "12 B"
+    assert K.format_bytes(3 * 1024 ** 3) == "3.0 GiB"
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# hits and misses
+# ------------------------------------------------------------------------------------------------------------------
+KEY = {"experiment": "alg1", "model": {"model_id": "gpt2", "revision": "abc"}, "text_sha256": "f" * 64,
+       "params": {"L": [32, 64], "N": 5, "T": 1.0}}
+
+
+def test_json_value_computed_once_then_hit(tmp_path):
+    cache = K.ResultCache(tmp_path)
+    c = Counter({"slope": 0.5, "pair": (1, 2), "nan": float("nan")})
+    first = cache.get_or_compute(KEY, c)
+    assert cache.last_status == "miss"
+    second = cache.get_or_compute(KEY, c)
+    assert cache.last_status == "hit" and c.n == 1
+    assert first["pair"] == second["pair"] == [1, 2]  # the first call returns the round-tripped value too
+    assert np.isnan(second["nan"])
+    assert KEY in cache and cache.get(KEY)["slope"] == 0.5
+    assert len(cache.entries()) == 1 and cache.size_bytes() > 0
+
+
+def test_dataframe_roundtrip(tmp_path):
+    cache = K.ResultCache(tmp_path)
+    df = pd.DataFrame({"L": [32, 64], "d": [0.1, np.nan], "head": pd.Categorical(["a", "b"])})
+    c = Counter(df)
+    cache.get_or_compute(KEY, c)
+    got = cache.get_or_compute(KEY, c)
+    assert c.n == 1
+    pd.testing.assert_frame_equal(got, df)
+    series = pd.Series([1.0, 2.0], name="s")
+    pd.testing.assert_series_equal(cache.get_or_compute({"k": "series"}, lambda: series), series)
+
+
+def test_other_picklable_values(tmp_path):
+    cache = K.ResultCache(tmp_path)
+    value = {"frame": pd.DataFrame({"x": [1]}), "array": np.arange(3)}
+    cache.get_or_compute({"k": 1}, lambda: value)
+    got = cache.get_or_compute({"k": 1}, lambda: pytest.fail("should be cached"))
+    assert np.array_equal(got["array"], value["array"])
+    with pytest.raises(ValueError, match="neither JSON-encoded nor pickled"):
+        cache.get_or_compute({"k": 2}, lambda: (lambda: 0))
+
+
+@pytest.mark.parametrize("change", [
+    lambda k: {**k, "params": {**k["params"], "N": 6}},
+    lambda k: {**k, "text_sha256": "e" * 64},
+    lambda k: {**k, "model": {"model_id": "gpt2", "revision": "def"}},
+])
+def test_every_part_of_the_key_matters(tmp_path, change):
+    cache = K.ResultCache(tmp_path)
+    c = Counter(1)
+    cache.get_or_compute(KEY, c)
+    cache.get_or_compute(change(KEY), c)
+    assert c.n == 2 and cache.last_status == "miss"
+
+
+def test_version_is_part_of_the_key(tmp_path, monkeypatch):
+    cache = K.ResultCache(tmp_path)
+    c = Counter(1)
+    cache.get_or_compute(KEY, c)
+    monkeypatch.setattr(attn_lib, "__version__", "99.0")
+    cache.get_or_compute(KEY, c)
+    assert c.n == 2
+    assert cache.full_key(KEY)["_attn_lib_version"] == "99.0"
+
+
+def test_key_canonicalisation():
+    import torch
+
+    a = {"b": (1, 2), "a": np.float64(0.5), "dtype": torch.float32, "path": Path("/x")}
+    b = {"a": 0.5, "b": [1, 2], "dtype": "torch.float32", "path": "/x"}
+    assert K.canonical_json(a) == K.canonical_json(b) and K.key_digest(a) == K.key_digest(b)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# never trust a bad entry
+# ------------------------------------------------------------------------------------------------------------------
+def _entry(cache, key):
+    path = cache.path_for(key)
+    meta = json.loads((path / "meta.json").read_text())
+    return path, meta
+
+
+@pytest.mark.parametrize("corrupt", ["payload", "meta-garbage", "stale-key", "missing-payload", "truncated-pickle"])
+def test_corrupted_or_stale_entries_are_recomputed(tmp_path, corrupt):
+    cache = K.ResultCache(tmp_path)
+    value = pd.DataFrame({"x": [1.0, 2.0]}) if corrupt == "truncated-pickle" else {"answer": 42}
+    c = Counter(value)
+    cache.get_or_compute(KEY, c)
+    path, meta = _entry(cache, KEY)
+    payload = path / meta["payload"]
+    if corrupt == "payload":
+        payload.write_text('{"answer": 41}')
+    elif corrupt == "meta-garbage":
+        (path / "meta.json").write_text("{not json")
+    elif corrupt == "stale-key":
+        meta["key"]["params"]["N"] = 999
+        (path / "meta.json").write_text(json.dumps(meta))
+    elif corrupt == "missing-payload":
+        payload.unlink()
+    else:
+        data = payload.read_bytes()
+        payload.write_bytes(data[: len(data) // 2])
+    got = cache.get_or_compute(KEY, c)
+    assert cache.last_status == "invalid" and c.n == 2
+    if isinstance(value, dict):
+        assert got == {"answer": 42}
+    # rewritten: a hit again
+    cache.get_or_compute(KEY, c)
+    assert cache.last_status == "hit" and c.n == 2
+
+
+def test_disabled_cache_bypasses_everything(tmp_path):
+    cache = K.ResultCache(tmp_path / "r", enabled=False)
+    c = Counter(1)
+    cache.get_or_compute(KEY, c)
+    cache.get_or_compute(KEY, c)
+    assert c.n == 2 and cache.last_status == "disabled" and not (tmp_path / "r").exists()
+    assert cache.get(KEY, "dflt") == "dflt" and KEY not in cache
+
+
+def test_no_temporary_folders_left_and_invalidate_clear(tmp_path):
+    cache = K.ResultCache(tmp_path)
+    for i in range(3):
+        cache.get_or_compute({"i": i}, lambda: i)
+    assert not list(tmp_path.rglob(".tmp-*"))
+    assert cache.invalidate({"i": 0}) and not cache.invalidate({"i": 0})
+    assert cache.clear() == 2 and cache.entries() == []
+
+
+def test_unwritable_cache_still_returns_the_value(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    cache = K.ResultCache(blocker / "sub")
+    assert cache.get_or_compute({"k": 1}, lambda: {"v": 1}) == {"v": 1}
+
+
+def test_default_root_uses_env(tmp_cache):
+    cache = K.ResultCache()
+    cache.get_or_compute({"k": 1}, lambda: 1)
+    assert cache.root == tmp_cache / "results" and cache.entries()
+    info = K.describe_cache()
+    assert info["cache_dir"] == str(tmp_cache) and info["results_bytes"] > 0
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# keys from handles and texts; bad input
+# ------------------------------------------------------------------------------------------------------------------
+def test_make_key_from_handle_and_text(tiny_gpt2):
+    text = Text.from_string("some prose", name="t")
+    key = K.make_key("alg1", handle=tiny_gpt2, text=text, L=32, N=5)
+    assert key["model"] == tiny_gpt2.cache_key()
+    assert key["model"]["model_id"] == "tiny-gpt2" and key["model"]["revision"] == "seed=0"
+    assert key["text_sha256"] == text.sha256 and key["params"] == {"L": 32, "N": 5}
+    assert K.make_key("alg1", text="some prose")["text_sha256"] == text.sha256
+    json.dumps(key)
+
+
+@pytest.mark.parametrize("key, match", [
+    ([1, 2], "key must be"),
+    ({}, "key must be a non-empty dict"),
+    ({"f": object()}, "not JSON-able"),
+    ({1: "x"}, "dict keys must be strings"),
+])
+def test_bad_keys(tmp_path, key, match):
+    with pytest.raises(ValueError, match=match):
+        K.ResultCache(tmp_path).get_or_compute(key, lambda: 1)
+
+
+def test_bad_arguments(tmp_path):
+    with pytest.raises(ValueError, match="compute must be callable"):
+        K.ResultCache(tmp_path).get_or_compute({"k": 1}, 5)
+    with pytest.raises(ValueError, match="enabled"):
+        K.ResultCache(tmp_path, enabled="no")
+    with pytest.raises(ValueError, match="experiment"):
+        K.make_key("")

@@ -1,0 +1,220 @@
+"""attn_lib.cli: info, capture (tiny models; the real stand-in in a slow test), reproduce wiring, bad input."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import types
+
+import pytest
+
+import attn_lib.models as M
+from attn_lib.cli import layer_summary, main
+
+
+def table_rows(out: str) -> list[list[str]]:
+    """The per-layer lines of the capture table: layer number and four numbers."""
+    rows = []
+    for ln in out.splitlines():
+        f = ln.split()
+        if len(f) == 5 and f[0].isdigit():
+            try:
+                [float(x) for x in f[1:]]
+            except ValueError:
+                continue
+            rows.append(f)
+    return rows
+
+
+@pytest.fixture
+def use_tiny(monkeypatch, tiny_gpt2):
+    """``load_model`` returns the tiny GPT-2 (as if it were the requested model)."""
+    calls = []
+
+    def fake_load(name="gpt2", device="auto", dtype=None, offline_fallback=True):
+        calls.append(dict(name=name, device=device, dtype=dtype, offline_fallback=offline_fallback))
+        M.resolve_device(device)
+        return tiny_gpt2
+
+    monkeypatch.setattr(M, "load_model", fake_load)
+    return calls
+
+
+def test_info(capsys, tmp_cache, offline):
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert "device 'auto' -> cpu" in out
+    assert "model 'gpt2' -> NOT AVAILABLE offline -> the offline stand-in SmolLM2-135M-Instruct" in out
+    assert f"cache: {tmp_cache}" in out and "ATTN_LIB_CACHE_DIR" in out
+    assert "botchan" in out and "war-and-peace" in out
+
+
+def test_info_bad_device_is_reported(capsys, offline, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert main(["info", "--device", "cuda"]) == 0
+    assert "CUDA is not available" in capsys.readouterr().out
+
+
+def test_capture_table_and_result_cache(capsys, tmp_cache, use_tiny):
+    args = ["capture", "--model", "gpt2", "--text", "botchan", "--length", "64", "--windows", "2", "-q"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "model: tiny-gpt2 (random init) on cpu, float32" in out
+    assert "text:  botchan" in out and "2 window(s) of 64 tokens" in out
+    assert [int(r[0]) for r in table_rows(out)] == [0, 1]
+    assert "computed" in out and "STAND-IN" not in out
+    assert main(args) == 0
+    assert "from the result cache" in capsys.readouterr().out
+    assert main(args + ["--no-cache"]) == 0
+    assert "cache bypassed" in capsys.readouterr().out
+    assert use_tiny[0] == {"name": "gpt2", "device": "auto", "dtype": None, "offline_fallback": True}
+
+
+def test_capture_json_normaliser_layers(capsys, tmp_cache, use_tiny):
+    assert main(["capture", "--text", "botchan", "--length", "32", "--layers", "1", "--normalizer", "sparsemax",
+                 "--temperature", "0.5", "--json", "--no-cache", "-q"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [r["layer"] for r in data["rows"]] == [1]
+    assert data["params"]["normalizer"] == "sparsemax" and data["params"]["temperature"] == 0.5
+    assert data["model"]["model_id"] == "tiny-gpt2" and data["text"]["name"] == "botchan"
+    r = data["rows"][0]
+    assert 0 < r["max_weight"] <= 1 and 0 <= r["first_token_mass"] <= 1 and r["entropy"] >= 0
+
+
+def test_capture_says_when_it_ran_on_the_standin(capsys, tmp_cache, monkeypatch, tiny_llama):
+    import dataclasses
+
+    standin = dataclasses.replace(tiny_llama, model_id=M.STANDIN_NAME, requested="gpt2", is_standin=True)
+    monkeypatch.setattr(M, "load_model", lambda *a, **k: standin)
+    assert main(["capture", "--text", "botchan", "--length", "16", "-q", "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    assert "(offline stand-in for gpt2)" in out and "OFFLINE STAND-IN" in out
+    assert "NOTE: this ran on the offline stand-in SmolLM2-135M-Instruct, not gpt2." in out
+
+
+def test_layer_summary_values(tiny_gpt2):
+    from attn_lib.capture import collect_attention
+
+    rec = collect_attention(tiny_gpt2, list(range(10)))[0]
+    s = layer_summary(rec)
+    w = rec.weights[..., 1:, :].double()
+    assert s["max_weight"] == pytest.approx(float(w.max()))
+    assert s["first_token_mass"] == pytest.approx(float(w[..., 0].mean()))
+    ent = -(w * w.clamp_min(1e-300).log()).sum(-1).mean()
+    assert s["entropy"] == pytest.approx(float(ent), rel=1e-5)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# bad input: each gets a clear message and exit status 2
+# ------------------------------------------------------------------------------------------------------------------
+def test_length_beyond_context(capsys, tmp_cache, use_tiny):
+    assert main(["capture", "--text", "botchan", "--length", "200", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "--length 200 exceeds the context of tiny-gpt2 (128 tokens)" in err and "--windows 2" in err
+
+
+def test_explicit_windowing_covers_long_text(capsys, tmp_cache, use_tiny):
+    assert main(["capture", "--text", "botchan", "--length", "128", "--windows", "3", "-q", "--no-cache"]) == 0
+    assert "3 window(s) of 128 tokens" in capsys.readouterr().out
+
+
+def test_device_not_present(capsys, monkeypatch, use_tiny):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert main(["capture", "--device", "cuda", "-q"]) == 2
+    assert "CUDA is not available" in capsys.readouterr().err
+
+
+def test_unknown_model(capsys, offline):
+    assert main(["capture", "--model", "nobody/no-such-model", "--device", "cpu", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "nobody/no-such-model" in err and "not in the local Hugging Face cache" in err
+    assert main(["capture", "--model", "not a model!", "-q"]) == 2
+    assert "is not a model name" in capsys.readouterr().err
+
+
+def test_gpt2_without_fallback(capsys, offline, monkeypatch):
+    monkeypatch.setattr(M, "_from_pretrained", lambda *a, **k: (_ for _ in ()).throw(OSError("not cached")))
+    assert main(["capture", "--no-fallback", "--device", "cpu", "-q"]) == 2
+    assert "offline_fallback=False" in capsys.readouterr().err
+
+
+def test_empty_and_too_short_text(capsys, tmp_path, tmp_cache, use_tiny):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    assert main(["capture", "--text", str(empty), "-q"]) == 2
+    assert "empty" in capsys.readouterr().err
+    short = tmp_path / "short.txt"
+    short.write_text("Only a few words.")
+    assert main(["capture", "--text", str(short), "--length", "100", "-q"]) == 2
+    assert "has only 17 tokens" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, match", [
+    (["capture", "--length", "0"], "--length must be an integer >= 1"),
+    (["capture", "--length", "x"], "--length must be an integer >= 1"),
+    (["capture", "--windows", "0"], "--windows must be an integer >= 1"),
+    (["capture", "--temperature", "0"], "must be a finite number > 0"),
+    (["capture", "--start", "-3"], "must be an integer >= 0"),
+    (["capture", "--layers", "a,b"], "comma-separated integers"),
+    (["reproduce", "--profile", "huge"], "invalid choice"),
+    (["frobnicate"], "invalid choice"),
+])
+def test_argument_errors(capsys, args, match):
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == 2
+    assert match in capsys.readouterr().err
+
+
+def test_no_command_prints_help(capsys):
+    assert main([]) == 2
+    assert "capture" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# reproduce is wired to attn_lib.experiments.run_reproduce
+# ------------------------------------------------------------------------------------------------------------------
+def test_reproduce_wiring(monkeypatch):
+    seen = {}
+    fake = types.ModuleType("attn_lib.experiments")
+    fake.run_reproduce = lambda **kw: seen.update(kw) or 0
+    monkeypatch.setitem(sys.modules, "attn_lib.experiments", fake)
+    import attn_lib
+
+    monkeypatch.setattr(attn_lib, "experiments", fake, raising=False)
+    assert main(["reproduce", "--model", "gpt2-medium", "--device", "cpu", "--profile", "paper", "--out", "o",
+                 "--text", "botchan", "--no-cache"]) == 0
+    assert seen == {"model": "gpt2-medium", "device": "cpu", "profile": "paper", "out": "o", "text": "botchan",
+                    "use_cache": False}
+    main(["reproduce"])
+    assert seen["profile"] == "quick" and seen["use_cache"] is True and seen["text"] == "war-and-peace"
+
+
+def test_module_entry_point():
+    r = subprocess.run([sys.executable, "-m", "attn_lib", "--version"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.startswith("attn_lib ")
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# the done-when command, on the real offline stand-in (slow)
+# ------------------------------------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_capture_1024_on_the_standin_says_so(tmp_path):
+    import os
+
+    env = dict(os.environ, ATTN_LIB_CACHE_DIR=str(tmp_path / "cache"), HF_HUB_OFFLINE="1", ATTN_LIB_OFFLINE="1")
+    if "ATTN_LIB_MODEL_DIR" not in os.environ:  # reuse the converted stand-in of the normal cache
+        env["ATTN_LIB_MODEL_DIR"] = str(M.standin_cache_path().parent)
+    r = subprocess.run([sys.executable, "-m", "attn_lib", "capture", "--length", "1024", "-q"], capture_output=True,
+                       text=True, timeout=900, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "SmolLM2-135M-Instruct (offline stand-in for gpt2)" in r.stdout and "OFFLINE STAND-IN" in r.stdout
+    assert "1 window(s) of 1024 tokens" in r.stdout
+    rows = table_rows(r.stdout)
+    assert [int(x[0]) for x in rows] == list(range(30))
+    assert all(0 < float(x[1]) <= 1 for x in rows)
+    assert "offline stand-in" in r.stderr  # the fallback warning

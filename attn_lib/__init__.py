@@ -20,6 +20,12 @@ __version__ = "0.1.0"
 _LAZY = {
     "load_model": ("attn_lib.models", "load_model"),
     "resolve_device": ("attn_lib.models", "resolve_device"),
+    "capture_attention": ("attn_lib.capture", "capture_attention"),
+    "collect_attention": ("attn_lib.capture", "collect_attention"),
+    "load_text": ("attn_lib.corpus", "load_text"),
+    "token_windows": ("attn_lib.corpus", "token_windows"),
+    "ResultCache": ("attn_lib.cache", "ResultCache"),
+    "run_all": ("attn_lib.experiments", "run_all"),
 }
 
 __all__ = ["__version__", *_LAZY]

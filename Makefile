@@ -2,7 +2,7 @@
 #   make book   -- set up .venv if needed, build the HTML book into _build/html (executing every chapter)
 #   make test   -- set up .venv if needed, run the whole test suite (unit tests, nbval over every chapter,
 #                  a warnings-as-errors book build, and the headless-browser check of the built pages)
-# Both are idempotent: setup is skipped while pyproject.toml (and the vendored-JS lock) are unchanged.
+# Both are idempotent: setup is skipped while pyproject.toml is unchanged, vendoring while package-lock.json is.
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -13,7 +13,9 @@ PY := $(BIN)/python
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.attn_lib-setup-$(shell cat pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)
 
-.PHONY: setup book test test-unit test-notebooks test-book test-browser clean clean-cache help
+.PHONY: setup vendor book test test-unit test-notebooks test-book test-browser clean clean-cache help
+# The stages of `make test` share _build/html (test-browser checks what test-book built): never run them in parallel.
+.NOTPARALLEL:
 
 help:
 	@echo "make book   build the HTML book into _build/html (executes every chapter)"
@@ -31,10 +33,23 @@ $(STAMP): | $(PY)
 	rm -f $(VENV)/.attn_lib-setup-*
 	touch $@
 
-setup: $(STAMP)
+# Offline JavaScript for the HTML book (MathJax, RequireJS, @jupyter-widgets/html-manager), pinned by
+# package-lock.json. Redone only when the lock file or the copy script changes.
+VENDOR_STAMP := book/_vendor/VERSIONS.json
+$(VENDOR_STAMP): package.json package-lock.json tools/vendor_js.py
+	@command -v npm >/dev/null || { echo "npm is required to vendor the book's JavaScript (Debian: apt-get install npm)"; exit 1; }
+	npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+	$(PYTHON) tools/vendor_js.py
+
+vendor: $(VENDOR_STAMP)
+
+setup: $(STAMP) $(VENDOR_STAMP)
+
+# --all: a fresh Sphinx environment, so every chapter is re-read and re-executed (numbers always current).
+JB_BUILD := $(BIN)/jupyter-book build . --path-output . --builder html --all
 
 book: setup
-	$(BIN)/jupyter-book build . --path-output . --builder html
+	$(JB_BUILD)
 	@echo "Book built: _build/html/index.html"
 
 test: setup test-unit test-notebooks test-book test-browser
@@ -45,8 +60,9 @@ test-unit: setup
 test-notebooks: setup
 	$(BIN)/pytest --nbval-lax book -p no:cacheprovider
 
+# Warnings are errors (-W -n --keep-going); this build is also the one test-browser checks.
 test-book: setup
-	$(BIN)/jupyter-book build . --path-output . --builder html -W -n --keep-going
+	$(JB_BUILD) -W -n --keep-going
 
 test-browser: setup
 	$(BIN)/pytest tests -m browser

@@ -1,0 +1,247 @@
+"""Book helpers: sliders that work in a live kernel *and* in the static HTML book, and figure provenance labels.
+
+A slider in the static book has no kernel to call back into, so :func:`precomputed_slider` renders the figure for
+every slider value up front (PNG images in an :class:`ipywidgets.Stack`) and links the slider's ``index`` to the
+stack's ``selected_index`` with :func:`ipywidgets.jslink`. The link lives in the browser: when the book is built,
+nbclient stores the widget state in the notebook metadata, myst-nb embeds it in the page, and the vendored
+``@jupyter-widgets/html-manager`` switches images client-side. In a live kernel (Jupyter, Colab) the same
+widget behaves identically.
+
+Every figure says what produced it: :func:`label_figure` adds a footer ``model · text · device`` (for synthetic
+data, name the generator and its seed as the text).
+
+Example::
+
+    from attn_lib.widgets import precomputed_slider, label_figure
+
+    def render(T):
+        fig, ax = plt.subplots()
+        ...
+        return label_figure(fig, model="none", text="synthetic logits (seed 0)", device="cpu")
+
+    precomputed_slider([0.5, 1, 2], render, description="T")
+
+Only matplotlib and ipywidgets are imported here (see docs/ARCHITECTURE.md).
+"""
+from __future__ import annotations
+
+import io
+import numbers
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+from matplotlib.text import Text
+
+__all__ = [
+    "PrecomputedSlider",
+    "figure_provenance",
+    "figure_to_png",
+    "label_figure",
+    "precomputed_slider",
+    "provenance",
+]
+
+#: gid given to the footer text that :func:`label_figure` adds (lets tests and other helpers find it).
+PROVENANCE_GID = "attn_lib-provenance"
+
+
+def _check_label(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} must be a non-empty string saying what produced the figure (got {value!r})")
+    return value.strip()
+
+
+def provenance(*, model: str, text: str, device: str, seed: int | None = None) -> str:
+    """Return the one-line provenance label ``"model: … · text: … · device: …"`` used under every figure.
+
+    :param model: the model that produced the data, e.g. ``"gpt2 (124M)"``, or ``"none"`` for maths-only figures.
+    :param text: the input text, e.g. ``"War and Peace, first 1024 tokens"``, or the synthetic generator.
+    :param device: the device the numbers were computed on, e.g. ``"cpu"`` or ``"cuda:0 (NVIDIA H200)"``.
+    :param seed: the random seed, when the data are random.
+    """
+    parts = [
+        f"model: {_check_label('model', model)}",
+        f"text: {_check_label('text', text)}",
+        f"device: {_check_label('device', device)}",
+    ]
+    if seed is not None:
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+            raise ValueError(f"seed must be an integer or None (got {seed!r})")
+        parts.append(f"seed: {int(seed)}")
+    return " \u00b7 ".join(parts)
+
+
+def label_figure(
+    fig: Figure,
+    *,
+    model: str,
+    text: str,
+    device: str,
+    seed: int | None = None,
+    fontsize: float = 7.0,
+) -> Figure:
+    """Add (or replace) a small footer on ``fig`` saying which model, text and device produced it.
+
+    The footer sits just below the figure's bottom edge; ``bbox_inches="tight"`` (the notebook default, and
+    :func:`figure_to_png`) keeps it in the saved image. Returns ``fig`` so that ``render`` functions can end with
+    ``return label_figure(fig, ...)``.
+    """
+    if not isinstance(fig, Figure):
+        raise ValueError(f"fig must be a matplotlib Figure (got {type(fig).__name__})")
+    label = provenance(model=model, text=text, device=device, seed=seed)
+    if isinstance(fontsize, bool) or not isinstance(fontsize, numbers.Real) or not fontsize > 0:
+        raise ValueError(f"fontsize must be a number > 0 (got {fontsize!r})")
+    for old in [t for t in fig.texts if t.get_gid() == PROVENANCE_GID]:
+        old.remove()
+    # Just below everything already drawn (tick labels and x labels can reach below the figure's edge).
+    try:
+        renderer = fig.canvas.get_renderer()
+    except AttributeError:  # canvases without their own renderer
+        renderer = fig._get_renderer()
+    bottom = fig.get_tightbbox(renderer).y0 / fig.get_figheight()
+    fig.text(
+        0.99, min(bottom, 0.0) - 0.01, label, ha="right", va="top", fontsize=fontsize, color="0.35",
+        gid=PROVENANCE_GID,
+    )
+    return fig
+
+
+def figure_provenance(fig: Figure) -> str | None:
+    """Return the provenance footer of ``fig`` (added by :func:`label_figure`), or ``None`` if it has none."""
+    for t in fig.texts:
+        if isinstance(t, Text) and t.get_gid() == PROVENANCE_GID:
+            return t.get_text()
+    return None
+
+
+def figure_to_png(fig: Figure, *, dpi: float = 100.0) -> bytes:
+    """Render ``fig`` to PNG bytes (tight bounding box, so the provenance footer is kept)."""
+    if not isinstance(fig, Figure):
+        raise ValueError(f"fig must be a matplotlib Figure (got {type(fig).__name__})")
+    if isinstance(dpi, bool) or not isinstance(dpi, numbers.Real) or not dpi > 0:
+        raise ValueError(f"dpi must be a number > 0 (got {dpi!r})")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def _format_label(fmt: str | Callable[[Any], str], value: Any) -> str:
+    try:
+        label = fmt(value) if callable(fmt) else fmt.format(value)
+    except (TypeError, ValueError, IndexError, KeyError) as exc:
+        raise ValueError(f"fmt {fmt!r} cannot format the slider value {value!r}: {exc}") from None
+    if not isinstance(label, str):
+        raise ValueError(f"fmt must produce a string label (got {label!r} for value {value!r})")
+    return label
+
+
+class PrecomputedSlider(widgets.VBox):
+    """A :class:`~ipywidgets.SelectionSlider` over ``values`` above a :class:`~ipywidgets.Stack` of PNG images.
+
+    Built by :func:`precomputed_slider`. Attributes: ``slider``, ``stack``, ``images`` (one
+    :class:`~ipywidgets.Image` per value), ``values``, ``labels`` and ``link`` (the browser-side link from
+    ``slider.index`` to ``stack.selected_index``).
+    """
+
+    def __init__(self, slider: widgets.SelectionSlider, stack: widgets.Stack, values: list, labels: list[str],
+                 **kwargs: Any) -> None:
+        super().__init__(children=[slider, stack], **kwargs)
+        self.slider = slider
+        self.stack = stack
+        self.images = list(stack.children)
+        self.values = values
+        self.labels = labels
+        self.link = widgets.jslink((slider, "index"), (stack, "selected_index"))
+        self.add_class("attn-lib-precomputed-slider")
+
+    def select(self, value: Any) -> None:
+        """Move the slider (and so the displayed figure) to ``value``."""
+        if value not in self.values:
+            raise ValueError(f"value must be one of {self.values} (got {value!r})")
+        self.slider.index = self.values.index(value)
+        # jslink only acts in a browser; keep the Python-side stack in step for kernels without a front end.
+        self.stack.selected_index = self.slider.index
+
+
+def precomputed_slider(
+    values: Sequence[Any],
+    render: Callable[[Any], Figure],
+    *,
+    description: str,
+    value: Any = None,
+    fmt: str | Callable[[Any], str] = "{:g}",
+    dpi: float = 100.0,
+    width: str | None = None,
+    close: bool = True,
+) -> PrecomputedSlider:
+    """Build a slider whose figure for each value is rendered now, so it works without a kernel.
+
+    :param values: the slider positions, in display order (at least one; labels must be distinct).
+    :param render: ``render(value)`` returns a matplotlib :class:`~matplotlib.figure.Figure` for that value.
+    :param description: the slider's label, e.g. ``"T"``.
+    :param value: the initially selected value (default: the first).
+    :param fmt: a ``str.format`` pattern or a callable turning a value into its slider label.
+    :param dpi: resolution of the pre-rendered PNGs.
+    :param width: CSS width of the image (e.g. ``"600px"``); default: natural size, at most the page width.
+    :param close: close each figure after rendering it (so the notebook does not also show it inline).
+    :raises ValueError: on empty or duplicate values, a non-callable ``render``, a ``render`` that does not
+        return a Figure, a ``value`` not in ``values``, or a bad ``description``/``dpi``.
+    """
+    if isinstance(values, (str, bytes)):
+        raise ValueError(f"values must be a sequence of slider values, not a string (got {values!r})")
+    if not isinstance(values, Sequence):
+        try:
+            values = list(values)  # numpy arrays, ranges, generators
+        except TypeError:
+            raise ValueError(f"values must be a sequence of slider values (got {type(values).__name__})") from None
+    values = list(values)
+    if not values:
+        raise ValueError("values must contain at least one slider value (got an empty sequence)")
+    if not callable(render):
+        raise ValueError(f"render must be a callable value -> matplotlib Figure (got {render!r})")
+    if not isinstance(description, str):
+        raise ValueError(f"description must be a string (got {description!r})")
+    if not (isinstance(fmt, str) or callable(fmt)):
+        raise ValueError(f"fmt must be a format string or a callable (got {fmt!r})")
+    if isinstance(dpi, bool) or not isinstance(dpi, numbers.Real) or not dpi > 0:
+        raise ValueError(f"dpi must be a number > 0 (got {dpi!r})")
+    if width is not None and not isinstance(width, str):
+        raise ValueError(f"width must be a CSS length string such as '600px' or None (got {width!r})")
+    labels = [_format_label(fmt, v) for v in values]
+    if len(set(labels)) != len(labels):
+        dupes = sorted({lab for lab in labels if labels.count(lab) > 1})
+        raise ValueError(f"values must have distinct labels (duplicates: {dupes}); pass distinct values or a finer fmt")
+    if value is None:
+        index = 0
+    else:
+        matches = [i for i, v in enumerate(values) if v == value]
+        if not matches:
+            raise ValueError(f"value must be one of the slider values {labels} (got {value!r})")
+        index = matches[0]
+
+    images = []
+    for v in values:
+        fig = render(v)
+        if not isinstance(fig, Figure):
+            raise ValueError(f"render({v!r}) must return a matplotlib Figure (got {type(fig).__name__})")
+        try:
+            png = figure_to_png(fig, dpi=dpi)
+        finally:
+            if close:
+                plt.close(fig)
+        layout = widgets.Layout(width=width, height="auto") if width else widgets.Layout(max_width="100%")
+        images.append(widgets.Image(value=png, format="png", layout=layout))
+
+    slider = widgets.SelectionSlider(
+        options=list(zip(labels, range(len(values)))),
+        index=index,
+        description=description,
+        continuous_update=True,
+        readout=True,
+        style={"description_width": "initial"},
+    )
+    stack = widgets.Stack(children=images, selected_index=index)
+    return PrecomputedSlider(slider, stack, values, labels)

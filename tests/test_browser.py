@@ -1,0 +1,336 @@
+"""Headless-browser check of the built HTML book (``_build/html``), offline.
+
+Every page is opened from ``file://`` in headless Chromium (the system browser, driven by Playwright from PyPI)
+with every non-``file://`` request aborted and recorded: a page that asked for the network fails. On each page:
+
+* no JavaScript error (uncaught exceptions and console errors);
+* math is typeset: every Sphinx math element holds MathJax output and no raw ``$$``, ``\\(`` or ``\\[`` is left
+  in the text outside code;
+* every image has loaded (``naturalWidth > 0``);
+* no error output: no stderr or traceback output blocks, no output cell showing ``...Error`` or a traceback;
+* embedded widgets rendered (one view per embedded widget-view script) and, for the pre-rendered sliders of
+  :mod:`attn_lib.widgets`, moving the slider changes the displayed figure.
+
+A full-page screenshot of every page goes to ``_build/screenshots/``. Run after ``make book`` (``make test``
+builds the book first). With ``CI=true`` a missing browser or a missing built book is a failure; otherwise it is
+a skip that says why.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
+SHOTS = ROOT / "_build" / "screenshots"
+CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+#: the chapter whose temperature slider is moved
+SLIDER_PAGES = {"book/01_vanishing_attention.html"}
+
+pytestmark = pytest.mark.browser
+REDIRECT = re.compile(r"<meta\s+http-equiv=[\"']refresh[\"']\s+content=[\"']\d+;\s*url=([^\"']+)[\"']", re.I)
+
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--metrics-recording-only",
+    "--disable-dev-shm-usage",
+]
+
+
+def _unavailable(reason: str):
+    if CI:
+        pytest.fail(f"{reason} (CI=true: this is a failure)")
+    pytest.skip(reason)
+
+
+def _pages() -> list[str]:
+    if not HTML.is_dir():
+        return []
+    skip = {"_static", "_sources", "_images", "_downloads"}
+    return sorted(
+        p.relative_to(HTML).as_posix()
+        for p in HTML.rglob("*.html")
+        if not skip.intersection(p.relative_to(HTML).parts)
+    )
+
+
+PAGES = _pages()
+
+
+def _chromium() -> str | None:
+    """The browser: $ATTN_LIB_CHROMIUM if set, else the first of chromium / chromium-browser / google-chrome."""
+    explicit = os.environ.get("ATTN_LIB_CHROMIUM")
+    candidates = [explicit] if explicit else ["chromium", "chromium-browser", "google-chrome"]
+    for candidate in candidates:
+        path = shutil.which(candidate) or (candidate if Path(candidate).is_file() else None)
+        if path:
+            return path
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not (HTML / "index.html").is_file():
+        _unavailable(f"no built book at {HTML} (run `make book` first)")
+    exe = _chromium()
+    if exe is None:
+        _unavailable(
+            f"no Chromium found (ATTN_LIB_CHROMIUM={os.environ.get('ATTN_LIB_CHROMIUM')!r}, PATH searched for "
+            "chromium, chromium-browser, google-chrome; Debian: apt-get install chromium)"
+        )
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("playwright is not installed (pip install -e '.[test]')")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=exe, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+class PageVisit:
+    """One page opened offline, with the errors and network requests it produced."""
+
+    def __init__(self, browser, rel: str):
+        self.rel = rel
+        self.blocked: list[str] = []
+        self.js_errors: list[str] = []
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+        self.context.route("**/*", self._route)
+        self.page = self.context.new_page()
+        self.page.on("pageerror", lambda exc: self.js_errors.append(f"uncaught: {exc}"))
+        self.page.on("console", self._console)
+        self.page.set_default_timeout(60_000)
+        self.page.goto((HTML / rel).as_uri(), wait_until="load")
+        # index.html is a redirect (<meta http-equiv="Refresh">): check the page it leads to
+        redirect = REDIRECT.search((HTML / rel).read_text(encoding="utf-8"))
+        if redirect:
+            target = ((HTML / rel).parent / redirect.group(1)).resolve()
+            assert target.is_file(), f"{rel} redirects to a missing page {redirect.group(1)}"
+            self.page.wait_for_url(target.as_uri(), wait_until="load")
+
+    def _route(self, route):
+        url = route.request.url
+        if url.startswith(("file://", "data:", "blob:", "about:")):
+            route.continue_()
+        else:
+            self.blocked.append(url)
+            route.abort("internetdisconnected")
+
+    def _console(self, msg):
+        if msg.type == "error":
+            self.js_errors.append(f"console: {msg.text}")
+
+    def close(self):
+        self.context.close()
+
+
+@pytest.fixture(scope="module")
+def visits(browser):
+    """Open every page once; the checks below share the visits."""
+    opened: dict[str, PageVisit] = {}
+    yield lambda rel: opened.setdefault(rel, PageVisit(browser, rel))
+    for v in opened.values():
+        v.close()
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+
+WAIT_MATHJAX = """async () => {
+  if (!window.MathJax) return 'absent';
+  const t0 = Date.now();
+  while (!(MathJax.startup && MathJax.startup.promise)) {
+    if (Date.now() - t0 > 30000) return 'never-started';
+    await new Promise(r => setTimeout(r, 100));
+  }
+  await MathJax.startup.promise;
+  return 'typeset';
+}"""
+
+WAIT_IMAGES = """async () => {
+  const imgs = Array.from(document.images);
+  await Promise.all(imgs.map(i => i.complete ? null : new Promise(r => { i.addEventListener('load', r);
+                                                                        i.addEventListener('error', r); })));
+  return imgs.map(i => ({src: i.currentSrc.slice(0, 120), ok: i.complete && i.naturalWidth > 0}));
+}"""
+
+# Text of the page outside code, scripts and MathJax output (where raw TeX would show if typesetting failed).
+PROSE_TEXT = """() => {
+  const skip = new Set(['PRE', 'CODE', 'SCRIPT', 'STYLE', 'TEXTAREA', 'MJX-CONTAINER', 'NOSCRIPT']);
+  const out = [];
+  const walk = (n) => {
+    if (n.nodeType === Node.TEXT_NODE) { out.push(n.textContent); return; }
+    if (n.nodeType !== Node.ELEMENT_NODE || skip.has(n.tagName)) return;
+    if (n.classList.contains('highlight')) return;
+    for (const c of n.childNodes) walk(c);
+  };
+  walk(document.querySelector('main') || document.body);
+  return out.join(' ');
+}"""
+
+MATH_STATE = """() => {
+  const math = Array.from(document.querySelectorAll('.math'));
+  return {n_math: math.length,
+          n_untypeset: math.filter(m => !m.querySelector('mjx-container')).length,
+          n_mjx: document.querySelectorAll('mjx-container').length,
+          n_mjx_error: document.querySelectorAll('mjx-merror, [data-mjx-error]').length};
+}"""
+
+VISIBLE_SLIDER_IMAGE = """(box) => {
+  const imgs = Array.from(box.querySelectorAll('img')).filter(i => i.offsetParent !== null);
+  return imgs.map(i => i.src.slice(-64)).join('|');
+}"""
+
+
+def _shot_name(rel: str, suffix: str = "") -> Path:
+    return SHOTS / (rel.replace("/", "__").removesuffix(".html") + suffix + ".png")
+
+
+def _embedded_widget_views(visit: PageVisit) -> int:
+    return visit.page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
+
+
+# ------------------------------------------------------------------------------------------------ tests
+
+
+def test_built_book_exists_and_covers_the_toc():
+    if not (HTML / "index.html").is_file():
+        _unavailable(f"no built book at {HTML} (run `make book` first)")
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]] + [c["file"] for c in toc.get("chapters", [])]
+    for f in files:
+        assert (HTML / f"{f}.html").is_file(), f"_toc.yml entry {f} has no page in the built book"
+
+
+def test_no_remote_scripts_or_styles_in_the_html():
+    """Static check of every page: no script or stylesheet is loaded from http(s)."""
+    if not PAGES:
+        _unavailable(f"no built book at {HTML} (run `make book` first)")
+    pat = re.compile(r"<(script|link)\b[^>]*\b(src|href)=[\"'](https?:)?//[^\"']+[\"'][^>]*>", re.I)
+    for rel in PAGES:
+        for m in pat.finditer((HTML / rel).read_text(encoding="utf-8")):
+            tag = m.group(0)
+            if m.group(1).lower() == "link" and not re.search(r"rel=[\"'](stylesheet|preload|modulepreload|icon)", tag):
+                continue  # plain hyperlinks-as-<link> (canonical, prev/next) load nothing
+            pytest.fail(f"{rel}: remote resource {tag}")
+
+
+@pytest.mark.parametrize("rel", PAGES or ["<no built book>"])
+def test_page_renders_offline(visits, rel):
+    if rel not in PAGES:
+        _unavailable(f"no built book at {HTML} (run `make book` first)")
+    v = visits(rel)
+    page = v.page
+
+    mathjax = page.evaluate(WAIT_MATHJAX)
+    images = page.evaluate(WAIT_IMAGES)
+    n_views = _embedded_widget_views(v)
+    if n_views:
+        page.wait_for_selector(".widget-subarea > *", state="attached", timeout=60_000)
+        page.wait_for_function(
+            "n => document.querySelectorAll('.widget-subarea').length >= n", arg=n_views, timeout=60_000
+        )
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(_shot_name(rel)), full_page=True)
+
+    # 1. offline: nothing but file:// was requested
+    assert not v.blocked, f"{rel} needed the network: {v.blocked}"
+    # 2. no JavaScript errors
+    assert not v.js_errors, f"{rel}: JavaScript errors: {v.js_errors}"
+    # 3. math typeset
+    math = page.evaluate(MATH_STATE)
+    if math["n_math"]:
+        assert mathjax == "typeset", f"{rel} has math but MathJax is {mathjax}"
+        assert math["n_untypeset"] == 0, f"{rel}: {math['n_untypeset']} of {math['n_math']} math blocks untypeset"
+        assert math["n_mjx"] >= math["n_math"]
+    assert math["n_mjx_error"] == 0, f"{rel}: MathJax reported {math['n_mjx_error']} TeX errors"
+    prose = page.evaluate(PROSE_TEXT)
+    for raw in ("$$", "\\(", "\\[", "\\begin{"):
+        assert raw not in prose, f"{rel}: raw TeX {raw!r} left in the page text: ...{_around(prose, raw)}..."
+    # 4. every image loaded
+    broken = [im["src"] for im in images if not im["ok"]]
+    assert not broken, f"{rel}: images that did not load: {broken}"
+    # 5. no error output
+    n_err_blocks = page.locator(".output.stderr, .output.traceback, .output.error, .cell_output .stderr").count()
+    assert n_err_blocks == 0, f"{rel}: {n_err_blocks} stderr/traceback output blocks"
+    for text in page.locator(".cell_output").all_inner_texts():
+        assert not re.search(r"Traceback \(most recent call last\)|\b\w*Error\b", text), (
+            f"{rel}: an output cell shows an error: {text[:300]!r}"
+        )
+    # 6. widgets rendered
+    if n_views:
+        rendered = page.locator(".widget-subarea > *").count()
+        assert rendered >= n_views, f"{rel}: {rendered} of {n_views} embedded widgets rendered"
+        assert page.locator(".widget-slider, .jupyter-widgets").count() > 0
+
+
+@pytest.mark.parametrize("rel", sorted(SLIDER_PAGES))
+def test_slider_switches_the_figure(visits, rel):
+    if rel not in PAGES:
+        _unavailable(f"{rel} is not in the built book at {HTML} (run `make book` first)")
+    v = visits(rel)
+    page = v.page
+    page.wait_for_selector(".attn-lib-precomputed-slider .widget-slider .noUi-handle", timeout=60_000)
+    boxes = page.locator(".attn-lib-precomputed-slider")
+    assert boxes.count() >= 1, f"{rel}: no pre-rendered slider (attn_lib.widgets.precomputed_slider) found"
+    for i in range(boxes.count()):
+        box = boxes.nth(i)
+        box.scroll_into_view_if_needed()
+        readout = box.locator(".widget-readout")
+        before_img = box.evaluate(VISIBLE_SLIDER_IMAGE)
+        before_readout = readout.inner_text()
+        assert before_img, f"{rel}: slider {i} shows no image"
+        # drag the handle to the far right end of the track
+        handle = box.locator(".noUi-handle").first
+        track = box.locator(".noUi-base, .noUi-target").first
+        hb, tb = handle.bounding_box(), track.bounding_box()
+        page.mouse.move(hb["x"] + hb["width"] / 2, hb["y"] + hb["height"] / 2)
+        page.mouse.down()
+        page.mouse.move(tb["x"] + tb["width"] + 40, hb["y"] + hb["height"] / 2, steps=12)
+        page.mouse.up()
+        page.wait_for_function(
+            "([box, before]) => { const imgs = Array.from(box.querySelectorAll('img'))"
+            ".filter(i => i.offsetParent !== null).map(i => i.src.slice(-64)).join('|');"
+            " return imgs && imgs !== before; }",
+            arg=[box.element_handle(), before_img],
+            timeout=10_000,
+        )
+        after_img = box.evaluate(VISIBLE_SLIDER_IMAGE)
+        after_readout = readout.inner_text()
+        assert after_img and after_img != before_img, f"{rel}: moving slider {i} did not change the figure"
+        assert after_readout != before_readout, f"{rel}: slider {i} readout stayed {before_readout!r}"
+        box.screenshot(path=str(_shot_name(rel, f"__slider{i}_moved")))
+        # and back with the keyboard (noUiSlider: Home = first value): the first figure comes back
+        handle.focus()
+        page.keyboard.press("Home")
+        page.wait_for_function(
+            "([box, shown]) => Array.from(box.querySelectorAll('img')).filter(i => i.offsetParent !== null)"
+            ".map(i => i.src.slice(-64)).join('|') !== shown",
+            arg=[box.element_handle(), after_img],
+            timeout=10_000,
+        )
+        assert readout.inner_text() != after_readout, f"{rel}: the Home key did not move slider {i}"
+    assert not v.blocked, f"{rel} needed the network while using the slider: {v.blocked}"
+    assert not v.js_errors, f"{rel}: JavaScript errors while using the slider: {v.js_errors}"
+
+
+def _around(text: str, needle: str, width: int = 60) -> str:
+    i = text.find(needle)
+    return text[max(0, i - width): i + width]

@@ -12,7 +12,8 @@ from __future__ import annotations
 import sympy as sp
 
 __all__ = [
-    "softmax_jacobian", "max_alpha_one_minus_alpha", "lemma1_constants_symbolic", "corollary1_from_lemma1",
+    "softmax_jacobian", "max_alpha_one_minus_alpha", "lemma1_constants_symbolic", "lemma1_general",
+    "corollary1_from_lemma1",
     "two_way_tie_spectral_norm", "corollary3_bounds_symbolic", "theorem1_steps", "theorem1_random_variance",
     "corollary2_limits_symbolic", "theorem2_expansion", "sqrt5_example_exact", "lemma2_jacobian",
     "multihead_coverage_symbolic",
@@ -119,6 +120,49 @@ def lemma1_constants_symbolic(F_expr=None, l=None, a=None) -> dict:
         "C1": C1,
         "C2": C2,
         "weight_bounds": (sp.Le(C1 / L, alpha_i), sp.Le(alpha_i, C2 / L)),
+        "C1C2_check": sp.simplify(C1 * C2 - 1),
+    }
+
+
+def lemma1_general() -> dict:
+    r"""Lemma 1 for an arbitrary (undefined) smooth positive ``F`` (paper-notes §3.1 [R]).
+
+    Works with ``F = sympy.Function("F")`` and the symbols ``m_F = min_{[-a,a]} F``, ``M_F = max_{[-a,a]} F``
+    (positive by the extreme-value theorem, since ``F`` is continuous and positive on the compact ``[-a, a]``):
+
+    1. ``m_F <= F(l_j) <= M_F`` for every ``j`` (logits in ``[-a, a]``);
+    2. summing ``L`` copies: ``L m_F <= S = sum_j F(l_j) <= L M_F`` (SymPy evaluates the sums of the bounds);
+    3. dividing: ``m_F / (L M_F) <= alpha_i = F(l_i) / S <= M_F / (L m_F)``, i.e. ``C1 = m_F/M_F``,
+       ``C2 = M_F/m_F``, both independent of ``L`` because ``theta`` does not contain ``L``.
+
+    ``*_check`` entries simplify to 0.
+    """
+    F = sp.Function("F")
+    l_i, l_j = sp.symbols("l_i l_j", real=True)
+    j = sp.Symbol("j", integer=True, positive=True)
+    L = sp.Symbol("L", positive=True, integer=True)
+    m_F, M_F = sp.symbols("m_F M_F", positive=True)
+    S = sp.Symbol("S", positive=True)
+    sum_F = sp.Sum(F(sp.Indexed("l", j)), (j, 1, L))
+    lower_sum = sp.Sum(m_F, (j, 1, L)).doit()
+    upper_sum = sp.Sum(M_F, (j, 1, L)).doit()
+    alpha_i = F(l_i) / S
+    # worst cases of the quotient: numerator at its extreme, denominator at the opposite one
+    alpha_low = (m_F / upper_sum)
+    alpha_high = (M_F / lower_sum)
+    C1 = sp.simplify(alpha_low * L)
+    C2 = sp.simplify(alpha_high * L)
+    return {
+        "F_bounds": (sp.Le(m_F, F(l_j)), sp.Le(F(l_j), M_F)),
+        "S": sp.Eq(S, sum_F),
+        "sum_bounds": (sp.Le(lower_sum, S), sp.Le(S, upper_sum)),
+        "alpha_i": sp.Eq(sp.Symbol("alpha_i", positive=True), alpha_i),
+        "alpha_bounds": (sp.Le(alpha_low, sp.Symbol("alpha_i", positive=True)),
+                         sp.Le(sp.Symbol("alpha_i", positive=True), alpha_high)),
+        "C1": C1,
+        "C2": C2,
+        "sum_check": sp.simplify(lower_sum - L * m_F) + sp.simplify(upper_sum - L * M_F),
+        "L_free_check": sp.diff(C1, L) + sp.diff(C2, L),
         "C1C2_check": sp.simplify(C1 * C2 - 1),
     }
 

@@ -185,3 +185,21 @@ def test_bad_input():
     with pytest.raises(ValueError, match="F_expr"):
         l = sp.Symbol("l", real=True)
         sy.lemma1_constants_symbolic(l, l, sp.Integer(1))  # F = l is not positive on [-1, 1]
+
+
+def test_lemma1_general_undefined_F():
+    """Lemma 1 for an undefined positive F: C1 = m_F/M_F, C2 = M_F/m_F, independent of L."""
+    import sympy as sp
+    from attn_lib import symbolic
+
+    out = symbolic.lemma1_general()
+    m_F, M_F = sp.symbols("m_F M_F", positive=True)
+    assert sp.simplify(out["C1"] - m_F / M_F) == 0
+    assert sp.simplify(out["C2"] - M_F / m_F) == 0
+    for key in ("sum_check", "L_free_check", "C1C2_check"):
+        assert sp.simplify(out[key]) == 0, key
+    # the general constants specialise to the softmax ones: m_F = e^{-a/T}, M_F = e^{a/T} -> C2 = e^{2a/T}
+    a, T = sp.symbols("a T", positive=True)
+    C2 = out["C2"].subs({m_F: sp.exp(-a / T), M_F: sp.exp(a / T)})
+    assert sp.simplify(C2 - sp.exp(2 * a / T)) == 0
+    assert out["C2"].free_symbols == {m_F, M_F}

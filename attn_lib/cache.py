@@ -183,6 +183,27 @@ def _attn_lib_version() -> str:
     return __version__
 
 
+_CODE_FINGERPRINT: str | None = None
+
+
+def code_fingerprint() -> str:
+    """SHA-256 (first 16 hex digits) of every ``.py`` file of the installed attn_lib package.
+
+    Part of every cache key, so a result computed by other code (an edited checkout between two builds, say) is never
+    reused, even when the version number did not change.
+    """
+    global _CODE_FINGERPRINT
+    if _CODE_FINGERPRINT is None:
+        pkg = Path(__file__).resolve().parent
+        h = hashlib.sha256()
+        for path in sorted(pkg.rglob("*.py")):
+            h.update(path.relative_to(pkg).as_posix().encode())
+            h.update(b"\0")
+            h.update(path.read_bytes())
+        _CODE_FINGERPRINT = h.hexdigest()[:16]
+    return _CODE_FINGERPRINT
+
+
 class ResultCache:
     """Experiment results on disk, keyed by everything they depend on.
 
@@ -206,11 +227,12 @@ class ResultCache:
 
     # -- keys -----------------------------------------------------------------------------------------------------
     def full_key(self, key: dict) -> dict:
-        """The key as stored: the caller's key plus the attn_lib version and the entry format."""
+        """The key as stored: the caller's key plus the attn_lib version, its code fingerprint and the entry format."""
         if not isinstance(key, dict) or not key:
             raise ValueError(f"key must be a non-empty dict (got {key!r})")
         full = dict(_jsonable(key))
         full["_attn_lib_version"] = _attn_lib_version()
+        full["_code"] = code_fingerprint()
         full["_format"] = FORMAT_VERSION
         return full
 

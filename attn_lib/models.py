@@ -440,8 +440,13 @@ def _in_hf_cache(repo_id: str) -> bool:
 
 
 def load_model(name: str = "gpt2", device: str | torch.device = "auto", dtype: str | torch.dtype | None = None,
-               offline_fallback: bool = True, *, revision: str | None = None) -> ModelHandle:
+               offline_fallback: bool = True, *, revision: str | None = None, quiet: bool = False) -> ModelHandle:
     """Load a causal language model and its tokenizer; see the module docstring for how ``name`` resolves.
+
+    With ``quiet=True`` nothing is written to stderr: transformers' progress bars and log messages are silenced
+    during the load, and the offline-fallback notice is not raised as a ``UserWarning`` but kept in ``handle.note``
+    (``handle.describe()`` and ``handle.is_standin`` still say which model ran). Chapters use this, since the book
+    build treats stderr output as an error.
 
     Parameters
     ----------
@@ -464,6 +469,27 @@ def load_model(name: str = "gpt2", device: str | torch.device = "auto", dtype: s
     ModelUnavailableError
         Not cached, no network, and no fallback applies.
     """
+    if not isinstance(quiet, bool):
+        raise ValueError(f"quiet must be True or False (got {quiet!r})")
+    if not quiet:
+        return _load_model(name, device, dtype, offline_fallback, revision=revision)
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return _load_model(name, device, dtype, offline_fallback, revision=revision)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+def _load_model(name, device, dtype, offline_fallback, *, revision) -> ModelHandle:
     name = _check_name(name)
     if not isinstance(offline_fallback, bool):
         raise ValueError(f"offline_fallback must be True or False (got {offline_fallback!r})")
@@ -513,7 +539,7 @@ def load_model(name: str = "gpt2", device: str | torch.device = "auto", dtype: s
             msg = (f"{name!r} is not cached and the Hugging Face Hub is unreachable: using the offline stand-in "
                    f"{handle.describe()}. Results are NOT GPT-2's. {how}")
             handle.note = msg
-            warnings.warn(msg, UserWarning, stacklevel=2)
+            warnings.warn(msg, UserWarning, stacklevel=3)
             return handle
         raise ModelUnavailableError(f"{name!r} is not in the local Hugging Face cache and the Hub is unreachable "
                                     f"(offline_fallback=False, so the offline stand-in {STANDIN_NAME} is not used). "

@@ -225,3 +225,19 @@ def test_bad_arguments(tmp_path):
         K.ResultCache(tmp_path, enabled="no")
     with pytest.raises(ValueError, match="experiment"):
         K.make_key("")
+
+
+def test_code_fingerprint_is_part_of_the_key(tmp_path, monkeypatch):
+    """A result computed by other attn_lib code is not reused, even with the same version number."""
+    from attn_lib import cache as cache_mod
+
+    c = cache_mod.ResultCache(tmp_path)
+    calls = []
+    assert c.get_or_compute({"x": 1}, lambda: calls.append(1) or {"v": 1}) == {"v": 1}
+    assert c.get_or_compute({"x": 1}, lambda: calls.append(1) or {"v": 2}) == {"v": 1}
+    assert c.last_status == "hit" and len(calls) == 1
+    fp = cache_mod.code_fingerprint()
+    assert len(fp) == 16 and int(fp, 16) >= 0
+    monkeypatch.setattr(cache_mod, "_CODE_FINGERPRINT", "0" * 16)
+    assert c.get_or_compute({"x": 1}, lambda: calls.append(1) or {"v": 3}) == {"v": 3}
+    assert c.last_status == "miss" and len(calls) == 2

@@ -391,3 +391,25 @@ def test_real_standin_cached_copy_is_complete_plain_safetensors():
     ids = h.tokenizer("Well, Prince, so Genoa and Lucca", return_tensors="pt").input_ids
     with torch.no_grad():
         assert torch.isfinite(h.model(ids).logits).all()
+
+
+def test_load_model_quiet_rejects_non_bool():
+    from attn_lib.models import load_model
+
+    with pytest.raises(ValueError, match="quiet"):
+        load_model("gpt2", quiet="yes")
+
+
+@pytest.mark.slow
+def test_load_model_quiet_writes_nothing_to_stderr(capfd):
+    """The chapters rely on this: the book build treats stderr output as an error."""
+    import warnings
+
+    from attn_lib.models import load_model
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a UserWarning escaping quiet mode would fail here
+        handle = load_model("gpt2", device="cpu", quiet=True)
+    captured = capfd.readouterr()
+    assert captured.err == ""
+    assert handle.is_standin and "stand-in" in handle.note and "NOT GPT-2" in handle.note

@@ -51,6 +51,7 @@ __all__ = [
     "run_all",
     "run_reproduce",
     "text_window",
+    "sens_row_indices",
     "EXPERIMENTS",
 ]
 
@@ -64,7 +65,9 @@ SCHEMA = 1  # bump when the tables change (part of every cache key)
 @dataclasses.dataclass(frozen=True)
 class Profile:
     """Grids of one reproduction (paper-notes §5g). ``mc_rows``: rows per ``L`` for the Monte-Carlo estimate
-    (a fixed stride ``max(1, L // mc_rows)``); ``scan_stage``: ``N`` range of the first critical-N stage."""
+    (a fixed stride ``max(1, L // mc_rows)``); ``scan_stage``: ``N`` range of the first critical-N stage;
+    ``sens_rows``: the row set ``R`` of Algorithm 5 (§4.5 [P]): every ``max(1, L // sens_rows)``-th row, ending at
+    the last row (``0`` = every row)."""
 
     name: str
     lengths: tuple[int, ...]
@@ -79,6 +82,7 @@ class Profile:
     mc_samples: int = 64
     mc_rows: int = 32
     scan_stage: int = 64
+    sens_rows: int = 0
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -89,7 +93,7 @@ PROFILES: dict[str, Profile] = {
         name="paper", lengths=(32, 64, 128, 256, 512, 1024), n_alg1=5, length_fixed=1024,
         n_alg2=(1, 5, 10, 20, 100), n_alg4=(1, 2, 4, 8, 16, 32, 64),
         temperatures=tuple(float(x) for x in np.logspace(-3, 2, 21)), eps_values=(1e-3, 1e-1, 10.0),
-        ks_alpha=0.01, crit_fraction=0.25, mc_samples=64, mc_rows=32, scan_stage=64),
+        ks_alpha=0.01, crit_fraction=0.25, mc_samples=64, mc_rows=32, scan_stage=64, sens_rows=128),
     "quick": Profile(
         name="quick", lengths=(16, 32, 64, 128), n_alg1=5, length_fixed=128,
         n_alg2=(1, 5, 10, 20, 40), n_alg4=(1, 2, 4, 8, 16, 32),
@@ -183,8 +187,9 @@ def _run_pass(handle, text, analyses: list, length: int, start: int = 0) -> floa
 
     def cb(la):
         sh = _Shared(la)
-        for a in analyses:
-            a.layer(sh)
+        with M.block_parallel():  # single-threaded torch, parallel row blocks (see metrics.block_parallel)
+            for a in analyses:
+                a.layer(sh)
         del sh
 
     capture_attention(handle, ids, cb, keep_qk=False)
@@ -203,6 +208,13 @@ def _prefix_means(x: torch.Tensor, valid: torch.Tensor, lengths: Sequence[int]) 
     s = cs.index_select(1, idx)
     c = cc.index_select(1, idx)
     return (s / c.clamp(min=1)).cpu().numpy(), c.cpu().numpy()
+
+
+def sens_row_indices(L: int, sens_rows: int = 0) -> np.ndarray:
+    """Rows of Algorithm 5's set ``R`` at window length ``L``: every ``max(1, L // sens_rows)``-th row, counted back
+    from the last one (so ``t = L, L - stride, ...``); all rows if ``sens_rows`` is 0 or ``>= L``."""
+    st = max(1, L // sens_rows) if sens_rows > 0 else 1
+    return np.arange(L - 1, -1, -st)[::-1].copy()
 
 
 def _mc_rows(lengths: Sequence[int], mc_rows: int) -> dict[int, np.ndarray]:
@@ -294,16 +306,20 @@ class _SeparabilityAnalysis:
 
 
 class _SensitivityAnalysis:
-    def __init__(self, meta, length, temperatures, eps_values, seed):
+    def __init__(self, meta, length, temperatures, eps_values, seed, sens_rows=0):
         self.meta, self.length, self.T, self.E, self.seed = meta, length, list(temperatures), list(eps_values), seed
+        self.sens_rows = sens_rows
+        self.row_idx = sens_row_indices(length, sens_rows)
         self.rows: list[dict] = []
 
     def layer(self, sh: _Shared):
         la = sh.la
         L = self.length
         logits = la.logits[0, :, :L, :L]
+        sub = None if len(self.row_idx) == L else torch.as_tensor(self.row_idx)
         g, valid = M.sensitivity_rows(logits, self.T, self.E, mask=_mask(la)[..., :L, :L],
-                                      seed=self.seed + la.layer)
+                                      seed=self.seed + la.layer, rows=sub)
+        stride = 1 if sub is None else max(1, L // self.sens_rows)
         H = g.shape[2]
         cnt = valid.sum(-1).clamp(min=1).to(torch.float64)
         mean = g.sum(-1) / cnt  # (nT, nE, H)
@@ -323,7 +339,7 @@ class _SensitivityAnalysis:
                                           bound_corrected=float(corr.view(-1, len(self.E))[a, b]),
                                           bound_paper=float(paper.view(-1)[a]),
                                           rows_violating_corrected=int(viol[a, b, h]),
-                                          rows_above_paper=int(over[a, b, h])))
+                                          rows_above_paper=int(over[a, b, h]), row_stride=stride))
 
     def finish(self) -> pd.DataFrame:
         return pd.DataFrame(self.rows)
@@ -416,12 +432,13 @@ class _CriticalAnalysis:
         while hi < self.n_cap and self.stop_early:
             if all(found.get((L, f)) is not None or self.caps[L] <= hi for L in self.lengths for f in self.forms):
                 break
-            lo, hi = hi + 1, min(self.n_cap, 2 * hi + self.stage)
+            lo, hi = hi + 1, min(self.n_cap, 2 * hi)
             self.stage_ranges.append((lo, hi))
-            for i, pl in enumerate(self.per_layer):
-                ld = self._rebuild(i)
-                pl["blocks"].append(self._scan_layer(ld, lo, hi))
-                del ld
+            with M.block_parallel():  # as in the pass: no per-operation thread barriers
+                for i, pl in enumerate(self.per_layer):
+                    ld = self._rebuild(i)
+                    pl["blocks"].append(self._scan_layer(ld, lo, hi))
+                    del ld
             rows += self._ks(lo, hi, found)
         self.store.clear()
         return pd.DataFrame(rows)
@@ -474,7 +491,7 @@ def _make(name: str, handle, text, params: dict):
         return _SeparabilityAnalysis(meta, params["L"], params["n_values"], params["M"]), params["L"]
     if name == "gradient_sensitivity":
         return _SensitivityAnalysis(meta, params["L"], params["temperatures"], params["eps_values"],
-                                    params["seed"]), params["L"]
+                                    params["seed"], params.get("rows", 0)), params["L"]
     raise ValueError(f"experiment must be one of {list(EXPERIMENTS)} (got {name!r})")
 
 
@@ -600,25 +617,31 @@ def separability(handle, text, *, L: int = 1024, n_values: Sequence[int] = (1, 2
     return _run_one("separability", handle, text, params, cache, start)
 
 
-def _params_sens(handle, L, temperatures, eps_values, seed):
+def _params_sens(handle, L, temperatures, eps_values, seed, rows=0):
     L = _check_lengths(handle, [L], "L")[0]
     Ts = [check_positive("temperatures", T) for T in temperatures]
     Es = [check_positive("eps_values", e) for e in eps_values]
     if not Ts or not Es:
         raise ValueError("temperatures and eps_values must be non-empty")
-    return dict(L=L, temperatures=Ts, eps_values=Es, seed=check_int("seed", seed, low=0))
+    out = dict(L=L, temperatures=Ts, eps_values=Es, seed=check_int("seed", seed, low=0))
+    rows = check_int("rows", rows, low=0)
+    if rows:  # not in the cache key when every row is used (keeps older keys valid)
+        out["rows"] = rows
+    return out
 
 
 def gradient_sensitivity(handle, text, *, L: int = 1024,
                          temperatures: Sequence[float] = tuple(np.logspace(-3, 2, 21)),
-                         eps_values: Sequence[float] = (1e-3, 1e-1, 10.0), seed: int = 0, start: int = 0,
-                         cache=None) -> pd.DataFrame:
+                         eps_values: Sequence[float] = (1e-3, 1e-1, 10.0), seed: int = 0, rows: int = 0,
+                         start: int = 0, cache=None) -> pd.DataFrame:
     """Algorithm 5 / Fig. 4: per (T, eps, layer, head) the row-mean ``g`` of the finite-difference sensitivity
     (rows with ``t >= 2``; one seeded unit direction per row, reused for every ``T`` and ``eps``, seed
     ``seed + layer``), its row maximum, the corrected bound ``min(1/(2T), sqrt2/eps)`` with the number of rows
     violating it (must be 0), and the paper's ``min(1/(4T), sqrt2)`` with the number of rows above it. The
-    paper's ``g(T, eps)`` is the max over heads of ``g``."""
-    params = _params_sens(handle, L, temperatures, eps_values, seed)
+    paper's ``g(T, eps)`` is the max over heads of ``g``. ``rows`` > 0 subsamples the row set ``R`` (§4.5 [P]) to
+    every ``max(1, L // rows)``-th row ending at the last (:func:`sens_row_indices`; column ``row_stride``); the
+    directions are then drawn for those rows only."""
+    params = _params_sens(handle, L, temperatures, eps_values, seed, rows)
     return _run_one("gradient_sensitivity", handle, text, params, cache, start)
 
 
@@ -637,18 +660,30 @@ def _profile_params(handle, prof: Profile, seed: int = 0) -> dict[str, dict]:
         "critical_n": _params_critical(handle, lengths, prof.ks_alpha, prof.crit_fraction, ["e1", "e2"], "L-1",
                                        prof.scan_stage, True),
         "separability": _params_sep(handle, Lf, [n for n in prof.n_alg4 if n < Lf], 1.0),
-        "gradient_sensitivity": _params_sens(handle, Lf, prof.temperatures, prof.eps_values, seed),
+        "gradient_sensitivity": _params_sens(handle, Lf, prof.temperatures, prof.eps_values, seed, prof.sens_rows),
     }
 
 
 def run_all(handle, text, profile="quick", cache=None, *, start: int = 0, seed: int = 0,
-            experiments: Iterable[str] | None = None, timings: dict | None = None) -> dict[str, pd.DataFrame]:
+            experiments: Iterable[str] | None = None, timings: dict | None = None,
+            threads: int | None = None) -> dict[str, pd.DataFrame]:
     """Run Algorithms 1-5 with the grids of ``profile`` in ONE forward pass (nested prefixes, see module doc).
 
     Experiments found in ``cache`` are not recomputed; the pass runs only the missing ones. Returns
     ``{experiment name: DataFrame}`` (plus ``"critical_n_summary"``). ``timings`` (a dict), if given, receives the
-    seconds spent in the pass and in each analysis' finishing step.
+    seconds spent in the pass and in each analysis' finishing step. ``threads``: CPU threads for the run (the
+    forward pass uses them as torch intra-op threads, the analyses as row-block workers, see
+    :func:`attn_lib.metrics.block_parallel`); default: torch's current setting. Restored afterwards.
     """
+    if threads is not None:
+        threads = check_int("threads", threads, low=1)
+        prev = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            return run_all(handle, text, profile, cache, start=start, seed=seed, experiments=experiments,
+                           timings=timings)
+        finally:
+            torch.set_num_threads(prev)
     prof = _profile(profile)
     names = list(EXPERIMENTS) if experiments is None else [check_choice("experiments", e, EXPERIMENTS)
                                                            for e in experiments]
@@ -685,12 +720,13 @@ def run_all(handle, text, profile="quick", cache=None, *, start: int = 0, seed: 
 
 def run_reproduce(model: str = "gpt2", device: str = "auto", profile: str = "paper", out: str | Path = "results",
                   text: str = "war-and-peace", use_cache: bool = True, *, handle=None, text_obj=None,
-                  formats: Sequence[str] = ("png", "svg"), progress: Callable[[str], Any] | None = print) -> dict:
+                  formats: Sequence[str] = ("png", "svg"), progress: Callable[[str], Any] | None = print,
+                  threads: int | None = None) -> dict:
     """The ``reproduce`` command: load ``model`` (offline stand-in if needed) and ``text``, run :func:`run_all`
     with ``profile``, write the five figures (PNG + SVG), ``results.json`` and ``report.md`` into ``out``.
 
     Returns a dict with the output paths, timings and the verdict table. ``handle``/``text_obj`` skip loading
-    (tests).
+    (tests). ``threads``: CPU threads for the experiments (see :func:`run_all`).
     """
     from . import report as R
 
@@ -715,7 +751,7 @@ def run_reproduce(model: str = "gpt2", device: str = "auto", profile: str = "pap
 
     cache = ResultCache(enabled=use_cache)
     t0 = time.perf_counter()
-    results = run_all(handle, text_obj, prof, cache, timings=timings)
+    results = run_all(handle, text_obj, prof, cache, timings=timings, threads=threads)
     timings["experiments"] = time.perf_counter() - t0
     say(f"experiments done in {timings['experiments']:.1f} s")
     t0 = time.perf_counter()

@@ -28,6 +28,7 @@ reference of the scan), :func:`expected_distance_mc` (Monte-Carlo E[d~]), :func:
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
@@ -53,12 +54,16 @@ __all__ = [
     "sensitivity_rows",
     "masked_mean",
     "top_n_order",
+    "block_parallel",
 ]
 
 F64 = torch.float64
 #: target number of float64 elements of one (H, rows, W) work block (~4 MB): keeps memory bounded and the
 #: working set in cache.
 BLOCK_ELEMS = 1 << 19
+#: block size of the critical-N scan, whose ~6 work arrays are revisited for every N: small enough to stay in
+#: the L2 cache.
+SCAN_BLOCK_ELEMS = 1 << 19
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -145,6 +150,7 @@ class LayerData:
         self._gram = None
         self._zdot = None
         self._order: torch.Tensor | None = None
+        self._cummax = None
 
     @classmethod
     def from_logits(cls, logits: Any, values: Any, mask: Any = None, temperature: float = 1.0) -> "LayerData":
@@ -163,7 +169,13 @@ class LayerData:
                 m = m[0]
             vis = vis & m
         m_eff = vis if vis.shape[0] > 1 and not bool((vis == vis[:1]).all()) else vis[:1]
-        a = _nz.softmax(torch.where(vis, x, torch.zeros((), dtype=F64, device=x.device)), T, dim=-1, mask=vis)
+        if bool(vis.any(-1).all()) and bool(torch.isfinite(x[vis]).all()):
+            # every row has a visible position: one fused stable softmax (subtracts the row max, as
+            # normalizers.softmax does); masked positions are -inf and get weight 0
+            xm = x.masked_fill(~vis, -math.inf)
+            a = torch.softmax(xm if T == 1.0 else xm / T, dim=-1)
+        else:
+            a = _nz.softmax(torch.where(vis, x, torch.zeros((), dtype=F64, device=x.device)), T, dim=-1, mask=vis)
         return cls(a, values, mask=m_eff)
 
     # -- cached pieces ------------------------------------------------------------------------------------
@@ -198,21 +210,73 @@ class LayerData:
             self._order = top_n_order(self.alpha, nn, self.mask)
         return self._order[..., :n]
 
-    def blocks(self, rows: torch.Tensor | None = None, per_row: int = 1, elems: int = BLOCK_ELEMS):
-        """Yield ``(rows_block, W)``: row indices (sorted) and the number of columns they can see."""
+    def blocks(self, rows: torch.Tensor | None = None, per_row: int = 1, elems: int | None = None):
+        """Yield ``(rows_block, W)``: row indices (sorted) and the number of columns they can see.
+
+        A block holds about ``elems`` (default :data:`BLOCK_ELEMS`) ``H x rows x W`` elements per array, ``W``
+        being the widest row of the block (so causal blocks are near-triangular and stay in cache).
+        """
+        if elems is None:
+            elems = BLOCK_ELEMS
         if rows is None:
             rows = torch.arange(self.L, device=self.device)
         lastu = self.last.amax(0)  # (L,)
         R = rows.numel()
+        if R == 0:
+            return
+        # widest row so far (prefix max): a block [i, j) has width W(j-1) <= wcum[j-1] + 1
+        wcum = torch.cummax(lastu[rows], 0).values.tolist()
+        lim = max(1, elems // max(1, self.H * per_row))  # rows * width per block
         i = 0
         while i < R:
-            W0 = int(lastu[rows[min(R - 1, i)]]) + 1
-            B = max(1, elems // max(1, self.H * max(W0, 1) * per_row))
-            j = min(R, i + B)
+            j = i + 1  # grow the block while (rows in block) * (its widest row) stays within the budget
+            while j < R and (j + 1 - i) * (wcum[j] + 1) <= lim:
+                j += 1
             rb = rows[i:j]
             W = int(lastu[rb].max()) + 1
             yield rb, max(W, 1)
             i = j
+
+
+#: worker threads of :func:`_run_blocks` inside :func:`block_parallel` (``None``: ``torch.get_num_threads()``).
+_WORKERS: int | None = None
+
+
+@contextlib.contextmanager
+def block_parallel(workers: int | None = None):
+    """Context: torch runs single-threaded inside, and the row-block loops of this module run on ``workers``
+    Python threads instead (default: the current ``torch.get_num_threads()``).
+
+    Per-operation OpenMP parallelism pays a thread barrier for every tensor operation; on a shared or busy machine
+    a barrier waits for a descheduled thread (milliseconds), which made the layer analyses 10-50x slower than
+    single-threaded. Coarse-grained parallelism over row blocks (each milliseconds of work) has no such barriers.
+    """
+    global _WORKERS
+    prev_threads = torch.get_num_threads()
+    prev_workers = _WORKERS
+    _WORKERS = max(1, int(workers)) if workers is not None else (prev_workers or prev_threads)
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(prev_threads)
+        _WORKERS = prev_workers
+
+
+def _run_blocks(fn, blocks) -> None:
+    """Call ``fn(rows_block, W)`` for every block; ``fn`` writes disjoint rows. Inside :func:`block_parallel` the
+    blocks are shared out to its worker threads (one torch thread each); elsewhere they run in order."""
+    blocks = list(blocks)
+    nt = _WORKERS or 1
+    if nt <= 1 or len(blocks) < 2:
+        for b in blocks:
+            fn(*b)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(nt, len(blocks))) as ex:
+        for f in [ex.submit(fn, *b) for b in blocks]:
+            f.result()
 
 
 def top_n_order(alpha: torch.Tensor, n: int, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -329,54 +393,68 @@ def distance_metrics(layer, values=None, N: int = 5, *, mask=None, p: Any = "L-1
     sel_all = ld.alpha.gather(-1, order)  # (H, L, N)
     out["alpha_bar"] = sel_all.sum(-1)
     # s = sum_{top N} alpha_j v_j for every row: (H, L, d)
-    for rb, W in ld.blocks(per_row=2):
+    zero = torch.zeros((), dtype=F64, device=ld.device)
+
+    def block(rb, W):
         r0, r1 = int(rb[0]), int(rb[-1]) + 1
         a = ld.alpha[:, r0:r1, :W]
         m = torch.broadcast_to(ld.mask[:, r0:r1, :W], a.shape)
-        idx = order[:, r0:r1]
+        idx = order[:, r0:r1].clamp(max=W - 1)  # past a row's count (invalid rows only)
         aj = sel_all[:, r0:r1]
-        Vsel = ld.values.gather(1, idx.reshape(H, -1, 1).expand(H, idx.shape[1] * n_ord, ld.d)).view(H, r1 - r0, n_ord, ld.d)
-        S = (aj.unsqueeze(-1) * Vsel).sum(-2)  # (H, B, d)
+        w = torch.zeros_like(a).scatter_(-1, idx, aj)  # top-N weights of each row (one BLAS product below)
+        S = torch.bmm(w, ld.values[:, :W])  # (H, B, d)
+        del w
         C = S @ ld.values[:, :W].transpose(1, 2)  # (H, B, W) = s . x_i
-        ss = (S * S).sum(-1)  # (H, B)
-        gW = g[:, None, :W]
-        A = a * a * gW
-        D = torch.addcmul(A, a, C, value=-2.0).add_(ss.unsqueeze(-1)).clamp_(min=0).sqrt_()
-        D = torch.where(m, D, torch.zeros((), dtype=F64, device=ld.device))
-        tot = D.sum(-1)
-        sel = D.gather(-1, idx).sum(-1)
+        ss = (S * S).sum(-1, keepdim=True)  # (H, B, 1)
+        nmask = (~m).sum(-1, keepdim=True).to(F64)  # masked columns of the block (a = 0 there)
+        ag = a * g[:, None, :W]  # alpha_i ||x_i||^2
+        A = a * ag  # ||a_i||^2
+        # Every per-token square below is (row constant) + (row constants) x (A, a_i . z, a_i . s): at a masked
+        # column it is exactly the row constant, so those columns are summed and then subtracted (no masking pass);
+        # a rounding-negative square gives NaN, which nansum counts as sqrt(0) = 0.
+        D = torch.addcmul(ss, a, torch.add(ag, C, alpha=-2.0)).sqrt_()  # ||a_i - s||
+        rs = ss.clamp(min=0).sqrt()
+        tot = (D.nansum(-1, keepdim=True) - nmask * rs).squeeze(-1)
+        sel = D.gather(-1, idx).nan_to_num_(0.0).sum(-1)
         tb = t[:, r0:r1].to(F64)
-        out["s_norm"][:, r0:r1] = ss.sqrt()
+        out["s_norm"][:, r0:r1] = rs.squeeze(-1)
         if form == "sum":
             out["d_tilde"][:, r0:r1] = tot - sel
         else:
             # ||(z - s) - s||^2 = ||z||^2 - 4 z.s + 4 ||s||^2,  z.s = sum_i alpha_i (s . x_i)
             zs = (a * C).sum(-1)
-            out["d_tilde"][:, r0:r1] = (zz[:, r0:r1] - 4 * zs + 4 * ss).clamp(min=0).sqrt()
+            out["d_tilde"][:, r0:r1] = (zz[:, r0:r1] - 4 * zs + 4 * ss.squeeze(-1)).clamp(min=0).sqrt()
+        del D, C
         if N == 1:  # the selected token sits exactly at s: remove the rounding of the Gram formula
             tot = tot - sel
-        out["e2"][:, r0:r1] = (tb - N) / tb.clamp(min=1) * tot
-        # E1 and the Jensen gap
+        fac = (tb - N) / tb.clamp(min=1)
+        out["e2"][:, r0:r1] = fac * tot
+        # E1: ||(1+p) a_i - p z||^2 = (1+p)^2 A_i - 2p(1+p) a_i.z + p^2 ||z||^2
         pb = pv[:, r0:r1].unsqueeze(-1)
         Bz = a * zv[:, r0:r1, :W]
         Z = zz[:, r0:r1].unsqueeze(-1)
-        E = ((1 + pb) ** 2 * A - 2 * pb * (1 + pb) * Bz + pb * pb * Z).clamp_(min=0).sqrt_()
-        E = torch.where(m, E, torch.zeros((), dtype=F64, device=ld.device))
-        fac = ((tb - N) / tb.clamp(min=1))
-        out["e1"][:, r0:r1] = fac * E.sum(-1)
+        c3 = pb * pb * Z
+        E = torch.addcmul(c3, A, (1 + pb) ** 2).addcmul_(Bz, -2 * pb * (1 + pb)).sqrt_()
+        out["e1"][:, r0:r1] = fac * (E.nansum(-1, keepdim=True) - nmask * c3.clamp(min=0).sqrt()).squeeze(-1)
+        # Jensen gap: p(1-p) [ (t-1)/(t-2) sum_{j!=i} A_j - ||z - a_i||^2/(t-2) ]
+        #           = k1 + k2 A_i + k3 a_i.z  with  k1 = pq/den ((t-1) Q - Z), k2 = -pq t/den, k3 = 2 pq/den
         Q = A.sum(-1, keepdim=True)
-        others = Q - A
-        rest = (Z - 2 * Bz + A).clamp(min=0)  # ||z - a_i||^2
         tm = tb.unsqueeze(-1)
         den = (tm - 2).clamp(min=1)
         pq = (pb * (1 - pb)).clamp(min=0)
-        br = ((tm - 1) / den * others - rest / den).clamp(min=0)
-        brc = ((tm - 1) / den * others).clamp(min=0)
+        k1 = pq / den * ((tm - 1) * Q - Z)
+        E = torch.addcmul(k1, A, -pq * tm / den, out=E).addcmul_(Bz, 2 * pq / den).sqrt_()
+        gterm = E.nansum(-1, keepdim=True) - nmask * k1.clamp(min=0).sqrt()
+        # crude: p(1-p) (t-1)/(t-2) sum_{j!=i} A_j = k4 - k5 A_i
+        k5 = pq * (tm - 1) / den
+        k4 = k5 * Q
+        E = torch.addcmul(k4, A, -k5, out=E).sqrt_()
+        gcrude = E.nansum(-1, keepdim=True) - nmask * k4.clamp(min=0).sqrt()
         gap_on = (tb >= N + 2)  # N >= t - 1 gives 0
-        gterm = torch.where(m, (pq * br).sqrt(), torch.zeros((), dtype=F64, device=ld.device)).sum(-1)
-        gcrude = torch.where(m, (pq * brc).sqrt(), torch.zeros((), dtype=F64, device=ld.device)).sum(-1)
-        out["e1_gap"][:, r0:r1] = torch.where(gap_on, fac * gterm, torch.zeros((), dtype=F64))
-        out["e1_gap_crude"][:, r0:r1] = torch.where(gap_on, fac * gcrude, torch.zeros((), dtype=F64))
+        out["e1_gap"][:, r0:r1] = torch.where(gap_on, fac * gterm.squeeze(-1), zero)
+        out["e1_gap_crude"][:, r0:r1] = torch.where(gap_on, fac * gcrude.squeeze(-1), zero)
+
+    _run_blocks(block, ld.blocks(per_row=2))
     res = DistanceRows(N=N, t=t, valid=valid, **out)
     if with_dmax:
         d1, max_norm = _d1_and_norm(ld, n_ord, order)
@@ -401,21 +479,53 @@ def _d1_and_norm(ld: LayerData, N: int, order: torch.Tensor):
     d1sq = torch.zeros(H, L, dtype=F64, device=ld.device)
     rows_fb = torch.ones(H, L, dtype=torch.bool, device=ld.device)
     if ld.prefix:
-        # F[h, j, c] = max_{i <= c} ||x_i - x_j||^2 and its argmax
-        D2 = g.unsqueeze(-1) + g.unsqueeze(-2) - 2 * G
-        F, Fi = torch.cummax(D2, dim=-1)
-        del D2
+        # F[h, j, c] = max_{i <= c} ||x_i - x_j||^2 and its argmax (independent of N: cached on the layer)
+        if getattr(ld, "_cummax", None) is None:
+            D2 = torch.addcmul(g.unsqueeze(-1) + g.unsqueeze(-2), G, torch.full((), -2.0, dtype=F64))
+            ld._cummax = torch.cummax(D2, dim=-1)
+            del D2
+        F, Fi = ld._cummax
         last = torch.broadcast_to(ld.last, (H, L)).clamp(min=0)  # (H, L)
-        # candidate for every selected j: F[h, j, last_r]
+        # candidate for every selected j: F[h, j, last_r] -- exact for j when its argmax i is not selected
         lin = order * L + last.unsqueeze(-1)  # (H, L, N) flat index into (L, L)
         cand = F.view(H, -1).gather(1, lin.view(H, -1)).view(H, L, N)
         arg = Fi.view(H, -1).gather(1, lin.view(H, -1)).view(H, L, N)
-        best, bj = cand.max(-1)
-        istar = arg.gather(-1, bj.unsqueeze(-1))  # (H, L, 1)
-        inside = (order == istar).any(-1)
-        d1sq = best
-        rows_fb = inside
         del F, Fi
+        if N <= 64:
+            argsel = (arg.unsqueeze(-1) == order.unsqueeze(-2)).any(-1)  # (H, L, N)
+        else:
+            sel = torch.zeros(H, L, L, dtype=torch.bool, device=ld.device).scatter_(-1, order, True)
+            argsel = sel.gather(-1, arg)
+            del sel
+        ninf = torch.tensor(-math.inf, dtype=F64, device=ld.device)
+        # V1: the best exact candidate (a real pair selected j / non-selected i); a j whose argmax is selected
+        # can only matter if its bound cand exceeds V1: recompute exactly those (h, r, j) only
+        d1sq = torch.where(argsel, ninf, cand).amax(-1)
+        need = argsel & (cand > d1sq.unsqueeze(-1))
+        tvis = torch.broadcast_to(ld.t, (H, L))
+        need &= (tvis >= N + 1).unsqueeze(-1)  # rows that have a non-selected token
+        trip = need.nonzero(as_tuple=False)  # (n, 3): head, row, k-th selected; sorted by head, then row
+        if trip.numel():
+            cols = torch.arange(L, device=ld.device)
+            for hh in trip[:, 0].unique().tolist():
+                th_ = trip[trip[:, 0] == hh]
+                c0 = 0
+                while c0 < th_.shape[0]:
+                    # rows ascending: the chunk's width is that of its last row
+                    W = int(last[hh, th_[min(th_.shape[0], c0 + 1) - 1, 1]]) + 1
+                    n = max(1, BLOCK_ELEMS // max(1, 2 * W))
+                    W = int(last[hh, th_[min(th_.shape[0], c0 + n) - 1, 1]]) + 1
+                    hrk = th_[c0:c0 + n]
+                    c0 += n
+                    r = hrk[:, 1]
+                    j = order[hh, r, hrk[:, 2]]
+                    # ||x_j - x_i||^2 for every i < W, then drop masked and selected i
+                    D2 = torch.index_select(G[hh, :, :W], 0, j).mul_(-2.0).add_(g[hh, :W]).add_(g[hh, j].unsqueeze(-1))
+                    D2.masked_fill_(cols[:W].unsqueeze(0) > last[hh, r].unsqueeze(-1), -math.inf)
+                    D2.scatter_(1, order[hh, r].clamp(max=W - 1), -math.inf)
+                    val = D2.amax(-1)
+                    d1sq[hh].scatter_reduce_(0, r, val, reduce="amax")
+        rows_fb = torch.zeros(H, L, dtype=torch.bool, device=ld.device)
     # exact fallback rows: gather the Gram rows of the selected tokens
     fb = rows_fb.nonzero(as_tuple=False)  # (n, 2): head, row
     if fb.numel():
@@ -479,59 +589,71 @@ def topn_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None,
         valid = valid & keep.view(1, L, 1)
     zero = torch.zeros((), dtype=F64, device=ld.device)
     Gflat = G.reshape(H * L, L)
-    hoff = (torch.arange(H, device=ld.device) * L).view(H, 1)
-    for rb, W in ld.blocks(rows=rows, per_row=3):
+    hoff = (torch.arange(H, device=ld.device) * L).view(H, 1, 1)
+    Vt = ld.values.transpose(1, 2)
+    Ns_f = torch.arange(n_min, n_max + 1, device=ld.device).to(F64)
+
+    def block(rb, W):
         B = rb.numel()
-        a = ld.alpha[:, rb, :W]
+        a = ld.alpha[:, rb, :W]  # (H, B, W) copy; zero at masked columns
         m = torch.broadcast_to(ld.mask[:, rb, :W], a.shape)
-        nmask = (~m).sum(-1).to(F64)  # masked columns inside the block
+        nmask = (~m).sum(-1).to(F64).unsqueeze(-1)  # masked columns inside the block, (H, B, 1)
         tb = t_full[:, rb].to(F64)
-        A = a * a * g[:, None, :W]
-        Bz = a * zv[:, rb, :W]
-        Z = zz[:, rb]
-        ordb = order[:, rb]  # (H, B, n_ord)
-        # state at n_min - 1
+        ag = a * g[:, None, :W]  # alpha_i ||x_i||^2
+        ordb = order[:, rb].clamp(max=W - 1)  # (H, B, n_ord); entries past a row's count only reach invalid cells
+        asel = a.gather(-1, ordb)  # (H, B, n_ord): alpha of the k-th top token (0 where masked)
+        agsel = ag.gather(-1, ordb)
+        Gidx = (ordb + hoff).permute(2, 0, 1).reshape(ordb.shape[-1], -1)  # (n_ord, H B) flat Gram rows
+        # state at n_min - 1: K_i = alpha_i ||x_i||^2 - 2 s . x_i, so that ||a_i - s||^2 = alpha_i K_i + ||s||^2
         k0 = min(n_min - 1, n_ord)
         if k0 > 0:
-            idx0 = ordb[..., :k0]
-            a0 = a.gather(-1, idx0.clamp(max=W - 1)) * (idx0 < W)
-            S = (a0.unsqueeze(-1) * ld.values.gather(
-                1, idx0.reshape(H, -1, 1).expand(H, B * k0, ld.d)).view(H, B, k0, ld.d)).sum(-2)
-            C = S @ ld.values[:, :W].transpose(1, 2)
-            ss = (S * S).sum(-1)
+            w0 = torch.zeros(H, B, W, dtype=F64, device=ld.device).scatter_(-1, ordb[..., :k0], asel[..., :k0])
+            S = torch.bmm(w0, ld.values[:, :W])  # (H, B, d)
+            K = torch.baddbmm(ag, S, Vt[:, :, :W], alpha=-2.0)
+            ss = (S * S).sum(-1, keepdim=True)
+            del w0, S
         else:
-            C = torch.zeros(H, B, W, dtype=F64, device=ld.device)
-            ss = torch.zeros(H, B, dtype=F64, device=ld.device)
+            K = ag.clone()
+            ss = torch.zeros(H, B, 1, dtype=F64, device=ld.device)
         tmp = torch.empty(H, B, W, dtype=F64, device=ld.device)
+        Gj = torch.empty(H * B, W, dtype=F64, device=ld.device)
+        GW = Gflat[:, :W]
+        dt = torch.empty(H, B, nn, dtype=F64, device=ld.device)
+        e2 = torch.empty_like(dt)
         for k, N in enumerate(range(n_min, n_max + 1)):
             if N <= n_ord:
-                j = ordb[..., N - 1].clamp(max=W - 1)  # (H, B)
-                aj = a.gather(-1, j.unsqueeze(-1)) * (ordb[..., N - 1:N] < W)  # (H, B, 1)
-                cj = C.gather(-1, j.unsqueeze(-1))
-                gj = g.gather(1, j.reshape(H, -1)).view(H, B, 1)
-                ss = ss + (2 * aj * cj + aj * aj * gj).squeeze(-1)
-                Gj = Gflat.index_select(0, (j + hoff).reshape(-1)).view(H, B, L)[..., :W]  # G[h, j, :W]
-                C.addcmul_(Gj, aj)
-            # d~ and E2: D_i = sqrt(A_i - 2 a_i c_i + ||s||^2); masked columns give exactly sqrt(||s||^2)
-            torch.addcmul(A, a, C, value=-2.0, out=tmp)
-            tmp.add_(ss.unsqueeze(-1)).clamp_(min=0).sqrt_()
-            tot = tmp.sum(-1) - nmask * ss.clamp(min=0).sqrt()
-            nsel = min(N, n_ord)
-            sel = tmp.gather(-1, ordb[..., :nsel].clamp(max=W - 1)).sum(-1)
-            res["d_tilde"][:, rb, k] = tot - sel
-            if N == 1:  # the selected token sits exactly at s
-                tot = tot - sel
-            fac = (tb - N) / tb.clamp(min=1)
-            res["e2"][:, rb, k] = fac * tot
-            # E1 at p = N/(t-1)
-            pv = _p_value(p, N, tb)
-            c1 = ((1 + pv) ** 2).unsqueeze(-1)
-            c2 = (-2 * pv * (1 + pv)).unsqueeze(-1)
-            c3 = (pv * pv * Z)
-            torch.mul(A, c1, out=tmp)
-            tmp.addcmul_(Bz, c2).add_(c3.unsqueeze(-1)).clamp_(min=0).sqrt_()
-            res["e1"][:, rb, k] = fac * (tmp.sum(-1) - nmask * c3.clamp(min=0).sqrt())
-        del tmp, C
+                # add the N-th top token j: s += a_j x_j, so K -= 2 alpha_j G[j, :] and
+                # ||s||^2 += 2 alpha_j s.x_j + alpha_j^2 G_jj = alpha_j (2 alpha_j G_jj - K_j)
+                aj = asel[..., N - 1:N]  # (H, B, 1)
+                ss = ss + aj * (2 * agsel[..., N - 1:N] - K.gather(-1, ordb[..., N - 1:N]))
+                torch.index_select(GW, 0, Gidx[N - 1], out=Gj)  # G[h, j, :W]
+                K.addcmul_(Gj.view(H, B, W), aj, value=-2.0)
+            # D_i = sqrt(alpha_i K_i + ||s||^2); the NaN of a rounding-negative square counts as 0 (nansum), and
+            # masked columns give exactly sqrt(||s||^2)
+            torch.addcmul(ss, a, K, out=tmp).sqrt_()
+            tot = tmp.nansum(-1, keepdim=True) - nmask * ss.clamp(min=0).sqrt()
+            sel = tmp.gather(-1, ordb[..., :min(N, n_ord)]).nan_to_num_(0.0).sum(-1, keepdim=True)
+            dt[..., k:k + 1] = tot - sel
+            e2[..., k:k + 1] = tot - sel if N == 1 else tot  # N = 1: the selected token sits exactly at s
+        fac = (tb.unsqueeze(-1) - Ns_f) / tb.clamp(min=1).unsqueeze(-1)  # (H, B, nn)
+        res["d_tilde"][:, rb] = dt
+        res["e2"][:, rb] = fac * e2
+        # E1 = (t-N)/t sum_i sqrt((1+p)^2 ||a_i||^2 - 2p(1+p) a_i.z + p^2 ||z||^2): it does not depend on the
+        # selection, so a few N at a time are one small batched matmul [c1, c2, c3] @ [A; Bz; 1]
+        X = torch.stack([a * ag, a * zv[:, rb, :W], torch.ones_like(a)], -2).view(H * B, 3, W)
+        Z = zz[:, rb].unsqueeze(-1)
+        e1 = torch.empty(H, B, nn, dtype=F64, device=ld.device)
+        step = max(1, min(nn, 8))
+        for k0_ in range(0, nn, step):
+            k1_ = min(nn, k0_ + step)
+            pv = torch.stack([_p_value(p, int(N), tb) for N in range(n_min + k0_, n_min + k1_)], -1)  # (H, B, c)
+            coef = torch.stack([(1 + pv) ** 2, -2 * pv * (1 + pv), pv * pv * Z], -1).view(H * B, k1_ - k0_, 3)
+            q = torch.bmm(coef, X).sqrt_()  # (H B, c, W)
+            c3 = (pv * pv * Z).clamp(min=0).sqrt()
+            e1[..., k0_:k1_] = q.nansum(-1).view(H, B, -1) - nmask * c3
+        res["e1"][:, rb] = fac * e1
+
+    _run_blocks(block, ld.blocks(rows=rows, per_row=3, elems=SCAN_BLOCK_ELEMS))
     for k in res:
         res[k] = torch.where(valid, res[k], zero)
     return ScanRows(n_values=np.arange(n_min, n_max + 1), valid=valid, **res)
@@ -601,17 +723,19 @@ def expected_distance_mc(layer, values=None, N: int = 5, *, rows=None, mask=None
         n_take = min(N, W)
         sub = torch.topk(keys, n_take, dim=-1, largest=False).indices  # (B, K, N)
         a = ld.alpha[:, rb, :W]  # (H, B, W)
-        asub = a.unsqueeze(2).expand(H, B, K, W).gather(-1, sub.unsqueeze(0).expand(H, B, K, n_take))
-        Vs = ld.values.gather(1, sub.reshape(1, -1, 1).expand(H, B * K * n_take, ld.d)).view(H, B, K, n_take, ld.d)
-        S = (asub.unsqueeze(-1) * Vs).sum(-2)  # (H, B, K, d)
-        C = S @ ld.values[:, None, :W].transpose(-1, -2)  # (H, B, K, W)
-        ss = (S * S).sum(-1, keepdim=True)
+        subx = sub.unsqueeze(0).expand(H, B, K, n_take)
+        asub = a.unsqueeze(2).expand(H, B, K, W).gather(-1, subx)  # (H, B, K, n)
+        # s of every subset by one BLAS product: subset weights (H, B K, W) @ values (H, W, d)
+        w = torch.zeros(H, B, K, W, dtype=F64, device=ld.device).scatter_(-1, subx, asub)
+        S = torch.bmm(w.view(H, B * K, W), ld.values[:, :W])  # (H, B K, d)
+        del w
+        C = torch.bmm(S, ld.values[:, :W].transpose(1, 2)).view(H, B, K, W)
+        ss = (S * S).sum(-1).view(H, B, K, 1)
         aa = a.unsqueeze(2)
-        D = (aa * aa * g[:, None, None, :W] - 2 * aa * C + ss).clamp_(min=0).sqrt_()
-        out = torch.ones(B, K, W, dtype=torch.bool, device=ld.device)
-        out.scatter_(-1, sub, False)
-        keep = (out & vis.unsqueeze(1)).unsqueeze(0)
-        dt = torch.where(keep, D, torch.zeros((), dtype=F64, device=ld.device)).sum(-1)  # (H, B, K)
+        D = torch.addcmul(ss, aa * g[:, None, None, :W] - 2 * C, aa).clamp_(min=0).sqrt_()  # ||a_i - s||
+        # d~ = sum over visible non-selected = sum over visible - sum over the selected
+        visb = vis.view(1, B, 1, W)
+        dt = torch.where(visb, D, torch.zeros((), dtype=F64, device=ld.device)).sum(-1) - D.gather(-1, subx).sum(-1)
         mean[:, i0:i0 + B] = dt.mean(-1)
         se[:, i0:i0 + B] = dt.std(-1) / math.sqrt(K) if K > 1 else math.inf
     zero = torch.zeros((), dtype=F64, device=ld.device)
@@ -647,6 +771,7 @@ def unit_layer(layer: LayerData, M: float = 1.0) -> LayerData:
     out.values = u
     out._gram = None
     out._zdot = None
+    out._cummax = None
     return out
 
 
@@ -698,24 +823,24 @@ def separability_metrics(layer, values=None, N: int = 4, *, mask=None, M: float 
     frac = torch.zeros(H, L, dtype=F64, device=ld.device)
     rmin = torch.zeros(H, L, dtype=F64, device=ld.device)
     inf = torch.tensor(math.inf, dtype=F64, device=ld.device)
-    for rb, W in ld.blocks(per_row=2):
+
+    def block(rb, W):
         r0, r1 = int(rb[0]), int(rb[-1]) + 1
-        B = r1 - r0
         a = ld.alpha[:, r0:r1, :W]
         m = torch.broadcast_to(ld.mask[:, r0:r1, :W], a.shape)
         idx = order[:, r0:r1].clamp(max=W - 1)
-        aj = a.gather(-1, idx)
-        Vs = ld.values.gather(1, idx.reshape(H, -1, 1).expand(H, B * idx.shape[-1], ld.d)).view(H, B, -1, ld.d)
-        S = (aj.unsqueeze(-1) * Vs).sum(-2)
-        C = S @ ld.values[:, :W].transpose(1, 2)
+        w = torch.zeros_like(a).scatter_(-1, idx, a.gather(-1, idx))  # top-N weights (one BLAS product below)
+        S = torch.bmm(w, ld.values[:, :W])
+        C = torch.bmm(S, ld.values[:, :W].transpose(1, 2))
         ss = (S * S).sum(-1, keepdim=True)
         D = torch.addcmul(a * a * g[:, None, :W], a, C, value=-2.0).add_(ss).clamp_(min=0).sqrt_()
-        sel = torch.zeros_like(m)
-        sel.scatter_(-1, idx, True)
+        sel = torch.zeros(a.shape, dtype=torch.bool, device=ld.device).scatter_(-1, idx, True)
         rho = torch.where(m & ~sel, D, inf).amin(-1)  # (H, B)
         Dsel = D.gather(-1, idx)
         frac[:, r0:r1] = (Dsel < rho.unsqueeze(-1)).sum(-1).to(F64) / N
         rmin[:, r0:r1] = torch.where(torch.isfinite(rho), rho, torch.zeros((), dtype=F64))
+
+    _run_blocks(block, ld.blocks(per_row=2))
     # Theorem 2 (paper's form) at r = rho_min
     aI = ld.alpha.gather(-1, order)
     beta = aI.sum(-1, keepdim=True) - aI
@@ -736,14 +861,18 @@ def separability_metrics(layer, values=None, N: int = 4, *, mask=None, M: float 
 # gradient sensitivity g(T, eps) (Algorithm 5)
 # ----------------------------------------------------------------------------------------------------------
 def sensitivity_rows(logits: Any, temperatures: Sequence[float], eps_values: Sequence[float], *, mask=None,
-                     seed: int = 0, direction: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                     seed: int = 0, direction: torch.Tensor | None = None,
+                     rows: Any = None) -> tuple[torch.Tensor, torch.Tensor]:
     r"""Finite-difference sensitivity per row for a grid of ``T`` and ``eps`` (paper-notes §4.5).
 
     Same definition as :func:`attn_lib.jacobian.sensitivity` (and the same seeded unit directions from
-    :func:`attn_lib.jacobian.random_directions`, one per row, reused for every ``T`` and ``eps``), but the
-    unperturbed softmax is computed once per ``T`` and the rows are processed in causal blocks. ``logits``
-    ``(H, L, L)`` (``-inf`` = masked). Returns ``(g, valid)``: ``g`` of shape ``(len(T), len(eps), H, L)`` and
-    ``valid`` ``(H, L)`` = rows with at least two visible tokens.
+    :func:`attn_lib.jacobian.random_directions`, one per row, reused for every ``T`` and ``eps``), but the rows are
+    processed in causal blocks, all temperatures at once. ``logits`` ``(H, L, L)`` (``-inf`` = masked).
+
+    ``rows`` (optional, sorted row indices): evaluate only these rows (the set ``R`` of §4.5); the directions are
+    then drawn for the ``(H, len(rows), L)`` sub-array (seeded, so they depend on ``seed`` and ``rows`` only), and
+    ``direction``, if given, has that shape. Returns ``(g, valid)``: ``g`` of shape ``(len(T), len(eps), H, R)``
+    and ``valid`` ``(H, R)`` = rows with at least two visible tokens (``R = L`` without ``rows``).
     """
     x = _tensor(logits, "logits").to(F64)
     if x.dim() == 2:
@@ -761,29 +890,45 @@ def sensitivity_rows(logits: Any, temperatures: Sequence[float], eps_values: Seq
             m = m[0]
         vis = vis & m.to(x.device)
     vis = torch.broadcast_to(vis, x.shape)
+    H, L, _ = x.shape
+    if rows is not None:
+        rows = torch.as_tensor(np.asarray(rows), dtype=torch.long).reshape(-1).sort().values
+        if rows.numel() == 0 or int(rows[0]) < 0 or int(rows[-1]) >= x.shape[1]:
+            raise ValueError(f"rows must be a non-empty list of row indices in [0, {x.shape[1] - 1}]")
+        rows = rows.to(x.device)
+        x, vis = x[:, rows], vis[:, rows]
+    R = x.shape[1]
     if not bool(torch.isfinite(x[vis]).all()):
         raise ValueError("logits must be finite at visible positions")
-    H, L, _ = x.shape
-    v = direction if direction is not None else _jac.random_directions(x.shape, vis.cpu(), seed=seed, dtype=F64,
-                                                                          device=x.device)
-    xs = torch.where(vis, x, torch.zeros((), dtype=F64, device=x.device))
-    out = torch.zeros(len(Ts), len(Es), H, L, dtype=F64, device=x.device)
+    if direction is not None:
+        v = _tensor(direction, "direction").to(F64).to(x.device)
+        if v.shape != x.shape:
+            raise ValueError(f"direction must have shape {tuple(x.shape)} (got {tuple(v.shape)})")
+    else:
+        v = _jac.random_directions(x.shape, vis.cpu(), seed=seed, dtype=F64, device=x.device)
+    Tt = torch.as_tensor(Ts, dtype=F64, device=x.device).view(-1, 1, 1, 1)
+    out = torch.zeros(len(Ts), len(Es), H, R, dtype=F64, device=x.device)
     cols = torch.arange(L, device=x.device)
-    lastu = torch.where(vis, cols, -1).amax(-1).amax(0)
+    lastu = torch.where(vis, cols, -1).amax(-1).amax(0).tolist()  # (R,) widest visible column per row
+    lim = max(1, BLOCK_ELEMS // 8 // max(1, H * len(Ts)))  # rows x width per block (all T at once)
+    ninf = torch.tensor(-math.inf, dtype=F64, device=x.device)
     r0 = 0
-    per_block = BLOCK_ELEMS * 2
-    while r0 < L:
-        B = max(1, per_block // max(1, H * (int(lastu[r0]) + 1)))
-        r1 = min(L, r0 + B)
-        W = int(lastu[r0:r1].max()) + 1
-        xb, vb, mb = xs[:, r0:r1, :W], v[:, r0:r1, :W], vis[:, r0:r1, :W]
-        xm = torch.where(mb, xb, torch.tensor(-math.inf, dtype=F64, device=x.device))
-        for a_, T in enumerate(Ts):
-            # plain stable softmax: torch.softmax subtracts the row max; every row has a visible position
-            a0 = torch.softmax(xm / T, dim=-1)
-            for b_, e in enumerate(Es):
-                a1 = torch.softmax((xm + e * vb) / T, dim=-1)
-                out[a_, b_, :, r0:r1] = torch.linalg.vector_norm(a1 - a0, dim=-1) / e
+    while r0 < R:
+        r1, W = r0 + 1, lastu[r0] + 1
+        while r1 < R and (r1 + 1 - r0) * (max(W, lastu[r1] + 1)) <= lim:
+            W = max(W, lastu[r1] + 1)
+            r1 += 1
+        W = max(1, W)
+        mb = vis[:, r0:r1, :W]
+        xm = torch.where(mb, x[:, r0:r1, :W], ninf)
+        vb = torch.where(mb, v[:, r0:r1, :W], torch.zeros((), dtype=F64, device=x.device))
+        # plain stable softmax over all T at once: torch.softmax subtracts the row max; rows with no visible
+        # position give NaN and are zeroed below (invalid)
+        a0 = torch.softmax(xm / Tt, dim=-1)  # (nT, H, B, W)
+        for b_, e in enumerate(Es):
+            a1 = torch.softmax((xm + e * vb) / Tt, dim=-1)
+            out[:, b_, :, r0:r1] = torch.linalg.vector_norm(a1.sub_(a0), dim=-1) / e
         r0 = r1
     valid = vis.sum(-1) >= 2
-    return torch.where(valid, out, torch.zeros((), dtype=F64, device=x.device)), valid
+    out = torch.where(valid, out, torch.zeros((), dtype=F64, device=x.device))
+    return out.nan_to_num_(0.0), valid

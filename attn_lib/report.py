@@ -346,7 +346,18 @@ def figure_sensitivity(df: pd.DataFrame):
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     L = int(df["L"].iloc[0]) if len(df) else 0
-    return _finish(fig, ax, f"Fig. 4: gradient sensitivity (L={L})", _meta(df))
+    return _finish(fig, ax, f"Fig. 4: gradient sensitivity (L={L}{_sens_rows_note(df)})", _meta(df))
+
+
+def _sens_rows_note(df: pd.DataFrame) -> str:
+    """``", R: every k-th row (n rows)"`` when Algorithm 5 used a subsampled row set, else ``""``."""
+    if df is None or not len(df) or "row_stride" not in df:
+        return ""
+    k = int(df["row_stride"].max())
+    if k <= 1:
+        return ""
+    n = int(df["n_rows"].max()) if "n_rows" in df else 0
+    return f", R: every {k}th row ({n} rows/head)"
 
 
 def write_figures(results: dict[str, pd.DataFrame], out: str | Path,
@@ -423,7 +434,10 @@ def markdown_report(results: dict[str, pd.DataFrame], *, meta: dict | None = Non
             lines.append(f"- *{r.claim}*: {r.rule}")
     lines += ["", "Conventions (paper-notes §5): x_i = per-head value vectors; causal rows use L_t = t visible tokens "
               "and rows with t < N+1 are skipped; model's own logits (T=1 for Figs. 2–3); E1 with p = N/(t−1); "
-              "KS at α = 0.01; separability on unit-normalised values, r ↑ ρ_min.", ""]
+              "KS at α = 0.01; separability on unit-normalised values, r ↑ ρ_min." + (
+                  f" Gradient sensitivity (Fig. 4) on a row set R{_sens_rows_note(results.get('gradient_sensitivity'))}"
+                  " (§4.5 [P]), one seeded direction per row." if _sens_rows_note(results.get("gradient_sensitivity"))
+                  else ""), ""]
     if figures:
         lines += ["## Figures", ""]
         for stem, paths in figures.items():

@@ -7,9 +7,11 @@
 2. Times the whole ``--profile`` reproduction (default ``paper``) in a subprocess, with its peak memory (max RSS),
    unless ``--skip-full``.
 
-    python benchmarks/bench_reproduce.py [--model gpt2] [--layers 2] [--length 128] [--threads 2] [--skip-full]
+    python benchmarks/bench_reproduce.py [--model gpt2] [--layers 2] [--length 256] [--threads 2] [--skip-full]
 
 The forward pass is not part of step 1 (both sides get the same captured tensors); step 2 reports it separately.
+Both sides use the same row sets where the profile subsamples rows (Monte-Carlo rows, Algorithm 5's ``R``).
+Timings on a shared machine are noisy: the load average is printed with them.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="gpt2")
     ap.add_argument("--layers", type=int, default=2, help="layers of the reduced workload")
-    ap.add_argument("--length", type=int, default=128, help="largest L of the reduced workload")
+    ap.add_argument("--length", type=int, default=256, help="largest L of the reduced workload")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     ap.add_argument("--profile", default="paper")
     ap.add_argument("--skip-full", action="store_true")
@@ -46,6 +48,7 @@ def main(argv=None):
     import naive_reference as NR
 
     from attn_lib import experiments as E
+    from attn_lib import metrics as M
     from attn_lib.capture import collect_attention
     from attn_lib.corpus import load_text
     from attn_lib.models import load_model
@@ -57,7 +60,7 @@ def main(argv=None):
         text = load_text()
         t_load = time.perf_counter() - t0
     print(f"model: {h.describe()} (loaded in {t_load:.1f} s); text: {text.name}; torch threads: "
-          f"{torch.get_num_threads()}; cpus: {os.cpu_count()}")
+          f"{torch.get_num_threads()}; cpus: {os.cpu_count()}; load average: {os.getloadavg()}")
 
     L = args.length
     lengths = [x for x in (16, 32, 64, 128, 256, 512, 1024) if x <= L]
@@ -74,9 +77,11 @@ def main(argv=None):
     Ts = [float(x) for x in np.logspace(-3, 2, 21)]
     Es = [1e-3, 1e-1, 10.0]
     mc_samples, mc_rows = 8, 8
+    sens_rows = min(L, 64)
     prof = E.Profile(name="bench", lengths=tuple(lengths), n_alg1=5, length_fixed=L, n_alg2=tuple(n2),
                      n_alg4=tuple(n4), temperatures=tuple(Ts), eps_values=tuple(Es), mc_samples=mc_samples,
-                     mc_rows=mc_rows, scan_stage=16)
+                     mc_rows=mc_rows, scan_stage=16, sens_rows=sens_rows)
+    sens_idx = [int(r) for r in E.sens_row_indices(L, sens_rows)]
     params = E._profile_params(h, prof)
     jobs = {
         "1 distance vs L": ("distance_vs_length",
@@ -84,15 +89,16 @@ def main(argv=None):
         "2 distance vs N": ("distance_vs_n", lambda: NR.alg2_distance_vs_n(np_layers, L, n2, mc_samples, mc_rows)),
         "3 critical N (KS)": ("critical_n", lambda: NR.alg3_critical_n(np_layers, lengths)),
         "4 separability": ("separability", lambda: NR.alg4_separability(np_layers, L, n4)),
-        "5 sensitivity": ("gradient_sensitivity", lambda: NR.alg5_sensitivity(np_layers, L, Ts, Es)),
+        "5 sensitivity": ("gradient_sensitivity", lambda: NR.alg5_sensitivity(np_layers, L, Ts, Es, rows=sens_idx)),
     }
     print(f"{'algorithm':<20}{'naive loop [s]':>16}{'attn_lib [s]':>14}{'speed-up':>11}")
     total_naive = total_fast = 0.0
     for name, (exp, naive) in jobs.items():
         t0 = time.perf_counter()
         a, _ = E._make(exp, h, text, params[exp])
-        for la in layers:
-            a.layer(E._Shared(la))
+        with M.block_parallel():  # as experiments._run_pass does for every layer
+            for la in layers:
+                a.layer(E._Shared(la))
         df = a.finish()
         t_fast = time.perf_counter() - t0
         if args.skip_naive:
@@ -114,13 +120,13 @@ def main(argv=None):
 
     if args.skip_full:
         return
-    print(f"full '{args.profile}' reproduction (subprocess, no cache) ...", flush=True)
+    print(f"full '{args.profile}' reproduction (subprocess, no cache; load average {os.getloadavg()}) ...",
+          flush=True)
     out = Path(os.environ.get("BENCH_OUT", "/tmp/attn_lib_bench_reproduce"))
     code = ("import json,time,warnings,sys,torch;warnings.simplefilter('ignore');"
-            + (f"torch.set_num_threads({args.threads});" if args.threads else "")
             + "from attn_lib.experiments import run_reproduce;t=time.perf_counter();"
             f"i=run_reproduce(model={args.model!r},device='cpu',profile={args.profile!r},out={str(out)!r},"
-            "use_cache=False,progress=None);"
+            f"use_cache=False,progress=None,threads={args.threads!r});"
             "print('RESULT'+json.dumps({'wall':time.perf_counter()-t,'timings':i['timings']}))")
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -134,7 +140,7 @@ def main(argv=None):
     tm = res["timings"]
     print(f"full reproduction: {wall:.1f} s wall (process incl. imports); inside: "
           + ", ".join(f"{k} {v:.1f} s" for k, v in tm.items()))
-    print(f"peak memory (max RSS): {peak:.2f} GiB; outputs in {out}")
+    print(f"peak memory (max RSS): {peak:.2f} GiB; outputs in {out}; load average after: {os.getloadavg()}")
     if "pass" in tm:
         print(f"forward pass + per-layer analysis: {tm['pass']:.1f} s; goal: whole reproduction < 120 s on 2 cores")
 

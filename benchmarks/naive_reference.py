@@ -111,14 +111,16 @@ def alg4_separability(layers, L, n_values, M=1.0):
     return out
 
 
-def alg5_sensitivity(layers, L, temperatures, eps_values, seed=0):
+def alg5_sensitivity(layers, L, temperatures, eps_values, seed=0, rows=None):
+    """``rows``: the row set R (default: every row with t >= 2)."""
     rng = np.random.default_rng(seed)
+    rows = [r for r in (range(L) if rows is None else rows) if r >= 1]
     out = []
     for T in temperatures:
         for e in eps_values:
             for li, h, lg, V in _rows(layers):
                 gs = []
-                for r in range(1, L):
+                for r in rows:
                     t = r + 1
                     v = rng.standard_normal(t)
                     v /= np.linalg.norm(v)

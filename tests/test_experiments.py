@@ -135,6 +135,35 @@ def test_separability_and_sensitivity_tables(llama_small):
     assert (gs["g"] <= gs["bound_corrected"] * (1 + 1e-9)).all()
     for c in ("model", "text", "device"):
         assert c in sp and c in gs
+    assert (gs["row_stride"] == 1).all() and (gs["n_rows"] == 31).all()
+
+
+def test_sensitivity_row_subset(llama_small):
+    """``rows`` (profile field ``sens_rows``): every k-th row ending at the last; same g as the full metric on
+    those rows with the same directions."""
+    assert E.sens_row_indices(32, 8).tolist() == [3, 7, 11, 15, 19, 23, 27, 31]
+    assert E.sens_row_indices(32, 0).tolist() == list(range(32))
+    assert E.sens_row_indices(10, 64).tolist() == list(range(10))
+    gs = E.gradient_sensitivity(llama_small, TEXT, L=32, temperatures=[0.01, 1.0], eps_values=[1e-3], rows=8)
+    assert (gs["row_stride"] == 4).all() and (gs["n_rows"] == 8).all()
+    assert (gs["rows_violating_corrected"] == 0).all()
+    from attn_lib.capture import collect_attention
+
+    las = collect_attention(llama_small, E.text_window(llama_small, TEXT, 32), keep_qk=False)
+    la = las[0]
+    rows = torch.as_tensor(E.sens_row_indices(32, 8))
+    g, valid = M.sensitivity_rows(la.logits[0], [0.01, 1.0], [1e-3], mask=E._mask(la), seed=0 + la.layer, rows=rows)
+    got = gs[(gs.layer == la.layer)].sort_values(["T", "head"])
+    ref = (g.sum(-1) / valid.sum(-1)).reshape(-1).numpy()  # (T, eps=1, H) row-means
+    assert np.allclose(got["g"].to_numpy(), ref, rtol=1e-9)
+
+
+def test_run_all_threads_argument_restores_torch_threads(gpt2_small):
+    n0 = torch.get_num_threads()
+    res = E.run_all(gpt2_small, TEXT, PROFILE, None, experiments=["separability"], threads=1)
+    assert len(res["separability"]) > 0 and torch.get_num_threads() == n0
+    with pytest.raises(ValueError, match="threads"):
+        E.run_all(gpt2_small, TEXT, PROFILE, None, experiments=["separability"], threads=0)
 
 
 def test_run_all_one_pass_and_cache(tmp_path, gpt2_small, monkeypatch):

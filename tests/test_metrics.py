@@ -136,6 +136,7 @@ def test_scan_small_blocks_and_rows(monkeypatch):
     ld, *_ = _layer(H=2, L=20, seed=5)
     ref = M.topn_scan(ld, n_max=6)
     monkeypatch.setattr(M, "BLOCK_ELEMS", 64)
+    monkeypatch.setattr(M, "SCAN_BLOCK_ELEMS", 64)
     sc = M.topn_scan(ld, n_max=6, rows=torch.tensor([3, 7, 19]))
     for k in ("d_tilde", "e1", "e2"):
         assert torch.allclose(getattr(sc, k)[:, [3, 7, 19]], getattr(ref, k)[:, [3, 7, 19]], atol=1e-12)
@@ -143,6 +144,61 @@ def test_scan_small_blocks_and_rows(monkeypatch):
     dm = M.distance_metrics(ld, N=3)
     ref_dm = M.distance_metrics(_layer(H=2, L=20, seed=5)[0], N=3)
     assert torch.allclose(dm.d_max, ref_dm.d_max, atol=1e-12)
+
+
+def test_blocks_cover_rows_within_budget():
+    ld, *_ = _layer(H=2, L=40, seed=1)
+    for elems in (1, 50, 400, 10 ** 6):
+        seen = []
+        for rb, W in ld.blocks(per_row=1, elems=elems):
+            seen += rb.tolist()
+            assert W == int(rb.max()) + 1  # causal: the widest row is the last one
+            assert rb.numel() == 1 or 2 * rb.numel() * W <= max(elems, 2 * W)
+        assert seen == list(range(40))
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_small_blocks_and_parallel_blocks_match_theory(monkeypatch, workers):
+    """Many tiny blocks (early blocks narrower than N: clamped top-N indices of invalid rows), run serially and on
+    worker threads (block_parallel), give the per-row references."""
+    ld, *_ = _layer(H=2, L=24, d=4, seed=13)
+    N = 9
+    ref_sc = M.naive_scan(ld, n_max=N + 2)
+    monkeypatch.setattr(M, "BLOCK_ELEMS", 40)
+    monkeypatch.setattr(M, "SCAN_BLOCK_ELEMS", 40)
+    with M.block_parallel(workers):
+        assert torch.get_num_threads() == 1
+        dm = M.distance_metrics(ld, N=N)
+        sc = M.topn_scan(ld, n_max=N + 2)
+        sp = M.separability_metrics(ld, N=N)
+    a, X = ld.alpha.numpy(), ld.values.numpy()
+    U = X / np.linalg.norm(X, axis=-1, keepdims=True)
+    for h, r, vis in _rows(ld):
+        if len(vis) < N + 1:
+            continue
+        al, x = a[h, r, vis], X[h, vis]
+        assert abs(float(dm.d_tilde[h, r]) - th.distance(al, x, N)) <= TOL
+        assert abs(float(dm.d_max[h, r]) - th.theorem1_dmax(al, x, N)) <= TOL
+        assert abs(float(dm.e1[h, r]) - th.expectation_e1(al, x, N)) <= TOL
+        assert abs(float(dm.e1_gap[h, r]) - th.jensen_gap_bound(al, x, N)) <= TOL
+        assert abs(float(sp.fraction[h, r]) - float(th.separability(al, U[h, vis], N))) <= TOL
+    for k in ("d_tilde", "e1", "e2"):
+        assert torch.allclose(getattr(sc, k), getattr(ref_sc, k), rtol=1e-9, atol=1e-10), k
+
+
+def test_dmax_with_large_n_matches_theory():
+    """N close to t: many farthest tokens are selected (the exact per-(row, token) recomputation)."""
+    ld, *_ = _layer(H=2, L=30, d=3, seed=8, scale=4.0)
+    a, X = ld.alpha.numpy(), ld.values.numpy()
+    for N in (12, 25, 28):
+        dm = M.distance_metrics(ld, N=N)
+        for h, r, vis in _rows(ld):
+            if len(vis) >= N + 1:
+                al, x = a[h, r, vis], X[h, vis]
+                assert abs(float(dm.d_max[h, r]) - th.theorem1_dmax(al, x, N)) <= TOL
+                sel = th.top_n_mask(al, N)
+                d1 = np.linalg.norm(x[~sel][:, None] - x[sel][None], axis=-1).max()
+                assert abs(float(dm.d1[h, r]) - d1) <= TOL
 
 
 def test_monte_carlo_matches_brute_force_with_same_subsets():
@@ -208,6 +264,23 @@ def test_sensitivity_rows_matches_jacobian_sensitivity():
             assert torch.allclose(g[a, b][valid], ref[valid], rtol=1e-9, atol=1e-12)
             bound = min(1 / (2 * T), math.sqrt(2) / e)
             assert (g[a, b] <= bound * (1 + 1e-9)).all()
+
+
+def test_sensitivity_rows_subset_matches_jacobian_sensitivity():
+    """``rows``: only those rows, directions drawn for the (H, R, L) sub-array."""
+    ld, logits, _, mask = _layer(H=2, L=12, seed=6)
+    x = logits.masked_fill(~mask, -math.inf)
+    rows = [1, 5, 11]
+    Ts, Es = [1e-3, 0.3, 30.0], [1e-3, 10.0]
+    g, valid = M.sensitivity_rows(x, Ts, Es, seed=2, rows=rows)
+    assert g.shape == (3, 2, 2, 3) and valid.all()
+    xs = x[:, rows]
+    for a, T in enumerate(Ts):
+        for b, e in enumerate(Es):
+            ref = J.sensitivity(xs, T, e, seed=2)
+            assert torch.allclose(g[a, b], ref, rtol=1e-9, atol=1e-12)
+    with pytest.raises(ValueError, match="rows"):
+        M.sensitivity_rows(x, Ts, Es, rows=[12])
 
 
 def test_masked_mean():

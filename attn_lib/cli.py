@@ -252,7 +252,7 @@ def _cmd_reproduce(args) -> int:
     from . import experiments  # lazy: the experiments layer
 
     out = experiments.run_reproduce(model=args.model, device=args.device, profile=args.profile, out=args.out,
-                                    text=args.text, use_cache=not args.no_cache)
+                                    text=args.text, use_cache=not args.no_cache, threads=args.threads)
     if out is not None and not isinstance(out, int):
         print(out)
     return out if isinstance(out, int) else 0
@@ -306,6 +306,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="paper: the paper's grids; quick: small grids for a smoke run (default)")
     sp.add_argument("--out", default="results", help="output folder (default ./results)")
     sp.add_argument("--no-cache", action="store_true", help="bypass the result cache")
+    sp.add_argument("--threads", type=_positive_int("--threads"), default=None,
+                    help="worker threads for the analyses (default: torch's setting)")
     sp.set_defaults(func=_cmd_reproduce)
     return p
 

@@ -148,7 +148,8 @@ def text_window(handle, text, length: int, start: int = 0) -> torch.Tensor:
 
 def _meta(handle, text) -> dict:
     t = _text_obj(text)
-    return {"model": handle.model_id, "text": t.name, "device": str(handle.device)}
+    model = f"{handle.model_id} (offline stand-in for {handle.requested})" if handle.is_standin else handle.model_id
+    return {"model": model, "text": t.name, "device": str(handle.device)}
 
 
 class _Shared:

@@ -65,8 +65,8 @@ def _meta(df: pd.DataFrame | None) -> dict:
 
 
 def label(meta: dict) -> str:
-    """``"model: X | text: Y | device: Z"``."""
-    return " | ".join(f"{k}: {meta[k]}" for k in ("model", "text", "device") if k in meta)
+    """``"model: X · text: Y · device: Z"`` (the same format as :func:`attn_lib.widgets.provenance`)."""
+    return " \u00b7 ".join(f"{k}: {meta[k]}" for k in ("model", "text", "device") if k in meta)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -230,13 +230,13 @@ def verdicts(results: dict[str, pd.DataFrame], thresholds: dict | None = None) -
 # ----------------------------------------------------------------------------------------------------------------
 # figures
 # ----------------------------------------------------------------------------------------------------------------
-def _plt():
-    import matplotlib
+def _subplots(figsize=(6.4, 4.4)):
+    """A figure outside pyplot's state machine: it never switches the user's backend (a notebook keeps its inline
+    display), is not auto-shown at the end of a cell, and saves with Agg. Show it with ``IPython.display.display``."""
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    return plt
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots()
 
 
 def _finish(fig, ax, title: str, meta: dict):
@@ -253,8 +253,7 @@ _LINES = (("d_tilde", "true d~", "tab:green", "-"), ("e1", "E1 (exact-expectatio
 
 
 def _distance_plot(df: pd.DataFrame, by: str, title: str, xlabel: str):
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    fig, ax = _subplots(figsize=(6.4, 4.4))
     for col, name, color, ls in _LINES:
         if col not in df:
             continue
@@ -281,8 +280,7 @@ def figure_distance_vs_n(df: pd.DataFrame):
 
 
 def figure_critical_n(summary: pd.DataFrame, trace: pd.DataFrame | None = None):
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    fig, ax = _subplots(figsize=(6.4, 4.4))
     meta = _meta(trace if trace is not None and len(trace) else summary)
     for f, g in summary.groupby("form"):
         g = g.sort_values("L")
@@ -305,8 +303,7 @@ def figure_critical_n(summary: pd.DataFrame, trace: pd.DataFrame | None = None):
 
 
 def figure_separability(df: pd.DataFrame):
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    fig, ax = _subplots(figsize=(6.4, 4.4))
     Ns = sorted(df["N"].unique())
     data = [df[df["N"] == n]["fraction"].to_numpy() for n in Ns]
     pos = np.arange(len(Ns))
@@ -328,8 +325,7 @@ def figure_separability(df: pd.DataFrame):
 
 
 def figure_sensitivity(df: pd.DataFrame):
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    fig, ax = _subplots(figsize=(6.4, 4.4))
     cur = sensitivity_curves(df)
     colors = ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown"]
     for i, (e, g) in enumerate(cur.groupby("eps")):
@@ -363,7 +359,6 @@ def _sens_rows_note(df: pd.DataFrame) -> str:
 def write_figures(results: dict[str, pd.DataFrame], out: str | Path,
                   formats: Sequence[str] = ("png", "svg")) -> dict[str, list[str]]:
     """Write the five figures (those with data) as ``fig2a_distance_vs_length.{png,svg}`` etc."""
-    plt = _plt()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     makers = {
@@ -384,7 +379,6 @@ def write_figures(results: dict[str, pd.DataFrame], out: str | Path,
             p = out / f"{stem}.{fmt}"
             fig.savefig(p, dpi=130)
             paths.append(str(p))
-        plt.close(fig)
         written[stem] = paths
     return written
 

@@ -161,6 +161,7 @@ def test_empty_and_too_short_text(capsys, tmp_path, tmp_cache, use_tiny):
     (["capture", "--start", "-3"], "must be an integer >= 0"),
     (["capture", "--layers", "a,b"], "comma-separated integers"),
     (["reproduce", "--profile", "huge"], "invalid choice"),
+    (["reproduce", "--threads", "0"], "--threads must be an integer >= 1"),
     (["frobnicate"], "invalid choice"),
 ])
 def test_argument_errors(capsys, args, match):
@@ -187,11 +188,12 @@ def test_reproduce_wiring(monkeypatch):
 
     monkeypatch.setattr(attn_lib, "experiments", fake, raising=False)
     assert main(["reproduce", "--model", "gpt2-medium", "--device", "cpu", "--profile", "paper", "--out", "o",
-                 "--text", "botchan", "--no-cache"]) == 0
+                 "--text", "botchan", "--no-cache", "--threads", "3"]) == 0
     assert seen == {"model": "gpt2-medium", "device": "cpu", "profile": "paper", "out": "o", "text": "botchan",
-                    "use_cache": False}
+                    "use_cache": False, "threads": 3}
     main(["reproduce"])
     assert seen["profile"] == "quick" and seen["use_cache"] is True and seen["text"] == "war-and-peace"
+    assert seen["threads"] is None
 
 
 def test_module_entry_point():

@@ -104,6 +104,6 @@ def test_write_report_files_and_labels(tmp_path):
 
 
 def test_label_and_curves():
-    assert R.label(META) == "model: toy-model | text: toy-text | device: cpu"
+    assert R.label(META) == "model: toy-model \u00b7 text: toy-text \u00b7 device: cpu"
     cur = R.sensitivity_curves(_results()["gradient_sensitivity"])
     assert set(cur.columns) == {"T", "eps", "g"}

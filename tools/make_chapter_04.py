@@ -544,10 +544,8 @@ print(f"{len(sens)} (T, eps, layer, head) cells, {int(sens.n_rows.max())} rows p
       f"(row stride {int(sens.row_stride.iloc[0])}); "
       f"rows above min{{1/(2T), √2/ε}}: {n_violating}")
 
-fig = report.figure_sensitivity(sens)
-label_figure(fig, model=handle.describe(), text=f"{text.name}, first {L_SENS} tokens", device=str(handle.device))
-display(fig)                 # report switches matplotlib to the Agg backend, so plt.show() would show nothing
-plt.close(fig)
+fig = report.figure_sensitivity(sens)   # labelled with model (stand-in or not), text and device
+display(fig)
 """)
 
 md(r"""

@@ -452,8 +452,10 @@ results = experiments.run_all(handle, text, GRID, cache=ResultCache(), seed=SEED
 sep = results["separability"]
 RUN = sep[["model", "text", "device"]].iloc[0].to_dict()
 L_RUN = int(sep["L"].iloc[0])
+how = (f"computed now in {timings['pass']:.1f} s" if "pass" in timings
+       else "read from the result cache (same model, text, parameters and attn_lib code)")
 print(f"one forward pass at L = {L_RUN} + separability for N in {sorted(int(n) for n in sep.N.unique())}: "
-      f"{timings['pass']:.1f} s ({RUN['model']}, {RUN['text']}, {RUN['device']})")
+      f"{how} ({RUN['model']}, {RUN['text']}, {RUN['device']})")
 
 assert sep["fraction"].between(0, 1).all()                  # a fraction of the selected tokens
 assert (sep["lower"] <= 1).all() and sep["upper"].between(0, 1).all()

@@ -169,6 +169,8 @@ WAIT_IMAGES = """async () => {
   return imgs.map(i => ({src: i.currentSrc.slice(0, 120), ok: i.complete && i.naturalWidth > 0}));
 }"""
 
+RAW_INLINE_TEX = re.compile(r"\$[^$\n]{0,200}?\\[A-Za-z]+[^$\n]{0,200}?\$")
+
 # Text of the page outside code, scripts and MathJax output (where raw TeX would show if typesetting failed).
 PROSE_TEXT = """() => {
   const skip = new Set(['PRE', 'CODE', 'SCRIPT', 'STYLE', 'TEXTAREA', 'MJX-CONTAINER', 'NOSCRIPT']);
@@ -264,6 +266,9 @@ def test_page_renders_offline(visits, rel):
     prose = page.evaluate(PROSE_TEXT)
     for raw in ("$$", "\\(", "\\[", "\\begin{"):
         assert raw not in prose, f"{rel}: raw TeX {raw!r} left in the page text: ...{_around(prose, raw)}..."
+    # inline $...$ holding a TeX command (e.g. run-time Markdown output that was not parsed as math)
+    inline = RAW_INLINE_TEX.search(prose)
+    assert inline is None, f"{rel}: raw inline TeX left in the page text: {inline.group(0)!r}"
     # 4. every image loaded
     broken = [im["src"] for im in images if not im["ok"]]
     assert not broken, f"{rel}: images that did not load: {broken}"

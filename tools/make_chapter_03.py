@@ -440,7 +440,7 @@ print("profile:", GRID.name)
 
 
 def show_report_figure(fig):
-    """attn_lib.report draws with matplotlib's Agg backend; show its PNG (provenance footer included)."""
+    """Show a figure of attn_lib.report as PNG (provenance footer included) and release it."""
     display(Image(figure_to_png(fig)))
     plt.close(fig)
 ''')

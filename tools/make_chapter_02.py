@@ -5,39 +5,14 @@ The notebook is committed without outputs; `make book` / nbval execute it.
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from nbgen import Chapter  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "book" / "02_distance_bound.ipynb"
-
-COLAB = '''\
-# On Colab: install attn_lib from the repository.
-# Elsewhere this does nothing (`make book` has installed it).
-import sys
-
-if "google.colab" in sys.modules:
-    import subprocess
-
-    REPO = "https://github.com/attn-lib/limitations-of-normalization"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"attn_lib @ git+{REPO}"],
-                   check=True)'''
-
-cells: list = []
-
-
-def md(src: str) -> None:
-    cells.append(new_markdown_cell(src.strip("\n")))
-
-
-def code(src: str, tags: list[str] | None = None) -> None:
-    cell = new_code_cell(src.strip("\n"))
-    if tags:
-        cell.metadata["tags"] = tags
-    cells.append(cell)
-
+chapter = Chapter("02_distance_bound")
+md, code = chapter.md, chapter.code
 
 # ---------------------------------------------------------------------------------------------------------------
 md(r"""
@@ -61,7 +36,7 @@ Sections 1–5 are synthetic (fixed seeds, float64, CPU). Section 6 runs a model
 which one and how large the grids are.
 """)
 
-code(COLAB, tags=["remove-cell"])
+chapter.colab()
 
 code(r'''
 import os
@@ -768,10 +743,4 @@ md(r"""
   $N$ and where the KS test stops separating them are reported above as computed for the model that ran.
 """)
 
-nb = new_notebook(cells=cells, metadata={
-    "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
-    "language_info": {"name": "python"},
-})
-nbformat.validate(nb)
-nbformat.write(nb, OUT)
-print(f"wrote {OUT.relative_to(ROOT)} ({len(cells)} cells)")
+chapter.write()

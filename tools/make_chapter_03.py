@@ -5,39 +5,14 @@ The notebook is committed without outputs; `make book` / nbval execute it.
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from nbgen import Chapter  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "book" / "03_separability.ipynb"
-
-COLAB = '''\
-# On Colab: install attn_lib from the repository.
-# Elsewhere this does nothing (`make book` has installed it).
-import sys
-
-if "google.colab" in sys.modules:
-    import subprocess
-
-    REPO = "https://github.com/attn-lib/limitations-of-normalization"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"attn_lib @ git+{REPO}"],
-                   check=True)'''
-
-cells: list = []
-
-
-def md(src: str) -> None:
-    cells.append(new_markdown_cell(src.strip("\n")))
-
-
-def code(src: str, tags: list[str] | None = None) -> None:
-    cell = new_code_cell(src.strip("\n"))
-    if tags:
-        cell.metadata["tags"] = tags
-    cells.append(cell)
-
+chapter = Chapter("03_separability")
+md, code = chapter.md, chapter.code
 
 # ---------------------------------------------------------------------------------------------------------------
 md(r"""
@@ -57,7 +32,7 @@ saturates between 0.70 and 0.85: about one selected token in five cannot be sepa
 5. reproduces Algorithm 4 (Fig. 3) on a language model.
 """)
 
-code(COLAB, tags=["remove-cell"])
+chapter.colab()
 
 code(r'''
 import os
@@ -509,10 +484,4 @@ md(r"""
   as computed for the model that ran.
 """)
 
-nb = new_notebook(cells=cells, metadata={
-    "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
-    "language_info": {"name": "python"},
-})
-nbformat.validate(nb)
-nbformat.write(nb, OUT)
-print(f"wrote {OUT.relative_to(ROOT)} ({len(cells)} cells)")
+chapter.write()

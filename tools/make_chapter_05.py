@@ -5,27 +5,14 @@ The notebook is the source of truth once committed; this script is kept so the c
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from nbgen import Chapter  # noqa: E402
 
-OUT = Path(__file__).resolve().parents[1] / "book" / "05_multihead_and_remedies.ipynb"
-REPO = "https://github.com/attn-lib/limitations-of-normalization"
-
-cells = []
-
-
-def md(src: str) -> None:
-    cells.append(new_markdown_cell(src.strip("\n")))
-
-
-def code(src: str, tags: list[str] | None = None) -> None:
-    c = new_code_cell(src.strip("\n"))
-    if tags:
-        c.metadata["tags"] = tags
-    cells.append(c)
-
+chapter = Chapter("05_multihead_and_remedies")
+md, code = chapter.md, chapter.code
 
 # ------------------------------------------------------------------------------------------------------------------
 md(r"""
@@ -44,18 +31,7 @@ $1/T$. This chapter looks at what can be done about them:
 Sections 1–2 use synthetic data from a fixed seed, in float64 on the CPU.
 """)
 
-code(f"""
-# On Colab: install attn_lib from the repository.
-# Elsewhere this does nothing (`make book` has installed it).
-import sys
-
-if "google.colab" in sys.modules:
-    import subprocess
-
-    REPO = "{REPO}"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"attn_lib @ git+{{REPO}}"],
-                   check=True)
-""", tags=["remove-cell"])
+chapter.colab()
 
 code(r"""
 import math
@@ -570,9 +546,4 @@ The project could not settle the following from the paper (the full list is in t
   input.
 """)
 
-nb = new_notebook(cells=cells)
-nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
-nb.metadata["language_info"] = {"name": "python"}
-nbformat.validate(nb)
-nbformat.write(nb, OUT)
-print(f"wrote {OUT.relative_to(OUT.parents[1])} ({len(cells)} cells)")
+chapter.write()

@@ -1,0 +1,66 @@
+"""Shared builder for the chapter-generator scripts (``tools/make_chapter_NN.py``).
+
+Each script describes its chapter as a sequence of ``md(...)`` / ``code(...)`` calls and ends with ``write()``;
+the notebook is written without outputs (the book build and nbval execute it). The Colab set-up cell reads the
+repository URL from ``_config.yml`` (``repository.url``), the one place it is set.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import yaml
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+ROOT = Path(__file__).resolve().parents[1]
+
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+
+
+def repository_url() -> str:
+    """``repository.url`` of ``_config.yml``."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    return config["repository"]["url"]
+
+
+def colab_source(repo: str | None = None) -> str:
+    """Source of the first code cell of every chapter: installs attn_lib on Colab, does nothing elsewhere."""
+    repo = repo or repository_url()
+    return f'''\
+# On Colab: install attn_lib from the repository.
+# Elsewhere this does nothing (`make book` has installed it).
+import sys
+
+if "google.colab" in sys.modules:
+    import subprocess
+
+    REPO = "{repo}"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"attn_lib @ git+{{REPO}}"],
+                   check=True)'''
+
+
+class Chapter:
+    """Collects the cells of ``book/<stem>.ipynb``."""
+
+    def __init__(self, stem: str):
+        self.out = ROOT / "book" / f"{stem}.ipynb"
+        self.cells: list = []
+
+    def md(self, src: str) -> None:
+        self.cells.append(new_markdown_cell(src.strip("\n")))
+
+    def code(self, src: str, tags: list[str] | None = None) -> None:
+        cell = new_code_cell(src.strip("\n"))
+        if tags:
+            cell.metadata["tags"] = tags
+        self.cells.append(cell)
+
+    def colab(self) -> None:
+        """The Colab set-up cell, hidden in the HTML book."""
+        self.code(colab_source(), tags=["remove-cell"])
+
+    def write(self) -> None:
+        nb = new_notebook(cells=self.cells, metadata={"kernelspec": KERNELSPEC, "language_info": {"name": "python"}})
+        nbformat.validate(nb)
+        nbformat.write(nb, self.out)
+        print(f"wrote {self.out.relative_to(ROOT)} ({len(self.cells)} cells)")

@@ -258,3 +258,14 @@ def test_quick_profile_on_standin(tmp_path):
     assert "holds" in set(vt["verdict"])  # corrected Corollary 3 bound
     md = (tmp_path / "q" / "report.md").read_text()
     assert h.model_id in md
+
+
+def test_tables_name_the_offline_standin(gpt2_small, monkeypatch):
+    """Every table (hence every figure label) says when the offline stand-in, not the requested model, ran."""
+    meta = E._meta(gpt2_small, TEXT)
+    assert "stand-in" not in meta["model"] and meta["model"] == gpt2_small.model_id
+    monkeypatch.setattr(gpt2_small, "is_standin", True)
+    monkeypatch.setattr(gpt2_small, "requested", "gpt2")
+    meta = E._meta(gpt2_small, TEXT)
+    assert meta["model"] == f"{gpt2_small.model_id} (offline stand-in for gpt2)"
+    assert set(meta) == {"model", "text", "device"}

@@ -51,6 +51,8 @@ __all__ = [
     "run_all",
     "run_reproduce",
     "text_window",
+    "load_inputs",
+    "describe_inputs",
     "sens_row_indices",
     "EXPERIMENTS",
 ]
@@ -124,6 +126,34 @@ def _text_obj(text):
         if not hasattr(text, a):
             raise ValueError(f"text must be a corpus.Text or a str (missing attribute {a!r})")
     return text
+
+
+def load_inputs(model: str = "gpt2", text: str = "war-and-peace", *, device: str = "auto", dtype=None):
+    """Load a model and a text for an experiment without writing to stderr (the book build forbids it).
+
+    Returns ``(handle, text, notes)``: ``notes`` are the fallback notices (the offline stand-in model, the offline
+    default text) that would otherwise be warnings, for the caller to show. Arguments are validated by
+    :func:`attn_lib.models.load_model` and :func:`attn_lib.corpus.load_text`.
+    """
+    import warnings
+
+    from .corpus import load_text
+    from .models import load_model
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        handle = load_model(model, device=device, dtype=dtype, quiet=True)
+        text_obj = load_text(text)
+    notes = ([handle.note] if handle.note else []) + [str(w.message) for w in caught]
+    return handle, text_obj, notes
+
+
+def describe_inputs(handle, text) -> str:
+    """Two lines saying which model (and its shape) and which text an experiment runs on."""
+    t = _text_obj(text)
+    return (f"model: {handle.describe()}\n"
+            f"       {handle.n_layers} layers x {handle.n_heads} heads, head dimension {handle.head_dim}\n"
+            f"text:  {t.name} - {t.source}")
 
 
 def text_window(handle, text, length: int, start: int = 0) -> torch.Tensor:

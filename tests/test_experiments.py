@@ -269,3 +269,23 @@ def test_tables_name_the_offline_standin(gpt2_small, monkeypatch):
     meta = E._meta(gpt2_small, TEXT)
     assert meta["model"] == f"{gpt2_small.model_id} (offline stand-in for gpt2)"
     assert set(meta) == {"model", "text", "device"}
+
+
+def test_describe_inputs_names_model_and_text(gpt2_small):
+    lines = E.describe_inputs(gpt2_small, TEXT).splitlines()
+    assert lines[0] == f"model: {gpt2_small.describe()}"
+    assert f"{gpt2_small.n_layers} layers x {gpt2_small.n_heads} heads" in lines[1]
+    assert lines[2].startswith("text:  ")
+
+
+def test_load_inputs_rejects_unknown_device():
+    with pytest.raises(ValueError, match="device"):
+        E.load_inputs("gpt2", device="tpu")
+
+
+@pytest.mark.slow
+def test_load_inputs_is_quiet_and_returns_the_fallback_notes(capfd):
+    handle, text, notes = E.load_inputs("gpt2", "war-and-peace", device="cpu")
+    assert capfd.readouterr().err == ""
+    assert handle.is_standin and any("stand-in" in n for n in notes)
+    assert text.name == "botchan" and any("War and Peace" in n for n in notes)

@@ -36,7 +36,6 @@ chapter.colab()
 code(r"""
 import math
 import os
-import warnings
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -490,20 +489,11 @@ for every $T$ and $\varepsilon$; the temperature and $\varepsilon$ grids of the 
 
 code(r"""
 from attn_lib.cache import ResultCache
-from attn_lib.corpus import load_text
-from attn_lib.models import load_model
 
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    handle = load_model(MODEL, quiet=True)             # quiet: nothing on stderr (the book build forbids it)
-    text = load_text(TEXT)
-if handle.note:                                        # the offline fallback says so here
-    print("note:", handle.note)
-for w in caught:                                       # the offline fallbacks say so here
-    print("note:", w.message)
-print("model:", handle.describe())
-print(f"       {handle.n_layers} layers x {handle.n_heads} heads, head dimension {handle.head_dim}")
-print("text: ", text.name, "-", text.source)
+handle, text, notes = experiments.load_inputs(MODEL, TEXT)   # quiet: nothing on stderr
+for note in notes:                                     # the offline fallbacks say so here
+    print("note:", note)
+print(experiments.describe_inputs(handle, text))
 L_SENS = min(GRID.length_fixed, handle.max_length)
 print(f"profile: {GRID.name}; window length L = {L_SENS}")
 """)

@@ -29,6 +29,7 @@ reference of the scan), :func:`expected_distance_mc` (Monte-Carlo E[d~]), :func:
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
@@ -36,6 +37,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import torch
 
+from . import _kernels as _kern
 from . import jacobian as _jac
 from . import normalizers as _nz
 from ._validation import check_choice, check_int, check_positive
@@ -61,6 +63,9 @@ F64 = torch.float64
 #: target number of float64 elements of one (H, rows, W) work block (~4 MB): keeps memory bounded and the
 #: working set in cache.
 BLOCK_ELEMS = 1 << 19
+#: largest N for which the compiled distance kernel also computes d_1 of Theorem 1(a) (cost N t per row); above it
+#: the N-independent running maximum of :func:`_d1_and_norm` is cheaper.
+KERNEL_D1_MAX_N = 64
 #: block size of the critical-N scan, whose ~6 work arrays are revisited for every N: small enough to stay in
 #: the L2 cache.
 SCAN_BLOCK_ELEMS = 1 << 19
@@ -102,7 +107,8 @@ class LayerData:
     (about 75 MB each for 9 heads at L = 1024); one layer at a time.
     """
 
-    def __init__(self, weights: Any, values: Any, mask: Any = None):
+    def __init__(self, weights: Any, values: Any, mask: Any = None, *, _trusted: bool = False):
+        # _trusted (from_logits only): weights are a softmax that is finite everywhere and exactly 0 where masked
         a = _tensor(weights, "weights")
         v = _tensor(values, "values")
         if a.dim() == 2:
@@ -135,9 +141,10 @@ class LayerData:
                 m = m.unsqueeze(0)
             if m.dim() != 3 or m.shape[-2:] != (L, L) or m.shape[0] not in (1, H):
                 raise ValueError(f"mask must broadcast to ({H}, {L}, {L}) (got {tuple(m.shape)})")
-        a = torch.where(m, a, torch.zeros((), dtype=F64, device=a.device))
-        if not bool(torch.isfinite(a).all()) or bool((a < 0).any()):
-            raise ValueError("weights must be finite and non-negative at visible positions")
+        if not _trusted:
+            a = torch.where(m, a, torch.zeros((), dtype=F64, device=a.device))
+            if not bool(torch.isfinite(a).all()) or bool((a < 0).any()):
+                raise ValueError("weights must be finite and non-negative at visible positions")
         self.alpha = a
         self.values = v
         self.mask = m
@@ -169,13 +176,17 @@ class LayerData:
                 m = m[0]
             vis = vis & m
         m_eff = vis if vis.shape[0] > 1 and not bool((vis == vis[:1]).all()) else vis[:1]
-        if bool(vis.any(-1).all()) and bool(torch.isfinite(x[vis]).all()):
+        if bool(vis.any(-1).all()):
             # every row has a visible position: one fused stable softmax (subtracts the row max, as
-            # normalizers.softmax does); masked positions are -inf and get weight 0
-            xm = x.masked_fill(~vis, -math.inf)
+            # normalizers.softmax does); masked positions are -inf and get weight exactly 0. A NaN or +inf logit at a
+            # visible position (or overflow of logits / T) makes its row NaN: then the checked path below says so.
+            xm = x if mask is None else x.masked_fill(~vis, -math.inf)
             a = torch.softmax(xm if T == 1.0 else xm / T, dim=-1)
-        else:
-            a = _nz.softmax(torch.where(vis, x, torch.zeros((), dtype=F64, device=x.device)), T, dim=-1, mask=vis)
+            if bool(torch.isfinite(a).all()):
+                return cls(a, values, mask=m_eff, _trusted=True)
+        if not bool(torch.isfinite(x[vis]).all()):
+            raise ValueError("logits must be finite at visible positions (-inf marks a masked position)")
+        a = _nz.softmax(torch.where(vis, x, torch.zeros((), dtype=F64, device=x.device)), T, dim=-1, mask=vis)
         return cls(a, values, mask=m_eff)
 
     # -- cached pieces ------------------------------------------------------------------------------------
@@ -207,7 +218,12 @@ class LayerData:
         n = min(_check_N(n, "n"), self.L)
         if self._order is None or self._order.shape[-1] < n:
             nn = max(n, min(self.L, 8))
-            self._order = top_n_order(self.alpha, nn, self.mask)
+            if self.device.type == "cpu" and self.prefix and _kern.available():  # compiled stable sort per row
+                t = torch.broadcast_to(self.t, (self.H, self.L))
+                self._order = torch.from_numpy(_kern.order_prefix(self.alpha.numpy(), t.numpy(), nn,
+                                                                  threads=_WORKERS or torch.get_num_threads()))
+            else:
+                self._order = top_n_order(self.alpha, nn, self.mask)
         return self._order[..., :n]
 
     def blocks(self, rows: torch.Tensor | None = None, per_row: int = 1, elems: int | None = None):
@@ -261,6 +277,21 @@ def block_parallel(workers: int | None = None):
     finally:
         torch.set_num_threads(prev_threads)
         _WORKERS = prev_workers
+
+
+@contextlib.contextmanager
+def large_ops():
+    """Inside :func:`block_parallel`: let torch use the worker count again for a few large operations (softmax and
+    Gram products over a whole layer), where per-operation threading pays off. Elsewhere: no change."""
+    if _WORKERS is None:
+        yield
+        return
+    prev = torch.get_num_threads()
+    torch.set_num_threads(_WORKERS)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(prev)
 
 
 def _run_blocks(fn, blocks) -> None:
@@ -366,7 +397,7 @@ def _as_layer(layer_or_weights, values=None, mask=None) -> LayerData:
 
 
 def distance_metrics(layer, values=None, N: int = 5, *, mask=None, p: Any = "L-1", form: str = "sum",
-                     with_dmax: bool = True) -> DistanceRows:
+                     with_dmax: bool = True, engine: str = "auto") -> DistanceRows:
     r"""d~ (Eq. 7), d_max (Theorem 1a), E1 and its Jensen-gap bounds, E2 (Theorem 1b) for every head and row.
 
     ``layer`` is a :class:`LayerData` or raw ``weights`` (then give ``values``/``mask``). Row ``r`` with ``t``
@@ -376,10 +407,18 @@ def distance_metrics(layer, values=None, N: int = 5, *, mask=None, p: Any = "L-1
     Cost per row: ``O(t d)`` by BLAS for ``s . x_i``, ``O(t)`` elementwise; ``d_1`` (for d_max) uses a running
     maximum of the squared distances from each token (prefix masks) and falls back to ``O(N t)`` per row only
     where the farthest visible token from the best selected one is itself selected.
+
+    ``engine``: ``"numba"`` computes the per-row sums with the compiled :func:`attn_lib._kernels.dist_prefix`
+    (CPU, prefix masks, ``form="sum"``; float64, same formulas), ``"torch"`` with tensor operations (any device,
+    mask and form), ``"auto"`` (default) numba where it applies. ``d_max`` is computed in torch either way.
     """
     ld = _as_layer(layer, values, mask)
     N = _check_N(N)
     check_choice("form", form, ["sum", "vector"])
+    check_choice("engine", engine, ["auto", "numba", "torch"])
+    numba_ok = ld.device.type == "cpu" and ld.prefix and _kern.available() and form == "sum"
+    if engine == "numba" and not numba_ok:
+        raise ValueError("engine='numba' needs numba, a CPU layer, prefix masks and form='sum'; use engine='torch'")
     H, L = ld.H, ld.L
     t = torch.broadcast_to(ld.t, (H, L))
     valid = t >= N + 1
@@ -454,10 +493,22 @@ def distance_metrics(layer, values=None, N: int = 5, *, mask=None, p: Any = "L-1
         out["e1_gap"][:, r0:r1] = torch.where(gap_on, fac * gterm.squeeze(-1), zero)
         out["e1_gap_crude"][:, r0:r1] = torch.where(gap_on, fac * gcrude.squeeze(-1), zero)
 
-    _run_blocks(block, ld.blocks(per_row=2))
+    kd1 = None
+    if engine != "torch" and numba_ok:
+        if N < L:
+            # d_1 in the kernel costs N t per row: cheaper than the running-maximum path below for small N
+            k = _kern.dist_prefix(ld.alpha.numpy(), G.numpy(), ld.values.numpy(), order.numpy(), zv.numpy(),
+                                  zz.numpy(), t.numpy(), N, p, with_d1=with_dmax and N <= KERNEL_D1_MAX_N,
+                                  threads=_WORKERS or torch.get_num_threads())
+            for i, name in enumerate(("d_tilde", "e1", "e1_gap", "e1_gap_crude", "e2", "s_norm")):
+                out[name] = torch.from_numpy(k[i])
+            if with_dmax and N <= KERNEL_D1_MAX_N:
+                kd1 = torch.from_numpy(k[6]), torch.from_numpy(k[7])
+    else:
+        _run_blocks(block, ld.blocks(per_row=2))
     res = DistanceRows(N=N, t=t, valid=valid, **out)
     if with_dmax:
-        d1, max_norm = _d1_and_norm(ld, n_ord, order)
+        d1, max_norm = kd1 if kd1 is not None else _d1_and_norm(ld, n_ord, order)
         # 1 - abar as the out-of-set mass (identical for rows summing to one), as in theory.theorem1_dmax
         out_mass = ld.alpha.sum(-1) - res.alpha_bar
         res.d1, res.max_norm = d1, max_norm
@@ -560,7 +611,7 @@ class ScanRows:
 
 
 def topn_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None, p: Any = "L-1",
-              rows: torch.Tensor | None = None) -> ScanRows:
+              rows: torch.Tensor | None = None, engine: str = "auto") -> ScanRows:
     r"""d~, E1, E2 for every ``N`` in ``n_min..n_max``, incrementally (critical-N scan, Algorithm 3).
 
     Per row, adding the ``N``-th top token ``j`` updates ``c_i = s . x_i`` by ``alpha_j G_{j i}`` and
@@ -568,10 +619,24 @@ def topn_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None,
     ``O(H L^2 n)`` -- not ``O(H L^2 d\,n)`` as recomputing ``s`` for every ``N`` would. The state at ``n_min - 1``
     is built directly (one BLAS product), so a scan can be continued in stages. Rows are processed in blocks of
     about :data:`BLOCK_ELEMS` elements.
+
+    ``engine``: ``"numba"`` runs the fused compiled kernel :func:`attn_lib._kernels.scan_prefix` (CPU tensors,
+    prefix masks such as causal ones; square roots in float32, relative error below ``1.2e-7``, see that module);
+    ``"torch"`` the tensor code below (any device and mask, float64 throughout); ``"auto"`` (default) picks numba
+    where it applies.
     """
     ld = _as_layer(layer, values, mask)
     n_min = _check_N(n_min, "n_min")
     n_max = check_int("n_max", n_max, low=n_min)
+    check_choice("engine", engine, ["auto", "numba", "torch"])
+    if not isinstance(p, str):
+        _p_value(p, 1, torch.ones(1))  # validates a numeric p
+    numba_ok = ld.device.type == "cpu" and ld.prefix and _kern.available()
+    if engine == "numba" and not numba_ok:
+        raise ValueError("engine='numba' needs numba, a CPU layer and prefix masks (row r sees tokens 0..t_r-1); "
+                         "use engine='torch'")
+    if engine != "torch" and numba_ok:
+        return _topn_scan_numba(ld, n_min, n_max, p, rows)
     H, L = ld.H, ld.L
     nn = n_max - n_min + 1
     t_full = torch.broadcast_to(ld.t, (H, L))
@@ -659,6 +724,29 @@ def topn_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None,
     return ScanRows(n_values=np.arange(n_min, n_max + 1), valid=valid, **res)
 
 
+def _topn_scan_numba(ld: LayerData, n_min: int, n_max: int, p: Any, rows) -> ScanRows:
+    H, L = ld.H, ld.L
+    t_full = torch.broadcast_to(ld.t, (H, L))
+    Ns = torch.arange(n_min, n_max + 1, device=ld.device)
+    valid = t_full.unsqueeze(-1) >= Ns.view(1, 1, -1) + 1
+    rws = torch.arange(L) if rows is None else torch.as_tensor(rows).sort().values
+    if rows is not None:
+        keep = torch.zeros(L, dtype=torch.bool)
+        keep[rws] = True
+        valid = valid & keep.view(1, L, 1)
+    order = ld.order(min(n_max, L))
+    zv, zz = ld.zdot()
+    dt, e1, e2 = _kern.scan_prefix(ld.alpha.numpy(), ld.gram.numpy(), order.numpy(), zv.numpy(), zz.numpy(),
+                                   t_full.numpy(), rws.numpy(), n_min, n_max, p, threads=_WORKERS or
+                                   torch.get_num_threads())
+    res = {}
+    for k, v in (("d_tilde", dt), ("e1", e1), ("e2", e2)):
+        full = torch.zeros(H, L, n_max - n_min + 1, dtype=F64)
+        full[:, rws] = torch.from_numpy(v)
+        res[k] = full
+    return ScanRows(n_values=np.arange(n_min, n_max + 1), valid=valid, **res)
+
+
 def naive_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None, p: Any = "L-1") -> ScanRows:
     """Reference for :func:`topn_scan`: :func:`distance_metrics` recomputed from scratch for every ``N``."""
     ld = _as_layer(layer, values, mask)
@@ -683,13 +771,16 @@ class MCRows:
 
 
 def expected_distance_mc(layer, values=None, N: int = 5, *, rows=None, mask=None, n_samples: int = 64,
-                         seed: int = 0) -> MCRows:
+                         seed: int = 0, engine: str = "auto") -> MCRows:
     r"""Monte-Carlo estimate of :math:`\mathbb E_{I_N\sim\mathcal U}[\tilde d]` (Eq. 8; ground truth §5b).
 
     For each requested row, ``n_samples`` uniform ``N``-subsets of its visible tokens are drawn from a CPU
     generator seeded with ``seed`` (random keys, smallest ``N`` -- the same construction as
     :func:`attn_lib.theory.expected_distance_mc`); the subsets depend only on ``(seed, row, t)`` and are shared by
     all heads (each head's estimate is a valid Monte-Carlo estimate). Cost per row: ``O(K t d)`` by BLAS.
+
+    ``engine``: ``"numba"`` (CPU, prefix masks: the compiled :func:`attn_lib._kernels.mc_prefix`, ``O(K t min(N, d))``
+    per row, same subsets, float64), ``"torch"`` (any device or mask), ``"auto"`` (numba where it applies).
     """
     ld = _as_layer(layer, values, mask)
     N = _check_N(N)
@@ -706,10 +797,25 @@ def expected_distance_mc(layer, values=None, N: int = 5, *, rows=None, mask=None
     R = rows.numel()
     mean = torch.zeros(H, R, dtype=F64, device=ld.device)
     se = torch.zeros(H, R, dtype=F64, device=ld.device)
-    gen = torch.Generator(device="cpu").manual_seed(seed)
-    keys_all = torch.rand(R, K, L, generator=gen, dtype=F64)  # one draw per (row, sample, position)
     if ld.mask.shape[0] != 1 and not bool((ld.mask == ld.mask[:1]).all()):
         raise ValueError("expected_distance_mc needs the same mask for every head")
+    zero = torch.zeros((), dtype=F64, device=ld.device)
+    check_choice("engine", engine, ["auto", "numba", "torch"])
+    numba_ok = ld.device.type == "cpu" and ld.prefix and _kern.available()
+    if engine == "numba" and not numba_ok:
+        raise ValueError("engine='numba' needs numba, a CPU layer and prefix masks; use engine='torch'")
+    if engine != "torch" and numba_ok and R and N < L:
+        # compiled kernel; the subsets depend only on (seed, rows, t, N, K, L): drawn once, shared by every layer
+        t1 = ld.t[0, rows]
+        sub = _mc_subsets(seed, tuple(rows.tolist()), tuple(t1.tolist()), L, N, K)
+        mean_np, se_np = _kern.mc_prefix(ld.alpha.numpy(), ld.gram.numpy(), ld.values.numpy(),
+                                         torch.broadcast_to(ld.t, (H, L)).numpy(), rows.numpy(), sub.numpy(),
+                                         threads=_WORKERS or torch.get_num_threads())
+        mean, se = torch.from_numpy(mean_np), torch.from_numpy(se_np)
+        return MCRows(N=N, rows=rows, mean=torch.where(valid, mean, zero), stderr=torch.where(valid, se, zero),
+                      valid=valid)
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    keys_all = torch.rand(R, K, L, generator=gen, dtype=F64)  # one draw per (row, sample, position)
     m1 = ld.mask[0]
     g = ld.gdiag
     per = max(1, BLOCK_ELEMS // max(1, H * K * L))
@@ -738,9 +844,20 @@ def expected_distance_mc(layer, values=None, N: int = 5, *, rows=None, mask=None
         dt = torch.where(visb, D, torch.zeros((), dtype=F64, device=ld.device)).sum(-1) - D.gather(-1, subx).sum(-1)
         mean[:, i0:i0 + B] = dt.mean(-1)
         se[:, i0:i0 + B] = dt.std(-1) / math.sqrt(K) if K > 1 else math.inf
-    zero = torch.zeros((), dtype=F64, device=ld.device)
     return MCRows(N=N, rows=rows, mean=torch.where(valid, mean, zero), stderr=torch.where(valid, se, zero),
                   valid=valid)
+
+
+@functools.lru_cache(maxsize=8)
+def _mc_subsets(seed: int, rows: tuple, t: tuple, L: int, N: int, K: int) -> torch.Tensor:
+    """The ``K`` uniform ``N``-subsets of each row's visible prefix ``0..t-1``, ``(R, K, N)`` -- the same draws as the
+    torch path of :func:`expected_distance_mc` (keys from one seeded ``rand(R, K, L)``, the ``N`` smallest visible
+    ones). Rows too short for a subset (``t < N + 1``, invalid) get masked indices, which are never read."""
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    keys = torch.rand(len(rows), K, L, generator=gen, dtype=F64)
+    tt = torch.as_tensor(t).view(-1, 1, 1)
+    keys.masked_fill_(torch.arange(L).view(1, 1, L) >= tt, 2.0)
+    return torch.topk(keys, N, dim=-1, largest=False).indices
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -780,9 +897,15 @@ def running_min_distance(layer: LayerData) -> torch.Tensor:
     a running minimum over rows); ``0`` for rows with fewer than two visible tokens."""
     H, L = layer.H, layer.L
     G, g = layer.gram, layer.gdiag
-    D2 = (g.unsqueeze(-1) + g.unsqueeze(-2) - 2 * G)
-    strict = torch.ones(L, L, dtype=torch.bool, device=layer.device).tril_(-1)
-    if layer.prefix:
+    if not (layer.prefix and layer.device.type == "cpu" and _kern.available()):
+        D2 = (g.unsqueeze(-1) + g.unsqueeze(-2) - 2 * G)
+        strict = torch.ones(L, L, dtype=torch.bool, device=layer.device).tril_(-1)
+    if layer.prefix and layer.device.type == "cpu" and _kern.available():  # compiled, no (H, L, L) temporaries
+        run = torch.from_numpy(_kern.running_min_sq(G.numpy(), threads=_WORKERS or torch.get_num_threads()))
+        run[:, 0] = math.inf
+        last = torch.broadcast_to(layer.last, (H, L)).clamp(min=0)
+        out = run.gather(1, last)
+    elif layer.prefix:
         rowmin = torch.where(strict, D2, torch.tensor(math.inf, dtype=F64, device=layer.device)).amin(-1)  # (H, L)
         # rows are ordered by their last visible column for causal masks; compute by column index
         run = torch.cummin(rowmin, dim=-1).values  # min over pairs (j < k <= c)
@@ -800,17 +923,22 @@ def running_min_distance(layer: LayerData) -> torch.Tensor:
 
 
 def separability_metrics(layer, values=None, N: int = 4, *, mask=None, M: float = 1.0, normalize: bool = True,
-                         delta: torch.Tensor | None = None) -> SeparabilityRows:
+                         delta: torch.Tensor | None = None, engine: str = "auto") -> SeparabilityRows:
     r"""``N_s/N`` with ``r`` ↑ ``rho_min`` (strict convention, §3.6) and Theorem 2's bounds at ``r = rho_min``.
 
     ``normalize=True`` first puts every value vector on the sphere of radius ``M`` (Algorithm 4's "normalize",
     §5c). ``delta`` (per head and row) defaults to :func:`running_min_distance`. Valid rows: ``t >= N + 1``.
     The lower bound is clipped below at ``-1`` (anything ``<= 0`` is vacuous); a row with ``rho_min = 0`` gets
-    ``-1``.
+    ``-1``. ``engine``: ``"numba"`` (CPU, prefix masks: compiled :func:`attn_lib._kernels.sep_prefix`),
+    ``"torch"`` (any device or mask) or ``"auto"`` (numba where it applies); float64 either way.
     """
     ld = _as_layer(layer, values, mask)
     N = _check_N(N)
     M = check_positive("M", M)
+    check_choice("engine", engine, ["auto", "numba", "torch"])
+    numba_ok = ld.device.type == "cpu" and ld.prefix and _kern.available()
+    if engine == "numba" and not numba_ok:
+        raise ValueError("engine='numba' needs numba, a CPU layer and prefix masks; use engine='torch'")
     if normalize:
         ld = unit_layer(ld, M)
     H, L = ld.H, ld.L
@@ -840,7 +968,15 @@ def separability_metrics(layer, values=None, N: int = 4, *, mask=None, M: float 
         frac[:, r0:r1] = (Dsel < rho.unsqueeze(-1)).sum(-1).to(F64) / N
         rmin[:, r0:r1] = torch.where(torch.isfinite(rho), rho, torch.zeros((), dtype=F64))
 
-    _run_blocks(block, ld.blocks(per_row=2))
+    if engine != "torch" and numba_ok:
+        if N < L:
+            f_np, r_np = _kern.sep_prefix(ld.alpha.numpy(), ld.gram.numpy(), ld.values.numpy(), order.numpy(),
+                                          t.numpy(), N, threads=_WORKERS or torch.get_num_threads())
+            frac = torch.from_numpy(f_np)
+            rho = torch.from_numpy(r_np)
+            rmin = torch.where(torch.isfinite(rho), rho, torch.zeros((), dtype=F64))
+    else:
+        _run_blocks(block, ld.blocks(per_row=2))
     # Theorem 2 (paper's form) at r = rho_min
     aI = ld.alpha.gather(-1, order)
     beta = aI.sum(-1, keepdim=True) - aI
@@ -912,13 +1048,17 @@ def sensitivity_rows(logits: Any, temperatures: Sequence[float], eps_values: Seq
     lastu = torch.where(vis, cols, -1).amax(-1).amax(0).tolist()  # (R,) widest visible column per row
     lim = max(1, BLOCK_ELEMS // 8 // max(1, H * len(Ts)))  # rows x width per block (all T at once)
     ninf = torch.tensor(-math.inf, dtype=F64, device=x.device)
+    blocks = []
     r0 = 0
     while r0 < R:
         r1, W = r0 + 1, lastu[r0] + 1
         while r1 < R and (r1 + 1 - r0) * (max(W, lastu[r1] + 1)) <= lim:
             W = max(W, lastu[r1] + 1)
             r1 += 1
-        W = max(1, W)
+        blocks.append((r0, r1, max(1, W)))
+        r0 = r1
+
+    def block(r0, r1, W):
         mb = vis[:, r0:r1, :W]
         xm = torch.where(mb, x[:, r0:r1, :W], ninf)
         vb = torch.where(mb, v[:, r0:r1, :W], torch.zeros((), dtype=F64, device=x.device))
@@ -928,7 +1068,8 @@ def sensitivity_rows(logits: Any, temperatures: Sequence[float], eps_values: Seq
         for b_, e in enumerate(Es):
             a1 = torch.softmax((xm + e * vb) / Tt, dim=-1)
             out[:, b_, :, r0:r1] = torch.linalg.vector_norm(a1.sub_(a0), dim=-1) / e
-        r0 = r1
+
+    _run_blocks(block, blocks)  # disjoint rows; on worker threads inside block_parallel
     valid = vis.sum(-1) >= 2
     out = torch.where(valid, out, torch.zeros((), dtype=F64, device=x.device))
     return out.nan_to_num_(0.0), valid

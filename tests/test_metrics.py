@@ -121,23 +121,63 @@ def test_top_n_order_ties_go_to_lower_index():
         assert (ours == ref).all()
 
 
+#: tolerance of each scan engine against the float64 naive scan: torch is float64 throughout; the numba kernel
+#: takes its square roots in float32 (relative error < 1.2e-7 by construction, see attn_lib._kernels)
+SCAN_RTOL = {"torch": 1e-9, "numba": 1e-6}
+
+
+@pytest.mark.parametrize("engine", ["torch", "numba"])
 @pytest.mark.parametrize("n_min,n_max", [(1, 8), (3, 9), (5, 5)])
-def test_incremental_scan_matches_naive(n_min, n_max):
+def test_incremental_scan_matches_naive(n_min, n_max, engine):
     ld, *_ = _layer(H=2, L=16, seed=11)
-    sc = M.topn_scan(ld, n_max=n_max, n_min=n_min)
+    sc = M.topn_scan(ld, n_max=n_max, n_min=n_min, engine=engine)
     nv = M.naive_scan(ld, n_max=n_max, n_min=n_min)
     assert (sc.valid == nv.valid).all()
     for k in ("d_tilde", "e1", "e2"):
-        assert torch.allclose(getattr(sc, k), getattr(nv, k), rtol=1e-9, atol=1e-10), k
+        assert torch.allclose(getattr(sc, k), getattr(nv, k), rtol=SCAN_RTOL[engine], atol=1e-10), k
+
+
+@pytest.mark.parametrize("p", ["L-1", "L", 0.3])
+def test_numba_scan_matches_naive_on_larger_layer(p):
+    """The fused kernel (float32 roots) against the float64 per-N reference, to 1e-6 relative, on a wider layer
+    with heavy-tailed weights, every p mode, a row subset, and 1 or 2 threads (same numbers)."""
+    ld, *_ = _layer(H=3, L=70, d=8, seed=21)
+    nv = M.naive_scan(ld, n_max=20, n_min=2, p=p)
+    rows = torch.tensor([5, 17, 40, 69])
+    outs = []
+    for threads in (1, 2):
+        with M.block_parallel(threads):
+            sc = M.topn_scan(ld, n_max=20, n_min=2, p=p, engine="numba")
+            sub = M.topn_scan(ld, n_max=20, n_min=2, p=p, engine="numba", rows=rows)
+        outs.append(sc)
+        for k in ("d_tilde", "e1", "e2"):
+            a, b = getattr(sc, k), getattr(nv, k)
+            assert torch.allclose(a, b, rtol=1e-6, atol=1e-12), k
+            assert torch.equal(getattr(sub, k)[:, rows], a[:, rows])
+        assert not sub.valid[:, [0, 6, 41]].any()
+    for k in ("d_tilde", "e1", "e2"):  # deterministic whatever the thread count
+        assert torch.equal(getattr(outs[0], k), getattr(outs[1], k))
+
+
+def test_scan_engine_choice():
+    ld, *_ = _layer(H=1, L=8, seed=2)
+    with pytest.raises(ValueError, match="engine"):
+        M.topn_scan(ld, n_max=3, engine="fortran")
+    general = M.LayerData(ld.alpha, ld.values, mask=torch.ones(8, 8, dtype=torch.bool).triu())  # not a prefix
+    with pytest.raises(ValueError, match="engine='numba'"):
+        M.topn_scan(general, n_max=3, engine="numba")
+    a = M.topn_scan(general, n_max=3)  # auto falls back to torch
+    b = M.naive_scan(general, n_max=3)
+    assert torch.allclose(a.d_tilde, b.d_tilde, rtol=1e-9, atol=1e-12)
 
 
 def test_scan_small_blocks_and_rows(monkeypatch):
     """Row blocking (tiny blocks) and a row subset give the same numbers."""
     ld, *_ = _layer(H=2, L=20, seed=5)
-    ref = M.topn_scan(ld, n_max=6)
+    ref = M.topn_scan(ld, n_max=6, engine="torch")
     monkeypatch.setattr(M, "BLOCK_ELEMS", 64)
     monkeypatch.setattr(M, "SCAN_BLOCK_ELEMS", 64)
-    sc = M.topn_scan(ld, n_max=6, rows=torch.tensor([3, 7, 19]))
+    sc = M.topn_scan(ld, n_max=6, rows=torch.tensor([3, 7, 19]), engine="torch")
     for k in ("d_tilde", "e1", "e2"):
         assert torch.allclose(getattr(sc, k)[:, [3, 7, 19]], getattr(ref, k)[:, [3, 7, 19]], atol=1e-12)
     assert not sc.valid[:, [0, 1, 2, 4]].any()
@@ -169,7 +209,7 @@ def test_small_blocks_and_parallel_blocks_match_theory(monkeypatch, workers):
     with M.block_parallel(workers):
         assert torch.get_num_threads() == 1
         dm = M.distance_metrics(ld, N=N)
-        sc = M.topn_scan(ld, n_max=N + 2)
+        sc = M.topn_scan(ld, n_max=N + 2, engine="torch")
         sp = M.separability_metrics(ld, N=N)
     a, X = ld.alpha.numpy(), ld.values.numpy()
     U = X / np.linalg.norm(X, axis=-1, keepdims=True)
@@ -201,16 +241,22 @@ def test_dmax_with_large_n_matches_theory():
                 assert abs(float(dm.d1[h, r]) - d1) <= TOL
 
 
-def test_monte_carlo_matches_brute_force_with_same_subsets():
-    ld, *_ = _layer(H=2, L=10, seed=2)
-    N, K, seed = 3, 16, 4
-    rows = torch.tensor([4, 6, 9])
-    mc = M.expected_distance_mc(ld, N=N, rows=rows, n_samples=K, seed=seed)
+@pytest.mark.parametrize("engine", ["torch", "numba"])
+@pytest.mark.parametrize("N,L", [(3, 10), (7, 14)])  # N=7 > d=5: the numba kernel forms s first
+def test_monte_carlo_matches_brute_force_with_same_subsets(engine, N, L):
+    ld, *_ = _layer(H=2, L=L, seed=2)
+    K, seed = 16, 4
+    rows = torch.tensor([2, N, L - 4, L - 1])  # the first rows are too short for N: invalid, 0
+    mc = M.expected_distance_mc(ld, N=N, rows=rows, n_samples=K, seed=seed, engine=engine)
+    assert mc.valid.tolist() == [[False, True, True, True]] * 2
+    assert (mc.mean[:, 0] == 0).all() and (mc.stderr[:, 0] == 0).all()
     gen = torch.Generator().manual_seed(seed)
     keys = torch.rand(len(rows), K, ld.L, generator=gen, dtype=torch.float64)
     A, X = ld.alpha.numpy(), ld.values.numpy()
     for i, r in enumerate(rows.tolist()):
         t = r + 1
+        if t < N + 1:
+            continue
         for h in range(ld.H):
             vals = []
             for k in range(K):
@@ -323,6 +369,11 @@ def test_bad_inputs_raise_value_error():
         M.LayerData(torch.ones(1, 3, 3), torch.full((1, 3, 2), float("nan")))
     with pytest.raises(ValueError, match="temperature"):
         M.LayerData.from_logits(logits, V, temperature=0)
+    for bad in (float("nan"), float("inf")):  # a visible NaN / +inf logit: a clear error, never NaN weights
+        lg = logits.clone()
+        lg[..., 3, 1] = bad
+        with pytest.raises(ValueError, match="logits must be finite"):
+            M.LayerData.from_logits(lg, V)
     with pytest.raises(ValueError, match="n_max"):
         M.topn_scan(ld, n_max=2, n_min=3)
     with pytest.raises(ValueError, match="n_min"):
@@ -345,3 +396,47 @@ def test_bad_inputs_raise_value_error():
         M.sensitivity_rows(logits, [1.0], [1.0], mask=torch.ones(6, 6))
     with pytest.raises(ValueError, match="values"):
         M.distance_metrics(torch.ones(1, 3, 3))
+
+
+@pytest.mark.parametrize("p", ["L-1", "L", 0.25])
+@pytest.mark.parametrize("N", [1, 3, 9])  # N=9 > d=6: the kernel forms s first
+def test_distance_engines_agree(N, p):
+    """The compiled per-row kernel and the tensor path give the same d~, E1, gaps, E2, ||s|| and top-N order."""
+    ld, *_ = _layer(H=2, L=40, d=6, seed=31)
+    a = M.distance_metrics(ld, N=N, p=p, engine="numba")
+    b = M.distance_metrics(ld, N=N, p=p, engine="torch")
+    for k in ("d_tilde", "e1", "e1_gap", "e1_gap_crude", "e2", "s_norm", "alpha_bar", "d_max"):
+        assert torch.allclose(getattr(a, k), getattr(b, k), rtol=1e-12, atol=1e-12), k
+    ref = M.top_n_order(ld.alpha, 12, ld.mask)
+    assert torch.equal(M.LayerData(ld.alpha, ld.values).order(12), ref)
+
+
+def test_order_kernel_breaks_ties_like_theory():
+    """Tied weights (quantised): the compiled per-row sort picks the lower index first, as theory.top_n_indices."""
+    g = torch.Generator().manual_seed(3)
+    L = 16
+    w = torch.randint(1, 4, (2, L, L), generator=g).to(torch.float64).tril()
+    ld = M.LayerData(w / w.sum(-1, keepdim=True), torch.randn(2, L, 3, dtype=torch.float64))
+    order = ld.order(6)
+    for h in range(2):
+        for r in range(L):
+            n = min(6, r + 1)
+            assert order[h, r, :n].tolist() == th.top_n_indices(ld.alpha[h, r, :r + 1].numpy(), n).tolist()
+            assert order[h, r, n:].tolist() == list(range(r + 1, r + 1 + 6 - n))
+
+
+@pytest.mark.parametrize("N", [1, 4, 9])
+def test_separability_engines_agree(N):
+    ld, *_ = _layer(H=2, L=36, d=6, seed=41)
+    a = M.separability_metrics(ld, N=N, engine="numba")
+    b = M.separability_metrics(ld, N=N, engine="torch")
+    for k in ("fraction", "lower", "upper", "r", "delta"):
+        assert torch.allclose(getattr(a, k), getattr(b, k), rtol=1e-12, atol=1e-12), k
+    # running minimum pairwise distance: compiled (prefix) against a direct per-row minimum
+    u = M.unit_layer(ld, 1.0)
+    X = u.values.numpy()
+    for h in range(2):
+        for r in (1, 7, 35):
+            D = np.linalg.norm(X[h, :r + 1, None] - X[h, None, :r + 1], axis=-1)
+            assert abs(float(a.delta[h, r]) - D[np.triu_indices(r + 1, 1)].min()) <= 1e-9
+    assert float(a.delta[0, 0]) == 0.0

@@ -1,0 +1,464 @@
+r"""Compiled CPU kernels (numba) for the hot loops of :mod:`attn_lib.metrics`, on layers whose rows see a prefix of
+the tokens (causal attention). Each (head, row) is one job; jobs run on ``numba.prange`` threads and the loop inside
+a job is sequential, so results do not depend on the number of threads (reproducible run to run).
+
+* :func:`scan_prefix` -- the critical-N scan (Algorithm 3). The same incremental algorithm as the torch code path
+  of :func:`attn_lib.metrics.topn_scan` -- adding the ``N``-th top token ``j`` of a row updates
+  ``K_i = alpha_i ||x_i||^2 - 2 s . x_i`` by ``-2 alpha_j G_ji`` and ``||s||^2`` by
+  ``alpha_j (2 alpha_j G_jj - K_j)`` -- but *fused*: one pass over a row's tokens per ``N`` updates ``K``, takes
+  both square roots (d~ and E1) and accumulates the three sums, instead of six passes of tensor operations.
+
+  Precision: everything is float64 except these square roots, which are taken in float32 (twice the SIMD width).
+  The argument of each root is formed in float64, so each term ``sqrt(q)`` has a relative error below ``2^-23``
+  (rounding to float32, then a correctly rounded root); every sum is a float64 sum of non-negative terms, so d~,
+  E1 and E2 carry a relative error below ``1.2e-7`` (tested against the float64 references at ``1e-6``).
+* :func:`mc_prefix` -- the Monte-Carlo estimate of ``E[d~]`` for given random subsets (float64 throughout):
+  ``s . x_i`` from the ``n`` Gram rows of a subset (or from ``s`` when ``n`` exceeds the head dimension).
+
+The kernels compile on first use (a few seconds) and are cached on disk by numba (``cache=True``).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+try:  # numba is a dependency; the torch code paths remain for other devices and if it is broken
+    import numba as _nb
+except Exception:  # pragma: no cover - exercised only without numba
+    _nb = None
+
+__all__ = ["available", "scan_prefix", "mc_prefix", "dist_prefix", "order_prefix", "sep_prefix", "running_min_sq", "set_threads"]
+
+#: p modes of :func:`scan_prefix` (inclusion probability of E1): N/(t-1), N/t, a fixed number.
+P_MODES = {"L-1": 0, "L": 1}
+
+
+def available() -> bool:
+    """Whether the compiled kernels can be used (numba importable)."""
+    return _nb is not None
+
+
+def set_threads(n: int) -> int:
+    """Use ``n`` numba threads (clipped to ``[1, numba.config.NUMBA_NUM_THREADS]``); returns the previous count."""
+    prev = _nb.get_num_threads()
+    _nb.set_num_threads(max(1, min(int(n), _nb.config.NUMBA_NUM_THREADS)))
+    return prev
+
+
+def _scan_prefix_py(alpha, G, order, zv, zz, t, rows, n_min, n_max, pmode, pfixed, dt_out, e1_out, e2_out):
+    H = alpha.shape[0]
+    R = rows.shape[0]
+    for job in _prange(H * R):
+        h = job // R
+        ri = job - h * R
+        r = rows[ri]
+        W = t[h, r]
+        a = alpha[h, r]
+        K = np.empty(W)
+        A = np.empty(W)
+        Bz = np.empty(W)
+        keep = np.ones(W)
+        for i in range(W):
+            ag = a[i] * G[h, i, i]
+            K[i] = ag
+            A[i] = a[i] * ag
+            Bz[i] = a[i] * zv[h, r, i]
+        Z = zz[h, r]
+        tf = float(W)
+        ss = 0.0
+        for N in range(1, n_max + 1):
+            if N > W - 1:  # rows need t >= N + 1; every later N is invalid too (outputs stay 0)
+                break
+            # add the N-th top token j (N <= W - 1 < n_ord here): ||s||^2 from the old K_j; K is updated below
+            j = order[h, r, N - 1]
+            aj = a[j]
+            ss += aj * (2.0 * aj * G[h, j, j] - K[j])
+            m2 = -2.0 * aj
+            Gj = G[h, j]
+            keep[j] = 0.0
+            if N < n_min:
+                for i in range(W):
+                    K[i] += m2 * Gj[i]
+                continue
+            if pmode == 0:
+                p = N / max(tf - 1.0, 1.0)
+            elif pmode == 1:
+                p = N / max(tf, 1.0)
+            else:
+                p = pfixed
+            c1 = (1.0 + p) * (1.0 + p)
+            c2 = -2.0 * p * (1.0 + p)
+            c3 = p * p * Z
+            tot = 0.0
+            un = 0.0
+            e1 = 0.0
+            for i in range(W):  # one pass: update K_i, then both roots
+                K[i] += m2 * Gj[i]
+                d = np.float64(math.sqrt(np.float32(max(ss + a[i] * K[i], 0.0))))
+                tot += d
+                un += d * keep[i]
+                e1 += np.float64(math.sqrt(np.float32(max(c1 * A[i] + c2 * Bz[i] + c3, 0.0))))
+            fac = (tf - N) / tf
+            k = N - n_min
+            dt_out[h, ri, k] = un
+            e2_out[h, ri, k] = fac * (un if N == 1 else tot)
+            e1_out[h, ri, k] = fac * e1
+
+
+def _mc_prefix_py(alpha, G, values, t, rows, sub, mean_out, se_out):
+    H = alpha.shape[0]
+    R = rows.shape[0]
+    K = sub.shape[1]
+    n = sub.shape[2]
+    d = values.shape[2]
+    for job in _prange(H * R):
+        h = job // R
+        ri = job - h * R
+        r = rows[ri]
+        W = t[h, r]
+        if W < n + 1:
+            continue
+        a = alpha[h, r]
+        base = np.empty(W)  # alpha_i^2 ||x_i||^2
+        for i in range(W):
+            base[i] = a[i] * a[i] * G[h, i, i]
+        c = np.empty(W)
+        s = np.empty(d)
+        mu = 0.0  # Welford running mean and sum of squared deviations over the K subsets
+        m2 = 0.0
+        for k in range(K):
+            # c_i = s . x_i for s = sum_{j in subset} alpha_j x_j: from n Gram rows, or from s when n > d
+            if n <= d:
+                for i in range(W):
+                    c[i] = 0.0
+                for q in range(n):
+                    j = sub[ri, k, q]
+                    aj = a[j]
+                    Gj = G[h, j]
+                    for i in range(W):
+                        c[i] += aj * Gj[i]
+            else:
+                for e in range(d):
+                    s[e] = 0.0
+                for q in range(n):
+                    j = sub[ri, k, q]
+                    aj = a[j]
+                    for e in range(d):
+                        s[e] += aj * values[h, j, e]
+                for i in range(W):
+                    ci = 0.0
+                    for e in range(d):
+                        ci += s[e] * values[h, i, e]
+                    c[i] = ci
+            ss = 0.0
+            for q in range(n):
+                j = sub[ri, k, q]
+                ss += a[j] * c[j]
+            tot = 0.0
+            for i in range(W):
+                tot += math.sqrt(max(base[i] - 2.0 * a[i] * c[i] + ss, 0.0))
+            for q in range(n):
+                j = sub[ri, k, q]
+                tot -= math.sqrt(max(base[j] - 2.0 * a[j] * c[j] + ss, 0.0))
+            dlt = tot - mu
+            mu += dlt / (k + 1)
+            m2 += dlt * (tot - mu)
+        mean_out[h, ri] = mu
+        if K > 1:
+            se_out[h, ri] = math.sqrt(max(m2, 0.0) / (K - 1) / K)
+        else:
+            se_out[h, ri] = math.inf
+
+
+def _row_dots_py(a, Gh, Vh, sel, W, N):
+    """``c_i = s . x_i`` for ``i < W``, ``s = sum_{q < N} a_{sel_q} x_{sel_q}``: from ``N`` Gram rows, or from ``s``
+    when ``N`` exceeds the dimension ``d`` (cost ``W min(N, d)``)."""
+    d = Vh.shape[1]
+    c = np.zeros(W)
+    if N <= d:
+        for q in range(N):
+            j = sel[q]
+            aj = a[j]
+            Gj = Gh[j]
+            for i in range(W):
+                c[i] += aj * Gj[i]
+    else:
+        s = np.zeros(d)
+        for q in range(N):
+            j = sel[q]
+            aj = a[j]
+            for e in range(d):
+                s[e] += aj * Vh[j, e]
+        for i in range(W):
+            ci = 0.0
+            for e in range(d):
+                ci += s[e] * Vh[i, e]
+            c[i] = ci
+    return c
+
+
+def _sep_prefix_py(alpha, G, values, order, t, N, frac_out, rho_out):
+    # N_s/N with r = rho_min (strict: selected tokens with D_j < rho), rho_min = min over visible non-selected D_i
+    H = alpha.shape[0]
+    L = alpha.shape[1]
+    for job in _prange(H * L):
+        h = job // L
+        r = job - h * L
+        W = t[h, r]
+        if W < N + 1:
+            continue
+        a = alpha[h, r]
+        sel = order[h, r]
+        c = _row_dots(a, G[h], values[h], sel, W, N)
+        keep = np.ones(W)
+        ss = 0.0
+        for q in range(N):
+            j = sel[q]
+            ss += a[j] * c[j]
+            keep[j] = 0.0
+        rho = math.inf
+        for i in range(W):
+            if keep[i] > 0.0:
+                di = math.sqrt(max(a[i] * a[i] * G[h, i, i] - 2.0 * a[i] * c[i] + ss, 0.0))
+                if di < rho:
+                    rho = di
+        cnt = 0
+        for q in range(N):
+            j = sel[q]
+            if math.sqrt(max(a[j] * a[j] * G[h, j, j] - 2.0 * a[j] * c[j] + ss, 0.0)) < rho:
+                cnt += 1
+        frac_out[h, r] = cnt / N
+        rho_out[h, r] = rho
+
+
+def _running_min_py(G, out):
+    # min squared pairwise distance among tokens 0..c, for every c (0 where c < 1), per head
+    H = G.shape[0]
+    L = G.shape[1]
+    for h in _prange(H):
+        run = math.inf
+        for c in range(L):
+            gc = G[h, c, c]
+            for j in range(c):
+                v = G[h, j, j] + gc - 2.0 * G[h, c, j]
+                if v < run:
+                    run = v
+            out[h, c] = run if c > 0 else 0.0
+
+
+def _dist_prefix_py(alpha, G, values, order, zv, zz, t, N, pmode, pfixed, with_d1, out):
+    # out: (8, H, L): d_tilde, e1, e1_gap, e1_gap_crude, e2, s_norm, d1, max_norm
+    H = alpha.shape[0]
+    L = alpha.shape[1]
+    d = values.shape[2]
+    for job in _prange(H * L):
+        h = job // L
+        r = job - h * L
+        W = t[h, r]
+        if W < N + 1:
+            continue
+        a = alpha[h, r]
+        c = _row_dots(a, G[h], values[h], order[h, r], W, N)
+        ss = 0.0
+        keep = np.ones(W)
+        for q in range(N):
+            j = order[h, r, q]
+            ss += a[j] * c[j]
+            keep[j] = 0.0
+        if with_d1:
+            # d_1 = max over selected j, visible non-selected i of ||x_i - x_j||; max_norm = max_j ||x_j||
+            gd = np.empty(W)
+            for i in range(W):
+                gd[i] = G[h, i, i]
+            d1sq = -math.inf
+            mx = 0.0
+            for q in range(N):
+                j = order[h, r, q]
+                Gj = G[h, j]
+                m = -math.inf
+                for i in range(W):
+                    v = gd[i] - 2.0 * Gj[i] if keep[i] > 0.0 else -math.inf
+                    m = max(m, v)
+                d1sq = max(d1sq, gd[j] + m)
+                mx = max(mx, gd[j])
+            out[6, h, r] = math.sqrt(max(d1sq, 0.0))
+            out[7, h, r] = math.sqrt(mx)
+        tf = float(W)
+        if pmode == 0:
+            p = N / max(tf - 1.0, 1.0)
+        elif pmode == 1:
+            p = N / max(tf, 1.0)
+        else:
+            p = pfixed
+        c1 = (1.0 + p) * (1.0 + p)
+        c2 = -2.0 * p * (1.0 + p)
+        Z = zz[h, r]
+        c3 = p * p * Z
+        Q = 0.0
+        for i in range(W):
+            Q += a[i] * a[i] * G[h, i, i]
+        den = max(tf - 2.0, 1.0)
+        pq = max(p * (1.0 - p), 0.0)
+        k1 = pq / den * ((tf - 1.0) * Q - Z)
+        k2 = -pq * tf / den
+        k3 = 2.0 * pq / den
+        k5 = pq * (tf - 1.0) / den
+        k4 = k5 * Q
+        tot = 0.0
+        un = 0.0
+        e1 = 0.0
+        gap = 0.0
+        crude = 0.0
+        for i in range(W):
+            Ai = a[i] * a[i] * G[h, i, i]
+            Bi = a[i] * zv[h, r, i]
+            di = math.sqrt(max(Ai - 2.0 * a[i] * c[i] + ss, 0.0))
+            tot += di
+            un += di * keep[i]
+            e1 += math.sqrt(max(c1 * Ai + c2 * Bi + c3, 0.0))
+            gap += math.sqrt(max(k1 + k2 * Ai + k3 * Bi, 0.0))
+            crude += math.sqrt(max(k4 - k5 * Ai, 0.0))
+        fac = (tf - N) / tf
+        out[0, h, r] = un
+        out[1, h, r] = fac * e1
+        if W >= N + 2:
+            out[2, h, r] = fac * gap
+            out[3, h, r] = fac * crude
+        out[4, h, r] = fac * (un if N == 1 else tot)
+        out[5, h, r] = math.sqrt(max(ss, 0.0))
+
+
+def _order_prefix_py(alpha, t, n, out):
+    # top-n indices per (head, row) among the visible prefix, largest first, ties to the lower index (stable sort)
+    H = alpha.shape[0]
+    L = alpha.shape[1]
+    for job in _prange(H * L):
+        h = job // L
+        r = job - h * L
+        W = t[h, r]
+        idx = np.argsort(-alpha[h, r, :W], kind="mergesort")
+        m = min(n, W)
+        for q in range(m):
+            out[h, r, q] = idx[q]
+        # past the visible count: masked positions, lowest index first (as metrics.top_n_order)
+        for q in range(m, n):
+            out[h, r, q] = W + (q - m)
+
+
+if _nb is not None:
+    _prange = _nb.prange
+    _FAST = {"reassoc", "contract", "nsz", "arcp"}
+    _scan_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_scan_prefix_py)
+    _mc_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_mc_prefix_py)
+    _row_dots = _nb.njit(cache=True, fastmath=_FAST)(_row_dots_py)
+    _dist_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_dist_prefix_py)
+    _sep_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_sep_prefix_py)
+    _running_min = _nb.njit(parallel=True, cache=True)(_running_min_py)
+    _order_prefix = _nb.njit(parallel=True, cache=True)(_order_prefix_py)
+else:  # pragma: no cover
+    _prange = range
+    _row_dots = _scan_prefix = _mc_prefix = _dist_prefix = _order_prefix = _sep_prefix = _running_min = None
+
+
+def _threads_call(fn, threads, *args):
+    if fn is None:  # pragma: no cover
+        raise RuntimeError("numba is not available")
+    prev = set_threads(threads) if threads else None
+    try:
+        fn(*args)
+    finally:
+        if prev is not None:
+            set_threads(prev)
+
+
+def dist_prefix(alpha, G, values, order, zv, zz, t, N: int, p, with_d1: bool = False, threads: int | None = None):
+    """At one ``N``, per (head, row) of a prefix-masked layer (float64): ``(8, H, L)`` array of d~, E1, the Jensen
+    gap, its crude bound, E2, ``||s||``, and -- with ``with_d1`` (cost ``N t`` per row) -- ``d_1`` and the largest
+    selected norm of Theorem 1(a); zero where ``t < N + 1`` (gap terms also where ``t < N + 2``). Same formulas as
+    the torch path of :func:`attn_lib.metrics.distance_metrics`."""
+    H, L = alpha.shape[0], alpha.shape[1]
+    out = np.zeros((8, H, L))
+    pmode, pfixed = (P_MODES[p], 0.0) if isinstance(p, str) else (2, float(p))
+    _threads_call(_dist_prefix, threads, np.ascontiguousarray(alpha), np.ascontiguousarray(G),
+                  np.ascontiguousarray(values), np.ascontiguousarray(order, np.int64), np.ascontiguousarray(zv),
+                  np.ascontiguousarray(zz), np.ascontiguousarray(t, np.int64), int(N), pmode, pfixed,
+                  bool(with_d1), out)
+    return out
+
+
+def order_prefix(alpha, t, n: int, threads: int | None = None):
+    """Top-``n`` indices ``(H, L, n)`` of each row's visible prefix, largest weight first, ties to the lower index;
+    positions past a row's count are filled with the masked columns in increasing order (as
+    :func:`attn_lib.metrics.top_n_order`)."""
+    H, L = alpha.shape[0], alpha.shape[1]
+    out = np.zeros((H, L, n), dtype=np.int64)
+    _threads_call(_order_prefix, threads, np.ascontiguousarray(alpha), np.ascontiguousarray(t, np.int64), int(n),
+                  out)
+    return out
+
+
+def mc_prefix(alpha, G, values, t, rows, sub, threads: int | None = None):
+    """Monte-Carlo ``E[d~]`` per (head, row) for given subsets on a prefix-masked layer (float64 throughout).
+
+    ``sub`` ``(R, K, n)`` int64: the ``K`` subsets of row ``rows[i]`` (indices ``< t``), shared by all heads.
+    Returns ``(mean, stderr)``, each ``(H, R)``; rows with ``t < n + 1`` stay 0.
+    """
+    if _mc_prefix is None:  # pragma: no cover
+        raise RuntimeError("numba is not available")
+    H, R = alpha.shape[0], rows.shape[0]
+    mean, se = np.zeros((H, R)), np.zeros((H, R))
+    prev = set_threads(threads) if threads else None
+    try:
+        _mc_prefix(np.ascontiguousarray(alpha), np.ascontiguousarray(G), np.ascontiguousarray(values),
+                   np.ascontiguousarray(t, np.int64), np.ascontiguousarray(rows, np.int64),
+                   np.ascontiguousarray(sub, np.int64), mean, se)
+    finally:
+        if prev is not None:
+            set_threads(prev)
+    return mean, se
+
+
+def scan_prefix(alpha, G, order, zv, zz, t, rows, n_min: int, n_max: int, p, threads: int | None = None):
+    """d~, E1, E2 for ``N = n_min..n_max`` on the given rows of a prefix-masked layer (numpy arrays).
+
+    ``alpha``, ``G`` (Gram), ``zv`` (``z . x_i``): ``(H, L, L)`` float64; ``order`` ``(H, L, n_ord)`` int64 top
+    indices (largest first); ``zz`` ``(H, L)``; ``t`` ``(H, L)`` int64 visible counts (row ``r`` sees columns
+    ``0..t-1``); ``rows`` ``(R,)`` int64; ``p`` ``"L-1"``, ``"L"`` or a number. Returns three ``(H, R, n)`` float64
+    arrays (d~, E1, E2), zero where ``t < N + 1``.
+    """
+    if _scan_prefix is None:  # pragma: no cover
+        raise RuntimeError("numba is not available: use metrics.topn_scan(..., engine='torch')")
+    H, R, nn = alpha.shape[0], rows.shape[0], n_max - n_min + 1
+    outs = [np.zeros((H, R, nn)) for _ in range(3)]
+    pmode, pfixed = (P_MODES[p], 0.0) if isinstance(p, str) else (2, float(p))
+    prev = set_threads(threads) if threads else None
+    try:
+        _scan_prefix(np.ascontiguousarray(alpha), np.ascontiguousarray(G), np.ascontiguousarray(order, np.int64),
+                     np.ascontiguousarray(zv), np.ascontiguousarray(zz), np.ascontiguousarray(t, np.int64),
+                     np.ascontiguousarray(rows, np.int64), int(n_min), int(n_max), pmode, pfixed, *outs)
+    finally:
+        if prev is not None:
+            set_threads(prev)
+    return outs
+
+
+def sep_prefix(alpha, G, values, order, t, N: int, threads: int | None = None):
+    """Separability at one ``N`` per (head, row) of a prefix-masked layer (float64): ``(fraction, rho_min)``, each
+    ``(H, L)``; ``fraction = N_s / N`` counts selected tokens strictly inside ``B_rho(s)``, ``rho_min`` is the
+    smallest distance of a visible non-selected token (``inf`` if none); zero where ``t < N + 1``. As the torch path
+    of :func:`attn_lib.metrics.separability_metrics`."""
+    H, L = alpha.shape[0], alpha.shape[1]
+    frac, rho = np.zeros((H, L)), np.zeros((H, L))
+    _threads_call(_sep_prefix, threads, np.ascontiguousarray(alpha), np.ascontiguousarray(G),
+                  np.ascontiguousarray(values), np.ascontiguousarray(order, np.int64),
+                  np.ascontiguousarray(t, np.int64), int(N), frac, rho)
+    return frac, rho
+
+
+def running_min_sq(G, threads: int | None = None):
+    """``min_{j < k <= c} ||x_j - x_k||^2`` for every column ``c`` (0 for ``c = 0``), per head: ``(H, L)``, from the
+    Gram matrix ``(H, L, L)``."""
+    out = np.zeros((G.shape[0], G.shape[1]))
+    _threads_call(_running_min, threads, np.ascontiguousarray(G), out)
+    return out

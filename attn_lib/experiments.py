@@ -242,12 +242,14 @@ def _prefix_means(x: torch.Tensor, valid: torch.Tensor, lengths: Sequence[int]) 
 
     ``x``/``valid`` ``(H, R, ...)`` over rows ``0..R-1``; trailing dims are kept.
     """
-    v = valid.to(torch.float64)
-    cs = torch.cumsum(torch.where(valid, x, torch.zeros((), dtype=x.dtype)), dim=1)
-    cc = torch.cumsum(v, dim=1)
-    idx = torch.as_tensor([L - 1 for L in lengths])
-    s = cs.index_select(1, idx)
-    c = cc.index_select(1, idx)
+    xs = torch.where(valid, x, torch.zeros((), dtype=x.dtype))
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    bounds = [0] + [int(lengths[i]) for i in order]
+    # one sum per segment [L_prev, L) of rows, then a cumulative sum over the few segments (no full-size cumsum)
+    s = torch.stack([xs[:, a:b].sum(1) for a, b in zip(bounds[:-1], bounds[1:])], 1).cumsum(1)
+    c = torch.stack([valid[:, a:b].sum(1) for a, b in zip(bounds[:-1], bounds[1:])], 1).cumsum(1).to(torch.float64)
+    back = torch.as_tensor([order.index(i) for i in range(len(lengths))])
+    s, c = s.index_select(1, back), c.index_select(1, back)
     return (s / c.clamp(min=1)).cpu().numpy(), c.cpu().numpy()
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -63,6 +64,13 @@ F64 = torch.float64
 #: target number of float64 elements of one (H, rows, W) work block (~4 MB): keeps memory bounded and the
 #: working set in cache.
 BLOCK_ELEMS = 1 << 19
+#: what ``engine="auto"`` means: ``"auto"`` (numba on CPU with prefix masks, torch elsewhere), or ``"torch"`` /
+#: ``"numba"`` everywhere they apply. Set by the environment variable ``ATTN_LIB_ENGINE`` (e.g. ``torch`` for float64
+#: square roots in the critical-N scan), or assign ``attn_lib.metrics.DEFAULT_ENGINE``.
+DEFAULT_ENGINE = os.environ.get("ATTN_LIB_ENGINE", "auto").strip().lower() or "auto"
+#: top-N order columns kept per row when the compiled sort runs (it sorts whole rows anyway): covers the
+#: critical-N scan up to L/4 = 256 at L = 1024 without sorting again.
+ORDER_PREFETCH = 256
 #: largest N for which the compiled distance kernel also computes d_1 of Theorem 1(a) (cost N t per row); above it
 #: the N-independent running maximum of :func:`_d1_and_norm` is cheaper.
 KERNEL_D1_MAX_N = 64
@@ -218,7 +226,9 @@ class LayerData:
         n = min(_check_N(n, "n"), self.L)
         if self._order is None or self._order.shape[-1] < n:
             nn = max(n, min(self.L, 8))
-            if self.device.type == "cpu" and self.prefix and _kern.available():  # compiled stable sort per row
+            if _engine("auto", self.device.type == "cpu" and self.prefix and _kern.available(), ""):  # compiled sort
+                # the kernel sorts whole rows whatever n is: keep enough for every later request of the experiments
+                nn = max(nn, min(self.L, ORDER_PREFETCH))
                 t = torch.broadcast_to(self.t, (self.H, self.L))
                 self._order = torch.from_numpy(_kern.order_prefix(self.alpha.numpy(), t.numpy(), nn,
                                                                   threads=_WORKERS or torch.get_num_threads()))
@@ -351,6 +361,20 @@ def masked_mean(x: torch.Tensor | np.ndarray, valid, dim: int = -1):
     return s / cnt.clamp(min=1), cnt
 
 
+def _engine(engine: str, applies: bool, what: str) -> bool:
+    """Validate ``engine`` and say whether the compiled kernel runs (``applies``: CPU, prefix masks, numba, ...)."""
+    check_choice("engine", engine, ["auto", "numba", "torch"])
+    if engine == "auto":
+        eng = DEFAULT_ENGINE
+        if eng not in ("auto", "numba", "torch"):
+            raise ValueError(f"ATTN_LIB_ENGINE must be one of 'auto', 'numba', 'torch' (got {eng!r})")
+        return eng != "torch" and applies
+    if engine == "numba" and not applies:
+        raise ValueError(f"engine='numba' needs numba, a CPU layer and prefix masks (row r sees tokens 0..t_r-1)"
+                         f"{what}; use engine='torch'")
+    return engine == "numba"
+
+
 def _p_value(p: Any, N: int, t: torch.Tensor) -> torch.Tensor:
     """Inclusion probability per row: ``N/(t-1)`` (``"L-1"``), ``N/t`` (``"L"``) or a number."""
     tt = t.to(F64)
@@ -415,10 +439,8 @@ def distance_metrics(layer, values=None, N: int = 5, *, mask=None, p: Any = "L-1
     ld = _as_layer(layer, values, mask)
     N = _check_N(N)
     check_choice("form", form, ["sum", "vector"])
-    check_choice("engine", engine, ["auto", "numba", "torch"])
-    numba_ok = ld.device.type == "cpu" and ld.prefix and _kern.available() and form == "sum"
-    if engine == "numba" and not numba_ok:
-        raise ValueError("engine='numba' needs numba, a CPU layer, prefix masks and form='sum'; use engine='torch'")
+    use_numba = _engine(engine, ld.device.type == "cpu" and ld.prefix and _kern.available() and form == "sum",
+                        " and form='sum'")
     H, L = ld.H, ld.L
     t = torch.broadcast_to(ld.t, (H, L))
     valid = t >= N + 1
@@ -494,7 +516,7 @@ def distance_metrics(layer, values=None, N: int = 5, *, mask=None, p: Any = "L-1
         out["e1_gap_crude"][:, r0:r1] = torch.where(gap_on, fac * gcrude.squeeze(-1), zero)
 
     kd1 = None
-    if engine != "torch" and numba_ok:
+    if use_numba:
         if N < L:
             # d_1 in the kernel costs N t per row: cheaper than the running-maximum path below for small N
             k = _kern.dist_prefix(ld.alpha.numpy(), G.numpy(), ld.values.numpy(), order.numpy(), zv.numpy(),
@@ -628,14 +650,8 @@ def topn_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None,
     ld = _as_layer(layer, values, mask)
     n_min = _check_N(n_min, "n_min")
     n_max = check_int("n_max", n_max, low=n_min)
-    check_choice("engine", engine, ["auto", "numba", "torch"])
-    if not isinstance(p, str):
-        _p_value(p, 1, torch.ones(1))  # validates a numeric p
-    numba_ok = ld.device.type == "cpu" and ld.prefix and _kern.available()
-    if engine == "numba" and not numba_ok:
-        raise ValueError("engine='numba' needs numba, a CPU layer and prefix masks (row r sees tokens 0..t_r-1); "
-                         "use engine='torch'")
-    if engine != "torch" and numba_ok:
+    _p_value(p, 1, torch.ones(1))  # validates p
+    if _engine(engine, ld.device.type == "cpu" and ld.prefix and _kern.available(), ""):
         return _topn_scan_numba(ld, n_min, n_max, p, rows)
     H, L = ld.H, ld.L
     nn = n_max - n_min + 1
@@ -800,11 +816,8 @@ def expected_distance_mc(layer, values=None, N: int = 5, *, rows=None, mask=None
     if ld.mask.shape[0] != 1 and not bool((ld.mask == ld.mask[:1]).all()):
         raise ValueError("expected_distance_mc needs the same mask for every head")
     zero = torch.zeros((), dtype=F64, device=ld.device)
-    check_choice("engine", engine, ["auto", "numba", "torch"])
-    numba_ok = ld.device.type == "cpu" and ld.prefix and _kern.available()
-    if engine == "numba" and not numba_ok:
-        raise ValueError("engine='numba' needs numba, a CPU layer and prefix masks; use engine='torch'")
-    if engine != "torch" and numba_ok and R and N < L:
+    use_numba = _engine(engine, ld.device.type == "cpu" and ld.prefix and _kern.available(), "")
+    if use_numba and R and N < L:
         # compiled kernel; the subsets depend only on (seed, rows, t, N, K, L): drawn once, shared by every layer
         t1 = ld.t[0, rows]
         sub = _mc_subsets(seed, tuple(rows.tolist()), tuple(t1.tolist()), L, N, K)
@@ -897,10 +910,11 @@ def running_min_distance(layer: LayerData) -> torch.Tensor:
     a running minimum over rows); ``0`` for rows with fewer than two visible tokens."""
     H, L = layer.H, layer.L
     G, g = layer.gram, layer.gdiag
-    if not (layer.prefix and layer.device.type == "cpu" and _kern.available()):
+    compiled = _engine("auto", layer.prefix and layer.device.type == "cpu" and _kern.available(), "")
+    if not compiled:
         D2 = (g.unsqueeze(-1) + g.unsqueeze(-2) - 2 * G)
         strict = torch.ones(L, L, dtype=torch.bool, device=layer.device).tril_(-1)
-    if layer.prefix and layer.device.type == "cpu" and _kern.available():  # compiled, no (H, L, L) temporaries
+    if compiled:  # compiled, no (H, L, L) temporaries
         run = torch.from_numpy(_kern.running_min_sq(G.numpy(), threads=_WORKERS or torch.get_num_threads()))
         run[:, 0] = math.inf
         last = torch.broadcast_to(layer.last, (H, L)).clamp(min=0)
@@ -935,10 +949,7 @@ def separability_metrics(layer, values=None, N: int = 4, *, mask=None, M: float 
     ld = _as_layer(layer, values, mask)
     N = _check_N(N)
     M = check_positive("M", M)
-    check_choice("engine", engine, ["auto", "numba", "torch"])
-    numba_ok = ld.device.type == "cpu" and ld.prefix and _kern.available()
-    if engine == "numba" and not numba_ok:
-        raise ValueError("engine='numba' needs numba, a CPU layer and prefix masks; use engine='torch'")
+    use_numba = _engine(engine, ld.device.type == "cpu" and ld.prefix and _kern.available(), "")
     if normalize:
         ld = unit_layer(ld, M)
     H, L = ld.H, ld.L
@@ -968,7 +979,7 @@ def separability_metrics(layer, values=None, N: int = 4, *, mask=None, M: float 
         frac[:, r0:r1] = (Dsel < rho.unsqueeze(-1)).sum(-1).to(F64) / N
         rmin[:, r0:r1] = torch.where(torch.isfinite(rho), rho, torch.zeros((), dtype=F64))
 
-    if engine != "torch" and numba_ok:
+    if use_numba:
         if N < L:
             f_np, r_np = _kern.sep_prefix(ld.alpha.numpy(), ld.gram.numpy(), ld.values.numpy(), order.numpy(),
                                           t.numpy(), N, threads=_WORKERS or torch.get_num_threads())

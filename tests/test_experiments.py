@@ -289,3 +289,22 @@ def test_load_inputs_is_quiet_and_returns_the_fallback_notes(capfd):
     assert capfd.readouterr().err == ""
     assert handle.is_standin and any("stand-in" in n for n in notes)
     assert text.name == "botchan" and any("War and Peace" in n for n in notes)
+
+
+def test_engines_give_the_same_tables(gpt2_small, monkeypatch):
+    """All five experiments with the compiled kernels (default on CPU) and with the float64 tensor code
+    (ATTN_LIB_ENGINE=torch): the same rows, numbers equal to 1e-6 (the scan's float32 roots), same critical N."""
+    a = E.run_all(gpt2_small, TEXT, PROFILE)
+    monkeypatch.setattr(M, "DEFAULT_ENGINE", "torch")
+    b = E.run_all(gpt2_small, TEXT, PROFILE)
+    for name in [*E.EXPERIMENTS, "critical_n_summary"]:
+        x, y = a[name], b[name]
+        assert list(x.columns) == list(y.columns) and len(x) == len(y) > 0, name
+        for c in x.columns:
+            if pd.api.types.is_float_dtype(x[c]):
+                assert np.allclose(x[c], y[c], rtol=1e-6, atol=1e-12), (name, c)
+            else:
+                assert (x[c] == y[c]).all(), (name, c)
+    monkeypatch.setattr(M, "DEFAULT_ENGINE", "fortran")
+    with pytest.raises(ValueError, match="ATTN_LIB_ENGINE"):
+        E.run_all(gpt2_small, TEXT, PROFILE)

@@ -337,10 +337,31 @@ def _order_prefix_py(alpha, t, n, out):
         h = job // L
         r = job - h * L
         W = t[h, r]
-        idx = np.argsort(-alpha[h, r, :W], kind="mergesort")
         m = min(n, W)
-        for q in range(m):
-            out[h, r, q] = idx[q]
+        neg = -alpha[h, r, :W]
+        if 2 * m >= W:  # most of the row: one stable sort
+            idx = np.argsort(neg, kind="mergesort")
+            for q in range(m):
+                out[h, r, q] = idx[q]
+        elif m > 0:
+            # select, then sort only the selection: the m-th largest value v; every index above v, then the
+            # lowest-index ones equal to v; a stable sort of the selection (in index order) by value
+            v = -np.partition(neg, m - 1)[m - 1]
+            sel = np.empty(m, dtype=np.int64)
+            k = 0
+            for i in range(W):
+                if -neg[i] > v:
+                    sel[k] = i
+                    k += 1
+            for i in range(W):
+                if k >= m:
+                    break
+                if -neg[i] == v:
+                    sel[k] = i
+                    k += 1
+            perm = np.argsort(neg[sel], kind="mergesort")
+            for q in range(m):
+                out[h, r, q] = sel[perm[q]]
         # past the visible count: masked positions, lowest index first (as metrics.top_n_order)
         for q in range(m, n):
             out[h, r, q] = W + (q - m)

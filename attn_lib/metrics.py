@@ -68,9 +68,9 @@ BLOCK_ELEMS = 1 << 19
 #: ``"numba"`` everywhere they apply. Set by the environment variable ``ATTN_LIB_ENGINE`` (e.g. ``torch`` for float64
 #: square roots in the critical-N scan), or assign ``attn_lib.metrics.DEFAULT_ENGINE``.
 DEFAULT_ENGINE = os.environ.get("ATTN_LIB_ENGINE", "auto").strip().lower() or "auto"
-#: top-N order columns kept per row when the compiled sort runs (it sorts whole rows anyway): covers the
-#: critical-N scan up to L/4 = 256 at L = 1024 without sorting again.
-ORDER_PREFETCH = 256
+#: when the compiled top-N order runs, it keeps at least ``L // ORDER_PREFETCH_DIV`` columns per row: the
+#: critical-N scan goes up to ``N = L/4``, so one sort per layer serves every experiment (0 disables prefetching).
+ORDER_PREFETCH_DIV = 4
 #: largest N for which the compiled distance kernel also computes d_1 of Theorem 1(a) (cost N t per row); above it
 #: the N-independent running maximum of :func:`_d1_and_norm` is cheaper.
 KERNEL_D1_MAX_N = 64
@@ -227,8 +227,9 @@ class LayerData:
         if self._order is None or self._order.shape[-1] < n:
             nn = max(n, min(self.L, 8))
             if _engine("auto", self.device.type == "cpu" and self.prefix and _kern.available(), ""):  # compiled sort
-                # the kernel sorts whole rows whatever n is: keep enough for every later request of the experiments
-                nn = max(nn, min(self.L, ORDER_PREFETCH))
+                # selecting more columns costs little: keep enough for every later request of the experiments
+                if ORDER_PREFETCH_DIV:
+                    nn = max(nn, self.L // ORDER_PREFETCH_DIV)
                 t = torch.broadcast_to(self.t, (self.H, self.L))
                 self._order = torch.from_numpy(_kern.order_prefix(self.alpha.numpy(), t.numpy(), nn,
                                                                   threads=_WORKERS or torch.get_num_threads()))
@@ -1057,7 +1058,7 @@ def sensitivity_rows(logits: Any, temperatures: Sequence[float], eps_values: Seq
     out = torch.zeros(len(Ts), len(Es), H, R, dtype=F64, device=x.device)
     cols = torch.arange(L, device=x.device)
     lastu = torch.where(vis, cols, -1).amax(-1).amax(0).tolist()  # (R,) widest visible column per row
-    lim = max(1, BLOCK_ELEMS // 8 // max(1, H * len(Ts)))  # rows x width per block (all T at once)
+    lim = max(1, BLOCK_ELEMS // 2 // max(1, H * len(Ts)))  # rows x width per block (all T at once)
     ninf = torch.tensor(-math.inf, dtype=F64, device=x.device)
     blocks = []
     r0 = 0

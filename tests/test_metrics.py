@@ -440,3 +440,19 @@ def test_separability_engines_agree(N):
             D = np.linalg.norm(X[h, :r + 1, None] - X[h, None, :r + 1], axis=-1)
             assert abs(float(a.delta[h, r]) - D[np.triu_indices(r + 1, 1)].min()) <= 1e-9
     assert float(a.delta[0, 0]) == 0.0
+
+
+@pytest.mark.parametrize("n", [1, 3, 7, 40])
+def test_order_kernel_selection_path_matches_full_sort(n):
+    """Rows much longer than n take the select-then-sort path; with heavy ties it must equal the stable order."""
+    g = torch.Generator().manual_seed(n)
+    L = 64
+    w = torch.randint(1, 5, (3, L, L), generator=g).to(torch.float64).tril()
+    ld = M.LayerData(w / w.sum(-1, keepdim=True), torch.randn(3, L, 2, dtype=torch.float64))
+    ref = M.top_n_order(ld.alpha, n, ld.mask)
+    saved = M.ORDER_PREFETCH_DIV
+    try:
+        M.ORDER_PREFETCH_DIV = 0  # no prefetch: n columns only
+        assert torch.equal(ld.order(n), ref)
+    finally:
+        M.ORDER_PREFETCH_DIV = saved

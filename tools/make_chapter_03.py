@@ -382,7 +382,8 @@ paper's. The verdicts are computed from the data; the chapter asserts only what 
 
 **Grid size.** The settings cell also picks the grids: `PROFILE = "quick"` (the default; lengths up to 128, sized
 for building the book on a laptop CPU) or `"paper"` (the paper's grids up to $L=1024$, paper-notes §5g; set the
-environment variable `ATTN_LIB_PROFILE=paper`, best on a GPU). Every figure names the profile's grid through its
+environment variable `ATTN_LIB_PROFILE=paper`; the whole paper-profile reproduction takes about a minute and a
+half on a 2-core CPU). Every figure names the profile's grid through its
 axes, and results are cached on disk (`attn_lib.cache`), keyed by model, text, parameters and library code.
 
 **Project choices used here** (paper-notes §4.4, §5): the vectors are the per-head **value vectors**, normalised to

@@ -6,6 +6,7 @@ repository URL from ``_config.yml`` (``repository.url``), the one place it is se
 """
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import nbformat
@@ -60,6 +61,8 @@ class Chapter:
         self.code(colab_source(), tags=["remove-cell"])
 
     def write(self) -> None:
+        for i, cell in enumerate(self.cells):  # stable ids: regenerating an unchanged chapter gives the same file
+            cell["id"] = hashlib.sha1(f"{i}\n{cell['source']}".encode()).hexdigest()[:8]
         nb = new_notebook(cells=self.cells, metadata={"kernelspec": KERNELSPEC, "language_info": {"name": "python"}})
         nbformat.validate(nb)
         nbformat.write(nb, self.out)

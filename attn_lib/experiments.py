@@ -373,16 +373,20 @@ class _SensitivityAnalysis:
         viol = ((g > corr * (1 + 1e-9) + 1e-12) & valid).sum(-1)
         over = ((g > paper * (1 + 1e-9)) & valid).sum(-1)
         gmax = torch.where(valid, g, torch.zeros((), dtype=g.dtype)).amax(-1)
+        # plain numpy/python values once (not a tensor operation per table row)
+        n_rows = valid.sum(-1).tolist()
+        mean_, gmax_, viol_, over_ = (t.numpy() for t in (mean, gmax, viol, over))
+        corr_ = corr.view(len(self.T), len(self.E)).tolist()
+        paper_ = paper.view(-1).tolist()
         for a, T in enumerate(self.T):
             for b, e in enumerate(self.E):
                 for h in range(H):
                     self.rows.append(dict(self.meta, L=L, T=T, eps=e, layer=la.layer, head=h,
-                                          n_rows=int(valid[h].sum()), g=float(mean[a, b, h]),
-                                          g_row_max=float(gmax[a, b, h]),
-                                          bound_corrected=float(corr.view(-1, len(self.E))[a, b]),
-                                          bound_paper=float(paper.view(-1)[a]),
-                                          rows_violating_corrected=int(viol[a, b, h]),
-                                          rows_above_paper=int(over[a, b, h]), row_stride=stride))
+                                          n_rows=int(n_rows[h]), g=float(mean_[a, b, h]),
+                                          g_row_max=float(gmax_[a, b, h]),
+                                          bound_corrected=float(corr_[a][b]), bound_paper=float(paper_[a]),
+                                          rows_violating_corrected=int(viol_[a, b, h]),
+                                          rows_above_paper=int(over_[a, b, h]), row_stride=stride))
 
     def finish(self) -> pd.DataFrame:
         return pd.DataFrame(self.rows)

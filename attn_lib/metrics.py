@@ -1010,7 +1010,7 @@ def separability_metrics(layer, values=None, N: int = 4, *, mask=None, M: float 
 # ----------------------------------------------------------------------------------------------------------
 def sensitivity_rows(logits: Any, temperatures: Sequence[float], eps_values: Sequence[float], *, mask=None,
                      seed: int = 0, direction: torch.Tensor | None = None,
-                     rows: Any = None) -> tuple[torch.Tensor, torch.Tensor]:
+                     rows: Any = None, engine: str = "auto") -> tuple[torch.Tensor, torch.Tensor]:
     r"""Finite-difference sensitivity per row for a grid of ``T`` and ``eps`` (paper-notes §4.5).
 
     Same definition as :func:`attn_lib.jacobian.sensitivity` (and the same seeded unit directions from
@@ -1021,6 +1021,10 @@ def sensitivity_rows(logits: Any, temperatures: Sequence[float], eps_values: Seq
     then drawn for the ``(H, len(rows), L)`` sub-array (seeded, so they depend on ``seed`` and ``rows`` only), and
     ``direction``, if given, has that shape. Returns ``(g, valid)``: ``g`` of shape ``(len(T), len(eps), H, R)``
     and ``valid`` ``(H, R)`` = rows with at least two visible tokens (``R = L`` without ``rows``).
+
+    ``engine``: ``"numba"`` (CPU, every row seeing a prefix of the tokens: the fused compiled
+    :func:`attn_lib._kernels.sens_rows` with a vectorised exponential), ``"torch"`` (any device or mask) or
+    ``"auto"`` (numba where it applies); float64 either way.
     """
     x = _tensor(logits, "logits").to(F64)
     if x.dim() == 2:
@@ -1054,6 +1058,14 @@ def sensitivity_rows(logits: Any, temperatures: Sequence[float], eps_values: Seq
             raise ValueError(f"direction must have shape {tuple(x.shape)} (got {tuple(v.shape)})")
     else:
         v = _jac.random_directions(x.shape, vis.cpu(), seed=seed, dtype=F64, device=x.device)
+    cols = torch.arange(L, device=x.device)
+    tvis = vis[0].sum(-1)  # (R,)
+    prefix_rows = bool((vis == (cols.view(1, 1, L) < tvis.view(1, -1, 1))).all())
+    if _engine(engine, x.device.type == "cpu" and prefix_rows and _kern.available(), ""):
+        out = torch.from_numpy(_kern.sens_rows(x.numpy(), v.numpy(), tvis.numpy(), Ts, Es,
+                                               threads=_WORKERS or torch.get_num_threads()))
+        valid = vis.sum(-1) >= 2
+        return torch.where(valid, out, torch.zeros((), dtype=F64)), valid
     Tt = torch.as_tensor(Ts, dtype=F64, device=x.device).view(-1, 1, 1, 1)
     out = torch.zeros(len(Ts), len(Es), H, R, dtype=F64, device=x.device)
     cols = torch.arange(L, device=x.device)

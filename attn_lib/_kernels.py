@@ -426,8 +426,9 @@ def _sens_rows_py(x, v, t, invT, eps, out):
                 ei = _exp_nonpos(yi)
                 a0[i] = ei
                 s0 += ei
-            for i in range(W):  # divisions, not a reciprocal: a lone surviving term gives exactly 1, as torch
-                a0[i] /= s0
+            r0 = 1.0 / s0
+            for i in range(W):
+                a0[i] *= r0
             for b in range(nE):
                 c = eps[b] * invT[a]
                 # shift by the exact maximum, as a stable softmax: the largest term is exactly exp(0) = 1
@@ -439,9 +440,10 @@ def _sens_rows_py(x, v, t, invT, eps, out):
                     ei = _exp_nonpos(y[i] + c * vr[i] - sh)
                     e1[i] = ei
                     s1 += ei
+                r1 = 1.0 / s1
                 acc = 0.0
                 for i in range(W):
-                    dlt = e1[i] / s1 - a0[i]
+                    dlt = e1[i] * r1 - a0[i]
                     acc += dlt * dlt
                 out[a, b, h, ri] = math.sqrt(acc) / eps[b]
 

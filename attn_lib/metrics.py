@@ -1026,29 +1026,33 @@ def sensitivity_rows(logits: Any, temperatures: Sequence[float], eps_values: Seq
     :func:`attn_lib._kernels.sens_rows` with a vectorised exponential), ``"torch"`` (any device or mask) or
     ``"auto"`` (numba where it applies); float64 either way.
     """
-    x = _tensor(logits, "logits").to(F64)
+    x = _tensor(logits, "logits")
     if x.dim() == 2:
         x = x.unsqueeze(0)
     Ts = [check_positive("temperature", T) for T in temperatures]
     Es = [check_positive("eps", e) for e in eps_values]
     if not Ts or not Es:
         raise ValueError("temperatures and eps_values must be non-empty")
-    vis = x != -math.inf
+    m = None
     if mask is not None:
         m = mask if isinstance(mask, torch.Tensor) else torch.as_tensor(np.asarray(mask))
         if m.dtype != torch.bool:
             raise ValueError(f"mask must be a bool tensor with True = visible (got dtype {m.dtype})")
         while m.dim() > 3 and m.shape[0] == 1:
             m = m[0]
-        vis = vis & m.to(x.device)
-    vis = torch.broadcast_to(vis, x.shape)
+        m = torch.broadcast_to(m.to(x.device), x.shape)
     H, L, _ = x.shape
-    if rows is not None:
+    if rows is not None:  # select the rows first: everything below works on (H, R, L) only
         rows = torch.as_tensor(np.asarray(rows), dtype=torch.long).reshape(-1).sort().values
         if rows.numel() == 0 or int(rows[0]) < 0 or int(rows[-1]) >= x.shape[1]:
             raise ValueError(f"rows must be a non-empty list of row indices in [0, {x.shape[1] - 1}]")
         rows = rows.to(x.device)
-        x, vis = x[:, rows], vis[:, rows]
+        x = x[:, rows]
+        m = None if m is None else m[:, rows]
+    x = x.to(F64)
+    vis = x != -math.inf
+    if m is not None:
+        vis = vis & m
     R = x.shape[1]
     if not bool(torch.isfinite(x[vis]).all()):
         raise ValueError("logits must be finite at visible positions")

@@ -268,20 +268,20 @@ def _dist_prefix_py(alpha, G, values, order, zv, zz, t, N, pmode, pfixed, with_d
             keep[j] = 0.0
         if with_d1:
             # d_1 = max over selected j, visible non-selected i of ||x_i - x_j||; max_norm = max_j ||x_j||
-            gd = np.empty(W)
+            gdm = np.empty(W)  # ||x_i||^2 for the non-selected tokens, -inf for the selected ones
             for i in range(W):
-                gd[i] = G[h, i, i]
+                gdm[i] = G[h, i, i] if keep[i] > 0.0 else -math.inf
             d1sq = -math.inf
             mx = 0.0
             for q in range(N):
                 j = order[h, r, q]
                 Gj = G[h, j]
                 m = -math.inf
-                for i in range(W):
-                    v = gd[i] - 2.0 * Gj[i] if keep[i] > 0.0 else -math.inf
-                    m = max(m, v)
-                d1sq = max(d1sq, gd[j] + m)
-                mx = max(mx, gd[j])
+                for i in range(W):  # a plain max-reduction (vectorised)
+                    m = max(m, gdm[i] - 2.0 * Gj[i])
+                gj = G[h, j, j]
+                d1sq = max(d1sq, gj + m)
+                mx = max(mx, gj)
             out[6, h, r] = math.sqrt(max(d1sq, 0.0))
             out[7, h, r] = math.sqrt(mx)
         tf = float(W)

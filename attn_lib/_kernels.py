@@ -14,8 +14,14 @@ a job is sequential, so results do not depend on the number of threads (reproduc
   E1 and E2 carry a relative error below ``1.2e-7`` (tested against the float64 references at ``1e-6``).
 * :func:`mc_prefix` -- the Monte-Carlo estimate of ``E[d~]`` for given random subsets (float64 throughout):
   ``s . x_i`` from the ``n`` Gram rows of a subset (or from ``s`` when ``n`` exceeds the head dimension).
+* :func:`dist_prefix` (d~, E1, Jensen gap, E2, d_1 at one N), :func:`sep_prefix` (``N_s/N``, ``rho_min``),
+  :func:`order_prefix` (top-N order, ties to the lower index), :func:`running_min_sq` (delta of Algorithm 4):
+  float64, the same formulas as the tensor code of :mod:`attn_lib.metrics`.
+* :func:`sens_rows` -- Algorithm 5's finite differences of softmax for every (T, eps), with a vectorised float64
+  exponential (:func:`_exp_nonpos_py`).
 
-The kernels compile on first use (a few seconds) and are cached on disk by numba (``cache=True``).
+Each kernel compiles on its first call (about 30 s for all of them on a 2-core CPU) and is cached on disk by numba
+(``cache=True``: next to this module, or in the user cache directory if that is read-only).
 """
 from __future__ import annotations
 

@@ -497,7 +497,8 @@ class _CriticalAnalysis:
 def _key(name: str, handle, text, **params) -> dict:
     from .cache import make_key
 
-    return make_key(name, handle=handle, text=_text_obj(text), schema=SCHEMA, **params)
+    # the engine setting is part of the key: numba's float32 roots in the scan differ from torch's in the 7th digit
+    return make_key(name, handle=handle, text=_text_obj(text), schema=SCHEMA, engine=M.DEFAULT_ENGINE, **params)
 
 
 def _check_lengths(handle, lengths, name="lengths") -> list[int]:

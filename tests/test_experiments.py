@@ -184,6 +184,9 @@ def test_run_all_one_pass_and_cache(tmp_path, gpt2_small, monkeypatch):
     for k in E.EXPERIMENTS:
         pd.testing.assert_frame_equal(res[k].reset_index(drop=True), res2[k].reset_index(drop=True),
                                       check_dtype=False)
+    monkeypatch.setattr(M, "DEFAULT_ENGINE", "torch")  # another engine: not served from the cache
+    E.run_all(gpt2_small, TEXT, PROFILE, cache)
+    assert len(calls) == 2
 
 
 def test_run_reproduce_writes_outputs(tmp_path, llama_small):

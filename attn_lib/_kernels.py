@@ -34,7 +34,8 @@ try:  # numba is a dependency; the torch code paths remain for other devices and
 except Exception:  # pragma: no cover - exercised only without numba
     _nb = None
 
-__all__ = ["available", "scan_prefix", "mc_prefix", "dist_prefix", "order_prefix", "sep_prefix", "running_min_sq", "sens_rows", "set_threads"]
+__all__ = ["available", "scan_prefix", "mc_prefix", "dist_prefix", "order_prefix", "sep_prefix", "running_min_sq",
+           "sens_rows", "d1_cummax", "set_threads"]
 
 #: p modes of :func:`scan_prefix` (inclusion probability of E1): N/(t-1), N/t, a fixed number.
 P_MODES = {"L-1": 0, "L": 1}
@@ -87,12 +88,7 @@ def _scan_prefix_py(alpha, G, order, zv, zz, t, rows, n_min, n_max, pmode, pfixe
                 for i in range(W):
                     K[i] += m2 * Gj[i]
                 continue
-            if pmode == 0:
-                p = N / max(tf - 1.0, 1.0)
-            elif pmode == 1:
-                p = N / max(tf, 1.0)
-            else:
-                p = pfixed
+            p = _p_incl(pmode, pfixed, N, tf)
             c1 = (1.0 + p) * (1.0 + p)
             c2 = -2.0 * p * (1.0 + p)
             c3 = p * p * Z
@@ -204,6 +200,28 @@ def _row_dots_py(a, Gh, Vh, sel, W, N):
     return c
 
 
+def _row_state_py(a, Gh, Vh, sel, W, N):
+    """For one row and its top ``N`` tokens ``sel``: ``c_i = s . x_i`` (:func:`_row_dots_py`), ``||s||^2`` and
+    ``keep`` (1.0 for the non-selected tokens, 0.0 for the selected ones)."""
+    c = _row_dots(a, Gh, Vh, sel, W, N)
+    keep = np.ones(W)
+    ss = 0.0
+    for q in range(N):
+        j = sel[q]
+        ss += a[j] * c[j]
+        keep[j] = 0.0
+    return c, ss, keep
+
+
+def _p_incl_py(pmode, pfixed, N, tf):
+    """E1's inclusion probability for a row with ``tf`` visible tokens: N/(t-1), N/t or a fixed number."""
+    if pmode == 0:
+        return N / max(tf - 1.0, 1.0)
+    if pmode == 1:
+        return N / max(tf, 1.0)
+    return pfixed
+
+
 def _sep_prefix_py(alpha, G, values, order, t, N, frac_out, rho_out):
     # N_s/N with r = rho_min (strict: selected tokens with D_j < rho), rho_min = min over visible non-selected D_i
     H = alpha.shape[0]
@@ -216,13 +234,7 @@ def _sep_prefix_py(alpha, G, values, order, t, N, frac_out, rho_out):
             continue
         a = alpha[h, r]
         sel = order[h, r]
-        c = _row_dots(a, G[h], values[h], sel, W, N)
-        keep = np.ones(W)
-        ss = 0.0
-        for q in range(N):
-            j = sel[q]
-            ss += a[j] * c[j]
-            keep[j] = 0.0
+        c, ss, keep = _row_state(a, G[h], values[h], sel, W, N)
         rho = math.inf
         for i in range(W):
             if keep[i] > 0.0:
@@ -257,7 +269,6 @@ def _dist_prefix_py(alpha, G, values, order, zv, zz, t, N, pmode, pfixed, with_d
     # out: (8, H, L): d_tilde, e1, e1_gap, e1_gap_crude, e2, s_norm, d1, max_norm
     H = alpha.shape[0]
     L = alpha.shape[1]
-    d = values.shape[2]
     for job in _prange(H * L):
         h = job // L
         r = job - h * L
@@ -265,13 +276,7 @@ def _dist_prefix_py(alpha, G, values, order, zv, zz, t, N, pmode, pfixed, with_d
         if W < N + 1:
             continue
         a = alpha[h, r]
-        c = _row_dots(a, G[h], values[h], order[h, r], W, N)
-        ss = 0.0
-        keep = np.ones(W)
-        for q in range(N):
-            j = order[h, r, q]
-            ss += a[j] * c[j]
-            keep[j] = 0.0
+        c, ss, keep = _row_state(a, G[h], values[h], order[h, r], W, N)
         if with_d1:
             # d_1 = max over selected j, visible non-selected i of ||x_i - x_j||; max_norm = max_j ||x_j||
             gdm = np.empty(W)  # ||x_i||^2 for the non-selected tokens, -inf for the selected ones
@@ -291,12 +296,7 @@ def _dist_prefix_py(alpha, G, values, order, zv, zz, t, N, pmode, pfixed, with_d
             out[6, h, r] = math.sqrt(max(d1sq, 0.0))
             out[7, h, r] = math.sqrt(mx)
         tf = float(W)
-        if pmode == 0:
-            p = N / max(tf - 1.0, 1.0)
-        elif pmode == 1:
-            p = N / max(tf, 1.0)
-        else:
-            p = pfixed
+        p = _p_incl(pmode, pfixed, N, tf)
         c1 = (1.0 + p) * (1.0 + p)
         c2 = -2.0 * p * (1.0 + p)
         Z = zz[h, r]
@@ -333,6 +333,54 @@ def _dist_prefix_py(alpha, G, values, order, zv, zz, t, N, pmode, pfixed, with_d
             out[3, h, r] = fac * crude
         out[4, h, r] = fac * (un if N == 1 else tot)
         out[5, h, r] = math.sqrt(max(ss, 0.0))
+
+
+def _d1_cummax_py(G, order, t, N, d1_out, mx_out):
+    # d_1 = max over selected j, visible non-selected i of ||x_i - x_j||, for large N: per head the running maximum
+    # F[j, c] = max_{i <= c} ||x_i - x_j||^2 (and its first argmax) answers each (row, j) in O(1) unless that
+    # argmax is itself selected; only then, and only if it could still matter, the exact O(t) maximum
+    H = G.shape[0]
+    L = G.shape[1]
+    for h in _prange(H):
+        Gh = G[h]
+        F = np.empty((L, L))
+        Fi = np.empty((L, L), dtype=np.int64)
+        for j in range(L):
+            gj = Gh[j, j]
+            best = -math.inf
+            arg = 0
+            for c in range(L):
+                v = Gh[c, c] + gj - 2.0 * Gh[j, c]
+                if v > best:
+                    best = v
+                    arg = c
+                F[j, c] = best
+                Fi[j, c] = arg
+        for r in range(L):
+            W = t[h, r]
+            if W < N + 1:
+                continue
+            last = W - 1
+            sel = order[h, r]
+            keep = np.ones(W, dtype=np.bool_)
+            mx = 0.0
+            for q in range(N):
+                keep[sel[q]] = False
+                mx = max(mx, Gh[sel[q], sel[q]])
+            d1sq = -math.inf
+            for q in range(N):  # exact candidates: the farthest token from j is not selected
+                j = sel[q]
+                if keep[Fi[j, last]]:
+                    d1sq = max(d1sq, F[j, last])
+            for q in range(N):  # the others: F is an upper bound; recompute exactly only if it beats the best
+                j = sel[q]
+                if not keep[Fi[j, last]] and F[j, last] > d1sq:
+                    gj = Gh[j, j]
+                    for i in range(W):
+                        if keep[i]:
+                            d1sq = max(d1sq, Gh[i, i] + gj - 2.0 * Gh[j, i])
+            d1_out[h, r] = math.sqrt(max(d1sq, 0.0))
+            mx_out[h, r] = math.sqrt(mx)
 
 
 def _order_prefix_py(alpha, t, n, out):
@@ -474,21 +522,26 @@ if _nb is not None:
     _scan_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_scan_prefix_py)
     _mc_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_mc_prefix_py)
     _row_dots = _nb.njit(cache=True, fastmath=_FAST)(_row_dots_py)
+    _row_state = _nb.njit(cache=True, fastmath=_FAST)(_row_state_py)
+    _p_incl = _nb.njit(cache=True, inline="always")(_p_incl_py)
     _dist_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_dist_prefix_py)
     _sep_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_sep_prefix_py)
     _running_min = _nb.njit(parallel=True, cache=True)(_running_min_py)
     _exp_nonpos = _nb.njit(cache=True, inline="always", fastmath={"contract"})(_exp_nonpos_py)
     _sens_rows = _nb.njit(parallel=True, cache=True, fastmath={"reassoc", "contract", "nsz"})(_sens_rows_py)
     _order_prefix = _nb.njit(parallel=True, cache=True)(_order_prefix_py)
+    _d1_cummax = _nb.njit(parallel=True, cache=True)(_d1_cummax_py)
 else:  # pragma: no cover
     _prange = range
-    _row_dots = _scan_prefix = _mc_prefix = _dist_prefix = _order_prefix = _sep_prefix = _running_min = None
-    _exp_nonpos = _sens_rows = None
+    _row_dots = _row_state = _p_incl = _scan_prefix = _mc_prefix = _dist_prefix = None
+    _order_prefix = _sep_prefix = _running_min = None
+    _exp_nonpos = _sens_rows = _d1_cummax = None
 
 
 def _threads_call(fn, threads, *args):
+    """Run compiled kernel ``fn(*args)`` on ``threads`` numba threads (then restore the previous count)."""
     if fn is None:  # pragma: no cover
-        raise RuntimeError("numba is not available")
+        raise RuntimeError("numba is not available: use engine='torch' (or ATTN_LIB_ENGINE=torch)")
     prev = set_threads(threads) if threads else None
     try:
         fn(*args)
@@ -529,18 +582,11 @@ def mc_prefix(alpha, G, values, t, rows, sub, threads: int | None = None):
     ``sub`` ``(R, K, n)`` int64: the ``K`` subsets of row ``rows[i]`` (indices ``< t``), shared by all heads.
     Returns ``(mean, stderr)``, each ``(H, R)``; rows with ``t < n + 1`` stay 0.
     """
-    if _mc_prefix is None:  # pragma: no cover
-        raise RuntimeError("numba is not available")
     H, R = alpha.shape[0], rows.shape[0]
     mean, se = np.zeros((H, R)), np.zeros((H, R))
-    prev = set_threads(threads) if threads else None
-    try:
-        _mc_prefix(np.ascontiguousarray(alpha), np.ascontiguousarray(G), np.ascontiguousarray(values),
-                   np.ascontiguousarray(t, np.int64), np.ascontiguousarray(rows, np.int64),
-                   np.ascontiguousarray(sub, np.int64), mean, se)
-    finally:
-        if prev is not None:
-            set_threads(prev)
+    _threads_call(_mc_prefix, threads, np.ascontiguousarray(alpha), np.ascontiguousarray(G),
+                  np.ascontiguousarray(values), np.ascontiguousarray(t, np.int64), np.ascontiguousarray(rows, np.int64),
+                  np.ascontiguousarray(sub, np.int64), mean, se)
     return mean, se
 
 
@@ -552,19 +598,13 @@ def scan_prefix(alpha, G, order, zv, zz, t, rows, n_min: int, n_max: int, p, thr
     ``0..t-1``); ``rows`` ``(R,)`` int64; ``p`` ``"L-1"``, ``"L"`` or a number. Returns three ``(H, R, n)`` float64
     arrays (d~, E1, E2), zero where ``t < N + 1``.
     """
-    if _scan_prefix is None:  # pragma: no cover
-        raise RuntimeError("numba is not available: use metrics.topn_scan(..., engine='torch')")
     H, R, nn = alpha.shape[0], rows.shape[0], n_max - n_min + 1
     outs = [np.zeros((H, R, nn)) for _ in range(3)]
     pmode, pfixed = (P_MODES[p], 0.0) if isinstance(p, str) else (2, float(p))
-    prev = set_threads(threads) if threads else None
-    try:
-        _scan_prefix(np.ascontiguousarray(alpha), np.ascontiguousarray(G), np.ascontiguousarray(order, np.int64),
-                     np.ascontiguousarray(zv), np.ascontiguousarray(zz), np.ascontiguousarray(t, np.int64),
-                     np.ascontiguousarray(rows, np.int64), int(n_min), int(n_max), pmode, pfixed, *outs)
-    finally:
-        if prev is not None:
-            set_threads(prev)
+    _threads_call(_scan_prefix, threads, np.ascontiguousarray(alpha), np.ascontiguousarray(G),
+                  np.ascontiguousarray(order, np.int64), np.ascontiguousarray(zv), np.ascontiguousarray(zz),
+                  np.ascontiguousarray(t, np.int64), np.ascontiguousarray(rows, np.int64), int(n_min), int(n_max),
+                  pmode, pfixed, *outs)
     return outs
 
 
@@ -604,3 +644,14 @@ def sens_rows(x, v, t, temperatures, eps_values, threads: int | None = None):
     _threads_call(_sens_rows, threads, np.ascontiguousarray(x, np.float64), np.ascontiguousarray(v, np.float64),
                   np.ascontiguousarray(t, np.int64), invT, eps, out)
     return out
+
+
+def d1_cummax(G, order, t, N: int, threads: int | None = None):
+    """``(d_1, max_norm)`` of Theorem 1(a) per (head, row), each ``(H, L)`` float64, for a prefix-masked layer with
+    its top-``N`` ``order``: the running-maximum method of :func:`attn_lib.metrics._d1_and_norm` (``O(L^2)`` per head
+    plus ``O(N)`` per row), for large ``N``. Zero where ``t < N + 1``."""
+    H, L = G.shape[0], G.shape[1]
+    d1, mx = np.zeros((H, L)), np.zeros((H, L))
+    _threads_call(_d1_cummax, threads, np.ascontiguousarray(G), np.ascontiguousarray(order, np.int64),
+                  np.ascontiguousarray(t, np.int64), int(N), d1, mx)
+    return d1, mx

@@ -72,7 +72,7 @@ DEFAULT_ENGINE = os.environ.get("ATTN_LIB_ENGINE", "auto").strip().lower() or "a
 #: critical-N scan goes up to ``N = L/4``, so one sort per layer serves every experiment (0 disables prefetching).
 ORDER_PREFETCH_DIV = 4
 #: largest N for which the compiled distance kernel also computes d_1 of Theorem 1(a) (cost N t per row); above it
-#: the N-independent running maximum of :func:`_d1_and_norm` is cheaper.
+#: the running-maximum kernel :func:`attn_lib._kernels.d1_cummax` is cheaper.
 KERNEL_D1_MAX_N = 64
 #: block size of the critical-N scan, whose ~6 work arrays are revisited for every N: small enough to stay in
 #: the L2 cache.
@@ -527,6 +527,10 @@ def distance_metrics(layer, values=None, N: int = 5, *, mask=None, p: Any = "L-1
                 out[name] = torch.from_numpy(k[i])
             if with_dmax and N <= KERNEL_D1_MAX_N:
                 kd1 = torch.from_numpy(k[6]), torch.from_numpy(k[7])
+            elif with_dmax:
+                d1_np, mx_np = _kern.d1_cummax(G.numpy(), order.numpy(), t.numpy(), N,
+                                               threads=_WORKERS or torch.get_num_threads())
+                kd1 = torch.from_numpy(d1_np), torch.from_numpy(mx_np)
     else:
         _run_blocks(block, ld.blocks(per_row=2))
     res = DistanceRows(N=N, t=t, valid=valid, **out)

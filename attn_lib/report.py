@@ -23,6 +23,13 @@ import pandas as pd
 __all__ = [
     "THRESHOLDS",
     "verdicts",
+    "linear_growth",
+    "critical_n_ratio",
+    "DISTANCE_NAMES",
+    "distance_length_means",
+    "distance_length_fits",
+    "distance_n_table",
+    "critical_n_lines",
     "label",
     "figure_distance_vs_length",
     "figure_distance_vs_n",
@@ -99,6 +106,72 @@ def sensitivity_curves(df: pd.DataFrame) -> pd.DataFrame:
 # ----------------------------------------------------------------------------------------------------------------
 # verdicts
 # ----------------------------------------------------------------------------------------------------------------
+def linear_growth(x, y, thresholds: dict | None = None) -> dict:
+    r"""Fit a least-squares line to ``y`` against ``x`` and apply the rule "grows linearly" of :data:`THRESHOLDS`.
+
+    The rule: :math:`R^2\ge` ``THRESHOLDS["linear_r2_min"]`` and a positive slope. :func:`verdicts` uses it for the
+    claim "distance grows (roughly linearly) with L", and :func:`distance_length_fits` for every quantity of
+    Algorithm 1, so the book's table and the report apply one rule.
+
+    Parameters
+    ----------
+    x, y : array-like (n,)
+        The points, finite; e.g. the lengths ``L`` and the head-mean distances.
+    thresholds : dict, optional
+        Overrides of :data:`THRESHOLDS` (only ``linear_r2_min`` is read).
+
+    Returns
+    -------
+    dict
+        ``slope``, ``intercept``, ``r2`` (floats; a constant ``y`` gives slope 0 and ``r2 = 1``, so it does not
+        grow) and ``linear`` (bool). With fewer than two distinct ``x`` there is no line: ``slope``, ``intercept``
+        and ``r2`` are NaN and ``linear`` is False.
+    """
+    th = dict(THRESHOLDS, **(thresholds or {}))
+    xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if xa.ndim != 1 or ya.shape != xa.shape:
+        raise ValueError(f"x and y must be 1-D arrays of the same length (got shapes {xa.shape} and {ya.shape})")
+    if not (np.all(np.isfinite(xa)) and np.all(np.isfinite(ya))):
+        raise ValueError("x and y must be finite (got NaN or inf)")
+    slope, intercept, r2 = _linfit(xa, ya)
+    if math.isfinite(r2) and np.ptp(ya) == 0:  # a flat line: lstsq leaves a rounding-sized slope of either sign
+        slope, intercept = 0.0, float(ya[0])
+    linear = bool(r2 >= th["linear_r2_min"] and slope > 0)  # NaN compares False: no line, not linear
+    return {"slope": slope, "intercept": intercept, "r2": r2, "linear": linear}
+
+
+def critical_n_ratio(summary: pd.DataFrame) -> pd.DataFrame:
+    r"""The least-squares ratio :math:`N^*/L` through the origin, per form, over the uncensored lengths.
+
+    :math:`\hat r=\sum_L N^*_L\,L/\sum_L L^2`, the number :func:`verdicts` compares with the paper's 0.06.
+
+    Parameters
+    ----------
+    summary : DataFrame
+        :func:`attn_lib.experiments.critical_n_summary` (columns ``form, L, n_star, censored``).
+
+    Returns
+    -------
+    DataFrame (one row per form, index ``form``)
+        ``ratio`` (NaN when every ``L`` is censored), ``n_uncensored`` and ``n_lengths``.
+    """
+    _need(summary, "summary", ("form", "L", "n_star", "censored"))
+    rows = []
+    for form, g in summary.groupby("form"):
+        u = g[~g["censored"].astype(bool)]
+        ratio = float((u["n_star"] * u["L"]).sum() / (u["L"] ** 2).sum()) if len(u) else float("nan")
+        rows.append({"form": form, "ratio": ratio, "n_uncensored": len(u), "n_lengths": len(g)})
+    return pd.DataFrame(rows).set_index("form")
+
+
+def _need(df: Any, name: str, columns: Sequence[str]) -> None:
+    if not isinstance(df, pd.DataFrame):
+        raise ValueError(f"{name} must be a pandas DataFrame (got {type(df).__name__})")
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"{name} must have the columns {list(columns)} (missing: {missing})")
+
+
 def verdicts(results: dict[str, pd.DataFrame], thresholds: dict | None = None) -> pd.DataFrame:
     """One row per claim: ``claim, paper, measured, verdict, rule``; computed from ``results`` of
     :func:`attn_lib.experiments.run_all`."""
@@ -117,8 +190,8 @@ def verdicts(results: dict[str, pd.DataFrame], thresholds: dict | None = None) -
             if col not in df:
                 continue
             a = _agg(df, "L", col)
-            slope, _, r2 = _linfit(a["L"], a["mean"])
-            lin = bool(r2 >= th["linear_r2_min"] and slope > 0)
+            fit = linear_growth(a["L"], a["mean"], th)
+            slope, r2, lin = fit["slope"], fit["r2"], fit["linear"]
             parts.append(f"{name}: slope {slope:.3g}, R² {r2:.2f}{' (linear)' if lin else ''}")
             if col == "d_tilde":
                 ok = lin
@@ -159,10 +232,11 @@ def verdicts(results: dict[str, pd.DataFrame], thresholds: dict | None = None) -
     sm = results.get("critical_n_summary")
     if sm is not None and len(sm):
         parts, best = [], None
+        ratios = critical_n_ratio(sm)
         for f, g in sm.groupby("form"):
             u = g[~g["censored"].astype(bool)]
             if len(u):
-                ratio = float((u["n_star"] * u["L"]).sum() / (u["L"] ** 2).sum())
+                ratio = float(ratios.loc[f, "ratio"])
                 lo = th["crit_ratio_paper"] / th["crit_ratio_factor"]
                 hi = th["crit_ratio_paper"] * th["crit_ratio_factor"]
                 inside = lo <= ratio <= hi
@@ -300,6 +374,110 @@ def figure_critical_n(summary: pd.DataFrame, trace: pd.DataFrame | None = None):
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     return _finish(fig, ax, "Fig. 2c: critical N vs L (two-sample KS over heads)", meta)
+
+
+# ---- chapter 2 (book/02_distance_bound.md): the tables of Algorithms 1-3 -------------------------------------
+#: Display name of each distance column of Algorithms 1 and 2 (the names the chapter's tables use).
+DISTANCE_NAMES = {"d_tilde": "d~", "e1": "E1", "e1_plus_gap": "E1 + gap", "e2": "E2", "mc": "Monte Carlo",
+                  "d_max": "d_max"}
+
+
+def distance_length_means(df: pd.DataFrame) -> pd.DataFrame:
+    """Head means of every distance quantity of Algorithm 1 per length ``L``.
+
+    Parameters
+    ----------
+    df : DataFrame
+        :func:`attn_lib.experiments.distance_vs_length` (one row per head and ``L``).
+
+    Returns
+    -------
+    DataFrame (one row per ``L``, index ``L``)
+        Columns ``d~, E1, E1 + gap, E2, Monte Carlo, d_max`` (see :data:`DISTANCE_NAMES`) and ``mean ||s||``.
+    """
+    cols = list(DISTANCE_NAMES) + ["s_norm"]
+    _need(df, "df", ["L"] + cols)
+    if not len(df):
+        raise ValueError("df must have at least one row")
+    return df.groupby("L")[cols].mean().rename(columns=DISTANCE_NAMES | {"s_norm": "mean ||s||"})
+
+
+def distance_length_fits(df: pd.DataFrame, thresholds: dict | None = None) -> pd.DataFrame:
+    """Algorithm 1's linear-fit table: each head-mean quantity against ``L``, judged by :func:`linear_growth`.
+
+    Parameters
+    ----------
+    df : DataFrame
+        :func:`attn_lib.experiments.distance_vs_length`.
+    thresholds : dict, optional
+        Overrides of :data:`THRESHOLDS` (as in :func:`verdicts`).
+
+    Returns
+    -------
+    DataFrame (6 rows, index ``quantity``: ``d~, E1, E1 + gap, E2, Monte Carlo, d_max``)
+        ``slope`` (per token), ``R²``, ``growth L=a→b`` (head mean at the largest ``L`` over that at the smallest)
+        and ``linear`` (the rule of :func:`linear_growth`).
+    """
+    means = distance_length_means(df)
+    L = means.index.to_numpy(float)
+    growth = f"growth L={int(L[0])}→{int(L[-1])}"
+    rows = []
+    for name in DISTANCE_NAMES.values():
+        fit = linear_growth(L, means[name], thresholds)
+        rows.append({"quantity": name, "slope": fit["slope"], "R²": fit["r2"],
+                     growth: means[name].iloc[-1] / means[name].iloc[0], "linear": fit["linear"]})
+    return pd.DataFrame(rows).set_index("quantity")
+
+
+def distance_n_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Algorithm 2's per-``N`` table: the head-mean ``d~``, the bound's ratio and each form's relative gap to ``d~``.
+
+    Parameters
+    ----------
+    df : DataFrame
+        :func:`attn_lib.experiments.distance_vs_n` (one row per head and ``N``).
+
+    Returns
+    -------
+    DataFrame (one row per ``N``, index ``N``)
+        ``d~``, ``d_max / d~``, ``(E1 - d~)/d~``, ``(E2 - d~)/d~`` and ``(MC - d~)/d~`` (head means first, then
+        the ratios).
+    """
+    _need(df, "df", ["N", "d_tilde", "e1", "e2", "mc", "d_max"])
+    if not len(df):
+        raise ValueError("df must have at least one row")
+    m = df.groupby("N")[["d_tilde", "e1", "e2", "mc", "d_max"]].mean()
+    return pd.DataFrame({
+        "d~": m.d_tilde, "d_max / d~": m.d_max / m.d_tilde,
+        "(E1 - d~)/d~": (m.e1 - m.d_tilde) / m.d_tilde,
+        "(E2 - d~)/d~": (m.e2 - m.d_tilde) / m.d_tilde,
+        "(MC - d~)/d~": (m.mc - m.d_tilde) / m.d_tilde})
+
+
+def critical_n_lines(summary: pd.DataFrame) -> str:
+    """Algorithm 3's summary as Markdown bullets: ``N*`` per ``L`` and the fitted ratio of each form.
+
+    Parameters
+    ----------
+    summary : DataFrame
+        :func:`attn_lib.experiments.critical_n_summary`.
+
+    Returns
+    -------
+    str
+        One line ``- **E1**: N* per L: 16→2, 32→3 (censored), .... Fitted N*/L = 0.083 over 1 uncensored L
+        (paper: 0.06).`` per form; the ratio is :func:`critical_n_ratio`.
+    """
+    ratios = critical_n_ratio(summary)
+    lines = []
+    for form, g in summary.groupby("form"):
+        r = ratios.loc[form]
+        per_l = ", ".join(f"{int(x.L)}→{int(x.n_star)}{' (censored)' if x.censored else ''}"
+                          for x in g.sort_values("L").itertuples())
+        fitted = f"{r.ratio:.3f}" if r.n_uncensored else "n/a (every L censored)"
+        lines.append(f"- **{str(form).upper()}**: N* per L: {per_l}. Fitted N*/L = {fitted} over "
+                     f"{int(r.n_uncensored)} uncensored L (paper: {THRESHOLDS['crit_ratio_paper']:g}).")
+    return "\n".join(lines)
 
 
 def figure_separability(df: pd.DataFrame):

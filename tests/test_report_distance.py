@@ -1,0 +1,194 @@
+"""attn_lib.report, chapter 2's block: the linear-growth rule shared by the tables and the verdicts, and the tables of
+Algorithms 1-3, checked on small synthetic result tables against independent computations."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from attn_lib import report as R
+
+META = dict(model="toy-model", text="toy-text", device="cpu")
+
+
+def _alg1(d_of_L, heads=3, lengths=(16, 32, 64, 128)):
+    """A distance_vs_length table whose d~ head mean at L is d_of_L(L); heads differ by a constant offset."""
+    rows = []
+    for L in lengths:
+        for h in range(heads):
+            d = d_of_L(L) + 0.01 * (h - (heads - 1) / 2)
+            rows.append(dict(META, L=L, N=5, layer=0, head=h, d_tilde=d, d_max=3 * d, e1=0.5 + 0.001 * L,
+                             e1_plus_gap=0.7 + 0.002 * L, e2=0.98 * d, mc=0.6, s_norm=0.2 + 0.1 * h,
+                             dmax_violations=0))
+    return pd.DataFrame(rows)
+
+
+def _alg2():
+    rows = []
+    for N in (1, 5, 20):
+        for h in range(2):
+            d = float(N + h)
+            rows.append(dict(META, L=128, N=N, layer=0, head=h, d_tilde=d, d_max=2 * d, e1=d / 2, e2=1.1 * d,
+                             mc=d - 1, dmax_violations=0))
+    return pd.DataFrame(rows)
+
+
+def _summary(rows):
+    return pd.DataFrame([dict(META, form=f, L=L, n_star=n, censored=c) for f, L, n, c in rows])
+
+
+def _growth_verdict(vt):
+    return vt.loc[vt["claim"].str.startswith("distance grows"), "verdict"].item()
+
+
+# linear_growth -------------------------------------------------------------------------------------------------
+class TestLinearGrowth:
+    def test_slope_and_r2_against_polyfit(self):
+        rng = np.random.default_rng(0)
+        x = np.array([16.0, 32, 64, 128, 256])
+        y = 0.3 * x + 2 + rng.normal(size=5)
+        slope, intercept = np.polyfit(x, y, 1)
+        r2 = 1 - ((y - (slope * x + intercept)) ** 2).sum() / ((y - y.mean()) ** 2).sum()
+        fit = R.linear_growth(x, y)
+        assert fit["slope"] == pytest.approx(slope) and fit["intercept"] == pytest.approx(intercept)
+        assert fit["r2"] == pytest.approx(r2)
+
+    def test_a_rising_line_is_linear(self):
+        assert R.linear_growth([1, 2, 3], [2, 4, 6])["linear"] is True
+
+    def test_a_falling_line_is_not(self):
+        fit = R.linear_growth([1, 2, 3], [6, 4, 2])
+        assert fit["r2"] == pytest.approx(1.0) and fit["linear"] is False
+
+    def test_a_curve_below_the_r2_threshold_is_not(self):
+        x = np.arange(1.0, 9.0)
+        y = np.sin(x) + 0.05 * x
+        fit = R.linear_growth(x, y)
+        assert fit["slope"] > 0 and fit["r2"] < R.THRESHOLDS["linear_r2_min"] and fit["linear"] is False
+
+    def test_the_threshold_can_be_overridden(self):
+        x = np.arange(1.0, 9.0)
+        y = x + np.array([0, 2, -2, 2, -2, 2, -2, 0])
+        r2 = R.linear_growth(x, y)["r2"]
+        assert R.linear_growth(x, y, {"linear_r2_min": r2 - 0.01})["linear"] is True
+        assert R.linear_growth(x, y, {"linear_r2_min": r2 + 0.01})["linear"] is False
+
+    def test_a_constant_does_not_grow(self):
+        fit = R.linear_growth([16, 32, 64, 128], [0.6] * 4)
+        assert fit["slope"] == 0.0 and fit["r2"] == 1.0 and fit["linear"] is False
+
+    def test_one_distinct_x_gives_no_line(self):
+        fit = R.linear_growth([4, 4], [1, 2])
+        assert math.isnan(fit["slope"]) and math.isnan(fit["r2"]) and fit["linear"] is False
+
+    @pytest.mark.parametrize("x, y", [([1, 2, 3], [1, 2]), ([[1, 2]], [[1, 2]]), ([1, 2], [1, np.nan])])
+    def test_bad_input(self, x, y):
+        with pytest.raises(ValueError, match="x and y"):
+            R.linear_growth(x, y)
+
+
+# one rule for the table and the verdict ------------------------------------------------------------------------
+class TestOneLinearRule:
+    @pytest.mark.parametrize("d_of_L", [lambda L: 0.01 * L, lambda L: 1.0 + 0.3 * math.sin(L), lambda L: 5 - 0.01 * L,
+                                        lambda L: 0.002 * L + 0.2 * math.cos(L)])
+    def test_verdict_and_table_agree(self, d_of_L):
+        df = _alg1(d_of_L)
+        table = R.distance_length_fits(df).loc["d~", "linear"]
+        assert (_growth_verdict(R.verdicts({"distance_vs_length": df})) == "reproduced") == table
+
+    def test_verdict_follows_linear_growth_of_the_head_means(self):
+        df = _alg1(lambda L: 1.0 + 0.3 * math.sin(L))
+        means = df.groupby("L")["d_tilde"].mean()
+        fit = R.linear_growth(means.index, means.to_numpy())
+        vt = R.verdicts({"distance_vs_length": df}, {"linear_r2_min": fit["r2"] - 1e-6})
+        assert fit["slope"] > 0 and _growth_verdict(vt) == "reproduced"
+        vt = R.verdicts({"distance_vs_length": df}, {"linear_r2_min": fit["r2"] + 1e-6})
+        assert _growth_verdict(vt) == "not reproduced"
+
+
+# distance_length_means / distance_length_fits ------------------------------------------------------------------
+class TestDistanceLengthTables:
+    def test_means_are_head_means_per_L(self):
+        df = _alg1(lambda L: 0.01 * L)
+        means = R.distance_length_means(df)
+        assert list(means.columns) == ["d~", "E1", "E1 + gap", "E2", "Monte Carlo", "d_max", "mean ||s||"]
+        assert means.loc[64, "d~"] == pytest.approx(df[df.L == 64].d_tilde.mean())
+        assert means.loc[16, "mean ||s||"] == pytest.approx(0.3)
+
+    def test_fits_against_polyfit(self):
+        df = _alg1(lambda L: 0.01 * L + 0.1 * math.sin(L))
+        fits = R.distance_length_fits(df)
+        means = df.groupby("L")["e2"].mean()
+        slope = np.polyfit(means.index.to_numpy(float), means.to_numpy(), 1)[0]
+        assert fits.loc["E2", "slope"] == pytest.approx(slope)
+        assert list(fits.index) == ["d~", "E1", "E1 + gap", "E2", "Monte Carlo", "d_max"]
+
+    def test_growth_column(self):
+        fits = R.distance_length_fits(_alg1(lambda L: 0.01 * L))
+        assert fits.columns[2] == "growth L=16→128"
+        assert fits.loc["d~", "growth L=16→128"] == pytest.approx(1.28 / 0.16)
+        assert fits.loc["Monte Carlo", "growth L=16→128"] == pytest.approx(1.0)
+
+    def test_constant_quantity_is_not_linear(self):
+        assert not R.distance_length_fits(_alg1(lambda L: 0.01 * L)).loc["Monte Carlo", "linear"]
+
+    def test_missing_columns(self):
+        with pytest.raises(ValueError, match="s_norm"):
+            R.distance_length_fits(_alg1(lambda L: 0.01 * L).drop(columns="s_norm"))
+
+
+# distance_n_table ----------------------------------------------------------------------------------------------
+class TestDistanceNTable:
+    def test_ratios_of_head_means(self):
+        t = R.distance_n_table(_alg2())
+        # N = 5: head means d~ 5.5, d_max 11, E1 2.75, E2 6.05, MC 4.5
+        assert t.loc[5, "d~"] == pytest.approx(5.5)
+        assert t.loc[5, "d_max / d~"] == pytest.approx(2.0)
+        assert t.loc[5, "(E1 - d~)/d~"] == pytest.approx(-0.5)
+        assert t.loc[5, "(E2 - d~)/d~"] == pytest.approx(0.1)
+        assert t.loc[5, "(MC - d~)/d~"] == pytest.approx(-1 / 5.5)
+
+    def test_one_row_per_N(self):
+        assert list(R.distance_n_table(_alg2()).index) == [1, 5, 20]
+
+    def test_missing_columns(self):
+        with pytest.raises(ValueError, match="mc"):
+            R.distance_n_table(_alg2().drop(columns="mc"))
+
+
+# critical_n_ratio / critical_n_lines ---------------------------------------------------------------------------
+class TestCriticalN:
+    SUMMARY = (("e1", 16, 2, False), ("e1", 32, 3, False), ("e1", 64, 16, True),
+               ("e2", 16, 4, True), ("e2", 32, 8, True))
+
+    def test_ratio_is_least_squares_through_the_origin_over_uncensored_L(self):
+        r = R.critical_n_ratio(_summary(self.SUMMARY))
+        L, n = np.array([16.0, 32.0]), np.array([2.0, 3.0])
+        expected = np.linalg.lstsq(L[:, None], n, rcond=None)[0][0]
+        assert r.loc["e1", "ratio"] == pytest.approx(expected)
+        assert (r.loc["e1", "n_uncensored"], r.loc["e1", "n_lengths"]) == (2, 3)
+
+    def test_every_L_censored_gives_no_ratio(self):
+        r = R.critical_n_ratio(_summary(self.SUMMARY))
+        assert math.isnan(r.loc["e2", "ratio"]) and r.loc["e2", "n_uncensored"] == 0
+
+    def test_verdict_uses_the_same_ratio(self):
+        summary = _summary([("e1", 64, 4, False), ("e1", 128, 8, False)])
+        ratio = R.critical_n_ratio(summary).loc["e1", "ratio"]
+        vt = R.verdicts({"critical_n_summary": summary})
+        assert f"N*/L = {ratio:.3f}" in vt.loc[vt.claim.str.startswith("critical N"), "measured"].item()
+
+    def test_lines(self):
+        text = R.critical_n_lines(_summary(self.SUMMARY))
+        e1, e2 = text.split("\n")
+        assert e1 == ("- **E1**: N* per L: 16→2, 32→3, 64→16 (censored). Fitted N*/L = "
+                      f"{R.critical_n_ratio(_summary(self.SUMMARY)).loc['e1', 'ratio']:.3f} over 2 uncensored L "
+                      "(paper: 0.06).")
+        assert "Fitted N*/L = n/a (every L censored) over 0 uncensored L" in e2
+
+    def test_missing_columns(self):
+        with pytest.raises(ValueError, match="censored"):
+            R.critical_n_ratio(_summary(self.SUMMARY).drop(columns="censored"))

@@ -111,7 +111,7 @@ class TestConventionCases:
             assert _brute_fraction(alpha, X, N) == pytest.approx(expected, abs=1e-15), name
 
     def test_hand_rows_have_the_documented_distances(self):
-        alpha, X, N, _ = toy.convention_cases()["all selected inside (N = 3)"]
+        alpha, X, _, _ = toy.convention_cases()["all selected inside (N = 3)"]
         s = (alpha[:3, None] * X[:3]).sum(0)
         D = np.linalg.norm(alpha[:, None] * X - s, axis=1)
         np.testing.assert_allclose(D, [0.6, 0.6, 0.6, 0.95, 0.95], rtol=1e-14)
@@ -323,7 +323,8 @@ class TestToySummary:
 class TestRenderTemperature:
     def test_footer_names_the_synthetic_generator_device_and_seed(self, small_stats):
         label = figure_provenance(toy.render_temperature(0.5, small_stats))
-        assert label == "model: none · text: synthetic: uniform on S^7, L=32, softmax of sqrt(d) x·q · device: cpu · seed: 0"
+        assert label == ("model: none · text: synthetic: uniform on S^7, L=32, softmax of sqrt(d) x·q · device: cpu"
+                         " · seed: 0")
 
     def test_one_box_per_n(self, small_stats):
         ax = toy.render_temperature(2.0, small_stats).axes[0]

@@ -252,9 +252,16 @@ def separability_per_n(df: pd.DataFrame) -> pd.DataFrame:
     _check_separability_table(df)
     a = _agg(df, "N", "fraction").set_index("N")
     g = df.groupby("N")
-    out = pd.DataFrame({"median": a["median"], "q25": a["q25"], "q75": a["q75"],
-                        "lower_median": g["lower"].median(), "upper_median": g["upper"].median(),
-                        "heads": g["fraction"].size()})
+    out = pd.DataFrame(
+        {
+            "median": a["median"],
+            "q25": a["q25"],
+            "q75": a["q75"],
+            "lower_median": g["lower"].median(),
+            "upper_median": g["upper"].median(),
+            "heads": g["fraction"].size(),
+        }
+    )
     out["IQR"] = out["q75"] - out["q25"]
     out["upper ≥ median"] = out["upper_median"] >= out["median"]
     out["lower ≤ median"] = out["lower_median"] <= out["median"]
@@ -288,16 +295,21 @@ def separability_shape(df: pd.DataFrame, thresholds: dict | None = None) -> dict
     lo, hi = th["sep_lo"] - th["sep_tol"], th["sep_hi"] + th["sep_tol"]
     tail = per_n.loc[per_n.index >= n0, "median"]
     head = per_n.loc[per_n.index <= n0, "median"]
-    return {"from_n": n0, "lo": lo, "hi": hi,
-            "declining": bool(len(head) > 1 and (head.diff().dropna() <= 1e-12).all()),
-            "saturates": bool(((tail >= lo) & (tail <= hi)).all()) if len(tail) else None}
+    return {
+        "from_n": n0,
+        "lo": lo,
+        "hi": hi,
+        "declining": bool(len(head) > 1 and (head.diff().dropna() <= 1e-12).all()),
+        "saturates": bool(((tail >= lo) & (tail <= hi)).all()) if len(tail) else None,
+    }
 
 
 def _check_separability_table(df: Any) -> None:
     need = {"N", "fraction", "lower", "upper"}
     if not isinstance(df, pd.DataFrame) or len(df) == 0 or not need <= set(df.columns):
-        raise ValueError(f"df must be a non-empty separability table with columns {sorted(need)} "
-                         "(attn_lib.experiments.separability)")
+        raise ValueError(
+            f"df must be a non-empty separability table with columns {sorted(need)} (attn_lib.experiments.separability)"
+        )
 
 
 # ----------------------------------------------------------------------------------------------------------------

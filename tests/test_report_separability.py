@@ -1,5 +1,6 @@
 """attn_lib.report for chapter 3: the per-N table of Fig. 3 (separability_per_n) and the shape of its median
 curve (separability_shape), whose saturation rule must agree with the separability row of report.verdicts."""
+
 from __future__ import annotations
 
 import numpy as np

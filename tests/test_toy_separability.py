@@ -5,6 +5,7 @@ References are independent of the module: brute-force loops over tokens, closed 
 S^2, E||sum_j alpha_j x_j||^2 = M^2 sum_j alpha_j^2 for independent uniform x_j) and the one-row functions of
 attn_lib.theory.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -65,8 +66,16 @@ class TestSpherePoints:
         rng = np.random.default_rng(0)
         assert not np.array_equal(toy.sphere_points(rng, 5, 4), toy.sphere_points(rng, 5, 4))
 
-    @pytest.mark.parametrize("kwargs, name", [(dict(n=0), "n"), (dict(d=0), "d"), (dict(radius=0.0), "radius"),
-                                              (dict(rng="x"), "rng"), (dict(rng=-1), "rng")])
+    @pytest.mark.parametrize(
+        "kwargs, name",
+        [
+            (dict(n=0), "n"),
+            (dict(d=0), "d"),
+            (dict(radius=0.0), "radius"),
+            (dict(rng="x"), "rng"),
+            (dict(rng=-1), "rng"),
+        ],
+    )
     def test_bad_input_names_the_parameter(self, kwargs, name):
         args = dict(rng=0, n=3, d=2) | kwargs
         with pytest.raises(ValueError, match=name):
@@ -178,9 +187,17 @@ class TestToyRow:
     def test_different_trials_differ(self):
         assert not np.array_equal(toy.toy_row(0, 1.0)[1], toy.toy_row(1, 1.0)[1])
 
-    @pytest.mark.parametrize("kwargs, name", [(dict(k=-1), "k"), (dict(temperature=0.0), "temperature"),
-                                              (dict(d=1), "d"), (dict(L=1), "L"), (dict(seed=-2), "seed"),
-                                              (dict(M=-1.0), "radius")])
+    @pytest.mark.parametrize(
+        "kwargs, name",
+        [
+            (dict(k=-1), "k"),
+            (dict(temperature=0.0), "temperature"),
+            (dict(d=1), "d"),
+            (dict(L=1), "L"),
+            (dict(seed=-2), "seed"),
+            (dict(M=-1.0), "radius"),
+        ],
+    )
     def test_bad_input_names_the_parameter(self, kwargs, name):
         args = dict(k=0, temperature=1.0) | kwargs
         with pytest.raises(ValueError, match=name):
@@ -192,7 +209,8 @@ class TestToyStats:
     def test_one_row_per_temperature_trial_and_n(self, small_stats):
         assert len(small_stats) == 2 * 3 * 3
         assert set(itertools.product([0.5, 2.0], range(3), [1, 2, 4])) == set(
-            small_stats[["T", "trial", "N"]].itertuples(index=False, name=None))
+            small_stats[["T", "trial", "N"]].itertuples(index=False, name=None)
+        )
 
     def test_fraction_matches_a_brute_force_count_on_the_same_row(self, small_stats):
         for row in small_stats.itertuples():
@@ -212,8 +230,10 @@ class TestToyStats:
         a, X = toy.toy_row(int(row["trial"]), row["T"], seed=0, d=8, L=32)
         top = np.argsort(-a, kind="stable")[:N]
         delta = min(np.linalg.norm(X[i] - X[j]) for i in range(32) for j in range(i + 1, 32))
-        ratios = [np.linalg.norm(sum(a[j] * X[j] for j in top if j != i))
-                  / theory.theorem2_xi(a, N, 1.0, delta)[k] for k, i in enumerate(top)]
+        ratios = [
+            np.linalg.norm(sum(a[j] * X[j] for j in top if j != i)) / theory.theorem2_xi(a, N, 1.0, delta)[k]
+            for k, i in enumerate(top)
+        ]
         assert row["X_over_xi"] == pytest.approx(max(ratios), rel=1e-12)
 
     def test_with_two_selected_tokens_the_monte_carlo_mean_is_exactly_m_beta(self):
@@ -239,7 +259,7 @@ class TestToyStats:
         for row in stats.itertuples():
             a, _ = toy.toy_row(row.trial, 1.0, d=64, L=64, M=1.5)
             aI = a[np.argsort(-a, kind="stable")[: row.N]]
-            rms = 1.5 * np.sqrt((aI ** 2).sum() - aI ** 2).mean()
+            rms = 1.5 * np.sqrt((aI**2).sum() - aI**2).mean()
             assert 0.97 * rms <= row.mean_mu <= 1.005 * rms
 
     def test_the_range_m_form_is_at_most_the_range_2m_form(self, small_stats):
@@ -255,10 +275,20 @@ class TestToyStats:
     def test_attrs_name_the_geometry(self, small_stats):
         assert small_stats.attrs == dict(d=8, L=32, M=1.0, seed=0, mc_draws=16, device="cpu")
 
-    @pytest.mark.parametrize("kwargs, name", [
-        (dict(temperatures=[]), "temperatures"), (dict(temperatures=-1.0), "temperatures"),
-        (dict(trials=0), "trials"), (dict(n_values=(1, 32)), "n_values"), (dict(n_values=()), "n_values"),
-        (dict(mc_draws=0), "mc_draws"), (dict(M=0.0), "M"), (dict(seed=-1), "seed"), (dict(d=1), "d")])
+    @pytest.mark.parametrize(
+        "kwargs, name",
+        [
+            (dict(temperatures=[]), "temperatures"),
+            (dict(temperatures=-1.0), "temperatures"),
+            (dict(trials=0), "trials"),
+            (dict(n_values=(1, 32)), "n_values"),
+            (dict(n_values=()), "n_values"),
+            (dict(mc_draws=0), "mc_draws"),
+            (dict(M=0.0), "M"),
+            (dict(seed=-1), "seed"),
+            (dict(d=1), "d"),
+        ],
+    )
     def test_bad_input_names_the_parameter(self, kwargs, name):
         args = dict(SMALL, temperatures=1.0, trials=1) | kwargs
         with pytest.raises(ValueError, match=name):
@@ -284,9 +314,18 @@ class TestToyMeans:
 
 # ------------------------------------------------------------------------------------------------ toy_summary
 def _means(**cols):
-    base = dict(fraction=[1.0, 0.9, 0.6], lower=[0.5, 0.1, -2.0], upper_paper=[1.0, 0.95, 0.5],
-                upper_valid=[1.0, 0.99, 0.7], upper_valid_M=[1.0, 0.9, 0.6], mean_X=[0.0, 0.3, 0.6],
-                mean_mu=[0.0, 0.2, 0.4], mean_xi=[0.0, 0.4, 0.5], r=[0.1] * 3, top_mass=[0.2, 0.3, 0.4])
+    base = dict(
+        fraction=[1.0, 0.9, 0.6],
+        lower=[0.5, 0.1, -2.0],
+        upper_paper=[1.0, 0.95, 0.5],
+        upper_valid=[1.0, 0.99, 0.7],
+        upper_valid_M=[1.0, 0.9, 0.6],
+        mean_X=[0.0, 0.3, 0.6],
+        mean_mu=[0.0, 0.2, 0.4],
+        mean_xi=[0.0, 0.4, 0.5],
+        r=[0.1] * 3,
+        top_mass=[0.2, 0.3, 0.4],
+    )
     return pd.DataFrame(base | cols, index=pd.Index([1, 2, 4], name="N"))
 
 
@@ -323,8 +362,9 @@ class TestToySummary:
 class TestRenderTemperature:
     def test_footer_names_the_synthetic_generator_device_and_seed(self, small_stats):
         label = figure_provenance(toy.render_temperature(0.5, small_stats))
-        assert label == ("model: none · text: synthetic: uniform on S^7, L=32, softmax of sqrt(d) x·q · device: cpu"
-                         " · seed: 0")
+        assert label == (
+            "model: none · text: synthetic: uniform on S^7, L=32, softmax of sqrt(d) x·q · device: cpu · seed: 0"
+        )
 
     def test_one_box_per_n(self, small_stats):
         ax = toy.render_temperature(2.0, small_stats).axes[0]

@@ -51,8 +51,18 @@ __all__ = [
 TOY_N = (1, 2, 4, 8, 16, 32, 64)
 
 #: Columns of :func:`toy_stats` that :func:`toy_means` averages per N.
-_MEAN_COLUMNS = ["fraction", "lower", "upper_paper", "upper_valid", "upper_valid_M", "mean_X", "mean_mu",
-                 "mean_xi", "r", "top_mass"]
+_MEAN_COLUMNS = [
+    "fraction",
+    "lower",
+    "upper_paper",
+    "upper_valid",
+    "upper_valid_M",
+    "mean_X",
+    "mean_mu",
+    "mean_xi",
+    "r",
+    "top_mass",
+]
 
 
 def _rng(rng: Any) -> np.random.Generator:
@@ -112,7 +122,7 @@ def rho_min(alpha: Any, X: Any, N: int):
     float or numpy.ndarray (...)
         :math:`\rho_{\min}`; ``inf`` when ``N = L`` (no token is left out).
     """
-    s = theory.context_vector(alpha, X, N)           # validates alpha, X and N
+    s = theory.context_vector(alpha, X, N)  # validates alpha, X and N
     a = np.asarray(alpha, dtype=np.float64)
     x = np.asarray(X, dtype=np.float64)
     D = np.linalg.norm(a[..., None] * x - s[..., None, :], axis=-1)
@@ -175,14 +185,21 @@ def convention_table(cases: Mapping[str, tuple]) -> pd.DataFrame:
             raise ValueError(f"cases[{name!r}] must be a tuple (alpha, X, N, expected) (got {case!r})")
         alpha, X, N, expected = case
         r = rho_min(alpha, X, N)
-        rows.append({"case": name, "rho_min": r, "N_s/N (r -> rho_min)": theory.separability(alpha, X, N),
-                     "N_s (closed ball at r = rho_min)": theory.distinguishable_count(alpha, X, N, r=r),
-                     "expected N_s/N": float(expected)})
+        rows.append(
+            {
+                "case": name,
+                "rho_min": r,
+                "N_s/N (r -> rho_min)": theory.separability(alpha, X, N),
+                "N_s (closed ball at r = rho_min)": theory.distinguishable_count(alpha, X, N, r=r),
+                "expected N_s/N": float(expected),
+            }
+        )
     return pd.DataFrame(rows).set_index("case")
 
 
-def toy_row(k: int, temperature: float, *, seed: int = 0, d: int = 64, L: int = 256,
-            M: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+def toy_row(
+    k: int, temperature: float, *, seed: int = 0, d: int = 64, L: int = 256, M: float = 1.0
+) -> tuple[np.ndarray, np.ndarray]:
     r"""Trial ``k`` of the toy model: ``L`` vectors uniform on :math:`S^{d-1}(M)`, a uniform unit query ``q`` and
     the weights :math:`\alpha=\mathrm{softmax}(l/T)` with :math:`l_j=\sqrt d\,\langle x_j,q\rangle`.
 
@@ -226,8 +243,9 @@ def _ratio_max(num: np.ndarray, den: np.ndarray) -> float:
     return float(ratio.max())
 
 
-def _trial_rows(temperature: float, k: int, n_values: Sequence[int], seed: int, d: int, L: int, M: float,
-                mc_draws: int) -> list[dict]:
+def _trial_rows(
+    temperature: float, k: int, n_values: Sequence[int], seed: int, d: int, L: int, M: float, mc_draws: int
+) -> list[dict]:
     """The rows of :func:`toy_stats` for one temperature and one trial (one row per N)."""
     a, X = toy_row(k, temperature, seed=seed, d=d, L=L, M=M)
     delta = float(pdist(X).min())
@@ -243,17 +261,40 @@ def _trial_rows(temperature: float, k: int, n_values: Sequence[int], seed: int, 
         redraw *= M / np.linalg.norm(redraw, axis=-1, keepdims=True)
         mu = theory.selected_offsets(np.broadcast_to(aI, (mc_draws, N)), redraw, N).mean(0)
         beta = aI.sum() - aI
-        rows.append(dict(
-            T=temperature, trial=k, N=N, fraction=theory.separability(a, X, N), lower=lower, upper_paper=upper,
-            upper_valid=theory.theorem2_hoeffding_upper(mu, r, M),
-            upper_valid_M=theory.theorem2_hoeffding_upper(mu, r, M, value_range=M),
-            mean_X=float(Xi.mean()), mean_mu=float(mu.mean()), mean_xi=float(xi.mean()), r=r, delta=delta,
-            top_mass=float(aI.sum()), X_over_xi=_ratio_max(Xi, xi), mu_over_Mbeta=_ratio_max(mu, M * beta)))
+        rows.append(
+            dict(
+                T=temperature,
+                trial=k,
+                N=N,
+                fraction=theory.separability(a, X, N),
+                lower=lower,
+                upper_paper=upper,
+                upper_valid=theory.theorem2_hoeffding_upper(mu, r, M),
+                upper_valid_M=theory.theorem2_hoeffding_upper(mu, r, M, value_range=M),
+                mean_X=float(Xi.mean()),
+                mean_mu=float(mu.mean()),
+                mean_xi=float(xi.mean()),
+                r=r,
+                delta=delta,
+                top_mass=float(aI.sum()),
+                X_over_xi=_ratio_max(Xi, xi),
+                mu_over_Mbeta=_ratio_max(mu, M * beta),
+            )
+        )
     return rows
 
 
-def toy_stats(temperatures: float | Sequence[float], trials: int, *, n_values: Sequence[int] = TOY_N,
-              seed: int = 0, d: int = 64, L: int = 256, M: float = 1.0, mc_draws: int = 64) -> pd.DataFrame:
+def toy_stats(
+    temperatures: float | Sequence[float],
+    trials: int,
+    *,
+    n_values: Sequence[int] = TOY_N,
+    seed: int = 0,
+    d: int = 64,
+    L: int = 256,
+    M: float = 1.0,
+    mc_draws: int = 64,
+) -> pd.DataFrame:
     r"""Per-row statistics of the toy model: one row per temperature, trial and N.
 
     For each trial :func:`toy_row` draws the geometry; :math:`\delta` is the trial's minimum pairwise distance
@@ -327,8 +368,10 @@ def toy_means(stats: pd.DataFrame) -> pd.DataFrame:
     """
     _check_stats(stats)
     if stats["T"].nunique() != 1:
-        raise ValueError(f"stats must hold one temperature (got T = {sorted(stats['T'].unique())}); "
-                         "select one with stats[stats['T'] == T]")
+        raise ValueError(
+            f"stats must hold one temperature (got T = {sorted(stats['T'].unique())}); "
+            "select one with stats[stats['T'] == T]"
+        )
     return stats.groupby("N")[_MEAN_COLUMNS].mean()
 
 
@@ -394,14 +437,18 @@ def toy_summary(means: pd.DataFrame) -> ToySummary:
     ratio_mu = (means["mean_mu"] / means["mean_xi"])[multi]
     positive = [int(n) for n in means.index if means.loc[n, "lower"] > 0]
     return ToySummary(
-        n_min=int(means.index.min()), n_max=int(means.index.max()),
-        fraction_first=float(f.loc[means.index.min()]), fraction_last=float(f.loc[means.index.max()]),
+        n_min=int(means.index.min()),
+        n_max=int(means.index.max()),
+        fraction_first=float(f.loc[means.index.min()]),
+        fraction_last=float(f.loc[means.index.max()]),
         lower_positive_up_to=max(positive) if positive else None,
-        upper_paper_min=float(means["upper_paper"].min()), upper_paper_max=float(means["upper_paper"].max()),
+        upper_paper_min=float(means["upper_paper"].min()),
+        upper_paper_max=float(means["upper_paper"].max()),
         n_values=len(means),
         bracketed_paper=int(((means["lower"] <= f) & (f <= means["upper_paper"])).sum()),
         bracketed_valid=int(((means["lower"] <= f) & (f <= means["upper_valid"])).sum()),
-        mu_over_xi_mean=float(ratio_mu.mean()), mu_over_xi_min=float(ratio_mu.min()),
+        mu_over_xi_mean=float(ratio_mu.mean()),
+        mu_over_xi_min=float(ratio_mu.min()),
         mu_over_xi_max=float(ratio_mu.max()),
         X_over_mu_mean=float((means["mean_X"] / means["mean_mu"])[multi].mean()),
     )
@@ -444,8 +491,14 @@ def render_temperature(temperature: float, stats: pd.DataFrame) -> Figure:
     pos = np.arange(len(Ns))
     fig = Figure(figsize=(7, 4.2))
     ax = fig.subplots()
-    ax.boxplot([df[df.N == n]["fraction"] for n in Ns], positions=pos, widths=0.5, patch_artist=True,
-               boxprops=dict(facecolor="tab:green", alpha=0.4), medianprops=dict(color="darkgreen"))
+    ax.boxplot(
+        [df[df.N == n]["fraction"] for n in Ns],
+        positions=pos,
+        widths=0.5,
+        patch_artist=True,
+        boxprops=dict(facecolor="tab:green", alpha=0.4),
+        medianprops=dict(color="darkgreen"),
+    )
     m = df.groupby("N").mean(numeric_only=True)
     ax.plot(pos, m["upper_paper"], "^-", color="tab:red", ms=4, label="upper, paper's form (heuristic)")
     ax.plot(pos, m["upper_valid"], "s--", color="tab:orange", ms=4, label="upper, valid form at MC E X_i (R = 2M)")
@@ -454,8 +507,9 @@ def render_temperature(temperature: float, stats: pd.DataFrame) -> Figure:
     ax.set_ylim(-1.05, 1.05)
     ax.set_xlabel("selected tokens N")
     ax.set_ylabel(r"$N_s/N$")
-    ax.set_title(f"toy sphere model, T = {temperature:g}: top-N mass at N = {Ns[-1]} is "
-                 f"{m.loc[Ns[-1], 'top_mass']:.2f}")
+    ax.set_title(
+        f"toy sphere model, T = {temperature:g}: top-N mass at N = {Ns[-1]} is {m.loc[Ns[-1], 'top_mass']:.2f}"
+    )
     ax.legend(fontsize=7, loc="lower left")
     ax.grid(alpha=0.3)
     text = f"synthetic: uniform on S^{meta['d'] - 1}, L={meta['L']}, softmax of sqrt(d) x·q"

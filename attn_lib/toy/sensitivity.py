@@ -43,7 +43,7 @@ __all__ = [
     "corollary3_side_by_side",
     "tie_row",
     "temperature_sweep",
-    "render_temperature",
+    # render_temperature: not exported to attn_lib.toy (each topic module has its own); call it by module
 ]
 
 SQRT2 = math.sqrt(2)

@@ -43,7 +43,7 @@ __all__ = [
     "toy_means",
     "toy_summary",
     "ToySummary",
-    "render_temperature",
+    # render_temperature: not exported to attn_lib.toy (each topic module has its own); call it by module
     "temperature_slider",
 ]
 

@@ -46,7 +46,7 @@ __all__ = [
     "lmax_curves",
     "figure_lmax",
     "figure_temperature",
-    "render_temperature",
+    # render_temperature: not exported to attn_lib.toy (each topic module has its own); call it by module
     "corollary1_table",
     "resolve_min_max",
     "latex_relations",

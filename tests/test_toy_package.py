@@ -1,0 +1,25 @@
+"""attn_lib.toy re-exports its topic modules' public names: no two modules may export the same name (the last
+star-import would silently shadow the others)."""
+
+import collections
+import importlib
+
+import attn_lib.toy
+
+TOPICS = ["vanishing", "distance", "separability", "sensitivity", "multihead"]
+
+
+def test_topic_modules_export_distinct_names():
+    owners = collections.defaultdict(list)
+    for topic in TOPICS:
+        for name in importlib.import_module(f"attn_lib.toy.{topic}").__all__:
+            owners[name].append(topic)
+    clashes = {name: mods for name, mods in owners.items() if len(mods) > 1}
+    assert not clashes, f"names exported by several attn_lib.toy modules: {clashes}"
+
+
+def test_every_exported_name_is_reachable_from_the_package():
+    for topic in TOPICS:
+        module = importlib.import_module(f"attn_lib.toy.{topic}")
+        for name in module.__all__:
+            assert getattr(attn_lib.toy, name) is getattr(module, name), f"{topic}.{name}"

@@ -66,13 +66,15 @@ SCHEMA = 1  # bump when the tables change (part of every cache key)
 # ----------------------------------------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class Profile:
-    """Grids of one reproduction (paper-notes §5g). ``mc_rows``: rows per ``L`` for the Monte-Carlo estimate
-    (a fixed stride ``max(1, L // mc_rows)``); ``scan_stage``: ``N`` range of the first critical-N stage, scanned
-    during the forward pass (a later stage, needed only if some ``(L, form)`` has no critical ``N`` by then, rebuilds
-    every layer from stored logits; with the compiled scan kernel the whole range ``1..L/4`` in the pass is cheaper,
-    so ``paper`` uses ``256 = 1024 / 4``);
-    ``sens_rows``: the row set ``R`` of Algorithm 5 (§4.5 [P]): every ``max(1, L // sens_rows)``-th row, ending at
-    the last row (``0`` = every row)."""
+    """Grids of one reproduction (Reading the paper, §Grids). ``mc_rows``: rows per ``L`` for the Monte-Carlo
+    estimate (a fixed stride ``max(1, L // mc_rows)``); ``crit_fraction``: the critical-N scan runs over
+    ``N = 1..min(L - 1, floor(crit_fraction L))`` (``1.0``: up to ``L - 1``, never censored by a scan limit);
+    ``crit_rows``: rows per ``L`` of the critical-N scan, every ``max(1, L // crit_rows)``-th row ending at the last
+    (``0`` = every row); ``scan_stage``: ``N`` range of the first critical-N stage, scanned during the forward pass
+    (a later stage, needed only if some ``(L, form)`` has no critical ``N`` by then, rebuilds every layer from stored
+    logits; ``paper`` scans the whole range ``1..1023`` in the pass);
+    ``sens_rows``: the row set ``R`` of Algorithm 5 (Reading the paper, §The sensitivity metric): every
+    ``max(1, L // sens_rows)``-th row, ending at the last row (``0`` = every row)."""
 
     name: str
     lengths: tuple[int, ...]
@@ -88,6 +90,7 @@ class Profile:
     mc_rows: int = 32
     scan_stage: int = 64
     sens_rows: int = 0
+    crit_rows: int = 0
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -98,12 +101,13 @@ PROFILES: dict[str, Profile] = {
         name="paper", lengths=(32, 64, 128, 256, 512, 1024), n_alg1=5, length_fixed=1024,
         n_alg2=(1, 5, 10, 20, 100), n_alg4=(1, 2, 4, 8, 16, 32, 64),
         temperatures=tuple(float(x) for x in np.logspace(-3, 2, 21)), eps_values=(1e-3, 1e-1, 10.0),
-        ks_alpha=0.01, crit_fraction=0.25, mc_samples=64, mc_rows=32, scan_stage=256, sens_rows=128),
+        ks_alpha=0.01, crit_fraction=1.0, mc_samples=64, mc_rows=32, scan_stage=1023, sens_rows=128,
+        crit_rows=256),
     "quick": Profile(
         name="quick", lengths=(16, 32, 64, 128), n_alg1=5, length_fixed=128,
         n_alg2=(1, 5, 10, 20, 40), n_alg4=(1, 2, 4, 8, 16, 32),
         temperatures=tuple(float(x) for x in np.logspace(-3, 2, 6)), eps_values=(1e-3, 1e-1, 10.0),
-        ks_alpha=0.01, crit_fraction=0.25, mc_samples=16, mc_rows=16, scan_stage=32),
+        ks_alpha=0.01, crit_fraction=1.0, mc_samples=16, mc_rows=16, scan_stage=127),
 }
 
 
@@ -392,33 +396,248 @@ class _SensitivityAnalysis:
         return pd.DataFrame(self.rows)
 
 
-class _CriticalAnalysis:
-    """Algorithm 3: staged incremental scan, KS test over all heads for every (L, N <= L * crit_fraction)."""
+def _kv_groups(n_heads: int, n_kv_heads: int) -> np.ndarray:
+    """Key/value group of each query head: head ``h`` reads key/value head ``h // (n_heads // n_kv_heads)``
+    (grouped-query attention as in Llama; ``n_kv_heads == n_heads`` is plain multi-head attention)."""
+    n_kv = n_kv_heads if n_kv_heads and n_heads % n_kv_heads == 0 else n_heads
+    return np.arange(n_heads) // (n_heads // n_kv)
 
-    def __init__(self, meta, lengths, *, alpha, crit_fraction, forms, p, stage, stop_early):
+
+def _crit_row_sets(lengths: Sequence[int], crit_rows: int) -> dict[int, np.ndarray]:
+    """Rows of the critical-N scan at each ``L``: :func:`sens_row_indices` (every ``max(1, L // crit_rows)``-th row,
+    ending at the last one; all rows when ``crit_rows`` is 0 or ``>= L``)."""
+    return {int(L): sens_row_indices(int(L), crit_rows) for L in lengths}
+
+
+class _CriticalAnalysis:
+    """Algorithm 3: incremental scan and two-sample KS tests for every ``(L, N <= cap(L))``, over all heads and over
+    key/value groups (Reading the paper, §The critical N)."""
+
+    def __init__(self, meta, lengths, *, alpha, crit_fraction, forms, p, stage, stop_early, crit_rows=0,
+                 groups=None):
         self.meta, self.lengths, self.alpha = meta, sorted(lengths), alpha
-        self.caps = {L: max(1, int(math.floor(L * crit_fraction))) for L in self.lengths}
+        self.caps = {L: max(1, min(L - 1, int(math.floor(L * crit_fraction)))) for L in self.lengths}
         self.n_cap = max(self.caps.values())
         self.forms, self.p, self.stage, self.stop_early = list(forms), p, stage, stop_early
         self.Lmax = max(self.lengths)
+        self.row_sets = _crit_row_sets(self.lengths, crit_rows)
+        self.rows = torch.as_tensor(np.unique(np.concatenate(list(self.row_sets.values()))))
+        self.row_masks = torch.zeros(len(self.lengths), self.Lmax, dtype=torch.bool)
+        for i, L in enumerate(self.lengths):
+            self.row_masks[i, torch.as_tensor(self.row_sets[L])] = True
+        self.groups = groups  # per-layer key/value group of each head, or None (then every head is its own group)
         self.store: list = []  # per layer: (packed float32 causal logits, values, mask)
-        self.means: dict = {}  # (form) -> list over layers of (H, nL, nN) arrays, per stage
         self.stage_ranges: list[tuple[int, int]] = []
-        self.keep_store = True
         first_hi = min(self.n_cap, stage) if stop_early else self.n_cap
         self.stage_ranges.append((1, first_hi))
         self.per_layer: list[dict] = []  # index by layer order: form -> list of (H, nL, n) blocks
 
     def _scan_layer(self, ld: M.LayerData, lo: int, hi: int) -> dict:
-        sc = M.topn_scan(ld, n_max=hi, n_min=lo, p=self.p, rows=torch.arange(min(self.Lmax, ld.L)))
-        out = {}
-        Lm = self.Lmax
-        for f in ["d_tilde"] + self.forms:
-            x = getattr(sc, f)[:, :Lm]
-            out[f], _ = _prefix_means(x, sc.valid[:, :Lm], self.lengths)
-        _, cnt = _prefix_means(sc.d_tilde[:, :Lm], sc.valid[:, :Lm], self.lengths)
-        out["count"] = cnt
+        sc = M.topn_scan(ld, n_max=hi, n_min=lo, p=self.p, rows=self.rows[self.rows < ld.L])
+        Lm = min(self.Lmax, ld.L)
+        valid = sc.valid[:, :Lm]
+        out = {f: [] for f in ["d_tilde", *self.forms, "count"]}
+        for i in range(len(self.lengths)):
+            v = valid & self.row_masks[i, :Lm].view(1, Lm, 1)
+            cnt = v.sum(1).to(torch.float64)
+            for f in ["d_tilde", *self.forms]:
+                x = torch.where(v, getattr(sc, f)[:, :Lm], torch.zeros((), dtype=torch.float64))
+                out[f].append((x.sum(1) / cnt.clamp(min=1)).cpu().numpy())
+            out["count"].append(cnt.cpu().numpy())
+        return {f: np.stack(blocks, 1) for f, blocks in out.items()}  # (H, nL, n)
+
+    def layer(self, sh: _Shared):
+        ld = sh.layer()
+        lo, hi = self.stage_ranges[0]
+        self.per_layer.append({"layer": sh.la.layer, "H": ld.H, "blocks": [self._scan_layer(ld, lo, hi)]})
+        if self.stop_early and hi < self.n_cap:
+            la = sh.la
+            Lm = min(self.Lmax, ld.L)
+            lg = la.logits[0, :, :Lm, :Lm].float()
+            tri = torch.tril_indices(Lm, Lm)
+            causal = bool((_mask(la)[..., :Lm, :Lm] == torch.ones(Lm, Lm, dtype=torch.bool).tril()).all())
+            packed = lg[:, tri[0], tri[1]].clone() if causal else lg.clone()
+            self.store.append((packed, la.values[0, :, :Lm].float().clone(), causal,
+                               None if causal else _mask(la)[..., :Lm, :Lm].clone()))
+
+    def _rebuild(self, i) -> M.LayerData:
+        packed, vals, causal, mask = self.store[i]
+        if causal:
+            H = packed.shape[0]
+            Lm = vals.shape[1]
+            tri = torch.tril_indices(Lm, Lm)
+            lg = torch.full((H, Lm, Lm), -math.inf, dtype=torch.float32)
+            lg[:, tri[0], tri[1]] = packed
+            return M.LayerData.from_logits(lg, vals)
+        return M.LayerData.from_logits(packed, vals, mask=mask)
+
+    def _samples(self, key: str) -> dict[str, np.ndarray]:
+        """Per-head means ``(heads, nL, n)`` of the last stage over all layers, and their key/value-group means."""
+        heads = np.concatenate([pl["blocks"][-1][key] for pl in self.per_layer], axis=0)
+        out = {"heads": heads}
+        if self.groups is not None:
+            per_group = []
+            for pl in self.per_layer:
+                x, g = pl["blocks"][-1][key], self.groups
+                per_group.append(np.stack([x[g == k].mean(0) for k in np.unique(g)], 0))
+            out["kv_groups"] = np.concatenate(per_group, axis=0)
         return out
+
+    def _ks(self, lo, hi, found):
+        from scipy.stats import ks_2samp
+
+        rows = []
+        cat = {f: self._samples(f) for f in ["d_tilde", *self.forms]}
+        cnt = np.concatenate([pl["blocks"][-1]["count"] for pl in self.per_layer], axis=0)
+        for li, L in enumerate(self.lengths):
+            for k, N in enumerate(range(lo, hi + 1)):
+                if N > self.caps[L]:
+                    continue
+                if not (cnt[:, li, k] > 0).all():  # no row of length > N among this L's rows
+                    continue
+                for sampling in cat["d_tilde"]:
+                    a = cat["d_tilde"][sampling][:, li, k]
+                    for f in self.forms:
+                        if found.get((L, f, sampling)) is not None and self.stop_early:
+                            continue
+                        b = cat[f][sampling][:, li, k]
+                        res = ks_2samp(a, b)
+                        pv = float(res.pvalue)
+                        rows.append(dict(self.meta, L=L, N=N, form=f, sampling=sampling,
+                                         statistic=float(res.statistic), p_value=pv, n_samples=len(a),
+                                         n_rows=int(cnt[0, li, k]), mean_d_tilde=float(a.mean()),
+                                         mean_form=float(b.mean()), alpha=self.alpha))
+                        if pv >= self.alpha and found.get((L, f, sampling)) is None:
+                            found[(L, f, sampling)] = N
+        return rows
+
+    def finish(self) -> pd.DataFrame:
+        df = pd.DataFrame(self.rows)
+        return df[df["n_rows"] > 0].reset_index(drop=True) if len(df) else df
+
+
+class _SeparabilityAnalysis:
+    def __init__(self, meta, length, n_values, M_radius):
+        self.meta, self.length, self.n_values, self.M = meta, length, list(n_values), M_radius
+        self.rows: list[dict] = []
+
+    def layer(self, sh: _Shared):
+        ld = sh.layer()
+        u = sh.get(("unit", self.M), lambda: M.unit_layer(ld, self.M))
+        delta = sh.get(("delta", self.M), lambda: M.running_min_distance(u))
+        L = self.length
+        for N in self.n_values:
+            sp = M.separability_metrics(u, N=N, M=self.M, normalize=False, delta=delta)
+            v = sp.valid[:, :L]
+            f, cnt = M.masked_mean(sp.fraction[:, :L], v)
+            lo, _ = M.masked_mean(sp.lower[:, :L], v)
+            up, _ = M.masked_mean(sp.upper[:, :L], v)
+            r, _ = M.masked_mean(sp.r[:, :L], v)
+            dl, _ = M.masked_mean(sp.delta[:, :L], v)
+            for h in range(ld.H):
+                if int(cnt[h]) == 0:
+                    continue
+                self.rows.append(dict(self.meta, L=L, N=N, layer=sh.la.layer, head=h, n_rows=int(cnt[h]),
+                                      fraction=float(f[h]), lower=float(lo[h]), upper=float(up[h]),
+                                      r=float(r[h]), delta=float(dl[h])))
+
+    def finish(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows)
+
+
+class _SensitivityAnalysis:
+    def __init__(self, meta, length, temperatures, eps_values, seed, sens_rows=0):
+        self.meta, self.length, self.T, self.E, self.seed = meta, length, list(temperatures), list(eps_values), seed
+        self.sens_rows = sens_rows
+        self.row_idx = sens_row_indices(length, sens_rows)
+        self.rows: list[dict] = []
+
+    def layer(self, sh: _Shared):
+        la = sh.la
+        L = self.length
+        logits = la.logits[0, :, :L, :L]
+        sub = None if len(self.row_idx) == L else torch.as_tensor(self.row_idx)
+        g, valid = M.sensitivity_rows(logits, self.T, self.E, mask=_mask(la)[..., :L, :L],
+                                      seed=self.seed + la.layer, rows=sub)
+        stride = 1 if sub is None else max(1, L // self.sens_rows)
+        H = g.shape[2]
+        cnt = valid.sum(-1).clamp(min=1).to(torch.float64)
+        mean = g.sum(-1) / cnt  # (nT, nE, H)
+        Tt = torch.as_tensor(self.T, dtype=torch.float64).view(-1, 1, 1, 1)
+        Et = torch.as_tensor(self.E, dtype=torch.float64).view(1, -1, 1, 1)
+        corr = torch.minimum(1 / (2 * Tt), math.sqrt(2) / Et)
+        paper = torch.minimum(1 / (4 * Tt), torch.full_like(Tt, math.sqrt(2)))
+        viol = ((g > corr * (1 + 1e-9) + 1e-12) & valid).sum(-1)
+        over = ((g > paper * (1 + 1e-9)) & valid).sum(-1)
+        gmax = torch.where(valid, g, torch.zeros((), dtype=g.dtype)).amax(-1)
+        # plain numpy/python values once (not a tensor operation per table row)
+        n_rows = valid.sum(-1).tolist()
+        mean_, gmax_, viol_, over_ = (t.numpy() for t in (mean, gmax, viol, over))
+        corr_ = corr.view(len(self.T), len(self.E)).tolist()
+        paper_ = paper.view(-1).tolist()
+        for a, T in enumerate(self.T):
+            for b, e in enumerate(self.E):
+                for h in range(H):
+                    self.rows.append(dict(self.meta, L=L, T=T, eps=e, layer=la.layer, head=h,
+                                          n_rows=int(n_rows[h]), g=float(mean_[a, b, h]),
+                                          g_row_max=float(gmax_[a, b, h]),
+                                          bound_corrected=float(corr_[a][b]), bound_paper=float(paper_[a]),
+                                          rows_violating_corrected=int(viol_[a, b, h]),
+                                          rows_above_paper=int(over_[a, b, h]), row_stride=stride))
+
+    def finish(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows)
+
+
+def _kv_groups(n_heads: int, n_kv_heads: int) -> np.ndarray:
+    """Key/value group of each query head: head ``h`` reads key/value head ``h // (n_heads // n_kv_heads)``
+    (grouped-query attention as in Llama; ``n_kv_heads == n_heads`` is plain multi-head attention)."""
+    n_kv = n_kv_heads if n_kv_heads and n_heads % n_kv_heads == 0 else n_heads
+    return np.arange(n_heads) // (n_heads // n_kv)
+
+
+def _crit_row_sets(lengths: Sequence[int], crit_rows: int) -> dict[int, np.ndarray]:
+    """Rows of the critical-N scan at each ``L``: :func:`sens_row_indices` (every ``max(1, L // crit_rows)``-th row,
+    ending at the last one; all rows when ``crit_rows`` is 0 or ``>= L``)."""
+    return {int(L): sens_row_indices(int(L), crit_rows) for L in lengths}
+
+
+class _CriticalAnalysis:
+    """Algorithm 3: incremental scan and two-sample KS tests for every ``(L, N <= cap(L))``, over all heads and over
+    key/value groups (Reading the paper, §The critical N)."""
+
+    def __init__(self, meta, lengths, *, alpha, crit_fraction, forms, p, stage, stop_early, crit_rows=0,
+                 groups=None):
+        self.meta, self.lengths, self.alpha = meta, sorted(lengths), alpha
+        self.caps = {L: max(1, min(L - 1, int(math.floor(L * crit_fraction)))) for L in self.lengths}
+        self.n_cap = max(self.caps.values())
+        self.forms, self.p, self.stage, self.stop_early = list(forms), p, stage, stop_early
+        self.Lmax = max(self.lengths)
+        self.row_sets = _crit_row_sets(self.lengths, crit_rows)
+        self.rows = torch.as_tensor(np.unique(np.concatenate(list(self.row_sets.values()))))
+        self.row_masks = torch.zeros(len(self.lengths), self.Lmax, dtype=torch.bool)
+        for i, L in enumerate(self.lengths):
+            self.row_masks[i, torch.as_tensor(self.row_sets[L])] = True
+        self.groups = groups  # per-layer key/value group of each head, or None (then every head is its own group)
+        self.store: list = []  # per layer: (packed float32 causal logits, values, mask)
+        self.stage_ranges: list[tuple[int, int]] = []
+        first_hi = min(self.n_cap, stage) if stop_early else self.n_cap
+        self.stage_ranges.append((1, first_hi))
+        self.per_layer: list[dict] = []  # index by layer order: form -> list of (H, nL, n) blocks
+
+    def _scan_layer(self, ld: M.LayerData, lo: int, hi: int) -> dict:
+        sc = M.topn_scan(ld, n_max=hi, n_min=lo, p=self.p, rows=self.rows[self.rows < ld.L])
+        Lm = min(self.Lmax, ld.L)
+        valid = sc.valid[:, :Lm]
+        out = {f: [] for f in ["d_tilde", *self.forms, "count"]}
+        for i in range(len(self.lengths)):
+            v = valid & self.row_masks[i, :Lm].view(1, Lm, 1)
+            cnt = v.sum(1).to(torch.float64)
+            for f in ["d_tilde", *self.forms]:
+                x = torch.where(v, getattr(sc, f)[:, :Lm], torch.zeros((), dtype=torch.float64))
+                out[f].append((x.sum(1) / cnt.clamp(min=1)).cpu().numpy())
+            out["count"].append(cnt.cpu().numpy())
+        return {f: np.stack(blocks, 1) for f, blocks in out.items()}  # (H, nL, n)
 
     def layer(self, sh: _Shared):
         ld = sh.layer()
@@ -477,7 +696,9 @@ class _CriticalAnalysis:
         lo, hi = self.stage_ranges[0]
         rows += self._ks(lo, hi, found)
         while hi < self.n_cap and self.stop_early:
-            if all(found.get((L, f)) is not None or self.caps[L] <= hi for L in self.lengths for f in self.forms):
+            samplings = ["heads"] + (["kv_groups"] if self.groups is not None else [])
+            if all(found.get((L, f, sm)) is not None or self.caps[L] <= hi
+                   for L in self.lengths for f in self.forms for sm in samplings):
                 break
             lo, hi = hi + 1, min(self.n_cap, 2 * hi)
             self.stage_ranges.append((lo, hi))
@@ -531,9 +752,11 @@ def _make(name: str, handle, text, params: dict):
                               mc_rows=params["mc_rows"], seed=params["seed"], kind="n")
         return a, params["L"]
     if name == "critical_n":
+        n_heads, n_kv = int(handle.n_heads), int(getattr(handle, "n_kv_heads", 0) or handle.n_heads)
         a = _CriticalAnalysis(meta, params["lengths"], alpha=params["alpha"], crit_fraction=params["crit_fraction"],
                               forms=params["forms"], p=params["p"], stage=params["stage"],
-                              stop_early=params["stop_early"])
+                              stop_early=params["stop_early"], crit_rows=params.get("crit_rows", 0),
+                              groups=_kv_groups(n_heads, n_kv))
         return a, max(params["lengths"])
     if name == "separability":
         return _SeparabilityAnalysis(meta, params["L"], params["n_values"], params["M"]), params["L"]
@@ -590,7 +813,7 @@ def distance_vs_n(handle, text, *, L: int = 1024, n_values: Sequence[int] = (1, 
     return _run_one("distance_vs_n", handle, text, params, cache, start)
 
 
-def _params_critical(handle, lengths, alpha, crit_fraction, forms, p, stage, stop_early):
+def _params_critical(handle, lengths, alpha, crit_fraction, forms, p, stage, stop_early, crit_rows=0):
     lengths = _check_lengths(handle, lengths)
     if min(lengths) < 4:
         raise ValueError(f"lengths must be integers >= 4 for the critical-N scan (got {min(lengths)})")
@@ -604,47 +827,104 @@ def _params_critical(handle, lengths, alpha, crit_fraction, forms, p, stage, sto
     check_choice("p", p, ["L-1", "L"])
     if not isinstance(stop_early, bool):
         raise ValueError(f"stop_early must be True or False (got {stop_early!r})")
-    return dict(lengths=lengths, alpha=alpha, crit_fraction=crit_fraction, forms=forms, p=p,
-                stage=check_int("stage", stage, low=1), stop_early=stop_early)
+    out = dict(lengths=lengths, alpha=alpha, crit_fraction=crit_fraction, forms=forms, p=p,
+               stage=check_int("stage", stage, low=1), stop_early=stop_early)
+    crit_rows = check_int("crit_rows", crit_rows, low=0)
+    if crit_rows:  # not in the cache key when every row is used
+        out["crit_rows"] = crit_rows
+    return out
 
 
 def critical_n(handle, text, *, lengths: Sequence[int] = (32, 64, 128, 256, 512, 1024), alpha: float = 0.01,
-               crit_fraction: float = 0.25, forms: Sequence[str] = ("e1", "e2"), p: str = "L-1", stage: int = 64,
-               stop_early: bool = True, start: int = 0, cache=None) -> pd.DataFrame:
-    r"""Algorithm 3 / Fig. 2c: KS trace. For every ``L``, ``N = 1..floor(crit_fraction L)`` and form (E1, E2): the
-    two-sample KS test (``scipy.stats.ks_2samp``) between the per-head row-means of d~ and of the form, over all
-    heads of all layers. Columns ``L, N, form, statistic, p_value, n_heads, mean_d_tilde, mean_form``.
+               crit_fraction: float = 1.0, forms: Sequence[str] = ("e1", "e2"), p: str = "L-1", stage: int = 1023,
+               stop_early: bool = True, crit_rows: int = 0, start: int = 0, cache=None) -> pd.DataFrame:
+    r"""Algorithm 3 / Fig. 2c: the KS trace.
 
-    The per-row values come from :func:`attn_lib.metrics.topn_scan` (incremental in ``N`` from the Gram matrix:
-    ``O(heads L^2 N_max)``). The critical ``N`` is the *first* ``N`` with ``p >= alpha``, so with ``stop_early`` the
-    scan runs in stages (``1..stage``, then doubling) and stops once every ``(L, form)`` has its critical ``N`` (or
-    reached its cap); the trace then ends at the critical ``N`` for each ``(L, form)``. Later stages rebuild each
-    layer from its float32 causal logits kept from the single forward pass (no second pass). See
-    :func:`critical_n_summary`.
+    For every ``L``, every ``N = 1..min(L - 1, floor(crit_fraction L))`` and every form (E1, E2): the two-sample
+    Kolmogorov-Smirnov test (``scipy.stats.ks_2samp``) between the per-head row means of d~ and of the form. It runs
+    twice: over all heads of all layers (``sampling="heads"``), and over key/value groups (``"kv_groups"``: the mean
+    of the query heads that share a key/value head, one sample per group), the valid test under grouped-query
+    attention, where heads of a group are not independent (Reading the paper, §The critical N). For a model without
+    grouped-query attention the two coincide.
+
+    The per-row values come from :func:`attn_lib.metrics.topn_scan` (incremental in ``N``). The critical ``N`` is the
+    *first* ``N`` with ``p >= alpha``; with ``stop_early`` the trace of each ``(L, form, sampling)`` ends there. The
+    scan runs in stages (``1..stage`` during the forward pass, then doubling, rebuilding each layer from its stored
+    float32 logits) until every ``(L, form, sampling)`` has its critical ``N`` or reached ``L - 1``.
+
+    Parameters
+    ----------
+    handle, text
+        Model handle and text (:func:`load_inputs`).
+    lengths : sequence of int >= 4
+        Window lengths ``L`` (prefixes of one window).
+    alpha : float in (0, 1)
+        KS level; the paper's text and caption say 0.01 (Reading the paper, §The KS test).
+    crit_fraction : float in (0, 1]
+        Scan limit as a fraction of ``L``; ``1.0`` (default) scans up to ``N = L - 1``, so no result is censored by
+        a scan limit.
+    forms : subset of {"e1", "e2"}
+    p : {"L-1", "L"}
+        E1's inclusion probability.
+    stage : int >= 1
+        ``N`` range scanned during the forward pass.
+    stop_early : bool
+        End each trace at its first passing ``N``.
+    crit_rows : int >= 0
+        Rows per ``L``: every ``max(1, L // crit_rows)``-th row, ending at the last; ``0`` = every row.
+    start : int
+        Token offset of the window.
+    cache : ResultCache, optional
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per test: ``L, N, form, sampling, statistic, p_value, n_samples, n_rows, mean_d_tilde, mean_form,
+        alpha`` plus ``model, text, device``. :func:`critical_n_summary` extracts the critical ``N``.
     """
-    params = _params_critical(handle, lengths, alpha, crit_fraction, forms, p, stage, stop_early)
+    params = _params_critical(handle, lengths, alpha, crit_fraction, forms, p, stage, stop_early, crit_rows)
     return _run_one("critical_n", handle, text, params, cache, start)
 
 
 def critical_n_summary(trace: pd.DataFrame, lengths: Sequence[int] | None = None, alpha: float | None = None,
-                       crit_fraction: float = 0.25) -> pd.DataFrame:
-    """Critical ``N`` per (L, form) from a :func:`critical_n` trace: ``n_star`` (first ``N`` with ``p >= alpha``),
-    ``censored`` (no such ``N`` up to the cap; ``n_star`` is then the cap), ``ratio = n_star / L``."""
+                       crit_fraction: float = 1.0) -> pd.DataFrame:
+    """Critical ``N`` per ``(L, form, sampling)`` of a :func:`critical_n` trace.
+
+    Parameters
+    ----------
+    trace : pandas.DataFrame
+        Output of :func:`critical_n` (a trace without a ``sampling`` column counts as ``"heads"``).
+    lengths : sequence of int, optional
+        Unused; kept for compatibility.
+    alpha : float, optional
+        KS level; default: the trace's.
+    crit_fraction : float
+        The scan limit the trace was made with (``N <= min(L - 1, floor(crit_fraction L))``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``L, form, sampling, n_star`` (first ``N`` with ``p >= alpha``), ``censored`` (no such ``N`` up to the scan
+        limit; ``n_star`` is then the limit), ``ratio = n_star / L``, ``n_scanned``, ``limit`` (the scan limit).
+    """
+    columns = ["L", "form", "sampling", "n_star", "censored", "ratio", "n_scanned", "limit"]
     if trace is None or len(trace) == 0:
-        return pd.DataFrame(columns=["L", "form", "n_star", "censored", "ratio", "n_scanned"])
+        return pd.DataFrame(columns=columns)
     a = float(trace["alpha"].iloc[0]) if alpha is None else alpha
+    if "sampling" not in trace:
+        trace = trace.assign(sampling="heads")
     out = []
     meta = {k: trace[k].iloc[0] for k in ("model", "text", "device") if k in trace}
-    for (L, f), g in trace.groupby(["L", "form"]):
+    for (L, f, sampling), g in trace.groupby(["L", "form", "sampling"], sort=True):
         g = g.sort_values("N")
         hit = g[g["p_value"] >= a]
-        cap = max(1, int(math.floor(L * crit_fraction)))
+        cap = max(1, min(int(L) - 1, int(math.floor(L * crit_fraction))))
         if len(hit):
             n_star, cens = int(hit["N"].iloc[0]), False
         else:
             n_star, cens = cap, True
-        out.append(dict(meta, L=int(L), form=f, n_star=n_star, censored=cens, ratio=n_star / L,
-                        n_scanned=int(g["N"].max())))
+        out.append(dict(meta, L=int(L), form=f, sampling=sampling, n_star=n_star, censored=cens, ratio=n_star / L,
+                        n_scanned=int(g["N"].max()), limit=cap))
     return pd.DataFrame(out)
 
 
@@ -706,7 +986,7 @@ def _profile_params(handle, prof: Profile, seed: int = 0) -> dict[str, dict]:
         "distance_vs_n": _params_distance_vs_n(handle, Lf, [n for n in prof.n_alg2 if n < Lf], "L-1",
                                                prof.mc_samples, prof.mc_rows, seed),
         "critical_n": _params_critical(handle, lengths, prof.ks_alpha, prof.crit_fraction, ["e1", "e2"], "L-1",
-                                       prof.scan_stage, True),
+                                       prof.scan_stage, True, prof.crit_rows),
         "separability": _params_sep(handle, Lf, [n for n in prof.n_alg4 if n < Lf], 1.0),
         "gradient_sensitivity": _params_sens(handle, Lf, prof.temperatures, prof.eps_values, seed, prof.sens_rows),
     }

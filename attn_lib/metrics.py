@@ -103,6 +103,31 @@ def _check_N(N: Any, name: str = "N") -> int:
     return check_int(name, N, low=1)
 
 
+def _check_rows(rows: Any, n_rows: int, *, allow_empty: bool = True) -> torch.Tensor:
+    """Row indices as a sorted CPU int64 tensor ``(R,)``: integers (an integral float such as ``2.0`` counts, as in
+    :func:`attn_lib._validation.check_int`) in ``[0, n_rows - 1]``. A fractional, negative or too large index, a
+    bool mask or a non-number is a ``ValueError`` that names ``rows`` and the allowed range."""
+    need = f"rows must be {'a' if allow_empty else 'a non-empty'} list of integer row indices in [0, {n_rows - 1}]"
+    try:
+        arr = np.asarray(rows.detach().cpu() if isinstance(rows, torch.Tensor) else rows).reshape(-1)
+    except (TypeError, ValueError):
+        raise ValueError(f"{need} (got {rows!r})") from None
+    if arr.size == 0:
+        if not allow_empty:
+            raise ValueError(f"{need} (got none)")
+        return torch.zeros(0, dtype=torch.long)
+    if arr.dtype.kind not in "iuf":  # bool ('b'), strings, objects
+        raise ValueError(f"{need} (got {'a bool mask' if arr.dtype.kind == 'b' else f'dtype {arr.dtype}'})")
+    if arr.dtype.kind == "f":
+        fractional = ~np.isfinite(arr) | (arr != np.floor(arr))
+        if fractional.any():
+            raise ValueError(f"{need} (got {arr[fractional][0].item()!r}, not an integer)")
+    outside = (arr < 0) | (arr > n_rows - 1)
+    if outside.any():
+        raise ValueError(f"{need} (got {arr[outside][0].item()!r})")
+    return torch.as_tensor(arr.astype(np.int64)).sort().values
+
+
 class LayerData:
     """One layer's attention weights, value vectors and mask in float64, with cached derived quantities.
 
@@ -392,9 +417,15 @@ def _p_value(p: Any, N: int, t: torch.Tensor) -> torch.Tensor:
     if isinstance(p, str):
         check_choice("p", p, ["L-1", "L"])
         return N / (tt - 1).clamp(min=1) if p == "L-1" else N / tt.clamp(min=1)
-    pv = float(p)
+    need = f"p must be 'L-1', 'L' or a number in [0, 1] (got {p!r})"
+    if isinstance(p, bool):
+        raise ValueError(need)
+    try:
+        pv = float(p)
+    except (TypeError, ValueError):
+        raise ValueError(need) from None
     if not (0 <= pv <= 1):
-        raise ValueError(f"p must be 'L-1', 'L' or a number in [0, 1] (got {p!r})")
+        raise ValueError(need)
     return torch.full_like(tt, pv)
 
 
@@ -449,6 +480,7 @@ def distance_metrics(layer, values=None, N: int = 5, *, mask=None, p: Any = "L-1
     """
     ld = _as_layer(layer, values, mask)
     N = _check_N(N)
+    _p_value(p, 1, torch.ones(1))  # validates p
     check_choice("form", form, ["sum", "vector"])
     use_numba = _engine(engine, _kernel_ok(ld.device, ld.prefix) and form == "sum",
                         " and form='sum'")
@@ -673,7 +705,7 @@ def topn_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None,
     Ns = torch.arange(n_min, n_max + 1, device=ld.device)
     valid = t_full.unsqueeze(-1) >= Ns.view(1, 1, -1) + 1
     if rows is not None:
-        rows = torch.as_tensor(rows, device=ld.device).sort().values
+        rows = _check_rows(rows, L).to(ld.device)
         keep = torch.zeros(L, dtype=torch.bool, device=ld.device)
         keep[rows] = True
         valid = valid & keep.view(1, L, 1)
@@ -803,11 +835,7 @@ def expected_distance_mc(layer, values=None, N: int = 5, *, rows=None, mask=None
     K = check_int("n_samples", n_samples, low=1)
     seed = check_int("seed", seed, low=0)
     H, L = ld.H, ld.L
-    if rows is None:
-        rows = torch.arange(L)
-    rows = torch.as_tensor(rows, dtype=torch.long).sort().values
-    if rows.numel() and (int(rows[0]) < 0 or int(rows[-1]) >= L):
-        raise ValueError(f"rows must be indices in [0, {L - 1}]")
+    rows = torch.arange(L) if rows is None else _check_rows(rows, L)
     t = torch.broadcast_to(ld.t, (H, L))[:, rows.to(ld.device)]
     valid = t >= N + 1
     R = rows.numel()
@@ -1037,10 +1065,7 @@ def sensitivity_rows(logits: Any, temperatures: Sequence[float], eps_values: Seq
         m = torch.broadcast_to(_bool_mask(mask, x.device), x.shape)
     H, L, _ = x.shape
     if rows is not None:  # select the rows first: everything below works on (H, R, L) only
-        rows = torch.as_tensor(np.asarray(rows), dtype=torch.long).reshape(-1).sort().values
-        if rows.numel() == 0 or int(rows[0]) < 0 or int(rows[-1]) >= x.shape[1]:
-            raise ValueError(f"rows must be a non-empty list of row indices in [0, {x.shape[1] - 1}]")
-        rows = rows.to(x.device)
+        rows = _check_rows(rows, x.shape[1], allow_empty=False).to(x.device)
         x = x[:, rows]
         m = None if m is None else m[:, rows]
     x = x.to(F64)

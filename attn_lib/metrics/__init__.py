@@ -81,6 +81,9 @@ class _MetricsPackage(types.ModuleType):
     """``attn_lib.metrics`` itself: each of :data:`attn_lib.metrics._engine.SETTINGS` is a property here, so that
     assigning it on the package (or ``monkeypatch.setattr(attn_lib.metrics, ...)``) reaches every module."""
 
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(_engine.SETTINGS))
+
 
 for _name in _engine.SETTINGS:
     setattr(_MetricsPackage, _name, _setting(_name))

@@ -515,3 +515,51 @@ def test_order_kernel_selection_path_matches_full_sort(n):
         assert torch.equal(ld.order(n), ref)
     finally:
         M.ORDER_PREFETCH_DIV = saved
+
+
+@pytest.mark.parametrize("p", [None, True, float("nan"), [0.5], object()])
+def test_p_that_is_not_a_probability_is_a_value_error(p):
+    """Issue 12: ``p=None`` (and other non-numbers, booleans) used to raise TypeError or run."""
+    ld, *_ = _layer(H=1, L=6)
+    with pytest.raises(ValueError, match=r"p must be 'L-1', 'L' or a number in \[0, 1\]"):
+        M.distance_metrics(ld, N=1, p=p)
+    with pytest.raises(ValueError, match=r"p must be 'L-1', 'L' or a number in \[0, 1\]"):
+        M.topn_scan(ld, n_max=2, p=p)
+
+
+#: every public metric that takes ``rows``, called on a 6-row layer
+ROWS_CALLS = {
+    "topn_scan": lambda ld, x, rows, engine: M.topn_scan(ld, n_max=2, rows=rows, engine=engine),
+    "expected_distance_mc": lambda ld, x, rows, engine: M.expected_distance_mc(ld, N=1, rows=rows, engine=engine),
+    "sensitivity_rows": lambda ld, x, rows, engine: M.sensitivity_rows(x, [1.0], [1.0], rows=rows, engine=engine),
+}
+
+
+@pytest.mark.parametrize("engine", ["torch", "numba"])
+@pytest.mark.parametrize("rows", [[99], [6], [-1], [0.7, 2.2], [1.5], [float("nan")], [True, False], "ab",
+                                  [[1, 2], [3]]], ids=str)
+@pytest.mark.parametrize("func", list(ROWS_CALLS))
+def test_bad_rows_are_a_value_error_with_the_range(func, rows, engine):
+    """Issue 12: out-of-range rows used to be an IndexError (topn_scan) and fractional rows were truncated."""
+    ld, logits, _, mask = _layer(H=2, L=6)
+    x = logits.masked_fill(~mask, -math.inf)
+    with pytest.raises(ValueError, match=r"rows must be .*integer row indices in \[0, 5\]"):
+        ROWS_CALLS[func](ld, x, rows, engine)
+
+
+@pytest.mark.parametrize("func", list(ROWS_CALLS))
+def test_integer_like_rows_are_accepted(func):
+    """Integral floats and NumPy / torch integers are row indices (as check_int accepts them); the order does not
+    matter."""
+    ld, logits, _, mask = _layer(H=2, L=6)
+    x = logits.masked_fill(~mask, -math.inf)
+    def tensors(result):  # the tensors of a result dataclass or tuple
+        return [v for v in (result if isinstance(result, tuple) else vars(result).values())
+                if isinstance(v, torch.Tensor)]
+
+    ref = tensors(ROWS_CALLS[func](ld, x, [2, 5], "torch"))
+    for rows in ([5.0, 2.0], np.array([2, 5], dtype=np.int32), torch.tensor([5, 2])):
+        got = tensors(ROWS_CALLS[func](ld, x, rows, "torch"))
+        assert len(got) == len(ref) > 1
+        for a, b in zip(ref, got, strict=True):
+            assert torch.equal(a, b)

@@ -1,0 +1,91 @@
+r"""Vectorised per-row metrics of the paper, batched over heads and causal query rows (Reading the paper).
+
+:mod:`attn_lib.theory` holds the readable one-row reference definitions; this package computes the same
+quantities for a whole layer at once -- every head ``h`` and every query row ``r`` of an attention matrix --
+without a Python loop over tokens. Everything is float64.
+
+Inputs (one layer):
+
+* ``weights`` ``(H, L, L)`` -- attention weights, row ``r`` is the query; or ``logits`` with a ``mask`` (softmax
+  with temperature ``T`` is then taken in float64);
+* ``values`` ``(H, L, d)`` -- the vectors :math:`x_i` (per-head value vectors, Reading the paper, §Distance);
+* ``mask`` -- bool, ``True`` = visible, broadcastable to ``(H, L, L)``; default: causal (row ``r`` sees ``0..r``).
+
+Row ``r`` uses only its ``t_r`` visible tokens (``L_t = t``, Reading the paper, §Causal masking). A top-``N``
+metric is defined for a row only if ``t_r >= N + 1``; every function returns a ``valid`` mask, and entries of rows
+that do not qualify are ``0.0`` (never NaN). Aggregate with :func:`masked_mean`.
+
+One module per experiment; each public function checks its input, picks the engine (the compiled numba kernels of
+:mod:`attn_lib._kernels` on CPU with prefix masks, float64 torch code elsewhere) and calls a named implementation:
+
+* :mod:`~attn_lib.metrics.layer` -- :class:`LayerData` (one layer, Gram matrix, top-``N`` order, row blocks),
+  :func:`top_n_order`, :func:`masked_mean`;
+* :mod:`~attn_lib.metrics.distance` -- :func:`distance_metrics` (d~, d_max, E1 + Jensen gap, E2 at one ``N``);
+* :mod:`~attn_lib.metrics.scan` -- :func:`topn_scan` (the same for every ``N`` in a range, incrementally: the
+  critical-N scan) and :func:`naive_scan` (its non-incremental reference);
+* :mod:`~attn_lib.metrics.montecarlo` -- :func:`expected_distance_mc` (Monte-Carlo E[d~]);
+* :mod:`~attn_lib.metrics.separability` -- :func:`separability_metrics` (``N_s/N`` and Theorem 2's bounds),
+  :func:`unit_layer`, :func:`running_min_distance`;
+* :mod:`~attn_lib.metrics.sensitivity` -- :func:`sensitivity_rows` (``g(T, eps)`` per row);
+* :mod:`~attn_lib.metrics._engine` -- the engine choice, the settings below, :func:`block_parallel` and
+  :func:`large_ops`.
+
+Settings, read at call time (assign them here: ``attn_lib.metrics.DEFAULT_ENGINE = "torch"``):
+``DEFAULT_ENGINE`` (what ``engine="auto"`` means; environment variable ``ATTN_LIB_ENGINE``), ``BLOCK_ELEMS`` and
+``SCAN_BLOCK_ELEMS`` (row-block sizes of the torch code), ``KERNEL_D1_MAX_N`` and ``ORDER_PREFETCH_DIV`` (see
+:mod:`~attn_lib.metrics._engine`).
+"""
+from __future__ import annotations
+
+import sys
+import types
+
+from . import _engine
+from ._engine import F64 as F64  # noqa: F401 - re-exported, as before the split
+from ._engine import block_parallel, large_ops
+from .distance import DistanceRows, distance_metrics
+from .layer import LayerData, masked_mean, top_n_order
+from .montecarlo import MCRows, expected_distance_mc
+from .scan import ScanRows, naive_scan, topn_scan
+from .sensitivity import sensitivity_rows
+from .separability import SeparabilityRows, running_min_distance, separability_metrics, unit_layer
+
+__all__ = [
+    "LayerData",
+    "DistanceRows",
+    "ScanRows",
+    "MCRows",
+    "SeparabilityRows",
+    "distance_metrics",
+    "topn_scan",
+    "naive_scan",
+    "expected_distance_mc",
+    "separability_metrics",
+    "sensitivity_rows",
+    "masked_mean",
+    "top_n_order",
+    "block_parallel",
+    "large_ops",
+    "unit_layer",
+    "running_min_distance",
+]
+
+
+def _setting(name: str) -> property:
+    """A property of the package that reads and assigns ``name`` in :mod:`~attn_lib.metrics._engine`."""
+    return property(lambda _pkg: getattr(_engine, name), lambda _pkg, value: setattr(_engine, name, value),
+                    doc=f"attn_lib.metrics._engine.{name}, where every module of the package looks it up")
+
+
+class _MetricsPackage(types.ModuleType):
+    """``attn_lib.metrics`` itself: each of :data:`attn_lib.metrics._engine.SETTINGS` is a property here, so that
+    assigning it on the package (or ``monkeypatch.setattr(attn_lib.metrics, ...)``) reaches every module."""
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(_engine.SETTINGS))
+
+
+for _name in _engine.SETTINGS:
+    setattr(_MetricsPackage, _name, _setting(_name))
+del _name
+sys.modules[__name__].__class__ = _MetricsPackage

@@ -1,0 +1,406 @@
+r"""Distances at one ``N`` for every head and row: d~ (Eq. 7), d_max (Theorem 1a), E1 with its Jensen-gap bounds
+and E2 (Theorem 1b). Reading the paper, §Distance and §Expectation forms.
+
+Everything comes from the per-head Gram matrix :math:`G = VV^\top` of :class:`~attn_lib.metrics.layer.LayerData`:
+
+.. math:: \|\alpha_ix_i-s\|^2=\alpha_i^2G_{ii}-2\alpha_i\,c_i+\|s\|^2,\quad
+          c_i=s\cdot x_i=\sum_{j\in I_N}\alpha_jG_{ji},
+
+and for E1, :math:`\|(1+p)a_i-pz\|^2=(1+p)^2\alpha_i^2G_{ii}-2p(1+p)\alpha_i(z\cdot x_i)+p^2\|z\|^2`.
+
+:func:`distance_metrics` checks its input and runs :func:`_distance_numba` (compiled per-row sums) or
+:func:`_distance_torch` (float64 tensor code in row blocks, :func:`_distance_block`); d_max's ``d_1`` comes from
+the kernel or from :func:`_d1_and_norm`.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from .. import _kernels as _kern
+from .._validation import check_choice
+from . import _engine
+from ._engine import F64, kernel_threads, run_blocks, uses_numba
+from .layer import LayerData, as_layer, check_n
+
+__all__ = ["DistanceRows", "distance_metrics"]
+
+#: the per-row sums both engines compute (the other fields of :class:`DistanceRows` are shared).
+_SUMS = ("d_tilde", "e1", "e1_gap", "e1_gap_crude", "e2", "s_norm")
+#: the fields of :class:`DistanceRows` that are zero at invalid rows.
+_ROW_FIELDS = _SUMS + ("alpha_bar", "d1", "max_norm", "d_max")
+
+
+@dataclass
+class DistanceRows:
+    """Per-(head, row) results of :func:`distance_metrics`; every tensor is ``(H, L)``, float64 unless noted, and 0
+    at rows that are not ``valid``.
+
+    Attributes
+    ----------
+    N : int
+        The top-``N`` size.
+    t : torch.Tensor
+        Visible count of each row (int64).
+    valid : torch.Tensor
+        Bool: ``t >= N + 1``.
+    d_tilde : torch.Tensor
+        d~ (Eq. 7) in the requested ``form``.
+    e1, e1_gap, e1_gap_crude : torch.Tensor
+        E1, its Jensen-gap bound and the crude version of that bound.
+    e2 : torch.Tensor
+        E2 (Theorem 1b).
+    s_norm : torch.Tensor
+        ``||s||``, the norm of the top-``N`` sum.
+    alpha_bar : torch.Tensor
+        The top-``N`` weight mass.
+    d1, max_norm, d_max : torch.Tensor or None
+        Theorem 1(a): ``d_1``, the largest selected norm and ``d_max`` (``None`` without ``with_dmax``).
+    extra : dict
+        Free room for callers.
+    """
+
+    N: int
+    t: torch.Tensor
+    valid: torch.Tensor
+    d_tilde: torch.Tensor
+    e1: torch.Tensor
+    e1_gap: torch.Tensor
+    e1_gap_crude: torch.Tensor
+    e2: torch.Tensor
+    s_norm: torch.Tensor
+    alpha_bar: torch.Tensor
+    d1: torch.Tensor | None = None
+    max_norm: torch.Tensor | None = None
+    d_max: torch.Tensor | None = None
+    extra: dict = field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# E1's inclusion probability
+# ----------------------------------------------------------------------------------------------------------
+def check_p(p: Any) -> str | float:
+    """E1's inclusion probability argument: ``"L-1"``, ``"L"`` or a number in ``[0, 1]`` (returned as float); a
+    ``ValueError`` naming ``p`` otherwise (also for ``None`` and booleans)."""
+    if isinstance(p, str):
+        return check_choice("p", p, ["L-1", "L"])
+    need = f"p must be 'L-1', 'L' or a number in [0, 1] (got {p!r})"
+    if isinstance(p, bool):
+        raise ValueError(need)
+    try:
+        value = float(p)
+    except (TypeError, ValueError):
+        raise ValueError(need) from None
+    if not 0 <= value <= 1:
+        raise ValueError(need)
+    return value
+
+
+def inclusion_probability(p: str | float, N: int, t: torch.Tensor) -> torch.Tensor:
+    """Per row: ``N/(t-1)`` (``p="L-1"``), ``N/t`` (``"L"``) or the number ``p`` (already checked by
+    :func:`check_p`), float64 of ``t``'s shape."""
+    tt = t.to(F64)
+    if p == "L-1":
+        return N / (tt - 1).clamp(min=1)
+    if p == "L":
+        return N / tt.clamp(min=1)
+    return torch.full_like(tt, p)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the public function
+# ----------------------------------------------------------------------------------------------------------
+def distance_metrics(layer, values=None, N: int = 5, *, mask=None, p: Any = "L-1", form: str = "sum",
+                     with_dmax: bool = True, engine: str = "auto") -> DistanceRows:
+    r"""d~ (Eq. 7), d_max (Theorem 1a), E1 and its Jensen-gap bounds, E2 (Theorem 1b) for every head and row.
+
+    Row ``r`` with ``t`` visible tokens is valid iff ``t >= N + 1``. Cost per row: ``O(t d)`` by BLAS for
+    ``s . x_i``, ``O(t)`` elementwise; ``d_1`` (for d_max) uses a running maximum of the squared distances from each
+    token (prefix masks) and falls back to ``O(N t)`` per row only where the farthest visible token from the best
+    selected one is itself selected.
+
+    Parameters
+    ----------
+    layer, values, mask
+        The layer: a :class:`~attn_lib.metrics.layer.LayerData` (then ``values`` and ``mask`` are ``None``), or raw
+        weights ``(H, L, L)`` with ``values`` ``(H, L, d)`` and an optional bool ``mask`` (default causal), as
+        :func:`~attn_lib.metrics.layer.as_layer` takes them.
+    N : int
+        Top-``N`` size, ``>= 1``.
+    p : {"L-1", "L"} or float
+        E1's inclusion probability, as in :func:`attn_lib.theory.expectation_e1`: ``N/(t-1)``, ``N/t`` or a number
+        in ``[0, 1]``.
+    form : {"sum", "vector"}
+        ``"sum"`` is the project's d~ (Reading the paper, §Distance); ``"vector"`` the variant
+        :math:`\|\sum_{i\notin I_N}a_i-s\|`.
+    with_dmax : bool
+        Also compute ``d1``, ``max_norm`` and ``d_max``.
+    engine : {"auto", "numba", "torch"}
+        ``"numba"``: the per-row sums by the compiled :func:`attn_lib._kernels.dist_prefix` (CPU, prefix masks,
+        ``form="sum"``; float64, same formulas); ``"torch"``: tensor operations (any device, mask and form);
+        ``"auto"`` (default): numba where it applies.
+
+    Returns
+    -------
+    DistanceRows
+        Every field ``(H, L)``, 0 at invalid rows.
+    """
+    ld, N, p = as_layer(layer, values, mask), check_n(N), check_p(p)
+    check_choice("form", form, ["sum", "vector"])
+    use_numba = uses_numba(engine, ld.kernels_apply and form == "sum", " and form='sum'")
+    order = ld.order(min(N, ld.L))  # (H, L, N)
+    if use_numba:
+        sums, d1_and_norm = _distance_numba(ld, N, p, order, with_dmax)
+    else:
+        sums, d1_and_norm = _distance_torch(ld, N, p, order, form), None
+    if with_dmax and d1_and_norm is None:
+        d1_and_norm = _d1_and_norm(ld, order.shape[-1], order)
+    return _distance_rows(ld, N, order, sums, d1_and_norm)
+
+
+def _distance_rows(ld: LayerData, N: int, order: torch.Tensor, sums: dict,
+                   d1_and_norm: tuple[torch.Tensor, torch.Tensor] | None) -> DistanceRows:
+    """Assemble :class:`DistanceRows`: the engine's sums, the top-``N`` mass, d_max from ``(d_1, max_norm)``, and
+    zeros at invalid rows."""
+    counts = torch.broadcast_to(ld.t, (ld.H, ld.L))
+    valid = counts >= N + 1
+    alpha_bar = ld.alpha.gather(-1, order).sum(-1)
+    res = DistanceRows(N=N, t=counts, valid=valid, alpha_bar=alpha_bar, **sums)
+    if d1_and_norm is not None:
+        d1, max_norm = d1_and_norm
+        # 1 - abar as the out-of-set mass (identical for rows summing to one), as in theory.theorem1_dmax
+        out_mass = ld.alpha.sum(-1) - alpha_bar
+        res.d1, res.max_norm = d1, max_norm
+        res.d_max = out_mass * d1 + ((counts.to(F64) - N) * alpha_bar - out_mass) * max_norm
+    zero = torch.zeros((), dtype=F64, device=ld.device)
+    for name in _ROW_FIELDS:
+        value = getattr(res, name)
+        if value is not None:
+            setattr(res, name, torch.where(valid, value, zero))
+    return res
+
+
+# ----------------------------------------------------------------------------------------------------------
+# numba engine
+# ----------------------------------------------------------------------------------------------------------
+def _distance_numba(ld: LayerData, N: int, p: str | float, order: torch.Tensor,
+                    with_dmax: bool) -> tuple[dict, tuple[torch.Tensor, torch.Tensor] | None]:
+    """The six per-row sums by :func:`attn_lib._kernels.dist_prefix`, and ``(d_1, max_norm)`` by a kernel when
+    ``with_dmax`` (``None`` when no row is valid: ``N >= L``)."""
+    H, L = ld.H, ld.L
+    sums = {name: torch.zeros(H, L, dtype=F64, device=ld.device) for name in _SUMS}
+    if N >= L:
+        return sums, None
+    counts = torch.broadcast_to(ld.t, (H, L)).numpy()
+    z_dot_x, z_sq = ld.zdot()
+    # d_1 in the kernel costs N t per row: cheaper than the running-maximum kernel for small N
+    d1_in_kernel = with_dmax and N <= _engine.KERNEL_D1_MAX_N
+    out = _kern.dist_prefix(ld.alpha.numpy(), ld.gram.numpy(), ld.values.numpy(), order.numpy(), z_dot_x.numpy(),
+                            z_sq.numpy(), counts, N, p, with_d1=d1_in_kernel, threads=kernel_threads())
+    for i, name in enumerate(_SUMS):
+        sums[name] = torch.from_numpy(out[i])
+    if d1_in_kernel:
+        return sums, (torch.from_numpy(out[6]), torch.from_numpy(out[7]))
+    if with_dmax:
+        d1, max_norm = _kern.d1_cummax(ld.gram.numpy(), order.numpy(), counts, N, threads=kernel_threads())
+        return sums, (torch.from_numpy(d1), torch.from_numpy(max_norm))
+    return sums, None
+
+
+# ----------------------------------------------------------------------------------------------------------
+# torch engine
+# ----------------------------------------------------------------------------------------------------------
+def _distance_torch(ld: LayerData, N: int, p: str | float, order: torch.Tensor, form: str) -> dict:
+    """The six per-row sums by float64 tensor operations, in row blocks (:func:`_distance_block`)."""
+    H, L = ld.H, ld.L
+    sums = {name: torch.zeros(H, L, dtype=F64, device=ld.device) for name in _SUMS}
+    counts = torch.broadcast_to(ld.t, (H, L))
+    z_dot_x, z_sq = ld.zdot()  # computed (and the Gram matrix cached) before the blocks run on worker threads
+    block = functools.partial(_distance_block, ld=ld, N=N, form=form, order=order,
+                              top_weights=ld.alpha.gather(-1, order), gdiag=ld.gdiag, z_dot_x=z_dot_x, z_sq=z_sq,
+                              counts=counts, p_incl=inclusion_probability(p, N, counts), sums=sums)
+    run_blocks(block, ld.blocks(per_row=2))
+    return sums
+
+
+def _distance_block(rows_block: torch.Tensor, width: int, *, ld: LayerData, N: int, form: str,
+                    order: torch.Tensor, top_weights: torch.Tensor, gdiag: torch.Tensor, z_dot_x: torch.Tensor,
+                    z_sq: torch.Tensor, counts: torch.Tensor, p_incl: torch.Tensor, sums: dict) -> None:
+    """Write the six sums of the consecutive rows ``rows_block`` (which see at most ``width`` columns) into ``sums``.
+
+    Every per-token square below is (row constant) + (row constants) x (``||a_i||^2``, ``a_i . z``, ``a_i . s``):
+    at a masked column it is exactly the row constant, so those columns are summed and then subtracted (no masking
+    pass); a rounding-negative square gives NaN, which ``nansum`` counts as ``sqrt(0) = 0``.
+    """
+    first, stop = int(rows_block[0]), int(rows_block[-1]) + 1
+    zero = torch.zeros((), dtype=F64, device=ld.device)
+    alpha = ld.alpha[:, first:stop, :width]  # (H, B, W)
+    visible = torch.broadcast_to(ld.mask[:, first:stop, :width], alpha.shape)
+    top = order[:, first:stop].clamp(max=width - 1)  # past a row's count (invalid rows only)
+    values = ld.values[:, :width]
+    # s = sum_{top N} alpha_j x_j of every row by one BLAS product of the top-N weights
+    top_only = torch.zeros_like(alpha).scatter_(-1, top, top_weights[:, first:stop])
+    s = torch.bmm(top_only, values)  # (H, B, d)
+    del top_only
+    s_dot_x = s @ values.transpose(1, 2)  # (H, B, W)
+    s_sq = (s * s).sum(-1, keepdim=True)  # (H, B, 1)
+    n_masked = (~visible).sum(-1, keepdim=True).to(F64)  # masked columns of the block (alpha = 0 there)
+    alpha_g = alpha * gdiag[:, None, :width]  # alpha_i ||x_i||^2
+    a_sq = alpha * alpha_g  # ||a_i||^2
+    dist = torch.addcmul(s_sq, alpha, torch.add(alpha_g, s_dot_x, alpha=-2.0)).sqrt_()  # ||a_i - s||
+    s_norm = s_sq.clamp(min=0).sqrt()
+    dist_all = (dist.nansum(-1, keepdim=True) - n_masked * s_norm).squeeze(-1)
+    dist_selected = dist.gather(-1, top).nan_to_num_(0.0).sum(-1)
+    t_rows = counts[:, first:stop].to(F64)
+    sums["s_norm"][:, first:stop] = s_norm.squeeze(-1)
+    if form == "sum":
+        sums["d_tilde"][:, first:stop] = dist_all - dist_selected
+    else:
+        # ||(z - s) - s||^2 = ||z||^2 - 4 z.s + 4 ||s||^2,  z.s = sum_i alpha_i (s . x_i)
+        z_dot_s = (alpha * s_dot_x).sum(-1)
+        vector_sq = z_sq[:, first:stop] - 4 * z_dot_s + 4 * s_sq.squeeze(-1)
+        sums["d_tilde"][:, first:stop] = vector_sq.clamp(min=0).sqrt()
+    del dist, s_dot_x
+    if N == 1:  # the selected token sits exactly at s: remove the rounding of the Gram formula
+        dist_all = dist_all - dist_selected
+    factor = (t_rows - N) / t_rows.clamp(min=1)
+    sums["e2"][:, first:stop] = factor * dist_all
+    e1, gap, gap_crude = _e1_and_gaps(a_sq, alpha * z_dot_x[:, first:stop, :width],
+                                      z_sq[:, first:stop].unsqueeze(-1), p_incl[:, first:stop].unsqueeze(-1),
+                                      t_rows.unsqueeze(-1), n_masked)
+    sums["e1"][:, first:stop] = factor * e1
+    gap_defined = t_rows >= N + 2  # N >= t - 1 gives 0
+    sums["e1_gap"][:, first:stop] = torch.where(gap_defined, factor * gap, zero)
+    sums["e1_gap_crude"][:, first:stop] = torch.where(gap_defined, factor * gap_crude, zero)
+
+
+def _e1_and_gaps(a_sq: torch.Tensor, a_dot_z: torch.Tensor, z_sq: torch.Tensor, p: torch.Tensor, t: torch.Tensor,
+                 n_masked: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The sums (before the factor ``(t - N)/t``) of E1, its Jensen-gap bound and the crude bound, each ``(H, B)``.
+
+    ``a_sq`` (``A_i = ||a_i||^2``), ``a_dot_z`` (``a_i . z``): ``(H, B, W)``; ``z_sq`` (``Z = ||z||^2``), ``p``,
+    ``t``, ``n_masked``: ``(H, B, 1)``. Each term is ``sqrt(k1 + k2 A_i + k3 a_i.z)`` with row constants; a masked
+    column contributes exactly ``sqrt(k1)`` and is subtracted.
+    """
+    # E1: ||(1+p) a_i - p z||^2 = (1+p)^2 A_i - 2p(1+p) a_i.z + p^2 Z
+    e1_const = p * p * z_sq
+    work = torch.addcmul(e1_const, a_sq, (1 + p) ** 2).addcmul_(a_dot_z, -2 * p * (1 + p)).sqrt_()
+    e1 = work.nansum(-1, keepdim=True) - n_masked * e1_const.clamp(min=0).sqrt()
+    # Jensen gap: p(1-p) [ (t-1)/(t-2) sum_{j!=i} A_j - ||z - a_i||^2/(t-2) ]
+    #           = k1 + k2 A_i + k3 a_i.z  with  k1 = pq/den ((t-1) Q - Z), k2 = -pq t/den, k3 = 2 pq/den
+    # (Q = sum_i A_i, pq = p(1-p), den = t-2)
+    a_sq_total = a_sq.sum(-1, keepdim=True)
+    den = (t - 2).clamp(min=1)
+    pq = (p * (1 - p)).clamp(min=0)
+    k1 = pq / den * ((t - 1) * a_sq_total - z_sq)
+    work = torch.addcmul(k1, a_sq, -pq * t / den, out=work).addcmul_(a_dot_z, 2 * pq / den).sqrt_()
+    gap = work.nansum(-1, keepdim=True) - n_masked * k1.clamp(min=0).sqrt()
+    # crude: p(1-p) (t-1)/(t-2) sum_{j!=i} A_j = k4 - k5 A_i
+    k5 = pq * (t - 1) / den
+    k4 = k5 * a_sq_total
+    work = torch.addcmul(k4, a_sq, -k5, out=work).sqrt_()
+    gap_crude = work.nansum(-1, keepdim=True) - n_masked * k4.clamp(min=0).sqrt()
+    return e1.squeeze(-1), gap.squeeze(-1), gap_crude.squeeze(-1)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# d_1 and the largest selected norm of Theorem 1(a), torch
+# ----------------------------------------------------------------------------------------------------------
+def _d1_and_norm(ld: LayerData, N: int, order: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``d_1 = max_{i not in I_N, j in I_N} ||x_i - x_j||`` and ``max_{j in I_N} ||x_j||`` per (head, row), each
+    ``(H, L)``; ``order`` ``(H, L, N)``. Prefix masks: :func:`_d1_sq_prefix`; other masks: :func:`_d1_sq_rows` on
+    every row."""
+    H, L = ld.H, ld.L
+    norms_sq = ld.gdiag.gather(1, order.reshape(H, -1)).view(H, L, N)
+    max_norm = norms_sq.clamp(min=0).sqrt().amax(-1)
+    if ld.prefix:
+        d1_sq = _d1_sq_prefix(ld, N, order)
+    else:
+        d1_sq = torch.zeros(H, L, dtype=F64, device=ld.device)
+        _d1_sq_rows(ld, N, order, torch.ones(H, L, dtype=torch.bool, device=ld.device).nonzero(), d1_sq)
+    d1 = torch.where(torch.isfinite(d1_sq), d1_sq, torch.zeros((), dtype=F64)).clamp(min=0).sqrt()
+    return d1, max_norm
+
+
+def _d1_sq_prefix(ld: LayerData, N: int, order: torch.Tensor) -> torch.Tensor:
+    """Squared ``d_1`` ``(H, L)`` for prefix masks from a running maximum over columns.
+
+    ``F[h, j, c] = max_{i <= c} ||x_i - x_j||^2`` and its argmax do not depend on ``N`` (cached on the layer).
+    ``F[h, j, last_r]`` is exact for a selected ``j`` whose argmax is not selected; a ``j`` whose argmax is selected
+    only matters if that bound exceeds the best exact candidate, and only those (head, row, ``j``) are recomputed
+    (:func:`_d1_sq_recompute`).
+    """
+    H, L = ld.H, ld.L
+    G, g = ld.gram, ld.gdiag
+    if getattr(ld, "_cummax", None) is None:
+        dist_sq = torch.addcmul(g.unsqueeze(-1) + g.unsqueeze(-2), G, torch.full((), -2.0, dtype=F64))
+        ld._cummax = torch.cummax(dist_sq, dim=-1)
+        del dist_sq
+    running_max, running_arg = ld._cummax
+    last = torch.broadcast_to(ld.last, (H, L)).clamp(min=0)  # (H, L)
+    flat = (order * L + last.unsqueeze(-1)).view(H, -1)  # (H, L N) flat index into (L, L)
+    candidate = running_max.view(H, -1).gather(1, flat).view(H, L, N)
+    farthest = running_arg.view(H, -1).gather(1, flat).view(H, L, N)
+    del running_max, running_arg
+    if N <= 64:
+        farthest_selected = (farthest.unsqueeze(-1) == order.unsqueeze(-2)).any(-1)  # (H, L, N)
+    else:
+        selected = torch.zeros(H, L, L, dtype=torch.bool, device=ld.device).scatter_(-1, order, True)
+        farthest_selected = selected.gather(-1, farthest)
+        del selected
+    d1_sq = torch.where(farthest_selected, torch.tensor(-math.inf, dtype=F64, device=ld.device),
+                        candidate).amax(-1)
+    recompute = farthest_selected & (candidate > d1_sq.unsqueeze(-1))
+    counts = torch.broadcast_to(ld.t, (H, L))
+    recompute &= (counts >= N + 1).unsqueeze(-1)  # rows that have a non-selected token
+    _d1_sq_recompute(ld, order, last, recompute.nonzero(as_tuple=False), d1_sq)
+    return d1_sq
+
+
+def _d1_sq_recompute(ld: LayerData, order: torch.Tensor, last: torch.Tensor, triples: torch.Tensor,
+                     d1_sq: torch.Tensor) -> None:
+    """For each ``(head, row, k)`` of ``triples`` (sorted by head, then row), raise ``d1_sq[head, row]`` to
+    ``max_i ||x_j - x_i||^2`` over the visible non-selected ``i``, ``j`` the row's ``k``-th selected token."""
+    if not triples.numel():
+        return
+    G, g = ld.gram, ld.gdiag
+    cols = torch.arange(ld.L, device=ld.device)
+    for head in triples[:, 0].unique().tolist():
+        head_triples = triples[triples[:, 0] == head]
+        start = 0
+        while start < head_triples.shape[0]:
+            # rows ascending: a chunk's width is that of its last row
+            width = int(last[head, head_triples[min(head_triples.shape[0], start + 1) - 1, 1]]) + 1
+            n_chunk = max(1, _engine.BLOCK_ELEMS // max(1, 2 * width))
+            width = int(last[head, head_triples[min(head_triples.shape[0], start + n_chunk) - 1, 1]]) + 1
+            chunk = head_triples[start:start + n_chunk]
+            start += n_chunk
+            rows = chunk[:, 1]
+            j = order[head, rows, chunk[:, 2]]
+            # ||x_j - x_i||^2 for every i < width, then drop masked and selected i
+            dist_sq = torch.index_select(G[head, :, :width], 0, j).mul_(-2.0).add_(g[head, :width])
+            dist_sq.add_(g[head, j].unsqueeze(-1))
+            dist_sq.masked_fill_(cols[:width].unsqueeze(0) > last[head, rows].unsqueeze(-1), -math.inf)
+            dist_sq.scatter_(1, order[head, rows].clamp(max=width - 1), -math.inf)
+            d1_sq[head].scatter_reduce_(0, rows, dist_sq.amax(-1), reduce="amax")
+
+
+def _d1_sq_rows(ld: LayerData, N: int, order: torch.Tensor, head_rows: torch.Tensor, d1_sq: torch.Tensor) -> None:
+    """Exact squared ``d_1`` of the ``(head, row)`` pairs ``head_rows`` ``(n, 2)`` (any mask), written into
+    ``d1_sq``: the Gram rows of the selected tokens against every visible non-selected token."""
+    H, L = ld.H, ld.L
+    G, g = ld.gram, ld.gdiag
+    chunk = max(1, _engine.BLOCK_ELEMS // max(1, N * L))
+    for k in range(0, head_rows.shape[0], chunk):
+        heads, rows = head_rows[k:k + chunk, 0], head_rows[k:k + chunk, 1]
+        selected = order[heads, rows]  # (n, N)
+        dist_sq = g[heads].unsqueeze(1) + g[heads.unsqueeze(-1), selected].unsqueeze(-1) \
+            - 2 * G[heads.unsqueeze(-1), selected]  # (n, N, L)
+        others = torch.broadcast_to(ld.mask, (H, L, L))[heads, rows].clone()  # (n, L)
+        others.scatter_(1, selected, False)
+        dist_sq = torch.where(others.unsqueeze(1), dist_sq, torch.tensor(-math.inf, dtype=F64, device=ld.device))
+        d1_sq[heads, rows] = dist_sq.amax(dim=(-2, -1))

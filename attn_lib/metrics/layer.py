@@ -1,0 +1,424 @@
+r"""One layer in float64 (:class:`LayerData`) and the input helpers every metric shares.
+
+:class:`LayerData` holds a layer's attention weights ``alpha`` ``(H, L, L)``, value vectors ``(H, L, d)`` and mask,
+and computes once what several metrics need: the Gram matrix :math:`G = VV^\top`, the visible counts ``t``, the
+products ``z . x_i`` and the top-``n`` order of every row. Masks are bool with ``True`` = visible; the default is
+causal (row ``r`` sees ``0..r``, Reading the paper, §Causal masking).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Iterator
+
+import numpy as np
+import torch
+
+from .. import _kernels as _kern
+from .. import normalizers as _nz
+from .._validation import check_int, check_positive
+from . import _engine
+from ._engine import F64, kernel_threads, kernels_apply, uses_numba
+
+__all__ = ["LayerData", "as_layer", "top_n_order", "masked_mean"]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# input checks
+# ----------------------------------------------------------------------------------------------------------
+def as_real_tensor(x: Any, name: str) -> torch.Tensor:
+    """``x`` as a detached tensor of real numbers (any real dtype); a ``ValueError`` naming ``name`` otherwise."""
+    if isinstance(x, torch.Tensor):
+        tensor = x
+    else:
+        try:
+            tensor = torch.as_tensor(np.asarray(x))
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a tensor or array of real numbers") from None
+    if tensor.dtype == torch.bool or tensor.is_complex():
+        raise ValueError(f"{name} must hold real numbers (got dtype {tensor.dtype})")
+    return tensor.detach()
+
+
+def bool_mask(mask: Any, device) -> torch.Tensor:
+    """``mask`` as a bool tensor on ``device`` (True = visible), leading singleton axes beyond three dropped."""
+    m = mask if isinstance(mask, torch.Tensor) else torch.as_tensor(np.asarray(mask))
+    if m.dtype != torch.bool:
+        raise ValueError(f"mask must be a bool tensor with True = visible (got dtype {m.dtype})")
+    m = m.to(device)
+    while m.dim() > 3 and m.shape[0] == 1:
+        m = m[0]
+    return m
+
+
+def check_n(N: Any, name: str = "N") -> int:
+    """A top-``N`` size: an integer ``>= 1``."""
+    return check_int(name, N, low=1)
+
+
+def check_rows(rows: Any, n_rows: int, *, allow_empty: bool = True) -> torch.Tensor:
+    """Row indices, checked and sorted.
+
+    Parameters
+    ----------
+    rows : sequence of int, array or tensor
+        Row indices: integers (an integral float such as ``2.0`` counts, as in :func:`attn_lib._validation.check_int`)
+        in ``[0, n_rows - 1]``. A fractional, negative or too large index, a bool mask or a non-number is a
+        ``ValueError`` that names ``rows`` and the allowed range.
+    n_rows : int
+        Number of rows ``L``.
+    allow_empty : bool
+        Whether no rows at all is allowed.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(R,)`` int64 on the CPU, ascending.
+    """
+    need = f"rows must be {'a' if allow_empty else 'a non-empty'} list of integer row indices in [0, {n_rows - 1}]"
+    try:
+        arr = np.asarray(rows.detach().cpu() if isinstance(rows, torch.Tensor) else rows).reshape(-1)
+    except (TypeError, ValueError):
+        raise ValueError(f"{need} (got {rows!r})") from None
+    if arr.size == 0:
+        if not allow_empty:
+            raise ValueError(f"{need} (got none)")
+        return torch.zeros(0, dtype=torch.long)
+    if arr.dtype.kind not in "iuf":  # bool ('b'), strings, objects
+        raise ValueError(f"{need} (got {'a bool mask' if arr.dtype.kind == 'b' else f'dtype {arr.dtype}'})")
+    if arr.dtype.kind == "f":
+        fractional = ~np.isfinite(arr) | (arr != np.floor(arr))
+        if fractional.any():
+            raise ValueError(f"{need} (got {arr[fractional][0].item()!r}, not an integer)")
+    outside = (arr < 0) | (arr > n_rows - 1)
+    if outside.any():
+        raise ValueError(f"{need} (got {arr[outside][0].item()!r})")
+    return torch.as_tensor(arr.astype(np.int64)).sort().values
+
+
+# ----------------------------------------------------------------------------------------------------------
+# one layer
+# ----------------------------------------------------------------------------------------------------------
+class LayerData:
+    """One layer's attention weights, value vectors and mask in float64, with cached derived quantities.
+
+    Build with ``LayerData(weights, values, mask=None)`` or :meth:`from_logits`. A single head (2-d input) is
+    promoted to ``H = 1``. Memory: a few ``H L^2`` float64 arrays (about 75 MB each for 9 heads at L = 1024); one
+    layer at a time.
+
+    Parameters
+    ----------
+    weights : tensor or array, shape (H, L, L) or (L, L)
+        Attention weights; row ``r`` is the query. Finite and non-negative where visible; masked entries are
+        ignored (set to 0).
+    values : tensor or array, shape (H, L, d) or (L, d)
+        The vectors :math:`x_i` (per-head value vectors, Reading the paper, §Distance); finite.
+    mask : bool tensor or array, optional
+        ``True`` = visible; broadcasts to ``(H, L, L)`` (shape ``(L, L)``, ``(1, L, L)`` or ``(H, L, L)``).
+        Default: causal.
+
+    Attributes
+    ----------
+    alpha : torch.Tensor
+        ``(H, L, L)`` float64 weights, exactly 0 where masked.
+    values : torch.Tensor
+        ``(H, L, d)`` float64.
+    mask : torch.Tensor
+        ``(Hm, L, L)`` bool, ``Hm`` 1 or ``H``.
+    t : torch.Tensor
+        ``(Hm, L)`` visible count of each row.
+    last : torch.Tensor
+        ``(Hm, L)`` last visible column of each row (-1 if none).
+    prefix : bool
+        Whether every row sees a prefix ``0..t_r-1`` of the tokens (causal masks do).
+    gram : torch.Tensor
+        ``(H, L, L)`` Gram matrix :math:`G = VV^\\top` (computed on first use); :attr:`gdiag` its diagonal ``(H, L)``.
+    """
+
+    def __init__(self, weights: Any, values: Any, mask: Any = None, *, _trusted: bool = False):
+        # _trusted (from_logits only): weights are a softmax that is finite everywhere and exactly 0 where masked
+        alpha = as_real_tensor(weights, "weights")
+        vals = as_real_tensor(values, "values")
+        if alpha.dim() == 2:
+            alpha = alpha.unsqueeze(0)
+        if vals.dim() == 2:
+            vals = vals.unsqueeze(0)
+        if alpha.dim() != 3 or alpha.shape[-1] != alpha.shape[-2]:
+            raise ValueError(f"weights must have shape (H, L, L) or (L, L) (got {tuple(alpha.shape)})")
+        if vals.dim() != 3:
+            raise ValueError(f"values must have shape (H, L, d) or (L, d) (got {tuple(vals.shape)})")
+        H, L, _ = alpha.shape
+        if vals.shape[0] != H or vals.shape[1] != L:
+            raise ValueError(f"values must have shape ({H}, {L}, d) to match weights (got {tuple(vals.shape)})")
+        if L < 1 or vals.shape[2] < 1:
+            raise ValueError("weights and values must be non-empty")
+        alpha = alpha.to(F64)
+        vals = vals.to(F64)
+        if not bool(torch.isfinite(vals).all()):
+            raise ValueError("values must be finite")
+        if mask is None:
+            visible = torch.ones(L, L, dtype=torch.bool, device=alpha.device).tril_().unsqueeze(0)
+        else:
+            visible = bool_mask(mask, alpha.device)
+            if visible.dim() == 2:
+                visible = visible.unsqueeze(0)
+            if visible.dim() != 3 or visible.shape[-2:] != (L, L) or visible.shape[0] not in (1, H):
+                raise ValueError(f"mask must broadcast to ({H}, {L}, {L}) (got {tuple(visible.shape)})")
+        if not _trusted:
+            alpha = torch.where(visible, alpha, torch.zeros((), dtype=F64, device=alpha.device))
+            if not bool(torch.isfinite(alpha).all()) or bool((alpha < 0).any()):
+                raise ValueError("weights must be finite and non-negative at visible positions")
+        self.alpha = alpha
+        self.values = vals
+        self.mask = visible
+        self.H, self.L, self.d = H, L, vals.shape[2]
+        self.device = alpha.device
+        self.t = visible.sum(-1)
+        cols = torch.arange(L, device=alpha.device)
+        self.last = torch.where(visible, cols, -1).amax(-1)
+        self.prefix = bool((visible == (cols.view(1, 1, L) <= self.last.unsqueeze(-1))).all())
+        self._gram = None
+        self._zdot = None
+        self._order: torch.Tensor | None = None
+        self._cummax = None
+
+    @classmethod
+    def from_logits(cls, logits: Any, values: Any, mask: Any = None, temperature: float = 1.0) -> "LayerData":
+        """A layer whose weights are the float64 softmax of ``logits / temperature`` over the visible positions.
+
+        Parameters
+        ----------
+        logits : tensor or array, shape (H, L, L) or (L, L)
+            Attention logits; ``-inf`` marks a masked position. Finite at every visible position.
+        values : tensor or array, shape (H, L, d) or (L, d)
+            As for :class:`LayerData`.
+        mask : bool tensor or array, optional
+            Further masked positions (``True`` = visible), combined with the ``-inf`` logits.
+        temperature : float
+            Softmax temperature ``T > 0``.
+
+        Returns
+        -------
+        LayerData
+        """
+        T = check_positive("temperature", temperature)
+        x = as_real_tensor(logits, "logits").to(F64)
+        if x.dim() == 2:
+            x = x.unsqueeze(0)
+        visible = x != -math.inf
+        if mask is not None:
+            visible = visible & bool_mask(mask, x.device)
+        per_head = visible.shape[0] > 1 and not bool((visible == visible[:1]).all())
+        layer_mask = visible if per_head else visible[:1]
+        if bool(visible.any(-1).all()):
+            # every row has a visible position: one fused stable softmax (subtracts the row max, as
+            # normalizers.softmax does); masked positions are -inf and get weight exactly 0. A NaN or +inf logit at a
+            # visible position (or overflow of logits / T) makes its row NaN: then the checked path below says so.
+            masked = x if mask is None else x.masked_fill(~visible, -math.inf)
+            alpha = torch.softmax(masked if T == 1.0 else masked / T, dim=-1)
+            if bool(torch.isfinite(alpha).all()):
+                return cls(alpha, values, mask=layer_mask, _trusted=True)
+        if not bool(torch.isfinite(x[visible]).all()):
+            raise ValueError("logits must be finite at visible positions (-inf marks a masked position)")
+        zero = torch.zeros((), dtype=F64, device=x.device)
+        alpha = _nz.softmax(torch.where(visible, x, zero), T, dim=-1, mask=visible)
+        return cls(alpha, values, mask=layer_mask)
+
+    # -- cached pieces ------------------------------------------------------------------------------------
+    @property
+    def gram(self) -> torch.Tensor:
+        """Gram matrix ``(H, L, L)``: ``G[h, i, j] = x_i . x_j`` (computed on first use)."""
+        if self._gram is None:
+            self._gram = self.values @ self.values.transpose(1, 2)
+        return self._gram
+
+    @property
+    def gdiag(self) -> torch.Tensor:
+        """Squared norms ``||x_i||^2`` ``(H, L)``, the diagonal of :attr:`gram`."""
+        return torch.diagonal(self.gram, dim1=1, dim2=2)
+
+    @property
+    def kernels_apply(self) -> bool:
+        """Whether the compiled kernels can run on this layer (CPU, prefix masks, numba importable)."""
+        return kernels_apply(self.device, self.prefix)
+
+    def zdot(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The products with the weighted sum ``z = sum_i a_i`` of each row (cached).
+
+        Returns
+        -------
+        zv : torch.Tensor
+            ``(H, L, L)``: ``z_r . x_i`` for row ``r``, column ``i``.
+        zz : torch.Tensor
+            ``(H, L)``: ``||z_r||^2``.
+        """
+        if self._zdot is None:
+            z = self.alpha @ self.values  # (H, L, d)
+            z_dot_x = z @ self.values.transpose(1, 2)
+            self._zdot = (z_dot_x, (z * z).sum(-1))
+        return self._zdot
+
+    def order(self, n: int) -> torch.Tensor:
+        """The ``n`` largest visible weights of every row, largest first, ties to the lower index (cached).
+
+        Parameters
+        ----------
+        n : int
+            How many (``>= 1``; more than ``L`` gives ``L``).
+
+        Returns
+        -------
+        torch.Tensor
+            ``(H, L, min(n, L))`` int64 column indices. Positions past a row's visible count are filled by masked
+            positions (lowest index first); they are never used by a valid row.
+        """
+        n = min(check_n(n, "n"), self.L)
+        if self._order is None or self._order.shape[-1] < n:
+            n_keep = max(n, min(self.L, 8))
+            if uses_numba("auto", self.kernels_apply):  # compiled sort
+                # selecting more columns costs little: keep enough for every later request of the experiments
+                if _engine.ORDER_PREFETCH_DIV:
+                    n_keep = max(n_keep, self.L // _engine.ORDER_PREFETCH_DIV)
+                counts = torch.broadcast_to(self.t, (self.H, self.L))
+                self._order = torch.from_numpy(_kern.order_prefix(self.alpha.numpy(), counts.numpy(), n_keep,
+                                                                  threads=kernel_threads()))
+            else:
+                self._order = top_n_order(self.alpha, n_keep, self.mask)
+        return self._order[..., :n]
+
+    def blocks(self, rows: torch.Tensor | None = None, per_row: int = 1,
+               elems: int | None = None) -> Iterator[tuple[torch.Tensor, int]]:
+        """Split rows into blocks of bounded size for the torch code paths.
+
+        Parameters
+        ----------
+        rows : torch.Tensor, optional
+            ``(R,)`` sorted row indices; default all ``L`` rows.
+        per_row : int
+            Work arrays per element (divides the budget).
+        elems : int, optional
+            Budget of ``H x rows x W`` elements per array; default
+            :data:`attn_lib.metrics._engine.BLOCK_ELEMS`.
+
+        Yields
+        ------
+        rows_block : torch.Tensor
+            Sorted row indices of the block.
+        width : int
+            Columns they can see: ``W``, the widest row of the block (so causal blocks are near-triangular and stay
+            in cache).
+        """
+        if elems is None:
+            elems = _engine.BLOCK_ELEMS
+        if rows is None:
+            rows = torch.arange(self.L, device=self.device)
+        last_any_head = self.last.amax(0)  # (L,)
+        n_rows = rows.numel()
+        if n_rows == 0:
+            return
+        # widest row so far (prefix max): a block [i, j) has width W(j-1) <= widest[j-1] + 1
+        widest = torch.cummax(last_any_head[rows], 0).values.tolist()
+        budget = max(1, elems // max(1, self.H * per_row))  # rows * width per block
+        start = 0
+        while start < n_rows:
+            stop = start + 1  # grow the block while (rows in block) * (its widest row) stays within the budget
+            while stop < n_rows and (stop + 1 - start) * (widest[stop] + 1) <= budget:
+                stop += 1
+            rows_block = rows[start:stop]
+            width = int(last_any_head[rows_block].max()) + 1
+            yield rows_block, max(width, 1)
+            start = stop
+
+
+def as_layer(layer_or_weights: Any, values: Any = None, mask: Any = None) -> LayerData:
+    """The :class:`LayerData` a metric works on.
+
+    Parameters
+    ----------
+    layer_or_weights : LayerData or tensor
+        A layer (then ``values`` and ``mask`` must be ``None``), or raw weights ``(H, L, L)``.
+    values : tensor, shape (H, L, d), optional
+        Required with raw weights.
+    mask : bool tensor, optional
+        With raw weights; default causal.
+
+    Returns
+    -------
+    LayerData
+        ``layer_or_weights`` itself, or a new layer.
+    """
+    if isinstance(layer_or_weights, LayerData):
+        if values is not None or mask is not None:
+            raise ValueError("values and mask must be None when a LayerData is given")
+        return layer_or_weights
+    if values is None:
+        raise ValueError("values must be given with raw weights")
+    return LayerData(layer_or_weights, values, mask)
+
+
+def top_n_order(alpha: torch.Tensor, n: int, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Top-``n`` indices along the last axis, largest first, ties to the lower index (as
+    :func:`attn_lib.theory.top_n_indices`); masked positions rank below every visible one, lowest index first.
+
+    Uses ``torch.topk`` and repairs ties: inside the selection by a stable re-sort, at the selection boundary by
+    a full stable sort of the few affected rows.
+
+    Parameters
+    ----------
+    alpha : torch.Tensor
+        ``(..., L)`` weights.
+    n : int
+        How many (more than ``L`` gives ``L``).
+    mask : torch.Tensor, optional
+        Bool, broadcastable to ``alpha``; ``True`` = visible.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(..., min(n, L))`` int64 indices.
+    """
+    L = alpha.shape[-1]
+    n = min(n, L)
+    cols = torch.arange(L, device=alpha.device, dtype=F64)
+    key = alpha.to(F64)
+    if mask is not None:
+        key = torch.where(mask, key, -1.0 - cols / (L + 1))  # distinct, decreasing with index
+    vals, idx = torch.topk(key, n, dim=-1, largest=True, sorted=True)
+    # stable order inside the selection: sort by index, then stable by value (descending)
+    idx, perm = torch.sort(idx, dim=-1)
+    vals = vals.gather(-1, perm)
+    vals, perm = torch.sort(vals, dim=-1, descending=True, stable=True)
+    idx = idx.gather(-1, perm)
+    if n < L:
+        kth = vals[..., -1:]
+        ties_everywhere = (key == kth).sum(-1)
+        ties_selected = (vals == kth).sum(-1)
+        cut_tie = ties_everywhere > ties_selected
+        if bool(cut_tie.any()):
+            idx[cut_tie] = torch.sort(key[cut_tie], dim=-1, descending=True, stable=True).indices[..., :n]
+    return idx
+
+
+def masked_mean(x: torch.Tensor | np.ndarray, valid: Any, dim: int = -1) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean of ``x`` over ``dim`` counting only ``valid`` entries.
+
+    Parameters
+    ----------
+    x : tensor or array
+        Any shape.
+    valid : bool tensor or array
+        Broadcastable to ``x``.
+    dim : int
+        The axis to average over.
+
+    Returns
+    -------
+    mean : torch.Tensor
+        ``x``'s shape without ``dim``; 0 where the count is 0 (check ``count``).
+    count : torch.Tensor
+        Same shape, the number of valid entries.
+    """
+    xt = torch.as_tensor(x)
+    vt = torch.broadcast_to(torch.as_tensor(valid).to(torch.bool), xt.shape)
+    count = vt.sum(dim)
+    total = torch.where(vt, xt, torch.zeros((), dtype=xt.dtype)).sum(dim)
+    return total / count.clamp(min=1), count

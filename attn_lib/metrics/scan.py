@@ -1,0 +1,264 @@
+r"""The critical-N scan (Algorithm 3): d~, E1 and E2 for every ``N`` in a range, incrementally. Reading the paper,
+§Critical N.
+
+Per row, adding the ``N``-th top token ``j`` updates ``c_i = s . x_i`` by ``alpha_j G_{j i}`` and
+:math:`\|s\|^2` by :math:`2\alpha_jc_j+\alpha_j^2G_{jj}`, so one step costs ``O(t)`` per row and the whole scan
+``O(H L^2 n)`` -- not ``O(H L^2 d\,n)`` as recomputing ``s`` for every ``N`` would.
+
+:func:`topn_scan` checks its input and runs :func:`_scan_numba` (the fused kernel
+:func:`attn_lib._kernels.scan_prefix`) or :func:`_scan_torch` (row blocks, :func:`_scan_block`: the incremental
+d~ and E2 in :func:`_scan_distances`, E1 in :func:`_scan_e1`). :func:`naive_scan` is the non-incremental
+reference.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from .. import _kernels as _kern
+from .._validation import check_int
+from . import _engine
+from ._engine import F64, kernel_threads, run_blocks, uses_numba
+from .distance import check_p, distance_metrics, inclusion_probability
+from .layer import LayerData, as_layer, check_n, check_rows
+
+__all__ = ["ScanRows", "topn_scan", "naive_scan"]
+
+_SCANNED = ("d_tilde", "e1", "e2")
+
+
+@dataclass
+class ScanRows:
+    """Per-(head, row, N) results of :func:`topn_scan` and :func:`naive_scan`.
+
+    Attributes
+    ----------
+    n_values : numpy.ndarray
+        ``(n,)``: the ``N`` of the last axis, ``n_min..n_max``.
+    valid : torch.Tensor
+        ``(H, L, n)`` bool: ``t >= N + 1`` (and the row requested).
+    d_tilde, e1, e2 : torch.Tensor
+        ``(H, L, n)`` float64, 0 where not valid.
+    """
+
+    n_values: np.ndarray
+    valid: torch.Tensor
+    d_tilde: torch.Tensor
+    e1: torch.Tensor
+    e2: torch.Tensor
+
+
+def topn_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None, p: Any = "L-1",
+              rows: Any = None, engine: str = "auto") -> ScanRows:
+    r"""d~, E1, E2 for every ``N`` in ``n_min..n_max``, incrementally (critical-N scan, Algorithm 3).
+
+    Per row, adding the ``N``-th top token ``j`` updates ``c_i = s . x_i`` by ``alpha_j G_{j i}`` and
+    :math:`\|s\|^2` by :math:`2\alpha_jc_j+\alpha_j^2G_{jj}`, so one step costs ``O(t)`` per row and the whole scan
+    ``O(H L^2 n)``. The state at ``n_min - 1`` is built directly (one BLAS product), so a scan can be continued in
+    stages. The torch code processes rows in blocks of about :data:`attn_lib.metrics._engine.SCAN_BLOCK_ELEMS`
+    elements.
+
+    Parameters
+    ----------
+    layer, values, mask
+        The layer: a :class:`~attn_lib.metrics.layer.LayerData` (then ``values`` and ``mask`` are ``None``), or raw
+        weights ``(H, L, L)`` with ``values`` ``(H, L, d)`` and an optional bool ``mask`` (default causal), as
+        :func:`~attn_lib.metrics.layer.as_layer` takes them.
+    n_max : int
+        Largest ``N``, ``>= n_min``.
+    n_min : int
+        Smallest ``N``, ``>= 1``.
+    p : {"L-1", "L"} or float
+        E1's inclusion probability, as in :func:`attn_lib.metrics.distance.distance_metrics`.
+    rows : sequence of int or tensor, optional
+        Compute only these rows (integers in ``[0, L - 1]``); the others are 0 and not valid. Default: all rows.
+    engine : {"auto", "numba", "torch"}
+        ``"numba"``: the fused compiled kernel :func:`attn_lib._kernels.scan_prefix` (CPU tensors, prefix masks
+        such as causal ones; square roots in float32, relative error below ``1.2e-7``, see that module);
+        ``"torch"``: tensor code (any device and mask, float64 throughout); ``"auto"`` (default): numba where it
+        applies.
+
+    Returns
+    -------
+    ScanRows
+        ``d_tilde``, ``e1``, ``e2`` and ``valid`` of shape ``(H, L, n_max - n_min + 1)``.
+    """
+    ld = as_layer(layer, values, mask)
+    n_min = check_n(n_min, "n_min")
+    n_max = check_int("n_max", n_max, low=n_min)
+    p = check_p(p)
+    use_numba = uses_numba(engine, ld.kernels_apply)
+    if rows is not None:
+        rows = check_rows(rows, ld.L).to(ld.device)
+    counts = torch.broadcast_to(ld.t, (ld.H, ld.L))
+    n_values = torch.arange(n_min, n_max + 1, device=ld.device)
+    valid = counts.unsqueeze(-1) >= n_values.view(1, 1, -1) + 1
+    if rows is not None:
+        requested = torch.zeros(ld.L, dtype=torch.bool, device=ld.device)
+        requested[rows] = True
+        valid = valid & requested.view(1, ld.L, 1)
+    if use_numba:
+        scanned = _scan_numba(ld, n_min, n_max, p, rows)
+    else:
+        scanned = _scan_torch(ld, n_min, n_max, p, rows, valid)
+    return ScanRows(n_values=np.arange(n_min, n_max + 1), valid=valid, **scanned)
+
+
+def naive_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None, p: Any = "L-1") -> ScanRows:
+    """Reference for :func:`topn_scan`: :func:`attn_lib.metrics.distance.distance_metrics` recomputed from scratch
+    for every ``N``.
+
+    Parameters
+    ----------
+    layer, values, n_max, n_min, mask, p
+        As for :func:`topn_scan`.
+
+    Returns
+    -------
+    ScanRows
+        Arrays of shape ``(H, L, n_max - n_min + 1)``.
+    """
+    ld = as_layer(layer, values, mask)
+    per_n = [distance_metrics(ld, N=N, p=p, with_dmax=False) for N in range(n_min, n_max + 1)]
+    stacked = {name: torch.stack([getattr(rows, name) for rows in per_n], -1) for name in ("valid",) + _SCANNED}
+    return ScanRows(n_values=np.arange(n_min, n_max + 1), **stacked)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# numba engine
+# ----------------------------------------------------------------------------------------------------------
+def _scan_numba(ld: LayerData, n_min: int, n_max: int, p: str | float, rows: torch.Tensor | None) -> dict:
+    """d~, E1, E2 ``(H, L, n)`` by the fused kernel :func:`attn_lib._kernels.scan_prefix` (zero where
+    ``t < N + 1`` and at rows not requested)."""
+    H, L = ld.H, ld.L
+    order = ld.order(min(n_max, L))
+    z_dot_x, z_sq = ld.zdot()
+    rows = torch.arange(L) if rows is None else rows
+    counts = torch.broadcast_to(ld.t, (H, L))
+    outs = _kern.scan_prefix(ld.alpha.numpy(), ld.gram.numpy(), order.numpy(), z_dot_x.numpy(), z_sq.numpy(),
+                             counts.numpy(), rows.numpy(), n_min, n_max, p, threads=kernel_threads())
+    scanned = {}
+    for name, out in zip(_SCANNED, outs, strict=True):
+        scanned[name] = torch.zeros(H, L, n_max - n_min + 1, dtype=F64)
+        scanned[name][:, rows] = torch.from_numpy(out)
+    return scanned
+
+
+# ----------------------------------------------------------------------------------------------------------
+# torch engine
+# ----------------------------------------------------------------------------------------------------------
+def _scan_torch(ld: LayerData, n_min: int, n_max: int, p: str | float, rows: torch.Tensor | None,
+                valid: torch.Tensor) -> dict:
+    """d~, E1, E2 ``(H, L, n)`` by float64 tensor code in row blocks (:func:`_scan_block`), 0 where not
+    ``valid``."""
+    H, L = ld.H, ld.L
+    order = ld.order(min(n_max, L))
+    z_dot_x, z_sq = ld.zdot()  # computed (and the Gram matrix cached) before the blocks run on worker threads
+    scanned = {name: torch.zeros(H, L, n_max - n_min + 1, dtype=F64, device=ld.device) for name in _SCANNED}
+    block = functools.partial(
+        _scan_block, ld=ld, n_min=n_min, n_max=n_max, p=p, order=order, z_dot_x=z_dot_x, z_sq=z_sq,
+        gram_rows=ld.gram.reshape(H * L, L), head_offset=(torch.arange(H, device=ld.device) * L).view(H, 1, 1),
+        scanned=scanned)
+    run_blocks(block, ld.blocks(rows=rows, per_row=3, elems=_engine.SCAN_BLOCK_ELEMS))
+    zero = torch.zeros((), dtype=F64, device=ld.device)
+    return {name: torch.where(valid, value, zero) for name, value in scanned.items()}
+
+
+def _scan_block(rows_block: torch.Tensor, width: int, *, ld: LayerData, n_min: int, n_max: int, p: str | float,
+                order: torch.Tensor, z_dot_x: torch.Tensor, z_sq: torch.Tensor, gram_rows: torch.Tensor,
+                head_offset: torch.Tensor, scanned: dict) -> None:
+    """Write d~, E1, E2 of the rows ``rows_block`` (which see at most ``width`` columns) into ``scanned``."""
+    alpha = ld.alpha[:, rows_block, :width]  # (H, B, W) copy; zero at masked columns
+    visible = torch.broadcast_to(ld.mask[:, rows_block, :width], alpha.shape)
+    n_masked = (~visible).sum(-1).to(F64).unsqueeze(-1)  # masked columns inside the block, (H, B, 1)
+    t_rows = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, rows_block].to(F64)
+    alpha_g = alpha * ld.gdiag[:, None, :width]  # alpha_i ||x_i||^2
+    n_values = torch.arange(n_min, n_max + 1, device=ld.device).to(F64)
+    factor = (t_rows.unsqueeze(-1) - n_values) / t_rows.clamp(min=1).unsqueeze(-1)  # (H, B, n): (t - N) / t
+    d_tilde, e2 = _scan_distances(ld, rows_block, width, alpha, alpha_g, n_masked, order, n_min, n_max, gram_rows,
+                                  head_offset)
+    scanned["d_tilde"][:, rows_block] = d_tilde
+    scanned["e2"][:, rows_block] = factor * e2
+    a_sq = alpha * alpha_g
+    a_dot_z = alpha * z_dot_x[:, rows_block, :width]
+    e1 = _scan_e1(a_sq, a_dot_z, z_sq[:, rows_block].unsqueeze(-1), n_masked, t_rows, n_min, n_max, p)
+    scanned["e1"][:, rows_block] = factor * e1
+
+
+def _scan_distances(ld: LayerData, rows_block: torch.Tensor, width: int, alpha: torch.Tensor,
+                    alpha_g: torch.Tensor, n_masked: torch.Tensor, order: torch.Tensor, n_min: int, n_max: int,
+                    gram_rows: torch.Tensor, head_offset: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """d~ and the E2 sum (before its factor ``(t - N)/t``) of one row block for ``N = n_min..n_max``, each
+    ``(H, B, n)``, adding one top token per step.
+
+    State: ``K_i = alpha_i ||x_i||^2 - 2 s . x_i`` and ``||s||^2``, so that ``||a_i - s||^2 = alpha_i K_i + ||s||^2``.
+    """
+    H, n_rows = alpha.shape[0], alpha.shape[1]
+    n_ord = order.shape[-1]
+    top = order[:, rows_block].clamp(max=width - 1)  # (H, B, n_ord); past a row's count only reach invalid cells
+    top_alpha = alpha.gather(-1, top)  # alpha of the k-th top token (0 where masked)
+    top_alpha_g = alpha_g.gather(-1, top)
+    top_gram_row = (top + head_offset).permute(2, 0, 1).reshape(n_ord, -1)  # (n_ord, H B) rows of gram_rows
+    # the state at n_min - 1, directly
+    n_start = min(n_min - 1, n_ord)
+    if n_start > 0:
+        start_weights = torch.zeros(H, n_rows, width, dtype=F64, device=ld.device)
+        start_weights.scatter_(-1, top[..., :n_start], top_alpha[..., :n_start])
+        s = torch.bmm(start_weights, ld.values[:, :width])  # (H, B, d)
+        K = torch.baddbmm(alpha_g, s, ld.values[:, :width].transpose(1, 2), alpha=-2.0)
+        s_sq = (s * s).sum(-1, keepdim=True)
+        del start_weights, s
+    else:
+        K = alpha_g.clone()
+        s_sq = torch.zeros(H, n_rows, 1, dtype=F64, device=ld.device)
+    dist = torch.empty(H, n_rows, width, dtype=F64, device=ld.device)
+    gram_j = torch.empty(H * n_rows, width, dtype=F64, device=ld.device)
+    gram_cols = gram_rows[:, :width]
+    d_tilde = torch.empty(H, n_rows, n_max - n_min + 1, dtype=F64, device=ld.device)
+    e2 = torch.empty_like(d_tilde)
+    for k, N in enumerate(range(n_min, n_max + 1)):
+        if N <= n_ord:
+            # add the N-th top token j: s += a_j x_j, so K -= 2 alpha_j G[j, :] and
+            # ||s||^2 += 2 alpha_j s.x_j + alpha_j^2 G_jj = alpha_j (2 alpha_j G_jj - K_j)
+            alpha_j = top_alpha[..., N - 1:N]  # (H, B, 1)
+            s_sq = s_sq + alpha_j * (2 * top_alpha_g[..., N - 1:N] - K.gather(-1, top[..., N - 1:N]))
+            torch.index_select(gram_cols, 0, top_gram_row[N - 1], out=gram_j)  # G[h, j, :W]
+            K.addcmul_(gram_j.view(H, n_rows, width), alpha_j, value=-2.0)
+        # D_i = sqrt(alpha_i K_i + ||s||^2); the NaN of a rounding-negative square counts as 0 (nansum), and
+        # masked columns give exactly sqrt(||s||^2)
+        torch.addcmul(s_sq, alpha, K, out=dist).sqrt_()
+        dist_all = dist.nansum(-1, keepdim=True) - n_masked * s_sq.clamp(min=0).sqrt()
+        dist_selected = dist.gather(-1, top[..., :min(N, n_ord)]).nan_to_num_(0.0).sum(-1, keepdim=True)
+        d_tilde[..., k:k + 1] = dist_all - dist_selected
+        # N = 1: the selected token sits exactly at s
+        e2[..., k:k + 1] = dist_all - dist_selected if N == 1 else dist_all
+    return d_tilde, e2
+
+
+def _scan_e1(a_sq: torch.Tensor, a_dot_z: torch.Tensor, z_sq: torch.Tensor, n_masked: torch.Tensor,
+             t_rows: torch.Tensor, n_min: int, n_max: int, p: str | float) -> torch.Tensor:
+    """The E1 sum (before its factor ``(t - N)/t``) of one row block for ``N = n_min..n_max``, ``(H, B, n)``:
+    ``sum_i sqrt((1+p)^2 ||a_i||^2 - 2p(1+p) a_i.z + p^2 ||z||^2)``.
+
+    It does not depend on the selection, so a few ``N`` at a time are one small batched matmul
+    ``[c1, c2, c3] @ [||a_i||^2; a_i.z; 1]``. ``a_sq``, ``a_dot_z``: ``(H, B, W)``; ``z_sq``, ``n_masked``:
+    ``(H, B, 1)``; ``t_rows``: ``(H, B)``.
+    """
+    H, n_rows, width = a_sq.shape
+    n_count = n_max - n_min + 1
+    terms = torch.stack([a_sq, a_dot_z, torch.ones_like(a_sq)], -2).view(H * n_rows, 3, width)
+    e1 = torch.empty(H, n_rows, n_count, dtype=F64, device=a_sq.device)
+    step = max(1, min(n_count, 8))
+    for first in range(0, n_count, step):
+        stop = min(n_count, first + step)
+        p_incl = torch.stack([inclusion_probability(p, N, t_rows) for N in range(n_min + first, n_min + stop)],
+                             -1)  # (H, B, c)
+        coef = torch.stack([(1 + p_incl) ** 2, -2 * p_incl * (1 + p_incl), p_incl * p_incl * z_sq], -1)
+        roots = torch.bmm(coef.view(H * n_rows, stop - first, 3), terms).sqrt_()  # (H B, c, W)
+        masked_root = (p_incl * p_incl * z_sq).clamp(min=0).sqrt()
+        e1[..., first:stop] = roots.nansum(-1).view(H, n_rows, -1) - n_masked * masked_root
+    return e1

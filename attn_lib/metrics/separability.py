@@ -1,0 +1,231 @@
+r"""Geometric separability (Definition, Theorem 2; Algorithm 4) for every head and row. Reading the paper,
+§Separability.
+
+:func:`separability_metrics` checks its input, puts the value vectors on a sphere (:func:`unit_layer`), takes the
+running minimum pairwise distance (:func:`running_min_distance`), runs :func:`_separability_numba` (the compiled
+:func:`attn_lib._kernels.sep_prefix`) or :func:`_separability_torch` (row blocks, :func:`_separability_block`) for
+``N_s/N`` and ``rho_min``, and evaluates Theorem 2's bounds (:func:`_theorem2_bounds`).
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import torch
+
+from .. import _kernels as _kern
+from .._validation import check_positive
+from ._engine import F64, kernel_threads, run_blocks, uses_numba
+from .layer import LayerData, as_layer, check_n
+
+__all__ = ["SeparabilityRows", "separability_metrics", "unit_layer", "running_min_distance"]
+
+
+@dataclass
+class SeparabilityRows:
+    """Per-(head, row) results of :func:`separability_metrics`; every tensor is ``(H, L)``, float64 unless noted.
+
+    Attributes
+    ----------
+    N : int
+        The top-``N`` size.
+    valid : torch.Tensor
+        Bool: ``t >= N + 1``.
+    fraction : torch.Tensor
+        ``N_s / N`` with ``r`` ↑ ``rho_min`` (0 where not valid).
+    lower, upper : torch.Tensor
+        Theorem 2's bounds (paper's form) at ``r = rho_min`` (0 where not valid).
+    r : torch.Tensor
+        The radius ``rho_min`` (0 where not valid).
+    delta : torch.Tensor
+        Running minimum pairwise distance of the visible tokens.
+    """
+
+    N: int
+    valid: torch.Tensor
+    fraction: torch.Tensor
+    lower: torch.Tensor
+    upper: torch.Tensor
+    r: torch.Tensor
+    delta: torch.Tensor
+
+
+def unit_layer(layer: LayerData, M: float = 1.0) -> LayerData:
+    """The same weights with every value vector scaled to norm ``M`` (Assumption 1; zero vectors stay zero).
+
+    Parameters
+    ----------
+    layer : LayerData
+        Values ``(H, L, d)``.
+    M : float
+        The radius, ``> 0``.
+
+    Returns
+    -------
+    LayerData
+        A new layer sharing the weights, mask and top-``N`` order; values ``(H, L, d)`` of norm ``M``.
+    """
+    M = check_positive("M", M)
+    values = layer.values
+    norms = torch.linalg.vector_norm(values, dim=-1, keepdim=True)
+    unit = M * values / torch.where(norms > 0, norms, torch.ones_like(norms))
+    out = LayerData.__new__(LayerData)
+    out.__dict__.update(layer.__dict__)
+    out.values = unit
+    out._gram = None
+    out._zdot = None
+    out._cummax = None
+    return out
+
+
+def running_min_distance(layer: LayerData) -> torch.Tensor:
+    """``delta`` per (head, row): the minimum pairwise distance among the tokens visible to the row.
+
+    For prefix masks a running minimum over rows (compiled :func:`attn_lib._kernels.running_min_sq` where the
+    kernels apply); other masks row by row.
+
+    Parameters
+    ----------
+    layer : LayerData
+        ``H`` heads, ``L`` rows.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(H, L)`` float64; 0 for rows with fewer than two visible tokens.
+    """
+    H, L = layer.H, layer.L
+    last = torch.broadcast_to(layer.last, (H, L)).clamp(min=0)
+    if uses_numba("auto", layer.kernels_apply):  # compiled, no (H, L, L) temporaries
+        running = torch.from_numpy(_kern.running_min_sq(layer.gram.numpy(), threads=kernel_threads()))
+        running[:, 0] = math.inf
+        min_sq = running.gather(1, last)
+    else:
+        G, g = layer.gram, layer.gdiag
+        dist_sq = g.unsqueeze(-1) + g.unsqueeze(-2) - 2 * G
+        below_diagonal = torch.ones(L, L, dtype=torch.bool, device=layer.device).tril_(-1)
+        inf = torch.tensor(math.inf, dtype=F64, device=layer.device)
+        if layer.prefix:
+            row_min = torch.where(below_diagonal, dist_sq, inf).amin(-1)  # (H, L): min over j < k, for each k
+            # rows are ordered by their last visible column for causal masks; compute by column index
+            running = torch.cummin(row_min, dim=-1).values  # min over pairs (j < k <= c)
+            min_sq = running.gather(1, last)
+        else:
+            visible_all = torch.broadcast_to(layer.mask, (H, L, L))
+            min_sq = torch.empty(H, L, dtype=F64, device=layer.device)
+            for r in range(L):  # general masks only (not used by the experiments)
+                visible = visible_all[:, r]
+                pairs = visible.unsqueeze(-1) & visible.unsqueeze(-2) & below_diagonal
+                min_sq[:, r] = torch.where(pairs, dist_sq, inf).amin(dim=(-2, -1))
+    return torch.where(torch.isfinite(min_sq), min_sq, torch.zeros((), dtype=F64)).clamp(min=0).sqrt()
+
+
+def separability_metrics(layer, values=None, N: int = 4, *, mask=None, M: float = 1.0, normalize: bool = True,
+                         delta: torch.Tensor | None = None, engine: str = "auto") -> SeparabilityRows:
+    r"""``N_s/N`` with ``r`` ↑ ``rho_min`` (strict convention) and Theorem 2's bounds at ``r = rho_min``.
+
+    Valid rows: ``t >= N + 1``. The lower bound is clipped below at ``-1`` (anything ``<= 0`` is vacuous); a row
+    with ``rho_min = 0`` gets ``-1``.
+
+    Parameters
+    ----------
+    layer, values, mask
+        The layer: a :class:`~attn_lib.metrics.layer.LayerData` (then ``values`` and ``mask`` are ``None``), or raw
+        weights ``(H, L, L)`` with ``values`` ``(H, L, d)`` and an optional bool ``mask`` (default causal), as
+        :func:`~attn_lib.metrics.layer.as_layer` takes them.
+    N : int
+        Top-``N`` size, ``>= 1``.
+    M : float
+        Sphere radius of Assumption 1, ``> 0``.
+    normalize : bool
+        First put every value vector on the sphere of radius ``M`` (Algorithm 4's "normalize").
+    delta : torch.Tensor, optional
+        ``(H, L)`` minimum pairwise distances; default :func:`running_min_distance` of the (normalised) layer.
+    engine : {"auto", "numba", "torch"}
+        ``"numba"`` (CPU, prefix masks: compiled :func:`attn_lib._kernels.sep_prefix`), ``"torch"`` (any device or
+        mask) or ``"auto"`` (numba where it applies); float64 either way.
+
+    Returns
+    -------
+    SeparabilityRows
+        Every field ``(H, L)``.
+    """
+    ld = as_layer(layer, values, mask)
+    N = check_n(N)
+    M = check_positive("M", M)
+    use_numba = uses_numba(engine, ld.kernels_apply)
+    if normalize:
+        ld = unit_layer(ld, M)
+    valid = torch.broadcast_to(ld.t, (ld.H, ld.L)) >= N + 1
+    if delta is None:
+        delta = running_min_distance(ld)
+    order = ld.order(min(N, ld.L))
+    impl = _separability_numba if use_numba else _separability_torch
+    fraction, rho_min = impl(ld, N, order)
+    lower, upper = _theorem2_bounds(ld.alpha.gather(-1, order), delta, rho_min, N, M)
+    zero = torch.zeros((), dtype=F64, device=ld.device)
+    return SeparabilityRows(N=N, valid=valid, fraction=torch.where(valid, fraction, zero),
+                            lower=torch.where(valid, lower, zero), upper=torch.where(valid, upper, zero),
+                            r=torch.where(valid, rho_min, zero), delta=delta)
+
+
+def _theorem2_bounds(top_weights: torch.Tensor, delta: torch.Tensor, rho_min: torch.Tensor, N: int,
+                     M: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Theorem 2 (paper's form) at ``r = rho_min``: ``(lower, upper)``, each ``(H, L)``, from the top-``N`` weights
+    ``(H, L, N)``, ``delta`` and ``rho_min`` ``(H, L)``."""
+    others = top_weights.sum(-1, keepdim=True) - top_weights  # beta_i = sum_{j != i} alpha_j
+    others_sq = (top_weights * top_weights).sum(-1, keepdim=True) - top_weights * top_weights
+    delta_c = delta.clamp(max=2 * M).unsqueeze(-1)
+    xi = ((M * M - delta_c * delta_c / 2) * others * others + delta_c * delta_c / 2 * others_sq).clamp(min=0).sqrt()
+    lower = torch.where(rho_min > 0, 1.0 - xi.sum(-1) / (rho_min.clamp(min=1e-300) * N),
+                        torch.full_like(rho_min, -1.0)).clamp(min=-1.0)
+    upper = torch.exp(-((xi - rho_min.unsqueeze(-1)).clamp(min=0) ** 2) / (2 * M * M)).mean(-1)
+    return lower, upper
+
+
+def _separability_numba(ld: LayerData, N: int, order: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(N_s/N, rho_min)`` ``(H, L)`` by :func:`attn_lib._kernels.sep_prefix` (``rho_min`` 0 where no token is
+    outside the selection)."""
+    H, L = ld.H, ld.L
+    if N >= L:  # no valid row
+        return torch.zeros(H, L, dtype=F64), torch.zeros(H, L, dtype=F64)
+    counts = torch.broadcast_to(ld.t, (H, L))
+    fraction, rho = _kern.sep_prefix(ld.alpha.numpy(), ld.gram.numpy(), ld.values.numpy(), order.numpy(),
+                                     counts.numpy(), N, threads=kernel_threads())
+    rho = torch.from_numpy(rho)
+    return torch.from_numpy(fraction), torch.where(torch.isfinite(rho), rho, torch.zeros((), dtype=F64))
+
+
+def _separability_torch(ld: LayerData, N: int, order: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(N_s/N, rho_min)`` ``(H, L)`` by float64 tensor code in row blocks (:func:`_separability_block`)."""
+    fraction = torch.zeros(ld.H, ld.L, dtype=F64, device=ld.device)
+    rho_min = torch.zeros(ld.H, ld.L, dtype=F64, device=ld.device)
+    block = functools.partial(_separability_block, ld=ld, N=N, order=order, gram=ld.gram, fraction=fraction,
+                              rho_min=rho_min)
+    run_blocks(block, ld.blocks(per_row=2))
+    return fraction, rho_min
+
+
+def _separability_block(rows_block: torch.Tensor, width: int, *, ld: LayerData, N: int, order: torch.Tensor,
+                        gram: torch.Tensor, fraction: torch.Tensor, rho_min: torch.Tensor) -> None:
+    """Write ``N_s/N`` and ``rho_min`` of the consecutive rows ``rows_block`` (which see at most ``width`` columns):
+    ``rho_min`` is the smallest ``||a_i - s||`` of a visible non-selected token, ``N_s`` counts the selected
+    tokens strictly closer to ``s``."""
+    first, stop = int(rows_block[0]), int(rows_block[-1]) + 1
+    alpha = ld.alpha[:, first:stop, :width]
+    visible = torch.broadcast_to(ld.mask[:, first:stop, :width], alpha.shape)
+    top = order[:, first:stop].clamp(max=width - 1)
+    # s of every row by one BLAS product of its top-N weights
+    top_only = torch.zeros_like(alpha).scatter_(-1, top, alpha.gather(-1, top))
+    s = torch.bmm(top_only, ld.values[:, :width])
+    s_dot_x = torch.bmm(s, ld.values[:, :width].transpose(1, 2))
+    s_sq = (s * s).sum(-1, keepdim=True)
+    gdiag = torch.diagonal(gram, dim1=1, dim2=2)
+    dist = torch.addcmul(alpha * alpha * gdiag[:, None, :width], alpha, s_dot_x, value=-2.0)
+    dist = dist.add_(s_sq).clamp_(min=0).sqrt_()  # ||a_i - s||
+    selected = torch.zeros(alpha.shape, dtype=torch.bool, device=ld.device).scatter_(-1, top, True)
+    inf = torch.tensor(math.inf, dtype=F64, device=ld.device)
+    rho = torch.where(visible & ~selected, dist, inf).amin(-1)  # (H, B)
+    fraction[:, first:stop] = (dist.gather(-1, top) < rho.unsqueeze(-1)).sum(-1).to(F64) / N
+    rho_min[:, first:stop] = torch.where(torch.isfinite(rho), rho, torch.zeros((), dtype=F64))

@@ -102,7 +102,7 @@ PROFILES: dict[str, Profile] = {
         n_alg2=(1, 5, 10, 20, 100), n_alg4=(1, 2, 4, 8, 16, 32, 64),
         temperatures=tuple(float(x) for x in np.logspace(-3, 2, 21)), eps_values=(1e-3, 1e-1, 10.0),
         ks_alpha=0.01, crit_fraction=1.0, mc_samples=64, mc_rows=32, scan_stage=1023, sens_rows=128,
-        crit_rows=256),
+        crit_rows=128),
     "quick": Profile(
         name="quick", lengths=(16, 32, 64, 128), n_alg1=5, length_fixed=128,
         n_alg2=(1, 5, 10, 20, 40), n_alg4=(1, 2, 4, 8, 16, 32),
@@ -435,16 +435,15 @@ class _CriticalAnalysis:
     def _scan_layer(self, ld: M.LayerData, lo: int, hi: int) -> dict:
         sc = M.topn_scan(ld, n_max=hi, n_min=lo, p=self.p, rows=self.rows[self.rows < ld.L])
         Lm = min(self.Lmax, ld.L)
-        valid = sc.valid[:, :Lm]
-        out = {f: [] for f in ["d_tilde", *self.forms, "count"]}
-        for i in range(len(self.lengths)):
-            v = valid & self.row_masks[i, :Lm].view(1, Lm, 1)
-            cnt = v.sum(1).to(torch.float64)
-            for f in ["d_tilde", *self.forms]:
-                x = torch.where(v, getattr(sc, f)[:, :Lm], torch.zeros((), dtype=torch.float64))
-                out[f].append((x.sum(1) / cnt.clamp(min=1)).cpu().numpy())
-            out["count"].append(cnt.cpu().numpy())
-        return {f: np.stack(blocks, 1) for f, blocks in out.items()}  # (H, nL, n)
+        # validity depends only on the row and N (not on the head): one 0/1 weight per (L, row, N), and every
+        # per-head mean is one batched product (invalid entries of the scan are 0)
+        weights = (sc.valid[0, :Lm].unsqueeze(0) & self.row_masks[:, :Lm].unsqueeze(-1)).to(torch.float64)
+        count = weights.sum(1)  # (nL, n)
+        out = {"count": np.broadcast_to(count.cpu().numpy(), (ld.H, *count.shape)).copy()}
+        for f in ["d_tilde", *self.forms]:
+            total = torch.einsum("hrn,lrn->hln", getattr(sc, f)[:, :Lm], weights)
+            out[f] = (total / count.clamp(min=1)).cpu().numpy()
+        return out  # each (H, nL, n)
 
     def layer(self, sh: _Shared):
         ld = sh.layer()
@@ -509,185 +508,6 @@ class _CriticalAnalysis:
                                          mean_form=float(b.mean()), alpha=self.alpha))
                         if pv >= self.alpha and found.get((L, f, sampling)) is None:
                             found[(L, f, sampling)] = N
-        return rows
-
-    def finish(self) -> pd.DataFrame:
-        df = pd.DataFrame(self.rows)
-        return df[df["n_rows"] > 0].reset_index(drop=True) if len(df) else df
-
-
-class _SeparabilityAnalysis:
-    def __init__(self, meta, length, n_values, M_radius):
-        self.meta, self.length, self.n_values, self.M = meta, length, list(n_values), M_radius
-        self.rows: list[dict] = []
-
-    def layer(self, sh: _Shared):
-        ld = sh.layer()
-        u = sh.get(("unit", self.M), lambda: M.unit_layer(ld, self.M))
-        delta = sh.get(("delta", self.M), lambda: M.running_min_distance(u))
-        L = self.length
-        for N in self.n_values:
-            sp = M.separability_metrics(u, N=N, M=self.M, normalize=False, delta=delta)
-            v = sp.valid[:, :L]
-            f, cnt = M.masked_mean(sp.fraction[:, :L], v)
-            lo, _ = M.masked_mean(sp.lower[:, :L], v)
-            up, _ = M.masked_mean(sp.upper[:, :L], v)
-            r, _ = M.masked_mean(sp.r[:, :L], v)
-            dl, _ = M.masked_mean(sp.delta[:, :L], v)
-            for h in range(ld.H):
-                if int(cnt[h]) == 0:
-                    continue
-                self.rows.append(dict(self.meta, L=L, N=N, layer=sh.la.layer, head=h, n_rows=int(cnt[h]),
-                                      fraction=float(f[h]), lower=float(lo[h]), upper=float(up[h]),
-                                      r=float(r[h]), delta=float(dl[h])))
-
-    def finish(self) -> pd.DataFrame:
-        return pd.DataFrame(self.rows)
-
-
-class _SensitivityAnalysis:
-    def __init__(self, meta, length, temperatures, eps_values, seed, sens_rows=0):
-        self.meta, self.length, self.T, self.E, self.seed = meta, length, list(temperatures), list(eps_values), seed
-        self.sens_rows = sens_rows
-        self.row_idx = sens_row_indices(length, sens_rows)
-        self.rows: list[dict] = []
-
-    def layer(self, sh: _Shared):
-        la = sh.la
-        L = self.length
-        logits = la.logits[0, :, :L, :L]
-        sub = None if len(self.row_idx) == L else torch.as_tensor(self.row_idx)
-        g, valid = M.sensitivity_rows(logits, self.T, self.E, mask=_mask(la)[..., :L, :L],
-                                      seed=self.seed + la.layer, rows=sub)
-        stride = 1 if sub is None else max(1, L // self.sens_rows)
-        H = g.shape[2]
-        cnt = valid.sum(-1).clamp(min=1).to(torch.float64)
-        mean = g.sum(-1) / cnt  # (nT, nE, H)
-        Tt = torch.as_tensor(self.T, dtype=torch.float64).view(-1, 1, 1, 1)
-        Et = torch.as_tensor(self.E, dtype=torch.float64).view(1, -1, 1, 1)
-        corr = torch.minimum(1 / (2 * Tt), math.sqrt(2) / Et)
-        paper = torch.minimum(1 / (4 * Tt), torch.full_like(Tt, math.sqrt(2)))
-        viol = ((g > corr * (1 + 1e-9) + 1e-12) & valid).sum(-1)
-        over = ((g > paper * (1 + 1e-9)) & valid).sum(-1)
-        gmax = torch.where(valid, g, torch.zeros((), dtype=g.dtype)).amax(-1)
-        # plain numpy/python values once (not a tensor operation per table row)
-        n_rows = valid.sum(-1).tolist()
-        mean_, gmax_, viol_, over_ = (t.numpy() for t in (mean, gmax, viol, over))
-        corr_ = corr.view(len(self.T), len(self.E)).tolist()
-        paper_ = paper.view(-1).tolist()
-        for a, T in enumerate(self.T):
-            for b, e in enumerate(self.E):
-                for h in range(H):
-                    self.rows.append(dict(self.meta, L=L, T=T, eps=e, layer=la.layer, head=h,
-                                          n_rows=int(n_rows[h]), g=float(mean_[a, b, h]),
-                                          g_row_max=float(gmax_[a, b, h]),
-                                          bound_corrected=float(corr_[a][b]), bound_paper=float(paper_[a]),
-                                          rows_violating_corrected=int(viol_[a, b, h]),
-                                          rows_above_paper=int(over_[a, b, h]), row_stride=stride))
-
-    def finish(self) -> pd.DataFrame:
-        return pd.DataFrame(self.rows)
-
-
-def _kv_groups(n_heads: int, n_kv_heads: int) -> np.ndarray:
-    """Key/value group of each query head: head ``h`` reads key/value head ``h // (n_heads // n_kv_heads)``
-    (grouped-query attention as in Llama; ``n_kv_heads == n_heads`` is plain multi-head attention)."""
-    n_kv = n_kv_heads if n_kv_heads and n_heads % n_kv_heads == 0 else n_heads
-    return np.arange(n_heads) // (n_heads // n_kv)
-
-
-def _crit_row_sets(lengths: Sequence[int], crit_rows: int) -> dict[int, np.ndarray]:
-    """Rows of the critical-N scan at each ``L``: :func:`sens_row_indices` (every ``max(1, L // crit_rows)``-th row,
-    ending at the last one; all rows when ``crit_rows`` is 0 or ``>= L``)."""
-    return {int(L): sens_row_indices(int(L), crit_rows) for L in lengths}
-
-
-class _CriticalAnalysis:
-    """Algorithm 3: incremental scan and two-sample KS tests for every ``(L, N <= cap(L))``, over all heads and over
-    key/value groups (Reading the paper, §The critical N)."""
-
-    def __init__(self, meta, lengths, *, alpha, crit_fraction, forms, p, stage, stop_early, crit_rows=0,
-                 groups=None):
-        self.meta, self.lengths, self.alpha = meta, sorted(lengths), alpha
-        self.caps = {L: max(1, min(L - 1, int(math.floor(L * crit_fraction)))) for L in self.lengths}
-        self.n_cap = max(self.caps.values())
-        self.forms, self.p, self.stage, self.stop_early = list(forms), p, stage, stop_early
-        self.Lmax = max(self.lengths)
-        self.row_sets = _crit_row_sets(self.lengths, crit_rows)
-        self.rows = torch.as_tensor(np.unique(np.concatenate(list(self.row_sets.values()))))
-        self.row_masks = torch.zeros(len(self.lengths), self.Lmax, dtype=torch.bool)
-        for i, L in enumerate(self.lengths):
-            self.row_masks[i, torch.as_tensor(self.row_sets[L])] = True
-        self.groups = groups  # per-layer key/value group of each head, or None (then every head is its own group)
-        self.store: list = []  # per layer: (packed float32 causal logits, values, mask)
-        self.stage_ranges: list[tuple[int, int]] = []
-        first_hi = min(self.n_cap, stage) if stop_early else self.n_cap
-        self.stage_ranges.append((1, first_hi))
-        self.per_layer: list[dict] = []  # index by layer order: form -> list of (H, nL, n) blocks
-
-    def _scan_layer(self, ld: M.LayerData, lo: int, hi: int) -> dict:
-        sc = M.topn_scan(ld, n_max=hi, n_min=lo, p=self.p, rows=self.rows[self.rows < ld.L])
-        Lm = min(self.Lmax, ld.L)
-        valid = sc.valid[:, :Lm]
-        out = {f: [] for f in ["d_tilde", *self.forms, "count"]}
-        for i in range(len(self.lengths)):
-            v = valid & self.row_masks[i, :Lm].view(1, Lm, 1)
-            cnt = v.sum(1).to(torch.float64)
-            for f in ["d_tilde", *self.forms]:
-                x = torch.where(v, getattr(sc, f)[:, :Lm], torch.zeros((), dtype=torch.float64))
-                out[f].append((x.sum(1) / cnt.clamp(min=1)).cpu().numpy())
-            out["count"].append(cnt.cpu().numpy())
-        return {f: np.stack(blocks, 1) for f, blocks in out.items()}  # (H, nL, n)
-
-    def layer(self, sh: _Shared):
-        ld = sh.layer()
-        lo, hi = self.stage_ranges[0]
-        self.per_layer.append({"layer": sh.la.layer, "H": ld.H, "blocks": [self._scan_layer(ld, lo, hi)]})
-        if self.stop_early and hi < self.n_cap:
-            la = sh.la
-            Lm = min(self.Lmax, ld.L)
-            lg = la.logits[0, :, :Lm, :Lm].float()
-            tri = torch.tril_indices(Lm, Lm)
-            causal = bool((_mask(la)[..., :Lm, :Lm] == torch.ones(Lm, Lm, dtype=torch.bool).tril()).all())
-            packed = lg[:, tri[0], tri[1]].clone() if causal else lg.clone()
-            self.store.append((packed, la.values[0, :, :Lm].float().clone(), causal,
-                               None if causal else _mask(la)[..., :Lm, :Lm].clone()))
-
-    def _rebuild(self, i) -> M.LayerData:
-        packed, vals, causal, mask = self.store[i]
-        if causal:
-            H = packed.shape[0]
-            Lm = vals.shape[1]
-            tri = torch.tril_indices(Lm, Lm)
-            lg = torch.full((H, Lm, Lm), -math.inf, dtype=torch.float32)
-            lg[:, tri[0], tri[1]] = packed
-            return M.LayerData.from_logits(lg, vals)
-        return M.LayerData.from_logits(packed, vals, mask=mask)
-
-    def _ks(self, lo, hi, found):
-        from scipy.stats import ks_2samp
-
-        rows = []
-        cat = {f: np.concatenate([pl["blocks"][-1][f] for pl in self.per_layer], axis=0)
-               for f in ["d_tilde"] + self.forms}
-        cnt = np.concatenate([pl["blocks"][-1]["count"] for pl in self.per_layer], axis=0)
-        for li, L in enumerate(self.lengths):
-            for k, N in enumerate(range(lo, hi + 1)):
-                if N > self.caps[L] or N > L - 1:
-                    continue
-                ok = cnt[:, li, k] > 0
-                a = cat["d_tilde"][ok, li, k]
-                for f in self.forms:
-                    if found.get((L, f)) is not None and self.stop_early:
-                        continue
-                    b = cat[f][ok, li, k]
-                    res = ks_2samp(a, b)
-                    pv = float(res.pvalue)
-                    rows.append(dict(self.meta, L=L, N=N, form=f, statistic=float(res.statistic), p_value=pv,
-                                     n_heads=int(ok.sum()), mean_d_tilde=float(a.mean()), mean_form=float(b.mean()),
-                                     alpha=self.alpha))
-                    if pv >= self.alpha and found.get((L, f)) is None:
-                        found[(L, f)] = N
         return rows
 
     def finish(self) -> pd.DataFrame:

@@ -144,27 +144,46 @@ def linear_growth(x, y, thresholds: dict | None = None) -> dict:
 
 
 def critical_n_ratio(summary: pd.DataFrame) -> pd.DataFrame:
-    r"""The least-squares ratio :math:`N^*/L` through the origin, per form, over the uncensored lengths.
+    r"""The least-squares ratio :math:`N^*/L` through the origin, per form (and KS sampling), over the uncensored
+    lengths.
 
     :math:`\hat r=\sum_L N^*_L\,L/\sum_L L^2`, the number :func:`verdicts` compares with the paper's 0.06.
 
     Parameters
     ----------
     summary : DataFrame
-        :func:`attn_lib.experiments.critical_n_summary` (columns ``form, L, n_star, censored``).
+        :func:`attn_lib.experiments.critical_n_summary` (columns ``form, L, n_star, censored``, and ``sampling``
+        when the KS test ran over all heads and over key/value groups).
 
     Returns
     -------
-    DataFrame (one row per form, index ``form``)
-        ``ratio`` (NaN when every ``L`` is censored), ``n_uncensored`` and ``n_lengths``.
+    DataFrame
+        ``ratio`` (NaN when every ``L`` is censored), ``n_uncensored`` and ``n_lengths``; one row per form (index
+        ``form``), or per ``(form, sampling)`` when ``summary`` has a ``sampling`` column.
     """
     _need(summary, "summary", ("form", "L", "n_star", "censored"))
+    keys = ["form", "sampling"] if "sampling" in summary.columns else ["form"]
     rows = []
-    for form, g in summary.groupby("form"):
+    for key, g in summary.groupby(keys):
         u = g[~g["censored"].astype(bool)]
         ratio = float((u["n_star"] * u["L"]).sum() / (u["L"] ** 2).sum()) if len(u) else float("nan")
-        rows.append({"form": form, "ratio": ratio, "n_uncensored": len(u), "n_lengths": len(g)})
-    return pd.DataFrame(rows).set_index("form")
+        key = key if isinstance(key, tuple) else (key,)
+        rows.append(dict(zip(keys, key), ratio=ratio, n_uncensored=len(u), n_lengths=len(g)))
+    return pd.DataFrame(rows).set_index(keys)
+
+
+#: How the KS samples are described (Reading the paper, §The critical N).
+KS_SAMPLING = {
+    "heads": "over all heads",
+    "kv_groups": "one sample per key/value group",
+}
+
+
+def valid_ks_sampling(summary: pd.DataFrame) -> str:
+    """The KS sampling whose samples are independent: ``"kv_groups"`` when the summary has it (under grouped-query
+    attention the heads of a group share keys and values), else ``"heads"``."""
+    has = set(summary["sampling"]) if "sampling" in summary.columns else {"heads"}
+    return "kv_groups" if "kv_groups" in has else "heads"
 
 
 def _need(df: Any, name: str, columns: Sequence[str]) -> None:
@@ -231,28 +250,37 @@ def verdicts(results: dict[str, pd.DataFrame], thresholds: dict | None = None) -
                 f"|d~(N_max) − d~({n0})| / d~({n0}) ≤ {th['plateau_rel']:.0%} (head means)")
         else:
             add("distance plateaus past N≈20", "plateau", f"N grid {Ns} lacks N={n0} or a larger N", "n/a", "")
-    # 3. critical N ~ 0.06 L
+    # 3. critical N ~ 0.06 L: E1 (the expectation) against d~; E2 tracks d~ by construction
     sm = results.get("critical_n_summary")
     if sm is not None and len(sm):
-        parts, best = [], None
+        if "sampling" not in sm.columns:
+            sm = sm.assign(sampling="heads")
         ratios = critical_n_ratio(sm)
-        for f, g in sm.groupby("form"):
-            u = g[~g["censored"].astype(bool)]
-            if len(u):
-                ratio = float(ratios.loc[f, "ratio"])
-                lo = th["crit_ratio_paper"] / th["crit_ratio_factor"]
-                hi = th["crit_ratio_paper"] * th["crit_ratio_factor"]
-                inside = lo <= ratio <= hi
-                best = best or inside
-                parts.append(f"{f.upper()}: N*/L = {ratio:.3f} ({len(u)}/{len(g)} L uncensored; "
-                             f"N* = {', '.join(f'{int(L)}→{int(n)}' for L, n in zip(g['L'], g['n_star']))})")
+        valid = valid_ks_sampling(sm)
+        lo = th["crit_ratio_paper"] / th["crit_ratio_factor"]
+        hi = th["crit_ratio_paper"] * th["crit_ratio_factor"]
+        parts, verdict = [], "n/a"
+        for (f, sampling), g in sm[sm["form"] != "e2"].groupby(["form", "sampling"]):
+            r = ratios.loc[(f, sampling)]
+            per_l = ", ".join(f"{int(x.L)}→{int(x.n_star)}{'+' if x.censored else ''}"
+                              for x in g.sort_values("L").itertuples())
+            tag = f"{f.upper()}, KS {KS_SAMPLING.get(sampling, sampling)}" + (" (valid)" if sampling == valid else "")
+            if r.n_uncensored:
+                parts.append(f"{tag}: N*/L = {r.ratio:.3f} over {int(r.n_uncensored)}/{int(r.n_lengths)} L "
+                             f"(N*: {per_l})")
             else:
-                best = best or False
-                parts.append(f"{f.upper()}: censored at every L (no N with p ≥ α up to L/4)")
-        add("critical N ≈ 0.06·L (KS, α=0.01)", "N* ≈ 0.06 L", "; ".join(parts),
-            "reproduced" if best else "not reproduced",
-            f"least-squares N*/L of some form within a factor {th['crit_ratio_factor']:g} of "
-            f"{th['crit_ratio_paper']}")
+                parts.append(f"{tag}: no N up to the scan limit at any L (N*: {per_l})")
+            if f == "e1" and sampling == valid:
+                verdict = "reproduced" if r.n_uncensored and lo <= r.ratio <= hi else "not reproduced"
+        add("critical N ≈ 0.06·L (KS, α=0.01)", "“fewer than 6%” of the tokens: N* ≈ 0.06 L", "; ".join(parts),
+            verdict, f"least-squares N*/L of E1 (first N with KS p ≥ α, scanned up to L − 1; KS {valid}) within "
+            f"a factor {th['crit_ratio_factor']:g} of {th['crit_ratio_paper']}")
+        e2 = sm[sm["form"] == "e2"]
+        if len(e2):
+            add("E2 and d~ indistinguishable from the first N", "(E2 is a project reading of the expectation)",
+                "first passing N per L: " + ", ".join(f"{int(x.L)}→{int(x.n_star)}"
+                                                       for x in e2[e2["sampling"] == valid].itertuples()),
+                "by construction", "E2 = d~ (1 + O(N/L)) (Reading the paper, §Corollary 2): not a measurement")
     # 4. separability 0.70-0.85 past N~16
     df = results.get("separability")
     if df is not None and len(df):
@@ -442,26 +470,39 @@ def figure_distance_vs_n(df: pd.DataFrame):
 
 
 def figure_critical_n(summary: pd.DataFrame, trace: pd.DataFrame | None = None):
+    """Fig. 2c: the critical ``N`` of E1 against ``L`` (both KS samplings), E2's ``N* = 1`` (indistinguishable by
+    construction) and the paper's ``0.06 L``; a censored point (no passing ``N`` up to the scan limit) is an open
+    marker at the limit."""
     fig, ax = _subplots(figsize=(6.4, 4.4))
     meta = _meta(trace if trace is not None and len(trace) else summary)
-    for f, g in summary.groupby("form"):
+    if "sampling" not in summary.columns:
+        summary = summary.assign(sampling="heads")
+    styles = {("e1", "heads"): ("tab:blue", "-", "o"), ("e1", "kv_groups"): ("tab:purple", "--", "s")}
+    for (f, sampling), g in summary.groupby(["form", "sampling"]):
         g = g.sort_values("L")
-        color = "tab:blue" if f == "e1" else "tab:cyan"
-        ax.plot(g["L"], g["n_star"], "-", color=color, label=f"critical N, d~ vs {f.upper()}")
-        cens = g["censored"].astype(bool)
-        ax.scatter(g["L"][~cens], g["n_star"][~cens], color=color, zorder=3)
-        ax.scatter(g["L"][cens], g["n_star"][cens], facecolors="none", edgecolors=color, zorder=3,
-                   label=f"{f.upper()} censored (no N ≤ L/4)" if cens.any() else None)
+        cens = g["censored"].astype(bool).to_numpy()
+        if f == "e2":
+            if sampling == "heads":
+                ax.scatter(g["L"], g["n_star"], marker="x", color="0.5", zorder=3,
+                           label="E2: N* = first N scanned (indistinguishable by construction)")
+            continue
+        color, ls, marker = styles.get((f, sampling), ("tab:green", ":", "^"))
+        name = f"{f.upper()}, KS {KS_SAMPLING.get(sampling, sampling)}"
+        ax.plot(g["L"][~cens], g["n_star"][~cens], ls, marker=marker, color=color, label=f"critical N: d~ vs {name}")
+        if cens.any():
+            ax.scatter(g["L"][cens], g["n_star"][cens], marker=marker, facecolors="none", edgecolors=color, zorder=3,
+                       label=f"{f.upper()} censored: no N up to the scan limit")
     if len(summary):
         Ls = np.array(sorted(summary["L"].unique()), float)
         ax.plot(Ls, 0.06 * Ls, "k--", lw=1, label="paper: 0.06 L")
+        ax.plot(Ls, Ls - 1, color="0.7", lw=0.8, label="scan limit L − 1")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("context length L")
     ax.set_ylabel("critical N (first N with KS p ≥ α)")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
-    return _finish(fig, ax, "Fig. 2c: critical N vs L (two-sample KS over heads)", meta)
+    return _finish(fig, ax, "Fig. 2c: critical N vs L (two-sample KS)", meta)
 
 
 # ---- chapter 2 (book/02_distance_bound.md): the tables of Algorithms 1-3 -------------------------------------
@@ -543,7 +584,10 @@ def distance_n_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def critical_n_lines(summary: pd.DataFrame) -> str:
-    """Algorithm 3's summary as Markdown bullets: ``N*`` per ``L`` and the fitted ratio of each form.
+    """Algorithm 3's summary as Markdown bullets: ``N*`` per ``L`` and the fitted ratio of each form and sampling.
+
+    E2 is described as indistinguishable by construction (Reading the paper, §The critical N), not as a critical
+    ``N``.
 
     Parameters
     ----------
@@ -553,17 +597,27 @@ def critical_n_lines(summary: pd.DataFrame) -> str:
     Returns
     -------
     str
-        One line ``- **E1**: N* per L: 16→2, 32→3 (censored), .... Fitted N*/L = 0.083 over 1 uncensored L
-        (paper: 0.06).`` per form; the ratio is :func:`critical_n_ratio`.
+        One line ``- **E1**, KS over all heads: N* per L: 16→13, 32→26 (censored), .... Fitted N*/L = 0.79 over
+        5 uncensored L (paper: 0.06).`` per form and sampling; the ratio is :func:`critical_n_ratio`.
     """
     ratios = critical_n_ratio(summary)
+    keys = ["form", "sampling"] if "sampling" in summary.columns else ["form"]
+    valid = valid_ks_sampling(summary)
     lines = []
-    for form, g in summary.groupby("form"):
-        r = ratios.loc[form]
+    for key, g in summary.groupby(keys):
+        key = key if isinstance(key, tuple) else (key,)
+        form, sampling = key[0], (key[1] if len(key) > 1 else "heads")
+        r = ratios.loc[key if len(key) > 1 else key[0]]
         per_l = ", ".join(f"{int(x.L)}→{int(x.n_star)}{' (censored)' if x.censored else ''}"
                           for x in g.sort_values("L").itertuples())
+        where = f", KS {KS_SAMPLING.get(sampling, sampling)}" if len(keys) > 1 else ""
+        if str(form) == "e2":
+            lines.append(f"- **E2**{where}: N* per L: {per_l}. E2 tracks d~ by construction "
+                         "(Reading the paper), so this is not a critical-N measurement.")
+            continue
         fitted = f"{r.ratio:.3f}" if r.n_uncensored else "n/a (every L censored)"
-        lines.append(f"- **{str(form).upper()}**: N* per L: {per_l}. Fitted N*/L = {fitted} over "
+        note = " (the valid test for this model)" if len(keys) > 1 and sampling == valid else ""
+        lines.append(f"- **{str(form).upper()}**{where}{note}: N* per L: {per_l}. Fitted N*/L = {fitted} over "
                      f"{int(r.n_uncensored)} uncensored L (paper: {THRESHOLDS['crit_ratio_paper']:g}).")
     return "\n".join(lines)
 

@@ -58,7 +58,7 @@ def test_prefix_capture_equals_capture_of_prefix(handle):
         assert torch.allclose(wa, wb, atol=1e-6)
 
 
-def _naive_critical(h, lengths, alpha, forms=("e1", "e2"), frac=0.25):
+def _naive_critical(h, lengths, alpha, forms=("e1", "e2"), frac=1.0):
     """Naive critical-N: recompute every N from scratch (metrics.naive_scan) per layer, prefix per L."""
     from scipy.stats import ks_2samp
 
@@ -69,7 +69,7 @@ def _naive_critical(h, lengths, alpha, forms=("e1", "e2"), frac=0.25):
         per_layer.append(M.naive_scan(ld, n_max=max(1, int(max(lengths) * frac))))
     out = {}
     for L in lengths:
-        cap = max(1, int(math.floor(L * frac)))
+        cap = max(1, min(L - 1, int(math.floor(L * frac))))
         for f in forms:
             n_star = None
             for N in range(1, cap + 1):
@@ -91,15 +91,18 @@ def test_incremental_ks_scan_matches_naive(gpt2_small):
     lengths = [8, 16, 32]
     trace = E.critical_n(gpt2_small, TEXT, lengths=lengths, stage=2, stop_early=True)
     full = E.critical_n(gpt2_small, TEXT, lengths=lengths, stop_early=False)
-    s1 = E.critical_n_summary(trace).set_index(["L", "form"])
-    s2 = E.critical_n_summary(full).set_index(["L", "form"])
+    s1 = E.critical_n_summary(trace).set_index(["L", "form", "sampling"])
+    s2 = E.critical_n_summary(full).set_index(["L", "form", "sampling"])
     assert (s1["n_star"] == s2["n_star"]).all() and (s1["censored"] == s2["censored"]).all()
-    m = trace.merge(full, on=["L", "N", "form"], suffixes=("", "_full"))
+    m = trace.merge(full, on=["L", "N", "form", "sampling"], suffixes=("", "_full"))
     assert len(m) == len(trace)
     assert np.allclose(m["p_value"], m["p_value_full"]) and np.allclose(m["mean_form"], m["mean_form_full"])
     naive = _naive_critical(gpt2_small, lengths, 0.01)
     for (L, f), n in naive.items():
-        assert int(s1.loc[(L, f), "n_star"]) == n, (L, f)
+        assert int(s1.loc[(L, f, "heads"), "n_star"]) == n, (L, f)
+    # without grouped-query attention every head is its own key/value group: the two samplings coincide
+    assert gpt2_small.n_kv_heads == gpt2_small.n_heads
+    assert (s1.xs("heads", level="sampling")["n_star"] == s1.xs("kv_groups", level="sampling")["n_star"]).all()
     for c in ("model", "text", "device"):
         assert c in trace
 
@@ -257,7 +260,7 @@ def test_quick_profile_on_standin(tmp_path):
     info = E.run_reproduce(profile="quick", out=tmp_path / "q", use_cache=False, handle=h, text_obj=text,
                            progress=None)
     vt = info["verdicts"]
-    assert len(vt) >= 6 and set(vt["verdict"]) <= {"reproduced", "not reproduced", "n/a", "holds", "violated"}
+    assert len(vt) >= 6 and set(vt["verdict"]) <= {"reproduced", "not reproduced", "n/a", "holds", "violated", "by construction"}
     assert "holds" in set(vt["verdict"])  # corrected Corollary 3 bound
     md = (tmp_path / "q" / "report.md").read_text()
     assert h.model_id in md
@@ -311,3 +314,26 @@ def test_engines_give_the_same_tables(gpt2_small, monkeypatch):
     monkeypatch.setattr(M, "DEFAULT_ENGINE", "fortran")
     with pytest.raises(ValueError, match="ATTN_LIB_ENGINE"):
         E.run_all(gpt2_small, TEXT, PROFILE)
+
+
+def test_critical_n_ks_over_key_value_groups(llama_small):
+    """Grouped-query attention: the KS test also runs on one sample per key/value group (the mean of its query
+    heads); heads 0,1 share group 0 and heads 2,3 group 1 in the tiny Llama (4 query heads, 2 key/value heads)."""
+    trace = E.critical_n(llama_small, TEXT, lengths=[8, 16], stop_early=False)
+    heads = trace[trace["sampling"] == "heads"]
+    groups = trace[trace["sampling"] == "kv_groups"]
+    assert (heads["n_samples"] == llama_small.n_layers * llama_small.n_heads).all()
+    assert (groups["n_samples"] == llama_small.n_layers * llama_small.n_kv_heads).all()
+    assert llama_small.n_kv_heads < llama_small.n_heads
+    assert E._kv_groups(4, 2).tolist() == [0, 0, 1, 1] and E._kv_groups(6, 6).tolist() == list(range(6))
+    # group means of the head means: the group samples are averages, so their mean equals the heads' mean
+    m = heads.merge(groups, on=["L", "N", "form"], suffixes=("_h", "_g"))
+    assert np.allclose(m["mean_d_tilde_h"], m["mean_d_tilde_g"]) and np.allclose(m["mean_form_h"], m["mean_form_g"])
+
+
+def test_critical_n_scans_up_to_L_minus_1_and_row_stride(gpt2_small):
+    trace = E.critical_n(gpt2_small, TEXT, lengths=[16], forms=["e1"], stop_early=False, crit_rows=4)
+    assert trace["N"].max() == 15  # N = 1..L-1, no scan limit below it
+    assert (trace["n_rows"] <= 4).all()  # every 4th row of 16 (ending at the last one), minus rows with t <= N
+    summary = E.critical_n_summary(trace)
+    assert (summary["limit"] == 15).all()

@@ -187,7 +187,29 @@ class TestCriticalN:
         assert e1 == ("- **E1**: N* per L: 16→2, 32→3, 64→16 (censored). Fitted N*/L = "
                       f"{R.critical_n_ratio(_summary(self.SUMMARY)).loc['e1', 'ratio']:.3f} over 2 uncensored L "
                       "(paper: 0.06).")
-        assert "Fitted N*/L = n/a (every L censored) over 0 uncensored L" in e2
+        assert e2.startswith("- **E2**: N* per L: 16→4 (censored), 32→8 (censored).") and "by construction" in e2
+
+    def test_lines_of_a_form_censored_at_every_L(self):
+        text = R.critical_n_lines(_summary([("e1", 16, 15, True), ("e1", 32, 31, True)]))
+        assert "Fitted N*/L = n/a (every L censored) over 0 uncensored L" in text
+
+    def test_per_sampling_ratios_and_the_valid_sampling(self):
+        summary = _summary([("e1", 64, 8, False), ("e1", 128, 16, False)])
+        both = pd.concat([summary.assign(sampling="heads"),
+                          summary.assign(sampling="kv_groups", n_star=[4, 8])], ignore_index=True)
+        r = R.critical_n_ratio(both)
+        assert r.loc[("e1", "heads"), "ratio"] == pytest.approx(0.125)
+        assert r.loc[("e1", "kv_groups"), "ratio"] == pytest.approx(0.0625)
+        assert R.valid_ks_sampling(both) == "kv_groups" and R.valid_ks_sampling(summary) == "heads"
+        vt = R.verdicts({"critical_n_summary": both})
+        row = vt.loc[vt.claim.str.startswith("critical N")]
+        assert row["verdict"].item() == "reproduced" and "kv_groups" in row["rule"].item()  # 0.0625 is within 2x
+        assert "(the valid test for this model)" in R.critical_n_lines(both).splitlines()[1]
+
+    def test_e2_is_reported_as_by_construction(self):
+        summary = _summary([("e1", 64, 8, False), ("e2", 64, 1, False)])
+        vt = R.verdicts({"critical_n_summary": summary})
+        assert vt.loc[vt.claim.str.startswith("E2 and d~"), "verdict"].item() == "by construction"
 
     def test_missing_columns(self):
         with pytest.raises(ValueError, match="censored"):

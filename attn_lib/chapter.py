@@ -64,7 +64,7 @@ class Settings:
         )
 
 
-def settings(*, seed: int = 0, default_profile: str = "quick") -> Settings:
+def settings(*, seed: int = 0, default_profile: str = "paper") -> Settings:
     """Read the chapters' settings from the environment.
 
     Parameters

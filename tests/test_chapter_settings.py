@@ -17,8 +17,8 @@ class TestSettings:
         monkeypatch.delenv("ATTN_LIB_MODEL", raising=False)
         monkeypatch.delenv("ATTN_LIB_PROFILE", raising=False)
         cfg = chapter.settings()
-        assert (cfg.model, cfg.profile, cfg.text, cfg.seed, cfg.device) == ("gpt2", "quick", "war-and-peace", 0, "cpu")
-        assert cfg.grid is experiments.PROFILES["quick"]
+        assert (cfg.model, cfg.profile, cfg.text, cfg.seed, cfg.device) == ("gpt2", "paper", "war-and-peace", 0, "cpu")
+        assert cfg.grid is experiments.PROFILES["paper"]
 
     def test_environment_overrides(self, monkeypatch):
         monkeypatch.setenv("ATTN_LIB_MODEL", "gpt2-medium")
@@ -46,7 +46,7 @@ class TestSettings:
     def test_describe_names_profile_and_lengths(self, monkeypatch):
         monkeypatch.delenv("ATTN_LIB_PROFILE", raising=False)
         text = chapter.settings().describe()
-        assert "'quick'" in text and str(list(experiments.PROFILES["quick"].lengths)) in text
+        assert "'paper'" in text and str(list(experiments.PROFILES["paper"].lengths)) in text
 
 
 class TestLoadInputs:

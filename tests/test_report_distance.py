@@ -63,18 +63,31 @@ class TestLinearGrowth:
         fit = R.linear_growth([1, 2, 3], [6, 4, 2])
         assert fit["r2"] == pytest.approx(1.0) and fit["linear"] is False
 
-    def test_a_curve_below_the_r2_threshold_is_not(self):
-        x = np.arange(1.0, 9.0)
-        y = np.sin(x) + 0.05 * x
+    def test_exponent_against_a_log_log_polyfit(self):
+        x = np.array([32.0, 64, 128, 256, 512, 1024])
+        y = 0.5 * x**0.6 * np.exp(np.random.default_rng(1).normal(scale=0.05, size=6))
         fit = R.linear_growth(x, y)
-        assert fit["slope"] > 0 and fit["r2"] < R.THRESHOLDS["linear_r2_min"] and fit["linear"] is False
+        assert fit["exponent"] == pytest.approx(np.polyfit(np.log(x), np.log(y), 1)[0])
+        assert fit["growth"] == pytest.approx(y[-1] / y[0]) and fit["x_growth"] == pytest.approx(32.0)
 
-    def test_the_threshold_can_be_overridden(self):
-        x = np.arange(1.0, 9.0)
-        y = x + np.array([0, 2, -2, 2, -2, 2, -2, 0])
-        r2 = R.linear_growth(x, y)["r2"]
-        assert R.linear_growth(x, y, {"linear_r2_min": r2 - 0.01})["linear"] is True
-        assert R.linear_growth(x, y, {"linear_r2_min": r2 + 0.01})["linear"] is False
+    def test_a_good_line_with_a_large_intercept_is_not_linear_growth(self):
+        x = np.array([32.0, 64, 128, 256, 512, 1024])
+        fit = R.linear_growth(x, 100 + 0.01 * x)  # R² = 1, but it grows only 1.1x while L grows 32x
+        assert fit["r2"] == pytest.approx(1.0) and fit["exponent"] < 0.1 and fit["linear"] is False
+
+    def test_a_square_is_not_linear(self):
+        x = np.array([1.0, 2, 4, 8])
+        assert R.linear_growth(x, x**2)["exponent"] == pytest.approx(2.0) and not R.linear_growth(x, x**2)["linear"]
+
+    def test_the_tolerance_can_be_overridden(self):
+        x = np.array([1.0, 2, 4, 8])
+        y = x**1.3
+        assert R.linear_growth(x, y)["linear"] is False
+        assert R.linear_growth(x, y, {"linear_exponent_tol": 0.31})["linear"] is True
+
+    def test_non_positive_values_have_no_exponent(self):
+        fit = R.linear_growth([1, 2, 3], [-1.0, 0.5, 2.0])
+        assert math.isnan(fit["exponent"]) and fit["linear"] is False
 
     def test_a_constant_does_not_grow(self):
         fit = R.linear_growth([16, 32, 64, 128], [0.6] * 4)
@@ -100,12 +113,13 @@ class TestOneLinearRule:
         assert (_growth_verdict(R.verdicts({"distance_vs_length": df})) == "reproduced") == table
 
     def test_verdict_follows_linear_growth_of_the_head_means(self):
-        df = _alg1(lambda L: 1.0 + 0.3 * math.sin(L))
+        df = _alg1(lambda L: 0.01 * L**1.25)
         means = df.groupby("L")["d_tilde"].mean()
         fit = R.linear_growth(means.index, means.to_numpy())
-        vt = R.verdicts({"distance_vs_length": df}, {"linear_r2_min": fit["r2"] - 1e-6})
-        assert fit["slope"] > 0 and _growth_verdict(vt) == "reproduced"
-        vt = R.verdicts({"distance_vs_length": df}, {"linear_r2_min": fit["r2"] + 1e-6})
+        assert fit["exponent"] == pytest.approx(1.25)
+        vt = R.verdicts({"distance_vs_length": df}, {"linear_exponent_tol": 0.26})
+        assert _growth_verdict(vt) == "reproduced"
+        vt = R.verdicts({"distance_vs_length": df}, {"linear_exponent_tol": 0.24})
         assert _growth_verdict(vt) == "not reproduced"
 
 

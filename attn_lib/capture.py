@@ -201,6 +201,10 @@ def _capture_attention_forward(module, query, key, value, attention_mask, scalin
         mask_full = visible if visible is not None else torch.ones(1, 1, q_len, k_len, dtype=torch.bool,
                                                                    device=scores.device)
         weights = sess.normalizer(logits, temperature=sess.temperature, dim=-1, mask=mask_full)
+        if not isinstance(weights, torch.Tensor) or weights.shape != logits.shape:
+            got = tuple(weights.shape) if isinstance(weights, torch.Tensor) else type(weights).__name__
+            raise ValueError(f"normalizer {sess.normalizer_name!r} must return a tensor of weights with the shape of "
+                             f"the logits {tuple(logits.shape)} (got {got}) in layer {layer}")
         weights = weights.to(value.dtype)
     else:
         # eager attention, operation for operation
@@ -304,6 +308,10 @@ def patched_attention(handle_or_model, callback: Callable[[LayerAttention], Any]
     """
     model = _model_of(handle_or_model)
     temperature = check_positive("temperature", temperature)
+    if output_dtype is not None:
+        from .models import resolve_dtype
+
+        output_dtype = resolve_dtype(output_dtype, name="output_dtype")  # also "float64"
     n_layers = _n_layers(model)
     fn, fn_name = _resolve_normalizer(normalizer, temperature)
     if callback is not None and not callable(callback):
@@ -327,9 +335,15 @@ def prepare_input_ids(handle, input_ids) -> torch.Tensor:
     """Validate ``input_ids`` (1-D or 2-D ints, non-empty, within the vocabulary and the model's context) and return a
     2-D LongTensor on the handle's device."""
     if isinstance(input_ids, (list, tuple)):
-        input_ids = torch.tensor(input_ids)
+        try:
+            input_ids = torch.tensor(input_ids)
+        except (TypeError, ValueError, RuntimeError):
+            raise ValueError("input_ids must be a list of integer token ids (1-D) or of equal-length lists "
+                             "(2-D)") from None
     if not isinstance(input_ids, torch.Tensor):
         raise ValueError(f"input_ids must be a tensor or list of token ids (got {type(input_ids).__name__})")
+    if input_ids.numel() == 0:  # before the dtype: torch.tensor([]) is a float tensor
+        raise ValueError(f"input_ids must contain at least one token (got shape {tuple(input_ids.shape)})")
     if input_ids.is_floating_point() or input_ids.is_complex() or input_ids.dtype == torch.bool:
         raise ValueError(f"input_ids must hold integer token ids (got dtype {input_ids.dtype})")
     if input_ids.ndim == 1:
@@ -351,6 +365,31 @@ def prepare_input_ids(handle, input_ids) -> torch.Tensor:
         raise ValueError(f"input_ids must be token ids in [0, {vocab - 1 if vocab else '?'}] (got min {lo}, max {hi})")
     device = getattr(handle, "device", None) or next(model.parameters()).device
     return input_ids.to(device=device, dtype=torch.long)
+
+
+def _prepare_attention_mask(attention_mask, ids: torch.Tensor) -> torch.Tensor | None:
+    """A ``(batch, length)`` 0/1 padding mask (tensor, array or nested list) as a LongTensor on ``ids``' device."""
+    if attention_mask is None:
+        return None
+    if not isinstance(attention_mask, torch.Tensor):
+        try:
+            import numpy as np
+
+            attention_mask = torch.as_tensor(np.asarray(attention_mask))
+        except (TypeError, ValueError, RuntimeError):
+            raise ValueError("attention_mask must be a (batch, length) tensor or nested list of 0/1 "
+                             f"(got {type(attention_mask).__name__})") from None
+    m = attention_mask
+    if m.is_complex():
+        raise ValueError(f"attention_mask must hold 0/1 or booleans (got dtype {m.dtype})")
+    if m.ndim == 1:
+        m = m.unsqueeze(0)
+    if tuple(m.shape) != tuple(ids.shape):
+        raise ValueError(f"attention_mask must have the shape of input_ids {tuple(ids.shape)} (batch, length) "
+                         f"(got {tuple(attention_mask.shape)})")
+    if m.device.type == "meta" or not bool(((m == 0) | (m == 1)).all()):
+        raise ValueError("attention_mask must hold only 0 (padding) and 1 (token), or booleans")
+    return m.to(device=ids.device, dtype=torch.long)
 
 
 def capture_attention(handle, input_ids, callback: Callable[[LayerAttention], Any] | None = None, *,
@@ -379,20 +418,23 @@ def capture_attention(handle, input_ids, callback: Callable[[LayerAttention], An
     normalizer_layers:
         Layers whose normaliser is replaced (default all layers).
     output_dtype:
-        Convert the float tensors handed to ``callback`` (e.g. ``torch.float64`` for the theory checks).
+        Convert the float tensors handed to ``callback`` (e.g. ``torch.float64`` or ``"float64"`` for the theory
+        checks).
     keep_qk:
         Include queries and keys in the records.
     stop_early:
         With ``layers``: abort the forward pass once the last requested layer was reported (saves time; the return
         value is then ``None``).
     attention_mask:
-        Optional ``(batch, length)`` padding mask passed to the model.
+        Optional ``(batch, length)`` padding mask passed to the model: 1 (or True) = token, 0 = padding; a tensor,
+        array or nested list of the shape of ``input_ids``.
 
     Returns
     -------
     The model's output (logits etc.), or ``None`` if the pass was stopped early.
     """
     ids = prepare_input_ids(handle, input_ids)
+    am = _prepare_attention_mask(attention_mask, ids)
     model = _model_of(handle)
     if stop_early and layers is None:
         raise ValueError("stop_early=True needs layers (otherwise every layer must run anyway)")
@@ -400,8 +442,8 @@ def capture_attention(handle, input_ids, callback: Callable[[LayerAttention], An
                            normalizer_layers=normalizer_layers, output_dtype=output_dtype, keep_qk=keep_qk,
                            stop_early=stop_early):
         kwargs = {"use_cache": False}
-        if attention_mask is not None:
-            kwargs["attention_mask"] = attention_mask.to(ids.device)
+        if am is not None:
+            kwargs["attention_mask"] = am
         try:
             with torch.no_grad():
                 return model(input_ids=ids, **kwargs)

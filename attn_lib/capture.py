@@ -173,10 +173,20 @@ def _capture_attention_forward(module, query, key, value, attention_mask, scalin
     n_rep = query.shape[1] // key.shape[1]
     key_r = _repeat_kv(key, n_rep)
     value_r = _repeat_kv(value, n_rep)
-    if scaling is None:
-        scaling = query.size(-1) ** -0.5
-
-    scores = torch.matmul(query, key_r.transpose(2, 3)) * scaling
+    if scaling is None and hasattr(module, "scale_attn_weights"):
+        # transformers 4.x GPT-2 passes no scaling; its eager code divides (bit-identical only when done the same way)
+        scores = torch.matmul(query, key_r.transpose(2, 3))
+        scaling = 1.0
+        if module.scale_attn_weights:
+            scores = scores / torch.full([], value.size(-1) ** 0.5, dtype=scores.dtype, device=scores.device)
+            scaling = value.size(-1) ** -0.5
+        if getattr(module, "scale_attn_by_inverse_layer_idx", False):
+            scores = scores / float(module.layer_idx + 1)
+            scaling /= float(module.layer_idx + 1)
+    else:
+        if scaling is None:
+            scaling = query.size(-1) ** -0.5
+        scores = torch.matmul(query, key_r.transpose(2, 3)) * scaling
     softcap = kwargs.get("softcap")
     if softcap is not None:  # Gemma-2 style logit soft-capping, as in its eager code
         scores = torch.tanh(scores / softcap) * softcap
@@ -241,11 +251,15 @@ def register() -> str:
     global _REGISTERED
     if not _REGISTERED:
         from transformers import AttentionInterface
-        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface, eager_mask
 
         AttentionInterface.register(IMPLEMENTATION, _capture_attention_forward)
-        if IMPLEMENTATION not in ALL_MASK_ATTENTION_FUNCTIONS._global_mapping:
-            AttentionMaskInterface.register(IMPLEMENTATION, eager_mask)
+        try:
+            from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface, eager_mask
+        except ImportError:  # transformers before 4.53: models build eager's 4-D mask for a custom implementation
+            pass
+        else:
+            if IMPLEMENTATION not in ALL_MASK_ATTENTION_FUNCTIONS._global_mapping:
+                AttentionMaskInterface.register(IMPLEMENTATION, eager_mask)
         _REGISTERED = True
     return IMPLEMENTATION
 
@@ -295,6 +309,15 @@ def _layer_set(name: str, layers, n_layers: int | None) -> frozenset[int] | None
     return frozenset(out)
 
 
+def _set_attn_implementation(model, name: str) -> None:
+    """``model.set_attn_implementation(name)``; transformers before 4.54 lacks it, and its models read
+    ``config._attn_implementation`` at every forward pass, so setting that is the equivalent there."""
+    if hasattr(model, "set_attn_implementation"):
+        model.set_attn_implementation(name)
+    else:  # compatibility shim for older transformers 4.x
+        model.config._attn_implementation = name
+
+
 @contextlib.contextmanager
 def patched_attention(handle_or_model, callback: Callable[[LayerAttention], Any] | None = None, *,
                       normalizer=None, temperature: float = 1.0, layers: Iterable[int] | int | None = None,
@@ -324,11 +347,11 @@ def patched_attention(handle_or_model, callback: Callable[[LayerAttention], Any]
     previous = model.config._attn_implementation
     token = _ACTIVE.set(sess)
     try:
-        model.set_attn_implementation(IMPLEMENTATION)
+        _set_attn_implementation(model, IMPLEMENTATION)
         yield
     finally:
         _ACTIVE.reset(token)
-        model.set_attn_implementation(previous if previous is not None else "eager")
+        _set_attn_implementation(model, previous if previous is not None else "eager")
 
 
 def prepare_input_ids(handle, input_ids) -> torch.Tensor:

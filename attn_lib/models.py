@@ -349,7 +349,7 @@ def from_config(config, tokenizer=None, device: str | torch.device = "cpu", seed
     gen_state = torch.random.get_rng_state()
     try:
         torch.manual_seed(seed)
-        model = AutoModelForCausalLM.from_config(config, dtype=dt)
+        model = AutoModelForCausalLM.from_config(config, **_dtype_kw(dt))
     finally:
         torch.random.set_rng_state(gen_state)
     model.to(dev)
@@ -580,6 +580,19 @@ def _revision_of(model, fallback_id: str) -> str | None:
     return None
 
 
+def _transformers_version() -> tuple[int, int]:
+    """``(major, minor)`` of the installed transformers."""
+    v = importlib.metadata.version("transformers")
+    major, minor = (re.match(r"(\d+)\.(\d+)", v) or re.match(r"(\d+)()", v)).groups()
+    return int(major), int(minor or 0)
+
+
+def _dtype_kw(dtype: torch.dtype) -> dict:
+    """The dtype keyword of ``from_pretrained``/``from_config``: ``dtype`` since transformers 4.56, ``torch_dtype``
+    before (the compatibility shim for older 4.x releases, e.g. the one a Colab runtime ships)."""
+    return {"dtype": dtype} if _transformers_version() >= (4, 56) else {"torch_dtype": dtype}
+
+
 def _from_pretrained(repo: str, device: torch.device, dtype: torch.dtype, *, local_files_only: bool,
                      revision: str | None, gguf_file: str | None = None):
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -591,7 +604,7 @@ def _from_pretrained(repo: str, device: torch.device, dtype: torch.dtype, *, loc
         kw["gguf_file"] = gguf_file
     tok = AutoTokenizer.from_pretrained(repo, **kw)
     check_tokenizer(tok, f"tokenizer of {repo!r}")
-    model = AutoModelForCausalLM.from_pretrained(repo, dtype=dtype, **kw)
+    model = AutoModelForCausalLM.from_pretrained(repo, **_dtype_kw(dtype), **kw)
     model.to(device)
     model.eval()
     return model, tok
@@ -663,7 +676,7 @@ def _convert_standin(gguf: Path, target: Path) -> dict:
     target.parent.mkdir(parents=True, exist_ok=True)
     tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     check_tokenizer(tok, f"tokenizer of {gguf.name}")
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, **_dtype_kw(torch.float32))
     # The weights are dequantised float32 tensors now; drop the GGUF "quantizer" so the model saves as plain weights.
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):

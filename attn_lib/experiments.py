@@ -765,10 +765,10 @@ def gradient_sensitivity(handle, text, *, L: int = 1024,
     (rows with ``t >= 2``; one seeded unit direction per row, reused for every ``T`` and ``eps``, seed
     ``seed + layer``), its row maximum, the corrected bound ``min(1/(2T), sqrt2/eps)`` with the number of rows
     violating it (must be 0), and the paper's ``min(1/(4T), sqrt2)`` with the number of rows above it. The
-    paper's ``g(T, eps)`` is the max over heads of ``g``. ``temperatures`` and ``eps_values`` are sequences of numbers
-    ``> 0`` (a single number is one value). ``rows`` > 0 subsamples the row set ``R`` (§4.5 [P]) to
-    every ``max(1, L // rows)``-th row ending at the last (:func:`sens_row_indices`; column ``row_stride``); the
-    directions are then drawn for those rows only."""
+    paper's ``g(T, eps)`` is the max over heads of ``g``. ``temperatures`` and ``eps_values`` are sequences of
+    numbers ``> 0`` (a single number is one value). ``rows`` > 0 subsamples the row set ``R`` (the book's appendix
+    "Reading the paper") to every ``max(1, L // rows)``-th row ending at the last (:func:`sens_row_indices`; column
+    ``row_stride``); the directions are then drawn for those rows only."""
     params = _params_sens(handle, L, temperatures, eps_values, seed, rows)
     return _run_one("gradient_sensitivity", handle, text, params, cache, start)
 

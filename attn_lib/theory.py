@@ -843,7 +843,7 @@ def sqrt5_example(c: float, eps: float, T: float, L: int) -> dict:
 # multi-head coverage (paper-notes §3.11)
 # ----------------------------------------------------------------------------------------------------------
 def multihead_coverage(p: float, H: int) -> float:
-    r"""Coverage of ``H`` independent heads that each separate a fraction ``p`` (paper-notes §3.11 [S]):
+    r"""Coverage of ``H`` independent heads that each separate a fraction ``p`` (the paper's multi-head argument):
     :math:`1-(1-p)^H`. ``p = 0.8, H = 3`` gives ``0.992``.
     """
     p = check_probability("p", p)
@@ -861,7 +861,7 @@ def _coverage(p: float, H: int) -> float:
 
 
 def heads_for_coverage(p: float, c: float) -> int:
-    r"""Smallest ``H >= 1`` with :math:`1-(1-p)^H\ge c`, i.e. :math:`\lceil\log(1-c)/\log(1-p)\rceil` (§3.11 [R]).
+    r"""Smallest ``H >= 1`` with :math:`1-(1-p)^H\ge c`, i.e. :math:`\lceil\log(1-c)/\log(1-p)\rceil`.
 
     ``p`` in ``(0, 1]``, ``c`` in ``(0, 1)``. Exact: the closed form is corrected by checking the neighbours in
     floating point (a tolerance of 1e-12 on the coverage absorbs rounding at exact hits such as ``p = 0.8,

@@ -69,7 +69,7 @@ def test_prepare_output_dir(tmp_path):
     f.write_text("x")
     with pytest.raises(ValueError, match=r"^--out '.*file.txt' exists and is not a folder$"):
         prepare_output_dir("--out", f)
-    with pytest.raises(ValueError, match=r"^--out '.*file.txt/sub' cannot be used as an output folder: Not a directory"):
+    with pytest.raises(ValueError, match=r"^--out '.*file.txt/sub' cannot be used as an output folder: Not a dir"):
         prepare_output_dir("--out", f / "sub")
     for bad in ("", "  ", None, 3):
         with pytest.raises(ValueError, match="^out must be a folder path"):

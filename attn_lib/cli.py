@@ -10,9 +10,9 @@ Subcommands
     entropy of the attention rows (nats), and the mean attention mass on the first token (over heads and query rows
     2..L; row 1 can only attend to itself). Says which model actually ran (the offline stand-in is named as such).
     Results are cached (see :mod:`attn_lib.cache`); ``--no-cache`` recomputes.
-``reproduce --model gpt2 --profile {quick,paper} --out DIR``
+``reproduce --model gpt2 --profile {paper,quick} --out DIR``
     Runs the paper's experiments through :func:`attn_lib.experiments.run_reproduce` (the same default profile,
-    ``quick``), with progress bars on stderr from the first second (``-q`` hides them).
+    ``paper``), with progress bars on stderr from the first second (``-q`` hides them).
 
 User errors (bad arguments, an unusable ``--out``, a model or text that cannot be had) end with one line on stderr
 and exit status 2, never a traceback. Warnings (e.g. the offline fallbacks) are printed as ``attn-lib: NOTE:`` lines.
@@ -398,11 +398,11 @@ def build_parser() -> argparse.ArgumentParser:
                     "a\nrepeated run is fast; --no-cache recomputes. Progress goes to stderr, the summary to "
                     "stdout.",
         epilog="examples:\n  attn-lib reproduce --out results/\n"
-               "  attn-lib reproduce --profile paper --model gpt2 --out results-paper/")
+               "  attn-lib reproduce --profile quick --model gpt2 --out results-quick/")
     model_args(sp)
-    sp.add_argument("--profile", choices=["quick", "paper"], default="quick",
-                    help="quick (default): small grids, L up to 128, about a minute on a laptop CPU; paper: the "
-                         "paper's grids, L up to 1024 (several minutes on a 2-core CPU)")
+    sp.add_argument("--profile", choices=["paper", "quick"], default="paper",
+                    help="paper (default): the paper's grids, L up to 1024, about 1.5-2 min on a 2-core CPU (a first "
+                         "run adds ~30 s of kernel compilation); quick: small grids, L up to 128, for a smoke run")
     sp.add_argument("--out", default="results",
                     help="output folder (default ./results), created if needed; checked before any work")
     sp.add_argument("--no-cache", action="store_true", help="bypass the result cache")

@@ -859,7 +859,7 @@ def run_all(handle, text, profile="quick", cache=None, *, start: int = 0, seed: 
     return {k: results[k] for k in [*names, "critical_n_summary"] if k in results}
 
 
-def run_reproduce(model: str = "gpt2", device: str = "auto", profile: str = "quick", out: str | Path = "results",
+def run_reproduce(model: str = "gpt2", device: str = "auto", profile: str = "paper", out: str | Path = "results",
                   text: str = "war-and-peace", use_cache: bool = True, *, handle=None, text_obj=None,
                   formats: Sequence[str] = ("png", "svg"), progress: bool = False,
                   threads: int | None = None) -> dict:
@@ -871,9 +871,9 @@ def run_reproduce(model: str = "gpt2", device: str = "auto", profile: str = "qui
     model, device, text:
         As for :func:`load_inputs`.
     profile:
-        ``"quick"`` (default, as the CLI: small grids, L up to 128) or ``"paper"`` (the paper's grids, L up to 1024:
-        1.5-2 min on an idle 2-core CPU per ``benchmarks/README.md``, longer on a first run or a busy machine), or a
-        :class:`Profile`.
+        ``"paper"`` (default, as the CLI: the paper's grids, L up to 1024; 1.5-2 min on an idle 2-core CPU, plus the
+        one-off kernel compilation and stand-in conversion on a first run) or ``"quick"`` (small grids, L up to 128),
+        or a :class:`Profile`.
     out:
         Output folder; created (and checked to be writable) *before* any work, so a bad path fails at once.
     use_cache:

@@ -240,7 +240,7 @@ def test_reproduce_wiring(fake_experiments, tmp_path, monkeypatch):
     assert (tmp_path / "o").is_dir()  # checked (and created) before the run
     main(["reproduce"])
     seen = fake_experiments.seen[-1]
-    assert seen["profile"] == "quick" and seen["use_cache"] is True and seen["text"] == "war-and-peace"
+    assert seen["profile"] == "paper" and seen["use_cache"] is True and seen["text"] == "war-and-peace"
     assert seen["threads"] is None and seen["progress"] is True and seen["out"] == "results"
 
 
@@ -273,7 +273,7 @@ def test_reproduce_progress_starts_before_the_heavy_imports(fake_experiments, tm
     assert main(["reproduce", "--out", str(tmp_path / "o")]) == 0
     err = capsys.readouterr().err
     first = err.splitlines()[0]
-    assert first.startswith("attn-lib reproduce: profile 'quick', model 'gpt2'") and str(tmp_path / "o") in first
+    assert first.startswith("attn-lib reproduce: profile 'paper', model 'gpt2'") and str(tmp_path / "o") in first
     assert "loading libraries" in err and "4/4" in err
 
 

@@ -275,7 +275,7 @@ def test_run_reproduce_defaults_to_the_cli_profile():
     from attn_lib.cli import build_parser
 
     cli = build_parser().parse_args(["reproduce"])
-    assert inspect.signature(E.run_reproduce).parameters["profile"].default == cli.profile == "quick"
+    assert inspect.signature(E.run_reproduce).parameters["profile"].default == cli.profile == "paper"
 
 
 def test_progress_is_silent_by_default_and_on_stderr_when_asked(tmp_path, tmp_cache, gpt2_small, capfd):

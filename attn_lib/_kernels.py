@@ -35,7 +35,7 @@ except Exception:  # pragma: no cover - exercised only without numba
     _nb = None
 
 __all__ = ["available", "scan_prefix", "mc_prefix", "dist_prefix", "order_prefix", "sep_prefix", "running_min_sq",
-           "sens_rows", "d1_cummax", "set_threads"]
+           "sens_rows", "d1_cummax", "set_threads", "warm_up"]
 
 #: p modes of :func:`scan_prefix` (inclusion probability of E1): N/(t-1), N/t, a fixed number.
 P_MODES = {"L-1": 0, "L": 1}
@@ -655,3 +655,45 @@ def d1_cummax(G, order, t, N: int, threads: int | None = None):
     _threads_call(_d1_cummax, threads, np.ascontiguousarray(G), np.ascontiguousarray(order, np.int64),
                   np.ascontiguousarray(t, np.int64), int(N), d1, mx)
     return d1, mx
+
+
+def _tiny_inputs() -> dict:
+    """A valid 1-head, 3-token prefix-masked layer with the dtypes the wrappers above pass to the kernels."""
+    H, L = 1, 3
+    t = np.array([[1, 2, 3]], dtype=np.int64)  # row r sees columns 0..r
+    alpha = np.tril(np.ones((H, L, L))) / t[..., None]
+    G = np.broadcast_to(np.eye(L), (H, L, L)).copy()
+    values = np.eye(L)[None, :, :2].copy()
+    order = np.broadcast_to(np.arange(L, dtype=np.int64), (H, L, L)).copy()
+    zv = np.einsum("hrl,hlk->hrk", alpha, G)
+    zz = np.einsum("hrk,hrk->hr", zv, alpha)
+    rows = np.arange(L, dtype=np.int64)
+    return dict(H=H, L=L, t=t, alpha=alpha, G=G, values=values, order=order, zv=zv, zz=zz, rows=rows)
+
+
+def warm_up(callback=None) -> list[str]:
+    """Compile (or load from numba's on-disk cache) every kernel now, on a tiny input with the argument types of
+    real calls, so that a long run can show this step instead of pausing in its first layer.
+
+    ``callback(name)`` is called after each kernel (e.g. to advance a progress bar). Returns the kernel names, in
+    order; an empty list when numba is not available.
+    """
+    if not available():
+        return []
+    x = _tiny_inputs()
+    a, G, vals, order, zv, zz, t, rows = (x[k] for k in ("alpha", "G", "values", "order", "zv", "zz", "t", "rows"))
+    steps = [
+        ("scan_prefix", lambda: scan_prefix(a, G, order, zv, zz, t, rows, 1, 2, "L-1")),
+        ("dist_prefix", lambda: dist_prefix(a, G, vals, order, zv, zz, t, 1, "L-1", with_d1=True)),
+        ("mc_prefix", lambda: mc_prefix(a, G, vals, t, rows, np.zeros((x["L"], 2, 1), dtype=np.int64))),
+        ("order_prefix", lambda: order_prefix(a, t, 2)),
+        ("sep_prefix", lambda: sep_prefix(a, G, vals, order, t, 1)),
+        ("running_min_sq", lambda: running_min_sq(G)),
+        ("sens_rows", lambda: sens_rows(a, np.ones_like(a) / math.sqrt(3), t[0], [1.0], [0.1])),
+        ("d1_cummax", lambda: d1_cummax(G, order, t, 1)),
+    ]
+    for name, fn in steps:
+        fn()
+        if callback is not None:
+            callback(name)
+    return [n for n, _ in steps]

@@ -7,17 +7,40 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
+import os
+import tempfile
+from pathlib import Path
 from typing import Any
+
+#: Largest seed a ``torch.Generator`` accepts.
+SEED_MAX = 2**64 - 1
+
+
+def _is_bool(value: Any) -> bool:
+    """True for Python, NumPy and torch booleans (scalars and bool arrays), without importing either library."""
+    return isinstance(value, bool) or str(getattr(value, "dtype", "")) in ("bool", "torch.bool")
+
+
+def _real(name: str, value: Any, what: str) -> float:
+    """``value`` as a float, or ``ValueError`` naming ``name``: booleans and strings are not numbers here.
+
+    Accepts Python and NumPy reals and one-element non-bool tensors/arrays (``float(value)`` must work). NaN and
+    infinities are returned as they are; the callers check the range.
+    """
+    if isinstance(value, (str, bytes)) or _is_bool(value):
+        raise ValueError(f"{name} must be {what} (got {value!r})")
+    if isinstance(value, numbers.Real):
+        return float(value)
+    try:
+        return float(value)  # 0-d tensors / one-element arrays
+    except (TypeError, ValueError, RuntimeError):
+        raise ValueError(f"{name} must be {what} (got {value!r})") from None
 
 
 def check_positive(name: str, value: Any, *, allow_inf: bool = False) -> float:
     """Return ``value`` as float, requiring a finite (or +inf if allowed) number > 0."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        try:
-            value = float(value)  # 0-d tensors / numpy scalars
-        except (TypeError, ValueError):
-            raise ValueError(f"{name} must be a real number > 0 (got {value!r})") from None
-    v = float(value)
+    v = _real(name, value, "a real number > 0")
     if math.isnan(v) or v <= 0 or (math.isinf(v) and not allow_inf):
         raise ValueError(f"{name} must be a finite number > 0 (got {value!r})")
     return v
@@ -25,23 +48,35 @@ def check_positive(name: str, value: Any, *, allow_inf: bool = False) -> float:
 
 def check_nonnegative(name: str, value: Any) -> float:
     """Return ``value`` as float, requiring a finite number >= 0."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a real number >= 0 (got {value!r})") from None
+    v = _real(name, value, "a real number >= 0")
     if math.isnan(v) or math.isinf(v) or v < 0:
         raise ValueError(f"{name} must be a finite number >= 0 (got {value!r})")
     return v
 
 
+def check_finite(name: str, value: Any) -> float:
+    """Return ``value`` as float, requiring a finite real number (any sign)."""
+    v = _real(name, value, "a finite real number")
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be a finite real number (got {value!r})")
+    return v
+
+
 def check_int(name: str, value: Any, *, low: int | None = None, high: int | None = None) -> int:
-    """Return ``value`` as int, requiring an integer in ``[low, high]`` (either end may be open)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        if isinstance(value, numbers.Real) and float(value).is_integer() and not isinstance(value, bool):
-            value = int(value)
+    """Return ``value`` as int, requiring an integer in ``[low, high]`` (either end may be open).
+
+    Python and NumPy integers, integer 0-d tensors and integral floats (``3.0``) are accepted; booleans, strings and
+    fractional numbers (``2.7``, never silently truncated) are not.
+    """
+    if _is_bool(value):
+        raise ValueError(f"{name} must be an integer{_range_text(low, high)} (got {value!r})")
+    try:
+        v = operator.index(value)  # int, numpy integers, integer 0-d tensors
+    except TypeError:
+        if isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer():
+            v = int(value)
         else:
-            raise ValueError(f"{name} must be an integer{_range_text(low, high)} (got {value!r})")
-    v = int(value)
+            raise ValueError(f"{name} must be an integer{_range_text(low, high)} (got {value!r})") from None
     if (low is not None and v < low) or (high is not None and v > high):
         raise ValueError(f"{name} must be an integer{_range_text(low, high)} (got {v})")
     return v
@@ -49,10 +84,7 @@ def check_int(name: str, value: Any, *, low: int | None = None, high: int | None
 
 def check_probability(name: str, value: Any, *, open_low: bool = False, open_high: bool = False) -> float:
     """Return ``value`` as float in [0, 1] (ends optionally open)."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number in [0, 1] (got {value!r})") from None
+    v = _real(name, value, "a number in [0, 1]")
     lo_ok = v > 0 if open_low else v >= 0
     hi_ok = v < 1 if open_high else v <= 1
     if math.isnan(v) or not (lo_ok and hi_ok):
@@ -60,6 +92,35 @@ def check_probability(name: str, value: Any, *, open_low: bool = False, open_hig
         rb = ")" if open_high else "]"
         raise ValueError(f"{name} must be in {lb}0, 1{rb} (got {value!r})")
     return v
+
+
+def check_seed(name: str, value: Any) -> int:
+    """A random seed: an integer in ``[0, 2**64 - 1]`` (the range ``torch.Generator.manual_seed`` accepts)."""
+    return check_int(name, value, low=0, high=SEED_MAX)
+
+
+def prepare_output_dir(name: str, value: Any) -> Path:
+    """Create the folder ``value`` (with its parents) if needed, check that a file can be written there, and return
+    it as a ``Path``; ``ValueError`` naming ``name`` otherwise.
+
+    Meant to run *before* a long computation whose results go there, so a path that is a file, or a folder that
+    cannot be created or written (permissions, a read-only or virtual file system), fails at once.
+    """
+    if not isinstance(value, (str, os.PathLike)) or not os.fspath(value).strip():
+        raise ValueError(f"{name} must be a folder path (got {value!r})")
+    path = Path(os.fspath(value)).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{name} {str(path)!r} exists and is not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        where = f" ({exc.filename})" if exc.filename and os.fspath(exc.filename) != os.fspath(path) else ""
+        raise ValueError(f"{name} {str(path)!r} cannot be used as an output folder: {why}{where}") from None
+    return path
 
 
 def check_choice(name: str, value: Any, choices) -> Any:

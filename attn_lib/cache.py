@@ -27,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import os
 import pickle
 import shutil
@@ -109,12 +108,13 @@ def format_bytes(n: int) -> str:
 
 
 def _jsonable(obj: Any) -> Any:
-    """Convert keys' values to plain JSON types (tuples, numpy scalars, torch dtypes/devices, paths)."""
-    if obj is None or isinstance(obj, (bool, int, str)):
-        return obj
-    if isinstance(obj, float):
-        if math.isnan(obj) or math.isinf(obj):
-            return repr(obj)
+    """Convert keys' values to plain JSON types (tuples, numpy scalars, torch dtypes/devices, paths).
+
+    Non-finite floats stay floats (JSON's ``NaN`` / ``Infinity`` tokens), so ``float("nan")`` and the string ``"nan"``
+    are different keys. Sets become lists sorted by each element's canonical JSON, so any set of JSON-able values has
+    one canonical order (``{1, "x"}`` included).
+    """
+    if obj is None or isinstance(obj, (bool, int, str, float)):
         return obj
     if isinstance(obj, dict):
         out = {}
@@ -126,7 +126,7 @@ def _jsonable(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [_jsonable(v) for v in obj]
     if isinstance(obj, (set, frozenset)):
-        return sorted(_jsonable(v) for v in obj)
+        return sorted((_jsonable(v) for v in obj), key=lambda v: json.dumps(v, sort_keys=True))
     if isinstance(obj, os.PathLike):
         return os.fspath(obj)
     # numpy scalars / 0-d tensors
@@ -136,7 +136,7 @@ def _jsonable(obj: Any) -> Any:
         except Exception:  # pragma: no cover - falls through to str
             pass
     mod = type(obj).__module__
-    if mod.startswith("torch"):  # torch.dtype, torch.device
+    if mod.startswith("torch") and not hasattr(obj, "shape"):  # torch.dtype, torch.device (not a tensor's str)
         return str(obj)
     raise ValueError(f"key: value {obj!r} of type {type(obj).__name__} is not JSON-able; pass numbers, strings, "
                      "lists or dicts")
@@ -146,7 +146,10 @@ def canonical_json(key: dict) -> str:
     """Sorted, compact JSON of a key (after converting tuples, numpy scalars, torch dtypes...)."""
     if not isinstance(key, dict):
         raise ValueError(f"key must be a dict (got {type(key).__name__})")
-    return json.dumps(_jsonable(key), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    try:
+        return json.dumps(_jsonable(key), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    except (TypeError, RecursionError) as exc:  # e.g. an object whose hash or comparison raises, a cycle
+        raise ValueError(f"key must be made of JSON-able values (numbers, strings, lists, dicts): {exc}") from None
 
 
 def key_digest(key: dict) -> str:
@@ -230,7 +233,7 @@ class ResultCache:
         """The key as stored: the caller's key plus the attn_lib version, its code fingerprint and the entry format."""
         if not isinstance(key, dict) or not key:
             raise ValueError(f"key must be a non-empty dict (got {key!r})")
-        full = dict(_jsonable(key))
+        full = json.loads(canonical_json(key))  # validated and canonical (sets sorted, tuples as lists)
         full["_attn_lib_version"] = _attn_lib_version()
         full["_code"] = code_fingerprint()
         full["_format"] = FORMAT_VERSION
@@ -300,7 +303,7 @@ class ResultCache:
             return False, None
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            if meta.get("key") != json.loads(canonical_json(full)):
+            if canonical_json(meta.get("key")) != canonical_json(full):  # as strings: NaN != NaN as floats
                 raise ValueError("stored key differs (stale entry or hash collision)")
             kind = meta["kind"]
             payload = (path / meta["payload"]).read_bytes()

@@ -173,10 +173,20 @@ def _capture_attention_forward(module, query, key, value, attention_mask, scalin
     n_rep = query.shape[1] // key.shape[1]
     key_r = _repeat_kv(key, n_rep)
     value_r = _repeat_kv(value, n_rep)
-    if scaling is None:
-        scaling = query.size(-1) ** -0.5
-
-    scores = torch.matmul(query, key_r.transpose(2, 3)) * scaling
+    if scaling is None and hasattr(module, "scale_attn_weights"):
+        # transformers 4.x GPT-2 passes no scaling; its eager code divides (bit-identical only when done the same way)
+        scores = torch.matmul(query, key_r.transpose(2, 3))
+        scaling = 1.0
+        if module.scale_attn_weights:
+            scores = scores / torch.full([], value.size(-1) ** 0.5, dtype=scores.dtype, device=scores.device)
+            scaling = value.size(-1) ** -0.5
+        if getattr(module, "scale_attn_by_inverse_layer_idx", False):
+            scores = scores / float(module.layer_idx + 1)
+            scaling /= float(module.layer_idx + 1)
+    else:
+        if scaling is None:
+            scaling = query.size(-1) ** -0.5
+        scores = torch.matmul(query, key_r.transpose(2, 3)) * scaling
     softcap = kwargs.get("softcap")
     if softcap is not None:  # Gemma-2 style logit soft-capping, as in its eager code
         scores = torch.tanh(scores / softcap) * softcap
@@ -201,6 +211,10 @@ def _capture_attention_forward(module, query, key, value, attention_mask, scalin
         mask_full = visible if visible is not None else torch.ones(1, 1, q_len, k_len, dtype=torch.bool,
                                                                    device=scores.device)
         weights = sess.normalizer(logits, temperature=sess.temperature, dim=-1, mask=mask_full)
+        if not isinstance(weights, torch.Tensor) or weights.shape != logits.shape:
+            got = tuple(weights.shape) if isinstance(weights, torch.Tensor) else type(weights).__name__
+            raise ValueError(f"normalizer {sess.normalizer_name!r} must return a tensor of weights with the shape of "
+                             f"the logits {tuple(logits.shape)} (got {got}) in layer {layer}")
         weights = weights.to(value.dtype)
     else:
         # eager attention, operation for operation
@@ -237,11 +251,15 @@ def register() -> str:
     global _REGISTERED
     if not _REGISTERED:
         from transformers import AttentionInterface
-        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface, eager_mask
 
         AttentionInterface.register(IMPLEMENTATION, _capture_attention_forward)
-        if IMPLEMENTATION not in ALL_MASK_ATTENTION_FUNCTIONS._global_mapping:
-            AttentionMaskInterface.register(IMPLEMENTATION, eager_mask)
+        try:
+            from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface, eager_mask
+        except ImportError:  # transformers before 4.53: models build eager's 4-D mask for a custom implementation
+            pass
+        else:
+            if IMPLEMENTATION not in ALL_MASK_ATTENTION_FUNCTIONS._global_mapping:
+                AttentionMaskInterface.register(IMPLEMENTATION, eager_mask)
         _REGISTERED = True
     return IMPLEMENTATION
 
@@ -291,6 +309,15 @@ def _layer_set(name: str, layers, n_layers: int | None) -> frozenset[int] | None
     return frozenset(out)
 
 
+def _set_attn_implementation(model, name: str) -> None:
+    """``model.set_attn_implementation(name)``; transformers before 4.54 lacks it, and its models read
+    ``config._attn_implementation`` at every forward pass, so setting that is the equivalent there."""
+    if hasattr(model, "set_attn_implementation"):
+        model.set_attn_implementation(name)
+    else:  # compatibility shim for older transformers 4.x
+        model.config._attn_implementation = name
+
+
 @contextlib.contextmanager
 def patched_attention(handle_or_model, callback: Callable[[LayerAttention], Any] | None = None, *,
                       normalizer=None, temperature: float = 1.0, layers: Iterable[int] | int | None = None,
@@ -304,6 +331,10 @@ def patched_attention(handle_or_model, callback: Callable[[LayerAttention], Any]
     """
     model = _model_of(handle_or_model)
     temperature = check_positive("temperature", temperature)
+    if output_dtype is not None:
+        from .models import resolve_dtype
+
+        output_dtype = resolve_dtype(output_dtype, name="output_dtype")  # also "float64"
     n_layers = _n_layers(model)
     fn, fn_name = _resolve_normalizer(normalizer, temperature)
     if callback is not None and not callable(callback):
@@ -316,20 +347,26 @@ def patched_attention(handle_or_model, callback: Callable[[LayerAttention], Any]
     previous = model.config._attn_implementation
     token = _ACTIVE.set(sess)
     try:
-        model.set_attn_implementation(IMPLEMENTATION)
+        _set_attn_implementation(model, IMPLEMENTATION)
         yield
     finally:
         _ACTIVE.reset(token)
-        model.set_attn_implementation(previous if previous is not None else "eager")
+        _set_attn_implementation(model, previous if previous is not None else "eager")
 
 
 def prepare_input_ids(handle, input_ids) -> torch.Tensor:
     """Validate ``input_ids`` (1-D or 2-D ints, non-empty, within the vocabulary and the model's context) and return a
     2-D LongTensor on the handle's device."""
     if isinstance(input_ids, (list, tuple)):
-        input_ids = torch.tensor(input_ids)
+        try:
+            input_ids = torch.tensor(input_ids)
+        except (TypeError, ValueError, RuntimeError):
+            raise ValueError("input_ids must be a list of integer token ids (1-D) or of equal-length lists "
+                             "(2-D)") from None
     if not isinstance(input_ids, torch.Tensor):
         raise ValueError(f"input_ids must be a tensor or list of token ids (got {type(input_ids).__name__})")
+    if input_ids.numel() == 0:  # before the dtype: torch.tensor([]) is a float tensor
+        raise ValueError(f"input_ids must contain at least one token (got shape {tuple(input_ids.shape)})")
     if input_ids.is_floating_point() or input_ids.is_complex() or input_ids.dtype == torch.bool:
         raise ValueError(f"input_ids must hold integer token ids (got dtype {input_ids.dtype})")
     if input_ids.ndim == 1:
@@ -351,6 +388,31 @@ def prepare_input_ids(handle, input_ids) -> torch.Tensor:
         raise ValueError(f"input_ids must be token ids in [0, {vocab - 1 if vocab else '?'}] (got min {lo}, max {hi})")
     device = getattr(handle, "device", None) or next(model.parameters()).device
     return input_ids.to(device=device, dtype=torch.long)
+
+
+def _prepare_attention_mask(attention_mask, ids: torch.Tensor) -> torch.Tensor | None:
+    """A ``(batch, length)`` 0/1 padding mask (tensor, array or nested list) as a LongTensor on ``ids``' device."""
+    if attention_mask is None:
+        return None
+    if not isinstance(attention_mask, torch.Tensor):
+        try:
+            import numpy as np
+
+            attention_mask = torch.as_tensor(np.asarray(attention_mask))
+        except (TypeError, ValueError, RuntimeError):
+            raise ValueError("attention_mask must be a (batch, length) tensor or nested list of 0/1 "
+                             f"(got {type(attention_mask).__name__})") from None
+    m = attention_mask
+    if m.is_complex():
+        raise ValueError(f"attention_mask must hold 0/1 or booleans (got dtype {m.dtype})")
+    if m.ndim == 1:
+        m = m.unsqueeze(0)
+    if tuple(m.shape) != tuple(ids.shape):
+        raise ValueError(f"attention_mask must have the shape of input_ids {tuple(ids.shape)} (batch, length) "
+                         f"(got {tuple(attention_mask.shape)})")
+    if m.device.type == "meta" or not bool(((m == 0) | (m == 1)).all()):
+        raise ValueError("attention_mask must hold only 0 (padding) and 1 (token), or booleans")
+    return m.to(device=ids.device, dtype=torch.long)
 
 
 def capture_attention(handle, input_ids, callback: Callable[[LayerAttention], Any] | None = None, *,
@@ -379,20 +441,23 @@ def capture_attention(handle, input_ids, callback: Callable[[LayerAttention], An
     normalizer_layers:
         Layers whose normaliser is replaced (default all layers).
     output_dtype:
-        Convert the float tensors handed to ``callback`` (e.g. ``torch.float64`` for the theory checks).
+        Convert the float tensors handed to ``callback`` (e.g. ``torch.float64`` or ``"float64"`` for the theory
+        checks).
     keep_qk:
         Include queries and keys in the records.
     stop_early:
         With ``layers``: abort the forward pass once the last requested layer was reported (saves time; the return
         value is then ``None``).
     attention_mask:
-        Optional ``(batch, length)`` padding mask passed to the model.
+        Optional ``(batch, length)`` padding mask passed to the model: 1 (or True) = token, 0 = padding; a tensor,
+        array or nested list of the shape of ``input_ids``.
 
     Returns
     -------
     The model's output (logits etc.), or ``None`` if the pass was stopped early.
     """
     ids = prepare_input_ids(handle, input_ids)
+    am = _prepare_attention_mask(attention_mask, ids)
     model = _model_of(handle)
     if stop_early and layers is None:
         raise ValueError("stop_early=True needs layers (otherwise every layer must run anyway)")
@@ -400,8 +465,8 @@ def capture_attention(handle, input_ids, callback: Callable[[LayerAttention], An
                            normalizer_layers=normalizer_layers, output_dtype=output_dtype, keep_qk=keep_qk,
                            stop_early=stop_early):
         kwargs = {"use_cache": False}
-        if attention_mask is not None:
-            kwargs["attention_mask"] = attention_mask.to(ids.device)
+        if am is not None:
+            kwargs["attention_mask"] = am
         try:
             with torch.no_grad():
                 return model(input_ids=ids, **kwargs)

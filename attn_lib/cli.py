@@ -11,11 +11,17 @@ Subcommands
     2..L; row 1 can only attend to itself). Says which model actually ran (the offline stand-in is named as such).
     Results are cached (see :mod:`attn_lib.cache`); ``--no-cache`` recomputes.
 ``reproduce --model gpt2 --profile {paper,quick} --out DIR``
-    Runs the paper's experiments through :func:`attn_lib.experiments.run_reproduce`.
+    Runs the paper's experiments through :func:`attn_lib.experiments.run_reproduce` (the same default profile,
+    ``paper``), with progress bars on stderr from the first second (``-q`` hides them).
+
+User errors (bad arguments, an unusable ``--out``, a model or text that cannot be had) end with one line on stderr
+and exit status 2, never a traceback. Warnings (e.g. the offline fallbacks) are printed as ``attn-lib: NOTE:`` lines.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
 import json
 import logging
 import math
@@ -24,6 +30,8 @@ import sys
 import time
 import warnings
 from typing import Sequence
+
+from ._validation import prepare_output_dir
 
 __all__ = ["main", "build_parser", "layer_summary"]
 
@@ -76,9 +84,27 @@ def _layers(s: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"layers must be comma-separated integers, e.g. 0,5,11 (got {s!r})") from None
 
 
+def _note(message) -> None:
+    """One clean ``attn-lib: NOTE:`` line on stderr (through tqdm, so an active progress bar is not broken)."""
+    from tqdm.auto import tqdm
+
+    tqdm.write(f"attn-lib: NOTE: {message}", file=sys.stderr)
+
+
 def _emit_warnings(caught) -> None:
     for w in caught:
-        print(f"attn-lib: NOTE: {w.message}", file=sys.stderr)
+        _note(w.message)
+
+
+@contextlib.contextmanager
+def _warnings_as_notes():
+    """Show every warning raised inside as a NOTE line, when it is raised (no file name, line number or source)."""
+    previous = warnings.showwarning
+    warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: _note(message)
+    try:
+        yield
+    finally:
+        warnings.showwarning = previous
 
 
 def layer_summary(rec) -> dict:
@@ -248,11 +274,34 @@ def _cmd_capture(args) -> int:
 # ------------------------------------------------------------------------------------------------------------------
 # reproduce
 # ------------------------------------------------------------------------------------------------------------------
+def _import_with_progress(modules: Sequence[str], enabled: bool) -> None:
+    """Import the heavy libraries one by one behind a progress bar (torch alone takes seconds on a cold start)."""
+    from tqdm.auto import tqdm
+
+    with tqdm(total=len(modules), desc="loading libraries", unit="module", file=sys.stderr,
+              disable=not enabled) as bar:
+        for name in modules:
+            bar.set_postfix_str(name)
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                if name.startswith("attn_lib"):
+                    raise
+            bar.update(1)
+
+
 def _cmd_reproduce(args) -> int:
-    from . import experiments  # lazy: the experiments layer
+    out_dir = prepare_output_dir("--out", args.out)  # first: a bad --out must not cost the whole run
+    progress = not args.quiet
+    if progress:
+        print(f"attn-lib reproduce: profile {args.profile!r}, model {args.model!r}, text {args.text!r} -> "
+              f"{out_dir}/ (progress on stderr, summary on stdout)", file=sys.stderr, flush=True)
+    _import_with_progress(["torch", "transformers", "numba", "attn_lib.experiments"], progress)
+    from . import experiments  # the experiments layer (imported above)
 
     out = experiments.run_reproduce(model=args.model, device=args.device, profile=args.profile, out=args.out,
-                                    text=args.text, use_cache=not args.no_cache, threads=args.threads)
+                                    text=args.text, use_cache=not args.no_cache, threads=args.threads,
+                                    progress=progress)
     if out is not None and not isinstance(out, int):
         print(out)
     return out if isinstance(out, int) else 0
@@ -261,11 +310,28 @@ def _cmd_reproduce(args) -> int:
 # ------------------------------------------------------------------------------------------------------------------
 # parser
 # ------------------------------------------------------------------------------------------------------------------
+_ENV_HELP = """environment variables:
+  ATTN_LIB_CACHE_DIR  root of the caches (default: the user cache folder, e.g. ~/.cache/attn_lib)
+  ATTN_LIB_MODEL_DIR  where the converted offline stand-in is kept (default: <cache>/models)
+  ATTN_LIB_OFFLINE    1: never probe the network; GPT-2 then resolves to the offline stand-in
+  ATTN_LIB_ENGINE     auto (default: compiled numba kernels on CPU), torch (float64 tensor code) or numba
+  ATTN_LIB_MODEL      model the book's chapters load (default gpt2; the CLI takes --model)
+  ATTN_LIB_PROFILE    grids the book's chapters use, quick (default) or paper (the CLI takes --profile)
+  HF_HOME, HF_HUB_OFFLINE, TRANSFORMERS_OFFLINE  as for Hugging Face transformers"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
+    from .cache import results_dir
 
-    p = argparse.ArgumentParser(prog="attn-lib", description="attn_lib: 'Limitations of Normalization in Attention "
-                                "Mechanism' (Mudarisov et al., 2025), executable.")
+    raw = argparse.RawDescriptionHelpFormatter
+    p = argparse.ArgumentParser(
+        prog="attn-lib", formatter_class=raw,
+        description="attn_lib: 'Limitations of Normalization in Attention Mechanism' (Mudarisov et al., 2025), "
+                    "executable.\n\ninfo shows what would run where, capture runs one forward pass with attention "
+                    "capture,\nreproduce runs the paper's five experiments and writes figures and a report.",
+        epilog="examples:\n  attn-lib info\n  attn-lib capture --length 1024\n"
+               "  attn-lib reproduce --out results/\n\n" + _ENV_HELP)
     p.add_argument("--version", action="version", version=f"attn_lib {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="more logging")
     sub = p.add_subparsers(dest="command", metavar="{info,capture,reproduce}")
@@ -277,12 +343,29 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--text", default=text_default, help="war-and-peace (default; offline: the shipped "
                         "'botchan'), botchan, or a path to a UTF-8 text file")
 
-    sp = sub.add_parser("info", help="device, model resolution, cache location and size")
-    sp.add_argument("--model", default="gpt2")
-    sp.add_argument("--device", default="auto")
+    sp = sub.add_parser(
+        "info", help="device, model resolution, cache location and size", formatter_class=raw,
+        description="Print the attn_lib, torch and transformers versions, the devices here, how --device and "
+                    "--model\nresolve, the offline stand-in's status, the texts and the cache folders with their "
+                    "sizes.\nNothing is loaded or downloaded.",
+        epilog="example:\n  attn-lib info --model gpt2-medium --device cuda")
+    sp.add_argument("--model", default="gpt2",
+                    help="model name to resolve (default gpt2): says whether it is in the local Hugging Face cache, "
+                         "would be downloaded, or falls back to the offline stand-in SmolLM2-135M-Instruct; a GPT-2 "
+                         "size, a Hugging Face id, a local folder or smollm2")
+    sp.add_argument("--device", default="auto",
+                    help="device to check (default auto = CUDA, then Apple MPS, then CPU; or cpu, cuda, cuda:N, "
+                         "mps): prints what it resolves to here, or why it is not available")
     sp.set_defaults(func=_cmd_info)
 
-    sp = sub.add_parser("capture", help="one forward pass with attention capture; per-layer summary")
+    sp = sub.add_parser(
+        "capture", help="one forward pass with attention capture; per-layer summary", formatter_class=raw,
+        description="Run the model once over --windows windows of --length tokens of --text with attention "
+                    "capture,\nand print per layer: the largest attention weight, the mean row maximum, the mean "
+                    "row entropy\n(nats) and the mean weight on the first token (over heads and query rows 2..L). "
+                    "Says which model\nactually ran. Results are cached; --no-cache recomputes.",
+        epilog="examples:\n  attn-lib capture --length 1024\n"
+               "  attn-lib capture --length 256 --normalizer sparsemax --temperature 0.5 --layers 0,5 --json")
     model_args(sp)
     sp.add_argument("--length", type=_positive_int("--length"), default=1024, help="tokens per window (default 1024)")
     sp.add_argument("--windows", type=_positive_int("--windows"), default=1,
@@ -300,14 +383,32 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     sp.set_defaults(func=_cmd_capture)
 
-    sp = sub.add_parser("reproduce", help="run the paper's experiments (Algorithms 1-5) and write figures/tables")
+    sp = sub.add_parser(
+        "reproduce", help="run the paper's experiments (Algorithms 1-5) and write figures and a report",
+        formatter_class=raw,
+        description="Run Algorithms 1-5 of the paper (distance vs L and vs N, critical N, separability, gradient\n"
+                    "sensitivity) on one model and text in a single forward pass, and write into --out:\n"
+                    "  fig2a_distance_vs_length, fig2b_distance_vs_n, fig2c_critical_n, fig3_separability,\n"
+                    "  fig4_sensitivity   the five figures, as .png and .svg\n"
+                    "  results.json       every table, the verdicts, the model, text, profile and timings\n"
+                    "  report.md          the verdict table (claim, paper, measured, verdict) and the figures\n"
+                    "Each experiment's result is cached under the result cache folder,\n"
+                    f"  {results_dir()}\n"
+                    "(<ATTN_LIB_CACHE_DIR>/results), keyed by model, text, parameters and the attn_lib code, so "
+                    "a\nrepeated run is fast; --no-cache recomputes. Progress goes to stderr, the summary to "
+                    "stdout.",
+        epilog="examples:\n  attn-lib reproduce --out results/\n"
+               "  attn-lib reproduce --profile quick --model gpt2 --out results-quick/")
     model_args(sp)
-    sp.add_argument("--profile", choices=["paper", "quick"], default="quick",
-                    help="paper: the paper's grids; quick: small grids for a smoke run (default)")
-    sp.add_argument("--out", default="results", help="output folder (default ./results)")
+    sp.add_argument("--profile", choices=["paper", "quick"], default="paper",
+                    help="paper (default): the paper's grids, L up to 1024, about 1.5-2 min on a 2-core CPU (a first "
+                         "run adds ~30 s of kernel compilation); quick: small grids, L up to 128, for a smoke run")
+    sp.add_argument("--out", default="results",
+                    help="output folder (default ./results), created if needed; checked before any work")
     sp.add_argument("--no-cache", action="store_true", help="bypass the result cache")
     sp.add_argument("--threads", type=_positive_int("--threads"), default=None,
                     help="worker threads for the analyses (default: torch's setting)")
+    sp.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     sp.set_defaults(func=_cmd_reproduce)
     return p
 
@@ -325,13 +426,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .models import ModelUnavailableError
 
     try:
-        return int(args.func(args) or 0)
+        with _warnings_as_notes():
+            return int(args.func(args) or 0)
     except (CLIError, ValueError, ModelUnavailableError, TextUnavailableError) as exc:
-        print(f"attn-lib {args.command}: error: {exc}", file=sys.stderr)
+        print(f"attn-lib {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a file system the user pointed at (disk full, permissions): not a bug in attn_lib
+        print(f"attn-lib {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("attn-lib: interrupted", file=sys.stderr)
         return 130
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -28,16 +28,19 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import sys
 import time
+import warnings
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 import torch
 
 from . import metrics as M
-from ._validation import check_choice, check_int, check_positive, check_probability
+from ._validation import (SEED_MAX, check_choice, check_int, check_positive, check_probability, check_seed,
+                          prepare_output_dir)
 
 __all__ = [
     "Profile",
@@ -135,23 +138,38 @@ def _text_obj(text):
     return text
 
 
-def load_inputs(model: str = "gpt2", text: str = "war-and-peace", *, device: str = "auto", dtype=None):
-    """Load a model and a text for an experiment without writing to stderr (the book build forbids it).
+def load_inputs(model: str = "gpt2", text: str = "war-and-peace", *, device: str = "auto", dtype=None,
+                quiet: bool = True):
+    """Load a model and a text for an experiment; by default without writing to stderr (the book build forbids it).
 
-    Returns ``(handle, text, notes)``: ``notes`` are the fallback notices (the offline stand-in model, the offline
-    default text) that would otherwise be warnings, for the caller to show. Arguments are validated by
-    :func:`attn_lib.models.load_model` and :func:`attn_lib.corpus.load_text`.
+    Parameters
+    ----------
+    model, text, device, dtype:
+        As for :func:`attn_lib.models.load_model` and :func:`attn_lib.corpus.load_text`, which validate them.
+    quiet:
+        ``True`` (default): nothing on stderr. ``False``: transformers' progress bars (e.g. the stand-in's one-off
+        conversion) are shown; the notices are still returned, not printed.
+
+    Returns
+    -------
+    tuple
+        ``(handle, text, notes)``: ``notes`` is a list of str, the one-off notices (the stand-in's first conversion,
+        the offline stand-in model, the offline default text) that would otherwise be warnings, for the caller to
+        show.
     """
     import warnings
 
     from .corpus import load_text
     from .models import load_model
 
+    if not isinstance(quiet, bool):
+        raise ValueError(f"quiet must be True or False (got {quiet!r})")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        handle = load_model(model, device=device, dtype=dtype, quiet=True)
+        handle = load_model(model, device=device, dtype=dtype, quiet=quiet)
         text_obj = load_text(text)
-    notes = ([handle.note] if handle.note else []) + [str(w.message) for w in caught]
+    notes = list(handle.notes)
+    notes += [m for m in (str(w.message) for w in caught) if m not in notes]
     return handle, text_obj, notes
 
 
@@ -223,12 +241,50 @@ def _mask(la) -> torch.Tensor:
     return m
 
 
-def _run_pass(handle, text, analyses: list, length: int, start: int = 0) -> float:
+class _Progress:
+    """Progress for long runs: tqdm bars and status lines on stderr when enabled, nothing at all otherwise.
+
+    Off by default in the library (the book build treats stderr in a chapter as an error); the CLI turns it on.
+    """
+
+    def __init__(self, enabled: Any = False):
+        if enabled is None:
+            enabled = False
+        if not isinstance(enabled, bool):
+            raise ValueError(f"progress must be True or False (got {enabled!r})")
+        self.enabled = enabled
+
+    def bar(self, **kw):
+        from tqdm.auto import tqdm
+
+        return tqdm(file=sys.stderr, disable=not self.enabled, dynamic_ncols=True, **kw)
+
+    def say(self, msg: str) -> None:
+        if self.enabled:
+            from tqdm.auto import tqdm
+
+            tqdm.write(msg, file=sys.stderr)
+
+
+def _warm_up_kernels(handle, prog: _Progress) -> None:
+    """Compile the numba kernels before the pass when they will run (CPU, engine auto/numba), with a progress bar:
+    the first run compiles them (about 30 s), later runs load them from numba's disk cache."""
+    from . import _kernels
+
+    if not prog.enabled or handle.device.type != "cpu" or M.DEFAULT_ENGINE == "torch" or not _kernels.available():
+        return
+    with prog.bar(total=8, desc="kernels (compiled on first use, then cached)", unit="kernel") as bar:
+        _kernels.warm_up(lambda name: bar.update(1))
+
+
+def _run_pass(handle, text, analyses: list, length: int, start: int = 0, prog: _Progress | None = None) -> float:
     """One forward pass at ``length``; every analysis sees every layer. Returns the seconds spent."""
     from .capture import capture_attention
 
+    prog = prog or _Progress(False)
     ids = text_window(handle, text, length, start)
     t0 = time.perf_counter()
+    bar = prog.bar(total=handle.n_layers, desc=f"forward pass at L={length}, analysed layer by layer", unit="layer")
 
     def cb(la):
         sh = _Shared(la)
@@ -236,8 +292,12 @@ def _run_pass(handle, text, analyses: list, length: int, start: int = 0) -> floa
             for a in analyses:
                 a.layer(sh)
         del sh
+        bar.update(1)
 
-    capture_attention(handle, ids, cb, keep_qk=False)
+    try:
+        capture_attention(handle, ids, cb, keep_qk=False)
+    finally:
+        bar.close()
     return time.perf_counter() - t0
 
 
@@ -365,7 +425,7 @@ class _SensitivityAnalysis:
         logits = la.logits[0, :, :L, :L]
         sub = None if len(self.row_idx) == L else torch.as_tensor(self.row_idx)
         g, valid = M.sensitivity_rows(logits, self.T, self.E, mask=_mask(la)[..., :L, :L],
-                                      seed=self.seed + la.layer, rows=sub)
+                                      seed=(self.seed + la.layer) % (SEED_MAX + 1), rows=sub)
         stride = 1 if sub is None else max(1, L // self.sens_rows)
         H = g.shape[2]
         cnt = valid.sum(-1).clamp(min=1).to(torch.float64)
@@ -586,7 +646,18 @@ def _make(name: str, handle, text, params: dict):
     raise ValueError(f"experiment must be one of {list(EXPERIMENTS)} (got {name!r})")
 
 
+def _check_cache(cache):
+    """``cache`` must be None or a :class:`~attn_lib.cache.ResultCache` (anything with its methods)."""
+    if cache is not None and not all(callable(getattr(cache, m, None))
+                                     for m in ("get_or_compute", "get", "__contains__")):
+        raise ValueError(f"cache must be None or an attn_lib.cache.ResultCache (got {cache!r})")
+    return cache
+
+
 def _run_one(name, handle, text, params, cache, start):
+    cache = _check_cache(cache)
+    start = check_int("start", start, low=0)
+
     def compute():
         a, L = _make(name, handle, text, params)
         _run_pass(handle, text, [a], L, start)
@@ -602,7 +673,7 @@ def _params_distance_vs_length(handle, N, lengths, p, mc_samples, mc_rows, seed)
     N = check_int("N", N, low=1, high=min(lengths) - 1)
     check_choice("p", p, ["L-1", "L"])
     return dict(N=N, lengths=lengths, p=p, mc_samples=check_int("mc_samples", mc_samples, low=0),
-                mc_rows=check_int("mc_rows", mc_rows, low=1), seed=check_int("seed", seed, low=0))
+                mc_rows=check_int("mc_rows", mc_rows, low=1), seed=check_seed("seed", seed))
 
 
 def distance_vs_length(handle, text, *, N: int = 5, lengths: Sequence[int] = (32, 64, 128, 256, 512, 1024),
@@ -623,7 +694,7 @@ def _params_distance_vs_n(handle, L, n_values, p, mc_samples, mc_rows, seed):
         raise ValueError(f"n_values must be integers in [1, L-1] = [1, {L - 1}] (got {max(n_values)})")
     check_choice("p", p, ["L-1", "L"])
     return dict(L=L, n_values=n_values, p=p, mc_samples=check_int("mc_samples", mc_samples, low=0),
-                mc_rows=check_int("mc_rows", mc_rows, low=1), seed=check_int("seed", seed, low=0))
+                mc_rows=check_int("mc_rows", mc_rows, low=1), seed=check_seed("seed", seed))
 
 
 def distance_vs_n(handle, text, *, L: int = 1024, n_values: Sequence[int] = (1, 5, 10, 20, 100), p: str = "L-1",
@@ -765,13 +836,21 @@ def separability(handle, text, *, L: int = 1024, n_values: Sequence[int] = (1, 2
     return _run_one("separability", handle, text, params, cache, start)
 
 
+def _positive_values(values, name) -> list[float]:
+    """A number or a non-empty sequence of numbers > 0, as a list of floats (``ValueError`` naming ``name``)."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        values = [values]  # one number; a string is checked (and rejected) as a number below
+    out = [check_positive(name, v) for v in values]
+    if not out:
+        raise ValueError(f"{name} must be a number or a non-empty list of numbers > 0")
+    return out
+
+
 def _params_sens(handle, L, temperatures, eps_values, seed, rows=0):
     L = _check_lengths(handle, [L], "L")[0]
-    Ts = [check_positive("temperatures", T) for T in temperatures]
-    Es = [check_positive("eps_values", e) for e in eps_values]
-    if not Ts or not Es:
-        raise ValueError("temperatures and eps_values must be non-empty")
-    out = dict(L=L, temperatures=Ts, eps_values=Es, seed=check_int("seed", seed, low=0))
+    Ts = _positive_values(temperatures, "temperatures")
+    Es = _positive_values(eps_values, "eps_values")
+    out = dict(L=L, temperatures=Ts, eps_values=Es, seed=check_seed("seed", seed))
     rows = check_int("rows", rows, low=0)
     if rows:  # not in the cache key when every row is used (keeps older keys valid)
         out["rows"] = rows
@@ -779,16 +858,17 @@ def _params_sens(handle, L, temperatures, eps_values, seed, rows=0):
 
 
 def gradient_sensitivity(handle, text, *, L: int = 1024,
-                         temperatures: Sequence[float] = tuple(np.logspace(-3, 2, 21)),
+                         temperatures: Sequence[float] | float = tuple(np.logspace(-3, 2, 21)),
                          eps_values: Sequence[float] = (1e-3, 1e-1, 10.0), seed: int = 0, rows: int = 0,
                          start: int = 0, cache=None) -> pd.DataFrame:
     """Algorithm 5 / Fig. 4: per (T, eps, layer, head) the row-mean ``g`` of the finite-difference sensitivity
     (rows with ``t >= 2``; one seeded unit direction per row, reused for every ``T`` and ``eps``, seed
     ``seed + layer``), its row maximum, the corrected bound ``min(1/(2T), sqrt2/eps)`` with the number of rows
     violating it (must be 0), and the paper's ``min(1/(4T), sqrt2)`` with the number of rows above it. The
-    paper's ``g(T, eps)`` is the max over heads of ``g``. ``rows`` > 0 subsamples the row set ``R`` (§4.5 [P]) to
-    every ``max(1, L // rows)``-th row ending at the last (:func:`sens_row_indices`; column ``row_stride``); the
-    directions are then drawn for those rows only."""
+    paper's ``g(T, eps)`` is the max over heads of ``g``. ``temperatures`` and ``eps_values`` are sequences of
+    numbers ``> 0`` (a single number is one value). ``rows`` > 0 subsamples the row set ``R`` (the book's appendix
+    "Reading the paper") to every ``max(1, L // rows)``-th row ending at the last (:func:`sens_row_indices`; column
+    ``row_stride``); the directions are then drawn for those rows only."""
     params = _params_sens(handle, L, temperatures, eps_values, seed, rows)
     return _run_one("gradient_sensitivity", handle, text, params, cache, start)
 
@@ -814,7 +894,7 @@ def _profile_params(handle, prof: Profile, seed: int = 0) -> dict[str, dict]:
 
 def run_all(handle, text, profile="quick", cache=None, *, start: int = 0, seed: int = 0,
             experiments: Iterable[str] | None = None, timings: dict | None = None,
-            threads: int | None = None) -> dict[str, pd.DataFrame]:
+            threads: int | None = None, progress: bool = False) -> dict[str, pd.DataFrame]:
     """Run Algorithms 1-5 with the grids of ``profile`` in ONE forward pass (nested prefixes, see module doc).
 
     Experiments found in ``cache`` are not recomputed; the pass runs only the missing ones. Returns
@@ -822,17 +902,22 @@ def run_all(handle, text, profile="quick", cache=None, *, start: int = 0, seed: 
     seconds spent in the pass and in each analysis' finishing step. ``threads``: CPU threads for the run (the
     forward pass uses them as torch intra-op threads, the analyses as row-block workers, see
     :func:`attn_lib.metrics.block_parallel`); default: torch's current setting. Restored afterwards.
+    ``progress=True`` shows on stderr which results come from the cache and tqdm bars for the kernel compilation,
+    the forward pass (layer by layer) and each experiment's finishing step; ``False`` (default) writes nothing.
     """
+    prog = _Progress(progress)
+    cache = _check_cache(cache)
     if threads is not None:
         threads = check_int("threads", threads, low=1)
         prev = torch.get_num_threads()
         torch.set_num_threads(threads)
         try:
             return run_all(handle, text, profile, cache, start=start, seed=seed, experiments=experiments,
-                           timings=timings)
+                           timings=timings, progress=prog.enabled)
         finally:
             torch.set_num_threads(prev)
     prof = _profile(profile)
+    start = check_int("start", start, low=0)
     names = list(EXPERIMENTS) if experiments is None else [check_choice("experiments", e, EXPERIMENTS)
                                                            for e in experiments]
     params = _profile_params(handle, prof, seed)
@@ -842,23 +927,31 @@ def run_all(handle, text, profile="quick", cache=None, *, start: int = 0, seed: 
         key = _key(n, handle, text, start=start, **params[n])
         if cache is not None and key in cache:
             results[n] = cache.get(key)
+            prog.say(f"{n}: from the result cache ({cache.path_for(key)})" if hasattr(cache, "path_for")
+                     else f"{n}: from the result cache")
         else:
             todo.append(n)
+    if not todo:
+        prog.say("every experiment came from the result cache: no forward pass (--no-cache recomputes)")
     if todo:
         made = {n: _make(n, handle, text, params[n]) for n in todo}
         L = max(Lp for _, Lp in made.values())
-        t_pass = _run_pass(handle, text, [a for a, _ in made.values()], L, start)
+        _warm_up_kernels(handle, prog)
+        t_pass = _run_pass(handle, text, [a for a, _ in made.values()], L, start, prog)
         if timings is not None:
             timings["pass"] = t_pass
-        for n, (a, _) in made.items():
-            t0 = time.perf_counter()
-            df = a.finish()
-            if timings is not None:
-                timings[f"finish_{n}"] = time.perf_counter() - t0
-            if cache is not None:
-                key = _key(n, handle, text, start=start, **params[n])
-                df = cache.get_or_compute(key, lambda df=df: df)
-            results[n] = df
+        with prog.bar(total=len(made), desc="finishing the experiments", unit="experiment") as bar:
+            for n, (a, _) in made.items():
+                bar.set_postfix_str(n)
+                t0 = time.perf_counter()
+                df = a.finish()
+                if timings is not None:
+                    timings[f"finish_{n}"] = time.perf_counter() - t0
+                if cache is not None:
+                    key = _key(n, handle, text, start=start, **params[n])
+                    df = cache.get_or_compute(key, lambda df=df: df)
+                results[n] = df
+                bar.update(1)
     if "critical_n" in results:
         cp = params["critical_n"]
         results["critical_n_summary"] = critical_n_summary(results["critical_n"], cp["lengths"], cp["alpha"],
@@ -868,46 +961,82 @@ def run_all(handle, text, profile="quick", cache=None, *, start: int = 0, seed: 
 
 def run_reproduce(model: str = "gpt2", device: str = "auto", profile: str = "paper", out: str | Path = "results",
                   text: str = "war-and-peace", use_cache: bool = True, *, handle=None, text_obj=None,
-                  formats: Sequence[str] = ("png", "svg"), progress: Callable[[str], Any] | None = print,
+                  formats: Sequence[str] = ("png", "svg"), progress: bool = False,
                   threads: int | None = None) -> dict:
     """The ``reproduce`` command: load ``model`` (offline stand-in if needed) and ``text``, run :func:`run_all`
     with ``profile``, write the five figures (PNG + SVG), ``results.json`` and ``report.md`` into ``out``.
 
-    Returns a dict with the output paths, timings and the verdict table. ``handle``/``text_obj`` skip loading
-    (tests). ``threads``: CPU threads for the experiments (see :func:`run_all`).
+    Parameters
+    ----------
+    model, device, text:
+        As for :func:`load_inputs`.
+    profile:
+        ``"paper"`` (default, as the CLI: the paper's grids, L up to 1024; 1.5-2 min on an idle 2-core CPU, plus the
+        one-off kernel compilation and stand-in conversion on a first run) or ``"quick"`` (small grids, L up to 128),
+        or a :class:`Profile`.
+    out:
+        Output folder; created (and checked to be writable) *before* any work, so a bad path fails at once.
+    use_cache:
+        Read and write the result cache (:func:`attn_lib.cache.results_dir`, under ``ATTN_LIB_CACHE_DIR``).
+    handle, text_obj:
+        An already loaded model handle / text (skip loading).
+    formats:
+        Figure formats.
+    progress:
+        ``True``: status lines and tqdm progress bars on stderr (loading, kernel compilation, the forward pass layer
+        by layer, each experiment, the figures; which results come from the cache). ``False`` (default): nothing
+        on stderr except the one-off notices below.
+    threads:
+        CPU threads for the experiments (see :func:`run_all`).
+
+    Returns
+    -------
+    ReproduceResult
+        A dict with the output paths, timings, the verdict table and ``notes``: the one-off notices of the load
+        (offline stand-in, offline default text, the stand-in's first conversion), which are also raised as
+        ``UserWarning`` (the CLI prints them as ``NOTE:`` lines).
     """
     from . import report as R
 
     prof = _profile(profile)
     if not isinstance(use_cache, bool):
         raise ValueError(f"use_cache must be True or False (got {use_cache!r})")
-    say = progress or (lambda s: None)
+    prog = _Progress(progress)
+    out = prepare_output_dir("out", out)  # before any work: a bad path must not cost the whole run
     t_all = time.perf_counter()
     timings: dict[str, float] = {}
+    notes: list[str] = []
     if handle is None:
-        from .models import load_model
-
+        prog.say(f"loading model {model!r} and text {text!r} ...")
         t0 = time.perf_counter()
-        handle = load_model(model, device=device)
+        handle, loaded_text, notes = load_inputs(model, text, device=device, quiet=not prog.enabled)
         timings["load_model"] = time.perf_counter() - t0
-    if text_obj is None:
+        text_obj = loaded_text if text_obj is None else text_obj
+    elif text_obj is None:
         from .corpus import load_text
 
-        text_obj = load_text(text)
-    say(f"model: {handle.describe()}; text: {text_obj.name}; profile: {prof.name}")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            text_obj = load_text(text)
+        notes = [str(w.message) for w in caught]
+    for note in notes:  # the CLI shows these as NOTE lines; in Python they are ordinary warnings
+        warnings.warn(note, UserWarning, stacklevel=2)
+    prog.say(f"model: {handle.describe()}; text: {text_obj.name}; profile: {prof.name}")
     from .cache import ResultCache
 
     cache = ResultCache(enabled=use_cache)
     t0 = time.perf_counter()
-    results = run_all(handle, text_obj, prof, cache, timings=timings, threads=threads)
+    results = run_all(handle, text_obj, prof, cache, timings=timings, threads=threads, progress=prog.enabled)
     timings["experiments"] = time.perf_counter() - t0
-    say(f"experiments done in {timings['experiments']:.1f} s")
+    prog.say(f"experiments done in {timings['experiments']:.1f} s")
     t0 = time.perf_counter()
-    info = R.write_report(results, out, handle=handle, text=text_obj, profile=prof, timings=timings,
-                          formats=formats)
+    with prog.bar(total=len(R.FIGURES), desc="figures", unit="figure") as bar:
+        info = R.write_report(results, out, handle=handle, text=text_obj, profile=prof, timings=timings,
+                              formats=formats, on_figure=lambda stem: bar.update(1))
     timings["report"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - t_all
     info["timings"] = timings
+    info["notes"] = notes
     # refresh the timings in the JSON file
     try:
         p = Path(info["json"])
@@ -916,7 +1045,7 @@ def run_reproduce(model: str = "gpt2", device: str = "auto", profile: str = "pap
         p.write_text(json.dumps(data, indent=1, default=str))
     except (OSError, KeyError, ValueError):
         pass
-    say(f"wrote {info['report']} ({timings['total']:.1f} s in all)")
+    prog.say(f"wrote {info['report']} ({timings['total']:.1f} s in all)")
     return ReproduceResult(info)
 
 

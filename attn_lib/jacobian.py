@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from . import normalizers as _nz
-from ._validation import check_int, check_positive
+from ._validation import check_int, check_positive, check_seed
 
 __all__ = ["jacobian", "softmax_jacobian", "general_jacobian", "autograd_jacobian", "sensitivity",
            "random_directions", "jacobian_norms"]
@@ -158,32 +158,60 @@ def jacobian(name_or_fn, logits, temperature=1.0, mask=None, **params):
     return autograd_jacobian(f, logits, temperature, mask)
 
 
+def _check_device(device) -> torch.device | None:
+    """``device`` as a ``torch.device`` that exists here (``None`` stays ``None``), else ``ValueError``."""
+    if device is None:
+        return None
+    try:
+        dev = torch.device(device)
+        torch.empty(0, device=dev)  # CUDA/MPS requested but absent: AssertionError or RuntimeError from torch
+    except Exception as exc:  # noqa: BLE001 - torch raises several types here; all mean "not usable"
+        raise ValueError(f"device must be a device present on this machine, e.g. 'cpu' (got {device!r}: "
+                         f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+    return dev
+
+
 def random_directions(shape, mask=None, seed=0, dtype=torch.float64, device=None) -> torch.Tensor:
     """Seeded random unit directions ``v`` of ``shape`` (..., L), unit 2-norm over the *visible* positions.
 
     Gaussian draws from a CPU ``torch.Generator`` seeded with ``seed`` (so the result depends only on
     ``shape`` and ``seed``, not on the device), zeroed at masked positions and normalised per row. A row with no
     visible position is all zeros. Reusing the seed reuses the directions for every ``T`` and ``eps``
-    (paper-notes §4.5 [P]).
+    (the book's appendix "Reading the paper").
+
+    Parameters
+    ----------
+    shape:
+        Sequence of integers ``(..., L)`` with ``L >= 1`` (e.g. a ``torch.Size``).
+    mask:
+        Optional bool mask broadcastable to ``shape``, ``True`` = visible.
+    seed:
+        Integer in ``[0, 2**64 - 1]``.
+    dtype, device:
+        Floating-point dtype and an available device of the result.
+
+    Returns
+    -------
+    torch.Tensor
+        ``shape``, unit 2-norm over the visible positions of each row (all zeros for a row with none).
     """
-    shape = tuple(int(s) for s in shape)
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        raise ValueError(f"shape must be a sequence of integers (..., L), e.g. (2, 5) (got {shape!r})")
+    shape = tuple(check_int("shape", s, low=0) for s in shape)
     if len(shape) == 0 or shape[-1] == 0:
         raise ValueError(f"shape must have a non-empty last axis (got {shape})")
-    seed = check_int("seed", seed, low=0)
+    seed = check_seed("seed", seed)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"dtype must be a floating-point torch dtype such as torch.float64 (got {dtype!r}); "
+                         "unit directions do not exist in an integer dtype")
+    dev = _check_device(device)
     g = torch.Generator(device="cpu").manual_seed(seed)
     v = torch.randn(shape, generator=g, dtype=torch.float64)
     if mask is not None:
-        m = mask if isinstance(mask, torch.Tensor) else torch.as_tensor(np.asarray(mask))
-        if m.dtype != torch.bool:
-            raise ValueError(f"mask must be a bool tensor with True = visible (got dtype {m.dtype})")
-        try:
-            m = torch.broadcast_to(m.cpu(), shape)
-        except RuntimeError:
-            raise ValueError(f"mask shape {tuple(m.shape)} does not broadcast to shape {shape}") from None
-        v = torch.where(m, v, torch.zeros((), dtype=v.dtype))
+        v = torch.where(_nz._as_mask(mask, shape, "cpu", target="directions"), v, torch.zeros((), dtype=v.dtype))
     n = torch.linalg.vector_norm(v, dim=-1, keepdim=True)
     v = v / torch.where(n > 0, n, torch.ones_like(n))
-    return v.to(dtype=dtype, device=device)
+    return v.to(dtype=dtype, device=dev)
 
 
 def sensitivity(logits, temperature, eps, *, normalizer="softmax", mask=None, seed=0, direction=None,
@@ -211,13 +239,7 @@ def sensitivity(logits, temperature, eps, *, normalizer="softmax", mask=None, se
         raise ValueError("logits must be finite (or -inf at masked positions)")
     vis = x != -np.inf
     if mask is not None:
-        m = mask if isinstance(mask, torch.Tensor) else torch.as_tensor(np.asarray(mask))
-        if m.dtype != torch.bool:
-            raise ValueError(f"mask must be a bool tensor with True = visible (got dtype {m.dtype})")
-        try:
-            vis = vis & torch.broadcast_to(m.to(x.device), x.shape)
-        except RuntimeError:
-            raise ValueError(f"mask shape {tuple(m.shape)} does not broadcast to logits shape {tuple(x.shape)}") from None
+        vis = vis & _nz._as_mask(mask, x.shape, x.device)
     if direction is None:
         v = random_directions(x.shape, vis.cpu(), seed=seed, dtype=x.dtype, device=x.device)
     else:
@@ -226,8 +248,11 @@ def sensitivity(logits, temperature, eps, *, normalizer="softmax", mask=None, se
             raise ValueError(f"direction must have the shape of logits {tuple(x.shape)} (got {tuple(v.shape)})")
         v = torch.where(vis, v.to(x.device), torch.zeros((), dtype=x.dtype, device=x.device))
     xs = torch.where(vis, x, torch.zeros((), dtype=x.dtype, device=x.device))
+    moved = xs + e * v
+    if not bool(torch.isfinite(moved).all()):
+        raise ValueError(f"eps={eps!r} is too large for these logits: l + eps v overflows {x.dtype}")
     a0 = f(xs, temperature=T, dim=-1, mask=vis)
-    a1 = f(xs + e * v, temperature=T, dim=-1, mask=vis)
+    a1 = f(moved, temperature=T, dim=-1, mask=vis)
     g = torch.linalg.vector_norm(a1 - a0, dim=-1) / e
     return _out(g, was_numpy)
 
@@ -241,6 +266,8 @@ def jacobian_norms(J) -> dict:
     Jt, was_numpy = _to_tensor(J, "J")
     if Jt.dim() < 2 or Jt.shape[-1] != Jt.shape[-2]:
         raise ValueError(f"J must have shape (..., L, L) (got {tuple(Jt.shape)})")
+    if not bool(torch.isfinite(Jt).all()):
+        raise ValueError("J must be finite (found NaN or inf); its norms are undefined")
     res = {
         "spectral": torch.linalg.matrix_norm(Jt, ord=2),
         "entrywise": Jt.abs().amax(dim=(-2, -1)),

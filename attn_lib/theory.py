@@ -24,7 +24,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._validation import check_choice, check_int, check_nonnegative, check_positive, check_probability
+from ._validation import (check_choice, check_finite, check_int, check_nonnegative, check_positive, check_probability,
+                          check_seed)
 
 __all__ = [
     # Lemma 1 / Corollary 1
@@ -439,6 +440,7 @@ def expected_distance_exact(alpha: Any, X: Any, N: int, max_subsets: int = 200_0
 
     ``ValueError`` naming ``L`` if the number of subsets exceeds ``max_subsets`` (about ``L <= 16`` for every N).
     """
+    max_subsets = check_int("max_subsets", max_subsets, low=1)
     a, x = _alpha_X(alpha, X)
     L = a.shape[-1]
     N = _N(N, L)
@@ -754,7 +756,13 @@ def lemma2_jacobian_bound(F: Callable, dF: Callable | None, logits: Any):
 
 
 def _T_array(T: Any, name: str = "temperature") -> np.ndarray:
-    arr = np.asarray(T, dtype=np.float64) if not isinstance(T, (int, float)) else np.asarray(float(T))
+    if isinstance(T, (int, float)) and not isinstance(T, bool):
+        arr = np.asarray(float(T))
+    else:
+        raw = np.asarray(T)
+        if raw.dtype.kind not in "iuf":  # strings, booleans, objects, complex numbers
+            raise ValueError(f"{name} must be a number or array of numbers > 0 (got {T!r})")
+        arr = raw.astype(np.float64)
     if arr.size == 0:
         raise ValueError(f"{name} must be a number or non-empty array of numbers > 0")
     if np.any(~np.isfinite(arr)) or np.any(arr <= 0):
@@ -817,9 +825,7 @@ def sqrt5_example(c: float, eps: float, T: float, L: int) -> dict:
     Returns ``l1, l2, logit_distance, delta_alpha`` (exact softmax difference norm), ``ratio`` (``delta_alpha / eps``),
     ``linearised`` (``||J(l1)(l1 - l2)||``) and ``tie_approximation`` (``3 sqrt2 eps / (4T)``).
     """
-    c = float(c)
-    if not math.isfinite(c):
-        raise ValueError(f"c must be a finite real number (got {c!r})")
+    c = check_finite("c", c)
     e = check_positive("eps", eps)
     Tv = check_positive("temperature", T)
     L = check_int("L", L, low=2)
@@ -837,30 +843,48 @@ def sqrt5_example(c: float, eps: float, T: float, L: int) -> dict:
 # multi-head coverage (paper-notes §3.11)
 # ----------------------------------------------------------------------------------------------------------
 def multihead_coverage(p: float, H: int) -> float:
-    r"""Coverage of ``H`` independent heads that each separate a fraction ``p`` (paper-notes §3.11 [S]):
+    r"""Coverage of ``H`` independent heads that each separate a fraction ``p`` (the paper's multi-head argument):
     :math:`1-(1-p)^H`. ``p = 0.8, H = 3`` gives ``0.992``.
     """
     p = check_probability("p", p)
     H = check_int("H", H, low=0)
-    return 1.0 - (1.0 - p) ** H
+    return _coverage(p, H)
+
+
+def _coverage(p: float, H: int) -> float:
+    """``1 - (1 - p)^H`` as ``-expm1(H log1p(-p))``: accurate also when ``1 - p`` rounds to 1 (tiny ``p``)."""
+    if H == 0:
+        return 0.0
+    if p == 1.0:
+        return 1.0
+    return -math.expm1(H * math.log1p(-p))
 
 
 def heads_for_coverage(p: float, c: float) -> int:
-    r"""Smallest ``H >= 1`` with :math:`1-(1-p)^H\ge c`, i.e. :math:`\lceil\log(1-c)/\log(1-p)\rceil` (§3.11 [R]).
+    r"""Smallest ``H >= 1`` with :math:`1-(1-p)^H\ge c`, i.e. :math:`\lceil\log(1-c)/\log(1-p)\rceil`.
 
     ``p`` in ``(0, 1]``, ``c`` in ``(0, 1)``. Exact: the closed form is corrected by checking the neighbours in
-    floating point (a relative tolerance of 1e-12 absorbs rounding at exact hits such as ``p = 0.8, c = 0.96``).
+    floating point (a tolerance of 1e-12 on the coverage absorbs rounding at exact hits such as ``p = 0.8,
+    c = 0.96``). The coverage is evaluated as ``-expm1(H log1p(-p))``, so a tiny ``p`` (where ``1 - p`` rounds to
+    1) still gets its very large answer (for ``H`` beyond about ``10^12``: the closed form to rounding).
+    ``ValueError`` if ``p`` is so small that ``H`` exceeds the float range.
     """
     p = check_probability("p", p, open_low=True)
     c = check_probability("c", c, open_low=True, open_high=True)
     if p == 1.0:
         return 1
-    H = max(1, math.ceil(math.log1p(-c) / math.log1p(-p) - 1e-12))
+    ratio = math.log1p(-c) / math.log1p(-p)
+    if not math.isfinite(ratio):
+        raise ValueError(f"p is too small (got {p!r}): more than 1e308 heads would be needed for coverage c = {c!r}")
+    H = max(1, math.ceil(ratio - 1e-12))
     tol = 1e-12
-    while H > 1 and multihead_coverage(p, H - 1) >= c - tol:
-        H -= 1
-    while multihead_coverage(p, H) < c - tol:
-        H += 1
+    # the closed form is within one or two of the answer; the neighbour checks are bounded, never an open loop
+    for _ in range(4):
+        if H > 1 and _coverage(p, H - 1) >= c - tol:
+            H -= 1
+    for _ in range(4):
+        if _coverage(p, H) < c - tol:
+            H += 1
     return H
 
 
@@ -871,7 +895,7 @@ def multihead_coverage_simulation(p: float, H: int, n_trials: int = 100_000, see
     p = check_probability("p", p)
     H = check_int("H", H, low=0)
     n = check_int("n_trials", n_trials, low=1)
-    rng = np.random.default_rng(check_int("seed", seed, low=0))
+    rng = np.random.default_rng(check_seed("seed", seed))
     if H == 0:
         return 0.0
     return float((rng.random((n, H)) < p).any(axis=1).mean())

@@ -165,3 +165,23 @@ def test_ci_script():
     assert "set -euo pipefail" in text
     assert "make test" in text
     assert os.access(run, os.X_OK)
+
+
+def test_project_urls_follow_the_repository_url():
+    """pyproject.toml's Repository URL is _config.yml's repository.url; Documentation is its GitHub Pages site."""
+    url = _config()["repository"]["url"]
+    urls = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]
+    assert urls["Repository"] == url
+    owner, name = url.removeprefix("https://github.com/").split("/")
+    assert urls["Documentation"] == f"https://{owner.lower()}.github.io/{name}/"
+    assert urls["Paper"] == "https://arxiv.org/abs/2508.17821"
+
+
+def test_python_floor_is_stated_consistently():
+    """requires-python, environment.yml and the README state the same Python floor."""
+    floor = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    m = re.fullmatch(r">=(3\.\d+)", floor)
+    assert m, floor
+    assert re.search(rf"^\s*-\s*python>={re.escape(m[1])}\b", (ROOT / "environment.yml").read_text(), re.M)
+    readme = (ROOT / "README.md").read_text()
+    assert f"Python ≥ {m[1]}" in readme and "Python ≥ 3.10" not in readme

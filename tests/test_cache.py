@@ -241,3 +241,53 @@ def test_code_fingerprint_is_part_of_the_key(tmp_path, monkeypatch):
     monkeypatch.setattr(cache_mod, "_CODE_FINGERPRINT", "0" * 16)
     assert c.get_or_compute({"x": 1}, lambda: calls.append(1) or {"v": 3}) == {"v": 3}
     assert c.last_status == "miss" and len(calls) == 2
+
+
+def test_non_finite_floats_and_their_strings_are_different_keys(tmp_path):
+    for num, text in ((float("nan"), "nan"), (float("inf"), "inf"), (float("-inf"), "-inf")):
+        assert K.key_digest({"T": num}) != K.key_digest({"T": text})
+    cache = K.ResultCache(tmp_path)
+    c = Counter(1)
+    cache.get_or_compute({"T": float("nan")}, c)
+    cache.get_or_compute({"T": "nan"}, c)
+    assert c.n == 2
+    cache.get_or_compute({"T": float("nan")}, c)  # a NaN in the key still finds its entry
+    assert c.n == 2 and cache.last_status == "hit"
+
+
+def test_sets_of_mixed_types_are_canonical_keys(tmp_path):
+    # sorting {1, "x"} directly raised a TypeError
+    assert K.canonical_json({"s": {1, "x", (2, 3)}}) == K.canonical_json({"s": {(2, 3), "x", 1}})
+    assert K.canonical_json({"s": {(1, 2), (1, "a")}}) == '{"s":[[1,"a"],[1,2]]}'  # lists [1, 2] < [1, "a"] raised
+    cache = K.ResultCache(tmp_path)
+    assert cache.get_or_compute({"s": {1, "x"}}, lambda: 5) == 5
+    assert cache.get_or_compute({"s": frozenset({"x", 1})}, lambda: 6) == 5 and cache.last_status == "hit"
+
+
+class _Unhashable:
+    __hash__ = None
+
+
+class _Unsortable:
+    def __lt__(self, other):
+        raise TypeError("no order")
+
+
+@pytest.mark.parametrize("key", [{"f": _Unhashable()}, {"f": [_Unsortable(), _Unsortable()]}, {"t": np.arange(3)}],
+                         ids=["unhashable", "unsortable", "array"])
+def test_keys_of_odd_objects_are_value_errors(tmp_path, key):
+    with pytest.raises(ValueError, match="key"):
+        K.ResultCache(tmp_path).get_or_compute(key, lambda: 1)
+
+
+def test_tensor_keys_are_not_shortened_to_their_repr(tmp_path):
+    import torch
+
+    # str() of a long tensor elides its middle ("..."): two different tensors would share a key
+    a, b = torch.zeros(2000), torch.zeros(2000)
+    b[1000] = 1
+    with pytest.raises(ValueError, match="not JSON-able"):
+        K.key_digest({"t": a})
+    assert K.key_digest({"t": torch.tensor(0.5)}) == K.key_digest({"t": 0.5})
+    assert K.key_digest({"d": torch.float32}) == K.key_digest({"d": "torch.float32"})
+    del b

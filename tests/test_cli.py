@@ -171,6 +171,34 @@ def test_argument_errors(capsys, args, match):
     assert match in capsys.readouterr().err
 
 
+def test_help_texts(capsys):
+    import re
+    from pathlib import Path
+
+    def help_of(*args):
+        with pytest.raises(SystemExit):
+            main([*args, "--help"])
+        return capsys.readouterr().out
+
+    top = help_of()
+    arch = (Path(__file__).parents[1] / "docs" / "ARCHITECTURE.md").read_text()
+    documented = sorted(set(re.findall(r"`(ATTN_LIB_[A-Z_]+)`", arch)))
+    assert len(documented) >= 6
+    for var in documented:  # every variable of docs/ARCHITECTURE.md is listed
+        assert var in top, var
+    for cmd in ("info", "capture", "reproduce"):
+        text = help_of(cmd)
+        assert re.search(r"examples?:\n  attn-lib " + cmd, text), cmd  # an example per subcommand
+        assert len(text.split("options:")[0].splitlines()) >= 3, cmd  # a description above the options
+    rep = help_of("reproduce")
+    for what in ("results.json", "report.md", "fig2a_distance_vs_length", ".png and .svg", "ATTN_LIB_CACHE_DIR",
+                 "/results", "--no-cache recomputes"):
+        assert what in rep, what
+    info = " ".join(help_of("info").split())
+    assert "--model MODEL model name to resolve" in info and "falls back to the offline stand-in" in info
+    assert "--device DEVICE device to check" in info and "CUDA, then Apple MPS, then CPU" in info
+
+
 def test_no_command_prints_help(capsys):
     assert main([]) == 2
     assert "capture" in capsys.readouterr().out
@@ -179,21 +207,102 @@ def test_no_command_prints_help(capsys):
 # ------------------------------------------------------------------------------------------------------------------
 # reproduce is wired to attn_lib.experiments.run_reproduce
 # ------------------------------------------------------------------------------------------------------------------
-def test_reproduce_wiring(monkeypatch):
-    seen = {}
+@pytest.fixture
+def fake_experiments(monkeypatch):
+    """``attn_lib.experiments`` replaced by a module whose ``run_reproduce`` records its arguments (and can warn)."""
+    seen = []
     fake = types.ModuleType("attn_lib.experiments")
-    fake.run_reproduce = lambda **kw: seen.update(kw) or 0
+
+    def run_reproduce(**kw):
+        seen.append(kw)
+        for note in kw.pop("_notes", None) or fake.notes:
+            import warnings
+
+            warnings.warn(note, UserWarning)
+        return 0
+
+    fake.run_reproduce = run_reproduce
+    fake.notes = []
     monkeypatch.setitem(sys.modules, "attn_lib.experiments", fake)
     import attn_lib
 
     monkeypatch.setattr(attn_lib, "experiments", fake, raising=False)
+    fake.seen = seen
+    return fake
+
+
+def test_reproduce_wiring(fake_experiments, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     assert main(["reproduce", "--model", "gpt2-medium", "--device", "cpu", "--profile", "paper", "--out", "o",
-                 "--text", "botchan", "--no-cache", "--threads", "3"]) == 0
-    assert seen == {"model": "gpt2-medium", "device": "cpu", "profile": "paper", "out": "o", "text": "botchan",
-                    "use_cache": False, "threads": 3}
+                 "--text", "botchan", "--no-cache", "--threads", "3", "-q"]) == 0
+    assert fake_experiments.seen[-1] == {"model": "gpt2-medium", "device": "cpu", "profile": "paper", "out": "o",
+                                         "text": "botchan", "use_cache": False, "threads": 3, "progress": False}
+    assert (tmp_path / "o").is_dir()  # checked (and created) before the run
     main(["reproduce"])
-    assert seen["profile"] == "quick" and seen["use_cache"] is True and seen["text"] == "war-and-peace"
-    assert seen["threads"] is None
+    seen = fake_experiments.seen[-1]
+    assert seen["profile"] == "paper" and seen["use_cache"] is True and seen["text"] == "war-and-peace"
+    assert seen["threads"] is None and seen["progress"] is True and seen["out"] == "results"
+
+
+@pytest.mark.parametrize("make_out, match", [
+    (lambda p: (p / "f").write_text("x") and p / "f", r"--out '.*f' exists and is not a folder"),
+    (lambda p: (p / "f").write_text("x") and p / "f" / "sub", r"--out '.*sub' cannot be used as an output folder"),
+])
+def test_reproduce_checks_out_first(fake_experiments, tmp_path, capsys, make_out, match):
+    out = make_out(tmp_path)
+    assert main(["reproduce", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert fake_experiments.seen == []  # no work done
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("attn-lib reproduce: error: --out ")
+    import re
+
+    assert re.search(match, lines[0])
+
+
+def test_reproduce_notes_are_clean_lines(fake_experiments, tmp_path, capsys):
+    fake_experiments.notes = ["'gpt2' is not cached: using the offline stand-in", "War and Peace is not available"]
+    assert main(["reproduce", "--out", str(tmp_path / "o"), "-q"]) == 0
+    err = capsys.readouterr().err
+    assert "attn-lib: NOTE: 'gpt2' is not cached: using the offline stand-in" in err
+    assert "attn-lib: NOTE: War and Peace is not available" in err
+    assert "UserWarning" not in err and ".py:" not in err  # no raw warning with file and line
+
+
+def test_reproduce_progress_starts_before_the_heavy_imports(fake_experiments, tmp_path, capsys):
+    assert main(["reproduce", "--out", str(tmp_path / "o")]) == 0
+    err = capsys.readouterr().err
+    first = err.splitlines()[0]
+    assert first.startswith("attn-lib reproduce: profile 'paper', model 'gpt2'") and str(tmp_path / "o") in first
+    assert "loading libraries" in err and "4/4" in err
+
+
+@pytest.mark.parametrize("args", [
+    ["reproduce", "--out", "{file}"],
+    pytest.param(["reproduce", "--out", "/proc/attn_lib_no_such_folder"],
+                 marks=pytest.mark.skipif(not __import__("os").path.isdir("/proc/self"), reason="needs /proc")),
+    ["reproduce", "--profile", "huge"],
+    ["capture", "--length", "0"],
+    ["capture", "--text", "{missing}", "--length", "8", "--model", "smollm2", "-q"],
+    ["capture", "--model", "not a model!", "-q"],
+    ["capture", "--model", "nobody/no-such-model", "-q"],
+    ["capture", "--device", "tpu:3", "-q"],
+    ["info", "--model", "not a model!"],
+    ["frobnicate"],
+], ids=lambda a: " ".join(a))
+def test_user_errors_never_show_a_traceback(args, tmp_path):
+    import os
+
+    f = tmp_path / "a-file"
+    f.write_text("x")
+    args = [a.format(file=f, missing=tmp_path / "missing.txt") for a in args]
+    env = dict(os.environ, ATTN_LIB_CACHE_DIR=str(tmp_path / "cache"), HF_HUB_OFFLINE="1", ATTN_LIB_OFFLINE="1")
+    r = subprocess.run([sys.executable, "-m", "attn_lib", *args], capture_output=True, text=True, timeout=300,
+                       env=env, cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr, r.stderr
+    errors = [ln for ln in r.stderr.splitlines() if "error:" in ln]
+    assert len(errors) == 1, r.stderr
 
 
 def test_module_entry_point():

@@ -245,6 +245,79 @@ def test_bad_experiment_arguments(gpt2_small):
         E.distance_vs_n(gpt2_small, 12345, L=16, n_values=[1])
 
 
+def test_bad_cache_and_single_temperature(gpt2_small):
+    with pytest.raises(ValueError, match="cache must be None or an attn_lib.cache.ResultCache"):
+        E.distance_vs_length(gpt2_small, TEXT, lengths=[8], N=2, cache="bogus")  # was an AttributeError
+    with pytest.raises(ValueError, match="cache must be None"):
+        E.run_all(gpt2_small, TEXT, PROFILE, cache=5)
+    with pytest.raises(ValueError, match="temperatures must be a real number > 0"):
+        E.gradient_sensitivity(gpt2_small, TEXT, L=16, temperatures="2")
+    with pytest.raises(ValueError, match="seed must be an integer in"):
+        E.gradient_sensitivity(gpt2_small, TEXT, L=16, seed=2**70)
+    # one number is one temperature (was a TypeError: 'int' object is not iterable)
+    one = E.gradient_sensitivity(gpt2_small, TEXT, L=16, temperatures=5, eps_values=0.1)
+    assert set(one["T"]) == {5.0} and set(one["eps"]) == {0.1}
+    many = E.gradient_sensitivity(gpt2_small, TEXT, L=16, temperatures=[5.0], eps_values=[0.1])
+    pd.testing.assert_frame_equal(one, many)
+
+
+def test_run_reproduce_checks_out_before_any_work(tmp_path, monkeypatch, gpt2_small):
+    f = tmp_path / "a-file"
+    f.write_text("x")
+    monkeypatch.setattr(E, "run_all", lambda *a, **k: pytest.fail("ran the experiments before checking out"))
+    with pytest.raises(ValueError, match="out .*a-file' exists and is not a folder"):
+        E.run_reproduce(profile=PROFILE, out=f, handle=gpt2_small, text_obj=E._text_obj(TEXT))
+    monkeypatch.setattr(E, "load_inputs", lambda *a, **k: pytest.fail("loaded the model before checking out"))
+    with pytest.raises(ValueError, match="cannot be used as an output folder"):
+        E.run_reproduce(profile=PROFILE, out=f / "sub")
+
+
+def test_run_reproduce_defaults_to_the_cli_profile():
+    import inspect
+
+    from attn_lib.cli import build_parser
+
+    cli = build_parser().parse_args(["reproduce"])
+    assert inspect.signature(E.run_reproduce).parameters["profile"].default == cli.profile == "paper"
+
+
+def test_progress_is_silent_by_default_and_on_stderr_when_asked(tmp_path, tmp_cache, gpt2_small, capfd):
+    from attn_lib.cache import ResultCache
+
+    text = E._text_obj(TEXT)
+    E.run_reproduce(profile=PROFILE, out=tmp_path / "a", handle=gpt2_small, text_obj=text, formats=("png",))
+    quiet = capfd.readouterr()
+    assert quiet.err == "" and quiet.out == ""  # the chapters need this: stderr in a chapter fails the book build
+    E.run_reproduce(profile=PROFILE, out=tmp_path / "b", handle=gpt2_small, text_obj=text, formats=("png",),
+                    use_cache=False, progress=True)
+    err = capfd.readouterr().err
+    for what in ("forward pass at L=32", "2/2 [", "finishing the experiments", "5/5 [", "figures",
+                 "experiments done in", "wrote "):
+        assert what in err, what
+    # the first run above filled the result cache: now every experiment says it came from there
+    E.run_all(gpt2_small, text, PROFILE, ResultCache(), progress=True)
+    err = capfd.readouterr().err
+    assert all(f"{n}: from the result cache (" in err for n in E.EXPERIMENTS)
+    assert "no forward pass" in err and "forward pass at" not in err
+    with pytest.raises(ValueError, match="progress must be True or False"):
+        E.run_all(gpt2_small, text, PROFILE, progress="yes")
+
+
+def test_kernel_warm_up_compiles_what_the_runs_use(gpt2_small, monkeypatch):
+    """The progress bar's "kernels" step is honest: after warm_up a whole run adds no compiled signature."""
+    from attn_lib import _kernels as K
+
+    if not K.available():
+        pytest.skip("numba not importable")
+    monkeypatch.setattr(M, "DEFAULT_ENGINE", "numba")
+    assert len(K.warm_up()) == 8
+    dispatchers = [getattr(K, n) for n in ("_scan_prefix", "_mc_prefix", "_dist_prefix", "_sep_prefix",
+                                           "_running_min", "_sens_rows", "_order_prefix", "_d1_cummax")]
+    before = [len(d.signatures) for d in dispatchers]
+    E.run_all(gpt2_small, TEXT, PROFILE)
+    assert [len(d.signatures) for d in dispatchers] == before
+
+
 @pytest.mark.slow
 def test_quick_profile_on_standin(tmp_path):
     """End-to-end quick profile on the offline stand-in (SmolLM2-135M, 30 layers x 9 heads)."""

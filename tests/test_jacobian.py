@@ -237,3 +237,48 @@ def test_bad_input():
         jb.random_directions((2, 3), seed=-1)
     with pytest.raises(ValueError, match="J"):
         jb.jacobian_norms(torch.ones(2, 3))
+
+
+def test_jacobian_norms_of_a_nan_matrix():
+    with pytest.raises(ValueError, match="J must be finite"):  # was torch's _LinAlgError from the SVD
+        jb.jacobian_norms(torch.full((3, 3), float("nan")))
+    with pytest.raises(ValueError, match="J must be finite"):
+        jb.jacobian_norms(np.array([[1.0, np.inf], [0.0, 1.0]]))
+
+
+@pytest.mark.parametrize("shape, match", [
+    (5, "shape must be a sequence of integers"),
+    ("ab", "shape must be a sequence of integers"),
+    ((2, -3), r"shape must be an integer >= 0 \(got -3\)"),
+    ((2.7, 3.2), r"shape must be an integer >= 0 \(got 2.7\)"),  # was silently truncated to (2, 3)
+    ((2, 0), "non-empty last axis"),
+])
+def test_random_directions_bad_shape(shape, match):
+    with pytest.raises(ValueError, match=match):
+        jb.random_directions(shape)
+
+
+def test_random_directions_bad_seed_dtype_device():
+    with pytest.raises(ValueError, match=r"seed must be an integer in \[0, 18446744073709551615\]"):
+        jb.random_directions((2, 3), seed=2**70)
+    assert jb.random_directions((2, 3), seed=2**64 - 1).shape == (2, 3)
+    with pytest.raises(ValueError, match="dtype must be a floating-point torch dtype"):
+        jb.random_directions((2, 3), dtype=torch.int64)  # was a tensor of zeros
+    with pytest.raises(ValueError, match="device must be a device present on this machine"):
+        jb.random_directions((2, 3), device="cuda:999")  # no CUDA here, or no 1000th GPU (was an AssertionError)
+    with pytest.raises(ValueError, match="device must be a device present"):
+        jb.random_directions((2, 3), device="nonsense")
+    assert jb.random_directions((2, 3), device="cpu").device.type == "cpu"
+
+
+@pytest.mark.parametrize("T", ["1", True])
+def test_sensitivity_string_or_boolean_temperature(T):
+    with pytest.raises(ValueError, match="temperature must be a real number > 0"):
+        jb.sensitivity(torch.randn(2, 3), T, 0.1)
+
+
+def test_sensitivity_eps_beyond_the_dtype_range():
+    x = torch.randn(2, 3, dtype=torch.float64)
+    with pytest.raises(ValueError, match="eps=1e\\+39 is too large for these logits"):
+        jb.sensitivity(x, 1.0, 1e39, dtype=torch.float32)
+    assert torch.isfinite(jb.sensitivity(x, 1.0, 1e39)).all()  # fine in float64

@@ -413,3 +413,20 @@ def test_load_model_quiet_writes_nothing_to_stderr(capfd):
     captured = capfd.readouterr()
     assert captured.err == ""
     assert handle.is_standin and "stand-in" in handle.note and "NOT GPT-2" in handle.note
+
+
+@pytest.mark.slow
+def test_standin_conversion_is_a_note_not_stderr(tmp_path, monkeypatch, capfd):
+    """First use on a fresh machine: the one-off conversion message goes to the returned notes, never to stderr
+    (it used to be a logging warning, which the book build showed as an error box in chapter 2)."""
+    from attn_lib import experiments as E
+
+    monkeypatch.setenv("ATTN_LIB_MODEL_DIR", str(tmp_path / "models"))
+    handle, _, notes = E.load_inputs("gpt2", "botchan", device="cpu")  # offline: the stand-in, converted now
+    assert capfd.readouterr().err == ""
+    assert any(n.startswith("converted the offline stand-in SmolLM2-135M-Instruct once") and str(tmp_path) in n
+               for n in notes), notes
+    assert any("NOT GPT-2" in n for n in notes) and handle.notes == notes
+    _, _, again = E.load_inputs("gpt2", "botchan", device="cpu")  # the copy exists: no conversion note
+    assert capfd.readouterr().err == ""
+    assert not any("converted" in n for n in again) and any("NOT GPT-2" in n for n in again)

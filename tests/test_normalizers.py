@@ -313,6 +313,93 @@ def test_permutation_equivariance(l, T, name, rnd):
     torch.testing.assert_close(a[perm], b, atol=1e-12, rtol=1e-9)
 
 
+# every parameter value that validation accepts gives finite weights (or a ValueError naming the temperature for
+# the two normalisers that cannot shift their logits first): extreme temperatures, logits up to the dtype's range,
+# masked positions, and the extreme ends of s, alpha, bias and eps
+_DTYPES = {"float32": (torch.float32, 32), "float64": (torch.float64, 64), "float16": (torch.float16, 16),
+           "bfloat16": (torch.bfloat16, 32)}
+_TINY, _HUGE = 5e-324, 1.7976931348623157e308
+
+
+@st.composite
+def extreme_cases(draw):
+    dname = draw(st.sampled_from(sorted(_DTYPES)))
+    dt, width = _DTYPES[dname]
+    fmax = float(torch.finfo(dt).max)
+    n = draw(st.integers(1, 6))
+    vals = draw(st.lists(st.one_of(st.floats(-fmax, fmax, width=width), st.just(-math.inf)), min_size=n, max_size=n))
+    x = torch.tensor(vals, dtype=torch.float64).to(dt)
+    x = torch.where(torch.isfinite(x) | (x == -math.inf), x, torch.zeros_like(x))  # bfloat16 rounding to +-inf
+    T = draw(st.floats(_TINY, _HUGE))
+    name = draw(st.sampled_from(NAMES))
+    params = {}
+    if name == "ssmax":
+        params["s"] = draw(st.floats(_TINY, _HUGE))
+    elif name == "entmax_alpha":
+        params["alpha"] = draw(st.floats(1.0, _HUGE, exclude_min=True))
+    elif name == "sigmoid":
+        params["bias"] = draw(st.one_of(st.none(), st.floats(-_HUGE, _HUGE)))
+    elif name == "softpick":
+        params["eps"] = draw(st.floats(_TINY, _HUGE))
+    elif name == "sa_softmax":
+        params["variant"] = draw(st.sampled_from(["normalized", "plain"]))
+    return dname, x, T, name, params
+
+
+@settings(max_examples=400, derandomize=True, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(extreme_cases())
+def test_no_accepted_parameter_value_gives_nan(case):
+    dname, x, T, name, params = case
+    f = nz.get(name, **params)
+    try:
+        y = f(x, T)
+    except ValueError as exc:  # only where logits / T itself overflows and no shift can avoid it
+        assert name == "general" or params.get("variant") == "plain", exc
+        assert "temperature" in str(exc)
+        return
+    assert not torch.isnan(y).any(), (dname, x, T, name, params, y)
+    if not (name == "sa_softmax" and params.get("variant") == "plain"):  # plain SA weights scale like l / T
+        assert torch.isfinite(y).all() and (y >= 0).all(), (dname, x, T, name, params, y)
+    if name in nz.SUMS_TO_ONE and bool((x != -math.inf).any()):
+        tol = 5e-2 if dname in ("float16", "bfloat16") else 1e-5
+        assert abs(float(y.double().sum()) - 1.0) < tol, (dname, x, T, name, params, y)
+
+
+def test_temperature_below_the_dtype_range_is_exact():
+    # 1e-46 rounds to 0 in float32: the old x / T gave 0 / 0 = NaN at the row maximum
+    x = torch.tensor([0.0, 1.0, -2.0])
+    for name in ("softmax", "sparsemax", "entmax15", "entmax_alpha", "ssmax", "softmax1", "softpick", "sa_softmax"):
+        torch.testing.assert_close(nz.get(name)(x, 1e-46), torch.tensor([0.0, 1.0, 0.0]), msg=name)
+    assert nz.sigmoid(x, 1e-46).tolist() == [0.25, 1.0, 0.0]  # sigmoid(l / T - log 3), l = 0 stays at 1 / 4
+
+
+def test_softmax1_and_softpick_tiny_temperature_pick_the_maximum():
+    # logits / T beyond the float32 range: the old code clipped them to equal values and split the weight
+    x = torch.tensor([[5.0, 900.0, 300.0, -1.0]])
+    for name in ("softmax1", "softpick"):
+        torch.testing.assert_close(nz.get(name)(x, 1e-40), torch.tensor([[0.0, 1.0, 0.0, 0.0]]), msg=name)
+        y64 = nz.get(name)(x.double(), 1e-40)
+        torch.testing.assert_close(y64, torch.tensor([[0.0, 1.0, 0.0, 0.0]], dtype=torch.float64), msg=name)
+
+
+def test_unshiftable_normalisers_reject_overflowing_temperature():
+    x = torch.tensor([5.0, 900.0, -1.0])
+    with pytest.raises(ValueError, match="temperature=1e-40 is too small for these logits in general"):
+        nz.general(x, temperature=1e-40)
+    with pytest.raises(ValueError, match="temperature=1e-40 is too small"):
+        nz.sa_softmax(x, 1e-40, variant="plain")
+    # the same temperature in float64 is within range and exact
+    y = nz.general(x.double(), temperature=1e-40)
+    torch.testing.assert_close(y, torch.tensor([5.0, 900.0, 0.0], dtype=torch.float64) / 905.0)
+
+
+def test_ssmax_huge_s_in_float32_is_the_argmax():
+    x = torch.tensor([[0.3, 1.2, -0.7, 0.9]])
+    y = nz.ssmax(x, s=1e39)  # s log n overflows float32: the old code returned a row of NaN
+    torch.testing.assert_close(y, torch.tensor([[0.0, 1.0, 0.0, 0.0]]))
+
+
 def test_softmax_is_not_shift_invariant_for_softmax1():
     # a property test that must fail for the wrong normaliser: softmax1 has an implicit 0 logit
     l = torch.tensor([0.0, 1.0], dtype=torch.float64)
@@ -346,6 +433,60 @@ def test_bad_logits_and_mask(name):
         f(torch.ones(2, 3), mask=torch.ones(2, 3))
     with pytest.raises(ValueError, match="dim"):
         f(torch.ones(2, 3), dim=2)
+
+
+@pytest.mark.parametrize("T", ["2", True, b"1", np.bool_(True)], ids=repr)
+def test_temperature_strings_and_booleans_are_rejected(T):
+    with pytest.raises(ValueError, match="temperature must be a real number > 0"):
+        nz.softmax(torch.ones(3), T)
+
+
+def test_numpy_integer_dim_is_an_integer():
+    y = torch.randn(4, 5, dtype=torch.float64)
+    torch.testing.assert_close(nz.softmax(y, dim=np.int64(0)), nz.softmax(y, dim=0))
+    with pytest.raises(ValueError, match=r"dim must be an integer in \[-2, 1\]"):
+        nz.softmax(y, dim=1.5)
+
+
+def test_mask_on_meta_device_says_so():
+    with pytest.raises(ValueError, match="mask is on the 'meta' device"):
+        nz.softmax(torch.randn(3), mask=torch.ones(3, dtype=torch.bool, device="meta"))
+    with pytest.raises(ValueError, match="logits are on the 'meta' device"):
+        nz.softmax(torch.randn(3, device="meta"))
+
+
+def test_general_theta_needs_F():
+    x = torch.tensor([0.5, -1.0, 2.0])
+    with pytest.raises(ValueError, match="theta is a parameter of a user-supplied F or log_F"):
+        nz.get("general", theta=1.0)(x)  # used to be a TypeError from the default softplus
+    with pytest.raises(ValueError, match="theta"):
+        nz.general(x, theta=1.0)
+    y = nz.get("general", F=lambda z, th: 1 + (th * z) ** 2, theta=2.0)(x)
+    torch.testing.assert_close(y, (1 + (2 * x) ** 2) / (1 + (2 * x) ** 2).sum())
+
+
+def test_general_F_not_callable_and_log_F_wrong_shape():
+    x = torch.randn(2, 5)
+    with pytest.raises(ValueError, match="F must be callable"):
+        nz.general(x, F=5)
+    with pytest.raises(ValueError, match="log_F must be callable"):
+        nz.general(x, log_F="log")
+    with pytest.raises(ValueError, match=r"log_F must act elementwise: log_F\(z\) has shape \(2, 2\)"):
+        nz.general(x, log_F=lambda z: z[..., :2])
+    with pytest.raises(ValueError, match="log_F must return a tensor of real numbers"):
+        nz.general(x, log_F=lambda z: "abc")
+
+
+@pytest.mark.parametrize("n_iter", [0, -3, "abc", 2.5, None])
+def test_entmax_alpha_bad_n_iter(n_iter):
+    with pytest.raises(ValueError, match="n_iter must be an integer >= 1"):
+        nz.entmax_alpha(torch.randn(4), n_iter=n_iter)  # n_iter=0 was an UnboundLocalError inside entmax
+
+
+@pytest.mark.parametrize("kw", [{"alpha": "2"}, {"alpha": True}], ids=repr)
+def test_entmax_alpha_string_alpha_rejected(kw):
+    with pytest.raises(ValueError, match="alpha"):
+        nz.entmax_alpha(torch.randn(4), **kw)
 
 
 def test_bad_params():

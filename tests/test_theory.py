@@ -508,6 +508,37 @@ def test_multihead_coverage():
     assert abs(sim - 0.992) < 4 * math.sqrt(0.992 * 0.008 / 200_000)
 
 
+@pytest.mark.timeout(20)
+def test_heads_for_coverage_tiny_p_terminates_with_the_right_answer():
+    # 1 - p rounds to 1.0: the old neighbour search looped forever; the answer is about log(2) / 1e-17
+    H = th.heads_for_coverage(1e-17, 0.5)
+    assert H == pytest.approx(math.log(2) / 1e-17, rel=1e-9)
+    assert th.multihead_coverage(1e-17, 10**17) == pytest.approx(-math.expm1(-1.0), rel=1e-12)
+    with pytest.raises(ValueError, match="p is too small"):
+        th.heads_for_coverage(5e-324, 0.5)
+
+
+@pytest.mark.timeout(60)
+@HYP
+@given(st.floats(1e-12, 1.0), st.floats(1e-9, 1 - 1e-9))
+def test_heads_for_coverage_matches_high_precision(p, c):
+    import mpmath
+
+    def smallest(target):  # smallest H >= 1 with 1 - (1 - p)^H >= target, in 60-digit arithmetic
+        if p == 1.0:
+            return 1
+        with mpmath.workdps(60):
+            return max(1, int(mpmath.ceil(mpmath.log(1 - mpmath.mpf(target)) / mpmath.log(1 - mpmath.mpf(p)))))
+
+    # the documented tolerance: coverage >= c - 1e-12, evaluated in floating point (slack 1e-15)
+    lo, hi = smallest(c - 1e-12 - 1e-15), smallest(c - 1e-12 + 1e-15)
+    H = th.heads_for_coverage(p, c)
+    if hi < 10**10:
+        assert lo <= H <= hi
+    else:  # beyond the float resolution of H: the closed form to rounding
+        assert H == pytest.approx(hi, rel=1e-6)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # bad input
 # ---------------------------------------------------------------------------------------------------------
@@ -549,6 +580,9 @@ def test_bad_alpha_X():
         th.expectation_e1(np.array([0.5, 0.3, 0.2]), X, 1, p="L+1")
     with pytest.raises(ValueError, match="L"):
         th.expected_distance_exact(np.full(40, 1 / 40), np.ones((40, 2)), 20)
+    for bad in ("abc", None, 0, 2.5):
+        with pytest.raises(ValueError, match="max_subsets"):
+            th.expected_distance_exact(np.array([0.5, 0.3, 0.2]), X, 1, max_subsets=bad)
     with pytest.raises(ValueError, match="n_samples"):
         th.expected_distance_mc(np.array([0.5, 0.3, 0.2]), X, 1, n_samples=0)
 
@@ -588,6 +622,14 @@ def test_bad_scalars():
         th.heads_for_coverage(0.0, 0.5)
     with pytest.raises(ValueError, match="L"):
         th.sqrt5_example(1.0, 1e-3, 1.0, 1)
+    for c in (None, "abc", float("inf"), True):
+        with pytest.raises(ValueError, match="c must be a finite real number"):
+            th.sqrt5_example(c, 1e-3, 1.0, 4)
+    for T in ("abc", True, [1.0, "x"], None, 1j):
+        with pytest.raises(ValueError, match="temperature"):
+            th.corollary3_paper(T)
+        with pytest.raises(ValueError, match="temperature"):
+            th.corollary3_corrected(T)
 
 
 def test_bad_F():

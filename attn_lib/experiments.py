@@ -1,11 +1,11 @@
-r"""The paper's Algorithms 1-5 on a real model (paper-notes §4), as tidy tables.
+r"""The paper's Algorithms 1-5 on a real model (Reading the paper, §Decisions for the experiments), as tidy tables.
 
 Every experiment needs the attention of one token window; all of them use the **same single forward pass**:
 
 * **Nested prefixes.** Attention is causal, so query row ``r`` of a window of length ``L`` depends only on tokens
   ``0..r``: its logits, weights and value vectors are identical in every prefix of length ``> r`` (tested in
   ``tests/test_experiments.py``). A capture at the largest ``L`` therefore serves every smaller ``L`` of the grid:
-  the ``L``-prefix uses rows ``0..L-1`` of it (paper-notes §4.0 [P]: "for each L, use the first L tokens").
+  the ``L``-prefix uses rows ``0..L-1`` of it (Reading the paper, §Which vectors (project decision): "for each L, use the first L tokens").
 * **One layer at a time.** The forward pass calls back once per layer; each experiment reduces that layer to
   per-head numbers immediately, so memory stays at one layer (the critical-N scan additionally keeps each layer's
   causal logits in float32 in case its scan has to be continued, see :func:`critical_n`).
@@ -21,7 +21,7 @@ Experiments (each returns a :class:`pandas.DataFrame` whose every row carries ``
 
 :func:`run_all` runs all five in one forward pass (using :class:`~attn_lib.cache.ResultCache` per experiment) and
 :func:`run_reproduce` is the ``reproduce`` command: model + text + all five + figures + report.
-Profiles (:data:`PROFILES`): ``paper`` (paper-notes §5g) and ``quick`` (small grids for CPU CI).
+Profiles (:data:`PROFILES`): ``paper`` (Reading the paper, §Decisions for the experimentsg) and ``quick`` (small grids for CPU CI).
 """
 from __future__ import annotations
 
@@ -681,7 +681,7 @@ def distance_vs_length(handle, text, *, N: int = 5, lengths: Sequence[int] = (32
                        cache=None) -> pd.DataFrame:
     """Algorithm 1 / Fig. 2a: per (L, layer, head) row-means of d~, d_max, E1, E1 + gap, E2, Monte-Carlo E[d~]
     (``mc``, on every ``max(1, L // mc_rows)``-th row, ``mc_samples`` subsets; 0 disables it) and the number of rows
-    with ``d~ > d_max`` (must be 0). Rows with ``t < N + 1`` are skipped (§5d). One forward pass at ``max(lengths)``.
+    with ``d~ > d_max`` (must be 0). Rows with ``t < N + 1`` are skipped (§Causal masking). One forward pass at ``max(lengths)``.
     """
     params = _params_distance_vs_length(handle, N, lengths, p, mc_samples, mc_rows, seed)
     return _run_one("distance_vs_length", handle, text, params, cache, start)
@@ -830,8 +830,8 @@ def _params_sep(handle, L, n_values, M_radius):
 def separability(handle, text, *, L: int = 1024, n_values: Sequence[int] = (1, 2, 4, 8, 16, 32, 64), M: float = 1.0,
                  start: int = 0, cache=None) -> pd.DataFrame:
     """Algorithm 4 / Fig. 3: per (N, layer, head) row-means of ``N_s/N`` (``fraction``), Theorem 2's ``lower`` and
-    ``upper`` bounds (paper's form; upper is heuristic, §3.7), radius ``r = rho_min`` and ``delta``; value vectors
-    normalised to radius ``M``; ``delta`` the running minimum pairwise distance (§4.4 [P])."""
+    ``upper`` bounds (paper's form; upper is heuristic, §Theorem 2), radius ``r = rho_min`` and ``delta``; value vectors
+    normalised to radius ``M``; ``delta`` the running minimum pairwise distance (§Which vectors (project decision))."""
     params = _params_sep(handle, L, n_values, M)
     return _run_one("separability", handle, text, params, cache, start)
 

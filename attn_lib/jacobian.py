@@ -1,11 +1,11 @@
 """Jacobians of attention normalisers and the finite-difference sensitivity g(T, eps).
 
 * :func:`jacobian` -- ``J[..., i, j] = d alpha_i / d l_j`` for any normaliser of :mod:`attn_lib.normalizers`
-  (paper-notes §2 "Gradient", §3.9, §3.10): analytic for softmax and for the general family (Lemma 2),
+  (Reading the paper, §Notation "Gradient", §Lemma 2, §Corollary 3): analytic for softmax and for the general family (Lemma 2),
   by reverse-mode autograd for every other normaliser. Batched over leading dimensions.
-* :func:`sensitivity` -- the per-row ratio of paper-notes §4.5 (Algorithm 5 / Fig. 4).
+* :func:`sensitivity` -- the per-row ratio of Reading the paper, §The sensitivity metric (Algorithm 5 / Fig. 4).
 * :func:`random_directions` -- the seeded random unit directions used by :func:`sensitivity`.
-* :func:`jacobian_norms` -- spectral, entrywise and row norms of a batch of Jacobians (paper-notes §3.10).
+* :func:`jacobian_norms` -- spectral, entrywise and row norms of a batch of Jacobians (Reading the paper, §Corollary 3).
 
 Everything acts on the **last** axis of ``logits``.
 """
@@ -66,7 +66,7 @@ def _resolve(name_or_fn, params: dict) -> tuple[Callable, str]:
 
 
 def softmax_jacobian(logits, temperature=1.0, mask=None):
-    r"""Analytic softmax Jacobian (paper-notes §3.10): :math:`J = (\mathrm{diag}\,\alpha - \alpha\alpha^\top)/T`.
+    r"""Analytic softmax Jacobian (Reading the paper, §Corollary 3): :math:`J = (\mathrm{diag}\,\alpha - \alpha\alpha^\top)/T`.
 
     ``logits`` (..., L) -> (..., L, L). Rows and columns of masked positions are zero; a fully masked row
     gives the zero matrix. Symmetric positive semidefinite.
@@ -94,7 +94,7 @@ def _log_F_derivative(f, z: torch.Tensor) -> torch.Tensor:
 
 
 def general_jacobian(f, logits, temperature=1.0, mask=None):
-    r"""Analytic Jacobian of the general normaliser (paper Eq. 3; paper-notes §3.9, Lemma 2).
+    r"""Analytic Jacobian of the general normaliser (paper Eq. 3; Reading the paper, §Lemma 2, Lemma 2).
 
     .. math:: J_{ij} = \frac{F'(l_j)(\delta_{ij}-\alpha_i)}{S}
               = \big(\mathrm{diag}\,\alpha - \alpha\alpha^\top\big)\,\mathrm{diag}(w),\quad
@@ -138,7 +138,7 @@ def autograd_jacobian(fn, logits, temperature=1.0, mask=None):
 
 
 def jacobian(name_or_fn, logits, temperature=1.0, mask=None, **params):
-    r"""Jacobian ``J[..., i, j] = d alpha_i / d l_j`` of a normaliser, shape (..., L, L) (paper-notes §2, §3.9-3.10).
+    r"""Jacobian ``J[..., i, j] = d alpha_i / d l_j`` of a normaliser, shape (..., L, L) (Reading the paper, §Notation, §Lemma 2 and §Corollary 3).
 
     * ``"softmax"`` (or :func:`attn_lib.normalizers.softmax`): analytic, :math:`(\mathrm{diag}\,\alpha-\alpha\alpha^\top)/T`.
     * ``"general"`` or a callable from :func:`~attn_lib.normalizers.make_general`: analytic (Lemma 2), see
@@ -216,7 +216,7 @@ def random_directions(shape, mask=None, seed=0, dtype=torch.float64, device=None
 
 def sensitivity(logits, temperature, eps, *, normalizer="softmax", mask=None, seed=0, direction=None,
                 dtype=torch.float64):
-    r"""Finite-difference sensitivity of paper-notes §4.5 (Algorithm 5, Fig. 4), one value per row.
+    r"""Finite-difference sensitivity of Reading the paper, §The sensitivity metric (Algorithm 5, Fig. 4), one value per row.
 
     .. math:: g_t(T,\varepsilon) = \frac{\|f((l_t+\varepsilon v_t)/T) - f(l_t/T)\|_2}{\varepsilon},
               \qquad \|v_t\|_2 = 1 \text{ over the visible positions of row } t
@@ -226,7 +226,7 @@ def sensitivity(logits, temperature, eps, *, normalizer="softmax", mask=None, se
     masked positions. The caller averages over rows and takes the max over heads to get the paper's ``g``.
     Computed in ``dtype`` (float64 by default: a float32 difference of nearby weights loses ~3 digits at
     ``eps=1e-3``). Returns a tensor of shape ``logits.shape[:-1]`` (numpy in, numpy out). Rows with fewer than one
-    visible position give 0. Corrected bound: ``g <= min(1/(2T), sqrt(2)/eps)`` for softmax (§3.10).
+    visible position give 0. Corrected bound: ``g <= min(1/(2T), sqrt(2)/eps)`` for softmax (§Corollary 3).
     """
     T = check_positive("temperature", temperature)
     e = check_positive("eps", eps)
@@ -258,7 +258,7 @@ def sensitivity(logits, temperature, eps, *, normalizer="softmax", mask=None, se
 
 
 def jacobian_norms(J) -> dict:
-    """Norms of a batch of Jacobians (..., L, L) used in paper-notes §3.10.
+    """Norms of a batch of Jacobians (..., L, L) used in Reading the paper, §Corollary 3.
 
     Returns ``spectral`` (largest singular value), ``entrywise`` (max |J_ij|) and ``row`` (max_i ||J_i,:||_2, the
     norm of the gradient of one weight), each of shape ``(...)``.

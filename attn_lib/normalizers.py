@@ -1,4 +1,4 @@
-"""Attention normalisers behind one interface (paper-notes §2, Eq. 2-3; remedies of §4.7).
+"""Attention normalisers behind one interface (Reading the paper, §Notation, Eq. 2-3; remedies of (Reading the paper, §Open questions)).
 
 Every normaliser is a callable with the signature::
 
@@ -213,7 +213,7 @@ def _masked_softmax_lastdim(z: torch.Tensor, visible: torch.Tensor) -> torch.Ten
 # softmax and the general family
 # ----------------------------------------------------------------------------------------------------------
 def softmax(logits, temperature=1.0, dim=-1, mask=None):
-    r"""Softmax with temperature (paper Eq. 2; paper-notes §2).
+    r"""Softmax with temperature (paper Eq. 2; Reading the paper, §Notation).
 
     .. math:: \alpha_j = \frac{e^{l_j/T}}{\sum_{k\,\text{visible}} e^{l_k/T}}
 
@@ -274,7 +274,7 @@ def _call_F(F: Callable, z: torch.Tensor, theta: Any, name: str = "F") -> torch.
 
 
 def general(logits, F=None, temperature=1.0, dim=-1, mask=None, theta=None, *, log_F=None):
-    r"""General normaliser of the paper's Eq. (3) (paper-notes §2, Lemma 1 §3.1, Lemma 2 §3.9).
+    r"""General normaliser of the paper's Eq. (3) (Reading the paper, §Notation, Lemma 1 (Reading the paper, §Lemma 1), Lemma 2 (Reading the paper, §Lemma 2)).
 
     .. math:: \alpha_j = \frac{F(l_j/T,\theta)}{\sum_{k\,\text{visible}} F(l_k/T,\theta)}
 
@@ -318,7 +318,7 @@ def make_general(F=None, *, log_F=None, theta=None) -> Normalizer:
     """Bind ``F`` (and/or ``log_F``, ``theta``) into a normaliser with the common signature.
 
     ``make_general(torch.exp)`` is softmax; ``make_general(lambda z: 1 + z**2)`` is the rational family of
-    paper-notes §3.1. The returned callable carries ``.F``, ``.log_F`` and ``.theta`` attributes (used by
+    Reading the paper, §Lemma 1. The returned callable carries ``.F``, ``.log_F`` and ``.theta`` attributes (used by
     :func:`attn_lib.jacobian.jacobian` for the analytic Lemma-2 Jacobian).
     """
     _check_F(F, log_F, theta)
@@ -423,7 +423,7 @@ def ssmax(logits, temperature=1.0, dim=-1, mask=None, s=0.43):
 
     with ``n`` the number of *visible* positions of the row (so each causal row uses its own ``n = t``). For
     ``n = 1`` the single weight is 1. ``s > 0`` is the per-head scale (learned in the original; default
-    ``0.43``, the value of the SSMax paper's Fig. 1 [P]). Because ``L`` enters the normaliser, Lemma 1's
+    ``0.43``, the value of the SSMax paper's Fig. 1 (project decision)). Because ``L`` enters the normaliser, Lemma 1's
     ``Theta(1/L)`` bound does not apply. Rows sum to one; fully masked row: zeros.
 
     Reference: Nakanishi 2025, "Scalable-Softmax Is Superior for Attention", arXiv:2501.19399.
@@ -454,7 +454,7 @@ def sa_softmax(logits, temperature=1.0, dim=-1, mask=None, variant="normalized")
 
     Max/min run over visible positions. In the normalised variant the factor is in ``[0, 1]`` and is computed
     from ``l`` directly (it is invariant to ``T``), so it never overflows; when all visible logits are 0 the
-    denominator vanishes and the factor is defined as 1 (plain softmax) [P]. Rows do **not** sum to one
+    denominator vanishes and the factor is defined as 1 (plain softmax) (project decision). Rows do **not** sum to one
     (``sum <= 1`` for the normalised variant). Fully masked row: zeros.
 
     Reference: Zheng et al. 2025, "Self-Adjust Softmax", arXiv:2502.18277.

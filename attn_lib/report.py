@@ -1,4 +1,4 @@
-r"""Figures, results JSON and the markdown claim-vs-measurement report of a reproduction (paper-notes §4.6).
+r"""Figures, results JSON and the markdown claim-vs-measurement report of a reproduction (Reading the paper, §Rows, heads and figures).
 
 * :func:`figure_distance_vs_length`, :func:`figure_distance_vs_n`, :func:`figure_critical_n`,
   :func:`figure_separability`, :func:`figure_sensitivity` -- the paper's Figs. 2a, 2b, 2c, 3 and 4, each labelled
@@ -1022,11 +1022,11 @@ def markdown_report(results: dict[str, pd.DataFrame], *, meta: dict | None = Non
     for r in vt.itertuples():
         if r.rule:
             lines.append(f"- *{r.claim}*: {r.rule}")
-    lines += ["", "Conventions (paper-notes §5): x_i = per-head value vectors; causal rows use L_t = t visible tokens "
+    lines += ["", "Conventions (Reading the paper, §Decisions for the experiments): x_i = per-head value vectors; causal rows use L_t = t visible tokens "
               "and rows with t < N+1 are skipped; model's own logits (T=1 for Figs. 2–3); E1 with p = N/(t−1); "
               "KS at α = 0.01; separability on unit-normalised values, r ↑ ρ_min." + (
                   f" Gradient sensitivity (Fig. 4) on a row set R{_sens_rows_note(results.get('gradient_sensitivity'))}"
-                  " (§4.5 [P]), one seeded direction per row." if _sens_rows_note(results.get("gradient_sensitivity"))
+                  " (§The sensitivity metric (project decision)), one seeded direction per row." if _sens_rows_note(results.get("gradient_sensitivity"))
                   else ""), ""]
     if figures:
         lines += ["## Figures", ""]

@@ -1,15 +1,16 @@
 """Reference implementations of every result of the paper, for concrete inputs (float64, numpy).
 
 One function per result, named after the paper's numbering; the docstring of each gives the formula and the
-paper-notes section it implements ([S] stated, [R] reconstructed, [P] project decision, see paper-notes §1).
+section of the book's appendix *Reading the paper* that explains it, marked as stated by the paper, reconstructed,
+or a project decision.
 
 Conventions
 -----------
 * One query row: ``alpha`` has shape ``(L,)`` (non-negative weights; the results assume they sum to one, as
-  softmax weights do), ``X`` has shape ``(L, d)`` (the vectors ``x_i``; values ``v_i`` by default, §5c).
+  softmax weights do), ``X`` has shape ``(L, d)`` (the vectors ``x_i``; values ``v_i`` by default, §Which vectors).
   Leading batch dimensions are accepted everywhere: ``alpha (..., L)``, ``X (..., L, d)``; scalars come back as
   Python floats for a single row and as arrays of shape ``(...)`` for a batch.
-* ``a_i = alpha_i x_i``, ``z = sum_i a_i``, ``I_N`` = top-N set with ties to the lower index (stable sort, §2),
+* ``a_i = alpha_i x_i``, ``z = sum_i a_i``, ``I_N`` = top-N set with ties to the lower index (stable sort, §Notation),
   ``s = sum_{i in I_N} a_i`` (Eq. 6), ``abar = sum_{i in I_N} alpha_i``.
 * torch tensors are accepted and converted to float64 numpy arrays.
 * Bad input raises ``ValueError`` naming the argument and the allowed range.
@@ -115,7 +116,7 @@ def _p(p: Any, N: int, L: int) -> float:
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Lemma 1 and Corollary 1 (paper-notes §3.1-3.2)
+# Lemma 1 and Corollary 1 (Reading the paper, §Lemma 1 and §Corollary 1)
 # ----------------------------------------------------------------------------------------------------------
 def _eval_F(F: Callable, z: np.ndarray, theta: Any) -> np.ndarray:
     def call(arg):
@@ -139,7 +140,7 @@ def _eval_F(F: Callable, z: np.ndarray, theta: Any) -> np.ndarray:
 
 
 def lemma1_constants(F: Callable, a: float, theta: Any = None, grid: int = 2049) -> tuple[float, float]:
-    r"""Lemma 1 constants (paper-notes §3.1 [R]): ``C1 = m_F / M_F``, ``C2 = M_F / m_F``.
+    r"""Lemma 1 constants (Reading the paper, §Lemma 1 (reconstructed)): ``C1 = m_F / M_F``, ``C2 = M_F / m_F``.
 
     .. math:: m_F=\min_{[-a,a]}F(\cdot,\theta),\quad M_F=\max_{[-a,a]}F(\cdot,\theta),\qquad
               \frac{C_1}{L}\le\alpha_i\le\frac{C_2}{L}
@@ -179,7 +180,7 @@ def lemma1_constants(F: Callable, a: float, theta: Any = None, grid: int = 2049)
 
 
 def lemma1_bounds(F: Callable, a: float, L: Any, theta: Any = None, grid: int = 2049):
-    """Lemma 1 as bounds on the weights: ``(C1 / L, C2 / L)`` (paper-notes §3.1); ``L`` int or array of ints >= 1."""
+    """Lemma 1 as bounds on the weights: ``(C1 / L, C2 / L)`` (Reading the paper, §Lemma 1); ``L`` int or array of ints >= 1."""
     C1, C2 = lemma1_constants(F, a, theta=theta, grid=grid)
     Ls = _L_array(L)
     return _ret(C1 / Ls), _ret(C2 / Ls)
@@ -197,7 +198,7 @@ def _L_array(L: Any) -> np.ndarray:
 
 
 def corollary1_delta(q: Any, K: Any) -> float:
-    r"""``Delta = ||q||_2 max_j ||k_j||_2`` (paper-notes §3.2, reading [R] of ``||k||``); ``|l_j| <= Delta``."""
+    r"""``Delta = ||q||_2 max_j ||k_j||_2`` (Reading the paper, §Corollary 1, reading (reconstructed) of ``||k||``); ``|l_j| <= Delta``."""
     qv = _np(q, "q")
     Km = _np(K, "K")
     if qv.ndim != 1 or qv.size == 0:
@@ -208,7 +209,7 @@ def corollary1_delta(q: Any, K: Any) -> float:
 
 
 def corollary1_bounds(L: Any, delta: float, temperature: float):
-    r"""Corollary 1 (paper-notes §3.2 [S]): softmax weights satisfy
+    r"""Corollary 1 (Reading the paper, §Corollary 1 (stated)): softmax weights satisfy
 
     .. math:: \frac1L e^{-2\Delta/T}\le\alpha_i\le\frac1L e^{2\Delta/T},\qquad\Delta=\|q\|_2\max_j\|k_j\|_2 .
 
@@ -225,10 +226,10 @@ def corollary1_bounds(L: Any, delta: float, temperature: float):
 
 
 # ----------------------------------------------------------------------------------------------------------
-# top-N selection and distances (paper-notes §2, §5a)
+# top-N selection and distances (Reading the paper, §Notation, §Decisions for the experimentsa)
 # ----------------------------------------------------------------------------------------------------------
 def top_n_indices(alpha: Any, N: int) -> np.ndarray:
-    """Indices of the ``N`` largest weights, largest first, ties to the lower index (stable sort, §2 [P]).
+    """Indices of the ``N`` largest weights, largest first, ties to the lower index (stable sort, §Notation (project decision)).
 
     ``alpha (..., L)`` -> int array ``(..., N)``. ``N`` must be an integer in ``[1, L]``.
     """
@@ -273,14 +274,14 @@ def _selection(a: np.ndarray, N: Any, selected: Any) -> tuple[np.ndarray, int]:
 
 
 def context_vector(alpha: Any, X: Any, N: int) -> np.ndarray:
-    r"""Context vector of Eq. (6): :math:`s=\sum_{i\in I_N}\alpha_i x_i` (paper-notes §2); shape ``(..., d)``."""
+    r"""Context vector of Eq. (6): :math:`s=\sum_{i\in I_N}\alpha_i x_i` (Reading the paper, §Notation); shape ``(..., d)``."""
     a, x = _alpha_X(alpha, X)
     m = top_n_mask(a, N)
     return np.einsum("...l,...ld->...d", a * m, x)
 
 
 def distance(alpha: Any, X: Any, N: int | None = None, form: str = "sum", selected: Any = None):
-    r"""Distance ``d~`` of Eq. (7) (paper-notes §2, decision §5a [R/P]).
+    r"""Distance ``d~`` of Eq. (7) (Reading the paper, §Notation, decision (Reading the paper, §Decisions for the experiments)a (reconstructed; project decision)).
 
     ``form="sum"`` (default): :math:`\tilde d=\sum_{i\notin I_N}\|\alpha_ix_i-s\|_2`.
 
@@ -303,10 +304,10 @@ def distance(alpha: Any, X: Any, N: int | None = None, form: str = "sum", select
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Theorem 1 (paper-notes §3.3)
+# Theorem 1 (Reading the paper, §Theorem 1(a))
 # ----------------------------------------------------------------------------------------------------------
 def theorem1_dmax(alpha: Any, X: Any, N: int, return_parts: bool = False):
-    r"""Theorem 1, fixed top-N set (paper-notes §3.3(a) [R]):
+    r"""Theorem 1, fixed top-N set (Reading the paper, §Theorem 1(a) (reconstructed)):
 
     .. math:: \tilde d\le d_{\max}:=(1-\bar\alpha_N)\,d_1+\Big((L-N)\bar\alpha_N-(1-\bar\alpha_N)\Big)
               \max_{j\in I_N}\|x_j\|_2,\qquad d_1=\max_{i\notin I_N,\,j\in I_N}\|x_i-x_j\|_2 .
@@ -339,7 +340,7 @@ def theorem1_dmax(alpha: Any, X: Any, N: int, return_parts: bool = False):
 
 
 def expectation_e1(alpha: Any, X: Any, N: int, p: Any = "L-1"):
-    r"""Expectation form E1 (paper-notes §3.3(b) [R], decision §5b):
+    r"""Expectation form E1 (Reading the paper, §Expectation forms (reconstructed), decision (Reading the paper, §Decisions for the experiments)b):
 
     .. math:: E_1=\frac{L-N}{L}\sum_{i=1}^{L}\Big\|a_i-p\sum_{j\ne i}a_j\Big\|_2
               =\frac{L-N}{L}\sum_i\|(1+p)a_i-pz\|_2
@@ -360,7 +361,7 @@ def expectation_e1(alpha: Any, X: Any, N: int, p: Any = "L-1"):
 
 
 def jensen_gap_bound(alpha: Any, X: Any, N: int, p: Any = "L-1", crude: bool = False):
-    r"""Upper bound on the Jensen gap ``eps = E[d~] - E1`` (paper-notes §3.3(b) [R]):
+    r"""Upper bound on the Jensen gap ``eps = E[d~] - E1`` (Reading the paper, §Expectation forms (reconstructed)):
 
     .. math:: 0\le\varepsilon\le\frac{L-N}{L}\sum_{i=1}^{L}\sqrt{p(1-p)\Big[\tfrac{L-1}{L-2}\sum_{j\ne i}\|a_j\|^2
               -\tfrac{1}{L-2}\Big\|\sum_{j\ne i}a_j\Big\|^2\Big]}
@@ -391,7 +392,7 @@ def jensen_gap_bound(alpha: Any, X: Any, N: int, p: Any = "L-1", crude: bool = F
 
 
 def expectation_e2(alpha: Any, X: Any, N: int):
-    r"""Expectation form E2 (paper-notes §3.3(b) [R], heuristic): replace only the exclusion indicator,
+    r"""Expectation form E2 (Reading the paper, §Expectation forms (reconstructed), heuristic): replace only the exclusion indicator,
 
     .. math:: E_2=\frac{L-N}{L}\sum_{i=1}^{L}\|\alpha_ix_i-s\|_2,\qquad s \text{ the actual top-}N\text{ vector}.
     """
@@ -413,7 +414,7 @@ def _d_tilde_for_masks(A: np.ndarray, masks: np.ndarray) -> np.ndarray:
 
 def expected_distance_mc(alpha: Any, X: Any, N: int, n_samples: int = 64, seed: int = 0,
                          return_stderr: bool = False):
-    r"""Monte-Carlo estimate of :math:`\mathbb E_{I_N\sim\mathcal U(I,N)}[\tilde d]` (Eq. 8; ground truth [P] §5b).
+    r"""Monte-Carlo estimate of :math:`\mathbb E_{I_N\sim\mathcal U(I,N)}[\tilde d]` (Eq. 8; ground truth (project decision) §Expectation forms).
 
     ``n_samples`` uniform N-subsets per row drawn with ``numpy.random.default_rng(seed)``; returns the mean (and,
     with ``return_stderr=True``, the standard error ``std / sqrt(K)``).
@@ -436,7 +437,7 @@ def expected_distance_mc(alpha: Any, X: Any, N: int, n_samples: int = 64, seed: 
 
 
 def expected_distance_exact(alpha: Any, X: Any, N: int, max_subsets: int = 200_000):
-    r"""Exact :math:`\mathbb E_{I_N}[\tilde d]` by enumerating all :math:`\binom LN` subsets (paper-notes §3.3(b)).
+    r"""Exact :math:`\mathbb E_{I_N}[\tilde d]` by enumerating all :math:`\binom LN` subsets (Reading the paper, §Expectation forms).
 
     ``ValueError`` naming ``L`` if the number of subsets exceeds ``max_subsets`` (about ``L <= 16`` for every N).
     """
@@ -456,15 +457,15 @@ def expected_distance_exact(alpha: Any, X: Any, N: int, max_subsets: int = 200_0
 
 
 def jensen_gap_exact(alpha: Any, X: Any, N: int):
-    """Exact Jensen gap ``eps = E[d~] - E1`` (``p = N/(L-1)``) by enumeration (paper-notes §3.3(b))."""
+    """Exact Jensen gap ``eps = E[d~] - E1`` (``p = N/(L-1)``) by enumeration (Reading the paper, §Expectation forms)."""
     return _ret(np.asarray(expected_distance_exact(alpha, X, N)) - np.asarray(expectation_e1(alpha, X, N)))
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Corollary 2 (paper-notes §3.4)
+# Corollary 2 (Reading the paper, §Corollary 2)
 # ----------------------------------------------------------------------------------------------------------
 def corollary2_linear_bounds(alpha: Any, X: Any, N: int):
-    r"""Project-derived fact 1 of §3.4 [R] (top-N selection: ``d~`` is linear in ``L``):
+    r"""Project-derived fact 1 of §Corollary 2 (reconstructed) (top-N selection: ``d~`` is linear in ``L``):
 
     .. math:: (L-N)\|s\|_2-(1-\bar\alpha_N)\max_i\|x_i\|_2\le\tilde d\le(L-N)\|s\|_2+(1-\bar\alpha_N)\max_i\|x_i\|_2
 
@@ -482,7 +483,7 @@ def corollary2_linear_bounds(alpha: Any, X: Any, N: int):
 
 
 def corollary2_random_bound(alpha: Any, X: Any, N: int):
-    r"""Project-derived fact 2 of §3.4 [R]: :math:`\mathbb E_{I_N}[\tilde d]\le(1+N)\max_i\|x_i\|_2` (random
+    r"""Project-derived fact 2 of §Corollary 2 (reconstructed): :math:`\mathbb E_{I_N}[\tilde d]\le(1+N)\max_i\|x_i\|_2` (random
     selection is bounded in ``L``). Evaluated as ``(1 + N) (sum_i alpha_i) max_i ||x_i||`` (same for normalised rows).
     """
     a, x = _alpha_X(alpha, X)
@@ -491,7 +492,7 @@ def corollary2_random_bound(alpha: Any, X: Any, N: int):
 
 
 def corollary2_e1_bound(alpha: Any, X: Any, N: int, p: Any = "L-1"):
-    r"""Project-derived fact 2 of §3.4 [R] for E1: :math:`E_1\le(1+p+N)\max_i\|x_i\|_2` (times ``sum alpha``).
+    r"""Project-derived fact 2 of §Corollary 2 (reconstructed) for E1: :math:`E_1\le(1+p+N)\max_i\|x_i\|_2` (times ``sum alpha``).
 
     Valid for ``p <= N/(L-N)`` (in particular ``p = N/(L-1)`` and ``p = N/L``).
     """
@@ -503,7 +504,7 @@ def corollary2_e1_bound(alpha: Any, X: Any, N: int, p: Any = "L-1"):
 
 
 def corollary2_limits(alpha: Any, X: Any, N: int, p: Any = "L-1") -> dict:
-    r"""Corollary 2, both regimes (paper-notes §3.4 [R]).
+    r"""Corollary 2, both regimes (Reading the paper, §Corollary 2 (reconstructed)).
 
     (i) ``N`` fixed, ``L`` large, ``p = N/(L-1) -> 0``:
 
@@ -537,7 +538,7 @@ def corollary2_limits(alpha: Any, X: Any, N: int, p: Any = "L-1") -> dict:
 
 
 def corollary2_e2_identity(alpha: Any, X: Any, N: int) -> dict:
-    r"""Project-derived fact 3 of §3.4 [R]: E2 tracks ``d~``.
+    r"""Project-derived fact 3 of §Corollary 2 (reconstructed): E2 tracks ``d~``.
 
     .. math:: E_2-\tilde d=\frac{L-N}{L}\sum_{i\in I_N}\|a_i-s\|_2-\frac NL\tilde d,\qquad
               |E_2-\tilde d|\le(N+1)\max_i\|x_i\|_2
@@ -560,11 +561,11 @@ def corollary2_e2_identity(alpha: Any, X: Any, N: int) -> dict:
 
 
 # ----------------------------------------------------------------------------------------------------------
-# distinguishable tokens and Theorem 2 (paper-notes §3.5-3.7)
+# distinguishable tokens and Theorem 2 (Reading the paper, §Assumptions, §Distinguishable tokens and §Theorem 2)
 # ----------------------------------------------------------------------------------------------------------
 def selected_offsets(alpha: Any, X: Any, N: int) -> np.ndarray:
     r"""``X_i = ||s - alpha_i x_i||_2 = ||sum_{j in I_N \ {i}} alpha_j x_j||_2`` for ``i in I_N``, in top-N order
-    (paper-notes §3.7, proof step 1); shape ``(..., N)``. Theorem 2 bounds these by :func:`theorem2_xi`.
+    (Reading the paper, §Theorem 2, proof step 1); shape ``(..., N)``. Theorem 2 bounds these by :func:`theorem2_xi`.
     """
     a, x = _alpha_X(alpha, X)
     idx = top_n_indices(a, N)
@@ -576,14 +577,14 @@ def selected_offsets(alpha: Any, X: Any, N: int) -> np.ndarray:
 
 
 def distinguishable_count(alpha: Any, X: Any, N: int, r: float | None = None):
-    r"""``N_s``: number of geometrically distinguishable selected tokens (paper-notes §3.6 [R]).
+    r"""``N_s``: number of geometrically distinguishable selected tokens (Reading the paper, §Distinguishable tokens (reconstructed)).
 
     With ``D_i = ||a_i - s||_2`` and a radius ``r > 0``:
 
     .. math:: N_s(r)=\mathbf 1\Big\{\min_{j\notin I_N}D_j>r\Big\}\sum_{i\in I_N}\mathbf 1\{D_i\le r\}.
 
     ``r=None`` uses the experimental radius ``r = rho_min = min_{j not in I_N} D_j`` with the strict convention
-    ``r`` ↑ ``rho_min`` [P]: ``N_s = |{i in I_N : D_i < rho_min}|`` (``rho_min = inf`` when ``N = L``).
+    ``r`` ↑ ``rho_min`` (project decision): ``N_s = |{i in I_N : D_i < rho_min}|`` (``rho_min = inf`` when ``N = L``).
     """
     a, x = _alpha_X(alpha, X)
     N = _N(N, a.shape[-1])
@@ -602,7 +603,7 @@ def distinguishable_count(alpha: Any, X: Any, N: int, r: float | None = None):
 
 
 def separability(alpha: Any, X: Any, N: int, r: float | None = None):
-    """Separability fraction ``N_s / N`` (paper-notes §3.6; ``r=None``: ``r`` ↑ ``rho_min``, the strict convention)."""
+    """Separability fraction ``N_s / N`` (Reading the paper, §Distinguishable tokens; ``r=None``: ``r`` ↑ ``rho_min``, the strict convention)."""
     a = _alpha(alpha)
     N = _N(N, a.shape[-1])
     return _ret(np.asarray(distinguishable_count(alpha, X, N, r), dtype=np.float64) / N)
@@ -617,7 +618,7 @@ def _M_delta(M: Any, delta: Any) -> tuple[float, float]:
 
 
 def theorem2_xi(alpha: Any, N: int, M: float, delta: float) -> np.ndarray:
-    r"""Theorem 2's :math:`\xi_i` for ``i in I_N`` in top-N order, shape ``(..., N)`` (paper-notes §3.7 [R]):
+    r"""Theorem 2's :math:`\xi_i` for ``i in I_N`` in top-N order, shape ``(..., N)`` (Reading the paper, §Theorem 2 (reconstructed)):
 
     .. math:: \xi_i^2=M^2\!\!\sum_{j\in I_N\setminus\{i\}}\!\!\alpha_j^2+\Big(M^2-\tfrac{\delta^2}{2}\Big)\!\!
               \sum_{\substack{j,k\in I_N\setminus\{i\}\\j\ne k}}\!\!\alpha_j\alpha_k
@@ -640,14 +641,14 @@ def theorem2_xi(alpha: Any, N: int, M: float, delta: float) -> np.ndarray:
 
 
 def theorem2_bounds(alpha: Any, N: int, M: float, delta: float, r: float):
-    r"""Theorem 2 (Eq. 11), the paper's form (paper-notes §3.7 [R]); returns ``(lower, upper)``:
+    r"""Theorem 2 (Eq. 11), the paper's form (Reading the paper, §Theorem 2 (reconstructed)); returns ``(lower, upper)``:
 
     .. math:: 1-\frac{1}{rN}\sum_{i\in I_N}\xi_i\;\le\;\frac{\mathbb E[N_s]}{N}\;\le\;
               \frac1N\sum_{i\in I_N}\exp\Big(-\frac{(\xi_i-r)_+^2}{2M^2}\Big).
 
     The lower bound (Markov) is rigorous when ``r`` keeps every non-selected token outside ``B_r(s)``. The **upper
     bound is heuristic**: the Hoeffding step needs a *lower* estimate of ``E X_i``, but ``xi_i`` is an upper one
-    (rigour caveat of §3.7); :func:`theorem2_hoeffding_upper` evaluates the valid form at a given ``E X_i``.
+    (rigour caveat of §Theorem 2); :func:`theorem2_hoeffding_upper` evaluates the valid form at a given ``E X_i``.
     """
     xi = theorem2_xi(alpha, N, M, delta)
     rv = check_positive("r", r)
@@ -679,7 +680,7 @@ def theorem2_hoeffding_upper(mean_X: Any, r: float, M: float, value_range: float
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Lemma 2 and Corollary 3 (paper-notes §3.9-3.10)
+# Lemma 2 and Corollary 3 (Reading the paper, §Lemma 2 and §Corollary 3)
 # ----------------------------------------------------------------------------------------------------------
 def _logits(logits: Any, name: str = "logits") -> np.ndarray:
     l = _np(logits, name)
@@ -700,7 +701,7 @@ def softmax_np(logits: Any, temperature: float = 1.0) -> np.ndarray:
 
 
 def softmax_jacobian_np(logits: Any, temperature: float = 1.0) -> np.ndarray:
-    r"""``J = (diag alpha - alpha alpha^T) / T`` in float64 numpy, shape ``(..., L, L)`` (paper-notes §3.10)."""
+    r"""``J = (diag alpha - alpha alpha^T) / T`` in float64 numpy, shape ``(..., L, L)`` (Reading the paper, §Corollary 3)."""
     T = check_positive("temperature", temperature)
     a = softmax_np(logits, T)
     return (np.einsum("...i,ij->...ij", a, np.eye(a.shape[-1])) - a[..., :, None] * a[..., None, :]) / T
@@ -725,7 +726,7 @@ def _F_dF(F: Callable, dF: Callable | None, l: np.ndarray) -> tuple[np.ndarray, 
 
 
 def lemma2_jacobian(F: Callable, dF: Callable | None, logits: Any) -> np.ndarray:
-    r"""Exact Jacobian of scheme (3) (paper-notes §3.9, standard quotient rule):
+    r"""Exact Jacobian of scheme (3) (Reading the paper, §Lemma 2, standard quotient rule):
 
     .. math:: J_{ij}=\frac{F'(l_j)(\delta_{ij}-\alpha_i)}{S},\qquad J=\frac1S\big(\mathrm{diag}(F')-\alpha F'^{\top}\big),
               \quad S=\sum_kF(l_k).
@@ -742,7 +743,7 @@ def lemma2_jacobian(F: Callable, dF: Callable | None, logits: Any) -> np.ndarray
 
 
 def lemma2_jacobian_bound(F: Callable, dF: Callable | None, logits: Any):
-    r"""Lemma 2's bound (paper-notes §3.9 [R]):
+    r"""Lemma 2's bound (Reading the paper, §Lemma 2 (reconstructed)):
 
     .. math:: \|J\|_2\le\max_j|F'(l_j)|\Big(\frac{1}{L\min_jF(l_j)}+\frac{1}{\sqrt L\,\min_jF(l_j)}\Big).
 
@@ -771,7 +772,7 @@ def _T_array(T: Any, name: str = "temperature") -> np.ndarray:
 
 
 def corollary3_paper(T: Any):
-    r"""Corollary 3 in the paper's form (paper-notes §3.10 [S]): :math:`\min\{1/(4T),\sqrt2\}`.
+    r"""Corollary 3 in the paper's form (Reading the paper, §Corollary 3 (stated)): :math:`\min\{1/(4T),\sqrt2\}`.
 
     Shown as stated; it is **not** a valid spectral-norm bound (see :func:`corollary3_counterexample`).
     """
@@ -780,7 +781,7 @@ def corollary3_paper(T: Any):
 
 
 def corollary3_corrected(T: Any, eps: Any = None) -> dict:
-    r"""Corrected constants for the softmax Jacobian (paper-notes §3.10 [R, project-derived], §5h):
+    r"""Corrected constants for the softmax Jacobian (Reading the paper, §Corollary 3 (project-derived), §Corollary 3):
 
     * ``entrywise``: :math:`|J_{ij}|\le 1/(4T)`;
     * ``row``: :math:`\|\nabla_\ell\alpha_i\|_2\le\sqrt2/(4T)`;
@@ -798,7 +799,7 @@ def corollary3_corrected(T: Any, eps: Any = None) -> dict:
 
 
 def corollary3_counterexample(T: float = 1.0, eps: float = 1e-6) -> dict:
-    r"""The two-way-tie counterexample to the spectral-norm reading of Corollary 3 (paper-notes §3.10).
+    r"""The two-way-tie counterexample to the spectral-norm reading of Corollary 3 (Reading the paper, §Corollary 3).
 
     At ``l = (0, 0)``: ``J = [[1, -1], [-1, 1]] / (4T)`` and ``||J||_2 = 1/(2T) > min{1/(4T), sqrt 2}`` for every
     ``T > 0``; the finite-difference ratio along ``v = (1, -1)/sqrt 2`` is ``~ 1/(2T)`` (``0.5, 5, 50`` at
@@ -816,7 +817,7 @@ def corollary3_counterexample(T: float = 1.0, eps: float = 1e-6) -> dict:
 
 
 def sqrt5_example(c: float, eps: float, T: float, L: int) -> dict:
-    r"""The :math:`\sqrt5\,\varepsilon` example of §2.3 (paper-notes §3.8 [R]).
+    r"""The :math:`\sqrt5\,\varepsilon` example of the paper's §2.3 (Reading the paper, §The sqrt(5) eps example (reconstructed)).
 
     .. math:: \ell^{(1)}=(c+\varepsilon,c,0,\dots,0),\quad\ell^{(2)}=(c-\varepsilon,c+\varepsilon,0,\dots,0),
               \quad\|\ell^{(1)}-\ell^{(2)}\|_2=\sqrt5\,\varepsilon
@@ -840,7 +841,7 @@ def sqrt5_example(c: float, eps: float, T: float, L: int) -> dict:
 
 
 # ----------------------------------------------------------------------------------------------------------
-# multi-head coverage (paper-notes §3.11)
+# multi-head coverage (Reading the paper, §Multi-head coverage)
 # ----------------------------------------------------------------------------------------------------------
 def multihead_coverage(p: float, H: int) -> float:
     r"""Coverage of ``H`` independent heads that each separate a fraction ``p`` (the paper's multi-head argument):
@@ -889,7 +890,7 @@ def heads_for_coverage(p: float, c: float) -> int:
 
 
 def multihead_coverage_simulation(p: float, H: int, n_trials: int = 100_000, seed: int = 0) -> float:
-    """Bernoulli simulation of §3.11: fraction of trials in which at least one of ``H`` independent heads
+    """Bernoulli simulation of §Multi-head coverage: fraction of trials in which at least one of ``H`` independent heads
     (each succeeding with probability ``p``) separates the token. Seeded with ``numpy.random.default_rng(seed)``.
     """
     p = check_probability("p", p)

@@ -185,3 +185,53 @@ def test_python_floor_is_stated_consistently():
     assert re.search(rf"^\s*-\s*python>={re.escape(m[1])}\b", (ROOT / "environment.yml").read_text(), re.M)
     readme = (ROOT / "README.md").read_text()
     assert f"Python ≥ {m[1]}" in readme and "Python ≥ 3.10" not in readme
+
+
+# ---- references to documents outside the repository ------------------------------------------------------------
+#: Documents the team worked from that are not part of the repository (readers and users do not have them). The
+#: book's own account of the paper is its appendix "Reading the paper"; everything refers to that instead.
+OUTSIDE_DOCUMENTS = re.compile(r"paper[-_]notes|\.\./shared|style-examples|the project's notes|notes file", re.I)
+THIS_FILE = Path(__file__).resolve()
+
+
+def _tracked_text_files() -> list[Path]:
+    import subprocess
+
+    out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    files = []
+    for rel in out:
+        path = ROOT / rel
+        if path.resolve() == THIS_FILE or rel.startswith(("attn_lib/data/", "package-lock.json")) or not path.is_file():
+            continue
+        try:
+            path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        files.append(path)
+    return files
+
+
+def test_no_reference_to_documents_outside_the_repository():
+    hits = []
+    for path in _tracked_text_files():
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if OUTSIDE_DOCUMENTS.search(line):
+                hits.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()[:100]}")
+    assert not hits, "references to documents that are not in the repository:\n" + "\n".join(hits[:20])
+
+
+def test_the_outside_document_check_can_fail(tmp_path):
+    assert OUTSIDE_DOCUMENTS.search("see paper-notes §3.7") and OUTSIDE_DOCUMENTS.search("../shared/x.md")
+    assert not OUTSIDE_DOCUMENTS.search("see Reading the paper, §Theorem 2")
+
+
+def test_relative_markdown_links_resolve():
+    link = re.compile(r"\[[^\]]*\]\((?!https?:|mailto:|#)([^)\s#]+)(?:#[^)]*)?\)")
+    broken = []
+    for path in _tracked_text_files():
+        if path.suffix != ".md":
+            continue
+        for target in link.findall(path.read_text(encoding="utf-8")):
+            if not ((path.parent / target).exists() or (ROOT / target).exists()):
+                broken.append(f"{path.relative_to(ROOT)} -> {target}")
+    assert not broken, f"Markdown links to files that do not exist: {broken}"

@@ -267,6 +267,20 @@ def test_no_remote_scripts_or_styles_in_the_html():
             pytest.fail(f"{rel}: remote resource {tag}")
 
 
+def test_built_pages_name_no_document_outside_the_repository():
+    """The book's own account of the paper is its appendix; no page may point readers to a document they lack."""
+    if not PAGES:
+        _unavailable(f"no built book at {HTML} (run `make book` first)")
+    from test_book_hygiene import OUTSIDE_DOCUMENTS
+
+    hits = []
+    for rel in PAGES:
+        m = OUTSIDE_DOCUMENTS.search((HTML / rel).read_text(encoding="utf-8"))
+        if m:
+            hits.append(f"{rel}: {m.group(0)!r}")
+    assert not hits, f"built pages that name a document outside the repository: {hits}"
+
+
 @pytest.mark.parametrize("rel", PAGES or ["<no built book>"])
 def test_page_renders_offline(visits, rel):
     if rel not in PAGES:

@@ -99,7 +99,7 @@ def test_theorem1_dmax_holds_on_20000_instances():
             worst = max(worst, float(np.max(dt / np.maximum(dm, 1e-300))))
             count += 1000
     assert count >= 19000
-    assert worst > 0.9  # the bound is nearly attained (paper-notes: worst ratio ~1.0)
+    assert worst > 0.9  # the bound is nearly attained (the book's check: worst ratio ~1.0)
 
 
 def test_theorem1_d1_and_parts_against_brute_force():
@@ -159,7 +159,7 @@ def test_jensen_gap_bound_by_enumeration_300_cases():
             rel_l.extend(np.abs(exact - th.expectation_e1(alpha, X, N, p="L")) / exact)
             cases += B
     assert cases >= 300
-    # paper-notes: p = N/(L-1) is the more accurate reading (~10% vs ~20% mean relative error)
+    # Reading the paper, §Expectation forms: p = N/(L-1) is the more accurate reading (~10% vs ~20% mean relative error)
     assert np.mean(rel_lm1) < np.mean(rel_l)
 
 

@@ -277,8 +277,10 @@ def _warm_up_kernels(handle, prog: _Progress) -> None:
         _kernels.warm_up(lambda name: bar.update(1))
 
 
-def _run_pass(handle, text, analyses: list, length: int, start: int = 0, prog: _Progress | None = None) -> float:
-    """One forward pass at ``length``; every analysis sees every layer. Returns the seconds spent."""
+def _run_pass(handle, text, analyses: list, length: int, start: int = 0, prog: _Progress | None = None,
+              analysis_seconds: list | None = None) -> float:
+    """One forward pass at ``length``; every analysis sees every layer. Returns the seconds spent; if
+    ``analysis_seconds`` (a list, one entry per analysis) is given, each analysis' own time is added to it."""
     from .capture import capture_attention
 
     prog = prog or _Progress(False)
@@ -289,8 +291,11 @@ def _run_pass(handle, text, analyses: list, length: int, start: int = 0, prog: _
     def cb(la):
         sh = _Shared(la)
         with M.block_parallel():  # single-threaded torch, parallel row blocks (see metrics.block_parallel)
-            for a in analyses:
+            for i, a in enumerate(analyses):
+                t_a = time.perf_counter()
                 a.layer(sh)
+                if analysis_seconds is not None:
+                    analysis_seconds[i] += time.perf_counter() - t_a
         del sh
         bar.update(1)
 
@@ -937,16 +942,25 @@ def run_all(handle, text, profile="quick", cache=None, *, start: int = 0, seed: 
         made = {n: _make(n, handle, text, params[n]) for n in todo}
         L = max(Lp for _, Lp in made.values())
         _warm_up_kernels(handle, prog)
-        t_pass = _run_pass(handle, text, [a for a, _ in made.values()], L, start, prog)
+        per_analysis = [0.0] * len(made)
+        t_pass = _run_pass(handle, text, [a for a, _ in made.values()], L, start, prog, per_analysis)
+        shared = max(0.0, t_pass - sum(per_analysis))  # forward pass, capture and the layer set-up they share
         if timings is not None:
             timings["pass"] = t_pass
+            timings["shared"] = shared
         with prog.bar(total=len(made), desc="finishing the experiments", unit="experiment") as bar:
             for n, (a, _) in made.items():
                 bar.set_postfix_str(n)
                 t0 = time.perf_counter()
                 df = a.finish()
+                t_finish = time.perf_counter() - t0
                 if timings is not None:
-                    timings[f"finish_{n}"] = time.perf_counter() - t0
+                    timings[f"finish_{n}"] = t_finish
+                # how long this experiment took, kept with its table (and so in the result cache)
+                df.attrs["timing"] = {
+                    "analysis_s": per_analysis[list(made).index(n)] + t_finish, "shared_pass_s": shared,
+                    "pass_length": L, "experiments_in_pass": list(made), "device": str(handle.device),
+                    "threads": torch.get_num_threads(), "computed_at": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
                 if cache is not None:
                     key = _key(n, handle, text, start=start, **params[n])
                     df = cache.get_or_compute(key, lambda df=df: df)

@@ -1074,3 +1074,158 @@ def write_report(results: dict[str, pd.DataFrame], out: str | Path, *, handle=No
     mp = out / "report.md"
     mp.write_text(md)
     return {"out": str(out), "json": str(jp), "report": str(mp), "figures": figs, "verdicts": vt}
+
+
+# ---- the reproduction report (book/06_reproduction_report.md) --------------------------------------------------
+__all__ += ["PAPER_TABLE1", "setting_differences", "reproduction_table", "runtime_table"]
+
+#: The paper's Table 1: each algorithm's run time on an Apple M1 Pro (10-core CPU, 16 GB; PyTorch on the CPU,
+#: Joblib for parallelism), in seconds, with the figure it makes.
+PAPER_TABLE1 = {
+    "distance_vs_length": ("Algorithm 1", "Fig. 2a", 24 * 60),
+    "distance_vs_n": ("Algorithm 2", "Fig. 2b", 37 * 60),
+    "critical_n": ("Algorithm 3", "Fig. 2c", 17 * 3600 + 4 * 60),
+    "separability": ("Algorithm 4", "Fig. 3", 7 * 60),
+    "gradient_sensitivity": ("Algorithm 5", "Fig. 4", 60),
+}
+
+#: The appendix section behind each claim's project decisions (labels of book/appendix_reading_the_paper.md).
+_CLAIM_SECTIONS = (
+    ("distance grows", "app-distance"), ("expected distance", "app-expectation"), ("d_max", "app-thm1"),
+    ("plateaus", "app-grids"), ("tightens", "app-thm1"), ("converge", "app-expectation"),
+    ("critical N", "app-critical-n"), ("E2 and d~", "app-cor2"), ("separability", "app-separability-def"),
+    ("1/T regime", "app-sensitivity-metric"), ("beyond T", "app-sensitivity-metric"),
+    ("other reading", "app-sensitivity-metric"), ("corrected Corollary 3", "app-cor3"),
+)
+
+
+def setting_differences(model: str, text: str, *, n_heads: int | None = None, n_kv_heads: int | None = None) -> list[str]:
+    """What separates a run from the paper's setting (GPT-2 small on *War and Peace*), as short phrases.
+
+    Parameters
+    ----------
+    model, text : str
+        The ``model`` and ``text`` labels of the results (e.g. ``"SmolLM2-135M-Instruct (offline stand-in for
+        gpt2)"`` and ``"botchan"``).
+    n_heads, n_kv_heads : int, optional
+        Query and key/value heads per layer, when known.
+
+    Returns
+    -------
+    list of str
+        Empty when the run is GPT-2 small on *War and Peace*.
+    """
+    out = []
+    m, t = str(model).lower(), str(text).lower()
+    if "smollm2" in m:
+        out.append("model: SmolLM2-135M-Instruct stand-in, not GPT-2 (30 layers, RoPE positions, Q4_1-quantised "
+                   "weights dequantised to float32"
+                   + (f", grouped-query attention: {n_heads} query heads share {n_kv_heads} key/value heads"
+                      if n_heads and n_kv_heads and n_kv_heads < n_heads else "") + ")")
+    elif not m.startswith("gpt2") or m.startswith(("gpt2-medium", "gpt2-large", "gpt2-xl")):
+        out.append(f"model: {model}, not GPT-2 small")
+    if "war" not in t:
+        out.append(f"text: {text}, not War and Peace")
+    return out
+
+
+def reproduction_table(results: dict[str, pd.DataFrame], *, n_heads: int | None = None,
+                       n_kv_heads: int | None = None, thresholds: dict | None = None) -> pd.DataFrame:
+    """One row per claim of the paper: its words, the value measured here, the verdict and the possible reasons for
+    a difference.
+
+    Parameters
+    ----------
+    results : dict
+        :func:`attn_lib.experiments.run_all`'s results.
+    n_heads, n_kv_heads : int, optional
+        Query and key/value heads per layer of the model that ran.
+    thresholds : dict, optional
+        Overrides of :data:`THRESHOLDS`.
+
+    Returns
+    -------
+    DataFrame
+        ``claim, paper, measured, verdict, rule, reason, section``: ``reason`` lists what separates this run from
+        the paper's setting (model, text) for a claim that is not reproduced, and names the project decision
+        behind it; ``section`` is the label of the appendix section that explains the decisions the claim rests on.
+    """
+    vt = verdicts(results, thresholds)
+    meta = next((_meta(df) for df in results.values() if isinstance(df, pd.DataFrame) and len(df)), {})
+    diffs = setting_differences(meta.get("model", ""), meta.get("text", ""), n_heads=n_heads, n_kv_heads=n_kv_heads)
+    sections, reasons = [], []
+    for row in vt.itertuples():
+        section = next((lab for word, lab in _CLAIM_SECTIONS if word in row.claim), "app-open")
+        sections.append(section)
+        if row.verdict == "not reproduced":
+            reasons.append("; ".join(diffs + ["project decisions: see the appendix section"]) if diffs
+                           else "same setting as the paper; see the appendix section for the project's decisions")
+        elif row.verdict == "by construction":
+            reasons.append("follows from the definition of E2 (a project reading), not from the data")
+        else:
+            reasons.append("")
+    return vt.assign(reason=reasons, section=sections)
+
+
+def runtime_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The paper's Table 1 next to the time each algorithm took here.
+
+    The times come from ``attrs["timing"]`` of each experiment's table (kept with it in the result cache):
+    ``analysis_s``, the algorithm's own work, and ``shared_pass_s``, the one forward pass (with attention capture)
+    that all experiments of the run shared.
+
+    Parameters
+    ----------
+    results : dict
+        :func:`attn_lib.experiments.run_all`'s results.
+
+    Returns
+    -------
+    DataFrame (one row per algorithm with data, index ``algorithm``)
+        ``figure``, ``paper (s)``, ``here: analysis (s)``, ``here: shared forward pass (s)``, ``speed-up``
+        (paper time over analysis plus shared pass), ``device``, ``computed at``.
+    """
+    rows = []
+    for name, (alg, fig, paper_s) in PAPER_TABLE1.items():
+        df = results.get(name)
+        timing = getattr(df, "attrs", {}).get("timing") if df is not None else None
+        if not timing:
+            continue
+        here = float(timing["analysis_s"])
+        shared = float(timing["shared_pass_s"])
+        rows.append({"algorithm": alg, "figure": fig, "paper (s)": float(paper_s), "here: analysis (s)": here,
+                     "here: shared forward pass (s)": shared, "speed-up": paper_s / max(here + shared, 1e-9),
+                     "device": f"{timing['device']}, {timing.get('threads', '?')} threads",
+                     "computed at": timing["computed_at"]})
+    columns = ["algorithm", "figure", "paper (s)", "here: analysis (s)", "here: shared forward pass (s)", "speed-up",
+               "device", "computed at"]
+    return pd.DataFrame(rows, columns=columns).set_index("algorithm")
+
+
+__all__ += ["reproduction_markdown"]
+
+
+def reproduction_markdown(table: pd.DataFrame) -> str:
+    """:func:`reproduction_table` as a MyST Markdown table; each reason links its appendix section.
+
+    Parameters
+    ----------
+    table : DataFrame
+        :func:`reproduction_table`'s output.
+
+    Returns
+    -------
+    str
+        A pipe table with the columns claim, the paper, measured here, verdict, why it may differ; ``|`` inside a
+        cell is escaped so every row keeps its cells.
+    """
+    _need(table, "table", ("claim", "paper", "measured", "verdict", "reason", "section"))
+
+    def cell(x) -> str:
+        return str(x).replace("\n", " ").replace("|", "\\|")
+
+    lines = ["| claim | the paper | measured here | verdict | why it may differ |", "|---|---|---|---|---|"]
+    for r in table.itertuples():
+        why = cell(r.reason) + (" " if r.reason else "") + f"({{ref}}`appendix <{r.section}>`)"
+        lines.append(f"| {cell(r.claim)} | {cell(r.paper)} | {cell(r.measured)} | **{cell(r.verdict)}** | {why} |")
+    return "\n".join(lines)

@@ -519,14 +519,14 @@ def corollary2_remainder_symbolic(L: int = 3, d: int = 2) -> dict:
     lhs = [a[i] - p * sum((a[j] for j in range(L) if j != i), sp.zeros(d, 1)) for i in range(L)]
     rhs = [a[i] - p * (z - a[i]) for i in range(L)]
     identity = sp.Matrix([sp.expand(e) for i in range(L) for e in (lhs[i] - rhs[i])])
-    w = sp.Symbol("||z - a_i||", nonnegative=True)
+    w = sp.Symbol(r"\|z - a_i\|", nonnegative=True)
     homogeneity = sp.simplify(sp.Abs(p) * w - p * w)
     Ls, Ns = sp.symbols("L N", positive=True)
     outer = (Ls - Ns) / Ls
     outer_slack = sp.simplify(1 - outer)
     i = sp.Symbol("i", integer=True, positive=True)
-    A = sp.IndexedBase("A")  # A[i] = ||a_i||
-    Z = sp.Symbol("||z||", nonnegative=True)
+    A = sp.IndexedBase("A")  # A[i] = ||a_i||, displayed as A_i
+    Z = sp.Symbol(r"\|z\|", nonnegative=True)
     limits = (i, 1, Ls)
     summed = sp.Sum(p * (Z + A[i]), limits)
     evaluated = _sum_linear(p * (Z + A[i]), limits)
@@ -539,7 +539,7 @@ def corollary2_remainder_symbolic(L: int = 3, d: int = 2) -> dict:
         "term": lhs[0],
         "term_rewritten": rhs[0],
         "identity_check": identity,
-        "reverse_triangle": sp.Le(sp.Abs(sp.Symbol("||a_i - p(z - a_i)||") - sp.Symbol("||a_i||")), p * w),
+        "reverse_triangle": sp.Le(sp.Abs(sp.Symbol(r"\|a_i - p(z - a_i)\|") - sp.Symbol(r"\|a_i\|")), p * w),
         "homogeneity_check": homogeneity,
         "outer_factor": outer,
         "outer_slack": outer_slack,

@@ -301,7 +301,7 @@ def test_corollary2_remainder_bound_against_theory():
     i = sp.Symbol("i", integer=True, positive=True)
     Lsym, Nsym = sp.symbols("L N", positive=True)
     bound = res["bound"].subs(sp.Sum(sp.IndexedBase("A")[i], (i, 1, Lsym)), float(np.linalg.norm(A, axis=1).sum()))
-    bound = float(bound.subs({Lsym: L, Nsym: N, sp.Symbol("||z||", nonnegative=True): z_norm}))
+    bound = float(bound.subs({Lsym: L, Nsym: N, sp.Symbol(r"\|z\|", nonnegative=True): z_norm}))
     assert bound == pytest.approx(lim["remainder_bound_loose"], rel=1e-12)
     assert abs(lim["remainder"]) <= lim["remainder_bound"] <= bound * (1 + 1e-12)
 

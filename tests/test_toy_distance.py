@@ -277,10 +277,19 @@ class TestLatex:
     def test_theorem1_steps_lines(self):
         t1 = symbolic.theorem1_steps(N=2, d=2)
         lines = toy.theorem1_steps_latex(t1)
-        assert len(lines) == 7
+        assert len(lines) == 8
         assert lines[1].endswith(sp.latex(t1["step1_check"]))      # step 1's difference (the zero vector)
-        assert r"\bar{\alpha}_N" in lines[3] and "abar" not in lines[3]   # symbols typeset, not raw names
+        assert "triangle inequality" in lines[3] and r"\ge 0" in lines[3]   # step 3's slack, decided by SymPy
+        assert r"\bar{\alpha}_N" in lines[4] and "abar" not in lines[4]   # symbols typeset, not raw names
+        assert lines[4].endswith("= 0") and r"\sum_{k=1}^{L - N}" in lines[5]   # step 4's difference; step 5's Sum
         assert lines[-1].endswith("= 0")
+
+    def test_corollary2_remainder_lines(self):
+        lines = toy.corollary2_remainder_latex(symbolic.corollary2_remainder_symbolic())
+        assert len(lines) == 4
+        assert "reverse triangle inequality" in lines[1] and r"\|a_i\|" in lines[1]   # norms typeset verbatim
+        assert r"\frac{N}{L}" in lines[2] and r"\ge 0" in lines[2]
+        assert lines[3].endswith("0") and r"\frac{L N \|z\|}{L - 1}" in lines[3]
 
     def test_random_variance_lines(self):
         rv = symbolic.theorem1_random_variance(n=4, N=2)
@@ -298,3 +307,5 @@ class TestLatex:
             toy.theorem1_steps_latex({"s": 1})
         with pytest.raises(ValueError, match="c2"):
             toy.corollary2_limits_latex([])
+        with pytest.raises(ValueError, match="rem"):
+            toy.corollary2_remainder_latex({"term": 1})

@@ -13,7 +13,8 @@ asserts the inequalities on those tables, so that a failing check shows in the c
 * :func:`sink_row`, :func:`corollary2_sequence`, :func:`figure_corollary2_sequence` -- Corollary 2 on a row with an
   attention sink, for growing ``L``;
 * :func:`top_n_curves`, :func:`figure_top_n` -- every quantity against ``N`` on one row, and the slider's figure;
-* :func:`theorem1_steps_latex`, :func:`random_variance_latex`, :func:`corollary2_limits_latex` -- the SymPy
+* :func:`theorem1_steps_latex`, :func:`random_variance_latex`, :func:`corollary2_limits_latex`,
+  :func:`corollary2_remainder_latex` -- the SymPy
   results of :mod:`attn_lib.symbolic` as display lines.
 """
 
@@ -42,6 +43,7 @@ __all__ = [
     "theorem1_steps_latex",
     "random_variance_latex",
     "corollary2_limits_latex",
+    "corollary2_remainder_latex",
 ]
 
 #: Colour and line style of each quantity in the figures of this module.
@@ -495,29 +497,86 @@ def theorem1_steps_latex(t1: dict) -> list[str]:
 
     Returns
     -------
-    list of str (7 lines)
-        ``s`` and :math:`\bar\alpha_N`; steps 1-5 (each with the difference SymPy reduced to zero where the step
-        is an identity); :math:`d_{\max}` and its value at :math:`N=L`.
+    list of str (8 lines)
+        ``s`` and :math:`\bar\alpha_N`; steps 1-5, each with what SymPy computed: the difference it reduced to zero
+        where the step is an identity, the slack it decided is non-negative where the step is an inequality, and
+        the ``Sum`` it evaluated in step 5; :math:`d_{\max}` and its value at :math:`N=L`.
     """
     import sympy as sp
 
-    _keys("t1", t1, ["s", "abar", "step1_check", "step2_convex_combination", "step2_check", "step2_weights_sum",
-                     "step3_norm_s", "step4_per_term", "step5_sum", "step5_expanded", "d_max", "step5_check",
-                     "at_N_equals_L"])
+    _keys(
+        "t1",
+        t1,
+        [
+            "s",
+            "abar",
+            "step1_check",
+            "step2_convex_combination",
+            "step2_check",
+            "step2_weights_sum",
+            "step2_norm_check",
+            "step3_triangle",
+            "step3_slack",
+            "step3_slack_nonnegative",
+            "step4_coefficient",
+            "step4_coefficient_nonnegative",
+            "step4_coefficient_at_most_one",
+            "step4_inserted",
+            "step4_check",
+            "step4_per_term",
+            "step5_sum",
+            "step5_evaluated",
+            "step5_expanded",
+            "d_max",
+            "step5_check",
+            "at_N_equals_L",
+        ],
+    )
     tex = sp.latex
+
+    k = sp.Symbol("k", integer=True, positive=True)
+    per_i = _pretty(t1["step4_per_term"].rhs.subs(sp.IndexedBase("alpha")[k], sp.Symbol("alpha_i", positive=True)))
+
+    def decided(flag) -> str:
+        return r"\ \text{(SymPy: }" + (r"\ge 0" if flag is True else r"\text{undecided}") + ")"
+
     return [
         r"s = " + tex(t1["s"]) + r",\qquad \bar\alpha_N = " + tex(t1["abar"]),
         r"\text{step 1: }\ \alpha_i x_i - s - \Big[\alpha_i\big(x_i - s/\bar\alpha_N\big) - "
         r"\big(1 - \alpha_i/\bar\alpha_N\big)s\Big] = " + tex(t1["step1_check"]),
-        r"\text{step 2: }\ x_i - s/\bar\alpha_N = " + tex(t1["step2_convex_combination"])
-        + r",\quad \text{difference } " + tex(t1["step2_check"])
-        + r",\quad \sum_j \alpha_j/\bar\alpha_N = " + tex(t1["step2_weights_sum"]),
-        r"\text{step 3: }\ \|s\|_2 \le " + tex(_pretty(t1["step3_norm_s"].rhs)),
-        r"\text{step 4: }\ \|\alpha_k x_k - s\|_2 \le " + tex(_pretty(t1["step4_per_term"].rhs)),
-        r"\text{step 5: }\ \tilde d \le " + tex(_pretty(t1["step5_sum"])) + " = " + tex(_pretty(t1["step5_expanded"])),
-        r"\Sigma_{\mathrm{out}} = 1 - \bar\alpha_N:\quad d_{\max} = " + tex(_pretty(t1["d_max"]))
-        + r",\qquad \text{difference } " + tex(t1["step5_check"])
-        + r",\qquad d_{\max}\big|_{N=L,\ \bar\alpha_N=1} = " + tex(t1["at_N_equals_L"]),
+        r"\text{step 2: }\ x_i - s/\bar\alpha_N = "
+        + tex(t1["step2_convex_combination"])
+        + r",\quad \text{difference } "
+        + tex(t1["step2_check"])
+        + r",\quad \sum_j \alpha_j/\bar\alpha_N = "
+        + tex(t1["step2_weights_sum"])
+        + r",\quad \sum_j \tfrac{\alpha_j}{\bar\alpha_N}d_1 - d_1 = "
+        + tex(t1["step2_norm_check"]),
+        r"\text{step 3 (triangle inequality): }\ \|s\|_2 \le "
+        + tex(t1["step3_triangle"].rhs)
+        + r",\quad \Big[\bar\alpha_N M_I - \big("
+        + tex(t1["step3_triangle"].rhs)
+        + r"\big)\Big]_{n_j = M_I - t_j} = "
+        + tex(t1["step3_slack"])
+        + decided(t1["step3_slack_nonnegative"]),
+        r"\text{step 4 (triangle inequality): coefficient } "
+        + tex(_pretty(t1["step4_coefficient"]))
+        + r"\in[0,1]"
+        + decided(t1["step4_coefficient_nonnegative"] and t1["step4_coefficient_at_most_one"])
+        + r",\quad "
+        + tex(_pretty(t1["step4_inserted"]))
+        + " - ("
+        + tex(per_i)
+        + ") = "
+        + tex(t1["step4_check"]),
+        r"\text{step 5: }\ \tilde d \le " + tex(_pretty(t1["step5_sum"])) + " = " + tex(_pretty(t1["step5_evaluated"])),
+        r"\textstyle\sum_{k} \alpha_k = 1 - \bar\alpha_N:\quad " + tex(_pretty(t1["step5_expanded"])),
+        r"d_{\max} = "
+        + tex(_pretty(t1["d_max"]))
+        + r",\qquad \text{difference } "
+        + tex(t1["step5_check"])
+        + r",\qquad d_{\max}\big|_{N=L,\ \bar\alpha_N=1} = "
+        + tex(t1["at_N_equals_L"]),
     ]
 
 
@@ -580,4 +639,62 @@ def corollary2_limits_latex(c2: dict) -> list[str]:
         + r",\qquad " + tex(c2["per_token_term"]) + r"\xrightarrow[p\to0]{}"
         + tex(c2["per_token_term_limit_p_to_0"]),
         r"\text{(ii)}\quad " + tex(c2["outer_factor"]) + r"\xrightarrow[N\to L]{}" + tex(c2["outer_limit_N_to_L"]),
+    ]
+
+
+def corollary2_remainder_latex(rem: dict) -> list[str]:
+    r"""The remainder bound of Corollary 2(i) as LaTeX lines, from
+    :func:`attn_lib.symbolic.corollary2_remainder_symbolic`.
+
+    Parameters
+    ----------
+    rem : dict
+        The result of :func:`attn_lib.symbolic.corollary2_remainder_symbolic`.
+
+    Returns
+    -------
+    list of str (4 lines)
+        The per-token identity and its difference; the reverse triangle inequality with ``|p| = p``; the outer
+        factor's slack; the triangle-inequality sum SymPy evaluated and the bound after ``p = N/(L-1)``.
+    """
+    import sympy as sp
+
+    _keys(
+        "rem",
+        rem,
+        [
+            "term",
+            "identity_check",
+            "reverse_triangle",
+            "homogeneity_check",
+            "outer_slack",
+            "outer_slack_nonnegative",
+            "triangle_sum",
+            "triangle_sum_evaluated",
+            "bound",
+            "bound_check",
+        ],
+    )
+
+    def tex(expr) -> str:  # norm symbols are named in LaTeX already: print their names verbatim
+        verbatim = {x: x.name for x in expr.free_symbols if getattr(x, "name", "").startswith("\\|")}
+        return sp.latex(expr, symbol_names=verbatim)
+
+    sign = r"\ge 0" if rem["outer_slack_nonnegative"] is True else r"\text{undecided}"
+    return [
+        r"a_1 - p\sum_{j\ne 1}a_j = " + tex(rem["term"].T) + r",\quad \Big[a_i - p\sum_{j\ne i}a_j\Big] - "
+        r"\big[a_i - p(z - a_i)\big]\ \text{for every } i:\ " + tex(rem["identity_check"].T),
+        r"\text{reverse triangle inequality: } "
+        + tex(rem["reverse_triangle"])
+        + r",\quad |p|\,\|z-a_i\| - p\,\|z-a_i\| = "
+        + tex(rem["homogeneity_check"]),
+        r"1 - \frac{L-N}{L} = " + tex(rem["outer_slack"]) + r"\ \text{(SymPy: }" + sign + ")",
+        r"\text{triangle inequality, } A_i = \|a_i\|_2:\ |R| \le "
+        + tex(rem["triangle_sum"])
+        + " = "
+        + tex(rem["triangle_sum_evaluated"])
+        + r"\ \xrightarrow{p = N/(L-1)}\ "
+        + tex(rem["bound"])
+        + r",\quad \text{difference to Eq. (i): } "
+        + tex(rem["bound_check"]),
     ]

@@ -143,3 +143,12 @@ def test_the_command_line_exits_non_zero_on_a_problem(book_copy):
     run = subprocess.run([sys.executable, str(ROOT / "tools" / "chapters.py"), "check", "--root", str(book_copy)],
                          capture_output=True, text=True)
     assert run.returncode == 1 and "98_orphan.ipynb" in run.stderr
+
+
+def test_a_notebook_with_merge_conflict_markers_is_reported_not_a_crash(book_copy):
+    twin = _first_chapter(book_copy).with_suffix(".ipynb")
+    twin.write_text("<<<<<<< HEAD\n" + twin.read_text() + "=======\n>>>>>>> branch\n")
+    found = chapters_tool.problems(book_copy)
+    assert any("not a readable notebook" in p for p in found), found
+    chapters_tool.sync(book_copy)
+    assert chapters_tool.problems(book_copy) == []

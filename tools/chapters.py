@@ -94,7 +94,12 @@ def output_problems(book: Path) -> list[str]:
     """Notebooks in ``book`` that carry outputs, execution counts or widget state."""
     problems = []
     for path in sorted(book.glob("*.ipynb")):
-        nb = nbformat.read(path, as_version=4)
+        try:
+            nb = nbformat.read(path, as_version=4)
+        except (nbformat.reader.NotJSONError, ValueError) as err:
+            problems.append(f"{path.name}: not a readable notebook ({type(err).__name__}; a merge conflict? "
+                            "run tools/chapters.py sync)")
+            continue
         dirty = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)]
         if dirty:
             problems.append(f"{path.name}: cells {dirty} have outputs or execution counts (run tools/chapters.py sync)")
@@ -123,6 +128,8 @@ def problems(root: Path = ROOT) -> list[str]:
         twin = md.with_suffix(".ipynb")
         if not twin.exists():
             found.append(f"{name}: no .ipynb twin (run python tools/chapters.py sync)")
+        elif "<<<<<<<" in twin.read_text(encoding="utf-8"):
+            pass  # reported above as unreadable
         elif twin.read_text(encoding="utf-8") != expected:
             found.append(f"{twin.name}: out of sync with {name} (edit the .md, then run python tools/chapters.py sync)")
         nb = jupytext.read(md, fmt="md:myst")

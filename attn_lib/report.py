@@ -543,7 +543,7 @@ def figure_critical_n(summary: pd.DataFrame, trace: pd.DataFrame | None = None):
         if f == "e2":
             if sampling == "heads":
                 ax.scatter(g["L"], g["n_star"], marker="x", color="0.5", zorder=3,
-                           label="E2: N* = first N scanned (indistinguishable by construction)")
+                           label="E2: first passing N (indistinguishable by construction)")
             continue
         color, ls, marker = styles.get((f, sampling), ("tab:green", ":", "^"))
         name = f"{f.upper()}, KS {KS_SAMPLING.get(sampling, sampling)}"

@@ -37,6 +37,10 @@ except Exception:  # pragma: no cover - exercised only without numba
 __all__ = ["available", "scan_prefix", "mc_prefix", "dist_prefix", "order_prefix", "sep_prefix", "running_min_sq",
            "sens_rows", "d1_cummax", "set_threads", "warm_up"]
 
+#: The public kernels, in the order :func:`warm_up` compiles them.
+KERNELS = ("scan_prefix", "dist_prefix", "mc_prefix", "order_prefix", "sep_prefix", "running_min_sq", "sens_rows",
+           "d1_cummax")
+
 #: p modes of :func:`scan_prefix` (inclusion probability of E1): N/(t-1), N/t, a fixed number.
 P_MODES = {"L-1": 0, "L": 1}
 
@@ -692,8 +696,9 @@ def warm_up(callback=None) -> list[str]:
         ("sens_rows", lambda: sens_rows(a, np.ones_like(a) / math.sqrt(3), t[0], [1.0], [0.1])),
         ("d1_cummax", lambda: d1_cummax(G, order, t, 1)),
     ]
+    assert tuple(n for n, _ in steps) == KERNELS
     for name, fn in steps:
         fn()
         if callback is not None:
             callback(name)
-    return [n for n, _ in steps]
+    return list(KERNELS)

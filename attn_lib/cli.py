@@ -347,7 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
         "info", help="device, model resolution, cache location and size", formatter_class=raw,
         description="Print the attn_lib, torch and transformers versions, the devices here, how --device and "
                     "--model\nresolve, the offline stand-in's status, the texts and the cache folders with their "
-                    "sizes.\nNothing is loaded or downloaded.",
+                    "sizes.\nNo model is loaded or downloaded.",
         epilog="example:\n  attn-lib info --model gpt2-medium --device cuda")
     sp.add_argument("--model", default="gpt2",
                     help="model name to resolve (default gpt2): says whether it is in the local Hugging Face cache, "

@@ -157,8 +157,6 @@ def load_inputs(model: str = "gpt2", text: str = "war-and-peace", *, device: str
         the offline stand-in model, the offline default text) that would otherwise be warnings, for the caller to
         show.
     """
-    import warnings
-
     from .corpus import load_text
     from .models import load_model
 
@@ -273,7 +271,8 @@ def _warm_up_kernels(handle, prog: _Progress) -> None:
 
     if not prog.enabled or handle.device.type != "cpu" or M.DEFAULT_ENGINE == "torch" or not _kernels.available():
         return
-    with prog.bar(total=8, desc="kernels (compiled on first use, then cached)", unit="kernel") as bar:
+    with prog.bar(total=len(_kernels.KERNELS), desc="kernels (compiled on first use, then cached)",
+                  unit="kernel") as bar:
         _kernels.warm_up(lambda name: bar.update(1))
 
 

@@ -141,3 +141,10 @@ def test_bad_arguments_are_refused(kwargs, name):
 def test_bad_weights_are_refused():
     with pytest.raises(ValueError, match="weights"):
         M.coverage_metrics(torch.ones(2, 3, 4), torch.ones(2, 3, 2))
+
+
+def test_a_head_covers_at_most_its_own_separable_tokens():
+    cov = M.coverage_metrics(_layer(H=4, L=30, seed=9), N=5)
+    sets = M.separable_sets(_layer(H=4, L=30, seed=9), N=5)
+    assert bool((cov.hits.sum(-1) <= sets.separable.sum(-1)).all())
+    assert bool((cov.hits.sum(-1) < sets.separable.sum(-1)).any())  # the target differs from some head's top-N

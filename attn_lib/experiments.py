@@ -51,6 +51,7 @@ __all__ = [
     "critical_n_summary",
     "separability",
     "gradient_sensitivity",
+    "multihead_coverage",
     "run_all",
     "run_reproduce",
     "text_window",
@@ -460,6 +461,46 @@ class _SensitivityAnalysis:
         return pd.DataFrame(self.rows)
 
 
+class _CoverageAnalysis:
+    """Multi-head coverage (Reading the paper, §Multi-head coverage): per layer, the mean over valid rows of the
+    coverage ``c(H)`` of the head-averaged top-``N`` after ``H`` heads, and the share of (row, order) samples fully
+    covered by then, from :func:`attn_lib.metrics.coverage_metrics` (orders seeded with ``seed + layer``)."""
+
+    def __init__(self, meta, length, N, permutations, seed):
+        self.meta, self.length, self.N, self.P, self.seed = meta, length, N, permutations, seed
+        self.rows: list[dict] = []
+
+    @staticmethod
+    def _weights(sh: _Shared) -> M.LayerData:
+        """The pass's float64 layer; built without the Gram products of :meth:`_Shared.layer` (coverage does not
+        use them) unless another analysis of the pass has built it already."""
+        if "ld" in sh._memo:
+            return sh._memo["ld"]
+        la = sh.la
+        with M.large_ops():
+            return sh.get("ld_weights", lambda: M.LayerData.from_logits(la.logits[0], la.values[0], mask=_mask(la)))
+
+    def layer(self, sh: _Shared):
+        ld = self._weights(sh)
+        u = M.unit_layer(ld, 1.0)
+        cov = M.coverage_metrics(u, N=self.N, permutations=self.P, seed=self.seed + sh.la.layer, normalize=False)
+        valid = cov.valid[: self.length]
+        n_rows = int(valid.sum())
+        if n_rows == 0:
+            return
+        curve = cov.coverage[: self.length][valid].mean(0)  # (H,)
+        needed = cov.needed[:, : self.length][:, valid]  # (P, rows)
+        p_layer = float(cov.fraction[:, : self.length][:, valid].mean())
+        for k in range(1, ld.H + 1):
+            covered = float(((needed >= 1) & (needed <= k)).to(torch.float64).mean())
+            self.rows.append(dict(self.meta, L=self.length, N=self.N, layer=sh.la.layer, H=k, n_heads=ld.H,
+                                  n_rows=n_rows, permutations=self.P, coverage=float(curve[k - 1]),
+                                  covered=covered, fraction=p_layer))
+
+    def finish(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows)
+
+
 def _kv_groups(n_heads: int, n_kv_heads: int) -> np.ndarray:
     """Key/value group of each query head: head ``h`` reads key/value head ``h // (n_heads // n_kv_heads)``
     (grouped-query attention as in Llama; ``n_kv_heads == n_heads`` is plain multi-head attention)."""
@@ -647,6 +688,8 @@ def _make(name: str, handle, text, params: dict):
     if name == "gradient_sensitivity":
         return _SensitivityAnalysis(meta, params["L"], params["temperatures"], params["eps_values"],
                                     params["seed"], params.get("rows", 0)), params["L"]
+    if name == "multihead_coverage":
+        return _CoverageAnalysis(meta, params["L"], params["N"], params["permutations"], params["seed"]), params["L"]
     raise ValueError(f"experiment must be one of {list(EXPERIMENTS)} (got {name!r})")
 
 
@@ -875,6 +918,52 @@ def gradient_sensitivity(handle, text, *, L: int = 1024,
     ``row_stride``); the directions are then drawn for those rows only."""
     params = _params_sens(handle, L, temperatures, eps_values, seed, rows)
     return _run_one("gradient_sensitivity", handle, text, params, cache, start)
+
+
+def _params_coverage(handle, L, N, permutations, seed):
+    L = _check_lengths(handle, [L], "L")[0]
+    N = check_int("N", N, low=1, high=L - 1)
+    return dict(L=L, N=N, permutations=check_int("permutations", permutations, low=1),
+                seed=check_int("seed", seed, low=0))
+
+
+def multihead_coverage(handle, text, *, L: int, N: int = 16, permutations: int = 8, seed: int = 0, start: int = 0,
+                       cache=None) -> pd.DataFrame:
+    """Multi-head coverage measured on the model (Reading the paper, §Multi-head coverage; one forward pass at
+    ``L``).
+
+    For every layer and query row with ``t >= N + 1`` visible tokens, the target is the top-``N`` of the row's
+    head-averaged weights; head ``h`` covers the target tokens in its separable set (its own top-``N`` tokens with
+    ``D_i < rho_min``, unit value vectors, as Algorithm 4 counts ``N_s``); heads are added in ``permutations``
+    random orders per row (seeded with ``seed + layer``). See :func:`attn_lib.metrics.coverage_metrics`.
+
+    Parameters
+    ----------
+    handle, text
+        Model handle and text, as for the other experiments.
+    L : int
+        Window length, ``2 <= L <= handle.max_length``.
+    N : int
+        Top-``N`` size, ``1 <= N <= L - 1``.
+    permutations : int
+        Head orders per row, ``>= 1``.
+    seed : int
+        Seed of the orders, ``>= 0``.
+    start : int
+        First token of the window.
+    cache : attn_lib.cache.ResultCache, optional
+        Result cache (keyed by model, text, parameters and library code).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (layer, ``H``), ``H = 1..n_heads``: ``coverage`` (mean ``c(H)`` over valid rows and orders),
+        ``covered`` (share of (row, order) samples with ``c(H) = 1``, i.e. heads needed ``<= H``), ``fraction``
+        (the layer's mean ``N_s/N`` over heads and rows), ``n_rows``, ``n_heads``, ``permutations``, ``L``, ``N``,
+        ``layer`` and ``model``, ``text``, ``device``.
+    """
+    params = _params_coverage(handle, L, N, permutations, seed)
+    return _run_one("multihead_coverage", handle, text, params, cache, start)
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -683,24 +683,49 @@ def critical_n_lines(summary: pd.DataFrame) -> str:
 
 
 def figure_separability(df: pd.DataFrame):
-    fig, ax = _subplots(figsize=(6.4, 4.4))
-    Ns = sorted(df["N"].unique())
-    data = [df[df["N"] == n]["fraction"].to_numpy() for n in Ns]
+    """The paper's Fig. 3: box plots over heads of the per-head ``N_s/N`` against ``N``, with Theorem 2's bounds.
+
+    One box per ``N`` of the grid (matplotlib ``boxplot``: box = quartiles over heads, line = median, whiskers up
+    to 1.5 IQR, circles = heads beyond them); the lower bound (clipped at −1) and the paper's heuristic upper bound
+    are drawn per ``N`` as their medians over heads (:func:`separability_per_n`), and the paper's 0.70–0.85 band is
+    shaded.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        :func:`attn_lib.experiments.separability` rows, one per (N, layer, head): ``N``, ``fraction``, ``lower``,
+        ``upper`` (and ``L``, ``model``, ``text``, ``device`` for the labels).
+
+    Returns
+    -------
+    matplotlib Figure (outside pyplot), titled and footed with model, text and device.
+    """
+    per_n = separability_per_n(df)  # checks the table
+    Ns = list(per_n.index)
+    data = [df.loc[df["N"] == n, "fraction"].to_numpy(dtype=float) for n in Ns]
     pos = np.arange(len(Ns))
-    ax.boxplot(data, positions=pos, widths=0.5, patch_artist=True,
-               boxprops=dict(facecolor="tab:green", alpha=0.4), medianprops=dict(color="darkgreen"))
-    lo = [np.median(df[df["N"] == n]["lower"]) for n in Ns]
-    up = [np.median(df[df["N"] == n]["upper"]) for n in Ns]
-    ax.plot(pos, up, "^-", color="tab:red", ms=4, label="Thm 2 upper (paper's form, heuristic), median")
-    ax.plot(pos, lo, "v-", color="tab:purple", ms=4, label="Thm 2 lower, median (clipped at −1)")
-    ax.axhspan(0.70, 0.85, color="0.8", alpha=0.4, label="paper: 0.70–0.85")
-    ax.set_xticks(pos, [str(n) for n in Ns])
+    fig, ax = _subplots(figsize=(6.4, 4.4))
+    ax.axhspan(THRESHOLDS["sep_lo"], THRESHOLDS["sep_hi"], color="0.8", alpha=0.5, zorder=0,
+               label=f"paper: {THRESHOLDS['sep_lo']:.2f}–{THRESHOLDS['sep_hi']:.2f}")
+    ax.boxplot(data, positions=pos, widths=0.5, patch_artist=True, zorder=2,
+               boxprops=dict(facecolor="tab:green", alpha=0.45), medianprops=dict(color="darkgreen", lw=1.5),
+               flierprops=dict(marker="o", ms=3, markerfacecolor="none", markeredgecolor="tab:green"))
+    from matplotlib.patches import Patch
+
+    box_handle = Patch(facecolor="tab:green", alpha=0.45, edgecolor="k",
+                       label=f"measured N_s/N over {int(per_n['heads'].max())} heads (box: quartiles)")
+    ax.plot(pos, per_n["upper_median"], "^-", color="tab:red", ms=5, zorder=3,
+            label="Thm 2 upper bound (paper's form, heuristic): median over heads")
+    ax.plot(pos, per_n["lower_median"], "v-", color="tab:purple", ms=5, zorder=3,
+            label="Thm 2 lower bound (clipped at −1): median over heads")
+    ax.set_xticks(pos, [str(int(n)) for n in Ns])
     ax.set_ylim(-1.05, 1.05)
     ax.set_xlabel("selected tokens N")
-    ax.set_ylabel("N_s / N (boxes over heads)")
-    ax.legend(fontsize=7, loc="lower left")
+    ax.set_ylabel("N_s / N per head (row mean)")
+    handles, labels = ax.get_legend_handles_labels()
+    ax.legend([box_handle, *handles], [box_handle.get_label(), *labels], fontsize=7, loc="lower left")
     ax.grid(alpha=0.3)
-    L = int(df["L"].iloc[0]) if len(df) else 0
+    L = int(df["L"].iloc[0]) if "L" in df else 0
     return _finish(fig, ax, f"Fig. 3: geometric separability (L={L})", _meta(df))
 
 
@@ -977,6 +1002,127 @@ def figure_normaliser_swap(layers: pd.DataFrame):
     fig.suptitle(f"Normaliser swapped inside {model_id}: {meta.get('text', '?')}", fontsize=10)
     fig.tight_layout()
     return label_figure(fig, model=meta.get("model", "?"), text=meta.get("text", "?"), device=meta.get("device", "?"))
+
+
+# ---- chapter 5 (multi-head coverage measured on the model): attn_lib.experiments.multihead_coverage -----------
+__all__ += ["multihead_coverage_table", "heads_needed_distribution", "figure_multihead_coverage"]
+
+_COVERAGE_COLUMNS = ("layer", "H", "n_heads", "coverage", "covered")
+
+
+def _check_coverage_table(df: Any) -> None:
+    missing = [c for c in _COVERAGE_COLUMNS if c not in getattr(df, "columns", ())]
+    if not isinstance(df, pd.DataFrame) or missing or not len(df):
+        raise ValueError("df must be the non-empty table of attn_lib.experiments.multihead_coverage "
+                         f"(missing columns: {missing})")
+
+
+def _check_p(p: Any) -> float:
+    from ._validation import check_probability
+
+    return check_probability("p", p)
+
+
+def multihead_coverage_table(df: pd.DataFrame, p: float) -> pd.DataFrame:
+    """The measured coverage of the head-averaged top-``N`` against ``H``, next to ``1 − (1 − p)^H``.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        :func:`attn_lib.experiments.multihead_coverage` rows, one per (layer, ``H``).
+    p : float
+        Separable fraction per head, in ``[0, 1]`` (the chapter uses the median ``N_s/N`` over heads at the same
+        ``N`` from :func:`attn_lib.experiments.separability`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``H`` (heads added); columns ``measured c(H)`` (mean over layers of the per-layer mean over rows and
+        orders), ``lowest layer`` and ``highest layer`` (the range over layers), ``1 − (1 − p)^H`` and
+        ``fully covered`` (share of (row, order) samples with ``c(H) = 1``, mean over layers).
+    """
+    _check_coverage_table(df)
+    p = _check_p(p)
+    g = df.groupby("H")
+    out = pd.DataFrame({"measured c(H)": g["coverage"].mean(), "lowest layer": g["coverage"].min(),
+                        "highest layer": g["coverage"].max()})
+    out["1 − (1 − p)^H"] = 1.0 - (1.0 - p) ** out.index.to_numpy(dtype=float)
+    out["fully covered"] = g["covered"].mean()
+    return out
+
+
+def heads_needed_distribution(df: pd.DataFrame) -> pd.Series:
+    """Share of (row, order) samples, pooled over layers, by the number of heads needed to cover the whole target.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        :func:`attn_lib.experiments.multihead_coverage` rows (``covered`` is the share with heads needed ``<= H``).
+
+    Returns
+    -------
+    pandas.Series
+        Index ``"1"``, ..., ``str(n_heads)`` and ``"never"`` (the union of all heads of the layer misses a target
+        token); values sum to 1.
+    """
+    _check_coverage_table(df)
+    cdf = df.groupby("H")["covered"].mean().sort_index()
+    n_heads = int(df["n_heads"].max())
+    cdf = cdf.reindex(range(1, n_heads + 1)).ffill().fillna(0.0)
+    share = cdf.diff().fillna(cdf.iloc[0]).clip(lower=0.0)
+    out = pd.Series(share.to_numpy(), index=[str(k) for k in cdf.index], name="share of samples")
+    out["never"] = max(0.0, 1.0 - float(cdf.iloc[-1]))
+    return out
+
+
+def figure_multihead_coverage(df: pd.DataFrame, p: float):
+    """Measured multi-head coverage against ``H`` with ``1 − (1 − p)^H``, and the distribution of heads needed.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        :func:`attn_lib.experiments.multihead_coverage` rows (with ``model``, ``text``, ``device``, ``L``, ``N``).
+    p : float
+        Separable fraction per head, in ``[0, 1]``, for the independent-heads curve.
+
+    Returns
+    -------
+    matplotlib Figure (outside pyplot), two panels, titled and footed with model, text and device.
+    """
+    table = multihead_coverage_table(df, p)
+    needed = heads_needed_distribution(df)
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(11, 4.2))  # outside pyplot, as _subplots
+    left, right = fig.subplots(1, 2)
+    for _, g in df.groupby("layer"):
+        g = g.sort_values("H")
+        left.plot(g["H"], g["coverage"], color="tab:green", alpha=0.2, lw=0.8)
+    Hs = table.index.to_numpy()
+    left.plot([], [], color="tab:green", alpha=0.4, lw=0.8, label="one layer")
+    left.plot(Hs, table["measured c(H)"], "o-", color="darkgreen", ms=4, label="measured, mean over layers")
+    left.plot(Hs, table["1 − (1 − p)^H"], "s--", color="tab:red", ms=4,
+              label=f"independent heads: 1 − (1 − p)^H, p = {p:.2f}")
+    left.set_ylim(0, 1.02)
+    left.set_xticks(Hs)
+    left.set_xlabel("heads added H (random order per row)")
+    left.set_ylabel("coverage c(H) of the head-averaged top-N")
+    left.legend(fontsize=7, loc="lower right")
+    left.grid(alpha=0.3)
+    pos = np.arange(len(needed))
+    right.bar(pos, needed.to_numpy(), color=["tab:green"] * (len(needed) - 1) + ["0.5"])
+    right.set_xticks(pos, list(needed.index))
+    right.set_xlabel("heads needed for c(H) = 1")
+    right.set_ylabel("share of (row, order) samples")
+    right.grid(alpha=0.3, axis="y")
+    meta = _meta(df)
+    L = int(df["L"].iloc[0]) if "L" in df else 0
+    N = int(df["N"].iloc[0]) if "N" in df else 0
+    fig.suptitle(f"Multi-head coverage measured (L={L}, N={N})\n{meta.get('model', '?')} · {meta.get('text', '?')} · "
+                 f"{meta.get('device', '?')}", fontsize=9)
+    fig.text(0.01, 0.005, label(meta), fontsize=6, color="0.4", ha="left", va="bottom")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return fig
 
 
 # ----------------------------------------------------------------------------------------------------------------

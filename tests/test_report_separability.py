@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.patches import PathPatch
 
 from attn_lib import report as R
 
@@ -110,3 +111,55 @@ class TestSeparabilityShape:
 
 def test_both_functions_are_public():
     assert {"separability_per_n", "separability_shape"} <= set(R.__all__)
+
+
+# ---------------------------------------------------------------------------------------- figure_separability
+class TestFigureSeparability:
+    def _figure(self, df=None):
+        return R.figure_separability(_table(LOW, spread=0.05) if df is None else df)
+
+    def test_one_box_per_n(self):
+        ax = self._figure().axes[0]
+        medians = [ln for ln in ax.get_lines() if ln.get_color() == "darkgreen"]
+        assert len(medians) == len(LOW)
+        assert [t.get_text() for t in ax.get_xticklabels()] == [str(n) for n in sorted(LOW)]
+
+    def test_boxes_span_the_quartiles_over_heads(self):
+        df = _table(LOW, spread=0.05)
+        ax = self._figure(df).axes[0]
+        boxes = [p for p in ax.patches if isinstance(p, PathPatch)]  # the boxplot's boxes
+        for box, N in zip(boxes, sorted(LOW), strict=True):
+            f = df[df.N == N]["fraction"].to_numpy()
+            y = box.get_path().vertices[:, 1]
+            assert (y.min(), y.max()) == pytest.approx((np.quantile(f, 0.25), np.quantile(f, 0.75)), rel=1e-12)
+
+    def test_bounds_are_drawn_as_their_medians_over_heads(self):
+        df = _table(LOW)
+        lines = {ln.get_label(): ln for ln in self._figure(df).axes[0].get_lines()}
+        upper = next(ln for name, ln in lines.items() if name.startswith("Thm 2 upper"))
+        lower = next(ln for name, ln in lines.items() if name.startswith("Thm 2 lower"))
+        per_n = R.separability_per_n(df)
+        np.testing.assert_allclose(upper.get_ydata(), per_n["upper_median"])
+        np.testing.assert_allclose(lower.get_ydata(), per_n["lower_median"])
+        assert upper.get_marker() != "None" and lower.get_marker() != "None"
+
+    def test_legend_names_boxes_bounds_and_band(self):
+        legend = [t.get_text() for t in self._figure().axes[0].get_legend().get_texts()]
+        assert any("box" in t for t in legend) and any("0.70–0.85" in t for t in legend)
+        assert any("upper" in t and "heuristic" in t for t in legend) and any("lower" in t for t in legend)
+
+    def test_band_is_shaded(self):
+        ax = self._figure().axes[0]
+        band = [p for p in ax.patches if p.get_label().startswith("paper:")]
+        assert len(band) == 1
+        ys = ax.transData.inverted().transform(band[0].get_transform().transform(band[0].get_path().vertices))[:, 1]
+        assert (ys.min(), ys.max()) == pytest.approx((0.70, 0.85), abs=1e-9)
+
+    def test_labelled_with_model_text_and_device(self):
+        fig = self._figure()
+        texts = [t.get_text() for t in fig.texts] + [fig.axes[0].get_title()]
+        assert any(all(w in t for w in ("toy-model", "toy-text", "cpu")) for t in texts)
+
+    def test_bad_tables_are_refused(self):
+        with pytest.raises(ValueError, match="df"):
+            R.figure_separability(_table(LOW).drop(columns="lower"))

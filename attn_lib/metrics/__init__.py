@@ -27,6 +27,8 @@ One module per experiment; each public function checks its input, picks the engi
 * :mod:`~attn_lib.metrics.separability` -- :func:`separability_metrics` (``N_s/N`` and Theorem 2's bounds),
   :func:`unit_layer`, :func:`running_min_distance`;
 * :mod:`~attn_lib.metrics.sensitivity` -- :func:`sensitivity_rows` (``g(T, eps)`` per row);
+* :mod:`~attn_lib.metrics.coverage` -- :func:`separable_sets` (each head's separable top-``N`` tokens) and
+  :func:`coverage_metrics` (multi-head coverage of the head-averaged top-``N``);
 * :mod:`~attn_lib.metrics._engine` -- the engine choice, the settings below, :func:`block_parallel` and
   :func:`large_ops`.
 
@@ -43,6 +45,7 @@ import types
 from . import _engine
 from ._engine import F64 as F64  # noqa: F401 - re-exported, as before the split
 from ._engine import block_parallel, large_ops
+from .coverage import CoverageRows, SeparableSets, coverage_metrics, separable_sets
 from .distance import DistanceRows, distance_metrics
 from .layer import LayerData, masked_mean, top_n_order
 from .montecarlo import MCRows, expected_distance_mc
@@ -56,12 +59,16 @@ __all__ = [
     "ScanRows",
     "MCRows",
     "SeparabilityRows",
+    "SeparableSets",
+    "CoverageRows",
     "distance_metrics",
     "topn_scan",
     "naive_scan",
     "expected_distance_mc",
     "separability_metrics",
     "sensitivity_rows",
+    "separable_sets",
+    "coverage_metrics",
     "masked_mean",
     "top_n_order",
     "block_parallel",

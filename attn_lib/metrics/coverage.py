@@ -1,0 +1,209 @@
+r"""Multi-head coverage measured on a layer: how many heads it takes for the union of the heads' separable sets to
+cover the top-``N`` of the head-averaged attention. Reading the paper, §Multi-head coverage.
+
+For one layer and query row ``t`` (rows with ``t >= N + 1`` visible tokens):
+
+* the **target** ``T`` is the top-``N`` of the row's head-averaged weights :math:`\bar\alpha=\frac1H\sum_h\alpha^h`;
+* head ``h``'s **separable set** ``S_h`` is the set of its own top-``N`` tokens ``i`` with ``D_i < rho_min``, where
+  ``D_i = ||alpha_i x_i - s||`` with unit-normalised value vectors ``x`` (:func:`~attn_lib.metrics.unit_layer`),
+  ``s`` the head's top-``N`` context vector and ``rho_min`` the smallest ``D_j`` over visible non-selected ``j`` --
+  the strict convention of Algorithm 4, so ``|S_h| / N`` is the ``N_s/N`` of
+  :func:`~attn_lib.metrics.separability_metrics`;
+* the coverage after ``k`` heads, added in a seeded random order ``pi`` per row, is
+  :math:`c(k)=|T\cap(S_{\pi_1}\cup\dots\cup S_{\pi_k})|/N`; "heads needed" is the smallest ``k`` with ``c(k) = 1``.
+
+:func:`separable_sets` gives the ``S_h`` of every head and row, :func:`coverage_metrics` the coverage curves.
+Everything is float64 torch code, vectorised over rows (row blocks of :meth:`LayerData.blocks`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import torch
+
+from .._validation import check_int
+from ._engine import F64, run_blocks
+from .layer import LayerData, as_layer, check_n, top_n_order
+from .separability import unit_layer
+
+__all__ = ["SeparableSets", "CoverageRows", "separable_sets", "coverage_metrics"]
+
+
+@dataclass
+class SeparableSets:
+    """The separable tokens of every head and row (:func:`separable_sets`).
+
+    Attributes
+    ----------
+    N : int
+        The top-``N`` size.
+    order : torch.Tensor
+        ``(H, L, N)`` int64: each head's top-``N`` columns, largest weight first.
+    separable : torch.Tensor
+        ``(H, L, N)`` bool: ``order[h, t, k]`` is separable (``D < rho_min``); ``False`` in rows that are not valid.
+    valid : torch.Tensor
+        ``(H, L)`` bool: the row has ``t >= N + 1`` visible tokens.
+    """
+
+    N: int
+    order: torch.Tensor
+    separable: torch.Tensor
+    valid: torch.Tensor
+
+
+@dataclass
+class CoverageRows:
+    """Per-row multi-head coverage of one layer (:func:`coverage_metrics`).
+
+    Attributes
+    ----------
+    N : int
+        The top-``N`` size.
+    valid : torch.Tensor
+        ``(L,)`` bool: every head's row has ``t >= N + 1`` visible tokens.
+    target : torch.Tensor
+        ``(L, N)`` int64: top-``N`` columns of the head-averaged weights (the target set ``T``).
+    hits : torch.Tensor
+        ``(H, L, N)`` bool: target token ``target[t, k]`` is in head ``h``'s separable set.
+    perms : torch.Tensor
+        ``(P, L, H)`` int64: the order in which the heads are added, per permutation and row.
+    coverage : torch.Tensor
+        ``(L, H)`` float64: ``c(k)`` for ``k = 1..H`` heads (column ``k - 1``), mean over the ``P`` orders; 0 in
+        rows that are not valid.
+    needed : torch.Tensor
+        ``(P, L)`` int64: the smallest ``k`` with ``c(k) = 1`` in each order; ``0`` if the union of all ``H`` heads
+        does not cover ``T`` ("never" within the layer) or the row is not valid.
+    fraction : torch.Tensor
+        ``(H, L)`` float64: each head's own ``N_s/N`` (``|S_h| / N``; 0 where not valid).
+    """
+
+    N: int
+    valid: torch.Tensor
+    target: torch.Tensor
+    hits: torch.Tensor
+    perms: torch.Tensor
+    coverage: torch.Tensor
+    needed: torch.Tensor
+    fraction: torch.Tensor
+
+
+def separable_sets(layer, values=None, N: int = 16, *, mask=None, normalize: bool = True) -> SeparableSets:
+    r"""Each head's separable top-``N`` tokens: ``D_i < rho_min`` (the strict convention of Algorithm 4).
+
+    Parameters
+    ----------
+    layer, values, mask
+        The layer: a :class:`~attn_lib.metrics.layer.LayerData` (then ``values`` and ``mask`` are ``None``), or raw
+        weights ``(H, L, L)`` with values ``(H, L, d)`` and an optional bool ``mask`` (default causal).
+    N : int
+        Top-``N`` size, ``>= 1``.
+    normalize : bool
+        First scale every value vector to unit norm (Algorithm 4's "normalize"; ``N_s`` does not depend on the
+        radius). ``False`` when the layer already is a :func:`~attn_lib.metrics.unit_layer`.
+
+    Returns
+    -------
+    SeparableSets
+        ``order`` and ``separable`` ``(H, L, min(N, L))``, ``valid`` ``(H, L)``.
+    """
+    ld = as_layer(layer, values, mask)
+    N = check_n(N)
+    if normalize:
+        ld = unit_layer(ld)
+    n = min(N, ld.L)
+    order = ld.order(n)
+    valid = torch.broadcast_to(ld.t, (ld.H, ld.L)) >= N + 1
+    separable = torch.zeros(ld.H, ld.L, n, dtype=torch.bool, device=ld.device)
+    if bool(valid.any()):
+        run_blocks(functools.partial(_separable_block, ld=ld, order=order, out=separable), ld.blocks(per_row=2))
+    return SeparableSets(N=N, order=order, separable=separable & valid.unsqueeze(-1), valid=valid)
+
+
+def _separable_block(
+    rows_block: torch.Tensor, width: int, *, ld: LayerData, order: torch.Tensor, out: torch.Tensor
+) -> None:
+    """Write the separable flags ``(H, B, N)`` of the consecutive rows ``rows_block`` (which see at most ``width``
+    columns): ``D_i = ||a_i - s||`` of each selected token against ``rho_min``, the smallest ``D_j`` of a visible
+    non-selected token (as :func:`attn_lib.metrics.separability._separability_block` counts them)."""
+    first, stop = int(rows_block[0]), int(rows_block[-1]) + 1
+    alpha = ld.alpha[:, first:stop, :width]
+    visible = torch.broadcast_to(ld.mask[:, first:stop, :width], alpha.shape)
+    top = order[:, first:stop].clamp(max=width - 1)
+    values = ld.values[:, :width]
+    top_only = torch.zeros_like(alpha).scatter_(-1, top, alpha.gather(-1, top))
+    s = torch.bmm(top_only, values)  # (H, B, d): the context vector of every row
+    s_dot_x = torch.bmm(s, values.transpose(1, 2))
+    sq_norms = (values * values).sum(-1)  # (H, W)
+    dist = torch.addcmul(alpha * alpha * sq_norms[:, None, :], alpha, s_dot_x, value=-2.0)
+    dist = dist.add_((s * s).sum(-1, keepdim=True)).clamp_(min=0).sqrt_()  # ||a_i - s||
+    selected = torch.zeros(alpha.shape, dtype=torch.bool, device=ld.device).scatter_(-1, top, True)
+    inf = torch.tensor(math.inf, dtype=F64, device=ld.device)
+    rho = torch.where(visible & ~selected, dist, inf).amin(-1, keepdim=True)  # (H, B, 1); inf if none
+    out[:, first:stop] = dist.gather(-1, top) < rho
+
+
+def coverage_metrics(
+    layer, values=None, N: int = 16, *, mask=None, permutations: int = 8, seed: int = 0, normalize: bool = True
+) -> CoverageRows:
+    r"""Coverage of the head-averaged top-``N`` by the union of the heads' separable sets, heads added in random
+    order.
+
+    For each valid row (every head sees ``t >= N + 1`` tokens), the target ``T`` is the top-``N`` of the
+    head-averaged weights (ties to the lower index, among the tokens visible to every head), ``S_h`` the separable
+    set of head ``h`` (:func:`separable_sets`), and ``c(k) = |T ∩ (S_{pi_1} ∪ ... ∪ S_{pi_k})| / N`` for the
+    heads in a random order ``pi``; ``permutations`` orders per row, drawn with
+    ``torch.Generator().manual_seed(seed)`` (as ``argsort`` of uniform draws, shape ``(P, L, H)``).
+
+    Parameters
+    ----------
+    layer, values, mask
+        The layer, as :func:`separable_sets` takes it: weights ``(H, L, L)``, values ``(H, L, d)``.
+    N : int
+        Top-``N`` size, ``>= 1``.
+    permutations : int
+        Random head orders per row, ``>= 1``.
+    seed : int
+        Seed of the orders, ``>= 0``.
+    normalize : bool
+        As :func:`separable_sets`.
+
+    Returns
+    -------
+    CoverageRows
+        ``coverage`` ``(L, H)`` (mean over orders), ``needed`` ``(P, L)`` (0 = never), ``hits`` ``(H, L, N)``,
+        ``target`` ``(L, N)``, ``perms`` ``(P, L, H)``, ``fraction`` ``(H, L)``, ``valid`` ``(L,)``.
+    """
+    ld = as_layer(layer, values, mask)
+    N = check_n(N)
+    P = check_int("permutations", permutations, low=1)
+    seed = check_int("seed", seed, low=0)
+    sets = separable_sets(ld, N=N, normalize=normalize)
+    H, L, n = ld.H, ld.L, sets.order.shape[-1]
+    valid = sets.valid.all(0)  # (L,)
+    common = ld.mask.all(0)  # tokens visible to every head
+    target = top_n_order(ld.alpha.mean(0), n, common)  # (L, n)
+    # hits[h, t, k]: target token k is one of head h's separable tokens
+    same = sets.order.unsqueeze(-1) == target.unsqueeze(0).unsqueeze(-2)  # (H, L, n_head, n_target)
+    hits = (same & sets.separable.unsqueeze(-1)).any(-2) & valid.view(1, L, 1)
+    gen = torch.Generator().manual_seed(seed)
+    perms = torch.rand(P, L, H, generator=gen, dtype=F64).argsort(-1).to(ld.device)
+    rows = torch.arange(L, device=ld.device).view(1, L, 1)
+    ordered = hits.permute(1, 0, 2)[rows, perms]  # (P, L, H, n): the heads' hits in the order they are added
+    count = (ordered.cumsum(dim=2) > 0).sum(-1)  # (P, L, H): |T ∩ union of the first k sets|
+    covered = count.to(F64) / N  # c(k)
+    full = count >= N
+    needed = torch.where(full.any(-1), full.to(torch.int64).argmax(-1) + 1, torch.zeros((), dtype=torch.int64))
+    zero = torch.zeros((), dtype=F64, device=ld.device)
+    return CoverageRows(
+        N=N,
+        valid=valid,
+        target=target,
+        hits=hits,
+        perms=perms,
+        coverage=torch.where(valid.unsqueeze(-1), covered.mean(0), zero),
+        needed=torch.where(valid.unsqueeze(0), needed, torch.zeros((), dtype=torch.int64)),
+        fraction=sets.separable.sum(-1).to(F64) / N,
+    )

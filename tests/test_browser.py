@@ -213,16 +213,32 @@ VISIBLE_SLIDER_IMAGE = """(box) => {
 
 # Rows of every table whose number of cells (colspans counted) differs from the widest header row.
 RAGGED_TABLE_ROWS = """() => {
-  const width = (row) => Array.from(row.cells).reduce((n, c) => n + (c.colSpan || 1), 0);
+  // the width of each row in grid columns: its cells' colspans plus the cells that reach into it from rows above
+  // through rowspan (a pandas MultiIndex spans its index cells over several rows)
+  const widths = (rows) => {
+    let carry = [];  // remaining row counts of cells spanning down, one entry per spanned grid column
+    return rows.map(row => {
+      const inherited = carry.filter(n => n > 0).length;
+      let next = carry.filter(n => n > 1).map(n => n - 1);
+      let own = 0;
+      for (const c of row.cells) {
+        const span = c.colSpan || 1;
+        own += span;
+        if ((c.rowSpan || 1) > 1) for (let k = 0; k < span; k++) next.push(c.rowSpan - 1);
+      }
+      carry = next;
+      return inherited + own;
+    });
+  };
   const bad = [];
   for (const table of document.querySelectorAll('main table')) {
     const head = Array.from(table.querySelectorAll('thead tr'));
     const body = Array.from(table.querySelectorAll('tbody tr'));
     if (!head.length || !body.length) continue;
-    const expected = Math.max(...head.map(width));
-    for (const row of body) {
-      if (width(row) !== expected) bad.push(`${width(row)} cells, header ${expected}: ${row.innerText.slice(0, 80)}`);
-    }
+    const expected = Math.max(...widths(head));
+    widths(body).forEach((w, i) => {
+      if (w !== expected) bad.push(`${w} cells, header ${expected}: ${body[i].innerText.slice(0, 80)}`);
+    });
   }
   return bad;
 }"""
@@ -415,8 +431,11 @@ def test_chapter_shows_numbered_statements_and_a_working_reference(visits, rel):
     page.locator(f'main a.reference.internal[href="{href}"]').first.click()
     anchor = href.split("#", 1)[1]
     page.wait_for_function("id => location.hash === '#' + id", arg=anchor, timeout=10_000)
-    assert page.locator(f'[id="{anchor}"]').count() == 1
+    page.wait_for_load_state("load")
+    page.wait_for_selector(f'[id="{anchor}"]', state="attached", timeout=10_000)
+    assert page.locator(f'[id="{anchor}"]').count() == 1, f"{rel}: {{prf:ref}} {text!r} led to no block #{anchor}"
     page.go_back()
+    page.wait_for_load_state("load")
 
 
 def _around(text: str, needle: str, width: int = 60) -> str:

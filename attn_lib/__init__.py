@@ -11,6 +11,7 @@ Layers (each importable on its own):
 
 Heavy submodules are imported lazily, so ``import attn_lib`` is fast.
 """
+
 from __future__ import annotations
 
 import importlib

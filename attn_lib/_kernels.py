@@ -23,6 +23,7 @@ a job is sequential, so results do not depend on the number of threads (reproduc
 Each kernel compiles on its first call (about 30 s for all of them on a 2-core CPU) and is cached on disk by numba
 (``cache=True``: next to this module, or in the user cache directory if that is read-only).
 """
+
 from __future__ import annotations
 
 import math
@@ -34,12 +35,31 @@ try:  # numba is a dependency; the torch code paths remain for other devices and
 except Exception:  # pragma: no cover - exercised only without numba
     _nb = None
 
-__all__ = ["available", "scan_prefix", "mc_prefix", "dist_prefix", "order_prefix", "sep_prefix", "running_min_sq",
-           "sens_rows", "d1_cummax", "set_threads", "warm_up"]
+__all__ = [
+    "available",
+    "scan_prefix",
+    "mc_prefix",
+    "dist_prefix",
+    "order_prefix",
+    "sep_prefix",
+    "running_min_sq",
+    "sens_rows",
+    "d1_cummax",
+    "set_threads",
+    "warm_up",
+]
 
 #: The public kernels, in the order :func:`warm_up` compiles them.
-KERNELS = ("scan_prefix", "dist_prefix", "mc_prefix", "order_prefix", "sep_prefix", "running_min_sq", "sens_rows",
-           "d1_cummax")
+KERNELS = (
+    "scan_prefix",
+    "dist_prefix",
+    "mc_prefix",
+    "order_prefix",
+    "sep_prefix",
+    "running_min_sq",
+    "sens_rows",
+    "d1_cummax",
+)
 
 #: p modes of :func:`scan_prefix` (inclusion probability of E1): N/(t-1), N/t, a fixed number.
 P_MODES = {"L-1": 0, "L": 1}
@@ -562,10 +582,22 @@ def dist_prefix(alpha, G, values, order, zv, zz, t, N: int, p, with_d1: bool = F
     H, L = alpha.shape[0], alpha.shape[1]
     out = np.zeros((8, H, L))
     pmode, pfixed = (P_MODES[p], 0.0) if isinstance(p, str) else (2, float(p))
-    _threads_call(_dist_prefix, threads, np.ascontiguousarray(alpha), np.ascontiguousarray(G),
-                  np.ascontiguousarray(values), np.ascontiguousarray(order, np.int64), np.ascontiguousarray(zv),
-                  np.ascontiguousarray(zz), np.ascontiguousarray(t, np.int64), int(N), pmode, pfixed,
-                  bool(with_d1), out)
+    _threads_call(
+        _dist_prefix,
+        threads,
+        np.ascontiguousarray(alpha),
+        np.ascontiguousarray(G),
+        np.ascontiguousarray(values),
+        np.ascontiguousarray(order, np.int64),
+        np.ascontiguousarray(zv),
+        np.ascontiguousarray(zz),
+        np.ascontiguousarray(t, np.int64),
+        int(N),
+        pmode,
+        pfixed,
+        bool(with_d1),
+        out,
+    )
     return out
 
 
@@ -575,8 +607,7 @@ def order_prefix(alpha, t, n: int, threads: int | None = None):
     :func:`attn_lib.metrics.top_n_order`)."""
     H, L = alpha.shape[0], alpha.shape[1]
     out = np.zeros((H, L, n), dtype=np.int64)
-    _threads_call(_order_prefix, threads, np.ascontiguousarray(alpha), np.ascontiguousarray(t, np.int64), int(n),
-                  out)
+    _threads_call(_order_prefix, threads, np.ascontiguousarray(alpha), np.ascontiguousarray(t, np.int64), int(n), out)
     return out
 
 
@@ -588,9 +619,18 @@ def mc_prefix(alpha, G, values, t, rows, sub, threads: int | None = None):
     """
     H, R = alpha.shape[0], rows.shape[0]
     mean, se = np.zeros((H, R)), np.zeros((H, R))
-    _threads_call(_mc_prefix, threads, np.ascontiguousarray(alpha), np.ascontiguousarray(G),
-                  np.ascontiguousarray(values), np.ascontiguousarray(t, np.int64), np.ascontiguousarray(rows, np.int64),
-                  np.ascontiguousarray(sub, np.int64), mean, se)
+    _threads_call(
+        _mc_prefix,
+        threads,
+        np.ascontiguousarray(alpha),
+        np.ascontiguousarray(G),
+        np.ascontiguousarray(values),
+        np.ascontiguousarray(t, np.int64),
+        np.ascontiguousarray(rows, np.int64),
+        np.ascontiguousarray(sub, np.int64),
+        mean,
+        se,
+    )
     return mean, se
 
 
@@ -605,10 +645,22 @@ def scan_prefix(alpha, G, order, zv, zz, t, rows, n_min: int, n_max: int, p, thr
     H, R, nn = alpha.shape[0], rows.shape[0], n_max - n_min + 1
     outs = [np.zeros((H, R, nn)) for _ in range(3)]
     pmode, pfixed = (P_MODES[p], 0.0) if isinstance(p, str) else (2, float(p))
-    _threads_call(_scan_prefix, threads, np.ascontiguousarray(alpha), np.ascontiguousarray(G),
-                  np.ascontiguousarray(order, np.int64), np.ascontiguousarray(zv), np.ascontiguousarray(zz),
-                  np.ascontiguousarray(t, np.int64), np.ascontiguousarray(rows, np.int64), int(n_min), int(n_max),
-                  pmode, pfixed, *outs)
+    _threads_call(
+        _scan_prefix,
+        threads,
+        np.ascontiguousarray(alpha),
+        np.ascontiguousarray(G),
+        np.ascontiguousarray(order, np.int64),
+        np.ascontiguousarray(zv),
+        np.ascontiguousarray(zz),
+        np.ascontiguousarray(t, np.int64),
+        np.ascontiguousarray(rows, np.int64),
+        int(n_min),
+        int(n_max),
+        pmode,
+        pfixed,
+        *outs,
+    )
     return outs
 
 
@@ -619,9 +671,18 @@ def sep_prefix(alpha, G, values, order, t, N: int, threads: int | None = None):
     of :func:`attn_lib.metrics.separability_metrics`."""
     H, L = alpha.shape[0], alpha.shape[1]
     frac, rho = np.zeros((H, L)), np.zeros((H, L))
-    _threads_call(_sep_prefix, threads, np.ascontiguousarray(alpha), np.ascontiguousarray(G),
-                  np.ascontiguousarray(values), np.ascontiguousarray(order, np.int64),
-                  np.ascontiguousarray(t, np.int64), int(N), frac, rho)
+    _threads_call(
+        _sep_prefix,
+        threads,
+        np.ascontiguousarray(alpha),
+        np.ascontiguousarray(G),
+        np.ascontiguousarray(values),
+        np.ascontiguousarray(order, np.int64),
+        np.ascontiguousarray(t, np.int64),
+        int(N),
+        frac,
+        rho,
+    )
     return frac, rho
 
 
@@ -645,8 +706,16 @@ def sens_rows(x, v, t, temperatures, eps_values, threads: int | None = None):
     invT = 1.0 / np.asarray(temperatures, dtype=np.float64)
     eps = np.asarray(eps_values, dtype=np.float64)
     out = np.zeros((len(invT), len(eps), H, R))
-    _threads_call(_sens_rows, threads, np.ascontiguousarray(x, np.float64), np.ascontiguousarray(v, np.float64),
-                  np.ascontiguousarray(t, np.int64), invT, eps, out)
+    _threads_call(
+        _sens_rows,
+        threads,
+        np.ascontiguousarray(x, np.float64),
+        np.ascontiguousarray(v, np.float64),
+        np.ascontiguousarray(t, np.int64),
+        invT,
+        eps,
+        out,
+    )
     return out
 
 
@@ -656,8 +725,16 @@ def d1_cummax(G, order, t, N: int, threads: int | None = None):
     plus ``O(N)`` per row), for large ``N``. Zero where ``t < N + 1``."""
     H, L = G.shape[0], G.shape[1]
     d1, mx = np.zeros((H, L)), np.zeros((H, L))
-    _threads_call(_d1_cummax, threads, np.ascontiguousarray(G), np.ascontiguousarray(order, np.int64),
-                  np.ascontiguousarray(t, np.int64), int(N), d1, mx)
+    _threads_call(
+        _d1_cummax,
+        threads,
+        np.ascontiguousarray(G),
+        np.ascontiguousarray(order, np.int64),
+        np.ascontiguousarray(t, np.int64),
+        int(N),
+        d1,
+        mx,
+    )
     return d1, mx
 
 

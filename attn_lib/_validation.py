@@ -3,6 +3,7 @@
 Every public function validates its input with these helpers so that bad input fails early with a
 ``ValueError`` that names the parameter and the allowed range, instead of producing a silent NaN.
 """
+
 from __future__ import annotations
 
 import math

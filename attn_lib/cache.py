@@ -22,6 +22,7 @@ first call returns the same round-tripped value, so a cached and an uncached run
 Series (stored as pickles, unpickled only after the checksum matched), or any other picklable object.
 Writes are atomic (a temporary folder renamed into place), so an interrupted run leaves no half-written entry.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -32,8 +33,9 @@ import pickle
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 __all__ = [
     "CACHE_ENV",
@@ -138,8 +140,9 @@ def _jsonable(obj: Any) -> Any:
     mod = type(obj).__module__
     if mod.startswith("torch") and not hasattr(obj, "shape"):  # torch.dtype, torch.device (not a tensor's str)
         return str(obj)
-    raise ValueError(f"key: value {obj!r} of type {type(obj).__name__} is not JSON-able; pass numbers, strings, "
-                     "lists or dicts")
+    raise ValueError(
+        f"key: value {obj!r} of type {type(obj).__name__} is not JSON-able; pass numbers, strings, lists or dicts"
+    )
 
 
 def canonical_json(key: dict) -> str:
@@ -312,7 +315,7 @@ class ResultCache:
             if kind == "json":
                 value = json.loads(payload.decode("utf-8"))
             elif kind in ("dataframe", "pickle"):
-                value = pickle.loads(payload)  # noqa: S301 - our own file, checksum verified above
+                value = pickle.loads(payload)
             else:
                 raise ValueError(f"unknown kind {kind!r}")
         except Exception as exc:  # anything wrong: recompute, never trust
@@ -378,4 +381,3 @@ def describe_cache() -> dict:
         "results_bytes": dir_size(results_dir()),
         "env": {CACHE_ENV: os.environ.get(CACHE_ENV), MODEL_ENV: os.environ.get(MODEL_ENV)},
     }
-

@@ -22,13 +22,15 @@ is not reproduced, and in half precision GPT-2's eager code runs softmax in half
 
 The model's previous attention implementation is restored when a capture ends, also after an exception.
 """
+
 from __future__ import annotations
 
 import contextlib
 import contextvars
 import dataclasses
 import time
-from typing import Any, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import torch
 
@@ -98,19 +100,30 @@ class LayerAttention:
         """Number of keys ``Lk``."""
         return int(self.weights.shape[-1])
 
-    def to(self, dtype: torch.dtype | None = None, device: torch.device | str | None = None) -> "LayerAttention":
+    def to(self, dtype: torch.dtype | None = None, device: torch.device | str | None = None) -> LayerAttention:
         """A copy with the float tensors converted (the mask stays bool)."""
+
         def conv(t):
             if t is None:
                 return None
             return t.to(device=device, dtype=dtype) if t.is_floating_point() else t.to(device=device)
-        return dataclasses.replace(self, logits=conv(self.logits), mask=conv(self.mask), weights=conv(self.weights),
-                                   values=conv(self.values), queries=conv(self.queries), keys=conv(self.keys))
+
+        return dataclasses.replace(
+            self,
+            logits=conv(self.logits),
+            mask=conv(self.mask),
+            weights=conv(self.weights),
+            values=conv(self.values),
+            queries=conv(self.queries),
+            keys=conv(self.keys),
+        )
 
     def __repr__(self) -> str:
-        return (f"LayerAttention(layer={self.layer}, weights={tuple(self.weights.shape)}, "
-                f"values={tuple(self.values.shape)}, dtype={self.weights.dtype}, normalizer={self.normalizer!r}, "
-                f"temperature={self.temperature})")
+        return (
+            f"LayerAttention(layer={self.layer}, weights={tuple(self.weights.shape)}, "
+            f"values={tuple(self.values.shape)}, dtype={self.weights.dtype}, normalizer={self.normalizer!r}, "
+            f"temperature={self.temperature})"
+        )
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -199,8 +212,11 @@ def _capture_attention_forward(module, query, key, value, attention_mask, scalin
             layer = sess.calls
         sess.calls += 1
     wanted = sess is not None and sess.callback is not None and (sess.layers is None or layer in sess.layers)
-    replace = (sess is not None and sess.normalizer is not None
-               and (sess.normalizer_layers is None or layer in sess.normalizer_layers))
+    replace = (
+        sess is not None
+        and sess.normalizer is not None
+        and (sess.normalizer_layers is None or layer in sess.normalizer_layers)
+    )
 
     masked = scores if add is None else scores + add  # eager: scores + additive mask
     logits = None
@@ -208,13 +224,16 @@ def _capture_attention_forward(module, query, key, value, attention_mask, scalin
         logits = masked if visible is None else masked.masked_fill(~visible, float("-inf"))
 
     if replace:
-        mask_full = visible if visible is not None else torch.ones(1, 1, q_len, k_len, dtype=torch.bool,
-                                                                   device=scores.device)
+        mask_full = (
+            visible if visible is not None else torch.ones(1, 1, q_len, k_len, dtype=torch.bool, device=scores.device)
+        )
         weights = sess.normalizer(logits, temperature=sess.temperature, dim=-1, mask=mask_full)
         if not isinstance(weights, torch.Tensor) or weights.shape != logits.shape:
             got = tuple(weights.shape) if isinstance(weights, torch.Tensor) else type(weights).__name__
-            raise ValueError(f"normalizer {sess.normalizer_name!r} must return a tensor of weights with the shape of "
-                             f"the logits {tuple(logits.shape)} (got {got}) in layer {layer}")
+            raise ValueError(
+                f"normalizer {sess.normalizer_name!r} must return a tensor of weights with the shape of "
+                f"the logits {tuple(logits.shape)} (got {got}) in layer {layer}"
+            )
         weights = weights.to(value.dtype)
     else:
         # eager attention, operation for operation
@@ -226,13 +245,21 @@ def _capture_attention_forward(module, query, key, value, attention_mask, scalin
     attn_output = attn_output.transpose(1, 2).contiguous()
 
     if wanted:
-        mask_out = visible if visible is not None else torch.ones(1, 1, q_len, k_len, dtype=torch.bool,
-                                                                  device=scores.device)
+        mask_out = (
+            visible if visible is not None else torch.ones(1, 1, q_len, k_len, dtype=torch.bool, device=scores.device)
+        )
         rec = LayerAttention(
-            layer=int(layer), logits=logits, mask=mask_out, weights=weights, values=value_r,
-            queries=query if sess.keep_qk else None, keys=key_r if sess.keep_qk else None, scaling=float(scaling),
+            layer=int(layer),
+            logits=logits,
+            mask=mask_out,
+            weights=weights,
+            values=value_r,
+            queries=query if sess.keep_qk else None,
+            keys=key_r if sess.keep_qk else None,
+            scaling=float(scaling),
             normalizer=sess.normalizer_name if replace else "model",
-            temperature=sess.temperature if replace else 1.0)
+            temperature=sess.temperature if replace else 1.0,
+        )
         if sess.output_dtype is not None:
             rec = rec.to(dtype=sess.output_dtype)
         sess.callback(rec)
@@ -319,10 +346,18 @@ def _set_attn_implementation(model, name: str) -> None:
 
 
 @contextlib.contextmanager
-def patched_attention(handle_or_model, callback: Callable[[LayerAttention], Any] | None = None, *,
-                      normalizer=None, temperature: float = 1.0, layers: Iterable[int] | int | None = None,
-                      normalizer_layers: Iterable[int] | int | None = None, output_dtype: torch.dtype | None = None,
-                      keep_qk: bool = True, stop_early: bool = False) -> Iterator[None]:
+def patched_attention(
+    handle_or_model,
+    callback: Callable[[LayerAttention], Any] | None = None,
+    *,
+    normalizer=None,
+    temperature: float = 1.0,
+    layers: Iterable[int] | int | None = None,
+    normalizer_layers: Iterable[int] | int | None = None,
+    output_dtype: torch.dtype | None = None,
+    keep_qk: bool = True,
+    stop_early: bool = False,
+) -> Iterator[None]:
     """Context manager: inside it, the model runs attn_lib's capture attention.
 
     Any forward pass (including ``model.generate``) then calls ``callback`` per layer and/or uses the replacement
@@ -339,10 +374,17 @@ def patched_attention(handle_or_model, callback: Callable[[LayerAttention], Any]
     fn, fn_name = _resolve_normalizer(normalizer, temperature)
     if callback is not None and not callable(callback):
         raise ValueError(f"callback must be callable or None (got {callback!r})")
-    sess = _Session(callback=callback, normalizer=fn, normalizer_name=fn_name, temperature=temperature,
-                    layers=_layer_set("layers", layers, n_layers),
-                    normalizer_layers=_layer_set("normalizer_layers", normalizer_layers, n_layers),
-                    output_dtype=output_dtype, keep_qk=bool(keep_qk), stop_after=1 if stop_early else None)
+    sess = _Session(
+        callback=callback,
+        normalizer=fn,
+        normalizer_name=fn_name,
+        temperature=temperature,
+        layers=_layer_set("layers", layers, n_layers),
+        normalizer_layers=_layer_set("normalizer_layers", normalizer_layers, n_layers),
+        output_dtype=output_dtype,
+        keep_qk=bool(keep_qk),
+        stop_after=1 if stop_early else None,
+    )
     register()
     previous = model.config._attn_implementation
     token = _ACTIVE.set(sess)
@@ -361,8 +403,9 @@ def prepare_input_ids(handle, input_ids) -> torch.Tensor:
         try:
             input_ids = torch.tensor(input_ids)
         except (TypeError, ValueError, RuntimeError):
-            raise ValueError("input_ids must be a list of integer token ids (1-D) or of equal-length lists "
-                             "(2-D)") from None
+            raise ValueError(
+                "input_ids must be a list of integer token ids (1-D) or of equal-length lists (2-D)"
+            ) from None
     if not isinstance(input_ids, torch.Tensor):
         raise ValueError(f"input_ids must be a tensor or list of token ids (got {type(input_ids).__name__})")
     if input_ids.numel() == 0:  # before the dtype: torch.tensor([]) is a float tensor
@@ -379,9 +422,11 @@ def prepare_input_ids(handle, input_ids) -> torch.Tensor:
     model = _model_of(handle)
     max_len = getattr(handle, "max_length", None)
     if max_len and length > max_len:
-        raise ValueError(f"length={length} exceeds the context of {getattr(handle, 'model_id', 'the model')}: "
-                         f"length must be in [1, {max_len}]; split the text into windows of at most {max_len} "
-                         "tokens (attn_lib.corpus.token_windows, or --windows in the CLI)")
+        raise ValueError(
+            f"length={length} exceeds the context of {getattr(handle, 'model_id', 'the model')}: "
+            f"length must be in [1, {max_len}]; split the text into windows of at most {max_len} "
+            "tokens (attn_lib.corpus.token_windows, or --windows in the CLI)"
+        )
     vocab = getattr(model.get_input_embeddings(), "num_embeddings", None)
     lo, hi = int(input_ids.min()), int(input_ids.max())
     if lo < 0 or (vocab is not None and hi >= vocab):
@@ -400,25 +445,39 @@ def _prepare_attention_mask(attention_mask, ids: torch.Tensor) -> torch.Tensor |
 
             attention_mask = torch.as_tensor(np.asarray(attention_mask))
         except (TypeError, ValueError, RuntimeError):
-            raise ValueError("attention_mask must be a (batch, length) tensor or nested list of 0/1 "
-                             f"(got {type(attention_mask).__name__})") from None
+            raise ValueError(
+                "attention_mask must be a (batch, length) tensor or nested list of 0/1 "
+                f"(got {type(attention_mask).__name__})"
+            ) from None
     m = attention_mask
     if m.is_complex():
         raise ValueError(f"attention_mask must hold 0/1 or booleans (got dtype {m.dtype})")
     if m.ndim == 1:
         m = m.unsqueeze(0)
     if tuple(m.shape) != tuple(ids.shape):
-        raise ValueError(f"attention_mask must have the shape of input_ids {tuple(ids.shape)} (batch, length) "
-                         f"(got {tuple(attention_mask.shape)})")
+        raise ValueError(
+            f"attention_mask must have the shape of input_ids {tuple(ids.shape)} (batch, length) "
+            f"(got {tuple(attention_mask.shape)})"
+        )
     if m.device.type == "meta" or not bool(((m == 0) | (m == 1)).all()):
         raise ValueError("attention_mask must hold only 0 (padding) and 1 (token), or booleans")
     return m.to(device=ids.device, dtype=torch.long)
 
 
-def capture_attention(handle, input_ids, callback: Callable[[LayerAttention], Any] | None = None, *,
-                      normalizer=None, temperature: float = 1.0, layers: Iterable[int] | int | None = None,
-                      normalizer_layers: Iterable[int] | int | None = None, output_dtype: torch.dtype | None = None,
-                      keep_qk: bool = True, stop_early: bool = False, attention_mask: torch.Tensor | None = None):
+def capture_attention(
+    handle,
+    input_ids,
+    callback: Callable[[LayerAttention], Any] | None = None,
+    *,
+    normalizer=None,
+    temperature: float = 1.0,
+    layers: Iterable[int] | int | None = None,
+    normalizer_layers: Iterable[int] | int | None = None,
+    output_dtype: torch.dtype | None = None,
+    keep_qk: bool = True,
+    stop_early: bool = False,
+    attention_mask: torch.Tensor | None = None,
+):
     """Run ONE forward pass, calling ``callback(LayerAttention)`` for each layer as the pass proceeds.
 
     Parameters
@@ -461,9 +520,17 @@ def capture_attention(handle, input_ids, callback: Callable[[LayerAttention], An
     model = _model_of(handle)
     if stop_early and layers is None:
         raise ValueError("stop_early=True needs layers (otherwise every layer must run anyway)")
-    with patched_attention(handle, callback, normalizer=normalizer, temperature=temperature, layers=layers,
-                           normalizer_layers=normalizer_layers, output_dtype=output_dtype, keep_qk=keep_qk,
-                           stop_early=stop_early):
+    with patched_attention(
+        handle,
+        callback,
+        normalizer=normalizer,
+        temperature=temperature,
+        layers=layers,
+        normalizer_layers=normalizer_layers,
+        output_dtype=output_dtype,
+        keep_qk=keep_qk,
+        stop_early=stop_early,
+    ):
         kwargs = {"use_cache": False}
         if am is not None:
             kwargs["attention_mask"] = am

@@ -105,7 +105,9 @@ def load_inputs(cfg: Settings, *, verbose: bool = True):
     from .experiments import load_inputs as _load
 
     if not isinstance(cfg, Settings):
-        raise ValueError(f"cfg must be an attn_lib.chapter.Settings (from chapter.settings()), got {type(cfg).__name__}")
+        raise ValueError(
+            f"cfg must be an attn_lib.chapter.Settings (from chapter.settings()), got {type(cfg).__name__}"
+        )
     handle, text, notes = _load(cfg.model, cfg.text)
     if verbose:
         for note in notes:

@@ -17,6 +17,7 @@ Subcommands
 User errors (bad arguments, an unusable ``--out``, a model or text that cannot be had) end with one line on stderr
 and exit status 2, never a traceback. Warnings (e.g. the offline fallbacks) are printed as ``attn-lib: NOTE:`` lines.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,7 +30,7 @@ import platform
 import sys
 import time
 import warnings
-from typing import Sequence
+from collections.abc import Sequence
 
 from ._validation import prepare_output_dir
 
@@ -54,6 +55,7 @@ def _positive_int(name: str):
         if v < 1:
             raise argparse.ArgumentTypeError(f"{name} must be an integer >= 1 (got {v})")
         return v
+
     return parse
 
 
@@ -137,11 +139,20 @@ def _cmd_info(args) -> int:
     from . import __version__
     from .cache import describe_cache, format_bytes
     from .corpus import available_texts
-    from .models import (STANDIN_NAME, ModelUnavailableError, available_devices, resolve_device, resolve_name,
-                         standin_cache_path, standin_gguf_path)
+    from .models import (
+        STANDIN_NAME,
+        ModelUnavailableError,
+        available_devices,
+        resolve_device,
+        resolve_name,
+        standin_cache_path,
+        standin_gguf_path,
+    )
 
-    print(f"attn_lib {__version__}  (python {platform.python_version()}, torch {torch.__version__}, "
-          f"transformers {transformers.__version__})")
+    print(
+        f"attn_lib {__version__}  (python {platform.python_version()}, torch {torch.__version__}, "
+        f"transformers {transformers.__version__})"
+    )
     print(f"devices available: {', '.join(available_devices())}")
     try:
         print(f"device {args.device!r} -> {resolve_device(args.device)}")
@@ -155,7 +166,7 @@ def _cmd_info(args) -> int:
         "hf-cache": f"{res['target']} from the local Hugging Face cache",
         "hub": f"{res['target']} downloaded from the Hugging Face Hub",
         "fallback": f"NOT AVAILABLE offline -> the offline stand-in {STANDIN_NAME} will be used instead "
-                    f"(offline_fallback=True; the Hub is unreachable and {args.model!r} is not cached)",
+        f"(offline_fallback=True; the Hub is unreachable and {args.model!r} is not cached)",
         "unavailable": "not cached and the Hub is unreachable: loading it will fail",
     }[kind]
     print(f"model {args.model!r} -> {text}")
@@ -163,8 +174,10 @@ def _cmd_info(args) -> int:
         gguf = standin_gguf_path()
         conv = standin_cache_path()
         state = "converted" if (conv / "config.json").is_file() else "not converted yet (first use takes ~30 s)"
-        print(f"offline stand-in: {STANDIN_NAME}, {gguf} ({format_bytes(gguf.stat().st_size)}); "
-              f"safetensors copy: {conv} [{state}]")
+        print(
+            f"offline stand-in: {STANDIN_NAME}, {gguf} ({format_bytes(gguf.stat().st_size)}); "
+            f"safetensors copy: {conv} [{state}]"
+        )
     except ModelUnavailableError as exc:
         print(f"offline stand-in: unavailable ({exc})")
     print("texts: " + "; ".join(f"{k}: {v}" for k, v in available_texts().items()))
@@ -179,7 +192,6 @@ def _cmd_info(args) -> int:
 # capture
 # ------------------------------------------------------------------------------------------------------------------
 def _cmd_capture(args) -> int:
-    import torch
     from tqdm.auto import tqdm
 
     from .cache import ResultCache, make_key
@@ -196,9 +208,11 @@ def _cmd_capture(args) -> int:
     _emit_warnings(caught)
 
     if args.length > handle.max_length:
-        raise CLIError(f"--length {args.length} exceeds the context of {handle.model_id} ({handle.max_length} "
-                       f"tokens): use --length <= {handle.max_length}; to cover more text use consecutive windows, "
-                       f"e.g. --length {handle.max_length} --windows {math.ceil(args.length / handle.max_length)}")
+        raise CLIError(
+            f"--length {args.length} exceeds the context of {handle.model_id} ({handle.max_length} "
+            f"tokens): use --length <= {handle.max_length}; to cover more text use consecutive windows, "
+            f"e.g. --length {handle.max_length} --windows {math.ceil(args.length / handle.max_length)}"
+        )
     ids = token_windows(handle.tokenizer, text, args.length, n_windows=args.windows, start=args.start)
 
     out = sys.stderr if args.json else sys.stdout  # --json: stdout carries only the JSON document
@@ -206,26 +220,41 @@ def _cmd_capture(args) -> int:
     def say(msg: str) -> None:
         print(msg, file=out)
 
-    say(f"model: {handle.describe()}" + ("   <-- OFFLINE STAND-IN, not the requested model" if handle.is_standin
-                                         else ""))
-    say(f"       {handle.n_layers} layers x {handle.n_heads} heads ({handle.n_kv_heads} key/value heads), "
-          f"head dim {handle.head_dim}, context {handle.max_length}; revision {handle.revision}; loaded in "
-          f"{t_load:.1f} s")
-    say(f"text:  {text.name} ({text.source}); {args.windows} window(s) of {args.length} tokens from token "
-        f"{args.start}")
+    say(
+        f"model: {handle.describe()}"
+        + ("   <-- OFFLINE STAND-IN, not the requested model" if handle.is_standin else "")
+    )
+    say(
+        f"       {handle.n_layers} layers x {handle.n_heads} heads ({handle.n_kv_heads} key/value heads), "
+        f"head dim {handle.head_dim}, context {handle.max_length}; revision {handle.revision}; loaded in "
+        f"{t_load:.1f} s"
+    )
+    say(f"text:  {text.name} ({text.source}); {args.windows} window(s) of {args.length} tokens from token {args.start}")
     norm = args.normalizer or "model softmax"
     say(f"normaliser: {norm}, temperature {args.temperature:g}")
 
     layers = args.layers
-    params = {"length": args.length, "windows": args.windows, "start": args.start, "normalizer": args.normalizer,
-              "temperature": args.temperature, "layers": layers, "metric": "layer_summary/v1"}
+    params = {
+        "length": args.length,
+        "windows": args.windows,
+        "start": args.start,
+        "normalizer": args.normalizer,
+        "temperature": args.temperature,
+        "layers": layers,
+        "metric": "layer_summary/v1",
+    }
     cache = ResultCache(enabled=not args.no_cache)
 
     def compute() -> dict:
         n_report = len(layers) if layers else handle.n_layers
         sums: dict[int, list[dict]] = {}
-        bar = tqdm(total=n_report * args.windows, desc="capture (layers)", unit="layer", file=sys.stderr,
-                   disable=args.quiet or None)
+        bar = tqdm(
+            total=n_report * args.windows,
+            desc="capture (layers)",
+            unit="layer",
+            file=sys.stderr,
+            disable=args.quiet or None,
+        )
         t = time.perf_counter()
 
         def on_layer(rec):
@@ -234,37 +263,60 @@ def _cmd_capture(args) -> int:
 
         try:
             for w in range(args.windows):
-                capture_attention(handle, ids[w:w + 1], on_layer, normalizer=args.normalizer,
-                                  temperature=args.temperature, layers=layers)
+                capture_attention(
+                    handle,
+                    ids[w : w + 1],
+                    on_layer,
+                    normalizer=args.normalizer,
+                    temperature=args.temperature,
+                    layers=layers,
+                )
         finally:
             bar.close()
         seconds = time.perf_counter() - t
         rows = []
         for layer in sorted(sums):
             recs = sums[layer]
-            rows.append({"layer": layer,
-                         "max_weight": max(r["max_weight"] for r in recs),
-                         "mean_row_max": sum(r["mean_row_max"] for r in recs) / len(recs),
-                         "entropy": sum(r["entropy"] for r in recs) / len(recs),
-                         "first_token_mass": sum(r["first_token_mass"] for r in recs) / len(recs)})
+            rows.append(
+                {
+                    "layer": layer,
+                    "max_weight": max(r["max_weight"] for r in recs),
+                    "mean_row_max": sum(r["mean_row_max"] for r in recs) / len(recs),
+                    "entropy": sum(r["entropy"] for r in recs) / len(recs),
+                    "first_token_mass": sum(r["first_token_mass"] for r in recs) / len(recs),
+                }
+            )
         return {"rows": rows, "seconds": seconds}
 
     key = make_key("cli-capture", handle=handle, text=text, **params)
     result = cache.get_or_compute(key, compute)
     status = {"hit": "from the result cache (--no-cache recomputes)", "disabled": "computed (cache bypassed)"}.get(
-        cache.last_status, "computed")
+        cache.last_status, "computed"
+    )
 
     if args.json:
-        print(json.dumps({"model": handle.summary(), "text": {"name": text.name, "sha256": text.sha256,
-                                                               "source": text.source},
-                          "params": params, **result}, indent=1))
+        print(
+            json.dumps(
+                {
+                    "model": handle.summary(),
+                    "text": {"name": text.name, "sha256": text.sha256, "source": text.source},
+                    "params": params,
+                    **result,
+                },
+                indent=1,
+            )
+        )
         return 0
-    print(f"\nper-layer summary over {handle.n_heads} heads and query rows 2..{args.length} "
-          f"(uniform attention over L keys has entropy log L = {math.log(args.length):.2f} nats):")
+    print(
+        f"\nper-layer summary over {handle.n_heads} heads and query rows 2..{args.length} "
+        f"(uniform attention over L keys has entropy log L = {math.log(args.length):.2f} nats):"
+    )
     print(f"{'layer':>5}  {'max weight':>10}  {'mean row max':>12}  {'entropy':>8}  {'first-token mass':>16}")
     for r in result["rows"]:
-        print(f"{r['layer']:>5}  {r['max_weight']:>10.4f}  {r['mean_row_max']:>12.4f}  {r['entropy']:>8.3f}  "
-              f"{r['first_token_mass']:>16.4f}")
+        print(
+            f"{r['layer']:>5}  {r['max_weight']:>10.4f}  {r['mean_row_max']:>12.4f}  {r['entropy']:>8.3f}  "
+            f"{r['first_token_mass']:>16.4f}"
+        )
     print(f"capture: {result['seconds']:.1f} s for {args.windows} forward pass(es) of {args.length} tokens; {status}")
     if handle.is_standin:
         print(f"NOTE: this ran on the offline stand-in {handle.model_id}, not {handle.requested}.")
@@ -278,8 +330,7 @@ def _import_with_progress(modules: Sequence[str], enabled: bool) -> None:
     """Import the heavy libraries one by one behind a progress bar (torch alone takes seconds on a cold start)."""
     from tqdm.auto import tqdm
 
-    with tqdm(total=len(modules), desc="loading libraries", unit="module", file=sys.stderr,
-              disable=not enabled) as bar:
+    with tqdm(total=len(modules), desc="loading libraries", unit="module", file=sys.stderr, disable=not enabled) as bar:
         for name in modules:
             bar.set_postfix_str(name)
             try:
@@ -294,14 +345,25 @@ def _cmd_reproduce(args) -> int:
     out_dir = prepare_output_dir("--out", args.out)  # first: a bad --out must not cost the whole run
     progress = not args.quiet
     if progress:
-        print(f"attn-lib reproduce: profile {args.profile!r}, model {args.model!r}, text {args.text!r} -> "
-              f"{out_dir}/ (progress on stderr, summary on stdout)", file=sys.stderr, flush=True)
+        print(
+            f"attn-lib reproduce: profile {args.profile!r}, model {args.model!r}, text {args.text!r} -> "
+            f"{out_dir}/ (progress on stderr, summary on stdout)",
+            file=sys.stderr,
+            flush=True,
+        )
     _import_with_progress(["torch", "transformers", "numba", "attn_lib.experiments"], progress)
     from . import experiments  # the experiments layer (imported above)
 
-    out = experiments.run_reproduce(model=args.model, device=args.device, profile=args.profile, out=args.out,
-                                    text=args.text, use_cache=not args.no_cache, threads=args.threads,
-                                    progress=progress)
+    out = experiments.run_reproduce(
+        model=args.model,
+        device=args.device,
+        profile=args.profile,
+        out=args.out,
+        text=args.text,
+        use_cache=not args.no_cache,
+        threads=args.threads,
+        progress=progress,
+    )
     if out is not None and not isinstance(out, int):
         print(out)
     return out if isinstance(out, int) else 0
@@ -326,56 +388,86 @@ def build_parser() -> argparse.ArgumentParser:
 
     raw = argparse.RawDescriptionHelpFormatter
     p = argparse.ArgumentParser(
-        prog="attn-lib", formatter_class=raw,
+        prog="attn-lib",
+        formatter_class=raw,
         description="attn_lib: 'Limitations of Normalization in Attention Mechanism' (Mudarisov et al., 2025), "
-                    "executable.\n\ninfo shows what would run where, capture runs one forward pass with attention "
-                    "capture,\nreproduce runs the paper's five experiments and writes figures and a report.",
+        "executable.\n\ninfo shows what would run where, capture runs one forward pass with attention "
+        "capture,\nreproduce runs the paper's five experiments and writes figures and a report.",
         epilog="examples:\n  attn-lib info\n  attn-lib capture --length 1024\n"
-               "  attn-lib reproduce --out results/\n\n" + _ENV_HELP)
+        "  attn-lib reproduce --out results/\n\n" + _ENV_HELP,
+    )
     p.add_argument("--version", action="version", version=f"attn_lib {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="more logging")
     sub = p.add_subparsers(dest="command", metavar="{info,capture,reproduce}")
 
     def model_args(sp, text_default="war-and-peace"):
-        sp.add_argument("--model", default="gpt2", help="gpt2 (default), gpt2-medium/-large/-xl, a Hugging Face "
-                        "causal LM id, a local folder, or smollm2 (the offline stand-in)")
+        sp.add_argument(
+            "--model",
+            default="gpt2",
+            help="gpt2 (default), gpt2-medium/-large/-xl, a Hugging Face "
+            "causal LM id, a local folder, or smollm2 (the offline stand-in)",
+        )
         sp.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N, mps")
-        sp.add_argument("--text", default=text_default, help="war-and-peace (default; offline: the shipped "
-                        "'botchan'), botchan, or a path to a UTF-8 text file")
+        sp.add_argument(
+            "--text",
+            default=text_default,
+            help="war-and-peace (default; offline: the shipped 'botchan'), botchan, or a path to a UTF-8 text file",
+        )
 
     sp = sub.add_parser(
-        "info", help="device, model resolution, cache location and size", formatter_class=raw,
+        "info",
+        help="device, model resolution, cache location and size",
+        formatter_class=raw,
         description="Print the attn_lib, torch and transformers versions, the devices here, how --device and "
-                    "--model\nresolve, the offline stand-in's status, the texts and the cache folders with their "
-                    "sizes.\nNo model is loaded or downloaded.",
-        epilog="example:\n  attn-lib info --model gpt2-medium --device cuda")
-    sp.add_argument("--model", default="gpt2",
-                    help="model name to resolve (default gpt2): says whether it is in the local Hugging Face cache, "
-                         "would be downloaded, or falls back to the offline stand-in SmolLM2-135M-Instruct; a GPT-2 "
-                         "size, a Hugging Face id, a local folder or smollm2")
-    sp.add_argument("--device", default="auto",
-                    help="device to check (default auto = CUDA, then Apple MPS, then CPU; or cpu, cuda, cuda:N, "
-                         "mps): prints what it resolves to here, or why it is not available")
+        "--model\nresolve, the offline stand-in's status, the texts and the cache folders with their "
+        "sizes.\nNo model is loaded or downloaded.",
+        epilog="example:\n  attn-lib info --model gpt2-medium --device cuda",
+    )
+    sp.add_argument(
+        "--model",
+        default="gpt2",
+        help="model name to resolve (default gpt2): says whether it is in the local Hugging Face cache, "
+        "would be downloaded, or falls back to the offline stand-in SmolLM2-135M-Instruct; a GPT-2 "
+        "size, a Hugging Face id, a local folder or smollm2",
+    )
+    sp.add_argument(
+        "--device",
+        default="auto",
+        help="device to check (default auto = CUDA, then Apple MPS, then CPU; or cpu, cuda, cuda:N, "
+        "mps): prints what it resolves to here, or why it is not available",
+    )
     sp.set_defaults(func=_cmd_info)
 
     sp = sub.add_parser(
-        "capture", help="one forward pass with attention capture; per-layer summary", formatter_class=raw,
+        "capture",
+        help="one forward pass with attention capture; per-layer summary",
+        formatter_class=raw,
         description="Run the model once over --windows windows of --length tokens of --text with attention "
-                    "capture,\nand print per layer: the largest attention weight, the mean row maximum, the mean "
-                    "row entropy\n(nats) and the mean weight on the first token (over heads and query rows 2..L). "
-                    "Says which model\nactually ran. Results are cached; --no-cache recomputes.",
+        "capture,\nand print per layer: the largest attention weight, the mean row maximum, the mean "
+        "row entropy\n(nats) and the mean weight on the first token (over heads and query rows 2..L). "
+        "Says which model\nactually ran. Results are cached; --no-cache recomputes.",
         epilog="examples:\n  attn-lib capture --length 1024\n"
-               "  attn-lib capture --length 256 --normalizer sparsemax --temperature 0.5 --layers 0,5 --json")
+        "  attn-lib capture --length 256 --normalizer sparsemax --temperature 0.5 --layers 0,5 --json",
+    )
     model_args(sp)
     sp.add_argument("--length", type=_positive_int("--length"), default=1024, help="tokens per window (default 1024)")
-    sp.add_argument("--windows", type=_positive_int("--windows"), default=1,
-                    help="number of consecutive windows (default 1)")
+    sp.add_argument(
+        "--windows", type=_positive_int("--windows"), default=1, help="number of consecutive windows (default 1)"
+    )
     sp.add_argument("--start", type=_nonneg_int, default=0, help="first token of the first window (default 0)")
     sp.add_argument("--dtype", default=None, help="float32 (default), float64, bfloat16, float16")
-    sp.add_argument("--normalizer", default=None, help="replace softmax in the live model by this normaliser of "
-                    "attn_lib.normalizers (default: the model's own softmax)")
-    sp.add_argument("--temperature", type=_positive_float, default=1.0, help="temperature on top of the model's "
-                    "logits (default 1 = the model's own weights)")
+    sp.add_argument(
+        "--normalizer",
+        default=None,
+        help="replace softmax in the live model by this normaliser of "
+        "attn_lib.normalizers (default: the model's own softmax)",
+    )
+    sp.add_argument(
+        "--temperature",
+        type=_positive_float,
+        default=1.0,
+        help="temperature on top of the model's logits (default 1 = the model's own weights)",
+    )
     sp.add_argument("--layers", type=_layers, default=None, help="comma-separated layers to report (default all)")
     sp.add_argument("--no-fallback", action="store_true", help="fail instead of using the offline stand-in")
     sp.add_argument("--no-cache", action="store_true", help="bypass the result cache")
@@ -384,30 +476,41 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=_cmd_capture)
 
     sp = sub.add_parser(
-        "reproduce", help="run the paper's experiments (Algorithms 1-5) and write figures and a report",
+        "reproduce",
+        help="run the paper's experiments (Algorithms 1-5) and write figures and a report",
         formatter_class=raw,
         description="Run Algorithms 1-5 of the paper (distance vs L and vs N, critical N, separability, gradient\n"
-                    "sensitivity) on one model and text in a single forward pass, and write into --out:\n"
-                    "  fig2a_distance_vs_length, fig2b_distance_vs_n, fig2c_critical_n, fig3_separability,\n"
-                    "  fig4_sensitivity   the five figures, as .png and .svg\n"
-                    "  results.json       every table, the verdicts, the model, text, profile and timings\n"
-                    "  report.md          the verdict table (claim, paper, measured, verdict) and the figures\n"
-                    "Each experiment's result is cached under the result cache folder,\n"
-                    f"  {results_dir()}\n"
-                    "(<ATTN_LIB_CACHE_DIR>/results), keyed by model, text, parameters and the attn_lib code, so "
-                    "a\nrepeated run is fast; --no-cache recomputes. Progress goes to stderr, the summary to "
-                    "stdout.",
+        "sensitivity) on one model and text in a single forward pass, and write into --out:\n"
+        "  fig2a_distance_vs_length, fig2b_distance_vs_n, fig2c_critical_n, fig3_separability,\n"
+        "  fig4_sensitivity   the five figures, as .png and .svg\n"
+        "  results.json       every table, the verdicts, the model, text, profile and timings\n"
+        "  report.md          the verdict table (claim, paper, measured, verdict) and the figures\n"
+        "Each experiment's result is cached under the result cache folder,\n"
+        f"  {results_dir()}\n"
+        "(<ATTN_LIB_CACHE_DIR>/results), keyed by model, text, parameters and the attn_lib code, so "
+        "a\nrepeated run is fast; --no-cache recomputes. Progress goes to stderr, the summary to "
+        "stdout.",
         epilog="examples:\n  attn-lib reproduce --out results/\n"
-               "  attn-lib reproduce --profile quick --model gpt2 --out results-quick/")
+        "  attn-lib reproduce --profile quick --model gpt2 --out results-quick/",
+    )
     model_args(sp)
-    sp.add_argument("--profile", choices=["paper", "quick"], default="paper",
-                    help="paper (default): the paper's grids, L up to 1024, about 1.5-2 min on a 2-core CPU (a first "
-                         "run adds ~30 s of kernel compilation); quick: small grids, L up to 128, for a smoke run")
-    sp.add_argument("--out", default="results",
-                    help="output folder (default ./results), created if needed; checked before any work")
+    sp.add_argument(
+        "--profile",
+        choices=["paper", "quick"],
+        default="paper",
+        help="paper (default): the paper's grids, L up to 1024, about 1.5-2 min on a 2-core CPU (a first "
+        "run adds ~30 s of kernel compilation); quick: small grids, L up to 128, for a smoke run",
+    )
+    sp.add_argument(
+        "--out", default="results", help="output folder (default ./results), created if needed; checked before any work"
+    )
     sp.add_argument("--no-cache", action="store_true", help="bypass the result cache")
-    sp.add_argument("--threads", type=_positive_int("--threads"), default=None,
-                    help="worker threads for the analyses (default: torch's setting)")
+    sp.add_argument(
+        "--threads",
+        type=_positive_int("--threads"),
+        default=None,
+        help="worker threads for the analyses (default: torch's setting)",
+    )
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     sp.set_defaults(func=_cmd_reproduce)
     return p
@@ -420,8 +523,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="attn-lib: %(message)s",
-                        stream=sys.stderr)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="attn-lib: %(message)s", stream=sys.stderr
+    )
     from .corpus import TextUnavailableError
     from .models import ModelUnavailableError
 

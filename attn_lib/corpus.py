@@ -27,6 +27,7 @@ Consecutive text is tokenised without special tokens (no BOS), and windows of ex
 ``start, start + stride, ...``. Fewer tokens than needed, an empty text or an empty tokenizer (what transformers returns
 offline for an uncached GPT-2 tokenizer) raise ``ValueError``.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -94,7 +95,7 @@ class Text:
     source: str
 
     @classmethod
-    def from_string(cls, text: str, name: str = "string", source: str = "given string") -> "Text":
+    def from_string(cls, text: str, name: str = "string", source: str = "given string") -> Text:
         return cls(name=name, text=text, sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(), source=source)
 
     def __len__(self) -> int:
@@ -125,20 +126,20 @@ def strip_gutenberg(raw: str) -> str:
     text = _normalise(raw)
     m = _START.search(text)
     if m:
-        text = text[m.end():]
+        text = text[m.end() :]
     m = _END.search(text)
     if m:
-        text = text[:m.start()]
+        text = text[: m.start()]
     m = _END_OLD.search(text)
     if m:
-        text = text[:m.start()]
+        text = text[: m.start()]
     text = _PRODUCED.sub("", text, count=1)
     return text.strip() + "\n" if text.strip() else ""
 
 
 def _from_first_chapter(body: str, pattern: re.Pattern) -> str:
     m = pattern.search(body)
-    return body[m.start():] if m else body
+    return body[m.start() :] if m else body
 
 
 def _wp_first_chapter(body: str) -> str:
@@ -146,12 +147,12 @@ def _wp_first_chapter(body: str) -> str:
     anchor = re.search(r"Well,\s+Prince,\s+so\s+Genoa\s+and\s+Lucca", body)
     if not anchor:
         return body
-    head = body[:anchor.start()]
+    head = body[: anchor.start()]
     starts = [m.start() for m in re.finditer(r"^\s*BOOK ONE[:.]?\s*1805\s*$", head, re.M)]
     if starts:
-        return body[starts[-1]:].lstrip()
+        return body[starts[-1] :].lstrip()
     chapters = [m.start() for m in re.finditer(r"^\s*CHAPTER I\.?\s*$", head, re.M)]
-    return body[chapters[-1]:].lstrip() if chapters else body[anchor.start():]
+    return body[chapters[-1] :].lstrip() if chapters else body[anchor.start() :]
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -159,8 +160,9 @@ def _wp_first_chapter(body: str) -> str:
 # ------------------------------------------------------------------------------------------------------------------
 def available_texts() -> dict[str, str]:
     """Names accepted by :func:`load_text` (besides file paths), with a description."""
-    out = {WAR_AND_PEACE: "Tolstoy, War and Peace (Project Gutenberg #2600); downloaded once, needs network the "
-                          "first time"}
+    out = {
+        WAR_AND_PEACE: "Tolstoy, War and Peace (Project Gutenberg #2600); downloaded once, needs network the first time"
+    }
     out.update({k: v["title"] + " -- shipped, offline" for k, v in _SHIPPED.items()})
     return out
 
@@ -220,8 +222,9 @@ def _cached_war_and_peace() -> Path | None:
         if digest != meta["sha256"]:
             raise ValueError("checksum mismatch")
     except (OSError, ValueError, KeyError) as exc:
-        log.warning("attn_lib: cached War and Peace at %s failed verification (%s); it will be downloaded again",
-                    path, exc)
+        log.warning(
+            "attn_lib: cached War and Peace at %s failed verification (%s); it will be downloaded again", path, exc
+        )
         for p in (path, side):
             try:
                 p.unlink()
@@ -256,16 +259,20 @@ def _war_and_peace(offline_ok: bool) -> Text:
                 raise TextUnavailableError(
                     f"War and Peace (Project Gutenberg #2600) is not cached and cannot be downloaded ({why}). "
                     f"Download {WAR_AND_PEACE_URLS[0]} by hand and pass its path as source, or use "
-                    f"source={OFFLINE_DEFAULT!r} (shipped).")
+                    f"source={OFFLINE_DEFAULT!r} (shipped)."
+                )
             fallback = _read_shipped(OFFLINE_DEFAULT)
-            msg = (f"War and Peace is not available offline ({why}); using the shipped offline default "
-                   f"{OFFLINE_DEFAULT!r}: {_SHIPPED[OFFLINE_DEFAULT]['title']}")
+            msg = (
+                f"War and Peace is not available offline ({why}); using the shipped offline default "
+                f"{OFFLINE_DEFAULT!r}: {_SHIPPED[OFFLINE_DEFAULT]['title']}"
+            )
             warnings.warn(msg, UserWarning, stacklevel=3)
             return dataclasses.replace(fallback, source=fallback.source + " (offline fallback for war-and-peace)")
     raw = path.read_text(encoding="utf-8", errors="replace")
     body = _wp_first_chapter(strip_gutenberg(raw))
-    return Text.from_string(body, name=WAR_AND_PEACE,
-                            source=f"Tolstoy, War and Peace, Project Gutenberg #2600, cached at {path}")
+    return Text.from_string(
+        body, name=WAR_AND_PEACE, source=f"Tolstoy, War and Peace, Project Gutenberg #2600, cached at {path}"
+    )
 
 
 def load_text(source: str | os.PathLike = WAR_AND_PEACE, *, offline_ok: bool = True) -> Text:
@@ -279,8 +286,9 @@ def load_text(source: str | os.PathLike = WAR_AND_PEACE, *, offline_ok: bool = T
     if isinstance(source, Text):
         return source
     if not isinstance(source, (str, os.PathLike)) or (isinstance(source, str) and not source.strip()):
-        raise ValueError(f"source must be {WAR_AND_PEACE!r}, {OFFLINE_DEFAULT!r} or a path to a text file "
-                         f"(got {source!r})")
+        raise ValueError(
+            f"source must be {WAR_AND_PEACE!r}, {OFFLINE_DEFAULT!r} or a path to a text file (got {source!r})"
+        )
     key = os.fspath(source).strip()
     if key.lower() in _WP_ALIASES:
         text = _war_and_peace(offline_ok)
@@ -339,8 +347,9 @@ def tokenize(tokenizer, text, max_tokens: int | None = None) -> list[int]:
         chars *= 2
 
 
-def token_windows(tokenizer, text, length: int, n_windows: int = 1, start: int = 0,
-                  stride: int | None = None) -> torch.Tensor:
+def token_windows(
+    tokenizer, text, length: int, n_windows: int = 1, start: int = 0, stride: int | None = None
+) -> torch.Tensor:
     """``(n_windows, length)`` LongTensor of windows of exactly ``length`` consecutive tokens.
 
     Window ``i`` holds tokens ``start + i*stride .. start + i*stride + length - 1`` of the text (``stride`` defaults
@@ -364,6 +373,7 @@ def token_windows(tokenizer, text, length: int, n_windows: int = 1, start: int =
         raise ValueError(
             f"text {name!r} has only {len(ids)} tokens, but start={start} + (n_windows-1)*stride="
             f"{(n_windows - 1) * stride} + length={length} needs {needed}; length must be <= {max(len(ids) - start, 0)}"
-            f" for one window, n_windows <= {most} at this length")
+            f" for one window, n_windows <= {most} at this length"
+        )
     t = torch.tensor(ids, dtype=torch.long)
-    return torch.stack([t[start + i * stride: start + i * stride + length] for i in range(n_windows)])
+    return torch.stack([t[start + i * stride : start + i * stride + length] for i in range(n_windows)])

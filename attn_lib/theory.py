@@ -17,35 +17,70 @@ Conventions
 
 These are readable reference definitions; :mod:`attn_lib.metrics` holds the fast batched versions.
 """
+
 from __future__ import annotations
 
 import itertools
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from ._validation import (check_choice, check_finite, check_int, check_nonnegative, check_positive, check_probability,
-                          check_seed)
+from ._validation import (
+    check_choice,
+    check_finite,
+    check_int,
+    check_nonnegative,
+    check_positive,
+    check_probability,
+    check_seed,
+)
 
 __all__ = [
     # Lemma 1 / Corollary 1
-    "lemma1_constants", "lemma1_bounds", "corollary1_delta", "corollary1_bounds",
+    "lemma1_constants",
+    "lemma1_bounds",
+    "corollary1_delta",
+    "corollary1_bounds",
     # top-N and distances
-    "top_n_indices", "top_n_mask", "context_vector", "distance",
+    "top_n_indices",
+    "top_n_mask",
+    "context_vector",
+    "distance",
     # Theorem 1
-    "theorem1_dmax", "expectation_e1", "jensen_gap_bound", "expectation_e2",
-    "expected_distance_mc", "expected_distance_exact", "jensen_gap_exact",
+    "theorem1_dmax",
+    "expectation_e1",
+    "jensen_gap_bound",
+    "expectation_e2",
+    "expected_distance_mc",
+    "expected_distance_exact",
+    "jensen_gap_exact",
     # Corollary 2
-    "corollary2_linear_bounds", "corollary2_random_bound", "corollary2_e1_bound", "corollary2_limits",
+    "corollary2_linear_bounds",
+    "corollary2_random_bound",
+    "corollary2_e1_bound",
+    "corollary2_limits",
     "corollary2_e2_identity",
     # separability / Theorem 2
-    "selected_offsets", "distinguishable_count", "separability", "theorem2_xi", "theorem2_bounds",
+    "selected_offsets",
+    "distinguishable_count",
+    "separability",
+    "theorem2_xi",
+    "theorem2_bounds",
     "theorem2_hoeffding_upper",
     # Lemma 2 / Corollary 3 / examples
-    "softmax_np", "softmax_jacobian_np", "lemma2_jacobian", "lemma2_jacobian_bound",
-    "corollary3_paper", "corollary3_corrected", "corollary3_counterexample", "sqrt5_example",
-    "multihead_coverage", "heads_for_coverage", "multihead_coverage_simulation",
+    "softmax_np",
+    "softmax_jacobian_np",
+    "lemma2_jacobian",
+    "lemma2_jacobian_bound",
+    "corollary3_paper",
+    "corollary3_corrected",
+    "corollary3_counterexample",
+    "sqrt5_example",
+    "multihead_coverage",
+    "heads_for_coverage",
+    "multihead_coverage_simulation",
 ]
 
 
@@ -84,8 +119,9 @@ def _alpha_X(alpha: Any, X: Any) -> tuple[np.ndarray, np.ndarray]:
     a = _alpha(alpha)
     x = _np(X, "X")
     if x.ndim != a.ndim + 1 or x.shape[:-1] != a.shape:
-        raise ValueError(f"X must have shape (..., L, d) matching alpha of shape (..., L) = {a.shape} "
-                         f"(got X of shape {x.shape})")
+        raise ValueError(
+            f"X must have shape (..., L, d) matching alpha of shape (..., L) = {a.shape} (got X of shape {x.shape})"
+        )
     if x.shape[-1] == 0:
         raise ValueError("X must have d >= 1 columns")
     if not np.all(np.isfinite(x)):
@@ -170,8 +206,12 @@ def lemma1_constants(F: Callable, a: float, theta: Any = None, grid: int = 2049)
     m_F, M_F = float(vals.min()), float(vals.max())
     for sign, k in ((1.0, int(np.argmin(vals))), (-1.0, int(np.argmax(vals)))):
         lo, hi = max(-a, zs[k] - h), min(a, zs[k] + h)
-        res = minimize_scalar(lambda z: sign * scalar(z), bounds=(lo, hi), method="bounded",
-                              options={"xatol": 1e-12 * max(1.0, a)})
+        res = minimize_scalar(
+            lambda z, sign=sign: sign * scalar(z),
+            bounds=(lo, hi),
+            method="bounded",
+            options={"xatol": 1e-12 * max(1.0, a)},
+        )
         v = scalar(float(res.x))
         if not (np.isfinite(v) and v > 0):
             raise ValueError("F must return finite values > 0 on [-a, a] (Lemma 1 needs a positive F)")
@@ -326,16 +366,24 @@ def theorem1_dmax(alpha: Any, X: Any, N: int, return_parts: bool = False):
     max_norm = np.where(m, norms, -np.inf).max(-1)
     idx = top_n_indices(a, N)
     xs = np.take_along_axis(x, idx[..., None], axis=-2)  # (..., N, d)
-    sq = norms ** 2
-    D2 = sq[..., :, None] + np.take_along_axis(sq, idx, axis=-1)[..., None, :] \
-        - 2 * np.einsum("...ld,...nd->...ln", x, xs)  # ||x_i - x_j||^2, i any, j in I_N
+    sq = norms**2
+    D2 = (
+        sq[..., :, None]
+        + np.take_along_axis(sq, idx, axis=-1)[..., None, :]
+        - 2 * np.einsum("...ld,...nd->...ln", x, xs)
+    )  # ||x_i - x_j||^2, i any, j in I_N
     D = np.sqrt(np.clip(D2, 0.0, None))
     d1 = np.where(m[..., :, None], -np.inf, D).max(axis=(-2, -1))
     d1 = np.where(np.isfinite(d1), d1, 0.0)
     dmax = out_mass * d1 + ((L - N) * abar - out_mass) * max_norm
     if return_parts:
-        return {"d_max": _ret(dmax), "d1": _ret(d1), "abar": _ret(abar), "out_mass": _ret(out_mass),
-                "max_norm": _ret(max_norm)}
+        return {
+            "d_max": _ret(dmax),
+            "d1": _ret(d1),
+            "abar": _ret(abar),
+            "out_mass": _ret(out_mass),
+            "max_norm": _ret(max_norm),
+        }
     return _ret(dmax)
 
 
@@ -378,7 +426,7 @@ def jensen_gap_bound(alpha: Any, X: Any, N: int, p: Any = "L-1", crude: bool = F
         return _ret(np.zeros(a.shape[:-1]))
     pv = _p(p, N, L)
     A = a[..., None] * x
-    sq = (A ** 2).sum(-1)
+    sq = (A**2).sum(-1)
     tot = sq.sum(-1, keepdims=True)
     z = A.sum(-2)
     others_sq = tot - sq
@@ -412,8 +460,7 @@ def _d_tilde_for_masks(A: np.ndarray, masks: np.ndarray) -> np.ndarray:
     return np.where(masks, 0.0, D).sum(-1)
 
 
-def expected_distance_mc(alpha: Any, X: Any, N: int, n_samples: int = 64, seed: int = 0,
-                         return_stderr: bool = False):
+def expected_distance_mc(alpha: Any, X: Any, N: int, n_samples: int = 64, seed: int = 0, return_stderr: bool = False):
     r"""Monte-Carlo estimate of :math:`\mathbb E_{I_N\sim\mathcal U(I,N)}[\tilde d]` (Eq. 8; ground truth (project decision) §Expectation forms).
 
     ``n_samples`` uniform N-subsets per row drawn with ``numpy.random.default_rng(seed)``; returns the mean (and,
@@ -447,8 +494,9 @@ def expected_distance_exact(alpha: Any, X: Any, N: int, max_subsets: int = 200_0
     N = _N(N, L)
     C = math.comb(L, N)
     if C > max_subsets:
-        raise ValueError(f"L must be small enough for enumeration: comb(L={L}, N={N}) = {C} > max_subsets = "
-                         f"{max_subsets}")
+        raise ValueError(
+            f"L must be small enough for enumeration: comb(L={L}, N={N}) = {C} > max_subsets = {max_subsets}"
+        )
     masks = np.zeros((C, L), dtype=bool)
     for k, comb in enumerate(itertools.combinations(range(L), N)):
         masks[k, list(comb)] = True
@@ -532,9 +580,15 @@ def corollary2_limits(alpha: Any, X: Any, N: int, p: Any = "L-1") -> dict:
     rbl = (N * L / (L - 1) if L > 1 else 0.0) * _norm(z) + pv * na.sum(-1)
     den = na.sum(-1)
     dom = np.where(den > 0, N * _norm(z) / np.where(den > 0, den, 1.0), np.inf)
-    return {"e1": _ret(e1), "individual": _ret(indiv), "remainder": _ret(e1 - indiv),
-            "remainder_bound": _ret(rb), "remainder_bound_loose": _ret(rbl), "dominance_ratio": _ret(dom),
-            "outer_factor": (L - N) / L}
+    return {
+        "e1": _ret(e1),
+        "individual": _ret(indiv),
+        "remainder": _ret(e1 - indiv),
+        "remainder_bound": _ret(rb),
+        "remainder_bound_loose": _ret(rbl),
+        "dominance_ratio": _ret(dom),
+        "outer_factor": (L - N) / L,
+    }
 
 
 def corollary2_e2_identity(alpha: Any, X: Any, N: int) -> dict:
@@ -556,8 +610,7 @@ def corollary2_e2_identity(alpha: Any, X: Any, N: int) -> dict:
     dt = np.where(m, 0.0, D).sum(-1)
     e2 = (L - N) / L * D.sum(-1)
     rhs = (L - N) / L * np.where(m, D, 0.0).sum(-1) - N / L * dt
-    return {"difference": _ret(e2 - dt), "identity": _ret(rhs),
-            "bound": _ret((N + 1) * a.sum(-1) * _norm(x).max(-1))}
+    return {"difference": _ret(e2 - dt), "identity": _ret(rhs), "bound": _ret((N + 1) * a.sum(-1) * _norm(x).max(-1))}
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -635,8 +688,8 @@ def theorem2_xi(alpha: Any, N: int, M: float, delta: float) -> np.ndarray:
     idx = top_n_indices(a, N)
     aI = np.take_along_axis(a, idx, axis=-1)
     beta = aI.sum(-1, keepdims=True) - aI
-    q = (aI ** 2).sum(-1, keepdims=True) - aI ** 2
-    xi2 = (M ** 2 - d ** 2 / 2) * beta ** 2 + d ** 2 / 2 * q
+    q = (aI**2).sum(-1, keepdims=True) - aI**2
+    xi2 = (M**2 - d**2 / 2) * beta**2 + d**2 / 2 * q
     return np.sqrt(np.clip(xi2, 0.0, None))
 
 
@@ -654,7 +707,7 @@ def theorem2_bounds(alpha: Any, N: int, M: float, delta: float, r: float):
     rv = check_positive("r", r)
     M = float(M)
     lower = 1.0 - xi.sum(-1) / (rv * xi.shape[-1])
-    upper = np.exp(-np.clip(xi - rv, 0.0, None) ** 2 / (2 * M ** 2)).mean(-1)
+    upper = np.exp(-(np.clip(xi - rv, 0.0, None) ** 2) / (2 * M**2)).mean(-1)
     return _ret(lower), _ret(upper)
 
 
@@ -676,7 +729,7 @@ def theorem2_hoeffding_upper(mean_X: Any, r: float, M: float, value_range: float
     rv = check_positive("r", r)
     M = check_positive("M", M)
     R = 2 * M if value_range is None else check_positive("value_range", value_range)
-    return _ret(np.exp(-2 * np.clip(mu - rv, 0.0, None) ** 2 / R ** 2).mean(-1))
+    return _ret(np.exp(-2 * np.clip(mu - rv, 0.0, None) ** 2 / R**2).mean(-1))
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -812,8 +865,13 @@ def corollary3_counterexample(T: float = 1.0, eps: float = 1e-6) -> dict:
     J = softmax_jacobian_np(l0, Tv)
     v = np.array([1.0, -1.0]) / math.sqrt(2)
     fd = float(np.linalg.norm(softmax_np(l0 + e * v, Tv) - softmax_np(l0, Tv)) / e)
-    return {"J": J, "spectral_norm": float(np.linalg.norm(J, 2)), "paper_bound": corollary3_paper(Tv),
-            "corrected_bound": 1 / (2 * Tv), "fd_ratio": fd}
+    return {
+        "J": J,
+        "spectral_norm": float(np.linalg.norm(J, 2)),
+        "paper_bound": corollary3_paper(Tv),
+        "corrected_bound": 1 / (2 * Tv),
+        "fd_ratio": fd,
+    }
 
 
 def sqrt5_example(c: float, eps: float, T: float, L: int) -> dict:
@@ -836,8 +894,15 @@ def sqrt5_example(c: float, eps: float, T: float, L: int) -> dict:
     l2[:2] = [c - e, c + e]
     da = float(np.linalg.norm(softmax_np(l1, Tv) - softmax_np(l2, Tv)))
     lin = float(np.linalg.norm(softmax_jacobian_np(l1, Tv) @ (l1 - l2)))
-    return {"l1": l1, "l2": l2, "logit_distance": float(np.linalg.norm(l1 - l2)), "delta_alpha": da,
-            "ratio": da / e, "linearised": lin, "tie_approximation": 3 * math.sqrt(2) * e / (4 * Tv)}
+    return {
+        "l1": l1,
+        "l2": l2,
+        "logit_distance": float(np.linalg.norm(l1 - l2)),
+        "delta_alpha": da,
+        "ratio": da / e,
+        "linearised": lin,
+        "tie_approximation": 3 * math.sqrt(2) * e / (4 * Tv),
+    }
 
 
 # ----------------------------------------------------------------------------------------------------------

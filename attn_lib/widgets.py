@@ -23,6 +23,7 @@ Example::
 
 Only matplotlib and ipywidgets are imported here (see docs/ARCHITECTURE.md).
 """
+
 from __future__ import annotations
 
 import io
@@ -103,7 +104,13 @@ def label_figure(
         renderer = fig._get_renderer()
     bottom = fig.get_tightbbox(renderer).y0 / fig.get_figheight()
     fig.text(
-        0.99, min(bottom, 0.0) - 0.01, label, ha="right", va="top", fontsize=fontsize, color="0.35",
+        0.99,
+        min(bottom, 0.0) - 0.01,
+        label,
+        ha="right",
+        va="top",
+        fontsize=fontsize,
+        color="0.35",
         gid=PROVENANCE_GID,
     )
     return fig
@@ -146,8 +153,9 @@ class PrecomputedSlider(widgets.VBox):
     ``slider.index`` to ``stack.selected_index``).
     """
 
-    def __init__(self, slider: widgets.SelectionSlider, stack: widgets.Stack, values: list, labels: list[str],
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, slider: widgets.SelectionSlider, stack: widgets.Stack, values: list, labels: list[str], **kwargs: Any
+    ) -> None:
         super().__init__(children=[slider, stack], **kwargs)
         self.slider = slider
         self.stack = stack

@@ -13,6 +13,7 @@ The forward pass is not part of step 1 (both sides get the same captured tensors
 Both sides use the same row sets where the profile subsamples rows (Monte-Carlo rows, Algorithm 5's ``R``).
 Timings on a shared machine are noisy: the load average is printed with them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,7 +26,6 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -44,8 +44,12 @@ def _load(model: str):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default="gpt2", help="gpt2 (offline: the stand-in), gpt2-random (GPT-2 small's "
-                    "architecture, random init), or any name load_model accepts")
+    ap.add_argument(
+        "--model",
+        default="gpt2",
+        help="gpt2 (offline: the stand-in), gpt2-random (GPT-2 small's "
+        "architecture, random init), or any name load_model accepts",
+    )
     ap.add_argument("--layers", type=int, default=2, help="layers of the reduced workload")
     ap.add_argument("--length", type=int, default=256, help="largest L of the reduced workload")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
@@ -73,8 +77,10 @@ def main(argv=None):
         h = _load(args.model)
         text = load_text()
         t_load = time.perf_counter() - t0
-    print(f"model: {h.describe()} (loaded in {t_load:.1f} s); text: {text.name}; torch threads: "
-          f"{torch.get_num_threads()}; cpus: {os.cpu_count()}; load average: {os.getloadavg()}")
+    print(
+        f"model: {h.describe()} (loaded in {t_load:.1f} s); text: {text.name}; torch threads: "
+        f"{torch.get_num_threads()}; cpus: {os.cpu_count()}; load average: {os.getloadavg()}"
+    )
 
     L = args.length
     lengths = [x for x in (16, 32, 64, 128, 256, 512, 1024) if x <= L]
@@ -92,19 +98,33 @@ def main(argv=None):
     Es = [1e-3, 1e-1, 10.0]
     mc_samples, mc_rows = 8, 8
     sens_rows = min(L, 64)
-    prof = E.Profile(name="bench", lengths=tuple(lengths), n_alg1=5, length_fixed=L, n_alg2=tuple(n2),
-                     n_alg4=tuple(n4), temperatures=tuple(Ts), eps_values=tuple(Es), mc_samples=mc_samples,
-                     mc_rows=mc_rows, scan_stage=16, sens_rows=sens_rows)
+    prof = E.Profile(
+        name="bench",
+        lengths=tuple(lengths),
+        n_alg1=5,
+        length_fixed=L,
+        n_alg2=tuple(n2),
+        n_alg4=tuple(n4),
+        temperatures=tuple(Ts),
+        eps_values=tuple(Es),
+        mc_samples=mc_samples,
+        mc_rows=mc_rows,
+        scan_stage=16,
+        sens_rows=sens_rows,
+    )
     sens_idx = [int(r) for r in E.sens_row_indices(L, sens_rows)]
     params = E._profile_params(h, prof)
     jobs = {
-        "1 distance vs L": ("distance_vs_length",
-                            lambda: NR.alg1_distance_vs_length(np_layers, lengths, 5, mc_samples, mc_rows)),
+        "1 distance vs L": (
+            "distance_vs_length",
+            lambda: NR.alg1_distance_vs_length(np_layers, lengths, 5, mc_samples, mc_rows),
+        ),
         "2 distance vs N": ("distance_vs_n", lambda: NR.alg2_distance_vs_n(np_layers, L, n2, mc_samples, mc_rows)),
         "3 critical N (KS)": ("critical_n", lambda: NR.alg3_critical_n(np_layers, lengths)),
         "4 separability": ("separability", lambda: NR.alg4_separability(np_layers, L, n4)),
         "5 sensitivity": ("gradient_sensitivity", lambda: NR.alg5_sensitivity(np_layers, L, Ts, Es, rows=sens_idx)),
     }
+
     def fast(exp):
         a, _ = E._make(exp, h, text, params[exp])
         with M.block_parallel():  # as experiments._run_pass does for every layer
@@ -116,8 +136,10 @@ def main(argv=None):
     t0 = time.perf_counter()
     for exp, _ in jobs.values():
         fast(exp)
-    print(f"warm-up (numba kernels loaded or compiled, once per process): {time.perf_counter() - t0:.2f} s; "
-          f"engine: {M.DEFAULT_ENGINE}\n")
+    print(
+        f"warm-up (numba kernels loaded or compiled, once per process): {time.perf_counter() - t0:.2f} s; "
+        f"engine: {M.DEFAULT_ENGINE}\n"
+    )
     print(f"{'algorithm':<20}{'naive loop [s]':>16}{'attn_lib [s]':>14}{'speed-up':>11}")
     total_naive = total_fast = 0.0
     for name, (exp, naive) in jobs.items():
@@ -145,27 +167,30 @@ def main(argv=None):
 
     if args.skip_full:
         return
-    print(f"full '{args.profile}' reproduction (subprocess, no cache; load average {os.getloadavg()}) ...",
-          flush=True)
+    print(f"full '{args.profile}' reproduction (subprocess, no cache; load average {os.getloadavg()}) ...", flush=True)
     out = Path(os.environ.get("BENCH_OUT", "/tmp/attn_lib_bench_reproduce"))
-    code = ("import json,time,warnings,sys,torch;warnings.simplefilter('ignore');"
-            f"sys.path.insert(0,{str(Path(__file__).resolve().parent)!r});from bench_reproduce import _load;"
-            + "from attn_lib.experiments import run_reproduce;t=time.perf_counter();"
-            f"i=run_reproduce(handle=_load({args.model!r}),device='cpu',profile={args.profile!r},out={str(out)!r},"
-            f"use_cache=False,progress=None,threads={args.threads!r});"
-            "print('RESULT'+json.dumps({'wall':time.perf_counter()-t,'timings':i['timings']}))")
+    code = (
+        "import json,time,warnings,sys,torch;warnings.simplefilter('ignore');"
+        f"sys.path.insert(0,{str(Path(__file__).resolve().parent)!r});from bench_reproduce import _load;"
+        + "from attn_lib.experiments import run_reproduce;t=time.perf_counter();"
+        f"i=run_reproduce(handle=_load({args.model!r}),device='cpu',profile={args.profile!r},out={str(out)!r},"
+        f"use_cache=False,progress=None,threads={args.threads!r});"
+        "print('RESULT'+json.dumps({'wall':time.perf_counter()-t,'timings':i['timings']}))"
+    )
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     wall = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 ** 2  # KiB -> GiB
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024**2  # KiB -> GiB
     line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT")]
     if proc.returncode or not line:
         print(proc.stdout[-2000:], proc.stderr[-4000:])
         raise SystemExit("full reproduction failed")
     res = json.loads(line[0][6:])
     tm = res["timings"]
-    print(f"full reproduction: {wall:.1f} s wall (process incl. imports); inside: "
-          + ", ".join(f"{k} {v:.1f} s" for k, v in tm.items()))
+    print(
+        f"full reproduction: {wall:.1f} s wall (process incl. imports); inside: "
+        + ", ".join(f"{k} {v:.1f} s" for k, v in tm.items())
+    )
     print(f"peak memory (max RSS): {peak:.2f} GiB; outputs in {out}; load average after: {os.getloadavg()}")
     if "pass" in tm:
         print(f"forward pass + per-layer analysis: {tm['pass']:.1f} s; goal: whole reproduction < 120 s on 2 cores")

@@ -8,6 +8,7 @@ and -- for Algorithm 3 -- everything is recomputed from scratch for each N. Used
 
 ``layers`` is a list of ``(logits (H, L, L) with -inf masked, values (H, L, d))`` numpy float64 pairs.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,7 +27,7 @@ def _softmax(x):
 
 def _rows(layers):
     for li, (logits, V) in enumerate(layers):
-        H, L, _ = logits.shape
+        H, _L, _ = logits.shape
         for h in range(H):
             yield li, h, logits[h], V[h]
 
@@ -65,7 +66,7 @@ def alg3_critical_n(layers, lengths, alpha=0.01, frac=0.25):
     for L in lengths:
         for N in range(1, int(math.floor(L * frac)) + 1):
             d, e1, e2 = [], [], []
-            for li, h, lg, V in _rows(layers):
+            for _li, _h, lg, V in _rows(layers):
                 rd, r1, r2 = [], [], []
                 for r in range(N, L):
                     t = r + 1
@@ -106,8 +107,16 @@ def alg4_separability(layers, L, n_values, M=1.0):
                 fr.append(f)
                 lo.append(lb)
                 up.append(ub)
-            out.append(dict(N=N, layer=li, head=h, fraction=float(np.mean(fr)), lower=float(np.mean(lo)),
-                            upper=float(np.mean(up))))
+            out.append(
+                dict(
+                    N=N,
+                    layer=li,
+                    head=h,
+                    fraction=float(np.mean(fr)),
+                    lower=float(np.mean(lo)),
+                    upper=float(np.mean(up)),
+                )
+            )
     return out
 
 
@@ -118,7 +127,7 @@ def alg5_sensitivity(layers, L, temperatures, eps_values, seed=0, rows=None):
     out = []
     for T in temperatures:
         for e in eps_values:
-            for li, h, lg, V in _rows(layers):
+            for li, h, lg, _V in _rows(layers):
                 gs = []
                 for r in rows:
                     t = r + 1

@@ -10,6 +10,7 @@
 * ``tmp_cache``: points ``ATTN_LIB_CACHE_DIR`` (and so the result and text caches) at a fresh temporary folder.
   ``ATTN_LIB_MODEL_DIR`` is left alone so slow tests reuse the converted stand-in.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,14 +19,22 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ATTN_LIB_OFFLINE", "1")
 
-import pytest  # noqa: E402
+import pytest
 
 
 def tiny_gpt2_config(**overrides):
     from transformers import GPT2Config
 
-    kw = dict(n_layer=2, n_head=4, n_embd=32, n_positions=128, vocab_size=256, bos_token_id=0, eos_token_id=0,
-              initializer_range=0.2)
+    kw = dict(
+        n_layer=2,
+        n_head=4,
+        n_embd=32,
+        n_positions=128,
+        vocab_size=256,
+        bos_token_id=0,
+        eos_token_id=0,
+        initializer_range=0.2,
+    )
     kw.update(overrides)
     return GPT2Config(**kw)
 
@@ -33,9 +42,19 @@ def tiny_gpt2_config(**overrides):
 def tiny_llama_config(**overrides):
     from transformers import LlamaConfig
 
-    kw = dict(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, hidden_size=32, intermediate_size=64,
-              max_position_embeddings=128, vocab_size=256, bos_token_id=0, eos_token_id=0, pad_token_id=0,
-              initializer_range=0.2)
+    kw = dict(
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        hidden_size=32,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        vocab_size=256,
+        bos_token_id=0,
+        eos_token_id=0,
+        pad_token_id=0,
+        initializer_range=0.2,
+    )
     kw.update(overrides)
     return LlamaConfig(**kw)
 

@@ -1,5 +1,6 @@
 """Book hygiene: notebooks are committed without outputs, _toc.yml and book/ agree, and the configuration
 keeps the book offline-complete (vendored JavaScript, one repository URL)."""
+
 from __future__ import annotations
 
 import json
@@ -23,9 +24,7 @@ SKIP_DIRS = {"_vendor", "_build", ".ipynb_checkpoints"}
 
 
 def _book_files(suffix: str) -> list[Path]:
-    return sorted(
-        p for p in BOOK.rglob(f"*{suffix}") if not SKIP_DIRS.intersection(p.relative_to(BOOK).parts)
-    )
+    return sorted(p for p in BOOK.rglob(f"*{suffix}") if not SKIP_DIRS.intersection(p.relative_to(BOOK).parts))
 
 
 NOTEBOOKS = _book_files(".ipynb")
@@ -63,7 +62,8 @@ def test_notebook_has_no_outputs(path):
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
     dirty = [
-        i for i, c in enumerate(nb.cells)
+        i
+        for i, c in enumerate(nb.cells)
         if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)
     ]
     assert not dirty, f"{path.name}: cells {dirty} have outputs or execution counts; clear them before committing"

@@ -19,6 +19,7 @@ A full-page screenshot of every page goes to ``_build/screenshots/``. Run after 
 builds the book first). With ``CI=true`` a missing browser or a missing built book is a failure; otherwise it is
 a skip that says why.
 """
+
 from __future__ import annotations
 
 import os
@@ -72,9 +73,7 @@ def _pages() -> list[str]:
         return []
     skip = {"_static", "_sources", "_images", "_downloads"}
     return sorted(
-        p.relative_to(HTML).as_posix()
-        for p in HTML.rglob("*.html")
-        if not skip.intersection(p.relative_to(HTML).parts)
+        p.relative_to(HTML).as_posix() for p in HTML.rglob("*.html") if not skip.intersection(p.relative_to(HTML).parts)
     )
 
 
@@ -415,10 +414,7 @@ def test_chapter_shows_numbered_statements_and_a_working_reference(visits, rel):
         )
     # {prf:ref} links: internal links whose text names a numbered statement (or a block title) of the book
     links = page.locator("main a.reference.internal:has(span.std-ref), main a.reference.internal")
-    refs = [
-        (links.nth(i).inner_text().strip(), links.nth(i).get_attribute("href") or "")
-        for i in range(links.count())
-    ]
+    refs = [(links.nth(i).inner_text().strip(), links.nth(i).get_attribute("href") or "") for i in range(links.count())]
     prf = [(t, h) for t, h in refs if "#" in h and re.search(r"(lem|cor|thm|asm|def|prop|rem|exa)-", h)]
     assert prf, f"{rel}: no {{prf:ref}} link to a numbered statement (links found: {refs[:10]})"
     for text, href in prf:
@@ -440,4 +436,4 @@ def test_chapter_shows_numbered_statements_and_a_working_reference(visits, rel):
 
 def _around(text: str, needle: str, width: int = 60) -> str:
     i = text.find(needle)
-    return text[max(0, i - width): i + width]
+    return text[max(0, i - width) : i + width]

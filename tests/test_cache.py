@@ -1,4 +1,5 @@
 """attn_lib.cache: locations, keys, hits, corrupted/stale entries recomputed, DataFrames, --no-cache."""
+
 from __future__ import annotations
 
 import json
@@ -47,14 +48,18 @@ def test_sizes(tmp_path):
     (tmp_path / "a" / "f").write_bytes(b"x" * 1500)
     assert K.dir_size(tmp_path) == 1500 and K.dir_size(tmp_path / "nope") == 0
     assert K.format_bytes(1500) == "1.5 KiB" and K.format_bytes(12) == "12 B"
-    assert K.format_bytes(3 * 1024 ** 3) == "3.0 GiB"
+    assert K.format_bytes(3 * 1024**3) == "3.0 GiB"
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # hits and misses
 # ------------------------------------------------------------------------------------------------------------------
-KEY = {"experiment": "alg1", "model": {"model_id": "gpt2", "revision": "abc"}, "text_sha256": "f" * 64,
-       "params": {"L": [32, 64], "N": 5, "T": 1.0}}
+KEY = {
+    "experiment": "alg1",
+    "model": {"model_id": "gpt2", "revision": "abc"},
+    "text_sha256": "f" * 64,
+    "params": {"L": [32, 64], "N": 5, "T": 1.0},
+}
 
 
 def test_json_value_computed_once_then_hit(tmp_path):
@@ -89,14 +94,17 @@ def test_other_picklable_values(tmp_path):
     got = cache.get_or_compute({"k": 1}, lambda: pytest.fail("should be cached"))
     assert np.array_equal(got["array"], value["array"])
     with pytest.raises(ValueError, match="neither JSON-encoded nor pickled"):
-        cache.get_or_compute({"k": 2}, lambda: (lambda: 0))
+        cache.get_or_compute({"k": 2}, lambda: lambda: 0)
 
 
-@pytest.mark.parametrize("change", [
-    lambda k: {**k, "params": {**k["params"], "N": 6}},
-    lambda k: {**k, "text_sha256": "e" * 64},
-    lambda k: {**k, "model": {"model_id": "gpt2", "revision": "def"}},
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda k: {**k, "params": {**k["params"], "N": 6}},
+        lambda k: {**k, "text_sha256": "e" * 64},
+        lambda k: {**k, "model": {"model_id": "gpt2", "revision": "def"}},
+    ],
+)
 def test_every_part_of_the_key_matters(tmp_path, change):
     cache = K.ResultCache(tmp_path)
     c = Counter(1)
@@ -173,7 +181,7 @@ def test_disabled_cache_bypasses_everything(tmp_path):
 def test_no_temporary_folders_left_and_invalidate_clear(tmp_path):
     cache = K.ResultCache(tmp_path)
     for i in range(3):
-        cache.get_or_compute({"i": i}, lambda: i)
+        cache.get_or_compute({"i": i}, lambda i=i: i)
     assert not list(tmp_path.rglob(".tmp-*"))
     assert cache.invalidate({"i": 0}) and not cache.invalidate({"i": 0})
     assert cache.clear() == 2 and cache.entries() == []
@@ -207,12 +215,15 @@ def test_make_key_from_handle_and_text(tiny_gpt2):
     json.dumps(key)
 
 
-@pytest.mark.parametrize("key, match", [
-    ([1, 2], "key must be"),
-    ({}, "key must be a non-empty dict"),
-    ({"f": object()}, "not JSON-able"),
-    ({1: "x"}, "dict keys must be strings"),
-])
+@pytest.mark.parametrize(
+    "key, match",
+    [
+        ([1, 2], "key must be"),
+        ({}, "key must be a non-empty dict"),
+        ({"f": object()}, "not JSON-able"),
+        ({1: "x"}, "dict keys must be strings"),
+    ],
+)
 def test_bad_keys(tmp_path, key, match):
     with pytest.raises(ValueError, match=match):
         K.ResultCache(tmp_path).get_or_compute(key, lambda: 1)
@@ -273,8 +284,11 @@ class _Unsortable:
         raise TypeError("no order")
 
 
-@pytest.mark.parametrize("key", [{"f": _Unhashable()}, {"f": [_Unsortable(), _Unsortable()]}, {"t": np.arange(3)}],
-                         ids=["unhashable", "unsortable", "array"])
+@pytest.mark.parametrize(
+    "key",
+    [{"f": _Unhashable()}, {"f": [_Unsortable(), _Unsortable()]}, {"t": np.arange(3)}],
+    ids=["unhashable", "unsortable", "array"],
+)
 def test_keys_of_odd_objects_are_value_errors(tmp_path, key):
     with pytest.raises(ValueError, match="key"):
         K.ResultCache(tmp_path).get_or_compute(key, lambda: 1)

@@ -1,4 +1,5 @@
 """attn_lib.capture: exact equality with eager attention, streaming, normaliser replacement, masks, bad input."""
+
 from __future__ import annotations
 
 import warnings
@@ -7,8 +8,16 @@ import pytest
 import torch
 
 from attn_lib import normalizers as nz
-from attn_lib.capture import (IMPLEMENTATION, LayerAttention, _capture_attention_forward, _set_attn_implementation,
-                              capture_attention, collect_attention, patched_attention, register)
+from attn_lib.capture import (
+    IMPLEMENTATION,
+    LayerAttention,
+    _capture_attention_forward,
+    _set_attn_implementation,
+    capture_attention,
+    collect_attention,
+    patched_attention,
+    register,
+)
 
 
 def _ids(handle, batch=2, length=23, seed=0):
@@ -68,9 +77,8 @@ def test_logits_mask_values_queries_keys(tiny_handle):
         # the logits are what the model normalises: their softmax is the weights
         torch.testing.assert_close(torch.softmax(r.logits, -1), r.weights, rtol=0, atol=1e-7)
         # and they include the model's own scaling (1/sqrt(head_dim)) of post-RoPE q.k
-        torch.testing.assert_close(r.logits[..., causal],
-                                   (r.queries @ r.keys.transpose(-1, -2) * D ** -0.5)[..., causal])
-        assert r.scaling == pytest.approx(D ** -0.5)
+        torch.testing.assert_close(r.logits[..., causal], (r.queries @ r.keys.transpose(-1, -2) * D**-0.5)[..., causal])
+        assert r.scaling == pytest.approx(D**-0.5)
         assert r.values.shape == (1, H, L, D) and r.queries.shape == (1, H, L, D) and r.keys.shape == (1, H, L, D)
 
 
@@ -221,8 +229,9 @@ def test_temperature_replaces_softmax_in_the_live_model(tiny_handle):
     assert hot[0].normalizer == "softmax" and hot[0].temperature == 0.5
     assert not torch.allclose(hot[0].weights, base[0].weights)
     # later layers and the output change: the replacement is live
-    assert not torch.allclose(hot[1].logits[torch.isfinite(hot[1].logits)],
-                              base[1].logits[torch.isfinite(base[1].logits)])
+    assert not torch.allclose(
+        hot[1].logits[torch.isfinite(hot[1].logits)], base[1].logits[torch.isfinite(base[1].logits)]
+    )
     assert not torch.allclose(out.logits, base_out.logits)
 
 
@@ -269,15 +278,18 @@ def test_length_beyond_context_is_a_clear_error(tiny_gpt2):
         capture_attention(tiny_gpt2, torch.zeros(1, 129, dtype=torch.long), None)
 
 
-@pytest.mark.parametrize("ids, match", [
-    (torch.zeros(1, 0, dtype=torch.long), "at least one token"),
-    (torch.zeros(0, dtype=torch.long), "at least one token"),
-    (torch.zeros(1, 4), "integer token ids"),
-    (torch.zeros(1, 2, 3, dtype=torch.long), "1-D"),
-    (torch.tensor([[1, 2, 256]]), r"token ids in \[0, 255\]"),
-    (torch.tensor([[-1, 2]]), r"token ids in \[0, 255\]"),
-    ("hello", "input_ids must be a tensor"),
-])
+@pytest.mark.parametrize(
+    "ids, match",
+    [
+        (torch.zeros(1, 0, dtype=torch.long), "at least one token"),
+        (torch.zeros(0, dtype=torch.long), "at least one token"),
+        (torch.zeros(1, 4), "integer token ids"),
+        (torch.zeros(1, 2, 3, dtype=torch.long), "1-D"),
+        (torch.tensor([[1, 2, 256]]), r"token ids in \[0, 255\]"),
+        (torch.tensor([[-1, 2]]), r"token ids in \[0, 255\]"),
+        ("hello", "input_ids must be a tensor"),
+    ],
+)
 def test_bad_input_ids(tiny_gpt2, ids, match):
     with pytest.raises(ValueError, match=match):
         capture_attention(tiny_gpt2, ids, None)
@@ -288,17 +300,20 @@ def test_list_input_ids_accepted(tiny_gpt2):
     assert recs[0].weights.shape == (1, 4, 3, 3)
 
 
-@pytest.mark.parametrize("kw, match", [
-    ({"temperature": 0}, "temperature"),
-    ({"temperature": -1.0}, "temperature"),
-    ({"temperature": float("nan")}, "temperature"),
-    ({"normalizer": "no-such-normaliser"}, "name must be one of"),
-    ({"normalizer": 3}, "normalizer must be"),
-    ({"layers": [5]}, r"layers must be an integer in \[-2, 1\]"),
-    ({"layers": []}, "layers must not be empty"),
-    ({"normalizer_layers": ["x"]}, "normalizer_layers"),
-    ({"callback": "print"}, "callback must be callable"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"temperature": 0}, "temperature"),
+        ({"temperature": -1.0}, "temperature"),
+        ({"temperature": float("nan")}, "temperature"),
+        ({"normalizer": "no-such-normaliser"}, "name must be one of"),
+        ({"normalizer": 3}, "normalizer must be"),
+        ({"layers": [5]}, r"layers must be an integer in \[-2, 1\]"),
+        ({"layers": []}, "layers must not be empty"),
+        ({"normalizer_layers": ["x"]}, "normalizer_layers"),
+        ({"callback": "print"}, "callback must be callable"),
+    ],
+)
 def test_bad_capture_arguments(tiny_gpt2, kw, match):
     kw = dict(kw)
     cb = kw.pop("callback", lambda r: None)
@@ -375,8 +390,11 @@ def test_normaliser_returning_the_wrong_shape_inside_the_model(tiny_gpt2):
     def bad(logits, temperature=1.0, dim=-1, mask=None):
         return logits[..., :1]
 
-    with pytest.raises(ValueError, match=r"normalizer 'bad' must return a tensor of weights with the shape of the "
-                                         r"logits \(1, 4, 3, 3\) \(got \(1, 4, 3, 1\)\) in layer 0"):
+    with pytest.raises(
+        ValueError,
+        match=r"normalizer 'bad' must return a tensor of weights with the shape of the "
+        r"logits \(1, 4, 3, 3\) \(got \(1, 4, 3, 1\)\) in layer 0",
+    ):
         capture_attention(tiny_gpt2, [1, 2, 3], None, normalizer=bad)
     with pytest.raises(ValueError, match="got float"):
         capture_attention(tiny_gpt2, [1, 2, 3], None, normalizer=lambda logits, **kw: 0.5)
@@ -418,14 +436,24 @@ def test_gpt2_4x_scaling_is_bit_identical(by_layer):
     seen = []
     from attn_lib.capture import _ACTIVE, _Session
 
-    token = _ACTIVE.set(_Session(callback=seen.append, normalizer=None, normalizer_name="model", temperature=1.0,
-                                 layers=None, normalizer_layers=None, output_dtype=None, keep_qk=False,
-                                 stop_after=None))
+    token = _ACTIVE.set(
+        _Session(
+            callback=seen.append,
+            normalizer=None,
+            normalizer_name="model",
+            temperature=1.0,
+            layers=None,
+            normalizer_layers=None,
+            output_dtype=None,
+            keep_qk=False,
+            stop_after=None,
+        )
+    )
     try:
         _capture_attention_forward(mod, q, k, v, mask)
     finally:
         _ACTIVE.reset(token)
-    assert seen[0].scaling == pytest.approx(8 ** -0.5 / (3 if by_layer else 1))
+    assert seen[0].scaling == pytest.approx(8**-0.5 / (3 if by_layer else 1))
 
 
 def test_set_attn_implementation_without_the_method():

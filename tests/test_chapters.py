@@ -140,8 +140,11 @@ def test_the_colab_cell_installs_from_the_configured_repository():
 
 def test_the_command_line_exits_non_zero_on_a_problem(book_copy):
     shutil.copy(_first_chapter(book_copy).with_suffix(".ipynb"), book_copy / "book" / "98_orphan.ipynb")
-    run = subprocess.run([sys.executable, str(ROOT / "tools" / "chapters.py"), "check", "--root", str(book_copy)],
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "chapters.py"), "check", "--root", str(book_copy)],
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 1 and "98_orphan.ipynb" in run.stderr
 
 

@@ -1,4 +1,5 @@
 """attn_lib.cli: info, capture (tiny models; the real stand-in in a slow test), reproduce wiring, bad input."""
+
 from __future__ import annotations
 
 import json
@@ -73,8 +74,27 @@ def test_capture_table_and_result_cache(capsys, tmp_cache, use_tiny):
 
 
 def test_capture_json_normaliser_layers(capsys, tmp_cache, use_tiny):
-    assert main(["capture", "--text", "botchan", "--length", "32", "--layers", "1", "--normalizer", "sparsemax",
-                 "--temperature", "0.5", "--json", "--no-cache", "-q"]) == 0
+    assert (
+        main(
+            [
+                "capture",
+                "--text",
+                "botchan",
+                "--length",
+                "32",
+                "--layers",
+                "1",
+                "--normalizer",
+                "sparsemax",
+                "--temperature",
+                "0.5",
+                "--json",
+                "--no-cache",
+                "-q",
+            ]
+        )
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     assert [r["layer"] for r in data["rows"]] == [1]
     assert data["params"]["normalizer"] == "sparsemax" and data["params"]["temperature"] == 0.5
@@ -153,17 +173,20 @@ def test_empty_and_too_short_text(capsys, tmp_path, tmp_cache, use_tiny):
     assert "has only 17 tokens" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("args, match", [
-    (["capture", "--length", "0"], "--length must be an integer >= 1"),
-    (["capture", "--length", "x"], "--length must be an integer >= 1"),
-    (["capture", "--windows", "0"], "--windows must be an integer >= 1"),
-    (["capture", "--temperature", "0"], "must be a finite number > 0"),
-    (["capture", "--start", "-3"], "must be an integer >= 0"),
-    (["capture", "--layers", "a,b"], "comma-separated integers"),
-    (["reproduce", "--profile", "huge"], "invalid choice"),
-    (["reproduce", "--threads", "0"], "--threads must be an integer >= 1"),
-    (["frobnicate"], "invalid choice"),
-])
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (["capture", "--length", "0"], "--length must be an integer >= 1"),
+        (["capture", "--length", "x"], "--length must be an integer >= 1"),
+        (["capture", "--windows", "0"], "--windows must be an integer >= 1"),
+        (["capture", "--temperature", "0"], "must be a finite number > 0"),
+        (["capture", "--start", "-3"], "must be an integer >= 0"),
+        (["capture", "--layers", "a,b"], "comma-separated integers"),
+        (["reproduce", "--profile", "huge"], "invalid choice"),
+        (["reproduce", "--threads", "0"], "--threads must be an integer >= 1"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
 def test_argument_errors(capsys, args, match):
     with pytest.raises(SystemExit) as exc:
         main(args)
@@ -191,8 +214,15 @@ def test_help_texts(capsys):
         assert re.search(r"examples?:\n  attn-lib " + cmd, text), cmd  # an example per subcommand
         assert len(text.split("options:")[0].splitlines()) >= 3, cmd  # a description above the options
     rep = help_of("reproduce")
-    for what in ("results.json", "report.md", "fig2a_distance_vs_length", ".png and .svg", "ATTN_LIB_CACHE_DIR",
-                 "/results", "--no-cache recomputes"):
+    for what in (
+        "results.json",
+        "report.md",
+        "fig2a_distance_vs_length",
+        ".png and .svg",
+        "ATTN_LIB_CACHE_DIR",
+        "/results",
+        "--no-cache recomputes",
+    ):
         assert what in rep, what
     info = " ".join(help_of("info").split())
     assert "--model MODEL model name to resolve" in info and "falls back to the offline stand-in" in info
@@ -218,7 +248,7 @@ def fake_experiments(monkeypatch):
         for note in kw.pop("_notes", None) or fake.notes:
             import warnings
 
-            warnings.warn(note, UserWarning)
+            warnings.warn(note, UserWarning, stacklevel=2)
         return 0
 
     fake.run_reproduce = run_reproduce
@@ -233,10 +263,38 @@ def fake_experiments(monkeypatch):
 
 def test_reproduce_wiring(fake_experiments, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert main(["reproduce", "--model", "gpt2-medium", "--device", "cpu", "--profile", "paper", "--out", "o",
-                 "--text", "botchan", "--no-cache", "--threads", "3", "-q"]) == 0
-    assert fake_experiments.seen[-1] == {"model": "gpt2-medium", "device": "cpu", "profile": "paper", "out": "o",
-                                         "text": "botchan", "use_cache": False, "threads": 3, "progress": False}
+    assert (
+        main(
+            [
+                "reproduce",
+                "--model",
+                "gpt2-medium",
+                "--device",
+                "cpu",
+                "--profile",
+                "paper",
+                "--out",
+                "o",
+                "--text",
+                "botchan",
+                "--no-cache",
+                "--threads",
+                "3",
+                "-q",
+            ]
+        )
+        == 0
+    )
+    assert fake_experiments.seen[-1] == {
+        "model": "gpt2-medium",
+        "device": "cpu",
+        "profile": "paper",
+        "out": "o",
+        "text": "botchan",
+        "use_cache": False,
+        "threads": 3,
+        "progress": False,
+    }
     assert (tmp_path / "o").is_dir()  # checked (and created) before the run
     main(["reproduce"])
     seen = fake_experiments.seen[-1]
@@ -244,10 +302,13 @@ def test_reproduce_wiring(fake_experiments, tmp_path, monkeypatch):
     assert seen["threads"] is None and seen["progress"] is True and seen["out"] == "results"
 
 
-@pytest.mark.parametrize("make_out, match", [
-    (lambda p: (p / "f").write_text("x") and p / "f", r"--out '.*f' exists and is not a folder"),
-    (lambda p: (p / "f").write_text("x") and p / "f" / "sub", r"--out '.*sub' cannot be used as an output folder"),
-])
+@pytest.mark.parametrize(
+    "make_out, match",
+    [
+        (lambda p: (p / "f").write_text("x") and p / "f", r"--out '.*f' exists and is not a folder"),
+        (lambda p: (p / "f").write_text("x") and p / "f" / "sub", r"--out '.*sub' cannot be used as an output folder"),
+    ],
+)
 def test_reproduce_checks_out_first(fake_experiments, tmp_path, capsys, make_out, match):
     out = make_out(tmp_path)
     assert main(["reproduce", "--out", str(out)]) == 2
@@ -277,19 +338,25 @@ def test_reproduce_progress_starts_before_the_heavy_imports(fake_experiments, tm
     assert "loading libraries" in err and "4/4" in err
 
 
-@pytest.mark.parametrize("args", [
-    ["reproduce", "--out", "{file}"],
-    pytest.param(["reproduce", "--out", "/proc/attn_lib_no_such_folder"],
-                 marks=pytest.mark.skipif(not __import__("os").path.isdir("/proc/self"), reason="needs /proc")),
-    ["reproduce", "--profile", "huge"],
-    ["capture", "--length", "0"],
-    ["capture", "--text", "{missing}", "--length", "8", "--model", "smollm2", "-q"],
-    ["capture", "--model", "not a model!", "-q"],
-    ["capture", "--model", "nobody/no-such-model", "-q"],
-    ["capture", "--device", "tpu:3", "-q"],
-    ["info", "--model", "not a model!"],
-    ["frobnicate"],
-], ids=lambda a: " ".join(a))
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["reproduce", "--out", "{file}"],
+        pytest.param(
+            ["reproduce", "--out", "/proc/attn_lib_no_such_folder"],
+            marks=pytest.mark.skipif(not __import__("os").path.isdir("/proc/self"), reason="needs /proc"),
+        ),
+        ["reproduce", "--profile", "huge"],
+        ["capture", "--length", "0"],
+        ["capture", "--text", "{missing}", "--length", "8", "--model", "smollm2", "-q"],
+        ["capture", "--model", "not a model!", "-q"],
+        ["capture", "--model", "nobody/no-such-model", "-q"],
+        ["capture", "--device", "tpu:3", "-q"],
+        ["info", "--model", "not a model!"],
+        ["frobnicate"],
+    ],
+    ids=lambda a: " ".join(a),
+)
 def test_user_errors_never_show_a_traceback(args, tmp_path):
     import os
 
@@ -297,8 +364,9 @@ def test_user_errors_never_show_a_traceback(args, tmp_path):
     f.write_text("x")
     args = [a.format(file=f, missing=tmp_path / "missing.txt") for a in args]
     env = dict(os.environ, ATTN_LIB_CACHE_DIR=str(tmp_path / "cache"), HF_HUB_OFFLINE="1", ATTN_LIB_OFFLINE="1")
-    r = subprocess.run([sys.executable, "-m", "attn_lib", *args], capture_output=True, text=True, timeout=300,
-                       env=env, cwd=tmp_path)
+    r = subprocess.run(
+        [sys.executable, "-m", "attn_lib", *args], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path
+    )
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr, r.stderr
     errors = [ln for ln in r.stderr.splitlines() if "error:" in ln]
@@ -320,8 +388,13 @@ def test_capture_1024_on_the_standin_says_so(tmp_path):
     env = dict(os.environ, ATTN_LIB_CACHE_DIR=str(tmp_path / "cache"), HF_HUB_OFFLINE="1", ATTN_LIB_OFFLINE="1")
     if "ATTN_LIB_MODEL_DIR" not in os.environ:  # reuse the converted stand-in of the normal cache
         env["ATTN_LIB_MODEL_DIR"] = str(M.standin_cache_path().parent)
-    r = subprocess.run([sys.executable, "-m", "attn_lib", "capture", "--length", "1024", "-q"], capture_output=True,
-                       text=True, timeout=900, env=env)
+    r = subprocess.run(
+        [sys.executable, "-m", "attn_lib", "capture", "--length", "1024", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
     assert r.returncode == 0, r.stderr
     assert "SmolLM2-135M-Instruct (offline stand-in for gpt2)" in r.stdout and "OFFLINE STAND-IN" in r.stdout
     assert "1 window(s) of 1024 tokens" in r.stdout

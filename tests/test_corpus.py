@@ -1,10 +1,12 @@
 """attn_lib.corpus: the shipped offline text, Gutenberg stripping, War and Peace (download mocked), windows."""
+
 from __future__ import annotations
 
 import hashlib
 import io
 import json
 import re
+import typing
 from importlib import resources
 
 import pytest
@@ -22,7 +24,9 @@ SYNTHETIC_WP = (
     " CHAPTER II\r\n\r\n"
     "BOOK ONE: 1805\r\n\r\n\r\nCHAPTER I\r\n\r\n"
     "“Well, Prince, so Genoa and Lucca are now just family estates of the\r\nBuonapartes. But I warn you...\r\n"
-    + "It was in July, 1805, and the speaker was the well-known Anna Pávlovna Schérer. " * 40 + "\r\n\r\n"
+    + "It was in July, 1805, and the speaker was the well-known Anna Pávlovna Schérer. "
+    * 40
+    + "\r\n\r\n"
     "*** END OF THE PROJECT GUTENBERG EBOOK WAR AND PEACE ***\r\n\r\n"
     "Updated editions will replace the previous one... Project Gutenberg License ...\r\n"
 )
@@ -69,8 +73,10 @@ def test_strip_gutenberg_header_footer_bom_crlf():
 
 
 def test_strip_gutenberg_old_style_footer_and_plain_text():
-    raw = ("*** START OF THIS PROJECT GUTENBERG EBOOK X ***\nProduced by Someone\nLine one.\nLine two.\n"
-           "End of Project Gutenberg's X, by Y\n*** END OF THIS PROJECT GUTENBERG EBOOK X ***\nlicence\n")
+    raw = (
+        "*** START OF THIS PROJECT GUTENBERG EBOOK X ***\nProduced by Someone\nLine one.\nLine two.\n"
+        "End of Project Gutenberg's X, by Y\n*** END OF THIS PROJECT GUTENBERG EBOOK X ***\nlicence\n"
+    )
     assert C.strip_gutenberg(raw) == "Line one.\nLine two.\n"
     assert C.strip_gutenberg("Just prose.\nMore prose.\n") == "Just prose.\nMore prose.\n"
     assert C.strip_gutenberg("") == ""
@@ -96,7 +102,7 @@ def test_war_and_peace_offline_not_ok_raises(tmp_cache, offline):
 
 
 class _FakeResponse(io.BytesIO):
-    headers = {"Content-Length": None}
+    headers: typing.ClassVar[dict] = {"Content-Length": None}
 
     def __enter__(self):
         return self
@@ -154,16 +160,25 @@ def test_local_files(tmp_path):
     assert C.load_text(pg).text.startswith("WAR AND PEACE")
 
 
-@pytest.mark.parametrize("make, match", [
-    (lambda p: p / "missing.txt", "neither a known text"),
-    (lambda p: p, "not a regular file"),
-    (lambda p: (p / "empty.txt", (p / "empty.txt").write_text(""))[0], "empty"),
-    (lambda p: (p / "blank.txt", (p / "blank.txt").write_text(" \n\n "))[0], "empty"),
-    (lambda p: (p / "gut.txt", (p / "gut.txt").write_text(
-        "*** START OF THE PROJECT GUTENBERG EBOOK X ***\n\n*** END OF THE PROJECT GUTENBERG EBOOK X ***\n"))[0],
-     "empty"),
-    (lambda p: (p / "bin.txt", (p / "bin.txt").write_bytes(b"\xff\xfe\x00bad"))[0], "not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda p: p / "missing.txt", "neither a known text"),
+        (lambda p: p, "not a regular file"),
+        (lambda p: (p / "empty.txt", (p / "empty.txt").write_text(""))[0], "empty"),
+        (lambda p: (p / "blank.txt", (p / "blank.txt").write_text(" \n\n "))[0], "empty"),
+        (
+            lambda p: (
+                p / "gut.txt",
+                (p / "gut.txt").write_text(
+                    "*** START OF THE PROJECT GUTENBERG EBOOK X ***\n\n*** END OF THE PROJECT GUTENBERG EBOOK X ***\n"
+                ),
+            )[0],
+            "empty",
+        ),
+        (lambda p: (p / "bin.txt", (p / "bin.txt").write_bytes(b"\xff\xfe\x00bad"))[0], "not UTF-8"),
+    ],
+)
 def test_bad_sources(tmp_path, make, match):
     with pytest.raises(ValueError, match=match):
         C.load_text(str(make(tmp_path)))
@@ -194,7 +209,7 @@ def test_windows_are_consecutive_and_exact():
     assert w.flatten().tolist() == full[:300]
     w2 = C.token_windows(tok, TEXT.text, 50, n_windows=4, start=7, stride=20)
     for i in range(4):
-        assert w2[i].tolist() == full[7 + 20 * i: 57 + 20 * i]
+        assert w2[i].tolist() == full[7 + 20 * i : 57 + 20 * i]
 
 
 def test_prefix_tokenisation_equals_full_tokenisation():
@@ -214,13 +229,16 @@ def test_text_too_short_is_a_clear_error():
         C.token_windows(tok, TEXT, 600, n_windows=3)
 
 
-@pytest.mark.parametrize("kw, match", [
-    ({"length": 0}, "length"),
-    ({"length": 1.5}, "length"),
-    ({"length": 8, "n_windows": 0}, "n_windows"),
-    ({"length": 8, "start": -1}, "start"),
-    ({"length": 8, "stride": 0}, "stride"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"length": 0}, "length"),
+        ({"length": 1.5}, "length"),
+        ({"length": 8, "n_windows": 0}, "n_windows"),
+        ({"length": 8, "start": -1}, "start"),
+        ({"length": 8, "stride": 0}, "stride"),
+    ],
+)
 def test_bad_window_arguments(kw, match):
     with pytest.raises(ValueError, match=match):
         C.token_windows(byte_tokenizer(), TEXT, **kw)

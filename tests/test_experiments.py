@@ -1,4 +1,5 @@
 """attn_lib.experiments on tiny random-init models (fast), and one quick-profile run on the offline stand-in (slow)."""
+
 from __future__ import annotations
 
 import json
@@ -12,12 +13,26 @@ import torch
 from attn_lib import experiments as E
 from attn_lib import metrics as M
 
-TEXT = ("Well, Prince, so Genoa and Lucca are now just family estates of the Buonapartes. But I warn you, if you "
-        "don't tell me that this means war, I will not believe it. ") * 12
+TEXT = (
+    "Well, Prince, so Genoa and Lucca are now just family estates of the Buonapartes. But I warn you, if you "
+    "don't tell me that this means war, I will not believe it. "
+) * 12
 
-PROFILE = E.Profile(name="test", lengths=(8, 16, 32), n_alg1=2, length_fixed=32, n_alg2=(1, 2, 4, 20),
-                    n_alg4=(1, 2, 4, 16), temperatures=(1e-3, 1e-2, 0.1, 1.0, 10.0), eps_values=(1e-3, 0.1, 10.0),
-                    ks_alpha=0.01, crit_fraction=0.25, mc_samples=4, mc_rows=4, scan_stage=2)
+PROFILE = E.Profile(
+    name="test",
+    lengths=(8, 16, 32),
+    n_alg1=2,
+    length_fixed=32,
+    n_alg2=(1, 2, 4, 20),
+    n_alg4=(1, 2, 4, 16),
+    temperatures=(1e-3, 1e-2, 0.1, 1.0, 10.0),
+    eps_values=(1e-3, 0.1, 10.0),
+    ks_alpha=0.01,
+    crit_fraction=0.25,
+    mc_samples=4,
+    mc_rows=4,
+    scan_stage=2,
+)
 
 
 @pytest.fixture
@@ -38,6 +53,7 @@ def handle(tiny_handle):
 
 def _capture(h, ids):
     from attn_lib.capture import collect_attention
+
     return collect_attention(h, ids, keep_qk=False)
 
 
@@ -185,19 +201,30 @@ def test_run_all_one_pass_and_cache(tmp_path, gpt2_small, monkeypatch):
     res2 = E.run_all(gpt2_small, TEXT, PROFILE, cache)
     assert len(calls) == 1  # everything from the cache
     for k in E.EXPERIMENTS:
-        pd.testing.assert_frame_equal(res[k].reset_index(drop=True), res2[k].reset_index(drop=True),
-                                      check_dtype=False)
+        pd.testing.assert_frame_equal(res[k].reset_index(drop=True), res2[k].reset_index(drop=True), check_dtype=False)
     monkeypatch.setattr(M, "DEFAULT_ENGINE", "torch")  # another engine: not served from the cache
     E.run_all(gpt2_small, TEXT, PROFILE, cache)
     assert len(calls) == 2
 
 
 def test_run_reproduce_writes_outputs(tmp_path, llama_small):
-    info = E.run_reproduce(profile=PROFILE, out=tmp_path / "out", use_cache=False, handle=llama_small,
-                           text_obj=E._text_obj(TEXT), progress=None, formats=("png",))
+    info = E.run_reproduce(
+        profile=PROFILE,
+        out=tmp_path / "out",
+        use_cache=False,
+        handle=llama_small,
+        text_obj=E._text_obj(TEXT),
+        progress=None,
+        formats=("png",),
+    )
     out = tmp_path / "out"
-    for stem in ("fig2a_distance_vs_length", "fig2b_distance_vs_n", "fig2c_critical_n", "fig3_separability",
-                 "fig4_sensitivity"):
+    for stem in (
+        "fig2a_distance_vs_length",
+        "fig2b_distance_vs_n",
+        "fig2c_critical_n",
+        "fig3_separability",
+        "fig4_sensitivity",
+    ):
         assert (out / f"{stem}.png").stat().st_size > 0  # SVG output: tests/test_report.py
     data = json.loads((out / "results.json").read_text())
     assert data["meta"]["model"] == llama_small.model_id and "timings_s" in data
@@ -288,11 +315,25 @@ def test_progress_is_silent_by_default_and_on_stderr_when_asked(tmp_path, tmp_ca
     E.run_reproduce(profile=PROFILE, out=tmp_path / "a", handle=gpt2_small, text_obj=text, formats=("png",))
     quiet = capfd.readouterr()
     assert quiet.err == "" and quiet.out == ""  # the chapters need this: stderr in a chapter fails the book build
-    E.run_reproduce(profile=PROFILE, out=tmp_path / "b", handle=gpt2_small, text_obj=text, formats=("png",),
-                    use_cache=False, progress=True)
+    E.run_reproduce(
+        profile=PROFILE,
+        out=tmp_path / "b",
+        handle=gpt2_small,
+        text_obj=text,
+        formats=("png",),
+        use_cache=False,
+        progress=True,
+    )
     err = capfd.readouterr().err
-    for what in ("forward pass at L=32", "2/2 [", "finishing the experiments", "5/5 [", "figures",
-                 "experiments done in", "wrote "):
+    for what in (
+        "forward pass at L=32",
+        "2/2 [",
+        "finishing the experiments",
+        "5/5 [",
+        "figures",
+        "experiments done in",
+        "wrote ",
+    ):
         assert what in err, what
     # the first run above filled the result cache: now every experiment says it came from there
     E.run_all(gpt2_small, text, PROFILE, ResultCache(), progress=True)
@@ -311,8 +352,19 @@ def test_kernel_warm_up_compiles_what_the_runs_use(gpt2_small, monkeypatch):
         pytest.skip("numba not importable")
     monkeypatch.setattr(M, "DEFAULT_ENGINE", "numba")
     assert K.warm_up() == list(K.KERNELS) and len(K.KERNELS) == 8
-    dispatchers = [getattr(K, n) for n in ("_scan_prefix", "_mc_prefix", "_dist_prefix", "_sep_prefix",
-                                           "_running_min", "_sens_rows", "_order_prefix", "_d1_cummax")]
+    dispatchers = [
+        getattr(K, n)
+        for n in (
+            "_scan_prefix",
+            "_mc_prefix",
+            "_dist_prefix",
+            "_sep_prefix",
+            "_running_min",
+            "_sens_rows",
+            "_order_prefix",
+            "_d1_cummax",
+        )
+    ]
     before = [len(d.signatures) for d in dispatchers]
     E.run_all(gpt2_small, TEXT, PROFILE)
     assert [len(d.signatures) for d in dispatchers] == before
@@ -330,10 +382,16 @@ def test_quick_profile_on_standin(tmp_path):
         warnings.simplefilter("ignore")
         h = load_model("gpt2", device="cpu")
         text = load_text()
-    info = E.run_reproduce(profile="quick", out=tmp_path / "q", use_cache=False, handle=h, text_obj=text,
-                           progress=None)
+    info = E.run_reproduce(profile="quick", out=tmp_path / "q", use_cache=False, handle=h, text_obj=text, progress=None)
     vt = info["verdicts"]
-    assert len(vt) >= 6 and set(vt["verdict"]) <= {"reproduced", "not reproduced", "n/a", "holds", "violated", "by construction"}
+    assert len(vt) >= 6 and set(vt["verdict"]) <= {
+        "reproduced",
+        "not reproduced",
+        "n/a",
+        "holds",
+        "violated",
+        "by construction",
+    }
     assert "holds" in set(vt["verdict"])  # corrected Corollary 3 bound
     md = (tmp_path / "q" / "report.md").read_text()
     assert h.model_id in md

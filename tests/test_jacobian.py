@@ -1,4 +1,5 @@
 """Tests for attn_lib.jacobian: every Jacobian against torch.autograd.functional.jacobian and closed forms."""
+
 from __future__ import annotations
 
 import math
@@ -20,7 +21,7 @@ def per_row_reference(f, x, T, mask):
     out = torch.zeros(B, L, L, dtype=x.dtype)
     for b in range(B):
         mb = None if mask is None else mask[b]
-        out[b] = torch.autograd.functional.jacobian(lambda l: f(l, T, mask=mb), x[b])
+        out[b] = torch.autograd.functional.jacobian(lambda l, mb=mb: f(l, T, mask=mb), x[b])
     return out
 
 
@@ -60,11 +61,14 @@ def test_softmax_jacobian_matches_central_differences():
     np.testing.assert_allclose(J.numpy(), th.softmax_jacobian_np(x.numpy(), T), atol=1e-14)
 
 
-@pytest.mark.parametrize("F,dF", [
-    (lambda z: 1 + z ** 2, lambda z: 2 * z),
-    (torch.exp, torch.exp),
-    (torch.nn.functional.softplus, torch.sigmoid),
-])
+@pytest.mark.parametrize(
+    "F,dF",
+    [
+        (lambda z: 1 + z**2, lambda z: 2 * z),
+        (torch.exp, torch.exp),
+        (torch.nn.functional.softplus, torch.sigmoid),
+    ],
+)
 def test_general_jacobian_lemma2(F, dF):
     gen = torch.Generator().manual_seed(5)
     x = torch.randn(3, 5, generator=gen, dtype=torch.float64)
@@ -246,13 +250,16 @@ def test_jacobian_norms_of_a_nan_matrix():
         jb.jacobian_norms(np.array([[1.0, np.inf], [0.0, 1.0]]))
 
 
-@pytest.mark.parametrize("shape, match", [
-    (5, "shape must be a sequence of integers"),
-    ("ab", "shape must be a sequence of integers"),
-    ((2, -3), r"shape must be an integer >= 0 \(got -3\)"),
-    ((2.7, 3.2), r"shape must be an integer >= 0 \(got 2.7\)"),  # was silently truncated to (2, 3)
-    ((2, 0), "non-empty last axis"),
-])
+@pytest.mark.parametrize(
+    "shape, match",
+    [
+        (5, "shape must be a sequence of integers"),
+        ("ab", "shape must be a sequence of integers"),
+        ((2, -3), r"shape must be an integer >= 0 \(got -3\)"),
+        ((2.7, 3.2), r"shape must be an integer >= 0 \(got 2.7\)"),  # was silently truncated to (2, 3)
+        ((2, 0), "non-empty last axis"),
+    ],
+)
 def test_random_directions_bad_shape(shape, match):
     with pytest.raises(ValueError, match=match):
         jb.random_directions(shape)

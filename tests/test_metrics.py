@@ -1,4 +1,5 @@
 """attn_lib.metrics against brute-force per-row loops (attn_lib.theory one row at a time) on small random inputs."""
+
 from __future__ import annotations
 
 import math
@@ -45,9 +46,14 @@ def test_distance_metrics_match_theory_rows(N, p):
             continue
         assert bool(dm.valid[h, r])
         al, x = a[h, r, vis], X[h, vis]
-        ref = {"d_tilde": th.distance(al, x, N), "d_max": th.theorem1_dmax(al, x, N),
-               "e1": th.expectation_e1(al, x, N, p=p), "e1_gap": th.jensen_gap_bound(al, x, N, p=p),
-               "e1_gap_crude": th.jensen_gap_bound(al, x, N, p=p, crude=True), "e2": th.expectation_e2(al, x, N)}
+        ref = {
+            "d_tilde": th.distance(al, x, N),
+            "d_max": th.theorem1_dmax(al, x, N),
+            "e1": th.expectation_e1(al, x, N, p=p),
+            "e1_gap": th.jensen_gap_bound(al, x, N, p=p),
+            "e1_gap_crude": th.jensen_gap_bound(al, x, N, p=p, crude=True),
+            "e2": th.expectation_e2(al, x, N),
+        }
         for k, v in ref.items():
             assert abs(float(getattr(dm, k)[h, r]) - float(v)) <= TOL * max(1.0, abs(float(v))), (k, h, r)
         assert float(dm.d_tilde[h, r]) <= float(dm.d_max[h, r]) + 1e-12
@@ -103,7 +109,7 @@ def test_dmax_fallback_when_farthest_token_is_selected():
     ld = M.LayerData.from_logits(logits.masked_fill(~mask, -math.inf), V)
     dm = M.distance_metrics(ld, N=2)
     for r in range(2, L):
-        al, x = ld.alpha[0, r, :r + 1].numpy(), V[0, :r + 1].numpy()
+        al, x = ld.alpha[0, r, : r + 1].numpy(), V[0, : r + 1].numpy()
         assert abs(float(dm.d_max[0, r]) - th.theorem1_dmax(al, x, 2)) <= TOL
 
 
@@ -188,7 +194,7 @@ def test_scan_small_blocks_and_rows(monkeypatch):
 
 def test_blocks_cover_rows_within_budget():
     ld, *_ = _layer(H=2, L=40, seed=1)
-    for elems in (1, 50, 400, 10 ** 6):
+    for elems in (1, 50, 400, 10**6):
         seen = []
         for rb, W in ld.blocks(per_row=1, elems=elems):
             seen += rb.tolist()
@@ -299,7 +305,7 @@ def test_separability_matches_theory(N):
 
 @pytest.mark.parametrize("engine", ["torch", "numba"])
 def test_sensitivity_rows_matches_jacobian_sensitivity(engine):
-    ld, logits, _, mask = _layer(H=2, L=9, seed=4)
+    _ld, logits, _, mask = _layer(H=2, L=9, seed=4)
     x = logits.masked_fill(~mask, -math.inf)
     Ts, Es = [1e-3, 0.1, 10.0], [1e-3, 1.0]
     g, valid = M.sensitivity_rows(x, Ts, Es, seed=3, engine=engine)
@@ -315,7 +321,7 @@ def test_sensitivity_rows_matches_jacobian_sensitivity(engine):
 
 def test_sensitivity_rows_subset_matches_jacobian_sensitivity():
     """``rows``: only those rows, directions drawn for the (H, R, L) sub-array."""
-    ld, logits, _, mask = _layer(H=2, L=12, seed=6)
+    _ld, logits, _, mask = _layer(H=2, L=12, seed=6)
     x = logits.masked_fill(~mask, -math.inf)
     rows = [1, 5, 11]
     Ts, Es = [1e-3, 0.3, 30.0], [1e-3, 10.0]
@@ -337,7 +343,8 @@ def test_sensitivity_engines_agree_on_the_paper_grid(scale):
     g_ = torch.Generator().manual_seed(8)
     L = 90
     x = (torch.randn(3, L, L, generator=g_, dtype=torch.float64) * scale).masked_fill(
-        ~torch.ones(L, L, dtype=torch.bool).tril(), -math.inf)
+        ~torch.ones(L, L, dtype=torch.bool).tril(), -math.inf
+    )
     Ts = list(np.logspace(-3, 2, 21))
     Es = [1e-3, 1e-1, 10.0]
     for rows in (None, [1, 2, 40, 89]):
@@ -352,9 +359,9 @@ def test_sensitivity_engines_agree_on_the_paper_grid(scale):
 
 def test_kernel_exp_is_accurate():
     """The vectorised exp of the sensitivity kernel: a few ulp against numpy where it matters, 0 below -708."""
-    from attn_lib import _kernels as K
-
     import numba
+
+    from attn_lib import _kernels as K
 
     f = numba.njit(lambda x: K._exp_nonpos(x))
     xs = np.concatenate([-np.linspace(0, 40, 4001), -np.linspace(40, 707.9, 2001), [-1e-300, -708.5, -1e4]])
@@ -386,7 +393,7 @@ def test_no_nan_for_short_rows_and_large_n():
 
 # ---------------------------------------------------------------------------------------------- bad input
 def test_bad_inputs_raise_value_error():
-    ld, logits, V, mask = _layer(H=1, L=6)
+    ld, logits, V, _mask = _layer(H=1, L=6)
     with pytest.raises(ValueError, match="N"):
         M.distance_metrics(ld, N=0)
     with pytest.raises(ValueError, match="form"):
@@ -459,7 +466,8 @@ def test_d1_kernels_agree_with_torch_for_large_n(quantised, monkeypatch):
     if quantised:
         V = V.round()  # many equal vectors and distances
     x = (torch.randn(2, L, L, generator=g_, dtype=torch.float64) * 3).masked_fill(
-        ~torch.ones(L, L, dtype=torch.bool).tril(), -math.inf)
+        ~torch.ones(L, L, dtype=torch.bool).tril(), -math.inf
+    )
     ld = M.LayerData.from_logits(x, V)
     for N in (2, 7, 20):
         ref = M.distance_metrics(ld, N=N, engine="torch")
@@ -480,7 +488,7 @@ def test_order_kernel_breaks_ties_like_theory():
     for h in range(2):
         for r in range(L):
             n = min(6, r + 1)
-            assert order[h, r, :n].tolist() == th.top_n_indices(ld.alpha[h, r, :r + 1].numpy(), n).tolist()
+            assert order[h, r, :n].tolist() == th.top_n_indices(ld.alpha[h, r, : r + 1].numpy(), n).tolist()
             assert order[h, r, n:].tolist() == list(range(r + 1, r + 1 + 6 - n))
 
 
@@ -496,7 +504,7 @@ def test_separability_engines_agree(N):
     X = u.values.numpy()
     for h in range(2):
         for r in (1, 7, 35):
-            D = np.linalg.norm(X[h, :r + 1, None] - X[h, None, :r + 1], axis=-1)
+            D = np.linalg.norm(X[h, : r + 1, None] - X[h, None, : r + 1], axis=-1)
             assert abs(float(a.delta[h, r]) - D[np.triu_indices(r + 1, 1)].min()) <= 1e-9
     assert float(a.delta[0, 0]) == 0.0
 
@@ -536,8 +544,9 @@ ROWS_CALLS = {
 
 
 @pytest.mark.parametrize("engine", ["torch", "numba"])
-@pytest.mark.parametrize("rows", [[99], [6], [-1], [0.7, 2.2], [1.5], [float("nan")], [True, False], "ab",
-                                  [[1, 2], [3]]], ids=str)
+@pytest.mark.parametrize(
+    "rows", [[99], [6], [-1], [0.7, 2.2], [1.5], [float("nan")], [True, False], "ab", [[1, 2], [3]]], ids=str
+)
 @pytest.mark.parametrize("func", list(ROWS_CALLS))
 def test_bad_rows_are_a_value_error_with_the_range(func, rows, engine):
     """Issue 12: out-of-range rows used to be an IndexError (topn_scan) and fractional rows were truncated."""
@@ -553,9 +562,11 @@ def test_integer_like_rows_are_accepted(func):
     matter."""
     ld, logits, _, mask = _layer(H=2, L=6)
     x = logits.masked_fill(~mask, -math.inf)
+
     def tensors(result):  # the tensors of a result dataclass or tuple
-        return [v for v in (result if isinstance(result, tuple) else vars(result).values())
-                if isinstance(v, torch.Tensor)]
+        return [
+            v for v in (result if isinstance(result, tuple) else vars(result).values()) if isinstance(v, torch.Tensor)
+        ]
 
     ref = tensors(ROWS_CALLS[func](ld, x, [2, 5], "torch"))
     for rows in ([5.0, 2.0], np.array([2, 5], dtype=np.int32), torch.tensor([5, 2])):

@@ -1,5 +1,6 @@
 """attn_lib.models: devices, dtypes, name resolution, the GPT-2 code paths (random weights, mocked Hub), the tokenizer
 trap, the offline stand-in (conversion logic with a fake GGUF loader; the real one in slow tests)."""
+
 from __future__ import annotations
 
 import json
@@ -8,9 +9,9 @@ import warnings
 
 import pytest
 import torch
+from conftest import tiny_gpt2_config, tiny_llama_config
 
 import attn_lib.models as M
-from conftest import tiny_gpt2_config, tiny_llama_config
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -32,13 +33,16 @@ def test_resolve_device_explicit():
     assert M.resolve_device(torch.device("cpu")) == torch.device("cpu")
 
 
-@pytest.mark.parametrize("dev, match", [
-    ("cuda", "CUDA is not available"),
-    ("cuda:1", "CUDA is not available"),
-    ("mps", "MPS is not available"),
-    ("gpu-please", "device must be"),
-    (3, "device must be"),
-])
+@pytest.mark.parametrize(
+    "dev, match",
+    [
+        ("cuda", "CUDA is not available"),
+        ("cuda:1", "CUDA is not available"),
+        ("mps", "MPS is not available"),
+        ("gpu-please", "device must be"),
+        (3, "device must be"),
+    ],
+)
 def test_resolve_device_not_present_is_a_clear_error(monkeypatch, dev, match):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(M, "_mps_available", lambda: False)
@@ -186,11 +190,15 @@ class FakeHub:
     def _check(self, repo, local_only):
         if local_only:
             if repo not in self.cached:
-                raise OSError(f"We couldn't connect to 'https://huggingface.co' to load the files, and couldn't find "
-                              f"them in the cached files ({repo}).")
+                raise OSError(
+                    f"We couldn't connect to 'https://huggingface.co' to load the files, and couldn't find "
+                    f"them in the cached files ({repo})."
+                )
         elif repo not in self.online:
-            raise OSError(f"{repo} is not a local folder and is not a valid model identifier listed on "
-                          "'https://huggingface.co/models'")
+            raise OSError(
+                f"{repo} is not a local folder and is not a valid model identifier listed on "
+                "'https://huggingface.co/models'"
+            )
 
 
 def test_gpt2_downloaded_when_online(monkeypatch):
@@ -424,8 +432,9 @@ def test_standin_conversion_is_a_note_not_stderr(tmp_path, monkeypatch, capfd):
     monkeypatch.setenv("ATTN_LIB_MODEL_DIR", str(tmp_path / "models"))
     handle, _, notes = E.load_inputs("gpt2", "botchan", device="cpu")  # offline: the stand-in, converted now
     assert capfd.readouterr().err == ""
-    assert any(n.startswith("converted the offline stand-in SmolLM2-135M-Instruct once") and str(tmp_path) in n
-               for n in notes), notes
+    assert any(
+        n.startswith("converted the offline stand-in SmolLM2-135M-Instruct once") and str(tmp_path) in n for n in notes
+    ), notes
     assert any("NOT GPT-2" in n for n in notes) and handle.notes == notes
     _, _, again = E.load_inputs("gpt2", "botchan", device="cpu")  # the copy exists: no conversion note
     assert capfd.readouterr().err == ""

@@ -1,4 +1,5 @@
 """Tests for attn_lib.normalizers against references written independently of the code under test."""
+
 from __future__ import annotations
 
 import itertools
@@ -14,9 +15,21 @@ from hypothesis.extra import numpy as hnp
 
 from attn_lib import normalizers as nz
 
-NAMES = ["softmax", "general", "sparsemax", "entmax15", "entmax_alpha", "ssmax", "sa_softmax", "softmax1",
-         "sigmoid", "softpick"]
-HYP = settings(max_examples=40, derandomize=True, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+NAMES = [
+    "softmax",
+    "general",
+    "sparsemax",
+    "entmax15",
+    "entmax_alpha",
+    "ssmax",
+    "sa_softmax",
+    "softmax1",
+    "sigmoid",
+    "softpick",
+]
+HYP = settings(
+    max_examples=40, derandomize=True, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -51,9 +64,15 @@ def ref_sparsemax_scipy(z):
 
     z = np.asarray(z, dtype=np.float64)
     L = z.size
-    res = minimize(lambda p: np.sum((p - z) ** 2), np.full(L, 1.0 / L), jac=lambda p: 2 * (p - z),
-                   bounds=[(0, None)] * L, constraints=[{"type": "eq", "fun": lambda p: p.sum() - 1.0}],
-                   method="SLSQP", options={"ftol": 1e-14, "maxiter": 500})
+    res = minimize(
+        lambda p: np.sum((p - z) ** 2),
+        np.full(L, 1.0 / L),
+        jac=lambda p: 2 * (p - z),
+        bounds=[(0, None)] * L,
+        constraints=[{"type": "eq", "fun": lambda p: p.sum() - 1.0}],
+        method="SLSQP",
+        options={"ftol": 1e-14, "maxiter": 500},
+    )
     return res.x
 
 
@@ -129,7 +148,7 @@ def test_get_binds_params():
     assert f.name == "entmax_alpha"
     g = nz.get("ssmax", s=1.0)
     np.testing.assert_allclose(g(x).numpy(), ref_softmax(math.log(4) * x.numpy()), atol=1e-12)
-    h = nz.get("general", F=lambda z: 1 + z ** 2)
+    h = nz.get("general", F=lambda z: 1 + z**2)
     w = 1 + x.numpy() ** 2
     np.testing.assert_allclose(h(x).numpy(), w / w.sum(), atol=1e-12)
 
@@ -161,10 +180,14 @@ def test_sparsemax_matches_scipy_projection_and_entmax_package(L):
         np.testing.assert_allclose(ours, ref_sparsemax_bruteforce(z), atol=1e-12)
         # the wrapper (shift, clip, mask) must not change what the raw package computes
         np.testing.assert_allclose(ours, entmax.sparsemax(torch.tensor(z), dim=-1).numpy(), atol=1e-12)
-        np.testing.assert_allclose(nz.entmax15(torch.tensor(z)).numpy(),
-                                   entmax.entmax15(torch.tensor(z), dim=-1).numpy(), atol=1e-12)
-        np.testing.assert_allclose(nz.entmax_alpha(torch.tensor(z), alpha=1.3).numpy(),
-                                   entmax.entmax_bisect(torch.tensor(z), alpha=1.3, n_iter=80).numpy(), atol=1e-9)
+        np.testing.assert_allclose(
+            nz.entmax15(torch.tensor(z)).numpy(), entmax.entmax15(torch.tensor(z), dim=-1).numpy(), atol=1e-12
+        )
+        np.testing.assert_allclose(
+            nz.entmax_alpha(torch.tensor(z), alpha=1.3).numpy(),
+            entmax.entmax_bisect(torch.tensor(z), alpha=1.3, n_iter=80).numpy(),
+            atol=1e-9,
+        )
 
 
 def test_entmax_alpha_limits():
@@ -180,7 +203,7 @@ def test_general_family_members():
     torch.testing.assert_close(nz.general(x, torch.exp, 0.7), nz.softmax(x, 0.7))
     torch.testing.assert_close(nz.general(x, log_F=lambda z: z, temperature=0.7), nz.softmax(x, 0.7))
     # theta is forwarded to F
-    out = nz.general(x, lambda z, th: th + z ** 2, theta=3.0)
+    out = nz.general(x, lambda z, th: th + z**2, theta=3.0)
     w = 3.0 + x.numpy() ** 2
     np.testing.assert_allclose(out.numpy(), w / w.sum(-1, keepdims=True), atol=1e-12)
     # default softplus is stable where softplus underflows in float32
@@ -260,7 +283,7 @@ def test_causal_mask_equals_prefix_computation(name):
     for b in range(2):
         for t in range(L):
             torch.testing.assert_close(y[b, t, : t + 1], f(x[b, t, : t + 1], 0.8))
-            assert (y[b, t, t + 1:] == 0).all()
+            assert (y[b, t, t + 1 :] == 0).all()
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -316,8 +339,12 @@ def test_permutation_equivariance(l, T, name, rnd):
 # every parameter value that validation accepts gives finite weights (or a ValueError naming the temperature for
 # the two normalisers that cannot shift their logits first): extreme temperatures, logits up to the dtype's range,
 # masked positions, and the extreme ends of s, alpha, bias and eps
-_DTYPES = {"float32": (torch.float32, 32), "float64": (torch.float64, 64), "float16": (torch.float16, 16),
-           "bfloat16": (torch.bfloat16, 32)}
+_DTYPES = {
+    "float32": (torch.float32, 32),
+    "float64": (torch.float64, 64),
+    "float16": (torch.float16, 16),
+    "bfloat16": (torch.bfloat16, 32),
+}
 _TINY, _HUGE = 5e-324, 1.7976931348623157e308
 
 
@@ -346,8 +373,13 @@ def extreme_cases(draw):
     return dname, x, T, name, params
 
 
-@settings(max_examples=400, derandomize=True, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(
+    max_examples=400,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(extreme_cases())
 def test_no_accepted_parameter_value_gives_nan(case):
     dname, x, T, name, params = case

@@ -1,12 +1,13 @@
 """attn_lib.report: verdicts from synthetic tables, figures labelled with model/text/device, JSON and markdown."""
+
 from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from attn_lib import report as R
 
@@ -18,40 +19,116 @@ def _results(linear=True, plateau=True, sep=0.78, ratio=0.06, inv_t=True):
     for L in (32, 64, 128, 256):
         for h in range(4):
             d = 0.01 * L + 0.001 * h if linear else 1.0 + 0.001 * h + 0.3 * math.sin(L)
-            rows.append(dict(META, L=L, N=5, layer=0, head=h, n_rows=L - 5, d_tilde=d, d_max=3 * d, e1=0.5,
-                             e1_plus_gap=0.6, e1_gap=0.1, e2=d * 0.98, mc=0.5, s_norm=0.01, alpha_bar=0.5,
-                             dmax_violations=0))
+            rows.append(
+                dict(
+                    META,
+                    L=L,
+                    N=5,
+                    layer=0,
+                    head=h,
+                    n_rows=L - 5,
+                    d_tilde=d,
+                    d_max=3 * d,
+                    e1=0.5,
+                    e1_plus_gap=0.6,
+                    e1_gap=0.1,
+                    e2=d * 0.98,
+                    mc=0.5,
+                    s_norm=0.01,
+                    alpha_bar=0.5,
+                    dmax_violations=0,
+                )
+            )
     dl = pd.DataFrame(rows)
     rows = []
     for N in (1, 5, 10, 20, 100):
         for h in range(4):
             d = 10 * (1 - math.exp(-N / 5)) if plateau else float(N)
-            rows.append(dict(META, L=1024, N=N, layer=0, head=h, n_rows=100, d_tilde=d + h * 1e-3, d_max=2 * d + 1,
-                             e1=d / 2, e1_plus_gap=d, e1_gap=0.1, e2=d, mc=d / 2, s_norm=1, alpha_bar=0.5,
-                             dmax_violations=0))
+            rows.append(
+                dict(
+                    META,
+                    L=1024,
+                    N=N,
+                    layer=0,
+                    head=h,
+                    n_rows=100,
+                    d_tilde=d + h * 1e-3,
+                    d_max=2 * d + 1,
+                    e1=d / 2,
+                    e1_plus_gap=d,
+                    e1_gap=0.1,
+                    e2=d,
+                    mc=d / 2,
+                    s_norm=1,
+                    alpha_bar=0.5,
+                    dmax_violations=0,
+                )
+            )
     dn = pd.DataFrame(rows)
-    summ = pd.DataFrame([dict(META, L=L, form=f, n_star=max(1, round(ratio * L)), censored=False,
-                              ratio=ratio, n_scanned=5) for L in (64, 128, 256) for f in ("e1", "e2")])
-    trace = pd.DataFrame([dict(META, L=64, N=1, form="e1", statistic=0.1, p_value=0.5, n_heads=4,
-                               mean_d_tilde=1.0, mean_form=1.0, alpha=0.01)])
+    summ = pd.DataFrame(
+        [
+            dict(META, L=L, form=f, n_star=max(1, round(ratio * L)), censored=False, ratio=ratio, n_scanned=5)
+            for L in (64, 128, 256)
+            for f in ("e1", "e2")
+        ]
+    )
+    trace = pd.DataFrame(
+        [
+            dict(
+                META,
+                L=64,
+                N=1,
+                form="e1",
+                statistic=0.1,
+                p_value=0.5,
+                n_heads=4,
+                mean_d_tilde=1.0,
+                mean_form=1.0,
+                alpha=0.01,
+            )
+        ]
+    )
     rows = []
     for N in (1, 2, 4, 8, 16, 32, 64):
         for h in range(6):
             f = 1.0 if N == 1 else (sep + 0.005 * h if N >= 16 else 0.9)
-            rows.append(dict(META, L=1024, N=N, layer=0, head=h, n_rows=10, fraction=f, lower=-0.5, upper=0.95,
-                             r=0.1, delta=0.01))
+            rows.append(
+                dict(
+                    META, L=1024, N=N, layer=0, head=h, n_rows=10, fraction=f, lower=-0.5, upper=0.95, r=0.1, delta=0.01
+                )
+            )
     sp = pd.DataFrame(rows)
     rows = []
     for T in np.logspace(-3, 2, 21):
         for e in (1e-3, 0.1, 10.0):
             g = min(0.4 / T, 100.0) if inv_t else 1.0
             g = min(g, min(1 / (2 * T), math.sqrt(2) / e))
-            rows.append(dict(META, L=1024, T=float(T), eps=e, layer=0, head=0, n_rows=10, g=g, g_row_max=g,
-                             bound_corrected=min(1 / (2 * T), math.sqrt(2) / e), bound_paper=min(1 / (4 * T), 2 ** .5),
-                             rows_violating_corrected=0, rows_above_paper=0))
+            rows.append(
+                dict(
+                    META,
+                    L=1024,
+                    T=float(T),
+                    eps=e,
+                    layer=0,
+                    head=0,
+                    n_rows=10,
+                    g=g,
+                    g_row_max=g,
+                    bound_corrected=min(1 / (2 * T), math.sqrt(2) / e),
+                    bound_paper=min(1 / (4 * T), 2**0.5),
+                    rows_violating_corrected=0,
+                    rows_above_paper=0,
+                )
+            )
     gs = pd.DataFrame(rows)
-    return {"distance_vs_length": dl, "distance_vs_n": dn, "critical_n": trace, "critical_n_summary": summ,
-            "separability": sp, "gradient_sensitivity": gs}
+    return {
+        "distance_vs_length": dl,
+        "distance_vs_n": dn,
+        "critical_n": trace,
+        "critical_n_summary": summ,
+        "separability": sp,
+        "gradient_sensitivity": gs,
+    }
 
 
 def _verdict(vt, word):
@@ -91,8 +168,8 @@ def test_write_report_files_and_labels(tmp_path):
     assert len(info["figures"]) == 5
     for paths in info["figures"].values():
         assert len(paths) == 2
-        svg = [p for p in paths if p.endswith(".svg")][0]
-        content = open(svg).read()
+        svg = next(p for p in paths if p.endswith(".svg"))
+        content = Path(svg).read_text()
         for v in META.values():
             assert v in content  # labelled with model, text and device
     data = json.loads((tmp_path / "results.json").read_text())

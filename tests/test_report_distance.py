@@ -20,9 +20,23 @@ def _alg1(d_of_L, heads=3, lengths=(16, 32, 64, 128)):
     for L in lengths:
         for h in range(heads):
             d = d_of_L(L) + 0.01 * (h - (heads - 1) / 2)
-            rows.append(dict(META, L=L, N=5, layer=0, head=h, d_tilde=d, d_max=3 * d, e1=0.5 + 0.001 * L,
-                             e1_plus_gap=0.7 + 0.002 * L, e2=0.98 * d, mc=0.6, s_norm=0.2 + 0.1 * h,
-                             dmax_violations=0))
+            rows.append(
+                dict(
+                    META,
+                    L=L,
+                    N=5,
+                    layer=0,
+                    head=h,
+                    d_tilde=d,
+                    d_max=3 * d,
+                    e1=0.5 + 0.001 * L,
+                    e1_plus_gap=0.7 + 0.002 * L,
+                    e2=0.98 * d,
+                    mc=0.6,
+                    s_norm=0.2 + 0.1 * h,
+                    dmax_violations=0,
+                )
+            )
     return pd.DataFrame(rows)
 
 
@@ -31,8 +45,21 @@ def _alg2():
     for N in (1, 5, 20):
         for h in range(2):
             d = float(N + h)
-            rows.append(dict(META, L=128, N=N, layer=0, head=h, d_tilde=d, d_max=2 * d, e1=d / 2, e2=1.1 * d,
-                             mc=d - 1, dmax_violations=0))
+            rows.append(
+                dict(
+                    META,
+                    L=128,
+                    N=N,
+                    layer=0,
+                    head=h,
+                    d_tilde=d,
+                    d_max=2 * d,
+                    e1=d / 2,
+                    e2=1.1 * d,
+                    mc=d - 1,
+                    dmax_violations=0,
+                )
+            )
     return pd.DataFrame(rows)
 
 
@@ -105,8 +132,15 @@ class TestLinearGrowth:
 
 # one rule for the table and the verdict ------------------------------------------------------------------------
 class TestOneLinearRule:
-    @pytest.mark.parametrize("d_of_L", [lambda L: 0.01 * L, lambda L: 1.0 + 0.3 * math.sin(L), lambda L: 5 - 0.01 * L,
-                                        lambda L: 0.002 * L + 0.2 * math.cos(L)])
+    @pytest.mark.parametrize(
+        "d_of_L",
+        [
+            lambda L: 0.01 * L,
+            lambda L: 1.0 + 0.3 * math.sin(L),
+            lambda L: 5 - 0.01 * L,
+            lambda L: 0.002 * L + 0.2 * math.cos(L),
+        ],
+    )
     def test_verdict_and_table_agree(self, d_of_L):
         df = _alg1(d_of_L)
         table = R.distance_length_fits(df).loc["d~", "linear"]
@@ -175,8 +209,13 @@ class TestDistanceNTable:
 
 # critical_n_ratio / critical_n_lines ---------------------------------------------------------------------------
 class TestCriticalN:
-    SUMMARY = (("e1", 16, 2, False), ("e1", 32, 3, False), ("e1", 64, 16, True),
-               ("e2", 16, 4, True), ("e2", 32, 8, True))
+    SUMMARY = (
+        ("e1", 16, 2, False),
+        ("e1", 32, 3, False),
+        ("e1", 64, 16, True),
+        ("e2", 16, 4, True),
+        ("e2", 32, 8, True),
+    )
 
     def test_ratio_is_least_squares_through_the_origin_over_uncensored_L(self):
         r = R.critical_n_ratio(_summary(self.SUMMARY))
@@ -198,9 +237,11 @@ class TestCriticalN:
     def test_lines(self):
         text = R.critical_n_lines(_summary(self.SUMMARY))
         e1, e2 = text.split("\n")
-        assert e1 == ("- **E1**: N* per L: 16→2, 32→3, 64→16 (censored). Fitted N*/L = "
-                      f"{R.critical_n_ratio(_summary(self.SUMMARY)).loc['e1', 'ratio']:.3f} over 2 uncensored L "
-                      "(paper: 0.06).")
+        assert e1 == (
+            "- **E1**: N* per L: 16→2, 32→3, 64→16 (censored). Fitted N*/L = "
+            f"{R.critical_n_ratio(_summary(self.SUMMARY)).loc['e1', 'ratio']:.3f} over 2 uncensored L "
+            "(paper: 0.06)."
+        )
         assert e2.startswith("- **E2**: N* per L: 16→4 (censored), 32→8 (censored).") and "by construction" in e2
 
     def test_lines_of_a_form_censored_at_every_L(self):
@@ -209,8 +250,9 @@ class TestCriticalN:
 
     def test_per_sampling_ratios_and_the_valid_sampling(self):
         summary = _summary([("e1", 64, 8, False), ("e1", 128, 16, False)])
-        both = pd.concat([summary.assign(sampling="heads"),
-                          summary.assign(sampling="kv_groups", n_star=[4, 8])], ignore_index=True)
+        both = pd.concat(
+            [summary.assign(sampling="heads"), summary.assign(sampling="kv_groups", n_star=[4, 8])], ignore_index=True
+        )
         r = R.critical_n_ratio(both)
         assert r.loc[("e1", "heads"), "ratio"] == pytest.approx(0.125)
         assert r.loc[("e1", "kv_groups"), "ratio"] == pytest.approx(0.0625)

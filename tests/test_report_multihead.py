@@ -1,4 +1,5 @@
 """Tests for chapter 5's block of attn_lib.report: the normaliser swap's summary, paragraph and figure."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -7,12 +8,14 @@ import pytest
 from attn_lib import report, widgets
 
 META = {"model": "tiny (random init) on cpu", "model_id": "tiny", "text": "bytes, first 8 tokens", "device": "cpu"}
-LAYERS = pd.DataFrame([
-    {"normaliser": "softmax (model)", "layer": 0, "entropy": 1.0, "max": 0.5, "support": 8.0, **META},
-    {"normaliser": "softmax (model)", "layer": 1, "entropy": 2.0, "max": 0.3, "support": 8.0, **META},
-    {"normaliser": "sparsemax", "layer": 0, "entropy": 0.2, "max": 0.9, "support": 1.0, **META},
-    {"normaliser": "sparsemax", "layer": 1, "entropy": 0.4, "max": 0.7, "support": 3.0, **META},
-])
+LAYERS = pd.DataFrame(
+    [
+        {"normaliser": "softmax (model)", "layer": 0, "entropy": 1.0, "max": 0.5, "support": 8.0, **META},
+        {"normaliser": "softmax (model)", "layer": 1, "entropy": 2.0, "max": 0.3, "support": 8.0, **META},
+        {"normaliser": "sparsemax", "layer": 0, "entropy": 0.2, "max": 0.9, "support": 1.0, **META},
+        {"normaliser": "sparsemax", "layer": 1, "entropy": 0.4, "max": 0.7, "support": 3.0, **META},
+    ]
+)
 LOSS = {"softmax (model)": 3.25, "sparsemax": 6.5}
 
 
@@ -48,7 +51,7 @@ class TestFigureNormaliserSwap:
         fig = report.figure_normaliser_swap(LAYERS)
         assert len(fig.axes) == 3
         for ax, col in zip(fig.axes, ["entropy", "max", "support"]):
-            sparse = [ln for ln in ax.lines if ln.get_label() == "sparsemax"][0]
+            sparse = next(ln for ln in ax.lines if ln.get_label() == "sparsemax")
             assert list(sparse.get_ydata()) == LAYERS.query("normaliser == 'sparsemax'")[col].tolist()
 
     def test_names_model_text_and_device(self):

@@ -1,5 +1,6 @@
 """attn_lib.report, chapter 4 block: the tables and findings behind Fig. 4 (gradient sensitivity), on hand-made
 result tables whose curves are known in closed form, and once on a real (tiny-model) Algorithm 5 result."""
+
 from __future__ import annotations
 
 import math
@@ -12,7 +13,7 @@ import pytest
 from attn_lib import report as R
 
 SQRT2 = math.sqrt(2)
-TS = np.logspace(-3, 2, 11)     # 10^-3, 10^-2.5, ..., 10^2
+TS = np.logspace(-3, 2, 11)  # 10^-3, 10^-2.5, ..., 10^2
 EPS = (1e-3, 0.1, 10.0)
 
 
@@ -23,17 +24,33 @@ def _sens(g_of_T=lambda T, e, h: 0.01 / T * (1 + h), heads=3, n_rows=10, above=0
         for e in EPS:
             for h in range(heads):
                 g = g_of_T(T, e, h)
-                rows.append({"model": "toy", "text": "toy-text", "device": "cpu", "L": 64, "T": float(T), "eps": e,
-                             "layer": 0, "head": h, "n_rows": n_rows, "g": g, "g_row_max": g,
-                             "bound_corrected": min(1 / (2 * T), SQRT2 / e), "bound_paper": min(1 / (4 * T), SQRT2),
-                             "rows_violating_corrected": violating, "rows_above_paper": above, "row_stride": 1})
+                rows.append(
+                    {
+                        "model": "toy",
+                        "text": "toy-text",
+                        "device": "cpu",
+                        "L": 64,
+                        "T": float(T),
+                        "eps": e,
+                        "layer": 0,
+                        "head": h,
+                        "n_rows": n_rows,
+                        "g": g,
+                        "g_row_max": g,
+                        "bound_corrected": min(1 / (2 * T), SQRT2 / e),
+                        "bound_paper": min(1 / (4 * T), SQRT2),
+                        "rows_violating_corrected": violating,
+                        "rows_above_paper": above,
+                        "row_stride": 1,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
 class TestSensitivityBounds:
     def test_g_is_the_maximum_over_heads(self):
         cur = R.sensitivity_bounds(_sens())
-        np.testing.assert_allclose(cur["g"], 0.01 / cur["T"] * 3)          # head 2 has the factor 1 + 2
+        np.testing.assert_allclose(cur["g"], 0.01 / cur["T"] * 3)  # head 2 has the factor 1 + 2
 
     def test_bounds_follow_both_forms_of_corollary3(self):
         cur = R.sensitivity_bounds(_sens())
@@ -73,7 +90,7 @@ class TestSensitivityFindings:
         assert f["rows_violating"] == 0
 
     def test_counts_curve_points_above_the_paper(self):
-        f = R.sensitivity_findings(_sens(lambda T, e, h: 2.0 if T < 2e-3 else 1e-4))   # above only at T = 1e-3
+        f = R.sensitivity_findings(_sens(lambda T, e, h: 2.0 if T < 2e-3 else 1e-4))  # above only at T = 1e-3
         assert f["curve_points_above_paper"] == len(EPS) and f["curve_points"] == len(TS) * len(EPS)
         assert f["T_above_paper"] == (pytest.approx(1e-3), pytest.approx(1e-3))
 
@@ -84,12 +101,13 @@ class TestSensitivityFindings:
         assert math.isnan(R.sensitivity_findings(_sens(), thresholds={"inv_t_max_T": 2e-3})["slope"])
 
     def test_agrees_with_the_verdicts(self):
-        sens = _sens(lambda T, e, h: 0.3 / T ** 0.5)
+        sens = _sens(lambda T, e, h: 0.3 / T**0.5)
         f = R.sensitivity_findings(sens)
         measured = " ".join(R.verdicts({"gradient_sensitivity": sens})["measured"])
         assert float(re.search(r"log-log slope (-?[\d.]+)", measured).group(1)) == pytest.approx(f["slope"], abs=0.01)
-        assert float(re.search(r"g\(0.01\)/g\(1\) = ([\d.]+)", measured).group(1)) == pytest.approx(f["ratio"],
-                                                                                                    rel=1e-2)
+        assert float(re.search(r"g\(0.01\)/g\(1\) = ([\d.]+)", measured).group(1)) == pytest.approx(
+            f["ratio"], rel=1e-2
+        )
 
 
 class TestSensitivityTable:
@@ -98,7 +116,7 @@ class TestSensitivityTable:
         np.testing.assert_allclose(table.index, [1e-3, 0.1, 100.0])
 
     def test_skips_temperatures_off_the_grid(self):
-        table = R.sensitivity_table(_sens(), temperatures=(0.02,), rtol=0.05)      # grid: 0.0100, 0.0316
+        table = R.sensitivity_table(_sens(), temperatures=(0.02,), rtol=0.05)  # grid: 0.0100, 0.0316
         assert len(table) == 0
 
     def test_one_column_per_eps_then_both_bounds(self):
@@ -111,9 +129,10 @@ class TestSensitivityTable:
         table = R.sensitivity_table(_sens(), temperatures=(0.1,))
         assert table.loc[0.1, "g, ε=0.1"] == pytest.approx(0.01 / 0.1 * 3)
 
-    @pytest.mark.parametrize("kwargs, name", [({"temperatures": ()}, "temperatures"),
-                                              ({"temperatures": (0.0,)}, "temperatures"),
-                                              ({"rtol": 0.0}, "rtol")])
+    @pytest.mark.parametrize(
+        "kwargs, name",
+        [({"temperatures": ()}, "temperatures"), ({"temperatures": (0.0,)}, "temperatures"), ({"rtol": 0.0}, "rtol")],
+    )
     def test_rejects_bad_input(self, kwargs, name):
         with pytest.raises(ValueError, match=name):
             R.sensitivity_table(_sens(), **kwargs)

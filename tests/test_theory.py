@@ -1,4 +1,5 @@
 """Tests for attn_lib.theory: brute force, exact enumeration, Monte Carlo and property checks."""
+
 from __future__ import annotations
 
 import itertools
@@ -286,8 +287,9 @@ def test_separability_unit_cases():
     assert th.separability(alpha, X, 3, r=0.3) == pytest.approx(2 / 3)
     assert th.separability(alpha, X, 3, r=0.5) == 0.0  # an outer token on the boundary -> indicator 0
     # batch
-    np.testing.assert_allclose(th.separability(np.stack([alpha, alpha]), np.stack([with_rho(0.5), with_rho(0.35)]), 3),
-                               [1.0, 2 / 3])
+    np.testing.assert_allclose(
+        th.separability(np.stack([alpha, alpha]), np.stack([with_rho(0.5), with_rho(0.35)]), 3), [1.0, 2 / 3]
+    )
 
 
 def test_theorem2_xi_matches_double_sum():
@@ -298,8 +300,9 @@ def test_theorem2_xi_matches_double_sum():
     xi = th.theorem2_xi(alpha, N, M, delta)
     for k, i in enumerate(idx):
         others = [j for j in idx if j != i]
-        ref = M ** 2 * sum(alpha[j] ** 2 for j in others) + (M ** 2 - delta ** 2 / 2) * sum(
-            alpha[j] * alpha[m] for j in others for m in others if j != m)
+        ref = M**2 * sum(alpha[j] ** 2 for j in others) + (M**2 - delta**2 / 2) * sum(
+            alpha[j] * alpha[m] for j in others for m in others if j != m
+        )
         assert abs(xi[k] - math.sqrt(ref)) < 1e-12
 
 
@@ -343,7 +346,7 @@ def test_theorem2_bounds_formula():
     xi = th.theorem2_xi(alpha, 3, 1.0, 0.5)
     lo, up = th.theorem2_bounds(alpha, 3, 1.0, 0.5, 0.2)
     assert lo == pytest.approx(1 - xi.sum() / (0.2 * 3))
-    assert up == pytest.approx(np.mean(np.exp(-np.clip(xi - 0.2, 0, None) ** 2 / 2)))
+    assert up == pytest.approx(np.mean(np.exp(-(np.clip(xi - 0.2, 0, None) ** 2) / 2)))
     # N = 1: xi = 0 -> lower bound 1
     assert th.theorem2_bounds(alpha, 1, 1.0, 0.5, 0.2) == (1.0, 1.0)
 
@@ -353,9 +356,13 @@ def test_theorem2_bounds_formula():
 # ---------------------------------------------------------------------------------------------------------
 F_FAMILY = {
     "exp": (lambda l: np.exp(l / 0.7), lambda a: (math.exp(-2 * a / 0.7), math.exp(2 * a / 0.7))),
-    "softplus": (lambda l: np.log1p(np.exp(l / 0.7)),
-                 lambda a: (math.log1p(math.exp(-a / 0.7)) / math.log1p(math.exp(a / 0.7)),
-                            math.log1p(math.exp(a / 0.7)) / math.log1p(math.exp(-a / 0.7)))),
+    "softplus": (
+        lambda l: np.log1p(np.exp(l / 0.7)),
+        lambda a: (
+            math.log1p(math.exp(-a / 0.7)) / math.log1p(math.exp(a / 0.7)),
+            math.log1p(math.exp(a / 0.7)) / math.log1p(math.exp(-a / 0.7)),
+        ),
+    ),
     "rational": (lambda l: 1 + (l / 0.7) ** 2, lambda a: (1 / (1 + (a / 0.7) ** 2), 1 + (a / 0.7) ** 2)),
 }
 
@@ -372,17 +379,17 @@ def test_lemma1_constants_and_bounds(name):
         w = F(l)
         alpha = w / w.sum(-1, keepdims=True)
         assert np.all(C1 <= L * alpha + 1e-12) and np.all(L * alpha <= C2 + 1e-12)
-    lo, hi = th.lemma1_bounds(F, a, [10, 100])
+    lo, _hi = th.lemma1_bounds(F, a, [10, 100])
     np.testing.assert_allclose(lo, [C1 / 10, C1 / 100])
 
 
 def test_lemma1_interior_extremum_and_torch_F():
     # min of 1 + (l - 0.3)^2 is interior (l = 0.3, not on the grid); max at l = -a
-    C1, C2 = th.lemma1_constants(lambda l: 1 + (l - 0.3) ** 2, 1.0, grid=11)
-    assert C2 == pytest.approx(1 + 1.3 ** 2, rel=1e-9)
-    C1t, C2t = th.lemma1_constants(torch.exp, 2.0)
+    _C1, C2 = th.lemma1_constants(lambda l: 1 + (l - 0.3) ** 2, 1.0, grid=11)
+    assert C2 == pytest.approx(1 + 1.3**2, rel=1e-9)
+    _C1t, C2t = th.lemma1_constants(torch.exp, 2.0)
     assert C2t == pytest.approx(math.exp(4.0))
-    assert th.lemma1_constants(lambda l, th_: th_ + l ** 2, 1.0, theta=2.0)[1] == pytest.approx(1.5)
+    assert th.lemma1_constants(lambda l, th_: th_ + l**2, 1.0, theta=2.0)[1] == pytest.approx(1.5)
 
 
 def test_length_aware_normaliser_escapes_lemma1():
@@ -392,7 +399,7 @@ def test_length_aware_normaliser_escapes_lemma1():
         l = rng.uniform(-1, 1, size=L)
         l[0] = 1.0
         alpha = scipy.special.softmax(3 * math.log(L) * l)
-        C1, C2 = th.lemma1_constants(lambda z: np.exp(z), 1.0)
+        _C1, C2 = th.lemma1_constants(lambda z: np.exp(z), 1.0)
         if L == 10000:
             assert L * alpha.max() > C2
 
@@ -416,8 +423,11 @@ def test_corollary1_bounds_hold():
 @pytest.mark.parametrize("name", list(F_FAMILY))
 def test_lemma2_bound_5000_cases(name):
     F, _ = F_FAMILY[name]
-    dF = {"exp": lambda l: np.exp(l / 0.7) / 0.7, "softplus": lambda l: scipy.special.expit(l / 0.7) / 0.7,
-          "rational": lambda l: 2 * l / 0.7 ** 2}[name]
+    dF = {
+        "exp": lambda l: np.exp(l / 0.7) / 0.7,
+        "softplus": lambda l: scipy.special.expit(l / 0.7) / 0.7,
+        "rational": lambda l: 2 * l / 0.7**2,
+    }[name]
     rng = np.random.default_rng(15)
     worst = 0.0
     for L in (2, 4, 8, 16, 32):
@@ -435,9 +445,9 @@ def test_lemma2_bound_5000_cases(name):
 
 def test_lemma2_jacobian_against_autograd():
     l = torch.tensor([0.4, -1.0, 2.0, 0.0], dtype=torch.float64)
-    F = lambda x: 1 + x ** 2  # noqa: E731
+    F = lambda x: 1 + x**2  # noqa: E731
     ref = torch.autograd.functional.jacobian(lambda x: F(x) / F(x).sum(), l).numpy()
-    np.testing.assert_allclose(th.lemma2_jacobian(lambda x: 1 + x ** 2, lambda x: 2 * x, l.numpy()), ref, atol=1e-14)
+    np.testing.assert_allclose(th.lemma2_jacobian(lambda x: 1 + x**2, lambda x: 2 * x, l.numpy()), ref, atol=1e-14)
 
 
 def test_corollary3_forms_and_counterexample():
@@ -479,14 +489,23 @@ def test_spectral_reading_violation_found_by_hypothesis():
         J = th.softmax_jacobian_np(l, T)
         return np.linalg.norm(J, 2) > th.corollary3_paper(T) * (1 + 1e-9)
 
-    ex = find(st.tuples(row, st.floats(0.05, 5)), violates,
-              settings=settings(max_examples=2000, derandomize=True, database=None))
+    ex = find(
+        st.tuples(row, st.floats(0.05, 5)),
+        violates,
+        settings=settings(max_examples=2000, derandomize=True, database=None),
+    )
     assert violates(ex)
 
 
 def test_sqrt5_example_numbers():
-    for L, T, ratio in ((2, 1.0, 1.061), (2, 0.1, 10.61), (2, 0.01, 105.8),
-                        (5, 1.0, 0.69), (5, 0.1, 10.61), (5, 0.01, 105.8)):
+    for L, T, ratio in (
+        (2, 1.0, 1.061),
+        (2, 0.1, 10.61),
+        (2, 0.01, 105.8),
+        (5, 1.0, 0.69),
+        (5, 0.1, 10.61),
+        (5, 0.01, 105.8),
+    ):
         r = th.sqrt5_example(1.0, 1e-3, T, L)
         assert r["logit_distance"] == pytest.approx(math.sqrt(5) * 1e-3)
         assert r["ratio"] == pytest.approx(ratio, rel=6e-3), (L, T, r["ratio"])
@@ -550,8 +569,16 @@ def test_bad_N():
             th.distance(a, X, N)
         with pytest.raises(ValueError, match="N"):
             th.theorem1_dmax(a, X, N)
-    for f in (th.expectation_e1, th.expectation_e2, th.jensen_gap_bound, th.expected_distance_mc,
-              th.expected_distance_exact, th.separability, th.corollary2_limits, th.corollary2_linear_bounds):
+    for f in (
+        th.expectation_e1,
+        th.expectation_e2,
+        th.jensen_gap_bound,
+        th.expected_distance_mc,
+        th.expected_distance_exact,
+        th.separability,
+        th.corollary2_limits,
+        th.corollary2_linear_bounds,
+    ):
         with pytest.raises(ValueError, match="N"):
             f(a, X, 4)
     with pytest.raises(ValueError, match="N"):

@@ -45,9 +45,15 @@ class TestRandomRow:
         alpha, _ = toy.random_row(50, 2, logit_scale=30.0, seed=0)
         assert alpha.min() >= 0 and np.isclose(alpha.sum(), 1.0)
 
-    @pytest.mark.parametrize("kwargs, name", [(dict(L=0, d=2), "L"), (dict(L=3, d=0), "d"),
-                                              (dict(L=3, d=2, logit_scale=0.0), "logit_scale"),
-                                              (dict(L=3, d=2, seed=-1), "seed")])
+    @pytest.mark.parametrize(
+        "kwargs, name",
+        [
+            (dict(L=0, d=2), "L"),
+            (dict(L=3, d=0), "d"),
+            (dict(L=3, d=2, logit_scale=0.0), "logit_scale"),
+            (dict(L=3, d=2, seed=-1), "seed"),
+        ],
+    )
     def test_bad_input(self, kwargs, name):
         with pytest.raises(ValueError, match=name):
             toy.random_row(**kwargs)
@@ -87,12 +93,18 @@ class TestTheorem1Instances:
         assert (inst.d_tilde <= inst.lin_upper * (1 + 1e-10)).all()
 
     def test_same_seed_same_table(self):
-        pd.testing.assert_frame_equal(toy.theorem1_instances(20, batch=5, seed=7),
-                                      toy.theorem1_instances(20, batch=5, seed=7))
+        pd.testing.assert_frame_equal(
+            toy.theorem1_instances(20, batch=5, seed=7), toy.theorem1_instances(20, batch=5, seed=7)
+        )
 
-    @pytest.mark.parametrize("kwargs, name", [(dict(n_instances=25, batch=10), "n_instances"),
-                                              (dict(n_instances=5, batch=10), "n_instances"),
-                                              (dict(n_instances=10, batch=0), "batch")])
+    @pytest.mark.parametrize(
+        "kwargs, name",
+        [
+            (dict(n_instances=25, batch=10), "n_instances"),
+            (dict(n_instances=5, batch=10), "n_instances"),
+            (dict(n_instances=10, batch=0), "batch"),
+        ],
+    )
     def test_bad_input(self, kwargs, name):
         with pytest.raises(ValueError, match=name):
             toy.theorem1_instances(**kwargs)
@@ -114,8 +126,9 @@ class TestTheorem1TightCase:
         tight = toy.theorem1_tight_case([1, 5, 40], L=16, d=8, seed=0)
         assert tight["d~/d_max"].is_monotonic_increasing and tight["d~/d_max"].iloc[-1] > 1 - 1e-9
 
-    @pytest.mark.parametrize("kwargs, name", [(dict(logits=[]), "logits"), (dict(logits=[np.nan]), "logits"),
-                                              (dict(L=1), "L")])
+    @pytest.mark.parametrize(
+        "kwargs, name", [(dict(logits=[]), "logits"), (dict(logits=[np.nan]), "logits"), (dict(L=1), "L")]
+    )
     def test_bad_input(self, kwargs, name):
         with pytest.raises(ValueError, match=name):
             toy.theorem1_tight_case(**kwargs)
@@ -162,8 +175,17 @@ class TestEnumerationCases:
 
 class TestEnumerationErrors:
     def test_mean_relative_errors(self):
-        cases = pd.DataFrame(dict(exact=[1.0, 2.0], e1=[0.9, 2.2], e1_L=[0.5, 2.0], e2=[1.0, 1.0],
-                                  bound=[0.2, 0.0], mc=[1.0, 2.1], mc_samples=[4, 4]))
+        cases = pd.DataFrame(
+            dict(
+                exact=[1.0, 2.0],
+                e1=[0.9, 2.2],
+                e1_L=[0.5, 2.0],
+                e2=[1.0, 1.0],
+                bound=[0.2, 0.0],
+                mc=[1.0, 2.1],
+                mc_samples=[4, 4],
+            )
+        )
         err = toy.enumeration_errors(cases).iloc[:, 0]
         assert err["E1, p = N/(L-1)"] == pytest.approx((0.1 + 0.1) / 2)
         assert err["E1, p = N/L"] == pytest.approx((0.5 + 0.0) / 2)
@@ -172,8 +194,7 @@ class TestEnumerationErrors:
         assert err["Monte Carlo, K = 4"] == pytest.approx((0.0 + 0.05) / 2)
 
     def test_rejects_zero_exact(self):
-        cases = pd.DataFrame(dict(exact=[0.0], e1=[0.0], e1_L=[0.0], e2=[0.0], bound=[0.0], mc=[0.0],
-                                  mc_samples=[4]))
+        cases = pd.DataFrame(dict(exact=[0.0], e1=[0.0], e1_L=[0.0], e2=[0.0], bound=[0.0], mc=[0.0], mc_samples=[4]))
         with pytest.raises(ValueError, match="exact"):
             toy.enumeration_errors(cases)
 
@@ -218,7 +239,7 @@ class TestCorollary2Sequence:
     def test_d_tilde_grows_linearly_with_a_sink(self):
         syn = toy.corollary2_sequence([64, 256, 1024], N=5, mc_samples=8, seed=0)
         growth = syn["d~"].iloc[-1] / syn["d~"].iloc[0]
-        assert 8 < growth < 32              # L grew 16x; slope ||s|| stays away from 0
+        assert 8 < growth < 32  # L grew 16x; slope ||s|| stays away from 0
 
     @pytest.mark.parametrize("lengths", [[5], [8, 8], []])
     def test_bad_lengths(self, lengths):
@@ -278,16 +299,16 @@ class TestLatex:
         t1 = symbolic.theorem1_steps(N=2, d=2)
         lines = toy.theorem1_steps_latex(t1)
         assert len(lines) == 8
-        assert lines[1].endswith(sp.latex(t1["step1_check"]))      # step 1's difference (the zero vector)
-        assert "triangle inequality" in lines[3] and r"\ge 0" in lines[3]   # step 3's slack, decided by SymPy
-        assert r"\bar{\alpha}_N" in lines[4] and "abar" not in lines[4]   # symbols typeset, not raw names
-        assert lines[4].endswith("= 0") and r"\sum_{k=1}^{L - N}" in lines[5]   # step 4's difference; step 5's Sum
+        assert lines[1].endswith(sp.latex(t1["step1_check"]))  # step 1's difference (the zero vector)
+        assert "triangle inequality" in lines[3] and r"\ge 0" in lines[3]  # step 3's slack, decided by SymPy
+        assert r"\bar{\alpha}_N" in lines[4] and "abar" not in lines[4]  # symbols typeset, not raw names
+        assert lines[4].endswith("= 0") and r"\sum_{k=1}^{L - N}" in lines[5]  # step 4's difference; step 5's Sum
         assert lines[-1].endswith("= 0")
 
     def test_corollary2_remainder_lines(self):
         lines = toy.corollary2_remainder_latex(symbolic.corollary2_remainder_symbolic())
         assert len(lines) == 4
-        assert "reverse triangle inequality" in lines[1] and r"\|a_i\|" in lines[1]   # norms typeset verbatim
+        assert "reverse triangle inequality" in lines[1] and r"\|a_i\|" in lines[1]  # norms typeset verbatim
         assert r"\frac{N}{L}" in lines[2] and r"\ge 0" in lines[2]
         assert lines[3].endswith("0") and r"\frac{L N \|z\|}{L - 1}" in lines[3]
 
@@ -295,7 +316,7 @@ class TestLatex:
         rv = symbolic.theorem1_random_variance(n=4, N=2)
         lines = toy.random_variance_latex(rv, n=4, N=2)
         assert len(lines) == 3 and lines[0].startswith(r"n=4,\ N=2")
-        assert r"\frac{1}{6}" in lines[0]                           # Pr(j, k in I_N) = 1/6 for n=4, N=2
+        assert r"\frac{1}{6}" in lines[0]  # Pr(j, k in I_N) = 1/6 for n=4, N=2
         assert lines[2].endswith(r"\text{difference } 0")
 
     def test_corollary2_limit_lines(self):

@@ -4,6 +4,7 @@ the normaliser swap of chapter 5.
 References are independent of the module where possible: scipy's softmax and entropy, closed-form coverage and
 bounds, the seeded generators drawn directly, and a plain forward pass of the tiny model.
 """
+
 from __future__ import annotations
 
 import math
@@ -55,8 +56,10 @@ class TestCoverageTable:
         got = mh.coverage_table([0.5, 0.7, 0.9], [1, 2], n_trials=10, seed=0)
         assert list(zip(got["p"], got["H"])) == [(0.5, 1), (0.5, 2), (0.7, 1), (0.7, 2), (0.9, 1), (0.9, 2)]
 
-    @pytest.mark.parametrize("kwargs, name", [(dict(ps=[1.5]), "ps"), (dict(ps=[]), "ps"), (dict(heads=[0]), "lengths"),
-                                              (dict(n_trials=0), "n_trials")])
+    @pytest.mark.parametrize(
+        "kwargs, name",
+        [(dict(ps=[1.5]), "ps"), (dict(ps=[]), "ps"), (dict(heads=[0]), "lengths"), (dict(n_trials=0), "n_trials")],
+    )
     def test_rejects_bad_input(self, kwargs, name):
         args = dict(ps=[0.5], heads=[1], n_trials=10) | kwargs
         with pytest.raises(ValueError, match=name):
@@ -80,8 +83,9 @@ class TestRemedyRows:
         row = mh.remedy_rows([500], 2.5, seed=0)["one separated"][500]
         assert row[0] - row[1:].max() >= 2 * 2.5 - 1
 
-    @pytest.mark.parametrize("kwargs, name", [(dict(lengths=[1]), "lengths"), (dict(a=0.5), "a"),
-                                              (dict(seed=-2), "seed")])
+    @pytest.mark.parametrize(
+        "kwargs, name", [(dict(lengths=[1]), "lengths"), (dict(a=0.5), "a"), (dict(seed=-2), "seed")]
+    )
     def test_rejects_bad_input(self, kwargs, name):
         args = dict(lengths=LS, a=A, seed=0) | kwargs
         with pytest.raises(ValueError, match=name):
@@ -106,7 +110,8 @@ class TestCompareRemedies:
             l = comparison.rows["bounded random"][L]
             expected = (normalizers.softmax1(l) / scipy_softmax(l)).max()
             assert comparison.stats.loc[("bounded random", L, "softmax1"), "ratio to softmax"] == pytest.approx(
-                expected, rel=1e-12)
+                expected, rel=1e-12
+            )
 
     def test_support_counts_positive_weights(self, comparison):
         for L in LS:
@@ -138,9 +143,9 @@ class TestFigureMaxWeight:
     def test_draws_each_normaliser_and_the_lemma_1_line(self, comparison):
         fig = mh.figure_max_weight(comparison)
         left = fig.axes[0]
-        ssmax = [line for line in left.lines if line.get_label() == "ssmax"][0]
+        ssmax = next(line for line in left.lines if line.get_label() == "ssmax")
         np.testing.assert_allclose(ssmax.get_ydata(), comparison.table("max", "bounded random")["ssmax"])
-        lemma = [line for line in left.lines if line.get_label().startswith("Lemma 1")][0]
+        lemma = next(line for line in left.lines if line.get_label().startswith("Lemma 1"))
         np.testing.assert_allclose(lemma.get_ydata(), np.minimum(1, math.exp(2 * A / T) / np.array(LS)))
 
     def test_names_its_data(self, comparison):
@@ -156,9 +161,17 @@ class TestFigureMaxWeight:
 
 
 class TestSensitivityBound:
-    @pytest.mark.parametrize("name, expected", [
-        ("softmax", 1 / 1.0), ("softmax1", 1 / 1.0), ("ssmax", 0.43 * math.log(64) / 1.0),
-        ("sparsemax", 2.0), ("entmax15", 2.0), ("sigmoid", 0.5)])
+    @pytest.mark.parametrize(
+        "name, expected",
+        [
+            ("softmax", 1 / 1.0),
+            ("softmax1", 1 / 1.0),
+            ("ssmax", 0.43 * math.log(64) / 1.0),
+            ("sparsemax", 2.0),
+            ("entmax15", 2.0),
+            ("sigmoid", 0.5),
+        ],
+    )
     def test_values_at_half_temperature(self, name, expected):
         assert mh.sensitivity_bound(name, 0.5, 1e-3, 64) == pytest.approx(expected, rel=1e-12)
 
@@ -179,8 +192,15 @@ class TestSensitivityBound:
         g = jacobian.sensitivity(x, 0.5, 1e-6, normalizer="softmax", direction=v)
         assert float(g[0]) == pytest.approx(mh.sensitivity_bound("softmax", 0.5, 1e-6, 2), rel=1e-5)
 
-    @pytest.mark.parametrize("kwargs, name", [(dict(name="softpick"), "name"), (dict(eps=0.0), "eps"),
-                                              (dict(temperature=-1.0), "temperature"), (dict(length=0), "length")])
+    @pytest.mark.parametrize(
+        "kwargs, name",
+        [
+            (dict(name="softpick"), "name"),
+            (dict(eps=0.0), "eps"),
+            (dict(temperature=-1.0), "temperature"),
+            (dict(length=0), "length"),
+        ],
+    )
     def test_rejects_bad_input(self, kwargs, name):
         args = dict(name="softmax", temperature=1.0, eps=1e-3, length=8) | kwargs
         with pytest.raises(ValueError, match=name):
@@ -203,8 +223,10 @@ class TestSensitivitySweep:
         table = sweep.table("mean")
         assert list(table.index) == [0.01, 0.3, 10.0] and list(table.columns) == list(mh.REMEDIES)
 
-    @pytest.mark.parametrize("kwargs, name", [(dict(logits=np.zeros(5)), "logits"), (dict(temperatures=[]), "temper"),
-                                              (dict(eps=-1.0), "eps")])
+    @pytest.mark.parametrize(
+        "kwargs, name",
+        [(dict(logits=np.zeros(5)), "logits"), (dict(temperatures=[]), "temper"), (dict(eps=-1.0), "eps")],
+    )
     def test_rejects_bad_input(self, kwargs, name):
         args = dict(logits=np.zeros((2, 3)), temperatures=[1.0], eps=1e-3) | kwargs
         with pytest.raises(ValueError, match=name):
@@ -214,7 +236,7 @@ class TestSensitivitySweep:
 class TestFigureSensitivity:
     def test_draws_the_means_and_leaves_out_zeros(self, sweep):
         fig = mh.figure_sensitivity(sweep)
-        line = [ln for ln in fig.axes[0].lines if ln.get_label() == "sparsemax"][0]
+        line = next(ln for ln in fig.axes[0].lines if ln.get_label() == "sparsemax")
         mean = sweep.table("mean")["sparsemax"]
         np.testing.assert_allclose(np.asarray(line.get_ydata(), float), mean.where(mean > 0), equal_nan=True)
 
@@ -250,8 +272,14 @@ class TestRenderNormalisers:
     def test_names_its_data(self):
         assert "L = 16" in widgets.figure_provenance(mh.render_normalisers(1.0, row=self.ROW, seed=0))
 
-    @pytest.mark.parametrize("kwargs, name", [(dict(temperature=0.0), "temperature"), (dict(row=np.zeros((2, 2))), "row"),
-                                              (dict(names=list(mh.REMEDIES) + ["sparsemax"]), "names")])
+    @pytest.mark.parametrize(
+        "kwargs, name",
+        [
+            (dict(temperature=0.0), "temperature"),
+            (dict(row=np.zeros((2, 2))), "row"),
+            (dict(names=list(mh.REMEDIES) + ["sparsemax"]), "names"),
+        ],
+    )
     def test_rejects_bad_input(self, kwargs, name):
         args = dict(temperature=1.0, row=self.ROW, seed=0) | kwargs
         with pytest.raises(ValueError, match=name):
@@ -263,8 +291,13 @@ class TestRenderNormalisers:
 
 def _layer(weights: torch.Tensor, logits: torch.Tensor) -> LayerAttention:
     B, H, Lq, Lk = weights.shape
-    return LayerAttention(layer=0, logits=logits, mask=torch.ones(1, 1, Lq, Lk, dtype=torch.bool), weights=weights,
-                          values=torch.zeros(B, H, Lk, 2))
+    return LayerAttention(
+        layer=0,
+        logits=logits,
+        mask=torch.ones(1, 1, Lq, Lk, dtype=torch.bool),
+        weights=weights,
+        values=torch.zeros(B, H, Lk, 2),
+    )
 
 
 class TestRowStats:
@@ -309,7 +342,11 @@ def result(tiny_gpt2, ids):
 class TestNormaliserSwap:
     def test_one_row_per_normaliser_and_layer(self, result):
         assert list(zip(result.layers["normaliser"], result.layers["layer"])) == [
-            ("softmax (model)", 0), ("softmax (model)", 1), ("sparsemax", 0), ("sparsemax", 1)]
+            ("softmax (model)", 0),
+            ("softmax (model)", 1),
+            ("sparsemax", 0),
+            ("sparsemax", 1),
+        ]
 
     def test_loss_of_the_unchanged_model_is_its_cross_entropy(self, tiny_gpt2, ids, result):
         with torch.no_grad():
@@ -323,14 +360,22 @@ class TestNormaliserSwap:
         assert row["entropy"] == pytest.approx(float(st["entropy"][:, 1:].mean()), rel=1e-12)
 
     def test_carries_its_provenance(self, tiny_gpt2, result):
-        assert (result.layers["model"] == tiny_gpt2.describe()).all() and (result.layers["text"] == "random bytes").all()
+        assert (result.layers["model"] == tiny_gpt2.describe()).all() and (
+            result.layers["text"] == "random bytes"
+        ).all()
 
     def test_first_layer_statistics_for_every_run(self, result):
         assert sorted(result.first) == ["softmax (model)", "sparsemax"]
         assert torch.equal(result.first["sparsemax"]["max_logit"], result.first["softmax (model)"]["max_logit"])
 
-    @pytest.mark.parametrize("kwargs, name", [(dict(input_ids=torch.zeros(5, dtype=torch.long)), "input_ids"),
-                                              (dict(swaps=["nope"]), "swaps"), (dict(swaps=[]), "swaps")])
+    @pytest.mark.parametrize(
+        "kwargs, name",
+        [
+            (dict(input_ids=torch.zeros(5, dtype=torch.long)), "input_ids"),
+            (dict(swaps=["nope"]), "swaps"),
+            (dict(swaps=[]), "swaps"),
+        ],
+    )
     def test_rejects_bad_input(self, tiny_gpt2, kwargs, name):
         args = dict(input_ids=torch.zeros(1, 4, dtype=torch.long), swaps=[None]) | kwargs
         with pytest.raises(ValueError, match=name):

@@ -1,5 +1,6 @@
 """attn_lib.toy.sensitivity: synthetic rows for Lemma 2, Corollary 3 and the sqrt(5) example, checked against
 independent references (scipy's softmax, finite differences of the normaliser, numpy norms, hand-made tables)."""
+
 from __future__ import annotations
 
 import math
@@ -101,9 +102,16 @@ class TestSqrt5Table:
         tab = S.sqrt5_table(temperatures=[0.5], lengths=[2])
         assert tab["3√2/(4T)"].iloc[0] == pytest.approx(3 * SQRT2 / 2)
 
-    @pytest.mark.parametrize("kwargs, name", [({"eps": 0.0}, "eps"), ({"temperatures": [1.0, -1.0]}, "temperatures"),
-                                              ({"temperatures": []}, "temperatures"), ({"lengths": [1]}, "lengths"),
-                                              ({"lengths": []}, "lengths")])
+    @pytest.mark.parametrize(
+        "kwargs, name",
+        [
+            ({"eps": 0.0}, "eps"),
+            ({"temperatures": [1.0, -1.0]}, "temperatures"),
+            ({"temperatures": []}, "temperatures"),
+            ({"lengths": [1]}, "lengths"),
+            ({"lengths": []}, "lengths"),
+        ],
+    )
     def test_rejects_bad_input(self, kwargs, name):
         with pytest.raises(ValueError, match=name):
             S.sqrt5_table(**kwargs)
@@ -124,8 +132,9 @@ class TestLemma2Families:
     def test_normaliser_is_F_over_its_sum(self, name):
         F, _, f = S.lemma2_families()[name]
         logits, T = np.array([0.3, -1.2, 2.0, 0.0]), 0.7
-        np.testing.assert_allclose(np.asarray(f(logits, temperature=T)), F(logits / T) / F(logits / T).sum(),
-                                   rtol=1e-12)
+        np.testing.assert_allclose(
+            np.asarray(f(logits, temperature=T)), F(logits / T) / F(logits / T).sum(), rtol=1e-12
+        )
 
 
 class TestLemma2Instances:
@@ -137,7 +146,7 @@ class TestLemma2Instances:
     def test_draws_lie_in_the_documented_ranges(self):
         inst = S.lemma2_instances(50, seed=2)
         assert inst["L"].between(2, 30).all()
-        assert inst["T"].between(10 ** -0.5, 10).all()
+        assert inst["T"].between(10**-0.5, 10).all()
         assert (inst["logits"].map(len) == inst["L"]).all()
 
     def test_same_seed_same_instances(self):
@@ -179,8 +188,14 @@ class TestLemma2Instances:
 
 class TestLemma2Summary:
     def _instances(self):
-        return pd.DataFrame({"family": ["a", "a", "b"], "spectral": [1.0, 3.0, 1.0], "bound": [2.0, 2.0, 4.0],
-                             "max_abs_diff": [1e-16, 2e-16, 5e-16]})
+        return pd.DataFrame(
+            {
+                "family": ["a", "a", "b"],
+                "spectral": [1.0, 3.0, 1.0],
+                "bound": [2.0, 2.0, 4.0],
+                "max_abs_diff": [1e-16, 2e-16, 5e-16],
+            }
+        )
 
     def test_counts_instances_and_violations(self):
         out = S.lemma2_summary(self._instances())
@@ -278,8 +293,9 @@ class TestCorollary3RandomSummary:
 
     def test_rejects_missing_columns(self):
         with pytest.raises(ValueError, match="differences"):
-            S.corollary3_random_summary(pd.DataFrame({"spectral": [0], "entrywise": [0], "row": [0]}),
-                                        pd.DataFrame({"x": [0]}))
+            S.corollary3_random_summary(
+                pd.DataFrame({"spectral": [0], "entrywise": [0], "row": [0]}), pd.DataFrame({"x": [0]})
+            )
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -398,10 +414,10 @@ class TestRenderTemperature:
         heights = [p.get_height() for p in fig.axes[0].patches]
         np.testing.assert_allclose(heights, softmax(self.ROW, 0.3), rtol=1e-6)
 
-    @pytest.mark.parametrize("T, word", [(0.05, "above"), (0.001, "below")])   # near the tie; one-hot
+    @pytest.mark.parametrize("T, word", [(0.05, "above"), (0.001, "below")])  # near the tie; one-hot
     def test_title_says_whether_the_spectral_norm_is_above_the_paper(self, T, word):
         norm = np.linalg.norm(softmax_jacobian(self.ROW, T), 2)
-        assert (norm > min(1 / (4 * T), SQRT2)) == (word == "above")            # the reference decides
+        assert (norm > min(1 / (4 * T), SQRT2)) == (word == "above")  # the reference decides
         assert f"({word} the paper's curve)" in S.render_temperature(T, self.ROW).axes[1].get_title()
 
     def test_uses_a_given_sweep(self):

@@ -3,6 +3,7 @@
 References are independent of the module: weights from ``F(z) / sum F(z)`` in numpy or ``scipy.special.softmax``,
 closed forms of the constants and of the worst case, and the seeded generators drawn directly.
 """
+
 from __future__ import annotations
 
 import math
@@ -68,8 +69,9 @@ class TestFamilies:
     @pytest.mark.parametrize("name", NAMES)
     def test_weights_are_F_over_the_sum_of_F(self, name):
         logits = np.random.default_rng(1).uniform(-A, A, size=50)
-        np.testing.assert_allclose(v.FAMILIES[name].weights(logits, 0.7), _reference_weights(name, logits, 0.7),
-                                   rtol=1e-12)
+        np.testing.assert_allclose(
+            v.FAMILIES[name].weights(logits, 0.7), _reference_weights(name, logits, 0.7), rtol=1e-12
+        )
 
     @pytest.mark.parametrize("name", NAMES)
     def test_at_scales_the_logits_by_the_temperature(self, name):
@@ -105,8 +107,10 @@ class TestRandomLogits:
         rows = v.random_logits([1000], 0.5, seed=0)
         assert np.abs(rows[1000]).max() <= 0.5
 
-    @pytest.mark.parametrize("kwargs, name", [(dict(lengths=[]), "lengths"), (dict(lengths=[0]), "lengths"),
-                                              (dict(a=0.0), "a"), (dict(seed=-1), "seed")])
+    @pytest.mark.parametrize(
+        "kwargs, name",
+        [(dict(lengths=[]), "lengths"), (dict(lengths=[0]), "lengths"), (dict(a=0.0), "a"), (dict(seed=-1), "seed")],
+    )
     def test_rejects_bad_input(self, kwargs, name):
         args = dict(lengths=LS, a=A, seed=0) | kwargs
         with pytest.raises(ValueError, match=name):
@@ -134,8 +138,7 @@ class TestExtremeLogits:
     def test_accepts_a_family_object(self):
         np.testing.assert_array_equal(v.extreme_logits(v.FAMILIES["softplus"], 3, A), [A, -A, -A])
 
-    @pytest.mark.parametrize("kwargs, name", [(dict(family="cosine"), "family"), (dict(L=0), "L"),
-                                              (dict(a=-1.0), "a")])
+    @pytest.mark.parametrize("kwargs, name", [(dict(family="cosine"), "family"), (dict(L=0), "L"), (dict(a=-1.0), "a")])
     def test_rejects_bad_input(self, kwargs, name):
         args = dict(family=v.SOFTMAX, L=4, a=A) | kwargs
         with pytest.raises(ValueError, match=name):
@@ -159,8 +162,15 @@ class TestConstants:
     def test_a_subset_of_families(self):
         assert list(v.constants(A, T, families=["softplus"]).index) == ["softplus"]
 
-    @pytest.mark.parametrize("kwargs, name", [(dict(a=0.0), "a"), (dict(temperature=-1.0), "temperature"),
-                                              (dict(families=["nope"]), "families"), (dict(families=[]), "families")])
+    @pytest.mark.parametrize(
+        "kwargs, name",
+        [
+            (dict(a=0.0), "a"),
+            (dict(temperature=-1.0), "temperature"),
+            (dict(families=["nope"]), "families"),
+            (dict(families=[]), "families"),
+        ],
+    )
     def test_rejects_bad_input(self, kwargs, name):
         args = dict(a=A, temperature=T) | kwargs
         with pytest.raises(ValueError, match=name):
@@ -257,7 +267,7 @@ class TestFigures:
 
     def test_render_temperature_draws_softmax_at_that_temperature(self):
         fig = v.render_temperature(0.5, a=A, lengths=LS, seed=0)
-        worst = [line for line in fig.axes[0].lines if line.get_label() == "worst case"][0]
+        worst = next(line for line in fig.axes[0].lines if line.get_label() == "worst case")
         expected = v.lmax_curves(A, 0.5, LS, families=[v.SOFTMAX]).worst_max[v.SOFTMAX]
         np.testing.assert_allclose(worst.get_ydata(), expected)
         assert f"{math.exp(2 * A / 0.5):.3g}" in "".join(t.get_text() for t in fig.axes[0].get_legend().get_texts())
@@ -298,8 +308,9 @@ class TestCorollary1Table:
         assert (table["lower"] <= table["min α"]).all() and (table["max α"] <= table["upper"]).all()
         assert (table["max |l_j|"] <= table["Δ"]).all()
 
-    @pytest.mark.parametrize("kwargs, name", [(dict(dim=0), "dim"), (dict(temperature=0.0), "temperature"),
-                                              (dict(lengths=[0]), "lengths")])
+    @pytest.mark.parametrize(
+        "kwargs, name", [(dict(dim=0), "dim"), (dict(temperature=0.0), "temperature"), (dict(lengths=[0]), "lengths")]
+    )
     def test_rejects_bad_input(self, kwargs, name):
         args = dict(dim=4, lengths=[3], temperature=1.0) | kwargs
         with pytest.raises(ValueError, match=name):
@@ -338,8 +349,9 @@ class TestResolveMinMax:
         assert v.resolve_min_max(rel) == sp.Le(L * sp.exp(-a_ / T_), S)
 
     def test_softmax_step_2_of_lemma_1(self):
-        steps = symbolic.lemma1_constants_symbolic(sp.exp(sp.Symbol("l", real=True) / T_), sp.Symbol("l", real=True),
-                                                   a_)
+        steps = symbolic.lemma1_constants_symbolic(
+            sp.exp(sp.Symbol("l", real=True) / T_), sp.Symbol("l", real=True), a_
+        )
         lower, upper = (v.resolve_min_max(r) for r in steps["sum_bounds"])
         assert not lower.has(sp.Min) and not upper.has(sp.Max)
 
@@ -355,10 +367,13 @@ class TestLatexRelations:
     def test_label_then_relations_side_by_side(self):
         x = sp.Symbol("x")
         assert v.latex_relations("step 2:", [sp.Le(0, x), sp.Le(x, 1)]) == (
-            r"\text{step 2:}\quad 0 \leq x,\qquad x \leq 1")
+            r"\text{step 2:}\quad 0 \leq x,\qquad x \leq 1"
+        )
 
-    @pytest.mark.parametrize("label, relations, name", [("s", [], "relations"), (3, [sp.Le(0, 1)], "label"),
-                                                         ("s", sp.Symbol("x"), "relations")])
+    @pytest.mark.parametrize(
+        "label, relations, name",
+        [("s", [], "relations"), (3, [sp.Le(0, 1)], "label"), ("s", sp.Symbol("x"), "relations")],
+    )
     def test_rejects_bad_input(self, label, relations, name):
         with pytest.raises(ValueError, match=name):
             v.latex_relations(label, relations)

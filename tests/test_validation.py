@@ -1,4 +1,5 @@
 """Tests for attn_lib._validation: the argument checks every layer shares."""
+
 from __future__ import annotations
 
 import os
@@ -7,8 +8,15 @@ import numpy as np
 import pytest
 import torch
 
-from attn_lib._validation import (SEED_MAX, check_finite, check_int, check_nonnegative, check_positive,
-                                  check_probability, check_seed)
+from attn_lib._validation import (
+    SEED_MAX,
+    check_finite,
+    check_int,
+    check_nonnegative,
+    check_positive,
+    check_probability,
+    check_seed,
+)
 
 NOT_NUMBERS = ["2", "abc", b"1", True, False, np.bool_(True), torch.tensor(True), None, [1.0], 1j]
 
@@ -39,8 +47,11 @@ def test_check_int_accepts_integers(value):
     assert v == 3 and type(v) is int
 
 
-@pytest.mark.parametrize("value", [2.7, 1.5, "3", True, np.bool_(False), torch.tensor(2.5), torch.tensor([1, 2]),
-                                   float("inf"), float("nan"), None], ids=repr)
+@pytest.mark.parametrize(
+    "value",
+    [2.7, 1.5, "3", True, np.bool_(False), torch.tensor(2.5), torch.tensor([1, 2]), float("inf"), float("nan"), None],
+    ids=repr,
+)
 def test_check_int_rejects_fractions_strings_and_booleans(value):
     with pytest.raises(ValueError, match="^n must be an integer"):
         check_int("n", value)

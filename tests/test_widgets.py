@@ -1,16 +1,17 @@
 """Tests for attn_lib.widgets: pre-rendered sliders and figure provenance labels."""
+
 from __future__ import annotations
 
 import matplotlib
 
 matplotlib.use("Agg")
 
-import ipywidgets as widgets  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
 
-from attn_lib import widgets as aw  # noqa: E402
+from attn_lib import widgets as aw
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

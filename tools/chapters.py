@@ -97,10 +97,16 @@ def output_problems(book: Path) -> list[str]:
         try:
             nb = nbformat.read(path, as_version=4)
         except (nbformat.reader.NotJSONError, ValueError) as err:
-            problems.append(f"{path.name}: not a readable notebook ({type(err).__name__}; a merge conflict? "
-                            "run tools/chapters.py sync)")
+            problems.append(
+                f"{path.name}: not a readable notebook ({type(err).__name__}; a merge conflict? "
+                "run tools/chapters.py sync)"
+            )
             continue
-        dirty = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)]
+        dirty = [
+            i
+            for i, c in enumerate(nb.cells)
+            if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)
+        ]
         if dirty:
             problems.append(f"{path.name}: cells {dirty} have outputs or execution counts (run tools/chapters.py sync)")
         if "widgets" in nb.metadata:
@@ -137,7 +143,9 @@ def problems(root: Path = ROOT) -> list[str]:
         if not code or COLAB_TAG not in code[0].metadata.get("tags", []):
             found.append(f"{name}: the first code cell must be the shared Colab cell (tag {COLAB_TAG!r})")
         elif code[0].source.rstrip("\n") != colab_source(root):
-            found.append(f"{name}: the Colab cell differs from book/_shared/colab_setup.py (run tools/chapters.py sync)")
+            found.append(
+                f"{name}: the Colab cell differs from book/_shared/colab_setup.py (run tools/chapters.py sync)"
+            )
         for c in code:
             n = len(c.source.splitlines())
             if n > MAX_CELL_LINES:

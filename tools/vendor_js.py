@@ -14,6 +14,7 @@ Jupyter Book injects every ``.js`` file under a ``_static/`` folder into every p
 
 Usage: ``python tools/vendor_js.py [--node-modules node_modules] [--dest book/_vendor]``
 """
+
 from __future__ import annotations
 
 import argparse

@@ -37,13 +37,14 @@ Settings, read at call time (assign them here: ``attn_lib.metrics.DEFAULT_ENGINE
 ``SCAN_BLOCK_ELEMS`` (row-block sizes of the torch code), ``KERNEL_D1_MAX_N`` and ``ORDER_PREFETCH_DIV`` (see
 :mod:`~attn_lib.metrics._engine`).
 """
+
 from __future__ import annotations
 
 import sys
 import types
 
 from . import _engine
-from ._engine import F64 as F64  # noqa: F401 - re-exported, as before the split
+from ._engine import F64 as F64
 from ._engine import block_parallel, large_ops
 from .coverage import CoverageRows, SeparableSets, coverage_metrics, separable_sets
 from .distance import DistanceRows, distance_metrics
@@ -80,8 +81,11 @@ __all__ = [
 
 def _setting(name: str) -> property:
     """A property of the package that reads and assigns ``name`` in :mod:`~attn_lib.metrics._engine`."""
-    return property(lambda _pkg: getattr(_engine, name), lambda _pkg, value: setattr(_engine, name, value),
-                    doc=f"attn_lib.metrics._engine.{name}, where every module of the package looks it up")
+    return property(
+        lambda _pkg: getattr(_engine, name),
+        lambda _pkg, value: setattr(_engine, name, value),
+        doc=f"attn_lib.metrics._engine.{name}, where every module of the package looks it up",
+    )
 
 
 class _MetricsPackage(types.ModuleType):

@@ -5,21 +5,35 @@ The settings below are read at call time. Assign them on the package (``attn_lib
 ``monkeypatch.setattr(attn_lib.metrics, ...)`` in a test): :mod:`attn_lib.metrics` forwards those assignments here,
 so every module of the package sees them.
 """
+
 from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterable
 
 import torch
 
 from .. import _kernels as _kern
 from .._validation import check_choice
 
-__all__ = ["DEFAULT_ENGINE", "BLOCK_ELEMS", "SCAN_BLOCK_ELEMS", "KERNEL_D1_MAX_N", "ORDER_PREFETCH_DIV", "SETTINGS",
-           "F64", "ENGINES", "kernels_apply", "uses_numba", "kernel_threads", "block_parallel", "large_ops",
-           "run_blocks"]
+__all__ = [
+    "DEFAULT_ENGINE",
+    "BLOCK_ELEMS",
+    "SCAN_BLOCK_ELEMS",
+    "KERNEL_D1_MAX_N",
+    "ORDER_PREFETCH_DIV",
+    "SETTINGS",
+    "F64",
+    "ENGINES",
+    "kernels_apply",
+    "uses_numba",
+    "kernel_threads",
+    "block_parallel",
+    "large_ops",
+    "run_blocks",
+]
 
 F64 = torch.float64
 #: the values of every ``engine`` argument.
@@ -81,8 +95,10 @@ def uses_numba(engine: str, applies: bool, needs: str = "") -> bool:
             raise ValueError(f"ATTN_LIB_ENGINE must be one of 'auto', 'numba', 'torch' (got {default!r})")
         return default != "torch" and applies
     if engine == "numba" and not applies:
-        raise ValueError(f"engine='numba' needs numba, a CPU layer and prefix masks (row r sees tokens 0..t_r-1)"
-                         f"{needs}; use engine='torch'")
+        raise ValueError(
+            f"engine='numba' needs numba, a CPU layer and prefix masks (row r sees tokens 0..t_r-1)"
+            f"{needs}; use engine='torch'"
+        )
     return engine == "numba"
 
 

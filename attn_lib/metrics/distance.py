@@ -12,6 +12,7 @@ and for E1, :math:`\|(1+p)a_i-pz\|^2=(1+p)^2\alpha_i^2G_{ii}-2p(1+p)\alpha_i(z\c
 :func:`_distance_torch` (float64 tensor code in row blocks, :func:`_distance_block`); d_max's ``d_1`` comes from
 the kernel or from :func:`_d1_and_norm`.
 """
+
 from __future__ import annotations
 
 import functools
@@ -114,8 +115,17 @@ def inclusion_probability(p: str | float, N: int, t: torch.Tensor) -> torch.Tens
 # ----------------------------------------------------------------------------------------------------------
 # the public function
 # ----------------------------------------------------------------------------------------------------------
-def distance_metrics(layer, values=None, N: int = 5, *, mask=None, p: Any = "L-1", form: str = "sum",
-                     with_dmax: bool = True, engine: str = "auto") -> DistanceRows:
+def distance_metrics(
+    layer,
+    values=None,
+    N: int = 5,
+    *,
+    mask=None,
+    p: Any = "L-1",
+    form: str = "sum",
+    with_dmax: bool = True,
+    engine: str = "auto",
+) -> DistanceRows:
     r"""d~ (Eq. 7), d_max (Theorem 1a), E1 and its Jensen-gap bounds, E2 (Theorem 1b) for every head and row.
 
     Row ``r`` with ``t`` visible tokens is valid iff ``t >= N + 1``. Cost per row: ``O(t d)`` by BLAS for
@@ -162,8 +172,9 @@ def distance_metrics(layer, values=None, N: int = 5, *, mask=None, p: Any = "L-1
     return _distance_rows(ld, N, order, sums, d1_and_norm)
 
 
-def _distance_rows(ld: LayerData, N: int, order: torch.Tensor, sums: dict,
-                   d1_and_norm: tuple[torch.Tensor, torch.Tensor] | None) -> DistanceRows:
+def _distance_rows(
+    ld: LayerData, N: int, order: torch.Tensor, sums: dict, d1_and_norm: tuple[torch.Tensor, torch.Tensor] | None
+) -> DistanceRows:
     """Assemble :class:`DistanceRows`: the engine's sums, the top-``N`` mass, d_max from ``(d_1, max_norm)``, and
     zeros at invalid rows."""
     counts = torch.broadcast_to(ld.t, (ld.H, ld.L))
@@ -187,8 +198,9 @@ def _distance_rows(ld: LayerData, N: int, order: torch.Tensor, sums: dict,
 # ----------------------------------------------------------------------------------------------------------
 # numba engine
 # ----------------------------------------------------------------------------------------------------------
-def _distance_numba(ld: LayerData, N: int, p: str | float, order: torch.Tensor,
-                    with_dmax: bool) -> tuple[dict, tuple[torch.Tensor, torch.Tensor] | None]:
+def _distance_numba(
+    ld: LayerData, N: int, p: str | float, order: torch.Tensor, with_dmax: bool
+) -> tuple[dict, tuple[torch.Tensor, torch.Tensor] | None]:
     """The six per-row sums by :func:`attn_lib._kernels.dist_prefix`, and ``(d_1, max_norm)`` by a kernel when
     ``with_dmax`` (``None`` when no row is valid: ``N >= L``)."""
     H, L = ld.H, ld.L
@@ -199,8 +211,19 @@ def _distance_numba(ld: LayerData, N: int, p: str | float, order: torch.Tensor,
     z_dot_x, z_sq = ld.zdot()
     # d_1 in the kernel costs N t per row: cheaper than the running-maximum kernel for small N
     d1_in_kernel = with_dmax and N <= _engine.KERNEL_D1_MAX_N
-    out = _kern.dist_prefix(ld.alpha.numpy(), ld.gram.numpy(), ld.values.numpy(), order.numpy(), z_dot_x.numpy(),
-                            z_sq.numpy(), counts, N, p, with_d1=d1_in_kernel, threads=kernel_threads())
+    out = _kern.dist_prefix(
+        ld.alpha.numpy(),
+        ld.gram.numpy(),
+        ld.values.numpy(),
+        order.numpy(),
+        z_dot_x.numpy(),
+        z_sq.numpy(),
+        counts,
+        N,
+        p,
+        with_d1=d1_in_kernel,
+        threads=kernel_threads(),
+    )
     for i, name in enumerate(_SUMS):
         sums[name] = torch.from_numpy(out[i])
     if d1_in_kernel:
@@ -220,16 +243,40 @@ def _distance_torch(ld: LayerData, N: int, p: str | float, order: torch.Tensor, 
     sums = {name: torch.zeros(H, L, dtype=F64, device=ld.device) for name in _SUMS}
     counts = torch.broadcast_to(ld.t, (H, L))
     z_dot_x, z_sq = ld.zdot()  # computed (and the Gram matrix cached) before the blocks run on worker threads
-    block = functools.partial(_distance_block, ld=ld, N=N, form=form, order=order,
-                              top_weights=ld.alpha.gather(-1, order), gdiag=ld.gdiag, z_dot_x=z_dot_x, z_sq=z_sq,
-                              counts=counts, p_incl=inclusion_probability(p, N, counts), sums=sums)
+    block = functools.partial(
+        _distance_block,
+        ld=ld,
+        N=N,
+        form=form,
+        order=order,
+        top_weights=ld.alpha.gather(-1, order),
+        gdiag=ld.gdiag,
+        z_dot_x=z_dot_x,
+        z_sq=z_sq,
+        counts=counts,
+        p_incl=inclusion_probability(p, N, counts),
+        sums=sums,
+    )
     run_blocks(block, ld.blocks(per_row=2))
     return sums
 
 
-def _distance_block(rows_block: torch.Tensor, width: int, *, ld: LayerData, N: int, form: str,
-                    order: torch.Tensor, top_weights: torch.Tensor, gdiag: torch.Tensor, z_dot_x: torch.Tensor,
-                    z_sq: torch.Tensor, counts: torch.Tensor, p_incl: torch.Tensor, sums: dict) -> None:
+def _distance_block(
+    rows_block: torch.Tensor,
+    width: int,
+    *,
+    ld: LayerData,
+    N: int,
+    form: str,
+    order: torch.Tensor,
+    top_weights: torch.Tensor,
+    gdiag: torch.Tensor,
+    z_dot_x: torch.Tensor,
+    z_sq: torch.Tensor,
+    counts: torch.Tensor,
+    p_incl: torch.Tensor,
+    sums: dict,
+) -> None:
     """Write the six sums of the consecutive rows ``rows_block`` (which see at most ``width`` columns) into ``sums``.
 
     Every per-token square below is (row constant) + (row constants) x (``||a_i||^2``, ``a_i . z``, ``a_i . s``):
@@ -269,17 +316,28 @@ def _distance_block(rows_block: torch.Tensor, width: int, *, ld: LayerData, N: i
         dist_all = dist_all - dist_selected
     factor = (t_rows - N) / t_rows.clamp(min=1)
     sums["e2"][:, first:stop] = factor * dist_all
-    e1, gap, gap_crude = _e1_and_gaps(a_sq, alpha * z_dot_x[:, first:stop, :width],
-                                      z_sq[:, first:stop].unsqueeze(-1), p_incl[:, first:stop].unsqueeze(-1),
-                                      t_rows.unsqueeze(-1), n_masked)
+    e1, gap, gap_crude = _e1_and_gaps(
+        a_sq,
+        alpha * z_dot_x[:, first:stop, :width],
+        z_sq[:, first:stop].unsqueeze(-1),
+        p_incl[:, first:stop].unsqueeze(-1),
+        t_rows.unsqueeze(-1),
+        n_masked,
+    )
     sums["e1"][:, first:stop] = factor * e1
     gap_defined = t_rows >= N + 2  # N >= t - 1 gives 0
     sums["e1_gap"][:, first:stop] = torch.where(gap_defined, factor * gap, zero)
     sums["e1_gap_crude"][:, first:stop] = torch.where(gap_defined, factor * gap_crude, zero)
 
 
-def _e1_and_gaps(a_sq: torch.Tensor, a_dot_z: torch.Tensor, z_sq: torch.Tensor, p: torch.Tensor, t: torch.Tensor,
-                 n_masked: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _e1_and_gaps(
+    a_sq: torch.Tensor,
+    a_dot_z: torch.Tensor,
+    z_sq: torch.Tensor,
+    p: torch.Tensor,
+    t: torch.Tensor,
+    n_masked: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The sums (before the factor ``(t - N)/t``) of E1, its Jensen-gap bound and the crude bound, each ``(H, B)``.
 
     ``a_sq`` (``A_i = ||a_i||^2``), ``a_dot_z`` (``a_i . z``): ``(H, B, W)``; ``z_sq`` (``Z = ||z||^2``), ``p``,
@@ -352,8 +410,7 @@ def _d1_sq_prefix(ld: LayerData, N: int, order: torch.Tensor) -> torch.Tensor:
         selected = torch.zeros(H, L, L, dtype=torch.bool, device=ld.device).scatter_(-1, order, True)
         farthest_selected = selected.gather(-1, farthest)
         del selected
-    d1_sq = torch.where(farthest_selected, torch.tensor(-math.inf, dtype=F64, device=ld.device),
-                        candidate).amax(-1)
+    d1_sq = torch.where(farthest_selected, torch.tensor(-math.inf, dtype=F64, device=ld.device), candidate).amax(-1)
     recompute = farthest_selected & (candidate > d1_sq.unsqueeze(-1))
     counts = torch.broadcast_to(ld.t, (H, L))
     recompute &= (counts >= N + 1).unsqueeze(-1)  # rows that have a non-selected token
@@ -361,8 +418,9 @@ def _d1_sq_prefix(ld: LayerData, N: int, order: torch.Tensor) -> torch.Tensor:
     return d1_sq
 
 
-def _d1_sq_recompute(ld: LayerData, order: torch.Tensor, last: torch.Tensor, triples: torch.Tensor,
-                     d1_sq: torch.Tensor) -> None:
+def _d1_sq_recompute(
+    ld: LayerData, order: torch.Tensor, last: torch.Tensor, triples: torch.Tensor, d1_sq: torch.Tensor
+) -> None:
     """For each ``(head, row, k)`` of ``triples`` (sorted by head, then row), raise ``d1_sq[head, row]`` to
     ``max_i ||x_j - x_i||^2`` over the visible non-selected ``i``, ``j`` the row's ``k``-th selected token."""
     if not triples.numel():
@@ -377,7 +435,7 @@ def _d1_sq_recompute(ld: LayerData, order: torch.Tensor, last: torch.Tensor, tri
             width = int(last[head, head_triples[min(head_triples.shape[0], start + 1) - 1, 1]]) + 1
             n_chunk = max(1, _engine.BLOCK_ELEMS // max(1, 2 * width))
             width = int(last[head, head_triples[min(head_triples.shape[0], start + n_chunk) - 1, 1]]) + 1
-            chunk = head_triples[start:start + n_chunk]
+            chunk = head_triples[start : start + n_chunk]
             start += n_chunk
             rows = chunk[:, 1]
             j = order[head, rows, chunk[:, 2]]
@@ -396,10 +454,13 @@ def _d1_sq_rows(ld: LayerData, N: int, order: torch.Tensor, head_rows: torch.Ten
     G, g = ld.gram, ld.gdiag
     chunk = max(1, _engine.BLOCK_ELEMS // max(1, N * L))
     for k in range(0, head_rows.shape[0], chunk):
-        heads, rows = head_rows[k:k + chunk, 0], head_rows[k:k + chunk, 1]
+        heads, rows = head_rows[k : k + chunk, 0], head_rows[k : k + chunk, 1]
         selected = order[heads, rows]  # (n, N)
-        dist_sq = g[heads].unsqueeze(1) + g[heads.unsqueeze(-1), selected].unsqueeze(-1) \
-            - 2 * G[heads.unsqueeze(-1), selected]  # (n, N, L)
+        dist_sq = (
+            g[heads].unsqueeze(1)
+            + g[heads.unsqueeze(-1), selected].unsqueeze(-1)
+            - 2 * G[heads.unsqueeze(-1), selected]
+        )  # (n, N, L)
         others = torch.broadcast_to(ld.mask, (H, L, L))[heads, rows].clone()  # (n, L)
         others.scatter_(1, selected, False)
         dist_sq = torch.where(others.unsqueeze(1), dist_sq, torch.tensor(-math.inf, dtype=F64, device=ld.device))

@@ -5,10 +5,12 @@ and computes once what several metrics need: the Gram matrix :math:`G = VV^\top`
 products ``z . x_i`` and the top-``n`` order of every row. Masks are bool with ``True`` = visible; the default is
 causal (row ``r`` sees ``0..r``, Reading the paper, §Causal masking).
 """
+
 from __future__ import annotations
 
 import math
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -182,7 +184,7 @@ class LayerData:
         self._cummax = None
 
     @classmethod
-    def from_logits(cls, logits: Any, values: Any, mask: Any = None, temperature: float = 1.0) -> "LayerData":
+    def from_logits(cls, logits: Any, values: Any, mask: Any = None, temperature: float = 1.0) -> LayerData:
         """A layer whose weights are the float64 softmax of ``logits / temperature`` over the visible positions.
 
         Parameters
@@ -279,14 +281,16 @@ class LayerData:
                 if _engine.ORDER_PREFETCH_DIV:
                     n_keep = max(n_keep, self.L // _engine.ORDER_PREFETCH_DIV)
                 counts = torch.broadcast_to(self.t, (self.H, self.L))
-                self._order = torch.from_numpy(_kern.order_prefix(self.alpha.numpy(), counts.numpy(), n_keep,
-                                                                  threads=kernel_threads()))
+                self._order = torch.from_numpy(
+                    _kern.order_prefix(self.alpha.numpy(), counts.numpy(), n_keep, threads=kernel_threads())
+                )
             else:
                 self._order = top_n_order(self.alpha, n_keep, self.mask)
         return self._order[..., :n]
 
-    def blocks(self, rows: torch.Tensor | None = None, per_row: int = 1,
-               elems: int | None = None) -> Iterator[tuple[torch.Tensor, int]]:
+    def blocks(
+        self, rows: torch.Tensor | None = None, per_row: int = 1, elems: int | None = None
+    ) -> Iterator[tuple[torch.Tensor, int]]:
         """Split rows into blocks of bounded size for the torch code paths.
 
         Parameters

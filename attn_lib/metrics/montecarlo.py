@@ -5,6 +5,7 @@ and E2 approximate. Reading the paper, §Expectation forms.
 :func:`attn_lib._kernels.mc_prefix` on the subsets of :func:`_mc_subsets`) or :func:`_mc_torch`; both draw the same
 subsets.
 """
+
 from __future__ import annotations
 
 import functools
@@ -45,8 +46,9 @@ class MCRows:
     valid: torch.Tensor
 
 
-def expected_distance_mc(layer, values=None, N: int = 5, *, rows=None, mask=None, n_samples: int = 64,
-                         seed: int = 0, engine: str = "auto") -> MCRows:
+def expected_distance_mc(
+    layer, values=None, N: int = 5, *, rows=None, mask=None, n_samples: int = 64, seed: int = 0, engine: str = "auto"
+) -> MCRows:
     r"""Monte-Carlo estimate of :math:`\mathbb E_{I_N\sim\mathcal U}[\tilde d]` (Eq. 8).
 
     For each requested row, ``n_samples`` uniform ``N``-subsets of its visible tokens are drawn from a CPU
@@ -90,24 +92,33 @@ def expected_distance_mc(layer, values=None, N: int = 5, *, rows=None, mask=None
     else:
         mean, stderr = _mc_torch(ld, N, rows, n_samples, seed)
     zero = torch.zeros((), dtype=F64, device=ld.device)
-    return MCRows(N=N, rows=rows, mean=torch.where(valid, mean, zero), stderr=torch.where(valid, stderr, zero),
-                  valid=valid)
+    return MCRows(
+        N=N, rows=rows, mean=torch.where(valid, mean, zero), stderr=torch.where(valid, stderr, zero), valid=valid
+    )
 
 
-def _mc_numba(ld: LayerData, N: int, rows: torch.Tensor, n_samples: int,
-              seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _mc_numba(
+    ld: LayerData, N: int, rows: torch.Tensor, n_samples: int, seed: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(mean, stderr)`` ``(H, R)`` by the compiled kernel; the subsets depend only on ``(seed, rows, t, N, K, L)``:
     drawn once (:func:`_mc_subsets`), shared by every layer."""
     counts = ld.t[0, rows]
     subsets = _mc_subsets(seed, tuple(rows.tolist()), tuple(counts.tolist()), ld.L, N, n_samples)
-    mean, stderr = _kern.mc_prefix(ld.alpha.numpy(), ld.gram.numpy(), ld.values.numpy(),
-                                   torch.broadcast_to(ld.t, (ld.H, ld.L)).numpy(), rows.numpy(), subsets.numpy(),
-                                   threads=kernel_threads())
+    mean, stderr = _kern.mc_prefix(
+        ld.alpha.numpy(),
+        ld.gram.numpy(),
+        ld.values.numpy(),
+        torch.broadcast_to(ld.t, (ld.H, ld.L)).numpy(),
+        rows.numpy(),
+        subsets.numpy(),
+        threads=kernel_threads(),
+    )
     return torch.from_numpy(mean), torch.from_numpy(stderr)
 
 
-def _mc_torch(ld: LayerData, N: int, rows: torch.Tensor, n_samples: int,
-              seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _mc_torch(
+    ld: LayerData, N: int, rows: torch.Tensor, n_samples: int, seed: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(mean, stderr)`` ``(H, R)`` by float64 tensor code, a block of rows at a time: the ``s`` of every subset by
     one BLAS product, then ``d~ = sum over the visible non-selected tokens of ||a_i - s||``."""
     H, L, n_rows, K = ld.H, ld.L, rows.numel(), n_samples
@@ -118,11 +129,11 @@ def _mc_torch(ld: LayerData, N: int, rows: torch.Tensor, n_samples: int,
     zero = torch.zeros((), dtype=F64, device=ld.device)
     per_block = max(1, _engine.BLOCK_ELEMS // max(1, H * K * L))
     for first in range(0, n_rows, per_block):
-        rows_block = rows[first:first + per_block].to(ld.device)
+        rows_block = rows[first : first + per_block].to(ld.device)
         B = rows_block.numel()
         width = int(ld.last.amax(0)[rows_block].max()) + 1
         visible = ld.mask[0][rows_block, :width]  # (B, W)
-        keys = keys_all[first:first + B, :, :width].to(ld.device)
+        keys = keys_all[first : first + B, :, :width].to(ld.device)
         keys = torch.where(visible.unsqueeze(1), keys, torch.tensor(2.0, dtype=F64, device=ld.device))
         n_take = min(N, width)
         subsets = torch.topk(keys, n_take, dim=-1, largest=False).indices  # (B, K, N)
@@ -139,8 +150,8 @@ def _mc_torch(ld: LayerData, N: int, rows: torch.Tensor, n_samples: int,
         dist = dist.clamp_(min=0).sqrt_()  # ||a_i - s||
         # d~ = sum over visible non-selected = sum over visible - sum over the selected
         d_tilde = torch.where(visible.view(1, B, 1, width), dist, zero).sum(-1) - dist.gather(-1, subset_idx).sum(-1)
-        mean[:, first:first + B] = d_tilde.mean(-1)
-        stderr[:, first:first + B] = d_tilde.std(-1) / math.sqrt(K) if K > 1 else math.inf
+        mean[:, first : first + B] = d_tilde.mean(-1)
+        stderr[:, first : first + B] = d_tilde.std(-1) / math.sqrt(K) if K > 1 else math.inf
     return mean, stderr
 
 

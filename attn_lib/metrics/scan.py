@@ -10,6 +10,7 @@ Per row, adding the ``N``-th top token ``j`` updates ``c_i = s . x_i`` by ``alph
 d~ and E2 in :func:`_scan_distances`, E1 in :func:`_scan_e1`). :func:`naive_scan` is the non-incremental
 reference.
 """
+
 from __future__ import annotations
 
 import functools
@@ -52,8 +53,17 @@ class ScanRows:
     e2: torch.Tensor
 
 
-def topn_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None, p: Any = "L-1",
-              rows: Any = None, engine: str = "auto") -> ScanRows:
+def topn_scan(
+    layer,
+    values=None,
+    n_max: int = 16,
+    *,
+    n_min: int = 1,
+    mask=None,
+    p: Any = "L-1",
+    rows: Any = None,
+    engine: str = "auto",
+) -> ScanRows:
     r"""d~, E1, E2 for every ``N`` in ``n_min..n_max``, incrementally (critical-N scan, Algorithm 3).
 
     Per row, adding the ``N``-th top token ``j`` updates ``c_i = s . x_i`` by ``alpha_j G_{j i}`` and
@@ -101,10 +111,7 @@ def topn_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None,
         requested = torch.zeros(ld.L, dtype=torch.bool, device=ld.device)
         requested[rows] = True
         valid = valid & requested.view(1, ld.L, 1)
-    if use_numba:
-        scanned = _scan_numba(ld, n_min, n_max, p, rows)
-    else:
-        scanned = _scan_torch(ld, n_min, n_max, p, rows, valid)
+    scanned = _scan_numba(ld, n_min, n_max, p, rows) if use_numba else _scan_torch(ld, n_min, n_max, p, rows, valid)
     return ScanRows(n_values=np.arange(n_min, n_max + 1), valid=valid, **scanned)
 
 
@@ -139,8 +146,19 @@ def _scan_numba(ld: LayerData, n_min: int, n_max: int, p: str | float, rows: tor
     z_dot_x, z_sq = ld.zdot()
     rows = torch.arange(L) if rows is None else rows
     counts = torch.broadcast_to(ld.t, (H, L))
-    outs = _kern.scan_prefix(ld.alpha.numpy(), ld.gram.numpy(), order.numpy(), z_dot_x.numpy(), z_sq.numpy(),
-                             counts.numpy(), rows.numpy(), n_min, n_max, p, threads=kernel_threads())
+    outs = _kern.scan_prefix(
+        ld.alpha.numpy(),
+        ld.gram.numpy(),
+        order.numpy(),
+        z_dot_x.numpy(),
+        z_sq.numpy(),
+        counts.numpy(),
+        rows.numpy(),
+        n_min,
+        n_max,
+        p,
+        threads=kernel_threads(),
+    )
     scanned = {}
     for name, out in zip(_SCANNED, outs, strict=True):
         scanned[name] = torch.zeros(H, L, n_max - n_min + 1, dtype=F64)
@@ -151,8 +169,9 @@ def _scan_numba(ld: LayerData, n_min: int, n_max: int, p: str | float, rows: tor
 # ----------------------------------------------------------------------------------------------------------
 # torch engine
 # ----------------------------------------------------------------------------------------------------------
-def _scan_torch(ld: LayerData, n_min: int, n_max: int, p: str | float, rows: torch.Tensor | None,
-                valid: torch.Tensor) -> dict:
+def _scan_torch(
+    ld: LayerData, n_min: int, n_max: int, p: str | float, rows: torch.Tensor | None, valid: torch.Tensor
+) -> dict:
     """d~, E1, E2 ``(H, L, n)`` by float64 tensor code in row blocks (:func:`_scan_block`), 0 where not
     ``valid``."""
     H, L = ld.H, ld.L
@@ -160,17 +179,38 @@ def _scan_torch(ld: LayerData, n_min: int, n_max: int, p: str | float, rows: tor
     z_dot_x, z_sq = ld.zdot()  # computed (and the Gram matrix cached) before the blocks run on worker threads
     scanned = {name: torch.zeros(H, L, n_max - n_min + 1, dtype=F64, device=ld.device) for name in _SCANNED}
     block = functools.partial(
-        _scan_block, ld=ld, n_min=n_min, n_max=n_max, p=p, order=order, z_dot_x=z_dot_x, z_sq=z_sq,
-        gram_rows=ld.gram.reshape(H * L, L), head_offset=(torch.arange(H, device=ld.device) * L).view(H, 1, 1),
-        scanned=scanned)
+        _scan_block,
+        ld=ld,
+        n_min=n_min,
+        n_max=n_max,
+        p=p,
+        order=order,
+        z_dot_x=z_dot_x,
+        z_sq=z_sq,
+        gram_rows=ld.gram.reshape(H * L, L),
+        head_offset=(torch.arange(H, device=ld.device) * L).view(H, 1, 1),
+        scanned=scanned,
+    )
     run_blocks(block, ld.blocks(rows=rows, per_row=3, elems=_engine.SCAN_BLOCK_ELEMS))
     zero = torch.zeros((), dtype=F64, device=ld.device)
     return {name: torch.where(valid, value, zero) for name, value in scanned.items()}
 
 
-def _scan_block(rows_block: torch.Tensor, width: int, *, ld: LayerData, n_min: int, n_max: int, p: str | float,
-                order: torch.Tensor, z_dot_x: torch.Tensor, z_sq: torch.Tensor, gram_rows: torch.Tensor,
-                head_offset: torch.Tensor, scanned: dict) -> None:
+def _scan_block(
+    rows_block: torch.Tensor,
+    width: int,
+    *,
+    ld: LayerData,
+    n_min: int,
+    n_max: int,
+    p: str | float,
+    order: torch.Tensor,
+    z_dot_x: torch.Tensor,
+    z_sq: torch.Tensor,
+    gram_rows: torch.Tensor,
+    head_offset: torch.Tensor,
+    scanned: dict,
+) -> None:
     """Write d~, E1, E2 of the rows ``rows_block`` (which see at most ``width`` columns) into ``scanned``."""
     alpha = ld.alpha[:, rows_block, :width]  # (H, B, W) copy; zero at masked columns
     visible = torch.broadcast_to(ld.mask[:, rows_block, :width], alpha.shape)
@@ -179,8 +219,9 @@ def _scan_block(rows_block: torch.Tensor, width: int, *, ld: LayerData, n_min: i
     alpha_g = alpha * ld.gdiag[:, None, :width]  # alpha_i ||x_i||^2
     n_values = torch.arange(n_min, n_max + 1, device=ld.device).to(F64)
     factor = (t_rows.unsqueeze(-1) - n_values) / t_rows.clamp(min=1).unsqueeze(-1)  # (H, B, n): (t - N) / t
-    d_tilde, e2 = _scan_distances(ld, rows_block, width, alpha, alpha_g, n_masked, order, n_min, n_max, gram_rows,
-                                  head_offset)
+    d_tilde, e2 = _scan_distances(
+        ld, rows_block, width, alpha, alpha_g, n_masked, order, n_min, n_max, gram_rows, head_offset
+    )
     scanned["d_tilde"][:, rows_block] = d_tilde
     scanned["e2"][:, rows_block] = factor * e2
     a_sq = alpha * alpha_g
@@ -189,9 +230,19 @@ def _scan_block(rows_block: torch.Tensor, width: int, *, ld: LayerData, n_min: i
     scanned["e1"][:, rows_block] = factor * e1
 
 
-def _scan_distances(ld: LayerData, rows_block: torch.Tensor, width: int, alpha: torch.Tensor,
-                    alpha_g: torch.Tensor, n_masked: torch.Tensor, order: torch.Tensor, n_min: int, n_max: int,
-                    gram_rows: torch.Tensor, head_offset: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _scan_distances(
+    ld: LayerData,
+    rows_block: torch.Tensor,
+    width: int,
+    alpha: torch.Tensor,
+    alpha_g: torch.Tensor,
+    n_masked: torch.Tensor,
+    order: torch.Tensor,
+    n_min: int,
+    n_max: int,
+    gram_rows: torch.Tensor,
+    head_offset: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """d~ and the E2 sum (before its factor ``(t - N)/t``) of one row block for ``N = n_min..n_max``, each
     ``(H, B, n)``, adding one top token per step.
 
@@ -224,23 +275,31 @@ def _scan_distances(ld: LayerData, rows_block: torch.Tensor, width: int, alpha: 
         if N <= n_ord:
             # add the N-th top token j: s += a_j x_j, so K -= 2 alpha_j G[j, :] and
             # ||s||^2 += 2 alpha_j s.x_j + alpha_j^2 G_jj = alpha_j (2 alpha_j G_jj - K_j)
-            alpha_j = top_alpha[..., N - 1:N]  # (H, B, 1)
-            s_sq = s_sq + alpha_j * (2 * top_alpha_g[..., N - 1:N] - K.gather(-1, top[..., N - 1:N]))
+            alpha_j = top_alpha[..., N - 1 : N]  # (H, B, 1)
+            s_sq = s_sq + alpha_j * (2 * top_alpha_g[..., N - 1 : N] - K.gather(-1, top[..., N - 1 : N]))
             torch.index_select(gram_cols, 0, top_gram_row[N - 1], out=gram_j)  # G[h, j, :W]
             K.addcmul_(gram_j.view(H, n_rows, width), alpha_j, value=-2.0)
         # D_i = sqrt(alpha_i K_i + ||s||^2); the NaN of a rounding-negative square counts as 0 (nansum), and
         # masked columns give exactly sqrt(||s||^2)
         torch.addcmul(s_sq, alpha, K, out=dist).sqrt_()
         dist_all = dist.nansum(-1, keepdim=True) - n_masked * s_sq.clamp(min=0).sqrt()
-        dist_selected = dist.gather(-1, top[..., :min(N, n_ord)]).nan_to_num_(0.0).sum(-1, keepdim=True)
-        d_tilde[..., k:k + 1] = dist_all - dist_selected
+        dist_selected = dist.gather(-1, top[..., : min(N, n_ord)]).nan_to_num_(0.0).sum(-1, keepdim=True)
+        d_tilde[..., k : k + 1] = dist_all - dist_selected
         # N = 1: the selected token sits exactly at s
-        e2[..., k:k + 1] = dist_all - dist_selected if N == 1 else dist_all
+        e2[..., k : k + 1] = dist_all - dist_selected if N == 1 else dist_all
     return d_tilde, e2
 
 
-def _scan_e1(a_sq: torch.Tensor, a_dot_z: torch.Tensor, z_sq: torch.Tensor, n_masked: torch.Tensor,
-             t_rows: torch.Tensor, n_min: int, n_max: int, p: str | float) -> torch.Tensor:
+def _scan_e1(
+    a_sq: torch.Tensor,
+    a_dot_z: torch.Tensor,
+    z_sq: torch.Tensor,
+    n_masked: torch.Tensor,
+    t_rows: torch.Tensor,
+    n_min: int,
+    n_max: int,
+    p: str | float,
+) -> torch.Tensor:
     """The E1 sum (before its factor ``(t - N)/t``) of one row block for ``N = n_min..n_max``, ``(H, B, n)``:
     ``sum_i sqrt((1+p)^2 ||a_i||^2 - 2p(1+p) a_i.z + p^2 ||z||^2)``.
 
@@ -255,8 +314,9 @@ def _scan_e1(a_sq: torch.Tensor, a_dot_z: torch.Tensor, z_sq: torch.Tensor, n_ma
     step = max(1, min(n_count, 8))
     for first in range(0, n_count, step):
         stop = min(n_count, first + step)
-        p_incl = torch.stack([inclusion_probability(p, N, t_rows) for N in range(n_min + first, n_min + stop)],
-                             -1)  # (H, B, c)
+        p_incl = torch.stack(
+            [inclusion_probability(p, N, t_rows) for N in range(n_min + first, n_min + stop)], -1
+        )  # (H, B, c)
         coef = torch.stack([(1 + p_incl) ** 2, -2 * p_incl * (1 + p_incl), p_incl * p_incl * z_sq], -1)
         roots = torch.bmm(coef.view(H * n_rows, stop - first, 3), terms).sqrt_()  # (H B, c, W)
         masked_root = (p_incl * p_incl * z_sq).clamp(min=0).sqrt()

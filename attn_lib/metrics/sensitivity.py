@@ -5,11 +5,13 @@ direction per row, for a grid of temperatures and step sizes. Reading the paper,
 fused compiled :func:`attn_lib._kernels.sens_rows`) or :func:`_sensitivity_torch` (causal row blocks,
 :func:`_sensitivity_block`, all temperatures at once).
 """
+
 from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 
@@ -23,9 +25,17 @@ from .layer import as_real_tensor, bool_mask, check_rows
 __all__ = ["sensitivity_rows"]
 
 
-def sensitivity_rows(logits: Any, temperatures: Sequence[float], eps_values: Sequence[float], *, mask=None,
-                     seed: int = 0, direction: torch.Tensor | None = None,
-                     rows: Any = None, engine: str = "auto") -> tuple[torch.Tensor, torch.Tensor]:
+def sensitivity_rows(
+    logits: Any,
+    temperatures: Sequence[float],
+    eps_values: Sequence[float],
+    *,
+    mask=None,
+    seed: int = 0,
+    direction: torch.Tensor | None = None,
+    rows: Any = None,
+    engine: str = "auto",
+) -> tuple[torch.Tensor, torch.Tensor]:
     r"""Finite-difference sensitivity per row for a grid of ``T`` and ``eps``.
 
     Same definition as :func:`attn_lib.jacobian.sensitivity` (and the same seeded unit directions from
@@ -62,8 +72,9 @@ def sensitivity_rows(logits: Any, temperatures: Sequence[float], eps_values: Seq
     valid : torch.Tensor
         ``(H, R)`` bool: rows with at least two visible tokens.
     """
-    x, visible, directions, temps, eps_list = _sensitivity_inputs(logits, temperatures, eps_values, mask, seed,
-                                                                  direction, rows)
+    x, visible, directions, temps, eps_list = _sensitivity_inputs(
+        logits, temperatures, eps_values, mask, seed, direction, rows
+    )
     counts = visible[0].sum(-1)  # (R,)
     cols = torch.arange(x.shape[-1], device=x.device)
     prefix_rows = bool((visible == (cols.view(1, 1, -1) < counts.view(1, -1, 1))).all())
@@ -108,22 +119,31 @@ def _sensitivity_inputs(logits, temperatures, eps_values, mask, seed, direction,
     return x, visible, directions, temps, eps_list
 
 
-def _sensitivity_numba(x: torch.Tensor, directions: torch.Tensor, counts: torch.Tensor, temps: list,
-                       eps_list: list) -> torch.Tensor:
+def _sensitivity_numba(
+    x: torch.Tensor, directions: torch.Tensor, counts: torch.Tensor, temps: list, eps_list: list
+) -> torch.Tensor:
     """``g`` ``(nT, nE, H, R)`` by the fused kernel (rows ``i`` see columns ``0..counts[i]-1``)."""
-    return torch.from_numpy(_kern.sens_rows(x.numpy(), directions.numpy(), counts.numpy(), temps, eps_list,
-                                            threads=kernel_threads()))
+    return torch.from_numpy(
+        _kern.sens_rows(x.numpy(), directions.numpy(), counts.numpy(), temps, eps_list, threads=kernel_threads())
+    )
 
 
-def _sensitivity_torch(x: torch.Tensor, directions: torch.Tensor, visible: torch.Tensor, temps: list,
-                       eps_list: list) -> torch.Tensor:
+def _sensitivity_torch(
+    x: torch.Tensor, directions: torch.Tensor, visible: torch.Tensor, temps: list, eps_list: list
+) -> torch.Tensor:
     """``g`` ``(nT, nE, H, R)`` by float64 tensor code in row blocks (:func:`_sensitivity_block`); rows without a
     visible position give NaN, zeroed by the caller."""
-    H, n_rows, L = x.shape
+    H, n_rows, _L = x.shape
     out = torch.zeros(len(temps), len(eps_list), H, n_rows, dtype=F64, device=x.device)
-    block = functools.partial(_sensitivity_block, x=x, directions=directions, visible=visible,
-                              temps=torch.as_tensor(temps, dtype=F64, device=x.device).view(-1, 1, 1, 1),
-                              eps_list=eps_list, out=out)
+    block = functools.partial(
+        _sensitivity_block,
+        x=x,
+        directions=directions,
+        visible=visible,
+        temps=torch.as_tensor(temps, dtype=F64, device=x.device).view(-1, 1, 1, 1),
+        eps_list=eps_list,
+        out=out,
+    )
     run_blocks(block, _row_blocks(visible, len(temps)))  # disjoint rows; on worker threads inside block_parallel
     return out
 
@@ -147,8 +167,18 @@ def _row_blocks(visible: torch.Tensor, n_temps: int) -> list[tuple[int, int, int
     return blocks
 
 
-def _sensitivity_block(first: int, stop: int, width: int, *, x: torch.Tensor, directions: torch.Tensor,
-                       visible: torch.Tensor, temps: torch.Tensor, eps_list: list, out: torch.Tensor) -> None:
+def _sensitivity_block(
+    first: int,
+    stop: int,
+    width: int,
+    *,
+    x: torch.Tensor,
+    directions: torch.Tensor,
+    visible: torch.Tensor,
+    temps: torch.Tensor,
+    eps_list: list,
+    out: torch.Tensor,
+) -> None:
     """Write ``g`` of rows ``first..stop-1`` (which see at most ``width`` columns) for every ``T`` and ``eps``:
     ``||softmax((x + eps v)/T) - softmax(x/T)|| / eps``."""
     visible_b = visible[:, first:stop, :width]

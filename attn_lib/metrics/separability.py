@@ -6,6 +6,7 @@ running minimum pairwise distance (:func:`running_min_distance`), runs :func:`_s
 :func:`attn_lib._kernels.sep_prefix`) or :func:`_separability_torch` (row blocks, :func:`_separability_block`) for
 ``N_s/N`` and ``rho_min``, and evaluates Theorem 2's bounds (:func:`_theorem2_bounds`).
 """
+
 from __future__ import annotations
 
 import functools
@@ -121,8 +122,17 @@ def running_min_distance(layer: LayerData) -> torch.Tensor:
     return torch.where(torch.isfinite(min_sq), min_sq, torch.zeros((), dtype=F64)).clamp(min=0).sqrt()
 
 
-def separability_metrics(layer, values=None, N: int = 4, *, mask=None, M: float = 1.0, normalize: bool = True,
-                         delta: torch.Tensor | None = None, engine: str = "auto") -> SeparabilityRows:
+def separability_metrics(
+    layer,
+    values=None,
+    N: int = 4,
+    *,
+    mask=None,
+    M: float = 1.0,
+    normalize: bool = True,
+    delta: torch.Tensor | None = None,
+    engine: str = "auto",
+) -> SeparabilityRows:
     r"""``N_s/N`` with ``r`` ↑ ``rho_min`` (strict convention) and Theorem 2's bounds at ``r = rho_min``.
 
     Valid rows: ``t >= N + 1``. The lower bound is clipped below at ``-1`` (anything ``<= 0`` is vacuous); a row
@@ -165,21 +175,29 @@ def separability_metrics(layer, values=None, N: int = 4, *, mask=None, M: float 
     fraction, rho_min = impl(ld, N, order)
     lower, upper = _theorem2_bounds(ld.alpha.gather(-1, order), delta, rho_min, N, M)
     zero = torch.zeros((), dtype=F64, device=ld.device)
-    return SeparabilityRows(N=N, valid=valid, fraction=torch.where(valid, fraction, zero),
-                            lower=torch.where(valid, lower, zero), upper=torch.where(valid, upper, zero),
-                            r=torch.where(valid, rho_min, zero), delta=delta)
+    return SeparabilityRows(
+        N=N,
+        valid=valid,
+        fraction=torch.where(valid, fraction, zero),
+        lower=torch.where(valid, lower, zero),
+        upper=torch.where(valid, upper, zero),
+        r=torch.where(valid, rho_min, zero),
+        delta=delta,
+    )
 
 
-def _theorem2_bounds(top_weights: torch.Tensor, delta: torch.Tensor, rho_min: torch.Tensor, N: int,
-                     M: float) -> tuple[torch.Tensor, torch.Tensor]:
+def _theorem2_bounds(
+    top_weights: torch.Tensor, delta: torch.Tensor, rho_min: torch.Tensor, N: int, M: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Theorem 2 (paper's form) at ``r = rho_min``: ``(lower, upper)``, each ``(H, L)``, from the top-``N`` weights
     ``(H, L, N)``, ``delta`` and ``rho_min`` ``(H, L)``."""
     others = top_weights.sum(-1, keepdim=True) - top_weights  # beta_i = sum_{j != i} alpha_j
     others_sq = (top_weights * top_weights).sum(-1, keepdim=True) - top_weights * top_weights
     delta_c = delta.clamp(max=2 * M).unsqueeze(-1)
     xi = ((M * M - delta_c * delta_c / 2) * others * others + delta_c * delta_c / 2 * others_sq).clamp(min=0).sqrt()
-    lower = torch.where(rho_min > 0, 1.0 - xi.sum(-1) / (rho_min.clamp(min=1e-300) * N),
-                        torch.full_like(rho_min, -1.0)).clamp(min=-1.0)
+    lower = torch.where(
+        rho_min > 0, 1.0 - xi.sum(-1) / (rho_min.clamp(min=1e-300) * N), torch.full_like(rho_min, -1.0)
+    ).clamp(min=-1.0)
     upper = torch.exp(-((xi - rho_min.unsqueeze(-1)).clamp(min=0) ** 2) / (2 * M * M)).mean(-1)
     return lower, upper
 
@@ -191,8 +209,9 @@ def _separability_numba(ld: LayerData, N: int, order: torch.Tensor) -> tuple[tor
     if N >= L:  # no valid row
         return torch.zeros(H, L, dtype=F64), torch.zeros(H, L, dtype=F64)
     counts = torch.broadcast_to(ld.t, (H, L))
-    fraction, rho = _kern.sep_prefix(ld.alpha.numpy(), ld.gram.numpy(), ld.values.numpy(), order.numpy(),
-                                     counts.numpy(), N, threads=kernel_threads())
+    fraction, rho = _kern.sep_prefix(
+        ld.alpha.numpy(), ld.gram.numpy(), ld.values.numpy(), order.numpy(), counts.numpy(), N, threads=kernel_threads()
+    )
     rho = torch.from_numpy(rho)
     return torch.from_numpy(fraction), torch.where(torch.isfinite(rho), rho, torch.zeros((), dtype=F64))
 
@@ -201,14 +220,24 @@ def _separability_torch(ld: LayerData, N: int, order: torch.Tensor) -> tuple[tor
     """``(N_s/N, rho_min)`` ``(H, L)`` by float64 tensor code in row blocks (:func:`_separability_block`)."""
     fraction = torch.zeros(ld.H, ld.L, dtype=F64, device=ld.device)
     rho_min = torch.zeros(ld.H, ld.L, dtype=F64, device=ld.device)
-    block = functools.partial(_separability_block, ld=ld, N=N, order=order, gram=ld.gram, fraction=fraction,
-                              rho_min=rho_min)
+    block = functools.partial(
+        _separability_block, ld=ld, N=N, order=order, gram=ld.gram, fraction=fraction, rho_min=rho_min
+    )
     run_blocks(block, ld.blocks(per_row=2))
     return fraction, rho_min
 
 
-def _separability_block(rows_block: torch.Tensor, width: int, *, ld: LayerData, N: int, order: torch.Tensor,
-                        gram: torch.Tensor, fraction: torch.Tensor, rho_min: torch.Tensor) -> None:
+def _separability_block(
+    rows_block: torch.Tensor,
+    width: int,
+    *,
+    ld: LayerData,
+    N: int,
+    order: torch.Tensor,
+    gram: torch.Tensor,
+    fraction: torch.Tensor,
+    rho_min: torch.Tensor,
+) -> None:
     """Write ``N_s/N`` and ``rho_min`` of the consecutive rows ``rows_block`` (which see at most ``width`` columns):
     ``rho_min`` is the smallest ``||a_i - s||`` of a visible non-selected token, ``N_s`` counts the selected
     tokens strictly closer to ``s``."""

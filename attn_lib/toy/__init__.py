@@ -10,6 +10,6 @@ topic (the chapters call these functions; they define none of their own).
 
 from .distance import *  # noqa: F403
 from .multihead import *  # noqa: F403
-from .separability import *  # noqa: F403
 from .sensitivity import *  # noqa: F403
+from .separability import *  # noqa: F403
 from .vanishing import *  # noqa: F403

@@ -131,8 +131,20 @@ def theorem1_instances(n_instances: int = 20_000, *, batch: int = 50, seed: int 
         alpha = theory.softmax_np(rng.normal(size=(batch, L)) * sharp)
         X = rng.normal(size=(batch, L, d)) * 10 ** rng.uniform(-1, 1, size=(batch, 1, 1))
         lo, hi = theory.corollary2_linear_bounds(alpha, X, N)
-        parts.append(pd.DataFrame({"group": g, "L": L, "N": N, "d": d, "d_tilde": theory.distance(alpha, X, N),
-                                   "d_max": theory.theorem1_dmax(alpha, X, N), "lin_lower": lo, "lin_upper": hi}))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "group": g,
+                    "L": L,
+                    "N": N,
+                    "d": d,
+                    "d_tilde": theory.distance(alpha, X, N),
+                    "d_max": theory.theorem1_dmax(alpha, X, N),
+                    "lin_lower": lo,
+                    "lin_upper": hi,
+                }
+            )
+        )
     return pd.concat(parts, ignore_index=True)
 
 
@@ -213,12 +225,24 @@ def enumeration_cases(n_cases: int = 300, *, mc_samples: int = 256, seed: int = 
         exact = float(theory.expected_distance_exact(a, X, N))
         e1 = float(theory.expectation_e1(a, X, N))
         mc, se = theory.expected_distance_mc(a, X, N, n_samples=K, seed=seed + k, return_stderr=True)
-        rows.append(dict(L=L, N=N, exact=exact, e1=e1, e1_L=float(theory.expectation_e1(a, X, N, p="L")),
-                         e2=float(theory.expectation_e2(a, X, N)), gap=exact - e1,
-                         bound=float(theory.jensen_gap_bound(a, X, N)),
-                         crude=float(theory.jensen_gap_bound(a, X, N, crude=True)), mc=float(mc), se=float(se),
-                         random_bound=float(theory.corollary2_random_bound(a, X, N)),
-                         e1_bound=float(theory.corollary2_e1_bound(a, X, N)), mc_samples=K))
+        rows.append(
+            dict(
+                L=L,
+                N=N,
+                exact=exact,
+                e1=e1,
+                e1_L=float(theory.expectation_e1(a, X, N, p="L")),
+                e2=float(theory.expectation_e2(a, X, N)),
+                gap=exact - e1,
+                bound=float(theory.jensen_gap_bound(a, X, N)),
+                crude=float(theory.jensen_gap_bound(a, X, N, crude=True)),
+                mc=float(mc),
+                se=float(se),
+                random_bound=float(theory.corollary2_random_bound(a, X, N)),
+                e1_bound=float(theory.corollary2_e1_bound(a, X, N)),
+                mc_samples=K,
+            )
+        )
     return pd.DataFrame(rows)
 
 
@@ -244,9 +268,13 @@ def enumeration_errors(cases: pd.DataFrame) -> pd.DataFrame:
     exact = cases["exact"].to_numpy(float)
     if not np.all(exact > 0):
         raise ValueError("cases must have exact > 0 in every row (the relative error divides by it)")
-    forms = {"E1, p = N/(L-1)": cases["e1"], "E1, p = N/L": cases["e1_L"],
-             "E1 + gap bound": cases["e1"] + cases["bound"], "E2 (heuristic)": cases["e2"],
-             f"Monte Carlo, K = {int(cases['mc_samples'].iloc[0])}": cases["mc"]}
+    forms = {
+        "E1, p = N/(L-1)": cases["e1"],
+        "E1, p = N/L": cases["e1_L"],
+        "E1 + gap bound": cases["e1"] + cases["bound"],
+        "E2 (heuristic)": cases["e2"],
+        f"Monte Carlo, K = {int(cases['mc_samples'].iloc[0])}": cases["mc"],
+    }
     err = {name: float(np.mean(np.abs(v.to_numpy(float) - exact) / exact)) for name, v in forms.items()}
     return pd.DataFrame({"mean relative error vs exact E[d~]": err})
 
@@ -282,8 +310,9 @@ def sink_row(L: int, *, d: int = 16, sink: float = 1.0, seed: int = 0) -> tuple[
     return theory.softmax_np(logits), rng.normal(size=(L, d))
 
 
-def corollary2_sequence(lengths, *, N: int = 5, d: int = 16, sink: float = 1.0, mc_samples: int = 64,
-                        seed: int = 0) -> pd.DataFrame:
+def corollary2_sequence(
+    lengths, *, N: int = 5, d: int = 16, sink: float = 1.0, mc_samples: int = 64, seed: int = 0
+) -> pd.DataFrame:
     r"""Every quantity of Theorem 1 and Corollary 2 on :func:`sink_row` for each length, at fixed ``N``.
 
     Parameters
@@ -315,15 +344,26 @@ def corollary2_sequence(lengths, *, N: int = 5, d: int = 16, sink: float = 1.0, 
         a, X = sink_row(L, d=d, sink=sink, seed=seed)
         lim = theory.corollary2_limits(a, X, N)
         e2id = theory.corollary2_e2_identity(a, X, N)
-        rows.append({"L": L, "d~": theory.distance(a, X, N), "d_max": theory.theorem1_dmax(a, X, N),
-                     "E1": lim["e1"], "E1 + gap": lim["e1"] + theory.jensen_gap_bound(a, X, N),
-                     "E2": theory.expectation_e2(a, X, N),
-                     "Monte Carlo": theory.expected_distance_mc(a, X, N, n_samples=K, seed=seed),
-                     "(1+N) max||x||": theory.corollary2_random_bound(a, X, N),
-                     "individual": lim["individual"], "dominance N||z||/sum||a_i||": lim["dominance_ratio"],
-                     "remainder": lim["remainder"], "remainder bound": lim["remainder_bound"],
-                     "remainder bound (loose)": lim["remainder_bound_loose"], "E2 - d~": e2id["difference"],
-                     "E2 - d~ (identity)": e2id["identity"], "E2 bound (N+1) max||x||": e2id["bound"]})
+        rows.append(
+            {
+                "L": L,
+                "d~": theory.distance(a, X, N),
+                "d_max": theory.theorem1_dmax(a, X, N),
+                "E1": lim["e1"],
+                "E1 + gap": lim["e1"] + theory.jensen_gap_bound(a, X, N),
+                "E2": theory.expectation_e2(a, X, N),
+                "Monte Carlo": theory.expected_distance_mc(a, X, N, n_samples=K, seed=seed),
+                "(1+N) max||x||": theory.corollary2_random_bound(a, X, N),
+                "individual": lim["individual"],
+                "dominance N||z||/sum||a_i||": lim["dominance_ratio"],
+                "remainder": lim["remainder"],
+                "remainder bound": lim["remainder_bound"],
+                "remainder bound (loose)": lim["remainder_bound_loose"],
+                "E2 - d~": e2id["difference"],
+                "E2 - d~ (identity)": e2id["identity"],
+                "E2 bound (N+1) max||x||": e2id["bound"],
+            }
+        )
     return pd.DataFrame(rows).set_index("L").astype(float)
 
 
@@ -352,14 +392,17 @@ def top_n_curves(alpha, X, *, mc_samples: int = 64, seed: int = 0) -> pd.DataFra
     K, seed = check_int("mc_samples", mc_samples, low=1), _seed(seed)
     Ns = np.arange(1, a.size + 1)
     e1 = [theory.expectation_e1(a, X, n) for n in Ns]
-    return pd.DataFrame({
-        "d~": [theory.distance(a, X, n) for n in Ns],
-        "d_max": [theory.theorem1_dmax(a, X, n) for n in Ns],
-        "E1": e1,
-        "E1 + gap": [e + theory.jensen_gap_bound(a, X, n) for e, n in zip(e1, Ns)],
-        "E2": [theory.expectation_e2(a, X, n) for n in Ns],
-        "Monte Carlo": [theory.expected_distance_mc(a, X, n, n_samples=K, seed=seed) for n in Ns],
-    }, index=pd.Index(Ns, name="N")).astype(float)
+    return pd.DataFrame(
+        {
+            "d~": [theory.distance(a, X, n) for n in Ns],
+            "d_max": [theory.theorem1_dmax(a, X, n) for n in Ns],
+            "E1": e1,
+            "E1 + gap": [e + theory.jensen_gap_bound(a, X, n) for e, n in zip(e1, Ns)],
+            "E2": [theory.expectation_e2(a, X, n) for n in Ns],
+            "Monte Carlo": [theory.expected_distance_mc(a, X, n, n_samples=K, seed=seed) for n in Ns],
+        },
+        index=pd.Index(Ns, name="N"),
+    ).astype(float)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -483,8 +526,9 @@ def _pretty(expr):
     """``expr`` with the symbols ``abar`` and ``Sigma_out`` renamed to their typeset forms."""
     import sympy as sp
 
-    return expr.subs({s: sp.Symbol(_PRETTY[s.name], positive=True)
-                      for s in expr.free_symbols if getattr(s, "name", "") in _PRETTY})
+    return expr.subs(
+        {s: sp.Symbol(_PRETTY[s.name], positive=True) for s in expr.free_symbols if getattr(s, "name", "") in _PRETTY}
+    )
 
 
 def theorem1_steps_latex(t1: dict) -> list[str]:
@@ -598,19 +642,36 @@ def random_variance_latex(rv: dict, *, n: int, N: int) -> list[str]:
     """
     import sympy as sp
 
-    _keys("rv", rv, ["P_single", "P_pair", "variance_indicator", "covariance_indicator", "variance_of_sum",
-                     "bracket_form", "variance_check"])
+    _keys(
+        "rv",
+        rv,
+        [
+            "P_single",
+            "P_pair",
+            "variance_indicator",
+            "covariance_indicator",
+            "variance_of_sum",
+            "bracket_form",
+            "variance_check",
+        ],
+    )
     n, N = check_int("n", n, low=2), check_int("N", N, low=1, high=n)
     tex = sp.latex
     return [
-        rf"n={n},\ N={N}:\quad \Pr(j\in I_N) = " + tex(rv["P_single"])
-        + r",\quad \Pr(j,k\in I_N) = " + tex(rv["P_pair"])
-        + r",\quad \mathrm{Var}\,\mathbf 1_j = " + tex(rv["variance_indicator"])
-        + r" = p(1-p),\quad \mathrm{Cov}(\mathbf 1_j,\mathbf 1_k) = " + tex(rv["covariance_indicator"])
+        rf"n={n},\ N={N}:\quad \Pr(j\in I_N) = "
+        + tex(rv["P_single"])
+        + r",\quad \Pr(j,k\in I_N) = "
+        + tex(rv["P_pair"])
+        + r",\quad \mathrm{Var}\,\mathbf 1_j = "
+        + tex(rv["variance_indicator"])
+        + r" = p(1-p),\quad \mathrm{Cov}(\mathbf 1_j,\mathbf 1_k) = "
+        + tex(rv["covariance_indicator"])
         + r" = -\frac{p(1-p)}{n-1}",
         r"\mathrm{Var}\sum_j \mathbf 1_j a_j = \sum_{j,k}\mathrm{Cov}_{jk}G_{jk} = " + tex(rv["variance_of_sum"]),
         r"p(1-p)\Big[\tfrac{n}{n-1}\sum_j G_{jj} - \tfrac{1}{n-1}\sum_{j,k}G_{jk}\Big] = "
-        + tex(rv["bracket_form"]) + r",\qquad \text{difference } " + tex(rv["variance_check"]),
+        + tex(rv["bracket_form"])
+        + r",\qquad \text{difference } "
+        + tex(rv["variance_check"]),
     ]
 
 
@@ -630,13 +691,32 @@ def corollary2_limits_latex(c2: dict) -> list[str]:
     """
     import sympy as sp
 
-    _keys("c2", c2, ["p", "p_limit_L_to_oo", "outer_factor", "outer_limit_L_to_oo", "per_token_term",
-                     "per_token_term_limit_p_to_0", "outer_limit_N_to_L"])
+    _keys(
+        "c2",
+        c2,
+        [
+            "p",
+            "p_limit_L_to_oo",
+            "outer_factor",
+            "outer_limit_L_to_oo",
+            "per_token_term",
+            "per_token_term_limit_p_to_0",
+            "outer_limit_N_to_L",
+        ],
+    )
     tex = sp.latex
     return [
-        r"\text{(i)}\quad p = " + tex(c2["p"]) + r"\xrightarrow[L\to\infty]{}" + tex(c2["p_limit_L_to_oo"])
-        + r",\qquad " + tex(c2["outer_factor"]) + r"\xrightarrow[L\to\infty]{}" + tex(c2["outer_limit_L_to_oo"])
-        + r",\qquad " + tex(c2["per_token_term"]) + r"\xrightarrow[p\to0]{}"
+        r"\text{(i)}\quad p = "
+        + tex(c2["p"])
+        + r"\xrightarrow[L\to\infty]{}"
+        + tex(c2["p_limit_L_to_oo"])
+        + r",\qquad "
+        + tex(c2["outer_factor"])
+        + r"\xrightarrow[L\to\infty]{}"
+        + tex(c2["outer_limit_L_to_oo"])
+        + r",\qquad "
+        + tex(c2["per_token_term"])
+        + r"\xrightarrow[p\to0]{}"
         + tex(c2["per_token_term_limit_p_to_0"]),
         r"\text{(ii)}\quad " + tex(c2["outer_factor"]) + r"\xrightarrow[N\to L]{}" + tex(c2["outer_limit_N_to_L"]),
     ]

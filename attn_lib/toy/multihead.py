@@ -109,9 +109,15 @@ def coverage_table(ps: Sequence[float], heads: Sequence[int], n_trials: int, see
     for p in ps:
         for H in heads:
             exact = theory.multihead_coverage(p, int(H))
-            rows.append({"p": p, "H": int(H), "1 − (1 − p)^H": exact,
-                         "simulated": theory.multihead_coverage_simulation(p, int(H), n_trials=n, seed=seed),
-                         "standard error": math.sqrt(exact * (1 - exact) / n)})
+            rows.append(
+                {
+                    "p": p,
+                    "H": int(H),
+                    "1 − (1 − p)^H": exact,
+                    "simulated": theory.multihead_coverage_simulation(p, int(H), n_trials=n, seed=seed),
+                    "standard error": math.sqrt(exact * (1 - exact) / n),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -181,8 +187,9 @@ class RemedyComparison:
         return list(dict.fromkeys(self.stats.index.get_level_values("normaliser")))
 
 
-def compare_remedies(lengths: Sequence[int], a: float, temperature: float, seed: int = 0,
-                     names: Iterable[str] | None = None) -> RemedyComparison:
+def compare_remedies(
+    lengths: Sequence[int], a: float, temperature: float, seed: int = 0, names: Iterable[str] | None = None
+) -> RemedyComparison:
     """Run each normaliser on every row of :func:`remedy_rows` and keep per-row statistics.
 
     Parameters
@@ -207,8 +214,18 @@ def compare_remedies(lengths: Sequence[int], a: float, temperature: float, seed:
             soft = normalizers.softmax(logits, temperature=T)
             for name in names:
                 w = normalizers.get(name)(logits, temperature=T)
-                records.append({"kind": kind, "L": L, "normaliser": name, "max": w.max(), "top": w[0],
-                                "support": int((w > 0).sum()), "sum": w.sum(), "ratio to softmax": (w / soft).max()})
+                records.append(
+                    {
+                        "kind": kind,
+                        "L": L,
+                        "normaliser": name,
+                        "max": w.max(),
+                        "top": w[0],
+                        "support": int((w > 0).sum()),
+                        "sum": w.sum(),
+                        "ratio to softmax": (w / soft).max(),
+                    }
+                )
     stats = pd.DataFrame(records).set_index(["kind", "L", "normaliser"])
     return RemedyComparison(a=float(a), temperature=T, seed=int(seed), rows=rows, stats=stats)
 
@@ -231,8 +248,10 @@ def figure_max_weight(comparison: RemedyComparison) -> Figure:
     a, T = comparison.a, comparison.temperature
     fig = Figure(figsize=(11, 4.2))
     axes = fig.subplots(1, 2, sharey=True)
-    titles = {"bounded random": f"bounded random logits, uniform on [-{a:g}, {a:g}]",
-              "one separated": "one separated logit"}
+    titles = {
+        "bounded random": f"bounded random logits, uniform on [-{a:g}, {a:g}]",
+        "one separated": "one separated logit",
+    }
     for ax, kind in zip(axes, comparison.rows):
         maxw = comparison.table("max", kind)
         for name in maxw.columns:
@@ -247,8 +266,13 @@ def figure_max_weight(comparison: RemedyComparison) -> Figure:
     axes[1].legend(fontsize=7, loc="lower left")
     fig.suptitle(f"Max weight against L (T = {T:g}, a = {a:g})", fontsize=10)
     fig.tight_layout()
-    return label_figure(fig, model="none", text=f"synthetic logits, uniform on [-{a:g}, {a:g}] / separated top logit",
-                        device=DEVICE, seed=comparison.seed)
+    return label_figure(
+        fig,
+        model="none",
+        text=f"synthetic logits, uniform on [-{a:g}, {a:g}] / separated top logit",
+        device=DEVICE,
+        seed=comparison.seed,
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -322,8 +346,9 @@ class SensitivitySweep:
         return self.stats[column].unstack("normaliser")[names]
 
 
-def sensitivity_sweep(logits, temperatures: Sequence[float], eps: float, seed: int = 0,
-                      names: Iterable[str] | None = None) -> SensitivitySweep:
+def sensitivity_sweep(
+    logits, temperatures: Sequence[float], eps: float, seed: int = 0, names: Iterable[str] | None = None
+) -> SensitivitySweep:
     """``g = ||f((l + eps v)/T) - f(l/T)||_2 / eps`` per row (:func:`attn_lib.jacobian.sensitivity`, seeded unit
     directions ``v``) for each normaliser and temperature, reduced over rows.
 
@@ -357,10 +382,23 @@ def sensitivity_sweep(logits, temperatures: Sequence[float], eps: float, seed: i
         for name in _names(names):
             g = np.asarray(jacobian.sensitivity(X, t, e, normalizer=normalizers.get(name), seed=seed))
             bound = sensitivity_bound(name, t, e, X.shape[1]) if name in SENSITIVITY_BOUNDED else float("nan")
-            records.append({"T": t, "normaliser": name, "mean": g.mean(), "max": g.max(),
-                            "zero share": (g == 0).mean(), "bound": bound})
-    return SensitivitySweep(eps=e, seed=seed, n_rows=X.shape[0], length=X.shape[1],
-                            stats=pd.DataFrame(records).set_index(["T", "normaliser"]))
+            records.append(
+                {
+                    "T": t,
+                    "normaliser": name,
+                    "mean": g.mean(),
+                    "max": g.max(),
+                    "zero share": (g == 0).mean(),
+                    "bound": bound,
+                }
+            )
+    return SensitivitySweep(
+        eps=e,
+        seed=seed,
+        n_rows=X.shape[0],
+        length=X.shape[1],
+        stats=pd.DataFrame(records).set_index(["T", "normaliser"]),
+    )
 
 
 def figure_sensitivity(sweep: SensitivitySweep) -> Figure:
@@ -389,12 +427,14 @@ def figure_sensitivity(sweep: SensitivitySweep) -> Figure:
     ax.set_yscale("log")
     ax.set_xlabel("temperature T")
     ax.set_ylabel(r"mean of $\|\Delta\alpha\|_2/\varepsilon$ over rows")
-    ax.set_title(f"Sensitivity against T ({sweep.n_rows} rows of {sweep.length} N(0,1) logits, ε = {sweep.eps:g})",
-                 fontsize=10)
+    ax.set_title(
+        f"Sensitivity against T ({sweep.n_rows} rows of {sweep.length} N(0,1) logits, ε = {sweep.eps:g})", fontsize=10
+    )
     ax.legend(fontsize=7, ncol=2)
     ax.grid(alpha=0.3)
-    return label_figure(fig, model="none", text=f"synthetic logits, N(0, 1), L = {sweep.length}", device=DEVICE,
-                        seed=sweep.seed)
+    return label_figure(
+        fig, model="none", text=f"synthetic logits, N(0, 1), L = {sweep.length}", device=DEVICE, seed=sweep.seed
+    )
 
 
 def render_normalisers(temperature: float, *, row, seed: int, names: Iterable[str] | None = None) -> Figure:
@@ -430,14 +470,19 @@ def render_normalisers(temperature: float, *, row, seed: int, names: Iterable[st
         ax.set_title(f"{name}\nmax {w.max():.2f} · support {(w > 0).sum()} · sum {w.sum():.2f}", fontsize=8)
         ax.set_ylim(0, 1)
         ax.grid(alpha=0.3, axis="y")
-    for ax in axes.ravel()[len(names):]:
+    for ax in axes.ravel()[len(names) :]:
         ax.set_visible(False)
     for ax in axes[1]:
         ax.set_xlabel("token (logits in decreasing order)", fontsize=8)
     fig.suptitle(f"Weights of one row of {l.size} N(0,1) logits at T = {T:g}", fontsize=10)
     fig.tight_layout()
-    return label_figure(fig, model="none", text=f"synthetic logit row, N(0, 1), L = {l.size}", device=DEVICE,
-                        seed=check_int("seed", seed, low=0))
+    return label_figure(
+        fig,
+        model="none",
+        text=f"synthetic logit row, N(0, 1), L = {l.size}",
+        device=DEVICE,
+        seed=check_int("seed", seed, low=0),
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -465,8 +510,13 @@ def row_stats(layer_attention, batch: int = 0) -> dict[str, torch.Tensor]:
     b = check_int("batch", batch, low=0, high=weights.shape[0] - 1)
     w = weights[b].to(torch.float64)
     plogp = torch.where(w > 0, w * torch.log(w.clamp_min(1e-300)), torch.zeros((), dtype=w.dtype))
-    return {"entropy": -plogp.sum(-1), "max": w.amax(-1), "support": (w > 0).sum(-1).to(torch.float64),
-            "sum": w.sum(-1), "max_logit": logits[b].amax(-1).to(torch.float64)}
+    return {
+        "entropy": -plogp.sum(-1),
+        "max": w.amax(-1),
+        "support": (w > 0).sum(-1).to(torch.float64),
+        "sum": w.sum(-1),
+        "max_logit": logits[b].amax(-1).to(torch.float64),
+    }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -494,8 +544,9 @@ def _swap_label(name: str | None) -> str:
     return name or "softmax (model)"
 
 
-def normaliser_swap(handle, input_ids, swaps: Sequence[str | None] = (None, "ssmax", "entmax15", "sparsemax"), *,
-                    text: str = "") -> SwapResult:
+def normaliser_swap(
+    handle, input_ids, swaps: Sequence[str | None] = (None, "ssmax", "entmax15", "sparsemax"), *, text: str = ""
+) -> SwapResult:
     """Run the model once per normaliser, with softmax replaced inside every attention layer
     (:func:`attn_lib.capture.capture_attention` with ``normalizer=name``), and reduce each layer to row statistics.
 
@@ -515,8 +566,12 @@ def normaliser_swap(handle, input_ids, swaps: Sequence[str | None] = (None, "ssm
     """
     from ..capture import capture_attention
 
-    if not isinstance(input_ids, torch.Tensor) or input_ids.ndim != 2 or input_ids.shape[0] != 1 \
-            or input_ids.shape[1] < 2:
+    if (
+        not isinstance(input_ids, torch.Tensor)
+        or input_ids.ndim != 2
+        or input_ids.shape[0] != 1
+        or input_ids.shape[1] < 2
+    ):
         raise ValueError("input_ids must be a (1, L) tensor of token ids with L >= 2")
     swaps = list(swaps)
     if not swaps:
@@ -524,9 +579,13 @@ def normaliser_swap(handle, input_ids, swaps: Sequence[str | None] = (None, "ssm
     for name in swaps:
         if name is not None:
             check_choice("swaps", name, normalizers.available())
-    meta = {"model": handle.describe(), "model_id": getattr(handle, "model_id", handle.describe()),
-            "text": text or f"{input_ids.shape[1]} tokens", "device": str(handle.device),
-            "length": int(input_ids.shape[1])}
+    meta = {
+        "model": handle.describe(),
+        "model_id": getattr(handle, "model_id", handle.describe()),
+        "text": text or f"{input_ids.shape[1]} tokens",
+        "device": str(handle.device),
+        "length": int(input_ids.shape[1]),
+    }
     per_layer, first, loss = [], {}, {}
     for name in swaps:
         label = _swap_label(name)
@@ -535,8 +594,14 @@ def normaliser_swap(handle, input_ids, swaps: Sequence[str | None] = (None, "ssm
             st = row_stats(la)
             if la.layer == 0:
                 first[label] = st
-            per_layer.append({"normaliser": label, "layer": la.layer,
-                              **{k: float(st[k][:, 1:].mean()) for k in ("entropy", "max", "support")}, **meta})
+            per_layer.append(
+                {
+                    "normaliser": label,
+                    "layer": la.layer,
+                    **{k: float(st[k][:, 1:].mean()) for k in ("entropy", "max", "support")},
+                    **meta,
+                }
+            )
 
         out = capture_attention(handle, input_ids, keep, normalizer=name, keep_qk=False)
         target = input_ids[0, 1:].to(out.logits.device)

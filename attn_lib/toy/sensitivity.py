@@ -117,8 +117,9 @@ def tex(expr: Any, names: dict[str, str] | None = None) -> str:
 # ----------------------------------------------------------------------------------------------------------------
 # the sqrt(5) eps example
 # ----------------------------------------------------------------------------------------------------------------
-def sqrt5_table(c: float = 1.0, eps: float = 1e-3, temperatures: Sequence[float] = (1.0, 0.1, 0.01),
-                lengths: Sequence[int] = (2, 5)) -> pd.DataFrame:
+def sqrt5_table(
+    c: float = 1.0, eps: float = 1e-3, temperatures: Sequence[float] = (1.0, 0.1, 0.01), lengths: Sequence[int] = (2, 5)
+) -> pd.DataFrame:
     r"""The :math:`\sqrt5\,\varepsilon` example for each length and temperature (:func:`attn_lib.theory.sqrt5_example`).
 
     Parameters
@@ -146,9 +147,16 @@ def sqrt5_table(c: float = 1.0, eps: float = 1e-3, temperatures: Sequence[float]
     for L in Ls:
         for T in Ts:
             r = theory.sqrt5_example(c, eps, float(T), L)
-            rows.append({"L": L, "T": float(T), "‖ℓ¹−ℓ²‖₂/ε": r["logit_distance"] / eps,
-                         "‖Δα‖/ε exact": r["ratio"], "‖J(ℓ¹)(ℓ¹−ℓ²)‖/ε": r["linearised"] / eps,
-                         "3√2/(4T)": r["tie_approximation"] / eps})
+            rows.append(
+                {
+                    "L": L,
+                    "T": float(T),
+                    "‖ℓ¹−ℓ²‖₂/ε": r["logit_distance"] / eps,
+                    "‖Δα‖/ε exact": r["ratio"],
+                    "‖J(ℓ¹)(ℓ¹−ℓ²)‖/ε": r["linearised"] / eps,
+                    "3√2/(4T)": r["tie_approximation"] / eps,
+                }
+            )
     return pd.DataFrame(rows).set_index(["L", "T"])
 
 
@@ -233,9 +241,17 @@ def lemma2_instances(n_per_family: int = 1000, seed: Any = 0) -> pd.DataFrame:
             dF_T = functools.partial(_derivative_at_temperature, dF, T)
             J = theory.lemma2_jacobian(F_T, dF_T, logits)
             J_lib = jacobian.jacobian(f, logits, temperature=T)
-            rows.append({"family": name, "L": L, "T": T, "spectral": float(np.linalg.norm(J, 2)),
-                         "bound": float(theory.lemma2_jacobian_bound(F_T, dF_T, logits)),
-                         "max_abs_diff": float(np.abs(J - J_lib).max()), "logits": logits})
+            rows.append(
+                {
+                    "family": name,
+                    "L": L,
+                    "T": T,
+                    "spectral": float(np.linalg.norm(J, 2)),
+                    "bound": float(theory.lemma2_jacobian_bound(F_T, dF_T, logits)),
+                    "max_abs_diff": float(np.abs(J - J_lib).max()),
+                    "logits": logits,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -257,11 +273,19 @@ def lemma2_summary(instances: pd.DataFrame, rtol: float = 1e-9) -> pd.DataFrame:
     """
     rtol = check_nonnegative("rtol", rtol)
     _require_columns("instances", instances, ("family", "spectral", "bound", "max_abs_diff"))
-    d = instances.assign(ratio=instances["spectral"] / instances["bound"],
-                         violation=instances["spectral"] > instances["bound"] * (1 + rtol))
+    d = instances.assign(
+        ratio=instances["spectral"] / instances["bound"],
+        violation=instances["spectral"] > instances["bound"] * (1 + rtol),
+    )
     g = d.groupby("family", sort=False)
-    out = pd.DataFrame({"instances": g.size(), "violations": g["violation"].sum().astype(int),
-                        "largest ‖J‖₂ / bound": g["ratio"].max(), "largest |J − J_lib|": g["max_abs_diff"].max()})
+    out = pd.DataFrame(
+        {
+            "instances": g.size(),
+            "violations": g["violation"].sum().astype(int),
+            "largest ‖J‖₂ / bound": g["ratio"].max(),
+            "largest |J − J_lib|": g["max_abs_diff"].max(),
+        }
+    )
     out.index.name = "F"
     return out
 
@@ -277,8 +301,9 @@ def _require_columns(name: str, df: Any, columns: Sequence[str]) -> None:
 # ----------------------------------------------------------------------------------------------------------------
 # Corollary 3 on random rows
 # ----------------------------------------------------------------------------------------------------------------
-def corollary3_random_norms(n: int = 5000, seed: Any = 0, *, tie_fraction: float = 0.3,
-                            temperature: float = 1.0) -> pd.DataFrame:
+def corollary3_random_norms(
+    n: int = 5000, seed: Any = 0, *, tie_fraction: float = 0.3, temperature: float = 1.0
+) -> pd.DataFrame:
     r"""Norms of the softmax Jacobian (:func:`attn_lib.jacobian.jacobian_norms`) on random logit rows.
 
     Each row draws :math:`L\in[2,30]` and logits :math:`l\sim\mathcal N(0,s^2)^L` with :math:`s=10^u`,
@@ -351,13 +376,22 @@ def corollary3_random_differences(n: int = 5000, seed: Any = 0) -> pd.DataFrame:
         v /= np.linalg.norm(v)
         diff = float(jacobian.sensitivity(logits, T, eps, direction=v)) * eps
         bound = float(theory.corollary3_corrected(T, eps=eps)["finite_difference"])
-        rows.append({"L": L, "T": T, "eps": eps, "difference": diff, "bound": bound, "ratio": diff / bound,
-                     "logits": logits, "direction": v})
+        rows.append(
+            {
+                "L": L,
+                "T": T,
+                "eps": eps,
+                "difference": diff,
+                "bound": bound,
+                "ratio": diff / bound,
+                "logits": logits,
+                "direction": v,
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def corollary3_random_summary(norms: pd.DataFrame, differences: pd.DataFrame,
-                              temperature: float = 1.0) -> pd.DataFrame:
+def corollary3_random_summary(norms: pd.DataFrame, differences: pd.DataFrame, temperature: float = 1.0) -> pd.DataFrame:
     r"""The largest values of :func:`corollary3_random_norms` and :func:`corollary3_random_differences`, next to
     the corrected bounds (:func:`attn_lib.theory.corollary3_corrected`).
 
@@ -380,10 +414,17 @@ def corollary3_random_summary(norms: pd.DataFrame, differences: pd.DataFrame,
     _require_columns("differences", differences, ("ratio",))
     b = theory.corollary3_corrected(T)
     return pd.DataFrame(
-        {"largest observed": [norms["entrywise"].max(), norms["row"].max(), norms["spectral"].max(),
-                              differences["ratio"].max()],
-         "bound": [b["entrywise"], b["row"], b["spectral"], 1.0]},
-        index=[f"|J_ij| (T={T:g})", f"‖∇α_i‖₂ (T={T:g})", f"‖J‖₂ (T={T:g})", "‖Δα‖₂ / min{ε/(2T), √2}"])
+        {
+            "largest observed": [
+                norms["entrywise"].max(),
+                norms["row"].max(),
+                norms["spectral"].max(),
+                differences["ratio"].max(),
+            ],
+            "bound": [b["entrywise"], b["row"], b["spectral"], 1.0],
+        },
+        index=[f"|J_ij| (T={T:g})", f"‖∇α_i‖₂ (T={T:g})", f"‖J‖₂ (T={T:g})", "‖Δα‖₂ / min{ε/(2T), √2}"],
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -407,9 +448,15 @@ def counterexample_table(temperatures: Sequence[float] = (1.0, 0.1, 0.01), eps: 
     rows = []
     for T in Ts:
         ce = theory.corollary3_counterexample(float(T), eps=eps)
-        rows.append({"T": float(T), "‖J‖₂ at the tie": ce["spectral_norm"], "finite-difference ratio": ce["fd_ratio"],
-                     "paper: min{1/(4T), √2}": float(ce["paper_bound"]),
-                     "corrected: 1/(2T)": float(ce["corrected_bound"])})
+        rows.append(
+            {
+                "T": float(T),
+                "‖J‖₂ at the tie": ce["spectral_norm"],
+                "finite-difference ratio": ce["fd_ratio"],
+                "paper: min{1/(4T), √2}": float(ce["paper_bound"]),
+                "corrected: 1/(2T)": float(ce["corrected_bound"]),
+            }
+        )
     return pd.DataFrame(rows).set_index("T")
 
 
@@ -432,13 +479,19 @@ def corollary3_side_by_side(temperatures: Sequence[float], eps_values: Sequence[
     Ts = _temperatures("temperatures", temperatures)
     eps_arr = _temperatures("eps_values", eps_values) if len(np.atleast_1d(eps_values)) else np.array([])
     corr = theory.corollary3_corrected(Ts)
-    side = pd.DataFrame({"paper: min{1/(4T), √2}": np.atleast_1d(theory.corollary3_paper(Ts)),
-                         "entrywise 1/(4T)": np.atleast_1d(corr["entrywise"]),
-                         "row √2/(4T)": np.atleast_1d(corr["row"]),
-                         "spectral 1/(2T)": np.atleast_1d(corr["spectral"])}, index=pd.Index(Ts, name="T"))
+    side = pd.DataFrame(
+        {
+            "paper: min{1/(4T), √2}": np.atleast_1d(theory.corollary3_paper(Ts)),
+            "entrywise 1/(4T)": np.atleast_1d(corr["entrywise"]),
+            "row √2/(4T)": np.atleast_1d(corr["row"]),
+            "spectral 1/(2T)": np.atleast_1d(corr["spectral"]),
+        },
+        index=pd.Index(Ts, name="T"),
+    )
     for e in eps_arr:
         side[f"g bound, ε={e:g}: min{{1/(2T), √2/ε}}"] = np.atleast_1d(
-            theory.corollary3_corrected(Ts, eps=float(e))["sensitivity"])
+            theory.corollary3_corrected(Ts, eps=float(e))["sensitivity"]
+        )
     side["‖J‖₂ at a tie"] = [theory.corollary3_counterexample(float(T))["spectral_norm"] for T in Ts]
     return side
 
@@ -466,8 +519,10 @@ def tie_row(L: int = 8, gap: float = 0.05, seed: Any = 0) -> np.ndarray:
     gap = check_nonnegative("gap", gap)
     row = np.sort(_rng(seed).normal(size=L))[::-1].copy()
     if row[0] - gap < row[2]:
-        raise ValueError(f"gap must be at most {row[0] - row[2]:.4g} for this seed and L (got {gap:g}): "
-                         "the second logit would fall below the third")
+        raise ValueError(
+            f"gap must be at most {row[0] - row[2]:.4g} for this seed and L (got {gap:g}): "
+            "the second logit would fall below the third"
+        )
     row[1] = row[0] - gap
     return row
 
@@ -501,8 +556,15 @@ def temperature_sweep(row: Any, temperatures: Any = None) -> pd.DataFrame:
     return out
 
 
-def render_temperature(temperature: float, row: Any, sweep: pd.DataFrame | None = None, *, seed: int | None = None,
-                       text: str | None = None, device: str = "cpu"):
+def render_temperature(
+    temperature: float,
+    row: Any,
+    sweep: pd.DataFrame | None = None,
+    *,
+    seed: int | None = None,
+    text: str | None = None,
+    device: str = "cpu",
+):
     r"""The temperature slider's figure: the softmax weights of ``row`` at ``temperature`` (left), and the norms of
     the Jacobian over all temperatures with the corrected bounds and the paper's curve (right).
 
@@ -550,9 +612,11 @@ def render_temperature(temperature: float, row: Any, sweep: pd.DataFrame | None 
     return label_figure(fig, model="none", text=text, device=device, seed=seed)
 
 
-_CURVES = (("spectral", "tab:red", r"$\|J\|_2$", r"$1/(2T)$", 0.5),
-           ("row", "tab:purple", r"$\max_i\|\nabla\alpha_i\|_2$", r"$\sqrt{2}/(4T)$", SQRT2 / 4),
-           ("entrywise", "tab:green", r"$\max_{ij}|J_{ij}|$", r"$1/(4T)$", 0.25))
+_CURVES = (
+    ("spectral", "tab:red", r"$\|J\|_2$", r"$1/(2T)$", 0.5),
+    ("row", "tab:purple", r"$\max_i\|\nabla\alpha_i\|_2$", r"$\sqrt{2}/(4T)$", SQRT2 / 4),
+    ("entrywise", "tab:green", r"$\max_{ij}|J_{ij}|$", r"$1/(4T)$", 0.25),
+)
 
 
 def _sweep_panel(ax, sw: pd.DataFrame, T: float, n: dict) -> None:

@@ -101,12 +101,15 @@ class Family:
 SOFTMAX = "softmax, F = exp"
 
 #: The three positive normalisers of the chapter's check, in display order.
-FAMILIES: Mapping[str, Family] = types.MappingProxyType({
-    SOFTMAX: Family(SOFTMAX, torch.exp, normalizers.softmax, peak=1.0, trough=-1.0),
-    "softplus": Family("softplus", torch.nn.functional.softplus, normalizers.get("general"), peak=1.0, trough=-1.0),
-    "rational, F = 1 + z²": Family("rational, F = 1 + z²", rational, normalizers.get("general", F=rational),
-                                   peak=1.0, trough=0.0),
-})
+FAMILIES: Mapping[str, Family] = types.MappingProxyType(
+    {
+        SOFTMAX: Family(SOFTMAX, torch.exp, normalizers.softmax, peak=1.0, trough=-1.0),
+        "softplus": Family("softplus", torch.nn.functional.softplus, normalizers.get("general"), peak=1.0, trough=-1.0),
+        "rational, F = 1 + z²": Family(
+            "rational, F = 1 + z²", rational, normalizers.get("general", F=rational), peak=1.0, trough=0.0
+        ),
+    }
+)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -225,8 +228,14 @@ def constants(a: float, temperature: float, families: Iterable[str] | None = Non
     return out
 
 
-def random_check(a: float, temperature: float, lengths: Sequence[int], draws: int, seed: int = 0,
-                 families: Iterable[str] | None = None) -> pd.DataFrame:
+def random_check(
+    a: float,
+    temperature: float,
+    lengths: Sequence[int],
+    draws: int,
+    seed: int = 0,
+    families: Iterable[str] | None = None,
+) -> pd.DataFrame:
     """``L min_i alpha_i``, ``L max_i alpha_i`` and the row sum on rows of logits uniform on ``[-a, a]``.
 
     One ``default_rng(seed)`` serves every family, length and draw, in that order.
@@ -257,8 +266,16 @@ def random_check(a: float, temperature: float, lengths: Sequence[int], draws: in
         for L in Ls:
             for k in range(draws):
                 alpha = fam.weights(rng.uniform(-a, a, size=int(L)), T)
-                rows.append({"family": fam.name, "L": int(L), "draw": k, "L·min α": L * alpha.min(),
-                             "L·max α": L * alpha.max(), "row sum": alpha.sum()})
+                rows.append(
+                    {
+                        "family": fam.name,
+                        "L": int(L),
+                        "draw": k,
+                        "L·min α": L * alpha.min(),
+                        "L·max α": L * alpha.max(),
+                        "row sum": alpha.sum(),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -302,8 +319,9 @@ def _l_times(weights, L: int, reduce: str) -> float:
     return float(L * (w.max() if reduce == "max" else w.min()))
 
 
-def lmax_curves(a: float, temperature: float, lengths: Sequence[int], seed: int = 0,
-                families: Iterable[str] | None = None) -> LmaxCurves:
+def lmax_curves(
+    a: float, temperature: float, lengths: Sequence[int], seed: int = 0, families: Iterable[str] | None = None
+) -> LmaxCurves:
     """Compute the curves of the chapter's figure.
 
     Parameters
@@ -333,11 +351,21 @@ def lmax_curves(a: float, temperature: float, lengths: Sequence[int], seed: int 
             worst_max[fam.name].append(_l_times(fam.weights(extreme_logits(fam, L, a), T), L, "max"))
             worst_min[fam.name].append(_l_times(fam.weights(extreme_logits(fam, L, a, largest=False), T), L, "min"))
     ssmax = normalizers.get("ssmax")
-    ssmax_worst = pd.Series([_l_times(ssmax(extreme_logits(SOFTMAX, L, a), temperature=T), L, "max") for L in rows],
-                            index=index, name="SSMax")
-    return LmaxCurves(a=a, temperature=T, seed=int(seed), constants=constants(a, T, [f.name for f in fams]),
-                      random=pd.DataFrame(random, index=index), worst_max=pd.DataFrame(worst_max, index=index),
-                      worst_min=pd.DataFrame(worst_min, index=index), ssmax_worst=ssmax_worst)
+    ssmax_worst = pd.Series(
+        [_l_times(ssmax(extreme_logits(SOFTMAX, L, a), temperature=T), L, "max") for L in rows],
+        index=index,
+        name="SSMax",
+    )
+    return LmaxCurves(
+        a=a,
+        temperature=T,
+        seed=int(seed),
+        constants=constants(a, T, [f.name for f in fams]),
+        random=pd.DataFrame(random, index=index),
+        worst_max=pd.DataFrame(worst_max, index=index),
+        worst_min=pd.DataFrame(worst_min, index=index),
+        ssmax_worst=ssmax_worst,
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -373,8 +401,9 @@ def figure_lmax(curves: LmaxCurves) -> Figure:
         ax.axhline(curves.constants.loc[name, "C2"], ls="--", lw=1, color=color)
     ax.plot(Ls, curves.ssmax_worst, "-", color="0.5", label="SSMax (L among its parameters): worst case")
     _log_axes(ax)
-    ax.set_title(f"Lemma 1: $L\\cdot\\max_i\\alpha_i$ stays below $C_2$ (dashed); "
-                 f"a = {curves.a:g}, T = {curves.temperature:g}")
+    ax.set_title(
+        f"Lemma 1: $L\\cdot\\max_i\\alpha_i$ stays below $C_2$ (dashed); a = {curves.a:g}, T = {curves.temperature:g}"
+    )
     ax.legend(fontsize=7, loc="upper left")
     return label_figure(fig, model="none", text=_data_label(curves.a), device=DEVICE, seed=curves.seed)
 
@@ -464,9 +493,22 @@ def corollary1_table(dim: int, lengths: Sequence[int], temperature: float, seed:
         delta = theory.corollary1_delta(q, K)
         lower, upper = theory.corollary1_bounds(int(L), delta, T)
         top = float(np.abs(logits).max())
-        rows.append({"L": int(L), "Δ": delta, "max |l_j|": top, "min α": alpha.min(), "max α": alpha.max(),
-                     "lower": lower, "upper": upper, "Δ/T": delta / T, "max |l_j|/T": top / T,
-                     "L·min α": L * alpha.min(), "L·max α": L * alpha.max(), "e^(2Δ/T) = L·upper": L * upper})
+        rows.append(
+            {
+                "L": int(L),
+                "Δ": delta,
+                "max |l_j|": top,
+                "min α": alpha.min(),
+                "max α": alpha.max(),
+                "lower": lower,
+                "upper": upper,
+                "Δ/T": delta / T,
+                "max |l_j|/T": top / T,
+                "L·min α": L * alpha.min(),
+                "L·max α": L * alpha.max(),
+                "e^(2Δ/T) = L·upper": L * upper,
+            }
+        )
     return pd.DataFrame(rows).set_index("L")
 
 
@@ -479,7 +521,7 @@ def _pick(node: sp.Basic) -> sp.Basic:
     best = node.args[0]
     for other in node.args[1:]:
         diff = sp.simplify(other - best)
-        if (diff.is_negative if smaller else diff.is_positive):
+        if diff.is_negative if smaller else diff.is_positive:
             best = other
         elif not (diff.is_nonnegative if smaller else diff.is_nonpositive):
             return node

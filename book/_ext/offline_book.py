@@ -6,6 +6,7 @@
 * Warns (an error under ``-W``) when a page would load a script or stylesheet from the network: the book must
   render offline, with MathJax and the widget manager vendored into ``book/_vendor``.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -44,8 +45,12 @@ def clean_page_assets(app: Sphinx, pagename: str, templatename: str, context: di
             if _is_remote(filename):
                 logger.warning(
                     "page %s loads %s from the network (%s); the book must render offline: vendor it into "
-                    "book/_vendor (see tools/vendor_js.py)", pagename, name, filename,
-                    type="offline_book", subtype="remote_asset",
+                    "book/_vendor (see tools/vendor_js.py)",
+                    pagename,
+                    name,
+                    filename,
+                    type="offline_book",
+                    subtype="remote_asset",
                 )
         assets[:] = unique
 

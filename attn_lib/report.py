@@ -1519,9 +1519,9 @@ def reproduction_table(
     Returns
     -------
     DataFrame
-        ``claim, paper, measured, verdict, rule, reason, section``: ``reason`` lists what separates this run from
-        the paper's setting (model, text) for a claim that is not reproduced, and names the project decision
-        behind it; ``section`` is the label of the appendix section that explains the decisions the claim rests on.
+        ``claim, paper, measured, verdict, rule, reason, section``: ``reason`` names what separates this run from
+        the paper's setting (model, text; :func:`setting_differences` lists them in full) for a claim that is not
+        reproduced, and points to the project decisions behind it; ``section`` is the label of the appendix section that explains the decisions the claim rests on.
     """
     vt = verdicts(results, thresholds)
     meta = next((_meta(df) for df in results.values() if isinstance(df, pd.DataFrame) and len(df)), {})
@@ -1531,9 +1531,11 @@ def reproduction_table(
         section = next((lab for word, lab in _CLAIM_SECTIONS if word in row.claim), "app-open")
         sections.append(section)
         if row.verdict == "not reproduced":
+            kinds = [d.split(":", 1)[0] for d in diffs]  # "model", "text": listed in full once, above the table
             reasons.append(
-                "; ".join(diffs + ["project decisions: see the appendix section"])
-                if diffs
+                f"this run's {' and '.join(kinds)} differ from the paper's (listed above); project decisions: see "
+                "the appendix section"
+                if kinds
                 else "same setting as the paper; see the appendix section for the project's decisions"
             )
         elif row.verdict == "by construction":

@@ -468,3 +468,16 @@ def test_critical_n_scans_up_to_L_minus_1_and_row_stride(gpt2_small):
     assert (trace["n_rows"] <= 4).all()  # every 4th row of 16 (ending at the last one), minus rows with t <= N
     summary = E.critical_n_summary(trace)
     assert (summary["limit"] == 15).all()
+
+
+def test_run_all_keeps_each_experiments_time_with_its_table(gpt2_small, tmp_path):
+    from attn_lib.cache import ResultCache
+
+    cache = ResultCache(tmp_path)
+    res = E.run_all(gpt2_small, TEXT, PROFILE, cache=cache, experiments=["distance_vs_length", "separability"])
+    for name in ("distance_vs_length", "separability"):
+        timing = res[name].attrs["timing"]
+        assert timing["analysis_s"] > 0 and timing["shared_pass_s"] >= 0
+        assert set(timing["experiments_in_pass"]) == {"distance_vs_length", "separability"}
+    again = E.run_all(gpt2_small, TEXT, PROFILE, cache=cache, experiments=["separability"])  # from the cache
+    assert again["separability"].attrs["timing"] == res["separability"].attrs["timing"]

@@ -574,3 +574,10 @@ def test_integer_like_rows_are_accepted(func):
         assert len(got) == len(ref) > 1
         for a, b in zip(ref, got, strict=True):
             assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("seed", [2**70, -1, 1.5, "0"])
+def test_monte_carlo_seed_outside_the_generator_range_is_a_value_error(seed):
+    ld = M.LayerData.from_logits(torch.randn(2, 6, 6, dtype=torch.float64), torch.randn(2, 6, 4, dtype=torch.float64))
+    with pytest.raises(ValueError, match="seed"):
+        M.expected_distance_mc(ld, N=2, n_samples=4, seed=seed)

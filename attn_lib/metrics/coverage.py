@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .._validation import check_int
+from .._validation import check_int, check_seed
 from ._engine import F64, run_blocks
 from .layer import LayerData, as_layer, check_n, top_n_order
 from .separability import unit_layer
@@ -179,7 +179,7 @@ def coverage_metrics(
     ld = as_layer(layer, values, mask)
     N = check_n(N)
     P = check_int("permutations", permutations, low=1)
-    seed = check_int("seed", seed, low=0)
+    seed = check_seed("seed", seed)
     sets = separable_sets(ld, N=N, normalize=normalize)
     H, L, n = ld.H, ld.L, sets.order.shape[-1]
     valid = sets.valid.all(0)  # (L,)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from .. import _kernels as _kern
-from .._validation import check_int
+from .._validation import check_int, check_seed
 from . import _engine
 from ._engine import F64, kernel_threads, uses_numba
 from .layer import LayerData, as_layer, check_n, check_rows
@@ -82,7 +82,7 @@ def expected_distance_mc(
     ld = as_layer(layer, values, mask)
     N = check_n(N)
     n_samples = check_int("n_samples", n_samples, low=1)
-    seed = check_int("seed", seed, low=0)
+    seed = check_seed("seed", seed)
     rows = torch.arange(ld.L) if rows is None else check_rows(rows, ld.L)
     if ld.mask.shape[0] != 1 and not bool((ld.mask == ld.mask[:1]).all()):
         raise ValueError("expected_distance_mc needs the same mask for every head")

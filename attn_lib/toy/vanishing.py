@@ -30,7 +30,7 @@ import torch
 from matplotlib.figure import Figure
 
 from .. import normalizers, theory
-from .._validation import check_choice, check_int, check_positive
+from .._validation import check_choice, check_int, check_positive, check_seed
 from ..widgets import label_figure
 
 __all__ = [
@@ -167,7 +167,7 @@ def random_logits(lengths: Sequence[int], a: float, seed: int = 0) -> dict[int, 
     """
     Ls = _lengths(lengths)
     a = check_positive("a", a)
-    rng = np.random.default_rng(check_int("seed", seed, low=0))
+    rng = np.random.default_rng(check_seed("seed", seed))
     return {int(L): rng.uniform(-a, a, size=int(L)) for L in Ls}
 
 
@@ -260,7 +260,7 @@ def random_check(
     T = check_positive("temperature", temperature)
     Ls = _lengths(lengths)
     draws = check_int("draws", draws, low=1)
-    rng = np.random.default_rng(check_int("seed", seed, low=0))
+    rng = np.random.default_rng(check_seed("seed", seed))
     rows = []
     for fam in _families(families):
         for L in Ls:
@@ -483,7 +483,7 @@ def corollary1_table(dim: int, lengths: Sequence[int], temperature: float, seed:
     d = check_int("dim", dim, low=1)
     Ls = _lengths(lengths)
     T = check_positive("temperature", temperature)
-    gen = torch.Generator().manual_seed(check_int("seed", seed, low=0))
+    gen = torch.Generator().manual_seed(check_seed("seed", seed))
     rows = []
     for L in Ls:
         q = torch.randn(d, generator=gen, dtype=torch.float64)

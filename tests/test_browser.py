@@ -413,9 +413,9 @@ def test_chapter_shows_numbered_statements_and_a_working_reference(visits, rel):
             f"{rel}: no numbered block {expected!r}; blocks found: {titles}"
         )
     # {prf:ref} links: internal links whose text names a numbered statement (or a block title) of the book
-    links = page.locator("main a.reference.internal:has(span.std-ref), main a.reference.internal")
+    links = page.locator("main article a.reference.internal:not(.nav-link)")
     refs = [(links.nth(i).inner_text().strip(), links.nth(i).get_attribute("href") or "") for i in range(links.count())]
-    prf = [(t, h) for t, h in refs if "#" in h and re.search(r"(lem|cor|thm|asm|def|prop|rem|exa)-", h)]
+    prf = [(t, h) for t, h in refs if re.search(r"#(lem|cor|thm|asm|def|prop|rem|exa)-", h)]
     assert prf, f"{rel}: no {{prf:ref}} link to a numbered statement (links found: {refs[:10]})"
     for text, href in prf:
         target, anchor = href.split("#", 1)

@@ -1459,6 +1459,13 @@ _CLAIM_SECTIONS = (
 )
 
 
+def _need_results(results: Any) -> None:
+    if not isinstance(results, dict):
+        raise ValueError(
+            f"results must be the dict that attn_lib.experiments.run_all returns (got {type(results).__name__})"
+        )
+
+
 def setting_differences(
     model: str, text: str, *, n_heads: int | None = None, n_kv_heads: int | None = None
 ) -> list[str]:
@@ -1523,6 +1530,7 @@ def reproduction_table(
         the paper's setting (model, text; :func:`setting_differences` lists them in full) for a claim that is not
         reproduced, and points to the project decisions behind it; ``section`` is the label of the appendix section that explains the decisions the claim rests on.
     """
+    _need_results(results)
     vt = verdicts(results, thresholds)
     meta = next((_meta(df) for df in results.values() if isinstance(df, pd.DataFrame) and len(df)), {})
     diffs = setting_differences(meta.get("model", ""), meta.get("text", ""), n_heads=n_heads, n_kv_heads=n_kv_heads)
@@ -1563,6 +1571,7 @@ def runtime_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
         ``figure``, ``paper (s)``, ``here: analysis (s)``, ``here: shared forward pass (s)``, ``speed-up``
         (paper time over analysis plus shared pass), ``device``, ``computed at``.
     """
+    _need_results(results)
     rows = []
     for name, (alg, fig, paper_s) in PAPER_TABLE1.items():
         df = results.get(name)

@@ -481,3 +481,9 @@ def test_run_all_keeps_each_experiments_time_with_its_table(gpt2_small, tmp_path
         assert set(timing["experiments_in_pass"]) == {"distance_vs_length", "separability"}
     again = E.run_all(gpt2_small, TEXT, PROFILE, cache=cache, experiments=["separability"])  # from the cache
     assert again["separability"].attrs["timing"] == res["separability"].attrs["timing"]
+
+
+@pytest.mark.parametrize("crit_rows", [-1, 1.5, "8"])
+def test_critical_n_rejects_a_bad_row_count(gpt2_small, crit_rows):
+    with pytest.raises(ValueError, match="crit_rows"):
+        E.critical_n(gpt2_small, TEXT, lengths=[16], crit_rows=crit_rows)

@@ -69,3 +69,10 @@ class TestRuntimeTable:
 
     def test_tables_without_timing_are_left_out(self):
         assert R.runtime_table(_results()).empty
+
+
+@pytest.mark.parametrize("fn", [R.reproduction_table, R.runtime_table])
+@pytest.mark.parametrize("bad", [None, [], "results", pd.DataFrame()])
+def test_results_must_be_the_run_all_dict(fn, bad):
+    with pytest.raises(ValueError, match="results must be the dict"):
+        fn(bad)

@@ -54,6 +54,12 @@ book: setup
 	$(JB_BUILD)
 	@echo "Book built: _build/html/index.html"
 
+# The student edition: the same book with the exercises and without their solutions (sphinx-exercise's
+# hide_solutions), into _build/student/html; tools/student_book.py writes its configuration, then checks the pages.
+.PHONY: book-student
+book-student: setup
+	$(PY) tools/student_book.py build
+
 # Lint needs only the Python tools (the lint extra), not the vendored JavaScript. Rules: [tool.ruff] in pyproject.toml.
 # The chapter check (tools/chapters.py) fails when a book/NN_*.md chapter and its .ipynb twin are out of sync.
 WORKFLOWS := $(wildcard .github/workflows/*.yml .github/workflows/*.yaml)

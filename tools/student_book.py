@@ -1,0 +1,189 @@
+"""The student edition of the book: every chapter with its exercises and without their solutions.
+
+    python tools/student_book.py build   # write the configuration, build into _build/student/html, then check it
+    python tools/student_book.py check   # only check an existing _build/student/html
+
+The configuration is ``_config.yml`` with sphinx-exercise's ``hide_solutions`` set and the local extension
+``book/_ext/student_edition.py`` loaded (it makes ``hide_solutions`` remove the gated ``{solution-start}`` ...
+``{solution-end}`` blocks the chapters use, code cells included). It is written to ``_build/student/_config.yml``
+and passed to ``jupyter-book build --config``; the HTML goes to ``_build/student/html``, next to (never into) the
+instructors' ``_build/html``.
+
+``check`` fails when a chapter page of the student HTML still shows a solution (a solution block, a ``sol-`` label,
+or a line of a solution's code or plain prose from the chapter source) or lost an exercise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import html
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = Path("_build") / "student"
+EXTENSION = "student_edition"
+
+_SOLUTION = re.compile(r"^```\{solution-start\}.*?^```\{solution-end\}\n```", re.M | re.S)
+_EXERCISE = re.compile(r"^```\{exercise\}", re.M)
+_TAG = re.compile(r"<[^>]+>")
+_SPACE = re.compile(r"\s+")
+
+
+def student_config(root: Path = ROOT, overrides: dict | None = None) -> dict:
+    """``_config.yml`` of ``root`` with the solutions hidden and the student extension loaded.
+
+    Parameters
+    ----------
+    root : Path
+        Repository root (holds ``_config.yml`` and ``book/_ext``).
+    overrides : dict, optional
+        Merged into the configuration, key by key (nested dicts are merged, other values replaced); e.g.
+        ``{"execute": {"execute_notebooks": "off"}}``.
+
+    Returns
+    -------
+    dict
+        The configuration; the path of the local extension is absolute, so the file can live anywhere.
+    """
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+    sphinx = config.setdefault("sphinx", {})
+    sphinx.setdefault("config", {})["hide_solutions"] = True
+    sphinx.setdefault("local_extensions", {})[EXTENSION] = str((root / "book" / "_ext").resolve())
+    _merge(config, overrides or {})
+    return config
+
+
+def _merge(base: dict, extra: dict) -> None:
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = copy.deepcopy(value)
+
+
+def build(root: Path = ROOT, out: Path | None = None, overrides: dict | None = None) -> Path:
+    """Build the student edition of the book in ``root`` into ``out/html`` and return that folder.
+
+    Parameters
+    ----------
+    root : Path
+        Repository root.
+    out : Path, optional
+        Output folder (default ``root/_build/student``); ``out/_config.yml`` is the generated configuration.
+    overrides : dict, optional
+        See :func:`student_config`.
+
+    Returns
+    -------
+    Path
+        ``out/html``. A failed build raises :class:`subprocess.CalledProcessError`.
+    """
+    out = (out or root / OUT).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    config_path = out / "_config.yml"
+    config_path.write_text(yaml.safe_dump(student_config(root, overrides), sort_keys=False), encoding="utf-8")
+    work = out / "work"
+    shutil.rmtree(work, ignore_errors=True)
+    jupyter_book = Path(sys.executable).with_name("jupyter-book")
+    command = [str(jupyter_book) if jupyter_book.exists() else "jupyter-book", "build", str(root)]
+    command += ["--config", str(config_path), "--path-output", str(work), "--builder", "html", "--all"]
+    subprocess.run(command, check=True, cwd=root)
+    target = out / "html"
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.move(str(work / "_build" / "html"), str(target))
+    shutil.rmtree(work, ignore_errors=True)
+    return target
+
+
+def _page_text(page: str) -> str:
+    return _SPACE.sub(" ", html.unescape(_TAG.sub("", page)))
+
+
+def solution_lines(md_text: str) -> list[str]:
+    """Lines of the solutions in a chapter source that would show verbatim on a page: code and plain prose.
+
+    Parameters
+    ----------
+    md_text : str
+        A chapter's MyST Markdown.
+
+    Returns
+    -------
+    list of str
+        Lines of at least 20 characters, whitespace collapsed; directive lines, options, comments and prose with
+        markup (math, roles, code spans) are left out, since they do not show verbatim.
+    """
+    lines = []
+    for block in _SOLUTION.findall(md_text):
+        for line in block.splitlines():
+            text = _SPACE.sub(" ", line.split("  #")[0]).strip()
+            if len(text) < 20 or text.startswith(("```", ":", "#")) or re.search(r"[$`{}\\*]", text):
+                continue
+            lines.append(text)
+    return lines
+
+
+def check(html_dir: Path, root: Path = ROOT) -> list[str]:
+    """What is wrong with a student edition: solutions left in, exercises lost. Empty when it is right.
+
+    Parameters
+    ----------
+    html_dir : Path
+        The built student HTML (``_build/student/html``).
+    root : Path
+        Repository root, whose ``book/NN_*.md`` sources say which exercises and solutions each page has.
+
+    Returns
+    -------
+    list of str
+        One line per problem.
+    """
+    problems = []
+    for md in sorted((root / "book").glob("[0-9][0-9]_*.md")):
+        source = md.read_text(encoding="utf-8")
+        n_exercises = len(_EXERCISE.findall(source))
+        page_path = html_dir / "book" / f"{md.stem}.html"
+        if not page_path.is_file():
+            if n_exercises:
+                problems.append(f"{md.name}: no page {page_path.relative_to(html_dir)} in the student edition")
+            continue
+        page = page_path.read_text(encoding="utf-8")
+        shown = len(re.findall(r'<div class="[^"]*\bexercise\b[^"]*"', page))
+        if shown != n_exercises:
+            problems.append(f"{md.name}: {shown} exercises on the page, {n_exercises} in the source")
+        if re.search(r'class="[^"]*\bsolution\b', page) or re.search(r'id="sol-', page):
+            problems.append(f"{md.name}: a solution block is on the page")
+        text = _page_text(page)
+        leaked = [line for line in solution_lines(source) if line in text]
+        if leaked:
+            problems.append(f"{md.name}: {len(leaked)} solution lines on the page, e.g. {leaked[0]!r}")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["build", "check"])
+    parser.add_argument("--root", type=Path, default=ROOT, help="repository root (default: this checkout)")
+    args = parser.parse_args(argv)
+    root = args.root.resolve()
+    html_dir = build(root) if args.command == "build" else root / OUT / "html"
+    if not html_dir.is_dir():
+        print(f"student book: no {html_dir} (run `make book-student`)", file=sys.stderr)
+        return 1
+    problems = check(html_dir, root)
+    for line in problems:
+        print("student book:", line, file=sys.stderr)
+    if not problems:
+        print(f"Student edition (no solutions): {html_dir / 'index.html'}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

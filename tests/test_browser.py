@@ -437,3 +437,44 @@ def test_chapter_shows_numbered_statements_and_a_working_reference(visits, rel):
 def _around(text: str, needle: str, width: int = 60) -> str:
     i = text.find(needle)
     return text[max(0, i - width) : i + width]
+
+
+# ------------------------------------------------------------------------------------------------ exercises
+
+#: every chapter page (book/NN_*.md), whether or not its source has exercises: each must show at least 3
+CHAPTER_PAGES = sorted(f"book/{p.stem}.html" for p in (ROOT / "book").glob("[0-9][0-9]_*.md"))
+MIN_EXERCISES = 3
+#: "Exercise 7 (Title (kind · difficulty))", the title sphinx-exercise renders from the chapters' format
+EXERCISE_TITLE = re.compile(
+    r"^Exercise (\d+)\s*\((.+) \((derivation|implementation|measurement) · (easy|medium|hard)\)\)$", re.S
+)
+
+
+@pytest.mark.parametrize("rel", CHAPTER_PAGES)
+def test_chapter_exercises_are_numbered_and_their_solutions_open_on_click(visits, rel):
+    if rel not in PAGES:
+        _unavailable(f"{rel} is not in the built book at {HTML} (run `make book` first)")
+    page = visits(rel).page
+    titles = [t.strip() for t in page.locator("main div.exercise > .admonition-title").all_inner_texts()]
+    assert len(titles) >= MIN_EXERCISES, f"{rel}: {len(titles)} exercises, at least {MIN_EXERCISES} expected"
+    parsed = [EXERCISE_TITLE.match(t) for t in titles]
+    assert all(parsed), f"{rel}: exercise titles not numbered as 'Exercise n (title (kind · difficulty))': {titles}"
+    numbers = [int(m.group(1)) for m in parsed]
+    assert numbers == list(range(numbers[0], numbers[0] + len(numbers))), f"{rel}: exercise numbers {numbers}"
+    # sphinx-togglebutton collapses the dropdown solutions once the page's JavaScript has run
+    page.wait_for_selector("main div.solution.toggle-hidden", state="attached", timeout=30_000)
+    solutions = page.locator("main div.solution")
+    assert solutions.count() == len(titles), f"{rel}: {solutions.count()} solutions for {len(titles)} exercises"
+    for i in range(solutions.count()):
+        sol = solutions.nth(i)
+        follows = sol.evaluate("e => !!e.previousElementSibling && e.previousElementSibling.matches('div.exercise')")
+        assert follows, f"{rel}: solution {i} does not follow its exercise"
+        body = sol.locator(":scope > section").first
+        assert not body.is_visible(), f"{rel}: solution {i} ({titles[i]!r}) is not collapsed initially"
+        sol.locator(":scope > .admonition-title").click()
+        body.wait_for(state="visible", timeout=10_000)
+        assert body.inner_text().strip(), f"{rel}: solution {i} opened empty"
+        if i == 0:
+            sol.screenshot(path=str(_shot_name(rel, "__solution0_open")))
+    v = visits(rel)
+    assert not v.js_errors, f"{rel}: JavaScript errors while opening the solutions: {v.js_errors}"

@@ -120,6 +120,17 @@ def test_solution_lines_are_the_verbatim_lines_of_the_solutions():
     assert not any(line.startswith((":", "```")) for line in lines)
 
 
+def test_a_solution_line_that_the_chapter_also_has_elsewhere_is_not_counted():
+    shared = "result_of_the_chapter_body = compute_everything(handle, text)"
+    body = f"```{{code-cell}} ipython3\n{shared}  # in the chapter\n```\n\n"
+    solution = DEMO_CHAPTER.replace(
+        "answer_of_the_demo_solution = 41 + 1", f"{shared}\nanswer_of_the_demo_solution = 41 + 1"
+    )
+    lines = student_book.solution_lines(body + solution)
+    assert shared not in lines and "answer_of_the_demo_solution = 41 + 1" in lines
+    assert shared in student_book.solution_lines(solution)  # counted when only the solution has it
+
+
 def test_student_edition_keeps_the_exercises_and_leaves_out_the_solutions(student_html, small_book):
     assert student_book.check(student_html, small_book) == []
     demo, chapter = _page(student_html, DEMO), _page(student_html, CHAPTER_1)

@@ -106,6 +106,11 @@ def _page_text(page: str) -> str:
     return _SPACE.sub(" ", html.unescape(_TAG.sub("", page)))
 
 
+def _line(line: str) -> str:
+    """A source line as it shows on a page: trailing comment dropped, whitespace collapsed."""
+    return _SPACE.sub(" ", line.split("  #")[0]).strip()
+
+
 def solution_lines(md_text: str) -> list[str]:
     """Lines of the solutions in a chapter source that would show verbatim on a page: code and plain prose.
 
@@ -118,13 +123,20 @@ def solution_lines(md_text: str) -> list[str]:
     -------
     list of str
         Lines of at least 20 characters, whitespace collapsed; directive lines, options, comments and prose with
-        markup (math, roles, code spans) are left out, since they do not show verbatim.
+        markup (math, roles, code spans) are left out, since they do not show verbatim, and so are lines that the
+        chapter also has outside its solutions.
     """
+    elsewhere = {_line(line) for line in _SOLUTION.sub("", md_text).splitlines()}
     lines = []
     for block in _SOLUTION.findall(md_text):
         for line in block.splitlines():
-            text = _SPACE.sub(" ", line.split("  #")[0]).strip()
-            if len(text) < 20 or text.startswith(("```", ":", "#")) or re.search(r"[$`{}\\*]", text):
+            text = _line(line)
+            if (
+                len(text) < 20
+                or text.startswith(("```", ":", "#"))
+                or re.search(r"[$`{}\\*]", text)
+                or text in elsewhere
+            ):
                 continue
             lines.append(text)
     return lines

@@ -854,7 +854,7 @@ def warm_up(callback=None) -> list[str]:
         ("scan_prefix", lambda: scan_prefix(a, G, order, zv, zz, t, rows, 1, 2, "L-1")),
         ("dist_prefix", lambda: dist_prefix(a, G, vals, order, zv, zz, t, 1, "L-1", with_d1=True)),
         ("mc_prefix", lambda: mc_prefix(a, G, vals, t, rows, np.zeros((x["L"], 2, 1), dtype=np.int64))),
-        ("mc_scan_prefix", lambda: mc_scan_prefix(a, G, order, t, rows, 1, 2)),
+        ("mc_scan_prefix", lambda: mc_scan_prefix(a, G, order[0][:, None, :], t, rows, 1, 2)),
         ("order_prefix", lambda: order_prefix(a, t, 2)),
         ("sep_prefix", lambda: sep_prefix(a, G, vals, order, t, 1)),
         ("running_min_sq", lambda: running_min_sq(G)),

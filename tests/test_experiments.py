@@ -351,12 +351,13 @@ def test_kernel_warm_up_compiles_what_the_runs_use(gpt2_small, monkeypatch):
     if not K.available():
         pytest.skip("numba not importable")
     monkeypatch.setattr(M, "DEFAULT_ENGINE", "numba")
-    assert K.warm_up() == list(K.KERNELS) and len(K.KERNELS) == 8
+    assert K.warm_up() == list(K.KERNELS) and len(K.KERNELS) == 9
     dispatchers = [
         getattr(K, n)
         for n in (
             "_scan_prefix",
             "_mc_prefix",
+            "_mc_scan_prefix",
             "_dist_prefix",
             "_sep_prefix",
             "_running_min",

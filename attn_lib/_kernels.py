@@ -14,6 +14,10 @@ a job is sequential, so results do not depend on the number of threads (reproduc
   E1 and E2 carry a relative error below ``1.2e-7`` (tested against the float64 references at ``1e-6``).
 * :func:`mc_prefix` -- the Monte-Carlo estimate of ``E[d~]`` for given random subsets (float64 throughout):
   ``s . x_i`` from the ``n`` Gram rows of a subset (or from ``s`` when ``n`` exceeds the head dimension).
+* :func:`mc_scan_prefix` -- the Monte-Carlo estimate of ``E[d~]`` for every ``N`` of a range at once (the ``"mc"``
+  form of the critical-N scan): each subset is a prefix of a given random order of the row's tokens, so the state
+  of :func:`scan_prefix` is updated one token at a time, two ``N`` per pass over the row; ``O(K t^2)`` per row.
+  Float64 state, float32 square roots (the precision of :func:`scan_prefix`).
 * :func:`dist_prefix` (d~, E1, Jensen gap, E2, d_1 at one N), :func:`sep_prefix` (``N_s/N``, ``rho_min``),
   :func:`order_prefix` (top-N order, ties to the lower index), :func:`running_min_sq` (delta of Algorithm 4):
   float64, the same formulas as the tensor code of :mod:`attn_lib.metrics`.
@@ -202,7 +206,9 @@ def _mc_prefix_py(alpha, G, values, t, rows, sub, mean_out, se_out):
 def _mc_scan_prefix_py(alpha, G, perm, t, rows, n_min, n_max, mean_out, se_out):
     # Monte-Carlo E[d~] for every N: K random permutations per row; the subset of size N is the permutation's
     # prefix, so adding its N-th token j updates K_i = alpha_i ||x_i||^2 - 2 s . x_i by -2 alpha_j G_ji and ||s||^2
-    # by alpha_j (2 alpha_j G_jj - K_j), as in _scan_prefix_py: O(t) per (sample, N), O(K t min(t, n_max)) per row
+    # by alpha_j (2 alpha_j G_jj - K_j), as in _scan_prefix_py: O(t) per (sample, N), O(K t min(t, n_max)) per row.
+    # Two N per pass over the row's tokens (N and N + 1: the state after N is formed in registers and both roots
+    # taken), which halves the traffic of the state K.
     H = alpha.shape[0]
     R = rows.shape[0]
     n_samp = perm.shape[1]
@@ -228,25 +234,57 @@ def _mc_scan_prefix_py(alpha, G, perm, t, rows, n_min, n_max, mean_out, se_out):
                 Kst[i] = base[i]
                 keep[i] = 1.0
             ss = 0.0
-            for N in range(1, top + 1):
+            for N in range(1, n_min):  # before the range: the state only
                 j = pk[N - 1]
                 aj = a[j]
                 ss += aj * (2.0 * aj * G[h, j, j] - Kst[j])
-                m2j = -2.0 * aj
+                m1 = -2.0 * aj
                 Gj = G[h, j]
                 keep[j] = 0.0
-                if N < n_min:
+                for i in range(W):
+                    Kst[i] += m1 * Gj[i]
+            N = n_min
+            while N <= top:
+                j1 = pk[N - 1]
+                a1 = a[j1]
+                ss1 = ss + a1 * (2.0 * a1 * G[h, j1, j1] - Kst[j1])
+                m1 = -2.0 * a1
+                G1 = G[h, j1]
+                keep[j1] = 0.0
+                if N + 1 <= top:  # N and N + 1 in one pass
+                    j2 = pk[N]
+                    a2 = a[j2]
+                    k2 = Kst[j2] + m1 * G1[j2]  # K_j2 after N
+                    ss2 = ss1 + a2 * (2.0 * a2 * G[h, j2, j2] - k2)
+                    m2j = -2.0 * a2
+                    G2 = G[h, j2]
+                    keep[j2] = 0.0  # j2 is still outside the subset at N: its root is added after the pass
+                    u1 = 0.0
+                    u2 = 0.0
+                    for i in range(W):  # roots in float32, as in _scan_prefix_py
+                        k1 = Kst[i] + m1 * G1[i]
+                        kk = k1 + m2j * G2[i]
+                        Kst[i] = kk
+                        u1 += keep[i] * np.float64(math.sqrt(np.float32(max(ss1 + a[i] * k1, 0.0))))
+                        u2 += keep[i] * np.float64(math.sqrt(np.float32(max(ss2 + a[i] * kk, 0.0))))
+                    u1 += np.float64(math.sqrt(np.float32(max(ss1 + a2 * k2, 0.0))))
+                    ss = ss2
+                    step = 2
+                else:
+                    u1 = 0.0
+                    u2 = 0.0
                     for i in range(W):
-                        Kst[i] += m2j * Gj[i]
-                    continue
-                un = 0.0
-                for i in range(W):  # one pass: update K_i, then the root (float32, as in _scan_prefix_py)
-                    Kst[i] += m2j * Gj[i]
-                    un += keep[i] * np.float64(math.sqrt(np.float32(max(ss + a[i] * Kst[i], 0.0))))
-                q = N - n_min
-                dlt = un - mu[q]
-                mu[q] += dlt / (k + 1)
-                m2[q] += dlt * (un - mu[q])
+                        Kst[i] += m1 * G1[i]
+                        u1 += keep[i] * np.float64(math.sqrt(np.float32(max(ss1 + a[i] * Kst[i], 0.0))))
+                    ss = ss1
+                    step = 1
+                for q in range(step):
+                    x = u1 if q == 0 else u2
+                    c = N - n_min + q
+                    dlt = x - mu[c]
+                    mu[c] += dlt / (k + 1)
+                    m2[c] += dlt * (x - mu[c])
+                N += step
         for q in range(top - n_min + 1):
             mean_out[h, ri, q] = mu[q]
             if n_samp > 1:

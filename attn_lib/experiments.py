@@ -14,7 +14,8 @@ Experiments (each returns a :class:`pandas.DataFrame` whose every row carries ``
 
 1. :func:`distance_vs_length` -- d~, d_max, E1 (+ Jensen gap), E2 and Monte-Carlo E[d~] against ``L`` at ``N=5``.
 2. :func:`distance_vs_n` -- the same against ``N`` at fixed ``L``.
-3. :func:`critical_n` -- KS test of per-head means of d~ against E1 and E2, for every ``L`` and ``N`` (trace);
+3. :func:`critical_n` -- KS test of per-head means of d~ against E1, E2 and the Monte-Carlo E[d~], for every ``L``
+   and ``N`` (trace);
    :func:`critical_n_summary` gives the critical ``N`` per ``L``.
 4. :func:`separability` -- ``N_s/N`` and Theorem 2's bounds per head against ``N``.
 5. :func:`gradient_sensitivity` -- row-mean ``g(T, eps)`` per head against ``T`` for each ``eps``.

@@ -440,7 +440,7 @@ def test_engines_give_the_same_tables(gpt2_small, monkeypatch):
         assert list(x.columns) == list(y.columns) and len(x) == len(y) > 0, name
         for c in x.columns:
             if pd.api.types.is_float_dtype(x[c]):
-                assert np.allclose(x[c], y[c], rtol=1e-6, atol=1e-12), (name, c)
+                assert np.allclose(x[c], y[c], rtol=1e-6, atol=1e-12, equal_nan=True), (name, c)  # NaN: n/a
             else:
                 assert (x[c] == y[c]).all(), (name, c)
     monkeypatch.setattr(M, "DEFAULT_ENGINE", "fortran")

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from attn_lib import theory
+from attn_lib._validation import check_seed
 
 __all__ = [
     # chapter 1
@@ -115,8 +116,8 @@ def _finite(got: np.ndarray, who: str, why: str) -> None:
         raise AssertionError(f"HINT: {who} returned inf or nan {why}")
 
 
-def _rng() -> np.random.Generator:
-    return np.random.default_rng(SEED)
+def _rng(seed: Any) -> np.random.Generator:
+    return np.random.default_rng(check_seed("seed", seed))
 
 
 def _row(L: int, d: int, scale: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -128,7 +129,7 @@ def _row(L: int, d: int, scale: float, rng: np.random.Generator) -> tuple[np.nda
 # ----------------------------------------------------------------------------------------------------------
 # chapter 1: vanishing attention
 # ----------------------------------------------------------------------------------------------------------
-def check_stable_softmax(fn: Callable) -> None:
+def check_stable_softmax(fn: Callable, seed: int = SEED) -> None:
     """Check ``fn(logits, T)``: the softmax of ``logits / T`` over the last axis, computed stably.
 
     Parameters
@@ -136,6 +137,8 @@ def check_stable_softmax(fn: Callable) -> None:
     fn : callable
         ``fn(logits, T) -> weights`` with ``logits`` a float64 array of shape ``(B, L)``, ``T > 0`` a float, and
         ``weights`` of shape ``(B, L)`` (numpy array or torch tensor), each row summing to one.
+    seed : int, optional
+        Seed of the inputs (the public tests use the default, the hidden tests other seeds).
 
     Returns
     -------
@@ -144,7 +147,7 @@ def check_stable_softmax(fn: Callable) -> None:
     """
     _check_callable(fn)
     who = "your softmax"
-    l = 3.0 * _rng().standard_normal((4, 7))
+    l = 3.0 * _rng(seed).standard_normal((4, 7))
     got = _as_array(_call(fn, "fn", l.copy(), 1.0), who)
     _shape(got, l.shape, who, "one row of weights per row of logits")
     e = np.exp(l - l.max(0, keepdims=True))
@@ -183,7 +186,7 @@ def check_stable_softmax(fn: Callable) -> None:
         )
 
 
-def check_lemma1_bounds(fn: Callable) -> None:
+def check_lemma1_bounds(fn: Callable, seed: int = SEED) -> None:
     """Check ``fn(a, L, T)``: Lemma 1's bounds ``(C1 / L, C2 / L)`` for softmax with logits in ``[-a, a]``.
 
     For ``F(l) = exp(l / T)``: ``C1 = exp(-2a/T)`` and ``C2 = exp(2a/T)``.
@@ -192,6 +195,8 @@ def check_lemma1_bounds(fn: Callable) -> None:
     ----------
     fn : callable
         ``fn(a, L, T) -> (lower, upper)``, two floats, with ``a >= 0``, ``L >= 1`` an int and ``T > 0``.
+    seed : int, optional
+        Seed of the inputs (the public tests use the default, the hidden tests other seeds).
 
     Returns
     -------
@@ -200,7 +205,9 @@ def check_lemma1_bounds(fn: Callable) -> None:
     """
     _check_callable(fn)
     who = "your lemma1_bounds"
-    for a, L, T in ((1.0, 10, 1.0), (2.0, 50, 0.5), (0.5, 7, 2.0)):
+    rng = _rng(seed)
+    drawn = [(rng.uniform(0.1, 2.0), int(rng.integers(2, 100)), rng.uniform(0.3, 3.0)) for _ in range(2)]
+    for a, L, T in [(1.0, 10, 1.0), (2.0, 50, 0.5), (0.5, 7, 2.0), *drawn]:
         got = _as_array(_call(fn, "fn", a, L, T), who)
         _shape(got, (2,), who, "a pair (lower, upper)")
         lo, hi = theory.lemma1_bounds(lambda z, T=T: np.exp(z / T), a, L)
@@ -251,7 +258,7 @@ def _distance_variants(alpha: np.ndarray, X: np.ndarray, N: int) -> list[tuple[s
     ]
 
 
-def check_distance(fn: Callable) -> None:
+def check_distance(fn: Callable, seed: int = SEED) -> None:
     r"""Check ``fn(alpha, X, N)``: the distance :math:`\tilde d=\sum_{i\notin I_N}\|\alpha_ix_i-s\|_2` of one row.
 
     Parameters
@@ -259,6 +266,8 @@ def check_distance(fn: Callable) -> None:
     fn : callable
         ``fn(alpha, X, N) -> float`` with ``alpha`` of shape ``(L,)`` (weights summing to one), ``X`` of shape
         ``(L, d)`` and ``1 <= N <= L``; ``I_N`` is the top-N set and :math:`s=\sum_{j\in I_N}\alpha_jx_j`.
+    seed : int, optional
+        Seed of the inputs (the public tests use the default, the hidden tests other seeds).
 
     Returns
     -------
@@ -267,7 +276,7 @@ def check_distance(fn: Callable) -> None:
     """
     _check_callable(fn)
     who = "your d_tilde"
-    rng = _rng()
+    rng = _rng(seed)
     for L, d, scale, N in _ROW_CASES:
         alpha, X = _row(L, d, scale, rng)
         got = _as_array(_call(fn, "fn", alpha.copy(), X.copy(), N), who)
@@ -279,7 +288,7 @@ def check_distance(fn: Callable) -> None:
     _verdict(got, 0.0, [], "with N = L nothing is left out, so d~ must be 0")
 
 
-def check_dmax(fn: Callable) -> None:
+def check_dmax(fn: Callable, seed: int = SEED) -> None:
     r"""Check ``fn(alpha, X, N)``: Theorem 1's bound :math:`d_{\max}` of one row.
 
     .. math:: d_{\max}=(1-\bar\alpha_N)\,d_1+\big((L-N)\bar\alpha_N-(1-\bar\alpha_N)\big)\max_{j\in I_N}\|x_j\|_2,
@@ -289,6 +298,8 @@ def check_dmax(fn: Callable) -> None:
     ----------
     fn : callable
         ``fn(alpha, X, N) -> float`` with ``alpha (L,)``, ``X (L, d)``, ``1 <= N < L``.
+    seed : int, optional
+        Seed of the inputs (the public tests use the default, the hidden tests other seeds).
 
     Returns
     -------
@@ -297,7 +308,7 @@ def check_dmax(fn: Callable) -> None:
     """
     _check_callable(fn)
     who = "your d_max"
-    rng = _rng()
+    rng = _rng(seed)
     for L, d, scale, N in _ROW_CASES:
         alpha, X = _row(L, d, scale, rng)
         got = _as_array(_call(fn, "fn", alpha.copy(), X.copy(), N), who)
@@ -334,7 +345,7 @@ def _tie_row() -> tuple[np.ndarray, np.ndarray, int]:
     return alpha, X, 2
 
 
-def check_distinguishable_count(fn: Callable) -> None:
+def check_distinguishable_count(fn: Callable, seed: int = SEED) -> None:
     r"""Check ``fn(alpha, X, N)``: the number ``N_s`` of distinguishable selected tokens, strict convention.
 
     With :math:`D_i=\|\alpha_ix_i-s\|_2` and :math:`\rho_{\min}=\min_{j\notin I_N}D_j`:
@@ -344,6 +355,8 @@ def check_distinguishable_count(fn: Callable) -> None:
     ----------
     fn : callable
         ``fn(alpha, X, N) -> int`` with ``alpha (L,)``, ``X (L, d)``, ``1 <= N < L``.
+    seed : int, optional
+        Seed of the inputs (the public tests use the default, the hidden tests other seeds).
 
     Returns
     -------
@@ -352,7 +365,7 @@ def check_distinguishable_count(fn: Callable) -> None:
     """
     _check_callable(fn)
     who = "your n_s"
-    rng = _rng()
+    rng = _rng(seed)
     cases = [(*_row(L, d, s, rng), N) for L, d, s, N in ((16, 4, 2.5, 4), (30, 3, 1.0, 10), (8, 2, 0.5, 3))]
     cases.append(_tie_row())
     for alpha, X, N in cases:
@@ -385,7 +398,7 @@ def check_distinguishable_count(fn: Callable) -> None:
         )
 
 
-def check_theorem2_xi(fn: Callable) -> None:
+def check_theorem2_xi(fn: Callable, seed: int = SEED) -> None:
     r"""Check ``fn(alpha, N, M, delta)``: Theorem 2's :math:`\xi_i` for ``i`` in ``I_N``, in top-N order.
 
     .. math:: \xi_i^2=\Big(M^2-\tfrac{\delta^2}{2}\Big)\beta_i^2+\tfrac{\delta^2}{2}\sum_{j\in I_N\setminus\{i\}}\alpha_j^2,
@@ -396,6 +409,8 @@ def check_theorem2_xi(fn: Callable) -> None:
     fn : callable
         ``fn(alpha, N, M, delta) -> xi`` with ``alpha (L,)``, ``1 <= N <= L``, ``M > 0``, ``0 <= delta <= 2M``;
         ``xi`` has shape ``(N,)``, largest weight first.
+    seed : int, optional
+        Seed of the inputs (the public tests use the default, the hidden tests other seeds).
 
     Returns
     -------
@@ -404,7 +419,7 @@ def check_theorem2_xi(fn: Callable) -> None:
     """
     _check_callable(fn)
     who = "your xi"
-    rng = _rng()
+    rng = _rng(seed)
     for L, N, M, delta in ((16, 4, 1.0, 0.8), (25, 8, 2.0, 1.5)):
         alpha = theory.softmax_np(2.0 * rng.standard_normal(L))
         got = _as_array(_call(fn, "fn", alpha.copy(), N, M, delta), who)
@@ -436,7 +451,7 @@ def check_theorem2_xi(fn: Callable) -> None:
         )
 
 
-def check_markov_lower_bound(fn: Callable) -> None:
+def check_markov_lower_bound(fn: Callable, seed: int = SEED) -> None:
     r"""Check ``fn(alpha, N, M, delta, r)``: Theorem 2's lower bound :math:`1-\frac{1}{rN}\sum_{i\in I_N}\xi_i`.
 
     Parameters
@@ -444,6 +459,8 @@ def check_markov_lower_bound(fn: Callable) -> None:
     fn : callable
         ``fn(alpha, N, M, delta, r) -> float`` with the arguments of :func:`check_theorem2_xi` and a radius
         ``r > 0``.
+    seed : int, optional
+        Seed of the inputs (the public tests use the default, the hidden tests other seeds).
 
     Returns
     -------
@@ -452,7 +469,7 @@ def check_markov_lower_bound(fn: Callable) -> None:
     """
     _check_callable(fn)
     who = "your markov_lower"
-    rng = _rng()
+    rng = _rng(seed)
     for L, N, M, delta, r in ((16, 4, 1.0, 0.8, 0.5), (25, 8, 2.0, 1.5, 0.9)):
         alpha = theory.softmax_np(2.0 * rng.standard_normal(L))
         got = _as_array(_call(fn, "fn", alpha.copy(), N, M, delta, r), who)
@@ -477,7 +494,7 @@ def check_markov_lower_bound(fn: Callable) -> None:
 # ----------------------------------------------------------------------------------------------------------
 # chapter 4: gradient sensitivity
 # ----------------------------------------------------------------------------------------------------------
-def check_softmax_jacobian(fn: Callable) -> None:
+def check_softmax_jacobian(fn: Callable, seed: int = SEED) -> None:
     r"""Check ``fn(logits, T)``: the Jacobian of ``softmax(logits / T)``, :math:`J=(\mathrm{diag}\,\alpha-\alpha\alpha^\top)/T`.
 
     Parameters
@@ -485,6 +502,8 @@ def check_softmax_jacobian(fn: Callable) -> None:
     fn : callable
         ``fn(logits, T) -> J`` with ``logits (L,)`` float64 and ``T > 0``; ``J`` has shape ``(L, L)`` with
         ``J[i, j] = d alpha_i / d l_j`` (numpy array or torch tensor, on any device).
+    seed : int, optional
+        Seed of the inputs (the public tests use the default, the hidden tests other seeds).
 
     Returns
     -------
@@ -493,7 +512,7 @@ def check_softmax_jacobian(fn: Callable) -> None:
     """
     _check_callable(fn)
     who = "your Jacobian"
-    rng = _rng()
+    rng = _rng(seed)
     l = 2.0 * rng.standard_normal(6)
     for T in (0.5, 2.0):
         got = _as_array(_call(fn, "fn", l.copy(), T), who)
@@ -516,13 +535,15 @@ def check_softmax_jacobian(fn: Callable) -> None:
         )
 
 
-def check_jacobian_norm_bound(fn: Callable) -> None:
+def check_jacobian_norm_bound(fn: Callable, seed: int = SEED) -> None:
     """Check ``fn(T)``: the valid spectral-norm bound ``1/(2T)`` on the softmax Jacobian (attained at a tie).
 
     Parameters
     ----------
     fn : callable
         ``fn(T) -> float`` for a temperature ``T > 0``.
+    seed : int, optional
+        Seed of the inputs (the public tests use the default, the hidden tests other seeds).
 
     Returns
     -------
@@ -531,7 +552,8 @@ def check_jacobian_norm_bound(fn: Callable) -> None:
     """
     _check_callable(fn)
     who = "your bound"
-    for T in (0.01, 0.3, 1.0, 4.0):
+    rng = _rng(seed)
+    for T in (0.01, 0.3, 1.0, 4.0, *rng.uniform(0.05, 5.0, size=2)):
         got = _as_array(_call(fn, "fn", T), who)
         _shape(got, (), who, "one number")
         _verdict(
@@ -551,7 +573,7 @@ def check_jacobian_norm_bound(fn: Callable) -> None:
         )
 
 
-def check_spectral_norm(fn: Callable) -> None:
+def check_spectral_norm(fn: Callable, seed: int = SEED) -> None:
     """Check ``fn(logits, T)``: the spectral norm ``||J||_2`` of the softmax Jacobian at ``logits / T``.
 
     Parameters
@@ -559,6 +581,8 @@ def check_spectral_norm(fn: Callable) -> None:
     fn : callable
         ``fn(logits, T) -> float`` with ``logits`` a float64 torch tensor of shape ``(L,)`` on the CPU and
         ``T > 0``; it may move the tensor to another device (``device="auto"``).
+    seed : int, optional
+        Seed of the inputs (the public tests use the default, the hidden tests other seeds).
 
     Returns
     -------
@@ -569,7 +593,7 @@ def check_spectral_norm(fn: Callable) -> None:
 
     _check_callable(fn)
     who = "your spectral norm"
-    rng = _rng()
+    rng = _rng(seed)
     for l_np, T in ((2.0 * rng.standard_normal(8), 0.7), (np.zeros(2), 0.25)):
         got = _as_array(_call(fn, "fn", torch.tensor(l_np, dtype=torch.float64), T), who)
         _shape(got, (), who, "one number")
@@ -595,7 +619,7 @@ def check_spectral_norm(fn: Callable) -> None:
 # ----------------------------------------------------------------------------------------------------------
 # chapter 5: multi-head attention and remedies
 # ----------------------------------------------------------------------------------------------------------
-def check_sparsemax(fn: Callable) -> None:
+def check_sparsemax(fn: Callable, seed: int = SEED) -> None:
     """Check ``fn(logits)``: sparsemax of each row (Euclidean projection onto the probability simplex).
 
     Parameters
@@ -603,6 +627,8 @@ def check_sparsemax(fn: Callable) -> None:
     fn : callable
         ``fn(logits) -> weights`` with ``logits`` a float64 array of shape ``(B, L)``; ``weights`` has the same
         shape, rows on the simplex.
+    seed : int, optional
+        Seed of the inputs (the public tests use the default, the hidden tests other seeds).
 
     Returns
     -------
@@ -613,7 +639,7 @@ def check_sparsemax(fn: Callable) -> None:
 
     _check_callable(fn)
     who = "your sparsemax"
-    l = 1.2 * _rng().standard_normal((5, 9))
+    l = 1.2 * _rng(seed).standard_normal((5, 9))
     got = _as_array(_call(fn, "fn", l.copy()), who)
     _shape(got, l.shape, who, "one row of weights per row of logits")
     _finite(got, who, "")
@@ -634,13 +660,15 @@ def check_sparsemax(fn: Callable) -> None:
     _verdict(got, ref, [], "your weights lie on the simplex but are not the closest point to the logits")
 
 
-def check_coverage(fn: Callable) -> None:
+def check_coverage(fn: Callable, seed: int = SEED) -> None:
     """Check ``fn(p, H)``: the probability ``1 - (1 - p)^H`` that at least one of ``H`` independent heads covers a token.
 
     Parameters
     ----------
     fn : callable
         ``fn(p, H) -> float`` with ``p`` in ``[0, 1]`` and an int ``H >= 1``.
+    seed : int, optional
+        Seed of the inputs (the public tests use the default, the hidden tests other seeds).
 
     Returns
     -------
@@ -649,7 +677,9 @@ def check_coverage(fn: Callable) -> None:
     """
     _check_callable(fn)
     who = "your coverage"
-    for p, H in ((0.8, 3), (0.3, 4), (0.05, 12)):
+    rng = _rng(seed)
+    drawn = [(rng.uniform(0.05, 0.95), int(rng.integers(2, 12))) for _ in range(2)]
+    for p, H in [(0.8, 3), (0.3, 4), (0.05, 12), *drawn]:
         got = _as_array(_call(fn, "fn", p, H), who)
         _shape(got, (), who, "one probability")
         _verdict(
@@ -665,13 +695,15 @@ def check_coverage(fn: Callable) -> None:
         )
 
 
-def check_heads_for_coverage(fn: Callable) -> None:
+def check_heads_for_coverage(fn: Callable, seed: int = SEED) -> None:
     """Check ``fn(p, c)``: the smallest number of heads ``H >= 1`` with ``1 - (1 - p)^H >= c``.
 
     Parameters
     ----------
     fn : callable
         ``fn(p, c) -> int`` with ``p`` in ``(0, 1)`` and ``c`` in ``(0, 1)``.
+    seed : int, optional
+        Seed of the inputs (the public tests use the default, the hidden tests other seeds).
 
     Returns
     -------
@@ -680,7 +712,9 @@ def check_heads_for_coverage(fn: Callable) -> None:
     """
     _check_callable(fn)
     who = "your heads_for_coverage"
-    for p, c in ((0.8, 0.99), (0.3, 0.9), (0.1, 0.999), (0.5, 0.75)):
+    rng = _rng(seed)
+    drawn = [(rng.uniform(0.05, 0.9), rng.uniform(0.5, 0.999)) for _ in range(2)]
+    for p, c in [(0.8, 0.99), (0.3, 0.9), (0.1, 0.999), (0.5, 0.75), *drawn]:
         got = _as_array(_call(fn, "fn", p, c), who)
         _shape(got, (), who, "one integer")
         H = theory.heads_for_coverage(p, c)

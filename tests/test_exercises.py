@@ -516,3 +516,46 @@ class TestAssignmentIndex:
     def test_missing_folder(self, tmp_path):
         with pytest.raises(ValueError, match="assignments_dir must be an existing folder"):
             E.assignment_index(tmp_path / "nope")
+
+
+# ---- every check: other seeds (the hidden tests), bad seeds -------------------------------------------------
+REFERENCES = [
+    (E.check_stable_softmax, softmax, lambda l, T: softmax(l)),
+    (
+        E.check_lemma1_bounds,
+        lambda a, L, T: (math.exp(-2 * a / T) / L, math.exp(2 * a / T) / L),
+        lambda a, L, T: (0, 1),
+    ),
+    (E.check_distance, d_tilde, _first_n),
+    (E.check_dmax, d_max, lambda a, X, N: d_max(a, X, N) * 1.01),
+    (E.check_distinguishable_count, n_s, _ns_variant(strict=False)),
+    (E.check_theorem2_xi, xi, lambda *args: xi(*args) ** 2),
+    (E.check_markov_lower_bound, markov_lower, lambda a, N, M, d, r: 1 - xi(a, N, M, d).sum() / r),
+    (E.check_softmax_jacobian, jac, lambda l, T: jac(l, T) * T),
+    (E.check_jacobian_norm_bound, lambda T: 1 / (2 * T), lambda T: 1 / (4 * T)),
+    (E.check_spectral_norm, lambda l, T: np.linalg.norm(jac(l.numpy(), T), 2), lambda l, T: 0.5 / T),
+    (E.check_sparsemax, sparsemax, softmax),
+    (E.check_coverage, lambda p, H: 1 - (1 - p) ** H, lambda p, H: H * p),
+    (E.check_heads_for_coverage, heads, lambda p, c: heads(p, c) + 1),
+]
+IDS = [c.__name__ for c, _, _ in REFERENCES]
+
+
+@pytest.mark.parametrize(("check", "right", "wrong"), REFERENCES, ids=IDS)
+class TestEveryCheck:
+    def test_right_answer_passes_at_other_seeds(self, check, right, wrong):
+        for seed in (0, 1, 2):
+            check(right, seed=seed)
+
+    def test_wrong_answer_fails_at_another_seed(self, check, right, wrong):
+        with pytest.raises(AssertionError, match="HINT: "):
+            check(wrong, seed=1)
+
+    def test_bad_seed_is_a_value_error(self, check, right, wrong):
+        with pytest.raises(ValueError, match="seed"):
+            check(right, seed=-1)
+
+
+def test_every_public_check_is_tested():
+    names = {n for n in E.__all__ if n.startswith("check_")}
+    assert names == set(IDS)

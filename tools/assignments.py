@@ -1,0 +1,115 @@
+"""Build the autograded assignments: ``assignments/chNN_*.md`` (MyST Markdown in Otter's assignment format, the only
+files anyone edits) -> ``_build/assignments/<name>/`` with Otter's student notebook and autograder.
+
+    python tools/assignments.py build [NAME ...] [--out DIR]   # what `make assignments` runs (all by default)
+    python tools/assignments.py list                          # the assignment names
+
+For each assignment, ``build`` writes
+
+* ``<out>/<name>/source/<name>.ipynb``: the master notebook (solutions and tests), with the Colab set-up cell of
+  ``assignments/_colab_setup.py`` and the Colab GPU metadata filled in;
+* ``<out>/<name>/student/<name>.ipynb``: what students get (``otter assign``: solutions replaced by ``...``,
+  ``grader.check("qN")`` cells, the public tests in the notebook's metadata);
+* ``<out>/<name>/autograder/<name>.ipynb`` (the solution notebook) and ``<out>/<name>/autograder/autograder.zip``
+  (public and hidden tests, for ``otter run`` / ``otter grade``).
+
+The folder ``<out>/<name>`` is rebuilt from scratch, so the build is idempotent; ``otter assign`` runs offline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jupytext
+import nbformat
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "_build" / "assignments"
+COLAB_TAG = "colab-setup"
+#: Notebook metadata that makes Colab open the notebook on a GPU runtime (as the chapters, tools/chapters.py).
+COLAB_METADATA = {"accelerator": "GPU", "colab": {"gpuType": "T4", "provenance": []}}
+
+
+def sources(root: Path = ROOT) -> list[Path]:
+    """The assignment sources ``assignments/chNN_*.md``, sorted."""
+    return sorted((root / "assignments").glob("ch[0-9][0-9]_*.md"))
+
+
+def colab_source(root: Path = ROOT) -> str:
+    """The assignments' Colab set-up cell, with ``repository.url`` of ``_config.yml`` filled in."""
+    url = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))["repository"]["url"]
+    template = (root / "assignments" / "_colab_setup.py").read_text(encoding="utf-8")
+    return template.replace("{repository_url}", url).rstrip("\n")
+
+
+def master_notebook(md: Path, root: Path = ROOT) -> nbformat.NotebookNode:
+    """The master notebook of ``md``: the Colab cell and metadata set, no jupytext metadata, no outputs."""
+    nb = jupytext.read(md, fmt="md:myst")
+    colab = [c for c in nb.cells if c.cell_type == "code" and COLAB_TAG in c.metadata.get("tags", [])]
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    if len(colab) != 1 or code[0] is not colab[0]:
+        raise ValueError(f"{md.name}: the first code cell must be the only one tagged {COLAB_TAG!r}")
+    colab[0].source = colab_source(root)
+    nb.metadata.pop("jupytext", None)
+    nb.metadata.update(copy.deepcopy(COLAB_METADATA))
+    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    nb.metadata["language_info"] = {"name": "python"}
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    nbformat.validate(nb)
+    return nb
+
+
+def build(md: Path, out: Path = OUT, root: Path = ROOT) -> Path:
+    """Build one assignment into ``out/<name>`` (removed first). Returns that folder."""
+    name = md.stem
+    dest = out / name
+    if dest.exists():
+        shutil.rmtree(dest)
+    (dest / "source").mkdir(parents=True)
+    master = dest / "source" / f"{name}.ipynb"
+    nbformat.write(master_notebook(md, root), master)
+    cmd = [sys.executable, "-m", "otter", "assign", "--no-pdfs", str(master), str(dest)]
+    run = subprocess.run(cmd, cwd=dest, capture_output=True, text=True)
+    if run.returncode != 0:
+        raise RuntimeError(f"otter assign failed for {name}:\n{run.stdout}\n{run.stderr}")
+    zips = sorted((dest / "autograder").glob("*.zip"))
+    if len(zips) != 1:
+        raise RuntimeError(f"otter assign wrote {len(zips)} autograder zips for {name}, expected one")
+    zips[0].rename(dest / "autograder" / "autograder.zip")  # Otter's name carries a timestamp
+    student = dest / "student" / f"{name}.ipynb"
+    nb = nbformat.read(student, as_version=4)
+    if nb.metadata.get("accelerator") != "GPU":
+        raise RuntimeError(f"{name}: the student notebook lost the Colab GPU metadata")
+    return dest
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["build", "list"])
+    parser.add_argument("names", nargs="*", help="assignments to build (default: all)")
+    parser.add_argument("--out", type=Path, default=OUT, help=f"output folder (default: {OUT.relative_to(ROOT)})")
+    args = parser.parse_args(argv)
+    found = {md.stem: md for md in sources()}
+    if args.command == "list":
+        print("\n".join(found))
+        return 0
+    unknown = [n for n in args.names if n not in found]
+    if unknown:
+        print(f"assignments: unknown {', '.join(unknown)} (known: {', '.join(found)})", file=sys.stderr)
+        return 2
+    for name in args.names or list(found):
+        dest = build(found[name], args.out.resolve())
+        print(f"assignments: {name} -> {dest}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -6,6 +6,7 @@ student notebook with its solutions filled in runs top to bottom under `jupyter 
 
 from __future__ import annotations
 
+import csv
 import importlib.util
 import json
 import os
@@ -197,3 +198,19 @@ def test_student_notebook_runs_with_solutions_filled_in(built, tmp_path):
     for cell in checks:
         text = "".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs)
         assert "All test cases passed" in text, f"{cell.source}: {text}"
+
+
+def test_grade_writes_a_csv_for_a_folder_of_submissions(built, tmp_path, monkeypatch):
+    """tools/assignments.py grade: a class of two (the solution and the untouched student notebook)."""
+    name = NAMES[0]
+    subs = tmp_path / "submissions"
+    subs.mkdir()
+    (subs / "alice.ipynb").write_bytes((built / name / "autograder" / f"{name}.ipynb").read_bytes())
+    (subs / "bob.ipynb").write_bytes((built / name / "student" / f"{name}.ipynb").read_bytes())
+    monkeypatch.setenv("PYTHONPATH", _env()["PYTHONPATH"])
+    path = tool.grade(built / name / "autograder" / "autograder.zip", subs, tmp_path / "graded")
+    rows = {r["notebook"]: r for r in csv.DictReader(path.open())}
+    assert set(rows) == {"alice.ipynb", "bob.ipynb"}
+    assert float(rows["alice.ipynb"]["total"]) == float(rows["alice.ipynb"]["max"]) > 0
+    assert float(rows["bob.ipynb"]["total"]) == 0
+    assert {"q1", "q2"} <= set(rows["alice.ipynb"])

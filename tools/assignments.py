@@ -3,6 +3,8 @@ files anyone edits) -> ``_build/assignments/<name>/`` with Otter's student noteb
 
     python tools/assignments.py build [NAME ...] [--out DIR]   # what `make assignments` runs (all by default)
     python tools/assignments.py list                          # the assignment names
+    python tools/assignments.py grade NAME FOLDER [--out DIR]  # grade every FOLDER/*.ipynb with `otter run`
+    python tools/assignments.py time [NAME ...]               # run each built solution notebook, print the times
 
 For each assignment, ``build`` writes
 
@@ -20,9 +22,15 @@ from __future__ import annotations
 
 import argparse
 import copy
+import csv
+import json
+import os
+import resource
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import jupytext
@@ -91,20 +99,100 @@ def build(md: Path, out: Path = OUT, root: Path = ROOT) -> Path:
     return dest
 
 
+def _bin(name: str) -> str:
+    """The console script ``name`` of this Python's environment (``otter``, ``jupyter``)."""
+    return str(Path(sys.executable).parent / name)
+
+
+def grade(autograder: Path, submissions: Path, out: Path) -> Path:
+    """Grade every ``submissions/*.ipynb`` with ``otter run`` (no Docker) against ``autograder`` (the zip).
+
+    Writes ``out/<stem>/results.json`` per notebook and ``out/grades.csv`` (one row per notebook: its name, the
+    score of each question, the total and the maximum). Returns the CSV's path.
+    """
+    notebooks = sorted(submissions.glob("*.ipynb"))
+    if not notebooks:
+        raise ValueError(f"submissions must be a folder holding .ipynb files (found none in {submissions})")
+    rows, questions = [], []
+    for nb in notebooks:
+        dest = out / nb.stem
+        if dest.exists():
+            shutil.rmtree(dest)
+        dest.mkdir(parents=True)
+        cmd = [_bin("otter"), "run", "--no-logo", "-a", str(autograder), "-o", str(dest), str(nb)]
+        run = subprocess.run(cmd, capture_output=True, text=True)
+        if run.returncode != 0:
+            raise RuntimeError(f"otter run failed on {nb.name}:\n{run.stdout}\n{run.stderr}")
+        tests = json.loads((dest / "results.json").read_text())["tests"]
+        scores = {t["name"]: (t["score"], t["max_score"]) for t in tests if "max_score" in t}
+        questions += [q for q in scores if q not in questions]
+        rows.append((nb.name, scores))
+    path = out / "grades.csv"
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["notebook", *questions, "total", "max"])
+        for name, scores in rows:
+            total = sum(s for s, _ in scores.values())
+            w.writerow(
+                [name, *(scores.get(q, (0, 0))[0] for q in questions), total, sum(m for _, m in scores.values())]
+            )
+    return path
+
+
+def time_solutions(names: list[str], out: Path = OUT) -> list[dict]:
+    """Execute each built solution notebook top to bottom (``jupyter nbconvert --execute``, a fresh kernel).
+
+    Returns one dict per assignment: ``name``, ``wall_s`` (wall clock, kernel start included) and ``cpu_s`` (user +
+    system time of the kernel and nbconvert).
+    """
+    rows = []
+    for name in names:
+        nb = out / name / "autograder" / f"{name}.ipynb"
+        if not nb.is_file():
+            raise ValueError(f"{name} is not built (run python tools/assignments.py build {name})")
+        with tempfile.TemporaryDirectory() as tmp:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = time.perf_counter()
+            cmd = [_bin("jupyter"), "nbconvert", "--to", "notebook", "--execute", "--output-dir", tmp, str(nb)]
+            subprocess.run(cmd, check=True, capture_output=True, cwd=nb.parent, env=dict(os.environ))
+            wall = time.perf_counter() - t0
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        rows.append({"name": name, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1)})
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["build", "list"])
-    parser.add_argument("names", nargs="*", help="assignments to build (default: all)")
+    parser.add_argument("command", choices=["build", "list", "grade", "time"])
+    parser.add_argument("names", nargs="*", help="assignments (default: all); for grade: NAME FOLDER")
     parser.add_argument("--out", type=Path, default=OUT, help=f"output folder (default: {OUT.relative_to(ROOT)})")
     args = parser.parse_args(argv)
     found = {md.stem: md for md in sources()}
     if args.command == "list":
         print("\n".join(found))
         return 0
+    if args.command == "grade":
+        if len(args.names) != 2 or args.names[0] not in found:
+            print(f"assignments: grade needs NAME FOLDER (NAME one of {', '.join(found)})", file=sys.stderr)
+            return 2
+        name, folder = args.names
+        autograder = OUT / name / "autograder" / "autograder.zip"
+        if not autograder.is_file():
+            print(f"assignments: {autograder} is missing (run make assignments first)", file=sys.stderr)
+            return 2
+        out = args.out if args.out != OUT else Path(folder) / "graded"
+        print(f"assignments: grades in {grade(autograder, Path(folder), out.resolve())}")
+        return 0
     unknown = [n for n in args.names if n not in found]
     if unknown:
         print(f"assignments: unknown {', '.join(unknown)} (known: {', '.join(found)})", file=sys.stderr)
         return 2
+    if args.command == "time":
+        print("| assignment | wall clock (s) | CPU time (s) |\n|---|---|---|")
+        for row in time_solutions(args.names or list(found), args.out.resolve()):
+            print(f"| {row['name']} | {row['wall_s']} | {row['cpu_s']} |")
+        return 0
     for name in args.names or list(found):
         dest = build(found[name], args.out.resolve())
         print(f"assignments: {name} -> {dest}")

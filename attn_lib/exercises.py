@@ -46,6 +46,7 @@ __all__ = [
     # indexes for the instructor page
     "exercise_index",
     "assignment_index",
+    "coverage",
     "EXERCISE_KINDS",
     "EXERCISE_DIFFICULTIES",
 ]
@@ -859,3 +860,32 @@ def assignment_index(assignments_dir: Any = "assignments") -> list[dict]:
                 }
             )
     return rows
+
+
+def coverage(book_dir: Any = "book", assignments_dir: Any = "assignments") -> list[dict]:
+    """Which exercises and assignment questions practise each result, from :func:`exercise_index` and
+    :func:`assignment_index`.
+
+    Parameters
+    ----------
+    book_dir, assignments_dir : str or Path
+        The folders of the chapters and of the assignments.
+
+    Returns
+    -------
+    list of dict
+        One dict per result label, in order of first appearance (exercises first, chapter by chapter, then the
+        assignments): ``result``, ``exercises`` (exercise labels) and ``questions`` (``"<assignment> <question>"``).
+    """
+    table: dict[str, dict] = {}
+
+    def row(label: str) -> dict:
+        return table.setdefault(label, {"result": label, "exercises": [], "questions": []})
+
+    for ex in exercise_index(book_dir):
+        for label in ex["results"]:
+            row(label)["exercises"].append(ex["label"])
+    for q in assignment_index(assignments_dir):
+        for label in q["results"]:
+            row(label)["questions"].append(f"{q['assignment']} {q['question']}")
+    return list(table.values())

@@ -5,6 +5,7 @@ each typical wrong answer with the hint that names the mistake; the indexes read
 from __future__ import annotations
 
 import math
+import re
 import textwrap
 
 import numpy as np
@@ -559,3 +560,29 @@ class TestEveryCheck:
 def test_every_public_check_is_tested():
     names = {n for n in E.__all__ if n.startswith("check_")}
     assert names == set(IDS)
+
+
+def test_coverage_joins_exercises_and_questions(tmp_path):
+    book, assignments = tmp_path / "book", tmp_path / "assignments"
+    book.mkdir()
+    assignments.mkdir()
+    (book / "01_topic.md").write_text(FIXTURE)
+    (assignments / "ch01_x.md").write_text(ASSIGNMENT)
+    assert E.coverage(book, assignments) == [
+        {"result": "lem-vanishing", "exercises": ["ex-01-logit-gap", "ex-01-measure-head"], "questions": ["ch01_x q1"]},
+        {"result": "cor-softmax-vanishing", "exercises": ["ex-01-logit-gap"], "questions": ["ch01_x q1"]},
+    ]
+
+
+def test_every_assignment_question_names_a_result_of_the_book():
+    """The labels in the assignments' **Practises:** lines exist in the chapters (so the instructor page links work)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    labels = set()
+    for md in (root / "book").glob("*.md"):
+        labels |= set(re.findall(r"^:label:\s*(\S+)", md.read_text(encoding="utf-8"), re.M))
+    rows = E.assignment_index(root / "assignments")
+    assert rows
+    missing = {r for q in rows for r in q["results"] if r not in labels}
+    assert not missing, f"labels named by the assignments but absent from the book: {missing}"

@@ -60,13 +60,9 @@ def _env() -> dict:
     return env
 
 
-def _otter_run(notebook: Path, autograder: Path, out: Path) -> dict:
-    """Grade ``notebook`` with ``otter run`` (no Docker); ``{question: (score, max_score, output)}``."""
-    out.mkdir(parents=True)
-    cmd = [str(BIN / "otter"), "run", "--no-logo", "-a", str(autograder), "-o", str(out), str(notebook)]
-    run = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=300)
-    assert run.returncode == 0, f"otter run failed on {notebook}:\n{run.stdout}\n{run.stderr}"
-    tests = json.loads((out / "results.json").read_text())["tests"]
+def _results(graded: Path, stem: str) -> dict:
+    """``{question: (score, max_score, output)}`` from Otter's report of one graded notebook."""
+    tests = json.loads((graded / stem / "results.json").read_text())["tests"]
     return {t["name"]: (t["score"], t["max_score"], t["output"]) for t in tests if t["name"] != "Public Tests"}
 
 
@@ -87,25 +83,24 @@ def built(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def grades(built, tmp_path_factory) -> dict:
-    """Every grading run of this file, two at a time: ``{(kind, name): results}``."""
-    work = tmp_path_factory.mktemp("graded")
-    jobs = {}
+def graded(built, tmp_path_factory) -> dict:
+    """Each assignment's class, graded with tools/assignments.py grade (otter run, no Docker), two assignments at a
+    time: the solution notebook, the untouched student notebook and the wrong answers of WRONG_ANSWERS.
+    ``{name: folder with grades.csv and <notebook>/results.json}``."""
+    work = tmp_path_factory.mktemp("classes")
     for name in NAMES:
-        zip_ = built / name / "autograder" / "autograder.zip"
-        jobs["solution", name] = (built / name / "autograder" / f"{name}.ipynb", zip_)
-        jobs["student", name] = (built / name / "student" / f"{name}.ipynb", zip_)
+        subs = work / name / "submissions"
+        subs.mkdir(parents=True)
+        (subs / "solution.ipynb").write_bytes((built / name / "autograder" / f"{name}.ipynb").read_bytes())
+        (subs / "student.ipynb").write_bytes((built / name / "student" / f"{name}.ipynb").read_bytes())
     for name, fn, body, _, _ in WRONG_ANSWERS:
         nb = nbformat.read(built / name / "autograder" / f"{name}.ipynb", as_version=4)
-        wrong = work / f"wrong-{fn}" / f"{name}.ipynb"
-        wrong.parent.mkdir()
-        nbformat.write(_replace_solution(nb, fn, body), wrong)
-        jobs["wrong", fn] = (wrong, built / name / "autograder" / "autograder.zip")
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {
-            key: pool.submit(_otter_run, nb, z, work / ("results-" + "-".join(key))) for key, (nb, z) in jobs.items()
-        }
-        return {key: f.result() for key, f in futures.items()}
+        nbformat.write(_replace_solution(nb, fn, body), work / name / "submissions" / f"wrong-{fn}.ipynb")
+    with pytest.MonkeyPatch.context() as mp, ThreadPoolExecutor(max_workers=2) as pool:
+        mp.setenv("PYTHONPATH", _env()["PYTHONPATH"])  # the grading kernels import this checkout's attn_lib
+        zips = {name: built / name / "autograder" / "autograder.zip" for name in NAMES}
+        jobs = {n: pool.submit(tool.grade, zips[n], work / n / "submissions", work / n / "graded") for n in NAMES}
+        return {name: job.result().parent for name, job in jobs.items()}
 
 
 def test_there_is_an_assignment_per_chapter():
@@ -147,23 +142,23 @@ def test_hidden_tests_are_only_in_the_autograder(built):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_solution_notebook_passes_every_test(grades, name):
-    results = grades["solution", name]
+def test_solution_notebook_passes_every_test(graded, name):
+    results = _results(graded[name], "solution")
     assert results, "no question graded"
     for question, (score, max_score, output) in results.items():
         assert score == max_score, f"{name} {question}: {output}"
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_student_notebook_fails_every_question(grades, name):
-    for question, (score, _, output) in grades["student", name].items():
+def test_student_notebook_fails_every_question(graded, name):
+    for question, (score, _, output) in _results(graded[name], "student").items():
         assert score == 0, f"{name} {question} passes with the solution stripped"
         assert "HINT: " in output
 
 
 @pytest.mark.parametrize(("name", "fn", "body", "question", "hint"), WRONG_ANSWERS, ids=[w[1] for w in WRONG_ANSWERS])
-def test_wrong_answer_fails_with_its_hint(grades, name, fn, body, question, hint):
-    score, _, output = grades["wrong", fn][question]
+def test_wrong_answer_fails_with_its_hint(graded, name, fn, body, question, hint):
+    score, _, output = _results(graded[name], f"wrong-{fn}")[question]
     assert score == 0 and hint in output
 
 
@@ -200,17 +195,42 @@ def test_student_notebook_runs_with_solutions_filled_in(built, tmp_path):
         assert "All test cases passed" in text, f"{cell.source}: {text}"
 
 
-def test_grade_writes_a_csv_for_a_folder_of_submissions(built, tmp_path, monkeypatch):
-    """tools/assignments.py grade: a class of two (the solution and the untouched student notebook)."""
+@pytest.mark.parametrize("name", NAMES)
+def test_grade_writes_one_csv_row_per_notebook(graded, name):
+    rows = {r["notebook"]: r for r in csv.DictReader((graded[name] / "grades.csv").open())}
+    assert {"solution.ipynb", "student.ipynb"} <= set(rows)
+    assert float(rows["solution.ipynb"]["total"]) == float(rows["solution.ipynb"]["max"]) > 0
+    assert float(rows["student.ipynb"]["total"]) == 0
+    assert "q1" in rows["solution.ipynb"]
+
+
+def test_build_is_idempotent(built, tmp_path):
+    """Building again writes the same student and solution notebooks (stable cell ids)."""
     name = NAMES[0]
-    subs = tmp_path / "submissions"
-    subs.mkdir()
-    (subs / "alice.ipynb").write_bytes((built / name / "autograder" / f"{name}.ipynb").read_bytes())
-    (subs / "bob.ipynb").write_bytes((built / name / "student" / f"{name}.ipynb").read_bytes())
-    monkeypatch.setenv("PYTHONPATH", _env()["PYTHONPATH"])
-    path = tool.grade(built / name / "autograder" / "autograder.zip", subs, tmp_path / "graded")
-    rows = {r["notebook"]: r for r in csv.DictReader(path.open())}
-    assert set(rows) == {"alice.ipynb", "bob.ipynb"}
-    assert float(rows["alice.ipynb"]["total"]) == float(rows["alice.ipynb"]["max"]) > 0
-    assert float(rows["bob.ipynb"]["total"]) == 0
-    assert {"q1", "q2"} <= set(rows["alice.ipynb"])
+    again = tool.build(ROOT / "assignments" / f"{name}.md", tmp_path, ROOT)
+    for part in ("student", "autograder"):
+        first = (built / name / part / f"{name}.ipynb").read_text()
+        assert (again / part / f"{name}.ipynb").read_text() == first
+
+
+def test_master_notebook_needs_the_colab_cell_first(tmp_path):
+    src = (ROOT / "assignments" / f"{NAMES[0]}.md").read_text()
+    broken = tmp_path / "ch09_broken.md"
+    broken.write_text(src.replace(":tags: [colab-setup]", ":tags: [other]"))
+    with pytest.raises(ValueError, match="the first code cell must be the only one tagged 'colab-setup'"):
+        tool.master_notebook(broken, ROOT)
+
+
+def test_cli_rejects_an_unknown_assignment(capsys):
+    assert tool.main(["build", "ch99_nope"]) == 2
+    assert "unknown ch99_nope" in capsys.readouterr().err
+
+
+def test_cli_grade_needs_name_and_folder(capsys):
+    assert tool.main(["grade", NAMES[0]]) == 2
+    assert "grade needs NAME FOLDER" in capsys.readouterr().err
+
+
+def test_grade_rejects_a_folder_without_notebooks(tmp_path):
+    with pytest.raises(ValueError, match="submissions must be a folder holding .ipynb files"):
+        tool.grade(tmp_path / "autograder.zip", tmp_path, tmp_path / "out")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import copy
 import csv
+import hashlib
 import json
 import os
 import resource
@@ -71,6 +72,7 @@ def master_notebook(md: Path, root: Path = ROOT) -> nbformat.NotebookNode:
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+    _stable_ids(nb)
     nbformat.validate(nb)
     return nb
 
@@ -92,11 +94,19 @@ def build(md: Path, out: Path = OUT, root: Path = ROOT) -> Path:
     if len(zips) != 1:
         raise RuntimeError(f"otter assign wrote {len(zips)} autograder zips for {name}, expected one")
     zips[0].rename(dest / "autograder" / "autograder.zip")  # Otter's name carries a timestamp
-    student = dest / "student" / f"{name}.ipynb"
-    nb = nbformat.read(student, as_version=4)
-    if nb.metadata.get("accelerator") != "GPU":
-        raise RuntimeError(f"{name}: the student notebook lost the Colab GPU metadata")
+    for path in (dest / "student" / f"{name}.ipynb", dest / "autograder" / f"{name}.ipynb"):
+        nb = nbformat.read(path, as_version=4)
+        if nb.metadata.get("accelerator") != "GPU":
+            raise RuntimeError(f"{name}: {path.parent.name} notebook lost the Colab GPU metadata")
+        _stable_ids(nb)
+        nbformat.write(nb, path)
     return dest
+
+
+def _stable_ids(nb: nbformat.NotebookNode) -> None:
+    """Cell ids from the cell's position and source (Otter draws random ones): the same build, the same files."""
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = hashlib.sha1(f"{i}\n{cell.source}".encode()).hexdigest()[:8]
 
 
 def _bin(name: str) -> str:

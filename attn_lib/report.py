@@ -409,10 +409,10 @@ def verdicts(results: dict[str, pd.DataFrame], thresholds: dict | None = None) -
                     f"log-log slope {slope:.2f} (R² {r2:.2f}) over {len(low)} temperatures "
                     f"{low['T'].min():.3g}…{low['T'].max():.3g} at ε={e0:g}",
                     "reproduced" if s0 <= slope <= s1 else "not reproduced",
-                    f"slope of log g vs log T over ≥ {n_min} temperatures below {th['inv_t_max_T']} in [{s0}, {s1}]",
+                    f"slope of log g vs log T over ≥ {n_min} temperatures up to {th['inv_t_max_T']} (included) in [{s0}, {s1}]",
                 )
             else:
-                add(claim, "g ∝ 1/T", f"{len(low)} temperatures below 0.1 (fewer than {n_min})", "n/a", "")
+                add(claim, "g ∝ 1/T", f"{len(low)} temperatures up to 0.1 (fewer than {n_min})", "n/a", "")
         c = cur[cur["eps"] == e0].sort_values("T")
         Ts = c["T"].to_numpy()
         high = cur[cur["T"] >= 1 - 1e-9]

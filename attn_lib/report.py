@@ -423,10 +423,10 @@ def verdicts(results: dict[str, pd.DataFrame], thresholds: dict | None = None) -
                     f"log-log slope {slope:.2f} (R² {r2:.2f}) over {len(low)} temperatures "
                     f"{low['T'].min():.3g}…{low['T'].max():.3g} at ε={e0:g}",
                     "reproduced" if s0 <= slope <= s1 else "not reproduced",
-                    f"slope of log g vs log T over ≥ {n_min} temperatures below {th['inv_t_max_T']} in [{s0}, {s1}]",
+                    f"slope of log g vs log T over ≥ {n_min} temperatures up to {th['inv_t_max_T']} (included) in [{s0}, {s1}]",
                 )
             else:
-                add(claim, "g ∝ 1/T", f"{len(low)} temperatures below 0.1 (fewer than {n_min})", "n/a", "")
+                add(claim, "g ∝ 1/T", f"{len(low)} temperatures up to 0.1 (fewer than {n_min})", "n/a", "")
         c = cur[cur["eps"] == e0].sort_values("T")
         Ts = c["T"].to_numpy()
         high = cur[cur["T"] >= 1 - 1e-9]
@@ -1161,6 +1161,49 @@ def normaliser_swap_markdown(layers: pd.DataFrame, loss: dict[str, float]) -> st
         + ". Next-token loss (nats): "
         + ", ".join(f"{k} {v:.2f}" for k, v in loss.items())
         + "."
+    )
+
+
+def normaliser_swap_findings(layers: pd.DataFrame, loss: dict[str, float], uniform_max: float) -> str:
+    """The sentences of chapter 5 about the swap, computed: how concentrated the model's own weights are, how much
+    smaller the swapped normalisers' supports are, and whether every swap raises the loss.
+
+    Parameters
+    ----------
+    layers, loss
+        As :func:`normaliser_swap_summary`; the first normaliser in run order is the model's own (the baseline),
+        and ``loss`` must have an entry for every normaliser of ``layers``.
+    uniform_max : float in (0, 1]
+        The mean over the same rows of the largest weight of a uniform row, ``mean(1 / n)`` with ``n`` the number
+        of visible tokens.
+
+    Returns
+    -------
+    str
+        Markdown: the ratio of the baseline's mean largest weight to ``uniform_max``, each swapped normaliser's
+        mean support as a fraction of the baseline's, and whether the loss rises under every swap.
+    """
+    from ._validation import check_probability
+
+    uniform_max = check_probability("uniform_max", uniform_max, open_low=True)
+    overall = normaliser_swap_summary(layers, loss)
+    if overall["next-token loss"].isna().any():
+        raise ValueError(f"loss must name every normaliser of layers: {list(overall.index)} (got {list(loss)})")
+    own, others = overall.index[0], overall.iloc[1:]
+    if not len(others):
+        raise ValueError("layers must hold the model's own normaliser and at least one swapped normaliser")
+    top, support, base_loss = overall.loc[own, "max"], overall.loc[own, "support"], overall.loc[own, "next-token loss"]
+    rises = others["next-token loss"] > base_loss
+    loss_text = (
+        "rises under every swapped normaliser"
+        if rises.all()
+        else "does not rise under " + ", ".join(str(n) for n in others.index[~rises.to_numpy()])
+    )
+    return (
+        f"Under {own} the mean largest weight of a row is {top:.2f}, {top / uniform_max:.1f} times that of a uniform "
+        f"row ({uniform_max:.3f}). Mean support as a fraction of {own}'s ({support:.3g} tokens): "
+        + ", ".join(f"{n} {v / support:.1%}" for n, v in others["support"].items())
+        + f". The next-token loss ({base_loss:.2f} nats under {own}) {loss_text}."
     )
 
 

@@ -141,12 +141,10 @@ def _cmd_info(args) -> int:
     from .corpus import available_texts
     from .models import (
         STANDIN_NAME,
-        ModelUnavailableError,
         available_devices,
+        offline_models,
         resolve_device,
         resolve_name,
-        standin_cache_path,
-        standin_gguf_path,
     )
 
     print(
@@ -165,21 +163,16 @@ def _cmd_info(args) -> int:
         "local": f"local folder {res['target']}",
         "hf-cache": f"{res['target']} from the local Hugging Face cache",
         "hub": f"{res['target']} downloaded from the Hugging Face Hub",
+        "packaged": f"{res['target']} from its packaged copy {res.get('path', '')} (the real model, offline)",
         "fallback": f"NOT AVAILABLE offline -> the offline stand-in {STANDIN_NAME} will be used instead "
         f"(offline_fallback=True; the Hub is unreachable and {args.model!r} is not cached)",
         "unavailable": "not cached and the Hub is unreachable: loading it will fail",
     }[kind]
     print(f"model {args.model!r} -> {text}")
-    try:
-        gguf = standin_gguf_path()
-        conv = standin_cache_path()
-        state = "converted" if (conv / "config.json").is_file() else "not converted yet (first use takes ~30 s)"
-        print(
-            f"offline stand-in: {STANDIN_NAME}, {gguf} ({format_bytes(gguf.stat().st_size)}); "
-            f"safetensors copy: {conv} [{state}]"
-        )
-    except ModelUnavailableError as exc:
-        print(f"offline stand-in: unavailable ({exc})")
+    print("models that resolve offline:")
+    for m in offline_models():
+        state = f"{m['where']}" + (f"; {m['detail']}" if m["detail"] else "") if m["available"] else m["detail"]
+        print(f"  {m['name']}: {m['role']}, {'available' if m['available'] else 'unavailable'}: {state}")
     print("texts: " + "; ".join(f"{k}: {v}" for k, v in available_texts().items()))
     c = describe_cache()
     print(f"cache: {c['cache_dir']} ({format_bytes(c['cache_bytes'])}; set ATTN_LIB_CACHE_DIR to move it)")

@@ -837,14 +837,65 @@ def _check_cache(cache):
     return cache
 
 
+def _is_causal(handle) -> bool:
+    """Whether the model's attention is causal (nested prefixes share one pass); a bidirectional encoder is not."""
+    return bool(getattr(handle, "causal", True))
+
+
+#: experiments with a grid of window lengths: on a bidirectional model each length needs its own forward pass
+_MULTI_LENGTH = ("distance_vs_length", "critical_n")
+
+
+def _units(name: str, handle, text, params: dict) -> list[tuple[Any, int]]:
+    """The ``(analysis, pass length)`` pairs of experiment ``name``.
+
+    Causal model: one analysis over every length (row ``r`` is the same in every prefix longer than ``r``, so the
+    pass at the largest length serves them all). Bidirectional model: every row sees the whole window, so a shorter
+    window is not a prefix of a longer one; an experiment with a grid of lengths becomes one analysis per length,
+    each on its own forward pass of exactly that many tokens."""
+    if _is_causal(handle) or name not in _MULTI_LENGTH:
+        return [_make(name, handle, text, params)]
+    return [_make(name, handle, text, dict(params, lengths=[L])) for L in params["lengths"]]
+
+
+def _plan(handle, units: list[tuple[Any, int]]) -> dict[int, list[int]]:
+    """Pass length -> indices into ``units`` of the analyses that run on it: one pass at the largest length for a
+    causal model, one pass per distinct length for a bidirectional one."""
+    if _is_causal(handle):
+        return {max(L for _, L in units): list(range(len(units)))}
+    plan: dict[int, list[int]] = {}
+    for i, (_, L) in enumerate(units):
+        plan.setdefault(L, []).append(i)
+    return dict(sorted(plan.items()))
+
+
+def _run_units(handle, text, units, start, prog=None, seconds=None) -> float:
+    """Run the passes of :func:`_plan`; returns the total seconds (``seconds[i]`` gets analysis ``i``'s own time)."""
+    total = 0.0
+    for L, idx in _plan(handle, units).items():
+        own = [0.0] * len(idx)
+        total += _run_pass(handle, text, [units[i][0] for i in idx], L, start, prog, own)
+        if seconds is not None:
+            for i, t in zip(idx, own):
+                seconds[i] += t
+    return total
+
+
+def _finish_units(units) -> pd.DataFrame:
+    """One experiment's table from its analyses (several, one per length, on a bidirectional model)."""
+    if len(units) == 1:
+        return units[0][0].finish()
+    return pd.concat([a.finish() for a, _ in units], ignore_index=True)
+
+
 def _run_one(name, handle, text, params, cache, start):
     cache = _check_cache(cache)
     start = check_int("start", start, low=0)
 
     def compute():
-        a, L = _make(name, handle, text, params)
-        _run_pass(handle, text, [a], L, start)
-        return a.finish()
+        units = _units(name, handle, text, params)
+        _run_units(handle, text, units, start)
+        return _finish_units(units)
 
     if cache is None:
         return compute()
@@ -1279,28 +1330,32 @@ def run_all(
     if not todo:
         prog.say("every experiment came from the result cache: no forward pass (--no-cache recomputes)")
     if todo:
-        made = {n: _make(n, handle, text, params[n]) for n in todo}
-        L = max(Lp for _, Lp in made.values())
+        made = {n: _units(n, handle, text, params[n]) for n in todo}
+        units = [u for n in todo for u in made[n]]
+        owner = [n for n in todo for _ in made[n]]
+        lengths = list(_plan(handle, units))
         _warm_up_kernels(handle, prog)
-        per_analysis = [0.0] * len(made)
-        t_pass = _run_pass(handle, text, [a for a, _ in made.values()], L, start, prog, per_analysis)
-        shared = max(0.0, t_pass - sum(per_analysis))  # forward pass, capture and the layer set-up they share
+        per_unit = [0.0] * len(units)
+        t_pass = _run_units(handle, text, units, start, prog, per_unit)
+        per_analysis = [sum(t for t, o in zip(per_unit, owner) if o == n) for n in todo]
+        shared = max(0.0, t_pass - sum(per_analysis))  # forward passes, capture and the layer set-up they share
         if timings is not None:
             timings["pass"] = t_pass
             timings["shared"] = shared
         with prog.bar(total=len(made), desc="finishing the experiments", unit="experiment") as bar:
-            for n, (a, _) in made.items():
+            for n in todo:
                 bar.set_postfix_str(n)
                 t0 = time.perf_counter()
-                df = a.finish()
+                df = _finish_units(made[n])
                 t_finish = time.perf_counter() - t0
                 if timings is not None:
                     timings[f"finish_{n}"] = t_finish
                 # how long this experiment took, kept with its table (and so in the result cache)
                 df.attrs["timing"] = {
-                    "analysis_s": per_analysis[list(made).index(n)] + t_finish,
+                    "analysis_s": per_analysis[todo.index(n)] + t_finish,
                     "shared_pass_s": shared,
-                    "pass_length": L,
+                    # one pass (causal: nested prefixes) or one per window length (bidirectional)
+                    "pass_length": lengths[0] if len(lengths) == 1 else lengths,
                     "experiments_in_pass": list(made),
                     "device": str(handle.device),
                     "threads": torch.get_num_threads(),

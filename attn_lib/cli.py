@@ -10,9 +10,10 @@ Subcommands
     entropy of the attention rows (nats), and the mean attention mass on the first token (over heads and query rows
     2..L; row 1 can only attend to itself). Says which model actually ran (the offline stand-in is named as such).
     Results are cached (see :mod:`attn_lib.cache`); ``--no-cache`` recomputes.
-``reproduce --model gpt2 --profile {paper,quick} --out DIR``
+``reproduce --model gpt2 --profile {paper,quick} --out DIR [--compare MODEL]``
     Runs the paper's experiments through :func:`attn_lib.experiments.run_reproduce` (the same default profile,
-    ``paper``), with progress bars on stderr from the first second (``-q`` hides them).
+    ``paper``; ``--compare sentence-transformers/all-MiniLM-L6-v2`` adds the encoder's column and figure panels),
+    with progress bars on stderr from the first second (``-q`` hides them).
 
 User errors (bad arguments, an unusable ``--out``, a model or text that cannot be had) end with one line on stderr
 and exit status 2, never a traceback. Warnings (e.g. the offline fallbacks) are printed as ``attn-lib: NOTE:`` lines.
@@ -356,6 +357,7 @@ def _cmd_reproduce(args) -> int:
         use_cache=not args.no_cache,
         threads=args.threads,
         progress=progress,
+        compare=args.compare or (),
     )
     if out is not None and not isinstance(out, int):
         print(out)
@@ -496,6 +498,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument(
         "--out", default="results", help="output folder (default ./results), created if needed; checked before any work"
+    )
+    sp.add_argument(
+        "--compare",
+        action="append",
+        metavar="MODEL",
+        default=None,
+        help="also run MODEL (repeatable), e.g. sentence-transformers/all-MiniLM-L6-v2 (a bidirectional "
+        "encoder, offline from its packaged copy): report.md gets one verdict column per model and the "
+        "figures a second panel",
     )
     sp.add_argument("--no-cache", action="store_true", help="bypass the result cache")
     sp.add_argument(

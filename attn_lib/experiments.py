@@ -238,6 +238,8 @@ def text_window(handle, text, length: int, start: int = 0) -> torch.Tensor:
 def _meta(handle, text) -> dict:
     t = _text_obj(text)
     model = f"{handle.model_id} (offline stand-in for {handle.requested})" if handle.is_standin else handle.model_id
+    if not _is_causal(handle):  # every figure and table says that its rows saw the whole window
+        model = f"{model} (bidirectional encoder)"
     return {"model": model, "text": t.name, "device": str(handle.device)}
 
 
@@ -1387,6 +1389,7 @@ def run_reproduce(
     formats: Sequence[str] = ("png", "svg"),
     progress: bool = False,
     threads: int | None = None,
+    compare: Sequence[str] = (),
 ) -> dict:
     """The ``reproduce`` command: load ``model`` (offline stand-in if needed) and ``text``, run :func:`run_all`
     with ``profile``, write the five figures (PNG + SVG), ``results.json`` and ``report.md`` into ``out``.
@@ -1413,6 +1416,12 @@ def run_reproduce(
         on stderr except the one-off notices below.
     threads:
         CPU threads for the experiments (see :func:`run_all`).
+    compare:
+        Further models (names as for ``model``, e.g. ``"sentence-transformers/all-MiniLM-L6-v2"`` next to the
+        decoder) run with the same profile and text: ``report.md`` then gets a side-by-side table with one verdict
+        column per model (:func:`attn_lib.report.side_by_side`), figures 2a-4 a second panel (the first of them),
+        and ``results.json`` their tables under ``"compare"``. The grids of each model are cut at its context
+        (512 for the encoder).
 
     Returns
     -------
@@ -1426,6 +1435,11 @@ def run_reproduce(
     prof = _profile(profile)
     if not isinstance(use_cache, bool):
         raise ValueError(f"use_cache must be True or False (got {use_cache!r})")
+    if isinstance(compare, str):
+        compare = [compare]
+    compare = list(compare or ())
+    if not all(isinstance(c, str) and c.strip() for c in compare):
+        raise ValueError(f"compare must be a list of model names (got {compare!r})")
     prog = _Progress(progress)
     out = prepare_output_dir("out", out)  # before any work: a bad path must not cost the whole run
     t_all = time.perf_counter()
@@ -1454,6 +1468,21 @@ def run_reproduce(
     results = run_all(handle, text_obj, prof, cache, timings=timings, threads=threads, progress=prog.enabled)
     timings["experiments"] = time.perf_counter() - t0
     prog.say(f"experiments done in {timings['experiments']:.1f} s")
+    others: dict[str, dict] = {}
+    for name in compare:
+        prog.say(f"loading model {name!r} to compare ...")
+        t0 = time.perf_counter()
+        h2, _, notes2 = load_inputs(name, text_obj.name, device=device, quiet=not prog.enabled)
+        for note in notes2:
+            if note not in notes and "not available offline" not in note:  # the text's note was given already
+                notes.append(note)
+                warnings.warn(note, UserWarning, stacklevel=2)
+        prog.say(f"model: {h2.describe()}; text: {text_obj.name}; profile: {prof.name}")
+        res2 = run_all(h2, text_obj, prof, cache, threads=threads, progress=prog.enabled)
+        from .report import model_column
+
+        others[model_column(h2)] = {"handle": h2, "results": res2}
+        timings[f"experiments {h2.model_id}"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     with prog.bar(total=len(R.FIGURES), desc="figures", unit="figure") as bar:
         info = R.write_report(
@@ -1465,6 +1494,7 @@ def run_reproduce(
             timings=timings,
             formats=formats,
             on_figure=lambda stem: bar.update(1),
+            compare=others or None,
         )
     timings["report"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - t_all
@@ -1495,6 +1525,10 @@ class ReproduceResult(dict):
         vt = self.get("verdicts")
         if vt is not None and len(vt):
             lines += [f"  [{r.verdict}] {r.claim}: {r.measured}" for r in vt.itertuples()]
+        sbs = self.get("side_by_side")
+        if sbs is not None and len(sbs):
+            lines.append("side by side (holds on): " + ", ".join(c for c in sbs.columns[2:-3]))
+            lines += [f"  [{r['holds on']}] {r['claim']}" for _, r in sbs.iterrows()]
         t = self.get("timings") or {}
         if "total" in t:
             lines.append(f"total time: {t['total']:.1f} s")

@@ -1161,19 +1161,28 @@ FIGURES = (
 
 
 def write_figures(
-    results: dict[str, pd.DataFrame], out: str | Path, formats: Sequence[str] = ("png", "svg"), on_figure=None
+    results: dict[str, pd.DataFrame],
+    out: str | Path,
+    formats: Sequence[str] = ("png", "svg"),
+    on_figure=None,
+    other: dict[str, pd.DataFrame] | None = None,
 ) -> dict[str, list[str]]:
     """Write the five figures (those with data) as ``fig2a_distance_vs_length.{png,svg}`` etc.
 
     ``on_figure(stem)``, if given, is called after each of the five :data:`FIGURES` (drawn or skipped for lack of
-    data), e.g. to advance a progress bar.
+    data), e.g. to advance a progress bar. ``other``: a second model's results (:func:`attn_lib.experiments.run_all`),
+    drawn as a second panel of each figure.
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    o = other or {}
     makers = {
         "fig2a_distance_vs_length": ("distance_vs_length", figure_distance_vs_length),
         "fig2b_distance_vs_n": ("distance_vs_n", figure_distance_vs_n),
-        "fig2c_critical_n": ("critical_n_summary", lambda d: figure_critical_n(d, results.get("critical_n"))),
+        "fig2c_critical_n": (
+            "critical_n_summary",
+            lambda d, od: figure_critical_n(d, results.get("critical_n"), od, o.get("critical_n")),
+        ),
         "fig3_separability": ("separability", figure_separability),
         "fig4_sensitivity": ("gradient_sensitivity", figure_sensitivity),
     }
@@ -1181,7 +1190,8 @@ def write_figures(
     for stem, (key, fn) in makers.items():
         df = results.get(key)
         if df is not None and len(df) > 0:
-            fig = fn(df)
+            od = o.get(key)
+            fig = fn(df, od if od is not None and len(od) else None)
             paths = []
             for fmt in formats:
                 p = out / f"{stem}.{fmt}"
@@ -1512,10 +1522,14 @@ def write_report(
     timings: dict | None = None,
     formats: Sequence[str] = ("png", "svg"),
     on_figure=None,
+    compare: dict[str, dict] | None = None,
 ) -> dict:
     """Write figures, ``results.json`` and ``report.md`` into ``out``; returns their paths and the verdicts.
 
-    ``on_figure``: passed to :func:`write_figures`.
+    ``on_figure``: passed to :func:`write_figures`. ``compare``: further models that ran,
+    ``{model_column(handle): {"handle": handle, "results": run_all(...)}}``; the report then gets a side-by-side
+    table (:func:`side_by_side`, returned as ``"side_by_side"``), the figures a second panel (the first of them)
+    and ``results.json`` their tables and verdicts under ``"compare"``.
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -1542,15 +1556,50 @@ def write_report(
     if timings:
         meta["timings_s"] = {k: float(v) for k, v in timings.items()}
     vt = verdicts(results)
-    figs = write_figures(results, out, formats, on_figure=on_figure)
+    compare = compare or {}
+    first_other = next(iter(compare.values()), {}).get("results") if compare else None
+    figs = write_figures(results, out, formats, on_figure=on_figure, other=first_other)
     data = results_json(results, meta=meta, verdict_table=vt)
     data["figures"] = figs
+    sbs = None
+    if compare:
+        if handle is None:
+            raise ValueError("write_report(compare=...) needs handle (the column label of the main model)")
+        tables = {
+            model_column(handle): reproduction_table(results, n_heads=handle.n_heads, n_kv_heads=handle.n_kv_heads)
+        }
+        for lab, item in compare.items():
+            h2 = item["handle"]
+            tables[lab] = reproduction_table(item["results"], n_heads=h2.n_heads, n_kv_heads=h2.n_kv_heads)
+        sbs = side_by_side(tables)
+        data["compare"] = {
+            lab: {
+                "model_summary": item["handle"].summary(),
+                "verdicts": _records(tables[lab]),
+                "results": {k: _records(v) for k, v in item["results"].items() if v is not None},
+            }
+            for lab, item in compare.items()
+        }
+        data["side_by_side"] = _records(sbs)
     jp = out / "results.json"
     jp.write_text(json.dumps(data, indent=1, default=str))
     md = markdown_report(results, meta=meta, verdict_table=vt, figures=figs)
+    if sbs is not None:
+        md += (
+            "\n## Side by side: the claims on every model that ran\n\n"
+            "One column per model (verdict: measured value). *holds on* says on which models the claim holds; a "
+            "bidirectional encoder lets every query row see all L tokens (the setting of Theorems 1 and 2), so a "
+            "claim that fails on the causal decoder only points at causal masking. The encoder's grids are cut at "
+            "its 512 positions. The figures above show the first compared model as a second panel.\n\n"
+            + side_by_side_markdown(sbs, links=False)
+            + "\n"
+        )
     mp = out / "report.md"
     mp.write_text(md)
-    return {"out": str(out), "json": str(jp), "report": str(mp), "figures": figs, "verdicts": vt}
+    out_info = {"out": str(out), "json": str(jp), "report": str(mp), "figures": figs, "verdicts": vt}
+    if sbs is not None:
+        out_info["side_by_side"] = sbs
+    return out_info
 
 
 # ---- the reproduction report (book/06_reproduction_report.md) --------------------------------------------------
@@ -1621,6 +1670,11 @@ def setting_differences(
                 else ""
             )
             + ")"
+        )
+    elif "all-minilm-l6-v2" in m:
+        out.append(
+            "model: all-MiniLM-L6-v2, a bidirectional BERT encoder, not GPT-2 (6 layers x 12 heads, head dimension "
+            "32, every query row sees all L tokens, at most 512 positions, so L is cut at 512)"
         )
     elif not m.startswith("gpt2") or m.startswith(("gpt2-medium", "gpt2-large", "gpt2-xl")):
         out.append(f"model: {model}, not GPT-2 small")

@@ -6,6 +6,9 @@ Every experiment needs the attention of one token window; all of them use the **
   ``0..r``: its logits, weights and value vectors are identical in every prefix of length ``> r`` (tested in
   ``tests/test_experiments.py``). A capture at the largest ``L`` therefore serves every smaller ``L`` of the grid:
   the ``L``-prefix uses rows ``0..L-1`` of it (Reading the paper, §Which vectors (project decision): "for each L, use the first L tokens").
+* **Bidirectional models.** In an encoder (``handle.causal`` False) every row sees the whole window, so a shorter
+  window is not a prefix of a longer one: an experiment with a grid of lengths gets one forward pass per length
+  (Reading the paper, §Causal masking), and every row uses the full visible length.
 * **One layer at a time.** The forward pass calls back once per layer; each experiment reduces that layer to
   per-head numbers immediately, so memory stays at one layer (the critical-N scan additionally keeps each layer's
   causal logits in float32 in case its scan has to be continued, see :func:`critical_n`).

@@ -97,3 +97,14 @@ def test_paper_grid_is_cut_at_512(encoder):
     assert params["critical_n"]["lengths"] == [32, 64, 128, 256, 512]
     assert params["distance_vs_n"]["L"] == 512 and params["separability"]["L"] == 512
     assert params["gradient_sensitivity"]["L"] == 512
+
+
+def test_chapters_show_the_decoder_alone_when_the_encoder_is_missing(offline, monkeypatch, capsys):
+    from attn_lib import chapter
+    from attn_lib import models as Mo
+
+    monkeypatch.setattr(Mo, "_ENCODER_PACKAGE", "no_such_package_attn_lib")
+    assert chapter.encoder_results(chapter.settings(default_profile="quick")) == (None, None)
+    assert "the decoder is shown alone" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="cfg"):
+        chapter.encoder_results("quick")

@@ -252,6 +252,8 @@ class ModelHandle:
         name = self.model_id
         if self.is_standin:
             extra = f" (offline stand-in for {self.requested})"
+        elif not self.causal:
+            extra = f" (bidirectional encoder; {self.source})" if self.source else " (bidirectional encoder)"
         elif self.source:
             extra = f" ({self.source})"
         else:

@@ -1476,6 +1476,13 @@ def markdown_report(
     for k in ("text", "device", "profile"):
         if k in meta:
             lines.append(f"- **{k.capitalize()}:** {meta[k]}")
+    if meta.get("attention") == "bidirectional":
+        lines.append(
+            "- **Attention:** bidirectional (an encoder): every query row sees all L tokens of its window, each row's "
+            "formulas use the full length L, and every L of a grid has its own forward pass."
+        )
+    if meta.get("grid_cut"):
+        lines.append(f"- **Grid:** {meta['grid_cut']}")
     if "timings_s" in meta:
         t = meta["timings_s"]
         lines.append("- **Time:** " + ", ".join(f"{k} {v:.1f} s" for k, v in t.items()))
@@ -1547,12 +1554,21 @@ def write_report(
             meta["model_summary"] = handle.summary()
         except Exception:
             pass
+        meta["attention"] = "causal" if getattr(handle, "causal", True) else "bidirectional"
     if text is not None:
         meta.update(text=getattr(text, "name", str(text)), text_sha256=getattr(text, "sha256", None))
     if profile is not None:
         meta["profile"] = getattr(profile, "name", str(profile))
         if hasattr(profile, "as_dict"):
             meta["profile_grids"] = profile.as_dict()
+        cap = int(getattr(handle, "max_length", 0) or 0)
+        lengths = list(getattr(profile, "lengths", ()))
+        if cap and lengths and max(lengths) > cap:
+            kept = [L for L in lengths if L <= cap]
+            meta["grid_cut"] = (
+                f"the profile's L grid is cut at the model's {cap} positions: L = {', '.join(map(str, kept))} "
+                f"(the paper goes to {max(lengths)}); Figs. 2b, 3 and 4 use L = {min(cap, profile.length_fixed)}."
+            )
     if timings:
         meta["timings_s"] = {k: float(v) for k, v in timings.items()}
     vt = verdicts(results)

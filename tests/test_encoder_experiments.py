@@ -62,7 +62,7 @@ def test_a_shorter_window_is_not_a_prefix_on_the_encoder(encoder):
     assert not torch.allclose(la32.weights[0, :, :16, :16], la16.weights[0], atol=1e-3)
 
 
-def test_run_all_passes_one_length_at_a_time(encoder):
+def test_run_all_passes_one_length_at_a_time(encoder, tmp_path):
     prof = E.Profile(
         name="tiny",
         lengths=(16, 32),
@@ -89,6 +89,14 @@ def test_run_all_passes_one_length_at_a_time(encoder):
     alone = E.critical_n(encoder, TEXT, lengths=[16], stage=15)
     mine = trace[trace["L"] == 16].reset_index(drop=True)
     assert mine[["N", "form", "p_value"]].equals(alone[["N", "form", "p_value"]])
+    # the report says that the rows are bidirectional and that the paper's grid is cut at 512
+    from attn_lib import report as R
+
+    info = R.write_report(res, tmp_path, handle=encoder, profile=E.PROFILES["paper"], formats=("png",))
+    md = (tmp_path / "report.md").read_text()
+    assert "bidirectional (an encoder)" in md and "(bidirectional encoder; packaged copy" in md
+    assert "cut at the model's 512 positions: L = 32, 64, 128, 256, 512 (the paper goes to 1024)" in md
+    assert len(info["figures"]) == 5
 
 
 def test_paper_grid_is_cut_at_512(encoder):

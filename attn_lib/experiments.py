@@ -6,6 +6,9 @@ Every experiment needs the attention of one token window; all of them use the **
   ``0..r``: its logits, weights and value vectors are identical in every prefix of length ``> r`` (tested in
   ``tests/test_experiments.py``). A capture at the largest ``L`` therefore serves every smaller ``L`` of the grid:
   the ``L``-prefix uses rows ``0..L-1`` of it (Reading the paper, §Which vectors (project decision): "for each L, use the first L tokens").
+* **Bidirectional models.** In an encoder (``handle.causal`` False) every row sees the whole window, so a shorter
+  window is not a prefix of a longer one: an experiment with a grid of lengths gets one forward pass per length
+  (Reading the paper, §Causal masking), and every row uses the full visible length.
 * **One layer at a time.** The forward pass calls back once per layer; each experiment reduces that layer to
   per-head numbers immediately, so memory stays at one layer (the critical-N scan additionally keeps each layer's
   causal logits in float32 in case its scan has to be continued, see :func:`critical_n`).
@@ -247,6 +250,8 @@ def text_window(handle, text, length: int, start: int = 0) -> torch.Tensor:
 def _meta(handle, text) -> dict:
     t = _text_obj(text)
     model = f"{handle.model_id} (offline stand-in for {handle.requested})" if handle.is_standin else handle.model_id
+    if not _is_causal(handle):  # every figure and table says that its rows saw the whole window
+        model = f"{model} (bidirectional encoder)"
     return {"model": model, "text": t.name, "device": str(handle.device)}
 
 
@@ -892,14 +897,74 @@ def _check_cache(cache):
     return cache
 
 
+def _is_causal(handle) -> bool:
+    """Whether the model's attention is causal (nested prefixes share one pass); a bidirectional encoder is not."""
+    return bool(getattr(handle, "causal", True))
+
+
+#: experiments with a grid of window lengths: on a bidirectional model each length needs its own forward pass
+_MULTI_LENGTH = ("distance_vs_length", "critical_n")
+
+
+def _units(name: str, handle, text, params: dict) -> list[tuple[Any, int]]:
+    """The ``(analysis, pass length)`` pairs of experiment ``name``.
+
+    Causal model: one analysis over every length (row ``r`` is the same in every prefix longer than ``r``, so the
+    pass at the largest length serves them all). Bidirectional model: every row sees the whole window, so a shorter
+    window is not a prefix of a longer one; an experiment with a grid of lengths becomes one analysis per length,
+    each on its own forward pass of exactly that many tokens."""
+    if _is_causal(handle) or name not in _MULTI_LENGTH:
+        return [_make(name, handle, text, params)]
+    return [_make(name, handle, text, dict(params, lengths=[L])) for L in params["lengths"]]
+
+
+def _plan(handle, units: list[tuple[Any, int]]) -> dict[int, list[int]]:
+    """Pass length -> indices into ``units`` of the analyses that run on it: one pass at the largest length for a
+    causal model, one pass per distinct length for a bidirectional one."""
+    if _is_causal(handle):
+        return {max(L for _, L in units): list(range(len(units)))}
+    plan: dict[int, list[int]] = {}
+    for i, (_, L) in enumerate(units):
+        plan.setdefault(L, []).append(i)
+    return dict(sorted(plan.items()))
+
+
+def _run_units(handle, text, units, start, prog=None, seconds=None) -> float:
+    """Run the passes of :func:`_plan`; returns the total seconds (``seconds[i]`` gets analysis ``i``'s own time)."""
+    total = 0.0
+    for L, idx in _plan(handle, units).items():
+        own = [0.0] * len(idx)
+        total += _run_pass(handle, text, [units[i][0] for i in idx], L, start, prog, own)
+        if seconds is not None:
+            for i, t in zip(idx, own):
+                seconds[i] += t
+    return total
+
+
+def _timing_parts(units) -> dict:
+    """The named parts of an experiment's own time (critical_n: ``mc_scan_s``), summed over its analyses."""
+    parts: dict = {}
+    for a, _ in units:
+        for k, v in getattr(a, "timing_parts", {}).items():
+            parts[k] = parts.get(k, 0.0) + v
+    return parts
+
+
+def _finish_units(units) -> pd.DataFrame:
+    """One experiment's table from its analyses (several, one per length, on a bidirectional model)."""
+    if len(units) == 1:
+        return units[0][0].finish()
+    return pd.concat([a.finish() for a, _ in units], ignore_index=True)
+
+
 def _run_one(name, handle, text, params, cache, start):
     cache = _check_cache(cache)
     start = check_int("start", start, low=0)
 
     def compute():
-        a, L = _make(name, handle, text, params)
-        _run_pass(handle, text, [a], L, start)
-        return a.finish()
+        units = _units(name, handle, text, params)
+        _run_units(handle, text, units, start)
+        return _finish_units(units)
 
     if cache is None:
         return compute()
@@ -1356,33 +1421,37 @@ def run_all(
     if not todo:
         prog.say("every experiment came from the result cache: no forward pass (--no-cache recomputes)")
     if todo:
-        made = {n: _make(n, handle, text, params[n]) for n in todo}
-        L = max(Lp for _, Lp in made.values())
+        made = {n: _units(n, handle, text, params[n]) for n in todo}
+        units = [u for n in todo for u in made[n]]
+        owner = [n for n in todo for _ in made[n]]
+        lengths = list(_plan(handle, units))
         _warm_up_kernels(handle, prog)
-        per_analysis = [0.0] * len(made)
-        t_pass = _run_pass(handle, text, [a for a, _ in made.values()], L, start, prog, per_analysis)
-        shared = max(0.0, t_pass - sum(per_analysis))  # forward pass, capture and the layer set-up they share
+        per_unit = [0.0] * len(units)
+        t_pass = _run_units(handle, text, units, start, prog, per_unit)
+        per_analysis = [sum(t for t, o in zip(per_unit, owner) if o == n) for n in todo]
+        shared = max(0.0, t_pass - sum(per_analysis))  # forward passes, capture and the layer set-up they share
         if timings is not None:
             timings["pass"] = t_pass
             timings["shared"] = shared
         with prog.bar(total=len(made), desc="finishing the experiments", unit="experiment") as bar:
-            for n, (a, _) in made.items():
+            for n in todo:
                 bar.set_postfix_str(n)
                 t0 = time.perf_counter()
-                df = a.finish()
+                df = _finish_units(made[n])
                 t_finish = time.perf_counter() - t0
                 if timings is not None:
                     timings[f"finish_{n}"] = t_finish
                 # how long this experiment took, kept with its table (and so in the result cache)
                 df.attrs["timing"] = {
-                    "analysis_s": per_analysis[list(made).index(n)] + t_finish,
+                    "analysis_s": per_analysis[todo.index(n)] + t_finish,
                     "shared_pass_s": shared,
-                    "pass_length": L,
+                    # one pass (causal: nested prefixes) or one per window length (bidirectional)
+                    "pass_length": lengths[0] if len(lengths) == 1 else lengths,
                     "experiments_in_pass": list(made),
                     "device": str(handle.device),
                     "threads": torch.get_num_threads(),
                     "computed_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-                    **getattr(a, "timing_parts", {}),  # parts of analysis_s (critical_n: mc_scan_s)
+                    **_timing_parts(made[n]),  # parts of analysis_s (critical_n: mc_scan_s)
                 }
                 if cache is not None:
                     key = _key(n, handle, text, start=start, **params[n])
@@ -1410,6 +1479,7 @@ def run_reproduce(
     formats: Sequence[str] = ("png", "svg"),
     progress: bool = False,
     threads: int | None = None,
+    compare: Sequence[str] = (),
 ) -> dict:
     """The ``reproduce`` command: load ``model`` (offline stand-in if needed) and ``text``, run :func:`run_all`
     with ``profile``, write the five figures (PNG + SVG), ``results.json`` and ``report.md`` into ``out``.
@@ -1436,6 +1506,12 @@ def run_reproduce(
         on stderr except the one-off notices below.
     threads:
         CPU threads for the experiments (see :func:`run_all`).
+    compare:
+        Further models (names as for ``model``, e.g. ``"sentence-transformers/all-MiniLM-L6-v2"`` next to the
+        decoder) run with the same profile and text: ``report.md`` then gets a side-by-side table with one verdict
+        column per model (:func:`attn_lib.report.side_by_side`), figures 2a-4 a second panel (the first of them),
+        and ``results.json`` their tables under ``"compare"``. The grids of each model are cut at its context
+        (512 for the encoder).
 
     Returns
     -------
@@ -1449,6 +1525,11 @@ def run_reproduce(
     prof = _profile(profile)
     if not isinstance(use_cache, bool):
         raise ValueError(f"use_cache must be True or False (got {use_cache!r})")
+    if isinstance(compare, str):
+        compare = [compare]
+    compare = list(compare or ())
+    if not all(isinstance(c, str) and c.strip() for c in compare):
+        raise ValueError(f"compare must be a list of model names (got {compare!r})")
     prog = _Progress(progress)
     out = prepare_output_dir("out", out)  # before any work: a bad path must not cost the whole run
     t_all = time.perf_counter()
@@ -1477,6 +1558,21 @@ def run_reproduce(
     results = run_all(handle, text_obj, prof, cache, timings=timings, threads=threads, progress=prog.enabled)
     timings["experiments"] = time.perf_counter() - t0
     prog.say(f"experiments done in {timings['experiments']:.1f} s")
+    others: dict[str, dict] = {}
+    for name in compare:
+        prog.say(f"loading model {name!r} to compare ...")
+        t0 = time.perf_counter()
+        h2, _, notes2 = load_inputs(name, text_obj.name, device=device, quiet=not prog.enabled)
+        for note in notes2:
+            if note not in notes and "not available offline" not in note:  # the text's note was given already
+                notes.append(note)
+                warnings.warn(note, UserWarning, stacklevel=2)
+        prog.say(f"model: {h2.describe()}; text: {text_obj.name}; profile: {prof.name}")
+        res2 = run_all(h2, text_obj, prof, cache, threads=threads, progress=prog.enabled)
+        from .report import model_column
+
+        others[model_column(h2)] = {"handle": h2, "results": res2}
+        timings[f"experiments {h2.model_id}"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     with prog.bar(total=len(R.FIGURES), desc="figures", unit="figure") as bar:
         info = R.write_report(
@@ -1488,6 +1584,7 @@ def run_reproduce(
             timings=timings,
             formats=formats,
             on_figure=lambda stem: bar.update(1),
+            compare=others or None,
         )
     timings["report"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - t_all
@@ -1518,6 +1615,10 @@ class ReproduceResult(dict):
         vt = self.get("verdicts")
         if vt is not None and len(vt):
             lines += [f"  [{r.verdict}] {r.claim}: {r.measured}" for r in vt.itertuples()]
+        sbs = self.get("side_by_side")
+        if sbs is not None and len(sbs):
+            lines.append("side by side (holds on): " + ", ".join(c for c in sbs.columns[2:-3]))
+            lines += [f"  [{r['holds on']}] {r['claim']}" for _, r in sbs.iterrows()]
         t = self.get("timings") or {}
         if "total" in t:
             lines.append(f"total time: {t['total']:.1f} s")

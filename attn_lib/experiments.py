@@ -25,7 +25,7 @@ Experiments (each returns a :class:`pandas.DataFrame` whose every row carries ``
 
 :func:`run_all` runs all five in one forward pass (using :class:`~attn_lib.cache.ResultCache` per experiment) and
 :func:`run_reproduce` is the ``reproduce`` command: model + text + all five + figures + report.
-Profiles (:data:`PROFILES`): ``paper`` (Reading the paper, §Decisions for the experimentsg) and ``quick`` (small grids for CPU CI).
+Profiles (:data:`PROFILES`): ``paper`` (Reading the paper, §Grids) and ``quick`` (small grids for CPU CI).
 """
 
 from __future__ import annotations

@@ -59,6 +59,7 @@ print("SOLUTION-OUTPUT-" + "7f3a", answer_of_the_demo_solution)
 """
 DEMO = "book/90_exercise_demo"
 CHAPTER_1 = "book/01_vanishing_attention"
+GUIDE = "book/instructor_guide"
 # chapter 1 is built from its source, not executed (its solutions' code is still checked, as source)
 OVERRIDES = {"execute": {"exclude_patterns": [f"{CHAPTER_1}.md", f"{CHAPTER_1}.ipynb"]}}
 
@@ -70,8 +71,10 @@ def _small_book(root: Path) -> Path:
     shutil.copy(ROOT / "book" / "intro.md", root / "book" / "intro.md")
     shutil.copy(ROOT / f"{CHAPTER_1}.md", root / f"{CHAPTER_1}.md")
     (root / f"{DEMO}.md").write_text(DEMO_CHAPTER, encoding="utf-8")
+    (root / f"{GUIDE}.md").write_text("# Instructor guide\n\nFor instructors only.\n", encoding="utf-8")
     (root / "_toc.yml").write_text(
-        f"format: jb-book\nroot: book/intro\nchapters:\n  - file: {CHAPTER_1}\n  - file: {DEMO}\n", encoding="utf-8"
+        f"format: jb-book\nroot: book/intro\nchapters:\n  - file: {CHAPTER_1}\n  - file: {DEMO}\n  - file: {GUIDE}\n",
+        encoding="utf-8",
     )
     return root
 
@@ -161,3 +164,17 @@ def test_the_command_line_check_fails_without_a_build(tmp_path, capsys):
     (tmp_path / "book").mkdir()
     assert student_book.main(["check", "--root", str(tmp_path)]) == 1
     assert "make book-student" in capsys.readouterr().err
+
+
+def test_the_student_toc_leaves_out_the_instructor_pages():
+    files = [entry["file"] for entry in student_book.student_toc(ROOT)["chapters"]]
+    assert GUIDE not in files and CHAPTER_1 in files
+    assert GUIDE in (ROOT / "_toc.yml").read_text()  # the instructors' book keeps it
+
+
+def test_the_student_edition_has_no_instructor_page(student_html, small_book, tmp_path):
+    assert not (student_html / f"{GUIDE}.html").exists() and (student_html / f"{DEMO}.html").exists()
+    leaked = tmp_path / "html"
+    shutil.copytree(student_html, leaked)
+    (leaked / f"{GUIDE}.html").write_text("<p>For instructors only.</p>", encoding="utf-8")
+    assert any("instructor page" in p for p in student_book.check(leaked, small_book))

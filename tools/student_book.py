@@ -29,6 +29,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 OUT = Path("_build") / "student"
 EXTENSION = "student_edition"
+# Pages for instructors only: left out of the student edition's table of contents (and not executed there).
+INSTRUCTOR_ONLY = ("book/instructor_guide",)
 
 _SOLUTION = re.compile(r"^```\{solution-start\}.*?^```\{solution-end\}\n```", re.M | re.S)
 _EXERCISE = re.compile(r"^```\{exercise\}", re.M)
@@ -53,11 +55,30 @@ def student_config(root: Path = ROOT, overrides: dict | None = None) -> dict:
         The configuration; the path of the local extension is absolute, so the file can live anywhere.
     """
     config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+    config["exclude_patterns"] = [*config.get("exclude_patterns", []), *(f"{page}.*" for page in INSTRUCTOR_ONLY)]
     sphinx = config.setdefault("sphinx", {})
     sphinx.setdefault("config", {})["hide_solutions"] = True
     sphinx.setdefault("local_extensions", {})[EXTENSION] = str((root / "book" / "_ext").resolve())
     _merge(config, overrides or {})
     return config
+
+
+def student_toc(root: Path = ROOT) -> dict:
+    """``_toc.yml`` of ``root`` without the pages in :data:`INSTRUCTOR_ONLY`.
+
+    Parameters
+    ----------
+    root : Path
+        Repository root (holds ``_toc.yml``).
+
+    Returns
+    -------
+    dict
+        The table of contents of the student edition.
+    """
+    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
+    toc["chapters"] = [entry for entry in toc.get("chapters", []) if entry.get("file") not in INSTRUCTOR_ONLY]
+    return toc
 
 
 def _merge(base: dict, extra: dict) -> None:
@@ -89,11 +110,23 @@ def build(root: Path = ROOT, out: Path | None = None, overrides: dict | None = N
     out.mkdir(parents=True, exist_ok=True)
     config_path = out / "_config.yml"
     config_path.write_text(yaml.safe_dump(student_config(root, overrides), sort_keys=False), encoding="utf-8")
+    toc_path = out / "_toc.yml"
+    toc_path.write_text(yaml.safe_dump(student_toc(root), sort_keys=False), encoding="utf-8")
     work = out / "work"
     shutil.rmtree(work, ignore_errors=True)
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
     command = [str(jupyter_book) if jupyter_book.exists() else "jupyter-book", "build", str(root)]
-    command += ["--config", str(config_path), "--path-output", str(work), "--builder", "html", "--all"]
+    command += [
+        "--config",
+        str(config_path),
+        "--toc",
+        str(toc_path),
+        "--path-output",
+        str(work),
+        "--builder",
+        "html",
+        "--all",
+    ]
     subprocess.run(command, check=True, cwd=root)
     target = out / "html"
     shutil.rmtree(target, ignore_errors=True)
@@ -157,7 +190,11 @@ def check(html_dir: Path, root: Path = ROOT) -> list[str]:
     list of str
         One line per problem.
     """
-    problems = []
+    problems = [
+        f"{page}: an instructor page is in the student edition"
+        for page in INSTRUCTOR_ONLY
+        if (html_dir / f"{page}.html").is_file()
+    ]
     for md in sorted((root / "book").glob("[0-9][0-9]_*.md")):
         source = md.read_text(encoding="utf-8")
         n_exercises = len(_EXERCISE.findall(source))

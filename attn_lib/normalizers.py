@@ -604,9 +604,13 @@ def _topk_keep(x: torch.Tensor, visible: torch.Tensor, k: int) -> torch.Tensor:
     if k >= L:
         return visible.clone()
     key = torch.where(visible, x.detach(), torch.full((), -math.inf, dtype=x.dtype, device=x.device))
-    # stable descending sort: equal keys keep their original (ascending index) order, so the lower index wins
-    order = torch.sort(key, dim=-1, descending=True, stable=True).indices[..., :k]
-    keep = torch.zeros(x.shape, dtype=torch.bool, device=x.device).scatter_(-1, order, True)
+    # the k-th largest value by a partial sort; everything above it is kept, and of the entries equal to it the
+    # lowest indices fill the remaining places (torch.topk itself does not promise an order among ties)
+    kth = torch.topk(key, k, dim=-1, sorted=True).values[..., -1:]
+    above = key > kth
+    tied = key == kth
+    room = k - above.sum(dim=-1, keepdim=True)
+    keep = above | (tied & (torch.cumsum(tied.to(torch.int32), dim=-1) <= room))
     return keep & visible
 
 

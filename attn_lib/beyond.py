@@ -61,6 +61,7 @@ __all__ = [
     "limits_summary",
     "live_swap",
     "SwapResult",
+    "run_compare",
 ]
 
 #: First token of the held-out text of :func:`live_swap` (the other experiments read the first windows of the text).
@@ -741,3 +742,94 @@ def live_swap(
         settings=[{k: v for k, v in s.items()} for s in settings],
     )
     return cache.get_or_compute(key, compute)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the command (python -m attn_lib compare-normalizers)
+# ----------------------------------------------------------------------------------------------------------------
+def run_compare(
+    model: str = "gpt2",
+    *,
+    device: str = "auto",
+    profile: str = "paper",
+    out="results-beyond",
+    text: str = "war-and-peace",
+    use_cache: bool = True,
+    say=None,
+) -> dict:
+    """Run :func:`compare_normalizers` and :func:`live_swap` and write the table and figures into ``out``.
+
+    Files: ``limits.md`` / ``limits.csv`` / ``limits.json`` (normalisers x limits, :func:`limits_summary`),
+    ``compare.csv`` (the tidy table), ``critical_n.csv``, ``swap_losses.csv`` and ``swap.md`` (held-out loss and
+    perplexity), ``limits.png/.svg`` and ``swap.png/.svg``; each figure and the JSON name model, text and device.
+
+    Parameters
+    ----------
+    model, device, text :
+        As for :func:`attn_lib.experiments.load_inputs` (offline, GPT-2 resolves to the stand-in).
+    profile : {"paper", "quick"}
+    out : path
+        Output folder, checked (and created) before any work.
+    use_cache : bool
+        Use the result cache.
+    say : callable, optional
+        Called with one-line progress messages.
+
+    Returns
+    -------
+    dict
+        ``out`` (the folder), ``files`` (names written), ``notes`` (offline fallbacks), ``summary`` (the table),
+        ``seconds``.
+    """
+    import json
+    import time
+
+    from . import report as R
+    from ._validation import prepare_output_dir
+    from .cache import ResultCache
+    from .experiments import load_inputs
+
+    out_dir = prepare_output_dir("out", out)
+    prof = _beyond_profile(profile)
+    if not isinstance(use_cache, bool):
+        raise ValueError(f"use_cache must be True or False (got {use_cache!r})")
+    say = say or (lambda msg: None)
+    t0 = time.perf_counter()
+    handle, text_obj, notes = load_inputs(model, text, device=device)
+    cache = ResultCache() if use_cache else None
+    say(f"model: {handle.describe()}; text: {text_obj.name}; profile {prof.name!r}")
+    say("comparing every normaliser on the model's logits (one forward pass) ...")
+    df = compare_normalizers(handle, text_obj, profile=prof, cache=cache)
+    say("swapping each normaliser into the live model (one forward pass per setting) ...")
+    sw = live_swap(handle, text_obj, profile=prof, cache=cache)
+    summary = limits_summary(df, prof.ks_alpha)
+    crit = critical_n_from_heads(df, prof.ks_alpha)
+    swap_t = R.beyond_swap_table(sw.losses)
+    meta = {k: str(df[k].iloc[0]) for k in ("model", "text", "device")}
+    files = []
+
+    def write(name: str, content: str) -> None:
+        (out_dir / name).write_text(content, encoding="utf-8")
+        files.append(name)
+
+    prov = R.label(meta)
+    write("limits.md", f"# Normalisers on the paper's limits\n\n{prov}\n\n{R.beyond_limits_markdown(summary)}\n")
+    summary.to_csv(out_dir / "limits.csv")
+    files.append("limits.csv")
+    write(
+        "limits.json",
+        json.dumps(
+            dict(meta, profile=prof.as_dict(), limits=json.loads(summary.reset_index().to_json(orient="records"))),
+            indent=1,
+        ),
+    )
+    df.to_csv(out_dir / "compare.csv", index=False)
+    crit.to_csv(out_dir / "critical_n.csv", index=False)
+    sw.losses.to_csv(out_dir / "swap_losses.csv", index=False)
+    files += ["compare.csv", "critical_n.csv", "swap_losses.csv"]
+    write("swap.md", f"# Held-out loss with each normaliser swapped in\n\n{prov}\n\n{swap_t.to_markdown()}\n")
+    for name, fig in (("limits", R.figure_beyond_limits(df, crit)), ("swap", R.figure_beyond_swap(sw.losses))):
+        for ext in ("png", "svg"):
+            fig.savefig(out_dir / f"{name}.{ext}", dpi=110, bbox_inches="tight")
+            files.append(f"{name}.{ext}")
+    return dict(out=out_dir, files=files, notes=notes, summary=summary, seconds=time.perf_counter() - t0)

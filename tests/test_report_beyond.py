@@ -5,12 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from test_beyond import TEXT, TOY_PROFILE, toy_table
 
 from attn_lib import beyond as B
 from attn_lib import report as R
 from attn_lib.widgets import figure_provenance, figure_to_png
-
-from test_beyond import TEXT, TOY_PROFILE, toy_table
 
 
 @pytest.fixture(scope="module")

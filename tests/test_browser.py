@@ -437,3 +437,21 @@ def test_chapter_shows_numbered_statements_and_a_working_reference(visits, rel):
 def _around(text: str, needle: str, width: int = 60) -> str:
     i = text.find(needle)
     return text[max(0, i - width) : i + width]
+
+
+# ------------------------------------------------------------------------------------------------ chapter 7
+BEYOND_PAGE = "book/07_beyond_softmax.html"
+
+
+def test_beyond_softmax_model_sliders_switch_the_model_figure(visits):
+    """The top-k and temperature sliders of "Beyond softmax" show figures computed from the live model at build
+    time; moving each one (drag to the end, then Home) must change the displayed model figure, with no kernel."""
+    if BEYOND_PAGE not in PAGES:
+        _unavailable(f"{BEYOND_PAGE} is not in the built book at {HTML} (run `make book` first)")
+    page = visits(BEYOND_PAGE).page
+    page.wait_for_selector(".attn-lib-precomputed-slider .widget-slider .noUi-handle", timeout=60_000)
+    boxes = page.locator(".attn-lib-precomputed-slider")
+    assert boxes.count() == 2, f"{BEYOND_PAGE}: expected the top-k and the temperature slider, found {boxes.count()}"
+    labels = [boxes.nth(i).locator(".widget-label").first.inner_text() for i in range(2)]
+    assert labels == ["top-k", "temperature T"], labels
+    test_slider_switches_the_figure(visits, BEYOND_PAGE)

@@ -1705,8 +1705,9 @@ def figure_beyond_limits(df: pd.DataFrame, crit: pd.DataFrame):
 
     _check_beyond_table(df)
     meta = _meta(df)
-    fig = Figure(figsize=(17, 4.2))
-    axes = fig.subplots(1, 5)
+    fig = Figure(figsize=(13, 8))
+    grid = fig.subplots(2, 3)
+    axes, legend_ax = list(grid.flat[:5]), grid.flat[5]
     n_d = 5 if 5 in set(df["N"].dropna()) else int(df["N"].min())
     e0 = float(df["eps"].min())
     for i, (lab, d) in enumerate(df.groupby("normalizer", sort=False)):
@@ -1738,7 +1739,8 @@ def figure_beyond_limits(df: pd.DataFrame, crit: pd.DataFrame):
         ax.grid(alpha=0.3)
     for ax in (axes[0], axes[1], axes[2], axes[4]):
         ax.set_yscale("log")
-    axes[4].legend(fontsize=7, ncol=1, loc="lower left")
+    legend_ax.axis("off")
+    legend_ax.legend(*axes[0].get_legend_handles_labels(), loc="center", fontsize=9, title="normaliser")
     fig.suptitle(f"Every normaliser on the same logits: {label(meta)}", fontsize=10)
     fig.tight_layout()
     return label_figure(fig, model=meta.get("model", "?"), text=meta.get("text", "?"), device=meta.get("device", "?"))

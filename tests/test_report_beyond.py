@@ -35,7 +35,7 @@ def test_limits_markdown_has_one_row_per_normaliser_with_the_summary_numbers(tab
 def test_figure_beyond_limits_is_labelled(table):
     fig = R.figure_beyond_limits(table, B.critical_n_from_heads(table))
     assert figure_provenance(fig) == "model: toy · text: toy · device: cpu"
-    assert len(fig.axes) == 5
+    assert len(fig.axes) == 6  # five panels and the legend
 
 
 def test_figure_beyond_limits_rejects_other_tables():

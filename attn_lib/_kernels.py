@@ -14,6 +14,10 @@ a job is sequential, so results do not depend on the number of threads (reproduc
   E1 and E2 carry a relative error below ``1.2e-7`` (tested against the float64 references at ``1e-6``).
 * :func:`mc_prefix` -- the Monte-Carlo estimate of ``E[d~]`` for given random subsets (float64 throughout):
   ``s . x_i`` from the ``n`` Gram rows of a subset (or from ``s`` when ``n`` exceeds the head dimension).
+* :func:`mc_scan_prefix` -- the Monte-Carlo estimate of ``E[d~]`` for every ``N`` of a range at once (the ``"mc"``
+  form of the critical-N scan): each subset is a prefix of a given random order of the row's tokens, so the state
+  of :func:`scan_prefix` is updated one token at a time, two ``N`` per pass over the row; ``O(K t^2)`` per row.
+  Float64 state, float32 square roots (the precision of :func:`scan_prefix`).
 * :func:`dist_prefix` (d~, E1, Jensen gap, E2, d_1 at one N), :func:`sep_prefix` (``N_s/N``, ``rho_min``),
   :func:`order_prefix` (top-N order, ties to the lower index), :func:`running_min_sq` (delta of Algorithm 4):
   float64, the same formulas as the tensor code of :mod:`attn_lib.metrics`.
@@ -39,6 +43,7 @@ __all__ = [
     "available",
     "scan_prefix",
     "mc_prefix",
+    "mc_scan_prefix",
     "dist_prefix",
     "order_prefix",
     "sep_prefix",
@@ -54,6 +59,7 @@ KERNELS = (
     "scan_prefix",
     "dist_prefix",
     "mc_prefix",
+    "mc_scan_prefix",
     "order_prefix",
     "sep_prefix",
     "running_min_sq",
@@ -195,6 +201,96 @@ def _mc_prefix_py(alpha, G, values, t, rows, sub, mean_out, se_out):
             se_out[h, ri] = math.sqrt(max(m2, 0.0) / (K - 1) / K)
         else:
             se_out[h, ri] = math.inf
+
+
+def _mc_scan_prefix_py(alpha, G, perm, t, rows, n_min, n_max, mean_out, se_out):
+    # Monte-Carlo E[d~] for every N: K random permutations per row; the subset of size N is the permutation's
+    # prefix, so adding its N-th token j updates K_i = alpha_i ||x_i||^2 - 2 s . x_i by -2 alpha_j G_ji and ||s||^2
+    # by alpha_j (2 alpha_j G_jj - K_j), as in _scan_prefix_py: O(t) per (sample, N), O(K t min(t, n_max)) per row.
+    # Two N per pass over the row's tokens (N and N + 1: the state after N is formed in registers and both roots
+    # taken), which halves the traffic of the state K.
+    H = alpha.shape[0]
+    R = rows.shape[0]
+    n_samp = perm.shape[1]
+    for job in _prange(H * R):
+        h = job // R
+        ri = job - h * R
+        r = rows[ri]
+        W = t[h, r]
+        top = min(n_max, W - 1)  # rows need t >= N + 1
+        if top < n_min:
+            continue
+        a = alpha[h, r]
+        base = np.empty(W)  # alpha_i ||x_i||^2
+        for i in range(W):
+            base[i] = a[i] * G[h, i, i]
+        Kst = np.empty(W)
+        keep = np.empty(W)
+        mu = np.zeros(top - n_min + 1)  # Welford running mean and sum of squared deviations over the samples
+        m2 = np.zeros(top - n_min + 1)
+        for k in range(n_samp):
+            pk = perm[ri, k]
+            for i in range(W):
+                Kst[i] = base[i]
+                keep[i] = 1.0
+            ss = 0.0
+            for N in range(1, n_min):  # before the range: the state only
+                j = pk[N - 1]
+                aj = a[j]
+                ss += aj * (2.0 * aj * G[h, j, j] - Kst[j])
+                m1 = -2.0 * aj
+                Gj = G[h, j]
+                keep[j] = 0.0
+                for i in range(W):
+                    Kst[i] += m1 * Gj[i]
+            N = n_min
+            while N <= top:
+                j1 = pk[N - 1]
+                a1 = a[j1]
+                ss1 = ss + a1 * (2.0 * a1 * G[h, j1, j1] - Kst[j1])
+                m1 = -2.0 * a1
+                G1 = G[h, j1]
+                keep[j1] = 0.0
+                if N + 1 <= top:  # N and N + 1 in one pass
+                    j2 = pk[N]
+                    a2 = a[j2]
+                    k2 = Kst[j2] + m1 * G1[j2]  # K_j2 after N
+                    ss2 = ss1 + a2 * (2.0 * a2 * G[h, j2, j2] - k2)
+                    m2j = -2.0 * a2
+                    G2 = G[h, j2]
+                    keep[j2] = 0.0  # j2 is still outside the subset at N: its root is added after the pass
+                    u1 = 0.0
+                    u2 = 0.0
+                    for i in range(W):  # roots in float32, as in _scan_prefix_py
+                        k1 = Kst[i] + m1 * G1[i]
+                        kk = k1 + m2j * G2[i]
+                        Kst[i] = kk
+                        u1 += keep[i] * np.float64(math.sqrt(np.float32(max(ss1 + a[i] * k1, 0.0))))
+                        u2 += keep[i] * np.float64(math.sqrt(np.float32(max(ss2 + a[i] * kk, 0.0))))
+                    u1 += np.float64(math.sqrt(np.float32(max(ss1 + a2 * k2, 0.0))))
+                    ss = ss2
+                    step = 2
+                else:
+                    u1 = 0.0
+                    u2 = 0.0
+                    for i in range(W):
+                        Kst[i] += m1 * G1[i]
+                        u1 += keep[i] * np.float64(math.sqrt(np.float32(max(ss1 + a[i] * Kst[i], 0.0))))
+                    ss = ss1
+                    step = 1
+                for q in range(step):
+                    x = u1 if q == 0 else u2
+                    c = N - n_min + q
+                    dlt = x - mu[c]
+                    mu[c] += dlt / (k + 1)
+                    m2[c] += dlt * (x - mu[c])
+                N += step
+        for q in range(top - n_min + 1):
+            mean_out[h, ri, q] = mu[q]
+            if n_samp > 1:
+                se_out[h, ri, q] = math.sqrt(max(m2[q], 0.0) / (n_samp - 1) / n_samp)
+            else:
+                se_out[h, ri, q] = math.inf
 
 
 def _row_dots_py(a, Gh, Vh, sel, W, N):
@@ -545,6 +641,7 @@ if _nb is not None:
     _FAST = {"reassoc", "contract", "nsz", "arcp"}
     _scan_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_scan_prefix_py)
     _mc_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_mc_prefix_py)
+    _mc_scan_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_mc_scan_prefix_py)
     _row_dots = _nb.njit(cache=True, fastmath=_FAST)(_row_dots_py)
     _row_state = _nb.njit(cache=True, fastmath=_FAST)(_row_state_py)
     _p_incl = _nb.njit(cache=True, inline="always")(_p_incl_py)
@@ -557,7 +654,7 @@ if _nb is not None:
     _d1_cummax = _nb.njit(parallel=True, cache=True)(_d1_cummax_py)
 else:  # pragma: no cover
     _prange = range
-    _row_dots = _row_state = _p_incl = _scan_prefix = _mc_prefix = _dist_prefix = None
+    _row_dots = _row_state = _p_incl = _scan_prefix = _mc_prefix = _mc_scan_prefix = _dist_prefix = None
     _order_prefix = _sep_prefix = _running_min = None
     _exp_nonpos = _sens_rows = _d1_cummax = None
 
@@ -628,6 +725,34 @@ def mc_prefix(alpha, G, values, t, rows, sub, threads: int | None = None):
         np.ascontiguousarray(t, np.int64),
         np.ascontiguousarray(rows, np.int64),
         np.ascontiguousarray(sub, np.int64),
+        mean,
+        se,
+    )
+    return mean, se
+
+
+def mc_scan_prefix(alpha, G, perm, t, rows, n_min: int, n_max: int, threads: int | None = None):
+    """Monte-Carlo ``E[d~]`` for ``N = n_min..n_max`` at once, per (head, row) of a prefix-masked layer.
+
+    ``perm`` ``(R, K, >= t)`` int64: ``K`` random orders of row ``rows[i]``'s visible tokens ``0..t-1`` (the first
+    ``t`` entries of each are a permutation of them), shared by all heads; the ``N``-subset of sample ``k`` is the
+    prefix ``perm[i, k, :N]``. ``alpha``, ``G``: ``(H, L, L)`` float64; ``t`` ``(H, L)`` int64. Returns
+    ``(mean, stderr)``, each ``(H, R, n_max - n_min + 1)`` float64 (stderr ``std / sqrt(K)``, ``inf`` for ``K = 1``),
+    zero where ``t < N + 1``. The state is float64, the square roots float32 (as :func:`scan_prefix`: relative error
+    below ``1.2e-7``); cost ``O(K t min(t, n_max))`` per (head, row).
+    """
+    H, R, nn = alpha.shape[0], rows.shape[0], n_max - n_min + 1
+    mean, se = np.zeros((H, R, nn)), np.zeros((H, R, nn))
+    _threads_call(
+        _mc_scan_prefix,
+        threads,
+        np.ascontiguousarray(alpha),
+        np.ascontiguousarray(G),
+        np.ascontiguousarray(perm, np.int64),
+        np.ascontiguousarray(t, np.int64),
+        np.ascontiguousarray(rows, np.int64),
+        int(n_min),
+        int(n_max),
         mean,
         se,
     )
@@ -767,6 +892,7 @@ def warm_up(callback=None) -> list[str]:
         ("scan_prefix", lambda: scan_prefix(a, G, order, zv, zz, t, rows, 1, 2, "L-1")),
         ("dist_prefix", lambda: dist_prefix(a, G, vals, order, zv, zz, t, 1, "L-1", with_d1=True)),
         ("mc_prefix", lambda: mc_prefix(a, G, vals, t, rows, np.zeros((x["L"], 2, 1), dtype=np.int64))),
+        ("mc_scan_prefix", lambda: mc_scan_prefix(a, G, order[0][:, None, :], t, rows, 1, 2)),
         ("order_prefix", lambda: order_prefix(a, t, 2)),
         ("sep_prefix", lambda: sep_prefix(a, G, vals, order, t, 1)),
         ("running_min_sq", lambda: running_min_sq(G)),

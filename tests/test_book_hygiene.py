@@ -147,7 +147,7 @@ def test_repository_url_is_set_once_and_used_consistently():
 def test_environment_yml_lists_the_pyproject_dependencies():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     deps = list(project["dependencies"])
-    for extra in ("book", "test"):
+    for extra in ("book", "test", "assign"):
         deps += project["optional-dependencies"][extra]
     env_text = (ROOT / "environment.yml").read_text().lower().replace("_", "-")
     aliases = {"torch": "pytorch"}

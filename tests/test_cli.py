@@ -294,6 +294,7 @@ def test_reproduce_wiring(fake_experiments, tmp_path, monkeypatch):
         "use_cache": False,
         "threads": 3,
         "progress": False,
+        "compare": (),
     }
     assert (tmp_path / "o").is_dir()  # checked (and created) before the run
     main(["reproduce"])

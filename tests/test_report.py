@@ -69,7 +69,7 @@ def _results(linear=True, plateau=True, sep=0.78, ratio=0.06, inv_t=True):
         [
             dict(META, L=L, form=f, n_star=max(1, round(ratio * L)), censored=False, ratio=ratio, n_scanned=5)
             for L in (64, 128, 256)
-            for f in ("e1", "e2")
+            for f in ("e1", "e2", "mc")
         ]
     )
     trace = pd.DataFrame(

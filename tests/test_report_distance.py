@@ -270,3 +270,29 @@ class TestCriticalN:
     def test_missing_columns(self):
         with pytest.raises(ValueError, match="censored"):
             R.critical_n_ratio(_summary(self.SUMMARY).drop(columns="censored"))
+
+    def test_each_reading_gets_its_own_verdict_row(self):
+        """E1 and the Monte-Carlo expectation are two readings of "the expectation": one row each, each judged by
+        its own fitted ratio (here E1 at 0.0625, within a factor 2 of 0.06, and Monte Carlo at 0.75)."""
+        summary = _summary([("e1", 64, 4, False), ("e1", 128, 8, False), ("mc", 64, 48, False), ("mc", 128, 96, False)])
+        vt = R.verdicts({"critical_n_summary": summary}).set_index("claim")
+        e1 = vt.loc["critical N ≈ 0.06·L (KS, α=0.01) — reading E1"]
+        mc = vt.loc["critical N ≈ 0.06·L (KS, α=0.01) — reading Monte Carlo"]
+        assert e1["verdict"] == "reproduced" and mc["verdict"] == "not reproduced"
+        assert f"N*/L = {R.critical_n_ratio(summary).loc['mc', 'ratio']:.3f}" in mc["measured"]
+        assert "Monte-Carlo" in mc["rule"] and mc["measured"].startswith("Monte Carlo: ")
+
+    def test_mc_lines_give_the_noise_at_n_star_from_the_trace(self):
+        summary = _summary([("mc", 16, 12, False), ("mc", 32, 20, False)])
+        trace = pd.DataFrame(dict(form="mc", L=[16, 16, 32, 32], N=[11, 12, 19, 20], mc_rel_se=[0.5, 0.125, 0.9, 0.25]))
+        line = R.critical_n_lines(summary, trace)
+        assert line.startswith("- **Monte Carlo**: N* per L: 16→12, 32→20.")
+        assert "the largest standard error of a sample value is 12%–25% of that value (over L)" in line
+        assert "noise" not in R.critical_n_lines(summary)  # without the trace, no noise figure
+
+    def test_figure_draws_the_mc_reading(self):
+        summary = _summary([("e1", 16, 12, False), ("mc", 16, 10, False), ("mc", 32, 31, True)])
+        fig = R.figure_critical_n(summary)
+        labels = fig.axes[0].get_legend_handles_labels()[1]
+        assert "critical N: d~ vs Monte Carlo, KS over all heads" in labels
+        assert "Monte Carlo censored: no N up to the scan limit" in labels

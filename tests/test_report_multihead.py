@@ -64,3 +64,35 @@ class TestFigureNormaliserSwap:
     def test_rejects_an_empty_frame(self):
         with pytest.raises(ValueError, match="layers"):
             report.figure_normaliser_swap(LAYERS.iloc[:0])
+
+
+class TestNormaliserSwapFindings:
+    def test_ratio_of_the_largest_weight_to_a_uniform_row(self):
+        # softmax (model): mean max 0.4 over layers; a uniform row's mean max 0.1 -> 4.0 times
+        assert "mean largest weight of a row is 0.40, 4.0 times that of a uniform row (0.100)" in (
+            report.normaliser_swap_findings(LAYERS, LOSS, 0.1)
+        )
+
+    def test_support_as_a_fraction_of_the_baseline(self):
+        # sparsemax: mean support 2 of the baseline's 8 tokens
+        assert "(8 tokens): sparsemax 25.0%." in report.normaliser_swap_findings(LAYERS, LOSS, 0.1)
+
+    def test_says_the_loss_rises_when_every_swap_raises_it(self):
+        assert "rises under every swapped normaliser" in report.normaliser_swap_findings(LAYERS, LOSS, 0.1)
+
+    def test_names_a_swap_that_does_not_raise_the_loss(self):
+        text = report.normaliser_swap_findings(LAYERS, {"softmax (model)": 3.25, "sparsemax": 3.0}, 0.1)
+        assert "does not rise under sparsemax" in text and "rises under every" not in text
+
+    @pytest.mark.parametrize("bad", [0.0, -0.1, 1.5, float("nan")])
+    def test_rejects_a_uniform_max_outside_the_unit_interval(self, bad):
+        with pytest.raises(ValueError, match="uniform_max"):
+            report.normaliser_swap_findings(LAYERS, LOSS, bad)
+
+    def test_rejects_a_loss_without_every_normaliser(self):
+        with pytest.raises(ValueError, match="loss"):
+            report.normaliser_swap_findings(LAYERS, {"softmax (model)": 3.25}, 0.1)
+
+    def test_rejects_a_run_without_a_swapped_normaliser(self):
+        with pytest.raises(ValueError, match="swapped"):
+            report.normaliser_swap_findings(LAYERS.query("normaliser == 'softmax (model)'"), LOSS, 0.1)

@@ -33,6 +33,12 @@ class TestReproductionTable:
         assert set(table.columns) >= {"claim", "paper", "measured", "verdict", "rule", "reason", "section"}
         assert table["section"].str.startswith("app-").all()
 
+    def test_the_critical_n_has_a_row_per_reading_with_its_section(self):
+        table = R.reproduction_table(_results(ratio=0.3)).set_index("claim")
+        for reading in ("E1", "Monte Carlo"):
+            row = table.loc[f"critical N ≈ 0.06·L (KS, α=0.01) — reading {reading}"]
+            assert row["section"] == "app-critical-n" and row["verdict"] == "not reproduced" and row["reason"]
+
     def test_reasons_only_where_the_verdict_is_not_reproduced(self):
         table = R.reproduction_table(_results(linear=False))
         failed = table["verdict"] == "not reproduced"

@@ -23,7 +23,8 @@ One module per experiment; each public function checks its input, picks the engi
 * :mod:`~attn_lib.metrics.distance` -- :func:`distance_metrics` (d~, d_max, E1 + Jensen gap, E2 at one ``N``);
 * :mod:`~attn_lib.metrics.scan` -- :func:`topn_scan` (the same for every ``N`` in a range, incrementally: the
   critical-N scan) and :func:`naive_scan` (its non-incremental reference);
-* :mod:`~attn_lib.metrics.montecarlo` -- :func:`expected_distance_mc` (Monte-Carlo E[d~]);
+* :mod:`~attn_lib.metrics.montecarlo` -- :func:`expected_distance_mc` (Monte-Carlo E[d~] at one ``N``) and
+  :func:`expected_distance_mc_scan` (every ``N`` of a range at once, for the critical-N scan);
 * :mod:`~attn_lib.metrics.separability` -- :func:`separability_metrics` (``N_s/N`` and Theorem 2's bounds),
   :func:`unit_layer`, :func:`running_min_distance`;
 * :mod:`~attn_lib.metrics.sensitivity` -- :func:`sensitivity_rows` (``g(T, eps)`` per row);
@@ -49,7 +50,7 @@ from ._engine import block_parallel, large_ops
 from .coverage import CoverageRows, SeparableSets, coverage_metrics, separable_sets
 from .distance import DistanceRows, distance_metrics
 from .layer import LayerData, masked_mean, top_n_order
-from .montecarlo import MCRows, expected_distance_mc
+from .montecarlo import MCRows, MCScanRows, expected_distance_mc, expected_distance_mc_scan, mc_permutations
 from .scan import ScanRows, naive_scan, topn_scan
 from .sensitivity import sensitivity_rows
 from .separability import SeparabilityRows, running_min_distance, separability_metrics, unit_layer
@@ -59,6 +60,7 @@ __all__ = [
     "DistanceRows",
     "ScanRows",
     "MCRows",
+    "MCScanRows",
     "SeparabilityRows",
     "SeparableSets",
     "CoverageRows",
@@ -66,6 +68,8 @@ __all__ = [
     "topn_scan",
     "naive_scan",
     "expected_distance_mc",
+    "expected_distance_mc_scan",
+    "mc_permutations",
     "separability_metrics",
     "sensitivity_rows",
     "separable_sets",

@@ -1,9 +1,17 @@
 r"""Monte-Carlo :math:`\mathbb E[\tilde d]` under uniformly random ``N``-subsets (Eq. 8), the ground truth that E1
 and E2 approximate. Reading the paper, §Expectation forms.
 
-:func:`expected_distance_mc` checks its input and runs :func:`_mc_numba` (the compiled
+:func:`expected_distance_mc` (one ``N``) checks its input and runs :func:`_mc_numba` (the compiled
 :func:`attn_lib._kernels.mc_prefix` on the subsets of :func:`_mc_subsets`) or :func:`_mc_torch`; both draw the same
 subsets.
+
+:func:`expected_distance_mc_scan` (every ``N`` of a range at once, for the critical-N scan, Reading the paper,
+§The critical N) draws ``K`` random orders of each row's visible tokens (:func:`mc_permutations`) and takes the
+prefixes of length ``N`` as the subsets: adding one token to a subset updates ``s . x_i`` and ``||s||^2`` from one
+row of the Gram matrix, so all ``N`` cost ``O(K t^2)`` per row instead of ``O(K t d)`` for each ``N``. It runs
+:func:`_mc_scan_numba` (the compiled :func:`attn_lib._kernels.mc_scan_prefix`) or :func:`_mc_scan_torch`, on the
+same orders. With the same ``seed``, rows, ``n_samples`` and a row set ending at the layer's last row, the prefix
+of length ``N`` is exactly the subset :func:`expected_distance_mc` draws at that ``N``.
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ import functools
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from .. import _kernels as _kern
@@ -20,7 +29,7 @@ from . import _engine
 from ._engine import F64, kernel_threads, uses_numba
 from .layer import LayerData, as_layer, check_n, check_rows
 
-__all__ = ["MCRows", "expected_distance_mc"]
+__all__ = ["MCRows", "MCScanRows", "expected_distance_mc", "expected_distance_mc_scan", "mc_permutations"]
 
 
 @dataclass
@@ -165,3 +174,220 @@ def _mc_subsets(seed: int, rows: tuple, t: tuple, L: int, N: int, K: int) -> tor
     counts = torch.as_tensor(t).view(-1, 1, 1)
     keys.masked_fill_(torch.arange(L).view(1, 1, L) >= counts, 2.0)
     return torch.topk(keys, N, dim=-1, largest=False).indices
+
+
+# ----------------------------------------------------------------------------------------------------------
+# every N at once: prefixes of random orders
+# ----------------------------------------------------------------------------------------------------------
+@dataclass
+class MCScanRows:
+    """Monte-Carlo ``E[d~]`` of :func:`expected_distance_mc_scan` for every ``N`` of a range, on a subset of rows.
+
+    Attributes
+    ----------
+    n_values : numpy.ndarray
+        ``(n,)``: the ``N`` of the last axis, ``n_min..n_max``.
+    rows : torch.Tensor
+        ``(R,)`` int64, the rows, ascending.
+    mean, stderr : torch.Tensor
+        ``(H, R, n)`` float64: the estimate and its standard error ``std / sqrt(K)`` over the ``K`` samples (0 where
+        not valid; ``inf`` for ``K = 1``).
+    valid : torch.Tensor
+        ``(H, R, n)`` bool: ``t >= N + 1``.
+    n_samples : int
+        ``K``.
+    """
+
+    n_values: np.ndarray
+    rows: torch.Tensor
+    mean: torch.Tensor
+    stderr: torch.Tensor
+    valid: torch.Tensor
+    n_samples: int
+
+
+def expected_distance_mc_scan(
+    layer,
+    values=None,
+    n_max: int = 16,
+    *,
+    n_min: int = 1,
+    rows=None,
+    mask=None,
+    n_samples: int = 8,
+    seed: int = 0,
+    engine: str = "auto",
+) -> MCScanRows:
+    r"""Monte-Carlo :math:`\mathbb E_{I_N\sim\mathcal U}[\tilde d]` (Eq. 8) for every ``N`` in ``n_min..n_max``.
+
+    The estimator is the one of :func:`expected_distance_mc` -- uniform ``N``-subsets of a row's visible tokens,
+    ``d~`` summed over the visible tokens outside the subset, the mean over ``K = n_samples`` subsets -- with the
+    subsets of all ``N`` drawn together: sample ``k`` of a row is a uniformly random order of its visible tokens
+    (:func:`mc_permutations`), and its ``N``-subset is the first ``N`` tokens of that order, a uniform ``N``-subset
+    for every ``N``. Adding the ``N``-th token ``j`` updates ``K_i = alpha_i ||x_i||^2 - 2 s . x_i`` by
+    ``-2 alpha_j G_ji`` and :math:`\|s\|^2` by ``alpha_j (2 alpha_j G_jj - K_j)`` (as :func:`attn_lib.metrics.topn_scan`
+    does for the top-N order), so a row costs ``O(K t min(t, n_max))``. The estimates at different ``N`` share
+    their orders, so they are correlated across ``N``; each one is unbiased.
+
+    Parameters
+    ----------
+    layer, values, mask
+        The layer: a :class:`~attn_lib.metrics.layer.LayerData` (then ``values`` and ``mask`` are ``None``), or raw
+        weights ``(H, L, L)`` with ``values`` ``(H, L, d)`` and an optional bool ``mask`` (default causal), as
+        :func:`~attn_lib.metrics.layer.as_layer` takes them. Every head must have the same mask.
+    n_max : int
+        Largest ``N``, ``>= n_min``.
+    n_min : int
+        Smallest ``N``, ``>= 1``.
+    rows : sequence of int or tensor, optional
+        Rows to estimate (integers in ``[0, L - 1]``; may be empty); default all rows.
+    n_samples : int
+        Random orders per row ``K``, ``>= 1``.
+    seed : int
+        Seed of the orders, in the generator's range (``0 <= seed < 2**64``).
+    engine : {"auto", "numba", "torch"}
+        ``"numba"`` (CPU, prefix masks: the compiled :func:`attn_lib._kernels.mc_scan_prefix`, float64 state,
+        square roots in float32 as in the critical-N scan: relative error below ``1.2e-7``), ``"torch"`` (any
+        device or mask, float64 throughout), ``"auto"`` (numba where it applies). Both use the same orders.
+
+    Returns
+    -------
+    MCScanRows
+        ``mean``, ``stderr`` and ``valid`` of shape ``(H, R, n_max - n_min + 1)``.
+    """
+    ld = as_layer(layer, values, mask)
+    n_min = check_n(n_min, "n_min")
+    n_max = check_int("n_max", n_max, low=n_min)
+    n_samples = check_int("n_samples", n_samples, low=1)
+    seed = check_seed("seed", seed)
+    rows = torch.arange(ld.L) if rows is None else check_rows(rows, ld.L)
+    if ld.mask.shape[0] != 1 and not bool((ld.mask == ld.mask[:1]).all()):
+        raise ValueError("expected_distance_mc_scan needs the same mask for every head")
+    n_values = torch.arange(n_min, n_max + 1, device=ld.device)
+    counts = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, rows.to(ld.device)]  # (H, R)
+    valid = counts.unsqueeze(-1) >= n_values.view(1, 1, -1) + 1
+    perm = mc_permutations(ld.mask[0][rows.to(ld.device)].cpu(), n_samples, seed)
+    if uses_numba(engine, ld.kernels_apply) and rows.numel():
+        mean, stderr = _mc_scan_numba(ld, n_min, n_max, rows, perm)
+    else:
+        mean, stderr = _mc_scan_torch(ld, n_min, n_max, rows, perm)
+    zero = torch.zeros((), dtype=F64, device=ld.device)
+    return MCScanRows(
+        n_values=np.arange(n_min, n_max + 1),
+        rows=rows,
+        mean=torch.where(valid, mean, zero),
+        stderr=torch.where(valid, stderr, zero),
+        valid=valid,
+        n_samples=n_samples,
+    )
+
+
+def mc_permutations(visible, n_samples: int, seed: int) -> torch.Tensor:
+    """The random orders of :func:`expected_distance_mc_scan`: ``K`` per row, visible tokens first.
+
+    One ``torch.rand(R, K, W)`` from a CPU generator seeded with ``seed`` (``W`` = the last visible column of the
+    rows, plus one) gives every (row, sample, column) a key; masked columns get the key 2; each order sorts the
+    keys (stably). These are the keys :func:`expected_distance_mc` draws when ``W`` is the layer's length, so the
+    first ``N`` tokens of an order are the subset it draws at ``N``. Cached (the orders depend only on the
+    arguments, and a pass reuses them for every layer).
+
+    Parameters
+    ----------
+    visible : bool tensor
+        ``(R, L)``: the visible columns of each row (``True`` = visible), on the CPU.
+    n_samples : int
+        ``K``.
+    seed : int
+        The generator's seed.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(R, K, W)`` int64: row ``i``'s ``k``-th order; its first ``t_i`` entries are its visible columns.
+    """
+    visible = visible.to(torch.bool).cpu()
+    last = torch.where(visible, torch.arange(visible.shape[1]), -1).amax(-1)
+    width = max(1, int(last.max()) + 1) if visible.numel() else 1
+    vis = visible[:, :width].contiguous()
+    return _mc_permutations_cached(vis.numpy().tobytes(), tuple(vis.shape), int(n_samples), int(seed)).clone()
+
+
+@functools.lru_cache(maxsize=4)
+def _mc_permutations_cached(visible_bytes: bytes, shape: tuple, K: int, seed: int) -> torch.Tensor:
+    R, width = shape
+    visible = torch.from_numpy(np.frombuffer(visible_bytes, dtype=np.bool_).reshape(shape).copy())
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    keys = torch.rand(R, K, width, generator=gen, dtype=F64)
+    keys.masked_fill_(~visible.unsqueeze(1), 2.0)
+    return torch.argsort(keys, dim=-1, stable=True)
+
+
+def _mc_scan_numba(
+    ld: LayerData, n_min: int, n_max: int, rows: torch.Tensor, perm: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(mean, stderr)`` ``(H, R, n)`` by the compiled kernel (prefix masks: an order's first ``t`` entries are the
+    row's columns ``0..t-1``)."""
+    mean, stderr = _kern.mc_scan_prefix(
+        ld.alpha.numpy(),
+        ld.gram.numpy(),
+        perm.numpy(),
+        torch.broadcast_to(ld.t, (ld.H, ld.L)).numpy(),
+        rows.numpy(),
+        n_min,
+        n_max,
+        threads=kernel_threads(),
+    )
+    return torch.from_numpy(mean), torch.from_numpy(stderr)
+
+
+def _mc_scan_torch(
+    ld: LayerData, n_min: int, n_max: int, rows: torch.Tensor, perm: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(mean, stderr)`` ``(H, R, n)`` by float64 tensor code, a block of rows at a time: the state
+    ``K_i = alpha_i ||x_i||^2 - 2 s . x_i`` and ``||s||^2`` of every (head, row, sample), one token added per
+    ``N``, ``d~ = sum over the visible tokens not yet added of sqrt(alpha_i K_i + ||s||^2)``."""
+    H, L, K = ld.H, ld.L, perm.shape[1]
+    n_count = n_max - n_min + 1
+    n_rows = rows.numel()
+    mean = torch.zeros(H, n_rows, n_count, dtype=F64, device=ld.device)
+    stderr = torch.zeros(H, n_rows, n_count, dtype=F64, device=ld.device)
+    if n_rows == 0:
+        return mean, stderr
+    gram_rows = ld.gram.reshape(H * L, L)
+    head_offset = (torch.arange(H, device=ld.device) * L).view(H, 1)
+    zero = torch.zeros((), dtype=F64, device=ld.device)
+    last = ld.last.amax(0)
+    width_all = int(last[rows.to(ld.device)].max()) + 1
+    per_block = max(1, _engine.BLOCK_ELEMS // max(1, H * K * width_all))
+    for first in range(0, n_rows, per_block):
+        rows_block = rows[first : first + per_block].to(ld.device)
+        B = rows_block.numel()
+        W = max(1, int(last[rows_block].max()) + 1)
+        visible = ld.mask[0][rows_block, :W]  # (B, W)
+        top = min(n_max, int(visible.sum(-1).max()) - 1)
+        if top < n_min:
+            continue
+        # positions past a row's visible count only reach rows that are no longer valid: clamp them into the block
+        order = perm[first : first + B, :, :top].to(ld.device).clamp(max=W - 1)  # (B, K, top)
+        alpha = ld.alpha[:, rows_block, :W]  # (H, B, W)
+        alpha_k = alpha.unsqueeze(2)  # (H, B, 1, W)
+        state = (alpha * ld.gdiag[:, None, :W]).unsqueeze(2).expand(H, B, K, W).clone()
+        s_sq = torch.zeros(H, B, K, 1, dtype=F64, device=ld.device)
+        keep = visible.unsqueeze(1).expand(B, K, W).clone()  # visible and not yet added
+        for N in range(1, top + 1):
+            j = order[:, :, N - 1]  # (B, K)
+            a_j = alpha.gather(-1, j.view(1, B, K).expand(H, B, K)).unsqueeze(-1)  # (H, B, K, 1)
+            k_j = state.gather(-1, j.view(1, B, K, 1).expand(H, B, K, 1))
+            g_jj = ld.gdiag.gather(-1, j.view(1, B * K).expand(H, B * K)).view(H, B, K, 1)
+            s_sq = s_sq + a_j * (2 * a_j * g_jj - k_j)
+            g_j = gram_rows.index_select(0, (j.view(1, B * K) + head_offset).reshape(-1))[:, :W]
+            state.addcmul_(g_j.view(H, B, K, W), a_j, value=-2.0)
+            keep.scatter_(-1, j.unsqueeze(-1), False)
+            if N < n_min:
+                continue
+            dist = torch.addcmul(s_sq, alpha_k, state).clamp_(min=0).sqrt_()
+            d_tilde = torch.where(keep.unsqueeze(0), dist, zero).sum(-1)  # (H, B, K)
+            q = N - n_min
+            mean[:, first : first + B, q] = d_tilde.mean(-1)
+            stderr[:, first : first + B, q] = d_tilde.std(-1) / math.sqrt(K) if K > 1 else math.inf
+    return mean, stderr

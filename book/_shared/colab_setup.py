@@ -6,4 +6,4 @@ if "google.colab" in sys.modules:
     import subprocess
 
     REPO = "{repository_url}"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "attn_lib @ git+{REPO}"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"attn_lib @ git+{REPO}"], check=True)

@@ -1,0 +1,250 @@
+"""The Monte-Carlo expectation in the critical-N scan: metrics.expected_distance_mc_scan (kernel, torch path, a
+brute-force loop over theory.distance) and its use as form "mc" of experiments.critical_n."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from scipy.stats import ks_2samp
+
+from attn_lib import _kernels
+from attn_lib import experiments as E
+from attn_lib import metrics as M
+from attn_lib import theory as T
+from attn_lib.metrics import montecarlo as MC
+
+needs_numba = pytest.mark.skipif(not _kernels.available(), reason="numba not importable")
+
+
+def _layer(H=3, L=12, d=4, seed=0, mask=None):
+    g = torch.Generator().manual_seed(seed)
+    logits = torch.randn(H, L, L, generator=g, dtype=torch.float64) * 2
+    values = torch.randn(H, L, d, generator=g, dtype=torch.float64)
+    if mask is None:
+        mask = torch.ones(L, L, dtype=torch.bool).tril()
+    return M.LayerData.from_logits(logits.masked_fill(~mask, -math.inf), values)
+
+
+def _brute_force(ld, rows, perm, n_values):
+    """Mean and standard error over the K orders of theory.distance with the prefix of each order as the subset."""
+    H = ld.H
+    mean = np.zeros((H, len(rows), len(n_values)))
+    se = np.zeros_like(mean)
+    for h in range(H):
+        for ri, r in enumerate(rows):
+            vis = ld.mask[0, r].numpy()
+            cols = np.flatnonzero(vis)  # the visible tokens, in column order
+            a = ld.alpha[h, r].numpy()[cols]
+            x = ld.values[h].numpy()[cols]
+            pos = {int(c): i for i, c in enumerate(cols)}
+            for q, N in enumerate(n_values):
+                if len(cols) < N + 1:
+                    continue
+                vals = [
+                    T.distance(a, x, selected=np.array([pos[int(c)] for c in perm[ri, k, :N]]))
+                    for k in range(perm.shape[1])
+                ]
+                mean[h, ri, q] = np.mean(vals)
+                se[h, ri, q] = np.std(vals, ddof=1) / math.sqrt(len(vals))
+    return mean, se
+
+
+# expected_distance_mc_scan ---------------------------------------------------------------------------------------
+class TestMCScan:
+    def test_torch_path_equals_brute_force_over_theory(self):
+        ld = _layer()
+        rows = [0, 3, 7, 11]
+        res = M.expected_distance_mc_scan(ld, n_max=11, rows=rows, n_samples=5, seed=3, engine="torch")
+        perm = M.mc_permutations(ld.mask[0][rows], 5, 3).numpy()
+        mean, se = _brute_force(ld, rows, perm, res.n_values)
+        assert np.allclose(res.mean.numpy(), mean, rtol=1e-10, atol=1e-12)
+        assert np.allclose(res.stderr.numpy(), se, rtol=1e-8, atol=1e-12)
+        t = np.array(rows) + 1
+        assert (res.valid.numpy() == (t[None, :, None] >= res.n_values[None, None, :] + 1)).all()
+
+    @needs_numba
+    def test_kernel_equals_torch_path(self):
+        """Same orders in both engines; the kernel's float32 square roots cost a relative error below 1.2e-7."""
+        ld = _layer(H=4, L=40, d=6, seed=1)
+        a = M.expected_distance_mc_scan(ld, n_max=39, n_samples=6, seed=5, engine="numba")
+        b = M.expected_distance_mc_scan(ld, n_max=39, n_samples=6, seed=5, engine="torch")
+        assert (a.valid == b.valid).all() and a.valid.any()
+        assert torch.allclose(a.mean, b.mean, rtol=1e-6, atol=1e-12)
+        # the rounding of the standard error is relative to the distances, not to their (possibly tiny) spread
+        assert ((a.stderr - b.stderr).abs() <= 1e-6 * b.mean + 1e-12).all()
+
+    def test_prefixes_are_the_subsets_of_expected_distance_mc(self):
+        """With all rows, the prefix of length N of each order is exactly the subset expected_distance_mc draws at
+        N (same seed and K), so the two estimates agree to rounding."""
+        ld = _layer(L=10)
+        perm = M.mc_permutations(ld.mask[0], 7, 11)
+        res = M.expected_distance_mc_scan(ld, n_max=9, n_samples=7, seed=11, engine="torch")
+        t = tuple(ld.t[0].tolist())
+        for N in (1, 4, 9):
+            subsets = MC._mc_subsets(11, tuple(range(10)), t, 10, N, 7)
+            for r in range(N, 10):  # valid rows: t = r + 1 >= N + 1
+                for k in range(7):
+                    assert set(perm[r, k, :N].tolist()) == set(subsets[r, k].tolist())
+            one = M.expected_distance_mc(ld, N=N, n_samples=7, seed=11, engine="torch")
+            assert torch.allclose(one.mean, res.mean[..., N - 1], rtol=1e-12, atol=1e-12)
+            assert torch.allclose(one.stderr, res.stderr[..., N - 1], rtol=1e-10, atol=1e-12)
+
+    def test_orders_put_the_visible_columns_first(self):
+        mask = torch.rand(9, 9, generator=torch.Generator().manual_seed(2)) < 0.6
+        mask[:, 0] = True
+        perm = M.mc_permutations(mask, 4, 0)
+        width = int(torch.where(mask, torch.arange(9), -1).max()) + 1
+        assert perm.shape == (9, 4, width)
+        for r in range(9):
+            cols = set(torch.nonzero(mask[r]).flatten().tolist())
+            for k in range(4):
+                assert set(perm[r, k, : len(cols)].tolist()) == cols
+                assert sorted(perm[r, k].tolist()) == list(range(width))
+
+    def test_general_mask_torch_path_equals_brute_force(self):
+        L = 9
+        mask = torch.rand(L, L, generator=torch.Generator().manual_seed(4)) < 0.7
+        mask[:, 2] = True
+        ld = _layer(L=L, mask=mask)
+        assert not ld.prefix
+        rows = list(range(L))
+        res = M.expected_distance_mc_scan(ld, n_max=L - 1, n_samples=4, seed=0)  # auto: torch (not a prefix mask)
+        mean, _ = _brute_force(ld, rows, M.mc_permutations(ld.mask[0], 4, 0).numpy(), res.n_values)
+        assert np.allclose(res.mean.numpy(), mean, rtol=1e-10, atol=1e-12)
+
+    @pytest.mark.parametrize("engine", ["torch", pytest.param("numba", marks=needs_numba)])
+    def test_a_later_range_continues_the_same_estimates(self, engine):
+        ld = _layer(L=16)
+        full = M.expected_distance_mc_scan(ld, n_max=15, n_samples=3, seed=2, engine=engine)
+        part = M.expected_distance_mc_scan(ld, n_min=6, n_max=12, n_samples=3, seed=2, engine=engine)
+        assert list(part.n_values) == list(range(6, 13))
+        assert torch.allclose(part.mean, full.mean[..., 5:12], rtol=1e-12, atol=0)
+
+    def test_identical_vectors_with_uniform_weights_give_d_tilde_exactly(self):
+        """x_i = x and uniform weights: every N-subset has d~ = (t-N)(N-1)/t ||x||, the estimate has no noise."""
+        H, L = 2, 8
+        x = torch.tensor([3.0, 4.0], dtype=torch.float64)  # ||x|| = 5
+        ld = M.LayerData.from_logits(
+            torch.zeros(H, L, L, dtype=torch.float64).masked_fill(
+                ~torch.ones(L, L, dtype=torch.bool).tril(), -math.inf
+            ),
+            x.expand(H, L, 2).clone(),
+        )
+        res = M.expected_distance_mc_scan(ld, n_max=L - 1, n_samples=4, seed=0)
+        t = torch.arange(1, L + 1, dtype=torch.float64).view(1, L, 1)
+        N = torch.arange(1, L, dtype=torch.float64).view(1, 1, -1)
+        expect = torch.where(res.valid, (t - N) * (N - 1) / t * 5.0, torch.zeros(()))
+        assert torch.allclose(res.mean, expect, rtol=1e-6, atol=1e-9)
+
+    @pytest.mark.parametrize("bad", [0, -1, 1.5, "8", None])
+    def test_rejects_a_bad_sample_count(self, bad):
+        with pytest.raises(ValueError, match="n_samples"):
+            M.expected_distance_mc_scan(_layer(), n_max=3, n_samples=bad)
+
+    def test_rejects_a_bad_range_seed_and_engine(self):
+        ld = _layer()
+        with pytest.raises(ValueError, match="n_min"):
+            M.expected_distance_mc_scan(ld, n_min=0, n_max=3)
+        with pytest.raises(ValueError, match="n_max"):
+            M.expected_distance_mc_scan(ld, n_min=4, n_max=3)
+        with pytest.raises(ValueError, match="seed"):
+            M.expected_distance_mc_scan(ld, n_max=3, seed=-1)
+        with pytest.raises(ValueError, match="rows"):
+            M.expected_distance_mc_scan(ld, n_max=3, rows=[12])
+        with pytest.raises(ValueError, match="engine"):
+            M.expected_distance_mc_scan(ld, n_max=3, engine="gpu")
+
+
+# the critical-N scan with the Monte-Carlo form --------------------------------------------------------------------
+class _FakeShared:
+    """What _CriticalAnalysis.layer reads from a pass: the layer and its index."""
+
+    def __init__(self, ld, index):
+        self._ld = ld
+        self.la = type("LA", (), {"layer": index})()
+
+    def layer(self):
+        return self._ld
+
+
+def _critical(layers, lengths, **kw):
+    a = E._CriticalAnalysis(
+        {"model": "synthetic", "text": "none", "device": "cpu"},
+        lengths,
+        alpha=0.01,
+        crit_fraction=1.0,
+        forms=["mc"],
+        p="L-1",
+        stage=max(lengths),
+        stop_early=True,
+        mc_samples=kw.pop("mc_samples", 4),
+        seed=kw.pop("seed", 0),
+        **kw,
+    )
+    for i, ld in enumerate(layers):
+        a.layer(_FakeShared(ld, i))
+    return a.finish()
+
+
+def _reference_n_star(layers, L, K, seed, alpha=0.01):
+    """First N with KS p >= alpha between the per-head row means of the top-N d~ (theory.distance) and of the
+    brute-force Monte-Carlo estimate on the same orders; None if no N <= L - 1 passes."""
+    rows = list(range(L))
+    for N in range(1, L):
+        a, b = [], []
+        for ld in layers:
+            perm = M.mc_permutations(ld.mask[0][:L], K, seed).numpy()
+            mc, _ = _brute_force(ld, rows, perm, [N])
+            for h in range(ld.H):
+                top = [T.distance(ld.alpha[h, r, : r + 1].numpy(), ld.values[h, : r + 1].numpy(), N) for r in rows[N:]]
+                a.append(np.mean(top))
+                b.append(mc[h, N:, 0].mean())
+        if ks_2samp(a, b).pvalue >= alpha:
+            return N
+    return None
+
+
+def test_critical_mc_is_one_when_every_subset_has_the_same_distance():
+    """Identical vectors and uniform weights: d~ of the top N equals the Monte-Carlo estimate exactly, so the two
+    samples are equal and the first N passes."""
+    H, L = 4, 12
+    layers = []
+    for i in range(3):
+        x = torch.tensor([1.0 + i, 2.0], dtype=torch.float64)
+        vals = x.expand(H, L, 2) * torch.arange(1, H + 1, dtype=torch.float64).view(H, 1, 1)
+        logits = torch.zeros(H, L, L, dtype=torch.float64).masked_fill(
+            ~torch.ones(L, L, dtype=torch.bool).tril(), -math.inf
+        )
+        layers.append(M.LayerData.from_logits(logits, vals))
+    summary = E.critical_n_summary(_critical(layers, [12]))
+    assert summary["n_star"].tolist() == [1] and not summary["censored"].any()
+
+
+def test_critical_mc_matches_a_brute_force_ks_scan():
+    """Random layers: the first passing N of the pipeline equals that of a loop over theory.distance,
+    brute-force Monte Carlo on the same orders and scipy's KS test."""
+    layers = [_layer(H=4, L=12, d=3, seed=s) for s in range(4)]
+    trace = _critical(layers, [12], mc_samples=3, seed=7)
+    summary = E.critical_n_summary(trace)
+    n_ref = _reference_n_star(layers, 12, 3, 7)
+    assert n_ref is not None and n_ref > 1  # the case is not trivial
+    assert summary["n_star"].tolist() == [n_ref] and not summary["censored"].any()
+    assert (trace["form"] == "mc").all() and trace["mc_rel_se"].between(0, np.inf).all()
+
+
+def test_critical_n_rejects_a_bad_sample_count(tiny_gpt2):
+    with pytest.raises(ValueError, match="mc_samples"):
+        E.critical_n(tiny_gpt2, "some text " * 10, lengths=[16], mc_samples=0)
+
+
+def test_critical_n_runs_the_mc_form_by_default(tiny_gpt2):
+    trace = E.critical_n(tiny_gpt2, "War and peace. " * 20, lengths=[8, 16], mc_samples=4)
+    assert set(trace["form"]) == {"e1", "e2", "mc"}
+    mc = trace[trace["form"] == "mc"]
+    assert mc["mc_rel_se"].notna().all() and trace.loc[trace["form"] != "mc", "mc_rel_se"].isna().all()
+    summary = E.critical_n_summary(trace)
+    assert isinstance(summary, pd.DataFrame) and set(summary["form"]) == {"e1", "e2", "mc"}

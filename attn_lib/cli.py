@@ -14,6 +14,10 @@ Subcommands
     Runs the paper's experiments through :func:`attn_lib.experiments.run_reproduce` (the same default profile,
     ``paper``; ``--compare sentence-transformers/all-MiniLM-L6-v2`` adds the encoder's column and figure panels),
     with progress bars on stderr from the first second (``-q`` hides them).
+``compare-normalizers --model gpt2 --profile {paper,quick} --out DIR``
+    Every normaliser (softmax, top-k, sparsemax, 1.5-entmax, SSMax, SA-softmax, softmax1, sigmoid, softpick) on the
+    paper's limits on the same model logits, and swapped into the live model (held-out loss), through
+    :func:`attn_lib.beyond.run_compare`: the table as Markdown, CSV and JSON, and the figures.
 
 User errors (bad arguments, an unusable ``--out``, a model or text that cannot be had) end with one line on stderr
 and exit status 2, never a traceback. Warnings (e.g. the offline fallbacks) are printed as ``attn-lib: NOTE:`` lines.
@@ -364,6 +368,34 @@ def _cmd_reproduce(args) -> int:
     return out if isinstance(out, int) else 0
 
 
+def _cmd_compare_normalizers(args) -> int:
+    out_dir = prepare_output_dir("--out", args.out)  # first: a bad --out must not cost the whole run
+    progress = not args.quiet
+
+    def say(msg: str) -> None:
+        if progress:
+            print(f"attn-lib compare-normalizers: {msg}", file=sys.stderr, flush=True)
+
+    say(f"profile {args.profile!r}, model {args.model!r}, text {args.text!r} -> {out_dir}/")
+    _import_with_progress(["torch", "transformers", "attn_lib.beyond"], progress)
+    from . import beyond
+
+    res = beyond.run_compare(
+        args.model,
+        device=args.device,
+        profile=args.profile,
+        out=out_dir,
+        text=args.text,
+        use_cache=not args.no_cache,
+        say=say,
+    )
+    for note in res["notes"]:
+        _note(note)
+    print((res["out"] / "limits.md").read_text(encoding="utf-8"))
+    print(f"wrote {len(res['files'])} files to {res['out']}/ in {res['seconds']:.1f} s: {', '.join(res['files'])}")
+    return 0
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # parser
 # ------------------------------------------------------------------------------------------------------------------
@@ -387,13 +419,14 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=raw,
         description="attn_lib: 'Limitations of Normalization in Attention Mechanism' (Mudarisov et al., 2025), "
         "executable.\n\ninfo shows what would run where, capture runs one forward pass with attention "
-        "capture,\nreproduce runs the paper's five experiments and writes figures and a report.",
+        "capture,\nreproduce runs the paper's five experiments and writes figures and a report,\n"
+        "compare-normalizers measures every normaliser on the paper's limits.",
         epilog="examples:\n  attn-lib info\n  attn-lib capture --length 1024\n"
         "  attn-lib reproduce --out results/\n\n" + _ENV_HELP,
     )
     p.add_argument("--version", action="version", version=f"attn_lib {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="more logging")
-    sub = p.add_subparsers(dest="command", metavar="{info,capture,reproduce}")
+    sub = p.add_subparsers(dest="command", metavar="{info,capture,reproduce,compare-normalizers}")
 
     def model_args(sp, text_default="war-and-peace"):
         sp.add_argument(
@@ -517,6 +550,36 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     sp.set_defaults(func=_cmd_reproduce)
+
+    sp = sub.add_parser(
+        "compare-normalizers",
+        help="every normaliser on the paper's limits and swapped into the live model; table and figures",
+        formatter_class=raw,
+        description="Measure softmax, top-k (several k), sparsemax, 1.5-entmax, SSMax, SA-softmax, softmax1, sigmoid\n"
+        "and softpick on the same model logits (vanishing weight, d~ and critical N, N_s/N, g(T, eps)),\n"
+        "and swap each into every head of the live model (held-out loss and perplexity; top-k over k,\n"
+        "softmax over T). Writes into --out:\n"
+        "  limits.md, limits.csv, limits.json   the table (normalisers x limits)\n"
+        "  compare.csv, critical_n.csv         the tidy per-head data and the critical N per L\n"
+        "  swap_losses.csv, swap.md            the live swap\n"
+        "  limits.png/.svg, swap.png/.svg      the figures (labelled with model, text and device)\n"
+        "Results are cached like reproduce's; --no-cache recomputes.",
+        epilog="examples:\n  attn-lib compare-normalizers --out beyond/\n"
+        "  attn-lib compare-normalizers --profile quick --model gpt2 --out beyond-quick/",
+    )
+    model_args(sp)
+    sp.add_argument(
+        "--profile",
+        choices=["paper", "quick"],
+        default="paper",
+        help="paper (default): L up to 1024; quick: L up to 128, for a smoke run",
+    )
+    sp.add_argument(
+        "--out", default="results-beyond", help="output folder (default ./results-beyond), created if needed"
+    )
+    sp.add_argument("--no-cache", action="store_true", help="bypass the result cache")
+    sp.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    sp.set_defaults(func=_cmd_compare_normalizers)
     return p
 
 

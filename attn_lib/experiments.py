@@ -1623,3 +1623,6 @@ class ReproduceResult(dict):
         if "total" in t:
             lines.append(f"total time: {t['total']:.1f} s")
         return "\n".join(lines)
+
+
+from .beyond import compare_normalizers, live_swap  # noqa: E402,F401  (chapter "Beyond softmax"; re-exported)

@@ -1,7 +1,7 @@
 """Jacobians of attention normalisers and the finite-difference sensitivity g(T, eps).
 
 * :func:`jacobian` -- ``J[..., i, j] = d alpha_i / d l_j`` for any normaliser of :mod:`attn_lib.normalizers`
-  (Reading the paper, §Notation "Gradient", §Lemma 2, §Corollary 3): analytic for softmax and for the general family (Lemma 2),
+  (Reading the paper, §Notation "Gradient", §Lemma 2, §Corollary 3): analytic for softmax, top-k and the general family (Lemma 2),
   by reverse-mode autograd for every other normaliser. Batched over leading dimensions.
 * :func:`sensitivity` -- the per-row ratio of Reading the paper, §The sensitivity metric (Algorithm 5 / Fig. 4).
 * :func:`random_directions` -- the seeded random unit directions used by :func:`sensitivity`.
@@ -24,6 +24,7 @@ from ._validation import check_int, check_positive, check_seed
 __all__ = [
     "jacobian",
     "softmax_jacobian",
+    "topk_jacobian",
     "general_jacobian",
     "autograd_jacobian",
     "sensitivity",
@@ -70,6 +71,8 @@ def _resolve(name_or_fn, params: dict) -> tuple[Callable, str]:
         raise ValueError("extra params are only accepted with a normaliser name; bind them into the callable")
     if name_or_fn is _nz.softmax:
         return name_or_fn, "softmax"
+    if getattr(name_or_fn, "name", None) == "topk" and isinstance(getattr(name_or_fn, "keywords", None), dict):
+        return name_or_fn, "topk"  # from normalizers.get("topk", k=...)
     if getattr(name_or_fn, "__name__", None) == "general" and hasattr(name_or_fn, "log_F"):
         return name_or_fn, "general"
     return name_or_fn, "autograd"
@@ -84,6 +87,39 @@ def softmax_jacobian(logits, temperature=1.0, mask=None):
     x, was_numpy = _to_tensor(logits)
     T = check_positive("temperature", temperature)
     a = _nz.softmax(x, T, dim=-1, mask=mask)
+    J = (torch.diag_embed(a) - a.unsqueeze(-1) * a.unsqueeze(-2)) / T
+    return _out(J, was_numpy)
+
+
+def topk_jacobian(logits, k, temperature=1.0, mask=None):
+    r"""Analytic Jacobian of top-k attention: softmax's on the kept set, 0 elsewhere.
+
+    .. math:: J = (\mathrm{diag}\,\alpha - \alpha\alpha^\top)/T,\quad \alpha = \mathrm{topk}(l/T)
+
+    (``alpha`` is 0 off the kept set, so every row and column of a dropped position vanishes.) Exact wherever the
+    kept set is locally constant, i.e. everywhere except at a tie of the ``k``-th and ``(k+1)``-th largest logit,
+    where top-k is not differentiable; there it is the Jacobian of the side :func:`attn_lib.normalizers.topk`
+    picks (lower index wins), which is what autograd returns too.
+
+    Parameters
+    ----------
+    logits : tensor or array, shape (..., L)
+        Logits (last axis).
+    k : int
+        Kept positions per row, ``>= 1``.
+    temperature : float
+        ``T > 0``.
+    mask : bool tensor, optional
+        ``True`` = visible.
+
+    Returns
+    -------
+    torch.Tensor or numpy.ndarray
+        ``(..., L, L)``.
+    """
+    x, was_numpy = _to_tensor(logits)
+    T = check_positive("temperature", temperature)
+    a = _nz.topk(x, T, dim=-1, mask=mask, k=k)
     J = (torch.diag_embed(a) - a.unsqueeze(-1) * a.unsqueeze(-2)) / T
     return _out(J, was_numpy)
 
@@ -151,6 +187,7 @@ def jacobian(name_or_fn, logits, temperature=1.0, mask=None, **params):
     r"""Jacobian ``J[..., i, j] = d alpha_i / d l_j`` of a normaliser, shape (..., L, L) (Reading the paper, §Notation, §Lemma 2 and §Corollary 3).
 
     * ``"softmax"`` (or :func:`attn_lib.normalizers.softmax`): analytic, :math:`(\mathrm{diag}\,\alpha-\alpha\alpha^\top)/T`.
+    * ``"topk"`` with ``k=...`` (or ``normalizers.get("topk", k=...)``): analytic, see :func:`topk_jacobian`.
     * ``"general"`` or a callable from :func:`~attn_lib.normalizers.make_general`: analytic (Lemma 2), see
       :func:`general_jacobian`.
     * any other name (``params`` are bound as in :func:`attn_lib.normalizers.get`) or callable
@@ -163,6 +200,8 @@ def jacobian(name_or_fn, logits, temperature=1.0, mask=None, **params):
     f, kind = _resolve(name_or_fn, dict(params))
     if kind == "softmax":
         return softmax_jacobian(logits, temperature, mask)
+    if kind == "topk":
+        return topk_jacobian(logits, f.keywords["k"], temperature, mask)
     if kind == "general":
         return general_jacobian(f, logits, temperature, mask)
     return autograd_jacobian(f, logits, temperature, mask)

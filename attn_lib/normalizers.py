@@ -17,7 +17,7 @@ Every normaliser is a callable with the signature::
 * Visible logits must be finite (``NaN`` or ``+inf`` raise ``ValueError``).
 
 Normalisers whose rows sum to one: ``softmax``, ``general``, ``sparsemax``, ``entmax15``, ``entmax_alpha``,
-``ssmax``. Rows that need **not** sum to one: ``softmax1`` (sum < 1), ``sigmoid`` (any sum in (0, n)),
+``ssmax``, ``topk``. Rows that need **not** sum to one: ``softmax1`` (sum < 1), ``sigmoid`` (any sum in (0, n)),
 ``softpick`` (sum <= 1, can be 0) and ``sa_softmax`` (sum <= 1).
 
 Numerical stability: all exponentials are evaluated after subtracting the row maximum (log-sum-exp), the
@@ -54,6 +54,7 @@ __all__ = [
     "softmax1",
     "sigmoid",
     "softpick",
+    "topk",
     "SUMS_TO_ONE",
 ]
 
@@ -560,6 +561,108 @@ def softpick(logits, temperature=1.0, dim=-1, mask=None, eps=1e-8):
 
 
 # ----------------------------------------------------------------------------------------------------------
+# top-k
+# ----------------------------------------------------------------------------------------------------------
+def topk_support(logits, k, dim=-1, mask=None):
+    """The positions :func:`topk` keeps: the ``k`` largest visible logits of each row, as a bool tensor.
+
+    Ties are broken deterministically: among equal logits the **lower index wins** (a stable descending sort).
+    A row with ``t <= k`` visible positions keeps all of them; masked positions and ``-inf`` logits are never kept.
+
+    Parameters
+    ----------
+    logits : tensor or array, shape (..., L)
+        Logits (the reduced axis is ``dim``).
+    k : int
+        Number of positions kept per row, an integer ``>= 1``.
+    dim : int
+        The reduced axis.
+    mask : bool tensor, optional
+        ``True`` = visible, broadcastable to ``logits``.
+
+    Returns
+    -------
+    torch.Tensor or numpy.ndarray
+        Bool, the shape of ``logits`` (numpy in, numpy out).
+    """
+    k = _check_k(k)
+    x, visible, _, was_numpy, dim = _prepare(logits, 1.0, dim, mask)
+    keep = _topk_keep(x, visible, k)
+    keep = keep.movedim(-1, dim)
+    return keep.cpu().numpy() if was_numpy else keep
+
+
+def _check_k(k: Any) -> int:
+    if k is None:
+        raise ValueError("k must be given for topk: an integer >= 1 (e.g. get('topk', k=8))")
+    return check_int("k", k, low=1)
+
+
+def _topk_keep(x: torch.Tensor, visible: torch.Tensor, k: int) -> torch.Tensor:
+    """Bool (..., L): the ``k`` largest visible entries of each row of ``x`` (last axis), lower index first on ties."""
+    L = x.shape[-1]
+    if k >= L:
+        return visible.clone()
+    key = torch.where(visible, x.detach(), torch.full((), -math.inf, dtype=x.dtype, device=x.device))
+    # the k-th largest value by a partial sort; everything above it is kept, and of the entries equal to it the
+    # lowest indices fill the remaining places (torch.topk itself does not promise an order among ties)
+    kth = torch.topk(key, k, dim=-1, sorted=True).values[..., -1:]
+    above = key > kth
+    tied = key == kth
+    room = k - above.sum(dim=-1, keepdim=True)
+    keep = above | (tied & (torch.cumsum(tied.to(torch.int32), dim=-1) <= room))
+    return keep & visible
+
+
+def topk(logits, temperature=1.0, dim=-1, mask=None, k=None):
+    r"""Top-k attention: softmax over the ``k`` largest logits of each row, exactly 0 elsewhere.
+
+    .. math:: \alpha_j = \frac{e^{z_j}\,[j \in K]}{\sum_{i \in K} e^{z_i}},\quad z = l/T,\quad
+              K = \text{the } k \text{ largest visible } l_j
+
+    * ``k``: an integer ``>= 1`` (required; ``ValueError`` naming ``k`` otherwise). A row with at most ``k``
+      visible positions (``k`` larger than its visible length, e.g. the early rows of causal attention) is **plain
+      softmax** over its visible positions.
+    * Ties at the ``k``-th largest logit: the **lower index wins** (deterministic, see :func:`topk_support`).
+    * Masks (and ``-inf`` logits) are respected: masked positions are never selected and get exactly 0; a fully
+      masked row is all zeros.
+    * Stable: the exponentials are taken after subtracting the row maximum (which is always kept).
+
+    Rows sum to one. The selection does not depend on ``T`` (``T > 0`` keeps the order of the logits). Almost
+    everywhere (away from ties at the ``k``-th logit) the Jacobian is softmax's on the kept set and 0 elsewhere,
+    :math:`J = (\mathrm{diag}\,\alpha - \alpha\alpha^\top)/T` (:func:`attn_lib.jacobian.topk_jacobian`).
+
+    Parameters
+    ----------
+    logits : tensor or array, shape (..., L)
+        Logits; any leading dimensions.
+    temperature : float
+        ``T > 0``.
+    dim : int
+        The reduced axis.
+    mask : bool tensor, optional
+        ``True`` = visible, broadcastable to ``logits``.
+    k : int
+        Number of kept positions per row, ``>= 1``.
+
+    Returns
+    -------
+    torch.Tensor or numpy.ndarray
+        Weights of the shape of ``logits``.
+
+    Reference: top-k attention as in Gupta et al. 2021, "Memory-efficient Transformers via Top-k Attention",
+    arXiv:2106.06899; recommended by the paper for ``L >> k`` (the book's appendix "Reading the paper").
+    """
+    k = _check_k(k)
+    x, visible, T, was_numpy, dim = _prepare(logits, temperature, dim, mask)
+    keep = _topk_keep(x, visible, k)
+    m = _row_max(x, visible)
+    z = _scale(x - m, T)
+    out = _masked_softmax_lastdim(torch.where(keep, z, torch.zeros((), dtype=z.dtype, device=z.device)), keep)
+    return _finish(out, keep, dim, was_numpy)
+
+
+# ----------------------------------------------------------------------------------------------------------
 # registry
 # ----------------------------------------------------------------------------------------------------------
 _REGISTRY: dict[str, Normalizer] = {
@@ -573,10 +676,11 @@ _REGISTRY: dict[str, Normalizer] = {
     "softmax1": softmax1,
     "sigmoid": sigmoid,
     "softpick": softpick,
+    "topk": topk,
 }
 
 #: Names whose non-empty rows sum to one.
-SUMS_TO_ONE = frozenset({"softmax", "general", "sparsemax", "entmax15", "entmax_alpha", "ssmax"})
+SUMS_TO_ONE = frozenset({"softmax", "general", "sparsemax", "entmax15", "entmax_alpha", "ssmax", "topk"})
 
 
 def available() -> list[str]:
@@ -589,7 +693,8 @@ def get(name: str, **params) -> Normalizer:
 
     Extra keyword ``params`` are bound, e.g. ``get("entmax_alpha", alpha=1.75)``, ``get("ssmax", s=1.0)``,
     ``get("sigmoid", bias=0.0)``, ``get("softpick", eps=1e-6)``, ``get("sa_softmax", variant="plain")``,
-    ``get("general", F=..., log_F=..., theta=...)`` (``general`` without ``F`` uses ``F = softplus``).
+    ``get("general", F=..., log_F=..., theta=...)`` (``general`` without ``F`` uses ``F = softplus``),
+    ``get("topk", k=8)`` (``k`` is required for ``topk`` and checked here: an integer ``>= 1``).
     The returned callable has ``.name`` (and ``params`` bound via ``functools.partial``).
     """
     check_choice("name", name, available())
@@ -600,6 +705,8 @@ def get(name: str, **params) -> Normalizer:
         f.name = "general"  # type: ignore[attr-defined]
         return f
     base = _REGISTRY[name]
+    if name == "topk":
+        params["k"] = _check_k(params.get("k"))
     if not params:
         return base
     import inspect

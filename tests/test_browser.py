@@ -478,3 +478,21 @@ def test_chapter_exercises_are_numbered_and_their_solutions_open_on_click(visits
             sol.screenshot(path=str(_shot_name(rel, "__solution0_open")))
     v = visits(rel)
     assert not v.js_errors, f"{rel}: JavaScript errors while opening the solutions: {v.js_errors}"
+
+
+# ------------------------------------------------------------------------------------------------ chapter 7
+BEYOND_PAGE = "book/07_beyond_softmax.html"
+
+
+def test_beyond_softmax_model_sliders_switch_the_model_figure(visits):
+    """The top-k and temperature sliders of "Beyond softmax" show figures computed from the live model at build
+    time; moving each one (drag to the end, then Home) must change the displayed model figure, with no kernel."""
+    if BEYOND_PAGE not in PAGES:
+        _unavailable(f"{BEYOND_PAGE} is not in the built book at {HTML} (run `make book` first)")
+    page = visits(BEYOND_PAGE).page
+    page.wait_for_selector(".attn-lib-precomputed-slider .widget-slider .noUi-handle", timeout=60_000)
+    boxes = page.locator(".attn-lib-precomputed-slider")
+    assert boxes.count() == 2, f"{BEYOND_PAGE}: expected the top-k and the temperature slider, found {boxes.count()}"
+    labels = [boxes.nth(i).locator(".widget-label").first.inner_text() for i in range(2)]
+    assert labels == ["top-k", "temperature T"], labels
+    test_slider_switches_the_figure(visits, BEYOND_PAGE)

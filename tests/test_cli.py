@@ -403,3 +403,50 @@ def test_capture_1024_on_the_standin_says_so(tmp_path):
     assert [int(x[0]) for x in rows] == list(range(30))
     assert all(0 < float(x[1]) <= 1 for x in rows)
     assert "offline stand-in" in r.stderr  # the fallback warning
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# compare-normalizers (the chapter "Beyond softmax"), on the tiny model
+# ------------------------------------------------------------------------------------------------------------------
+@pytest.fixture
+def tiny_for_experiments(monkeypatch, tiny_gpt2):
+    """``load_model`` (as the experiments layer calls it, with ``quiet``) returns the tiny GPT-2."""
+    monkeypatch.setattr(M, "load_model", lambda name="gpt2", device="auto", dtype=None, **kw: tiny_gpt2)
+
+
+def test_compare_normalizers_writes_table_and_figures(capsys, tmp_cache, tiny_for_experiments, tmp_path):
+    out = tmp_path / "beyond"
+    assert main(["compare-normalizers", "--profile", "quick", "--text", "botchan", "--out", str(out), "-q"]) == 0
+    stdout = capsys.readouterr().out
+    assert "| top-4 |" in stdout and "| softpick |" in stdout
+    for name in ("limits.md", "limits.csv", "limits.json", "compare.csv", "swap_losses.csv", "swap.md"):
+        assert (out / name).stat().st_size > 0, name
+    for name in ("limits", "swap"):
+        assert (out / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
+        svg = (out / f"{name}.svg").read_text()
+        assert "tiny-gpt2" in svg and "botchan" in svg and "cpu" in svg  # model, text and device on the figure
+    data = json.loads((out / "limits.json").read_text())
+    assert data["model"] == "tiny-gpt2" and data["text"] == "botchan" and data["device"] == "cpu"
+    assert {r["normalizer"] for r in data["limits"]} >= {"softmax", "top-4", "top-16", "sparsemax", "sigmoid"}
+
+
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (["compare-normalizers", "--profile", "huge"], "invalid choice"),
+        (["compare-normalizers", "--nope"], "unrecognized arguments"),
+    ],
+)
+def test_compare_normalizers_argument_errors(capsys, args, match):
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == 2
+    assert match in capsys.readouterr().err
+
+
+def test_compare_normalizers_bad_out_is_one_line_and_exit_2(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["compare-normalizers", "--out", str(blocker / "sub"), "-q"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "compare-normalizers: error:" in err[0] and "--out" in err[0]

@@ -134,11 +134,11 @@ def ref_for(name, z):
 # registry
 # ---------------------------------------------------------------------------------------------------------
 def test_available_lists_every_normaliser():
-    assert nz.available() == NAMES
+    assert nz.available() == NAMES + ["topk"]  # topk needs k: tested in tests/test_topk.py
     for n in NAMES:
         f = nz.get(n)
         assert callable(f) and f.name == n
-    assert nz.SUMS_TO_ONE == {"softmax", "general", "sparsemax", "entmax15", "entmax_alpha", "ssmax"}
+    assert nz.SUMS_TO_ONE == {"softmax", "general", "sparsemax", "entmax15", "entmax_alpha", "ssmax", "topk"}
 
 
 def test_get_binds_params():
@@ -311,7 +311,7 @@ temps = st.floats(1e-2, 1e2)
 @HYP
 @given(rows, temps, st.sampled_from(sorted(nz.SUMS_TO_ONE)))
 def test_rows_sum_to_one(l, T, name):
-    y = nz.get(name)(torch.tensor(l), T)
+    y = nz.get(name, **({"k": 3} if name == "topk" else {}))(torch.tensor(l), T)
     assert abs(y.sum().item() - 1.0) < 1e-9
     assert (y >= 0).all()
 

@@ -142,6 +142,7 @@ def _cmd_info(args) -> int:
     import transformers
 
     from . import __version__
+    from ._alloc import allocator_state
     from .cache import describe_cache, format_bytes
     from .corpus import available_texts
     from .models import (
@@ -183,6 +184,7 @@ def _cmd_info(args) -> int:
     print(f"cache: {c['cache_dir']} ({format_bytes(c['cache_bytes'])}; set ATTN_LIB_CACHE_DIR to move it)")
     print(f"  models:  {c['model_dir']} ({format_bytes(c['model_bytes'])}; ATTN_LIB_MODEL_DIR)")
     print(f"  results: {c['results_dir']} ({format_bytes(c['results_bytes'])})")
+    print(f"memory allocator: {allocator_state()}")
     return 0
 
 

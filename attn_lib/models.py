@@ -69,6 +69,7 @@ from urllib.parse import urlparse
 
 import torch
 
+from . import _alloc
 from ._validation import check_int
 
 __all__ = [
@@ -614,6 +615,7 @@ def load_model(
 
 
 def _load_model(name, device, dtype, offline_fallback, *, revision) -> ModelHandle:
+    _alloc.tune_allocator()  # before the first large tensor (attn_lib._alloc says why)
     name = _check_name(name)
     if not isinstance(offline_fallback, bool):
         raise ValueError(f"offline_fallback must be True or False (got {offline_fallback!r})")

@@ -407,7 +407,8 @@ _ENV_HELP = """environment variables:
   ATTN_LIB_OFFLINE    1: never probe the network; GPT-2 then resolves to the offline stand-in
   ATTN_LIB_ENGINE     auto (default: compiled numba kernels on CPU), torch (float64 tensor code) or numba
   ATTN_LIB_MODEL      model the book's chapters load (default gpt2; the CLI takes --model)
-  ATTN_LIB_PROFILE    grids the book's chapters use, quick (default) or paper (the CLI takes --profile)
+  ATTN_LIB_PROFILE    grids the book's chapters use, paper (default) or quick (the CLI takes --profile)
+  ATTN_LIB_TUNE_MALLOC  0: leave glibc's allocator settings alone (default: tuned when a model loads; see info)
   HF_HOME, HF_HUB_OFFLINE, TRANSFORMERS_OFFLINE  as for Hugging Face transformers"""
 
 

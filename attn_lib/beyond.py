@@ -133,6 +133,9 @@ class BeyondProfile:
         return dataclasses.asdict(self)
 
 
+#: Largest (H, R, C, L) block of :func:`row_metrics` (entries; 4M float64 = 32 MB per tensor).
+_BLOCK_ELEMS = 1 << 22
+
 _CRIT = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768)
 
 BEYOND_PROFILES: dict[str, BeyondProfile] = {
@@ -285,29 +288,36 @@ def row_metrics(weights, values, mask, n_values: Sequence[int], *, unit: bool = 
     zx = torch.einsum("hld,hrd->hrl", V, z)  # z . x_i
     z_sq = (z * z).sum(-1, keepdim=True)
     rank = _top_rank(w, vis)
-    H, R, _ = w.shape
+    H, R, L = w.shape
     out = {k: torch.zeros(H, R, len(ns), dtype=torch.float64) for k in ("d_tilde", "e1", "sep")}
     out["valid"] = torch.zeros(H, R, len(ns), dtype=torch.bool)
-    for c, N in enumerate(ns):
-        top = (rank < N) & vis
-        s = torch.einsum("hrl,hld->hrd", w * top, V)
-        sx = torch.einsum("hld,hrd->hrl", V, s)
+    zero = torch.zeros((), dtype=torch.float64)
+    # every N of a block at once, on (H, R, C, L) tensors (a block holds at most _BLOCK_ELEMS entries)
+    per_block = max(1, _BLOCK_ELEMS // max(1, H * R * L))
+    wv, visv, a_sq4, wzx = w.unsqueeze(2), vis.unsqueeze(2), a_sq.unsqueeze(2), (w * zx).unsqueeze(2)
+    t3, z_sq4 = t.unsqueeze(-1), z_sq.unsqueeze(-1)
+    for c0 in range(0, len(ns), per_block):
+        nb = ns[c0 : c0 + per_block]
+        n_i = torch.as_tensor(nb).view(1, 1, -1, 1)
+        n_f = torch.as_tensor(nb, dtype=torch.float64)  # (C,)
+        top = (rank.unsqueeze(2) < n_i) & visv  # (H, R, C, L): the N largest weights of each row
+        s = torch.einsum("hrcl,hld->hrcd", wv * top, V)
+        sx = torch.einsum("hld,hrcd->hrcl", V, s)
         s_sq = (s * s).sum(-1, keepdim=True)
-        dist = (a_sq - 2 * w * sx + s_sq).clamp(min=0).sqrt()  # ||a_i - s||
-        rest = vis & ~top
-        d_tilde = torch.where(rest, dist, torch.zeros((), dtype=dist.dtype)).sum(-1)
-        p = N / (t - 1).clamp(min=1)
-        pp = p.unsqueeze(-1)
-        e1_terms = ((1 + pp) ** 2 * a_sq - 2 * pp * (1 + pp) * w * zx + pp**2 * z_sq).clamp(min=0).sqrt()
-        e1 = (t - N) / t.clamp(min=1) * torch.where(vis, e1_terms, torch.zeros((), dtype=dist.dtype)).sum(-1)
+        dist = (a_sq4 - 2 * wv * sx + s_sq).clamp(min=0).sqrt()  # ||a_i - s||
+        rest = visv & ~top
+        d_tilde = torch.where(rest, dist, zero).sum(-1)  # (H, R, C)
+        pp = (n_f / (t3 - 1).clamp(min=1)).unsqueeze(-1)  # p = N / (t - 1)
+        e1_terms = ((1 + pp) ** 2 * a_sq4 - 2 * pp * (1 + pp) * wzx + pp**2 * z_sq4).clamp(min=0).sqrt()
+        e1 = (t3 - n_f) / t3.clamp(min=1) * torch.where(visv, e1_terms, zero).sum(-1)
         rho = torch.where(rest, dist, torch.full((), math.inf, dtype=dist.dtype)).amin(-1, keepdim=True)
-        sep = ((dist < rho) & top).sum(-1).to(torch.float64) / N
-        valid = t >= N + 1
-        zero = torch.zeros((), dtype=torch.float64)
-        out["d_tilde"][..., c] = torch.where(valid, d_tilde, zero)
-        out["e1"][..., c] = torch.where(valid, e1, zero)
-        out["sep"][..., c] = torch.where(valid, sep, zero)
-        out["valid"][..., c] = valid
+        sep = ((dist < rho) & top).sum(-1).to(torch.float64) / n_f
+        valid = t3 >= n_f + 1
+        sl = slice(c0, c0 + len(nb))
+        out["d_tilde"][..., sl] = torch.where(valid, d_tilde, zero)
+        out["e1"][..., sl] = torch.where(valid, e1, zero)
+        out["sep"][..., sl] = torch.where(valid, sep, zero)
+        out["valid"][..., sl] = valid
     return out
 
 
@@ -327,7 +337,8 @@ def softmax_type_spectral_norm(weights, temperature: float = 1.0, *, iterations:
     temperature : float
         ``T > 0``.
     iterations : int
-        Bisection steps (100 reach float64 resolution).
+        Most bisection steps (100 reach float64 resolution; it stops early once every interval is down to two
+        adjacent floats).
 
     Returns
     -------
@@ -344,8 +355,10 @@ def softmax_type_spectral_norm(weights, temperature: float = 1.0, *, iterations:
     top2 = torch.topk(a, 2, dim=-1).values
     lo, hi = top2[..., 1].clone(), top2[..., 0].clone()
     a2 = a * a
-    for _ in range(iterations):
+    for i in range(iterations):
         mid = 0.5 * (lo + hi)
+        if i % 8 == 7 and not bool(((mid > lo) & (mid < hi)).any()):
+            break  # every interval is down to adjacent floats: more steps cannot move a midpoint
         diff = a - mid.unsqueeze(-1)
         # terms with alpha_i = lambda cannot occur strictly inside (lo, hi) except at ties, where hi - lo = 0
         safe = torch.where(diff == 0, torch.full_like(diff, math.inf), diff)
@@ -416,12 +429,18 @@ class _CompareAnalysis:
                 cnt = sep["valid"][..., c].sum(-1).clamp(min=1)
                 self._add(label, name, "sep_fraction", la.layer, sep["sep"][..., c].sum(-1) / cnt, L=L, N=N)
             # one seeded direction per row, reused for every T and eps (Algorithm 5)
-            for T in prof.temperatures:
-                for e in prof.eps_values:
-                    g = _jac.sensitivity(
-                        lg, T, e, normalizer=f, mask=vis, seed=(self.seed + la.layer) % 2**63, dtype=torch.float64
-                    )
-                    self._add(label, name, "g", la.layer, g.mean(-1), L=L, T=T, eps=e)
+            grid = _jac.sensitivity_grid(
+                lg,
+                prof.temperatures,
+                prof.eps_values,
+                normalizer=f,
+                mask=vis,
+                seed=(self.seed + la.layer) % 2**63,
+                dtype=torch.float64,
+            )
+            for i, T in enumerate(prof.temperatures):
+                for j, e in enumerate(prof.eps_values):
+                    self._add(label, name, "g", la.layer, grid[i, j].mean(-1), L=L, T=T, eps=e)
                 if name in ANALYTIC_JACOBIAN:
                     jn = softmax_type_spectral_norm(f(lg, T, dim=-1, mask=vis), T).amax(-1)
                     self._add(label, name, "jac_norm", la.layer, jn, L=L, T=T)

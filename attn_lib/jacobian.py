@@ -28,6 +28,7 @@ __all__ = [
     "general_jacobian",
     "autograd_jacobian",
     "sensitivity",
+    "sensitivity_grid",
     "random_directions",
     "jacobian_norms",
 ]
@@ -284,6 +285,19 @@ def sensitivity(
     """
     T = check_positive("temperature", temperature)
     e = check_positive("eps", eps)
+    xs, vis, v, f, was_numpy = _sensitivity_inputs(logits, normalizer, mask, seed, direction, dtype)
+    moved = xs + e * v
+    if not bool(torch.isfinite(moved).all()):
+        raise ValueError(f"eps={eps!r} is too large for these logits: l + eps v overflows {xs.dtype}")
+    a0 = f(xs, temperature=T, dim=-1, mask=vis)
+    a1 = f(moved, temperature=T, dim=-1, mask=vis)
+    g = torch.linalg.vector_norm(a1 - a0, dim=-1) / e
+    return _out(g, was_numpy)
+
+
+def _sensitivity_inputs(logits, normalizer, mask, seed, direction, dtype):
+    """Validated ``(xs, visible, v, f, was_numpy)`` of :func:`sensitivity`: logits with 0 at masked positions, the
+    visibility, the unit direction per row (0 where masked) and the normaliser."""
     x, was_numpy = _to_tensor(logits, dtype=dtype)
     f = _nz.get(normalizer) if isinstance(normalizer, str) else normalizer
     if not callable(f):
@@ -302,13 +316,53 @@ def sensitivity(
             raise ValueError(f"direction must have the shape of logits {tuple(x.shape)} (got {tuple(v.shape)})")
         v = torch.where(vis, v.to(x.device), torch.zeros((), dtype=x.dtype, device=x.device))
     xs = torch.where(vis, x, torch.zeros((), dtype=x.dtype, device=x.device))
-    moved = xs + e * v
-    if not bool(torch.isfinite(moved).all()):
-        raise ValueError(f"eps={eps!r} is too large for these logits: l + eps v overflows {x.dtype}")
-    a0 = f(xs, temperature=T, dim=-1, mask=vis)
-    a1 = f(moved, temperature=T, dim=-1, mask=vis)
-    g = torch.linalg.vector_norm(a1 - a0, dim=-1) / e
-    return _out(g, was_numpy)
+    return xs, vis, v, f, was_numpy
+
+
+def sensitivity_grid(
+    logits, temperatures, eps_values, *, normalizer="softmax", mask=None, seed=0, direction=None, dtype=torch.float64
+):
+    r""":func:`sensitivity` at every ``(T, eps)`` of a grid, with the same direction ``v`` of each row throughout.
+
+    Equal to ``sensitivity(logits, T, eps, ...)`` for each pair (same arguments, same ``seed``), but the normaliser
+    runs once per temperature on the unperturbed and all perturbed logits together, instead of twice per pair.
+
+    Parameters
+    ----------
+    logits : tensor or array, shape (..., L)
+    temperatures, eps_values : sequence of float
+        Each ``> 0``; neither may be empty.
+    normalizer, mask, seed, direction, dtype
+        As for :func:`sensitivity`.
+
+    Returns
+    -------
+    tensor or numpy array
+        Shape ``(len(temperatures), len(eps_values), *logits.shape[:-1])`` (numpy in, numpy out).
+    """
+    Ts = [check_positive("temperatures", T) for T in _as_list("temperatures", temperatures)]
+    es = [check_positive("eps_values", e) for e in _as_list("eps_values", eps_values)]
+    xs, vis, v, f, was_numpy = _sensitivity_inputs(logits, normalizer, mask, seed, direction, dtype)
+    stacked = torch.stack([xs] + [xs + e * v for e in es])  # (1 + E, ..., L)
+    if not bool(torch.isfinite(stacked).all()):
+        raise ValueError(f"eps_values={es!r} are too large for these logits: l + eps v overflows {xs.dtype}")
+    vis_all = vis.expand_as(stacked)
+    e_t = torch.tensor(es, dtype=xs.dtype, device=xs.device).view(-1, *([1] * (xs.dim() - 1)))
+    g = []
+    for T in Ts:
+        a = f(stacked, temperature=T, dim=-1, mask=vis_all)
+        g.append(torch.linalg.vector_norm(a[1:] - a[:1], dim=-1) / e_t)
+    return _out(torch.stack(g), was_numpy)
+
+
+def _as_list(name: str, values) -> list:
+    try:
+        out = list(np.atleast_1d(np.asarray(values, dtype=object)).ravel())
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a non-empty sequence of numbers > 0 (got {values!r})") from None
+    if not out:
+        raise ValueError(f"{name} must be a non-empty sequence of numbers > 0 (got an empty sequence)")
+    return out
 
 
 def jacobian_norms(J) -> dict:

@@ -697,7 +697,9 @@ def _load_model(name, device, dtype, offline_fallback, *, revision) -> ModelHand
             handle = load_standin(device=dev, dtype=dt, requested=name, as_standin=True)
             msg = (
                 f"{name!r} is not cached and the Hugging Face Hub is unreachable: using the offline stand-in "
-                f"{handle.describe()}. Results are NOT GPT-2's. {how}"
+                f"{handle.describe()}: {handle.n_layers} layers of grouped-query attention ({handle.n_heads} query "
+                f"heads share {handle.n_kv_heads} key/value heads per layer), weights Q4_1-quantised in the GGUF file and "
+                f"dequantised for use. Results are NOT GPT-2's. {how}"
             )
             handle.note = msg
             handle.notes.append(msg)

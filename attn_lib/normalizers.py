@@ -128,10 +128,11 @@ def _prepare(logits: Any, temperature: Any, dim: int, mask: Any):
     else:
         visible = _as_mask(mask, x.shape, x.device)
     visible = visible & (x != -math.inf)
-    bad = visible & ~torch.isfinite(x)
-    if bool(bad.any()):
-        raise ValueError("logits must be finite at visible positions (found NaN or +inf); use mask for hidden ones")
     x = torch.where(visible, x, torch.zeros((), dtype=x.dtype, device=x.device))
+    # one reduction instead of an elementwise check: the sum is finite unless a visible logit is NaN or +-inf (or
+    # finite logits overflow the sum, which the exact check below then clears)
+    if not bool(torch.isfinite(x.sum())) and bool((~torch.isfinite(x)).any()):
+        raise ValueError("logits must be finite at visible positions (found NaN or +inf); use mask for hidden ones")
     x = x.movedim(dim, -1)
     visible = visible.movedim(dim, -1)
     return x, visible, T, was_numpy, dim

@@ -117,6 +117,19 @@ def test_row_metrics_topk_zero_weights_put_every_dropped_token_at_norm_s():
     assert m["d_tilde"][0, r, 0].item() == pytest.approx((12 - 2) * s.norm().item(), rel=1e-12)
 
 
+def test_row_metrics_blocks_of_n_give_the_same_result(monkeypatch):
+    # the N values are processed in blocks of at most _BLOCK_ELEMS entries; one N per block must change nothing
+    logits, causal, values = toy(seed=7)
+    w = nz.sparsemax(logits, mask=causal)
+    ns = [1, 2, 3, 5, 8]
+    whole = B.row_metrics(w, values, causal, ns)
+    monkeypatch.setattr(B, "_BLOCK_ELEMS", 1)
+    split = B.row_metrics(w, values, causal, ns)
+    for k in ("d_tilde", "e1", "sep", "valid"):
+        assert torch.allclose(whole[k].double(), split[k].double(), rtol=1e-12, atol=0), k
+    assert whole["valid"].any() and not whole["valid"].all()
+
+
 def test_row_metrics_rejects_bad_input():
     logits, causal, values = toy()
     w = nz.softmax(logits, mask=causal)

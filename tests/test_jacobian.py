@@ -289,3 +289,37 @@ def test_sensitivity_eps_beyond_the_dtype_range():
     with pytest.raises(ValueError, match="eps=1e\\+39 is too large for these logits"):
         jb.sensitivity(x, 1.0, 1e39, dtype=torch.float32)
     assert torch.isfinite(jb.sensitivity(x, 1.0, 1e39)).all()  # fine in float64
+
+
+# ---------------------------------------------------------------------------------------------------------
+# sensitivity_grid: sensitivity at every (T, eps) with one direction per row
+# ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["softmax", "sparsemax", "topk", "softpick", "ssmax"])
+def test_sensitivity_grid_equals_sensitivity_at_each_point(name):
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(3, 5, 9, generator=g, dtype=torch.float64) * 3
+    causal = torch.ones(5, 9, dtype=torch.bool).tril(diagonal=4)  # row r sees r + 5 tokens
+    f = nz.get(name, k=3) if name == "topk" else nz.get(name)
+    Ts, es = (0.05, 1.0, 7.0), (1e-3, 0.1, 10.0)
+    grid = jb.sensitivity_grid(x, Ts, es, normalizer=f, mask=causal, seed=11)
+    assert grid.shape == (3, 3, 3, 5)
+    for i, T in enumerate(Ts):
+        for j, e in enumerate(es):
+            one = jb.sensitivity(x, T, e, normalizer=f, mask=causal, seed=11)
+            torch.testing.assert_close(grid[i, j], one, rtol=1e-12, atol=1e-15)
+    assert (grid > 0).any()
+    # a different seed is a different direction
+    assert not torch.allclose(grid, jb.sensitivity_grid(x, Ts, es, normalizer=f, mask=causal, seed=12))
+
+
+def test_sensitivity_grid_numpy_and_bad_input():
+    x = np.random.default_rng(0).normal(size=(4, 6))
+    g = jb.sensitivity_grid(x, [0.5], [1e-3, 1e-1], normalizer="sparsemax")
+    assert isinstance(g, np.ndarray) and g.shape == (1, 2, 4)
+    np.testing.assert_allclose(g[0, 1], jb.sensitivity(x, 0.5, 1e-1, normalizer="sparsemax"), rtol=1e-12)
+    with pytest.raises(ValueError, match="temperatures must be a finite number > 0"):
+        jb.sensitivity_grid(x, [1.0, 0.0], [0.1])
+    with pytest.raises(ValueError, match="eps_values must be a non-empty sequence"):
+        jb.sensitivity_grid(x, [1.0], [])
+    with pytest.raises(ValueError, match="eps_values=.* too large"):
+        jb.sensitivity_grid(x, [1.0], [1e39], dtype=torch.float32)

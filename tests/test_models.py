@@ -426,6 +426,9 @@ def test_load_model_quiet_writes_nothing_to_stderr(capfd):
     captured = capfd.readouterr()
     assert captured.err == ""
     assert handle.is_standin and "stand-in" in handle.note and "NOT GPT-2" in handle.note
+    # the two properties of the stand-in that matter for the paper's tests are named where the fallback is announced
+    assert f"{handle.n_heads} query heads share {handle.n_kv_heads} key/value heads" in handle.note
+    assert "Q4_1" in handle.note
 
 
 @pytest.mark.slow

@@ -62,8 +62,10 @@ def expected_distance_mc(
 
     For each requested row, ``n_samples`` uniform ``N``-subsets of its visible tokens are drawn from a CPU
     generator seeded with ``seed`` (random keys, smallest ``N`` -- the same construction as
-    :func:`attn_lib.theory.expected_distance_mc`); the subsets depend only on ``(seed, row, t)`` and are shared by
-    all heads (each head's estimate is a valid Monte-Carlo estimate). Cost per row: ``O(K t d)`` by BLAS.
+    :func:`attn_lib.theory.expected_distance_mc`). One ``rand(R, K, L)`` draw serves all requested rows, so the
+    subsets depend on ``seed``, the requested rows (their number and order), ``t``, ``N``, ``K`` and ``L``: the same call
+    draws the same subsets, and a row asked for together with other rows may get other subsets than alone. They are
+    shared by all heads (each head's estimate is a valid Monte-Carlo estimate). Cost per row: ``O(K t d)`` by BLAS.
 
     Parameters
     ----------

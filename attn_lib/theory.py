@@ -326,7 +326,7 @@ def distance(alpha: Any, X: Any, N: int | None = None, form: str = "sum", select
     ``form="sum"`` (default): :math:`\tilde d=\sum_{i\notin I_N}\|\alpha_ix_i-s\|_2`.
 
     ``form="vector"`` (variant): :math:`\|\sum_{i\notin I_N}\alpha_ix_i-s\|_2` (literal; equals ``||s||`` when
-    nothing is left out, and is at most ``2 max ||x||``).
+    nothing is left out, and is at most ``sum_i alpha_i ||x_i|| <= max ||x||`` for weights that sum to one).
 
     ``I_N`` is the top-N set unless ``selected`` (a bool mask ``(..., L)`` or index array ``(..., N)``) gives
     another set, e.g. a random one.

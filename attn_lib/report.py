@@ -563,27 +563,13 @@ def _check_separability_table(df: Any) -> None:
 # ----------------------------------------------------------------------------------------------------------------
 # figures
 # ----------------------------------------------------------------------------------------------------------------
-def _subplots(figsize=(6.4, 4.4)):
-    """A figure outside pyplot's state machine: it never switches the user's backend (a notebook keeps its inline
-    display), is not auto-shown at the end of a cell, and saves with Agg. Show it with ``IPython.display.display``."""
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=figsize)
-    return fig, fig.subplots()
-
-
-def _finish(fig, ax, title: str, meta: dict):
-    ax.set_title(f"{title}\n{meta.get('model', '?')} · {meta.get('text', '?')} · {meta.get('device', '?')}", fontsize=9)
-    fig.text(0.01, 0.005, label(meta), fontsize=6, color="0.4", ha="left", va="bottom")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    return fig
-
-
 def _panel_figure(draw, frames: list, *, width: float = 6.4, height: float = 4.4):
     """A figure with one panel per result set in ``frames`` (one model each: e.g. the decoder and the encoder).
 
     ``draw(ax, frame)`` draws one panel and returns ``(title, meta)``; each panel is titled with its model, text
-    and device, and the footer names every model shown."""
+    and device, and the footer names every model shown. The figure lives outside pyplot's state machine: it never
+    switches the user's backend, is not auto-shown at the end of a cell, and saves with Agg (show it with
+    ``IPython.display.display``)."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(width * len(frames), height))
@@ -1474,7 +1460,7 @@ def figure_multihead_coverage(df: pd.DataFrame, p: float):
     needed = heads_needed_distribution(df)
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(11, 4.2))  # outside pyplot, as _subplots
+    fig = Figure(figsize=(11, 4.2))  # outside pyplot, as _panel_figure
     left, right = fig.subplots(1, 2)
     for _, g in df.groupby("layer"):
         g = g.sort_values("H")

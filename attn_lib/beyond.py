@@ -60,6 +60,8 @@ __all__ = [
     "compare_normalizers",
     "limits_summary",
     "live_swap",
+    "swap_setting",
+    "live_renderer",
     "SwapResult",
     "run_compare",
 ]
@@ -663,6 +665,43 @@ def _swap_settings(prof: BeyondProfile) -> list[dict]:
     return out
 
 
+def _swap_pass(handle, ids, s: dict, meta: dict, *, layer: int, head: int, N: int, swap_lengths) -> tuple:
+    """One forward pass of :func:`live_swap` with the setting ``s``: (loss rows per ``L``, the recorded row)."""
+    from .capture import capture_attention
+
+    Lw = ids.shape[-1]
+    kept = {}
+
+    def cb(la):
+        kept["w"] = la.weights[0, head, Lw - 1].to(torch.float64).cpu()
+        kept["v"] = la.values[0, head].to(torch.float64).cpu()
+
+    norm = None if s["normalizer"] is None else _nz.get(s["normalizer"], **s["params"])
+    out = capture_attention(handle, ids, cb, normalizer=norm, temperature=s["T"], layers=layer, keep_qk=False)
+    logp = torch.log_softmax(out.logits[0, :-1].to(torch.float64), dim=-1)
+    nll = -logp.gather(-1, ids[0, 1:].to(logp.device).view(-1, 1)).view(-1).cpu()
+    base = dict(meta, setting=s["setting"], normalizer=s["normalizer"] or "softmax", k=s["k"], T=s["T"])
+    losses = []
+    for L in swap_lengths:
+        if L > Lw:
+            continue
+        loss = float(nll[: L - 1].mean())
+        losses.append(dict(base, L=int(L), loss=loss, perplexity=math.exp(loss), n_predictions=L - 1))
+    w = kept["w"]
+    m = row_metrics(w.view(1, 1, -1), kept["v"].unsqueeze(0), torch.ones(1, 1, Lw, dtype=torch.bool), [N])
+    rec = dict(
+        base,
+        layer=layer,
+        head=head,
+        row=Lw - 1,
+        attention=w.numpy(),
+        N=N,
+        d_tilde=float(m["d_tilde"][0, 0, 0]),
+        loss=float(nll.mean()),
+    )
+    return losses, rec
+
+
 def live_swap(
     handle,
     text,
@@ -698,7 +737,6 @@ def live_swap(
     -------
     SwapResult
     """
-    from .capture import capture_attention
     from .experiments import _key, _meta, text_window
 
     prof = _beyond_profile(profile)
@@ -715,36 +753,9 @@ def live_swap(
         ids = text_window(handle, text, Lw, start)
         losses, recs = [], []
         for s in settings:
-            kept = {}
-
-            def cb(la, kept=kept):
-                kept["w"] = la.weights[0, head, Lw - 1].to(torch.float64).cpu()
-                kept["v"] = la.values[0, head].to(torch.float64).cpu()
-
-            norm = None if s["normalizer"] is None else _nz.get(s["normalizer"], **s["params"])
-            out = capture_attention(handle, ids, cb, normalizer=norm, temperature=s["T"], layers=layer, keep_qk=False)
-            logp = torch.log_softmax(out.logits[0, :-1].to(torch.float64), dim=-1)
-            nll = -logp.gather(-1, ids[0, 1:].to(logp.device).view(-1, 1)).view(-1).cpu()
-            base = dict(meta, setting=s["setting"], normalizer=s["normalizer"] or "softmax", k=s["k"], T=s["T"])
-            for L in prof.swap_lengths:
-                if L > Lw:
-                    continue
-                loss = float(nll[: L - 1].mean())
-                losses.append(dict(base, L=int(L), loss=loss, perplexity=math.exp(loss), n_predictions=L - 1))
-            w = kept["w"]
-            m = row_metrics(w.view(1, 1, -1), kept["v"].unsqueeze(0), torch.ones(1, 1, Lw, dtype=torch.bool), [N])
-            recs.append(
-                dict(
-                    base,
-                    layer=layer,
-                    head=head,
-                    row=Lw - 1,
-                    attention=w.numpy(),
-                    N=N,
-                    d_tilde=float(m["d_tilde"][0, 0, 0]),
-                    loss=float(nll.mean()),
-                )
-            )
+            lo, rec = _swap_pass(handle, ids, s, meta, layer=layer, head=head, N=N, swap_lengths=prof.swap_lengths)
+            losses.extend(lo)
+            recs.append(rec)
         return SwapResult(pd.DataFrame(losses), pd.DataFrame(recs))
 
     if cache is None:
@@ -761,6 +772,92 @@ def live_swap(
         settings=[{k: v for k, v in s.items()} for s in settings],
     )
     return cache.get_or_compute(key, compute)
+
+
+def _setting_of(label: str, prof: BeyondProfile) -> dict:
+    """The :func:`live_swap` setting named ``label``: one of the profile's, ``"top-<k>"`` or ``"softmax T=<T>"``."""
+    known = {s["setting"]: s for s in _swap_settings(prof)}
+    if label in known:
+        return known[label]
+    allowed = f"one of {list(known)}, 'top-<k>' with an integer k >= 1, or 'softmax T=<T>' with T > 0"
+    if not isinstance(label, str):
+        raise ValueError(f"setting must be {allowed} (got {label!r})")
+    if label.startswith("top-"):
+        try:
+            k = int(label.removeprefix("top-"))
+        except ValueError:
+            raise ValueError(f"setting must be {allowed} (got {label!r})") from None
+        k = check_int("setting's k", k, low=1)
+        return dict(setting=f"top-{k}", normalizer="topk", params={"k": k}, k=k, T=1.0)
+    if label.startswith("softmax T="):
+        try:
+            T = float(label.removeprefix("softmax T="))
+        except ValueError:
+            raise ValueError(f"setting must be {allowed} (got {label!r})") from None
+        T = check_positive("setting's T", T)
+        return dict(setting=f"softmax T={T:g}", normalizer="softmax", params={}, k=None, T=T)
+    raise ValueError(f"setting must be {allowed} (got {label!r})")
+
+
+def swap_setting(
+    handle,
+    text,
+    setting: str,
+    *,
+    profile="quick",
+    layer: int | None = None,
+    head: int = 0,
+    start: int = HELD_OUT_START,
+    N: int = 5,
+) -> pd.DataFrame:
+    """One setting of :func:`live_swap`, computed now (one forward pass, no cache): the row :func:`live_swap` records.
+
+    Parameters
+    ----------
+    setting : str
+        A setting of ``live_swap`` for this profile (e.g. ``"top-16"``, ``"sparsemax"``, ``"softmax T=0.5"``), or any
+        ``"top-<k>"`` or ``"softmax T=<T>"`` off the profile's grids.
+    handle, text, profile, layer, head, start, N
+        As for :func:`live_swap` (the window is ``profile.swap_length`` tokens from ``start``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row with the columns of :attr:`SwapResult.rows`.
+    """
+    from .experiments import _meta, text_window
+
+    prof = _beyond_profile(profile)
+    Lw = check_int("swap_length", prof.swap_length, low=2, high=int(handle.max_length))
+    layer = handle.n_layers // 2 if layer is None else check_int("layer", layer, low=0, high=handle.n_layers - 1)
+    head = check_int("head", head, low=0, high=handle.n_heads - 1)
+    start = check_int("start", start, low=0)
+    N = check_int("N", N, low=1, high=Lw - 2)
+    s = _setting_of(setting, prof)
+    ids = text_window(handle, text, Lw, start)
+    _, rec = _swap_pass(handle, ids, s, _meta(handle, text), layer=layer, head=head, N=N, swap_lengths=())
+    return pd.DataFrame([rec])
+
+
+def live_renderer(handle, text, rows: pd.DataFrame, *, sweep: str = "k", **swap_kw):
+    """``render(setting) -> Figure`` that computes the setting now with :func:`swap_setting`, for the ``live`` argument
+    of :func:`attn_lib.widgets.precomputed_slider`: in a live kernel, moving the slider reruns the model.
+
+    The figure is :func:`attn_lib.report.render_swap_row` with the freshly computed row in place of the stored one in
+    ``rows`` (a :attr:`SwapResult.rows`; the rest of the sweep panel comes from it). ``swap_kw`` are passed to
+    :func:`swap_setting` (``profile``, ``layer``, ``head``, ``start``, ``N``); use the values ``rows`` was made with.
+    """
+    from .report import render_swap_row
+
+    check_choice("sweep", sweep, ["k", "T"])
+
+    def render(setting: str):
+        new = swap_setting(handle, text, setting, **swap_kw)
+        label = new["setting"].iloc[0]
+        merged = pd.concat([rows[rows["setting"] != label], new], ignore_index=True)
+        return render_swap_row(merged, label, sweep=sweep)
+
+    return render
 
 
 # ----------------------------------------------------------------------------------------------------------------

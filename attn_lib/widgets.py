@@ -5,7 +5,8 @@ every slider value up front (PNG images in an :class:`ipywidgets.Stack`) and lin
 stack's ``selected_index`` with :func:`ipywidgets.jslink`. The link lives in the browser: when the book is built,
 nbclient stores the widget state in the notebook metadata, myst-nb embeds it in the page, and the vendored
 ``@jupyter-widgets/html-manager`` switches images client-side. In a live kernel (Jupyter, Colab) the same
-widget behaves identically.
+widget behaves identically, and with ``live=`` it also computes the figure of each position the reader moves to
+(e.g. one forward pass of the model at that setting) and shows it in place of the pre-rendered one.
 
 Every figure says what produced it: :func:`label_figure` adds a footer ``model · text · device`` (for synthetic
 data, name the generator and its seed as the text).
@@ -26,8 +27,10 @@ Only matplotlib and ipywidgets are imported here (see docs/ARCHITECTURE.md).
 
 from __future__ import annotations
 
+import html
 import io
 import numbers
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -149,29 +152,72 @@ class PrecomputedSlider(widgets.VBox):
     """A :class:`~ipywidgets.SelectionSlider` over ``values`` above a :class:`~ipywidgets.Stack` of PNG images.
 
     Built by :func:`precomputed_slider`. Attributes: ``slider``, ``stack``, ``images`` (one
-    :class:`~ipywidgets.Image` per value), ``values``, ``labels`` and ``link`` (the browser-side link from
-    ``slider.index`` to ``stack.selected_index``).
+    :class:`~ipywidgets.Image` per value), ``values``, ``labels``, ``link`` (the browser-side link from
+    ``slider.index`` to ``stack.selected_index``), ``live`` (the live renderer or ``None``), ``status`` (an
+    :class:`~ipywidgets.HTML` line under the slider when ``live`` is given) and ``live_seconds`` (slider index ->
+    seconds the last live computation took).
     """
 
     def __init__(
-        self, slider: widgets.SelectionSlider, stack: widgets.Stack, values: list, labels: list[str], **kwargs: Any
+        self,
+        slider: widgets.SelectionSlider,
+        stack: widgets.Stack,
+        values: list,
+        labels: list[str],
+        *,
+        live: Callable[[Any], Figure] | None = None,
+        dpi: float = 100.0,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(children=[slider, stack], **kwargs)
+        self.status = widgets.HTML(value="") if live is not None else None
+        children = [slider, stack] if live is None else [slider, self.status, stack]
+        super().__init__(children=children, **kwargs)
         self.slider = slider
         self.stack = stack
         self.images = list(stack.children)
         self.values = values
         self.labels = labels
+        self.live = live
+        self.dpi = dpi
+        self.live_seconds: dict[int, float] = {}
         self.link = widgets.jslink((slider, "index"), (stack, "selected_index"))
+        if live is not None:
+            # fires only in a kernel (a Python-side change); the static page has only the jslink
+            slider.observe(self._compute_live, names="index")
         self.add_class("attn-lib-precomputed-slider")
 
     def select(self, value: Any) -> None:
-        """Move the slider (and so the displayed figure) to ``value``."""
+        """Move the slider (and so the displayed figure) to ``value``; with ``live``, this computes it now."""
         if value not in self.values:
             raise ValueError(f"value must be one of {self.values} (got {value!r})")
         self.slider.index = self.values.index(value)
         # jslink only acts in a browser; keep the Python-side stack in step for kernels without a front end.
         self.stack.selected_index = self.slider.index
+
+    def _compute_live(self, change: dict) -> None:
+        i = change["new"]
+        label = self.labels[i]
+        self.status.value = f"computing {html.escape(label)} in the kernel&hellip;"
+        t0 = time.perf_counter()
+        try:
+            fig = self.live(self.values[i])
+            if not isinstance(fig, Figure):
+                raise ValueError(f"live({self.values[i]!r}) must return a matplotlib Figure (got {type(fig).__name__})")
+            try:
+                png = figure_to_png(fig, dpi=self.dpi)
+            finally:
+                plt.close(fig)
+        except Exception as exc:  # a callback's exception would vanish into the widget log: show it instead
+            self.status.value = (
+                f"live computation of {html.escape(label)} failed ({type(exc).__name__}: {html.escape(str(exc))}); "
+                "showing the figure from the build"
+            )
+            self.stack.selected_index = i
+            return
+        self.images[i].value = png
+        self.stack.selected_index = i
+        self.live_seconds[i] = time.perf_counter() - t0
+        self.status.value = f"{html.escape(label)}: computed live in the kernel ({self.live_seconds[i]:.1f} s)"
 
 
 def precomputed_slider(
@@ -184,6 +230,7 @@ def precomputed_slider(
     dpi: float = 100.0,
     width: str | None = None,
     close: bool = True,
+    live: Callable[[Any], Figure] | None = None,
 ) -> PrecomputedSlider:
     """Build a slider whose figure for each value is rendered now, so it works without a kernel.
 
@@ -195,8 +242,11 @@ def precomputed_slider(
     :param dpi: resolution of the pre-rendered PNGs.
     :param width: CSS width of the image (e.g. ``"600px"``); default: natural size, at most the page width.
     :param close: close each figure after rendering it (so the notebook does not also show it inline).
+    :param live: optional ``live(value)`` returning a Figure computed now. In a kernel, each move of the slider calls
+        it and replaces that position's image (a status line says so and how long it took); the static page keeps
+        the images rendered here. ``None``: the slider only switches between the pre-rendered images.
     :raises ValueError: on empty or duplicate values, a non-callable ``render``, a ``render`` that does not
-        return a Figure, a ``value`` not in ``values``, or a bad ``description``/``dpi``.
+        return a Figure, a ``value`` not in ``values``, a non-callable ``live``, or a bad ``description``/``dpi``.
     """
     if isinstance(values, (str, bytes)):
         raise ValueError(f"values must be a sequence of slider values, not a string (got {values!r})")
@@ -216,6 +266,8 @@ def precomputed_slider(
         raise ValueError(f"fmt must be a format string or a callable (got {fmt!r})")
     if isinstance(dpi, bool) or not isinstance(dpi, numbers.Real) or not dpi > 0:
         raise ValueError(f"dpi must be a number > 0 (got {dpi!r})")
+    if live is not None and not callable(live):
+        raise ValueError(f"live must be a callable value -> matplotlib Figure, or None (got {live!r})")
     if width is not None and not isinstance(width, str):
         raise ValueError(f"width must be a CSS length string such as '600px' or None (got {width!r})")
     labels = [_format_label(fmt, v) for v in values]
@@ -252,4 +304,4 @@ def precomputed_slider(
         style={"description_width": "initial"},
     )
     stack = widgets.Stack(children=images, selected_index=index)
-    return PrecomputedSlider(slider, stack, values, labels)
+    return PrecomputedSlider(slider, stack, values, labels, live=live, dpi=dpi)

@@ -352,3 +352,55 @@ def test_live_swap_rejects_bad_input(tiny_gpt2):
         B.live_swap(tiny_gpt2, TEXT, profile=TOY_PROFILE, head=99, start=0)
     with pytest.raises(ValueError, match="layer"):
         B.live_swap(tiny_gpt2, TEXT, profile=TOY_PROFILE, layer=5, start=0)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# one setting computed now (the sliders' live mode)
+# ---------------------------------------------------------------------------------------------------------
+SWAP_KW = dict(profile=TOY_PROFILE, start=0, layer=1, head=2)
+
+
+@pytest.mark.parametrize("setting", ["top-4", "softmax T=0.5", "sparsemax", "softmax (model)"])
+def test_swap_setting_equals_the_live_swap_row(tiny_gpt2, swap, setting):
+    one = B.swap_setting(tiny_gpt2, TEXT, setting, **SWAP_KW)
+    assert list(one["setting"]) == [setting] and set(swap.rows.columns) <= set(one.columns)
+    ref = swap.rows.set_index("setting").loc[setting]
+    got = one.iloc[0]
+    np.testing.assert_allclose(got["attention"], ref["attention"], rtol=1e-6, atol=1e-9)
+    assert got["loss"] == pytest.approx(ref["loss"], rel=1e-6)
+    assert got["d_tilde"] == pytest.approx(ref["d_tilde"], rel=1e-6)
+
+
+def test_swap_setting_off_the_grid(tiny_gpt2, swap):
+    top3 = B.swap_setting(tiny_gpt2, TEXT, "top-3", **SWAP_KW).iloc[0]
+    assert top3["k"] == 3 and (top3["attention"] > 0).sum() == 3
+    t07 = B.swap_setting(tiny_gpt2, TEXT, "softmax T=0.7", **SWAP_KW).iloc[0]
+    losses = swap.rows.set_index("setting")["loss"]
+    assert t07["T"] == 0.7 and t07["loss"] not in (losses["softmax T=0.5"], losses["softmax T=1"])
+
+
+@pytest.mark.parametrize(
+    ("setting", "match"),
+    [
+        ("top-0", "k must be"),
+        ("top-x", "setting must be"),
+        ("softmax T=-1", "T must be"),
+        ("relu", "setting"),
+        (3, "setting"),
+    ],
+)
+def test_swap_setting_rejects_bad_settings(tiny_gpt2, setting, match):
+    with pytest.raises(ValueError, match=match):
+        B.swap_setting(tiny_gpt2, TEXT, setting, **SWAP_KW)
+
+
+def test_live_renderer_draws_the_recomputed_row(tiny_gpt2, swap):
+    from matplotlib.figure import Figure
+
+    render = B.live_renderer(tiny_gpt2, TEXT, swap.rows, sweep="k", **SWAP_KW)
+    fig = render("top-4")
+    assert isinstance(fig, Figure)
+    title = fig.axes[0].get_title()
+    assert title.startswith("top-4: layer 1, head 2, row 15") and "4 tokens > 0" in title
+    with pytest.raises(ValueError, match="sweep"):
+        B.live_renderer(tiny_gpt2, TEXT, swap.rows, sweep="N")

@@ -496,3 +496,7 @@ def test_beyond_softmax_model_sliders_switch_the_model_figure(visits):
     labels = [boxes.nth(i).locator(".widget-label").first.inner_text() for i in range(2)]
     assert labels == ["top-k", "temperature T"], labels
     test_slider_switches_the_figure(visits, BEYOND_PAGE)
+    # the live-kernel status line exists but says nothing in the static page: no figure there was computed live
+    for i in range(2):
+        text = boxes.nth(i).inner_text()
+        assert "computed live" not in text and "computing" not in text, f"{BEYOND_PAGE}: slider {i} shows {text!r}"

@@ -174,6 +174,7 @@ def test_precomputed_slider_embeds_as_widget_state():
         ({"fmt": 3}, "fmt"),
         ({"fmt": lambda v: 3}, "fmt"),
         ({"width": 300}, "width"),
+        ({"live": "not callable"}, "live"),
     ],
 )
 def test_precomputed_slider_rejects_bad_input(kwargs, match):
@@ -193,3 +194,48 @@ def test_render_failure_does_not_leak_figures():
         aw.precomputed_slider([1], bad, description="x")
     plt.close("all")
     assert len(plt.get_fignums()) <= before
+
+
+# ---------------------------------------------------------------- live recomputation in a kernel
+
+
+def test_live_slider_recomputes_the_position_it_moves_to():
+    calls = []
+
+    def live(v):
+        calls.append(v)
+        return _render(10 * v)  # a different figure than the pre-rendered one
+
+    w = aw.precomputed_slider([1, 2, 3], _render, description="k", fmt="{:d}", dpi=30, live=live)
+    assert w.children == (w.slider, w.status, w.stack) and w.status.value == ""
+    assert calls == []  # building the slider (and so the static page) computes nothing live
+    before = [bytes(im.value) for im in w.images]
+    w.select(3)  # what a reader's move does in a kernel: a Python-side change of slider.index
+    assert calls == [3] and w.stack.selected_index == 2
+    after = [bytes(im.value) for im in w.images]
+    assert after[2] != before[2] and after[2].startswith(PNG_MAGIC) and after[:2] == before[:2]
+    assert "computed live" in w.status.value and set(w.live_seconds) == {2}
+    w.slider.index = 0
+    assert calls == [3, 1] and w.stack.selected_index == 0
+    assert len(plt.get_fignums()) == 0  # every live figure is closed after rendering
+
+
+def test_live_slider_failure_is_shown_and_keeps_the_built_figure():
+    def live(v):
+        raise RuntimeError("no model here")
+
+    w = aw.precomputed_slider([1, 2], _render, description="k", fmt="{:d}", dpi=30, live=live)
+    before = bytes(w.images[1].value)
+    w.select(2)
+    assert "failed (RuntimeError: no model here)" in w.status.value
+    assert bytes(w.images[1].value) == before and w.stack.selected_index == 1 and w.live_seconds == {}
+    w2 = aw.precomputed_slider([1, 2], _render, description="k", fmt="{:d}", dpi=30, live=lambda v: "no figure")
+    w2.select(2)
+    assert "must return a matplotlib Figure" in w2.status.value
+
+
+def test_slider_without_live_has_no_status_line():
+    w = aw.precomputed_slider([1, 2], _render, description="k", fmt="{:d}", dpi=30)
+    assert w.status is None and w.live is None
+    w.select(2)
+    assert w.live_seconds == {}

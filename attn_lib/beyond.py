@@ -99,7 +99,8 @@ class BeyondProfile:
     n_distance : int
         ``N`` of the distance ``d~`` against ``L`` (the paper's ``N = 5``).
     crit_grid : tuple of int
-        ``N`` values scanned for the critical ``N`` (those ``< L`` at each ``L``).
+        ``N`` values scanned for the critical ``N``: those ``< L`` at each ``L``, and ``N = L - 1`` (so a critical
+        ``N`` that is not found is not found up to ``L - 1``, not cut off by the grid).
     sep_n : tuple of int
         ``N`` values of ``N_s/N`` (at the largest ``L``).
     temperatures, eps_values : tuple of float
@@ -410,7 +411,8 @@ class _CompareAnalysis:
             sel = torch.as_tensor(rs)
             lg = la.logits[0][:, sel, :L].to(torch.float64)  # (H, R_L, L): rows r < L see only columns < L
             vis = m[sel, :L] & torch.isfinite(lg[0])
-            per_L.append((L, torch.as_tensor(rs + 1, dtype=torch.float64), lg, vis, [n for n in ns_all if n < L]))
+            ns = sorted({n for n in ns_all if n < L} | {L - 1})  # up to L - 1: the scan never stops short
+            per_L.append((L, torch.as_tensor(rs + 1, dtype=torch.float64), lg, vis, ns))
         for label, (name, params) in self.settings.items():
             f = _nz.get(name, **params)
             for L, t, lg, vis, ns in per_L:
@@ -535,7 +537,8 @@ def critical_n_from_heads(df: pd.DataFrame, alpha: float = 0.01) -> pd.DataFrame
     Returns
     -------
     pandas.DataFrame
-        ``normalizer, L, n_star, censored`` (no ``N`` of the grid passed; ``n_star`` is then the largest scanned),
+        ``normalizer, L, n_star, censored`` (no scanned ``N`` passed; ``n_star`` is then the largest scanned, which
+        is ``L - 1`` for :func:`compare_normalizers`' table),
         ``ratio = n_star / L``, ``n_heads``.
     """
     from scipy.stats import ks_2samp

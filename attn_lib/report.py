@@ -2089,7 +2089,8 @@ def beyond_limits_markdown(summary: pd.DataFrame) -> str:
     )
     lines = [head, "|---|---|---|---|---|---|---|---|---|"]
     for lab, r in summary.iterrows():
-        crit = f"{'≥' if r['n_star_censored'] else ''}{int(r['n_star'])} ({r['n_star_ratio']:.3f})"
+        n = int(r["n_star"])
+        crit = f"none ≤ {n}" if r["n_star_censored"] else f"{n} ({r['n_star_ratio']:.3f})"
         jn = "—" if not np.isfinite(r["jac_norm_T1"]) else f"{r['jac_norm_T1']:.3g}"
         lines.append(
             f"| {lab} | {r['max_alpha_slope']:.2f} | {r['d_tilde']:.3g} | {r['d_tilde_slope']:.2f} | {crit} | "
@@ -2131,7 +2132,11 @@ def figure_beyond_limits(df: pd.DataFrame, crit: pd.DataFrame):
         dt = d[(d["metric"] == "d_tilde") & (d["N"] == n_d)].groupby("L")["value"].mean()
         axes[1].plot(dt.index.astype(float), dt.to_numpy(), **style)
         c = crit[crit["normalizer"] == lab]
-        axes[2].plot(c["L"], c["n_star"], **style)
+        cens = c["censored"].astype(bool).to_numpy()
+        axes[2].plot(c["L"][~cens], c["n_star"][~cens], **style)
+        if cens.any():  # not reached by N = L - 1: an open triangle at L - 1, joined to nothing
+            color = axes[2].get_lines()[-1].get_color()
+            axes[2].plot(c["L"][cens], c["n_star"][cens], ls="none", marker="^", mfc="none", color=color, ms=6)
         sp = d[d["metric"] == "sep_fraction"].groupby("N")["value"].median()
         axes[3].plot(sp.index.astype(float), sp.to_numpy(), **style)
         g = d[(d["metric"] == "g") & (d["eps"] == e0)].groupby("T")["value"].max()
@@ -2141,7 +2146,7 @@ def figure_beyond_limits(df: pd.DataFrame, crit: pd.DataFrame):
     titles = [
         ("L (row length)", "mean max weight", "vanishing (Lemma 1)"),
         ("L", f"mean d~ (N = {n_d})", "distance (Theorem 1)"),
-        ("L", "critical N (KS, over heads)", "critical N"),
+        ("L", "critical N (KS, over heads)", "critical N (△: none up to N = L-1)"),
         ("N", "median N_s/N (unit values)", "separability (Theorem 2)"),
         ("T", f"g(T, ε={e0:g}) (max over heads)", "sensitivity (Corollary 3)"),
     ]

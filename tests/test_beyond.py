@@ -215,6 +215,18 @@ def test_compare_table_has_every_metric_for_every_normaliser(table):
     assert (table[["model", "text", "device"]] == ["toy", "toy", "cpu"]).all().all()
 
 
+def test_compare_scans_n_up_to_l_minus_one(table):
+    # the critical-N scan never stops short: every grid N below L, the distance's N, and N = L - 1
+    d = table[table["metric"] == "d_tilde"]
+    for L in TOY_PROFILE.lengths:
+        got = set(d[d["L"] == L]["N"].astype(int))
+        want = {n for n in TOY_PROFILE.crit_grid if n < L} | {TOY_PROFILE.n_distance, L - 1}
+        assert got == want, L
+    crit = B.critical_n_from_heads(table)
+    cens = crit[crit["censored"].astype(bool)]
+    assert (cens["n_star"] == cens["L"] - 1).all()
+
+
 def test_compare_max_alpha_is_the_row_sample_mean(table):
     logits, causal, _ = toy(H=4, L=16, seed=10)
     rows = B.row_sample([8, 16], 3)[16]

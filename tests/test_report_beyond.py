@@ -32,10 +32,32 @@ def test_limits_markdown_has_one_row_per_normaliser_with_the_summary_numbers(tab
     assert "| sparsemax |" in md and md.count("—") >= 1  # no analytic Jacobian for sparsemax
 
 
+def test_limits_markdown_says_none_up_to_l_minus_one_when_censored(table):
+    s = B.limits_summary(table).copy()
+    s["n_star_censored"] = [True] + [False] * (len(s) - 1)
+    s.iloc[0, s.columns.get_loc("n_star")] = 15
+    md = R.beyond_limits_markdown(s)
+    first = md.splitlines()[2]
+    assert "| none ≤ 15 |" in first and "(" not in first.split("|")[5]
+    assert "≥" not in md
+
+
 def test_figure_beyond_limits_is_labelled(table):
     fig = R.figure_beyond_limits(table, B.critical_n_from_heads(table))
     assert figure_provenance(fig) == "model: toy · text: toy · device: cpu"
     assert len(fig.axes) == 6  # five panels and the legend
+
+
+def test_figure_beyond_limits_draws_censored_points_as_open_triangles(table):
+    crit = B.critical_n_from_heads(table).copy()
+    crit["censored"] = crit["L"] == crit["L"].max()
+    crit.loc[crit["censored"], "n_star"] = crit["L"] - 1
+    ax = R.figure_beyond_limits(table, crit).axes[2]
+    tri = [ln for ln in ax.get_lines() if ln.get_marker() == "^"]
+    assert len(tri) == crit["normalizer"].nunique()
+    assert all(ln.get_linestyle() == "None" and ln.get_markerfacecolor() == "none" for ln in tri)
+    joined = [ln for ln in ax.get_lines() if ln.get_marker() != "^"]
+    assert all(max(ln.get_xdata(), default=0) < crit["L"].max() for ln in joined)  # no line reaches a censored point
 
 
 def test_figure_beyond_limits_rejects_other_tables():

@@ -668,6 +668,17 @@ def _swap_settings(prof: BeyondProfile) -> list[dict]:
     return out
 
 
+def _swap_args(handle, profile, layer, head, start, N) -> tuple:
+    """Validated ``(profile, window length, layer, head, start, N)`` of :func:`live_swap` and :func:`swap_setting`."""
+    prof = _beyond_profile(profile)
+    Lw = check_int("swap_length", prof.swap_length, low=2, high=int(handle.max_length))
+    layer = handle.n_layers // 2 if layer is None else check_int("layer", layer, low=0, high=handle.n_layers - 1)
+    head = check_int("head", head, low=0, high=handle.n_heads - 1)
+    start = check_int("start", start, low=0)
+    N = check_int("N", N, low=1, high=Lw - 2)
+    return prof, Lw, layer, head, start, N
+
+
 def _swap_pass(handle, ids, s: dict, meta: dict, *, layer: int, head: int, N: int, swap_lengths) -> tuple:
     """One forward pass of :func:`live_swap` with the setting ``s``: (loss rows per ``L``, the recorded row)."""
     from .capture import capture_attention
@@ -742,12 +753,7 @@ def live_swap(
     """
     from .experiments import _key, _meta, text_window
 
-    prof = _beyond_profile(profile)
-    Lw = check_int("swap_length", prof.swap_length, low=2, high=int(handle.max_length))
-    layer = handle.n_layers // 2 if layer is None else check_int("layer", layer, low=0, high=handle.n_layers - 1)
-    head = check_int("head", head, low=0, high=handle.n_heads - 1)
-    start = check_int("start", start, low=0)
-    N = check_int("N", N, low=1, high=Lw - 2)
+    prof, Lw, layer, head, start, N = _swap_args(handle, profile, layer, head, start, N)
     cache = _check_cache(cache)
     settings = _swap_settings(prof)
 
@@ -830,12 +836,7 @@ def swap_setting(
     """
     from .experiments import _meta, text_window
 
-    prof = _beyond_profile(profile)
-    Lw = check_int("swap_length", prof.swap_length, low=2, high=int(handle.max_length))
-    layer = handle.n_layers // 2 if layer is None else check_int("layer", layer, low=0, high=handle.n_layers - 1)
-    head = check_int("head", head, low=0, high=handle.n_heads - 1)
-    start = check_int("start", start, low=0)
-    N = check_int("N", N, low=1, high=Lw - 2)
+    prof, Lw, layer, head, start, N = _swap_args(handle, profile, layer, head, start, N)
     s = _setting_of(setting, prof)
     ids = text_window(handle, text, Lw, start)
     _, rec = _swap_pass(handle, ids, s, _meta(handle, text), layer=layer, head=head, N=N, swap_lengths=())

@@ -99,8 +99,8 @@ class BeyondProfile:
     n_distance : int
         ``N`` of the distance ``d~`` against ``L`` (the paper's ``N = 5``).
     crit_grid : tuple of int
-        ``N`` values scanned for the critical ``N``: those ``< L`` at each ``L``, and ``N = L - 1`` (so a critical
-        ``N`` that is not found is not found up to ``L - 1``, not cut off by the grid).
+        ``N`` values scanned for the critical ``N`` (those ``< L`` at each ``L``). Not ``N = L - 1``: there ``d~`` and
+        ``E1`` nearly coincide by construction (``p = 1``, one token left out), so a KS pass would say little.
     sep_n : tuple of int
         ``N`` values of ``N_s/N`` (at the largest ``L``).
     temperatures, eps_values : tuple of float
@@ -411,7 +411,9 @@ class _CompareAnalysis:
             sel = torch.as_tensor(rs)
             lg = la.logits[0][:, sel, :L].to(torch.float64)  # (H, R_L, L): rows r < L see only columns < L
             vis = m[sel, :L] & torch.isfinite(lg[0])
-            ns = sorted({n for n in ns_all if n < L} | {L - 1})  # up to L - 1: the scan never stops short
+            # the grid's N below L, not N = L - 1: there p = 1 and only the row t = L is valid, so d~ = ||2 a_j - z||
+            # and E1 is the row mean of ||2 a_i - z||; the two nearly coincide by construction (a KS pass says little)
+            ns = [n for n in ns_all if n < L]
             per_L.append((L, torch.as_tensor(rs + 1, dtype=torch.float64), lg, vis, ns))
         for label, (name, params) in self.settings.items():
             f = _nz.get(name, **params)
@@ -537,8 +539,7 @@ def critical_n_from_heads(df: pd.DataFrame, alpha: float = 0.01) -> pd.DataFrame
     Returns
     -------
     pandas.DataFrame
-        ``normalizer, L, n_star, censored`` (no scanned ``N`` passed; ``n_star`` is then the largest scanned, which
-        is ``L - 1`` for :func:`compare_normalizers`' table),
+        ``normalizer, L, n_star, censored`` (no scanned ``N`` passed; ``n_star`` is then the largest scanned),
         ``ratio = n_star / L``, ``n_heads``.
     """
     from scipy.stats import ks_2samp
@@ -786,11 +787,11 @@ def live_swap(
 def _setting_of(label: str, prof: BeyondProfile) -> dict:
     """The :func:`live_swap` setting named ``label``: one of the profile's, ``"top-<k>"`` or ``"softmax T=<T>"``."""
     known = {s["setting"]: s for s in _swap_settings(prof)}
-    if label in known:
-        return known[label]
     allowed = f"one of {list(known)}, 'top-<k>' with an integer k >= 1, or 'softmax T=<T>' with T > 0"
     if not isinstance(label, str):
         raise ValueError(f"setting must be {allowed} (got {label!r})")
+    if label in known:
+        return known[label]
     if label.startswith("top-"):
         try:
             k = int(label.removeprefix("top-"))

@@ -2134,7 +2134,7 @@ def figure_beyond_limits(df: pd.DataFrame, crit: pd.DataFrame):
         c = crit[crit["normalizer"] == lab]
         cens = c["censored"].astype(bool).to_numpy()
         axes[2].plot(c["L"][~cens], c["n_star"][~cens], **style)
-        if cens.any():  # not reached by N = L - 1: an open triangle at L - 1, joined to nothing
+        if cens.any():  # no scanned N passed: an open triangle at the last scanned N, joined to nothing
             color = axes[2].get_lines()[-1].get_color()
             axes[2].plot(c["L"][cens], c["n_star"][cens], ls="none", marker="^", mfc="none", color=color, ms=6)
         sp = d[d["metric"] == "sep_fraction"].groupby("N")["value"].median()
@@ -2146,7 +2146,7 @@ def figure_beyond_limits(df: pd.DataFrame, crit: pd.DataFrame):
     titles = [
         ("L (row length)", "mean max weight", "vanishing (Lemma 1)"),
         ("L", f"mean d~ (N = {n_d})", "distance (Theorem 1)"),
-        ("L", "critical N (KS, over heads)", "critical N (△: none up to N = L-1)"),
+        ("L", "critical N (KS, over heads)", "critical N (△: no scanned N passed)"),
         ("N", "median N_s/N (unit values)", "separability (Theorem 2)"),
         ("T", f"g(T, ε={e0:g}) (max over heads)", "sensitivity (Corollary 3)"),
     ]

@@ -182,7 +182,9 @@ class PrecomputedSlider(widgets.VBox):
         self.live_seconds: dict[int, float] = {}
         self.link = widgets.jslink((slider, "index"), (stack, "selected_index"))
         if live is not None:
-            # fires only in a kernel (a Python-side change); the static page has only the jslink
+            # fires only in a kernel (a Python-side change); the static page has only the jslink. One computation per
+            # release of the handle, not per position passed while dragging.
+            slider.continuous_update = False
             slider.observe(self._compute_live, names="index")
         self.add_class("attn-lib-precomputed-slider")
 
@@ -208,14 +210,15 @@ class PrecomputedSlider(widgets.VBox):
             finally:
                 plt.close(fig)
         except Exception as exc:  # a callback's exception would vanish into the widget log: show it instead
+            shown = "the last figure computed live for it" if i in self.live_seconds else "the figure from the build"
             self.status.value = (
                 f"live computation of {html.escape(label)} failed ({type(exc).__name__}: {html.escape(str(exc))}); "
-                "showing the figure from the build"
+                f"showing {shown}"
             )
-            self.stack.selected_index = i
             return
+        # only the image changes here: the stack follows the slider through the link (setting it from Python too
+        # would send an old index back to a slider the reader has moved on meanwhile)
         self.images[i].value = png
-        self.stack.selected_index = i
         self.live_seconds[i] = time.perf_counter() - t0
         self.status.value = f"{html.escape(label)}: computed live in the kernel ({self.live_seconds[i]:.1f} s)"
 

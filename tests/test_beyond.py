@@ -215,16 +215,28 @@ def test_compare_table_has_every_metric_for_every_normaliser(table):
     assert (table[["model", "text", "device"]] == ["toy", "toy", "cpu"]).all().all()
 
 
-def test_compare_scans_n_up_to_l_minus_one(table):
-    # the critical-N scan never stops short: every grid N below L, the distance's N, and N = L - 1
+def test_compare_scans_the_grid_below_l_not_l_minus_one(table):
     d = table[table["metric"] == "d_tilde"]
     for L in TOY_PROFILE.lengths:
         got = set(d[d["L"] == L]["N"].astype(int))
-        want = {n for n in TOY_PROFILE.crit_grid if n < L} | {TOY_PROFILE.n_distance, L - 1}
-        assert got == want, L
-    crit = B.critical_n_from_heads(table)
-    cens = crit[crit["censored"].astype(bool)]
-    assert (cens["n_star"] == cens["L"] - 1).all()
+        assert got == {n for n in TOY_PROFILE.crit_grid if n < L} | {TOY_PROFILE.n_distance}, L
+
+
+def test_at_n_equal_l_minus_one_d_tilde_and_e1_are_the_same_kind_of_term():
+    # why the scan leaves N = L - 1 out: with one token j left out and p = 1, d~ = ||2 a_j - z|| and
+    # E1 = mean_i ||2 a_i - z|| (chapter 7's prose says so)
+    logits, causal, values = toy(seed=9)
+    w = nz.softmax(logits, mask=causal)
+    L = w.shape[-1]
+    m = B.row_metrics(w, values, causal, [L - 1])
+    for h in range(w.shape[0]):
+        a = w[h, L - 1].double()[:, None] * values[h].double()
+        z = a.sum(0)
+        j = int(torch.argmin(w[h, L - 1]))
+        terms = (2 * a - z).norm(dim=-1)
+        assert m["valid"][h, L - 1, 0] and not m["valid"][h, L - 2, 0]
+        assert m["d_tilde"][h, L - 1, 0].item() == pytest.approx(terms[j].item(), rel=1e-12)
+        assert m["e1"][h, L - 1, 0].item() == pytest.approx(terms.mean().item(), rel=1e-12)
 
 
 def test_compare_max_alpha_is_the_row_sample_mean(table):
@@ -383,12 +395,16 @@ def test_swap_setting_equals_the_live_swap_row(tiny_gpt2, swap, setting):
     assert got["d_tilde"] == pytest.approx(ref["d_tilde"], rel=1e-6)
 
 
-def test_swap_setting_off_the_grid(tiny_gpt2, swap):
-    top3 = B.swap_setting(tiny_gpt2, TEXT, "top-3", **SWAP_KW).iloc[0]
+def test_swap_setting_off_the_grid(tiny_gpt2):
+    kw = dict(SWAP_KW, layer=0)  # layer 0's logits do not depend on the swap, so its row is softmax(logits / T)
+    top3 = B.swap_setting(tiny_gpt2, TEXT, "top-3", **kw).iloc[0]
     assert top3["k"] == 3 and (top3["attention"] > 0).sum() == 3
-    t07 = B.swap_setting(tiny_gpt2, TEXT, "softmax T=0.7", **SWAP_KW).iloc[0]
-    losses = swap.rows.set_index("setting")["loss"]
-    assert t07["T"] == 0.7 and t07["loss"] not in (losses["softmax T=0.5"], losses["softmax T=1"])
+    model = B.swap_setting(tiny_gpt2, TEXT, "softmax (model)", **kw).iloc[0]["attention"]
+    t07 = B.swap_setting(tiny_gpt2, TEXT, "softmax T=0.7", **kw).iloc[0]
+    assert t07["T"] == 0.7
+    want = torch.softmax(torch.log(torch.as_tensor(model)) / 0.7, dim=-1).numpy()  # softmax(l/T), l up to a shift
+    np.testing.assert_allclose(t07["attention"], want, rtol=1e-4, atol=1e-7)
+    assert not np.allclose(t07["attention"], model, rtol=1e-3)
 
 
 @pytest.mark.parametrize(

@@ -210,13 +210,14 @@ def test_live_slider_recomputes_the_position_it_moves_to():
     assert w.children == (w.slider, w.status, w.stack) and w.status.value == ""
     assert calls == []  # building the slider (and so the static page) computes nothing live
     before = [bytes(im.value) for im in w.images]
+    assert w.slider.continuous_update is False  # one computation per release of the handle
     w.select(3)  # what a reader's move does in a kernel: a Python-side change of slider.index
     assert calls == [3] and w.stack.selected_index == 2
     after = [bytes(im.value) for im in w.images]
     assert after[2] != before[2] and after[2].startswith(PNG_MAGIC) and after[:2] == before[:2]
     assert "computed live" in w.status.value and set(w.live_seconds) == {2}
-    w.slider.index = 0
-    assert calls == [3, 1] and w.stack.selected_index == 0
+    w.slider.index = 0  # a move from the front end: the live callback does not touch the stack (the link does)
+    assert calls == [3, 1] and w.stack.selected_index == 2
     assert len(plt.get_fignums()) == 0  # every live figure is closed after rendering
 
 
@@ -227,7 +228,7 @@ def test_live_slider_failure_is_shown_and_keeps_the_built_figure():
     w = aw.precomputed_slider([1, 2], _render, description="k", fmt="{:d}", dpi=30, live=live)
     before = bytes(w.images[1].value)
     w.select(2)
-    assert "failed (RuntimeError: no model here)" in w.status.value
+    assert "failed (RuntimeError: no model here); showing the figure from the build" in w.status.value
     assert bytes(w.images[1].value) == before and w.stack.selected_index == 1 and w.live_seconds == {}
     w2 = aw.precomputed_slider([1, 2], _render, description="k", fmt="{:d}", dpi=30, live=lambda v: "no figure")
     w2.select(2)
@@ -239,3 +240,21 @@ def test_slider_without_live_has_no_status_line():
     assert w.status is None and w.live is None
     w.select(2)
     assert w.live_seconds == {}
+
+
+def test_live_slider_failure_after_a_success_says_which_figure_is_shown():
+    state = {"fail": False}
+
+    def live(v):
+        if state["fail"]:
+            raise RuntimeError("gone")
+        return _render(5 * v)
+
+    w = aw.precomputed_slider([1, 2], _render, description="k", fmt="{:d}", dpi=30, live=live)
+    w.select(2)
+    computed = bytes(w.images[1].value)
+    w.select(1)
+    state["fail"] = True
+    w.select(2)
+    assert "showing the last figure computed live for it" in w.status.value
+    assert bytes(w.images[1].value) == computed

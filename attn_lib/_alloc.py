@@ -10,7 +10,7 @@ more than a third of a chapter's run time went to these page faults (system time
 keep up to :data:`TRIM_THRESHOLD` bytes of freed memory at the top of the heap for reuse (``M_TRIM_THRESHOLD``).
 Results do not change, only where the memory comes from. The cost is resident memory: freed blocks are reused by the
 process instead of being returned to the system, so its resident size stays near its peak (a fresh ``make book``
-peaked at 3.9-4.6 GB against 3.3 GB before).
+peaked at 3.6-4.6 GB over three runs, against 3.3 GB before).
 :func:`attn_lib.models.load_model` calls it once per process. ``ATTN_LIB_TUNE_MALLOC=0`` switches it off; on other
 platforms (macOS, Windows, musl) it does nothing. ``benchmarks/bench_allocator.py`` measures the effect.
 """

@@ -64,8 +64,12 @@ __all__ = [
     "distance_vs_n",
     "critical_n",
     "critical_n_summary",
+    "critical_n_diagnosis",
+    "DIAGNOSIS_VARIANTS",
+    "DIAGNOSIS_FRACTIONS",
     "separability",
     "gradient_sensitivity",
+    "gradient_sensitivity_raw",
     "multihead_coverage",
     "run_all",
     "run_reproduce",
@@ -78,7 +82,17 @@ __all__ = [
 
 #: The expectation forms of the critical-N scan: E1, E2 and the Monte-Carlo estimate of E[d~].
 CRITICAL_FORMS = ("e1", "e2", "mc")
-EXPERIMENTS = ("distance_vs_length", "distance_vs_n", "critical_n", "separability", "gradient_sensitivity")
+EXPERIMENTS = (
+    "distance_vs_length",
+    "distance_vs_n",
+    "critical_n",
+    "separability",
+    "gradient_sensitivity",
+    # the reproduction report's diagnostics, in the same pass: why the critical N is where it is, and Fig. 4 with the
+    # temperature on the raw scores q . k (Reading the paper, §The critical N and §The sensitivity metric)
+    "critical_n_diagnosis",
+    "gradient_sensitivity_raw",
+)
 SCHEMA = 1  # bump when the tables change (part of every cache key)
 
 
@@ -424,7 +438,13 @@ class _DistanceAnalysis:
                 "s_norm": dm.s_norm,
                 "alpha_bar": dm.alpha_bar,
             }
+            cols["x_max"] = sh.get("x_max", lambda: _row_max_norm(ld))
             means = {k: _prefix_means(v[:, :Lmax], valid, self.lengths)[0] for k, v in cols.items()}
+            if self.kind == "n":  # the same rows at every N: those valid at the largest N of the grid
+                common = valid & (ld.t[:, :Lmax] >= max(self.n_values) + 1)
+                for k in ("d_tilde", "d_max"):
+                    means[f"{k}_common"] = _prefix_means(cols[k][:, :Lmax], common, self.lengths)[0]
+                common_counts = _prefix_means(cols["d_tilde"][:, :Lmax], common, self.lengths)[1]
             _, counts = _prefix_means(dm.d_tilde[:, :Lmax], valid, self.lengths)
             nviol, _ = _prefix_means(viol.to(torch.float64), torch.ones_like(viol), self.lengths)
             mc = {}
@@ -441,8 +461,10 @@ class _DistanceAnalysis:
             for li, L in enumerate(self.lengths):
                 for h in range(ld.H):
                     row = dict(self.meta, L=L, N=N, layer=sh.la.layer, head=h, n_rows=int(counts[h, li]))
-                    for k in cols:
+                    for k in means:
                         row[k] = float(means[k][h, li])
+                    if self.kind == "n":
+                        row["n_rows_common"] = int(common_counts[h, li])
                     row["dmax_violations"] = int(round(nviol[h, li] * L))
                     if mc:
                         row["mc"] = float(mc[li][0][h])
@@ -452,6 +474,13 @@ class _DistanceAnalysis:
     def finish(self) -> pd.DataFrame:
         df = pd.DataFrame(self.rows)
         return df[df["n_rows"] > 0].reset_index(drop=True) if len(df) else df
+
+
+def _row_max_norm(ld: M.LayerData) -> torch.Tensor:
+    """``(H, L)``: the largest norm of a visible value vector in each row, the scale of the bounds of
+    ``prop-random-bounded`` (chapter 2)."""
+    norms = ld.gdiag.clamp(min=0).sqrt().unsqueeze(1)  # (H, 1, L)
+    return torch.where(ld.mask, norms, torch.zeros((), dtype=norms.dtype)).amax(-1)
 
 
 class _SeparabilityAnalysis:
@@ -805,6 +834,113 @@ class _CriticalAnalysis:
         return pd.DataFrame(rows)
 
 
+#: Counterfactual layers of the critical-N diagnosis: name -> (softmax temperature on the model's logits, whether
+#: the value vector of the first token is set to 0). "model" is the model as it is; "first value 0" removes the
+#: attention sink's contribution (GPT-2's sink tokens have small value vectors); the temperatures flatten attention.
+DIAGNOSIS_VARIANTS = {"model": (1.0, False), "first value 0": (1.0, True), "T=4": (4.0, False), "T=16": (16.0, False)}
+#: N/L grid of the critical-N diagnosis.
+DIAGNOSIS_FRACTIONS = (0.01, 0.02, 0.04, 0.06, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+class _CrossingAnalysis:
+    """The critical-N diagnosis (``prop-e1-crossing``, chapter 6): on the critical-N rows of one window length,
+    per (variant, layer, head, N) the row means of d~, E1 and of their leading terms ``(t - N)||s_N||`` and
+    ``(t - N) p ||z||``, the median and mean of ``||s_N|| / ||z||``, the first token's mean weight (the sink's
+    share), and the number of rows where a bound of the proposition fails (:func:`attn_lib.metrics.crossing_metrics`).
+    """
+
+    def __init__(self, meta, length, fractions, rows, variants, groups):
+        self.meta, self.L, self.groups = meta, length, groups
+        self.n_values = sorted({max(1, min(length - 1, round(f * length))) for f in fractions})
+        idx = sens_row_indices(length, rows)
+        self.rows = torch.as_tensor(idx[idx >= 2])  # t = r + 1 >= 3 visible tokens in a causal row
+        self.variants = dict(variants)
+        self.out: list[dict] = []
+
+    def layer(self, sh: _Shared):
+        la = sh.la
+        L = self.L
+        lg = la.logits[0, :, :L, :L][:, self.rows].to(torch.float64)
+        mask = _mask(la)[..., :L, :L][..., self.rows, :]
+        vals = la.values[0, :, :L].to(torch.float64)
+        tiny = 1e-300
+        for name, (T, zero_first) in self.variants.items():
+            v = vals.clone()
+            if zero_first:
+                v[:, 0] = 0
+            w = torch.softmax(lg.masked_fill(~mask, -math.inf) / T, dim=-1)
+            cr = M.crossing_metrics(w, v, self.n_values, mask=mask)
+            t = cr.t.to(torch.float64).view(1, -1, 1)
+            n = torch.as_tensor(self.n_values, dtype=torch.float64).view(1, 1, -1)
+            p = n / (t - 1).clamp(min=1)
+            lead_d = (t - n) * cr.s_norm
+            lead_e1 = (t - n) * p * cr.z_norm.unsqueeze(-1)
+            tol = 1e-9 * (1 + lead_d.abs() + lead_e1.abs())
+            bad = ((cr.e1 - lead_e1).abs() > (t - n) / t * (1 + p) * cr.a_sum.unsqueeze(-1) + tol) | (
+                (cr.d_tilde - lead_d).abs() > cr.a_out + tol
+            )
+            rho = cr.s_norm / cr.z_norm.unsqueeze(-1).clamp(min=tiny)
+            valid = cr.valid
+            cnt = valid.sum(1)  # (H, n)
+            med = torch.where(valid, rho, torch.full((), math.nan, dtype=rho.dtype)).nanmedian(1).values
+
+            def mean(x, valid=valid, cnt=cnt):
+                return torch.where(valid, x, torch.zeros((), dtype=x.dtype)).sum(1) / cnt.clamp(min=1)
+
+            cols = {
+                "d_tilde": mean(cr.d_tilde),
+                "e1": mean(cr.e1),
+                "lead_d_tilde": mean(lead_d),
+                "lead_e1": mean(lead_e1),
+                "rho_mean": mean(rho),
+                "rho_median": med,
+                "bound_violations": (bad & valid).sum(1),
+            }
+            sink = w[..., 0].mean(1)  # (H,)
+            cols = {k: x.cpu().numpy() for k, x in cols.items()}
+            cnt_np, sink_np = cnt.cpu().numpy(), sink.cpu().numpy()
+            for h in range(w.shape[0]):
+                for k, N in enumerate(self.n_values):
+                    if cnt_np[h, k] == 0:
+                        continue
+                    row = dict(self.meta, variant=name, temperature=T, first_value_zero=zero_first, L=L, N=N)
+                    row.update(layer=la.layer, head=h, kv_group=int(self.groups[h]), n_rows=int(cnt_np[h, k]))
+                    row.update({c: float(x[h, k]) for c, x in cols.items()})
+                    row["bound_violations"] = int(cols["bound_violations"][h, k])
+                    row["sink_share"] = float(sink_np[h])
+                    self.out.append(row)
+
+    def finish(self) -> pd.DataFrame:
+        return pd.DataFrame(self.out)
+
+
+class _RawSensitivityAnalysis(_SensitivityAnalysis):
+    """Algorithm 5 with the temperature on the raw scores ``q . k`` instead of the model's scaled logits
+    ``q . k / sqrt(d)`` (Reading the paper, §The sensitivity metric): softmax((qk + eps v)/T) equals
+    softmax((l + (eps/sqrt d) v)/(T/sqrt d)), so the analysis runs at ``T/sqrt(d)`` and ``eps/sqrt(d)`` and reports
+    ``g`` per unit of raw score (divided by ``sqrt d``) against the raw ``T`` and ``eps``."""
+
+    def __init__(self, meta, length, temperatures, eps_values, seed, sens_rows, head_dim):
+        self.scale = math.sqrt(head_dim)
+        self.raw_T, self.raw_E = list(temperatures), list(eps_values)
+        super().__init__(
+            meta, length, [T / self.scale for T in temperatures], [e / self.scale for e in eps_values], seed, sens_rows
+        )
+
+    def finish(self) -> pd.DataFrame:
+        df = super().finish()
+        if not len(df):
+            return df
+        c = self.scale
+        df = df.assign(T=df["T"] * c, eps=df["eps"] * c, g=df["g"] / c, g_row_max=df["g_row_max"] / c)
+        # the bounds in raw units: min{1/(2T), sqrt2/eps} and min{1/(4T), sqrt2} of the raw T and eps
+        df["bound_corrected"] = np.minimum(1 / (2 * df["T"]), math.sqrt(2) / df["eps"])
+        df["bound_paper"] = np.minimum(1 / (4 * df["T"]), math.sqrt(2))
+        # rows above the paper's bound were counted in scaled units, where that bound differs: not carried over
+        df = df.drop(columns=["rows_above_paper"])
+        return df.assign(temperature_base="raw q.k", head_dim=int(round(c * c)))
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # public experiment functions
 # ----------------------------------------------------------------------------------------------------------------
@@ -882,6 +1018,22 @@ def _make(name: str, handle, text, params: dict):
     if name == "gradient_sensitivity":
         return _SensitivityAnalysis(
             meta, params["L"], params["temperatures"], params["eps_values"], params["seed"], params.get("rows", 0)
+        ), params["L"]
+    if name == "critical_n_diagnosis":
+        n_heads, n_kv = int(handle.n_heads), int(getattr(handle, "n_kv_heads", 0) or handle.n_heads)
+        a = _CrossingAnalysis(
+            meta, params["L"], params["fractions"], params["rows"], params["variants"], _kv_groups(n_heads, n_kv)
+        )
+        return a, params["L"]
+    if name == "gradient_sensitivity_raw":
+        return _RawSensitivityAnalysis(
+            meta,
+            params["L"],
+            params["temperatures"],
+            params["eps_values"],
+            params["seed"],
+            params.get("rows", 0),
+            params["head_dim"],
         ), params["L"]
     if name == "multihead_coverage":
         return _CoverageAnalysis(meta, params["L"], params["N"], params["permutations"], params["seed"]), params["L"]
@@ -1327,6 +1479,79 @@ def multihead_coverage(
 # ----------------------------------------------------------------------------------------------------------------
 # all five
 # ----------------------------------------------------------------------------------------------------------------
+def _params_diagnosis(handle, L, fractions, rows, variants):
+    L = _check_lengths(handle, [L], "L")[0]
+    if L < 4:
+        raise ValueError(f"L must be an integer >= 4 for the critical-N diagnosis (got {L})")
+    if isinstance(fractions, (int, float)):
+        fractions = [fractions]
+    fr = sorted({check_probability("fractions", f, open_low=True, open_high=True) for f in fractions})
+    if not fr:
+        raise ValueError("fractions must be a non-empty list of numbers in (0, 1)")
+    if not isinstance(variants, dict) or not variants:
+        raise ValueError("variants must be a non-empty dict {name: (temperature > 0, zero the first value: bool)}")
+    out = {}
+    for name, spec in variants.items():
+        if not isinstance(name, str) or not isinstance(spec, (tuple, list)) or len(spec) != 2:
+            raise ValueError(f"variants[{name!r}] must be (temperature > 0, True/False) (got {spec!r})")
+        if not isinstance(spec[1], bool):
+            raise ValueError(f"variants[{name!r}][1] must be True or False (got {spec[1]!r})")
+        out[name] = (check_positive(f"variants[{name!r}] temperature", spec[0]), spec[1])
+    return dict(L=L, fractions=fr, rows=check_int("rows", rows, low=0), variants=out)
+
+
+def critical_n_diagnosis(
+    handle,
+    text,
+    *,
+    L: int = 1024,
+    fractions: Sequence[float] = DIAGNOSIS_FRACTIONS,
+    rows: int = 128,
+    variants: dict | None = None,
+    start: int = 0,
+    cache=None,
+) -> pd.DataFrame:
+    """Why the critical N is where it is (chapter 6, ``prop-e1-crossing``; Reading the paper, §The critical N).
+
+    On the critical-N scan's rows of the window of length ``L`` (every ``max(1, L // rows)``-th row, ending at the
+    last), for ``N = round(f L)`` for each ``f`` of ``fractions`` and for each counterfactual of ``variants``
+    (default :data:`DIAGNOSIS_VARIANTS`: the model, its first token's value vector set to 0, and softmax at
+    temperatures 4 and 16 on the model's logits): per (layer, head) the row means of d~, E1, their leading terms
+    ``(t - N)||s_N||`` and ``(t - N) p ||z||`` (``p = N/(t-1)``), the median and mean of ``||s_N||/||z||``, the
+    first token's mean weight ``sink_share`` and ``bound_violations``, the rows where a bound of the proposition
+    fails (none, if the proposition is right).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``variant, temperature, first_value_zero, L, N, layer, head, kv_group, n_rows, d_tilde, e1, lead_d_tilde,
+        lead_e1, rho_mean, rho_median, bound_violations, sink_share`` plus ``model, text, device``.
+    """
+    params = _params_diagnosis(handle, L, fractions, rows, DIAGNOSIS_VARIANTS if variants is None else variants)
+    return _run_one("critical_n_diagnosis", handle, text, params, cache, start)
+
+
+def gradient_sensitivity_raw(
+    handle,
+    text,
+    *,
+    L: int = 1024,
+    temperatures: Sequence[float] | float = tuple(np.logspace(-3, 2, 21)),
+    eps_values: Sequence[float] = (1e-3, 1e-1, 10.0),
+    seed: int = 0,
+    rows: int = 0,
+    start: int = 0,
+    cache=None,
+) -> pd.DataFrame:
+    """Algorithm 5 with the temperature and the perturbation on the raw scores ``q . k`` (the other reading of the
+    base of Fig. 4's T axis; Reading the paper, §The sensitivity metric): the table of
+    :func:`gradient_sensitivity` with ``T`` and ``eps`` in raw units, ``g`` per unit of raw score, and the bounds
+    in those units; ``temperature_base`` and ``head_dim`` say so. The model's own scale is taken as
+    ``1/sqrt(head_dim)`` (GPT-2, Llama and BERT use it)."""
+    params = dict(_params_sens(handle, L, temperatures, eps_values, seed, rows), head_dim=int(handle.head_dim))
+    return _run_one("gradient_sensitivity_raw", handle, text, params, cache, start)
+
+
 def _profile_params(handle, prof: Profile, seed: int = 0) -> dict[str, dict]:
     cap = int(handle.max_length)
     lengths = [L for L in prof.lengths if L <= cap]
@@ -1353,6 +1578,13 @@ def _profile_params(handle, prof: Profile, seed: int = 0) -> dict[str, dict]:
         ),
         "separability": _params_sep(handle, Lf, [n for n in prof.n_alg4 if n < Lf], 1.0),
         "gradient_sensitivity": _params_sens(handle, Lf, prof.temperatures, prof.eps_values, seed, prof.sens_rows),
+        "critical_n_diagnosis": _params_diagnosis(
+            handle, Lf, DIAGNOSIS_FRACTIONS, prof.crit_rows or Lf, DIAGNOSIS_VARIANTS
+        ),
+        "gradient_sensitivity_raw": dict(
+            _params_sens(handle, Lf, prof.temperatures, prof.eps_values, seed, prof.sens_rows),
+            head_dim=int(handle.head_dim),
+        ),
     }
 
 

@@ -47,6 +47,7 @@ import types
 from . import _engine
 from ._engine import F64 as F64
 from ._engine import block_parallel, large_ops
+from .crossing import CrossingRows, crossing_metrics
 from .coverage import CoverageRows, SeparableSets, coverage_metrics, separable_sets
 from .distance import DistanceRows, distance_metrics
 from .layer import LayerData, masked_mean, top_n_order
@@ -57,6 +58,8 @@ from .separability import SeparabilityRows, running_min_distance, separability_m
 
 __all__ = [
     "LayerData",
+    "CrossingRows",
+    "crossing_metrics",
     "DistanceRows",
     "ScanRows",
     "MCRows",

@@ -1,0 +1,143 @@
+r"""Where E1 can meet d~: the quantities of the critical-N diagnosis on a set of query rows.
+
+Chapter 6's proposition ``prop-e1-crossing`` (book/06_reproduction_report.md; Reading the paper, §The critical N)
+bounds, on every row with ``t >= N + 1`` visible tokens, ``p = N / (t - 1)`` and :math:`A=\sum_i\alpha_i\|x_i\|`:
+
+.. math::
+
+    \bigl|E_1-(t-N)\,p\,\|z\|\bigr| \le \tfrac{t-N}{t}(1+p)\,A, \qquad
+    \bigl|\tilde d-(t-N)\,\|s_N\|\bigr| \le A_{\rm out}=\sum_{i\notin I_N}\alpha_i\|x_i\| ,
+
+so E1 and d~ are close only where :math:`p\approx\|s_N\|/\|z\|`. :func:`crossing_metrics` computes, for a few
+rows and every ``N`` of a short grid, the exact d~ and E1 (the same definitions as
+:func:`attn_lib.metrics.distance.distance_metrics`, which the tests hold it to) together with
+:math:`\|s_N\|`, :math:`\|z\|`, ``A`` and ``A_out``, so the proposition can be checked row by row and the ratio
+:math:`\|s_N\|/\|z\|` that controls the critical N can be printed. It works on rows only (``O(H R L d)`` per
+``N``), so a whole model is diagnosed in seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from .._validation import check_int
+from ._engine import F64
+from .layer import as_real_tensor, bool_mask
+
+__all__ = ["CrossingRows", "crossing_metrics"]
+
+
+@dataclass
+class CrossingRows:
+    r"""Per-(head, row, N) results of :func:`crossing_metrics`; shapes ``(H, R, n)`` unless noted, 0 where not valid.
+
+    Attributes
+    ----------
+    n_values : list of int
+        The ``N`` of the last axis.
+    t : torch.Tensor
+        ``(R,)`` visible tokens of each row (the largest count over heads).
+    valid : torch.Tensor
+        Bool: ``t >= N + 1``.
+    d_tilde, e1 : torch.Tensor
+        d~ (Eq. 7, sum form) and E1 with ``p = N / (t - 1)``.
+    s_norm : torch.Tensor
+        :math:`\|s_N\|`, the norm of the top-``N`` sum.
+    z_norm, a_sum : torch.Tensor
+        ``(H, R)``: :math:`\|z\|` (the attention output) and :math:`A=\sum_i\alpha_i\|x_i\|`.
+    a_out : torch.Tensor
+        :math:`\sum_{i\notin I_N}\alpha_i\|x_i\|`.
+    """
+
+    n_values: list
+    t: torch.Tensor
+    valid: torch.Tensor
+    d_tilde: torch.Tensor
+    e1: torch.Tensor
+    s_norm: torch.Tensor
+    z_norm: torch.Tensor
+    a_sum: torch.Tensor
+    a_out: torch.Tensor
+
+
+def crossing_metrics(weights: Any, values: Any, n_values: Any, mask: Any = None) -> CrossingRows:
+    r"""d~, E1, :math:`\|s_N\|`, :math:`\|z\|`, ``A`` and ``A_out`` on a set of query rows, for each ``N``.
+
+    Parameters
+    ----------
+    weights : tensor (H, R, L)
+        The attention weights of ``R`` query rows (finite, non-negative; masked positions are ignored).
+    values : tensor (H, L, d)
+        The vectors :math:`x_i` (per-head value vectors).
+    n_values : sequence of int
+        Top-``N`` sizes, each ``>= 1``.
+    mask : bool tensor, optional
+        ``True`` = visible, broadcastable to ``(H, R, L)``; default: every position with a positive weight or
+        ``weights > 0`` is visible (pass the mask when a visible weight may be exactly 0).
+
+    Returns
+    -------
+    CrossingRows
+        Ties in the top-``N`` choice go to the lower index, as everywhere in :mod:`attn_lib.metrics`.
+    """
+    a = as_real_tensor(weights, "weights").to(F64)
+    v = as_real_tensor(values, "values").to(F64)
+    if a.dim() != 3 or v.dim() != 3 or v.shape[0] != a.shape[0] or v.shape[1] != a.shape[2]:
+        raise ValueError(
+            f"weights must be (H, R, L) and values (H, L, d) with matching H and L (got {tuple(a.shape)} and "
+            f"{tuple(v.shape)})"
+        )
+    if not bool(torch.isfinite(v).all()):
+        raise ValueError("values must be finite")
+    if isinstance(n_values, (int,)) and not isinstance(n_values, bool):
+        n_values = [n_values]
+    ns = [check_int("n_values", n, low=1) for n in n_values]
+    if not ns:
+        raise ValueError("n_values must be a non-empty list of integers >= 1")
+    vis = (a > 0) if mask is None else torch.broadcast_to(bool_mask(mask, a.device), a.shape)
+    a = torch.where(vis, a, torch.zeros((), dtype=F64))
+    if not bool(torch.isfinite(a).all()) or bool((a < 0).any()):
+        raise ValueError("weights must be finite and non-negative at visible positions")
+    t = vis.sum(-1).amax(0)  # (R,)
+    norms = v.square().sum(-1).sqrt()  # (H, L)
+    z = a @ v  # (H, R, d)
+    z_norm = z.square().sum(-1).sqrt()
+    a_norm = a * norms.unsqueeze(1)  # alpha_i ||x_i||, (H, R, L)
+    a_sum = a_norm.sum(-1)
+    # rank of each position in its row (descending weight; ties to the lower index; masked positions last)
+    key = torch.where(vis, a, torch.full((), -1.0, dtype=F64))
+    order = torch.sort(key, dim=-1, descending=True, stable=True).indices
+    rank = torch.empty_like(order)
+    rank.scatter_(-1, order, torch.arange(a.shape[-1]).expand_as(order))
+    zdotx = torch.einsum("hrd,hld->hrl", z, v)  # z . x_i
+    tt = t.to(F64).view(1, -1)
+    out = {k: [] for k in ("valid", "d_tilde", "e1", "s_norm", "a_out")}
+    for N in ns:
+        top = (rank < N) & vis
+        s = (a * top) @ v  # (H, R, d)
+        s2 = s.square().sum(-1)
+        sdotx = torch.einsum("hrd,hld->hrl", s, v)
+        # ||alpha_i x_i - s||^2 over the visible non-selected i
+        d2 = (a.square() * norms.square().unsqueeze(1) - 2 * a * sdotx + s2.unsqueeze(-1)).clamp(min=0)
+        out_set = vis & ~top
+        d_tilde = torch.where(out_set, d2.sqrt(), torch.zeros((), dtype=F64)).sum(-1)
+        p = (N / (tt - 1).clamp(min=1)).unsqueeze(-1)  # (1, R, 1)
+        # ||(1+p) a_i - p z||^2 over every visible i
+        e2_ = (
+            (1 + p).square() * a.square() * norms.square().unsqueeze(1)
+            - 2 * p * (1 + p) * a * zdotx
+            + p.square() * z_norm.square().unsqueeze(-1)
+        ).clamp(min=0)
+        e1 = ((tt - N) / tt) * torch.where(vis, e2_.sqrt(), torch.zeros((), dtype=F64)).sum(-1)
+        valid = (t >= N + 1).view(1, -1).expand_as(d_tilde)
+        zero = torch.zeros((), dtype=F64)
+        out["valid"].append(valid)
+        out["d_tilde"].append(torch.where(valid, d_tilde, zero))
+        out["e1"].append(torch.where(valid, e1, zero))
+        out["s_norm"].append(torch.where(valid, s2.sqrt(), zero))
+        out["a_out"].append(torch.where(valid, torch.where(out_set, a_norm, zero).sum(-1), zero))
+    stacked = {k: torch.stack(x, -1) for k, x in out.items()}
+    return CrossingRows(n_values=ns, t=t, z_norm=z_norm, a_sum=a_sum, **stacked)

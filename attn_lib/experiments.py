@@ -1846,11 +1846,15 @@ class ReproduceResult(dict):
         ]
         vt = self.get("verdicts")
         if vt is not None and len(vt):
-            lines += [f"  [{r.verdict}] {r.claim}: {r.measured}" for r in vt.itertuples()]
+            lines += [
+                f"  [{r.verdict}] {r.id}: {r.claim}" + (f" ({r.reading})" if r.reading else "") + f": {r.measured}"
+                for r in vt.itertuples()
+            ]
         sbs = self.get("side_by_side")
         if sbs is not None and len(sbs):
-            lines.append("side by side (holds on): " + ", ".join(c for c in sbs.columns[2:-3]))
-            lines += [f"  [{r['holds on']}] {r['claim']}" for _, r in sbs.iterrows()]
+            models = [c for c in sbs.columns if c not in ("id", "claim", "reading", "evidence", "agree", "cause", "section")]
+            lines.append("side by side (verdict per model): " + ", ".join(models))
+            lines += [f"  [{' | '.join(str(r[m]) for m in models)}] {r['id']}" for _, r in sbs.iterrows()]
         t = self.get("timings") or {}
         if "total" in t:
             lines.append(f"total time: {t['total']:.1f} s")

@@ -1,0 +1,141 @@
+"""Figures, claims and the reproduction report of a run (Reading the paper, §Rows, heads and figures).
+
+The package reads top-down:
+
+* :mod:`~attn_lib.report.claims` -- the paper's claims as data (:data:`CLAIMS`, one :class:`Claim` per id) and
+  :func:`verdicts`, which applies every rule; :func:`tally` counts the verdicts apart by kind of evidence;
+* :mod:`~attn_lib.report.critical` -- the critical-N diagnosis (``prop-e1-crossing`` of chapter 6);
+* :mod:`~attn_lib.report.reproduction` -- the reproduction report's tables (one model, or several side by side)
+  and the paper's Table 1 next to this build's run times;
+* :mod:`~attn_lib.report.figures` -- the paper's Figs. 2a, 2b, 2c, 3 and 4, each labelled with model, text and
+  device; :mod:`~attn_lib.report.output` -- ``report.md``, ``results.json`` and the figures written to a folder;
+* the chapters' tables: :mod:`~attn_lib.report.distance` (chapter 2), :mod:`~attn_lib.report.separability`
+  (chapter 3), :mod:`~attn_lib.report.sensitivity` (chapter 4), :mod:`~attn_lib.report.multihead` and
+  :mod:`~attn_lib.report.swap` (chapter 5), :mod:`~attn_lib.report.beyond` (chapter 7);
+* :mod:`~attn_lib.report._common` -- the thresholds and the helpers they all share.
+
+Verdicts describe *the model that was run*: the offline stand-in is not GPT-2, and every table says which model
+produced it.
+"""
+
+from __future__ import annotations
+
+from ._common import (
+    CRITICAL_FORM_NAMES,
+    KS_SAMPLING,
+    THRESHOLDS,
+    critical_n_ratio,
+    label,
+    linear_growth,
+    sensitivity_curves,
+    valid_ks_sampling,
+)
+from .beyond import (
+    beyond_limits_markdown,
+    beyond_swap_table,
+    figure_beyond_limits,
+    figure_beyond_swap,
+    render_swap_row,
+)
+from .claims import CLAIMS, EVIDENCE, VERDICTS, Claim, Outcome, tally, verdicts
+from .critical import (
+    critical_rows,
+    diagnosis_first_pass,
+    diagnosis_markdown,
+    diagnosis_summary,
+    figure_critical_diagnosis,
+    required_rho,
+)
+from .distance import DISTANCE_NAMES, critical_n_lines, distance_length_fits, distance_length_means, distance_n_table
+from .figures import (
+    FIGURES,
+    figure_critical_n,
+    figure_distance_vs_length,
+    figure_distance_vs_n,
+    figure_sensitivity,
+    figure_separability,
+    write_figures,
+)
+from .multihead import figure_multihead_coverage, heads_needed_distribution, multihead_coverage_table
+from .output import markdown_report, results_json, write_report
+from .reproduction import (
+    PAPER_TABLE1,
+    claim_details_markdown,
+    model_column,
+    reproduction_markdown,
+    reproduction_table,
+    runtime_table,
+    setting_differences,
+    short_cause,
+    side_by_side,
+    side_by_side_markdown,
+)
+from .sensitivity import sensitivity_bounds, sensitivity_findings, sensitivity_table
+from .separability import separability_per_n, separability_shape
+from .swap import figure_normaliser_swap, normaliser_swap_findings, normaliser_swap_markdown, normaliser_swap_summary
+
+__all__ = [
+    "THRESHOLDS",
+    "CLAIMS",
+    "EVIDENCE",
+    "VERDICTS",
+    "Claim",
+    "Outcome",
+    "verdicts",
+    "tally",
+    "linear_growth",
+    "critical_n_ratio",
+    "CRITICAL_FORM_NAMES",
+    "KS_SAMPLING",
+    "valid_ks_sampling",
+    "sensitivity_curves",
+    "label",
+    "diagnosis_summary",
+    "diagnosis_first_pass",
+    "diagnosis_markdown",
+    "required_rho",
+    "critical_rows",
+    "figure_critical_diagnosis",
+    "DISTANCE_NAMES",
+    "distance_length_means",
+    "distance_length_fits",
+    "distance_n_table",
+    "critical_n_lines",
+    "FIGURES",
+    "figure_distance_vs_length",
+    "figure_distance_vs_n",
+    "figure_critical_n",
+    "figure_separability",
+    "figure_sensitivity",
+    "write_figures",
+    "separability_per_n",
+    "separability_shape",
+    "sensitivity_bounds",
+    "sensitivity_findings",
+    "sensitivity_table",
+    "normaliser_swap_summary",
+    "normaliser_swap_markdown",
+    "normaliser_swap_findings",
+    "figure_normaliser_swap",
+    "multihead_coverage_table",
+    "heads_needed_distribution",
+    "figure_multihead_coverage",
+    "results_json",
+    "markdown_report",
+    "write_report",
+    "PAPER_TABLE1",
+    "setting_differences",
+    "reproduction_table",
+    "runtime_table",
+    "reproduction_markdown",
+    "claim_details_markdown",
+    "short_cause",
+    "model_column",
+    "side_by_side",
+    "side_by_side_markdown",
+    "beyond_limits_markdown",
+    "figure_beyond_limits",
+    "figure_beyond_swap",
+    "beyond_swap_table",
+    "render_swap_row",
+]

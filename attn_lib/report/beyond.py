@@ -1,0 +1,266 @@
+"""beyond"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._common import label, meta_of, require_columns
+
+# ---- chapter 7 (book/07_beyond_softmax.md): every normaliser on the paper's limits, and the live swap ------------
+
+_BEYOND_METRICS = ("max_alpha", "d_tilde", "e1", "sep_fraction", "g")
+
+
+def _check_beyond_table(df: Any) -> None:
+    require_columns(df, "df", ("normalizer", "metric", "layer", "head", "value", "L", "N", "T", "eps"))
+    missing = [m for m in _BEYOND_METRICS if m not in set(df["metric"])]
+    if missing:
+        raise ValueError(f"df must be attn_lib.experiments.compare_normalizers' table (no rows for {missing})")
+
+
+def beyond_limits_markdown(summary: pd.DataFrame) -> str:
+    """:func:`attn_lib.beyond.limits_summary` as a Markdown table (normalisers x limits), every number from it.
+
+    Parameters
+    ----------
+    summary : DataFrame
+        ``limits_summary``'s output (indexed by normaliser).
+
+    Returns
+    -------
+    str
+        A pipe table: normaliser, slope of max weight against ``L``, ``d~`` and its slope, critical ``N`` (and
+        ``N*/L``), ``N_s/N``, ``g`` at the smallest ``T`` and at ``T = 1``, the analytic Jacobian's spectral norm.
+    """
+    require_columns(
+        summary.reset_index(), "summary", ("normalizer", "max_alpha_slope", "d_tilde", "n_star", "sep_fraction")
+    )
+    s0 = summary.iloc[0]
+    head = (
+        f"| normaliser | max α ∝ L^b: b | d~ (N=5, L max) | d~ ∝ L^c: c | critical N (N*/L) | "
+        f"N_s/N (N={int(s0['sep_n'])}) | g(T={s0['low_T']:g}) | g(T=1) | ‖J‖₂ (T=1) |"
+    )
+    lines = [head, "|---|---|---|---|---|---|---|---|---|"]
+    for lab, r in summary.iterrows():
+        n = int(r["n_star"])
+        crit = f"none ≤ {n}" if r["n_star_censored"] else f"{n} ({r['n_star_ratio']:.3f})"
+        jn = "—" if not np.isfinite(r["jac_norm_T1"]) else f"{r['jac_norm_T1']:.3g}"
+        lines.append(
+            f"| {lab} | {r['max_alpha_slope']:.2f} | {r['d_tilde']:.3g} | {r['d_tilde_slope']:.2f} | {crit} | "
+            f"{r['sep_fraction']:.2f} | {r['g_low_T']:.3g} | {r['g_T1']:.3g} | {jn} |"
+        )
+    return "\n".join(lines)
+
+
+def figure_beyond_limits(df: pd.DataFrame, crit: pd.DataFrame):
+    """Small multiples, one line per normaliser: mean max weight, ``d~`` (``N = 5``), critical ``N`` against ``L``;
+    median ``N_s/N`` against ``N``; the paper's ``g`` against ``T`` (smallest ``eps``).
+
+    Parameters
+    ----------
+    df : DataFrame
+        :func:`attn_lib.experiments.compare_normalizers`' table.
+    crit : DataFrame
+        :func:`attn_lib.beyond.critical_n_from_heads` of ``df``.
+
+    Returns
+    -------
+    matplotlib Figure (outside pyplot) with the provenance footer.
+    """
+    from matplotlib.figure import Figure
+
+    from ..widgets import label_figure
+
+    _check_beyond_table(df)
+    meta = meta_of(df)
+    fig = Figure(figsize=(13, 8))
+    grid = fig.subplots(2, 3)
+    axes, legend_ax = list(grid.flat[:5]), grid.flat[5]
+    n_d = 5 if 5 in set(df["N"].dropna()) else int(df["N"].min())
+    e0 = float(df["eps"].min())
+    for i, (lab, d) in enumerate(df.groupby("normalizer", sort=False)):
+        style = dict(marker="o", ms=3, lw=1.2, ls="-" if i < 10 else "--", label=lab)
+        mx = d[d["metric"] == "max_alpha"].groupby("L")["value"].mean()
+        axes[0].plot(mx.index.astype(float), mx.to_numpy(), **style)
+        dt = d[(d["metric"] == "d_tilde") & (d["N"] == n_d)].groupby("L")["value"].mean()
+        axes[1].plot(dt.index.astype(float), dt.to_numpy(), **style)
+        c = crit[crit["normalizer"] == lab]
+        cens = c["censored"].astype(bool).to_numpy()
+        axes[2].plot(c["L"][~cens], c["n_star"][~cens], **style)
+        if cens.any():  # no scanned N passed: an open triangle at the last scanned N, joined to nothing
+            color = axes[2].get_lines()[-1].get_color()
+            axes[2].plot(c["L"][cens], c["n_star"][cens], ls="none", marker="^", mfc="none", color=color, ms=6)
+        sp = d[d["metric"] == "sep_fraction"].groupby("N")["value"].median()
+        axes[3].plot(sp.index.astype(float), sp.to_numpy(), **style)
+        g = d[(d["metric"] == "g") & (d["eps"] == e0)].groupby("T")["value"].max()
+        axes[4].plot(g.index.astype(float), g.to_numpy(), **style)
+    Ls = np.array(sorted(df["L"].dropna().unique()), dtype=float)
+    axes[0].plot(Ls, 1 / Ls, "k:", lw=1, label="1/L")
+    titles = [
+        ("L (row length)", "mean max weight", "vanishing (Lemma 1)"),
+        ("L", f"mean d~ (N = {n_d})", "distance (Theorem 1)"),
+        ("L", "critical N (KS, over heads)", "critical N (△: no scanned N passed)"),
+        ("N", "median N_s/N (unit values)", "separability (Theorem 2)"),
+        ("T", f"g(T, ε={e0:g}) (max over heads)", "sensitivity (Corollary 3)"),
+    ]
+    for ax, (xl, yl, t) in zip(axes, titles):
+        ax.set_xlabel(xl)
+        ax.set_ylabel(yl)
+        ax.set_title(t, fontsize=9)
+        ax.set_xscale("log")
+        ax.grid(alpha=0.3)
+    for ax in (axes[0], axes[1], axes[2], axes[4]):
+        ax.set_yscale("log")
+    legend_ax.axis("off")
+    legend_ax.legend(*axes[0].get_legend_handles_labels(), loc="center", fontsize=9, title="normaliser")
+    fig.suptitle(f"Every normaliser on the same logits: {label(meta)}", fontsize=10)
+    fig.tight_layout()
+    return label_figure(fig, model=meta.get("model", "?"), text=meta.get("text", "?"), device=meta.get("device", "?"))
+
+
+def _check_swap_losses(losses: Any) -> None:
+    require_columns(losses, "losses", ("setting", "normalizer", "k", "T", "L", "loss", "perplexity"))
+
+
+def beyond_swap_table(losses: pd.DataFrame, L: int | None = None) -> pd.DataFrame:
+    """Loss and perplexity of every swap setting at one ``L`` (default the largest), with the change against the
+    model's own attention.
+
+    Parameters
+    ----------
+    losses : DataFrame
+        ``attn_lib.beyond.SwapResult.losses``.
+    L : int, optional
+        The length; default the largest.
+
+    Returns
+    -------
+    DataFrame
+        Indexed by setting: ``loss``, ``perplexity``, ``delta_loss`` (loss minus the model's).
+    """
+    _check_swap_losses(losses)
+    L = int(losses["L"].max()) if L is None else int(L)
+    if L not in set(losses["L"]):
+        raise ValueError(f"L must be one of the measured lengths {sorted(set(losses['L']))} (got {L})")
+    t = losses[losses["L"] == L].set_index("setting")[["loss", "perplexity"]]
+    t["delta_loss"] = t["loss"] - float(t.loc["softmax (model)", "loss"])
+    return t
+
+
+def figure_beyond_swap(losses: pd.DataFrame):
+    """Held-out next-token loss with each normaliser swapped in: against ``L`` for each normaliser; against ``k``
+    for top-k and against ``T`` for softmax at the largest ``L``.
+
+    Parameters
+    ----------
+    losses : DataFrame
+        ``attn_lib.beyond.SwapResult.losses``.
+
+    Returns
+    -------
+    matplotlib Figure (outside pyplot) with the provenance footer.
+    """
+    from matplotlib.figure import Figure
+
+    from ..widgets import label_figure
+
+    _check_swap_losses(losses)
+    meta = meta_of(losses)
+    Lm = int(losses["L"].max())
+    fig = Figure(figsize=(15, 4.2))
+    axes = fig.subplots(1, 3)
+    main = losses[~losses["setting"].str.startswith("softmax T=")]
+    ks = sorted(int(k) for k in losses.loc[losses["normalizer"] == "topk", "k"].dropna().unique())
+    shown = {f"top-{k}" for k in ks[1:-1:2]}
+    for i, (s, d) in enumerate(main.groupby("setting", sort=False)):
+        if s.startswith("top-") and s not in shown:
+            continue
+        axes[0].plot(d["L"], d["loss"], marker="o", ms=3, ls="-" if i < 10 else "--", label=s)
+    axes[0].set_xscale("log")
+    axes[0].set_xlabel("L (prefix of the held-out window)")
+    axes[0].set_ylabel("mean next-token loss (nats)")
+    axes[0].legend(fontsize=7)
+    at = losses[losses["L"] == Lm]
+    model_loss = float(at.loc[at["setting"] == "softmax (model)", "loss"].iloc[0])
+    tk = at[at["normalizer"] == "topk"].sort_values("k")
+    axes[1].plot(tk["k"], tk["loss"], "o-", color="tab:purple", label="top-k")
+    axes[1].set_xscale("log", base=2)
+    axes[1].set_xlabel("k")
+    tt = at[at["setting"].str.startswith("softmax T=")].sort_values("T")
+    axes[2].plot(tt["T"], tt["loss"], "o-", color="tab:orange", label="softmax at T")
+    axes[2].set_xscale("log", base=2)
+    axes[2].set_xlabel("T (on top of the model's logits)")
+    for ax in axes[1:]:
+        ax.axhline(model_loss, color="k", ls=":", lw=1, label="model's own softmax")
+        ax.set_ylabel(f"loss at L = {Lm}")
+        ax.legend(fontsize=7)
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    fig.suptitle(f"Normalisers swapped into every head, no retraining: {label(meta)}", fontsize=10)
+    fig.tight_layout()
+    return label_figure(fig, model=meta.get("model", "?"), text=meta.get("text", "?"), device=meta.get("device", "?"))
+
+
+def render_swap_row(rows: pd.DataFrame, setting: str, sweep: str = "k"):
+    """The slider's figure: one head's attention row in the live model at one setting, its ``d~`` and the loss,
+    next to the whole sweep (the current setting marked).
+
+    Parameters
+    ----------
+    rows : DataFrame
+        ``attn_lib.beyond.SwapResult.rows``.
+    setting : str
+        A setting of ``rows`` (e.g. ``"top-16"`` or ``"softmax T=0.5"``).
+    sweep : {"k", "T"}
+        Which sweep the right-hand panel shows (top-k over ``k`` or softmax over ``T``).
+
+    Returns
+    -------
+    matplotlib Figure (outside pyplot) with the provenance footer.
+    """
+    from matplotlib.figure import Figure
+
+    from .._validation import check_choice
+    from ..widgets import label_figure
+
+    require_columns(rows, "rows", ("setting", "attention", "d_tilde", "loss", "layer", "head", "row", "k", "T", "N"))
+    check_choice("setting", setting, list(rows["setting"]))
+    check_choice("sweep", sweep, ["k", "T"])
+    meta = meta_of(rows)
+    r = rows.set_index("setting").loc[setting]
+    w = np.asarray(r["attention"], dtype=float)
+    fig = Figure(figsize=(11, 3.6))
+    ax, bx = fig.subplots(1, 2, gridspec_kw={"width_ratios": [2.2, 1]})
+    # one filled step artist instead of a bar per key (1024 rectangles took ~1 s per slider figure to draw)
+    ax.stairs(w, np.arange(len(w) + 1) - 0.5, fill=True, color="tab:blue", linewidth=1.0, edgecolor="tab:blue")
+    ax.set_xlabel("key position")
+    ax.set_ylabel("attention weight")
+    ax.set_ylim(0, max(1e-3, float(w.max()) * 1.1))
+    ax.set_title(
+        f"{setting}: layer {int(r['layer'])}, head {int(r['head'])}, row {int(r['row'])}; "
+        f"d~ (N={int(r['N'])}) = {r['d_tilde']:.3g}, loss = {r['loss']:.3f}, {int((w > 0).sum())} tokens > 0",
+        fontsize=9,
+    )
+    if sweep == "k":
+        sw = rows[rows["normalizer"] == "topk"].sort_values("k")
+        x = sw["k"].astype(float)
+        bx.set_xlabel("k")
+    else:
+        sw = rows[rows["setting"].str.startswith("softmax T=")].sort_values("T")
+        x = sw["T"].astype(float)
+        bx.set_xlabel("T")
+    bx.plot(x, sw["loss"], "o-", color="0.5")
+    cur = sw[sw["setting"] == setting]
+    bx.plot(cur[sweep].astype(float), cur["loss"], "o", ms=10, color="tab:red")
+    model = rows[rows["setting"] == "softmax (model)"]
+    if len(model):
+        bx.axhline(float(model["loss"].iloc[0]), color="k", ls=":", lw=1, label="model's own softmax")
+        bx.legend(fontsize=7)
+    bx.set_xscale("log", base=2)
+    bx.set_ylabel("held-out loss (nats)")
+    bx.grid(alpha=0.3)
+    fig.tight_layout()
+    return label_figure(fig, model=meta.get("model", "?"), text=meta.get("text", "?"), device=meta.get("device", "?"))

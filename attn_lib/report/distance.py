@@ -1,0 +1,169 @@
+"""distance"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ._common import (
+    KS_SAMPLING,
+    THRESHOLDS,
+    critical_n_ratio,
+    form_name,
+    linear_growth,
+    require_columns,
+    valid_ks_sampling,
+)
+
+# ---- chapter 2 (book/02_distance_bound.md): the tables of Algorithms 1-3 -------------------------------------
+#: Display name of each distance column of Algorithms 1 and 2 (the names the chapter's tables use).
+DISTANCE_NAMES = {
+    "d_tilde": "d~",
+    "e1": "E1",
+    "e1_plus_gap": "E1 + gap",
+    "e2": "E2",
+    "mc": "Monte Carlo",
+    "d_max": "d_max",
+}
+
+
+def distance_length_means(df: pd.DataFrame) -> pd.DataFrame:
+    """Head means of every distance quantity of Algorithm 1 per length ``L``.
+
+    Parameters
+    ----------
+    df : DataFrame
+        :func:`attn_lib.experiments.distance_vs_length` (one row per head and ``L``).
+
+    Returns
+    -------
+    DataFrame (one row per ``L``, index ``L``)
+        Columns ``d~, E1, E1 + gap, E2, Monte Carlo, d_max`` (see :data:`DISTANCE_NAMES`) and ``mean ||s||``.
+    """
+    cols = list(DISTANCE_NAMES) + ["s_norm"]
+    require_columns(df, "df", ["L"] + cols)
+    if not len(df):
+        raise ValueError("df must have at least one row")
+    return df.groupby("L")[cols].mean().rename(columns=DISTANCE_NAMES | {"s_norm": "mean ||s||"})
+
+
+def distance_length_fits(df: pd.DataFrame, thresholds: dict | None = None) -> pd.DataFrame:
+    """Algorithm 1's linear-fit table: each head-mean quantity against ``L``, judged by :func:`linear_growth`.
+
+    Parameters
+    ----------
+    df : DataFrame
+        :func:`attn_lib.experiments.distance_vs_length`.
+    thresholds : dict, optional
+        Overrides of :data:`THRESHOLDS` (as in :func:`verdicts`).
+
+    Returns
+    -------
+    DataFrame (6 rows, index ``quantity``: ``d~, E1, E1 + gap, E2, Monte Carlo, d_max``)
+        ``slope`` (per token), ``R²``, ``growth L=a→b`` (head mean at the largest ``L`` over that at the smallest),
+        ``exponent`` (of ``L``, from a log-log fit) and ``linear`` (the rule of :func:`linear_growth`).
+    """
+    means = distance_length_means(df)
+    L = means.index.to_numpy(float)
+    growth = f"growth L={int(L[0])}→{int(L[-1])}"
+    rows = []
+    for name in DISTANCE_NAMES.values():
+        fit = linear_growth(L, means[name], thresholds)
+        rows.append(
+            {
+                "quantity": name,
+                "slope": fit["slope"],
+                "R²": fit["r2"],
+                growth: means[name].iloc[-1] / means[name].iloc[0],
+                "exponent": fit["exponent"],
+                "linear": fit["linear"],
+            }
+        )
+    return pd.DataFrame(rows).set_index("quantity")
+
+
+def distance_n_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Algorithm 2's per-``N`` table: the head-mean ``d~``, the bound's ratio and each form's relative gap to ``d~``.
+
+    Parameters
+    ----------
+    df : DataFrame
+        :func:`attn_lib.experiments.distance_vs_n` (one row per head and ``N``).
+
+    Returns
+    -------
+    DataFrame (one row per ``N``, index ``N``)
+        ``d~``, ``d_max / d~``, ``(E1 - d~)/d~``, ``(E2 - d~)/d~`` and ``(MC - d~)/d~`` (head means first, then
+        the ratios).
+    """
+    require_columns(df, "df", ["N", "d_tilde", "e1", "e2", "mc", "d_max"])
+    if not len(df):
+        raise ValueError("df must have at least one row")
+    m = df.groupby("N")[["d_tilde", "e1", "e2", "mc", "d_max"]].mean()
+    return pd.DataFrame(
+        {
+            "d~": m.d_tilde,
+            "d_max / d~": m.d_max / m.d_tilde,
+            "(E1 - d~)/d~": (m.e1 - m.d_tilde) / m.d_tilde,
+            "(E2 - d~)/d~": (m.e2 - m.d_tilde) / m.d_tilde,
+            "(MC - d~)/d~": (m.mc - m.d_tilde) / m.d_tilde,
+        }
+    )
+
+
+def critical_n_lines(summary: pd.DataFrame, trace: pd.DataFrame | None = None) -> str:
+    """Algorithm 3's summary as Markdown bullets: ``N*`` per ``L`` and the fitted ratio of each form and sampling.
+
+    E2 is described as indistinguishable by construction (Reading the paper, §The critical N), not as a critical
+    ``N``.
+
+    Parameters
+    ----------
+    summary : DataFrame
+        :func:`attn_lib.experiments.critical_n_summary`.
+    trace : DataFrame, optional
+        :func:`attn_lib.experiments.critical_n`'s trace. With it, the Monte-Carlo lines also give the Monte-Carlo
+        noise at each ``N*``: the largest standard error of a sample value relative to that value (column
+        ``mc_rel_se``), as a range over ``L``.
+
+    Returns
+    -------
+    str
+        One line ``- **E1**, KS over all heads: N* per L: 16→13, 32→26 (censored), .... Fitted N*/L = 0.79 over
+        5 uncensored L (paper: 0.06).`` per form and sampling; the ratio is :func:`critical_n_ratio`.
+    """
+    ratios = critical_n_ratio(summary)
+    keys = ["form", "sampling"] if "sampling" in summary.columns else ["form"]
+    valid = valid_ks_sampling(summary)
+    lines = []
+    for key, g in summary.groupby(keys):
+        key = key if isinstance(key, tuple) else (key,)
+        form, sampling = key[0], (key[1] if len(key) > 1 else "heads")
+        r = ratios.loc[key if len(key) > 1 else key[0]]
+        per_l = ", ".join(
+            f"{int(x.L)}→{int(x.n_star)}{' (censored)' if x.censored else ''}" for x in g.sort_values("L").itertuples()
+        )
+        where = f", KS {KS_SAMPLING.get(sampling, sampling)}" if len(keys) > 1 else ""
+        if str(form) == "e2":
+            lines.append(
+                f"- **E2**{where}: N* per L: {per_l}. E2 tracks d~ by construction "
+                "(Reading the paper), so this is not a critical-N measurement."
+            )
+            continue
+        fitted = f"{r.ratio:.3f}" if r.n_uncensored else "n/a (every L censored)"
+        note = " (the valid test for this model)" if len(keys) > 1 and sampling == valid else ""
+        noise = ""
+        if str(form) == "mc" and trace is not None and "mc_rel_se" in trace.columns:
+            tr = trace[trace["form"] == "mc"]
+            if "sampling" in tr.columns:
+                tr = tr[tr["sampling"] == sampling]
+            at = tr.merge(g[["L", "n_star"]], left_on=["L", "N"], right_on=["L", "n_star"])["mc_rel_se"]
+            if len(at):
+                noise = (
+                    f" Monte-Carlo noise at N*: the largest standard error of a sample value is "
+                    f"{at.min():.0%}–{at.max():.0%} of that value (over L)."
+                )
+        lines.append(
+            f"- **{form_name(form)}**{where}{note}: N* per L: {per_l}. Fitted N*/L = {fitted} over "
+            f"{int(r.n_uncensored)} uncensored L (paper: {THRESHOLDS['crit_ratio_paper']:g}).{noise}"
+        )
+    return "\n".join(lines)

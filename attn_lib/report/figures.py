@@ -1,0 +1,395 @@
+"""figures"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ._common import KS_SAMPLING, THRESHOLDS, form_name, head_summary, label, meta_of, sensitivity_curves
+from .separability import separability_per_n
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# figures
+# ----------------------------------------------------------------------------------------------------------------
+def _panel_figure(draw, frames: list, *, width: float = 6.4, height: float = 4.4):
+    """A figure with one panel per result set in ``frames`` (one model each: e.g. the decoder and the encoder).
+
+    ``draw(ax, frame)`` draws one panel and returns ``(title, meta)``; each panel is titled with its model, text
+    and device, and the footer names every model shown. The figure lives outside pyplot's state machine: it never
+    switches the user's backend, is not auto-shown at the end of a cell, and saves with Agg (show it with
+    ``IPython.display.display``)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width * len(frames), height))
+    axes = fig.subplots(1, len(frames), squeeze=False)[0]
+    metas = []
+    for ax, frame in zip(axes, frames):
+        title, meta = draw(ax, frame)
+        metas.append(meta)
+        ax.set_title(
+            f"{title}\n{meta.get('model', '?')} · {meta.get('text', '?')} · {meta.get('device', '?')}", fontsize=9
+        )
+    fig.text(0.01, 0.005, "  |  ".join(label(m) for m in metas), fontsize=6, color="0.4", ha="left", va="bottom")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return fig
+
+
+def _frames(df, other, name: str) -> list:
+    """``[df]`` or ``[df, other]``; ``other`` must be a table like ``df`` (a second model's results)."""
+    if other is None:
+        return [df]
+    if not isinstance(other, pd.DataFrame):
+        raise ValueError(f"{name} must be None or a DataFrame of a second model's results (got {type(other).__name__})")
+    return [df, other]
+
+
+_LINES = (
+    ("d_tilde", "true d~", "tab:green", "-"),
+    ("e1", "E1 (exact-expectation form)", "tab:blue", "-"),
+    ("e1_plus_gap", "E1 + Jensen-gap bound", "tab:blue", ":"),
+    ("e2", "E2", "tab:cyan", "--"),
+    ("mc", "Monte-Carlo E[d~]", "navy", "-."),
+    ("d_max", "bound d_max (Thm 1)", "tab:red", "-"),
+)
+
+
+def _distance_plot(ax, df: pd.DataFrame, by: str, xlabel: str) -> None:
+    for col, name, color, ls in _LINES:
+        if col not in df:
+            continue
+        a = head_summary(df, by, col)
+        ax.plot(a[by], a["mean"], ls, color=color, marker="o", ms=3, label=name)
+        ax.fill_between(a[by], a["q25"], a["q75"], color=color, alpha=0.12)
+    ax.set_xscale("log", base=2 if by == "L" else 10)
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("distance (mean over heads; band: IQR)")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+
+
+def figure_distance_vs_length(df: pd.DataFrame, other: pd.DataFrame | None = None):
+    """Fig. 2a: every distance quantity against ``L`` at ``N`` (mean over heads, band: interquartile range).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        :func:`attn_lib.experiments.distance_vs_length` rows, one per (L, layer, head).
+    other : pandas.DataFrame, optional
+        The same table for a second model (e.g. the bidirectional encoder): drawn as a second, labelled panel.
+
+    Returns
+    -------
+    matplotlib Figure (outside pyplot), one panel per model, each titled with model, text and device.
+    """
+
+    def draw(ax, d):
+        _distance_plot(ax, d, "L", "context length L")
+        N = int(d["N"].iloc[0]) if len(d) else 5
+        return f"Fig. 2a: distance vs L (N={N})", meta_of(d)
+
+    return _panel_figure(draw, _frames(df, other, "other"))
+
+
+def figure_distance_vs_n(df: pd.DataFrame, other: pd.DataFrame | None = None):
+    """Fig. 2b: every distance quantity against ``N`` at fixed ``L``.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        :func:`attn_lib.experiments.distance_vs_n` rows, one per (N, layer, head).
+    other : pandas.DataFrame, optional
+        The same table for a second model: drawn as a second, labelled panel.
+
+    Returns
+    -------
+    matplotlib Figure (outside pyplot), one panel per model.
+    """
+
+    def draw(ax, d):
+        _distance_plot(ax, d, "N", "selected tokens N")
+        L = int(d["L"].iloc[0]) if len(d) else 0
+        return f"Fig. 2b: distance vs N (L={L})", meta_of(d)
+
+    return _panel_figure(draw, _frames(df, other, "other"))
+
+
+def figure_critical_n(
+    summary: pd.DataFrame,
+    trace: pd.DataFrame | None = None,
+    other: pd.DataFrame | None = None,
+    other_trace: pd.DataFrame | None = None,
+):
+    """Fig. 2c: the critical ``N`` of E1 and of the Monte-Carlo expectation against ``L`` (both KS samplings), E2's
+    ``N* = 1`` (indistinguishable by construction) and the paper's ``0.06 L``; a censored point (no passing ``N`` up
+    to the scan limit) is an open marker at the limit.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        :func:`attn_lib.experiments.critical_n_summary` rows, one per (L, form, sampling).
+    trace : pandas.DataFrame, optional
+        The :func:`attn_lib.experiments.critical_n` trace (for the labels).
+    other, other_trace : pandas.DataFrame, optional
+        A second model's summary and trace: drawn as a second, labelled panel.
+
+    Returns
+    -------
+    matplotlib Figure (outside pyplot), one panel per model.
+    """
+    frames = [(summary, trace)]
+    if other is not None:
+        _frames(summary, other, "other")
+        frames.append((other, other_trace))
+
+    def draw(ax, frame):
+        s, t = frame
+        _critical_n_axes(ax, s)
+        return "Fig. 2c: critical N vs L (two-sample KS)", meta_of(t if t is not None and len(t) else s)
+
+    return _panel_figure(draw, frames)
+
+
+def _critical_n_axes(ax, summary: pd.DataFrame) -> None:
+    if "sampling" not in summary.columns:
+        summary = summary.assign(sampling="heads")
+    styles = {
+        ("e1", "heads"): ("tab:blue", "-", "o"),
+        ("e1", "kv_groups"): ("tab:purple", "--", "s"),
+        ("mc", "heads"): ("tab:orange", "-", "D"),
+        ("mc", "kv_groups"): ("tab:red", "--", "v"),
+    }
+    for (f, sampling), g in summary.groupby(["form", "sampling"]):
+        g = g.sort_values("L")
+        cens = g["censored"].astype(bool).to_numpy()
+        if f == "e2":
+            if sampling == "heads":
+                ax.scatter(
+                    g["L"],
+                    g["n_star"],
+                    marker="x",
+                    color="0.5",
+                    zorder=3,
+                    label="E2: first passing N (indistinguishable by construction)",
+                )
+            continue
+        color, ls, marker = styles.get((f, sampling), ("tab:green", ":", "^"))
+        name = f"{form_name(f)}, KS {KS_SAMPLING.get(sampling, sampling)}"
+        ax.plot(g["L"][~cens], g["n_star"][~cens], ls, marker=marker, color=color, label=f"critical N: d~ vs {name}")
+        if cens.any():
+            ax.scatter(
+                g["L"][cens],
+                g["n_star"][cens],
+                marker=marker,
+                facecolors="none",
+                edgecolors=color,
+                zorder=3,
+                label=f"{form_name(f)} censored: no N up to the scan limit",
+            )
+    if len(summary):
+        Ls = np.array(sorted(summary["L"].unique()), float)
+        ax.plot(Ls, 0.06 * Ls, "k--", lw=1, label="paper: 0.06 L")
+        ax.plot(Ls, Ls - 1, color="0.7", lw=0.8, label="scan limit L − 1")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("context length L")
+    ax.set_ylabel("critical N (first N with KS p ≥ α)")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+
+
+def figure_separability(df: pd.DataFrame, other: pd.DataFrame | None = None):
+    """The paper's Fig. 3: box plots over heads of the per-head ``N_s/N`` against ``N``, with Theorem 2's bounds.
+
+    One box per ``N`` of the grid (matplotlib ``boxplot``: box = quartiles over heads, line = median, whiskers up
+    to 1.5 IQR, circles = heads beyond them); the lower bound (clipped at −1) and the paper's heuristic upper bound
+    are drawn per ``N`` as their medians over heads (:func:`separability_per_n`), and the paper's 0.70–0.85 band is
+    shaded.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        :func:`attn_lib.experiments.separability` rows, one per (N, layer, head): ``N``, ``fraction``, ``lower``,
+        ``upper`` (and ``L``, ``model``, ``text``, ``device`` for the labels).
+    other : pandas.DataFrame, optional
+        The same table for a second model (e.g. the bidirectional encoder): drawn as a second, labelled panel.
+
+    Returns
+    -------
+    matplotlib Figure (outside pyplot), one panel per model, titled and footed with model, text and device.
+    """
+
+    def draw(ax, d):
+        _separability_axes(ax, d)
+        L = int(d["L"].iloc[0]) if "L" in d else 0
+        return f"Fig. 3: geometric separability (L={L})", meta_of(d)
+
+    return _panel_figure(draw, _frames(df, other, "other"))
+
+
+def _separability_axes(ax, df: pd.DataFrame) -> None:
+    per_n = separability_per_n(df)  # checks the table
+    Ns = list(per_n.index)
+    data = [df.loc[df["N"] == n, "fraction"].to_numpy(dtype=float) for n in Ns]
+    pos = np.arange(len(Ns))
+    ax.axhspan(
+        THRESHOLDS["sep_lo"],
+        THRESHOLDS["sep_hi"],
+        color="0.8",
+        alpha=0.5,
+        zorder=0,
+        label=f"paper: {THRESHOLDS['sep_lo']:.2f}–{THRESHOLDS['sep_hi']:.2f}",
+    )
+    ax.boxplot(
+        data,
+        positions=pos,
+        widths=0.5,
+        patch_artist=True,
+        zorder=2,
+        boxprops=dict(facecolor="tab:green", alpha=0.45),
+        medianprops=dict(color="darkgreen", lw=1.5),
+        flierprops=dict(marker="o", ms=3, markerfacecolor="none", markeredgecolor="tab:green"),
+    )
+    from matplotlib.patches import Patch
+
+    box_handle = Patch(
+        facecolor="tab:green",
+        alpha=0.45,
+        edgecolor="k",
+        label=f"measured N_s/N over {int(per_n['heads'].max())} heads (box: quartiles)",
+    )
+    ax.plot(
+        pos,
+        per_n["upper_median"],
+        "^-",
+        color="tab:red",
+        ms=5,
+        zorder=3,
+        label="Thm 2 upper bound (paper's form, heuristic): median over heads",
+    )
+    ax.plot(
+        pos,
+        per_n["lower_median"],
+        "v-",
+        color="tab:purple",
+        ms=5,
+        zorder=3,
+        label="Thm 2 lower bound (clipped at −1): median over heads",
+    )
+    ax.set_xticks(pos, [str(int(n)) for n in Ns])
+    ax.set_ylim(-1.05, 1.05)
+    ax.set_xlabel("selected tokens N")
+    ax.set_ylabel("N_s / N per head (row mean)")
+    handles, labels = ax.get_legend_handles_labels()
+    ax.legend([box_handle, *handles], [box_handle.get_label(), *labels], fontsize=7, loc="lower left")
+    ax.grid(alpha=0.3)
+
+
+def figure_sensitivity(df: pd.DataFrame, other: pd.DataFrame | None = None):
+    """Fig. 4: ``g(T, eps)``, the maximum over heads of the row mean, against ``T`` for each ``eps``, with the
+    paper's ``min{1/(4T), sqrt2}`` and the corrected ``1/(2T)``, ``sqrt2/eps``.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        :func:`attn_lib.experiments.gradient_sensitivity` rows, one per (T, eps, layer, head).
+    other : pandas.DataFrame, optional
+        The same table for a second model: drawn as a second, labelled panel.
+
+    Returns
+    -------
+    matplotlib Figure (outside pyplot), one panel per model.
+    """
+
+    def draw(ax, d):
+        _sensitivity_axes(ax, d)
+        L = int(d["L"].iloc[0]) if len(d) else 0
+        return f"Fig. 4: gradient sensitivity (L={L}{sens_rows_note(d)})", meta_of(d)
+
+    return _panel_figure(draw, _frames(df, other, "other"))
+
+
+def _sensitivity_axes(ax, df: pd.DataFrame) -> None:
+    cur = sensitivity_curves(df)
+    colors = ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown"]
+    for i, (e, g) in enumerate(cur.groupby("eps")):
+        g = g.sort_values("T")
+        ax.plot(g["T"], g["g"], "o-", ms=3, color=colors[i % len(colors)], label=f"ε = {e:g}")
+        ax.axhline(math.sqrt(2) / e, color=colors[i % len(colors)], ls=":", lw=0.8)
+    T = np.logspace(np.log10(cur["T"].min()), np.log10(cur["T"].max()), 200)
+    ax.plot(T, np.minimum(1 / (4 * T), math.sqrt(2)), "k--", lw=1, label="paper: min{1/(4T), √2}")
+    ax.plot(T, 1 / (2 * T), color="0.5", ls="-.", lw=1, label="1/(2T) (dotted: √2/ε)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("temperature T")
+    ax.set_ylabel("g(T, ε): max over heads of row-mean")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+
+
+def sens_rows_note(df: pd.DataFrame) -> str:
+    """``", R: every k-th row (n rows)"`` when Algorithm 5 used a subsampled row set, else ``""``."""
+    if df is None or not len(df) or "row_stride" not in df:
+        return ""
+    k = int(df["row_stride"].max())
+    if k <= 1:
+        return ""
+    n = int(df["n_rows"].max()) if "n_rows" in df else 0
+    return f", R: every {k}th row ({n} rows/head)"
+
+
+FIGURES = (
+    "fig2a_distance_vs_length",
+    "fig2b_distance_vs_n",
+    "fig2c_critical_n",
+    "fig3_separability",
+    "fig4_sensitivity",
+)
+
+
+def write_figures(
+    results: dict[str, pd.DataFrame],
+    out: str | Path,
+    formats: Sequence[str] = ("png", "svg"),
+    on_figure=None,
+    other: dict[str, pd.DataFrame] | None = None,
+) -> dict[str, list[str]]:
+    """Write the five figures (those with data) as ``fig2a_distance_vs_length.{png,svg}`` etc.
+
+    ``on_figure(stem)``, if given, is called after each of the five :data:`FIGURES` (drawn or skipped for lack of
+    data), e.g. to advance a progress bar. ``other``: a second model's results (:func:`attn_lib.experiments.run_all`),
+    drawn as a second panel of each figure.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    o = other or {}
+    makers = {
+        "fig2a_distance_vs_length": ("distance_vs_length", figure_distance_vs_length),
+        "fig2b_distance_vs_n": ("distance_vs_n", figure_distance_vs_n),
+        "fig2c_critical_n": (
+            "critical_n_summary",
+            lambda d, od: figure_critical_n(d, results.get("critical_n"), od, o.get("critical_n")),
+        ),
+        "fig3_separability": ("separability", figure_separability),
+        "fig4_sensitivity": ("gradient_sensitivity", figure_sensitivity),
+    }
+    written: dict[str, list[str]] = {}
+    for stem, (key, fn) in makers.items():
+        df = results.get(key)
+        if df is not None and len(df) > 0:
+            od = o.get(key)
+            fig = fn(df, od if od is not None and len(od) else None)
+            paths = []
+            for fmt in formats:
+                p = out / f"{stem}.{fmt}"
+                fig.savefig(p, dpi=130)
+                paths.append(str(p))
+            written[stem] = paths
+        if on_figure is not None:
+            on_figure(stem)
+    return written

@@ -1,0 +1,211 @@
+"""output"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ._common import meta_of
+from .claims import tally, verdicts
+from .critical import diagnosis_markdown
+from .figures import sens_rows_note, write_figures
+from .reproduction import (
+    claim_details_markdown,
+    model_column,
+    plain_roles,
+    reproduction_table,
+    side_by_side,
+    side_by_side_markdown,
+)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# JSON and markdown
+# ----------------------------------------------------------------------------------------------------------------
+def _records(df: pd.DataFrame) -> list[dict]:
+    return json.loads(df.to_json(orient="records"))
+
+
+def results_json(
+    results: dict[str, pd.DataFrame], *, meta: dict | None = None, verdict_table: pd.DataFrame | None = None
+) -> dict:
+    """JSON-able dict: ``meta``, ``verdicts`` and every result table as a list of records."""
+    vt = verdicts(results) if verdict_table is None else verdict_table
+    return {
+        "meta": meta or {},
+        "verdicts": _records(vt),
+        "results": {k: _records(v) for k, v in results.items() if v is not None},
+    }
+
+
+def md_escape(s: Any) -> str:
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_report(
+    results: dict[str, pd.DataFrame],
+    *,
+    meta: dict | None = None,
+    verdict_table: pd.DataFrame | None = None,
+    figures: dict | None = None,
+) -> str:
+    """The report: which model/text/device produced it, the claim table, the thresholds, the figures."""
+    meta = dict(meta or {})
+    vt = verdicts(results) if verdict_table is None else verdict_table
+    lines = ["# Reproduction report: Limitations of Normalization in Attention (arXiv:2508.17821)", ""]
+    lines.append(f"- **Model:** {meta.get('model_description', meta.get('model', '?'))}")
+    if meta.get("is_standin"):
+        lines.append(
+            "- **Note:** this is the offline stand-in, *not* GPT-2; the paper's numbers are for GPT-2 "
+            "small, so verdicts describe this model only."
+        )
+    for k in ("text", "device", "profile"):
+        if k in meta:
+            lines.append(f"- **{k.capitalize()}:** {meta[k]}")
+    if meta.get("attention") == "bidirectional":
+        lines.append(
+            "- **Attention:** bidirectional (an encoder): every query row sees all L tokens of its window, each row's "
+            "formulas use the full length L, and every L of a grid has its own forward pass."
+        )
+    if meta.get("grid_cut"):
+        lines.append(f"- **Grid:** {meta['grid_cut']}")
+    if "timings_s" in meta:
+        t = meta["timings_s"]
+        lines.append("- **Time:** " + ", ".join(f"{k} {v:.1f} s" for k, v in t.items()))
+    lines += ["", "## Claims against measurements", ""]
+    lines += ["Verdicts counted apart by kind of evidence:", "", tally(vt).to_markdown(), ""]
+    lines += ["| id | claim | kind | verdict | measured | cause |", "|---|---|---|---|---|---|"]
+    for _, r in vt.iterrows():
+        label_ = r["claim"] + (f" — {r['reading']}" if r["reading"] else "")
+        lines.append(
+            f"| {md_escape(r['id'])} | {md_escape(label_)} | {r['evidence']} | **{md_escape(r['verdict'])}** | "
+            f"{md_escape(r['measured'])} | {md_escape(plain_roles(r['cause']))} |"
+        )
+    diag = results.get("critical_n_diagnosis")
+    if isinstance(diag, pd.DataFrame) and len(diag):
+        lines += ["", diagnosis_markdown(diag, results.get("critical_n_summary"))]
+    lines += ["", "## Each claim in detail", "", claim_details_markdown(vt, links=False)]
+    lines += [
+        "",
+        "Conventions (Reading the paper, §Decisions for the experiments): x_i = per-head value vectors; causal rows use L_t = t visible tokens "
+        "and rows with t < N+1 are skipped; model's own logits (T=1 for Figs. 2–3); E1 with p = N/(t−1); "
+        "KS at α = 0.01; separability on unit-normalised values, r ↑ ρ_min."
+        + (
+            f" Gradient sensitivity (Fig. 4) on a row set R{sens_rows_note(results.get('gradient_sensitivity'))}"
+            " (§The sensitivity metric (project decision)), one seeded direction per row."
+            if sens_rows_note(results.get("gradient_sensitivity"))
+            else ""
+        ),
+        "",
+    ]
+    if figures:
+        lines += ["## Figures", ""]
+        for stem, paths in figures.items():
+            png = [p for p in paths if p.endswith(".png")]
+            if png:
+                lines.append(f"![{stem}]({Path(png[0]).name})")
+                lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(
+    results: dict[str, pd.DataFrame],
+    out: str | Path,
+    *,
+    handle=None,
+    text=None,
+    profile=None,
+    timings: dict | None = None,
+    formats: Sequence[str] = ("png", "svg"),
+    on_figure=None,
+    compare: dict[str, dict] | None = None,
+) -> dict:
+    """Write figures, ``results.json`` and ``report.md`` into ``out``; returns their paths and the verdicts.
+
+    ``on_figure``: passed to :func:`write_figures`. ``compare``: further models that ran,
+    ``{model_column(handle): {"handle": handle, "results": run_all(...)}}``; the report then gets a side-by-side
+    table (:func:`side_by_side`, returned as ``"side_by_side"``), the figures a second panel (the first of them)
+    and ``results.json`` their tables and verdicts under ``"compare"``.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    meta: dict[str, Any] = {}
+    any_df = next((v for v in results.values() if v is not None and len(v)), None)
+    meta.update(meta_of(any_df))
+    if handle is not None:
+        meta.update(
+            model=handle.model_id,
+            model_description=handle.describe(),
+            is_standin=bool(handle.is_standin),
+            device=str(handle.device),
+        )
+        try:
+            meta["model_summary"] = handle.summary()
+        except Exception:
+            pass
+        meta["attention"] = "causal" if getattr(handle, "causal", True) else "bidirectional"
+    if text is not None:
+        meta.update(text=getattr(text, "name", str(text)), text_sha256=getattr(text, "sha256", None))
+    if profile is not None:
+        meta["profile"] = getattr(profile, "name", str(profile))
+        if hasattr(profile, "as_dict"):
+            meta["profile_grids"] = profile.as_dict()
+        cap = int(getattr(handle, "max_length", 0) or 0)
+        lengths = list(getattr(profile, "lengths", ()))
+        if cap and lengths and max(lengths) > cap:
+            kept = [L for L in lengths if L <= cap]
+            meta["grid_cut"] = (
+                f"the profile's L grid is cut at the model's {cap} positions: L = {', '.join(map(str, kept))} "
+                f"(the paper goes to {max(lengths)}); Figs. 2b, 3 and 4 use L = {min(cap, profile.length_fixed)}."
+            )
+    if timings:
+        meta["timings_s"] = {k: float(v) for k, v in timings.items()}
+    vt = verdicts(results)
+    compare = compare or {}
+    first_other = next(iter(compare.values()), {}).get("results") if compare else None
+    figs = write_figures(results, out, formats, on_figure=on_figure, other=first_other)
+    data = results_json(results, meta=meta, verdict_table=vt)
+    data["figures"] = figs
+    sbs = None
+    if compare:
+        if handle is None:
+            raise ValueError("write_report(compare=...) needs handle (the column label of the main model)")
+        tables = {
+            model_column(handle): reproduction_table(results, n_heads=handle.n_heads, n_kv_heads=handle.n_kv_heads)
+        }
+        for lab, item in compare.items():
+            h2 = item["handle"]
+            tables[lab] = reproduction_table(item["results"], n_heads=h2.n_heads, n_kv_heads=h2.n_kv_heads)
+        sbs = side_by_side(tables)
+        data["compare"] = {
+            lab: {
+                "model_summary": item["handle"].summary(),
+                "verdicts": _records(tables[lab]),
+                "results": {k: _records(v) for k, v in item["results"].items() if v is not None},
+            }
+            for lab, item in compare.items()
+        }
+        data["side_by_side"] = _records(sbs)
+    jp = out / "results.json"
+    jp.write_text(json.dumps(data, indent=1, default=str))
+    md = markdown_report(results, meta=meta, verdict_table=vt, figures=figs)
+    if sbs is not None:
+        md += (
+            "\n## Side by side: the claims on every model that ran\n\n"
+            "One column per model (verdict: measured value). *holds on* says on which models the claim holds; a "
+            "bidirectional encoder lets every query row see all L tokens (the setting of Theorems 1 and 2), so a "
+            "claim that fails on the causal decoder only points at causal masking. The encoder's grids are cut at "
+            "its 512 positions. The figures above show the first compared model as a second panel.\n\n"
+            + side_by_side_markdown(sbs, links=False)
+            + "\n"
+        )
+    mp = out / "report.md"
+    mp.write_text(md)
+    out_info = {"out": str(out), "json": str(jp), "report": str(mp), "figures": figs, "verdicts": vt}
+    if sbs is not None:
+        out_info["side_by_side"] = sbs
+    return out_info

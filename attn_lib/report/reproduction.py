@@ -1,0 +1,341 @@
+"""reproduction"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pandas as pd
+
+from ._common import require_columns
+from .claims import EVIDENCE, verdicts
+
+# ---- the reproduction report (book/06_reproduction_report.md) --------------------------------------------------
+
+#: The paper's Table 1: each algorithm's run time on an Apple M1 Pro (10-core CPU, 16 GB; PyTorch on the CPU,
+#: Joblib for parallelism), in seconds, with the figure it makes.
+PAPER_TABLE1 = {
+    "distance_vs_length": ("Algorithm 1", "Fig. 2a", 24 * 60),
+    "distance_vs_n": ("Algorithm 2", "Fig. 2b", 37 * 60),
+    "critical_n": ("Algorithm 3", "Fig. 2c", 17 * 3600 + 4 * 60),
+    "separability": ("Algorithm 4", "Fig. 3", 7 * 60),
+    "gradient_sensitivity": ("Algorithm 5", "Fig. 4", 60),
+}
+
+
+def _need_results(results: Any) -> None:
+    if not isinstance(results, dict):
+        raise ValueError(
+            f"results must be the dict that attn_lib.experiments.run_all returns (got {type(results).__name__})"
+        )
+
+
+def setting_differences(
+    model: str, text: str, *, n_heads: int | None = None, n_kv_heads: int | None = None
+) -> list[str]:
+    """What separates a run from the paper's setting (GPT-2 small on *War and Peace*), as short phrases.
+
+    Parameters
+    ----------
+    model, text : str
+        The ``model`` and ``text`` labels of the results (e.g. ``"SmolLM2-135M-Instruct (offline stand-in for
+        gpt2)"`` and ``"botchan"``).
+    n_heads, n_kv_heads : int, optional
+        Query and key/value heads per layer, when known.
+
+    Returns
+    -------
+    list of str
+        Empty when the run is GPT-2 small on *War and Peace*.
+    """
+    out = []
+    m, t = str(model).lower(), str(text).lower()
+    if "smollm2" in m:
+        out.append(
+            "model: SmolLM2-135M-Instruct stand-in, not GPT-2 (30 layers, RoPE positions, Q4_1-quantised "
+            "weights dequantised to float32"
+            + (
+                f", grouped-query attention: {n_heads} query heads share {n_kv_heads} key/value heads"
+                if n_heads and n_kv_heads and n_kv_heads < n_heads
+                else ""
+            )
+            + ")"
+        )
+    elif "all-minilm-l6-v2" in m:
+        out.append(
+            "model: all-MiniLM-L6-v2, a bidirectional BERT encoder, not GPT-2 (6 layers x 12 heads, head dimension "
+            "32, every query row sees all L tokens, at most 512 positions, so L is cut at 512)"
+        )
+    elif not m.startswith("gpt2") or m.startswith(("gpt2-medium", "gpt2-large", "gpt2-xl")):
+        out.append(f"model: {model}, not GPT-2 small")
+    if "war" not in t:
+        out.append(f"text: {text}, not War and Peace")
+    return out
+
+
+def reproduction_table(
+    results: dict[str, pd.DataFrame],
+    *,
+    n_heads: int | None = None,
+    n_kv_heads: int | None = None,
+    thresholds: dict | None = None,
+) -> pd.DataFrame:
+    """Every claim of :data:`attn_lib.report.CLAIMS` on one model's results: :func:`attn_lib.report.verdicts`.
+
+    Parameters
+    ----------
+    results : dict
+        :func:`attn_lib.experiments.run_all`'s results (``"multihead_coverage"`` may be added).
+    n_heads, n_kv_heads : int, optional
+        Unused (kept for callers of the earlier signature; :func:`setting_differences` takes them).
+    thresholds : dict, optional
+        Overrides of :data:`THRESHOLDS`.
+
+    Returns
+    -------
+    DataFrame
+        The columns of :data:`attn_lib.report.claims.COLUMNS`, one row per claim id.
+    """
+    _need_results(results)
+    return verdicts(results, thresholds)
+
+
+def runtime_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The paper's Table 1 next to the time each algorithm took here.
+
+    The times come from ``attrs["timing"]`` of each experiment's table (kept with it in the result cache):
+    ``analysis_s``, the algorithm's own work, and ``shared_pass_s``, the one forward pass (with attention capture)
+    that all experiments of the run shared.
+
+    Parameters
+    ----------
+    results : dict
+        :func:`attn_lib.experiments.run_all`'s results.
+
+    Returns
+    -------
+    DataFrame (one row per algorithm with data, index ``algorithm``)
+        ``figure``, ``paper (s)``, ``here: analysis (s)``, ``here: shared forward pass (s)``, ``speed-up``
+        (paper time over analysis plus shared pass), ``device``, ``computed at``.
+    """
+    _need_results(results)
+    rows = []
+    for name, (alg, fig, paper_s) in PAPER_TABLE1.items():
+        df = results.get(name)
+        timing = getattr(df, "attrs", {}).get("timing") if df is not None else None
+        if not timing:
+            continue
+        here = float(timing["analysis_s"])
+        shared = float(timing["shared_pass_s"])
+        rows.append(
+            {
+                "algorithm": alg,
+                "figure": fig,
+                "paper (s)": float(paper_s),
+                "here: analysis (s)": here,
+                "here: shared forward pass (s)": shared,
+                "speed-up": paper_s / max(here + shared, 1e-9),
+                "device": f"{timing['device']}, {timing.get('threads', '?')} threads",
+                "computed at": timing["computed_at"],
+            }
+        )
+    columns = [
+        "algorithm",
+        "figure",
+        "paper (s)",
+        "here: analysis (s)",
+        "here: shared forward pass (s)",
+        "speed-up",
+        "device",
+        "computed at",
+    ]
+    return pd.DataFrame(rows, columns=columns).set_index("algorithm")
+
+
+def model_column(handle) -> str:
+    """The column label of a model in :func:`side_by_side`: ``"decoder: <model>"`` for a causal model,
+    ``"encoder: <model>"`` for a bidirectional one (the model as the result tables name it).
+
+    Parameters
+    ----------
+    handle : attn_lib.models.ModelHandle
+
+    Returns
+    -------
+    str
+    """
+    kind = "decoder" if getattr(handle, "causal", True) else "encoder"
+    name = handle.model_id
+    if getattr(handle, "is_standin", False):
+        name = f"{name} (offline stand-in for {handle.requested})"
+    return f"{kind}: {name}"
+
+
+def _cell(x) -> str:
+    return str(x).replace("\n", " ").replace("|", "\\|")
+
+
+def short_cause(cause: str) -> str:
+    """The first clause of a cause (up to the first ``"; "``): the one-line cause of the summary table."""
+    return str(cause).split("; ")[0] if cause else ""
+
+
+def _claim_label(row) -> str:
+    return f"{row['claim']}" + (f" — {row['reading']}" if row.get("reading") else "")
+
+
+def reproduction_markdown(table: pd.DataFrame, *, links: bool = True) -> str:
+    """The compact summary of one model's claims: claim, kind of evidence, verdict, one-line cause.
+
+    Parameters
+    ----------
+    table : DataFrame
+        :func:`reproduction_table` (or :func:`attn_lib.report.verdicts`).
+    links : bool
+        ``True``: MyST roles stay (the book); ``False``: they are written as plain labels (``report.md``).
+
+    Returns
+    -------
+    str
+        A pipe table; ``|`` inside a cell is escaped.
+    """
+    require_columns(table, "table", ("id", "claim", "reading", "evidence", "verdict", "cause"))
+    lines = ["| claim | kind | verdict | cause (one line; details below) |", "|---|---|---|---|"]
+    for _, r in table.iterrows():
+        cause = _plain(short_cause(r["cause"]), links)
+        lines.append(f"| {_cell(_claim_label(r))} | {r['evidence']} | **{r['verdict']}** | {_cell(cause)} |")
+    return "\n".join(lines)
+
+
+def plain_roles(text: str) -> str:
+    """MyST roles (``{prf:ref}`x```) written as their plain label, for Markdown read outside the book."""
+    return re.sub(r"\{[a-z:]+\}`([^`]+)`", r"\1", str(text))
+
+
+def _plain(text: str, links: bool) -> str:
+    return str(text) if links else plain_roles(text)
+
+
+def claim_details_markdown(tables: dict[str, pd.DataFrame] | pd.DataFrame, *, links: bool = True) -> str:
+    """Under each claim, the paper's words, its reading, the rule, what would have failed it, the measured numbers
+    and the cause on every model: a collapsible block per claim (``{dropdown}`` in the book, ``<details>`` in
+    ``report.md``).
+
+    Parameters
+    ----------
+    tables : DataFrame or dict
+        One :func:`reproduction_table`, or ``{model column label: table}`` (as for :func:`side_by_side`).
+    links : bool
+        ``True`` for the book (MyST dropdowns and cross-references); ``False`` for plain Markdown.
+
+    Returns
+    -------
+    str
+    """
+    if isinstance(tables, pd.DataFrame):
+        tables = {"": tables}
+    first = next(iter(tables.values()))
+    require_columns(first, "table", ("id", "claim", "paper", "rule", "fails_if", "section", "measured", "cause"))
+    keyed = {m: t.set_index("id") for m, t in tables.items()}
+    blocks = []
+    for _, r in first.iterrows():
+        title = f"{r['id']}: {_claim_label(r)}"
+        body = [f"- **The paper** ({r['where']}): {r['paper']}"]
+        if r["reading"]:
+            body.append(f"- **Reading:** {r['reading']}")
+        body.append(f"- **Kind of evidence:** {r['evidence']} ({EVIDENCE.get(r['evidence'], '')})")
+        if r["basis"]:
+            body.append(f"- **Rests on:** {_plain('{prf:ref}`' + r['basis'] + '`', links)}")
+        body.append(f"- **Rule:** {r['rule']}")
+        if r["fails_if"]:
+            body.append(f"- **Would have failed on:** {r['fails_if']}")
+        for m, t in keyed.items():
+            if r["id"] not in t.index:
+                continue
+            x = t.loc[r["id"]]
+            who = f" ({m})" if m else ""
+            body.append(f"- **Measured{who}:** {x['measured']} → **{x['verdict']}**")
+            if x["cause"]:
+                body.append(f"- **Cause{who}:** {_plain(x['cause'], links)}")
+        ref = f"{{ref}}`Reading the paper <{r['section']}>`" if links else f"Reading the paper, section {r['section']}"
+        body.append(f"- **Project decisions:** {ref}")
+        text = "\n".join(body)
+        if links:
+            blocks.append(f":::{{dropdown}} {title}\n{text}\n:::")
+        else:
+            blocks.append(f"<details><summary>{title}</summary>\n\n{text}\n\n</details>")
+    return "\n\n".join(blocks)
+
+
+def side_by_side(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The claims on several models at once, matched by claim id: one verdict column per model.
+
+    Parameters
+    ----------
+    tables : dict
+        ``{column label: reproduction_table(results of that model)}`` with labels from :func:`model_column`
+        (``"decoder: ..."`` for a causal model, ``"encoder: ..."`` for a bidirectional one); at least one.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``id, claim, reading, evidence``, one column per model (its verdict), ``agree`` (whether every model that
+        measured the claim gave the same verdict), ``cause`` (each model's one-line cause, labelled), ``section``.
+    """
+    if not isinstance(tables, dict) or not tables:
+        raise ValueError("tables must be a non-empty dict {model column label: reproduction_table(...)}")
+    for lab, t in tables.items():
+        require_columns(t, f"tables[{lab!r}]", ("id", "claim", "reading", "evidence", "verdict", "cause", "section"))
+    labels = list(tables)
+    keyed = {lab: t.set_index("id") for lab, t in tables.items()}
+    order = list(dict.fromkeys(i for t in tables.values() for i in t["id"]))
+    rows = []
+    for cid in order:
+        first = next(keyed[m].loc[cid] for m in labels if cid in keyed[m].index)
+        row = {"id": cid, "claim": first["claim"], "reading": first["reading"], "evidence": first["evidence"]}
+        got = {}
+        causes = []
+        for m in labels:
+            t = keyed[m]
+            v = t.loc[cid, "verdict"] if cid in t.index else "n/a"
+            row[m] = v
+            if v != "n/a":
+                got[m] = v
+            c = short_cause(t.loc[cid, "cause"]) if cid in t.index else ""
+            if c:
+                causes.append(f"{m.split(':', 1)[0]}: {c}" if len(labels) > 1 else c)
+        row["agree"] = len(set(got.values())) <= 1
+        row["cause"] = "; ".join(causes)
+        row["section"] = first["section"]
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["id", "claim", "reading", "evidence", *labels, "agree", "cause", "section"])
+
+
+def side_by_side_markdown(table: pd.DataFrame, *, links: bool = True) -> str:
+    """:func:`side_by_side` as a compact pipe table: claim, kind, one verdict per model, one-line causes.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`side_by_side`'s output.
+    links : bool
+        ``True``: MyST roles stay (the book); ``False``: plain labels (``report.md`` of the CLI).
+
+    Returns
+    -------
+    str
+        The table; ``|`` inside a cell is escaped.
+    """
+    require_columns(table, "table", ("id", "claim", "reading", "evidence", "agree", "cause", "section"))
+    models = [c for c in table.columns if c not in ("id", "claim", "reading", "evidence", "agree", "cause", "section")]
+    head = ["claim", "kind", *(m.split(":", 1)[0] for m in models), "cause (one line each; details below)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for _, r in table.iterrows():
+        cells = [
+            _cell(_claim_label(r)),
+            r["evidence"],
+            *(f"**{r[m]}**" for m in models),
+            _cell(_plain(r["cause"], links)),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -47,8 +47,8 @@ import types
 from . import _engine
 from ._engine import F64 as F64
 from ._engine import block_parallel, large_ops
-from .crossing import CrossingRows, crossing_metrics
 from .coverage import CoverageRows, SeparableSets, coverage_metrics, separable_sets
+from .crossing import CrossingRows, crossing_metrics
 from .distance import DistanceRows, distance_metrics
 from .layer import LayerData, masked_mean, top_n_order
 from .montecarlo import MCRows, MCScanRows, expected_distance_mc, expected_distance_mc_scan, mc_permutations

@@ -229,7 +229,7 @@ def figure_critical_diagnosis(diag: pd.DataFrame, n_star_ratio: float | None = N
         ax2.axvline(n_star_ratio, color="tab:blue", lw=1, ls=":", label=f"measured N*/L = {n_star_ratio:.2f}")
     ax2.set_ylabel("E1 / d~ (head means; dashed: leading terms)")
     ax2.set_title("E1 against d~: the KS test needs a ratio near 1", fontsize=9)
-    ax1.legend(fontsize=7, loc="lower right")
+    ax1.legend(fontsize=7, loc="center right")
     ax2.legend(fontsize=7, loc="upper left")
     fig.suptitle(f"{meta.get('model', '?')} · {meta.get('text', '?')} · {meta.get('device', '?')}", fontsize=9)
     fig.text(0.01, 0.005, label(meta), fontsize=7, color="0.4", ha="left", va="bottom")

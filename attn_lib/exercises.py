@@ -58,8 +58,9 @@ __all__ = [
     "check_sparsemax",
     "check_coverage",
     "check_heads_for_coverage",
-    # what the assignments' tests call
+    # what the assignments' tests call, and the mistakes each check recognises
     "feedback",
+    "listed_mistakes",
     # indexes for the instructor page
     "exercise_index",
     "assignment_index",
@@ -111,7 +112,9 @@ def _as_array(out: Any, where: str) -> np.ndarray:
     """The student's result as a float64 array (torch tensors are moved to the CPU first); anything that is not real
     numbers becomes a hint."""
     if out is None:
-        raise AssertionError(f"HINT: your function returned None {where}: `return` the result")
+        raise AssertionError(
+            f"HINT: your function returned None {where}: replace the `...` by your code and `return` the result"
+        )
     if out is Ellipsis:
         raise AssertionError(f"HINT: your function returned `...` {where}: replace the `...` by your code")
     if hasattr(out, "detach") and hasattr(out, "is_complex"):  # a torch tensor, possibly on a GPU
@@ -1091,6 +1094,30 @@ _CASES = {
 _CHECKS = {name: globals()[name] for name in _CASES}
 
 
+def listed_mistakes(check: Any) -> list[str]:
+    """The typical mistakes ``check`` recognises: the hint of each, in the order the check tries them.
+
+    Parameters
+    ----------
+    check : str or callable
+        One of the ``check_*`` functions of this module, or its name.
+
+    Returns
+    -------
+    list of str
+        The hints (without ``HINT:`` and without the values a failing answer adds).
+
+    Raises
+    ------
+    ValueError
+        If ``check`` is not one of this module's checks.
+    """
+    name = check if isinstance(check, str) else getattr(check, "__name__", None)
+    if name not in _CASES or (not isinstance(check, str) and _CHECKS[name] is not check):
+        raise ValueError(f"check must be one of {', '.join(_CHECKS)} or its name (got {check!r})")
+    return _hints(_CASES[name](SEED))
+
+
 def feedback(check: Any, name: Any, seed: int = SEED, namespace: dict | None = None) -> None:
     """Run ``check`` on the student's function ``name`` and *print* the hint (nothing when the answer is right).
 
@@ -1238,6 +1265,7 @@ def exercise_index(book_dir: Any = "book") -> list[dict]:
 _QUESTION = re.compile(r"#\s*BEGIN QUESTION\s*\n(?P<config>.*?)```(?P<body>.*?)#\s*END QUESTION", re.S)
 _PRACTISES = re.compile(r"^\*\*Practises:\*\*(?P<line>[^\n]*)$", re.M)
 _BACKTICKED = re.compile(r"`([a-z][a-z0-9-]*)`")
+_FEEDBACK = re.compile(r"""feedback\(\s*["'](?P<check>check_\w+)["']""")
 
 
 def assignment_index(assignments_dir: Any = "assignments") -> list[dict]:
@@ -1254,8 +1282,9 @@ def assignment_index(assignments_dir: Any = "assignments") -> list[dict]:
     Returns
     -------
     list of dict
-        One dict per question with ``assignment`` (file stem), ``question`` (Otter name), ``points`` and
-        ``results`` (labels, in order).
+        One dict per question with ``assignment`` (file stem), ``question`` (Otter name), ``points``,
+        ``results`` (labels, in order) and ``checks`` (the checks its tests call through :func:`feedback`, in
+        order).
 
     Raises
     ------
@@ -1281,6 +1310,7 @@ def assignment_index(assignments_dir: Any = "assignments") -> list[dict]:
                     "question": str(config["name"]),
                     "points": config.get("points"),
                     "results": _BACKTICKED.findall(p["line"]),
+                    "checks": list(dict.fromkeys(f["check"] for f in _FEEDBACK.finditer(m["body"]))),
                 }
             )
     return rows

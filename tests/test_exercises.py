@@ -340,6 +340,14 @@ def test_every_check_is_used_by_an_assignment_with_a_hidden_seed():
     assert all(len(seeds) >= 2 for seeds in SEEDS.values()), SEEDS
 
 
+def test_listed_mistakes_are_the_hints_of_the_cases():
+    assert E.listed_mistakes("check_lemma1_bounds") == E._hints(E._cases_lemma1_bounds(E.SEED))
+    assert E.listed_mistakes(E.check_coverage)[0].startswith("p**H is the probability")
+    for bad in ("check_nothing", print, 3):
+        with pytest.raises(ValueError, match="check must be one of"):
+            E.listed_mistakes(bad)
+
+
 def test_every_listed_mistake_has_a_wrong_answer_here():
     """The table above names every mistake the checks list, each once (a new mistake needs its wrong answer)."""
     for check, rows in MISTAKES.items():
@@ -757,8 +765,22 @@ class TestAssignmentIndex:
                 "question": "q1",
                 "points": 2,
                 "results": ["lem-vanishing", "cor-softmax-vanishing"],
+                "checks": [],
             }
         ]
+
+    def test_reads_the_checks_each_question_calls(self, tmp_path):
+        tests = '```{code-cell}\nfrom attn_lib.exercises import feedback\nfeedback("check_coverage", "coverage")\n```\n'
+        tests += "```{code-cell}\n# HIDDEN\nfeedback('check_coverage', 'coverage', seed=3)\nfeedback(\"check_sparsemax\", \"s\")\n```\n"
+        (tmp_path / "ch01_x.md").write_text(
+            ASSIGNMENT.replace("```{raw-cell}\n# END QUESTION", tests + "```{raw-cell}\n# END QUESTION")
+        )
+        assert E.assignment_index(tmp_path)[0]["checks"] == ["check_coverage", "check_sparsemax"]
+
+    def test_every_question_of_the_assignments_calls_one_check(self):
+        rows = E.assignment_index(ROOT / "assignments")
+        assert rows and all(len(r["checks"]) == 1 for r in rows), rows
+        assert sorted(c for r in rows for c in r["checks"]) == sorted(E._CASES)
 
     def test_question_without_practises_line(self, tmp_path):
         (tmp_path / "ch01_x.md").write_text(ASSIGNMENT.replace("**Practises:**", "Practises"))

@@ -274,6 +274,24 @@ def test_student_notebook_runs_with_solutions_filled_in(built, tmp_path):
         assert "All test cases passed" in text, f"{cell.source}: {text}"
 
 
+def test_grader_check_in_the_student_notebook_shows_the_hint_and_no_traceback(built, tmp_path):
+    """What a student sees: the chapter 1 student notebook as handed out, executed with nbconvert; each
+    grader.check cell shows the hint for the unanswered question, with no traceback or file path."""
+    name = "ch01_vanishing_attention"
+    path = tmp_path / f"{name}.ipynb"
+    path.write_bytes((built / name / "student" / f"{name}.ipynb").read_bytes())
+    cmd = [str(BIN / "jupyter"), "nbconvert", "--to", "notebook", "--execute", "--inplace", "--allow-errors", str(path)]
+    cmd += ["--ExecutePreprocessor.timeout=120", "--ExecutePreprocessor.kernel_name=python3"]
+    run = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, env=_env(), timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    checks = [c for c in nbformat.read(path, as_version=4).cells if c.source.startswith("grader.check(")]
+    assert len(checks) == 2
+    for cell in checks:
+        shown = "".join(o.get("data", {}).get("text/plain", "") + o.get("text", "") for o in cell.outputs)
+        assert "HINT: your function returned None" in shown, shown
+        assert not TRACEBACK.search(shown), shown
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_grade_writes_one_csv_row_per_notebook(graded, name):
     rows = {r["notebook"]: r for r in csv.DictReader((graded[name] / "grades.csv").open())}

@@ -40,6 +40,7 @@ from .beyond import (
 from .claims import CLAIMS, EVIDENCE, VERDICTS, Claim, Outcome, ids_for, tally, verdicts
 from .critical import (
     critical_rows,
+    critical_rows_table,
     diagnosis_first_pass,
     diagnosis_markdown,
     diagnosis_summary,
@@ -98,6 +99,7 @@ __all__ = [
     "diagnosis_markdown",
     "required_rho",
     "critical_rows",
+    "critical_rows_table",
     "figure_critical_diagnosis",
     "DISTANCE_NAMES",
     "distance_length_means",

@@ -878,7 +878,10 @@ def _drop(results, th, base):
     if r0 <= fall <= r1:
         cause = ""
         if len(inside) < len(falls):
-            cause = f"in the band only for T_max = {', '.join(f'{T:.3g}' for T in inside)} of the grid's last points"
+            cause = (
+                f"in the band only for T_max = {', '.join(f'{T:.3g}' for T in inside)} of the grid's last "
+                f"{len(falls)} points ({_BASE_WORDS[base]}; g falls like T^{slope:.2f} beyond T = 1)"
+            )
         return Outcome("reproduced", meas, cause)
     cause = (
         f"beyond T = 1, g falls like T^{slope:.2f}, so the ratio is set by where the grid ends: in the band for "

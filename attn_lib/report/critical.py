@@ -259,11 +259,26 @@ def diagnosis_markdown(diag: pd.DataFrame, summary: pd.DataFrame | None = None, 
     first = diagnosis_first_pass(summ, alpha)
     L = int(summ["L"].iloc[0])
     viol = int(summ["bound violations"].sum())
+    model = summ["variant"].iloc[0]
+    d0 = diag[diag["variant"] == model]
+    n06 = int(d0["N"].iloc[int(np.argmin(np.abs(d0["N"].to_numpy() / L - 0.06)))])
+    per_head = d0.loc[d0["N"] == n06, "rho_median"].quantile([0, 0.1, 0.5, 0.9, 1.0])
+    sink_line = ""
+    if "first value 0" in first.index and model in first.index:
+        f0, f1 = first.loc[model, "first N/L"], first.loc["first value 0", "first N/L"]
+        moved = "does not bring" if not (f1 <= 2 * 0.06) else "brings"
+        sink_line = (
+            f" Setting the first token's value vector to zero (a sink whose value vector is small, the property reported for GPT-2) moves the "
+            f"first passing N/L from {f0:.2f} to {f1:.2f}: it {moved} the critical N to about 0.06 L."
+        )
     lines = [
         f"### Why the critical N is where it is (L = {L})",
         "",
         f"N* = 0.06 L needs E1 ≈ d~ there, i.e. ‖s_N‖/‖z‖ ≈ N/(L−1) = {required_rho(L):.3f} in the longest rows "
-        f"(prop-e1-crossing; its bounds fail in {viol} rows of this run).",
+        f"(prop-e1-crossing; its bounds fail in {viol} rows of this run). Per head at N = {n06}, ‖s_N‖/‖z‖ "
+        f"(each head's median over rows) ranges from {per_head.iloc[0]:.3f} (10 %: {per_head.iloc[1]:.3f}, median "
+        f"{per_head.iloc[2]:.3f}, 90 %: {per_head.iloc[3]:.3f}) to {per_head.iloc[4]:.3f} over "
+        f"{int((d0['N'] == n06).sum())} heads.{sink_line}",
         "",
         first.rename(columns=lambda c: c.replace("~", "\\~")).to_markdown(floatfmt=".3f"),
         "",

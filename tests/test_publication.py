@@ -1,0 +1,67 @@
+"""Publishing: the repository URL is one setting (repository.url of _config.yml, empty in the committed file), which
+the Pages workflow fills in from the repository that builds the book; book/_ext/publication.py turns it into the
+intro's note, and the student edition opens the notebooks the workflow pushes to the branch `student`."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+chapters_tool = _load("chapters_tool", ROOT / "tools" / "chapters.py")
+student_book = _load("student_book", ROOT / "tools" / "student_book.py")
+publication = _load("publication", ROOT / "book" / "_ext" / "publication.py")
+WORKFLOW = yaml.safe_load((ROOT / ".github" / "workflows" / "pages.yml").read_text())
+
+
+def test_the_committed_book_is_not_published():
+    assert chapters_tool.repository_url(ROOT) == ""
+    assert "not published" in publication.publication_note("", "main")
+    note = publication.publication_note("https://github.com/o/r", "student")
+    assert "not published" not in note and "(https://github.com/o/r/tree/student)" in note
+
+
+def test_the_pages_workflow_fills_in_this_repository_before_it_builds():
+    build = WORKFLOW["jobs"]["build"]
+    assert build["env"]["REPOSITORY_URL"] == "${{ github.server_url }}/${{ github.repository }}"
+    runs = [step.get("run", "") for step in build["steps"]]
+    at = {name: next(i for i, run in enumerate(runs) if name in run) for name in ("set-repository", "make book")}
+    assert 'tools/chapters.py set-repository "$REPOSITORY_URL"' in runs[at["set-repository"]]
+    assert at["set-repository"] < at["make book"] and any("make book-student" in run for run in runs)
+    uploads = {step.get("with", {}).get("path") for step in build["steps"] if "upload" in step.get("uses", "")}
+    assert {"_build/html", "_build/student/branch"} <= uploads
+
+
+def test_the_pages_workflow_pushes_the_student_branch_the_edition_opens():
+    job = WORKFLOW["jobs"]["student-branch"]
+    assert job["permissions"] == {"contents": "write"} and WORKFLOW["permissions"] == {"contents": "read"}
+    script = job["steps"][-1]["run"]
+    assert f"HEAD:refs/heads/{student_book.STUDENT_BRANCH}" in script and "--force" in script
+
+
+def test_what_the_workflow_writes_is_what_the_student_edition_reads(tmp_path):
+    """set-repository on a copy of the book (as the workflow does): the student edition's configuration then names
+    the repository, opens the branch student, and every install cell installs from the repository."""
+    shutil.copy(ROOT / "_config.yml", tmp_path / "_config.yml")
+    (tmp_path / "book").mkdir()
+    shutil.copytree(ROOT / "book" / "_shared", tmp_path / "book" / "_shared")
+    shutil.copy(ROOT / "book" / "01_vanishing_attention.md", tmp_path / "book")
+    url = "https://github.com/a-school/attn-course"
+    chapters_tool.set_repository(tmp_path, url)
+    config = student_book.student_config(tmp_path)
+    assert config["repository"]["url"] == url and config["repository"]["branch"] == "student"
+    assert yaml.safe_load((tmp_path / "_config.yml").read_text())["repository"]["branch"] == "main"
+    assert f'REPO = "{url}"' in (tmp_path / "book" / "01_vanishing_attention.md").read_text()
+    assert chapters_tool.problems(tmp_path) == []

@@ -13,8 +13,8 @@ if "google.colab" in sys.modules:
     REPO = "{repository_url}"
     if not REPO:
         raise RuntimeError(
-            "This copy of the assignment was built from an unpublished book, so it names no repository to install "
-            "attn_lib from: ask your instructor for a published copy."
+            "This assignment was built from a book that names no repository to install attn_lib from: the "
+            "instructor sets one (python tools/chapters.py set-repository URL) and rebuilds it (make assignments)."
         )
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"attn_lib @ git+{REPO}", "otter-grader"], check=True)
     if int(version("ipywidgets").split(".")[0]) >= 8:  # otter-grader needs ipywidgets 8

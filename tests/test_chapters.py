@@ -157,12 +157,16 @@ def test_set_repository_fills_in_the_one_url_and_every_colab_cell(book_copy):
     url = "https://github.com/someone/some-fork"
     chapters_tool.set_repository(book_copy, url)
     assert chapters_tool.repository_url(book_copy) == url
+    import yaml
+
+    assert yaml.safe_load((book_copy / "_config.yml").read_text())["repository"]["branch"] == "notebooks"
     assert "# The repository URL" in (book_copy / "_config.yml").read_text()  # the comments are kept
     for path in (_first_chapter(book_copy), _first_chapter(book_copy).with_suffix(".ipynb")):
         assert f'REPO = \\"{url}\\"' in path.read_text() or f'REPO = "{url}"' in path.read_text()
     assert chapters_tool.problems(book_copy) == []
     chapters_tool.set_repository(book_copy, "")  # back to "not published"
     assert 'REPO = ""' in _first_chapter(book_copy).read_text() and chapters_tool.problems(book_copy) == []
+    assert (book_copy / "_config.yml").read_text() == (ROOT / "_config.yml").read_text()  # as committed again
     with pytest.raises(ValueError, match="url must be"):
         chapters_tool.set_repository(book_copy, "github.com/no-scheme")
 

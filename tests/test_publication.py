@@ -41,14 +41,24 @@ def test_the_pages_workflow_fills_in_this_repository_before_it_builds():
     assert 'tools/chapters.py set-repository "$REPOSITORY_URL"' in runs[at["set-repository"]]
     assert at["set-repository"] < at["make book"] and any("make book-student" in run for run in runs)
     uploads = {step.get("with", {}).get("path") for step in build["steps"] if "upload" in step.get("uses", "")}
-    assert {"_build/html", "_build/student/branch"} <= uploads
+    assert {"_build/html", "_build/student/branch", "_build/notebooks-branch"} <= uploads
 
 
-def test_the_pages_workflow_pushes_the_student_branch_the_edition_opens():
-    job = WORKFLOW["jobs"]["student-branch"]
+def test_the_pages_workflow_pushes_the_branches_the_colab_buttons_open():
+    job = WORKFLOW["jobs"]["notebook-branches"]
     assert job["permissions"] == {"contents": "write"} and WORKFLOW["permissions"] == {"contents": "read"}
-    script = job["steps"][-1]["run"]
-    assert f"HEAD:refs/heads/{student_book.STUDENT_BRANCH}" in script and "--force" in script
+    script = "\n".join(step.get("run", "") for step in job["steps"])
+    for branch in (student_book.STUDENT_BRANCH, chapters_tool.PUBLISHED_BRANCH):
+        assert f'publish {branch} "$RUNNER_TEMP/{branch}"' in script
+    assert "git push --force origin HEAD:refs/heads/$1" in script
+    artifacts = {s["with"]["name"]: s["with"]["path"] for s in job["steps"] if "download-artifact" in s.get("uses", "")}
+    assert artifacts == {b: f"${{{{ runner.temp }}}}/{b}" for b in ("student", "notebooks")}
+    build = {
+        s["with"]["name"]: s["with"]["path"]
+        for s in WORKFLOW["jobs"]["build"]["steps"]
+        if "actions/upload-artifact" in s.get("uses", "")
+    }
+    assert build == {"student": "_build/student/branch", "notebooks": "_build/notebooks-branch"}
 
 
 def test_what_the_workflow_writes_is_what_the_student_edition_reads(tmp_path):
@@ -62,6 +72,7 @@ def test_what_the_workflow_writes_is_what_the_student_edition_reads(tmp_path):
     chapters_tool.set_repository(tmp_path, url)
     config = student_book.student_config(tmp_path)
     assert config["repository"]["url"] == url and config["repository"]["branch"] == "student"
-    assert yaml.safe_load((tmp_path / "_config.yml").read_text())["repository"]["branch"] == "main"
+    # the instructors' edition opens the notebooks the workflow pushes to the branch notebooks (filled-in cells)
+    assert yaml.safe_load((tmp_path / "_config.yml").read_text())["repository"]["branch"] == "notebooks"
     assert f'REPO = "{url}"' in (tmp_path / "book" / "01_vanishing_attention.md").read_text()
     assert chapters_tool.problems(tmp_path) == []

@@ -44,6 +44,11 @@ JUPYTEXT_FORMATS = "ipynb,md:myst"
 _MODEL_CALL = re.compile(r"\bchapter\.(load_inputs|encoder_results)\(|\bload_model\(|\bexperiments\.run_all\(")
 _SOLUTION = re.compile(r"^```\{solution-start\}.*?^```\{solution-end\}\n```", re.M | re.S)
 _CONFIG_URL = re.compile(r"^(repository:\n(?:[ \t]+.*\n)*?[ \t]+url:)[^\n]*$", re.M)
+_CONFIG_BRANCH = re.compile(r"^(repository:\n(?:[ \t]+.*\n)*?[ \t]+branch:)[^\n]*$", re.M)
+#: The branch the published book's Colab buttons open: the Pages workflow pushes the chapter notebooks there once
+#: ``set-repository`` has filled in their install cells (the committed ones name no repository). The student edition
+#: opens its own branch (tools/student_book.py).
+PUBLISHED_BRANCH = "notebooks"
 
 
 def chapters(book: Path) -> list[Path]:
@@ -61,15 +66,17 @@ def set_repository(root: Path, url: str) -> list[Path]:
 
     The Pages workflow runs this with ``${{ github.server_url }}/${{ github.repository }}`` before it builds, so the
     published book's buttons and install cells point at the repository that built it. ``url`` is ``https://HOST/
-    OWNER/NAME`` or ``""`` (not published). Returns the files written.
+    OWNER/NAME`` or ``""`` (not published). With a URL, ``repository.branch`` becomes :data:`PUBLISHED_BRANCH`, the
+    branch where the workflow puts the notebooks written here; without one, ``main``. Returns the files written.
     """
     if url and not re.fullmatch(r"https://[\w.-]+/[\w.-]+/[\w.-]+", url):
         raise ValueError(f"url must be https://HOST/OWNER/NAME or empty (got {url!r})")
     config = root / "_config.yml"
     text = config.read_text(encoding="utf-8")
     new, n = _CONFIG_URL.subn(lambda m: f"{m[1]} {url!r}" if url else f'{m[1]} ""', text, count=1)
-    if n != 1:
-        raise ValueError(f"{config}: no repository.url line to set")
+    new, n_branch = _CONFIG_BRANCH.subn(lambda m: f"{m[1]} {PUBLISHED_BRANCH if url else 'main'}", new, count=1)
+    if n != 1 or n_branch != 1:
+        raise ValueError(f"{config}: no repository.url and repository.branch lines to set")
     config.write_text(new, encoding="utf-8")
     if repository_url(root) != url:
         raise ValueError(f"{config}: repository.url reads back as {repository_url(root)!r}, not {url!r}")

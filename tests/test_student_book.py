@@ -281,6 +281,9 @@ def test_the_check_fails_on_each_kind_of_leak(tmp_path):
         "book/links.html links to the repository's home page",
         "served file extra/full.md holds a {solution-start} directive",
     ]
+    (branch / "book" / "unlinked.md").write_text(DEMO_CHAPTER)  # 7. a file of the branch that no page links to
+    expected.append("student branch file book/unlinked.md holds a {solution-start} directive")
+    problems = student_book.served_problems(html_dir, root)
     for start in expected:
         assert any(p.startswith(start) for p in problems), (start, problems)
     assert not any("other/repo" in p for p in problems)  # another repository's notebook is not this book's

@@ -25,7 +25,8 @@ The repository button is off in the student edition (the repository's default br
 * a page links to a notebook or source that is not served or holds a solution: a local ``.ipynb``/``.md`` link is read
   like the served files, and a Colab or GitHub link into the book's repository must point at
   :data:`STUDENT_BRANCH` and at a file of ``_build/student/branch``, which is read too; a link to the repository's
-  home page (its default branch holds the solutions) is reported.
+  home page (its default branch holds the solutions) is reported;
+* any other file of ``_build/student/branch`` (the whole branch is public) holds a solution.
 """
 
 from __future__ import annotations
@@ -359,6 +360,10 @@ def served_problems(html_dir: Path, root: Path = ROOT, branch_dir: Path | None =
                     problems.append(f"{rel_page} links to {target}, which the site does not serve")
                 else:
                     read_file(local, f"{target} (linked from {rel_page})")
+    # the rest of the student branch is public too
+    for path in sorted(branch_dir.rglob("*")) if branch_dir.is_dir() else []:
+        if path.is_file() and path.suffix in SERVED_SUFFIXES:
+            read_file(path.resolve(), f"student branch file {path.relative_to(branch_dir)}")
     return problems
 
 

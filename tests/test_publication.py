@@ -76,3 +76,31 @@ def test_what_the_workflow_writes_is_what_the_student_edition_reads(tmp_path):
     assert yaml.safe_load((tmp_path / "_config.yml").read_text())["repository"]["branch"] == "notebooks"
     assert f'REPO = "{url}"' in (tmp_path / "book" / "01_vanishing_attention.md").read_text()
     assert chapters_tool.problems(tmp_path) == []
+
+
+def test_the_repository_button_follows_the_url_and_stays_off_in_the_student_edition():
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert config["html"]["use_repository_button"] is False  # Jupyter Book refuses the button without a URL ...
+    assert config["sphinx"]["local_extensions"]["publication"] == "book/_ext"  # ... the extension turns it on
+    assert student_book.student_config(ROOT)["sphinx"]["config"]["publication_repository_button"] is False
+
+
+def test_publication_turns_the_buttons_on_and_off_with_the_url():
+    from types import SimpleNamespace
+
+    for url, branch, button in (("", "main", False), ("https://github.com/o/r", "notebooks", True)):
+        launch = {"colab_url": "https://colab.research.google.com"}
+        config = SimpleNamespace(
+            html_theme_options={"repository_url": url, "repository_branch": branch, "launch_buttons": launch},
+            myst_substitutions={},
+            publication_repository_button=True,
+        )
+        publication._config_inited(None, config)
+        opts = config.html_theme_options
+        assert opts.get("use_repository_button", False) is button
+        assert bool(opts["launch_buttons"]) is bool(url)
+        assert ("not published" in config.myst_substitutions["publication"]) is not bool(url)
+    config.publication_repository_button = False  # the student edition
+    config.html_theme_options.pop("use_repository_button")
+    publication._config_inited(None, config)
+    assert "use_repository_button" not in config.html_theme_options

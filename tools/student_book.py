@@ -91,6 +91,7 @@ def student_config(root: Path = ROOT, overrides: dict | None = None) -> dict:
     config.setdefault("html", {})["use_repository_button"] = False
     sphinx = config.setdefault("sphinx", {})
     sphinx.setdefault("config", {})["hide_solutions"] = True
+    sphinx["config"]["publication_repository_button"] = False  # book/_ext/publication.py
     sphinx.setdefault("local_extensions", {})[EXTENSION] = str((root / "book" / "_ext").resolve())
     _merge(config, overrides or {})
     return config

@@ -1,11 +1,13 @@
 """Local Sphinx extension: the book's links to its repository follow one setting, ``repository.url`` of ``_config.yml``.
 
 * With no URL (a local build: the committed ``_config.yml`` names none, since only the Pages workflow knows the
-  repository it publishes from), the repository button and the launch buttons are switched off, and the
-  substitution ``{{ publication }}`` (used by ``book/intro.md``) says plainly that this copy is not published.
+  repository it publishes from), the launch buttons are switched off, and the substitution ``{{ publication }}``
+  (used by ``book/intro.md``) says plainly that this copy is not published.
 * With a URL (``tools/chapters.py set-repository URL``, which the Pages workflow runs with
   ``${{ github.server_url }}/${{ github.repository }}``), ``{{ publication }}`` names the repository and the branch
-  the Colab buttons open.
+  the Colab buttons open, and the repository button is shown, unless the configuration value
+  ``publication_repository_button`` is ``False`` (the student edition's: the default branch holds the solutions).
+  ``_config.yml`` leaves ``use_repository_button`` false, since Jupyter Book refuses the button without a URL.
 * Either way, a launch button is shown only on a page that is a notebook with an ``.ipynb`` twin next to its source
   (the chapters); pages that are not notebooks (the intro, the appendix, the instructor guide) get none.
 """
@@ -44,6 +46,8 @@ def _config_inited(app: Sphinx, config: Config) -> None:
         # sphinx-book-theme fails on a repository button without a URL, and would build launch links to nowhere
         opts["use_repository_button"] = False
         opts["launch_buttons"] = {}
+    elif config.publication_repository_button:
+        opts["use_repository_button"] = True
     substitutions = dict(getattr(config, "myst_substitutions", None) or {})
     substitutions["publication"] = publication_note(url, opts.get("repository_branch") or "main")
     config.myst_substitutions = substitutions
@@ -62,6 +66,7 @@ def _drop_launch_buttons(app: Sphinx, pagename: str, templatename: str, context:
 
 
 def setup(app: Sphinx) -> dict:
+    app.add_config_value("publication_repository_button", True, "html", bool)
     app.connect("config-inited", _config_inited)
     # after sphinx-book-theme's add_launch_buttons (priority 501)
     app.connect("html-page-context", _drop_launch_buttons, priority=510)

@@ -22,6 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("student_book", ROOT / "tools" / "student_book.py")
 student_book = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(student_book)
+_spec = importlib.util.spec_from_file_location("chapters_tool", ROOT / "tools" / "chapters.py")
+chapters_tool = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(chapters_tool)
 
 MARKER = "SOLUTION-OUTPUT-" + "7f3a"  # spelled in two parts here and in the chapter, so only the output holds it
 DEMO_CHAPTER = """\
@@ -70,12 +73,12 @@ REPO = "https://github.com/some-teacher/attn-book"  # made up: the small book is
 
 def _small_book(root: Path) -> Path:
     (root / "book").mkdir(parents=True)
-    config = (ROOT / "_config.yml").read_text(encoding="utf-8")
-    (root / "_config.yml").write_text(re.sub(r'(?m)^  url: ""$', f"  url: {REPO}", config), encoding="utf-8")
+    shutil.copy(ROOT / "_config.yml", root / "_config.yml")
     shutil.copytree(ROOT / "book" / "_ext", root / "book" / "_ext")
+    shutil.copytree(ROOT / "book" / "_shared", root / "book" / "_shared")
     shutil.copy(ROOT / "book" / "intro.md", root / "book" / "intro.md")
     shutil.copy(ROOT / f"{CHAPTER_1}.md", root / f"{CHAPTER_1}.md")
-    shutil.copy(ROOT / f"{CHAPTER_1}.ipynb", root / f"{CHAPTER_1}.ipynb")  # the twin Colab opens
+    chapters_tool.set_repository(root, REPO)  # as the Pages workflow does; writes the twin Colab opens
     (root / f"{DEMO}.md").write_text(DEMO_CHAPTER, encoding="utf-8")
     (root / f"{GUIDE}.md").write_text("# Instructor guide\n\nFor instructors only.\n", encoding="utf-8")
     (root / "_toc.yml").write_text(
@@ -202,6 +205,7 @@ def test_student_config_opens_the_student_branch_and_has_no_repository_button():
 def test_build_writes_the_config_the_student_branch_and_stripped_downloads(student_html, small_book):
     written = student_book.yaml.safe_load((student_html.parent / "_config.yml").read_text())
     assert written["repository"] == {"url": REPO, "path_to_book": "", "branch": "student"}
+    assert f'href="{REPO}"' not in _page(student_html, CHAPTER_1)  # no repository button
     chapter = _page(student_html, CHAPTER_1)
     colab = re.findall(r'href="(https://colab\.research\.google\.com/[^"]+)"', chapter)
     assert colab == [f"https://colab.research.google.com/github/some-teacher/attn-book/blob/student/{CHAPTER_1}.ipynb"]
@@ -290,3 +294,16 @@ def test_the_check_fails_on_each_kind_of_leak(tmp_path):
     assert len(problems) == len(expected), problems
     # and the whole check (what `tools/student_book.py check` prints) reports them too
     assert set(problems) <= set(student_book.check(html_dir, root))
+
+
+def test_the_check_fails_on_a_student_notebook_that_installs_from_elsewhere(student_html, small_book, tmp_path):
+    """Built without set-repository, the branch's install cells would name no repository: the check says so."""
+    copy = tmp_path / "site"
+    shutil.copytree(student_html.parent, copy, ignore=shutil.ignore_patterns("work"))
+    notebook = copy / "branch" / f"{CHAPTER_1}.ipynb"
+    notebook.write_text(notebook.read_text().replace(f'REPO = \\"{REPO}\\"', 'REPO = \\"\\"'))
+    problems = student_book.served_problems(copy / "html", small_book)
+    assert problems == [
+        f"student branch notebook {CHAPTER_1}.ipynb installs attn_lib from '', not from the edition's repository "
+        f"{REPO} (run tools/chapters.py set-repository URL before the build)"
+    ]

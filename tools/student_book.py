@@ -26,7 +26,8 @@ The repository button is off in the student edition (the repository's default br
   like the served files, and a Colab or GitHub link into the book's repository must point at
   :data:`STUDENT_BRANCH` and at a file of ``_build/student/branch``, which is read too; a link to the repository's
   home page (its default branch holds the solutions) is reported;
-* any other file of ``_build/student/branch`` (the whole branch is public) holds a solution.
+* any other file of ``_build/student/branch`` (the whole branch is public) holds a solution, or a notebook there would
+  install attn_lib from another repository than the edition's (``tools/chapters.py set-repository`` not run).
 """
 
 from __future__ import annotations
@@ -277,13 +278,38 @@ def _leaks(path: Path, lines: list[str]) -> str | None:
     return None
 
 
-def _repository(html_dir: Path, root: Path) -> tuple[str, str] | None:
-    """(owner, name) of the repository the edition was built for (its ``_config.yml`` next to ``html_dir``)."""
+def _repository_url(html_dir: Path, root: Path) -> str:
+    """``repository.url`` the edition was built with (its ``_config.yml`` next to ``html_dir``, else ``root``'s)."""
     config_path = html_dir.parent / "_config.yml"
     config_path = config_path if config_path.is_file() else root / "_config.yml"
     url = ((yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}).get("repository") or {}).get("url") or ""
-    parts = url.strip().rstrip("/").split("/")
-    return (parts[-2], parts[-1].removesuffix(".git")) if url and len(parts) >= 5 else None
+    return url.strip().rstrip("/")
+
+
+def _repository(html_dir: Path, root: Path) -> tuple[str, str] | None:
+    """(owner, name) of the repository the edition was built for."""
+    parts = _repository_url(html_dir, root).split("/")
+    return (parts[-2], parts[-1].removesuffix(".git")) if len(parts) >= 5 else None
+
+
+def _install_problems(branch_dir: Path, url: str) -> list[str]:
+    """Student-branch notebooks whose Colab cell would not install attn_lib from ``url`` (the edition's repository)."""
+    problems = []
+    for path in sorted(branch_dir.rglob("*.ipynb")) if url and branch_dir.is_dir() else []:
+        try:
+            cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+        except ValueError:
+            problems.append(f"student branch file {path.relative_to(branch_dir)} is not a readable notebook")
+            continue
+        setup = ["".join(c.get("source", "")) for c in cells if "colab-setup" in c.get("metadata", {}).get("tags", [])]
+        if setup and f'REPO = "{url}"' not in setup[0]:
+            found = re.search(r'REPO = "([^"]*)"', setup[0])
+            problems.append(
+                f"student branch notebook {path.relative_to(branch_dir)} installs attn_lib from "
+                f"{found[1] if found else 'nowhere'!r}, not from the edition's repository {url} "
+                "(run tools/chapters.py set-repository URL before the build)"
+            )
+    return problems
 
 
 def served_problems(html_dir: Path, root: Path = ROOT, branch_dir: Path | None = None) -> list[str]:
@@ -365,7 +391,7 @@ def served_problems(html_dir: Path, root: Path = ROOT, branch_dir: Path | None =
     for path in sorted(branch_dir.rglob("*")) if branch_dir.is_dir() else []:
         if path.is_file() and path.suffix in SERVED_SUFFIXES:
             read_file(path.resolve(), f"student branch file {path.relative_to(branch_dir)}")
-    return problems
+    return problems + _install_problems(branch_dir, _repository_url(html_dir, root))
 
 
 def check(html_dir: Path, root: Path = ROOT, branch_dir: Path | None = None) -> list[str]:

@@ -135,7 +135,13 @@ def stage_venv(venv: Path, python: str, torch_spec: str, reuse: bool) -> None:
 def stage_wheel(venv: Path, dist: Path) -> None:
     shutil.rmtree(dist, ignore_errors=True)
     pip = [venv / "bin" / "python", "-m", "pip"]
-    _run([*pip, "wheel", "-q", "--no-deps", "-w", dist, ROOT])
+    with tempfile.TemporaryDirectory() as tmp:  # a copy, so that setuptools leaves no build/ in the checkout
+        source = Path(tmp) / "attn_lib-source"
+        source.mkdir()
+        for name in ("pyproject.toml", "README.md", "LICENSE"):
+            shutil.copy(ROOT / name, source / name)
+        shutil.copytree(ROOT / "attn_lib", source / "attn_lib", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        _run([*pip, "wheel", "-q", "--no-deps", "-w", dist, source])
     wheels = sorted(dist.glob("attn_lib-*.whl"))
     if len(wheels) != 1:
         raise RuntimeError(f"expected one attn_lib wheel in {dist}, found {wheels}")
@@ -203,11 +209,19 @@ def stage_chapter(venv: Path, out: Path) -> None:
     final = "".join("".join(o.get("text", "")) for o in done["cells"][-1].get("outputs", []))
     if "COLAB-ENV" not in final or "site-packages" not in final or "'ipywidgets': '7.7.1'" not in final:
         raise RuntimeError(f"chapter 1 did not run on the wheel with ipywidgets 7.7.1: {final!r}")
-    views = [o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
-    if not views:
-        raise RuntimeError("chapter 1 shows no widget (its temperature slider) under ipywidgets 7.7.1")
+    slider_cells = [
+        c for c in done["cells"] if c["cell_type"] == "code" and "precomputed_slider(" in "".join(c["source"])
+    ]
+    views = [
+        o
+        for c in slider_cells
+        for o in c.get("outputs", [])
+        if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+    ]
+    if not slider_cells or not views:
+        raise RuntimeError("chapter 1's temperature slider shows no widget under ipywidgets 7.7.1")
     stderr = ["".join(o.get("text", "")) for o in outputs if o.get("name") == "stderr"]
-    print(f"chapter 1 executed: {len(views)} widget outputs; {final.strip()}")
+    print(f"chapter 1 executed, its slider shown as a widget ({len(views)} view); {final.strip()}")
     for text in stderr:
         print("chapter 1 wrote on stderr (the book build would fail on it):", text.strip()[:300])
     if stderr:

@@ -23,6 +23,7 @@ help:
 	@echo "make test   run the whole test suite (starts with make lint)"
 	@echo "make lint   ruff check, ruff format --check, actionlint, chapter pairing check"
 	@echo "make assignments  build the Otter assignments (student notebooks, autograders) into _build/assignments"
+	@echo "make test-colab   chapter 1, assignment 1 and a slider in a venv with Google Colab's package versions"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -91,6 +92,15 @@ test-book: setup
 
 test-browser: setup
 	$(BIN)/pytest tests -m browser
+
+# The Colab-versions environment (tools/colab_env.py): a separate venv (.cache/colab-env, rebuilt on every run) on
+# $(COLAB_PYTHON) with torch $(TORCH_SPEC) and Google Colab's pins (ipywidgets 7.7.1, transformers 5.15.0, numpy,
+# pandas, matplotlib, scipy, ipykernel, notebook), the built wheel of attn_lib, chapter 1 and assignment 1 executed, a
+# slider rendered. Not part of `make test` (it takes minutes, most of them installing); .ci/run runs it after.
+COLAB_PYTHON ?= python3.11
+.PHONY: test-colab
+test-colab: $(STAMP)
+	$(PY) tools/colab_env.py --python $(COLAB_PYTHON) --torch "$(TORCH_SPEC)"
 
 clean:
 	rm -rf _build

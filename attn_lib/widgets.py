@@ -22,6 +22,10 @@ Example::
 
     precomputed_slider([0.5, 1, 2], render, description="T")
 
+Works with ipywidgets 7.7 (Google Colab's) and 8.x. ipywidgets 7 has no ``Stack``: there the images sit in a
+:class:`Stack7` (a ``Box`` that shows only its selected child) and the slider drives it through a kernel-side
+:func:`ipywidgets.link`, which needs the live kernel that Colab has; the static book is built with ipywidgets 8.
+
 Only matplotlib and ipywidgets are imported here (see docs/ARCHITECTURE.md).
 """
 
@@ -36,17 +40,51 @@ from typing import Any
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
+import traitlets
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 __all__ = [
+    "IPYWIDGETS_MAJOR",
     "PrecomputedSlider",
+    "Stack7",
     "figure_provenance",
     "figure_to_png",
     "label_figure",
     "precomputed_slider",
     "provenance",
 ]
+
+#: Major version of the installed ipywidgets (7 on Colab, 8 elsewhere).
+IPYWIDGETS_MAJOR = int(widgets.__version__.split(".")[0])
+
+
+class Stack7(widgets.Box):
+    """ipywidgets 7's stand-in for ``ipywidgets.Stack``: a ``Box`` that shows only ``children[selected_index]``.
+
+    The others get ``layout.display = "none"``. ``selected_index`` lives in the kernel only (ipywidgets 7's front
+    end has no stack model), so a slider drives it through :func:`ipywidgets.link`, not ``jslink``.
+    """
+
+    selected_index = traitlets.Int(None, allow_none=True)
+
+    def __init__(self, children: Sequence[widgets.Widget] = (), selected_index: int | None = None, **kwargs: Any):
+        super().__init__(children=list(children), **kwargs)
+        self.observe(self._show_selected, names=["selected_index", "children"])
+        self.selected_index = selected_index
+        self._show_selected()
+
+    def _show_selected(self, change: dict | None = None) -> None:
+        for i, child in enumerate(self.children):
+            child.layout.display = None if i == self.selected_index else "none"
+
+
+def _stack(children: list[widgets.Widget], selected_index: int) -> widgets.Box:
+    """``ipywidgets.Stack`` where it exists (ipywidgets 8), else :class:`Stack7`."""
+    if hasattr(widgets, "Stack"):
+        return widgets.Stack(children=children, selected_index=selected_index)
+    return Stack7(children, selected_index=selected_index)
+
 
 #: gid given to the footer text that :func:`label_figure` adds (lets tests and other helpers find it).
 PROVENANCE_GID = "attn_lib-provenance"
@@ -161,7 +199,7 @@ class PrecomputedSlider(widgets.VBox):
     def __init__(
         self,
         slider: widgets.SelectionSlider,
-        stack: widgets.Stack,
+        stack: widgets.Box,
         values: list,
         labels: list[str],
         *,
@@ -180,7 +218,10 @@ class PrecomputedSlider(widgets.VBox):
         self.live = live
         self.dpi = dpi
         self.live_seconds: dict[int, float] = {}
-        self.link = widgets.jslink((slider, "index"), (stack, "selected_index"))
+        if isinstance(stack, Stack7):  # ipywidgets 7: the link runs in the kernel (Colab has one)
+            self.link = widgets.link((slider, "index"), (stack, "selected_index"))
+        else:  # ipywidgets 8: the link runs in the browser, so the static book's slider works too
+            self.link = widgets.jslink((slider, "index"), (stack, "selected_index"))
         if live is not None:
             # fires only in a kernel (a Python-side change); the static page has only the jslink. One computation per
             # release of the handle, not per position passed while dragging.
@@ -306,5 +347,5 @@ def precomputed_slider(
         readout=True,
         style={"description_width": "initial"},
     )
-    stack = widgets.Stack(children=images, selected_index=index)
+    stack = _stack(images, index)
     return PrecomputedSlider(slider, stack, values, labels, live=live, dpi=dpi)

@@ -56,6 +56,7 @@ Some prose.
 ```{code-cell} ipython3
 x = 1
 assert x == 1
+handle, text = chapter.load_inputs(cfg)  # runs a model: the chapter asks for a GPU
 ```
 """
 
@@ -127,15 +128,60 @@ def test_a_hand_edited_colab_cell_is_reported_and_sync_restores_it(book_copy):
 def test_a_chapter_without_the_gpu_request_is_reported(book_copy):
     md = _first_chapter(book_copy)
     md.write_text(md.read_text().replace("accelerator: GPU\n", "", 1))
-    assert any("accelerator: GPU" in p for p in chapters_tool.problems(book_copy))
+    assert any(
+        "runs a model, so its header must request a Colab GPU runtime" in p for p in chapters_tool.problems(book_copy)
+    )
 
 
-def test_the_colab_cell_installs_from_the_configured_repository():
+def test_a_chapter_without_a_model_asks_for_a_cpu(book_copy):
+    """A model call inside a solution does not count; a GPU request there is reported, and dropping it is in order."""
+    md = _first_chapter(book_copy)
+    solution = "```{solution-start} ex-x\n:label: sol-x\n```\n\n```{code-cell} ipython3\nh = chapter.load_inputs(cfg)\n```\n\n```{solution-end}\n```\n"
+    text = md.read_text().replace(
+        "handle, text = chapter.load_inputs(cfg)  # runs a model: the chapter asks for a GPU\n", ""
+    )
+    md.write_text(text + "\n" + solution)
+    chapters_tool.sync(book_copy)
+    assert not chapters_tool.needs_gpu(md.read_text())
+    assert any("runs no model, so it must request a Colab CPU runtime" in p for p in chapters_tool.problems(book_copy))
+    md.write_text(md.read_text().replace("accelerator: GPU\n", "", 1))
+    chapters_tool.sync(book_copy)
+    assert chapters_tool.problems(book_copy) == []
+    import nbformat
+
+    meta = nbformat.read(md.with_suffix(".ipynb"), as_version=4).metadata
+    assert "accelerator" not in meta and meta["colab"] == {"provenance": []}  # Colab's CPU runtime
+
+
+def test_set_repository_fills_in_the_one_url_and_every_colab_cell(book_copy):
+    url = "https://github.com/someone/some-fork"
+    chapters_tool.set_repository(book_copy, url)
+    assert chapters_tool.repository_url(book_copy) == url
     import yaml
 
-    url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
+    assert yaml.safe_load((book_copy / "_config.yml").read_text())["repository"]["branch"] == "notebooks"
+    assert "# The repository URL" in (book_copy / "_config.yml").read_text()  # the comments are kept
+    for path in (_first_chapter(book_copy), _first_chapter(book_copy).with_suffix(".ipynb")):
+        assert f'REPO = \\"{url}\\"' in path.read_text() or f'REPO = "{url}"' in path.read_text()
+    assert chapters_tool.problems(book_copy) == []
+    chapters_tool.set_repository(book_copy, "")  # back to "not published"
+    assert 'REPO = ""' in _first_chapter(book_copy).read_text() and chapters_tool.problems(book_copy) == []
+    assert (book_copy / "_config.yml").read_text() == (ROOT / "_config.yml").read_text()  # as committed again
+    with pytest.raises(ValueError, match="url must be"):
+        chapters_tool.set_repository(book_copy, "github.com/no-scheme")
+
+
+def test_an_unpublished_book_stops_on_colab_with_a_message(monkeypatch):
+    """With no repository URL, the Colab cell raises a plain message instead of a pip error."""
+    import types
+
     source = chapters_tool.colab_source(ROOT)
-    assert f'REPO = "{url}"' in source and "git+{REPO}" in source and "google.colab" in source
+    if chapters_tool.repository_url(ROOT):
+        pytest.skip("this checkout names its repository")
+    assert 'REPO = ""' in source and "not published" in source
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    with pytest.raises(RuntimeError, match="not published"):
+        exec(compile(source, "colab_setup", "exec"), {})
 
 
 def test_the_command_line_exits_non_zero_on_a_problem(book_copy):

@@ -9,7 +9,7 @@ files anyone edits) -> ``_build/assignments/<name>/`` with Otter's student noteb
 For each assignment, ``build`` writes
 
 * ``<out>/<name>/source/<name>.ipynb``: the master notebook (solutions and tests), with the Colab set-up cell of
-  ``assignments/_colab_setup.py`` and the Colab GPU metadata filled in;
+  ``assignments/_colab_setup.py`` and the Colab CPU metadata filled in;
 * ``<out>/<name>/student/<name>.ipynb``: what students get (``otter assign``: solutions replaced by ``...``,
   ``grader.check("qN")`` cells, the public tests in the notebook's metadata);
 * ``<out>/<name>/autograder/<name>.ipynb`` (the solution notebook) and ``<out>/<name>/autograder/autograder.zip``
@@ -41,8 +41,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "_build" / "assignments"
 COLAB_TAG = "colab-setup"
-#: Notebook metadata that makes Colab open the notebook on a GPU runtime (as the chapters, tools/chapters.py).
-COLAB_METADATA = {"accelerator": "GPU", "colab": {"gpuType": "T4", "provenance": []}}
+#: Notebook metadata that makes Colab open the notebook on a CPU runtime (its default): every assignment runs on a
+#: CPU in seconds (tools/chapters.py gives the model chapters a GPU).
+COLAB_METADATA = {"colab": {"provenance": []}}
 
 
 def sources(root: Path = ROOT) -> list[Path]:
@@ -96,8 +97,8 @@ def build(md: Path, out: Path = OUT, root: Path = ROOT) -> Path:
     zips[0].rename(dest / "autograder" / "autograder.zip")  # Otter's name carries a timestamp
     for path in (dest / "student" / f"{name}.ipynb", dest / "autograder" / f"{name}.ipynb"):
         nb = nbformat.read(path, as_version=4)
-        if nb.metadata.get("accelerator") != "GPU":
-            raise RuntimeError(f"{name}: {path.parent.name} notebook lost the Colab GPU metadata")
+        if nb.metadata.get("colab") != COLAB_METADATA["colab"] or "accelerator" in nb.metadata:
+            raise RuntimeError(f"{name}: {path.parent.name} notebook lost the Colab CPU metadata")
         _stable_ids(nb)
         nbformat.write(nb, path)
     return dest

@@ -4,6 +4,7 @@ edits) and its twin ``book/NN_topic.ipynb`` (written from it, without outputs, f
     python tools/chapters.py sync            # write every .ipynb twin from its .md (and the shared Colab cell)
     python tools/chapters.py check           # fail if a twin is missing or stale, or a chapter breaks a rule
     python tools/chapters.py check --outputs # only: no notebook in book/ carries outputs (pre-commit hook)
+    python tools/chapters.py set-repository URL  # set repository.url of _config.yml, then sync (the Pages workflow)
 
 Rules that ``check`` enforces (tests/test_chapters.py runs it, and shows each rule failing on a broken copy):
 
@@ -12,7 +13,10 @@ Rules that ``check`` enforces (tests/test_chapters.py runs it, and shows each ru
 * no notebook carries outputs, execution counts or widget state;
 * no code cell is longer than :data:`MAX_CELL_LINES` lines (chapters call ``attn_lib``; they define nothing);
 * the chapter's first code cell is the Colab set-up cell of ``book/_shared/colab_setup.py`` (with the repository
-  URL of ``_config.yml``), and the notebook asks Colab for a GPU runtime.
+  URL of ``_config.yml``, empty in a book that is not published);
+* the chapter asks Colab for the runtime it needs: a GPU (``accelerator: GPU`` in its header) when it runs a model
+  outside its solutions (:func:`needs_gpu`), a CPU (no ``accelerator``) otherwise. ``sync`` writes the Colab
+  metadata of the runtime the header names.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import copy
 import hashlib
+import re
 import sys
 from pathlib import Path
 
@@ -30,9 +35,20 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 MAX_CELL_LINES = 25
 COLAB_TAG = "colab-setup"
-#: Notebook metadata that makes Colab open the chapter on a GPU runtime.
+#: Notebook metadata that makes Colab open the chapter on a GPU runtime ...
 COLAB_METADATA = {"accelerator": "GPU", "colab": {"gpuType": "T4", "provenance": []}}
+#: ... and on a CPU runtime (Colab's default: no accelerator).
+COLAB_CPU_METADATA = {"colab": {"provenance": []}}
 JUPYTEXT_FORMATS = "ipynb,md:myst"
+#: Calls that run a language model; a chapter making one outside its solutions needs a GPU runtime.
+_MODEL_CALL = re.compile(r"\bchapter\.(load_inputs|encoder_results)\(|\bload_model\(|\bexperiments\.run_all\(")
+_SOLUTION = re.compile(r"^```\{solution-start\}.*?^```\{solution-end\}\n```", re.M | re.S)
+_CONFIG_URL = re.compile(r"^(repository:\n(?:[ \t]+.*\n)*?[ \t]+url:)[^\n]*$", re.M)
+_CONFIG_BRANCH = re.compile(r"^(repository:\n(?:[ \t]+.*\n)*?[ \t]+branch:)[^\n]*$", re.M)
+#: The branch the published book's Colab buttons open: the Pages workflow pushes the chapter notebooks there once
+#: ``set-repository`` has filled in their install cells (the committed ones name no repository). The student edition
+#: opens its own branch (tools/student_book.py).
+PUBLISHED_BRANCH = "notebooks"
 
 
 def chapters(book: Path) -> list[Path]:
@@ -40,9 +56,41 @@ def chapters(book: Path) -> list[Path]:
     return sorted(p for p in book.glob("[0-9][0-9]_*.md"))
 
 
+def repository_url(root: Path) -> str:
+    """``repository.url`` of ``_config.yml`` (``""`` in a book that is not published)."""
+    return (yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))["repository"].get("url") or "").strip()
+
+
+def set_repository(root: Path, url: str) -> list[Path]:
+    """Write ``url`` as ``repository.url`` of ``root/_config.yml`` (comments kept), then :func:`sync`.
+
+    The Pages workflow runs this with ``${{ github.server_url }}/${{ github.repository }}`` before it builds, so the
+    published book's buttons and install cells point at the repository that built it. ``url`` is ``https://HOST/
+    OWNER/NAME`` or ``""`` (not published). With a URL, ``repository.branch`` becomes :data:`PUBLISHED_BRANCH`, the
+    branch where the workflow puts the notebooks written here; without one, ``main``. Returns the files written.
+    """
+    if url and not re.fullmatch(r"https://[\w.-]+/[\w.-]+/[\w.-]+", url):
+        raise ValueError(f"url must be https://HOST/OWNER/NAME or empty (got {url!r})")
+    config = root / "_config.yml"
+    text = config.read_text(encoding="utf-8")
+    new, n = _CONFIG_URL.subn(lambda m: f"{m[1]} {url!r}" if url else f'{m[1]} ""', text, count=1)
+    new, n_branch = _CONFIG_BRANCH.subn(lambda m: f"{m[1]} {PUBLISHED_BRANCH if url else 'main'}", new, count=1)
+    if n != 1 or n_branch != 1:
+        raise ValueError(f"{config}: no repository.url and repository.branch lines to set")
+    config.write_text(new, encoding="utf-8")
+    if repository_url(root) != url:
+        raise ValueError(f"{config}: repository.url reads back as {repository_url(root)!r}, not {url!r}")
+    return [config, *sync(root)]
+
+
+def needs_gpu(md_text: str) -> bool:
+    """Whether a chapter runs a language model outside its solutions (then Colab should give it a GPU)."""
+    return bool(_MODEL_CALL.search(_SOLUTION.sub("", md_text)))
+
+
 def colab_source(root: Path) -> str:
     """The shared Colab set-up cell, with ``repository.url`` of ``_config.yml`` filled in."""
-    url = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))["repository"]["url"]
+    url = repository_url(root)
     template = (root / "book" / "_shared" / "colab_setup.py").read_text(encoding="utf-8")
     return template.replace("{repository_url}", url).replace("{{", "{").replace("}}", "}").rstrip("\n")
 
@@ -54,7 +102,10 @@ def _with_shared_parts(nb, root: Path):
     if len(colab) != 1:
         raise ValueError(f"expected exactly one code cell tagged {COLAB_TAG!r}, found {len(colab)}")
     colab[0].source = colab_source(root)
-    nb.metadata.update(copy.deepcopy(COLAB_METADATA))
+    gpu = nb.metadata.get("accelerator") == "GPU"
+    nb.metadata.pop("accelerator", None)
+    nb.metadata.pop("colab", None)
+    nb.metadata.update(copy.deepcopy(COLAB_METADATA if gpu else COLAB_CPU_METADATA))
     nb.metadata.setdefault("jupytext", {})["formats"] = JUPYTEXT_FORMATS
     nb.metadata["jupytext"]["notebook_metadata_filter"] = "accelerator,colab"
     return nb
@@ -151,19 +202,28 @@ def problems(root: Path = ROOT) -> list[str]:
             if n > MAX_CELL_LINES:
                 first = c.source.strip().splitlines()[0][:60]
                 found.append(f"{name}: a code cell has {n} lines (> {MAX_CELL_LINES}), starting {first!r}")
-        meta = nb.metadata
-        if meta.get("accelerator") != "GPU":
-            found.append(f"{name}: notebook metadata must request a Colab GPU runtime (accelerator: GPU)")
+        gpu, wanted = nb.metadata.get("accelerator") == "GPU", needs_gpu(md.read_text(encoding="utf-8"))
+        if gpu and not wanted:
+            found.append(f"{name}: runs no model, so it must request a Colab CPU runtime (drop accelerator: GPU)")
+        elif wanted and not gpu:
+            found.append(f"{name}: runs a model, so its header must request a Colab GPU runtime (accelerator: GPU)")
     return found
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["sync", "check"])
+    parser.add_argument("command", choices=["sync", "check", "set-repository"])
+    parser.add_argument("url", nargs="?", help="set-repository: the repository URL (empty: not published)")
     parser.add_argument("--outputs", action="store_true", help="check only that notebooks carry no outputs")
     parser.add_argument("--root", type=Path, default=ROOT, help="repository root (default: this checkout)")
     args = parser.parse_args(argv)
     root = args.root.resolve()
+    if args.command == "set-repository":
+        if args.url is None:
+            parser.error("set-repository needs a URL (or '' for a book that is not published)")
+        for path in set_repository(root, args.url):
+            print("wrote", path.relative_to(root))
+        return 0
     if args.command == "sync":
         for path in sync(root):
             print("wrote", path.relative_to(root))

@@ -1,16 +1,33 @@
 """The student edition of the book: every chapter with its exercises and without their solutions.
 
-    python tools/student_book.py build   # write the configuration, build into _build/student/html, then check it
-    python tools/student_book.py check   # only check an existing _build/student/html
+    python tools/student_book.py build   # write the configuration, build into _build/student/html and the student
+                                         # notebooks into _build/student/branch, then check both
+    python tools/student_book.py check   # only check an existing _build/student/{html,branch}
 
 The configuration is ``_config.yml`` with sphinx-exercise's ``hide_solutions`` set and the local extension
 ``book/_ext/student_edition.py`` loaded (it makes ``hide_solutions`` remove the gated ``{solution-start}`` ...
 ``{solution-end}`` blocks the chapters use, code cells included). It is written to ``_build/student/_config.yml``
 and passed to ``jupyter-book build --config``; the HTML goes to ``_build/student/html``, next to (never into) the
-instructors' ``_build/html``.
+instructors' ``_build/html``. The extension also replaces the page sources that the download buttons serve
+(``_sources/<page>.md`` and ``.ipynb``) by their stripped versions.
 
-``check`` fails when a chapter page of the student HTML still shows a solution (a solution block, a ``sol-`` label,
-or a line of a solution's code or plain prose from the chapter source) or lost an exercise.
+The student edition's Colab buttons open the chapters on the branch :data:`STUDENT_BRANCH` (its
+``repository.branch``); ``build`` writes that branch's files, every chapter as a stripped ``.md`` and a student
+``.ipynb`` without outputs, into ``_build/student/branch``, and the Pages workflow pushes that folder to the branch.
+The repository button is off in the student edition (the repository's default branch holds the solutions).
+
+``check`` fails when the student edition still serves a solution anywhere:
+
+* a chapter page shows a solution (a solution block, a ``sol-`` label, or a line of a solution's code or plain prose
+  from the chapter source) or lost an exercise;
+* a file the site serves (``_sources``, ``_downloads``, any ``.md``, ``.ipynb``, ``.txt``, ``.py`` outside the theme's
+  ``_static``) holds a solution directive or a solution line;
+* a page links to a notebook or source that is not served or holds a solution: a local ``.ipynb``/``.md`` link is read
+  like the served files, and a Colab or GitHub link into the book's repository must point at
+  :data:`STUDENT_BRANCH` and at a file of ``_build/student/branch``, which is read too; a link to the repository's
+  home page (its default branch holds the solutions) is reported;
+* any other file of ``_build/student/branch`` (the whole branch is public) holds a solution, or a notebook there would
+  install attn_lib from another repository than the edition's (``tools/chapters.py set-repository`` not run).
 """
 
 from __future__ import annotations
@@ -18,6 +35,8 @@ from __future__ import annotations
 import argparse
 import copy
 import html
+import importlib.util
+import json
 import re
 import shutil
 import subprocess
@@ -31,6 +50,18 @@ OUT = Path("_build") / "student"
 EXTENSION = "student_edition"
 # Pages for instructors only: left out of the student edition's table of contents (and not executed there).
 INSTRUCTOR_ONLY = ("book/instructor_guide",)
+#: The branch that holds the student notebooks (written by the Pages workflow); the student edition's Colab buttons
+#: open it.
+STUDENT_BRANCH = "student"
+#: Files of the student site that are read as text and must hold no solution (pages are checked on their own).
+SERVED_SUFFIXES = (".md", ".ipynb", ".txt", ".py", ".rst")
+_HREF = re.compile(r'href="([^"]+)"')
+_REPO_LINK = re.compile(
+    r"^https://(?:colab\.research\.google\.com/github|github\.com)/(?P<org>[^/]+)/(?P<repo>[^/]+)"
+    r"/(?:blob|tree|raw)/(?P<branch>[^/]+)/(?P<path>[^?#]+)"
+    r"|^https://raw\.githubusercontent\.com/(?P<org2>[^/]+)/(?P<repo2>[^/]+)/(?P<branch2>[^/]+)/(?P<path2>[^?#]+)"
+)
+_DIRECTIVE = re.compile(r"\{solution(?:-start|-end)?\}")
 
 _SOLUTION = re.compile(r"^```\{solution-start\}.*?^```\{solution-end\}\n```", re.M | re.S)
 _EXERCISE = re.compile(r"^```\{exercise\}", re.M)
@@ -56,8 +87,12 @@ def student_config(root: Path = ROOT, overrides: dict | None = None) -> dict:
     """
     config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
     config["exclude_patterns"] = [*config.get("exclude_patterns", []), *(f"{page}.*" for page in INSTRUCTOR_ONLY)]
+    # Colab opens the student notebooks (no solutions) of the student branch; no button leads to the default branch
+    config.setdefault("repository", {})["branch"] = STUDENT_BRANCH
+    config.setdefault("html", {})["use_repository_button"] = False
     sphinx = config.setdefault("sphinx", {})
     sphinx.setdefault("config", {})["hide_solutions"] = True
+    sphinx["config"]["publication_repository_button"] = False  # book/_ext/publication.py
     sphinx.setdefault("local_extensions", {})[EXTENSION] = str((root / "book" / "_ext").resolve())
     _merge(config, overrides or {})
     return config
@@ -79,6 +114,41 @@ def student_toc(root: Path = ROOT) -> dict:
     toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
     toc["chapters"] = [entry for entry in toc.get("chapters", []) if entry.get("file") not in INSTRUCTOR_ONLY]
     return toc
+
+
+def _extension(root: Path = ROOT):
+    """``book/_ext/student_edition.py`` of ``root`` as a module (it strips solutions from sources and notebooks)."""
+    spec = importlib.util.spec_from_file_location("student_edition", root / "book" / "_ext" / "student_edition.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def write_branch(root: Path, dest: Path) -> list[Path]:
+    """Write the files of the student branch into ``dest`` (emptied first): each chapter of the student edition as
+    ``book/NN_topic.md`` without its solutions and ``book/NN_topic.ipynb`` (the student notebook Colab opens), and a
+    README. Returns the notebooks written.
+    """
+    ext = _extension(root)
+    shutil.rmtree(dest, ignore_errors=True)
+    (dest / "book").mkdir(parents=True)
+    pages = {entry["file"] for entry in student_toc(root)["chapters"]}
+    written = []
+    for md in sorted((root / "book").glob("[0-9][0-9]_*.md")):
+        if f"book/{md.stem}" not in pages:
+            continue
+        text = md.read_text(encoding="utf-8")
+        (dest / "book" / md.name).write_text(ext.strip_solutions(text), encoding="utf-8")
+        notebook = dest / "book" / f"{md.stem}.ipynb"
+        notebook.write_text(ext.student_notebook(text), encoding="utf-8")
+        written.append(notebook)
+    (dest / "README.md").write_text(
+        "# Student notebooks\n\nThe chapters of the book without the solutions of their exercises, written by "
+        "`tools/student_book.py` (the Pages workflow pushes them to this branch; do not edit them here). The "
+        "student edition's Colab buttons open these notebooks.\n",
+        encoding="utf-8",
+    )
+    return written
 
 
 def _merge(base: dict, extra: dict) -> None:
@@ -104,7 +174,8 @@ def build(root: Path = ROOT, out: Path | None = None, overrides: dict | None = N
     Returns
     -------
     Path
-        ``out/html``. A failed build raises :class:`subprocess.CalledProcessError`.
+        ``out/html``; the student branch's files are in ``out/branch`` (:func:`write_branch`). A failed build raises
+        :class:`subprocess.CalledProcessError`.
     """
     out = (out or root / OUT).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -132,6 +203,7 @@ def build(root: Path = ROOT, out: Path | None = None, overrides: dict | None = N
     shutil.rmtree(target, ignore_errors=True)
     shutil.move(str(work / "_build" / "html"), str(target))
     shutil.rmtree(work, ignore_errors=True)
+    write_branch(root, out / "branch")
     return target
 
 
@@ -175,8 +247,156 @@ def solution_lines(md_text: str) -> list[str]:
     return lines
 
 
-def check(html_dir: Path, root: Path = ROOT) -> list[str]:
-    """What is wrong with a student edition: solutions left in, exercises lost. Empty when it is right.
+def _served_text(path: Path) -> str:
+    """The text of a served file as a reader gets it: a notebook's cell sources and outputs, else the file."""
+    raw = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix == ".ipynb":
+        try:
+            nb = json.loads(raw)
+        except ValueError:
+            return raw
+        parts = []
+        for cell in nb.get("cells", []):
+            parts.append("".join(cell.get("source", "")))
+            for output in cell.get("outputs", []):
+                parts.append("".join(output.get("text", "")))
+                parts += ["".join(v) if isinstance(v, list) else str(v) for v in output.get("data", {}).values()]
+        return "\n".join(parts)
+    return raw
+
+
+def _leaks(path: Path, lines: list[str]) -> str | None:
+    """Why the served file ``path`` gives a solution away (a solution directive or line), or ``None``."""
+    text = _served_text(path)
+    directive = _DIRECTIVE.search(text)
+    if directive:
+        return f"holds a {directive[0]} directive"
+    flat = _SPACE.sub(" ", text)
+    leaked = [line for line in lines if line in flat]
+    if leaked:
+        return f"holds {len(leaked)} solution lines, e.g. {leaked[0]!r}"
+    return None
+
+
+def _repository_url(html_dir: Path, root: Path) -> str:
+    """``repository.url`` the edition was built with (its ``_config.yml`` next to ``html_dir``, else ``root``'s)."""
+    config_path = html_dir.parent / "_config.yml"
+    config_path = config_path if config_path.is_file() else root / "_config.yml"
+    url = ((yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}).get("repository") or {}).get("url") or ""
+    return url.strip().rstrip("/")
+
+
+def _repository(html_dir: Path, root: Path) -> tuple[str, str] | None:
+    """(owner, name) of the repository the edition was built for."""
+    parts = _repository_url(html_dir, root).split("/")
+    return (parts[-2], parts[-1].removesuffix(".git")) if len(parts) >= 5 else None
+
+
+def _install_problems(branch_dir: Path, url: str) -> list[str]:
+    """Student-branch notebooks whose Colab cell would not install attn_lib from ``url`` (the edition's repository)."""
+    problems = []
+    for path in sorted(branch_dir.rglob("*.ipynb")) if url and branch_dir.is_dir() else []:
+        try:
+            cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+        except ValueError:
+            problems.append(f"student branch file {path.relative_to(branch_dir)} is not a readable notebook")
+            continue
+        setup = ["".join(c.get("source", "")) for c in cells if "colab-setup" in c.get("metadata", {}).get("tags", [])]
+        if setup and f'REPO = "{url}"' not in setup[0]:
+            found = re.search(r'REPO = "([^"]*)"', setup[0])
+            problems.append(
+                f"student branch notebook {path.relative_to(branch_dir)} installs attn_lib from "
+                f"{found[1] if found else 'nowhere'!r}, not from the edition's repository {url} "
+                "(run tools/chapters.py set-repository URL before the build)"
+            )
+    return problems
+
+
+def served_problems(html_dir: Path, root: Path = ROOT, branch_dir: Path | None = None) -> list[str]:
+    """The problems of :func:`check` that concern served files and links, not the pages' own text.
+
+    Parameters
+    ----------
+    html_dir : Path
+        The built student HTML.
+    root : Path
+        Repository root (its chapter sources give the solution lines; its ``_config.yml`` the repository, unless
+        ``html_dir/../_config.yml`` exists).
+    branch_dir : Path, optional
+        The student branch's files (default ``html_dir/../branch``).
+
+    Returns
+    -------
+    list of str
+        One line per problem.
+    """
+    branch_dir = branch_dir or html_dir.parent / "branch"
+    sources = [md.read_text(encoding="utf-8") for md in sorted((root / "book").glob("*.md"))]
+    # a solution line that some page also has outside its solutions (an import, say) gives nothing away
+    elsewhere = {_line(line) for text in sources for line in _SOLUTION.sub("", text).splitlines()}
+    lines = sorted({line for text in sources for line in solution_lines(text)} - elsewhere)
+    problems: list[str] = []
+    read: set[Path] = set()
+
+    def read_file(path: Path, shown: str) -> None:
+        if path in read:
+            return
+        read.add(path)
+        why = _leaks(path, lines)
+        if why:
+            problems.append(f"{shown} {why}")
+
+    for path in sorted(html_dir.rglob("*")):
+        rel = path.relative_to(html_dir)
+        if path.is_file() and path.suffix in SERVED_SUFFIXES and rel.parts[0] not in ("_static", "_images"):
+            read_file(path.resolve(), f"served file {rel}")
+    repository = _repository(html_dir, root)
+    for page in sorted(html_dir.rglob("*.html")):
+        rel_page = page.relative_to(html_dir)
+        if rel_page.parts[0] == "_static":
+            continue
+        for href in sorted(set(_HREF.findall(page.read_text(encoding="utf-8", errors="replace")))):
+            href = html.unescape(href)
+            target = href.split("#")[0].split("?")[0]
+            link = _REPO_LINK.match(href)
+            if link:
+                org, repo = link["org"] or link["org2"], link["repo"] or link["repo2"]
+                branch, path = link["branch"] or link["branch2"], link["path"] or link["path2"]
+                if "colab.research.google.com" not in href and (org, repo) != repository:
+                    continue  # another repository's file: not this book's solutions
+                if branch != STUDENT_BRANCH:
+                    problems.append(
+                        f"{rel_page} links to {path} on the branch {branch!r}, which holds the solutions "
+                        f"(the student edition opens the branch {STUDENT_BRANCH!r}): {href}"
+                    )
+                elif not (branch_dir / path).is_file():
+                    problems.append(f"{rel_page} links to {path}, which the student branch ({branch_dir}) lacks")
+                else:
+                    read_file((branch_dir / path).resolve(), f"{path} on the student branch (linked from {rel_page})")
+            elif repository and re.fullmatch(rf"https://github\.com/{re.escape('/'.join(repository))}/?", href):
+                problems.append(
+                    f"{rel_page} links to the repository's home page, whose default branch has the solutions"
+                )
+            elif (
+                "://" not in target
+                and not target.startswith(("mailto:", "data:"))
+                and target.endswith((".ipynb", ".md"))
+            ):
+                local = (page.parent / target).resolve()
+                if not local.is_file():
+                    problems.append(f"{rel_page} links to {target}, which the site does not serve")
+                else:
+                    read_file(local, f"{target} (linked from {rel_page})")
+    # the rest of the student branch is public too
+    for path in sorted(branch_dir.rglob("*")) if branch_dir.is_dir() else []:
+        if path.is_file() and path.suffix in SERVED_SUFFIXES:
+            read_file(path.resolve(), f"student branch file {path.relative_to(branch_dir)}")
+    return problems + _install_problems(branch_dir, _repository_url(html_dir, root))
+
+
+def check(html_dir: Path, root: Path = ROOT, branch_dir: Path | None = None) -> list[str]:
+    """What is wrong with a student edition: solutions left in anywhere it serves or links to, exercises lost.
+    Empty when it is right.
 
     Parameters
     ----------
@@ -184,6 +404,8 @@ def check(html_dir: Path, root: Path = ROOT) -> list[str]:
         The built student HTML (``_build/student/html``).
     root : Path
         Repository root, whose ``book/NN_*.md`` sources say which exercises and solutions each page has.
+    branch_dir : Path, optional
+        The files of the student branch that the Colab buttons open (default ``html_dir/../branch``).
 
     Returns
     -------
@@ -213,7 +435,7 @@ def check(html_dir: Path, root: Path = ROOT) -> list[str]:
         leaked = [line for line in solution_lines(source) if line in text]
         if leaked:
             problems.append(f"{md.name}: {len(leaked)} solution lines on the page, e.g. {leaked[0]!r}")
-    return problems
+    return problems + served_problems(html_dir, root, branch_dir)
 
 
 def main(argv: list[str] | None = None) -> int:

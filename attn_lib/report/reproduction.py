@@ -227,6 +227,23 @@ def reproduction_markdown(table: pd.DataFrame, *, links: bool = True, detail: st
     return "\n".join(lines)
 
 
+def rules_markdown(table: pd.DataFrame) -> str:
+    """The rule of every claim as a two-column pipe table (``id``, ``rule``), ``|`` inside a rule escaped.
+
+    Parameters
+    ----------
+    table : DataFrame
+        :func:`reproduction_table`.
+
+    Returns
+    -------
+    str
+    """
+    require_columns(table, "table", ("id", "rule"))
+    lines = ["| id | rule |", "|---|---|"] + [f"| {r['id']} | {_cell(r['rule'])} |" for _, r in table.iterrows()]
+    return "\n".join(lines)
+
+
 def plain_roles(text: str) -> str:
     """MyST roles (``{prf:ref}`x```) written as their plain label, for Markdown read outside the book."""
     return re.sub(r"\{[a-z:]+\}`([^`]+)`", r"\1", str(text))

@@ -158,6 +158,40 @@ def encoder_results(cfg: Settings, *, verbose: bool = True):
     return handle, results
 
 
+#: Chapter 5's multi-head coverage experiment (top-N size and random head orders), read back by the report.
+COVERAGE_N, COVERAGE_ORDERS = 16, 8
+
+
+def reproduction_results(cfg: Settings, handle, text) -> dict:
+    """Everything the reproduction report judges for one model: :func:`attn_lib.experiments.run_all`'s results
+    with the profile of ``cfg``, plus chapter 5's multi-head coverage (``N = 16``, 8 head orders, the profile's
+    fixed length) under ``"multihead_coverage"``; all from the result cache when the earlier chapters computed them.
+
+    Parameters
+    ----------
+    cfg : Settings
+    handle, text
+        As :func:`load_inputs` returns them (or :func:`encoder_results`' handle and the decoder's text).
+
+    Returns
+    -------
+    dict
+    """
+    from .cache import ResultCache
+    from .experiments import multihead_coverage, run_all
+
+    if not isinstance(cfg, Settings):
+        raise ValueError(
+            f"cfg must be an attn_lib.chapter.Settings (from chapter.settings()), got {type(cfg).__name__}"
+        )
+    results = dict(run_all(handle, text, cfg.grid, cache=ResultCache(), seed=cfg.seed))
+    L = min(int(cfg.grid.length_fixed), int(handle.max_length))
+    results["multihead_coverage"] = multihead_coverage(
+        handle, text, L=L, N=COVERAGE_N, permutations=COVERAGE_ORDERS, seed=cfg.seed, cache=ResultCache()
+    )
+    return results
+
+
 def show_figure(fig) -> None:
     """Display a Matplotlib figure as a PNG (its provenance footer included) and close it."""
     import matplotlib.pyplot as plt

@@ -1,11 +1,19 @@
 """Checks for the course assignments (``assignments/``) and the index of the book's exercises.
 
-Each ``check_*`` function takes a student's function, calls it on fixed, seeded inputs and compares the result with
-the library's reference (:mod:`attn_lib.theory`, :mod:`attn_lib.normalizers`). It returns ``None`` when the answer
-is right and raises :class:`AssertionError` whose message starts with ``HINT:`` and names what is wrong otherwise:
-the typical mistakes (a missing ``1/T``, the wrong axis, an unclipped sparsemax, ...) are recognised by computing
-them too and saying which one the answer matches. The Otter tests of the assignments call these checks, so the
-hints are unit-tested (``tests/test_exercises.py``) like the rest of the library.
+Each ``check_*`` function takes a student's function, calls it on fixed, seeded inputs (its *cases*) and compares
+the results with the library's reference (:mod:`attn_lib.theory`, :mod:`attn_lib.normalizers`). It returns
+``None`` when the answer is right and raises :class:`AssertionError` whose message starts with ``HINT:`` otherwise.
+Each check lists the typical mistakes of its question (a missing ``1/T``, the wrong axis, the smallest weights
+instead of the largest, ...) and computes the value each one gives on every case; an answer that gives one
+mistake's values on every case gets that mistake's hint. The cases are chosen so that no two listed mistakes, and
+no mistake and the right answer, give the same values (``tests/test_exercises.py`` checks this for the public and
+the hidden seeds, and that every listed mistake gets its own hint). Every hint ends with the student's value next
+to the expected one, at the inputs where they first differ.
+
+The student's function runs under a time limit (:data:`TIME_LIMIT_S`), with its printed output and its warnings
+swallowed; whatever it raises (``sys.exit()`` included) and whatever it returns (``None``, complex numbers,
+strings) becomes a hint. :func:`feedback` runs a check and *prints* its hint instead of raising it: the assignments'
+Otter tests call it, so that a failing test shows the hint and nothing else, never a traceback.
 
 :func:`exercise_index` reads the exercises of the book's chapters (the ``{exercise}`` blocks) and
 :func:`assignment_index` the questions of the assignments; the instructor page builds its tables from both.
@@ -13,11 +21,18 @@ hints are unit-tested (``tests/test_exercises.py``) like the rest of the library
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import io
 import math
 import re
+import signal
+import sys
+import threading
+import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -43,6 +58,9 @@ __all__ = [
     "check_sparsemax",
     "check_coverage",
     "check_heads_for_coverage",
+    # what the assignments' tests call, and the mistakes each check recognises
+    "feedback",
+    "listed_mistakes",
     # indexes for the instructor page
     "exercise_index",
     "assignment_index",
@@ -55,41 +73,131 @@ __all__ = [
 SEED = 20250824
 RTOL = 1e-6
 ATOL = 1e-9
+#: Seconds one call of the student's function may take before the check gives up with a hint (read at call time;
+#: every reference answer takes milliseconds, a first call on a GPU a few seconds).
+TIME_LIMIT_S = 30.0
 
 
 # ----------------------------------------------------------------------------------------------------------
 # shared machinery
 # ----------------------------------------------------------------------------------------------------------
+class _Case(NamedTuple):
+    """One input of a check: the arguments, the right answer and the value of each listed mistake.
+
+    ``mistakes`` maps each hint to the value that mistake gives here; a mistake missing from a case (or ``None``)
+    is not judged on it. ``properties`` are functions ``got -> hint or None``, asked when the answer matches no
+    listed mistake (rows that do not sum to one, inf or nan, ...); ``generic`` is the hint when none applies.
+    """
+
+    args: tuple
+    expected: Any
+    mistakes: dict
+    where: str
+    shape: tuple
+    what: str
+    generic: str
+    properties: tuple = ()
+
+
+class _TimeUp(BaseException):
+    """Raised inside the student's function when its time is up (a BaseException, so `except Exception` misses it)."""
+
+
 def _check_callable(fn: Any) -> None:
     if not callable(fn):
         raise ValueError(f"fn must be the function to check, a callable (got {type(fn).__name__})")
 
 
-def _as_array(out: Any, who: str) -> np.ndarray:
-    """The student's result as a float64 array (torch tensors are moved to the CPU first)."""
+def _as_array(out: Any, where: str) -> np.ndarray:
+    """The student's result as a float64 array (torch tensors are moved to the CPU first); anything that is not real
+    numbers becomes a hint."""
     if out is None:
-        raise AssertionError(f"HINT: {who} returned None: replace the `...` by your code and `return` the result")
-    if hasattr(out, "detach"):  # a torch tensor, possibly on a GPU
+        raise AssertionError(
+            f"HINT: your function returned None {where}: replace the `...` by your code and `return` the result"
+        )
+    if out is Ellipsis:
+        raise AssertionError(f"HINT: your function returned `...` {where}: replace the `...` by your code")
+    if hasattr(out, "detach") and hasattr(out, "is_complex"):  # a torch tensor, possibly on a GPU
+        if out.is_complex():
+            raise AssertionError(f"HINT: your function returned complex numbers {where}; the answer is real")
         out = out.detach().cpu().double().numpy()
     try:
-        arr = np.asarray(out, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise AssertionError(f"HINT: {who} must return numbers (got {type(out).__name__})") from None
-    return arr
-
-
-def _call(fn: Callable, who: str, *args) -> Any:
+        raw = np.asarray(out)
+    except Exception:
+        raise AssertionError(f"HINT: your function must return numbers {where} (got {type(out).__name__})") from None
+    if raw.dtype.kind == "c" or (raw.dtype.kind == "O" and any(isinstance(v, complex) for v in raw.ravel())):
+        raise AssertionError(f"HINT: your function returned complex numbers {where}; the answer is real")
+    if raw.dtype.kind not in "biufO":
+        raise AssertionError(f"HINT: your function must return numbers {where} (got {type(out).__name__})")
     try:
-        return fn(*args)
-    except Exception as exc:  # any error of the student's code becomes a hint, with its cause chained
-        shown = ", ".join(_short(a) for a in args)
-        raise AssertionError(f"HINT: {who}({shown}) raised {type(exc).__name__}: {exc}") from exc
+        return np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise AssertionError(f"HINT: your function must return numbers {where} (got {type(out).__name__})") from None
 
 
-def _short(a: Any) -> str:
-    if isinstance(a, np.ndarray):
-        return f"<array of shape {a.shape}>"
-    return repr(a)
+def _limited(fn: Callable, args: tuple, limit: float) -> Any:
+    """``fn(*args)``, raising :class:`_TimeUp` after ``limit`` seconds.
+
+    In the main thread (a notebook kernel, ``otter run``, pytest) a ``SIGALRM`` timer interrupts the function, loops
+    of Python code and sleeps alike. Elsewhere, or where a timer is already armed, the function runs in a worker
+    thread that is asked to stop (an asynchronous :class:`_TimeUp`) when its time is up.
+    """
+    main = threading.current_thread() is threading.main_thread()
+    if main and hasattr(signal, "setitimer") and signal.getitimer(signal.ITIMER_REAL)[0] == 0:
+
+        def on_alarm(signum, frame):
+            raise _TimeUp
+
+        previous = signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, limit)
+        try:
+            return fn(*args)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+    box: dict = {}
+
+    def target():
+        try:
+            box["value"] = fn(*args)
+        except BaseException as exc:  # handed to the caller
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name="attn_lib-exercise-check", daemon=True)
+    worker.start()
+    worker.join(limit)
+    if worker.is_alive():
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(worker.ident), ctypes.py_object(_TimeUp))
+        raise _TimeUp
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _call(fn: Callable, where: str, *args) -> Any:
+    """The student's ``fn(*args)``: its printing and warnings swallowed, any error or a timeout turned into a hint."""
+    limit = float(TIME_LIMIT_S)
+    try:
+        with (
+            contextlib.redirect_stdout(io.StringIO()),
+            contextlib.redirect_stderr(io.StringIO()),
+            warnings.catch_warnings(),
+            np.errstate(all="ignore"),
+        ):
+            warnings.simplefilter("ignore")
+            return _limited(fn, args, limit)
+    except _TimeUp:
+        raise AssertionError(
+            f"HINT: your function did not return within {limit:g} s {where}: look for a loop that never ends"
+        ) from None
+    except KeyboardInterrupt:
+        raise
+    except SystemExit as exc:
+        raise AssertionError(
+            f"HINT: your function called sys.exit({exc.code!r}) {where}: `return` the result instead"
+        ) from None
+    except BaseException as exc:  # any error of the student's code becomes a hint, with its cause chained
+        raise AssertionError(f"HINT: your function raised {type(exc).__name__}: {exc} ({where})") from exc
 
 
 def _close(a: np.ndarray, b: Any) -> bool:
@@ -97,24 +205,54 @@ def _close(a: np.ndarray, b: Any) -> bool:
     return a.shape == b.shape and bool(np.all(np.isfinite(a))) and np.allclose(a, b, rtol=RTOL, atol=ATOL)
 
 
-def _verdict(got: np.ndarray, expected: Any, mistakes: list[tuple[str, Any]], generic: str) -> None:
-    """Pass if ``got`` matches ``expected``; else raise the hint of the first mistake it matches, or ``generic``."""
-    if _close(got, expected):
+def _num(v: float) -> str:
+    return f"{float(v):.6g}"
+
+
+def _shown(got: np.ndarray, expected: Any) -> str:
+    """The student's value next to the expected one: whole for up to 6 numbers, else the entry that differs most."""
+    exp = np.asarray(expected, dtype=np.float64)
+    if got.ndim == 0:
+        return f"yours {_num(got)}, expected {_num(exp)}"
+    if got.size <= 6:
+        fmt = lambda v: "(" + ", ".join(_num(x) for x in v.ravel()) + ")"  # noqa: E731
+        return f"yours {fmt(got)}, expected {fmt(exp)}"
+    diff = np.where(np.isfinite(got), np.abs(got - exp), np.inf)
+    idx = np.unravel_index(int(np.argmax(diff)), got.shape)
+    at = ", ".join(str(int(i)) for i in idx)
+    return f"entry [{at}] (of shape {got.shape}): yours {_num(got[idx])}, expected {_num(exp[idx])}"
+
+
+def _run(fn: Callable, cases: list[_Case]) -> None:
+    """Call ``fn`` on every case and raise the hint of the answer (see the module docstring)."""
+    _check_callable(fn)
+    gots = []
+    for case in cases:
+        got = _as_array(_call(fn, case.where, *case.args), case.where)
+        if got.shape != tuple(case.shape):
+            raise AssertionError(
+                f"HINT: your function returned shape {got.shape} {case.where}, expected {tuple(case.shape)} ({case.what})"
+            )
+        gots.append(got)
+    bad = [i for i, (got, case) in enumerate(zip(gots, cases)) if not _close(got, case.expected)]
+    if not bad:
         return
-    for hint, wrong in mistakes:
-        if _close(got, wrong):
-            raise AssertionError(f"HINT: {hint}")
-    raise AssertionError(f"HINT: {generic}")
+    first, got = cases[bad[0]], gots[bad[0]]
+    shown = f"{first.where[0].upper()}{first.where[1:]}: {_shown(got, first.expected)}."
+    for hint in _hints(cases):
+        judged = [(g, c.mistakes[hint]) for g, c in zip(gots, cases) if c.mistakes.get(hint) is not None]
+        if judged and all(_close(g, value) for g, value in judged):
+            raise AssertionError(f"HINT: {hint}. {shown}")
+    for prop in first.properties:
+        hint = prop(got)
+        if hint:
+            raise AssertionError(f"HINT: {hint}. {shown}")
+    raise AssertionError(f"HINT: {first.generic}. {shown}")
 
 
-def _shape(got: np.ndarray, shape: tuple, who: str, what: str) -> None:
-    if got.shape != tuple(shape):
-        raise AssertionError(f"HINT: {who} returned shape {got.shape}, expected {tuple(shape)} ({what})")
-
-
-def _finite(got: np.ndarray, who: str, why: str) -> None:
-    if not np.all(np.isfinite(got)):
-        raise AssertionError(f"HINT: {who} returned inf or nan {why}")
+def _hints(cases: list[_Case]) -> list[str]:
+    """The listed mistakes of a check, in order of first appearance."""
+    return list(dict.fromkeys(h for c in cases for h in c.mistakes))
 
 
 def _rng(seed: Any) -> np.random.Generator:
@@ -127,9 +265,91 @@ def _row(L: int, d: int, scale: float, rng: np.random.Generator) -> tuple[np.nda
     return alpha, rng.standard_normal((L, d))
 
 
+def _finite_or_none(v: Any) -> Any:
+    """A mistake's value, or None where that mistake gives inf or nan (it is then not judged on that case)."""
+    arr = np.asarray(v, dtype=np.float64)
+    return arr if np.all(np.isfinite(arr)) else None
+
+
+def _sums_to_one(name: str, extra: str = "") -> Callable:
+    def prop(got: np.ndarray) -> str | None:
+        if not np.allclose(got.sum(-1), 1.0, rtol=0, atol=1e-9):
+            return f"rows of your {name} do not sum to one{extra}"
+        return None
+
+    return prop
+
+
+def _finite_prop(why: str) -> Callable:
+    def prop(got: np.ndarray) -> str | None:
+        return None if np.all(np.isfinite(got)) else f"your function returns inf or nan {why}"
+
+    return prop
+
+
 # ----------------------------------------------------------------------------------------------------------
 # chapter 1: vanishing attention
 # ----------------------------------------------------------------------------------------------------------
+def _softmax_rows(z: np.ndarray, axis: int = -1) -> np.ndarray:
+    e = np.exp(z - z.max(axis, keepdims=True))
+    return e / e.sum(axis, keepdims=True)
+
+
+def _cases_stable_softmax(seed: Any) -> list[_Case]:
+    l = 3.0 * _rng(seed).standard_normal((4, 7))
+    T = 0.5
+    z = l / T
+    stable = np.exp(z - z.max(-1, keepdims=True))
+    colmax = np.exp((l - l.max(0, keepdims=True)) / T)
+    where = f"at T = {T} for logits of shape {l.shape}"
+    cases = [
+        _Case(
+            (l.copy(), T),
+            theory.softmax_np(l, T),
+            {
+                "your softmax ignores the temperature: compute softmax(logits / T)": theory.softmax_np(l),
+                "you multiplied the logits by T; divide them by T instead": theory.softmax_np(l * T),
+                "the temperature divides the logits, not the weights: softmax(logits / T), not softmax(logits) / T": (
+                    theory.softmax_np(l) / T
+                ),
+                "you normalised over the wrong axis: each ROW (the last axis) must sum to one": _softmax_rows(z, 0),
+                "you subtracted each COLUMN's maximum (axis=0): subtract each row's, max(axis=-1, keepdims=True)": (
+                    colmax / colmax.sum(-1, keepdims=True)
+                ),
+                "you divided by the sum of the whole array: divide each row by its own sum (axis=-1, keepdims=True)": (
+                    stable / stable.sum()
+                ),
+                "you returned the exponentials themselves: divide each by the sum of its row": np.exp(z),
+                "you subtracted the row maximum but did not normalise: divide by the row sum of the exponentials": stable,
+            },
+            where,
+            l.shape,
+            "one row of weights per row of logits",
+            "your softmax does not match softmax(logits / T)",
+            (_finite_prop("for moderate logits"), _sums_to_one("softmax")),
+        )
+    ]
+    overflow = _finite_prop(
+        "for logits far from 0: exp overflows or underflows; subtract each row's maximum (axis=-1, keepdims=True) before exponentiating "
+        "(the result does not change)"
+    )
+    mixed = l + np.array([1000.0, -1000.0, 0.0, 500.0])[:, None]
+    for big, what in ((l + 1000.0, "near +1000"), (l - 1000.0, "near -1000"), (mixed, "near +1000, -1000, 0, 500")):
+        cases.append(
+            _Case(
+                (big.copy(), 1.0),
+                theory.softmax_np(big),
+                {},
+                f"at T = 1 for logits {what} (one row each)" if big is mixed else f"at T = 1 for logits {what}",
+                l.shape,
+                "one row of weights per row of logits",
+                "softmax is shift-invariant, but yours changes when a constant is added to a row",
+                (overflow, _sums_to_one("softmax")),
+            )
+        )
+    return cases
+
+
 def check_stable_softmax(fn: Callable, seed: int = SEED) -> None:
     """Check ``fn(logits, T)``: the softmax of ``logits / T`` over the last axis, computed stably.
 
@@ -146,45 +366,39 @@ def check_stable_softmax(fn: Callable, seed: int = SEED) -> None:
     None
         Raises ``AssertionError("HINT: ...")`` naming the mistake when the answer is wrong.
     """
-    _check_callable(fn)
-    who = "your softmax"
-    l = 3.0 * _rng(seed).standard_normal((4, 7))
-    got = _as_array(_call(fn, "fn", l.copy(), 1.0), who)
-    _shape(got, l.shape, who, "one row of weights per row of logits")
-    e = np.exp(l - l.max(0, keepdims=True))
-    if _close(got, e / e.sum(0, keepdims=True)):
-        raise AssertionError("HINT: you normalised over the wrong axis: each ROW (the last axis) must sum to one")
-    if _close(got, np.exp(l)) or _close(got, np.exp(l - l.max(-1, keepdims=True))):
-        raise AssertionError("HINT: rows of your softmax do not sum to one: divide by the row sum of the exponentials")
-    _finite(got, who, "for moderate logits")
-    if not np.allclose(got.sum(-1), 1.0, rtol=0, atol=1e-9):
-        raise AssertionError("HINT: rows of your softmax do not sum to one")
-    _verdict(got, theory.softmax_np(l), [], "your softmax does not match softmax(logits) at T = 1")
+    _run(fn, _cases_stable_softmax(seed))
 
-    T = 0.5
-    got = _as_array(_call(fn, "fn", l.copy(), T), who)
-    _verdict(
-        got,
-        theory.softmax_np(l, T),
-        [
-            ("your softmax ignores the temperature: compute softmax(logits / T)", theory.softmax_np(l)),
-            ("you multiplied the logits by T; divide them by T instead", theory.softmax_np(l * T)),
-        ],
-        f"your softmax does not match softmax(logits / T) at T = {T}",
-    )
 
-    for shift in (1000.0, -1000.0):
-        big = l + shift
-        with np.errstate(all="ignore"):
-            got = _as_array(_call(fn, "fn", big.copy(), 1.0), who)
-        if not np.all(np.isfinite(got)):
-            raise AssertionError(
-                f"HINT: your softmax returns inf or nan for logits near {shift:+.0f}: exp overflows or underflows; "
-                "subtract each row's maximum before exponentiating (the result does not change)"
+def _cases_lemma1_bounds(seed: Any) -> list[_Case]:
+    rng = _rng(seed)
+    # T stays away from 1/2, 1/sqrt(2) and 1, where two of the listed mistakes would coincide
+    drawn = [(rng.uniform(0.1, 2.0), int(rng.integers(2, 100)), rng.uniform(1.2, 3.0)) for _ in range(2)]
+    cases = []
+    for a, L, T in [(1.5, 10, 0.4), (2.0, 50, 0.75), (0.5, 7, 2.5), *drawn]:
+        lo, hi = theory.lemma1_bounds(lambda z, T=T: np.exp(z / T), a, L)
+        g = 2 * a / T
+        pair = lambda gap, scale=1 / L: (math.exp(-gap) * scale, math.exp(gap) * scale)  # noqa: E731
+        cases.append(
+            _Case(
+                (a, L, T),
+                (lo, hi),
+                {
+                    "you returned (upper, lower); return (lower, upper)": (hi, lo),
+                    "the exponent misses its factor 2: two logits in [-a, a] differ by up to 2a": pair(a / T),
+                    "you multiplied by T; the logits enter as l / T": pair(2 * a * T),
+                    "you forgot the temperature: the logits enter as l / T, so the exponent is 2a/T, not 2a": pair(
+                        2 * a
+                    ),
+                    "you forgot the 1/L: the bounds are C1/L and C2/L": pair(g, 1.0),
+                    "you multiplied by L; the bounds are C1/L and C2/L": pair(g, float(L)),
+                },
+                f"at a = {a:.6g}, L = {L}, T = {T:.6g}",
+                (2,),
+                "a pair (lower, upper)",
+                "expected (exp(-2a/T)/L, exp(2a/T)/L)",
             )
-        _verdict(
-            got, theory.softmax_np(big), [], f"softmax is shift-invariant, but yours changes when {shift:+.0f} is added"
         )
+    return cases
 
 
 def check_lemma1_bounds(fn: Callable, seed: int = SEED) -> None:
@@ -204,29 +418,7 @@ def check_lemma1_bounds(fn: Callable, seed: int = SEED) -> None:
     None
         Raises ``AssertionError("HINT: ...")`` naming the mistake when the answer is wrong.
     """
-    _check_callable(fn)
-    who = "your lemma1_bounds"
-    rng = _rng(seed)
-    drawn = [(rng.uniform(0.1, 2.0), int(rng.integers(2, 100)), rng.uniform(0.3, 3.0)) for _ in range(2)]
-    for a, L, T in [(1.0, 10, 1.0), (2.0, 50, 0.5), (0.5, 7, 2.0), *drawn]:
-        got = _as_array(_call(fn, "fn", a, L, T), who)
-        _shape(got, (2,), who, "a pair (lower, upper)")
-        lo, hi = theory.lemma1_bounds(lambda z, T=T: np.exp(z / T), a, L)
-        g = 2 * a / T
-        _verdict(
-            got,
-            (lo, hi),
-            [
-                ("you returned (upper, lower); return (lower, upper)", (hi, lo)),
-                (
-                    "the exponent misses its factor 2: two logits in [-a, a] differ by up to 2a",
-                    (math.exp(-a / T) / L, math.exp(a / T) / L),
-                ),
-                ("you multiplied by T; the logits enter as l / T", (math.exp(-2 * a * T) / L, math.exp(2 * a * T) / L)),
-                ("you forgot the 1/L: the bounds are C1/L and C2/L", (math.exp(-g), math.exp(g))),
-            ],
-            f"expected (exp(-2a/T)/L, exp(2a/T)/L) = ({lo:.6g}, {hi:.6g}) at a = {a}, L = {L}, T = {T}",
-        )
+    _run(fn, _cases_lemma1_bounds(seed))
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -235,28 +427,65 @@ def check_lemma1_bounds(fn: Callable, seed: int = SEED) -> None:
 _ROW_CASES = ((12, 5, 1.5, 3), (12, 5, 1.5, 1), (20, 8, 3.0, 6))
 
 
-def _distance_variants(alpha: np.ndarray, X: np.ndarray, N: int) -> list[tuple[str, Any]]:
+def _bottom_n_mask(alpha: np.ndarray, N: int) -> np.ndarray:
+    """The N SMALLEST weights (the mistake of taking the wrong end of the order)."""
+    mask = np.zeros(alpha.size, dtype=bool)
+    mask[np.argsort(alpha, kind="stable")[:N]] = True
+    return mask
+
+
+def _d_tilde_with(A: np.ndarray, sel: np.ndarray) -> float:
+    return float(np.linalg.norm(A[~sel] - A[sel].sum(0), axis=1).sum())
+
+
+def _distance_mistakes(alpha: np.ndarray, X: np.ndarray, N: int) -> dict:
     L = alpha.shape[0]
     top = theory.top_n_mask(alpha, N)
     first = np.zeros(L, dtype=bool)
     first[:N] = True
     A = alpha[:, None] * X
     s = A[top].sum(0)
-    s_all = A.sum(0)
     D = np.linalg.norm(A - s, axis=1)
-    return [
-        ("you summed over the selected tokens; d~ sums over the tokens i NOT in I_N", D[top].sum()),
-        (
-            "you forgot the weights: d~ compares alpha_i x_i with s, not x_i",
-            np.linalg.norm(X - s, axis=1)[~top].sum(),
-        ),
-        (
-            "I_N is the set of the N LARGEST weights, not the first N positions",
-            np.linalg.norm(A - A[first].sum(0), axis=1)[~first].sum(),
-        ),
-        ("d~ is a sum of norms, not the norm of a sum", np.linalg.norm(A[~top].sum(0) - s)),
-        ("s sums only over the selected set I_N, not over all tokens", np.linalg.norm(A - s_all, axis=1)[~top].sum()),
-    ]
+    return {
+        "you summed over the selected tokens; d~ sums over the tokens i NOT in I_N": D[top].sum(),
+        "you forgot the weights: d~ compares alpha_i x_i with s, not x_i": np.linalg.norm(X - s, axis=1)[~top].sum(),
+        "I_N is the set of the N LARGEST weights, not the first N positions": _d_tilde_with(A, first),
+        "I_N is the set of the N LARGEST weights; you took the N smallest": _d_tilde_with(A, _bottom_n_mask(alpha, N)),
+        "d~ is a sum of norms, not the norm of a sum": np.linalg.norm(A[~top].sum(0) - s),
+        "d~ sums the norms ||alpha_i x_i - s||, not their squares": (D[~top] ** 2).sum(),
+        "s sums only over the selected set I_N, not over all tokens": np.linalg.norm(A - A.sum(0), axis=1)[~top].sum(),
+    }
+
+
+def _cases_distance(seed: Any) -> list[_Case]:
+    rng = _rng(seed)
+    cases = []
+    for L, d, scale, N in _ROW_CASES:
+        alpha, X = _row(L, d, scale, rng)
+        cases.append(
+            _Case(
+                (alpha.copy(), X.copy(), N),
+                theory.distance(alpha, X, N),
+                _distance_mistakes(alpha, X, N),
+                f"at L = {L}, N = {N} (alpha of shape ({L},), X of shape ({L}, {d}))",
+                (),
+                "one number per row",
+                "your d~ does not match sum_{i not in I_N} ||alpha_i x_i - s||",
+            )
+        )
+    alpha, X = _row(6, 3, 1.0, rng)
+    cases.append(
+        _Case(
+            (alpha.copy(), X.copy(), 6),
+            0.0,
+            _distance_mistakes(alpha, X, 6),
+            "at L = 6, N = 6 (alpha of shape (6,), X of shape (6, 3))",
+            (),
+            "one number per row",
+            "with N = L nothing is left out, so d~ must be 0",
+        )
+    )
+    return cases
 
 
 def check_distance(fn: Callable, seed: int = SEED) -> None:
@@ -275,18 +504,60 @@ def check_distance(fn: Callable, seed: int = SEED) -> None:
     None
         Raises ``AssertionError("HINT: ...")`` naming the mistake when the answer is wrong.
     """
-    _check_callable(fn)
-    who = "your d_tilde"
+    _run(fn, _cases_distance(seed))
+
+
+def _dmax_with(X: np.ndarray, alpha: np.ndarray, sel: np.ndarray, N: int, count: int | None = None) -> float:
+    """Theorem 1's d_max with the selected set ``sel`` and ``count`` tokens outside it (default L - N)."""
+    L = alpha.size
+    count = L - N if count is None else count
+    abar = alpha[sel].sum()
+    d1 = np.linalg.norm(X[~sel][:, None, :] - X[sel][None, :, :], axis=-1).max()
+    return float((1 - abar) * d1 + (count * abar - (1 - abar)) * np.linalg.norm(X[sel], axis=1).max())
+
+
+def _cases_dmax(seed: Any) -> list[_Case]:
     rng = _rng(seed)
+    cases = []
     for L, d, scale, N in _ROW_CASES:
         alpha, X = _row(L, d, scale, rng)
-        got = _as_array(_call(fn, "fn", alpha.copy(), X.copy(), N), who)
-        _shape(got, (), who, "one number per row")
-        ref = theory.distance(alpha, X, N)
-        _verdict(got, ref, _distance_variants(alpha, X, N), f"expected d~ = {ref:.6g} at L = {L}, N = {N}")
-    alpha, X = _row(6, 3, 1.0, rng)
-    got = _as_array(_call(fn, "fn", alpha, X, 6), who)
-    _verdict(got, 0.0, [], "with N = L nothing is left out, so d~ must be 0")
+        p = theory.theorem1_dmax(alpha, X, N, return_parts=True)
+        abar, out, d1, mx = p["abar"], p["out_mass"], p["d1"], p["max_norm"]
+        top = theory.top_n_mask(alpha, N)
+        D = np.linalg.norm(X[:, None, :] - X[None, :, :], axis=-1)
+        d1_min = D[~top][:, top].min()
+        norms = np.linalg.norm(X, axis=1)
+        cases.append(
+            _Case(
+                (alpha.copy(), X.copy(), N),
+                p["d_max"],
+                {
+                    "you kept only the d1 term; Theorem 1 adds ((L-N) abar - (1-abar)) max_{j in I_N} ||x_j||": out
+                    * d1,
+                    "d1 is the largest distance between a token OUTSIDE I_N and one INSIDE it, not over all pairs": (
+                        out * D.max() + ((L - N) * abar - out) * mx
+                    ),
+                    "d1 is the LARGEST distance between a token outside I_N and one inside it; you took the smallest": (
+                        out * d1_min + ((L - N) * abar - out) * mx
+                    ),
+                    "the norm term takes the max of ||x_j|| over j in I_N only, not over all tokens": (
+                        out * d1 + ((L - N) * abar - out) * norms.max()
+                    ),
+                    "L - N tokens lie outside I_N, not L - N - 1": _dmax_with(X, alpha, top, N, L - N - 1),
+                    "I_N is the set of the N LARGEST weights; you took the N smallest": _dmax_with(
+                        X, alpha, _bottom_n_mask(alpha, N), N
+                    ),
+                    "abar_N is the mass INSIDE I_N; you swapped it with the mass outside, 1 - abar_N": (
+                        abar * d1 + ((L - N) * out - abar) * mx
+                    ),
+                },
+                f"at L = {L}, N = {N} (alpha of shape ({L},), X of shape ({L}, {d}))",
+                (),
+                "one number per row",
+                "your d_max does not match (1-abar) d1 + ((L-N) abar - (1-abar)) max_{j in I_N} ||x_j||",
+            )
+        )
+    return cases
 
 
 def check_dmax(fn: Callable, seed: int = SEED) -> None:
@@ -307,33 +578,7 @@ def check_dmax(fn: Callable, seed: int = SEED) -> None:
     None
         Raises ``AssertionError("HINT: ...")`` naming the mistake when the answer is wrong.
     """
-    _check_callable(fn)
-    who = "your d_max"
-    rng = _rng(seed)
-    for L, d, scale, N in _ROW_CASES:
-        alpha, X = _row(L, d, scale, rng)
-        got = _as_array(_call(fn, "fn", alpha.copy(), X.copy(), N), who)
-        _shape(got, (), who, "one number per row")
-        p = theory.theorem1_dmax(alpha, X, N, return_parts=True)
-        abar, out, d1, mx = p["abar"], p["out_mass"], p["d1"], p["max_norm"]
-        D = np.linalg.norm(X[:, None, :] - X[None, :, :], axis=-1)
-        norms = np.linalg.norm(X, axis=1)
-        _verdict(
-            got,
-            p["d_max"],
-            [
-                ("you kept only the d1 term; Theorem 1 adds ((L-N) abar - (1-abar)) max_{j in I_N} ||x_j||", out * d1),
-                (
-                    "d1 is the largest distance between a token OUTSIDE I_N and one INSIDE it, not over all pairs",
-                    out * D.max() + ((L - N) * abar - out) * mx,
-                ),
-                (
-                    "the norm term takes the max of ||x_j|| over j in I_N only, not over all tokens",
-                    out * d1 + ((L - N) * abar - out) * norms.max(),
-                ),
-            ],
-            f"expected d_max = {p['d_max']:.6g} at L = {L}, N = {N}",
-        )
+    _run(fn, _cases_dmax(seed))
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -344,6 +589,57 @@ def _tie_row() -> tuple[np.ndarray, np.ndarray, int]:
     alpha = np.array([0.3, 0.25, 0.25, 0.1, 0.1])
     X = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0], [-1.0, 0.0], [0.5, -1.0]])
     return alpha, X, 2
+
+
+def _spread_row() -> tuple[np.ndarray, np.ndarray, int]:
+    """A row where a selected token lies between rho_min and the largest distance outside I_N (D = 0.3, 0.4 inside;
+    0.35, 2, 1 outside): the radius rho_min and the largest outside distance give different counts."""
+    alpha = np.array([0.4, 0.3, 0.1, 0.1, 0.1])
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [7.5, 3.0], [4.0, 23.0], [-6.0, 3.0]])
+    return alpha, X, 2
+
+
+def _n_s_with(alpha: np.ndarray, X: np.ndarray, sel: np.ndarray, weighted=True, strict=True, smallest=True) -> int:
+    A = (alpha[:, None] if weighted else 1.0) * X
+    s = (alpha[:, None] * X)[sel].sum(0)
+    D = np.linalg.norm(A - s, axis=1)
+    rho = D[~sel].min() if smallest else D[~sel].max()
+    return int(np.sum(D[sel] < rho) if strict else np.sum(D[sel] <= rho))
+
+
+def _cases_distinguishable_count(seed: Any) -> list[_Case]:
+    rng = _rng(seed)
+    rows = [(*_row(L, d, s, rng), N) for L, d, s, N in ((16, 4, 2.5, 4), (30, 3, 1.0, 10), (8, 2, 0.5, 3))]
+    rows += [_tie_row(), _spread_row()]
+    cases = []
+    for alpha, X, N in rows:
+        top = theory.top_n_mask(alpha, N)
+        ref = theory.distinguishable_count(alpha, X, N)
+        cases.append(
+            _Case(
+                (alpha.copy(), X.copy(), N),
+                ref,
+                {
+                    "at the radius r = rho_min itself the convention is strict: count D_i < rho_min, not <=": _n_s_with(
+                        alpha, X, top, strict=False
+                    ),
+                    "you forgot the weights: D_i = ||alpha_i x_i - s||, not ||x_i - s||": _n_s_with(
+                        alpha, X, top, weighted=False
+                    ),
+                    "rho_min is the SMALLEST distance of a non-selected token to s, not the largest": _n_s_with(
+                        alpha, X, top, smallest=False
+                    ),
+                    "I_N is the set of the N LARGEST weights; you took the N smallest": _n_s_with(
+                        alpha, X, _bottom_n_mask(alpha, N)
+                    ),
+                },
+                f"at L = {alpha.size}, N = {N} (alpha of shape ({alpha.size},), X of shape {X.shape})",
+                (),
+                "one count per row",
+                "your N_s does not match |{i in I_N : D_i < rho_min}|",
+            )
+        )
+    return cases
 
 
 def check_distinguishable_count(fn: Callable, seed: int = SEED) -> None:
@@ -364,39 +660,50 @@ def check_distinguishable_count(fn: Callable, seed: int = SEED) -> None:
     None
         Raises ``AssertionError("HINT: ...")`` naming the mistake when the answer is wrong.
     """
-    _check_callable(fn)
-    who = "your n_s"
+    _run(fn, _cases_distinguishable_count(seed))
+
+
+_XI_CASES = ((16, 4, 1.0, 0.8), (25, 8, 2.0, 1.5))
+
+
+def _cases_theorem2_xi(seed: Any) -> list[_Case]:
     rng = _rng(seed)
-    cases = [(*_row(L, d, s, rng), N) for L, d, s, N in ((16, 4, 2.5, 4), (30, 3, 1.0, 10), (8, 2, 0.5, 3))]
-    cases.append(_tie_row())
-    for alpha, X, N in cases:
-        got = _as_array(_call(fn, "fn", alpha.copy(), X.copy(), N), who)
-        _shape(got, (), who, "one count per row")
-        top = theory.top_n_mask(alpha, N)
-        A = alpha[:, None] * X
-        s = A[top].sum(0)
-        D = np.linalg.norm(A - s, axis=1)
-        Du = np.linalg.norm(X - s, axis=1)
-        rho = D[~top].min()
-        _verdict(
-            got,
-            theory.distinguishable_count(alpha, X, N),
-            [
-                (
-                    "at the radius r = rho_min itself the convention is strict: count D_i < rho_min, not <=",
-                    np.sum(top & (rho >= D)),
-                ),
-                (
-                    "you forgot the weights: D_i = ||alpha_i x_i - s||, not ||x_i - s||",
-                    np.sum(top & (Du < Du[~top].min())),
-                ),
-                (
-                    "rho_min is the SMALLEST distance of a non-selected token to s, not the largest",
-                    np.sum(top & (D < D[~top].max())),
-                ),
-            ],
-            f"expected N_s = {theory.distinguishable_count(alpha, X, N)} (L = {alpha.size}, N = {N})",
+    cases = []
+    for L, N, M, delta in _XI_CASES:
+        alpha = theory.softmax_np(2.0 * rng.standard_normal(L))
+        order = theory.top_n_indices(alpha, N)
+        aI = alpha[order]
+        beta = aI.sum() - aI
+        q = (aI**2).sum() - aI**2
+        abar = aI.sum()
+        ref = theory.theorem2_xi(alpha, N, M, delta)
+        root = lambda sq: np.sqrt(np.clip(sq, 0, None))  # noqa: E731
+        cases.append(
+            _Case(
+                (alpha.copy(), N, M, delta),
+                ref,
+                {
+                    "beta_i = abar_N - alpha_i leaves token i out; you used abar_N": root(
+                        (M**2 - delta**2 / 2) * abar**2 + delta**2 / 2 * q
+                    ),
+                    "xi_i is a square root: you returned xi_i^2": ref**2,
+                    "the sign of delta^2/2 is wrong: xi^2 = (M^2 - delta^2/2) beta^2 + (delta^2/2) sum alpha_j^2": root(
+                        (M**2 + delta**2 / 2) * beta**2 - delta**2 / 2 * q
+                    ),
+                    "the sum runs over j in I_N OTHER than i; you included alpha_i^2": root(
+                        (M**2 - delta**2 / 2) * beta**2 + delta**2 / 2 * (aI**2).sum()
+                    ),
+                    "xi must be in top-N order (largest weight first), not in the order of the positions": ref[
+                        np.argsort(order)
+                    ],
+                },
+                f"at L = {L}, N = {N}, M = {M}, delta = {delta}",
+                (N,),
+                "one xi_i per selected token, in top-N order",
+                "your xi does not match sqrt((M^2 - delta^2/2) beta_i^2 + (delta^2/2) sum_{j in I_N, j != i} alpha_j^2)",
+            )
         )
+    return cases
 
 
 def check_theorem2_xi(fn: Callable, seed: int = SEED) -> None:
@@ -418,38 +725,33 @@ def check_theorem2_xi(fn: Callable, seed: int = SEED) -> None:
     None
         Raises ``AssertionError("HINT: ...")`` naming the mistake when the answer is wrong.
     """
-    _check_callable(fn)
-    who = "your xi"
+    _run(fn, _cases_theorem2_xi(seed))
+
+
+def _cases_markov_lower_bound(seed: Any) -> list[_Case]:
     rng = _rng(seed)
-    for L, N, M, delta in ((16, 4, 1.0, 0.8), (25, 8, 2.0, 1.5)):
+    cases = []
+    for L, N, M, delta, r in ((16, 4, 1.0, 0.8, 0.5), (25, 8, 2.0, 1.5, 0.9)):
         alpha = theory.softmax_np(2.0 * rng.standard_normal(L))
-        got = _as_array(_call(fn, "fn", alpha.copy(), N, M, delta), who)
-        _shape(got, (N,), who, "one xi_i per selected token, in top-N order")
-        aI = alpha[theory.top_n_indices(alpha, N)]
-        beta = aI.sum() - aI
-        q = (aI**2).sum() - aI**2
-        abar = aI.sum()
-        ref = theory.theorem2_xi(alpha, N, M, delta)
-        _verdict(
-            got,
-            ref,
-            [
-                (
-                    "beta_i = abar_N - alpha_i leaves token i out; you used abar_N",
-                    np.sqrt(np.clip((M**2 - delta**2 / 2) * abar**2 + delta**2 / 2 * q, 0, None)),
-                ),
-                ("xi_i is a square root: you returned xi_i^2", ref**2),
-                (
-                    "the sign of delta^2/2 is wrong: xi^2 = (M^2 - delta^2/2) beta^2 + (delta^2/2) sum alpha_j^2",
-                    np.sqrt(np.clip((M**2 + delta**2 / 2) * beta**2 - delta**2 / 2 * q, 0, None)),
-                ),
-                (
-                    "xi must be in top-N order (largest weight first), not in the order of the positions",
-                    ref[np.argsort(theory.top_n_indices(alpha, N))],
-                ),
-            ],
-            f"expected xi = {np.round(ref, 6)} (L = {L}, N = {N}, M = {M}, delta = {delta})",
+        xi = theory.theorem2_xi(alpha, N, M, delta).sum()
+        lower, _ = theory.theorem2_bounds(alpha, N, M, delta, r)
+        cases.append(
+            _Case(
+                (alpha.copy(), N, M, delta, r),
+                lower,
+                {
+                    "divide the sum of the xi_i by r N, not by r": 1 - xi / r,
+                    "divide the sum of the xi_i by r N, not by N": 1 - xi / N,
+                    "the bound is 1 - (sum xi_i) / (r N): you returned the fraction without the '1 -'": xi / (r * N),
+                    "Markov's inequality divides by r: you multiplied": 1 - xi * r / N,
+                },
+                f"at L = {L}, N = {N}, M = {M}, delta = {delta}, r = {r}",
+                (),
+                "one number",
+                "your bound does not match 1 - (sum_{i in I_N} xi_i) / (r N)",
+            )
         )
+    return cases
 
 
 def check_markov_lower_bound(fn: Callable, seed: int = SEED) -> None:
@@ -468,33 +770,40 @@ def check_markov_lower_bound(fn: Callable, seed: int = SEED) -> None:
     None
         Raises ``AssertionError("HINT: ...")`` naming the mistake when the answer is wrong.
     """
-    _check_callable(fn)
-    who = "your markov_lower"
-    rng = _rng(seed)
-    for L, N, M, delta, r in ((16, 4, 1.0, 0.8, 0.5), (25, 8, 2.0, 1.5, 0.9)):
-        alpha = theory.softmax_np(2.0 * rng.standard_normal(L))
-        got = _as_array(_call(fn, "fn", alpha.copy(), N, M, delta, r), who)
-        _shape(got, (), who, "one number")
-        xi = theory.theorem2_xi(alpha, N, M, delta)
-        lower, _ = theory.theorem2_bounds(alpha, N, M, delta, r)
-        _verdict(
-            got,
-            lower,
-            [
-                ("divide the sum of the xi_i by r N, not by r", 1 - xi.sum() / r),
-                (
-                    "the bound is 1 - (sum xi_i) / (r N): you returned the fraction without the '1 -'",
-                    xi.sum() / (r * N),
-                ),
-                ("Markov's inequality divides by r: you multiplied", 1 - xi.sum() * r / N),
-            ],
-            f"expected {lower:.6g} (L = {L}, N = {N}, M = {M}, delta = {delta}, r = {r})",
-        )
+    _run(fn, _cases_markov_lower_bound(seed))
 
 
 # ----------------------------------------------------------------------------------------------------------
 # chapter 4: gradient sensitivity
 # ----------------------------------------------------------------------------------------------------------
+def _cases_softmax_jacobian(seed: Any) -> list[_Case]:
+    l = 2.0 * _rng(seed).standard_normal(6)
+    cases = []
+    for T in (0.5, 2.0):
+        a = theory.softmax_np(l, T)
+        a1 = theory.softmax_np(l)
+        core = np.diag(a) - np.outer(a, a)
+        cases.append(
+            _Case(
+                (l.copy(), T),
+                core / T,
+                {
+                    "your Jacobian is missing its 1/T factor": core,
+                    "you multiplied by T; the Jacobian of softmax(l / T) carries a factor 1/T": core * T,
+                    "alpha must be softmax(l / T), not softmax(l)": (np.diag(a1) - np.outer(a1, a1)) / T,
+                    "your Jacobian is missing the -alpha alpha^T term": np.diag(a) / T,
+                    "your Jacobian is missing the diag(alpha) term": -np.outer(a, a) / T,
+                    "the sign is flipped: J = (diag(alpha) - alpha alpha^T) / T": -core / T,
+                },
+                f"at T = {T} for logits of shape {l.shape}",
+                (l.size, l.size),
+                "J[i, j] = d alpha_i / d l_j",
+                "your Jacobian does not match (diag(alpha) - alpha alpha^T) / T",
+            )
+        )
+    return cases
+
+
 def check_softmax_jacobian(fn: Callable, seed: int = SEED) -> None:
     r"""Check ``fn(logits, T)``: the Jacobian of ``softmax(logits / T)``, :math:`J=(\mathrm{diag}\,\alpha-\alpha\alpha^\top)/T`.
 
@@ -511,29 +820,33 @@ def check_softmax_jacobian(fn: Callable, seed: int = SEED) -> None:
     None
         Raises ``AssertionError("HINT: ...")`` naming the mistake when the answer is wrong.
     """
-    _check_callable(fn)
-    who = "your Jacobian"
+    _run(fn, _cases_softmax_jacobian(seed))
+
+
+def _cases_jacobian_norm_bound(seed: Any) -> list[_Case]:
     rng = _rng(seed)
-    l = 2.0 * rng.standard_normal(6)
-    for T in (0.5, 2.0):
-        got = _as_array(_call(fn, "fn", l.copy(), T), who)
-        _shape(got, (l.size, l.size), who, "J[i, j] = d alpha_i / d l_j")
-        a = theory.softmax_np(l, T)
-        a1 = theory.softmax_np(l)
-        core = np.diag(a) - np.outer(a, a)
-        _verdict(
-            got,
-            core / T,
-            [
-                ("your Jacobian is missing its 1/T factor", core),
-                ("you multiplied by T; the Jacobian of softmax(l / T) carries a factor 1/T", core * T),
-                ("alpha must be softmax(l / T), not softmax(l)", (np.diag(a1) - np.outer(a1, a1)) / T),
-                ("your Jacobian is missing the -alpha alpha^T term", np.diag(a) / T),
-                ("your Jacobian is missing the diag(alpha) term", -np.outer(a, a) / T),
-                ("the sign is flipped: J = (diag(alpha) - alpha alpha^T) / T", -core / T),
-            ],
-            f"expected (diag(alpha) - alpha alpha^T) / T at T = {T}",
+    cases = []
+    for T in (0.01, 0.3, 1.5, 4.0, *rng.uniform(0.05, 5.0, size=2)):
+        T = float(T)
+        cases.append(
+            _Case(
+                (T,),
+                theory.corollary3_corrected(T)["spectral"],
+                {
+                    "that is Corollary 3 as stated, min(1/(4T), sqrt 2); the two-way tie l = (0, 0) has ||J||_2 = "
+                    "1/(2T), above it": theory.corollary3_paper(T),
+                    "1/(4T) bounds each entry |J_ij|, not the spectral norm": 1 / (4 * T),
+                    "sqrt(2)/(4T) bounds a row of J, not the spectral norm": math.sqrt(2) / (4 * T),
+                    "1/T holds, but it is not the smallest bound: the tie l = (0, 0) attains 1/(2T)": 1 / T,
+                    "the bound shrinks as T grows: 1/(2T), not T/2": T / 2,
+                },
+                f"at T = {T:.6g}",
+                (),
+                "one number",
+                "expected 1/(2T)",
+            )
         )
+    return cases
 
 
 def check_jacobian_norm_bound(fn: Callable, seed: int = SEED) -> None:
@@ -551,27 +864,41 @@ def check_jacobian_norm_bound(fn: Callable, seed: int = SEED) -> None:
     None
         Raises ``AssertionError("HINT: ...")`` naming the mistake when the answer is wrong.
     """
-    _check_callable(fn)
-    who = "your bound"
+    _run(fn, _cases_jacobian_norm_bound(seed))
+
+
+def _cases_spectral_norm(seed: Any) -> list[_Case]:
+    import torch
+
     rng = _rng(seed)
-    for T in (0.01, 0.3, 1.0, 4.0, *rng.uniform(0.05, 5.0, size=2)):
-        got = _as_array(_call(fn, "fn", T), who)
-        _shape(got, (), who, "one number")
-        _verdict(
-            got,
-            theory.corollary3_corrected(T)["spectral"],
-            [
-                (
-                    "that is Corollary 3 as stated, min(1/(4T), sqrt 2); the two-way tie l = (0, 0) has ||J||_2 = 1/(2T), "
-                    "above it",
-                    theory.corollary3_paper(T),
-                ),
-                ("1/(4T) bounds each entry |J_ij|, not the spectral norm", 1 / (4 * T)),
-                ("sqrt(2)/(4T) bounds a row of J, not the spectral norm", math.sqrt(2) / (4 * T)),
-                ("the bound shrinks as T grows: 1/(2T), not T/2", T / 2),
-            ],
-            f"expected 1/(2T) = {1 / (2 * T):.6g} at T = {T}",
+    cases = []
+    for l_np, T in ((2.0 * rng.standard_normal(8), 0.7), (np.zeros(2), 0.25)):
+        J = theory.softmax_jacobian_np(l_np, T)
+        cases.append(
+            _Case(
+                (torch.tensor(l_np, dtype=torch.float64), T),
+                np.linalg.norm(J, 2),
+                {
+                    "you returned the Frobenius norm; the spectral norm is the largest singular value": np.linalg.norm(
+                        J
+                    ),
+                    "you returned the largest entry |J_ij|; the spectral norm is the largest singular value": np.abs(
+                        J
+                    ).max(),
+                    "you returned the largest absolute row sum (ord=1 or inf); the spectral norm is ord=2": np.abs(J)
+                    .sum(1)
+                    .max(),
+                    "the Jacobian is taken at softmax(l / T): include T": np.linalg.norm(
+                        theory.softmax_jacobian_np(l_np), 2
+                    ),
+                },
+                f"at T = {T} for logits of shape {l_np.shape}",
+                (),
+                "one number",
+                "your spectral norm does not match the largest singular value of J",
+            )
         )
+    return cases
 
 
 def check_spectral_norm(fn: Callable, seed: int = SEED) -> None:
@@ -590,36 +917,57 @@ def check_spectral_norm(fn: Callable, seed: int = SEED) -> None:
     None
         Raises ``AssertionError("HINT: ...")`` naming the mistake when the answer is wrong.
     """
-    import torch
-
-    _check_callable(fn)
-    who = "your spectral norm"
-    rng = _rng(seed)
-    for l_np, T in ((2.0 * rng.standard_normal(8), 0.7), (np.zeros(2), 0.25)):
-        got = _as_array(_call(fn, "fn", torch.tensor(l_np, dtype=torch.float64), T), who)
-        _shape(got, (), who, "one number")
-        J = theory.softmax_jacobian_np(l_np, T)
-        _verdict(
-            got,
-            np.linalg.norm(J, 2),
-            [
-                ("you returned the Frobenius norm; the spectral norm is the largest singular value", np.linalg.norm(J)),
-                (
-                    "you returned the largest entry |J_ij|; the spectral norm is the largest singular value",
-                    np.abs(J).max(),
-                ),
-                (
-                    "the Jacobian is taken at softmax(l / T): include T",
-                    np.linalg.norm(theory.softmax_jacobian_np(l_np), 2),
-                ),
-            ],
-            f"expected ||J||_2 = {np.linalg.norm(J, 2):.6g} at T = {T}",
-        )
+    _run(fn, _cases_spectral_norm(seed))
 
 
 # ----------------------------------------------------------------------------------------------------------
 # chapter 5: multi-head attention and remedies
 # ----------------------------------------------------------------------------------------------------------
+def _cases_sparsemax(seed: Any) -> list[_Case]:
+    from attn_lib import normalizers
+
+    l = 1.2 * _rng(seed).standard_normal((5, 9))
+    ref = np.asarray(normalizers.sparsemax(l), dtype=np.float64)
+    z = np.sort(l, axis=-1)[:, ::-1]
+    k = np.arange(1, l.shape[-1] + 1)
+    kk = (1 + k * z > z.cumsum(-1)).sum(-1, keepdims=True)
+    tau = (np.take_along_axis(z.cumsum(-1), kk - 1, -1) - 1) / kk
+
+    def negative(got: np.ndarray) -> str | None:
+        return (
+            "your sparsemax has negative weights: clip l_j - tau at zero, [l_j - tau]_+"
+            if np.any(got < -1e-12)
+            else None
+        )
+
+    return [
+        _Case(
+            (l.copy(),),
+            ref,
+            {
+                "you projected the columns: sparsemax works on each ROW (the last axis)": np.asarray(
+                    normalizers.sparsemax(l, dim=0), dtype=np.float64
+                ),
+                "that is softmax; sparsemax is the Euclidean projection onto the simplex, with exact zeros": (
+                    theory.softmax_np(l)
+                ),
+                "you did not clip: sparsemax is [l_j - tau]_+, so weights below tau are 0, not negative": l - tau,
+            },
+            f"for logits of shape {l.shape}",
+            l.shape,
+            "one row of weights per row of logits",
+            "your weights lie on the simplex but are not the closest point to the logits",
+            (
+                _finite_prop(""),
+                negative,
+                _sums_to_one(
+                    "sparsemax", ": tau must solve sum_j [l_j - tau]_+ = 1 (sort the row and find the support size k)"
+                ),
+            ),
+        )
+    ]
+
+
 def check_sparsemax(fn: Callable, seed: int = SEED) -> None:
     """Check ``fn(logits)``: sparsemax of each row (Euclidean projection onto the probability simplex).
 
@@ -636,29 +984,32 @@ def check_sparsemax(fn: Callable, seed: int = SEED) -> None:
     None
         Raises ``AssertionError("HINT: ...")`` naming the mistake when the answer is wrong.
     """
-    from attn_lib import normalizers
+    _run(fn, _cases_sparsemax(seed))
 
-    _check_callable(fn)
-    who = "your sparsemax"
-    l = 1.2 * _rng(seed).standard_normal((5, 9))
-    got = _as_array(_call(fn, "fn", l.copy()), who)
-    _shape(got, l.shape, who, "one row of weights per row of logits")
-    _finite(got, who, "")
-    ref = np.asarray(normalizers.sparsemax(l), dtype=np.float64)
-    if _close(got, np.asarray(normalizers.sparsemax(l, dim=0), dtype=np.float64)):
-        raise AssertionError("HINT: you projected the columns: sparsemax works on each ROW (the last axis)")
-    if _close(got, theory.softmax_np(l)):
-        raise AssertionError(
-            "HINT: that is softmax; sparsemax is the Euclidean projection onto the simplex, with exact zeros"
+
+def _cases_coverage(seed: Any) -> list[_Case]:
+    rng = _rng(seed)
+    drawn = [(rng.uniform(0.05, 0.95), int(rng.integers(2, 12))) for _ in range(2)]
+    cases = []
+    for p, H in [(0.8, 3), (0.3, 4), (0.05, 12), *drawn]:
+        cases.append(
+            _Case(
+                (p, H),
+                theory.multihead_coverage(p, H),
+                {
+                    "p**H is the probability that EVERY head covers the token; coverage needs at least one": p**H,
+                    "(1-p)**H is the probability that NO head covers the token; coverage is its complement": (1 - p)
+                    ** H,
+                    "1 - p**H is not it: the heads that miss have probability 1 - p each": 1 - p**H,
+                    "H p is the union bound, not the probability (it can exceed 1)": H * p,
+                },
+                f"at p = {p:.6g}, H = {H}",
+                (),
+                "one probability",
+                "expected 1 - (1-p)^H",
+            )
         )
-    if np.any(got < -1e-12):
-        raise AssertionError("HINT: your sparsemax has negative weights: clip l_j - tau at zero, [l_j - tau]_+")
-    if not np.allclose(got.sum(-1), 1.0, rtol=0, atol=1e-9):
-        raise AssertionError(
-            "HINT: rows of your sparsemax do not sum to one: tau must solve sum_j [l_j - tau]_+ = 1 "
-            "(sort the row and find the support size k)"
-        )
-    _verdict(got, ref, [], "your weights lie on the simplex but are not the closest point to the logits")
+    return cases
 
 
 def check_coverage(fn: Callable, seed: int = SEED) -> None:
@@ -676,24 +1027,33 @@ def check_coverage(fn: Callable, seed: int = SEED) -> None:
     None
         Raises ``AssertionError("HINT: ...")`` naming the mistake when the answer is wrong.
     """
-    _check_callable(fn)
-    who = "your coverage"
+    _run(fn, _cases_coverage(seed))
+
+
+def _cases_heads_for_coverage(seed: Any) -> list[_Case]:
     rng = _rng(seed)
-    drawn = [(rng.uniform(0.05, 0.95), int(rng.integers(2, 12))) for _ in range(2)]
-    for p, H in [(0.8, 3), (0.3, 4), (0.05, 12), *drawn]:
-        got = _as_array(_call(fn, "fn", p, H), who)
-        _shape(got, (), who, "one probability")
-        _verdict(
-            got,
-            theory.multihead_coverage(p, H),
-            [
-                ("p**H is the probability that EVERY head covers the token; coverage needs at least one", p**H),
-                ("(1-p)**H is the probability that NO head covers the token; coverage is its complement", (1 - p) ** H),
-                ("1 - p**H is not it: the heads that miss have probability 1 - p each", 1 - p**H),
-                ("H p is the union bound, not the probability (it can exceed 1)", H * p),
-            ],
-            f"expected 1 - (1-p)^H = {theory.multihead_coverage(p, H):.6g} at p = {p}, H = {H}",
+    drawn = [(rng.uniform(0.05, 0.9), rng.uniform(0.5, 0.999)) for _ in range(2)]
+    cases = []
+    for p, c in [(0.8, 0.99), (0.3, 0.9), (0.1, 0.999), (0.5, 0.75), *drawn]:
+        H = theory.heads_for_coverage(p, c)
+        ratio = math.log(1 - c) / math.log(1 - p)
+        cases.append(
+            _Case(
+                (p, c),
+                H,
+                {
+                    "you rounded down; the smallest H that REACHES c is the ceiling": math.floor(ratio),
+                    "H = log(1-c)/log(1-p) must be rounded up to a whole number of heads": ratio,
+                    "floor(x) + 1 is one head too many when x is whole: at an exact hit the coverage already equals c; "
+                    "round up with the ceiling": math.floor(ratio) + 1,
+                },
+                f"at p = {p:.6g}, c = {c:.6g}",
+                (),
+                "one integer",
+                "expected the smallest H >= 1 with 1 - (1-p)^H >= c",
+            )
         )
+    return cases
 
 
 def check_heads_for_coverage(fn: Callable, seed: int = SEED) -> None:
@@ -711,25 +1071,103 @@ def check_heads_for_coverage(fn: Callable, seed: int = SEED) -> None:
     None
         Raises ``AssertionError("HINT: ...")`` naming the mistake when the answer is wrong.
     """
-    _check_callable(fn)
-    who = "your heads_for_coverage"
-    rng = _rng(seed)
-    drawn = [(rng.uniform(0.05, 0.9), rng.uniform(0.5, 0.999)) for _ in range(2)]
-    for p, c in [(0.8, 0.99), (0.3, 0.9), (0.1, 0.999), (0.5, 0.75), *drawn]:
-        got = _as_array(_call(fn, "fn", p, c), who)
-        _shape(got, (), who, "one integer")
-        H = theory.heads_for_coverage(p, c)
-        ratio = math.log(1 - c) / math.log(1 - p)
-        _verdict(
-            got,
-            H,
-            [
-                ("you rounded down; the smallest H that REACHES c is the ceiling", H - 1),
-                ("H = log(1-c)/log(1-p) must be rounded up to a whole number of heads", ratio),
-                ("that is one head too many: at an exact hit the coverage already equals c", H + 1),
-            ],
-            f"expected H = {H} at p = {p}, c = {c}",
-        )
+    _run(fn, _cases_heads_for_coverage(seed))
+
+
+#: Each check and the function that builds its cases at a seed (the tests read the listed mistakes from here).
+_CASES = {
+    "check_stable_softmax": _cases_stable_softmax,
+    "check_lemma1_bounds": _cases_lemma1_bounds,
+    "check_distance": _cases_distance,
+    "check_dmax": _cases_dmax,
+    "check_distinguishable_count": _cases_distinguishable_count,
+    "check_theorem2_xi": _cases_theorem2_xi,
+    "check_markov_lower_bound": _cases_markov_lower_bound,
+    "check_softmax_jacobian": _cases_softmax_jacobian,
+    "check_jacobian_norm_bound": _cases_jacobian_norm_bound,
+    "check_spectral_norm": _cases_spectral_norm,
+    "check_sparsemax": _cases_sparsemax,
+    "check_coverage": _cases_coverage,
+    "check_heads_for_coverage": _cases_heads_for_coverage,
+}
+
+_CHECKS = {name: globals()[name] for name in _CASES}
+
+
+def listed_mistakes(check: Any) -> list[str]:
+    """The typical mistakes ``check`` recognises: the hint of each, in the order the check tries them.
+
+    Parameters
+    ----------
+    check : str or callable
+        One of the ``check_*`` functions of this module, or its name.
+
+    Returns
+    -------
+    list of str
+        The hints (without ``HINT:`` and without the values a failing answer adds).
+
+    Raises
+    ------
+    ValueError
+        If ``check`` is not one of this module's checks.
+    """
+    name = check if isinstance(check, str) else getattr(check, "__name__", None)
+    if name not in _CASES or (not isinstance(check, str) and _CHECKS[name] is not check):
+        raise ValueError(f"check must be one of {', '.join(_CHECKS)} or its name (got {check!r})")
+    return _hints(_CASES[name](SEED))
+
+
+def feedback(check: Any, name: Any, seed: int = SEED, namespace: dict | None = None) -> None:
+    """Run ``check`` on the student's function ``name`` and *print* the hint (nothing when the answer is right).
+
+    The assignments' Otter tests call this, not the check itself: a doctest that raises shows a traceback with the
+    grading machine's file paths, one that prints shows exactly what it printed. So the failure a student sees in
+    ``grader.check`` and the one in Otter's ``results.json`` is the hint alone.
+
+    Parameters
+    ----------
+    check : str or callable
+        One of the ``check_*`` functions of this module, or its name.
+    name : str or callable
+        The student's function, or its name, looked up in ``namespace`` (a name the student never defined, or
+        defined as something that is not a function, gets a hint too).
+    seed : int, optional
+        Seed of the inputs, as for the check.
+    namespace : dict, optional
+        Where to look ``name`` up; default: the caller's global variables (the notebook's).
+
+    Returns
+    -------
+    None
+        Prints one line ``HINT: ...`` when the answer is wrong.
+
+    Raises
+    ------
+    ValueError
+        If ``check`` is not one of this module's checks, or ``name`` is neither a string nor a callable.
+    """
+    fn_check = _CHECKS.get(check) if isinstance(check, str) else check
+    if fn_check not in _CHECKS.values():
+        raise ValueError(f"check must be one of {', '.join(_CHECKS)} or its name (got {check!r})")
+    if isinstance(name, str):
+        if namespace is None:
+            namespace = sys._getframe(1).f_globals
+        if name not in namespace:
+            print(f"HINT: {name} is not defined: run the cell that defines it (and keep its name, {name})")
+            return
+        fn = namespace[name]
+        if not callable(fn):
+            print(f"HINT: {name} must be a function, but it is a {type(fn).__name__}: define it with `def {name}(...)`")
+            return
+    elif callable(name):
+        fn = name
+    else:
+        raise ValueError(f"name must be the name of the student's function or the function (got {type(name).__name__})")
+    try:
+        fn_check(fn, seed=seed)
+    except AssertionError as exc:
+        print(str(exc))
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -754,6 +1192,17 @@ def _read_dir(path: Any, name: str) -> Path:
     return p
 
 
+def _read_text(path: Path, name: str) -> str:
+    """A source file's text, which must be UTF-8."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"{name}: {path.name} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
+            "save it as UTF-8"
+        ) from None
+
+
 def exercise_index(book_dir: Any = "book") -> list[dict]:
     """The exercises of the chapters ``book_dir/NN_*.md``, in chapter order.
 
@@ -775,12 +1224,13 @@ def exercise_index(book_dir: Any = "book") -> list[dict]:
     Raises
     ------
     ValueError
-        If ``book_dir`` is not a folder, or an exercise breaks the format (names the file and the exercise).
+        If ``book_dir`` is not a folder, a chapter is not UTF-8 text, or an exercise breaks the format (names the
+        file and the exercise).
     """
     book = _read_dir(book_dir, "book_dir")
     rows = []
     for md in sorted(book.glob("[0-9][0-9]_*.md")):
-        text = md.read_text(encoding="utf-8")
+        text = _read_text(md, "book_dir")
         for m in _EXERCISE.finditer(text):
             where = f"{md.name}, exercise {m['title'].strip()!r}"
             t = _TITLE.match(m["title"].strip())
@@ -815,6 +1265,7 @@ def exercise_index(book_dir: Any = "book") -> list[dict]:
 _QUESTION = re.compile(r"#\s*BEGIN QUESTION\s*\n(?P<config>.*?)```(?P<body>.*?)#\s*END QUESTION", re.S)
 _PRACTISES = re.compile(r"^\*\*Practises:\*\*(?P<line>[^\n]*)$", re.M)
 _BACKTICKED = re.compile(r"`([a-z][a-z0-9-]*)`")
+_FEEDBACK = re.compile(r"""feedback\(\s*["'](?P<check>check_\w+)["']""")
 
 
 def assignment_index(assignments_dir: Any = "assignments") -> list[dict]:
@@ -831,20 +1282,22 @@ def assignment_index(assignments_dir: Any = "assignments") -> list[dict]:
     Returns
     -------
     list of dict
-        One dict per question with ``assignment`` (file stem), ``question`` (Otter name), ``points`` and
-        ``results`` (labels, in order).
+        One dict per question with ``assignment`` (file stem), ``question`` (Otter name), ``points``,
+        ``results`` (labels, in order) and ``checks`` (the checks its tests call through :func:`feedback`, in
+        order).
 
     Raises
     ------
     ValueError
-        If ``assignments_dir`` is not a folder, or a question lacks its name or its ``**Practises:**`` line.
+        If ``assignments_dir`` is not a folder, an assignment is not UTF-8 text, or a question lacks its name or its
+        ``**Practises:**`` line.
     """
     folder = _read_dir(assignments_dir, "assignments_dir")
     import yaml
 
     rows = []
     for md in sorted(folder.glob("ch[0-9][0-9]_*.md")):
-        for m in _QUESTION.finditer(md.read_text(encoding="utf-8")):
+        for m in _QUESTION.finditer(_read_text(md, "assignments_dir")):
             config = yaml.safe_load(m["config"]) or {}
             if "name" not in config:
                 raise ValueError(f"{md.name}: a question has no 'name:' in its BEGIN QUESTION cell")
@@ -857,6 +1310,7 @@ def assignment_index(assignments_dir: Any = "assignments") -> list[dict]:
                     "question": str(config["name"]),
                     "points": config.get("points"),
                     "results": _BACKTICKED.findall(p["line"]),
+                    "checks": list(dict.fromkeys(f["check"] for f in _FEEDBACK.finditer(m["body"]))),
                 }
             )
     return rows

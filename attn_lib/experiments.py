@@ -111,7 +111,8 @@ class Profile:
     ``sens_rows``: the row set ``R`` of Algorithm 5 (Reading the paper, §The sensitivity metric): every
     ``max(1, L // sens_rows)``-th row, ending at the last row (``0`` = every row); ``crit_mc_samples``: random
     subsets per row ``K`` of the Monte-Carlo expectation in the critical-N scan (form ``"mc"``, every ``N`` at once;
-    fewer than ``mc_samples`` because the scan costs ``O(K t^2)`` per row, Reading the paper, §The critical N)."""
+    fewer than ``mc_samples`` because the scan costs ``O(K t^2)`` per row, Reading the paper, §The critical N);
+    ``diag_rows``: rows of the critical-N diagnosis at the fixed length (:func:`critical_n_diagnosis`)."""
 
     name: str
     lengths: tuple[int, ...]
@@ -129,6 +130,7 @@ class Profile:
     sens_rows: int = 0
     crit_rows: int = 0
     crit_mc_samples: int = 8
+    diag_rows: int = 32
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -839,7 +841,7 @@ class _CriticalAnalysis:
 #: attention sink's contribution (GPT-2's sink tokens have small value vectors); the temperatures flatten attention.
 DIAGNOSIS_VARIANTS = {"model": (1.0, False), "first value 0": (1.0, True), "T=4": (4.0, False), "T=16": (16.0, False)}
 #: N/L grid of the critical-N diagnosis.
-DIAGNOSIS_FRACTIONS = (0.01, 0.02, 0.04, 0.06, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+DIAGNOSIS_FRACTIONS = (0.01, 0.02, 0.04, 0.06, 0.1, 0.2, 0.4, 0.6, 0.8, 0.9)
 
 
 class _CrossingAnalysis:
@@ -1506,15 +1508,15 @@ def critical_n_diagnosis(
     *,
     L: int = 1024,
     fractions: Sequence[float] = DIAGNOSIS_FRACTIONS,
-    rows: int = 128,
+    rows: int = 32,
     variants: dict | None = None,
     start: int = 0,
     cache=None,
 ) -> pd.DataFrame:
     """Why the critical N is where it is (chapter 6, ``prop-e1-crossing``; Reading the paper, §The critical N).
 
-    On the critical-N scan's rows of the window of length ``L`` (every ``max(1, L // rows)``-th row, ending at the
-    last), for ``N = round(f L)`` for each ``f`` of ``fractions`` and for each counterfactual of ``variants``
+    On ``rows`` rows of the window of length ``L`` (every ``max(1, L // rows)``-th row, ending at the last; the
+    profile's ``diag_rows``, 32 by default: the cost is ``O(H rows L d)`` per ``N`` and variant), for ``N = round(f L)`` for each ``f`` of ``fractions`` and for each counterfactual of ``variants``
     (default :data:`DIAGNOSIS_VARIANTS`: the model, its first token's value vector set to 0, and softmax at
     temperatures 4 and 16 on the model's logits): per (layer, head) the row means of d~, E1, their leading terms
     ``(t - N)||s_N||`` and ``(t - N) p ||z||`` (``p = N/(t-1)``), the median and mean of ``||s_N||/||z||``, the
@@ -1578,9 +1580,7 @@ def _profile_params(handle, prof: Profile, seed: int = 0) -> dict[str, dict]:
         ),
         "separability": _params_sep(handle, Lf, [n for n in prof.n_alg4 if n < Lf], 1.0),
         "gradient_sensitivity": _params_sens(handle, Lf, prof.temperatures, prof.eps_values, seed, prof.sens_rows),
-        "critical_n_diagnosis": _params_diagnosis(
-            handle, Lf, DIAGNOSIS_FRACTIONS, prof.crit_rows or Lf, DIAGNOSIS_VARIANTS
-        ),
+        "critical_n_diagnosis": _params_diagnosis(handle, Lf, DIAGNOSIS_FRACTIONS, prof.diag_rows, DIAGNOSIS_VARIANTS),
         "gradient_sensitivity_raw": dict(
             _params_sens(handle, Lf, prof.temperatures, prof.eps_values, seed, prof.sens_rows),
             head_dim=int(handle.head_dim),

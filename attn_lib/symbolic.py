@@ -24,6 +24,7 @@ __all__ = [
     "corollary1_from_lemma1",
     "two_way_tie_spectral_norm",
     "corollary3_bounds_symbolic",
+    "e1_crossing_symbolic",
     "theorem1_steps",
     "theorem1_random_variance",
     "corollary2_limits_symbolic",
@@ -278,44 +279,79 @@ def two_way_tie_spectral_norm() -> dict:
 
 
 def corollary3_bounds_symbolic(L: int = 3) -> dict:
-    r"""Corrected Corollary 3 constants for general ``alpha`` ("Reading the paper", §Corollary 3, items 1-3).
+    r"""Corrected Corollary 3 constants for general ``alpha`` ("Reading the paper", §Corollary 3, items 1-3), computed.
 
-    Entry ``J_ii = alpha_i (1 - alpha_i)/T <= 1/(4T)``; Gershgorin absolute row sum
-    ``(alpha_i (1 - alpha_i) + alpha_i sum_{j!=i} alpha_j)/T = 2 alpha_i (1 - alpha_i)/T <= 1/(2T)``;
-    row gradient ``||e_i - alpha||^2 = (1 - alpha_i)^2 + sum_{j!=i} alpha_j^2 <= 2 (1 - alpha_i)^2`` (the slack is
-    ``sum_{j != k, both != i} alpha_j alpha_k >= 0``, ``row_gradient_check`` = 0), so
-    ``||grad alpha_i|| = alpha_i ||e_i - alpha|| / T <= sqrt(2) alpha_i (1 - alpha_i)/T <= sqrt(2)/(4T)``.
-    Uses the simplex constraint ``alpha_1 = 1 - sum_{j>1} alpha_j`` (row ``i = 1``; every row is alike).
+    The weights are a softmax, ``alpha_j = w_j / W`` with ``w_j = exp(l_j / T) > 0`` and ``W = sum_k w_k``: with
+    positive symbols SymPy knows every sign, so the absolute values of the Gershgorin row sum are *evaluated*
+    (``J_11 > 0``, ``J_1j < 0`` for ``j != 1``), not typed. ``gershgorin_check`` is SymPy's simplification of that
+    computed sum minus ``2 alpha_1 (1 - alpha_1)/T`` (0). The maxima over ``alpha_1 in [0, 1]`` are computed by
+    ``sympy.maximum``; the displayed bounds use them: entry ``<= max alpha(1-alpha)/T = 1/(4T)``, spectral norm
+    ``<=`` the largest Gershgorin row sum ``= 1/(2T)``, row gradient ``||e_i - alpha||^2 <= 2 (1 - alpha_i)^2``
+    (slack ``sum_{j != k, both != i} alpha_j alpha_k >= 0``, ``row_gradient_check`` = 0), so
+    ``||grad alpha_i|| <= sqrt(2) max alpha(1-alpha)/T = sqrt(2)/(4T)``.
     """
     L = _check_int("L", L, 2, 6)
     T = sp.Symbol("T", positive=True)
-    rest = list(sp.symbols(f"alpha2:{L + 1}", nonnegative=True))
-    a = [1 - sum(rest)] + rest  # alpha_1 = 1 - sum_{j>1} alpha_j (the row of interest is i = 1)
-    al = sp.Matrix(a)
+    w = list(sp.symbols(f"w1:{L + 1}", positive=True))
+    W = sum(w)
+    al = sp.Matrix([wj / W for wj in w])
     J = (sp.diag(*al) - al * al.T) / T
-    i = 0
-    gersh = sum(sp.Abs(J[i, j]) for j in range(L))
-    gersh_simplified = (a[0] * (1 - a[0]) + a[0] * sum(a[1:])) / T
-    row_sq = (1 - a[0]) ** 2 + sum(x**2 for x in a[1:])
-    # 2(1 - alpha_1)^2 - ||e_1 - alpha||^2 = (sum_{j>1} alpha_j)^2 - sum_{j>1} alpha_j^2 = sum_{j!=k>1} alpha_j alpha_k
-    cross = sum(a[j] * a[k] for j in range(1, L) for k in range(1, L) if j != k)
+    gersh = sp.simplify(sum(sp.Abs(sp.factor(J[0, j])) for j in range(L)))  # the signs come from positivity
+    signs = {"J11_positive": bool(sp.factor(J[0, 0]).is_positive)}
+    signs.update({f"J1{j + 1}_negative": bool(sp.factor(J[0, j]).is_negative) for j in range(1, L)})
+    alpha1 = al[0]
     a1 = sp.Symbol("alpha_1", nonnegative=True)
+    peak = sp.maximum(a1 * (1 - a1), a1, sp.Interval(0, 1))  # 1/4, at alpha_1 = 1/2
+    # row gradient in the alpha coordinates (simplex: alpha_1 = 1 - sum_{j>1} alpha_j)
+    rest = list(sp.symbols(f"alpha2:{L + 1}", nonnegative=True))
+    a = [1 - sum(rest)] + rest
+    row_sq = (1 - a[0]) ** 2 + sum(x**2 for x in a[1:])
+    cross = sum(a[j] * a[k] for j in range(1, L) for k in range(1, L) if j != k)
+    grad = sp.Symbol("||grad alpha_1||_2")
     return {
         "J": J,
+        "signs": signs,
         "diagonal_entry_in_alpha": a1 * (1 - a1) / T,
         "gershgorin_in_alpha": 2 * a1 * (1 - a1) / T,
-        "row_gradient_in_alpha": sp.Le(sp.Symbol("||grad alpha_1||_2"), sp.sqrt(2) * a1 * (1 - a1) / T),
+        "row_gradient_in_alpha": sp.Le(grad, sp.sqrt(2) * a1 * (1 - a1) / T),
         "diagonal_entry": J[0, 0],
-        "entry_bound": sp.Le(J[0, 0], 1 / (4 * T)),
+        "max_alpha_one_minus_alpha": peak,
+        "entry_bound": sp.Le(a1 * (1 - a1) / T, peak / T),
         "gershgorin_row_sum": gersh,
-        "gershgorin_row_sum_simplified": sp.factor(gersh_simplified),
-        "gershgorin_check": sp.simplify(gersh_simplified - 2 * a[0] * (1 - a[0]) / T),
-        "spectral_bound": sp.Le(sp.Symbol("||J||_2"), 1 / (2 * T)),
+        "gershgorin_check": sp.simplify(gersh - 2 * alpha1 * (1 - alpha1) / T),
+        "spectral_bound": sp.Le(sp.Symbol("||J||_2"), 2 * peak / T),
         "row_gradient_sq": row_sq,
         "row_gradient_slack": sp.expand(2 * (1 - a[0]) ** 2 - row_sq),
         "row_gradient_slack_form": cross,
         "row_gradient_check": sp.expand(2 * (1 - a[0]) ** 2 - row_sq - cross),
-        "row_gradient_bound": sp.Le(sp.Symbol("||grad alpha_1||_2"), sp.sqrt(2) / (4 * T)),
+        "row_gradient_bound": sp.Le(grad, sp.sqrt(2) * peak / T),
+    }
+
+
+def e1_crossing_symbolic() -> dict:
+    r"""Where E1's leading term meets d~'s (chapter 6, ``prop-e1-crossing``): solve
+    ``(t - N) p ||z|| = (t - N) rho ||z||`` with ``p = N/(t - 1)`` and ``rho = ||s_N|| / ||z||`` for ``N``.
+
+    Returns ``ratio`` (the leading-term ratio ``E1/d~ = p / rho``), ``solutions`` (SymPy's solutions for ``N``:
+    ``N = rho (t - 1)`` besides the trivial ``N = t``) and ``crossing``, the non-trivial one; ``check`` is SymPy's
+    simplification of the ratio at the crossing minus 1 (0).
+    """
+    t = sp.Symbol("t", positive=True)
+    N = sp.Symbol("N", positive=True)
+    rho, z = sp.symbols("rho z", positive=True)
+    p = N / (t - 1)
+    lead_e1 = (t - N) * p * z
+    lead_d = (t - N) * rho * z
+    sols = sp.solve(sp.Eq(lead_e1, lead_d), N)
+    crossing = next(s_ for s_ in sols if sp.simplify(s_ - t) != 0)
+    ratio = sp.simplify(lead_e1 / lead_d)
+    return {
+        "lead_e1": lead_e1,
+        "lead_d_tilde": lead_d,
+        "ratio": ratio,
+        "solutions": sols,
+        "crossing": crossing,
+        "check": sp.simplify(ratio.subs(N, crossing) - 1),
     }
 
 

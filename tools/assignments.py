@@ -3,7 +3,7 @@ files anyone edits) -> ``_build/assignments/<name>/`` with Otter's student noteb
 
     python tools/assignments.py build [NAME ...] [--out DIR]   # what `make assignments` runs (all by default)
     python tools/assignments.py list                          # the assignment names
-    python tools/assignments.py grade NAME FOLDER [--out DIR]  # grade every FOLDER/*.ipynb with `otter run`
+    python tools/assignments.py grade NAME FOLDER [--out DIR]  # grade FOLDER's notebooks (sub-folders too), `otter run`
     python tools/assignments.py time [NAME ...]               # run each built solution notebook, print the times
 
 For each assignment, ``build`` writes
@@ -114,38 +114,59 @@ def _bin(name: str) -> str:
     return str(Path(sys.executable).parent / name)
 
 
-def grade(autograder: Path, submissions: Path, out: Path) -> Path:
-    """Grade every ``submissions/*.ipynb`` with ``otter run`` (no Docker) against ``autograder`` (the zip).
+def submitted_notebooks(submissions: Path, out: Path) -> list[Path]:
+    """Every ``.ipynb`` in ``submissions`` and its sub-folders, sorted; Jupyter's checkpoints and anything under
+    ``out`` (where the grades go, ``submissions/graded`` by default) are left out."""
+    out = out.resolve()
+    found = []
+    for path in sorted(submissions.rglob("*.ipynb")):
+        if ".ipynb_checkpoints" in path.parts or path.resolve().is_relative_to(out):
+            continue
+        found.append(path)
+    return found
 
-    Writes ``out/<stem>/results.json`` per notebook and ``out/grades.csv`` (one row per notebook: its name, the
-    score of each question, the total and the maximum). Returns the CSV's path.
+
+def _score(value: float) -> str:
+    """Every number of grades.csv in one format: fixed point, two decimals."""
+    return f"{float(value):.2f}"
+
+
+def grade(autograder: Path, submissions: Path, out: Path) -> Path:
+    """Grade every notebook of ``submissions`` (sub-folders included) with ``otter run`` (no Docker) against
+    ``autograder`` (the zip).
+
+    A notebook is identified by its path relative to ``submissions`` (``alice/ch04_gradient_sensitivity.ipynb``
+    for a folder per student, ``alice.ipynb`` for a file per student). Writes ``out/<that path without
+    .ipynb>/results.json`` per notebook and ``out/grades.csv``: one row per notebook, its path, the score of each
+    question, the total and the maximum, every number with two decimals. Returns the CSV's path.
     """
-    notebooks = sorted(submissions.glob("*.ipynb"))
+    notebooks = submitted_notebooks(submissions, out)
     if not notebooks:
-        raise ValueError(f"submissions must be a folder holding .ipynb files (found none in {submissions})")
+        raise ValueError(
+            f"submissions must be a folder holding .ipynb files (found none in {submissions} or its sub-folders)"
+        )
     rows, questions = [], []
     for nb in notebooks:
-        dest = out / nb.stem
-        if dest.exists():
-            shutil.rmtree(dest)
-        dest.mkdir(parents=True)
+        rel = nb.relative_to(submissions)
+        dest = out / rel.with_suffix("")
+        dest.mkdir(parents=True, exist_ok=True)
+        (dest / "results.json").unlink(missing_ok=True)
         cmd = [_bin("otter"), "run", "--no-logo", "-a", str(autograder), "-o", str(dest), str(nb)]
         run = subprocess.run(cmd, capture_output=True, text=True)
         if run.returncode != 0:
-            raise RuntimeError(f"otter run failed on {nb.name}:\n{run.stdout}\n{run.stderr}")
+            raise RuntimeError(f"otter run failed on {rel.as_posix()}:\n{run.stdout}\n{run.stderr}")
         tests = json.loads((dest / "results.json").read_text())["tests"]
         scores = {t["name"]: (t["score"], t["max_score"]) for t in tests if "max_score" in t}
         questions += [q for q in scores if q not in questions]
-        rows.append((nb.name, scores))
+        rows.append((rel.as_posix(), scores))
     path = out / "grades.csv"
     with path.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["notebook", *questions, "total", "max"])
         for name, scores in rows:
             total = sum(s for s, _ in scores.values())
-            w.writerow(
-                [name, *(scores.get(q, (0, 0))[0] for q in questions), total, sum(m for _, m in scores.values())]
-            )
+            maximum = sum(m for _, m in scores.values())
+            w.writerow([name, *(_score(scores.get(q, (0, 0))[0]) for q in questions), _score(total), _score(maximum)])
     return path
 
 

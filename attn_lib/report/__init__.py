@@ -37,9 +37,10 @@ from .beyond import (
     figure_beyond_swap,
     render_swap_row,
 )
-from .claims import CLAIMS, EVIDENCE, VERDICTS, Claim, Outcome, tally, verdicts
+from .claims import CLAIMS, EVIDENCE, VERDICTS, Claim, Outcome, ids_for, tally, verdicts
 from .critical import (
     critical_rows,
+    critical_rows_table,
     diagnosis_first_pass,
     diagnosis_markdown,
     diagnosis_summary,
@@ -60,7 +61,9 @@ from .multihead import figure_multihead_coverage, heads_needed_distribution, mul
 from .output import markdown_report, results_json, write_report
 from .reproduction import (
     PAPER_TABLE1,
+    VERDICT_COLOURS,
     claim_details_markdown,
+    figure_verdicts,
     model_column,
     reproduction_markdown,
     reproduction_table,
@@ -83,6 +86,7 @@ __all__ = [
     "Outcome",
     "verdicts",
     "tally",
+    "ids_for",
     "linear_growth",
     "critical_n_ratio",
     "CRITICAL_FORM_NAMES",
@@ -95,6 +99,7 @@ __all__ = [
     "diagnosis_markdown",
     "required_rho",
     "critical_rows",
+    "critical_rows_table",
     "figure_critical_diagnosis",
     "DISTANCE_NAMES",
     "distance_length_means",
@@ -129,6 +134,8 @@ __all__ = [
     "runtime_table",
     "reproduction_markdown",
     "claim_details_markdown",
+    "figure_verdicts",
+    "VERDICT_COLOURS",
     "short_cause",
     "model_column",
     "side_by_side",

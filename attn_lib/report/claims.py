@@ -22,7 +22,7 @@ import pandas as pd
 from ._common import THRESHOLDS, head_summary, linear_growth, linfit, valid_ks_sampling
 from .critical import critical_rows, diagnosis_first_pass, diagnosis_summary, required_rho
 
-__all__ = ["EVIDENCE", "VERDICTS", "Claim", "Outcome", "CLAIMS", "claim", "verdicts", "tally", "claim_row"]
+__all__ = ["EVIDENCE", "VERDICTS", "Claim", "Outcome", "CLAIMS", "claim", "verdicts", "tally", "claim_row", "ids_for"]
 
 #: The kinds of evidence a verdict can be; the report counts them apart.
 EVIDENCE = {
@@ -298,7 +298,7 @@ def _fig2a_conservative(results, th):
     meas = f"median d_max/d~ = {ratio:.3g}"
     if ratio >= th["conservative_ratio"]:
         return Outcome("reproduced", meas)
-    return Outcome("not reproduced", meas, "cause not identified")
+    return Outcome("not reproduced", meas, f"cause not identified: the median d_max/d~ is only {ratio:.3g}")
 
 
 # ---- Fig. 2b: distance against N --------------------------------------------------------------------------------
@@ -406,7 +406,12 @@ def _converge(results, th, col: str, name: str):
             "N/(t−1) nears ‖s_N‖/‖z‖"
         )
         return Outcome("not reproduced", meas, cause)
-    return Outcome("not reproduced", meas, "cause not identified")
+    b_text = f", and the bound (1+N)·max‖x‖ = {bound:.3g} does not rule convergence out" if "x_max" in df else ""
+    return Outcome(
+        "not reproduced",
+        meas,
+        f"cause not identified: {name} stays {g1:.0%} away from d~ = {d[Ns[-1]]:.4g} at N = {Ns[-1]}{b_text}",
+    )
 
 
 @claim(
@@ -704,7 +709,7 @@ def _fig3_decl(results, th):
     meas = f"median N_s/N: N=2: {m2:.2f}, N={n0}: {m16:.2f}"
     if m16 < m2:
         return Outcome("reproduced", meas)
-    return Outcome("not reproduced", meas, "cause not identified")
+    return Outcome("not reproduced", meas, f"cause not identified: the median rose by {m16 - m2:.2f} from N = 2")
 
 
 def _tracks(results, th, col: str, name: str):
@@ -781,7 +786,12 @@ def _thm2_lower(results, th):
     meas += f"; {note}"
     if (pos["lower"] <= pos["median"]).all():
         return Outcome("reproduced", meas)
-    return Outcome("not reproduced", meas, "cause not identified")
+    over = pos[pos["lower"] > pos["median"]]
+    cause = (
+        f"cause not identified: the lower bound exceeds the median at N = {', '.join(str(int(n)) for n in over.index)}"
+        f" (Theorem 2 assumes vectors uniform on the sphere, {_ref('asm-sphere')})"
+    )
+    return Outcome("not reproduced", meas, cause)
 
 
 # ---- Fig. 4: gradient sensitivity -----------------------------------------------------------------------------------
@@ -869,7 +879,10 @@ def _drop(results, th, base):
     if r0 <= fall <= r1:
         cause = ""
         if len(inside) < len(falls):
-            cause = f"in the band only for T_max = {', '.join(f'{T:.3g}' for T in inside)} of the grid's last points"
+            cause = (
+                f"in the band only for T_max = {', '.join(f'{T:.3g}' for T in inside)} of the grid's last "
+                f"{len(falls)} points ({_BASE_WORDS[base]}; g falls like T^{slope:.2f} beyond T = 1)"
+            )
         return Outcome("reproduced", meas, cause)
     cause = (
         f"beyond T = 1, g falls like T^{slope:.2f}, so the ratio is set by where the grid ends: in the band for "
@@ -1146,6 +1159,13 @@ def claim_row(c: Claim, results: dict, thresholds: dict | None = None) -> dict:
         "basis": c.basis,
         "section": c.section,
     }
+
+
+def ids_for(*experiments: str) -> list[str]:
+    """The ids of the claims whose rules read only the named results (e.g. ``ids_for("separability")``: the
+    claims of Fig. 3), in :data:`CLAIMS`' order; a claim that needs nothing (an exact computation) is left out."""
+    have = set(experiments)
+    return [c.id for c in CLAIMS.values() if c.needs and set(c.needs) <= have]
 
 
 def verdicts(results: dict, thresholds: dict | None = None, *, ids=None) -> pd.DataFrame:

@@ -26,6 +26,7 @@ __all__ = [
     "diagnosis_first_pass",
     "required_rho",
     "critical_rows",
+    "critical_rows_table",
     "figure_critical_diagnosis",
     "diagnosis_markdown",
 ]
@@ -229,7 +230,7 @@ def figure_critical_diagnosis(diag: pd.DataFrame, n_star_ratio: float | None = N
         ax2.axvline(n_star_ratio, color="tab:blue", lw=1, ls=":", label=f"measured N*/L = {n_star_ratio:.2f}")
     ax2.set_ylabel("E1 / d~ (head means; dashed: leading terms)")
     ax2.set_title("E1 against d~: the KS test needs a ratio near 1", fontsize=9)
-    ax1.legend(fontsize=7, loc="lower right")
+    ax1.legend(fontsize=7, loc="center right")
     ax2.legend(fontsize=7, loc="upper left")
     fig.suptitle(f"{meta.get('model', '?')} · {meta.get('text', '?')} · {meta.get('device', '?')}", fontsize=9)
     fig.text(0.01, 0.005, label(meta), fontsize=7, color="0.4", ha="left", va="bottom")
@@ -258,11 +259,26 @@ def diagnosis_markdown(diag: pd.DataFrame, summary: pd.DataFrame | None = None, 
     first = diagnosis_first_pass(summ, alpha)
     L = int(summ["L"].iloc[0])
     viol = int(summ["bound violations"].sum())
+    model = summ["variant"].iloc[0]
+    d0 = diag[diag["variant"] == model]
+    n06 = int(d0["N"].iloc[int(np.argmin(np.abs(d0["N"].to_numpy() / L - 0.06)))])
+    per_head = d0.loc[d0["N"] == n06, "rho_median"].quantile([0, 0.1, 0.5, 0.9, 1.0])
+    sink_line = ""
+    if "first value 0" in first.index and model in first.index:
+        f0, f1 = first.loc[model, "first N/L"], first.loc["first value 0", "first N/L"]
+        moved = "does not bring" if not (f1 <= 2 * 0.06) else "brings"
+        sink_line = (
+            f" Setting the first token's value vector to zero (a sink whose value vector is small, the property reported for GPT-2) moves the "
+            f"first passing N/L from {f0:.2f} to {f1:.2f}: it {moved} the critical N to about 0.06 L."
+        )
     lines = [
         f"### Why the critical N is where it is (L = {L})",
         "",
         f"N* = 0.06 L needs E1 ≈ d~ there, i.e. ‖s_N‖/‖z‖ ≈ N/(L−1) = {required_rho(L):.3f} in the longest rows "
-        f"(prop-e1-crossing; its bounds fail in {viol} rows of this run).",
+        f"(prop-e1-crossing; its bounds fail in {viol} rows of this run). Per head at N = {n06}, ‖s_N‖/‖z‖ "
+        f"(each head's median over rows) ranges from {per_head.iloc[0]:.3f} (10 %: {per_head.iloc[1]:.3f}, median "
+        f"{per_head.iloc[2]:.3f}, 90 %: {per_head.iloc[3]:.3f}) to {per_head.iloc[4]:.3f} over "
+        f"{int((d0['N'] == n06).sum())} heads.{sink_line}",
         "",
         first.rename(columns=lambda c: c.replace("~", "\\~")).to_markdown(floatfmt=".3f"),
         "",
@@ -273,3 +289,36 @@ def diagnosis_markdown(diag: pd.DataFrame, summary: pd.DataFrame | None = None, 
         .to_markdown(index=False, floatfmt=".3g"),
     ]
     return "\n".join(lines)
+
+
+def critical_rows_table(trace: pd.DataFrame, summary: pd.DataFrame, sampling: str | None = None) -> pd.DataFrame:
+    """:func:`critical_rows` as one row per ``L``: ``N*`` and the rows behind it for each form, and the Monte-Carlo
+    relative standard error at its ``N*``, for one KS sampling (default: the valid one).
+
+    Parameters
+    ----------
+    trace, summary : pandas.DataFrame
+        As for :func:`critical_rows`.
+    sampling : {"heads", "kv_groups"}, optional
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``L``; columns ``N* (E1)``, ``rows (E1)``, ... per form, and ``MC rel. SE at N*`` when the Monte-Carlo
+        form ran.
+    """
+    from ._common import form_name, valid_ks_sampling
+
+    rows = critical_rows(trace, summary)
+    sampling = valid_ks_sampling(summary) if sampling is None else sampling
+    rows = rows[rows["sampling"] == sampling]
+    out = pd.DataFrame(index=sorted(rows["L"].unique()))
+    out.index.name = "L"
+    for form, g in rows.groupby("form", sort=False):
+        g = g.set_index("L")
+        name = form_name(form)
+        out[f"N* ({name})"] = g["n_star"]
+        out[f"rows ({name})"] = g["rows"]
+        if form == "mc":
+            out["MC rel. SE at N*"] = g["mc_rel_se"]
+    return out

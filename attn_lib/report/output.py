@@ -168,6 +168,7 @@ def write_report(
     compare = compare or {}
     first_other = next(iter(compare.values()), {}).get("results") if compare else None
     figs = write_figures(results, out, formats, on_figure=on_figure, other=first_other)
+    figs.update(_write_report_figures(results, out, formats, handle, vt, compare))
     data = results_json(results, meta=meta, verdict_table=vt)
     data["figures"] = figs
     sbs = None
@@ -211,3 +212,27 @@ def write_report(
     if sbs is not None:
         out_info["side_by_side"] = sbs
     return out_info
+
+
+def _write_report_figures(results, out: Path, formats, handle, vt, compare) -> dict[str, list[str]]:
+    """The report's own figures: the critical-N diagnosis (when it ran) and the verdicts at a glance."""
+    from .critical import figure_critical_diagnosis
+    from .reproduction import figure_verdicts
+
+    made = {}
+    diag = results.get("critical_n_diagnosis")
+    if isinstance(diag, pd.DataFrame) and len(diag):
+        made["fig2c_critical_diagnosis"] = figure_critical_diagnosis(diag)
+    label_ = model_column(handle) if handle is not None else "this run"
+    tables = {label_: vt}
+    for lab, item in (compare or {}).items():
+        tables[lab] = reproduction_table(item["results"])
+    made["fig_verdicts"] = figure_verdicts(tables)
+    written = {}
+    for stem, fig in made.items():
+        written[stem] = []
+        for fmt in formats:
+            path = out / f"{stem}.{fmt}"
+            fig.savefig(path, dpi=130)
+            written[stem].append(str(path))
+    return written

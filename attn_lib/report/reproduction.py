@@ -177,15 +177,26 @@ def _cell(x) -> str:
 
 def short_cause(cause: str) -> str:
     """The first clause of a cause (up to the first ``"; "``): the one-line cause of the summary table."""
-    return str(cause).split("; ")[0] if cause else ""
+    if not cause:
+        return ""
+    text, depth = str(cause), 0
+    for i, ch in enumerate(text):  # the first "; " outside parentheses and backquotes
+        if ch in "(`" and not (ch == "`" and depth % 2):
+            depth += 1 if ch == "(" else 0
+        if ch == ")":
+            depth -= 1
+        if depth == 0 and text.startswith("; ", i) and text[:i].count("`") % 2 == 0:
+            return text[:i]
+    return text
 
 
 def _claim_label(row) -> str:
     return f"{row['claim']}" + (f" — {row['reading']}" if row.get("reading") else "")
 
 
-def reproduction_markdown(table: pd.DataFrame, *, links: bool = True) -> str:
-    """The compact summary of one model's claims: claim, kind of evidence, verdict, one-line cause.
+def reproduction_markdown(table: pd.DataFrame, *, links: bool = True, detail: str = "cause") -> str:
+    """The compact summary of one model's claims: claim, kind of evidence, verdict, and a one-line cause (or the
+    measured value).
 
     Parameters
     ----------
@@ -193,17 +204,26 @@ def reproduction_markdown(table: pd.DataFrame, *, links: bool = True) -> str:
         :func:`reproduction_table` (or :func:`attn_lib.report.verdicts`).
     links : bool
         ``True``: MyST roles stay (the book); ``False``: they are written as plain labels (``report.md``).
+    detail : {"cause", "measured"}
+        The last column: the first clause of the cause (the reproduction report) or the measured value (a chapter's
+        own verdicts).
 
     Returns
     -------
     str
         A pipe table; ``|`` inside a cell is escaped.
     """
-    require_columns(table, "table", ("id", "claim", "reading", "evidence", "verdict", "cause"))
-    lines = ["| claim | kind | verdict | cause (one line; details below) |", "|---|---|---|---|"]
+    from .._validation import check_choice
+
+    detail = check_choice("detail", detail, ["cause", "measured"])
+    require_columns(table, "table", ("id", "claim", "reading", "evidence", "verdict", "cause", "measured"))
+    head = "cause (one line; details below)" if detail == "cause" else "measured"
+    lines = [f"| claim | kind | verdict | {head} |", "|---|---|---|---|"]
     for _, r in table.iterrows():
-        cause = _plain(short_cause(r["cause"]), links)
-        lines.append(f"| {_cell(_claim_label(r))} | {r['evidence']} | **{r['verdict']}** | {_cell(cause)} |")
+        text = short_cause(r["cause"]) if detail == "cause" else r["measured"]
+        lines.append(
+            f"| {_cell(_claim_label(r))} | {r['evidence']} | **{r['verdict']}** | {_cell(_plain(text, links))} |"
+        )
     return "\n".join(lines)
 
 
@@ -339,3 +359,76 @@ def side_by_side_markdown(table: pd.DataFrame, *, links: bool = True) -> str:
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+#: Colours of the verdicts in :func:`figure_verdicts` (one per verdict, grouped by kind of evidence).
+VERDICT_COLOURS = {
+    "reproduced": "#2ca02c",
+    "not reproduced": "#d62728",
+    "no verdict": "#bbbbbb",
+    "agrees (forced)": "#a6d8a6",
+    "differs (forced)": "#f2a8a8",
+    "holds": "#1f77b4",
+    "violated": "#000000",
+    "finding": "#9467bd",
+    "refuted": "#ff7f0e",
+    "n/a": "#ffffff",
+}
+
+
+def figure_verdicts(tables: dict[str, pd.DataFrame]):
+    """The verdicts at a glance: one row per claim, one column per model, coloured by verdict, grouped by kind
+    of evidence (informative tests first).
+
+    Parameters
+    ----------
+    tables : dict
+        ``{model column label: reproduction_table(...)}`` (as for :func:`side_by_side`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+
+    sbs = side_by_side(tables)
+    models = list(tables)
+    kinds = list(EVIDENCE)
+    sbs = sbs.assign(_k=sbs["evidence"].map({k: i for i, k in enumerate(kinds)})).sort_values("_k", kind="stable")
+    n = len(sbs)
+    fig = Figure(figsize=(7.6, 0.24 * n + 1.6))
+    ax = fig.subplots()
+    for i, (_, r) in enumerate(sbs.iterrows()):
+        for j, m in enumerate(models):
+            ax.add_patch(_cell_patch(j, n - 1 - i, VERDICT_COLOURS.get(r[m], "#ffffff")))
+            ax.text(j + 0.5, n - 0.5 - i, r[m], ha="center", va="center", fontsize=6.5)
+    ax.set_xlim(0, len(models))
+    ax.set_ylim(0, n)
+    ax.set_xticks([j + 0.5 for j in range(len(models))], [m.split(":", 1)[0] for m in models], fontsize=8)
+    ax.xaxis.tick_top()
+    ax.set_yticks(
+        [n - 0.5 - i for i in range(n)], [f"{r['id']} ({r['evidence']})" for _, r in sbs.iterrows()], fontsize=6.5
+    )
+    ax.tick_params(length=0)
+    for s in ax.spines.values():
+        s.set_visible(False)
+    used = [v for v in VERDICT_COLOURS if any((sbs[m] == v).any() for m in models)]
+    ax.legend(
+        handles=[Patch(facecolor=VERDICT_COLOURS[v], edgecolor="0.6", label=v) for v in used],
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.01),
+        ncol=min(4, len(used)),
+        fontsize=7,
+        frameon=False,
+    )
+    fig.text(0.01, 0.005, " | ".join(models), fontsize=6, color="0.4", ha="left", va="bottom")
+    fig.tight_layout(rect=(0, 0.02, 1, 1))
+    return fig
+
+
+def _cell_patch(x, y, colour):
+    """One cell of :func:`figure_verdicts`."""
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((x, y), 1, 1, facecolor=colour, edgecolor="white", lw=1.5)

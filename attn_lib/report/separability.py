@@ -27,7 +27,9 @@ def separability_per_n(df: pd.DataFrame) -> pd.DataFrame:
     pandas.DataFrame
         Index ``N``; columns ``median``, ``q25``, ``q75`` of ``fraction`` over heads (linear-interpolated
         quantiles), ``lower_median``, ``upper_median`` (medians over heads of the bounds), ``heads`` (count),
-        ``IQR`` (``q75 - q25``), and the booleans ``upper ≥ median`` and ``lower ≤ median``.
+        ``IQR`` (``q75 - q25``), and the booleans ``upper ≥ median`` and ``lower ≤ median``, each ``None`` where
+        its bound is vacuous (an upper bound ``>= 1`` or a lower bound ``<= 0`` holds for any fraction, so it is no
+        evidence), and ``vacuous bounds`` naming them.
     """
     _check_separability_table(df)
     a = head_summary(df, "N", "fraction").set_index("N")
@@ -43,8 +45,12 @@ def separability_per_n(df: pd.DataFrame) -> pd.DataFrame:
         }
     )
     out["IQR"] = out["q75"] - out["q25"]
-    out["upper ≥ median"] = out["upper_median"] >= out["median"]
-    out["lower ≤ median"] = out["lower_median"] <= out["median"]
+    up_vac, lo_vac = out["upper_median"] >= 1, out["lower_median"] <= 0
+    out["upper ≥ median"] = (out["upper_median"] >= out["median"]).astype(object).where(~up_vac, None)
+    out["lower ≤ median"] = (out["lower_median"] <= out["median"]).astype(object).where(~lo_vac, None)
+    out["vacuous bounds"] = [
+        ", ".join(n for n, v in (("upper", u), ("lower", lo)) if v) or "none" for u, lo in zip(up_vac, lo_vac)
+    ]
     return out
 
 

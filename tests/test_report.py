@@ -179,10 +179,10 @@ class TestVerdicts:
 
 def test_write_report_files_and_labels(tmp_path):
     info = R.write_report(_results(), tmp_path, formats=("png", "svg"))
-    assert len(info["figures"]) == 5
-    for paths in info["figures"].values():
-        assert len(paths) == 2
-        svg = next(p for p in paths if p.endswith(".svg"))
+    assert set(info["figures"]) == {*R.FIGURES, "fig_verdicts"}  # no diagnosis table: no diagnosis figure
+    assert all(len(paths) == 2 for paths in info["figures"].values())
+    for stem in R.FIGURES:
+        svg = next(p for p in info["figures"][stem] if p.endswith(".svg"))
         content = Path(svg).read_text()
         for v in META.values():
             assert v in content  # labelled with model, text and device
@@ -192,6 +192,15 @@ def test_write_report_files_and_labels(tmp_path):
     md = (tmp_path / "report.md").read_text()
     assert "| id | claim | kind | verdict | measured | cause |" in md and "toy-model" in md
     assert "## Each claim in detail" in md and md.count("<details>") == len(R.CLAIMS)
+
+
+def test_write_report_draws_the_diagnosis_when_it_ran(tmp_path):
+    from test_critical import _diag
+
+    res = dict(_results(), critical_n_diagnosis=_diag())
+    info = R.write_report(res, tmp_path, formats=("png",))
+    assert Path(info["figures"]["fig2c_critical_diagnosis"][0]).stat().st_size > 0
+    assert "Why the critical N is where it is" in (tmp_path / "report.md").read_text()
 
 
 def test_label_and_curves():

@@ -679,6 +679,27 @@ class TestTally:
         assert R.tally(vt).loc["forced", "differs (forced)"] == 1
 
 
+# ---- ids_for --------------------------------------------------------------------------------------------------------
+class TestIdsFor:
+    def test_claims_of_one_experiment(self):
+        assert R.ids_for("separability") == [c.id for c in CLAIMS.values() if c.needs == ("separability",)]
+        assert "fig3-saturates" in R.ids_for("separability")
+
+    def test_a_claim_needing_two_results_needs_both(self):
+        assert "fig2-readings-inconsistent" not in R.ids_for("distance_vs_length")
+        assert "fig2-readings-inconsistent" in R.ids_for("distance_vs_length", "critical_n_summary")
+
+    def test_a_claim_that_needs_nothing_is_left_out(self):
+        assert "multihead-rule-arithmetic" not in R.ids_for(*{n for c in CLAIMS.values() for n in c.needs})
+
+    def test_every_claim_with_needs_once_all_results_are_named(self):
+        every = R.ids_for(*{n for c in CLAIMS.values() for n in c.needs})
+        assert every == [c.id for c in CLAIMS.values() if c.needs]
+
+    def test_unknown_results_give_nothing(self):
+        assert R.ids_for("no-such-experiment") == []
+
+
 # ---- verdicts(): inputs ---------------------------------------------------------------------------------------------
 class TestVerdicts:
     def test_unknown_id(self):

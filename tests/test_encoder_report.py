@@ -16,30 +16,47 @@ ENC = "encoder: sentence-transformers/all-MiniLM-L6-v2"
 
 
 def _table(verdicts: dict[str, str], L: int) -> pd.DataFrame:
+    """A reproduction table: one row per claim id, its verdict and a cause that names the model's length."""
     rows = [
-        dict(claim=claim.format(L=L), paper="p", measured=f"m{L}", verdict=v, rule="r", reason="", section="app-x")
-        for claim, v in verdicts.items()
+        dict(
+            id=cid,
+            claim=f"claim {cid}",
+            reading="",
+            evidence=EVIDENCE[v],
+            verdict=v,
+            measured=f"m{L}",
+            cause="" if v in ("reproduced", "holds", "n/a") else f"cause of {cid} at L={L}; details",
+            section="app-x",
+        )
+        for cid, v in verdicts.items()
     ]
     return pd.DataFrame(rows)
 
 
+EVIDENCE = {
+    "reproduced": "informative",
+    "not reproduced": "informative",
+    "agrees (forced)": "forced",
+    "n/a": "informative",
+    "holds": "guarantee",
+}
 CLAIMS_DEC = {
-    "a holds on both": "reproduced",
-    "b fails on both (L={L})": "not reproduced",
-    "c encoder only": "not reproduced",
-    "d decoder only": "reproduced",
-    "e by construction": "by construction",
-    "f too few points": "n/a",
-    "g guarantee": "holds",
+    "a-both": "reproduced",
+    "b-neither": "not reproduced",
+    "c-encoder-only": "not reproduced",
+    "d-decoder-only": "reproduced",
+    "e-forced": "agrees (forced)",
+    "f-too-few-points": "n/a",
+    "g-guarantee": "holds",
 }
 CLAIMS_ENC = {
-    "a holds on both": "reproduced",
-    "b fails on both (L={L})": "not reproduced",
-    "c encoder only": "reproduced",
-    "d decoder only": "not reproduced",
-    "e by construction": "by construction",
-    "f too few points": "n/a",
-    "g guarantee": "holds",
+    "a-both": "reproduced",
+    "b-neither": "not reproduced",
+    "c-encoder-only": "reproduced",
+    "d-decoder-only": "not reproduced",
+    "e-forced": "agrees (forced)",
+    "f-too-few-points": "n/a",
+    "g-guarantee": "holds",
 }
 
 
@@ -47,44 +64,59 @@ class TestSideBySide:
     def _sbs(self):
         return R.side_by_side({DEC: _table(CLAIMS_DEC, 1024), ENC: _table(CLAIMS_ENC, 512)})
 
-    def test_one_column_per_model_and_claims_matched_without_their_length(self):
+    def test_one_column_per_model_and_claims_matched_by_id(self):
         t = self._sbs()
-        assert list(t.columns) == ["claim", "paper", DEC, ENC, "holds on", "why", "section"]
-        assert len(t) == 7 and "b fails on both" in list(t["claim"])  # "(L=1024)" and "(L=512)" are one claim
-        b = t.set_index("claim").loc["b fails on both"]
-        assert b[DEC] == "not reproduced: m1024" and b[ENC] == "not reproduced: m512"
+        assert list(t.columns) == ["id", "claim", "reading", "evidence", DEC, ENC, "agree", "cause", "section"]
+        assert list(t["id"]) == list(CLAIMS_DEC)
+        b = t.set_index("id").loc["b-neither"]
+        assert b[DEC] == "not reproduced" and b[ENC] == "not reproduced"
 
-    def test_holds_on(self):
-        got = dict(zip(self._sbs()["claim"], self._sbs()["holds on"]))
+    def test_agree(self):
+        got = dict(zip(self._sbs()["id"], self._sbs()["agree"]))
         assert got == {
-            "a holds on both": "both",
-            "b fails on both": "neither",
-            "c encoder only": "encoder only",
-            "d decoder only": "decoder only",
-            "e by construction": "by construction",
-            "f too few points": "n/a",
-            "g guarantee": "both",
+            "a-both": True,
+            "b-neither": True,
+            "c-encoder-only": False,
+            "d-decoder-only": False,
+            "e-forced": True,
+            "f-too-few-points": True,
+            "g-guarantee": True,
         }
 
-    def test_reasons_name_the_causal_mask(self):
-        why = dict(zip(self._sbs()["claim"], self._sbs()["why"]))
-        assert "with and without the causal mask" in why["a holds on both"]
-        assert "the mask is not the cause" in why["b fails on both"]
-        assert "causal masking" in why["c encoder only"]
-        assert "bidirectional attention" in why["d decoder only"] and "512" in why["d decoder only"]
+    def test_causes_are_one_line_and_labelled_by_model(self):
+        cause = self._sbs().set_index("id")["cause"]
+        assert cause["b-neither"] == "decoder: cause of b-neither at L=1024; encoder: cause of b-neither at L=512"
+        assert cause["c-encoder-only"] == "decoder: cause of c-encoder-only at L=1024"
+        assert cause["a-both"] == ""
+
+    def test_one_model_gives_unlabelled_causes(self):
+        cause = R.side_by_side({DEC: _table(CLAIMS_DEC, 1024)}).set_index("id")["cause"]
+        assert cause["b-neither"] == "cause of b-neither at L=1024"
 
     def test_a_claim_missing_on_one_model_is_not_measured_there(self):
         enc = _table({k: v for k, v in CLAIMS_ENC.items() if not k.startswith("a")}, 512)
-        t = R.side_by_side({DEC: _table(CLAIMS_DEC, 1024), ENC: enc}).set_index("claim")
-        assert t.loc["a holds on both", ENC] == "n/a: not measured"
-        assert t.loc["a holds on both", "holds on"] == "decoder (n/a on encoder)"
+        t = R.side_by_side({DEC: _table(CLAIMS_DEC, 1024), ENC: enc}).set_index("id")
+        assert t.loc["a-both", ENC] == "n/a" and t.loc["a-both", DEC] == "reproduced"
+        assert bool(t.loc["a-both", "agree"])  # a model that did not measure it does not disagree
 
-    def test_markdown_has_a_cell_per_column_and_links(self):
+    def test_a_claim_only_on_the_second_model_is_kept(self):
+        enc = pd.concat([_table(CLAIMS_ENC, 512), _table({"h-encoder-extra": "reproduced"}, 512)])
+        t = R.side_by_side({DEC: _table(CLAIMS_DEC, 1024), ENC: enc}).set_index("id")
+        assert t.loc["h-encoder-extra", DEC] == "n/a" and t.loc["h-encoder-extra", ENC] == "reproduced"
+
+    def test_markdown_has_a_cell_per_column(self):
         md = R.side_by_side_markdown(self._sbs())
         lines = md.splitlines()
-        assert lines[0].count("|") == 7 and all(line.count("|") - line.count("\\|") == 7 for line in lines)
-        assert "{ref}`appendix <app-x>`" in md
-        assert "(appendix: app-x)" in R.side_by_side_markdown(self._sbs(), links=False)
+        assert len(lines) == 2 + len(CLAIMS_DEC)
+        assert lines[0].count("|") == 6 and all(line.count("|") - line.count("\\|") == 6 for line in lines)
+        assert "| decoder | encoder |" in lines[0]
+
+    def test_markdown_plain_roles_without_links(self):
+        t = self._sbs()
+        t.loc[1, "cause"] = "bounded ({prf:ref}`prop-random-bounded`)"
+        assert "{prf:ref}`prop-random-bounded`" in R.side_by_side_markdown(t)
+        plain = R.side_by_side_markdown(t, links=False)
+        assert "bounded (prop-random-bounded)" in plain and "{prf:ref}" not in plain
 
     def test_bad_input_is_a_value_error(self):
         with pytest.raises(ValueError, match="tables"):
@@ -151,8 +183,11 @@ def test_cli_reproduce_compare_offline(tmp_path, tmp_cache, offline, monkeypatch
     rc = main(["reproduce", "--model", "gpt2", "--compare", M.ENCODER_NAME, "--profile", "quick", "--out", str(out)])
     assert rc == 0
     md = (out / "report.md").read_text()
-    assert "## Side by side" in md and f"| {ENC} |" in md and "| decoder: tiny-gpt2 |" in md
+    sbs = md[md.index("## Side by side") :]
+    assert "| claim | kind | decoder | encoder |" in sbs
+    assert "all-MiniLM-L6-v2" in sbs and "tiny-gpt2" in sbs  # the side-by-side names the models it compares
     data = json.loads((out / "results.json").read_text())
     assert set(data["compare"]) == {ENC} and data["compare"][ENC]["model_summary"]["attention"] == "bidirectional"
     assert len(data["side_by_side"]) == len(data["verdicts"])
-    assert "side by side (holds on)" in capsys.readouterr().out
+    assert {r["id"] for r in data["side_by_side"]} == {r["id"] for r in data["verdicts"]}
+    assert "side by side (verdict per model)" in capsys.readouterr().out

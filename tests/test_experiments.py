@@ -12,6 +12,7 @@ import torch
 
 from attn_lib import experiments as E
 from attn_lib import metrics as M
+from attn_lib import report as R
 
 TEXT = (
     "Well, Prince, so Genoa and Lucca are now just family estates of the Buonapartes. But I warn you, if you "
@@ -229,8 +230,8 @@ def test_run_reproduce_writes_outputs(tmp_path, llama_small):
     data = json.loads((out / "results.json").read_text())
     assert data["meta"]["model"] == llama_small.model_id and "timings_s" in data
     md = (out / "report.md").read_text()
-    assert llama_small.model_id in md and "| claim | paper | measured | verdict |" in md
-    assert len(info["verdicts"]) >= 6
+    assert llama_small.model_id in md and "| id | claim | kind | verdict | measured | cause |" in md
+    assert list(info["verdicts"]["id"]) == list(R.CLAIMS)
 
 
 def test_bad_experiment_arguments(gpt2_small):
@@ -385,15 +386,9 @@ def test_quick_profile_on_standin(tmp_path):
         text = load_text()
     info = E.run_reproduce(profile="quick", out=tmp_path / "q", use_cache=False, handle=h, text_obj=text, progress=None)
     vt = info["verdicts"]
-    assert len(vt) >= 6 and set(vt["verdict"]) <= {
-        "reproduced",
-        "not reproduced",
-        "n/a",
-        "holds",
-        "violated",
-        "by construction",
-    }
-    assert "holds" in set(vt["verdict"])  # corrected Corollary 3 bound
+    assert list(vt["id"]) == list(R.CLAIMS)
+    assert set(vt["verdict"]) <= {v for vs in R.VERDICTS.values() for v in vs} | {"n/a"}
+    assert vt.set_index("id").loc["cor3-corrected-bound", "verdict"] == "holds"
     md = (tmp_path / "q" / "report.md").read_text()
     assert h.model_id in md
 

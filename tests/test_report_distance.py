@@ -27,6 +27,7 @@ def _alg1(d_of_L, heads=3, lengths=(16, 32, 64, 128)):
                     N=5,
                     layer=0,
                     head=h,
+                    n_rows=10,
                     d_tilde=d,
                     d_max=3 * d,
                     e1=0.5 + 0.001 * L,
@@ -52,6 +53,7 @@ def _alg2():
                     N=N,
                     layer=0,
                     head=h,
+                    n_rows=10,
                     d_tilde=d,
                     d_max=2 * d,
                     e1=d / 2,
@@ -68,7 +70,7 @@ def _summary(rows):
 
 
 def _growth_verdict(vt):
-    return vt.loc[vt["claim"].str.startswith("distance grows"), "verdict"].item()
+    return vt.set_index("id").loc["fig2a-dtilde-linear", "verdict"]
 
 
 # linear_growth -------------------------------------------------------------------------------------------------
@@ -232,7 +234,7 @@ class TestCriticalN:
         summary = _summary([("e1", 64, 4, False), ("e1", 128, 8, False)])
         ratio = R.critical_n_ratio(summary).loc["e1", "ratio"]
         vt = R.verdicts({"critical_n_summary": summary})
-        assert f"N*/L = {ratio:.3f}" in vt.loc[vt.claim.str.startswith("critical N"), "measured"].item()
+        assert f"N*/L = {ratio:.3f}" in vt.set_index("id").loc["fig2c-critical-e1", "measured"]
 
     def test_lines(self):
         text = R.critical_n_lines(_summary(self.SUMMARY))
@@ -258,14 +260,15 @@ class TestCriticalN:
         assert r.loc[("e1", "kv_groups"), "ratio"] == pytest.approx(0.0625)
         assert R.valid_ks_sampling(both) == "kv_groups" and R.valid_ks_sampling(summary) == "heads"
         vt = R.verdicts({"critical_n_summary": both})
-        row = vt.loc[vt.claim.str.startswith("critical N")]
-        assert row["verdict"].item() == "reproduced" and "kv_groups" in row["rule"].item()  # 0.0625 is within 2x
+        row = vt.set_index("id").loc["fig2c-critical-e1"]
+        assert row["verdict"] == "reproduced"  # the key/value-group ratio 0.0625 is within 2x, the heads' 0.125 not
+        assert "one sample per key/value group" in row["measured"]
         assert "(the valid test for this model)" in R.critical_n_lines(both).splitlines()[1]
 
-    def test_e2_is_reported_as_by_construction(self):
+    def test_e2_is_a_forced_row_not_a_reproduction(self):
         summary = _summary([("e1", 64, 8, False), ("e2", 64, 1, False)])
-        vt = R.verdicts({"critical_n_summary": summary})
-        assert vt.loc[vt.claim.str.startswith("E2 and d~"), "verdict"].item() == "by construction"
+        row = R.verdicts({"critical_n_summary": summary}).set_index("id").loc["fig2c-critical-e2"]
+        assert (row["evidence"], row["verdict"], row["basis"]) == ("forced", "differs (forced)", "prop-e2-tracks")
 
     def test_missing_columns(self):
         with pytest.raises(ValueError, match="censored"):
@@ -275,12 +278,13 @@ class TestCriticalN:
         """E1 and the Monte-Carlo expectation are two readings of "the expectation": one row each, each judged by
         its own fitted ratio (here E1 at 0.0625, within a factor 2 of 0.06, and Monte Carlo at 0.75)."""
         summary = _summary([("e1", 64, 4, False), ("e1", 128, 8, False), ("mc", 64, 48, False), ("mc", 128, 96, False)])
-        vt = R.verdicts({"critical_n_summary": summary}).set_index("claim")
-        e1 = vt.loc["critical N ≈ 0.06·L (KS, α=0.01) — reading E1"]
-        mc = vt.loc["critical N ≈ 0.06·L (KS, α=0.01) — reading Monte Carlo"]
+        trace = pd.DataFrame(dict(form="mc", L=[64, 128], N=[48, 96], n_rows=[16, 32], mc_rel_se=[0.01, 0.015]))
+        vt = R.verdicts({"critical_n_summary": summary, "critical_n": trace}).set_index("id")
+        e1, mc = vt.loc["fig2c-critical-e1"], vt.loc["fig2c-critical-mc"]
         assert e1["verdict"] == "reproduced" and mc["verdict"] == "not reproduced"
         assert f"N*/L = {R.critical_n_ratio(summary).loc['mc', 'ratio']:.3f}" in mc["measured"]
-        assert "Monte-Carlo" in mc["rule"] and mc["measured"].startswith("Monte Carlo: ")
+        assert "Monte-Carlo" in mc["rule"] and "Monte-Carlo" in mc["reading"] and e1["reading"].startswith("E1")
+        assert "64→48 (16 rows)" in mc["measured"]  # the rows behind each N*
 
     def test_mc_lines_give_the_noise_at_n_star_from_the_trace(self):
         summary = _summary([("mc", 16, 12, False), ("mc", 32, 20, False)])

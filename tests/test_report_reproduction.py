@@ -26,35 +26,81 @@ class TestSettingDifferences:
 
 
 class TestReproductionTable:
-    def test_one_row_per_verdict_with_reason_and_section(self):
+    def test_one_row_per_claim_id_with_cause_and_section(self):
         results = _results(linear=False)
         vt, table = R.verdicts(results), R.reproduction_table(results)
-        assert list(table["claim"]) == list(vt["claim"])
-        assert set(table.columns) >= {"claim", "paper", "measured", "verdict", "rule", "reason", "section"}
+        assert list(table["id"]) == list(vt["id"]) == list(R.CLAIMS)
+        assert set(table.columns) >= {"id", "claim", "paper", "evidence", "measured", "verdict", "rule", "cause"}
         assert table["section"].str.startswith("app-").all()
 
     def test_the_critical_n_has_a_row_per_reading_with_its_section(self):
-        table = R.reproduction_table(_results(ratio=0.3)).set_index("claim")
-        for reading in ("E1", "Monte Carlo"):
-            row = table.loc[f"critical N ≈ 0.06·L (KS, α=0.01) — reading {reading}"]
-            assert row["section"] == "app-critical-n" and row["verdict"] == "not reproduced" and row["reason"]
+        table = R.reproduction_table(_results(ratio=0.3)).set_index("id")
+        for cid in ("fig2c-critical-e1", "fig2c-critical-mc"):
+            row = table.loc[cid]
+            assert row["section"] == "app-critical-n" and row["cause"]
+        assert table.loc["fig2c-critical-e1", "verdict"] == "not reproduced"
+        assert table.loc["fig2c-critical-mc", "verdict"] == "no verdict"  # no standard error at N* in the trace
 
-    def test_reasons_only_where_the_verdict_is_not_reproduced(self):
+    def test_causes_where_the_verdict_differs(self):
         table = R.reproduction_table(_results(linear=False))
-        failed = table["verdict"] == "not reproduced"
-        assert failed.any() and table.loc[failed, "reason"].str.len().gt(0).all()
-        assert (table.loc[table["verdict"] == "reproduced", "reason"] == "").all()
+        failed = table["verdict"].isin(["not reproduced", "differs (forced)", "no verdict"])
+        assert failed.any() and table.loc[failed, "cause"].str.len().gt(0).all()
 
-    def test_markdown_keeps_every_row_to_five_cells(self):
+    def test_thresholds_reach_the_rules(self):
+        res = _results(ratio=0.2)
+        assert R.reproduction_table(res).set_index("id").loc["fig2c-critical-e1", "verdict"] == "not reproduced"
+        t = R.reproduction_table(res, thresholds={"crit_ratio_factor": 4.0}).set_index("id")
+        assert t.loc["fig2c-critical-e1", "verdict"] == "reproduced"
+
+
+class TestReproductionMarkdown:
+    def test_keeps_every_row_to_four_cells(self):
         md = R.reproduction_markdown(R.reproduction_table(_results(linear=False)))
         rows = [line for line in md.splitlines() if line.startswith("| ")]
         unescaped = [line.replace("\\|", "") for line in rows]
-        assert all(line.count("|") == 6 for line in unescaped), rows[:3]
-        assert "{ref}`appendix <app-" in md
+        assert len(rows) == 1 + len(R.CLAIMS)
+        assert all(line.count("|") == 5 for line in unescaped), rows[:3]
 
-    def test_markdown_needs_the_table_columns(self):
-        with pytest.raises(ValueError, match="section"):
+    def test_one_line_cause_is_the_first_clause(self):
+        table = R.reproduction_table(_results(linear=False))
+        table.loc[0, "cause"] = "first clause; second clause"
+        md = R.reproduction_markdown(table)
+        assert "| first clause |" in md and "second clause" not in md
+
+    def test_plain_roles_without_links(self):
+        table = R.reproduction_table(_results(linear=False))
+        table.loc[0, "cause"] = "bounded ({prf:ref}`prop-random-bounded`)"
+        assert "{prf:ref}`prop-random-bounded`" in R.reproduction_markdown(table)
+        assert "bounded (prop-random-bounded)" in R.reproduction_markdown(table, links=False)
+
+    def test_needs_the_table_columns(self):
+        with pytest.raises(ValueError, match="evidence"):
             R.reproduction_markdown(pd.DataFrame({"claim": ["x"]}))
+
+
+class TestClaimDetailsMarkdown:
+    def test_one_dropdown_per_claim_with_its_appendix_link(self):
+        md = R.claim_details_markdown(R.reproduction_table(_results(linear=False)))
+        assert md.count(":::{dropdown}") == len(R.CLAIMS)
+        assert "{ref}`Reading the paper <app-critical-n>`" in md
+
+    def test_plain_markdown_uses_details(self):
+        md = R.claim_details_markdown(R.reproduction_table(_results(linear=False)), links=False)
+        assert md.count("<details>") == len(R.CLAIMS) and "{ref}" not in md and "{prf:ref}" not in md
+
+    def test_fails_if_only_for_informative_rows(self):
+        md = R.claim_details_markdown(R.reproduction_table(_results()), links=False)
+        blocks = dict(b.split("</summary>", 1) for b in md.split("<details><summary>") if "</summary>" in b)
+        e2 = next(v for k, v in blocks.items() if k.startswith("fig2a-e2-linear:"))
+        e1 = next(v for k, v in blocks.items() if k.startswith("fig2a-dtilde-linear:"))
+        assert "Would have failed on" not in e2 and "Rests on:** prop-e2-tracks" in e2
+        assert "Would have failed on" in e1
+
+    def test_several_models_each_get_their_measured_line(self):
+        a, b = R.reproduction_table(_results()), R.reproduction_table(_results(ratio=0.3))
+        md = R.claim_details_markdown({"decoder: x": a, "encoder: y": b}, links=False)
+        assert md.count("**Measured (decoder: x):**") == len(R.CLAIMS)
+        assert md.count("**Measured (encoder: y):**") == len(R.CLAIMS)
 
 
 class TestRuntimeTable:

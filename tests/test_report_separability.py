@@ -28,8 +28,7 @@ LOW = {1: 1.0, 2: 0.8, 4: 0.7, 8: 0.6, 16: 0.5, 32: 0.48}
 
 
 def _verdict(df):
-    vt = R.verdicts({"separability": df})
-    return vt[vt["claim"].str.contains("separability")]["verdict"].iloc[0]
+    return R.verdicts({"separability": df}, ids=["fig3-saturates"])["verdict"].iloc[0]
 
 
 # ----------------------------------------------------------------------------------------- separability_per_n
@@ -102,7 +101,7 @@ class TestSeparabilityShape:
         df, th = _table(LOW), {"sep_lo": 0.5, "sep_tol": 0.05}
         assert R.separability_shape(df, thresholds=th)["saturates"] is True
         vt = R.verdicts({"separability": df}, thresholds=th)
-        assert vt[vt["claim"].str.contains("separability")]["verdict"].iloc[0] == "reproduced"
+        assert vt.set_index("id").loc["fig3-saturates", "verdict"] == "reproduced"
 
     def test_bad_tables_are_refused(self):
         with pytest.raises(ValueError, match="df"):

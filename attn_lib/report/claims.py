@@ -604,7 +604,8 @@ def _fig2c_e2(results, th):
     g = sm[sm["sampling"] == valid]
     firsts = sorted(set(int(x) for x in g["n_star"]))
     cause = f"E2 tracks d~ ({_ref('prop-e2-tracks')}): the KS test passes at N = {', '.join(map(str, firsts))}"
-    verdict = "agrees (forced)" if th["crit_ratio_paper"] / th["crit_ratio_factor"] <= ratio else "differs (forced)"
+    lo, hi = th["crit_ratio_paper"] / th["crit_ratio_factor"], th["crit_ratio_paper"] * th["crit_ratio_factor"]
+    verdict = "agrees (forced)" if lo <= ratio <= hi else "differs (forced)"
     return Outcome(verdict, _crit_text(sm, valid, ratio, rows), cause)
 
 

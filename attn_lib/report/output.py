@@ -197,7 +197,9 @@ def write_report(
     if sbs is not None:
         md += (
             "\n## Side by side: the claims on every model that ran\n\n"
-            "One column per model (verdict: measured value). *holds on* says on which models the claim holds; a "
+            "One verdict column per model ("
+            + "; ".join(f"{lab.split(':', 1)[0]}: {lab.split(':', 1)[-1].strip()}" for lab in tables)
+            + "); *agree* says whether every model that measured the claim gave the same verdict. A "
             "bidirectional encoder lets every query row see all L tokens (the setting of Theorems 1 and 2), so a "
             "claim that fails on the causal decoder only points at causal masking. The encoder's grids are cut at "
             "its 512 positions. The figures above show the first compared model as a second panel.\n\n"

@@ -47,6 +47,10 @@ THRESHOLDS = {
     "ks_alpha": 0.01,
     # Theorem 2's upper bound "tracks" an aggregate when their gap is at most this at every N >= 2
     "track_tol": 0.10,
+    # the multi-head rule of the Discussion: H independent heads that each separate p cover the target share
+    "multihead_p": 0.8,
+    "multihead_H": 3,
+    "multihead_target": 0.99,
     # "near the theoretical limit": below T = 0.1 the head-max g is at least this fraction of min{1/(4T), sqrt 2}
     "near_limit_ratio": 0.5,
 }

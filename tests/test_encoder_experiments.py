@@ -96,7 +96,7 @@ def test_run_all_passes_one_length_at_a_time(encoder, tmp_path):
     md = (tmp_path / "report.md").read_text()
     assert "bidirectional (an encoder)" in md and "(bidirectional encoder; packaged copy" in md
     assert "cut at the model's 512 positions: L = 32, 64, 128, 256, 512 (the paper goes to 1024)" in md
-    assert len(info["figures"]) == 5
+    assert set(info["figures"]) == {*R.FIGURES, "fig2c_critical_diagnosis", "fig_verdicts"}
 
 
 def test_paper_grid_is_cut_at_512(encoder):

@@ -297,6 +297,7 @@ def corollary3_bounds_symbolic(L: int = 3) -> dict:
     al = sp.Matrix([wj / W for wj in w])
     J = (sp.diag(*al) - al * al.T) / T
     gersh = sp.simplify(sum(sp.Abs(sp.factor(J[0, j])) for j in range(L)))  # the signs come from positivity
+    # SymPy's own sign decisions (Python bools), one entry per entry of the first row
     signs = {"J11_positive": bool(sp.factor(J[0, 0]).is_positive)}
     signs.update({f"J1{j + 1}_negative": bool(sp.factor(J[0, j]).is_negative) for j in range(1, L)})
     alpha1 = al[0]
@@ -310,7 +311,7 @@ def corollary3_bounds_symbolic(L: int = 3) -> dict:
     grad = sp.Symbol("||grad alpha_1||_2")
     return {
         "J": J,
-        "signs": signs,
+        **signs,
         "diagonal_entry_in_alpha": a1 * (1 - a1) / T,
         "gershgorin_in_alpha": 2 * a1 * (1 - a1) / T,
         "row_gradient_in_alpha": sp.Le(grad, sp.sqrt(2) * a1 * (1 - a1) / T),

@@ -899,8 +899,10 @@ class _CrossingAnalysis:
                 "bound_violations": (bad & valid).sum(1),
             }
             sink = w[..., 0].mean(1)  # (H,)
+            # the sink's share of the output: alpha_0 ||x_0|| / ||z||, mean over rows (0 when its value is zeroed)
+            sink_out = (w[..., 0] * v[:, :1].square().sum(-1).sqrt() / cr.z_norm.clamp(min=tiny)).mean(1)
             cols = {k: x.cpu().numpy() for k, x in cols.items()}
-            cnt_np, sink_np = cnt.cpu().numpy(), sink.cpu().numpy()
+            cnt_np, sink_np, sink_out_np = cnt.cpu().numpy(), sink.cpu().numpy(), sink_out.cpu().numpy()
             for h in range(w.shape[0]):
                 for k, N in enumerate(self.n_values):
                     if cnt_np[h, k] == 0:
@@ -910,6 +912,7 @@ class _CrossingAnalysis:
                     row.update({c: float(x[h, k]) for c, x in cols.items()})
                     row["bound_violations"] = int(cols["bound_violations"][h, k])
                     row["sink_share"] = float(sink_np[h])
+                    row["sink_output_share"] = float(sink_out_np[h])
                     self.out.append(row)
 
     def finish(self) -> pd.DataFrame:
@@ -1527,7 +1530,8 @@ def critical_n_diagnosis(
     -------
     pandas.DataFrame
         ``variant, temperature, first_value_zero, L, N, layer, head, kv_group, n_rows, d_tilde, e1, lead_d_tilde,
-        lead_e1, rho_mean, rho_median, bound_violations, sink_share`` plus ``model, text, device``.
+        lead_e1, rho_mean, rho_median, bound_violations, sink_share, sink_output_share`` (the first token's
+        ``alpha_0 ||x_0|| / ||z||``, mean over rows) plus ``model, text, device``.
     """
     params = _params_diagnosis(handle, L, fractions, rows, DIAGNOSIS_VARIANTS if variants is None else variants)
     return _run_one("critical_n_diagnosis", handle, text, params, cache, start)

@@ -200,8 +200,9 @@ def write_report(
             "One verdict column per model ("
             + "; ".join(f"{lab.split(':', 1)[0]}: {lab.split(':', 1)[-1].strip()}" for lab in tables)
             + "); *agree* says whether every model that measured the claim gave the same verdict. A "
-            "bidirectional encoder lets every query row see all L tokens (the setting of Theorems 1 and 2), so a "
-            "claim that fails on the causal decoder only points at causal masking. The encoder's grids are cut at "
+            "bidirectional encoder lets every query row see all L tokens (the setting of Theorems 1 and 2); it also "
+            "differs from the decoder in size, depth, head dimension and training, so a verdict that differs "
+            "between the two is not by itself a measurement of the causal mask. The encoder's grids are cut at "
             "its 512 positions. The figures above show the first compared model as a second panel.\n\n"
             + side_by_side_markdown(sbs, links=False)
             + "\n"

@@ -100,6 +100,25 @@ def check_seed(name: str, value: Any) -> int:
     return check_int(name, value, low=0, high=SEED_MAX)
 
 
+def expand_path(name: str, value: Any) -> Path:
+    """``value`` (a str or path) as a ``Path`` with ``~`` / ``~user`` expanded; ``ValueError`` naming ``name`` when it
+    is not a path, is empty, holds a NUL byte, or names a home folder that cannot be found (``~nosuchuser/...``)."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise ValueError(f"{name} must be a path (got {value!r})")
+    raw = os.fspath(value)
+    if not isinstance(raw, str):  # a bytes path
+        raise ValueError(f"{name} must be a text path (got {value!r})")
+    if not raw.strip():
+        raise ValueError(f"{name} must be a non-empty path (got {value!r})")
+    if "\0" in raw:
+        raise ValueError(f"{name} must not contain a NUL character (got {value!r})")
+    try:
+        return Path(raw).expanduser()
+    except RuntimeError:  # ~nosuchuser: "Could not determine home directory"
+        user = raw[1:].split("/", 1)[0] or "the current user"
+        raise ValueError(f"{name} {raw!r} starts with a '~' whose home folder cannot be found ({user})") from None
+
+
 def prepare_output_dir(name: str, value: Any) -> Path:
     """Create the folder ``value`` (with its parents) if needed, check that a file can be written there, and return
     it as a ``Path``; ``ValueError`` naming ``name`` otherwise.
@@ -107,9 +126,13 @@ def prepare_output_dir(name: str, value: Any) -> Path:
     Meant to run *before* a long computation whose results go there, so a path that is a file, or a folder that
     cannot be created or written (permissions, a read-only or virtual file system), fails at once.
     """
-    if not isinstance(value, (str, os.PathLike)) or not os.fspath(value).strip():
+    if (
+        not isinstance(value, (str, os.PathLike))
+        or not isinstance(os.fspath(value), str)
+        or not os.fspath(value).strip()
+    ):
         raise ValueError(f"{name} must be a folder path (got {value!r})")
-    path = Path(os.fspath(value)).expanduser()
+    path = expand_path(name, value)
     if path.exists() and not path.is_dir():
         raise ValueError(f"{name} {str(path)!r} exists and is not a folder")
     try:

@@ -17,10 +17,12 @@ a :class:`~attn_lib.corpus.Text`). The key is canonicalised (sorted JSON) and ha
 payload and the payload's SHA-256. On read, an entry whose checksum, key, version or format does not match, or whose
 payload cannot be decoded, is treated as absent: the value is recomputed and the entry rewritten. It is never trusted.
 
-Values may be JSON-able (dicts, lists, numbers, strings; they come back as JSON gives them, so tuples become lists -- the
-first call returns the same round-tripped value, so a cached and an uncached run look identical), pandas DataFrames or
-Series (stored as pickles, unpickled only after the checksum matched), or any other picklable object.
-Writes are atomic (a temporary folder renamed into place), so an interrupted run leaves no half-written entry.
+Values may be JSON-able (dicts with string keys, lists, numbers, strings; they come back as JSON gives them, so tuples
+become lists -- the first call returns the same round-tripped value, so a cached and an uncached run look identical),
+pandas DataFrames or Series (stored as pickles, unpickled only after the checksum matched), or any other picklable
+object. A dict with a non-string key (``{1: 'a', '1': 'b'}``, which JSON would merge into ``{'1': 'b'}``) is pickled.
+Writes are atomic (a temporary folder renamed into place), so an interrupted run leaves no half-written entry; a file
+or link found where an entry folder belongs is removed and the entry rewritten.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from ._validation import expand_path
 
 __all__ = [
     "CACHE_ENV",
@@ -65,7 +69,7 @@ def cache_dir() -> Path:
     """Root of attn_lib's caches: ``$ATTN_LIB_CACHE_DIR`` or the platform's user cache folder."""
     env = os.environ.get(CACHE_ENV, "").strip()
     if env:
-        return Path(env).expanduser()
+        return expand_path(f"the environment variable {CACHE_ENV}", env)
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("attn_lib", appauthor=False))
@@ -74,7 +78,7 @@ def cache_dir() -> Path:
 def model_dir() -> Path:
     """Folder for converted model weights: ``$ATTN_LIB_MODEL_DIR`` or ``<cache_dir>/models``."""
     env = os.environ.get(MODEL_ENV, "").strip()
-    return Path(env).expanduser() if env else cache_dir() / "models"
+    return expand_path(f"the environment variable {MODEL_ENV}", env) if env else cache_dir() / "models"
 
 
 def results_dir() -> Path:
@@ -227,7 +231,7 @@ class ResultCache:
     def __init__(self, root: str | os.PathLike | None = None, enabled: bool = True):
         if not isinstance(enabled, bool):
             raise ValueError(f"enabled must be True or False (got {enabled!r})")
-        self.root = Path(root).expanduser() if root is not None else results_dir()
+        self.root = expand_path("root", root) if root is not None else results_dir()
         self.enabled = enabled
         self.last_status: str | None = None
 
@@ -278,8 +282,8 @@ class ResultCache:
     def invalidate(self, key: dict) -> bool:
         """Delete the entry for ``key``; True if there was one."""
         path = self.path_for(key)
-        if path.exists():
-            shutil.rmtree(path, ignore_errors=True)
+        if path.exists() or path.is_symlink():
+            _remove_entry(path)
             return True
         return False
 
@@ -334,13 +338,14 @@ class ResultCache:
             "attn_lib_version": _attn_lib_version(),
         }
         try:
+            if path.parent.is_symlink() or (path.parent.exists() and not path.parent.is_dir()):
+                path.parent.unlink()  # a file where the entries' folder belongs: repair
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=path.parent))
             try:
                 (tmp / meta["payload"]).write_bytes(payload)
                 (tmp / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")
-                if path.exists():
-                    shutil.rmtree(path, ignore_errors=True)
+                _remove_entry(path)  # a stale entry, or a file put where the entry folder belongs
                 os.replace(tmp, path)
             finally:
                 if tmp.exists():
@@ -348,6 +353,28 @@ class ResultCache:
         except OSError as exc:  # a read-only or full disk must not lose the result
             log.warning("attn_lib cache: could not store %s (%s)", path, exc)
         return value
+
+
+def _plain_json(value: Any, depth: int = 0) -> bool:
+    """Whether JSON round-trips ``value`` without merging or renaming anything: None, bools, ints, floats, strings,
+    lists/tuples of them and dicts with *string* keys (JSON writes the keys 1 and '1' both as "1")."""
+    if depth > 200:
+        return False
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_plain_json(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain_json(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def _remove_entry(path: Path) -> None:
+    """Remove whatever is at ``path``: an entry folder, or a file or link put in its place."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _encode(value: Any) -> tuple[str, bytes, Any]:
@@ -361,8 +388,10 @@ def _encode(value: Any) -> tuple[str, bytes, Any]:
     if frame_types and isinstance(value, frame_types):
         return "dataframe", pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), value
     try:
+        if not _plain_json(value):  # e.g. {1: 'a', '1': 'b'}: JSON would turn 1 into '1' and lose an item
+            raise TypeError("not plain JSON")
         text = json.dumps(value, allow_nan=True)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         try:
             return "pickle", pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), value
         except Exception as exc:

@@ -83,6 +83,20 @@ def check_int(name: str, value: Any, *, low: int | None = None, high: int | None
     return v
 
 
+def max_threads() -> int:
+    """CPU threads this process may use: the CPUs of its affinity mask (``os.cpu_count()`` where there is none)."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        n = os.cpu_count() or 1
+    return max(1, n)
+
+
+def check_threads(name: str, value: Any) -> int:
+    """A thread count: an integer in ``[1, max_threads()]`` (more threads than CPUs only adds contention)."""
+    return check_int(name, value, low=1, high=max_threads())
+
+
 def check_probability(name: str, value: Any, *, open_low: bool = False, open_high: bool = False) -> float:
     """Return ``value`` as float in [0, 1] (ends optionally open)."""
     v = _real(name, value, "a number in [0, 1]")

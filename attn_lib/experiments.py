@@ -53,6 +53,7 @@ from ._validation import (
     check_positive,
     check_probability,
     check_seed,
+    check_threads,
     prepare_output_dir,
 )
 
@@ -1558,6 +1559,24 @@ def gradient_sensitivity_raw(
     return _run_one("gradient_sensitivity_raw", handle, text, params, cache, start)
 
 
+def _check_experiments(experiments) -> list[str]:
+    """The experiments to run, each once, in the order given (a name that appears twice would be analysed twice in
+    the pass, and the doubled table stored under the normal key); a single name is a list of one."""
+    if experiments is None:
+        return list(EXPERIMENTS)
+    if isinstance(experiments, str):
+        experiments = [experiments]
+    try:
+        names = [check_choice("experiments", e, EXPERIMENTS) for e in experiments]
+    except TypeError:
+        raise ValueError(
+            f"experiments must be None or a list of names from {list(EXPERIMENTS)} (got {experiments!r})"
+        ) from None
+    if not names:
+        raise ValueError(f"experiments must name at least one of {list(EXPERIMENTS)} (got an empty list)")
+    return list(dict.fromkeys(names))
+
+
 def _profile_params(handle, prof: Profile, seed: int = 0) -> dict[str, dict]:
     cap = int(handle.max_length)
     lengths = [L for L in prof.lengths if L <= cap]
@@ -1618,7 +1637,7 @@ def run_all(
     prog = _Progress(progress)
     cache = _check_cache(cache)
     if threads is not None:
-        threads = check_int("threads", threads, low=1)
+        threads = check_threads("threads", threads)
         prev = torch.get_num_threads()
         torch.set_num_threads(threads)
         try:
@@ -1637,9 +1656,7 @@ def run_all(
             torch.set_num_threads(prev)
     prof = _profile(profile)
     start = check_int("start", start, low=0)
-    names = (
-        list(EXPERIMENTS) if experiments is None else [check_choice("experiments", e, EXPERIMENTS) for e in experiments]
-    )
+    names = _check_experiments(experiments)
     params = _profile_params(handle, prof, seed)
     results: dict[str, pd.DataFrame] = {}
     todo = []

@@ -6,6 +6,7 @@ work, and the inputs that were accepted silently or raised the wrong exception t
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 import attn_lib.cache as K
@@ -70,3 +71,113 @@ def test_tilde_of_an_unknown_user_in_an_output_folder_is_a_value_error():
 
     with pytest.raises(ValueError, match="out '~nosuchuser_attn_lib/x' starts with a '~'"):
         prepare_output_dir("out", "~nosuchuser_attn_lib/x")
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# run_all: no call with unusual arguments stores a result that a normal call reads back
+# ------------------------------------------------------------------------------------------------------------------
+def _tiny_profile():
+    from attn_lib import experiments as E
+
+    return E.Profile(
+        name="robust",
+        lengths=(8, 16),
+        n_alg1=2,
+        length_fixed=16,
+        n_alg2=(1, 2, 4),
+        n_alg4=(1, 2, 4),
+        temperatures=(0.1, 1.0),
+        eps_values=(0.1,),
+        ks_alpha=0.01,
+        crit_fraction=0.25,
+        mc_samples=4,
+        mc_rows=4,
+        scan_stage=2,
+    )
+
+
+TEXT = "Well, Prince, so Genoa and Lucca are now just family estates of the Buonapartes. " * 8
+
+
+def _same_tables(a: dict, b: dict, names) -> None:
+    for n in names:
+        pd.testing.assert_frame_equal(a[n].reset_index(drop=True), b[n].reset_index(drop=True), check_dtype=False)
+
+
+@pytest.fixture(scope="module")
+def plain_results(tiny_gpt2):
+    from attn_lib import experiments as E
+
+    return E.run_all(tiny_gpt2, TEXT, _tiny_profile())
+
+
+def test_run_all_duplicated_experiments_analyse_once_and_do_not_poison_the_cache(tiny_gpt2, tmp_path, plain_results):
+    from attn_lib import experiments as E
+    from attn_lib.cache import ResultCache
+
+    cache = ResultCache(tmp_path)
+    odd = E.run_all(tiny_gpt2, TEXT, _tiny_profile(), cache, experiments=["critical_n", "separability", "critical_n"])
+    assert list(odd) == ["critical_n", "separability", "critical_n_summary"]
+    _same_tables(odd, plain_results, ["critical_n", "separability", "critical_n_summary"])
+    later = E.run_all(tiny_gpt2, TEXT, _tiny_profile(), cache)  # reads the two stored tables back
+    _same_tables(later, plain_results, [*E.EXPERIMENTS, "critical_n_summary"])
+
+
+@pytest.mark.parametrize(
+    "bad, match",
+    [([], "at least one"), (["critical_n", "nope"], "experiments must be one of"), (5, "experiments must be None")],
+)
+def test_run_all_experiments_argument(tiny_gpt2, bad, match):
+    from attn_lib import experiments as E
+
+    with pytest.raises(ValueError, match=match):
+        E.run_all(tiny_gpt2, TEXT, _tiny_profile(), experiments=bad)
+
+
+def test_run_all_threads_are_bounded_by_the_machine(tiny_gpt2):
+    from attn_lib import experiments as E
+    from attn_lib._validation import max_threads
+
+    with pytest.raises(ValueError, match=rf"threads must be an integer in \[1, {max_threads()}\]"):
+        E.run_all(tiny_gpt2, TEXT, _tiny_profile(), experiments=["separability"], threads=max_threads() + 1)
+
+
+def test_block_parallel_workers_are_bounded_by_the_machine():
+    from attn_lib import metrics as M
+    from attn_lib._validation import max_threads
+
+    with pytest.raises(ValueError, match="workers must be an integer in"), M.block_parallel(5000 + max_threads()):
+        pass
+
+
+try:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+except ImportError:  # pragma: no cover
+    given = None
+
+
+if given is not None:
+    from attn_lib.experiments import EXPERIMENTS as _EXPS
+
+    @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+    @given(
+        names=st.lists(st.sampled_from(_EXPS), min_size=1, max_size=7),
+        single=st.booleans(),
+    )
+    def test_property_no_experiments_list_stores_what_a_plain_call_would_not_compute(
+        tiny_gpt2, plain_results, tmp_path_factory, names, single
+    ):
+        """Whatever list of experiments (repeats, any order, one name as a string): each table stored in the cache is
+        exactly what a plain run_all computes, so a later plain call reads back the right results."""
+        from attn_lib import experiments as E
+        from attn_lib.cache import ResultCache
+
+        cache = ResultCache(tmp_path_factory.mktemp("prop"))
+        arg = names[0] if single else names
+        odd = E.run_all(tiny_gpt2, TEXT, _tiny_profile(), cache, experiments=arg)
+        wanted = list(dict.fromkeys([arg] if single else names))
+        assert [k for k in odd if k != "critical_n_summary"] == wanted
+        _same_tables(odd, plain_results, wanted)
+        later = E.run_all(tiny_gpt2, TEXT, _tiny_profile(), cache)
+        _same_tables(later, plain_results, [*_EXPS, "critical_n_summary"])

@@ -128,7 +128,11 @@ def block_parallel(workers: int | None = None):
     global _WORKERS
     prev_threads = torch.get_num_threads()
     prev_workers = _WORKERS
-    _WORKERS = max(1, int(workers)) if workers is not None else (prev_workers or prev_threads)
+    if workers is not None:
+        from .._validation import check_threads
+
+        workers = check_threads("workers", workers)
+    _WORKERS = workers if workers is not None else (prev_workers or prev_threads)
     torch.set_num_threads(1)
     try:
         yield

@@ -20,7 +20,9 @@ stand-in). Two documented differences: GPT-2's optional ``reorder_and_upcast_att
 is not reproduced, and in half precision GPT-2's eager code runs softmax in half while this module runs it in float32
 (as Llama's eager code does).
 
-The model's previous attention implementation is restored when a capture ends, also after an exception.
+The model's previous attention implementation is restored when a capture ends, also after an exception. Captures
+from several threads on one model are safe: each thread's forward pass reports to its own callback, and the model's
+own implementation comes back when the last of them ends.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -345,6 +348,35 @@ def _set_attn_implementation(model, name: str) -> None:
         model.config._attn_implementation = name
 
 
+#: model id -> [captures in progress, the model's own attention implementation]; guarded by _LOCK. Captures from
+#: several threads (or nested ones) share one switch of the model: the first switches it to the capture function, the
+#: last one out restores the model's own implementation. Each thread's session lives in a context variable, so every
+#: thread's forward pass sees only its own callback (a pass outside any capture gets eager attention's weights).
+_USERS: dict[int, list] = {}
+_LOCK = threading.Lock()
+
+
+def _enter(model) -> None:
+    with _LOCK:
+        entry = _USERS.get(id(model))
+        if entry is None:
+            previous = model.config._attn_implementation
+            _set_attn_implementation(model, IMPLEMENTATION)
+            _USERS[id(model)] = [1, previous]
+        else:
+            entry[0] += 1
+
+
+def _leave(model) -> None:
+    with _LOCK:
+        entry = _USERS[id(model)]
+        entry[0] -= 1
+        if entry[0] == 0:
+            del _USERS[id(model)]
+            previous = entry[1]
+            _set_attn_implementation(model, previous if previous not in (None, IMPLEMENTATION) else "eager")
+
+
 @contextlib.contextmanager
 def patched_attention(
     handle_or_model,
@@ -386,14 +418,13 @@ def patched_attention(
         stop_after=1 if stop_early else None,
     )
     register()
-    previous = model.config._attn_implementation
+    _enter(model)
     token = _ACTIVE.set(sess)
     try:
-        _set_attn_implementation(model, IMPLEMENTATION)
         yield
     finally:
         _ACTIVE.reset(token)
-        _set_attn_implementation(model, previous if previous is not None else "eager")
+        _leave(model)
 
 
 def prepare_input_ids(handle, input_ids) -> torch.Tensor:

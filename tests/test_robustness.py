@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+import torch
 
 import attn_lib.cache as K
 
@@ -181,3 +182,76 @@ if given is not None:
         _same_tables(odd, plain_results, wanted)
         later = E.run_all(tiny_gpt2, TEXT, _tiny_profile(), cache)
         _same_tables(later, plain_results, [*_EXPS, "critical_n_summary"])
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# capture from several threads
+# ------------------------------------------------------------------------------------------------------------------
+def test_capture_from_two_threads_loses_no_layer_and_restores_the_model(tiny_gpt2):
+    """Thread A's capture ends while thread B's is between layers: B must still see every layer, and the model must
+    end on its own attention implementation (before: A restored eager under B, B then restored the capture)."""
+    import threading
+
+    from attn_lib.capture import capture_attention
+
+    model = tiny_gpt2.model
+    before = model.config._attn_implementation
+    ids = torch.arange(10)
+    a_in, b_in, a_done = threading.Event(), threading.Event(), threading.Event()
+    seen = {"A": [], "B": []}
+    errors = []
+
+    def cb_a(la):
+        seen["A"].append(la.layer)
+        if la.layer == 0:
+            a_in.set()
+            assert b_in.wait(60), "thread B never started its capture"
+
+    def cb_b(la):
+        seen["B"].append(la.layer)
+        if la.layer == 0:
+            b_in.set()
+            assert a_done.wait(60), "thread A never finished"
+
+    def run_a():
+        try:
+            capture_attention(tiny_gpt2, ids, cb_a)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            a_done.set()
+
+    def run_b():
+        try:
+            assert a_in.wait(60)
+            capture_attention(tiny_gpt2, ids, cb_b)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            b_in.set()
+
+    threads = [threading.Thread(target=run_a), threading.Thread(target=run_b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    assert seen == {"A": [0, 1], "B": [0, 1]}
+    assert model.config._attn_implementation == before
+
+
+def test_many_concurrent_captures_give_every_layer_and_restore_the_model(tiny_gpt2):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from attn_lib.capture import collect_attention
+
+    before = tiny_gpt2.model.config._attn_implementation
+    ids = torch.arange(12)
+    ref = collect_attention(tiny_gpt2, ids, keep_qk=False)
+    with ThreadPoolExecutor(4) as pool:
+        runs = list(pool.map(lambda _: collect_attention(tiny_gpt2, ids, keep_qk=False), range(16)))
+    for run in runs:
+        assert [la.layer for la in run] == [0, 1]
+        for a, b in zip(run, ref):
+            assert torch.equal(a.weights, b.weights)
+    assert tiny_gpt2.model.config._attn_implementation == before

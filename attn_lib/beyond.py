@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -46,7 +47,7 @@ import torch
 
 from . import jacobian as _jac
 from . import normalizers as _nz
-from ._validation import check_choice, check_int, check_positive, check_seed
+from ._validation import check_choice, check_int, check_positive, check_probability, check_seed
 
 __all__ = [
     "NORMALIZERS",
@@ -239,6 +240,24 @@ def _top_rank(w: torch.Tensor, vis: torch.Tensor) -> torch.Tensor:
     return rank
 
 
+def _bool_mask(mask) -> torch.Tensor:
+    """``mask`` as a bool tensor; a numeric mask must hold only 0 and 1 (0.5 is not 'visible')."""
+    m = torch.as_tensor(mask)
+    if m.dtype == torch.bool:
+        return m
+    if m.is_complex() or not bool(((m == 0) | (m == 1)).all()):
+        raise ValueError("mask must be boolean (True = visible) or hold only 0 and 1")
+    return m.to(torch.bool)
+
+
+def _mask_fits(mask, shape) -> bool:
+    try:
+        torch.broadcast_shapes(tuple(torch.as_tensor(mask).shape), tuple(shape))
+    except RuntimeError:
+        return False
+    return torch.as_tensor(mask).dim() in (2, 3)
+
+
 def row_metrics(weights, values, mask, n_values: Sequence[int], *, unit: bool = False) -> dict[str, torch.Tensor]:
     r"""``d~``, ``E1`` and ``N_s/N`` of a batch of rows for several ``N``, for any non-negative weights.
 
@@ -258,7 +277,7 @@ def row_metrics(weights, values, mask, n_values: Sequence[int], *, unit: bool = 
     values : tensor, shape (H, L, d)
         The vectors ``x_i`` of each head.
     mask : bool tensor, shape (R, L) or (H, R, L)
-        ``True`` = visible.
+        ``True`` = visible (a numeric mask must hold only 0 and 1).
     n_values : sequence of int
         ``N`` values, each ``>= 1``.
     unit : bool
@@ -277,7 +296,9 @@ def row_metrics(weights, values, mask, n_values: Sequence[int], *, unit: bool = 
             f"weights must be (H, R, L) and values (H, L, d) with the same H and L "
             f"(got {tuple(w.shape)} and {tuple(V.shape)})"
         )
-    vis = torch.broadcast_to(torch.as_tensor(mask, dtype=torch.bool), w.shape)
+    vis = torch.broadcast_to(_bool_mask(mask), w.shape) if _mask_fits(mask, w.shape) else None
+    if vis is None:
+        raise ValueError(f"mask must be (R, L) or (H, R, L) for weights of shape {tuple(w.shape)}")
     if not bool(torch.isfinite(w).all()) or bool((w[vis] < 0).any()):
         raise ValueError("weights must be finite and non-negative")
     ns = [check_int("n_values", n, low=1) for n in n_values]
@@ -324,6 +345,11 @@ def row_metrics(weights, values, mask, n_values: Sequence[int], *, unit: bool = 
     return out
 
 
+#: How far from 1 the row sums of :func:`softmax_type_spectral_norm`'s weights may be (float32 softmax rows of 10^5
+#: tokens sum to 1 within about 1e-5).
+_DIST_TOL = 1e-4
+
+
 def softmax_type_spectral_norm(weights, temperature: float = 1.0, *, iterations: int = 100) -> torch.Tensor:
     r"""Spectral norm of :math:`J = (\mathrm{diag}\,\alpha - \alpha\alpha^\top)/T`, one value per row, exactly.
 
@@ -336,7 +362,8 @@ def softmax_type_spectral_norm(weights, temperature: float = 1.0, *, iterations:
     Parameters
     ----------
     weights : tensor, shape (..., L)
-        Softmax or top-k weights (non-negative, rows summing to one or zero).
+        Softmax or top-k weights (non-negative, each row summing to one within 1e-4, or all zero for a fully masked
+        row); anything else is a ``ValueError``, since the formula holds only for a distribution.
     temperature : float
         ``T > 0``.
     iterations : int
@@ -351,8 +378,17 @@ def softmax_type_spectral_norm(weights, temperature: float = 1.0, *, iterations:
     T = check_positive("temperature", temperature)
     iterations = check_int("iterations", iterations, low=1)
     a = torch.as_tensor(weights).to(torch.float64)
-    if a.dim() < 1 or not bool(torch.isfinite(a).all()) or bool((a < 0).any()):
-        raise ValueError("weights must be a finite, non-negative tensor of shape (..., L)")
+    if a.dim() < 1 or a.shape[-1] == 0 or not bool(torch.isfinite(a).all()) or bool((a < 0).any()):
+        raise ValueError("weights must be a finite, non-negative tensor of shape (..., L) with L >= 1")
+    sums = a.sum(-1)
+    off = ~((sums - 1).abs() <= _DIST_TOL) & ~(sums == 0)
+    if bool(off.any()):
+        bad = float(sums[off].flatten()[0])
+        raise ValueError(
+            "weights must form a distribution: every row must sum to 1 (within "
+            f"{_DIST_TOL:g}), or be all zero for a fully masked row (a row sums to {bad:.6g}); the formula holds only "
+            "for softmax and top-k weights"
+        )
     if a.shape[-1] == 1:
         return torch.zeros(a.shape[:-1], dtype=torch.float64)
     top2 = torch.topk(a, 2, dim=-1).values
@@ -459,6 +495,21 @@ class _CompareAnalysis:
         return df
 
 
+def _require_causal(handle, what: str) -> None:
+    """``ValueError`` for a bidirectional encoder, up front: these experiments are defined for causal models only."""
+    if not bool(getattr(handle, "causal", True)):
+        why = (
+            "it samples rows of every length from one pass, as nested prefixes (row t sees tokens 0..t-1), which a "
+            "bidirectional model does not have"
+            if what == "compare_normalizers"
+            else "it measures the next-token loss of a language model, which a bidirectional encoder has no head for"
+        )
+        raise ValueError(
+            f"model: {what} needs a causal language model, and {getattr(handle, 'model_id', 'this model')} is a "
+            f"bidirectional encoder ({why}); use a causal model such as gpt2 or smollm2"
+        )
+
+
 def _check_cache(cache):
     from .experiments import _check_cache as check
 
@@ -495,6 +546,7 @@ def compare_normalizers(handle, text, *, profile="quick", seed: int = 0, start: 
     from .experiments import _key, _meta, _run_pass
 
     prof = _beyond_profile(profile)
+    _require_causal(handle, "compare_normalizers")
     seed = check_seed("seed", seed)
     start = check_int("start", start, low=0)
     if max(prof.lengths) > int(handle.max_length):
@@ -547,7 +599,7 @@ def critical_n_from_heads(df: pd.DataFrame, alpha: float = 0.01) -> pd.DataFrame
     need = {"metric", "normalizer", "L", "N", "layer", "head", "value"}
     if not isinstance(df, pd.DataFrame) or not need <= set(df.columns):
         raise ValueError(f"df must be compare_normalizers' table (columns {sorted(need)})")
-    a = check_positive("alpha", alpha)
+    a = check_probability("alpha", alpha, open_low=True, open_high=True)
     sub = df[df["metric"].isin(["d_tilde", "e1"])]
     wide = sub.pivot_table(index=["normalizer", "L", "N", "layer", "head"], columns="metric", values="value")
     rows = []
@@ -596,6 +648,13 @@ def limits_summary(df: pd.DataFrame, alpha: float = 0.01) -> pd.DataFrame:
         Indexed by normaliser label, in the table's order.
     """
     crit = critical_n_from_heads(df, alpha)
+    if not {"T", "eps"} <= set(df.columns):
+        raise ValueError("df must be compare_normalizers' table (columns T and eps are missing)")
+    need = ("max_alpha", "d_tilde", "e1", "sep_fraction", "g")
+    for lab, d in df.groupby("normalizer", sort=False):
+        missing = [m for m in need if not (d["metric"] == m).any()]
+        if missing:
+            raise ValueError(f"df must be compare_normalizers' table (normaliser {lab!r} has no rows for {missing})")
     Lmax = int(df["L"].max())
     order = list(dict.fromkeys(df["normalizer"]))
     out = []
@@ -672,6 +731,7 @@ def _swap_settings(prof: BeyondProfile) -> list[dict]:
 def _swap_args(handle, profile, layer, head, start, N) -> tuple:
     """Validated ``(profile, window length, layer, head, start, N)`` of :func:`live_swap` and :func:`swap_setting`."""
     prof = _beyond_profile(profile)
+    _require_causal(handle, "live_swap")
     Lw = check_int("swap_length", prof.swap_length, low=2, high=int(handle.max_length))
     layer = handle.n_layers // 2 if layer is None else check_int("layer", layer, low=0, high=handle.n_layers - 1)
     head = check_int("head", head, low=0, high=handle.n_heads - 1)
@@ -787,24 +847,22 @@ def live_swap(
 def _setting_of(label: str, prof: BeyondProfile) -> dict:
     """The :func:`live_swap` setting named ``label``: one of the profile's, ``"top-<k>"`` or ``"softmax T=<T>"``."""
     known = {s["setting"]: s for s in _swap_settings(prof)}
-    allowed = f"one of {list(known)}, 'top-<k>' with an integer k >= 1, or 'softmax T=<T>' with T > 0"
+    allowed = (
+        f"one of {list(known)}, 'top-<k>' with an integer k in [1, {prof.swap_length}] (the window), or "
+        "'softmax T=<T>' with a number T > 0 (digits, no spaces or sign)"
+    )
     if not isinstance(label, str):
         raise ValueError(f"setting must be {allowed} (got {label!r})")
     if label in known:
         return known[label]
-    if label.startswith("top-"):
-        try:
-            k = int(label.removeprefix("top-"))
-        except ValueError:
-            raise ValueError(f"setting must be {allowed} (got {label!r})") from None
-        k = check_int("setting's k", k, low=1)
+    m = re.fullmatch(r"top-([0-9]+)", label)
+    if m:
+        # k >= the window is softmax on every row: refuse a label that would claim to be something else
+        k = check_int("setting's k", int(m.group(1)), low=1, high=prof.swap_length)
         return dict(setting=f"top-{k}", normalizer="topk", params={"k": k}, k=k, T=1.0)
-    if label.startswith("softmax T="):
-        try:
-            T = float(label.removeprefix("softmax T="))
-        except ValueError:
-            raise ValueError(f"setting must be {allowed} (got {label!r})") from None
-        T = check_positive("setting's T", T)
+    m = re.fullmatch(r"softmax T=(-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)", label)
+    if m:
+        T = check_positive("setting's T", float(m.group(1)))
         return dict(setting=f"softmax T={T:g}", normalizer="softmax", params={}, k=None, T=T)
     raise ValueError(f"setting must be {allowed} (got {label!r})")
 
@@ -868,6 +926,33 @@ def live_renderer(handle, text, rows: pd.DataFrame, *, sweep: str = "k", **swap_
 # ----------------------------------------------------------------------------------------------------------------
 # the command (python -m attn_lib compare-normalizers)
 # ----------------------------------------------------------------------------------------------------------------
+def _check_text_length(handle, text, prof: BeyondProfile, start: int) -> None:
+    """Before any work: the text must hold the comparison's window (tokens from 0) and the swap's (from ``start``)."""
+    from .corpus import tokenize
+
+    need = max(max(prof.lengths), start + prof.swap_length)
+    have = len(tokenize(handle.tokenizer, text, max_tokens=need))
+    if have >= need:
+        return
+    name = getattr(text, "name", "text")
+    if have < max(prof.lengths):
+        raise ValueError(
+            f"text {name!r} has {have} tokens; the comparison needs {max(prof.lengths)} (profile {prof.name!r}): "
+            "use a longer text or --profile quick"
+        )
+    room, lc = have - prof.swap_length, max(prof.lengths)
+    if room >= lc:
+        hint = f"use --start between {lc} (the first token after the comparison's window) and {room}"
+    elif room >= 0:
+        hint = f"use --start {room} or less (the held-out window then overlaps the comparison's), or a longer text"
+    else:
+        hint = f"use a text of at least {prof.swap_length} tokens"
+    raise ValueError(
+        f"text {name!r} has {have} tokens; the live swap's held-out window needs tokens {start}..{need - 1} "
+        f"(--start {start} plus the window of {prof.swap_length}): {hint}"
+    )
+
+
 def run_compare(
     model: str = "gpt2",
     *,
@@ -876,6 +961,7 @@ def run_compare(
     out="results-beyond",
     text: str = "war-and-peace",
     use_cache: bool = True,
+    start: int = HELD_OUT_START,
     say=None,
 ) -> dict:
     """Run :func:`compare_normalizers` and :func:`live_swap` and write the table and figures into ``out``.
@@ -893,6 +979,10 @@ def run_compare(
         Output folder, checked (and created) before any work.
     use_cache : bool
         Use the result cache.
+    start : int
+        First token of the live swap's held-out window (default :data:`HELD_OUT_START`, so the text needs
+        ``start + profile.swap_length`` tokens; a shorter text can use e.g. ``start = max(profile.lengths)``, the
+        first token after the comparison's window). Checked, with the text's length, before any work.
     say : callable, optional
         Called with one-line progress messages.
 
@@ -914,15 +1004,20 @@ def run_compare(
     prof = _beyond_profile(profile)
     if not isinstance(use_cache, bool):
         raise ValueError(f"use_cache must be True or False (got {use_cache!r})")
+    start = check_int("start", start, low=0)
+    if say is not None and not callable(say):
+        raise ValueError(f"say must be callable or None (got {say!r})")
     say = say or (lambda msg: None)
     t0 = time.perf_counter()
     handle, text_obj, notes = load_inputs(model, text, device=device)
+    _require_causal(handle, "compare-normalizers")
+    _check_text_length(handle, text_obj, prof, start)
     cache = ResultCache() if use_cache else None
     say(f"model: {handle.describe()}; text: {text_obj.name}; profile {prof.name!r}")
     say("comparing every normaliser on the model's logits (one forward pass) ...")
     df = compare_normalizers(handle, text_obj, profile=prof, cache=cache)
     say("swapping each normaliser into the live model (one forward pass per setting) ...")
-    sw = live_swap(handle, text_obj, profile=prof, cache=cache)
+    sw = live_swap(handle, text_obj, profile=prof, start=start, cache=cache)
     summary = limits_summary(df, prof.ks_alpha)
     crit = critical_n_from_heads(df, prof.ks_alpha)
     swap_t = R.beyond_swap_table(sw.losses)

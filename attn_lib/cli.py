@@ -389,6 +389,7 @@ def _cmd_compare_normalizers(args) -> int:
         out=out_dir,
         text=args.text,
         use_cache=not args.no_cache,
+        start=beyond.HELD_OUT_START if args.start is None else args.start,
         say=say,
     )
     for note in res["notes"]:
@@ -580,6 +581,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument(
         "--out", default="results-beyond", help="output folder (default ./results-beyond), created if needed"
+    )
+    sp.add_argument(
+        "--start",
+        type=_nonneg_int,
+        default=None,
+        help="first token of the live swap's held-out window (default 32768, so the text needs 32768 + the "
+        "window's tokens; checked before any work). A shorter text can use e.g. --start 1024 (quick: 128), the "
+        "first token after the comparison's window",
     )
     sp.add_argument("--no-cache", action="store_true", help="bypass the result cache")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress lines")

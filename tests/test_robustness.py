@@ -6,6 +6,7 @@ work, and the inputs that were accepted silently or raised the wrong exception t
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -255,3 +256,202 @@ def test_many_concurrent_captures_give_every_layer_and_restore_the_model(tiny_gp
         for a, b in zip(run, ref):
             assert torch.equal(a.weights, b.weights)
     assert tiny_gpt2.model.config._attn_implementation == before
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# beyond: the encoder, the spectral norm, masks, settings, table checks
+# ------------------------------------------------------------------------------------------------------------------
+def _beyond_toy():
+    from attn_lib import beyond as B
+
+    return B.BeyondProfile(
+        name="toy",
+        lengths=(8, 16),
+        rows_per_length=3,
+        n_distance=2,
+        crit_grid=(1, 2, 4, 8),
+        sep_n=(1, 2, 4),
+        temperatures=(0.1, 1.0),
+        eps_values=(1e-3,),
+        k_values=(2,),
+        swap_length=16,
+        swap_lengths=(8, 16),
+        k_grid=(1, 4, 16),
+        t_grid=(0.5, 1.0),
+    )
+
+
+@pytest.fixture
+def fake_encoder(tiny_gpt2):
+    import dataclasses
+
+    return dataclasses.replace(tiny_gpt2, causal=False, model_id="tiny-encoder")
+
+
+@pytest.mark.parametrize("fn", ["compare_normalizers", "live_swap", "swap_setting"])
+def test_beyond_refuses_a_bidirectional_encoder_up_front(fake_encoder, fn, monkeypatch):
+    from attn_lib import beyond as B
+    from attn_lib import experiments as E
+
+    monkeypatch.setattr(E, "_run_pass", lambda *a, **k: pytest.fail("ran a pass before refusing the encoder"))
+    args = ("top-2",) if fn == "swap_setting" else ()
+    with pytest.raises(ValueError, match="needs a causal language model.*tiny-encoder is a bidirectional encoder"):
+        getattr(B, fn)(fake_encoder, TEXT, *args, profile=_beyond_toy())
+
+
+def test_spectral_norm_refuses_weights_that_are_not_a_distribution():
+    from attn_lib import beyond as B
+
+    with pytest.raises(ValueError, match="weights must form a distribution.*sums to 10"):
+        B.softmax_type_spectral_norm([[5.0, 5.0]])
+    # a distribution, and a fully masked (all-zero) row, are fine: [0.5, 0.5] has lambda = 1/2
+    got = B.softmax_type_spectral_norm([[0.5, 0.5], [0.0, 0.0]])
+    assert got[0].item() == pytest.approx(0.5) and got[1].item() == 0.0
+    with pytest.raises(ValueError, match="L >= 1"):
+        B.softmax_type_spectral_norm(torch.zeros(2, 0))
+
+
+def test_row_metrics_mask_must_be_boolean_or_zero_one():
+    from attn_lib import beyond as B
+
+    w = torch.full((1, 2, 3), 1 / 3, dtype=torch.float64)
+    V = torch.randn(1, 3, 2, dtype=torch.float64)
+    with pytest.raises(ValueError, match="mask must be boolean"):
+        B.row_metrics(w, V, 0.5 * torch.ones(2, 3), [1])
+    with pytest.raises(ValueError, match="mask must be"):
+        B.row_metrics(w, V, torch.ones(5, 7, dtype=torch.bool), [1])
+    a = B.row_metrics(w, V, torch.ones(2, 3), [1])
+    b = B.row_metrics(w, V, torch.ones(2, 3, dtype=torch.bool), [1])
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.parametrize(
+    "setting, match",
+    [
+        ("top- 16", "setting must be"),
+        ("top-+16", "setting must be"),
+        ("top-16 ", "setting must be"),
+        ("softmax T= 0.5", "setting must be"),
+        ("softmax T=nan", "setting must be"),
+        ("softmax T=inf", "setting must be"),
+        ("softmax T=1_0", "setting must be"),
+        ("top-100000", r"k must be an integer in \[1, 16\]"),
+        ("top-17", r"k must be an integer in \[1, 16\]"),
+        ("softmax T=-0.5", "T must be a finite number > 0"),
+    ],
+)
+def test_swap_setting_labels_are_parsed_strictly(tiny_gpt2, setting, match):
+    from attn_lib import beyond as B
+
+    with pytest.raises(ValueError, match=match):
+        B.swap_setting(tiny_gpt2, TEXT, setting, profile=_beyond_toy(), start=0)
+
+
+def test_swap_setting_accepts_well_formed_off_grid_labels(tiny_gpt2):
+    from attn_lib import beyond as B
+
+    kw = dict(profile=_beyond_toy(), start=0)
+    assert B.swap_setting(tiny_gpt2, TEXT, "top-16", **kw).iloc[0]["k"] == 16
+    assert B.swap_setting(tiny_gpt2, TEXT, "softmax T=.5", **kw).iloc[0]["T"] == 0.5
+    assert B.swap_setting(tiny_gpt2, TEXT, "softmax T=2e-1", **kw).iloc[0]["T"] == 0.2
+
+
+@pytest.mark.parametrize("alpha", [5, 1, 0, -0.1, float("nan"), True])
+def test_critical_n_from_heads_alpha_is_a_level_in_0_1(alpha):
+    from attn_lib import beyond as B
+
+    df = pd.DataFrame(
+        {"metric": ["d_tilde", "e1"], "normalizer": "softmax", "L": 8, "N": 1, "layer": 0, "head": 0, "value": 1.0}
+    )
+    with pytest.raises(ValueError, match="alpha"):
+        B.critical_n_from_heads(df, alpha=alpha)
+
+
+def test_limits_summary_without_g_rows_is_a_value_error():
+    from attn_lib import beyond as B
+
+    rows = []
+    for N in (1, 2):
+        for h in range(3):
+            for m in ("d_tilde", "e1"):
+                rows.append(dict(metric=m, normalizer="softmax", L=8, N=N, layer=0, head=h, value=float(h + N)))
+    for L in (4, 8):
+        rows.append(dict(metric="max_alpha", normalizer="softmax", L=L, N=None, layer=0, head=0, value=1 / L))
+    rows.append(dict(metric="sep_fraction", normalizer="softmax", L=8, N=2, layer=0, head=0, value=1.0))
+    df = pd.DataFrame(rows).assign(T=np.nan, eps=np.nan)
+    with pytest.raises(ValueError, match=r"no rows for \['g'\]"):
+        B.limits_summary(df)
+    with pytest.raises(ValueError, match="T and eps"):
+        B.limits_summary(df.drop(columns=["T", "eps"]))
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# CLI: compare-normalizers says up front what the text lacks, and takes --start
+# ------------------------------------------------------------------------------------------------------------------
+@pytest.fixture
+def cli_tiny(monkeypatch, tiny_gpt2):
+    import attn_lib.models as models
+
+    monkeypatch.setattr(models, "load_model", lambda name="gpt2", device="auto", dtype=None, **kw: tiny_gpt2)
+    return tiny_gpt2
+
+
+def _one_error_line(capsys, command):
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"attn-lib {command}: error:"), err
+    assert "Traceback" not in err[0]
+    return err[0]
+
+
+def test_cli_compare_normalizers_short_text_fails_before_any_work(capsys, tmp_cache, cli_tiny, tmp_path, monkeypatch):
+    from attn_lib import beyond as B
+    from attn_lib.cli import main
+
+    monkeypatch.setattr(B, "compare_normalizers", lambda *a, **k: pytest.fail("compared before checking the text"))
+    short = tmp_path / "short.txt"
+    short.write_text("a few words " * 30)  # 360 byte tokens
+    assert (
+        main(["compare-normalizers", "--profile", "quick", "--text", str(short), "--out", str(tmp_path / "o"), "-q"])
+        == 2
+    )
+    line = _one_error_line(capsys, "compare-normalizers")
+    assert "has 360 tokens" in line and "--start 32768" in line and "use --start between 128" in line
+
+
+def test_cli_compare_normalizers_start_chooses_the_held_out_window(capsys, tmp_cache, cli_tiny, tmp_path):
+    from attn_lib.cli import main
+
+    short = tmp_path / "short.txt"
+    short.write_text(TEXT * 2)
+    out = tmp_path / "o"
+    assert (
+        main(
+            [
+                "compare-normalizers",
+                "--profile",
+                "quick",
+                "--text",
+                str(short),
+                "--out",
+                str(out),
+                "--start",
+                "128",
+                "-q",
+            ]
+        )
+        == 0
+    )
+    assert (out / "swap_losses.csv").stat().st_size > 0
+
+
+def test_cli_compare_normalizers_refuses_the_encoder_in_one_line(capsys, tmp_cache, monkeypatch, tiny_gpt2, tmp_path):
+    import dataclasses
+
+    import attn_lib.models as models
+    from attn_lib.cli import main
+
+    enc = dataclasses.replace(tiny_gpt2, causal=False, model_id="sentence-transformers/all-MiniLM-L6-v2")
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: enc)
+    args = ["compare-normalizers", "--profile", "quick", "--model", "sentence-transformers/all-MiniLM-L6-v2"]
+    assert main([*args, "--text", "botchan", "--out", str(tmp_path / "o"), "-q"]) == 2
+    assert "needs a causal language model" in _one_error_line(capsys, "compare-normalizers")

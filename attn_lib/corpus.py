@@ -108,9 +108,13 @@ class Text:
 # ------------------------------------------------------------------------------------------------------------------
 # Gutenberg header/footer
 # ------------------------------------------------------------------------------------------------------------------
-_START = re.compile(r"^\s*\*{3}\s*START OF (?:THE|THIS) PROJECT GUTENBERG E-?BOOK.*?\*{3}\s*$", re.M | re.I)
-_END = re.compile(r"^\s*\*{3}\s*END OF (?:THE|THIS) PROJECT GUTENBERG E-?BOOK.*$", re.M | re.I)
-_END_OLD = re.compile(r"^\s*End of (?:the )?Project Gutenberg(?:'s|’s)? .*$", re.M | re.I)
+# Line patterns (re.M): the leading and trailing blanks are ``[^\S\n]*`` (white space other than a newline), never
+# ``\s*``: at every line start ``\s*`` would run over all the blank lines that follow before failing, which made a search
+# quadratic in a run of blank lines (300,000 of them ran for minutes).
+_H = r"[^\S\n]*"
+_START = re.compile(rf"^{_H}\*{{3}}{_H}START OF (?:THE|THIS) PROJECT GUTENBERG E-?BOOK.*?\*{{3}}{_H}$", re.M | re.I)
+_END = re.compile(rf"^{_H}\*{{3}}{_H}END OF (?:THE|THIS) PROJECT GUTENBERG E-?BOOK.*$", re.M | re.I)
+_END_OLD = re.compile(rf"^{_H}End of (?:the )?Project Gutenberg(?:'s|’s)? .*$", re.M | re.I)
 _PRODUCED = re.compile(r"\A\s*(?:Produced by|E-?text prepared by|Transcribed from)[^\n]*\n", re.I)
 
 
@@ -148,10 +152,10 @@ def _wp_first_chapter(body: str) -> str:
     if not anchor:
         return body
     head = body[: anchor.start()]
-    starts = [m.start() for m in re.finditer(r"^\s*BOOK ONE[:.]?\s*1805\s*$", head, re.M)]
+    starts = [m.start() for m in re.finditer(rf"^{_H}BOOK ONE[:.]?{_H}1805{_H}$", head, re.M)]
     if starts:
         return body[starts[-1] :].lstrip()
-    chapters = [m.start() for m in re.finditer(r"^\s*CHAPTER I\.?\s*$", head, re.M)]
+    chapters = [m.start() for m in re.finditer(rf"^{_H}CHAPTER I\.?{_H}$", head, re.M)]
     return body[chapters[-1] :].lstrip() if chapters else body[anchor.start() :]
 
 

@@ -506,3 +506,34 @@ def test_kernels_compiled_now_and_loaded_from_numbas_cache_agree_to_the_document
         if not f.startswith("e1_gap"):
             assert np.array_equal(x[ok], y[ok]), f  # only the gap bound's reduction may differ
         np.testing.assert_allclose(y[ok], x[ok], rtol=KERNEL_CACHE_RTOL, atol=0, err_msg=f)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# corpus: the Gutenberg markers on runs of blank lines
+# ------------------------------------------------------------------------------------------------------------------
+def test_gutenberg_line_patterns_never_run_over_a_newline_at_a_line_start():
+    """The cause of the quadratic search: at each line start ``^\\s*`` ran over every following blank line. A match
+    attempt at one line start must stay on that line."""
+    from attn_lib import corpus as C
+
+    for pat, line in [
+        (C._START, "*** START OF THE PROJECT GUTENBERG EBOOK X ***"),
+        (C._END, "*** END OF THE PROJECT GUTENBERG EBOOK X ***"),
+        (C._END_OLD, "End of the Project Gutenberg EBook of X"),
+    ]:
+        assert pat.match(line) and pat.match("  " + line)
+        assert pat.match("\n\n" + line) is None  # old: matched from position 0, across the blank lines
+        m = pat.search("text\n\n\n" + line + "\nmore")
+        assert m and m.group(0).strip() == line
+
+
+def test_a_text_of_300000_blank_lines_is_an_empty_text(tmp_path):
+    from attn_lib import corpus as C
+
+    blank = tmp_path / "b.txt"
+    blank.write_text("\n" * 300_000)
+    with pytest.raises(ValueError, match="the text is empty"):
+        C.load_text(str(blank))
+    marked = "\n" * 300_000 + "*** START OF THE PROJECT GUTENBERG EBOOK X ***\nbody\n" + "\n" * 300_000
+    assert C.strip_gutenberg(marked) == "body\n"
+    assert C.strip_gutenberg("\n" * 300_000 + "plain") == "plain\n"

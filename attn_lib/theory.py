@@ -954,14 +954,23 @@ def heads_for_coverage(p: float, c: float) -> int:
     return H
 
 
+#: Most random draws (``n_trials * H``) of :func:`multihead_coverage_simulation`: 10^8, about a second.
+_COVERAGE_MAX_DRAWS = 10**8
+
+
 def multihead_coverage_simulation(p: float, H: int, n_trials: int = 100_000, seed: int = 0) -> float:
     """Bernoulli simulation of §Multi-head coverage: fraction of trials in which at least one of ``H`` independent heads
     (each succeeding with probability ``p``) separates the token. Seeded with ``numpy.random.default_rng(seed)``.
+    ``n_trials * H`` may be at most 10^8 (``ValueError`` naming ``n_trials`` beyond).
     """
     p = check_probability("p", p)
-    H = check_int("H", H, low=0)
-    n = check_int("n_trials", n_trials, low=1)
+    H = check_int("H", H, low=0, high=_COVERAGE_MAX_DRAWS)
+    n = check_int("n_trials", n_trials, low=1, high=_COVERAGE_MAX_DRAWS // max(H, 1))
     rng = np.random.default_rng(check_seed("seed", seed))
     if H == 0:
         return 0.0
-    return float((rng.random((n, H)) < p).any(axis=1).mean())
+    # in chunks of about 2**22 draws (32 MB): successive draws continue one stream, so the result is the same
+    hits, step = 0, max(1, (1 << 22) // H)
+    for i in range(0, n, step):
+        hits += int((rng.random((min(step, n - i), H)) < p).any(axis=1).sum())
+    return hits / n

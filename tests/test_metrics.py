@@ -387,8 +387,10 @@ def test_no_nan_for_short_rows_and_large_n():
     assert not dm.valid.any()
     for k in ("d_tilde", "e1", "e2", "d_max"):
         assert torch.isfinite(getattr(dm, k)).all() and (getattr(dm, k) == 0).all()
-    sc = M.topn_scan(ld, n_max=7)
-    assert torch.isfinite(sc.d_tilde).all()
+    sc = M.topn_scan(ld, n_max=4)  # N = L - 1: only the last row is valid
+    assert torch.isfinite(sc.d_tilde).all() and sc.valid[..., -1].sum() == 1
+    with pytest.raises(ValueError, match=r"n_max must be an integer in \[1, 4\]"):
+        M.topn_scan(ld, n_max=7)  # beyond L - 1 no row is valid (and 10**8 allocated 22 GB of zeros)
 
 
 # ---------------------------------------------------------------------------------------------- bad input

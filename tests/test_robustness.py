@@ -537,3 +537,48 @@ def test_a_text_of_300000_blank_lines_is_an_empty_text(tmp_path):
     marked = "\n" * 300_000 + "*** START OF THE PROJECT GUTENBERG EBOOK X ***\nbody\n" + "\n" * 300_000
     assert C.strip_gutenberg(marked) == "body\n"
     assert C.strip_gutenberg("\n" * 300_000 + "plain") == "plain\n"
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# resource parameters capped by the input or the machine
+# ------------------------------------------------------------------------------------------------------------------
+def _layer12():
+    from attn_lib import metrics as M
+
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(2, 12, 12, generator=g, dtype=torch.float64)
+    mask = torch.ones(12, 12, dtype=torch.bool).tril()
+    return M.LayerData.from_logits(logits.masked_fill(~mask, -float("inf")), torch.randn(2, 12, 4, generator=g))
+
+
+@pytest.mark.parametrize("fn", ["topn_scan", "expected_distance_mc_scan"])
+def test_scans_cap_n_max_at_l_minus_one(fn):
+    from attn_lib import metrics as M
+
+    ld = _layer12()
+    with pytest.raises(ValueError, match=r"n_max must be an integer in \[1, 11\] \(got 100000000\)"):
+        getattr(M, fn)(ld, n_max=10**8)
+    with pytest.raises(ValueError, match=r"n_min must be an integer in \[1, 11\]"):
+        getattr(M, fn)(ld, n_min=12, n_max=12)
+    assert getattr(M, fn)(ld, n_max=11).valid.shape[-1] == 11
+
+
+def test_entmax_n_iter_is_capped():
+    from attn_lib import normalizers as nz
+
+    with pytest.raises(ValueError, match=r"n_iter must be an integer in \[1, 1000\] \(got 1000000000\)"):
+        nz.entmax_alpha(torch.randn(4), n_iter=10**9)
+    w = nz.entmax_alpha(torch.randn(3, 5, dtype=torch.float64), n_iter=1000)
+    torch.testing.assert_close(w.sum(-1), torch.ones(3, dtype=torch.float64))
+
+
+def test_multihead_coverage_simulation_size_is_capped_and_chunking_keeps_the_value():
+    from attn_lib import theory as th
+
+    with pytest.raises(ValueError, match="n_trials must be an integer in"):
+        th.multihead_coverage_simulation(0.5, 10**5, n_trials=10**7)
+    # the chunked draw is the same stream as one (n, H) draw
+    rng = np.random.default_rng(3)
+    n, H = 300_000, 20  # 6M draws: more than one chunk
+    want = float((rng.random((n, H)) < 0.05).any(axis=1).mean())
+    assert th.multihead_coverage_simulation(0.05, H, n_trials=n, seed=3) == want

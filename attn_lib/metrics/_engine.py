@@ -122,16 +122,17 @@ def block_parallel(workers: int | None = None):
     Parameters
     ----------
     workers : int, optional
-        Worker threads for the row blocks and the compiled kernels; default: the workers of an enclosing
-        ``block_parallel``, else the current ``torch.get_num_threads()``.
+        Worker threads for the row blocks and the compiled kernels, at most 8 per CPU of this process; default: the
+        workers of an enclosing ``block_parallel``, else the current ``torch.get_num_threads()``.
     """
     global _WORKERS
     prev_threads = torch.get_num_threads()
     prev_workers = _WORKERS
     if workers is not None:
-        from .._validation import check_threads
+        from .._validation import check_int, max_threads
 
-        workers = check_threads("workers", workers)
+        # a few more workers than CPUs is allowed (the tests run 3 on 2 cores); thousands are not
+        workers = check_int("workers", workers, low=1, high=8 * max_threads())
     _WORKERS = workers if workers is not None else (prev_workers or prev_threads)
     torch.set_num_threads(1)
     try:

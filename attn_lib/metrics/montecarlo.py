@@ -238,7 +238,7 @@ def expected_distance_mc_scan(
         weights ``(H, L, L)`` with ``values`` ``(H, L, d)`` and an optional bool ``mask`` (default causal), as
         :func:`~attn_lib.metrics.layer.as_layer` takes them. Every head must have the same mask.
     n_max : int
-        Largest ``N``, ``>= n_min``.
+        Largest ``N``, in ``[n_min, L - 1]`` (no row is valid beyond ``L - 1``).
     n_min : int
         Smallest ``N``, ``>= 1``.
     rows : sequence of int or tensor, optional
@@ -259,7 +259,9 @@ def expected_distance_mc_scan(
     """
     ld = as_layer(layer, values, mask)
     n_min = check_n(n_min, "n_min")
-    n_max = check_int("n_max", n_max, low=n_min)
+    # N = L - 1 is the largest N with a valid row (t >= N + 1)
+    n_min = check_int("n_min", n_min, low=1, high=max(1, ld.L - 1))
+    n_max = check_int("n_max", n_max, low=n_min, high=max(n_min, ld.L - 1))
     n_samples = check_int("n_samples", n_samples, low=1)
     seed = check_seed("seed", seed)
     rows = torch.arange(ld.L) if rows is None else check_rows(rows, ld.L)

@@ -79,7 +79,7 @@ def topn_scan(
         weights ``(H, L, L)`` with ``values`` ``(H, L, d)`` and an optional bool ``mask`` (default causal), as
         :func:`~attn_lib.metrics.layer.as_layer` takes them.
     n_max : int
-        Largest ``N``, ``>= n_min``.
+        Largest ``N``, in ``[n_min, L - 1]`` (no row is valid beyond ``L - 1``).
     n_min : int
         Smallest ``N``, ``>= 1``.
     p : {"L-1", "L"} or float
@@ -99,7 +99,9 @@ def topn_scan(
     """
     ld = as_layer(layer, values, mask)
     n_min = check_n(n_min, "n_min")
-    n_max = check_int("n_max", n_max, low=n_min)
+    # N = L - 1 is the largest N with a valid row (t >= N + 1): a larger n_max only allocates (H, L, n_max) zeros
+    n_min = check_int("n_min", n_min, low=1, high=max(1, ld.L - 1))
+    n_max = check_int("n_max", n_max, low=n_min, high=max(n_min, ld.L - 1))
     p = check_p(p)
     use_numba = uses_numba(engine, ld.kernels_apply)
     if rows is not None:

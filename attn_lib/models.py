@@ -530,7 +530,10 @@ def _check_name(name) -> str:
 
 
 def _is_local_dir(name: str) -> bool:
-    p = Path(name).expanduser()
+    try:
+        p = Path(name).expanduser()
+    except RuntimeError:  # ~nosuchuser/...: no such home folder, so no such local folder
+        return False
     return p.is_dir() and (p / "config.json").is_file()
 
 
@@ -621,14 +624,26 @@ def _load_model(name, device, dtype, offline_fallback, *, revision) -> ModelHand
         raise ValueError(f"offline_fallback must be True or False (got {offline_fallback!r})")
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
+    if revision is not None and (not isinstance(revision, str) or not revision.strip()):
+        raise ValueError(f"revision must be None or a non-empty branch, tag or commit (got {revision!r})")
 
+    if revision is not None and (name.lower() in STANDIN_ALIASES or name == STANDIN_NAME or _is_local_dir(name)):
+        what = "a local folder" if _is_local_dir(name) else "the offline stand-in (a converted local copy)"
+        raise ValueError(
+            f"revision={revision!r} cannot apply to {name!r}, which is {what}: revision pins a Hugging Face Hub "
+            "model; pass revision=None"
+        )
     if name.lower() in STANDIN_ALIASES or name == STANDIN_NAME:
         return load_standin(device=dev, dtype=dt, requested=name, as_standin=False)
     if _is_encoder_name(name):
         return _load_encoder(name, dev, dt, revision)
     if _is_local_dir(name):
         path = str(Path(name).expanduser().resolve())
-        model, tok = _from_pretrained(path, dev, dt, local_files_only=True, revision=None)
+        try:
+            model, tok = _from_pretrained(path, dev, dt, local_files_only=True, revision=None)
+        except (OSError, ValueError) as exc:  # e.g. an invalid config.json: the folder, not attn_lib, is at fault
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ValueError(f"name={name!r}: the local folder {path} is not a loadable model ({first})") from None
         return _make_handle(
             model,
             tok,
@@ -744,6 +759,11 @@ def _load_encoder(requested: str, dev: torch.device, dt: torch.dtype, revision: 
             return _make_handle(
                 model, tok, revision=_revision_of(model, ENCODER_NAME), source="Hugging Face Hub", **common
             )
+    if revision is not None:  # the packaged copy is one fixed revision: never claim another
+        raise ModelUnavailableError(
+            f"revision {revision!r} of {ENCODER_NAME} is neither in the local Hugging Face cache nor downloadable; "
+            f"the copy packaged by {_ENCODER_DIST} is one fixed revision (pass revision=None to use it)"
+        )
     handle = load_encoder_packaged(device=dev, dtype=dt, requested=requested)
     handle.notes.extend(notes)
     for note in notes:
@@ -1029,7 +1049,12 @@ def _convert_standin(gguf: Path, target: Path) -> dict:
     # Not on stderr (the chapters must stay quiet); load_standin reports the conversion as a note afterwards.
     log.info("attn_lib: converting the offline stand-in %s to safetensors under %s (one-off, ~30 s)", gguf.name, target)
     t0 = time.perf_counter()
-    target.parent.mkdir(parents=True, exist_ok=True)
+    from ._validation import prepare_output_dir
+    from .cache import MODEL_ENV
+
+    # before the conversion: a model folder that is a file or cannot be written is the user's setting, said as such
+    where = f"the environment variable {MODEL_ENV}" if os.environ.get(MODEL_ENV, "").strip() else "the model folder"
+    prepare_output_dir(where, target.parent)
     tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     check_tokenizer(tok, f"tokenizer of {gguf.name}")
     model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, **_dtype_kw(torch.float32))

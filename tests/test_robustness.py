@@ -582,3 +582,61 @@ def test_multihead_coverage_simulation_size_is_capped_and_chunking_keeps_the_val
     n, H = 300_000, 20  # 6M draws: more than one chunk
     want = float((rng.random((n, H)) < 0.05).any(axis=1).mean())
     assert th.multihead_coverage_simulation(0.05, H, n_trials=n, seed=3) == want
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# models: revision, broken folders, the model folder
+# ------------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["smollm2", "local"])
+def test_load_model_refuses_a_revision_it_cannot_apply(name, tmp_path, monkeypatch):
+    from attn_lib import models
+
+    monkeypatch.setattr(models, "load_standin", lambda *a, **k: pytest.fail("loaded the stand-in anyway"))
+    if name == "local":
+        (tmp_path / "config.json").write_text("{}")
+        name = str(tmp_path)
+    with pytest.raises(ValueError, match="revision='no-such' cannot apply"):
+        models.load_model(name, device="cpu", revision="no-such")
+    with pytest.raises(ValueError, match="revision must be None or a non-empty"):
+        models.load_model("gpt2", device="cpu", revision=5)
+
+
+def test_the_packaged_encoder_is_not_passed_off_as_another_revision(monkeypatch, offline):
+    from attn_lib import models
+
+    monkeypatch.setattr(models, "_from_pretrained", lambda *a, **k: (_ for _ in ()).throw(OSError("not cached")))
+    monkeypatch.setattr(models, "load_encoder_packaged", lambda *a, **k: pytest.fail("used the packaged copy"))
+    with pytest.raises(models.ModelUnavailableError, match="one fixed revision"):
+        models.load_model(models.ENCODER_NAME, device="cpu", revision="abc123")
+
+
+def test_a_model_folder_with_an_invalid_config_is_a_value_error(tmp_path):
+    from attn_lib import models
+
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(ValueError, match="is not a loadable model"):
+        models.load_model(str(tmp_path), device="cpu")
+
+
+def test_a_model_name_with_an_unknown_users_home_is_a_value_error():
+    from attn_lib import models
+
+    with pytest.raises(ValueError, match="is not a model name"):
+        models.load_model("~nosuchuser_attn_lib/model", device="cpu")
+
+
+def test_model_dir_that_is_a_file_names_the_variable(tmp_path, monkeypatch):
+    from attn_lib import models
+
+    try:
+        models.standin_gguf_path()
+    except models.ModelUnavailableError:
+        pytest.skip("the offline stand-in's package is not installed")
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    monkeypatch.setenv("ATTN_LIB_MODEL_DIR", str(blocker))
+    with pytest.raises(ValueError, match="ATTN_LIB_MODEL_DIR .* exists and is not a folder"):
+        models.load_model("smollm2", device="cpu")
+    monkeypatch.setenv("ATTN_LIB_MODEL_DIR", str(blocker / "sub"))
+    with pytest.raises(ValueError, match="ATTN_LIB_MODEL_DIR .* cannot be used"):
+        models.load_model("smollm2", device="cpu")

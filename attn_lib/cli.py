@@ -64,6 +64,17 @@ def _positive_int(name: str):
     return parse
 
 
+def _threads(s: str) -> int:
+    from ._validation import max_threads
+
+    v = _positive_int("--threads")(s)
+    if v > max_threads():
+        raise argparse.ArgumentTypeError(
+            f"--threads must be an integer in [1, {max_threads()}] (the CPUs this process may use) (got {v})"
+        )
+    return v
+
+
 def _nonneg_int(s: str) -> int:
     try:
         v = int(s)
@@ -418,6 +429,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .cache import results_dir
 
     raw = argparse.RawDescriptionHelpFormatter
+    try:
+        results_folder = str(results_dir())
+    except ValueError:  # e.g. ATTN_LIB_CACHE_DIR=~nosuchuser/...: the command itself reports it in one line
+        results_folder = "<ATTN_LIB_CACHE_DIR>/results"
     p = argparse.ArgumentParser(
         prog="attn-lib",
         formatter_class=raw,
@@ -519,7 +534,7 @@ def build_parser() -> argparse.ArgumentParser:
         "  report.md          the claims (id, claim, kind of evidence, verdict, measured, cause), the critical-N\n"
         "                     diagnosis, each claim in detail, and the figures\n"
         "Each experiment's result is cached under the result cache folder,\n"
-        f"  {results_dir()}\n"
+        f"  {results_folder}\n"
         "(<ATTN_LIB_CACHE_DIR>/results), keyed by model, text, parameters and the attn_lib code, so "
         "a\nrepeated run is fast; --no-cache recomputes. Progress goes to stderr, the summary to "
         "stdout.",
@@ -549,9 +564,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--no-cache", action="store_true", help="bypass the result cache")
     sp.add_argument(
         "--threads",
-        type=_positive_int("--threads"),
+        type=_threads,
         default=None,
-        help="worker threads for the analyses (default: torch's setting)",
+        help="worker threads for the analyses, at most the CPUs of this process (default: torch's setting)",
     )
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     sp.set_defaults(func=_cmd_reproduce)

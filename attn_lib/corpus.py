@@ -299,7 +299,9 @@ def load_text(source: str | os.PathLike = WAR_AND_PEACE, *, offline_ok: bool = T
     elif key.lower() in _SHIPPED:
         text = _read_shipped(key.lower())
     else:
-        path = Path(key).expanduser()
+        from ._validation import expand_path
+
+        path = expand_path("source", key)
         if not path.exists():
             raise ValueError(f"source={key!r} is neither a known text {sorted(available_texts())} nor an existing file")
         if not path.is_file():

@@ -279,7 +279,7 @@ def test_reproduce_wiring(fake_experiments, tmp_path, monkeypatch):
                 "botchan",
                 "--no-cache",
                 "--threads",
-                "3",
+                "1",  # at most the machine's CPUs
                 "-q",
             ]
         )
@@ -292,7 +292,7 @@ def test_reproduce_wiring(fake_experiments, tmp_path, monkeypatch):
         "out": "o",
         "text": "botchan",
         "use_cache": False,
-        "threads": 3,
+        "threads": 1,
         "progress": False,
         "compare": (),
     }

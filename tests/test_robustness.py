@@ -640,3 +640,42 @@ def test_model_dir_that_is_a_file_names_the_variable(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTN_LIB_MODEL_DIR", str(blocker / "sub"))
     with pytest.raises(ValueError, match="ATTN_LIB_MODEL_DIR .* cannot be used"):
         models.load_model("smollm2", device="cpu")
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# CLI: one line, exit 2, never a traceback
+# ------------------------------------------------------------------------------------------------------------------
+def test_cli_tilde_of_an_unknown_user_in_the_cache_variable_is_one_line(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, ATTN_LIB_CACHE_DIR="~nosuchuser_attn_lib/cache", HF_HUB_OFFLINE="1", ATTN_LIB_OFFLINE="1")
+    for args in (["info"], ["reproduce", "--help"]):
+        r = subprocess.run([sys.executable, "-m", "attn_lib", *args], env=env, capture_output=True, text=True)
+        assert "Traceback" not in r.stderr, r.stderr
+        if args == ["info"]:
+            assert r.returncode == 2
+            lines = r.stderr.strip().splitlines()
+            assert len(lines) == 1 and "ATTN_LIB_CACHE_DIR" in lines[0] and "home folder cannot be found" in lines[0]
+        else:
+            assert r.returncode == 0 and "<ATTN_LIB_CACHE_DIR>/results" in r.stdout
+
+
+def test_cli_tilde_of_an_unknown_user_in_out_and_text_is_one_line(capsys, tmp_cache, cli_tiny):
+    from attn_lib.cli import main
+
+    assert main(["reproduce", "--out", "~nosuchuser_attn_lib/out", "-q"]) == 2
+    assert "--out '~nosuchuser_attn_lib/out' starts with a '~'" in _one_error_line(capsys, "reproduce")
+    assert main(["capture", "--length", "2", "--text", "~nosuchuser_attn_lib/t.txt", "-q"]) == 2
+    assert "source '~nosuchuser_attn_lib/t.txt' starts with a '~'" in _one_error_line(capsys, "capture")
+
+
+def test_cli_threads_are_bounded_by_the_machine(capsys):
+    from attn_lib._validation import max_threads
+    from attn_lib.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", "--threads", str(max_threads() + 1)])
+    assert exc.value.code == 2
+    assert f"--threads must be an integer in [1, {max_threads()}]" in capsys.readouterr().err

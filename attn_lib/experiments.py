@@ -1559,6 +1559,40 @@ def gradient_sensitivity_raw(
     return _run_one("gradient_sensitivity_raw", handle, text, params, cache, start)
 
 
+def _check_text_holds(handle, text, length: int, start: int, prof: Profile) -> None:
+    """``ValueError`` up front when ``text`` has fewer than ``start + length`` tokens (the profile's longest window),
+    said in the profile's terms rather than as a window ``length`` the user never gave."""
+    from .corpus import tokenize
+
+    t = _text_obj(text)
+    have = len(tokenize(handle.tokenizer, t.text, max_tokens=start + length))
+    if have < start + length:
+        short = f" from token start={start}" if start else ""
+        raise ValueError(
+            f"text {t.name!r} has {have} tokens; profile {prof.name!r} needs {start + length}{short} (its longest "
+            f"window, L = {length}): use a longer text, or a profile with shorter windows (e.g. 'quick', L up to "
+            f"{max(PROFILES['quick'].lengths)})"
+        )
+
+
+def _check_formats(formats) -> tuple[str, ...]:
+    """Figure formats, checked before any work: a single name is a tuple of one (not its letters)."""
+    import matplotlib.figure
+
+    supported = sorted(matplotlib.figure.Figure().canvas.get_supported_filetypes())
+    if isinstance(formats, str):
+        formats = (formats,)
+    try:
+        out = tuple(dict.fromkeys(formats))
+    except TypeError:
+        raise ValueError(f"formats must be a list of figure formats from {supported} (got {formats!r})") from None
+    if not out:
+        raise ValueError(f"formats must name at least one figure format from {supported}")
+    for f in out:
+        check_choice("formats", f, supported)
+    return out
+
+
 def _check_experiments(experiments) -> list[str]:
     """The experiments to run, each once, in the order given (a name that appears twice would be analysed twice in
     the pass, and the doubled table stored under the normal key); a single name is a list of one."""
@@ -1678,6 +1712,7 @@ def run_all(
         units = [u for n in todo for u in made[n]]
         owner = [n for n in todo for _ in made[n]]
         lengths = list(_plan(handle, units))
+        _check_text_holds(handle, text, max(lengths), start, prof)  # before any work, in the user's terms
         _warm_up_kernels(handle, prog)
         per_unit = [0.0] * len(units)
         t_pass = _run_units(handle, text, units, start, prog, per_unit)
@@ -1717,6 +1752,23 @@ def run_all(
             results["critical_n"], cp["lengths"], cp["alpha"], cp["crit_fraction"]
         )
     return {k: results[k] for k in [*names, "critical_n_summary"] if k in results}
+
+
+def _check_compare_names(names) -> None:
+    """Before any work: each model to compare must be a model name that can be had now (the local cache, the Hub
+    when it is reachable, the packaged encoder, the stand-in), not only after the main model's experiments."""
+    from .models import ModelUnavailableError, _check_name, resolve_name
+
+    for name in names:
+        try:
+            _check_name(name)
+        except ValueError as exc:
+            raise ValueError(f"compare: {exc}") from None
+        if resolve_name(name)["kind"] == "unavailable":
+            raise ModelUnavailableError(
+                f"compare: model {name!r} is not in the local Hugging Face cache and the Hub is unreachable, so it "
+                "cannot be loaded (checked before running anything)"
+            )
 
 
 def run_reproduce(
@@ -1778,11 +1830,15 @@ def run_reproduce(
     prof = _profile(profile)
     if not isinstance(use_cache, bool):
         raise ValueError(f"use_cache must be True or False (got {use_cache!r})")
+    formats = _check_formats(formats)
     if isinstance(compare, str):
         compare = [compare]
     compare = list(compare or ())
     if not all(isinstance(c, str) and c.strip() for c in compare):
         raise ValueError(f"compare must be a list of model names (got {compare!r})")
+    if threads is not None:
+        threads = check_threads("threads", threads)
+    _check_compare_names(compare)
     prog = _Progress(progress)
     out = prepare_output_dir("out", out)  # before any work: a bad path must not cost the whole run
     t_all = time.perf_counter()
@@ -1807,19 +1863,29 @@ def run_reproduce(
     from .cache import ResultCache
 
     cache = ResultCache(enabled=use_cache)
+    # the models to compare are loaded first: one that cannot be had must fail before the main run, not after it
+    loaded: list = []
+    for name in compare:
+        prog.say(f"loading model {name!r} to compare ...")
+        t0 = time.perf_counter()
+        from .models import load_model
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            h2 = load_model(name, device=device, quiet=not prog.enabled)
+        notes2 = list(h2.notes) + [str(w.message) for w in caught]
+        for note in notes2:
+            if note not in notes:
+                notes.append(note)
+                warnings.warn(note, UserWarning, stacklevel=2)
+        loaded.append((h2, time.perf_counter() - t0))
     t0 = time.perf_counter()
     results = run_all(handle, text_obj, prof, cache, timings=timings, threads=threads, progress=prog.enabled)
     timings["experiments"] = time.perf_counter() - t0
     prog.say(f"experiments done in {timings['experiments']:.1f} s")
     others: dict[str, dict] = {}
-    for name in compare:
-        prog.say(f"loading model {name!r} to compare ...")
-        t0 = time.perf_counter()
-        h2, _, notes2 = load_inputs(name, text_obj.name, device=device, quiet=not prog.enabled)
-        for note in notes2:
-            if note not in notes and "not available offline" not in note:  # the text's note was given already
-                notes.append(note)
-                warnings.warn(note, UserWarning, stacklevel=2)
+    for h2, t_load in loaded:
+        t0 = time.perf_counter() - t_load
         prog.say(f"model: {h2.describe()}; text: {text_obj.name}; profile: {prof.name}")
         res2 = run_all(h2, text_obj, prof, cache, threads=threads, progress=prog.enabled)
         from .report import model_column

@@ -679,3 +679,48 @@ def test_cli_threads_are_bounded_by_the_machine(capsys):
         main(["reproduce", "--threads", str(max_threads() + 1)])
     assert exc.value.code == 2
     assert f"--threads must be an integer in [1, {max_threads()}]" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# errors before the work, not after it
+# ------------------------------------------------------------------------------------------------------------------
+@pytest.fixture
+def no_run_all(monkeypatch):
+    from attn_lib import experiments as E
+
+    monkeypatch.setattr(E, "run_all", lambda *a, **k: pytest.fail("ran the experiments before the check"))
+
+
+@pytest.mark.parametrize("formats, match", [(("exe",), "formats must be one of"), ((), "at least one"), (5, "formats")])
+def test_run_reproduce_checks_formats_before_any_work(tiny_gpt2, tmp_path, no_run_all, formats, match):
+    from attn_lib import experiments as E
+
+    with pytest.raises(ValueError, match=match):
+        E.run_reproduce(profile=_tiny_profile(), out=tmp_path, handle=tiny_gpt2, text_obj=TEXT, formats=formats)
+
+
+def test_a_single_format_name_is_one_format_not_its_letters():
+    from attn_lib import experiments as E
+
+    assert E._check_formats("png") == ("png",)
+    assert E._check_formats(["svg", "png", "svg"]) == ("svg", "png")
+
+
+def test_run_reproduce_checks_the_models_to_compare_before_any_work(tiny_gpt2, tmp_path, no_run_all, offline):
+    from attn_lib import experiments as E
+    from attn_lib.models import ModelUnavailableError
+
+    kw = dict(profile=_tiny_profile(), out=tmp_path, handle=tiny_gpt2, text_obj=TEXT)
+    with pytest.raises(ModelUnavailableError, match="compare: model 'nobody/x' is not in the local"):
+        E.run_reproduce(compare=["nobody/x"], **kw)
+    with pytest.raises(ValueError, match="compare: name="):
+        E.run_reproduce(compare=["not a model!"], **kw)
+    assert not any(tmp_path.iterdir())
+
+
+def test_run_all_says_in_the_profiles_terms_that_the_text_is_too_short(tiny_gpt2, monkeypatch):
+    from attn_lib import experiments as E
+
+    monkeypatch.setattr(E, "_run_pass", lambda *a, **k: pytest.fail("ran a pass on a text that is too short"))
+    with pytest.raises(ValueError, match="text 'custom' has 10 tokens; profile 'robust' needs 16 .*longest window"):
+        E.run_all(tiny_gpt2, "0123456789", _tiny_profile())

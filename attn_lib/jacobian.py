@@ -125,19 +125,42 @@ def topk_jacobian(logits, k, temperature=1.0, mask=None):
     return _out(J, was_numpy)
 
 
+def _log_F_of(f, z: torch.Tensor) -> torch.Tensor:
+    """Elementwise ``log F(z)`` of a :func:`~attn_lib.normalizers.make_general` normaliser, as a tensor (any F that
+    ``general`` accepts: torch or numpy valued)."""
+    theta = getattr(f, "theta", None)
+    if getattr(f, "log_F", None) is not None:
+        return _nz._call_F(f.log_F, z, theta, "log_F").to(z.dtype)
+    return torch.log(_nz._call_F(f.F, z, theta, "F").to(z.dtype))
+
+
 def _log_F_derivative(f, z: torch.Tensor) -> torch.Tensor:
-    """Elementwise ``d/dz log F(z)`` by autograd on the elementwise ``log F`` (or ``log(F)``)."""
+    """Elementwise ``d/dz log F(z)``: by autograd on the elementwise ``log F`` (or ``log(F)``) when F is written in
+    torch; otherwise (F computed in numpy, or on a detached tensor, which autograd cannot see through) by a central
+    difference in float64 with step ``1e-6 max(1, |z|)`` (relative error about 1e-10 for smooth F)."""
     zz = z.detach().clone().requires_grad_(True)
+    lw = None
     with torch.enable_grad():
         theta = getattr(f, "theta", None)
-        if getattr(f, "log_F", None) is not None:
-            lw = f.log_F(zz) if theta is None else f.log_F(zz, theta)
-        else:
-            w = f.F(zz) if theta is None else f.F(zz, theta)
-            lw = torch.log(w)
-        lw = torch.broadcast_to(torch.as_tensor(lw, dtype=zz.dtype), zz.shape)
-        (g,) = torch.autograd.grad(lw.sum(), zz, allow_unused=True)
-    return torch.zeros_like(z) if g is None else g.detach()
+        try:
+            if getattr(f, "log_F", None) is not None:
+                lw = f.log_F(zz) if theta is None else f.log_F(zz, theta)
+            else:
+                w = f.F(zz) if theta is None else f.F(zz, theta)
+                lw = torch.log(w) if isinstance(w, torch.Tensor) else None
+        except (TypeError, RuntimeError):  # numpy on a tensor that requires grad
+            lw = None
+        if isinstance(lw, torch.Tensor) and lw.requires_grad:
+            lw = torch.broadcast_to(lw.to(zz.dtype), zz.shape)
+            (g,) = torch.autograd.grad(lw.sum(), zz, allow_unused=True)
+            if g is not None:
+                return g.detach()
+    z64 = z.detach().to(torch.float64)
+    h = 1e-6 * z64.abs().clamp(min=1.0)
+    d = (_log_F_of(f, z64 + h) - _log_F_of(f, z64 - h)) / (2 * h)
+    if not bool(torch.isfinite(d).all()):
+        raise ValueError("F must be positive and finite near every visible logit (its log has no derivative there)")
+    return d.to(z.dtype)
 
 
 def general_jacobian(f, logits, temperature=1.0, mask=None):
@@ -315,8 +338,36 @@ def _sensitivity_inputs(logits, normalizer, mask, seed, direction, dtype):
         if v.shape != x.shape:
             raise ValueError(f"direction must have the shape of logits {tuple(x.shape)} (got {tuple(v.shape)})")
         v = torch.where(vis, v.to(x.device), torch.zeros((), dtype=x.dtype, device=x.device))
+        if not bool(torch.isfinite(v).all()):
+            raise ValueError("direction must be finite")
+        norm = torch.linalg.vector_norm(v, dim=-1)
+        has = vis.any(-1)
+        bad = has & ~((norm - 1).abs() <= 1e-6)
+        if bool(bad.any()):
+            raise ValueError(
+                "direction must have unit 2-norm over the visible positions of each row (g divides by eps, so a "
+                f"direction of norm r scales g by r); a row has norm {float(norm[bad].flatten()[0]):.6g}"
+            )
     xs = torch.where(vis, x, torch.zeros((), dtype=x.dtype, device=x.device))
-    return xs, vis, v, f, was_numpy
+    return xs, vis, v, _checked(f), was_numpy
+
+
+def _checked(f):
+    """``f`` whose output must be a finite tensor of weights of the input's shape (``ValueError`` naming the
+    normaliser otherwise: one number per row, or NaN, would make g meaningless)."""
+
+    def run(x, temperature, dim, mask):
+        a = f(x, temperature=temperature, dim=dim, mask=mask)
+        if not isinstance(a, torch.Tensor) or a.shape != x.shape:
+            got = tuple(a.shape) if isinstance(a, torch.Tensor) else type(a).__name__
+            raise ValueError(
+                f"normalizer must return a tensor of weights with the shape of the logits {tuple(x.shape)} (got {got})"
+            )
+        if not bool(torch.isfinite(a).all()):
+            raise ValueError("normalizer returned non-finite weights (NaN or inf) for these logits")
+        return a
+
+    return run
 
 
 def sensitivity_grid(

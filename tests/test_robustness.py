@@ -724,3 +724,49 @@ def test_run_all_says_in_the_profiles_terms_that_the_text_is_too_short(tiny_gpt2
     monkeypatch.setattr(E, "_run_pass", lambda *a, **k: pytest.fail("ran a pass on a text that is too short"))
     with pytest.raises(ValueError, match="text 'custom' has 10 tokens; profile 'robust' needs 16 .*longest window"):
         E.run_all(tiny_gpt2, "0123456789", _tiny_profile())
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# jacobian: the sensitivity's direction and normaliser, numpy-valued F
+# ------------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("fn", ["sensitivity", "sensitivity_grid"])
+@pytest.mark.parametrize("scale, match", [(0.0, "unit 2-norm.*norm 0"), (100.0, "unit 2-norm.*norm 100")])
+def test_sensitivity_direction_must_be_a_unit_vector(fn, scale, match):
+    from attn_lib import jacobian as jb
+
+    x = torch.randn(3, 6, dtype=torch.float64)
+    v = jb.random_directions(x.shape, seed=1) * scale
+    args = (1.0, 1e-3) if fn == "sensitivity" else ([1.0], [1e-3])
+    with pytest.raises(ValueError, match=match):
+        getattr(jb, fn)(x, *args, direction=v)
+    ok = getattr(jb, fn)(x, *args, direction=jb.random_directions(x.shape, seed=1))
+    assert torch.isfinite(torch.as_tensor(ok)).all()
+
+
+@pytest.mark.parametrize("fn", ["sensitivity", "sensitivity_grid"])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (lambda x, temperature=1.0, dim=-1, mask=None: x.sum(-1), "shape of the logits"),
+        (lambda x, temperature=1.0, dim=-1, mask=None: x * float("nan"), "non-finite weights"),
+    ],
+)
+def test_sensitivity_normaliser_must_return_finite_weights_per_position(fn, bad, match):
+    from attn_lib import jacobian as jb
+
+    x = torch.randn(3, 6, dtype=torch.float64)
+    args = (1.0, 1e-3) if fn == "sensitivity" else ([1.0], [1e-3])
+    with pytest.raises(ValueError, match=match):
+        getattr(jb, fn)(x, *args, normalizer=bad)
+
+
+def test_jacobian_of_a_numpy_valued_general_normaliser():
+    from attn_lib import jacobian as jb
+    from attn_lib import normalizers as nz
+
+    f = nz.make_general(lambda z: np.exp(np.asarray(z)))  # general accepts it: F(z) = exp(z) is softmax
+    x = torch.randn(2, 5, dtype=torch.float64)
+    torch.testing.assert_close(f(x, 1.0), nz.softmax(x, 1.0))
+    torch.testing.assert_close(jb.jacobian(f, x, 0.7), jb.softmax_jacobian(x, 0.7), atol=1e-9, rtol=1e-8)
+    g = nz.make_general(lambda z: torch.exp(z.detach()))  # detached: autograd would say the derivative is 0
+    torch.testing.assert_close(jb.jacobian(g, x), jb.softmax_jacobian(x), atol=1e-9, rtol=1e-8)

@@ -770,3 +770,19 @@ def test_jacobian_of_a_numpy_valued_general_normaliser():
     torch.testing.assert_close(jb.jacobian(f, x, 0.7), jb.softmax_jacobian(x, 0.7), atol=1e-9, rtol=1e-8)
     g = nz.make_general(lambda z: torch.exp(z.detach()))  # detached: autograd would say the derivative is 0
     torch.testing.assert_close(jb.jacobian(g, x), jb.softmax_jacobian(x), atol=1e-9, rtol=1e-8)
+
+
+@pytest.mark.parametrize("scale", [0.0, 100.0])
+def test_sensitivity_rows_direction_must_be_a_unit_vector(scale):
+    from attn_lib import jacobian as jb
+    from attn_lib import metrics as M
+
+    L = 6
+    x = torch.randn(2, L, L, dtype=torch.float64).masked_fill(~torch.ones(L, L, dtype=torch.bool).tril(), -np.inf)
+    vis = torch.isfinite(x)
+    v = jb.random_directions(x.shape, vis, seed=0)
+    with pytest.raises(ValueError, match="unit 2-norm"):
+        M.sensitivity_rows(x, [1.0], [1e-3], direction=v * scale)
+    g, _ = M.sensitivity_rows(x, [1.0], [1e-3], direction=v)
+    ref, _ = M.sensitivity_rows(x, [1.0], [1e-3], seed=0)
+    torch.testing.assert_close(g, ref)

@@ -1333,9 +1333,21 @@ def critical_n_summary(
         limit; ``n_star`` is then the limit), ``ratio = n_star / L``, ``n_scanned``, ``limit`` (the scan limit).
     """
     columns = ["L", "form", "sampling", "n_star", "censored", "ratio", "n_scanned", "limit"]
+    if alpha is not None:
+        alpha = check_probability("alpha", alpha, open_low=True, open_high=True)
+    crit_fraction = check_probability("crit_fraction", crit_fraction, open_low=True)
+    if trace is not None and not isinstance(trace, pd.DataFrame):
+        raise ValueError(f"trace must be critical_n's table, a pandas DataFrame (got {type(trace).__name__})")
     if trace is None or len(trace) == 0:
         return pd.DataFrame(columns=columns)
-    a = float(trace["alpha"].iloc[0]) if alpha is None else alpha
+    need = {"L", "form", "N", "p_value"} | ({"alpha"} if alpha is None else set())
+    if not need <= set(trace.columns):
+        raise ValueError(f"trace must be critical_n's table (missing columns {sorted(need - set(trace.columns))})")
+    a = (
+        check_probability("trace's alpha", trace["alpha"].iloc[0], open_low=True, open_high=True)
+        if alpha is None
+        else alpha
+    )
     if "sampling" not in trace:
         trace = trace.assign(sampling="heads")
     out = []

@@ -786,3 +786,42 @@ def test_sensitivity_rows_direction_must_be_a_unit_vector(scale):
     g, _ = M.sensitivity_rows(x, [1.0], [1e-3], direction=v)
     ref, _ = M.sensitivity_rows(x, [1.0], [1e-3], seed=0)
     torch.testing.assert_close(g, ref)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# critical_n_summary
+# ------------------------------------------------------------------------------------------------------------------
+def _trace():
+    return pd.DataFrame({"L": 8, "form": "e1", "N": [1, 2, 3], "p_value": [0.001, 0.2, 0.5], "alpha": 0.01})
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"alpha": 5}, "alpha must be in"),
+        ({"alpha": 0}, "alpha must be in"),
+        ({"alpha": True}, "alpha"),
+        ({"crit_fraction": -3}, "crit_fraction must be in"),
+        ({"crit_fraction": 0}, "crit_fraction must be in"),
+    ],
+)
+def test_critical_n_summary_checks_its_levels(kw, match):
+    from attn_lib import experiments as E
+
+    with pytest.raises(ValueError, match=match):
+        E.critical_n_summary(_trace(), **kw)
+
+
+@pytest.mark.parametrize("bad", [pd.DataFrame({"x": [1]}), _trace().drop(columns=["alpha"]), [1, 2]])
+def test_critical_n_summary_of_a_wrong_table_is_a_value_error(bad):
+    from attn_lib import experiments as E
+
+    with pytest.raises(ValueError, match="trace must be critical_n's table"):
+        E.critical_n_summary(bad)
+
+
+def test_critical_n_summary_still_summarises():
+    from attn_lib import experiments as E
+
+    s = E.critical_n_summary(_trace())
+    assert s["n_star"].tolist() == [2] and not s["censored"].any()

@@ -237,6 +237,11 @@ def _capture_attention_forward(module, query, key, value, attention_mask, scalin
                 f"normalizer {sess.normalizer_name!r} must return a tensor of weights with the shape of "
                 f"the logits {tuple(logits.shape)} (got {got}) in layer {layer}"
             )
+        if not bool(torch.isfinite(weights).all()):
+            raise ValueError(
+                f"normalizer {sess.normalizer_name!r} returned non-finite weights (NaN or inf) in layer {layer}; "
+                "every later layer and the logits would be NaN"
+            )
         weights = weights.to(value.dtype)
     else:
         # eager attention, operation for operation
@@ -492,6 +497,8 @@ def _prepare_attention_mask(attention_mask, ids: torch.Tensor) -> torch.Tensor |
         )
     if m.device.type == "meta" or not bool(((m == 0) | (m == 1)).all()):
         raise ValueError("attention_mask must hold only 0 (padding) and 1 (token), or booleans")
+    if not bool((m != 0).any(-1).all()):
+        raise ValueError("attention_mask must keep at least one token (a 1) in every sequence of the batch")
     return m.to(device=ids.device, dtype=torch.long)
 
 

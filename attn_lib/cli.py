@@ -32,6 +32,7 @@ import json
 import logging
 import math
 import platform
+import re
 import sys
 import time
 import warnings
@@ -73,6 +74,27 @@ def _threads(s: str) -> int:
             f"--threads must be an integer in [1, {max_threads()}] (the CPUs this process may use) (got {v})"
         )
     return v
+
+
+def _cli_normalizer(value: str | None):
+    """``--normalizer``: a name of :mod:`attn_lib.normalizers`, or ``top-<k>`` / ``topk:<k>`` for top-k; said in the
+    flag's terms (not as a Python call) when it is none of them."""
+    if value is None:
+        return None
+    from . import normalizers as nz
+
+    names = [n for n in nz.available() if n != "general"]
+    m = re.fullmatch(r"(?:top-|topk:|topk=)([0-9]+)", value.strip())
+    if m:
+        k = int(m.group(1))
+        if k < 1:
+            raise CLIError(f"--normalizer {value}: k must be an integer >= 1, e.g. --normalizer top-16")
+        return nz.get("topk", k=k)
+    if value == "topk":
+        raise CLIError("--normalizer topk needs k: write --normalizer top-<k>, e.g. --normalizer top-16")
+    if value not in names:
+        raise CLIError(f"--normalizer {value!r} is not a normaliser; use one of {names}, or top-<k> (e.g. top-16)")
+    return value
 
 
 def _nonneg_int(s: str) -> int:
@@ -210,6 +232,7 @@ def _cmd_capture(args) -> int:
     from .corpus import load_text, token_windows
     from .models import load_model
 
+    normalizer = _cli_normalizer(args.normalizer)  # before loading anything
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t0 = time.perf_counter()
@@ -278,7 +301,7 @@ def _cmd_capture(args) -> int:
                     handle,
                     ids[w : w + 1],
                     on_layer,
-                    normalizer=args.normalizer,
+                    normalizer=normalizer,
                     temperature=args.temperature,
                     layers=layers,
                 )

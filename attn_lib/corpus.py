@@ -341,6 +341,7 @@ def tokenize(tokenizer, text, max_tokens: int | None = None) -> list[int]:
         raise ValueError(f"text must be a Text or a str (got {type(text).__name__})")
     if max_tokens is None:
         return _encode_plain(tokenizer, s)
+    max_tokens = check_int("max_tokens", max_tokens, low=1)  # -5 returned all ids but the last 5; 2.5 a TypeError
     chars = max(4096, 8 * max_tokens)
     while True:
         if chars >= len(s):

@@ -6,6 +6,8 @@ work, and the inputs that were accepted silently or raised the wrong exception t
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -825,3 +827,61 @@ def test_critical_n_summary_still_summarises():
 
     s = E.critical_n_summary(_trace())
     assert s["n_star"].tolist() == [2] and not s["censored"].any()
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# capture, tokenize and the CLI's --normalizer
+# ------------------------------------------------------------------------------------------------------------------
+def test_capture_refuses_an_all_zero_attention_mask(tiny_gpt2):
+    from attn_lib.capture import capture_attention
+
+    with pytest.raises(ValueError, match="at least one token"):
+        capture_attention(tiny_gpt2, torch.arange(6).view(2, 3), attention_mask=torch.tensor([[1, 1, 0], [0, 0, 0]]))
+
+
+def test_capture_refuses_a_normaliser_that_returns_nan(tiny_gpt2):
+    from attn_lib.capture import capture_attention
+
+    before = tiny_gpt2.model.config._attn_implementation
+
+    def nan_norm(logits, temperature=1.0, dim=-1, mask=None):
+        return torch.full_like(logits, float("nan"))
+
+    with pytest.raises(ValueError, match="'nan_norm' returned non-finite weights .* in layer 0"):
+        capture_attention(tiny_gpt2, torch.arange(5), normalizer=nan_norm)
+    assert tiny_gpt2.model.config._attn_implementation == before
+
+
+@pytest.mark.parametrize("bad", [-5, 0, 2.5, "3", True])
+def test_tokenize_max_tokens_is_a_positive_integer(tiny_gpt2, bad):
+    from attn_lib.corpus import tokenize
+
+    with pytest.raises(ValueError, match="max_tokens must be an integer"):
+        tokenize(tiny_gpt2.tokenizer, "some words here", max_tokens=bad)
+    assert len(tokenize(tiny_gpt2.tokenizer, "some words here", max_tokens=4)) == 4
+
+
+@pytest.mark.parametrize(
+    "value, match",
+    [
+        ("bogus", "--normalizer 'bogus' is not a normaliser; use one of"),
+        ("topk", "--normalizer topk needs k: write --normalizer top-<k>"),
+        ("top-0", "k must be an integer >= 1"),
+    ],
+)
+def test_cli_normalizer_is_checked_in_the_flags_terms_before_loading(capsys, monkeypatch, value, match):
+    import attn_lib.models as models
+    from attn_lib.cli import main
+
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: pytest.fail("loaded a model before checking"))
+    assert main(["capture", "--normalizer", value, "-q"]) == 2
+    line = _one_error_line(capsys, "capture")
+    assert match in line and "get(" not in line
+
+
+def test_cli_capture_with_top_k(capsys, tmp_cache, cli_tiny):
+    from attn_lib.cli import main
+
+    assert main(["capture", "--text", "botchan", "--length", "16", "--normalizer", "top-2", "--json", "-q"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["params"]["normalizer"] == "top-2" and len(data["rows"]) == 2

@@ -377,7 +377,20 @@ def softmax_type_spectral_norm(weights, temperature: float = 1.0, *, iterations:
     """
     T = check_positive("temperature", temperature)
     iterations = check_int("iterations", iterations, low=1)
-    a = torch.as_tensor(weights).to(torch.float64)
+    # float64 from the start: torch.as_tensor of a list of Python floats would round them to float32 first
+    kind = str(getattr(weights, "dtype", ""))
+    if "bool" in kind or "complex" in kind:
+        raise ValueError(f"weights must be real numbers (got dtype {kind})")
+    try:
+        a = (
+            weights.to(torch.float64)
+            if isinstance(weights, torch.Tensor)
+            else torch.as_tensor(np.asarray(weights, dtype=np.float64))
+        )
+    except (TypeError, ValueError, RuntimeError):
+        raise ValueError(
+            f"weights must be a real tensor or array of shape (..., L) (got {type(weights).__name__})"
+        ) from None
     if a.dim() < 1 or a.shape[-1] == 0 or not bool(torch.isfinite(a).all()) or bool((a < 0).any()):
         raise ValueError("weights must be a finite, non-negative tensor of shape (..., L) with L >= 1")
     sums = a.sum(-1)

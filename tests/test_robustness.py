@@ -885,3 +885,14 @@ def test_cli_capture_with_top_k(capsys, tmp_cache, cli_tiny):
     assert main(["capture", "--text", "botchan", "--length", "16", "--normalizer", "top-2", "--json", "-q"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["params"]["normalizer"] == "top-2" and len(data["rows"]) == 2
+
+
+def test_spectral_norm_of_a_list_is_computed_in_float64():
+    """Found by the property tests: torch.as_tensor rounded a list of Python floats to float32 first."""
+    from attn_lib import beyond as B
+
+    got = B.softmax_type_spectral_norm([[1 / 3, 1 / 3, 1 / 3]], 0.5)
+    assert got.dtype == torch.float64 and abs(got.item() - 2 / 3) < 1e-12
+    for bad in ("abc", [[1 + 1j, 0]], torch.tensor([[True, False]])):
+        with pytest.raises(ValueError, match="weights"):
+            B.softmax_type_spectral_norm(bad)

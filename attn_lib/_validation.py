@@ -17,6 +17,17 @@ from typing import Any
 #: Largest seed a ``torch.Generator`` accepts.
 SEED_MAX = 2**64 - 1
 
+#: Most random draws or table entries one resource parameter (Monte-Carlo samples, permutations, grid points) may ask
+#: for: 2 * 10^8 (1.6 GB of float64), so a typo such as ``n_samples=10**12`` is a ValueError, not a MemoryError.
+MAX_DRAWS = 2 * 10**8
+
+
+def check_size(name: str, value: Any, per_item: int = 1, *, low: int = 1) -> int:
+    """A resource parameter (samples, permutations, grid points): an integer ``>= low`` whose ``value * per_item``
+    draws stay within :data:`MAX_DRAWS`; the allowed range is said in the message."""
+    high = max(low, MAX_DRAWS // max(int(per_item), 1))
+    return check_int(name, value, low=low, high=high)
+
 
 def _is_bool(value: Any) -> bool:
     """True for Python, NumPy and torch booleans (scalars and bool arrays), without importing either library."""
@@ -95,6 +106,26 @@ def max_threads() -> int:
 def check_threads(name: str, value: Any) -> int:
     """A thread count: an integer in ``[1, max_threads()]`` (more threads than CPUs only adds contention)."""
     return check_int(name, value, low=1, high=max_threads())
+
+
+def check_int_list(name: str, values: Any, *, low: int | None = None, high: int | None = None) -> list[int]:
+    """One integer or a non-empty iterable of integers (each as :func:`check_int`), as a sorted list without repeats;
+    ``ValueError`` naming ``name`` for anything else (None, a bool, a float, a string, a 0-d tensor of a float...)."""
+    if (
+        isinstance(values, (str, bytes))
+        or _is_bool(values)
+        or not hasattr(values, "__iter__")
+        or (getattr(values, "ndim", None) == 0)
+    ):
+        values = [values]  # one value (a 0-d tensor or array included), checked below as an integer
+    try:
+        items = list(values)
+    except TypeError:
+        raise ValueError(f"{name} must be an integer or a list of integers{_range_text(low, high)}") from None
+    out = sorted({check_int(name, v, low=low, high=high) for v in items})
+    if not out:
+        raise ValueError(f"{name} must be an integer or a non-empty list of integers{_range_text(low, high)}")
+    return out
 
 
 def check_probability(name: str, value: Any, *, open_low: bool = False, open_high: bool = False) -> float:

@@ -47,7 +47,7 @@ import torch
 
 from . import jacobian as _jac
 from . import normalizers as _nz
-from ._validation import check_choice, check_int, check_positive, check_probability, check_seed
+from ._validation import check_choice, check_int, check_int_list, check_positive, check_probability, check_seed
 
 __all__ = [
     "NORMALIZERS",
@@ -183,6 +183,13 @@ def _beyond_profile(profile) -> BeyondProfile:
     return BEYOND_PROFILES[profile]
 
 
+def _k_list(k_values) -> list[int]:
+    """The ``k`` of top-k in the order given, without repeats (an empty list means no top-k)."""
+    if isinstance(k_values, (str, bytes)) or not hasattr(k_values, "__iter__") or getattr(k_values, "ndim", None) == 0:
+        k_values = [k_values]
+    return list(dict.fromkeys(check_int("k_values", k, low=1) for k in k_values))
+
+
 def normalizer_settings(k_values: Sequence[int] = (4, 16, 64)) -> dict[str, tuple[str, dict]]:
     """Label -> (name, params) of every compared normaliser, with top-k at each ``k`` of ``k_values``.
 
@@ -197,8 +204,7 @@ def normalizer_settings(k_values: Sequence[int] = (4, 16, 64)) -> dict[str, tupl
         ``{"softmax": ("softmax", {}), "top-4": ("topk", {"k": 4}), ..., "softpick": ("softpick", {})}``.
     """
     out = {"softmax": NORMALIZERS["softmax"]}
-    for k in k_values:
-        k = check_int("k_values", k, low=1)
+    for k in _k_list(k_values):
         out[f"top-{k}"] = ("topk", {"k": k})
     out.update({lab: v for lab, v in NORMALIZERS.items() if lab != "softmax"})
     return out
@@ -224,7 +230,7 @@ def row_sample(lengths: Sequence[int], rows_per_length: int) -> dict[int, np.nda
     """
     n = check_int("rows_per_length", rows_per_length, low=1)
     out = {}
-    for L in sorted({check_int("lengths", L, low=2) for L in lengths}):
+    for L in check_int_list("lengths", lengths, low=2):
         lo = L // 2  # t > L/2  <=>  r >= L // 2
         r = np.unique(np.round(np.linspace(L - 1, lo, num=min(n, L - lo))).astype(np.int64))
         out[L] = np.sort(r)

@@ -50,9 +50,11 @@ from ._validation import (
     SEED_MAX,
     check_choice,
     check_int,
+    check_int_list,
     check_positive,
     check_probability,
     check_seed,
+    check_size,
     check_threads,
     prepare_output_dir,
 )
@@ -958,21 +960,11 @@ def _key(name: str, handle, text, **params) -> dict:
 
 
 def _check_lengths(handle, lengths, name="lengths") -> list[int]:
-    if isinstance(lengths, (int, np.integer)):
-        lengths = [int(lengths)]
-    out = sorted({check_int(name, L, low=2, high=int(handle.max_length)) for L in lengths})
-    if not out:
-        raise ValueError(f"{name} must be a non-empty list of integers >= 2")
-    return out
+    return check_int_list(name, lengths, low=2, high=int(handle.max_length))
 
 
 def _check_ns(values, name) -> list[int]:
-    if isinstance(values, (int, np.integer)):
-        values = [int(values)]
-    out = sorted({check_int(name, n, low=1) for n in values})
-    if not out:
-        raise ValueError(f"{name} must be a non-empty list of integers >= 1")
-    return out
+    return check_int_list(name, values, low=1)
 
 
 def _make(name: str, handle, text, params: dict):
@@ -1133,12 +1125,15 @@ def _params_distance_vs_length(handle, N, lengths, p, mc_samples, mc_rows, seed)
     lengths = _check_lengths(handle, lengths)
     N = check_int("N", N, low=1, high=min(lengths) - 1)
     check_choice("p", p, ["L-1", "L"])
+    mc_rows = check_int("mc_rows", mc_rows, low=1)
+    # Monte-Carlo draws: (rows, samples, L) random keys per layer, capped so a typo is a ValueError, not a MemoryError
+    mc_samples = check_size("mc_samples", mc_samples, per_item=mc_rows * max(lengths), low=0)
     return dict(
         N=N,
         lengths=lengths,
         p=p,
-        mc_samples=check_int("mc_samples", mc_samples, low=0),
-        mc_rows=check_int("mc_rows", mc_rows, low=1),
+        mc_rows=mc_rows,
+        mc_samples=mc_samples,
         seed=check_seed("seed", seed),
     )
 
@@ -1170,12 +1165,15 @@ def _params_distance_vs_n(handle, L, n_values, p, mc_samples, mc_rows, seed):
     if max(n_values) > L - 1:
         raise ValueError(f"n_values must be integers in [1, L-1] = [1, {L - 1}] (got {max(n_values)})")
     check_choice("p", p, ["L-1", "L"])
+    mc_rows = check_int("mc_rows", mc_rows, low=1)
+    # Monte-Carlo draws: (rows, samples, L) random keys per layer, capped so a typo is a ValueError, not a MemoryError
+    mc_samples = check_size("mc_samples", mc_samples, per_item=mc_rows * L, low=0)
     return dict(
         L=L,
         n_values=n_values,
         p=p,
-        mc_samples=check_int("mc_samples", mc_samples, low=0),
-        mc_rows=check_int("mc_rows", mc_rows, low=1),
+        mc_rows=mc_rows,
+        mc_samples=mc_samples,
         seed=check_seed("seed", seed),
     )
 
@@ -1226,7 +1224,7 @@ def _params_critical(
     crit_rows = check_int("crit_rows", crit_rows, low=0)
     if crit_rows:  # not in the cache key when every row is used
         out["crit_rows"] = crit_rows
-    mc_samples = check_int("mc_samples", mc_samples, low=1)
+    mc_samples = check_size("mc_samples", mc_samples, per_item=max(lengths) * (crit_rows or max(lengths)))
     seed = check_seed("seed", seed)
     if "mc" in forms:  # in the cache key only when the Monte-Carlo form runs
         out.update(mc_samples=mc_samples, seed=seed)
@@ -1403,8 +1401,8 @@ def separability(
 
 def _positive_values(values, name) -> list[float]:
     """A number or a non-empty sequence of numbers > 0, as a list of floats (``ValueError`` naming ``name``)."""
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
-        values = [values]  # one number; a string is checked (and rejected) as a number below
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__") or getattr(values, "ndim", None) == 0:
+        values = [values]  # one number (a 0-d tensor included); a string is checked (and rejected) as a number below
     out = [check_positive(name, v) for v in values]
     if not out:
         raise ValueError(f"{name} must be a number or a non-empty list of numbers > 0")
@@ -1450,7 +1448,10 @@ def _params_coverage(handle, L, N, permutations, seed):
     L = _check_lengths(handle, [L], "L")[0]
     N = check_int("N", N, low=1, high=L - 1)
     return dict(
-        L=L, N=N, permutations=check_int("permutations", permutations, low=1), seed=check_int("seed", seed, low=0)
+        L=L,
+        N=N,
+        permutations=check_size("permutations", permutations, per_item=L * int(handle.n_heads)),
+        seed=check_int("seed", seed, low=0),
     )
 
 

@@ -35,6 +35,7 @@ from ._validation import (
     check_positive,
     check_probability,
     check_seed,
+    check_size,
 )
 
 __all__ = [
@@ -191,7 +192,7 @@ def lemma1_constants(F: Callable, a: float, theta: Any = None, grid: int = 2049)
     if not callable(F):
         raise ValueError(f"F must be callable (got {type(F).__name__})")
     a = check_nonnegative("a", a)
-    grid = check_int("grid", grid, low=3)
+    grid = check_size("grid", grid, low=3)
     zs = np.linspace(-a, a, grid)
     vals = _eval_F(F, zs, theta)
     if not np.all(np.isfinite(vals)) or np.any(vals <= 0):
@@ -469,7 +470,7 @@ def expected_distance_mc(alpha: Any, X: Any, N: int, n_samples: int = 64, seed: 
     a, x = _alpha_X(alpha, X)
     L = a.shape[-1]
     N = _N(N, L)
-    K = check_int("n_samples", n_samples, low=1)
+    K = check_size("n_samples", n_samples, per_item=max(1, np.size(alpha)))
     seed = check_int("seed", seed, low=0)
     rng = np.random.default_rng(seed)
     keys = rng.random((K,) + a.shape)
@@ -488,7 +489,7 @@ def expected_distance_exact(alpha: Any, X: Any, N: int, max_subsets: int = 200_0
 
     ``ValueError`` naming ``L`` if the number of subsets exceeds ``max_subsets`` (about ``L <= 16`` for every N).
     """
-    max_subsets = check_int("max_subsets", max_subsets, low=1)
+    max_subsets = check_int("max_subsets", max_subsets, low=1, high=10**7)  # enumerated one by one
     a, x = _alpha_X(alpha, X)
     L = a.shape[-1]
     N = _N(N, L)
@@ -887,7 +888,7 @@ def sqrt5_example(c: float, eps: float, T: float, L: int) -> dict:
     c = check_finite("c", c)
     e = check_positive("eps", eps)
     Tv = check_positive("temperature", T)
-    L = check_int("L", L, low=2)
+    L = check_size("L", L, low=2)
     l1 = np.zeros(L)
     l2 = np.zeros(L)
     l1[:2] = [c + e, c]

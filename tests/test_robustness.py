@@ -896,3 +896,80 @@ def test_spectral_norm_of_a_list_is_computed_in_float64():
     for bad in ("abc", [[1 + 1j, 0]], torch.tensor([[True, False]])):
         with pytest.raises(ValueError, match="weights"):
             B.softmax_type_spectral_norm(bad)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# beyond the list: grids given as one value or as nothing, and the other resource parameters
+# ------------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("bad", [None, 2.5, float("nan"), True, torch.tensor(3.5), "8", []])
+def test_grid_parameters_are_value_errors_naming_them(tiny_gpt2, bad):
+    from attn_lib import beyond as B
+    from attn_lib import experiments as E
+
+    with pytest.raises(ValueError, match="lengths"):
+        E.distance_vs_length(tiny_gpt2, TEXT, N=2, lengths=bad)
+    with pytest.raises(ValueError, match="n_values"):
+        E.distance_vs_n(tiny_gpt2, TEXT, L=16, n_values=bad)
+    with pytest.raises(ValueError, match="lengths"):
+        B.row_sample(bad, 2)
+    if not (isinstance(bad, list) and not bad):  # no top-k at all is allowed
+        with pytest.raises(ValueError, match="k_values"):
+            B.normalizer_settings(bad)
+
+
+def test_grid_parameters_accept_one_integer(tiny_gpt2):
+    from attn_lib import beyond as B
+    from attn_lib._validation import check_int_list
+
+    assert check_int_list("x", np.int64(4)) == [4] and check_int_list("x", torch.tensor(5)) == [5]
+    assert check_int_list("x", (3, 1, 3)) == [1, 3]
+    assert list(B.row_sample(8, 2)) == [8]
+    assert list(B.normalizer_settings(3)) == ["softmax", "top-3", *list(B.NORMALIZERS)[1:]]
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: __import__("attn_lib.theory").theory.sqrt5_example(1.0, 0.1, 1.0, 10**12), "L"),
+        (lambda: __import__("attn_lib.theory").theory.lemma1_constants(np.exp, 1.0, grid=10**12), "grid"),
+        (
+            lambda: __import__("attn_lib.theory").theory.expected_distance_mc(
+                np.ones(6) / 6, np.eye(6), 2, n_samples=10**12
+            ),
+            "n_samples",
+        ),
+        (
+            lambda: __import__("attn_lib.theory").theory.expected_distance_exact(
+                np.ones(6) / 6, np.eye(6), 2, max_subsets=10**12
+            ),
+            "max_subsets",
+        ),
+    ],
+)
+def test_theory_resource_parameters_are_capped(call, name):
+    with pytest.raises(ValueError, match=f"{name} must be an integer in"):
+        call()
+
+
+def test_metrics_resource_parameters_are_capped():
+    from attn_lib import metrics as M
+
+    ld = _layer12()
+    with pytest.raises(ValueError, match="n_samples must be an integer in"):
+        M.expected_distance_mc(ld, N=1, n_samples=10**12)
+    with pytest.raises(ValueError, match="n_samples must be an integer in"):
+        M.expected_distance_mc_scan(ld, n_max=3, n_samples=10**12)
+    with pytest.raises(ValueError, match="permutations must be an integer in"):
+        M.coverage_metrics(ld, N=2, permutations=10**12)
+
+
+def test_experiment_resource_parameters_are_capped_before_the_pass(tiny_gpt2, monkeypatch):
+    from attn_lib import experiments as E
+
+    monkeypatch.setattr(E, "_run_pass", lambda *a, **k: pytest.fail("ran a pass"))
+    with pytest.raises(ValueError, match="mc_samples must be an integer in"):
+        E.critical_n(tiny_gpt2, TEXT, lengths=[8], forms=["mc"], mc_samples=10**12)
+    with pytest.raises(ValueError, match="mc_samples must be an integer in"):
+        E.distance_vs_length(tiny_gpt2, TEXT, N=2, lengths=[8, 16], mc_samples=10**12)
+    with pytest.raises(ValueError, match="permutations must be an integer in"):
+        E.multihead_coverage(tiny_gpt2, TEXT, L=16, N=2, permutations=10**12)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .._validation import check_int, check_seed
+from .._validation import check_seed, check_size
 from ._engine import F64, run_blocks
 from .layer import LayerData, as_layer, check_n, top_n_order
 from .separability import unit_layer
@@ -178,7 +178,7 @@ def coverage_metrics(
     """
     ld = as_layer(layer, values, mask)
     N = check_n(N)
-    P = check_int("permutations", permutations, low=1)
+    P = check_size("permutations", permutations, per_item=ld.L * ld.H)  # (P, L, H) orders
     seed = check_seed("seed", seed)
     sets = separable_sets(ld, N=N, normalize=normalize)
     H, L, n = ld.H, ld.L, sets.order.shape[-1]

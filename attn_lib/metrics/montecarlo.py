@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from .. import _kernels as _kern
-from .._validation import check_int, check_seed
+from .._validation import check_int, check_seed, check_size
 from . import _engine
 from ._engine import F64, kernel_threads, uses_numba
 from .layer import LayerData, as_layer, check_n, check_rows
@@ -92,9 +92,10 @@ def expected_distance_mc(
     """
     ld = as_layer(layer, values, mask)
     N = check_n(N)
-    n_samples = check_int("n_samples", n_samples, low=1)
     seed = check_seed("seed", seed)
     rows = torch.arange(ld.L) if rows is None else check_rows(rows, ld.L)
+    # (rows, samples, L) random keys
+    n_samples = check_size("n_samples", n_samples, per_item=max(1, int(rows.numel())) * ld.L)
     if ld.mask.shape[0] != 1 and not bool((ld.mask == ld.mask[:1]).all()):
         raise ValueError("expected_distance_mc needs the same mask for every head")
     valid = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, rows.to(ld.device)] >= N + 1
@@ -262,9 +263,10 @@ def expected_distance_mc_scan(
     # N = L - 1 is the largest N with a valid row (t >= N + 1)
     n_min = check_int("n_min", n_min, low=1, high=max(1, ld.L - 1))
     n_max = check_int("n_max", n_max, low=n_min, high=max(n_min, ld.L - 1))
-    n_samples = check_int("n_samples", n_samples, low=1)
     seed = check_seed("seed", seed)
     rows = torch.arange(ld.L) if rows is None else check_rows(rows, ld.L)
+    # (rows, samples, L) random keys
+    n_samples = check_size("n_samples", n_samples, per_item=max(1, int(rows.numel())) * ld.L)
     if ld.mask.shape[0] != 1 and not bool((ld.mask == ld.mask[:1]).all()):
         raise ValueError("expected_distance_mc_scan needs the same mask for every head")
     n_values = torch.arange(n_min, n_max + 1, device=ld.device)

@@ -411,6 +411,9 @@ def patched_attention(
     fn, fn_name = _resolve_normalizer(normalizer, temperature)
     if callback is not None and not callable(callback):
         raise ValueError(f"callback must be callable or None (got {callback!r})")
+    for flag, v in (("keep_qk", keep_qk), ("stop_early", stop_early)):
+        if not isinstance(v, bool):
+            raise ValueError(f"{flag} must be True or False (got {v!r})")
     sess = _Session(
         callback=callback,
         normalizer=fn,

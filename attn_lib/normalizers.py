@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._validation import check_choice, check_int, check_positive
+from ._validation import check_choice, check_finite, check_int, check_positive
 
 __all__ = [
     "available",
@@ -524,12 +524,7 @@ def sigmoid(logits, temperature=1.0, dim=-1, mask=None, bias=None):
     if bias is None:
         b = -torch.log(_count(visible, z.dtype).clamp(min=1))
     else:
-        try:
-            bf = float(bias)
-        except (TypeError, ValueError):
-            raise ValueError(f"bias must be a finite real number or None (got {bias!r})") from None
-        if not math.isfinite(bf):
-            raise ValueError(f"bias must be a finite real number or None (got {bias!r})")
+        bf = check_finite("bias", bias)  # a bool is not a number
         b = torch.tensor(bf, dtype=z.dtype, device=z.device)
     out = torch.sigmoid(z + b)
     return _finish(out, visible, dim, was_numpy)

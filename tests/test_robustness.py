@@ -973,3 +973,19 @@ def test_experiment_resource_parameters_are_capped_before_the_pass(tiny_gpt2, mo
         E.distance_vs_length(tiny_gpt2, TEXT, N=2, lengths=[8, 16], mc_samples=10**12)
     with pytest.raises(ValueError, match="permutations must be an integer in"):
         E.multihead_coverage(tiny_gpt2, TEXT, L=16, N=2, permutations=10**12)
+
+
+def test_capture_flags_are_booleans(tiny_gpt2):
+    from attn_lib.capture import capture_attention
+
+    for kw in ({"keep_qk": "no"}, {"keep_qk": 0}, {"stop_early": "x", "layers": [0]}):
+        with pytest.raises(ValueError, match=f"{next(iter(kw))} must be True or False"):
+            capture_attention(tiny_gpt2, torch.arange(4), lambda la: None, **kw)
+
+
+@pytest.mark.parametrize("bias", [True, "1", float("nan")])
+def test_sigmoid_bias_is_a_finite_number_not_a_bool(bias):
+    from attn_lib import normalizers as nz
+
+    with pytest.raises(ValueError, match="bias must be a finite real number"):
+        nz.sigmoid(torch.randn(4), bias=bias)

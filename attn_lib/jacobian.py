@@ -12,6 +12,7 @@ Everything acts on the **last** axis of ``logits``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +20,7 @@ import numpy as np
 import torch
 
 from . import normalizers as _nz
-from ._validation import check_int, check_positive, check_seed
+from ._validation import MAX_DRAWS, check_int, check_positive, check_seed
 
 __all__ = [
     "jacobian",
@@ -270,11 +271,13 @@ def random_directions(shape, mask=None, seed=0, dtype=torch.float64, device=None
     torch.Tensor
         ``shape``, unit 2-norm over the visible positions of each row (all zeros for a row with none).
     """
-    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__") or getattr(shape, "ndim", None) == 0:
         raise ValueError(f"shape must be a sequence of integers (..., L), e.g. (2, 5) (got {shape!r})")
     shape = tuple(check_int("shape", s, low=0) for s in shape)
     if len(shape) == 0 or shape[-1] == 0:
         raise ValueError(f"shape must have a non-empty last axis (got {shape})")
+    if math.prod(shape) > MAX_DRAWS:
+        raise ValueError(f"shape {shape} asks for {math.prod(shape)} random draws; at most {MAX_DRAWS} are allowed")
     seed = check_seed("seed", seed)
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise ValueError(

@@ -989,3 +989,13 @@ def test_sigmoid_bias_is_a_finite_number_not_a_bool(bias):
 
     with pytest.raises(ValueError, match="bias must be a finite real number"):
         nz.sigmoid(torch.randn(4), bias=bias)
+
+
+@pytest.mark.parametrize(
+    "shape, match", [(torch.tensor(3), "shape must be a sequence"), ((10**6, 10**6), "random draws")]
+)
+def test_random_directions_shape_is_checked(shape, match):
+    from attn_lib import jacobian as jb
+
+    with pytest.raises(ValueError, match=match):
+        jb.random_directions(shape)

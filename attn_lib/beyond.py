@@ -517,12 +517,12 @@ class _CompareAnalysis:
 def _require_causal(handle, what: str) -> None:
     """``ValueError`` for a bidirectional encoder, up front: these experiments are defined for causal models only."""
     if not bool(getattr(handle, "causal", True)):
-        why = (
+        prefix = (
             "it samples rows of every length from one pass, as nested prefixes (row t sees tokens 0..t-1), which a "
             "bidirectional model does not have"
-            if what == "compare_normalizers"
-            else "it measures the next-token loss of a language model, which a bidirectional encoder has no head for"
         )
+        loss = "it measures the next-token loss of a language model, which a bidirectional encoder has no head for"
+        why = {"compare_normalizers": prefix, "live_swap": loss}.get(what, f"{prefix}; and {loss}")
         raise ValueError(
             f"model: {what} needs a causal language model, and {getattr(handle, 'model_id', 'this model')} is a "
             f"bidirectional encoder ({why}); use a causal model such as gpt2 or smollm2"

@@ -235,10 +235,10 @@ def _cmd_capture(args) -> int:
     normalizer = _cli_normalizer(args.normalizer)  # before loading anything
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        text = load_text(args.text)  # first: a bad --text must fail before the model loads (a first load converts)
         t0 = time.perf_counter()
         handle = load_model(args.model, device=args.device, dtype=args.dtype, offline_fallback=not args.no_fallback)
         t_load = time.perf_counter() - t0
-        text = load_text(args.text)
     _emit_warnings(caught)
 
     if args.length > handle.max_length:

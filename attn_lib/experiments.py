@@ -229,8 +229,8 @@ def load_inputs(
         raise ValueError(f"quiet must be True or False (got {quiet!r})")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        text_obj = load_text(text)  # first: a bad text must fail before the model loads
         handle = load_model(model, device=device, dtype=dtype, quiet=quiet)
-        text_obj = load_text(text)
     notes = list(handle.notes)
     notes += [m for m in (str(w.message) for w in caught) if m not in notes]
     return handle, text_obj, notes

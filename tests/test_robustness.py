@@ -999,3 +999,23 @@ def test_random_directions_shape_is_checked(shape, match):
 
     with pytest.raises(ValueError, match=match):
         jb.random_directions(shape)
+
+
+def test_cli_capture_reads_the_text_before_loading_the_model(capsys, monkeypatch, tmp_path):
+    import attn_lib.models as models
+    from attn_lib.cli import main
+
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: pytest.fail("loaded the model before the text"))
+    blank = tmp_path / "b.txt"
+    blank.write_text("\n" * 1000)
+    assert main(["capture", "--length", "2", "--text", str(blank), "-q"]) == 2
+    assert "the text is empty" in _one_error_line(capsys, "capture")
+
+
+def test_load_inputs_reads_the_text_before_loading_the_model(monkeypatch):
+    import attn_lib.models as models
+    from attn_lib import experiments as E
+
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: pytest.fail("loaded the model before the text"))
+    with pytest.raises(ValueError, match="neither a known text"):
+        E.load_inputs("gpt2", "/no/such/text.txt")

@@ -1019,3 +1019,27 @@ def test_load_inputs_reads_the_text_before_loading_the_model(monkeypatch):
     monkeypatch.setattr(models, "load_model", lambda *a, **k: pytest.fail("loaded the model before the text"))
     with pytest.raises(ValueError, match="neither a known text"):
         E.load_inputs("gpt2", "/no/such/text.txt")
+
+
+if given is not None:
+
+    @settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+    @given(
+        names=st.lists(st.sampled_from(_EXPS), min_size=1, max_size=4),
+        start=st.sampled_from([0, 3]),
+        seed=st.sampled_from([0, 1]),
+        threads=st.sampled_from([None, 1]),
+    )
+    def test_property_a_cached_table_is_what_the_same_plain_call_computes(
+        tiny_gpt2, tmp_path_factory, names, start, seed, threads
+    ):
+        """The cache as a whole: after a run with any experiments list, start, seed and thread count, a plain call
+        with the same start and seed reads back exactly what it would compute without a cache."""
+        from attn_lib import experiments as E
+        from attn_lib.cache import ResultCache
+
+        cache = ResultCache(tmp_path_factory.mktemp("prop2"))
+        E.run_all(tiny_gpt2, TEXT, _tiny_profile(), cache, experiments=names, start=start, seed=seed, threads=threads)
+        cached = E.run_all(tiny_gpt2, TEXT, _tiny_profile(), cache, experiments=names, start=start, seed=seed)
+        fresh = E.run_all(tiny_gpt2, TEXT, _tiny_profile(), None, experiments=names, start=start, seed=seed)
+        _same_tables(cached, fresh, [n for n in fresh])

@@ -296,3 +296,55 @@ def test_multihead_coverage_simulation_or_a_value_error(p, H, n):
         assert any(k in str(exc) for k in ("p ", "p must", "H ", "H must", "n_trials")), exc
         return
     assert 0.0 <= r <= 1.0
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# the CLI: any value of a flag gives exit 0 or one error line and exit 2, never a traceback
+# ------------------------------------------------------------------------------------------------------------------
+FLAG_VALUES = st.one_of(
+    st.sampled_from(["0", "-1", "1", "2", "8", "1e3", "nan", "inf", "", " ", "x", "0,1", "99", "-0", "2.5", "top-2"]),
+    st.text(alphabet="0123456789-.,e~/ xa", max_size=6),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(
+    flag=st.sampled_from(["--length", "--windows", "--start", "--layers", "--temperature", "--normalizer", "--dtype"]),
+    value=FLAG_VALUES,
+)
+def test_cli_capture_flags_never_give_a_traceback(tiny_gpt2, tmp_path_factory, flag, value):
+    import contextlib
+    import io
+    import os
+
+    import attn_lib.models as models
+    from attn_lib.cli import main
+
+    real = models.load_model
+
+    def fake(name="gpt2", device="auto", dtype=None, **kw):
+        models.resolve_dtype(dtype, torch.device("cpu"))  # the real checks of --dtype
+        return tiny_gpt2
+
+    models.load_model = fake
+    old = os.environ.get("ATTN_LIB_CACHE_DIR")
+    os.environ["ATTN_LIB_CACHE_DIR"] = str(tmp_path_factory.mktemp("cli"))
+    err = io.StringIO()
+    args = ["capture", "--text", "botchan", "-q", "--no-cache"] + (["--length", "8"] if flag != "--length" else [])
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            try:
+                code = main([*args, f"{flag}={value}"])
+            except SystemExit as exc:  # argparse's own usage errors
+                code = exc.code
+    finally:
+        models.load_model = real
+        if old is None:
+            os.environ.pop("ATTN_LIB_CACHE_DIR", None)
+        else:
+            os.environ["ATTN_LIB_CACHE_DIR"] = old
+    text = err.getvalue()
+    assert code in (0, 2), (code, text)
+    assert "Traceback" not in text
+    errors = [line for line in text.splitlines() if "error:" in line]
+    assert code == 0 or len(errors) == 1, text

@@ -89,7 +89,7 @@ def results_dir() -> Path:
 def dir_size(path: str | os.PathLike) -> int:
     """Total size in bytes of the files below ``path`` (0 if it does not exist)."""
     total = 0
-    p = Path(path)
+    p = expand_path("path", path)
     if not p.exists():
         return 0
     if p.is_file():
@@ -105,7 +105,9 @@ def dir_size(path: str | os.PathLike) -> int:
 
 def format_bytes(n: int) -> str:
     """``1536 -> '1.5 KiB'``."""
-    size = float(n)
+    from ._validation import check_nonnegative
+
+    size = check_nonnegative("n", n)
     for unit in ("B", "KiB", "MiB", "GiB"):
         if size < 1024 or unit == "GiB":
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
@@ -176,13 +178,17 @@ def make_key(experiment: str, *, handle=None, text=None, **params) -> dict:
         raise ValueError(f"experiment must be a non-empty string (got {experiment!r})")
     key: dict[str, Any] = {"experiment": experiment}
     if handle is not None:
+        if not callable(getattr(handle, "cache_key", None)):
+            raise ValueError(f"handle must be an attn_lib.models.ModelHandle or None (got {type(handle).__name__})")
         key["model"] = handle.cache_key()
     if text is not None:
         if isinstance(text, str):
             key["text_sha256"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        else:
+        elif isinstance(getattr(text, "sha256", None), str) and isinstance(getattr(text, "name", None), str):
             key["text_sha256"] = text.sha256
             key["text_name"] = text.name
+        else:
+            raise ValueError(f"text must be an attn_lib.corpus.Text, a str or None (got {type(text).__name__})")
     key["params"] = params
     return key
 

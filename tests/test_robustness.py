@@ -1043,3 +1043,17 @@ if given is not None:
         cached = E.run_all(tiny_gpt2, TEXT, _tiny_profile(), cache, experiments=names, start=start, seed=seed)
         fresh = E.run_all(tiny_gpt2, TEXT, _tiny_profile(), None, experiments=names, start=start, seed=seed)
         _same_tables(cached, fresh, [n for n in fresh])
+
+
+@pytest.mark.parametrize("kw, match", [({"handle": "gpt2"}, "handle must be"), ({"text": 5}, "text must be")])
+def test_make_key_checks_handle_and_text(kw, match):
+    with pytest.raises(ValueError, match=match):
+        K.make_key("x", **kw)
+
+
+def test_cache_size_helpers_check_their_input():
+    with pytest.raises(ValueError, match="path must be a path"):
+        K.dir_size(None)
+    with pytest.raises(ValueError, match="n must be"):
+        K.format_bytes(None)
+    assert K.format_bytes(1536) == "1.5 KiB"

@@ -87,7 +87,12 @@ def settings(*, seed: int = 0, default_profile: str = "paper") -> Settings:
     seed = check_int("seed", seed, low=0)
     profile = os.environ.get("ATTN_LIB_PROFILE", "") or default_profile
     check_choice("ATTN_LIB_PROFILE", profile, tuple(PROFILES))
-    model = os.environ.get("ATTN_LIB_MODEL", "") or "gpt2"
+    raw = os.environ.get("ATTN_LIB_MODEL", "")
+    if raw and not raw.strip():
+        raise ValueError(
+            f"ATTN_LIB_MODEL must be a model name or folder such as 'gpt2', or unset (got {raw!r}, only blanks)"
+        )
+    model = raw.strip() or "gpt2"
     return Settings(model=model, profile=profile, text=DEFAULT_TEXT, seed=seed)
 
 

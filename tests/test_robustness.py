@@ -1057,3 +1057,13 @@ def test_cache_size_helpers_check_their_input():
     with pytest.raises(ValueError, match="n must be"):
         K.format_bytes(None)
     assert K.format_bytes(1536) == "1.5 KiB"
+
+
+def test_blank_attn_lib_model_names_the_variable(monkeypatch):
+    from attn_lib import chapter
+
+    monkeypatch.setenv("ATTN_LIB_MODEL", "   ")
+    with pytest.raises(ValueError, match="ATTN_LIB_MODEL"):
+        chapter.settings()
+    monkeypatch.setenv("ATTN_LIB_MODEL", " gpt2 ")
+    assert chapter.settings().model == "gpt2"

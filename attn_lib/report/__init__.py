@@ -73,6 +73,7 @@ from .reproduction import (
     short_cause,
     side_by_side,
     side_by_side_markdown,
+    tally_markdown,
 )
 from .sensitivity import sensitivity_bounds, sensitivity_findings, sensitivity_table
 from .separability import separability_per_n, separability_shape
@@ -135,6 +136,7 @@ __all__ = [
     "runtime_table",
     "reproduction_markdown",
     "rules_markdown",
+    "tally_markdown",
     "claim_details_markdown",
     "figure_verdicts",
     "VERDICT_COLOURS",

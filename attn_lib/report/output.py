@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from ._common import meta_of
-from .claims import tally, verdicts
+from .claims import verdicts
 from .critical import diagnosis_markdown
 from .figures import sens_rows_note, write_figures
 from .reproduction import (
@@ -20,6 +20,7 @@ from .reproduction import (
     reproduction_table,
     side_by_side,
     side_by_side_markdown,
+    tally_markdown,
 )
 
 
@@ -77,7 +78,7 @@ def markdown_report(
         t = meta["timings_s"]
         lines.append("- **Time:** " + ", ".join(f"{k} {v:.1f} s" for k, v in t.items()))
     lines += ["", "## Claims against measurements", ""]
-    lines += ["Verdicts counted apart by kind of evidence:", "", tally(vt).to_markdown(), ""]
+    lines += ["Verdicts counted apart by kind of evidence:", "", tally_markdown({"this run": vt}), ""]
     lines += ["| id | claim | kind | verdict | measured | cause |", "|---|---|---|---|---|---|"]
     for _, r in vt.iterrows():
         label_ = r["claim"] + (f" — {r['reading']}" if r["reading"] else "")

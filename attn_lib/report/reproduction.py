@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from ._common import require_columns
-from .claims import EVIDENCE, verdicts
+from .claims import EVIDENCE, tally, verdicts
 
 # ---- the reproduction report (book/06_reproduction_report.md) --------------------------------------------------
 
@@ -227,6 +227,34 @@ def reproduction_markdown(table: pd.DataFrame, *, links: bool = True, detail: st
     return "\n".join(lines)
 
 
+def tally_markdown(tables: dict[str, pd.DataFrame]) -> str:
+    """The verdicts counted apart by kind of evidence, one column per model, each cell a short list of counts.
+
+    Parameters
+    ----------
+    tables : dict
+        ``{model column label: reproduction_table(...)}``.
+
+    Returns
+    -------
+    str
+        A pipe table: ``kind of evidence`` and one column per model (``"8 reproduced, 14 not reproduced"``).
+    """
+    if not isinstance(tables, dict) or not tables:
+        raise ValueError("tables must be a non-empty dict {model column label: reproduction_table(...)}")
+    counted = {m: tally(t) for m, t in tables.items()}
+    kinds = list(dict.fromkeys(k for c in counted.values() for k in c.index))
+    head = ["kind of evidence", *(m.split(":", 1)[0] for m in tables)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for k in kinds:
+        cells = []
+        for c in counted.values():
+            row = c.loc[k] if k in c.index else pd.Series(dtype=int)
+            cells.append(", ".join(f"{int(n)} {v}" for v, n in row.items() if n) or "0")
+        lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def rules_markdown(table: pd.DataFrame) -> str:
     """The rule of every claim as a two-column pipe table (``id``, ``rule``), ``|`` inside a rule escaped.
 
@@ -317,7 +345,9 @@ def side_by_side(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     -------
     pandas.DataFrame
         ``id, claim, reading, evidence``, one column per model (its verdict), ``agree`` (whether every model that
-        measured the claim gave the same verdict), ``cause`` (each model's one-line cause, labelled), ``section``.
+        measured the claim gave the same verdict), ``cause`` (the one-line cause of the first model that has one,
+        labelled with its kind of model; every model's full cause is in :func:`claim_details_markdown`),
+        ``section``.
     """
     if not isinstance(tables, dict) or not tables:
         raise ValueError("tables must be a non-empty dict {model column label: reproduction_table(...)}")
@@ -342,7 +372,8 @@ def side_by_side(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
             if c:
                 causes.append(f"{m.split(':', 1)[0]}: {c}" if len(labels) > 1 else c)
         row["agree"] = len(set(got.values())) <= 1
-        row["cause"] = "; ".join(causes)
+        # one line: the first model's cause (the others' are in the details), else the first model that has one
+        row["cause"] = causes[0] + (" (other models: see the details)" if len(causes) > 1 else "") if causes else ""
         row["section"] = first["section"]
         rows.append(row)
     return pd.DataFrame(rows, columns=["id", "claim", "reading", "evidence", *labels, "agree", "cause", "section"])
@@ -365,7 +396,7 @@ def side_by_side_markdown(table: pd.DataFrame, *, links: bool = True) -> str:
     """
     require_columns(table, "table", ("id", "claim", "reading", "evidence", "agree", "cause", "section"))
     models = [c for c in table.columns if c not in ("id", "claim", "reading", "evidence", "agree", "cause", "section")]
-    head = ["claim", "kind", *(m.split(":", 1)[0] for m in models), "cause (one line each; details below)"]
+    head = ["claim", "kind", *(m.split(":", 1)[0] for m in models), "cause (first model; details below)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for _, r in table.iterrows():
         cells = [

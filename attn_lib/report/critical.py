@@ -281,8 +281,9 @@ def diagnosis_markdown(diag: pd.DataFrame, summary: pd.DataFrame | None = None, 
     lines = [
         f"### Why the critical N is where it is (L = {L})",
         "",
-        f"N* = 0.06 L needs E1 ≈ d~ there, i.e. ‖s_N‖/‖z‖ ≈ N/(L−1) = {required_rho(L):.3f} in the longest rows "
-        f"(prop-e1-crossing; its bounds fail in {viol} rows of this run). Per head at N = {n06}, ‖s_N‖/‖z‖ "
+        f"By the leading terms of prop-e1-crossing (its bounds fail in {viol} rows of this run), E1 meets d~ at "
+        f"N = 0.06 L in the longest rows only if ‖s_N‖/‖z‖ ≈ N/(L−1) = {required_rho(L):.3f} there (a heuristic "
+        f"scale: shorter rows have a larger p). Per head at N = {n06}, ‖s_N‖/‖z‖ "
         f"(each head's median over rows) ranges from {per_head.iloc[0]:.3f} (10 %: {per_head.iloc[1]:.3f}, median "
         f"{per_head.iloc[2]:.3f}, 90 %: {per_head.iloc[3]:.3f}) to {per_head.iloc[4]:.3f} over "
         f"{int((d0['N'] == n06).sum())} heads.{sink_line}",

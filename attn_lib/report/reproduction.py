@@ -313,7 +313,7 @@ def claim_details_markdown(tables: dict[str, pd.DataFrame] | pd.DataFrame, *, li
             body.append(f"- **Rests on:** {_plain('{prf:ref}`' + r['basis'] + '`', links)}")
         body.append(f"- **Rule:** {r['rule']}")
         if r["fails_if"]:
-            body.append(f"- **Would have failed on:** {r['fails_if']}")
+            body.append(f"- **Fails on (an outcome that would refute the claim):** {r['fails_if']}")
         for m, t in keyed.items():
             if r["id"] not in t.index:
                 continue

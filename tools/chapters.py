@@ -239,7 +239,7 @@ def problems(root: Path = ROOT) -> list[str]:
             n = logical_lines(c.source)
             if n > MAX_CELL_LINES:
                 first = c.source.strip().splitlines()[0][:60]
-                found.append(f"{name}: a code cell has {n} logical lines (> {MAX_CELL_LINES}), starting {first!r}")
+                found.append(f"{name}: a code cell has {n} lines (statements; > {MAX_CELL_LINES}), starting {first!r}")
         found.extend(width_problems(md, root))
         meta = nb.metadata
         if meta.get("accelerator") != "GPU":

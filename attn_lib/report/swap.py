@@ -131,8 +131,8 @@ def figure_normaliser_swap(layers: pd.DataFrame):
     _check_swap_layers(layers)
     meta = meta_of(layers)
     fig = Figure(figsize=(FIGURE_WIDTH_IN, 6.4))
-    grid = fig.subplots(2, 2)
-    axes, legend_ax = list(grid.flat[:3]), grid.flat[3]
+    grid = fig.add_gridspec(2, 2)  # three panels; the fourth place holds the legend
+    axes = [fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[1, 0])]
     for name, df in layers.groupby("normaliser", sort=False):
         for ax, col in zip(axes, _SWAP_COLUMNS):
             ax.plot(df["layer"], df[col], "o-", ms=3, label=name)
@@ -143,8 +143,8 @@ def figure_normaliser_swap(layers: pd.DataFrame):
     for ax in axes:
         ax.set_xlabel("layer")
         ax.grid(alpha=0.3)
-    legend_ax.axis("off")
-    legend_ax.legend(*axes[0].get_legend_handles_labels(), loc="center", fontsize=9, title="normaliser")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center", bbox_to_anchor=(0.76, 0.27), fontsize=9, title="normaliser")
     model_id = str(layers["model_id"].iloc[0]) if "model_id" in layers else meta.get("model", "?")
     title = f"Normaliser swapped inside {model_id}: {meta.get('text', '?')}"
     fig.suptitle(wrap_text(title, FIGURE_WIDTH_IN, 10), fontsize=10)

@@ -27,8 +27,8 @@ import numpy as np
 import pandas as pd
 
 from .. import theory
-from ..layout import FIGURE_WIDTH_IN
 from .._validation import check_int, check_positive
+from ..layout import FIGURE_WIDTH_IN
 
 __all__ = [
     "random_row",

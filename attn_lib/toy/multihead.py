@@ -27,8 +27,8 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 
 from .. import normalizers, theory
-from ..layout import FIGURE_WIDTH_IN
 from .._validation import check_choice, check_int, check_positive, check_probability
+from ..layout import FIGURE_WIDTH_IN
 from ..widgets import label_figure
 
 __all__ = [

@@ -27,8 +27,8 @@ import numpy as np
 import pandas as pd
 
 from .. import jacobian, normalizers, theory
-from ..layout import FIGURE_WIDTH_IN
 from .._validation import check_int, check_nonnegative, check_positive, check_probability
+from ..layout import FIGURE_WIDTH_IN
 
 __all__ = [
     "NICE_NAMES",

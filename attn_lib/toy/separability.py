@@ -30,8 +30,8 @@ from matplotlib.figure import Figure
 from scipy.spatial.distance import pdist
 
 from .. import theory
-from ..layout import FIGURE_WIDTH_IN
 from .._validation import check_int, check_positive
+from ..layout import FIGURE_WIDTH_IN
 
 __all__ = [
     "TOY_N",

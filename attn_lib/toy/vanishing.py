@@ -30,8 +30,8 @@ import torch
 from matplotlib.figure import Figure
 
 from .. import normalizers, theory
-from ..layout import FIGURE_WIDTH_IN
 from .._validation import check_choice, check_int, check_positive, check_seed
+from ..layout import FIGURE_WIDTH_IN
 from ..widgets import label_figure
 
 __all__ = [

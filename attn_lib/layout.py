@@ -271,7 +271,8 @@ def _break_statement(stmt: str, width: float) -> list[str]:
             if sep in _OPERATORS:
                 chunk = "{}" + chunk
             # a short tail (``\ge 0)``) stays on its line rather than dangle on its own
-            if lines and (math_width_em(lines[-1] + chunk) <= width or math_width_em(chunk) < 3.5):
+            short_tail = seps is _RELATIONS and math_width_em(chunk) < 3.5
+            if lines and (math_width_em(lines[-1] + chunk) <= width or short_tail):
                 lines[-1] += chunk
             else:
                 lines.append(chunk)
@@ -297,7 +298,8 @@ def fit_math(tex: str, width_em: float = MATH_WIDTH_EM) -> str:
         comma = "," if sep.startswith(",") else (";" if sep.startswith(";") else "")
         if lines and comma:
             lines[-1] = (lines[-1][0] + comma, lines[-1][1])
-        for k, part in enumerate(_break_statement(stmt.strip(), width_em)):
+        # a continuation row is indented by \qquad (2 em): break to the narrower width
+        for k, part in enumerate(_break_statement(stmt.strip(), width_em - 2.0)):
             lines.append((part, k > 0))
     # statements that fit together share a line again
     packed: list[tuple[str, bool]] = []

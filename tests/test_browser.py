@@ -529,12 +529,13 @@ WIDTH_PROBLEMS = """() => {
     if (!box) continue;
     const inner = m.querySelector('mjx-math') || m;
     const r = inner.getBoundingClientRect(), b = box.getBoundingClientRect(), cs = getComputedStyle(box);
-    const right = b.right - parseFloat(cs.paddingRight), left = b.left + parseFloat(cs.paddingLeft);
-    const over = Math.max(r.right - right, left - r.left);
-    if (over > 1 || m.scrollWidth > m.clientWidth + 1) {
+    // past the content box on the right, or the border box on the left (a list marker sits in the padding)
+    const over = Math.max(r.right - (b.right - parseFloat(cs.paddingRight)), b.left - r.left);
+    const display = m.getAttribute('display') === 'true';
+    if (over > 1 || (display && m.scrollWidth > m.clientWidth + 1)) {
       const tex = (MathJax.startup.document.getMathItemsWithin ? MathJax.startup.document.getMathItemsWithin(m) : [])
         .map(i => i.math).join(' ');
-      equations.push(`${Math.round(over)} px (${m.getAttribute('display') === 'true' ? 'display' : 'inline'}): ${(tex || m.textContent).slice(0, 90)}`);
+      equations.push(`${Math.round(over)} px (${display ? 'display' : 'inline'}): ${(tex || m.textContent).slice(0, 90)}`);
     }
   }
   return {code, outputs, equations};

@@ -72,6 +72,7 @@ def figure_beyond_limits(df: pd.DataFrame, crit: pd.DataFrame):
     matplotlib Figure (outside pyplot) with the provenance footer.
     """
     from matplotlib.figure import Figure
+    from matplotlib.ticker import NullFormatter
 
     from ..widgets import label_figure
 
@@ -112,6 +113,7 @@ def figure_beyond_limits(df: pd.DataFrame, crit: pd.DataFrame):
         ax.set_ylabel(yl)
         ax.set_title(t, fontsize=9)
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())  # half-width panels: minor labels would overlap
         ax.grid(alpha=0.3)
     for ax in (axes[0], axes[1], axes[2], axes[4]):
         ax.set_yscale("log")

@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MAX_CELL_LINES = 25
 #: Widest line of a chapter's code cell: what fits the content column of the built book at a 1280 px window
 #: without horizontal scrolling (tests/test_browser.py measures the column; see docs/ARCHITECTURE.md).
-CODE_LINE_LENGTH = 74
+CODE_LINE_LENGTH = 69
 COLAB_TAG = "colab-setup"
 #: Notebook metadata that makes Colab open the chapter on a GPU runtime.
 COLAB_METADATA = {"accelerator": "GPU", "colab": {"gpuType": "T4", "provenance": []}}

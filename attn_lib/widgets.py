@@ -44,6 +44,8 @@ import traitlets
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
+from .layout import FIGURE_DPI, PNG_KEY_DPI, PNG_KEY_MIN_FONT, PNG_KEY_WIDTH, smallest_font_pt, wrap_text
+
 __all__ = [
     "IPYWIDGETS_MAJOR",
     "PrecomputedSlider",
@@ -133,9 +135,10 @@ def label_figure(
     """
     if not isinstance(fig, Figure):
         raise ValueError(f"fig must be a matplotlib Figure (got {type(fig).__name__})")
-    label = provenance(model=model, text=text, device=device, seed=seed)
     if isinstance(fontsize, bool) or not isinstance(fontsize, numbers.Real) or not fontsize > 0:
         raise ValueError(f"fontsize must be a number > 0 (got {fontsize!r})")
+    # broken into lines that fit the figure, so the footer never widens the saved image
+    label = wrap_text(provenance(model=model, text=text, device=device, seed=seed), 0.97 * fig.get_figwidth(), fontsize)
     for old in [t for t in fig.texts if t.get_gid() == PROVENANCE_GID]:
         old.remove()
     # Just below everything already drawn (tick labels and x labels can reach below the figure's edge).
@@ -158,21 +161,29 @@ def label_figure(
 
 
 def figure_provenance(fig: Figure) -> str | None:
-    """Return the provenance footer of ``fig`` (added by :func:`label_figure`), or ``None`` if it has none."""
+    """Return the provenance footer of ``fig`` (added by :func:`label_figure`, on one line), or ``None`` if it has
+    none."""
     for t in fig.texts:
         if isinstance(t, Text) and t.get_gid() == PROVENANCE_GID:
-            return t.get_text()
+            return t.get_text().replace("\n", " ")  # label_figure breaks a long footer at spaces
     return None
 
 
-def figure_to_png(fig: Figure, *, dpi: float = 100.0) -> bytes:
-    """Render ``fig`` to PNG bytes (tight bounding box, so the provenance footer is kept)."""
+def figure_to_png(fig: Figure, *, dpi: float = FIGURE_DPI) -> bytes:
+    """Render ``fig`` to PNG bytes (tight bounding box, so the provenance footer is kept).
+
+    The PNG carries text chunks with the resolution, the figure's width in inches and its smallest font size in
+    points (keys in :mod:`attn_lib.layout`), so the browser test can tell how large the smallest text is shown."""
     if not isinstance(fig, Figure):
         raise ValueError(f"fig must be a matplotlib Figure (got {type(fig).__name__})")
     if isinstance(dpi, bool) or not isinstance(dpi, numbers.Real) or not dpi > 0:
         raise ValueError(f"dpi must be a number > 0 (got {dpi!r})")
+    smallest = smallest_font_pt(fig)
+    metadata = {PNG_KEY_DPI: f"{float(dpi):g}", PNG_KEY_WIDTH: f"{fig.get_figwidth():.3f}"}
+    if smallest is not None:
+        metadata[PNG_KEY_MIN_FONT] = f"{smallest:g}"
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", metadata=metadata)
     return buf.getvalue()
 
 

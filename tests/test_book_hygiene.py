@@ -233,3 +233,122 @@ def test_relative_markdown_links_resolve():
             if not ((path.parent / target).exists() or (ROOT / target).exists()):
                 broken.append(f"{path.relative_to(ROOT)} -> {target}")
     assert not broken, f"Markdown links to files that do not exist: {broken}"
+
+
+# ------------------------------------------------------------------------------------------------ page width
+# Issue 20 (pages readable at 1280 px): the static parts; tests/test_browser.py measures the built pages.
+
+
+def _chapters_tool():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("chapters_tool_width", ROOT / "tools" / "chapters.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _one_chapter_book(tmp_path: Path, code: str) -> Path:
+    """A copy of the book's config and shared cell with one chapter whose second code cell is ``code``."""
+    import shutil
+
+    tool = _chapters_tool()
+    shutil.copy(ROOT / "_config.yml", tmp_path / "_config.yml")
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copytree(BOOK / "_shared", tmp_path / "book" / "_shared")
+    header = (BOOK / "01_vanishing_attention.md").read_text(encoding="utf-8").split("\n---\n", 1)[0] + "\n---\n"
+    body = (
+        "\n# A fixture\n\n```{code-cell} ipython3\n:tags: [remove-cell, colab-setup]\n\npass\n```\n\n"
+        f"```{{code-cell}} ipython3\n{code}\n```\n"
+    )
+    (tmp_path / "book" / "01_fixture.md").write_text(header + body, encoding="utf-8")
+    tool.sync(tmp_path)
+    return tmp_path
+
+
+def test_chapter_code_is_formatted_to_the_column():
+    tool = _chapters_tool()
+    for md in tool.chapters(BOOK):
+        assert tool.width_problems(md) == [], md.name
+
+
+def test_the_width_rule_fails_on_a_wide_or_unformatted_cell_and_format_fixes_the_layout(tmp_path):
+    tool = _chapters_tool()
+    wide_call = "result = some_function(" + ", ".join(f"argument_{i}" for i in range(8)) + ")"
+    root = _one_chapter_book(tmp_path, wide_call)
+    found = tool.problems(root)
+    assert any("not ruff-formatted" in p for p in found) and any("wider than" in p for p in found), found
+    tool.format_chapters(root)
+    assert tool.problems(root) == []
+    # a long string cannot be split by ruff: the rule keeps failing until it is split by hand
+    (tmp_path / "b").mkdir()
+    root2 = _one_chapter_book(tmp_path / "b", 'print("' + "word " * 20 + '")')
+    tool.format_chapters(root2)
+    assert any("wider than" in p for p in tool.problems(root2))
+
+
+def test_the_cell_length_rule_counts_statements_not_lines():
+    tool = _chapters_tool()
+    assert tool.logical_lines("x = f(\n    1,\n    2,\n)\n# a comment\ny = 2\n") == 2
+    assert tool.logical_lines("%pip install x\n\n!ls\n") == 2
+
+
+def test_fit_math_breaks_a_wide_equation_and_keeps_a_narrow_one():
+    from attn_lib import layout
+
+    narrow = r"C_1 = \frac{m_F}{M_F},\qquad C_2 = \frac{M_F}{m_F}"
+    assert layout.fit_math(narrow) == narrow
+    wide = r",\quad ".join(rf"x_{{{i}}} = \alpha_{{{i}}} + \beta_{{{i}}} + \gamma_{{{i}}}" for i in range(8))
+    out = layout.fit_math(wide)
+    assert out.startswith(r"\begin{aligned}") and out.count(r"\\") >= 2
+    rows = out.removeprefix(r"\begin{aligned}").removesuffix(r"\end{aligned}").split("\\\\\n")
+    assert all(layout.math_width_em(r) <= layout.MATH_WIDTH_EM for r in rows), rows
+    # one long sum breaks before its + signs; a continued row is indented
+    long_sum = "S = " + " + ".join(f"a_{{{i}}} b_{{{i}}} c_{{{i}}}" for i in range(20))
+    broken = layout.fit_math(long_sum)
+    assert r"&\qquad {}+" in broken
+    assert layout.fit_math(r"\begin{aligned}a&=1\\b&=2\end{aligned}") == r"\begin{aligned}a&=1\\b&=2\end{aligned}"
+    assert layout.Math(wide).data == out
+    with pytest.raises(ValueError, match="tex"):
+        layout.fit_math(3)
+
+
+def test_math_width_estimate_is_monotone_and_counts_fractions_by_their_widest_row():
+    from attn_lib import layout
+
+    assert layout.math_width_em("a + b") < layout.math_width_em("a + b + c")
+    frac = layout.math_width_em(r"\frac{abcdef}{g}")
+    assert layout.math_width_em("abcdef") < frac < layout.math_width_em("abcdef") + 1
+    column = layout.math_width_em(r"\left[\begin{matrix}a\\bbbb\end{matrix}\right]")
+    assert layout.math_width_em("bbbb") < column < layout.math_width_em("bbbb") + 2
+
+
+def test_book_figures_declare_their_layout_in_the_png():
+    import io
+
+    from matplotlib.figure import Figure
+    from PIL import Image
+
+    from attn_lib import layout, widgets
+
+    fig = Figure(figsize=(layout.FIGURE_WIDTH_IN, 3))
+    ax = fig.subplots()
+    ax.plot([0, 1], label="line")
+    ax.legend(fontsize=6.5)
+    widgets.label_figure(fig, model="SmolLM2-135M-Instruct (stand-in for gpt2) " * 4, text="t", device="cpu")
+    assert "\n" in next(t for t in fig.texts if t.get_gid() == widgets.PROVENANCE_GID).get_text()
+    assert "\n" not in widgets.figure_provenance(fig)
+    with Image.open(io.BytesIO(widgets.figure_to_png(fig))) as im:
+        meta, width = im.text, im.width
+    assert float(meta[layout.PNG_KEY_MIN_FONT]) == 6.5
+    assert float(meta[layout.PNG_KEY_WIDTH]) == pytest.approx(layout.FIGURE_WIDTH_IN)
+    # the wrapped footer keeps the image within the column
+    assert width <= layout.FIGURE_WIDTH_IN * layout.FIGURE_DPI + 20
+
+
+def test_wrap_text_fits_its_width():
+    from attn_lib import layout
+
+    text = "model: SmolLM2-135M-Instruct · text: a held-out window · device: cpu " * 3
+    lines = layout.wrap_text(text, 3.0, 7).split("\n")
+    assert len(lines) > 1 and max(len(x) for x in lines) <= int(3.0 * 72 / (0.55 * 7))

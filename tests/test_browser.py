@@ -92,9 +92,16 @@ def _chromium() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def browser():
+def browser(chromium):
+    """The browser, for the checks of the built book (skipped, or failed under CI, without one)."""
     if not (HTML / "index.html").is_file():
         _unavailable(f"no built book at {HTML} (run `make book` first)")
+    return chromium
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """Headless Chromium, whether or not the book is built."""
     exe = _chromium()
     if exe is None:
         _unavailable(
@@ -500,3 +507,162 @@ def test_beyond_softmax_model_sliders_switch_the_model_figure(visits):
     for i in range(2):
         text = boxes.nth(i).inner_text()
         assert "computed live" not in text and "computing" not in text, f"{BEYOND_PAGE}: slider {i} shows {text!r}"
+
+
+# ------------------------------------------------------------------------------------------------ page width
+# Issue 20: every page readable in a 1280 px window. Code cells and their outputs never need horizontal scrolling,
+# no equation runs out of its container, and the smallest text of every figure is shown at least READABLE_PX tall.
+
+#: the smallest on-screen size, in CSS px, of a figure's smallest text (legends, provenance footer)
+READABLE_PX = 9.0
+
+WIDTH_PROBLEMS = """() => {
+  const scrolls = el => el.scrollWidth > el.clientWidth + 1;
+  const text = el => (el.innerText || el.textContent || '').split('\\n').reduce((a, b) => a.length >= b.length ? a : b, '').slice(0, 90);
+  const code = [], outputs = [], equations = [];
+  for (const el of document.querySelectorAll('.cell .cell_input pre')) if (scrolls(el)) code.push(`${el.scrollWidth - el.clientWidth} px: ${text(el)}`);
+  const outs = document.querySelectorAll('.cell_output pre, .cell_output div.output, .cell_output .pst-scrollable-table-container, .cell_output .widget-subarea');
+  for (const el of outs) if (scrolls(el)) outputs.push(`${el.className.split(' ').slice(0, 2).join('.')}: ${el.scrollWidth - el.clientWidth} px: ${text(el)}`);
+  const block = m => { let b = m.parentElement; while (b && getComputedStyle(b).display.startsWith('inline')) b = b.parentElement; return b; };
+  for (const m of document.querySelectorAll('mjx-container')) {
+    const box = block(m);
+    if (!box) continue;
+    const inner = m.querySelector('mjx-math') || m;
+    const r = inner.getBoundingClientRect(), b = box.getBoundingClientRect(), cs = getComputedStyle(box);
+    // past the content box on the right, or the border box on the left (a list marker sits in the padding)
+    const over = Math.max(r.right - (b.right - parseFloat(cs.paddingRight)), b.left - r.left);
+    const display = m.getAttribute('display') === 'true';
+    if (over > 1 || (display && m.scrollWidth > m.clientWidth + 1)) {
+      const tex = (MathJax.startup.document.getMathItemsWithin ? MathJax.startup.document.getMathItemsWithin(m) : [])
+        .map(i => i.math).join(' ');
+      equations.push(`${Math.round(over)} px (${display ? 'display' : 'inline'}): ${(tex || m.textContent).slice(0, 90)}`);
+    }
+  }
+  return {code, outputs, equations};
+}"""
+
+# Every visible output image: its PNG bytes (base64), natural and shown width.
+OUTPUT_IMAGES = """async () => {
+  const out = [];
+  for (const img of document.querySelectorAll('.cell_output img')) {
+    if (img.offsetParent === null || !img.naturalWidth) continue;
+    let data = null;
+    if (!img.src.startsWith('file:')) {
+      const buf = new Uint8Array(await (await fetch(img.src)).arrayBuffer());
+      let s = ''; for (let i = 0; i < buf.length; i += 32768) s += String.fromCharCode.apply(null, buf.subarray(i, i + 32768));
+      data = btoa(s);
+    }
+    out.push({src: img.src, data, natural: img.naturalWidth, shown: img.getBoundingClientRect().width});
+  }
+  return out;
+}"""
+
+
+def _png_text(src: str, data: str | None) -> dict:
+    """The text chunks of an output PNG (``attn_lib.widgets.figure_to_png`` writes the figure's layout there)."""
+    import base64
+    import io
+    from urllib.parse import unquote, urlparse
+
+    from PIL import Image
+
+    raw = base64.b64decode(data) if data is not None else Path(unquote(urlparse(src).path)).read_bytes()
+    with Image.open(io.BytesIO(raw)) as im:
+        return dict(getattr(im, "text", {}) or im.info)
+
+
+def _figure_problems(page) -> list[str]:
+    from attn_lib import layout
+
+    problems = []
+    for im in page.evaluate(OUTPUT_IMAGES):
+        name = im["src"][-40:]
+        meta = _png_text(im["src"], im["data"])
+        if layout.PNG_KEY_MIN_FONT not in meta:
+            problems.append(f"{name}: no declared layout (show figures with attn_lib.chapter.show_figure)")
+            continue
+        width_in = float(meta[layout.PNG_KEY_WIDTH])
+        if width_in > layout.FIGURE_WIDTH_IN + 1e-6:
+            problems.append(f"{name}: declared {width_in:g} in wide, the column takes {layout.FIGURE_WIDTH_IN:g} in")
+        px = float(meta[layout.PNG_KEY_MIN_FONT]) * float(meta[layout.PNG_KEY_DPI]) / 72 * im["shown"] / im["natural"]
+        if px < READABLE_PX:
+            problems.append(
+                f"{name}: smallest text {meta[layout.PNG_KEY_MIN_FONT]} pt shown {px:.1f} px tall (< {READABLE_PX} px; "
+                f"image {im['natural']} px shown at {im['shown']:.0f} px)"
+            )
+    return problems
+
+
+def _width_report(page) -> dict:
+    page.evaluate(WAIT_MATHJAX)
+    page.evaluate(WAIT_IMAGES)
+    page.wait_for_timeout(200)
+    found = page.evaluate(WIDTH_PROBLEMS)
+    found["figures"] = _figure_problems(page)
+    return found
+
+
+@pytest.mark.parametrize("rel", PAGES or ["<no built book>"])
+def test_page_fits_a_1280px_window(visits, rel):
+    """At 1280 px: no code cell or output scrolls sideways, no equation overflows, and figure text is readable."""
+    if rel not in PAGES:
+        _unavailable(f"no built book at {HTML} (run `make book` first)")
+    v = visits(rel)
+    if _embedded_widget_views(v):
+        v.page.wait_for_selector(".widget-subarea > *", state="attached", timeout=60_000)
+    found = _width_report(v.page)
+    assert not found["code"], f"{rel}: code cells that need horizontal scrolling: {found['code'][:5]}"
+    assert not found["outputs"], f"{rel}: outputs that need horizontal scrolling: {found['outputs'][:5]}"
+    assert not found["equations"], f"{rel}: equations wider than their container: {found['equations'][:5]}"
+    assert not found["figures"], f"{rel}: figures whose text is shrunk or that declare no width: {found['figures']}"
+
+
+WIDE_FIXTURE = """<!doctype html><html><head><meta charset="utf-8">
+<script>window.MathJax = {{tex: {{inlineMath: [['\\\\(', '\\\\)']]}}}};</script>
+<script src="{mathjax}"></script></head>
+<body><main style="width: 600px"><article>
+<div class="cell"><div class="cell_input"><pre>{long_code}</pre></div>
+<div class="cell_output"><div class="output stream"><pre>{long_code}</pre></div>
+<img src="{shrunk_png}" style="max-width: 100%"></div></div>
+<div class="math">\\[{long_tex}\\]</div>
+</article></main></body></html>"""
+
+
+def test_the_width_checks_fail_on_a_page_that_overflows(chromium, tmp_path):
+    """The checks above flag a page with a wide code cell and output, a wide equation and a shrunk figure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    from attn_lib.widgets import figure_to_png
+
+    fig = Figure(figsize=(13, 4))  # a 1300 px figure shown in a 600 px column: its 7 pt legend is ~4 px tall
+    ax = fig.subplots()
+    ax.plot([0, 1], label="a line")
+    ax.legend(fontsize=7)
+    (tmp_path / "wide.png").write_bytes(figure_to_png(fig))
+    mathjax = ROOT / "book" / "_vendor" / "mathjax" / "tex-mml-chtml.js"
+    if not mathjax.is_file():
+        _unavailable(f"no vendored MathJax at {mathjax} (run `make vendor`)")
+    page_file = tmp_path / "wide.html"
+    page_file.write_text(
+        WIDE_FIXTURE.format(
+            mathjax=mathjax.as_uri(),
+            long_code="x = " + " + ".join(f"value_{i}" for i in range(30)),
+            shrunk_png="wide.png",
+            long_tex=" + ".join(f"a_{{{i}}} b_{{{i}}}" for i in range(60)),
+        ),
+        encoding="utf-8",
+    )
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(page_file.as_uri(), wait_until="load")
+        found = _width_report(page)
+    finally:
+        context.close()
+    assert found["code"] and found["equations"] and found["figures"], found
+    assert any("px tall" in f for f in found["figures"]) and "display" in found["equations"][0], found
+    # the book's stylesheet wraps printed output; this page has none, so its long printed line scrolls
+    assert found["outputs"], found

@@ -5,13 +5,20 @@ edits) and its twin ``book/NN_topic.ipynb`` (written from it, without outputs, f
     python tools/chapters.py check           # fail if a twin is missing or stale, or a chapter breaks a rule
     python tools/chapters.py check --outputs # only: no notebook in book/ carries outputs (pre-commit hook)
     python tools/chapters.py set-repository URL  # set repository.url of _config.yml, then sync (the Pages workflow)
+    python tools/chapters.py format          # ruff-format every code cell to CODE_LINE_LENGTH, then sync
 
 Rules that ``check`` enforces (tests/test_chapters.py runs it, and shows each rule failing on a broken copy):
 
 * every ``book/NN_*.md`` chapter has an ``.ipynb`` twin equal to what ``sync`` would write, and every ``.ipynb``
   has a ``.md`` source;
 * no notebook carries outputs, execution counts or widget state;
-* no code cell is longer than :data:`MAX_CELL_LINES` lines (chapters call ``attn_lib``; they define nothing);
+* no code cell is longer than :data:`MAX_CELL_LINES` lines (chapters call ``attn_lib``; they define nothing),
+  counted as statements (logical lines, whatever their layout: a call split over several lines to fit the page is
+  one line; comments are not counted);
+* every code cell is formatted by ``ruff format --line-length CODE_LINE_LENGTH`` (what ``format`` writes) and no
+  line of it is wider than :data:`CODE_LINE_LENGTH` characters, the width of the book's content column at
+  1280 px (ruff cannot split a long string or comment: split those by hand); the shared Colab cell is exempt
+  (hidden in the book, written from ``book/_shared/colab_setup.py``), and so is a cell with IPython magics;
 * the chapter's first code cell is the Colab set-up cell of ``book/_shared/colab_setup.py`` (with the repository
   URL of ``_config.yml``, empty in a book that is not published);
 * the chapter asks Colab for the runtime it needs: a GPU (``accelerator: GPU`` in its header) when it runs a model
@@ -24,8 +31,12 @@ from __future__ import annotations
 import argparse
 import copy
 import hashlib
+import io
 import re
+import subprocess
 import sys
+import tempfile
+import tokenize
 from pathlib import Path
 
 import jupytext
@@ -34,6 +45,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_CELL_LINES = 25
+#: Widest line of a chapter's code cell: what fits the content column of the built book at a 1280 px window
+#: without horizontal scrolling (tests/test_browser.py measures the column; see docs/ARCHITECTURE.md).
+CODE_LINE_LENGTH = 69
 COLAB_TAG = "colab-setup"
 #: Notebook metadata that makes Colab open the chapter on a GPU runtime ...
 COLAB_METADATA = {"accelerator": "GPU", "colab": {"gpuType": "T4", "provenance": []}}
@@ -141,6 +155,81 @@ def sync(root: Path = ROOT) -> list[Path]:
     return written
 
 
+def logical_lines(source: str) -> int:
+    """Statements of ``source`` (Python's logical lines, comments not counted); its non-blank physical lines when it
+    does not tokenize (IPython magics)."""
+    try:
+        toks = list(tokenize.generate_tokens(io.StringIO(source.rstrip("\n") + "\n").readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return sum(bool(line.strip()) for line in source.splitlines())
+    return sum(t.type == tokenize.NEWLINE for t in toks)
+
+
+def _formatted_cells(c) -> bool:
+    """Whether a code cell is one that ``format`` formats and the width rule checks."""
+    if COLAB_TAG in c.metadata.get("tags", []):
+        return False
+    return not any(line.lstrip().startswith(("%", "!")) for line in c.source.splitlines())
+
+
+def ruff_format(sources: list[str], root: Path = ROOT, line_length: int = CODE_LINE_LENGTH) -> list[str]:
+    """Each of ``sources`` (Python code) as ``ruff format --line-length line_length`` writes it (the repository's
+    ruff settings otherwise), without its final newline. Raises ``ValueError`` naming a source ruff cannot parse."""
+    if not sources:
+        return []
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = [Path(tmp) / f"cell_{i:04d}.py" for i in range(len(sources))]
+        for path, src in zip(paths, sources):
+            path.write_text(src.rstrip("\n") + "\n", encoding="utf-8")
+        cmd = [sys.executable, "-m", "ruff", "format", "--no-cache", "--line-length", str(line_length)]
+        cmd += ["--config", str(root / "pyproject.toml")] if (root / "pyproject.toml").is_file() else ["--isolated"]
+        run = subprocess.run([*cmd, *map(str, paths)], capture_output=True, text=True, cwd=tmp)
+        if run.returncode != 0:
+            first = run.stderr.strip().splitlines()[:3]
+            raise ValueError(f"ruff format failed on a code cell: {' '.join(first)}")
+        return [path.read_text(encoding="utf-8").rstrip("\n") for path in paths]
+
+
+def format_chapters(root: Path = ROOT, line_length: int = CODE_LINE_LENGTH) -> list[Path]:
+    """Ruff-format every code cell of every chapter (see :func:`_formatted_cells`), then :func:`sync`. Returns the
+    files written."""
+    written = []
+    for md in chapters(root / "book"):
+        nb = jupytext.read(md, fmt="md:myst")
+        cells = [c for c in nb.cells if c.cell_type == "code" and _formatted_cells(c)]
+        for c, new in zip(cells, ruff_format([c.source for c in cells], root, line_length)):
+            c.source = new
+        text = jupytext.writes(nb, fmt="md:myst")
+        if md.read_text(encoding="utf-8") != text:
+            md.write_text(text, encoding="utf-8")
+            written.append(md)
+    return sorted(set(written + sync(root)))
+
+
+def width_problems(md: Path, root: Path = ROOT, line_length: int = CODE_LINE_LENGTH) -> list[str]:
+    """Code cells of chapter ``md`` that ``format`` would change, and lines wider than ``line_length``."""
+    nb = jupytext.read(md, fmt="md:myst")
+    cells = [c for c in nb.cells if c.cell_type == "code" and _formatted_cells(c)]
+    try:
+        formatted = ruff_format([c.source for c in cells], root, line_length)
+    except ValueError as err:
+        return [f"{md.name}: {err}"]
+    found = []
+    for c, new in zip(cells, formatted):
+        first = c.source.strip().splitlines()[0][:60] if c.source.strip() else ""
+        if new != c.source.rstrip("\n"):
+            found.append(
+                f"{md.name}: a code cell is not ruff-formatted, starting {first!r} (run tools/chapters.py format)"
+            )
+        wide = [line for line in c.source.splitlines() if len(line) > line_length]
+        if wide:
+            found.append(
+                f"{md.name}: a code cell has {len(wide)} line(s) wider than {line_length} characters (the content "
+                f"column), the first {wide[0].strip()[:50]!r}...: split the string or comment"
+            )
+    return found
+
+
 def output_problems(book: Path) -> list[str]:
     """Notebooks in ``book`` that carry outputs, execution counts or widget state."""
     problems = []
@@ -198,10 +287,11 @@ def problems(root: Path = ROOT) -> list[str]:
                 f"{name}: the Colab cell differs from book/_shared/colab_setup.py (run tools/chapters.py sync)"
             )
         for c in code:
-            n = len(c.source.splitlines())
+            n = logical_lines(c.source)
             if n > MAX_CELL_LINES:
                 first = c.source.strip().splitlines()[0][:60]
-                found.append(f"{name}: a code cell has {n} lines (> {MAX_CELL_LINES}), starting {first!r}")
+                found.append(f"{name}: a code cell has {n} lines (statements; > {MAX_CELL_LINES}), starting {first!r}")
+        found.extend(width_problems(md, root))
         gpu, wanted = nb.metadata.get("accelerator") == "GPU", needs_gpu(md.read_text(encoding="utf-8"))
         if gpu and not wanted:
             found.append(f"{name}: runs no model, so it must request a Colab CPU runtime (drop accelerator: GPU)")
@@ -212,7 +302,7 @@ def problems(root: Path = ROOT) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["sync", "check", "set-repository"])
+    parser.add_argument("command", choices=["sync", "check", "set-repository", "format"])
     parser.add_argument("url", nargs="?", help="set-repository: the repository URL (empty: not published)")
     parser.add_argument("--outputs", action="store_true", help="check only that notebooks carry no outputs")
     parser.add_argument("--root", type=Path, default=ROOT, help="repository root (default: this checkout)")
@@ -224,8 +314,8 @@ def main(argv: list[str] | None = None) -> int:
         for path in set_repository(root, args.url):
             print("wrote", path.relative_to(root))
         return 0
-    if args.command == "sync":
-        for path in sync(root):
+    if args.command in ("sync", "format"):
+        for path in sync(root) if args.command == "sync" else format_chapters(root):
             print("wrote", path.relative_to(root))
         return 0
     found = output_problems(root / "book") if args.outputs else problems(root)

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..layout import FIGURE_WIDTH_IN, wrap_text
 from ._common import label, meta_of, require_columns
 
 # ---- chapter 7 (book/07_beyond_softmax.md): every normaliser on the paper's limits, and the live swap ------------
@@ -71,13 +72,14 @@ def figure_beyond_limits(df: pd.DataFrame, crit: pd.DataFrame):
     matplotlib Figure (outside pyplot) with the provenance footer.
     """
     from matplotlib.figure import Figure
+    from matplotlib.ticker import NullFormatter
 
     from ..widgets import label_figure
 
     _check_beyond_table(df)
     meta = meta_of(df)
-    fig = Figure(figsize=(13, 8))
-    grid = fig.subplots(2, 3)
+    fig = Figure(figsize=(FIGURE_WIDTH_IN, 9.6))
+    grid = fig.subplots(3, 2)
     axes, legend_ax = list(grid.flat[:5]), grid.flat[5]
     n_d = 5 if 5 in set(df["N"].dropna()) else int(df["N"].min())
     e0 = float(df["eps"].min())
@@ -111,12 +113,13 @@ def figure_beyond_limits(df: pd.DataFrame, crit: pd.DataFrame):
         ax.set_ylabel(yl)
         ax.set_title(t, fontsize=9)
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())  # half-width panels: minor labels would overlap
         ax.grid(alpha=0.3)
     for ax in (axes[0], axes[1], axes[2], axes[4]):
         ax.set_yscale("log")
     legend_ax.axis("off")
     legend_ax.legend(*axes[0].get_legend_handles_labels(), loc="center", fontsize=9, title="normaliser")
-    fig.suptitle(f"Every normaliser on the same logits: {label(meta)}", fontsize=10)
+    fig.suptitle(wrap_text(f"Every normaliser on the same logits: {label(meta)}", FIGURE_WIDTH_IN, 10), fontsize=10)
     fig.tight_layout()
     return label_figure(fig, model=meta.get("model", "?"), text=meta.get("text", "?"), device=meta.get("device", "?"))
 
@@ -170,8 +173,9 @@ def figure_beyond_swap(losses: pd.DataFrame):
     _check_swap_losses(losses)
     meta = meta_of(losses)
     Lm = int(losses["L"].max())
-    fig = Figure(figsize=(15, 4.2))
-    axes = fig.subplots(1, 3)
+    fig = Figure(figsize=(FIGURE_WIDTH_IN, 7.0))
+    mosaic = fig.subplot_mosaic([["L", "L"], ["k", "T"]])
+    axes = [mosaic["L"], mosaic["k"], mosaic["T"]]
     main = losses[~losses["setting"].str.startswith("softmax T=")]
     ks = sorted(int(k) for k in losses.loc[losses["normalizer"] == "topk", "k"].dropna().unique())
     shown = {f"top-{k}" for k in ks[1:-1:2]}
@@ -199,7 +203,8 @@ def figure_beyond_swap(losses: pd.DataFrame):
         ax.legend(fontsize=7)
     for ax in axes:
         ax.grid(alpha=0.3)
-    fig.suptitle(f"Normalisers swapped into every head, no retraining: {label(meta)}", fontsize=10)
+    title = f"Normalisers swapped into every head, no retraining: {label(meta)}"
+    fig.suptitle(wrap_text(title, FIGURE_WIDTH_IN, 10), fontsize=10)
     fig.tight_layout()
     return label_figure(fig, model=meta.get("model", "?"), text=meta.get("text", "?"), device=meta.get("device", "?"))
 
@@ -232,15 +237,15 @@ def render_swap_row(rows: pd.DataFrame, setting: str, sweep: str = "k"):
     meta = meta_of(rows)
     r = rows.set_index("setting").loc[setting]
     w = np.asarray(r["attention"], dtype=float)
-    fig = Figure(figsize=(11, 3.6))
-    ax, bx = fig.subplots(1, 2, gridspec_kw={"width_ratios": [2.2, 1]})
+    fig = Figure(figsize=(FIGURE_WIDTH_IN, 3.6))
+    ax, bx = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.8, 1]})
     # one filled step artist instead of a bar per key (1024 rectangles took ~1 s per slider figure to draw)
     ax.stairs(w, np.arange(len(w) + 1) - 0.5, fill=True, color="tab:blue", linewidth=1.0, edgecolor="tab:blue")
     ax.set_xlabel("key position")
     ax.set_ylabel("attention weight")
     ax.set_ylim(0, max(1e-3, float(w.max()) * 1.1))
     ax.set_title(
-        f"{setting}: layer {int(r['layer'])}, head {int(r['head'])}, row {int(r['row'])}; "
+        f"{setting}: layer {int(r['layer'])}, head {int(r['head'])}, row {int(r['row'])}\n"
         f"d~ (N={int(r['N'])}) = {r['d_tilde']:.3g}, loss = {r['loss']:.3f}, {int((w > 0).sum())} tokens > 0",
         fontsize=9,
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..layout import FIGURE_WIDTH_IN, MIN_FONT_PT, wrap_text
 from ._common import KS_SAMPLING, THRESHOLDS, form_name, head_summary, label, meta_of, sensitivity_curves
 from .separability import separability_per_n
 
@@ -16,26 +17,27 @@ from .separability import separability_per_n
 # ----------------------------------------------------------------------------------------------------------------
 # figures
 # ----------------------------------------------------------------------------------------------------------------
-def _panel_figure(draw, frames: list, *, width: float = 6.4, height: float = 4.4):
+def _panel_figure(draw, frames: list, *, height: float = 4.2):
     """A figure with one panel per result set in ``frames`` (one model each: e.g. the decoder and the encoder).
 
     ``draw(ax, frame)`` draws one panel and returns ``(title, meta)``; each panel is titled with its model, text
-    and device, and the footer names every model shown. The figure lives outside pyplot's state machine: it never
-    switches the user's backend, is not auto-shown at the end of a cell, and saves with Agg (show it with
-    ``IPython.display.display``)."""
+    and device, and the footer names every model shown. The panels are stacked, one per row, each as wide as the
+    book's content column (:data:`attn_lib.layout.FIGURE_WIDTH_IN`), so legends and the footer are shown at their
+    size. The figure lives outside pyplot's state machine: it never switches the user's backend, is not auto-shown
+    at the end of a cell, and saves with Agg (show it with ``IPython.display.display``)."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(width * len(frames), height))
-    axes = fig.subplots(1, len(frames), squeeze=False)[0]
+    fig = Figure(figsize=(FIGURE_WIDTH_IN, height * len(frames)))
+    axes = fig.subplots(len(frames), 1, squeeze=False)[:, 0]
     metas = []
     for ax, frame in zip(axes, frames):
         title, meta = draw(ax, frame)
         metas.append(meta)
-        ax.set_title(
-            f"{title}\n{meta.get('model', '?')} · {meta.get('text', '?')} · {meta.get('device', '?')}", fontsize=9
-        )
-    fig.text(0.01, 0.005, "  |  ".join(label(m) for m in metas), fontsize=6, color="0.4", ha="left", va="bottom")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
+        sub = f"{meta.get('model', '?')} · {meta.get('text', '?')} · {meta.get('device', '?')}"
+        ax.set_title(wrap_text(f"{title}\n{sub}", 0.9 * FIGURE_WIDTH_IN, 9), fontsize=9)
+    footer = wrap_text("  |  ".join(label(m) for m in metas), 0.97 * FIGURE_WIDTH_IN, MIN_FONT_PT)
+    fig.text(0.01, 0.005, footer, fontsize=MIN_FONT_PT, color="0.4", ha="left", va="bottom")
+    fig.tight_layout(rect=(0, 0.02 + 0.012 * footer.count("\n"), 1, 1))
     return fig
 
 

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..layout import FIGURE_WIDTH_IN, MIN_FONT_PT, wrap_text
 from ._common import label, meta_of
 
 # ---- chapter 5 (multi-head coverage measured on the model): attn_lib.experiments.multihead_coverage -----------
@@ -103,8 +104,8 @@ def figure_multihead_coverage(df: pd.DataFrame, p: float):
     needed = heads_needed_distribution(df)
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(11, 4.2))  # outside pyplot, as _panel_figure
-    left, right = fig.subplots(1, 2)
+    fig = Figure(figsize=(FIGURE_WIDTH_IN, 3.9))  # outside pyplot, as _panel_figure
+    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.25, 1]})
     for _, g in df.groupby("layer"):
         g = g.sort_values("H")
         left.plot(g["H"], g["coverage"], color="tab:green", alpha=0.2, lw=0.8)
@@ -129,11 +130,12 @@ def figure_multihead_coverage(df: pd.DataFrame, p: float):
     meta = meta_of(df)
     L = int(df["L"].iloc[0]) if "L" in df else 0
     N = int(df["N"].iloc[0]) if "N" in df else 0
-    fig.suptitle(
+    title = (
         f"Multi-head coverage measured (L={L}, N={N})\n{meta.get('model', '?')} · {meta.get('text', '?')} · "
-        f"{meta.get('device', '?')}",
-        fontsize=9,
+        f"{meta.get('device', '?')}"
     )
-    fig.text(0.01, 0.005, label(meta), fontsize=6, color="0.4", ha="left", va="bottom")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.suptitle(wrap_text(title, FIGURE_WIDTH_IN, 9), fontsize=9)
+    footer = wrap_text(label(meta), 0.97 * FIGURE_WIDTH_IN, MIN_FONT_PT)
+    fig.text(0.01, 0.005, footer, fontsize=MIN_FONT_PT, color="0.4", ha="left", va="bottom")
+    fig.tight_layout(rect=(0, 0.03 + 0.015 * footer.count("\n"), 1, 1))
     return fig

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..layout import FIGURE_WIDTH_IN, wrap_text
 from ._common import meta_of
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -129,8 +130,9 @@ def figure_normaliser_swap(layers: pd.DataFrame):
 
     _check_swap_layers(layers)
     meta = meta_of(layers)
-    fig = Figure(figsize=(13, 4))
-    axes = fig.subplots(1, 3)
+    fig = Figure(figsize=(FIGURE_WIDTH_IN, 6.4))
+    grid = fig.add_gridspec(2, 2)  # three panels; the fourth place holds the legend
+    axes = [fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[1, 0])]
     for name, df in layers.groupby("normaliser", sort=False):
         for ax, col in zip(axes, _SWAP_COLUMNS):
             ax.plot(df["layer"], df[col], "o-", ms=3, label=name)
@@ -141,8 +143,10 @@ def figure_normaliser_swap(layers: pd.DataFrame):
     for ax in axes:
         ax.set_xlabel("layer")
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=8)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center", bbox_to_anchor=(0.76, 0.27), fontsize=9, title="normaliser")
     model_id = str(layers["model_id"].iloc[0]) if "model_id" in layers else meta.get("model", "?")
-    fig.suptitle(f"Normaliser swapped inside {model_id}: {meta.get('text', '?')}", fontsize=10)
+    title = f"Normaliser swapped inside {model_id}: {meta.get('text', '?')}"
+    fig.suptitle(wrap_text(title, FIGURE_WIDTH_IN, 10), fontsize=10)
     fig.tight_layout()
     return label_figure(fig, model=meta.get("model", "?"), text=meta.get("text", "?"), device=meta.get("device", "?"))

@@ -28,6 +28,7 @@ import pandas as pd
 
 from .. import theory
 from .._validation import check_int, check_positive
+from ..layout import FIGURE_WIDTH_IN
 
 __all__ = [
     "random_row",
@@ -436,7 +437,7 @@ def figure_corollary2_sequence(table: pd.DataFrame, *, N: int, text: str, seed: 
 
     _check_columns("table", table, [c for c in STYLES])
     N = check_int("N", N, low=1)
-    fig, ax = _figure((7, 4.2))
+    fig, ax = _figure((FIGURE_WIDTH_IN, 4.2))
     for col, (color, ls) in STYLES.items():
         ax.plot(table.index, table[col], ls, color=color, marker="o", ms=3, label=col)
     ax.set_xscale("log", base=2)
@@ -480,7 +481,7 @@ def figure_top_n(N: int, *, alpha, curves: pd.DataFrame, text: str, seed: int, d
     if N not in curves.index:
         raise ValueError(f"N must be one of curves.index (got {N})")
     order = np.argsort(-a, kind="stable")
-    fig, (ax0, ax1) = _figure((10, 3.8), ncols=2)
+    fig, (ax0, ax1) = _figure((FIGURE_WIDTH_IN, 3.6), ncols=2)
     ax0.bar(np.arange(L), a[order], color=np.where(np.arange(L) < N, "tab:orange", "0.7"))
     ax0.set_yscale("log")
     ax0.set_xlabel("token rank (by weight)")

@@ -28,6 +28,7 @@ from matplotlib.figure import Figure
 
 from .. import normalizers, theory
 from .._validation import check_choice, check_int, check_positive, check_probability
+from ..layout import FIGURE_WIDTH_IN
 from ..widgets import label_figure
 
 __all__ = [
@@ -246,7 +247,7 @@ def figure_max_weight(comparison: RemedyComparison) -> Figure:
     if not isinstance(comparison, RemedyComparison):
         raise ValueError(f"comparison must be a RemedyComparison (from compare_remedies), got {type(comparison)}")
     a, T = comparison.a, comparison.temperature
-    fig = Figure(figsize=(11, 4.2))
+    fig = Figure(figsize=(FIGURE_WIDTH_IN, 3.8))
     axes = fig.subplots(1, 2, sharey=True)
     titles = {
         "bounded random": f"bounded random logits, uniform on [-{a:g}, {a:g}]",
@@ -260,7 +261,7 @@ def figure_max_weight(comparison: RemedyComparison) -> Figure:
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("context length L")
-        ax.set_title(titles.get(kind, kind), fontsize=10)
+        ax.set_title(titles.get(kind, kind), fontsize=9)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel(r"largest weight $\max_i\alpha_i$")
     axes[1].legend(fontsize=7, loc="lower left")
@@ -417,7 +418,7 @@ def figure_sensitivity(sweep: SensitivitySweep) -> Figure:
         raise ValueError(f"sweep must be a SensitivitySweep (from sensitivity_sweep), got {type(sweep).__name__}")
     mean = sweep.table("mean")
     T = mean.index.to_numpy(dtype=float)
-    fig = Figure(figsize=(7.5, 4.4))
+    fig = Figure(figsize=(FIGURE_WIDTH_IN, 4.4))
     ax = fig.subplots()
     for name in mean.columns:
         ax.plot(T, mean[name].where(mean[name] > 0), "o-", ms=3, color=_COLORS.get(name), label=name)
@@ -462,8 +463,8 @@ def render_normalisers(temperature: float, *, row, seed: int, names: Iterable[st
     l = np.asarray(row, dtype=np.float64)
     if l.ndim != 1 or l.size < 1:
         raise ValueError(f"row must be a 1-d array of logits (got shape {l.shape})")
-    fig = Figure(figsize=(12, 5))
-    axes = fig.subplots(2, 4, sharex=True, sharey=True)
+    fig = Figure(figsize=(FIGURE_WIDTH_IN, 8.4))
+    axes = fig.subplots(4, 2, sharex=True, sharey=True)
     for ax, name in zip(axes.ravel(), names):
         w = normalizers.get(name)(l, temperature=T)
         ax.bar(np.arange(1, l.size + 1), w, color=_COLORS.get(name))
@@ -472,7 +473,7 @@ def render_normalisers(temperature: float, *, row, seed: int, names: Iterable[st
         ax.grid(alpha=0.3, axis="y")
     for ax in axes.ravel()[len(names) :]:
         ax.set_visible(False)
-    for ax in axes[1]:
+    for ax in axes[-1]:
         ax.set_xlabel("token (logits in decreasing order)", fontsize=8)
     fig.suptitle(f"Weights of one row of {l.size} N(0,1) logits at T = {T:g}", fontsize=10)
     fig.tight_layout()

@@ -28,6 +28,7 @@ import pandas as pd
 
 from .. import jacobian, normalizers, theory
 from .._validation import check_int, check_nonnegative, check_positive, check_probability
+from ..layout import FIGURE_WIDTH_IN
 
 __all__ = [
     "NICE_NAMES",
@@ -600,7 +601,7 @@ def render_temperature(
         text = f"synthetic logit row ({r.size} tokens, top-2 gap {top[0] - top[1]:.3g})"
     w = normalizers.softmax(r, temperature=T)
     n = {k: float(v) for k, v in jacobian.jacobian_norms(jacobian.jacobian("softmax", r, temperature=T)).items()}
-    fig = Figure(figsize=(10, 3.9))
+    fig = Figure(figsize=(FIGURE_WIDTH_IN, 3.6))
     ax0, ax1 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.5]})
     ax0.bar(np.arange(1, r.size + 1), w, color="tab:blue")
     ax0.set_ylim(0, 1)

@@ -31,6 +31,7 @@ from scipy.spatial.distance import pdist
 
 from .. import theory
 from .._validation import check_int, check_positive
+from ..layout import FIGURE_WIDTH_IN
 
 __all__ = [
     "TOY_N",
@@ -489,7 +490,7 @@ def render_temperature(temperature: float, stats: pd.DataFrame) -> Figure:
     df = stats[stats["T"] == temperature]
     Ns = sorted(int(n) for n in df["N"].unique())
     pos = np.arange(len(Ns))
-    fig = Figure(figsize=(7, 4.2))
+    fig = Figure(figsize=(FIGURE_WIDTH_IN, 4.2))
     ax = fig.subplots()
     ax.boxplot(
         [df[df.N == n]["fraction"] for n in Ns],

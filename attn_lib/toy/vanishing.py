@@ -31,6 +31,7 @@ from matplotlib.figure import Figure
 
 from .. import normalizers, theory
 from .._validation import check_choice, check_int, check_positive, check_seed
+from ..layout import FIGURE_WIDTH_IN
 from ..widgets import label_figure
 
 __all__ = [
@@ -392,7 +393,7 @@ def figure_lmax(curves: LmaxCurves) -> Figure:
     """
     if not isinstance(curves, LmaxCurves):
         raise ValueError(f"curves must be an LmaxCurves (from lmax_curves), got {type(curves).__name__}")
-    fig = Figure(figsize=(7, 4.2))
+    fig = Figure(figsize=(FIGURE_WIDTH_IN, 4.2))
     ax = fig.subplots()
     Ls = curves.lengths
     for name, color in zip(curves.random.columns, ["C0", "C1", "C2"]):
@@ -423,7 +424,7 @@ def figure_temperature(curves: LmaxCurves) -> Figure:
     """
     if not isinstance(curves, LmaxCurves) or SOFTMAX not in curves.random:
         raise ValueError(f"curves must be an LmaxCurves with the family {SOFTMAX!r} (from lmax_curves)")
-    fig = Figure(figsize=(6.5, 4))
+    fig = Figure(figsize=(FIGURE_WIDTH_IN, 4))
     ax = fig.subplots()
     Ls = curves.lengths
     C2 = curves.constants.loc[SOFTMAX, "C2"]

@@ -213,8 +213,10 @@ def figure_critical_diagnosis(diag: pd.DataFrame, n_star_ratio: float | None = N
     summ = diagnosis_summary(diag)
     meta = meta_of(diag)
     L = int(summ["L"].iloc[0])
-    fig = Figure(figsize=(10.0, 4.2))
-    ax1, ax2 = fig.subplots(1, 2)
+    from ..layout import FIGURE_WIDTH_IN, MIN_FONT_PT, wrap_text
+
+    fig = Figure(figsize=(FIGURE_WIDTH_IN, 8.0))
+    ax1, ax2 = fig.subplots(2, 1)
     colors = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
     for (variant, g), c in zip(summ.groupby("variant", sort=False), colors):
         ax1.plot(g["N/L"], g["rho"], "o-", color=c, label=variant)
@@ -234,11 +236,12 @@ def figure_critical_diagnosis(diag: pd.DataFrame, n_star_ratio: float | None = N
         ax2.axvline(n_star_ratio, color="tab:blue", lw=1, ls=":", label=f"measured N*/L = {n_star_ratio:.2f}")
     ax2.set_ylabel("E1 / d~ (head means; dashed: leading terms)")
     ax2.set_title("E1 against d~ (the KS test passes once they are close)", fontsize=9)
-    ax1.legend(fontsize=7, loc="center right")
-    ax2.legend(fontsize=7, loc="upper left")
-    fig.suptitle(f"{meta.get('model', '?')} · {meta.get('text', '?')} · {meta.get('device', '?')}", fontsize=9)
-    fig.text(0.01, 0.005, label(meta), fontsize=7, color="0.4", ha="left", va="bottom")
-    fig.tight_layout(rect=(0, 0.03, 1, 0.96))
+    ax1.legend(fontsize=MIN_FONT_PT, loc="center right")
+    ax2.legend(fontsize=MIN_FONT_PT, loc="upper left")
+    title = f"{meta.get('model', '?')} · {meta.get('text', '?')} · {meta.get('device', '?')}"
+    fig.suptitle(wrap_text(title, FIGURE_WIDTH_IN, 9), fontsize=9)
+    fig.text(0.01, 0.005, wrap_text(label(meta), FIGURE_WIDTH_IN, MIN_FONT_PT), fontsize=MIN_FONT_PT, color="0.4")
+    fig.tight_layout(rect=(0, 0.04, 1, 0.95))
     return fig
 
 

@@ -445,18 +445,22 @@ def figure_verdicts(tables: dict[str, pd.DataFrame]):
     kinds = list(EVIDENCE)
     sbs = sbs.assign(_k=sbs["evidence"].map({k: i for i, k in enumerate(kinds)})).sort_values("_k", kind="stable")
     n = len(sbs)
-    fig = Figure(figsize=(7.6, 0.24 * n + 1.6))
+    from ..layout import FIGURE_WIDTH_IN, MIN_FONT_PT, wrap_text
+
+    fig = Figure(figsize=(FIGURE_WIDTH_IN, 0.26 * n + 1.8))
     ax = fig.subplots()
     for i, (_, r) in enumerate(sbs.iterrows()):
         for j, m in enumerate(models):
             ax.add_patch(_cell_patch(j, n - 1 - i, VERDICT_COLOURS.get(r[m], "#ffffff")))
-            ax.text(j + 0.5, n - 0.5 - i, r[m], ha="center", va="center", fontsize=6.5)
+            ax.text(j + 0.5, n - 0.5 - i, r[m], ha="center", va="center", fontsize=MIN_FONT_PT)
     ax.set_xlim(0, len(models))
     ax.set_ylim(0, n)
     ax.set_xticks([j + 0.5 for j in range(len(models))], [m.split(":", 1)[0] for m in models], fontsize=8)
     ax.xaxis.tick_top()
     ax.set_yticks(
-        [n - 0.5 - i for i in range(n)], [f"{r['id']} ({r['evidence']})" for _, r in sbs.iterrows()], fontsize=6.5
+        [n - 0.5 - i for i in range(n)],
+        [f"{r['id']} ({r['evidence']})" for _, r in sbs.iterrows()],
+        fontsize=MIN_FONT_PT,
     )
     ax.tick_params(length=0)
     for s in ax.spines.values():
@@ -466,11 +470,19 @@ def figure_verdicts(tables: dict[str, pd.DataFrame]):
         handles=[Patch(facecolor=VERDICT_COLOURS[v], edgecolor="0.6", label=v) for v in used],
         loc="upper center",
         bbox_to_anchor=(0.5, -0.01),
-        ncol=min(4, len(used)),
-        fontsize=7,
+        ncol=min(3, len(used)),
+        fontsize=MIN_FONT_PT,
         frameon=False,
     )
-    fig.text(0.01, 0.005, " | ".join(models), fontsize=6, color="0.4", ha="left", va="bottom")
+    fig.text(
+        0.01,
+        0.005,
+        wrap_text(" | ".join(models), FIGURE_WIDTH_IN, MIN_FONT_PT),
+        fontsize=MIN_FONT_PT,
+        color="0.4",
+        ha="left",
+        va="bottom",
+    )
     fig.tight_layout(rect=(0, 0.02, 1, 1))
     return fig
 

@@ -56,7 +56,8 @@ Some prose.
 ```{code-cell} ipython3
 x = 1
 assert x == 1
-handle, text = chapter.load_inputs(cfg)  # runs a model: the chapter asks for a GPU
+# runs a model: the chapter asks for a GPU
+handle, text = chapter.load_inputs(cfg)
 ```
 """
 
@@ -138,7 +139,7 @@ def test_a_chapter_without_a_model_asks_for_a_cpu(book_copy):
     md = _first_chapter(book_copy)
     solution = "```{solution-start} ex-x\n:label: sol-x\n```\n\n```{code-cell} ipython3\nh = chapter.load_inputs(cfg)\n```\n\n```{solution-end}\n```\n"
     text = md.read_text().replace(
-        "handle, text = chapter.load_inputs(cfg)  # runs a model: the chapter asks for a GPU\n", ""
+        "# runs a model: the chapter asks for a GPU\nhandle, text = chapter.load_inputs(cfg)\n", ""
     )
     md.write_text(text + "\n" + solution)
     chapters_tool.sync(book_copy)

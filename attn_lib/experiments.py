@@ -1551,6 +1551,11 @@ def critical_n_diagnosis(
     return _run_one("critical_n_diagnosis", handle, text, params, cache, start)
 
 
+def _params_sens_raw(handle, L, temperatures, eps_values, seed, rows=0):
+    """Algorithm 5's parameters with the head dimension that converts raw scores to the model's logits."""
+    return dict(_params_sens(handle, L, temperatures, eps_values, seed, rows), head_dim=int(handle.head_dim))
+
+
 def gradient_sensitivity_raw(
     handle,
     text,
@@ -1568,7 +1573,7 @@ def gradient_sensitivity_raw(
     :func:`gradient_sensitivity` with ``T`` and ``eps`` in raw units, ``g`` per unit of raw score, and the bounds
     in those units; ``temperature_base`` and ``head_dim`` say so. The model's own scale is taken as
     ``1/sqrt(head_dim)`` (GPT-2, Llama and BERT use it)."""
-    params = dict(_params_sens(handle, L, temperatures, eps_values, seed, rows), head_dim=int(handle.head_dim))
+    params = _params_sens_raw(handle, L, temperatures, eps_values, seed, rows)
     return _run_one("gradient_sensitivity_raw", handle, text, params, cache, start)
 
 
@@ -1651,9 +1656,8 @@ def _profile_params(handle, prof: Profile, seed: int = 0) -> dict[str, dict]:
         "separability": _params_sep(handle, Lf, [n for n in prof.n_alg4 if n < Lf], 1.0),
         "gradient_sensitivity": _params_sens(handle, Lf, prof.temperatures, prof.eps_values, seed, prof.sens_rows),
         "critical_n_diagnosis": _params_diagnosis(handle, Lf, DIAGNOSIS_FRACTIONS, prof.diag_rows, DIAGNOSIS_VARIANTS),
-        "gradient_sensitivity_raw": dict(
-            _params_sens(handle, Lf, prof.temperatures, prof.eps_values, seed, prof.sens_rows),
-            head_dim=int(handle.head_dim),
+        "gradient_sensitivity_raw": _params_sens_raw(
+            handle, Lf, prof.temperatures, prof.eps_values, seed, prof.sens_rows
         ),
     }
 

@@ -245,7 +245,7 @@ def figure_critical_diagnosis(diag: pd.DataFrame, n_star_ratio: float | None = N
     return fig
 
 
-def diagnosis_markdown(diag: pd.DataFrame, summary: pd.DataFrame | None = None, alpha: float = 0.01) -> str:
+def diagnosis_markdown(diag: pd.DataFrame, alpha: float = 0.01) -> str:
     r"""The critical-N diagnosis as Markdown: per counterfactual, where the KS test first passes, the median
     :math:`\|s_N\|/\|z\|` and E1/d~ at 0.06 L, and what 0.06 L would need; then the model's rows by ``N/L``.
 
@@ -253,8 +253,6 @@ def diagnosis_markdown(diag: pd.DataFrame, summary: pd.DataFrame | None = None, 
     ----------
     diag : pandas.DataFrame
         :func:`attn_lib.experiments.critical_n_diagnosis`.
-    summary : pandas.DataFrame, optional
-        Unused; reserved for the scan's summary.
     alpha : float
         KS level.
 

@@ -88,7 +88,7 @@ def markdown_report(
         )
     diag = results.get("critical_n_diagnosis")
     if isinstance(diag, pd.DataFrame) and len(diag):
-        lines += ["", diagnosis_markdown(diag, results.get("critical_n_summary"))]
+        lines += ["", diagnosis_markdown(diag)]
     lines += ["", "## Each claim in detail", "", claim_details_markdown(vt, links=False)]
     lines += [
         "",

@@ -181,11 +181,8 @@ def short_cause(cause: str) -> str:
         return ""
     text, depth = str(cause), 0
     for i, ch in enumerate(text):  # the first "; " outside parentheses and backquotes
-        if ch in "(`" and not (ch == "`" and depth % 2):
-            depth += 1 if ch == "(" else 0
-        if ch == ")":
-            depth -= 1
-        if depth == 0 and text.startswith("; ", i) and text[:i].count("`") % 2 == 0:
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and text.startswith("; ", i) and text.count("`", 0, i) % 2 == 0:
             return text[:i]
     return text
 

@@ -73,3 +73,15 @@ class TestCorollary3Computed:
         assert c3["max_alpha_one_minus_alpha"] == sp.Rational(1, 4)
         T = sp.Symbol("T", positive=True)
         assert sp.simplify(c3["spectral_bound"].rhs - 1 / (2 * T)) == 0
+
+
+class TestReproductionMarkdownDetail:
+    def test_detail_names_its_choices(self):
+        table = R.verdicts({})
+        with pytest.raises(ValueError, match="detail"):
+            R.reproduction_markdown(table, detail="everything")
+
+    def test_measured_detail_shows_the_measured_column(self):
+        table = R.verdicts({}, ids=["fig2a-dtilde-linear"])
+        md = R.reproduction_markdown(table, detail="measured")
+        assert md.splitlines()[0].endswith("| measured |") and "not run: needs" in md

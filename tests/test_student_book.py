@@ -307,3 +307,15 @@ def test_the_check_fails_on_a_student_notebook_that_installs_from_elsewhere(stud
         f"student branch notebook {CHAPTER_1}.ipynb installs attn_lib from '', not from the edition's repository "
         f"{REPO} (run tools/chapters.py set-repository URL before the build)"
     ]
+
+
+def test_a_solution_fragment_that_stands_inside_a_chapter_line_is_not_a_solution_line():
+    md = (
+        "```{code-cell} ipython3\nk = int((normalizers.sparsemax(X[0], temperature=t0) > 0).sum())\n```\n\n"
+        "```{solution-start} ex-a\n:label: sol-a\n```\n\n```{code-cell} ipython3\nfits = (\n"
+        "        normalizers.sparsemax(\n            logits_of_the_solution_only_here\n        )\n)\n```\n\n"
+        "```{solution-end}\n```\n"
+    )
+    lines = student_book.solution_lines(md)
+    assert "normalizers.sparsemax(" not in lines
+    assert "logits_of_the_solution_only_here" in lines

@@ -229,9 +229,11 @@ def solution_lines(md_text: str) -> list[str]:
     list of str
         Lines of at least 20 characters, whitespace collapsed; directive lines, options, comments and prose with
         markup (math, roles, code spans) are left out, since they do not show verbatim, and so are lines that the
-        chapter also has outside its solutions.
+        chapter also has outside its solutions (as a line or inside one).
     """
-    elsewhere = {_line(line) for line in _SOLUTION.sub("", md_text).splitlines()}
+    # outside the solutions, as one text: a solution line that stands anywhere there (a fragment of a call split
+    # across lines, say) shows on the page whatever the edition, so it is no evidence of a leak
+    elsewhere = "\n".join(_line(line) for line in _SOLUTION.sub("", md_text).splitlines())
     lines = []
     for block in _SOLUTION.findall(md_text):
         for line in block.splitlines():

@@ -1065,6 +1065,6 @@ def run_compare(
     write("swap.md", f"# Held-out loss with each normaliser swapped in\n\n{prov}\n\n{swap_t.to_markdown()}\n")
     for name, fig in (("limits", R.figure_beyond_limits(df, crit)), ("swap", R.figure_beyond_swap(sw.losses))):
         for ext in ("png", "svg"):
-            fig.savefig(out_dir / f"{name}.{ext}", dpi=110, bbox_inches="tight")
+            R.save_figure(fig, out_dir / f"{name}.{ext}", dpi=110, bbox_inches="tight")
             files.append(f"{name}.{ext}")
     return dict(out=out_dir, files=files, notes=notes, summary=summary, seconds=time.perf_counter() - t0)

@@ -207,3 +207,20 @@ def test_label_and_curves():
     assert R.label(META) == "model: toy-model \u00b7 text: toy-text \u00b7 device: cpu"
     cur = R.sensitivity_curves(_results()["gradient_sensitivity"])
     assert set(cur.columns) == {"T", "eps", "g"}
+
+
+def test_save_figure_writes_the_same_svg_bytes_twice(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from attn_lib.report import save_figure
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    save_figure(fig, tmp_path / "a.svg")
+    save_figure(fig, tmp_path / "b.svg")
+    plt.close(fig)
+    assert (tmp_path / "a.svg").read_bytes() == (tmp_path / "b.svg").read_bytes()
+    assert b"<dc:date>" not in (tmp_path / "a.svg").read_bytes()

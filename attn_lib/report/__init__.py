@@ -55,6 +55,7 @@ from .figures import (
     figure_distance_vs_n,
     figure_sensitivity,
     figure_separability,
+    save_figure,
     write_figures,
 )
 from .multihead import figure_multihead_coverage, heads_needed_distribution, multihead_coverage_table
@@ -115,6 +116,7 @@ __all__ = [
     "figure_separability",
     "figure_sensitivity",
     "write_figures",
+    "save_figure",
     "separability_per_n",
     "separability_shape",
     "sensitivity_bounds",

@@ -354,6 +354,17 @@ FIGURES = (
 )
 
 
+def save_figure(fig, path, dpi: int = 130, **kwargs) -> None:
+    """Write ``fig`` to ``path`` so that the same figure gives the same bytes on every run: no creation date in the
+    file's metadata, and SVG element ids drawn from a fixed salt instead of a random one."""
+    import matplotlib
+
+    fmt = Path(path).suffix.lstrip(".").lower()
+    metadata = {"Date": None} if fmt in ("svg", "pdf") else None
+    with matplotlib.rc_context({"svg.hashsalt": "attn_lib"}):
+        fig.savefig(path, dpi=dpi, metadata=metadata, **kwargs)
+
+
 def write_figures(
     results: dict[str, pd.DataFrame],
     out: str | Path,
@@ -389,7 +400,7 @@ def write_figures(
             paths = []
             for fmt in formats:
                 p = out / f"{stem}.{fmt}"
-                fig.savefig(p, dpi=130)
+                save_figure(fig, p)
                 paths.append(str(p))
             written[stem] = paths
         if on_figure is not None:

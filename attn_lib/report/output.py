@@ -12,7 +12,7 @@ import pandas as pd
 from ._common import meta_of
 from .claims import verdicts
 from .critical import diagnosis_markdown
-from .figures import sens_rows_note, write_figures
+from .figures import save_figure, sens_rows_note, write_figures
 from .reproduction import (
     claim_details_markdown,
     model_column,
@@ -235,6 +235,6 @@ def _write_report_figures(results, out: Path, formats, handle, vt, compare) -> d
         written[stem] = []
         for fmt in formats:
             path = out / f"{stem}.{fmt}"
-            fig.savefig(path, dpi=130)
+            save_figure(fig, path)
             written[stem].append(str(path))
     return written

@@ -1,7 +1,8 @@
 # The two commands of the README are the contract:
 #   make book   -- set up .venv if needed, build the HTML book into _build/html (executing every chapter)
 #   make test   -- set up .venv if needed, run the whole test suite (`make lint`, unit tests, nbval over every
-#                  chapter, a warnings-as-errors book build, and the headless-browser check of the built pages)
+#                  chapter, a warnings-as-errors book build from nbval's execution of the chapters, and the
+#                  headless-browser check of the built pages)
 #   make lint   -- ruff (lint and format check), actionlint over the workflows, chapter/notebook pairing
 # Both are idempotent: setup is skipped while pyproject.toml is unchanged, vendoring while package-lock.json is.
 
@@ -80,15 +81,23 @@ lint: $(STAMP)
 
 test: setup lint test-unit test-notebooks test-book test-browser
 
+# `make test` executes each chapter once: nbval's run stores every chapter it passed, outputs and widget state, in a
+# jupyter-cache (book/conftest.py), and the -W build reads the chapters from it (book/_ext/executed.py), warning --
+# hence failing -- for any chapter it had to execute itself; test-browser checks those pages. Set only under
+# `make test` (a target-specific variable, inherited by its prerequisites): `make test-book` alone, like
+# `make book`, executes every chapter.
+test: EXECUTED_CACHE := $(abspath _build/.executed-by-nbval)
+
 test-unit: setup
 	$(BIN)/pytest tests -m "not browser"
 
 test-notebooks: setup
-	$(BIN)/pytest --nbval-lax book -p no:cacheprovider
+	$(if $(EXECUTED_CACHE),rm -rf "$(EXECUTED_CACHE)")
+	ATTN_LIB_EXECUTED_CACHE="$(EXECUTED_CACHE)" $(BIN)/pytest --nbval-lax book -p no:cacheprovider
 
 # Warnings are errors (-W -n --keep-going); this build is also the one test-browser checks.
 test-book: setup
-	$(JB_BUILD) -W -n --keep-going
+	ATTN_LIB_EXECUTED_CACHE="$(EXECUTED_CACHE)" $(JB_BUILD) -W -n --keep-going
 
 test-browser: setup
 	$(BIN)/pytest tests -m browser

@@ -92,7 +92,7 @@ def _widget_state(kernel) -> dict | None:
             reply = kernel.kc.get_shell_msg(timeout=60)
         value = reply["content"]["user_expressions"]["state"]
         text = ast.literal_eval(value["data"]["text/plain"]) if value.get("status") == "ok" else ""
-    except Exception as exc:  # noqa: BLE001 -- a chapter whose state cannot be read is executed by the build instead
+    except Exception as exc:  # a chapter whose state cannot be read is executed by the build instead
         print(f"{CACHE_ENV}: widget state not read ({exc!r}); the book build will execute the chapter")
         return None
     import json
@@ -105,7 +105,7 @@ def _language_info(kernel) -> dict:
     """The kernel's ``language_info`` (nbclient stores it in the notebook; the build picks the highlighter from it)."""
     try:
         return kernel.kc.kernel_info(reply=True, timeout=60)["content"].get("language_info", {})
-    except Exception:  # noqa: BLE001 -- without it the build highlights code as plain Python
+    except Exception:  # without it the build highlights code as plain Python
         return {}
 
 

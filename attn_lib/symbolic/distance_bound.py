@@ -24,6 +24,8 @@ def e1_crossing_symbolic() -> dict:
     Returns ``ratio`` (the leading-term ratio ``E1/d~ = p / rho``), ``solutions`` (SymPy's solutions for ``N``:
     ``N = rho (t - 1)`` besides the trivial ``N = t``) and ``crossing``, the non-trivial one; ``check`` is SymPy's
     simplification of the ratio at the crossing minus 1 (0).
+
+    Tested by ``tests/test_report_view.py::TestE1Crossing::test_the_crossing_is_rho_times_t_minus_one``.
     """
     t = sp.Symbol("t", positive=True)
     N = sp.Symbol("N", positive=True)
@@ -64,6 +66,11 @@ def theorem1_steps(N: int = 2, d: int = 2) -> dict:
     5. ``sympy.Sum`` of the per-term bound over the ``L - N`` excluded tokens, evaluated by SymPy
        (``step5_evaluated``), then ``sum_{i not in I_N} alpha_i = 1 - abar`` substituted; the result minus
        ``d_max`` simplifies to 0 (``step5_check``).
+
+    Chapter 2, ``thm-distance`` (a): the derivation (:func:`attn_lib.theory.theorem1_dmax` is the reference); tested by
+    ``tests/test_symbolic.py::test_theorem1_steps``,
+    ``tests/test_symbolic.py::test_theorem1_side_conditions_decided_by_sympy`` and, against the reference,
+    ``tests/test_symbolic.py::test_theorem1_step5_sum_matches_numeric_sum_and_theory``.
 
     Parameters
     ----------
@@ -181,6 +188,9 @@ def theorem1_random_variance(n: int = 4, N: int = 2) -> dict:
     ``Cov(1_j, 1_k) = -p(1-p)/(n-1)``. With a symbolic Gram matrix ``G_jk = <a_j, a_k>``,
     ``Var sum_j 1_j a_j = sum_jk Cov_jk G_jk`` simplifies to
     ``p(1-p)[n/(n-1) sum_j G_jj - 1/(n-1) sum_jk G_jk]`` (``variance_check`` = 0).
+
+    Chapter 2, ``thm-distance`` (b); tested by
+    ``tests/test_symbolic.py::test_theorem1_random_variance_against_numeric_enumeration``.
     """
     n = check_int("n", n, low=2, high=6)
     N = check_int("N", N, low=1, high=n)
@@ -212,6 +222,8 @@ def corollary2_limits_symbolic() -> dict:
 
     (i) ``p = N/(L-1) -> 0`` and ``(L-N)/L -> 1`` as ``L -> oo`` (``N`` fixed): E1's per-token terms
     ``(1+p) a_i - p z`` tend to ``a_i`` (shown coordinatewise). (ii) the outer factor ``(L-N)/L -> 0`` as ``N -> L``.
+
+    Chapter 2, ``cor-two-regimes``; tested by ``tests/test_symbolic.py::test_multihead_and_corollary2_symbolic``.
     """
     L, N = sp.symbols("L N", positive=True)
     p = N / (L - 1)
@@ -244,6 +256,10 @@ def corollary2_remainder_symbolic(L: int = 3, d: int = 2) -> dict:
     4. triangle inequality ``||z - a_i|| <= ||z|| + ||a_i||``, then ``sympy.Sum`` over ``i = 1..L`` evaluated by SymPy
        and ``p = N/(L-1)`` substituted: the result minus ``N L/(L-1) ||z|| + p sum_i ||a_i||`` simplifies to 0
        (``bound_check``).
+
+    Chapter 2, ``cor-two-regimes`` (i); tested by
+    ``tests/test_symbolic.py::test_corollary2_remainder_bound_against_theory`` and
+    ``tests/test_symbolic.py::test_corollary2_remainder_identity_with_numbers``.
 
     Parameters
     ----------

@@ -79,6 +79,8 @@ def two_way_tie_spectral_norm() -> dict:
     ``J = (diag alpha - alpha alpha^T)/T``, eigenvalues ``{0, 2 sigma (1 - sigma)/T}``, maximised at
     ``sigma = 1/2`` (``u = 0``, the tie) to ``1/(2T)``, eigenvector ``(1, -1)/sqrt 2``; the ratio to the paper's
     ``1/(4T)`` is 2.
+
+    Chapter 4, ``prop-softmax-constants`` (item 3); tested by ``tests/test_symbolic.py::test_two_way_tie``.
     """
     T = sp.Symbol("T", positive=True)
     s = sp.Symbol("sigma", positive=True)
@@ -118,6 +120,9 @@ def corollary3_bounds_symbolic(L: int = 3) -> dict:
     ``<=`` the largest Gershgorin row sum ``= 1/(2T)``, row gradient ``||e_i - alpha||^2 <= 2 (1 - alpha_i)^2``
     (slack ``sum_{j != k, both != i} alpha_j alpha_k >= 0``, ``row_gradient_check`` = 0), so
     ``||grad alpha_i|| <= sqrt(2) max alpha(1-alpha)/T = sqrt(2)/(4T)``.
+
+    Chapter 4, ``prop-softmax-constants`` (items 1-3); tested by
+    ``tests/test_symbolic.py::test_corollary3_bounds_symbolic_for_several_L``.
     """
     L = check_int("L", L, low=2, high=6)
     T = sp.Symbol("T", positive=True)
@@ -207,6 +212,11 @@ def lemma2_jacobian(L: int = 3) -> dict:
       ``m = min F``: both sums by ``sympy.Sum(...).doit()``;
     * triangle inequality ``||J|| <= (||diag F'|| + ||alpha F'^T||)/S`` (side condition ``S > 0``, decided by SymPy
       for positive ``F`` values); inserting the pieces gives the bound (``bound_check`` = 0).
+
+    Chapter 4, ``lem-jacobian``: the derivation (:func:`attn_lib.theory.lemma2_jacobian` is the reference); tested by
+    ``tests/test_symbolic.py::test_lemma2_symbolic``,
+    ``tests/test_symbolic.py::test_lemma2_norm_ingredients_against_numpy`` and
+    ``tests/test_symbolic.py::test_lemma2_computed_bound_matches_theory``.
 
     Parameters
     ----------

@@ -24,6 +24,8 @@ def theorem2_expansion(N: int = 3) -> dict:
     * ``xi_i^2 - X_i^2 = 1/2 sum_{j!=k} alpha_j alpha_k eta_jk >= 0`` (``slack_check`` = 0);
     * ``xi_i^2 = (M^2 - delta^2/2) beta_i^2 + delta^2/2 sum_j alpha_j^2``, ``beta_i = sum_j alpha_j``
       (``beta_form_check`` = 0).
+
+    Chapter 3, ``thm-separability`` (step 2); tested by ``tests/test_symbolic.py::test_theorem2_expansion``.
     """
     N = check_int("N", N, low=2, high=6)
     K = N - 1
@@ -75,6 +77,10 @@ def theorem2_tail_bounds() -> dict:
     ``0 <= X_i <= M beta_i`` with ``beta_i <= 1`` fits in ``[0, 2M]`` (``range_slack_nonnegative``). Finally the
     derivative of ``exp(-(mu - r)^2/(2 M^2))`` in ``mu`` is negative for ``mu > r`` (``decreasing_in_mu``): the
     reason the paper's substitution ``mu -> xi >= mu`` is the wrong direction.
+
+    Chapter 3, ``thm-separability`` (steps 3-4) and ``prop-valid-upper``; tested by
+    ``tests/test_symbolic.py::test_theorem2_lower_bound_sum_matches_theory`` and
+    ``tests/test_symbolic.py::test_theorem2_hoeffding_exponent_matches_theory``.
 
     Returns
     -------

@@ -18,6 +18,9 @@ def lemma1_constants_symbolic(F_expr=None, l=None, a=None) -> dict:
     Steps: ``m_F = min_{[-a,a]} F``, ``M_F = max_{[-a,a]} F`` (``sympy.calculus.util.minimum/maximum``),
     ``L m_F <= S <= L M_F``, ``C1 = m_F / M_F``, ``C2 = M_F / m_F`` and the bounds ``C1/L <= alpha_i <= C2/L``.
     Defaults: ``F = exp(l/T)``, ``l`` real, ``a > 0``, giving ``C2 = exp(2a/T)``.
+
+    Chapter 1, ``lem-vanishing``; tested by
+    ``tests/test_symbolic.py::test_lemma1_symbolic_examples_and_numeric_agreement``.
     """
     if l is None:
         l = sp.Symbol("l", real=True)
@@ -68,6 +71,10 @@ def lemma1_general() -> dict:
     ``L M_F = S + v`` with ``u, v >= 0`` (steps 1-2), ``alpha_i - m_F/(L M_F)`` has the numerator
     ``S u + m_F v + u v`` (``lower_gap_numerator``) over a positive denominator, which SymPy decides is
     non-negative (``lower_gap_holds``); likewise the upper side (``upper_gap_numerator``, ``upper_gap_holds``).
+
+    Chapter 1, ``lem-vanishing``: the derivation (:func:`attn_lib.theory.lemma1_constants` is the numerical reference);
+    tested by ``tests/test_symbolic.py::test_lemma1_general_undefined_F`` and
+    ``tests/test_symbolic.py::test_lemma1_general_division_step_against_random_rows``.
     """
     F = sp.Function("F")
     l_i, l_j = sp.symbols("l_i l_j", real=True)
@@ -119,6 +126,9 @@ def corollary1_from_lemma1() -> dict:
     ``||q||^2 ||k||^2 - <q, k>^2 = sum_{a<b} (q_a k_b - q_b k_a)^2`` (``lagrange_check`` = 0; the sum of squares is
     non-negative, ``lagrange_nonnegative``); Lemma 1 with ``a = Delta`` gives ``C2 = exp(2 Delta/T)``,
     ``C1 = exp(-2 Delta / T)``; bounds ``exp(-2 Delta/T)/L <= alpha_i <= exp(2 Delta/T)/L``.
+
+    Chapter 1, ``cor-softmax-vanishing``; tested by ``tests/test_symbolic.py::test_corollary1_from_lemma1`` and
+    ``tests/test_symbolic.py::test_corollary1_lagrange_identity_numeric``.
     """
     l = sp.Symbol("l", real=True)
     T = sp.Symbol("T", positive=True)

@@ -116,6 +116,15 @@ def theorem1_dmax(alpha: Any, X: Any, N: int, return_parts: bool = False):
     ``1 - abar`` is evaluated as the out-of-set mass ``sum_{i not in I_N} alpha_i`` (identical for rows that sum to
     one; for other non-negative weights this is the form the proof gives). ``N = L`` gives 0 (``d1 := 0``).
     ``return_parts=True`` returns a dict with ``d_max``, ``d1``, ``abar``, ``out_mass``, ``max_norm``.
+
+    Chapter 2, ``thm-distance`` (a). This is the reference for ``d_max``; tested by
+    ``tests/test_theory.py::test_theorem1_dmax_holds_on_20000_instances`` and
+    ``tests/test_theory.py::test_theorem1_d1_and_parts_against_brute_force``. The batched torch and numba versions
+    (:func:`attn_lib.metrics.distance_metrics`, column ``d_max``) are held to it by
+    ``tests/test_metrics.py::test_distance_metrics_match_theory_rows`` and to each other by
+    ``tests/test_metrics.py::test_distance_engines_agree``; the SymPy derivation
+    (:func:`attn_lib.symbolic.theorem1_steps`) by
+    ``tests/test_symbolic.py::test_theorem1_step5_sum_matches_numeric_sum_and_theory``.
     """
     a, x = alpha_and_X(alpha, X)
     L = a.shape[-1]
@@ -157,6 +166,10 @@ def expectation_e1(alpha: Any, X: Any, N: int, p: Any = "L-1"):
     with ``p = N/(L-1)`` (``p="L-1"``, the exact conditional inclusion probability; then
     ``E[d~] = E1 + eps`` with ``0 <= eps <=`` :func:`jensen_gap_bound`) or ``p = N/L`` (``p="L"``), or a number.
     ``N = L`` gives 0.
+
+    Chapter 2, ``thm-distance`` (b): the reference for ``E1`` (batched in :func:`attn_lib.metrics.distance_metrics`,
+    held to it by ``tests/test_metrics.py::test_distance_metrics_match_theory_rows``); tested by
+    ``tests/test_theory.py::test_e1_closed_form_matches_definition_and_gap_zero_at_n_equals_l_minus_1``.
     """
     a, x = alpha_and_X(alpha, X)
     L = a.shape[-1]
@@ -179,6 +192,9 @@ def jensen_gap_bound(alpha: Any, X: Any, N: int, p: Any = "L-1", crude: bool = F
     ``crude=True`` drops the negative term: ``sqrt(p(1-p) (L-1)/(L-2) sum_{j!=i} alpha_j^2 ||x_j||^2)``.
     The guarantee holds for ``p = N/(L-1)`` (default); other ``p`` just evaluate the same expression.
     ``N >= L-1`` gives 0 (no randomness left given ``i`` is excluded).
+
+    Chapter 2, ``thm-distance`` (b): the reference (batched in :func:`attn_lib.metrics.distance_metrics`); tested by
+    ``tests/test_theory.py::test_jensen_gap_bound_by_enumeration_300_cases``.
     """
     a, x = alpha_and_X(alpha, X)
     L = a.shape[-1]
@@ -204,6 +220,9 @@ def expectation_e2(alpha: Any, X: Any, N: int):
     r"""Expectation form E2 (Reading the paper, §Expectation forms (reconstructed), heuristic): replace only the exclusion indicator,
 
     .. math:: E_2=\frac{L-N}{L}\sum_{i=1}^{L}\|\alpha_ix_i-s\|_2,\qquad s \text{ the actual top-}N\text{ vector}.
+
+    Chapter 2, ``prop-e2-tracks``: the reference for ``E2`` (batched in :func:`attn_lib.metrics.distance_metrics`);
+    tested by ``tests/test_theory.py::test_e2_identity_and_bound``.
     """
     a, x = alpha_and_X(alpha, X)
     L = a.shape[-1]
@@ -226,6 +245,11 @@ def expected_distance_mc(alpha: Any, X: Any, N: int, n_samples: int = 64, seed: 
 
     ``n_samples`` uniform N-subsets per row drawn with ``numpy.random.default_rng(seed)``; returns the mean (and,
     with ``return_stderr=True``, the standard error ``std / sqrt(K)``).
+
+    Chapter 2, ``thm-distance`` (b); tested by
+    ``tests/test_theory.py::test_monte_carlo_matches_enumeration_within_standard_error``. The reference for
+    :func:`attn_lib.metrics.expected_distance_mc`, held to it by
+    ``tests/test_metrics.py::test_monte_carlo_matches_brute_force_with_same_subsets``.
     """
     a, x = alpha_and_X(alpha, X)
     L = a.shape[-1]
@@ -248,6 +272,9 @@ def expected_distance_exact(alpha: Any, X: Any, N: int, max_subsets: int = 200_0
     r"""Exact :math:`\mathbb E_{I_N}[\tilde d]` by enumerating all :math:`\binom LN` subsets (Reading the paper, §Expectation forms).
 
     ``ValueError`` naming ``L`` if the number of subsets exceeds ``max_subsets`` (about ``L <= 16`` for every N).
+
+    Chapter 2, ``thm-distance`` (b), the exact left-hand side; tested by
+    ``tests/test_theory.py::test_exact_enumeration_matches_brute_force``.
     """
     max_subsets = check_int("max_subsets", max_subsets, low=1, high=10**7)  # enumerated one by one
     a, x = alpha_and_X(alpha, X)
@@ -276,6 +303,8 @@ def corollary2_linear_bounds(alpha: Any, X: Any, N: int):
     .. math:: (L-N)\|s\|_2-(1-\bar\alpha_N)\max_i\|x_i\|_2\le\tilde d\le(L-N)\|s\|_2+(1-\bar\alpha_N)\max_i\|x_i\|_2
 
     (``1 - abar`` evaluated as the out-of-set mass). Returns ``(lower, upper)``.
+
+    Chapter 2, ``prop-topn-linear``; tested by ``tests/test_theory.py::test_corollary2_facts_hold``.
     """
     a, x = alpha_and_X(alpha, X)
     L = a.shape[-1]
@@ -291,6 +320,9 @@ def corollary2_linear_bounds(alpha: Any, X: Any, N: int):
 def corollary2_random_bound(alpha: Any, X: Any, N: int):
     r"""Project-derived fact 2 of §Corollary 2 (reconstructed): :math:`\mathbb E_{I_N}[\tilde d]\le(1+N)\max_i\|x_i\|_2` (random
     selection is bounded in ``L``). Evaluated as ``(1 + N) (sum_i alpha_i) max_i ||x_i||`` (same for normalised rows).
+
+    Chapter 2, ``prop-random-bounded``, one of the bounds of chapter 6's ``prop-fig2-readings``; tested by
+    ``tests/test_theory.py::test_corollary2_facts_hold``.
     """
     a, x = alpha_and_X(alpha, X)
     N = check_N(N, a.shape[-1])
@@ -301,6 +333,9 @@ def corollary2_e1_bound(alpha: Any, X: Any, N: int, p: Any = "L-1"):
     r"""Project-derived fact 2 of §Corollary 2 (reconstructed) for E1: :math:`E_1\le(1+p+N)\max_i\|x_i\|_2` (times ``sum alpha``).
 
     Valid for ``p <= N/(L-N)`` (in particular ``p = N/(L-1)`` and ``p = N/L``).
+
+    Chapter 2, ``prop-random-bounded``, one of the bounds of chapter 6's ``prop-fig2-readings``; tested by
+    ``tests/test_theory.py::test_corollary2_facts_hold``.
     """
     a, x = alpha_and_X(alpha, X)
     L = a.shape[-1]
@@ -324,6 +359,8 @@ def corollary2_limits(alpha: Any, X: Any, N: int, p: Any = "L-1") -> dict:
 
     Returns a dict with keys ``e1, individual, remainder, remainder_bound, remainder_bound_loose,
     dominance_ratio, outer_factor``.
+
+    Chapter 2, ``cor-two-regimes``; tested by ``tests/test_theory.py::test_corollary2_regimes``.
     """
     a, x = alpha_and_X(alpha, X)
     L = a.shape[-1]
@@ -357,6 +394,9 @@ def corollary2_e2_identity(alpha: Any, X: Any, N: int) -> dict:
 
     Returns a dict with ``difference`` (E2 - d~ computed directly), ``identity`` (the right-hand side) and
     ``bound`` (``(N+1) (sum alpha) max ||x||``).
+
+    Chapter 2, ``prop-e2-tracks``, one of the bounds of chapter 6's ``prop-fig2-readings``; tested by
+    ``tests/test_theory.py::test_e2_identity_and_bound``.
     """
     a, x = alpha_and_X(alpha, X)
     L = a.shape[-1]

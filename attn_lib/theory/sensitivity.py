@@ -65,6 +65,12 @@ def lemma2_jacobian(F: Callable, dF: Callable | None, logits: Any) -> np.ndarray
               \quad S=\sum_kF(l_k).
 
     ``dF = None`` uses a central finite difference for ``F'``. ``logits (..., L)`` -> ``(..., L, L)``.
+
+    Chapter 4, ``lem-jacobian``: the numpy reference; tested by
+    ``tests/test_theory.py::test_lemma2_jacobian_against_autograd``. The torch version
+    :func:`attn_lib.jacobian.general_jacobian` is tested by ``tests/test_jacobian.py::test_general_jacobian_lemma2``,
+    the SymPy derivation (:func:`attn_lib.symbolic.lemma2_jacobian`) by
+    ``tests/test_symbolic.py::test_lemma2_symbolic``.
     """
     l = logits_array(logits)
     Fv, dFv = _F_dF(F, dF, l)
@@ -81,6 +87,9 @@ def lemma2_jacobian_bound(F: Callable, dF: Callable | None, logits: Any):
     .. math:: \|J\|_2\le\max_j|F'(l_j)|\Big(\frac{1}{L\min_jF(l_j)}+\frac{1}{\sqrt L\,\min_jF(l_j)}\Big).
 
     For softmax it reads ``e^{(l_max - l_min)/T} / T (1/L + 1/sqrt(L))``, so Corollary 3 does not follow from it.
+
+    Chapter 4, ``lem-jacobian``; tested by ``tests/test_theory.py::test_lemma2_bound_5000_cases`` and
+    ``tests/test_symbolic.py::test_lemma2_computed_bound_matches_theory``.
     """
     l = logits_array(logits)
     Fv, dFv = _F_dF(F, dF, l)
@@ -93,6 +102,8 @@ def corollary3_paper(T: Any):
     r"""Corollary 3 in the paper's form (Reading the paper, §Corollary 3 (stated)): :math:`\min\{1/(4T),\sqrt2\}`.
 
     Shown as stated; it is **not** a valid spectral-norm bound (see :func:`corollary3_counterexample`).
+
+    Chapter 4, ``cor-softmax-jacobian``; tested by ``tests/test_theory.py::test_corollary3_forms_and_counterexample``.
     """
     t = positive_array(T)
     return as_output(np.minimum(1.0 / (4 * t), math.sqrt(2)))
@@ -106,6 +117,11 @@ def corollary3_corrected(T: Any, eps: Any = None) -> dict:
     * ``spectral``: :math:`\|J\|_2\le 1/(2T)` (attained at a two-way tie);
     * with ``eps``: ``finite_difference`` :math:`\|\alpha(\ell+\varepsilon v)-\alpha(\ell)\|_2\le\min\{\varepsilon/(2T),\sqrt2\}`
       and ``sensitivity`` :math:`g(T,\varepsilon)\le\min\{1/(2T),\sqrt2/\varepsilon\}`.
+
+    Chapter 4, ``prop-softmax-constants``: the reference; tested by
+    ``tests/test_theory.py::test_finite_difference_bound_20000_cases`` and, against the SymPy derivation
+    (:func:`attn_lib.symbolic.corollary3_bounds_symbolic`), by
+    ``tests/test_symbolic.py::test_corollary3_bounds_symbolic_for_several_L``.
     """
     t = positive_array(T)
     out = {
@@ -127,6 +143,9 @@ def corollary3_counterexample(T: float = 1.0, eps: float = 1e-6) -> dict:
     ``T > 0``; the finite-difference ratio along ``v = (1, -1)/sqrt 2`` is ``~ 1/(2T)`` (``0.5, 5, 50`` at
     ``T = 1, 0.1, 0.01``), above the paper's curve (``0.25, 1.41, 1.41``). Returns ``J``, ``spectral_norm``, ``paper_bound``,
     ``corrected_bound`` and ``fd_ratio``.
+
+    Chapter 4, ``prop-softmax-constants`` (item 3); tested by
+    ``tests/test_theory.py::test_corollary3_forms_and_counterexample``.
     """
     Tv = check_positive("temperature", T)
     e = check_positive("eps", eps)

@@ -29,6 +29,10 @@ def lemma1_constants(F: Callable, a: float, theta: Any = None, grid: int = 2049)
     (numpy or torch), called as ``F(l)`` or ``F(l, theta)``. The extrema are found on a ``grid``-point grid over
     ``[-a, a]`` and refined with ``scipy.optimize.minimize_scalar`` (bounded) around the best grid point. For
     ``F = exp(l/T)``, ``C2 = exp(2a/T)``. ``ValueError`` if ``F`` is not finite and > 0 on the interval.
+
+    Chapter 1, ``lem-vanishing``: the numerical reference for the constants (:func:`attn_lib.symbolic.lemma1_general`
+    derives them); tested by ``tests/test_theory.py::test_lemma1_constants_and_bounds`` and
+    ``tests/test_theory.py::test_lemma1_interior_extremum_and_torch_F``.
     """
     from scipy.optimize import minimize_scalar
 
@@ -64,14 +68,20 @@ def lemma1_constants(F: Callable, a: float, theta: Any = None, grid: int = 2049)
 
 
 def lemma1_bounds(F: Callable, a: float, L: Any, theta: Any = None, grid: int = 2049):
-    """Lemma 1 as bounds on the weights: ``(C1 / L, C2 / L)`` (Reading the paper, §Lemma 1); ``L`` int or array of ints >= 1."""
+    """Lemma 1 as bounds on the weights: ``(C1 / L, C2 / L)`` (Reading the paper, §Lemma 1); ``L`` int or array of ints >= 1.
+
+    Chapter 1, ``lem-vanishing``; tested by ``tests/test_theory.py::test_lemma1_constants_and_bounds``.
+    """
     C1, C2 = lemma1_constants(F, a, theta=theta, grid=grid)
     Ls = lengths_array(L)
     return as_output(C1 / Ls), as_output(C2 / Ls)
 
 
 def corollary1_delta(q: Any, K: Any) -> float:
-    r"""``Delta = ||q||_2 max_j ||k_j||_2`` (Reading the paper, §Corollary 1, reading (reconstructed) of ``||k||``); ``|l_j| <= Delta``."""
+    r"""``Delta = ||q||_2 max_j ||k_j||_2`` (Reading the paper, §Corollary 1, reading (reconstructed) of ``||k||``); ``|l_j| <= Delta``.
+
+    Chapter 1, ``cor-softmax-vanishing``; tested by ``tests/test_theory.py::test_corollary1_bounds_hold``.
+    """
     qv = as_array(q, "q")
     Km = as_array(K, "K")
     if qv.ndim != 1 or qv.size == 0:
@@ -88,6 +98,9 @@ def corollary1_bounds(L: Any, delta: float, temperature: float):
 
     Returns ``(lower, upper)``; ``L`` may be an int or an array of ints (the upper bound may exceed 1 or be
     ``inf`` when ``2 Delta / T`` is large: the bound is then vacuous, not wrong).
+
+    Chapter 1, ``cor-softmax-vanishing``: the reference (:func:`attn_lib.symbolic.corollary1_from_lemma1` derives it);
+    tested by ``tests/test_theory.py::test_corollary1_bounds_hold``.
     """
     Ls = lengths_array(L)
     d = check_nonnegative("delta", delta)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -10,15 +11,20 @@ import numpy as np
 from .._validation import check_choice, check_int, check_probability
 
 
+def from_torch(x: Any) -> Any:
+    """A torch tensor as a float64 numpy array; anything else as it is.
+
+    torch is not imported here (``attn_lib.theory`` needs numpy only): a tensor can exist only once torch is loaded.
+    """
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        return x.detach().cpu().to(torch.float64).numpy()
+    return x
+
+
 def as_array(x: Any, name: str) -> np.ndarray:
     """``x`` (array-like or torch tensor) as a float64 numpy array; ``ValueError`` naming ``name`` otherwise."""
-    try:
-        import torch
-
-        if isinstance(x, torch.Tensor):
-            x = x.detach().cpu().to(torch.float64).numpy()
-    except ImportError:  # pragma: no cover
-        pass
+    x = from_torch(x)
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError):
@@ -90,17 +96,10 @@ def eval_F(F: Callable, z: np.ndarray, theta: Any) -> np.ndarray:
     try:
         out = call(z)
     except TypeError:
-        import torch
+        import torch  # only for an F that needs tensors: attn_lib.theory itself needs numpy only
 
         out = call(torch.as_tensor(z))
-    try:
-        import torch
-
-        if isinstance(out, torch.Tensor):
-            out = out.detach().cpu().to(torch.float64).numpy()
-    except ImportError:  # pragma: no cover
-        pass
-    out = np.broadcast_to(np.asarray(out, dtype=np.float64), np.shape(z))
+    out = np.broadcast_to(np.asarray(from_torch(out), dtype=np.float64), np.shape(z))
     return out
 
 

@@ -34,7 +34,7 @@ def lemma1_constants(F: Callable, a: float, theta: Any = None, grid: int = 2049)
     derives them); tested by ``tests/test_theory.py::test_lemma1_constants_and_bounds`` and
     ``tests/test_theory.py::test_lemma1_interior_extremum_and_torch_F``.
     """
-    from scipy.optimize import minimize_scalar
+    from scipy.optimize import minimize_scalar  # here, not at the top: keeps import attn_lib.theory light
 
     if not callable(F):
         raise ValueError(f"F must be callable (got {type(F).__name__})")

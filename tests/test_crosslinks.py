@@ -69,8 +69,9 @@ def definitions(package: Path) -> list[Definition]:
     for path in sorted(package.rglob("*.py")):
         rel = path.relative_to(package.parent).with_suffix("").parts
         module = rel[:-1] if rel[-1] == "__init__" else rel
-        out.append(Definition(module, "", ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or "", False))
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        out.append(Definition(module, "", ast.get_docstring(tree) or "", False))
+        for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
                 is_fn = isinstance(node, ast.FunctionDef)
                 out.append(Definition(module, node.name, ast.get_docstring(node) or "", is_fn))

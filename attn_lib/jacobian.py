@@ -167,6 +167,9 @@ def _log_F_derivative(f, z: torch.Tensor) -> torch.Tensor:
 def general_jacobian(f, logits, temperature=1.0, mask=None):
     r"""Analytic Jacobian of the general normaliser (paper Eq. 3; Reading the paper, §Lemma 2, Lemma 2).
 
+    Chapter 4, ``lem-jacobian`` (reference: :func:`attn_lib.theory.lemma2_jacobian`); tested by
+    ``tests/test_jacobian.py::test_general_jacobian_lemma2``.
+
     .. math:: J_{ij} = \frac{F'(l_j)(\delta_{ij}-\alpha_i)}{S}
               = \big(\mathrm{diag}\,\alpha - \alpha\alpha^\top\big)\,\mathrm{diag}(w),\quad
               w_j = \frac{d}{dl_j}\log F(l_j/T) = \frac{F'(l_j/T)}{T\,F(l_j/T)}

@@ -429,6 +429,9 @@ def entmax_alpha(logits, temperature=1.0, dim=-1, mask=None, alpha=1.5, n_iter=6
 def ssmax(logits, temperature=1.0, dim=-1, mask=None, s=0.43):
     r"""Scalable-Softmax (SSMax).
 
+    Chapter 5, ``prop-ssmax-sharpens``; tested by
+    ``tests/test_normalizers.py::test_ssmax_is_sharper_than_softmax_from_11_visible_tokens``.
+
     .. math:: \alpha_j = \frac{n^{s z_j}}{\sum_k n^{s z_k}} = \mathrm{softmax}\big((s\log n)\,z\big)_j,
               \quad z = l/T
 
@@ -613,6 +616,8 @@ def _topk_keep(x: torch.Tensor, visible: torch.Tensor, k: int) -> torch.Tensor:
 
 def topk(logits, temperature=1.0, dim=-1, mask=None, k=None):
     r"""Top-k attention: softmax over the ``k`` largest logits of each row, exactly 0 elsewhere.
+
+    Chapter 7, ``prop-topk-floor``; tested by ``tests/test_topk.py::test_topk_largest_weight_is_at_least_one_over_k``.
 
     .. math:: \alpha_j = \frac{e^{z_j}\,[j \in K]}{\sum_{i \in K} e^{z_i}},\quad z = l/T,\quad
               K = \text{the } k \text{ largest visible } l_j

@@ -242,6 +242,22 @@ def test_ssmax_uses_visible_count_and_single_token():
     assert (out[3:] == 0).all()
 
 
+def test_ssmax_is_sharper_than_softmax_from_11_visible_tokens():
+    """prop-ssmax-sharpens: s log n > 1 from n = 11 on (s = 0.43), so SSMax has the lower entropy and the larger top
+    weight there; below, the factor is < 1 and SSMax is the flatter of the two."""
+    assert 0.43 * math.log(11) > 1 > 0.43 * math.log(10)
+    gen = torch.Generator().manual_seed(11)
+    for n in (2, 5, 10, 11, 30, 200):
+        l = torch.randn(64, n, generator=gen, dtype=torch.float64) * 2
+        ss, sm = nz.ssmax(l), torch.softmax(l, -1)
+        entropy = [-(a * torch.log(a.clamp_min(1e-300))).sum(-1) for a in (ss, sm)]
+        if n >= 11:
+            assert (entropy[0] <= entropy[1] + 1e-12).all()
+            assert (ss.max(-1).values >= sm.max(-1).values - 1e-12).all()
+        else:
+            assert (entropy[0] >= entropy[1] - 1e-12).all()
+
+
 # ---------------------------------------------------------------------------------------------------------
 # stability, masking, batching
 # ---------------------------------------------------------------------------------------------------------

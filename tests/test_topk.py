@@ -43,6 +43,15 @@ def test_topk_keeps_exactly_k_nonzero_weights():
     assert torch.allclose(y.sum(-1), torch.ones(4, dtype=torch.float64))
 
 
+def test_topk_largest_weight_is_at_least_one_over_k():
+    """prop-topk-floor: the k kept weights sum to one, so the largest is at least 1/k at every row length."""
+    gen = torch.Generator().manual_seed(5)
+    for t in (5, 50, 500):
+        x = torch.randn(8, t, generator=gen, dtype=torch.float64) * 3
+        for k in (1, 2, 4):
+            assert (nz.topk(x, k=k).max(-1).values >= 1 / k - 1e-12).all()
+
+
 def test_topk_ties_lower_index_wins():
     x = torch.tensor([1.0, 2.0, 2.0, 2.0, 0.0], dtype=torch.float64)
     y = nz.topk(x, k=2)

@@ -66,6 +66,9 @@ class CrossingRows:
 def crossing_metrics(weights: Any, values: Any, n_values: Any, mask: Any = None) -> CrossingRows:
     r"""d~, E1, :math:`\|s_N\|`, :math:`\|z\|`, ``A`` and ``A_out`` on a set of query rows, for each ``N``.
 
+    Chapter 6, ``prop-e1-crossing``; tested by
+    ``tests/test_critical.py::TestCrossingBounds::test_e1_near_its_leading_term``.
+
     Parameters
     ----------
     weights : tensor (H, R, L)

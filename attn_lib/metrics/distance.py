@@ -128,6 +128,10 @@ def distance_metrics(
 ) -> DistanceRows:
     r"""d~ (Eq. 7), d_max (Theorem 1a), E1 and its Jensen-gap bounds, E2 (Theorem 1b) for every head and row.
 
+    Chapter 2, ``thm-distance``: batched versions of the references in :mod:`attn_lib.theory`, held to them by
+    ``tests/test_metrics.py::test_distance_metrics_match_theory_rows``, engines by
+    ``tests/test_metrics.py::test_distance_engines_agree``.
+
     Row ``r`` with ``t`` visible tokens is valid iff ``t >= N + 1``. Cost per row: ``O(t d)`` by BLAS for
     ``s . x_i``, ``O(t)`` elementwise; ``d_1`` (for d_max) uses a running maximum of the squared distances from each
     token (prefix masks) and falls back to ``O(N t)`` per row only where the farthest visible token from the best

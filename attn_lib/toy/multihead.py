@@ -193,6 +193,9 @@ def compare_remedies(
 ) -> RemedyComparison:
     """Run each normaliser on every row of :func:`remedy_rows` and keep per-row statistics.
 
+    Chapter 5, ``prop-separated-top``; tested by
+    ``tests/test_toy_multihead.py::TestCompareRemedies::test_sparse_maps_put_all_weight_on_the_separated_token``.
+
     Parameters
     ----------
     lengths : sequence of int >= 2
@@ -281,6 +284,9 @@ def figure_max_weight(comparison: RemedyComparison) -> Figure:
 # ----------------------------------------------------------------------------------------------------------
 def sensitivity_bound(name: str, temperature: float, eps: float, length: int, s: float = SSMAX_SCALE) -> float:
     r"""An upper bound on ``||f((l + eps v)/T) - f(l/T)||_2 / eps`` for a unit ``v`` and any row of ``length`` logits.
+
+    Chapter 5, ``prop-remedy-sensitivity``; tested by
+    ``tests/test_toy_multihead.py::TestSensitivityBound::test_holds_on_random_rows``.
 
     * softmax: ``min(1/(2T), sqrt(2)/eps)`` (spectral norm of its Jacobian ``<= 1/(2T)``; two simplex points are at
       most ``sqrt(2)`` apart);

@@ -175,6 +175,9 @@ def random_logits(lengths: Sequence[int], a: float, seed: int = 0) -> dict[int, 
 def extreme_logits(family: str | Family, L: int, a: float, largest: bool = True) -> np.ndarray:
     """The worst case of Lemma 1: one logit where ``F`` is largest and ``L - 1`` where it is smallest.
 
+    Chapter 1, ``prop-lemma1-sharp``; tested by
+    ``tests/test_toy_vanishing.py::TestExtremeLogits::test_largest_weight_is_the_closed_form``.
+
     With ``largest=False`` the mirror image: one logit where ``F`` is smallest, the rest where it is largest. As
     ``L`` grows, ``L max_i alpha_i`` (resp. ``L min_i alpha_i``) of these rows tends to ``C2`` (resp. ``C1``).
 

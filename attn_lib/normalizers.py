@@ -16,7 +16,7 @@ Every normaliser is a callable with the signature::
   is a documented convention, not a limit: the formulas are undefined for an empty row.
 * Visible logits must be finite (``NaN`` or ``+inf`` raise ``ValueError``).
 
-Normalisers whose rows sum to one: ``softmax``, ``general``, ``sparsemax``, ``entmax15``, ``entmax_alpha``,
+Built-in normalisers whose rows sum to one: ``softmax``, ``general``, ``sparsemax``, ``entmax15``, ``entmax_alpha``,
 ``ssmax``, ``topk``. Rows that need **not** sum to one: ``softmax1`` (sum < 1), ``sigmoid`` (any sum in (0, n)),
 ``softpick`` (sum <= 1, can be 0) and ``sa_softmax`` (sum <= 1).
 
@@ -25,7 +25,11 @@ sparse maps are evaluated on shifted logits clipped below at a value that provab
 (the output is unchanged), so every normaliser is finite for ``T`` in ``[1e-4, 1e4]`` and logits up to
 ``±1e4`` in float32 and float64.
 
-Use :func:`get` to look a normaliser up by name and :func:`available` to list the names.
+The registry. Each normaliser is one :class:`Normalizer` entry (its function, family, whether its rows sum to one,
+its analytic Jacobian if any, its display name, whether the book's comparisons use it), added with :func:`register`.
+Every list of names elsewhere is read from it: :data:`SUMS_TO_ONE`, :data:`COMPARED` (chapter 5's remedies,
+``beyond.NORMALIZERS`` of chapter 7), :data:`SOFTMAX_TYPE_JACOBIAN`, the CLI's help and the Jacobian's dispatch. Use
+:func:`get` to look a normaliser up by name, :func:`spec` for its entry and :func:`available` to list the names.
 """
 
 from __future__ import annotations

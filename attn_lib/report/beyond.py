@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._validation import check_choice, check_int
 from ..layout import FIGURE_WIDTH_IN, wrap_text
 from ._common import label, meta_of, pipe_table, require_columns
 
@@ -69,10 +70,10 @@ def figure_beyond_limits(df: pd.DataFrame, crit: pd.DataFrame):
     -------
     matplotlib Figure (outside pyplot) with the provenance footer.
     """
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import NullFormatter
+    from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
+    from matplotlib.ticker import NullFormatter  # matplotlib: imported only when a figure is drawn
 
-    from ..widgets import label_figure
+    from ..widgets import label_figure  # widgets imports ipywidgets and pyplot: only when a figure is drawn
 
     _check_beyond_table(df)
     meta = meta_of(df)
@@ -143,7 +144,7 @@ def beyond_swap_table(losses: pd.DataFrame, L: int | None = None) -> pd.DataFram
         Indexed by setting: ``loss``, ``perplexity``, ``delta_loss`` (loss minus the model's).
     """
     _check_swap_losses(losses)
-    L = int(losses["L"].max()) if L is None else int(L)
+    L = int(losses["L"].max()) if L is None else check_int("L", L)
     if L not in set(losses["L"]):
         raise ValueError(f"L must be one of the measured lengths {sorted(set(losses['L']))} (got {L})")
     t = losses[losses["L"] == L].set_index("setting")[["loss", "perplexity"]]
@@ -164,9 +165,9 @@ def figure_beyond_swap(losses: pd.DataFrame):
     -------
     matplotlib Figure (outside pyplot) with the provenance footer.
     """
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
 
-    from ..widgets import label_figure
+    from ..widgets import label_figure  # widgets imports ipywidgets and pyplot: only when a figure is drawn
 
     _check_swap_losses(losses)
     meta = meta_of(losses)
@@ -224,10 +225,9 @@ def render_swap_row(rows: pd.DataFrame, setting: str, sweep: str = "k"):
     -------
     matplotlib Figure (outside pyplot) with the provenance footer.
     """
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
 
-    from .._validation import check_choice
-    from ..widgets import label_figure
+    from ..widgets import label_figure  # widgets imports ipywidgets and pyplot: only when a figure is drawn
 
     require_columns(rows, "rows", ("setting", "attention", "d_tilde", "loss", "layer", "head", "row", "k", "T", "N"))
     check_choice("setting", setting, list(rows["setting"]))

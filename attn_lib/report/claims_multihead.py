@@ -21,7 +21,7 @@ from .claim import Outcome, claim, prf_ref
     rule="1 − (1 − {multihead_p})^{multihead_H} ≥ {multihead_target} and ⌈log(1 − c) / log(1 − p)⌉ = H, exactly (SymPy)",
 )
 def _mh_arith(results, th):
-    import sympy as sp
+    import sympy as sp  # sympy: imported only for this exact check
 
     p, H0, target = sp.nsimplify(th["multihead_p"]), int(th["multihead_H"]), sp.nsimplify(th["multihead_target"])
     c = 1 - (1 - p) ** H0

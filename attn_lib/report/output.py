@@ -11,10 +11,11 @@ import pandas as pd
 
 from ._common import md_cell, meta_of, pipe_table
 from .claims import verdicts
-from .critical import diagnosis_markdown
+from .critical import diagnosis_markdown, figure_critical_diagnosis
 from .figures import save_figure, sens_rows_note, write_figures
 from .reproduction import (
     claim_details_markdown,
+    figure_verdicts,
     model_column,
     plain_roles,
     reproduction_table,
@@ -245,8 +246,6 @@ def _side_by_side_section(tables: dict, sbs: pd.DataFrame) -> str:
 
 def _write_report_figures(results, out: Path, formats, handle, vt, compare) -> dict[str, list[str]]:
     """The report's own figures: the critical-N diagnosis (when it ran) and the verdicts at a glance."""
-    from .critical import figure_critical_diagnosis
-    from .reproduction import figure_verdicts
 
     made = {}
     diag = results.get("critical_n_diagnosis")

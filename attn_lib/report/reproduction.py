@@ -7,6 +7,8 @@ from typing import Any
 
 import pandas as pd
 
+from .._validation import check_choice
+from ..layout import FIGURE_WIDTH_IN, MIN_FONT_PT, wrap_text
 from ._common import md_cell, pipe_table, require_columns
 from .claims import EVIDENCE, tally, verdicts
 
@@ -206,7 +208,6 @@ def reproduction_markdown(table: pd.DataFrame, *, links: bool = True, detail: st
     str
         A pipe table; ``|`` inside a cell is escaped.
     """
-    from .._validation import check_choice
 
     detail = check_choice("detail", detail, ["cause", "measured"])
     require_columns(table, "table", ("id", "claim", "reading", "evidence", "verdict", "cause", "measured"))
@@ -422,15 +423,14 @@ def figure_verdicts(tables: dict[str, pd.DataFrame]):
     -------
     matplotlib.figure.Figure
     """
-    from matplotlib.figure import Figure
-    from matplotlib.patches import Patch
+    from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
+    from matplotlib.patches import Patch  # matplotlib: imported only when a figure is drawn
 
     sbs = side_by_side(tables)
     models = list(tables)
     kinds = list(EVIDENCE)
     sbs = sbs.assign(_k=sbs["evidence"].map({k: i for i, k in enumerate(kinds)})).sort_values("_k", kind="stable")
     n = len(sbs)
-    from ..layout import FIGURE_WIDTH_IN, MIN_FONT_PT, wrap_text
 
     fig = Figure(figsize=(FIGURE_WIDTH_IN, 0.26 * n + 1.8))
     ax = fig.subplots()
@@ -474,6 +474,6 @@ def figure_verdicts(tables: dict[str, pd.DataFrame]):
 
 def _cell_patch(x, y, colour):
     """One cell of :func:`figure_verdicts`."""
-    from matplotlib.patches import Rectangle
+    from matplotlib.patches import Rectangle  # matplotlib: imported only when a figure is drawn
 
     return Rectangle((x, y), 1, 1, facecolor=colour, edgecolor="white", lw=1.5)

@@ -609,7 +609,17 @@ def unregister(name: str) -> Normalizer:
 
 
 def spec(name: str) -> Normalizer:
-    """The registry entry of ``name`` (one of :func:`available`)."""
+    """The registry entry of a normaliser.
+
+    Parameters
+    ----------
+    name : str
+        One of :func:`available`.
+
+    Returns
+    -------
+    Normalizer
+    """
     check_choice("name", name, available())
     return _REGISTRY[name]
 
@@ -674,7 +684,18 @@ SOFTMAX_TYPE_JACOBIAN = Names(lambda e: e.jacobian == "softmax")
 
 
 def describe(names) -> str:
-    """The display names of ``names`` as prose: ``"softmax, sparsemax and 1.5-entmax"``."""
+    """The display names of registered normalisers as prose, for help texts and captions.
+
+    Parameters
+    ----------
+    names : iterable of str
+        Names of :func:`available` (e.g. :data:`COMPARED`).
+
+    Returns
+    -------
+    str
+        ``"softmax, sparsemax and 1.5-entmax"`` (``""`` for no name).
+    """
     shown = [spec(n).display for n in names]
     return ", ".join(shown[:-1]) + (" and " if len(shown) > 1 else "") + (shown[-1] if shown else "")
 

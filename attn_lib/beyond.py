@@ -72,19 +72,10 @@ HELD_OUT_START = 32768
 
 #: The compared normalisers: label -> (name in :mod:`attn_lib.normalizers`, bound parameters). The top-k values are
 #: set per profile (``BeyondProfile.k_values``); see :func:`normalizer_settings`.
-NORMALIZERS: dict[str, tuple[str, dict]] = {
-    "softmax": ("softmax", {}),
-    "sparsemax": ("sparsemax", {}),
-    "entmax15": ("entmax15", {}),
-    "ssmax": ("ssmax", {}),
-    "sa_softmax": ("sa_softmax", {}),
-    "softmax1": ("softmax1", {}),
-    "sigmoid": ("sigmoid", {}),
-    "softpick": ("softpick", {}),
-}
+NORMALIZERS: dict[str, tuple[str, dict]] = _nz.Settings(_nz.COMPARED)  # type: ignore[assignment]  # live view
 
 #: Normalisers whose Jacobian is ``(diag alpha - alpha alpha^T) / T`` (analytic; the top-k form holds off ties).
-ANALYTIC_JACOBIAN = ("softmax", "topk")
+ANALYTIC_JACOBIAN = _nz.SOFTMAX_TYPE_JACOBIAN
 
 
 @dataclasses.dataclass(frozen=True)

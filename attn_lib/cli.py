@@ -34,6 +34,7 @@ import math
 import platform
 import re
 import sys
+import textwrap
 import time
 import warnings
 from collections.abc import Sequence
@@ -449,6 +450,7 @@ _ENV_HELP = """environment variables:
 
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
+    from . import normalizers as nz  # the help names the registered normalisers (imports torch)
     from .cache import results_dir
 
     raw = argparse.RawDescriptionHelpFormatter
@@ -529,8 +531,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument(
         "--normalizer",
         default=None,
-        help="replace softmax in the live model by this normaliser of "
-        "attn_lib.normalizers (default: the model's own softmax)",
+        help="replace softmax in the live model by this normaliser of attn_lib.normalizers: "
+        f"{', '.join(n for n in nz.available() if n not in ('general', 'topk'))}, or top-<k> (e.g. top-16) "
+        "(default: the model's own softmax)",
     )
     sp.add_argument(
         "--temperature",
@@ -598,10 +601,13 @@ def build_parser() -> argparse.ArgumentParser:
         "compare-normalizers",
         help="every normaliser on the paper's limits and swapped into the live model; table and figures",
         formatter_class=raw,
-        description="Measure softmax, top-k (several k), sparsemax, 1.5-entmax, SSMax, SA-softmax, softmax1, sigmoid\n"
-        "and softpick on the same model logits (vanishing weight, d~ and critical N, N_s/N, g(T, eps)),\n"
-        "and swap each into every head of the live model (held-out loss and perplexity; top-k over k,\n"
-        "softmax over T). Writes into --out:\n"
+        description=textwrap.fill(
+            f"Measure {nz.describe(nz.COMPARED)}, and top-k at several k, on the same model logits (vanishing "
+            "weight, d~ and critical N, N_s/N, g(T, eps)), and swap each into every head of the live model "
+            "(held-out loss and perplexity; top-k over k, softmax over T).",
+            100,
+        )
+        + " Writes into --out:\n"
         "  limits.md, limits.csv, limits.json   the table (normalisers x limits)\n"
         "  compare.csv, critical_n.csv         the tidy per-head data and the critical N per L\n"
         "  swap_losses.csv, swap.md            the live swap\n"

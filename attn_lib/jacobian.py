@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from . import _rows
 from . import normalizers as _nz
 from ._validation import MAX_DRAWS, check_int, check_positive, check_seed
 
@@ -62,9 +63,11 @@ def _out(t: torch.Tensor, was_numpy: bool):
 
 
 def _resolve(name_or_fn, params: dict) -> tuple[Callable, str]:
+    """``(normaliser, kind)``: the kind of Jacobian, one of :data:`attn_lib.normalizers.JACOBIANS` or ``"autograd"``
+    (a name's kind is its registry entry's ``jacobian``)."""
     if isinstance(name_or_fn, str):
         f = _nz.get(name_or_fn, **params)
-        return f, name_or_fn
+        return f, _nz.spec(name_or_fn).jacobian or "autograd"
     if not callable(name_or_fn):
         raise ValueError(
             f"name_or_fn must be a normaliser name in {_nz.available()} or a callable (got {type(name_or_fn).__name__})"
@@ -74,7 +77,7 @@ def _resolve(name_or_fn, params: dict) -> tuple[Callable, str]:
     if name_or_fn is _nz.softmax:
         return name_or_fn, "softmax"
     if getattr(name_or_fn, "name", None) == "topk" and isinstance(getattr(name_or_fn, "keywords", None), dict):
-        return name_or_fn, "topk"  # from normalizers.get("topk", k=...)
+        return name_or_fn, "softmax"  # from normalizers.get("topk", k=...): softmax's form on the kept set
     if getattr(name_or_fn, "__name__", None) == "general" and hasattr(name_or_fn, "log_F"):
         return name_or_fn, "general"
     return name_or_fn, "autograd"
@@ -86,9 +89,14 @@ def softmax_jacobian(logits, temperature=1.0, mask=None):
     ``logits`` (..., L) -> (..., L, L). Rows and columns of masked positions are zero; a fully masked row
     gives the zero matrix. Symmetric positive semidefinite.
     """
+    return _softmax_type_jacobian(_nz.softmax, logits, temperature, mask)
+
+
+def _softmax_type_jacobian(f, logits, temperature, mask):
+    r""":math:`(\mathrm{diag}\,\alpha - \alpha\alpha^\top)/T` with ``alpha = f(logits, T)`` (softmax, top-k)."""
     x, was_numpy = _to_tensor(logits)
     T = check_positive("temperature", temperature)
-    a = _nz.softmax(x, T, dim=-1, mask=mask)
+    a = f(x, T, dim=-1, mask=mask)
     J = (torch.diag_embed(a) - a.unsqueeze(-1) * a.unsqueeze(-2)) / T
     return _out(J, was_numpy)
 
@@ -119,11 +127,7 @@ def topk_jacobian(logits, k, temperature=1.0, mask=None):
     torch.Tensor or numpy.ndarray
         ``(..., L, L)``.
     """
-    x, was_numpy = _to_tensor(logits)
-    T = check_positive("temperature", temperature)
-    a = _nz.topk(x, T, dim=-1, mask=mask, k=k)
-    J = (torch.diag_embed(a) - a.unsqueeze(-1) * a.unsqueeze(-2)) / T
-    return _out(J, was_numpy)
+    return _softmax_type_jacobian(_nz.get("topk", k=k), logits, temperature, mask)
 
 
 def _log_F_of(f, z: torch.Tensor) -> torch.Tensor:
@@ -131,8 +135,8 @@ def _log_F_of(f, z: torch.Tensor) -> torch.Tensor:
     ``general`` accepts: torch or numpy valued)."""
     theta = getattr(f, "theta", None)
     if getattr(f, "log_F", None) is not None:
-        return _nz._call_F(f.log_F, z, theta, "log_F").to(z.dtype)
-    return torch.log(_nz._call_F(f.F, z, theta, "F").to(z.dtype))
+        return _rows.call_F(f.log_F, z, theta, "log_F").to(z.dtype)
+    return torch.log(_rows.call_F(f.F, z, theta, "F").to(z.dtype))
 
 
 def _log_F_derivative(f, z: torch.Tensor) -> torch.Tensor:
@@ -180,7 +184,7 @@ def general_jacobian(f, logits, temperature=1.0, mask=None):
     x, was_numpy = _to_tensor(logits)
     T = check_positive("temperature", temperature)
     a = f(x, T, dim=-1, mask=mask)
-    z = _nz._scale(torch.where(torch.isfinite(x), x, torch.zeros_like(x)), T)
+    z = _rows.scale(torch.where(torch.isfinite(x), x, torch.zeros_like(x)), T)
     w = _log_F_derivative(f, z) / T
     J = (torch.diag_embed(a) - a.unsqueeze(-1) * a.unsqueeze(-2)) * w.unsqueeze(-2)
     return _out(J, was_numpy)
@@ -214,10 +218,12 @@ def autograd_jacobian(fn, logits, temperature=1.0, mask=None):
 def jacobian(name_or_fn, logits, temperature=1.0, mask=None, **params):
     r"""Jacobian ``J[..., i, j] = d alpha_i / d l_j`` of a normaliser, shape (..., L, L) (Reading the paper, §Notation, §Lemma 2 and §Corollary 3).
 
-    * ``"softmax"`` (or :func:`attn_lib.normalizers.softmax`): analytic, :math:`(\mathrm{diag}\,\alpha-\alpha\alpha^\top)/T`.
-    * ``"topk"`` with ``k=...`` (or ``normalizers.get("topk", k=...)``): analytic, see :func:`topk_jacobian`.
-    * ``"general"`` or a callable from :func:`~attn_lib.normalizers.make_general`: analytic (Lemma 2), see
-      :func:`general_jacobian`.
+    * a name whose registry entry (:func:`attn_lib.normalizers.spec`) has ``jacobian="softmax"``: analytic,
+      :math:`(\mathrm{diag}\,\alpha-\alpha\alpha^\top)/T` of its weights: ``"softmax"`` (or
+      :func:`attn_lib.normalizers.softmax`) and ``"topk"`` with ``k=...`` (or ``normalizers.get("topk", k=...)``, see
+      :func:`topk_jacobian`);
+    * ``jacobian="general"``: ``"general"`` or a callable from :func:`~attn_lib.normalizers.make_general`: analytic
+      (Lemma 2), see :func:`general_jacobian`.
     * any other name (``params`` are bound as in :func:`attn_lib.normalizers.get`) or callable
       ``f(logits, temperature=, dim=, mask=)``: autograd, see :func:`autograd_jacobian`.
 
@@ -227,9 +233,7 @@ def jacobian(name_or_fn, logits, temperature=1.0, mask=None, **params):
     """
     f, kind = _resolve(name_or_fn, dict(params))
     if kind == "softmax":
-        return softmax_jacobian(logits, temperature, mask)
-    if kind == "topk":
-        return topk_jacobian(logits, f.keywords["k"], temperature, mask)
+        return _softmax_type_jacobian(f, logits, temperature, mask)
     if kind == "general":
         return general_jacobian(f, logits, temperature, mask)
     return autograd_jacobian(f, logits, temperature, mask)
@@ -291,7 +295,7 @@ def random_directions(shape, mask=None, seed=0, dtype=torch.float64, device=None
     g = torch.Generator(device="cpu").manual_seed(seed)
     v = torch.randn(shape, generator=g, dtype=torch.float64)
     if mask is not None:
-        v = torch.where(_nz._as_mask(mask, shape, "cpu", target="directions"), v, torch.zeros((), dtype=v.dtype))
+        v = torch.where(_rows.as_mask(mask, shape, "cpu", target="directions"), v, torch.zeros((), dtype=v.dtype))
     n = torch.linalg.vector_norm(v, dim=-1, keepdim=True)
     v = v / torch.where(n > 0, n, torch.ones_like(n))
     return v.to(dtype=dtype, device=dev)
@@ -336,7 +340,7 @@ def _sensitivity_inputs(logits, normalizer, mask, seed, direction, dtype):
         raise ValueError("logits must be finite (or -inf at masked positions)")
     vis = x != -np.inf
     if mask is not None:
-        vis = vis & _nz._as_mask(mask, x.shape, x.device)
+        vis = vis & _rows.as_mask(mask, x.shape, x.device)
     if direction is None:
         v = random_directions(x.shape, vis.cpu(), seed=seed, dtype=x.dtype, device=x.device)
     else:

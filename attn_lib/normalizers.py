@@ -16,7 +16,7 @@ Every normaliser is a callable with the signature::
   is a documented convention, not a limit: the formulas are undefined for an empty row.
 * Visible logits must be finite (``NaN`` or ``+inf`` raise ``ValueError``).
 
-Normalisers whose rows sum to one: ``softmax``, ``general``, ``sparsemax``, ``entmax15``, ``entmax_alpha``,
+Built-in normalisers whose rows sum to one: ``softmax``, ``general``, ``sparsemax``, ``entmax15``, ``entmax_alpha``,
 ``ssmax``, ``topk``. Rows that need **not** sum to one: ``softmax1`` (sum < 1), ``sigmoid`` (any sum in (0, n)),
 ``softpick`` (sum <= 1, can be 0) and ``sa_softmax`` (sum <= 1).
 
@@ -25,24 +25,43 @@ sparse maps are evaluated on shifted logits clipped below at a value that provab
 (the output is unchanged), so every normaliser is finite for ``T`` in ``[1e-4, 1e4]`` and logits up to
 ``±1e4`` in float32 and float64.
 
-Use :func:`get` to look a normaliser up by name and :func:`available` to list the names.
+The registry. Each normaliser is one :class:`Normalizer` entry (its function, family, whether its rows sum to one,
+its analytic Jacobian if any, its display name, whether the book's comparisons use it), added with :func:`register`.
+Every list of names elsewhere is read from it: :data:`SUMS_TO_ONE`, :data:`COMPARED` (chapter 5's remedies,
+``beyond.NORMALIZERS`` of chapter 7), :data:`SOFTMAX_TYPE_JACOBIAN`, the CLI's help and the Jacobian's dispatch. Use
+:func:`get` to look a normaliser up by name, :func:`spec` for its entry and :func:`available` to list the names.
 """
 
 from __future__ import annotations
 
+import collections.abc
+import dataclasses
 import functools
+import inspect
 import math
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import torch
 
+from . import _rows
 from ._validation import check_choice, check_finite, check_int, check_positive
 
 __all__ = [
+    "Normalizer",
+    "NormalizerFn",
+    "FAMILIES",
+    "JACOBIANS",
+    "register",
+    "unregister",
+    "spec",
     "available",
     "get",
+    "describe",
+    "Names",
+    "Settings",
+    "COMPARED",
+    "SOFTMAX_TYPE_JACOBIAN",
     "softmax",
     "general",
     "make_general",
@@ -58,160 +77,8 @@ __all__ = [
     "SUMS_TO_ONE",
 ]
 
-Normalizer = Callable[..., Any]
-
-
-# ----------------------------------------------------------------------------------------------------------
-# shared plumbing
-# ----------------------------------------------------------------------------------------------------------
-def _as_tensor(logits: Any) -> tuple[torch.Tensor, bool]:
-    """Return ``(tensor, was_numpy)``; integer input is promoted to the default float dtype."""
-    was_numpy = isinstance(logits, np.ndarray)
-    if isinstance(logits, torch.Tensor):
-        t = logits
-    else:
-        try:
-            t = torch.as_tensor(np.asarray(logits))
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"logits must be a tensor or array of real numbers (got {type(logits).__name__})") from exc
-    if t.dtype == torch.bool or t.is_complex():
-        raise ValueError(f"logits must hold real numbers (got dtype {t.dtype})")
-    if t.device.type == "meta":
-        raise ValueError("logits are on the 'meta' device, which holds no values; pass a tensor with data")
-    if not t.is_floating_point():
-        t = t.to(torch.get_default_dtype())
-    return t, was_numpy
-
-
-def _as_mask(mask: Any, shape: tuple, device, *, name: str = "mask", target: str = "logits") -> torch.Tensor:
-    """``mask`` as a bool tensor on ``device`` broadcast to ``shape`` (True = visible), or a ``ValueError`` that says
-    what is wrong: not bool, on a device it cannot be copied from (e.g. ``meta``), or a shape that does not
-    broadcast. Shared by :mod:`attn_lib.jacobian`."""
-    if isinstance(mask, torch.Tensor):
-        m = mask
-    else:
-        try:
-            m = torch.as_tensor(np.asarray(mask))
-        except (TypeError, ValueError, RuntimeError):
-            raise ValueError(f"{name} must be a bool tensor with True = visible (got {type(mask).__name__})") from None
-    if m.dtype != torch.bool:
-        raise ValueError(f"{name} must be a bool tensor with True = visible (got dtype {m.dtype})")
-    if m.device.type == "meta":
-        raise ValueError(f"{name} is on the 'meta' device, which holds no values; pass a mask with data")
-    try:
-        m = m.to(device)
-    except (RuntimeError, NotImplementedError) as exc:
-        raise ValueError(f"{name} cannot be moved from {m.device} to the {target}' device {device} ({exc})") from None
-    try:
-        return torch.broadcast_to(m, tuple(shape))
-    except RuntimeError:
-        raise ValueError(f"{name} shape {tuple(m.shape)} does not broadcast to {target} shape {tuple(shape)}") from None
-
-
-def _prepare(logits: Any, temperature: Any, dim: int, mask: Any):
-    """Validate and move ``dim`` last.
-
-    Returns ``(x, visible, T, was_numpy, dim)`` where ``x`` has the reduced axis last and masked/-inf entries
-    replaced by 0 (so no non-finite value ever enters the arithmetic), ``visible`` is a bool tensor of the same
-    shape as ``x``.
-    """
-    T = check_positive("temperature", temperature)
-    x, was_numpy = _as_tensor(logits)
-    if x.dim() == 0:
-        raise ValueError("logits must have at least one dimension (got a scalar)")
-    nd = x.dim()
-    dim = check_int("dim", dim, low=-nd, high=nd - 1)  # NumPy and 0-d tensor integers are integers too
-    if x.shape[dim] == 0:
-        raise ValueError(f"logits must have at least one position along dim={dim} (got shape {tuple(x.shape)})")
-    if mask is None:
-        visible = torch.ones(x.shape, dtype=torch.bool, device=x.device)
-    else:
-        visible = _as_mask(mask, x.shape, x.device)
-    visible = visible & (x != -math.inf)
-    x = torch.where(visible, x, torch.zeros((), dtype=x.dtype, device=x.device))
-    # one reduction instead of an elementwise check: the sum is finite unless a visible logit is NaN or +-inf (or
-    # finite logits overflow the sum, which the exact check below then clears)
-    if not bool(torch.isfinite(x.sum())) and bool((~torch.isfinite(x)).any()):
-        raise ValueError("logits must be finite at visible positions (found NaN or +inf); use mask for hidden ones")
-    x = x.movedim(dim, -1)
-    visible = visible.movedim(dim, -1)
-    return x, visible, T, was_numpy, dim
-
-
-def _finish(out: torch.Tensor, visible: torch.Tensor, dim: int, was_numpy: bool):
-    out = torch.where(visible, out, torch.zeros((), dtype=out.dtype, device=out.device))
-    out = out.movedim(-1, dim)
-    if was_numpy:
-        return out.detach().cpu().numpy()
-    return out
-
-
-def _divide(x: torch.Tensor, T: float) -> torch.Tensor:
-    """``x / T``, in float64 when ``T`` lies outside the normal range of ``x``'s dtype.
-
-    A Python scalar is rounded to the tensor's dtype before the division, so e.g. ``T = 1e-46`` would become ``0`` in
-    float32 and ``0 / 0`` a NaN; float64 holds every temperature that validation accepts.
-    """
-    fi = torch.finfo(x.dtype)
-    if fi.tiny <= T <= fi.max:
-        return x / T
-    return (x.to(torch.float64) / T).clamp(-fi.max, fi.max).to(x.dtype)
-
-
-def _scale(x: torch.Tensor, T: float) -> torch.Tensor:
-    """``x / T`` clipped to +-finfo.max/8 so that differences of two scaled logits never overflow.
-
-    Exact (unclipped) where it matters: callers pass shifted logits ``x - max <= 0`` whenever the normaliser allows
-    it, and a clipped value there only stands for an exponent that underflows to 0 anyway.
-    """
-    big = torch.finfo(x.dtype).max / 8
-    return _divide(x, T).clamp(-big, big)
-
-
-def _scale_unshifted(x: torch.Tensor, visible: torch.Tensor, T: float, who: str) -> torch.Tensor:
-    """``x / T`` for normalisers that cannot shift the logits first (``general``, plain ``sa_softmax``).
-
-    Clipping would silently change their output, so a visible ``|x / T|`` beyond ``finfo.max / 8`` raises
-    ``ValueError`` instead.
-    """
-    big = torch.finfo(x.dtype).max / 8
-    z = _divide(x, T)
-    if bool((visible & ~(z.abs() <= big)).any()):
-        raise ValueError(
-            f"temperature={T!r} is too small for these logits in {who}: logits / temperature exceeds the "
-            f"{str(x.dtype).removeprefix('torch.')} range (|l / T| must stay below {big:.3g}); use a larger "
-            "temperature or float64 logits"
-        )
-    return z.clamp(-big, big)
-
-
-def _row_max(z: torch.Tensor, visible: torch.Tensor, detach: bool = True) -> torch.Tensor:
-    """Max over visible positions (0 for a fully masked row).
-
-    Detached by default: every caller that uses it as a shift is exactly invariant to the shift.
-    """
-    neg = torch.full((), -torch.finfo(z.dtype).max, dtype=z.dtype, device=z.device)
-    m = torch.where(visible, z, neg).amax(dim=-1, keepdim=True)
-    m = torch.where(visible.any(dim=-1, keepdim=True), m, torch.zeros_like(m))
-    return m.detach() if detach else m
-
-
-def _row_min(z: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
-    pos = torch.full((), torch.finfo(z.dtype).max, dtype=z.dtype, device=z.device)
-    m = torch.where(visible, z, pos).amin(dim=-1, keepdim=True)
-    return torch.where(visible.any(dim=-1, keepdim=True), m, torch.zeros_like(m))
-
-
-def _count(visible: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    return visible.sum(dim=-1, keepdim=True).to(dtype)
-
-
-def _masked_softmax_lastdim(z: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
-    """Stable softmax of ``z`` over visible positions of the last axis; zeros on a fully masked row."""
-    m = _row_max(z, visible)
-    e = torch.where(visible, torch.exp(z - m), torch.zeros((), dtype=z.dtype, device=z.device))
-    s = e.sum(dim=-1, keepdim=True)
-    return e / torch.where(s > 0, s, torch.ones_like(s))
+#: A normaliser's callable: ``f(logits, temperature=1.0, dim=-1, mask=None, **params) -> weights``.
+NormalizerFn = Callable[..., Any]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -227,13 +94,13 @@ def softmax(logits, temperature=1.0, dim=-1, mask=None):
 
     Reference: Vaswani et al. 2017, arXiv:1706.03762; the paper's Eq. (2) with ``T = sqrt(d)`` typical.
     """
-    x, visible, T, was_numpy, dim = _prepare(logits, temperature, dim, mask)
-    m = _row_max(x, visible)
-    z = _scale(x - m, T)  # <= 0 at visible positions, no overflow for any finite input
+    x, visible, T, was_numpy, dim = _rows.prepare(logits, temperature, dim, mask)
+    m = _rows.row_max(x, visible)
+    z = _rows.scale(x - m, T)  # <= 0 at visible positions, no overflow for any finite input
     e = torch.where(visible, torch.exp(z), torch.zeros((), dtype=x.dtype, device=x.device))
     s = e.sum(dim=-1, keepdim=True)
     out = e / torch.where(s > 0, s, torch.ones_like(s))
-    return _finish(out, visible, dim, was_numpy)
+    return _rows.finish(out, visible, dim, was_numpy)
 
 
 def _log_softplus(z: torch.Tensor) -> torch.Tensor:
@@ -260,27 +127,6 @@ def _check_F(F: Any, log_F: Any, theta: Any) -> None:
         )
 
 
-def _call_F(F: Callable, z: torch.Tensor, theta: Any, name: str = "F") -> torch.Tensor:
-    """``F(z)`` or ``F(z, theta)`` as a tensor of ``z``'s shape and dtype; ``ValueError`` naming ``name`` if it is not
-    an elementwise map to real numbers."""
-    out = F(z) if theta is None else F(z, theta)
-    if not isinstance(out, torch.Tensor):
-        try:
-            out = torch.as_tensor(np.asarray(out, dtype=np.float64), device=z.device)
-        except (TypeError, ValueError):
-            raise ValueError(f"{name} must return a tensor of real numbers (got {type(out).__name__})") from None
-    if out.dtype == torch.bool or out.is_complex():
-        raise ValueError(f"{name} must return real numbers (got dtype {out.dtype})")
-    if out.shape != z.shape:
-        try:
-            out = torch.broadcast_to(out, z.shape)
-        except RuntimeError:
-            raise ValueError(
-                f"{name} must act elementwise: {name}(z) has shape {tuple(out.shape)}, z has {tuple(z.shape)}"
-            ) from None
-    return out.to(z.dtype)
-
-
 def general(logits, F=None, temperature=1.0, dim=-1, mask=None, theta=None, *, log_F=None):
     r"""General normaliser of the paper's Eq. (3) (Reading the paper, §Notation, Lemma 1 (Reading the paper, §Lemma 1), Lemma 2 (Reading the paper, §Lemma 2)).
 
@@ -299,17 +145,17 @@ def general(logits, F=None, temperature=1.0, dim=-1, mask=None, theta=None, *, l
     common signature. Reference: the paper's Eq. (3), Mudarisov et al. 2025, arXiv:2508.17821.
     """
     _check_F(F, log_F, theta)
-    x, visible, T, was_numpy, dim = _prepare(logits, temperature, dim, mask)
-    z = _scale_unshifted(x, visible, T, "general")
+    x, visible, T, was_numpy, dim = _rows.prepare(logits, temperature, dim, mask)
+    z = _rows.scale_unshifted(x, visible, T, "general")
     if F is None and log_F is None:
         log_F = _log_softplus
     if log_F is not None:
-        lw = _call_F(log_F, z, theta, "log_F")
+        lw = _rows.call_F(log_F, z, theta, "log_F")
         if bool((visible & ~torch.isfinite(lw)).any()):
             raise ValueError("log_F must return finite values at every visible logit (F must be finite and > 0)")
-        out = _masked_softmax_lastdim(lw, visible)
-        return _finish(out, visible, dim, was_numpy)
-    w = _call_F(F, z, theta, "F")
+        out = _rows.masked_softmax_lastdim(lw, visible)
+        return _rows.finish(out, visible, dim, was_numpy)
+    w = _rows.call_F(F, z, theta, "F")
     bad = visible & ~(torch.isfinite(w) & (w > 0))
     if bool(bad.any()):
         bad_z = z[bad].flatten()[:3].tolist()
@@ -320,10 +166,10 @@ def general(logits, F=None, temperature=1.0, dim=-1, mask=None, theta=None, *, l
     w = torch.where(visible, w, torch.zeros((), dtype=w.dtype, device=w.device))
     s = w.sum(dim=-1, keepdim=True)
     out = w / torch.where(s > 0, s, torch.ones_like(s))
-    return _finish(out, visible, dim, was_numpy)
+    return _rows.finish(out, visible, dim, was_numpy)
 
 
-def make_general(F=None, *, log_F=None, theta=None) -> Normalizer:
+def make_general(F=None, *, log_F=None, theta=None) -> NormalizerFn:
     """Bind ``F`` (and/or ``log_F``, ``theta``) into a normaliser with the common signature.
 
     ``make_general(torch.exp)`` is softmax; ``make_general(lambda z: 1 + z**2)`` is the rational family of
@@ -352,12 +198,12 @@ def _sparse_prepare(logits, temperature, dim, mask, floor: float, work_dtype: to
     ``work_dtype``: compute in this dtype (the returned ``z`` has it) instead of the logits' own, which is returned
     as well: ``(z, visible, was_numpy, dim, logits_dtype)``.
     """
-    x, visible, T, was_numpy, dim = _prepare(logits, temperature, dim, mask)
+    x, visible, T, was_numpy, dim = _rows.prepare(logits, temperature, dim, mask)
     dtype = x.dtype
     if work_dtype is not None:
         x = x.to(work_dtype)
-    m = _row_max(x, visible)
-    z = _scale(x - m, T).clamp(min=-floor)
+    m = _rows.row_max(x, visible)
+    z = _rows.scale(x - m, T).clamp(min=-floor)
     z = torch.where(visible, z, torch.full((), -floor, dtype=z.dtype, device=z.device))
     return z, visible, was_numpy, dim, dtype
 
@@ -377,7 +223,7 @@ def sparsemax(logits, temperature=1.0, dim=-1, mask=None):
 
     z, visible, was_numpy, dim, _ = _sparse_prepare(logits, temperature, dim, mask, floor=2.0)
     out = _sm(z, dim=-1)
-    return _finish(out, visible, dim, was_numpy)
+    return _rows.finish(out, visible, dim, was_numpy)
 
 
 def entmax15(logits, temperature=1.0, dim=-1, mask=None):
@@ -394,7 +240,7 @@ def entmax15(logits, temperature=1.0, dim=-1, mask=None):
 
     z, visible, was_numpy, dim, _ = _sparse_prepare(logits, temperature, dim, mask, floor=3.0)
     out = _e15(z, dim=-1)
-    return _finish(out, visible, dim, was_numpy)
+    return _rows.finish(out, visible, dim, was_numpy)
 
 
 def entmax_alpha(logits, temperature=1.0, dim=-1, mask=None, alpha=1.5, n_iter=60):
@@ -420,7 +266,7 @@ def entmax_alpha(logits, temperature=1.0, dim=-1, mask=None, alpha=1.5, n_iter=6
         logits, temperature, dim, mask, floor=1.0 / (a - 1.0) + 1.0, work_dtype=torch.float64
     )
     out = entmax_bisect(z, alpha=a, dim=-1, n_iter=n_iter).to(dtype)
-    return _finish(out, visible, dim, was_numpy)
+    return _rows.finish(out, visible, dim, was_numpy)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -443,16 +289,16 @@ def ssmax(logits, temperature=1.0, dim=-1, mask=None, s=0.43):
     Reference: Nakanishi 2025, "Scalable-Softmax Is Superior for Attention", arXiv:2501.19399.
     """
     s = check_positive("s", s)
-    x, visible, T, was_numpy, dim = _prepare(logits, temperature, dim, mask)
-    n = _count(visible, torch.float64).clamp(min=1)
+    x, visible, T, was_numpy, dim = _rows.prepare(logits, temperature, dim, mask)
+    n = _rows.count(visible, torch.float64).clamp(min=1)
     # s log n in float64, capped at the dtype's largest number: an infinite factor would make 0 * inf = NaN at the
     # row maximum; a finite one sends every other (negative) shifted logit to -inf or a tiny weight, as it should
     factor = (s * torch.log(n)).clamp(max=torch.finfo(x.dtype).max).to(x.dtype)
-    m = _row_max(x, visible)
-    z = _scale(x - m, T) * factor
+    m = _rows.row_max(x, visible)
+    z = _rows.scale(x - m, T) * factor
     z = torch.where(visible, z, torch.zeros((), dtype=z.dtype, device=z.device))
-    out = _masked_softmax_lastdim(z, visible)
-    return _finish(out, visible, dim, was_numpy)
+    out = _rows.masked_softmax_lastdim(z, visible)
+    return _rows.finish(out, visible, dim, was_numpy)
 
 
 def sa_softmax(logits, temperature=1.0, dim=-1, mask=None, variant="normalized"):
@@ -474,22 +320,22 @@ def sa_softmax(logits, temperature=1.0, dim=-1, mask=None, variant="normalized")
     Reference: Zheng et al. 2025, "Self-Adjust Softmax", arXiv:2502.18277.
     """
     check_choice("variant", variant, ["normalized", "plain"])
-    x, visible, T, was_numpy, dim = _prepare(logits, temperature, dim, mask)
-    m = _row_max(x, visible)
-    p = torch.where(visible, torch.exp(_scale(x - m, T)), torch.zeros((), dtype=x.dtype, device=x.device))
+    x, visible, T, was_numpy, dim = _rows.prepare(logits, temperature, dim, mask)
+    m = _rows.row_max(x, visible)
+    p = torch.where(visible, torch.exp(_rows.scale(x - m, T)), torch.zeros((), dtype=x.dtype, device=x.device))
     ssum = p.sum(dim=-1, keepdim=True)
     p = p / torch.where(ssum > 0, ssum, torch.ones_like(ssum))
     if variant == "plain":
-        out = _scale_unshifted(x, visible, T, "sa_softmax(variant='plain')") * p
+        out = _rows.scale_unshifted(x, visible, T, "sa_softmax(variant='plain')") * p
     else:
         # halve before subtracting so that no difference of two finite numbers overflows
         h = x * 0.5
-        lo = torch.clamp(_row_min(h, visible), max=0.0)
-        hi = torch.clamp(_row_max(h, visible, detach=False), min=0.0)
+        lo = torch.clamp(_rows.row_min(h, visible), max=0.0)
+        hi = torch.clamp(_rows.row_max(h, visible, detach=False), min=0.0)
         den = hi - lo
         fac = torch.where(den > 0, (h - lo) / torch.where(den > 0, den, torch.ones_like(den)), torch.ones_like(x))
         out = fac.clamp(0.0, 1.0) * p
-    return _finish(out, visible, dim, was_numpy)
+    return _rows.finish(out, visible, dim, was_numpy)
 
 
 def softmax1(logits, temperature=1.0, dim=-1, mask=None):
@@ -502,12 +348,12 @@ def softmax1(logits, temperature=1.0, dim=-1, mask=None):
 
     Reference: E. Miller, "Attention Is Off By One" (2023, blog); also ``softmax_1`` in Flaxformer.
     """
-    x, visible, T, was_numpy, dim = _prepare(logits, temperature, dim, mask)
+    x, visible, T, was_numpy, dim = _rows.prepare(logits, temperature, dim, mask)
     # shift by M = max(0, max_k l_k) before scaling: z - m = (l - M) / T <= 0 and -m = -M / T never overflow
-    M = torch.clamp(_row_max(x, visible), min=0.0)
-    e = torch.where(visible, torch.exp(_scale(x - M, T)), torch.zeros((), dtype=x.dtype, device=x.device))
-    out = e / (torch.exp(_scale(-M, T)) + e.sum(dim=-1, keepdim=True))
-    return _finish(out, visible, dim, was_numpy)
+    M = torch.clamp(_rows.row_max(x, visible), min=0.0)
+    e = torch.where(visible, torch.exp(_rows.scale(x - M, T)), torch.zeros((), dtype=x.dtype, device=x.device))
+    out = e / (torch.exp(_rows.scale(-M, T)) + e.sum(dim=-1, keepdim=True))
+    return _rows.finish(out, visible, dim, was_numpy)
 
 
 def sigmoid(logits, temperature=1.0, dim=-1, mask=None, bias=None):
@@ -522,15 +368,15 @@ def sigmoid(logits, temperature=1.0, dim=-1, mask=None, bias=None):
     Reference: Ramapuram et al. 2024, "Theory, Analysis, and Best Practices for Sigmoid Self-Attention",
     arXiv:2409.04431.
     """
-    x, visible, T, was_numpy, dim = _prepare(logits, temperature, dim, mask)
-    z = _scale(x, T)
+    x, visible, T, was_numpy, dim = _rows.prepare(logits, temperature, dim, mask)
+    z = _rows.scale(x, T)
     if bias is None:
-        b = -torch.log(_count(visible, z.dtype).clamp(min=1))
+        b = -torch.log(_rows.count(visible, z.dtype).clamp(min=1))
     else:
         bf = check_finite("bias", bias)  # a bool is not a number
         b = torch.tensor(bf, dtype=z.dtype, device=z.device)
     out = torch.sigmoid(z + b)
-    return _finish(out, visible, dim, was_numpy)
+    return _rows.finish(out, visible, dim, was_numpy)
 
 
 def softpick(logits, temperature=1.0, dim=-1, mask=None, eps=1e-8):
@@ -547,17 +393,17 @@ def softpick(logits, temperature=1.0, dim=-1, mask=None, eps=1e-8):
     Softmax", arXiv:2504.20966.
     """
     eps = check_positive("eps", eps)
-    x, visible, T, was_numpy, dim = _prepare(logits, temperature, dim, mask)
+    x, visible, T, was_numpy, dim = _rows.prepare(logits, temperature, dim, mask)
     # as in softmax1: shift by M = max(0, max_k l_k) before scaling, so no exponent overflows for any T
-    M = torch.clamp(_row_max(x, visible), min=0.0)
-    em = torch.exp(_scale(-M, T))
-    d = torch.exp(_scale(x - M, T)) - em
+    M = torch.clamp(_rows.row_max(x, visible), min=0.0)
+    em = torch.exp(_rows.scale(-M, T))
+    d = torch.exp(_rows.scale(x - M, T)) - em
     d = torch.where(visible, d, torch.zeros((), dtype=x.dtype, device=x.device))
     eps_t = min(eps, torch.finfo(x.dtype).max)  # an eps beyond the dtype's range would give inf * 0 = NaN
     den = d.abs().sum(dim=-1, keepdim=True) + eps_t * em
     den = torch.where(den > 0, den, torch.full_like(den, torch.finfo(x.dtype).tiny))
     out = torch.relu(d) / den
-    return _finish(out, visible, dim, was_numpy)
+    return _rows.finish(out, visible, dim, was_numpy)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -586,7 +432,7 @@ def topk_support(logits, k, dim=-1, mask=None):
         Bool, the shape of ``logits`` (numpy in, numpy out).
     """
     k = _check_k(k)
-    x, visible, _, was_numpy, dim = _prepare(logits, 1.0, dim, mask)
+    x, visible, _, was_numpy, dim = _rows.prepare(logits, 1.0, dim, mask)
     keep = _topk_keep(x, visible, k)
     keep = keep.movedim(-1, dim)
     return keep.cpu().numpy() if was_numpy else keep
@@ -656,41 +502,228 @@ def topk(logits, temperature=1.0, dim=-1, mask=None, k=None):
     arXiv:2106.06899; recommended by the paper for ``L >> k`` (the book's appendix "Reading the paper").
     """
     k = _check_k(k)
-    x, visible, T, was_numpy, dim = _prepare(logits, temperature, dim, mask)
+    x, visible, T, was_numpy, dim = _rows.prepare(logits, temperature, dim, mask)
     keep = _topk_keep(x, visible, k)
-    m = _row_max(x, visible)
-    z = _scale(x - m, T)
-    out = _masked_softmax_lastdim(torch.where(keep, z, torch.zeros((), dtype=z.dtype, device=z.device)), keep)
-    return _finish(out, keep, dim, was_numpy)
+    m = _rows.row_max(x, visible)
+    z = _rows.scale(x - m, T)
+    out = _rows.masked_softmax_lastdim(torch.where(keep, z, torch.zeros((), dtype=z.dtype, device=z.device)), keep)
+    return _rows.finish(out, keep, dim, was_numpy)
 
 
 # ----------------------------------------------------------------------------------------------------------
-# registry
+# registry: one entry describes a normaliser entirely; every list of names elsewhere is read from it
 # ----------------------------------------------------------------------------------------------------------
-_REGISTRY: dict[str, Normalizer] = {
-    "softmax": softmax,
-    "general": general,
-    "sparsemax": sparsemax,
-    "entmax15": entmax15,
-    "entmax_alpha": entmax_alpha,
-    "ssmax": ssmax,
-    "sa_softmax": sa_softmax,
-    "softmax1": softmax1,
-    "sigmoid": sigmoid,
-    "softpick": softpick,
-    "topk": topk,
+#: The families of :attr:`Normalizer.family`.
+FAMILIES = {
+    "eq3": "F(z) / sum F(z) with a positive F, the paper's Eq. (3): Lemma 1 and Corollary 3 apply",
+    "sparse": "a projection onto the simplex with exact zeros (sparsemax, entmax)",
+    "length-aware": "the number of visible tokens enters the map",
+    "top-k": "softmax over the k largest logits, exact zeros elsewhere",
+    "unnormalised": "rows need not sum to one",
 }
 
-#: Names whose non-empty rows sum to one.
-SUMS_TO_ONE = frozenset({"softmax", "general", "sparsemax", "entmax15", "entmax_alpha", "ssmax", "topk"})
+#: The analytic Jacobians :func:`attn_lib.jacobian.jacobian` knows (:attr:`Normalizer.jacobian`): ``"softmax"`` is
+#: ``(diag alpha - alpha alpha^T) / T`` of the normaliser's own weights (softmax; top-k off ties), ``"general"`` the
+#: Lemma-2 form of a :func:`make_general` normaliser.
+JACOBIANS = ("softmax", "general")
+
+
+@dataclasses.dataclass(frozen=True)
+class Normalizer:
+    """One registered normaliser: what the library, the CLI, the book and the tests read about it.
+
+    Attributes
+    ----------
+    name : str
+        The name :func:`get` takes (an identifier).
+    fn : callable
+        ``fn(logits, temperature=1.0, dim=-1, mask=None, **params) -> weights`` (the module's common signature).
+    family : str
+        A key of :data:`FAMILIES`.
+    sums_to_one : bool
+        Every non-empty row sums to one (:data:`SUMS_TO_ONE`).
+    display : str
+        The name in prose, tables and help texts (e.g. ``"1.5-entmax"``).
+    compared : bool
+        In the book's comparisons (:data:`COMPARED`: chapter 5's remedies, chapter 7's limits and live swap, the
+        CLI's ``compare-normalizers``); needs to run without parameters.
+    jacobian : str or None
+        The analytic Jacobian of :func:`attn_lib.jacobian.jacobian`, one of :data:`JACOBIANS`; ``None``: autograd.
+    """
+
+    name: str
+    fn: NormalizerFn
+    family: str
+    sums_to_one: bool
+    display: str
+    compared: bool = True
+    jacobian: str | None = None
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.name, str) and self.name.isidentifier()):
+            raise ValueError(f"name must be an identifier such as 'scaled_softmax' (got {self.name!r})")
+        if not callable(self.fn):
+            raise ValueError(f"fn must be callable (got {type(self.fn).__name__})")
+        check_choice("family", self.family, list(FAMILIES))
+        check_choice("jacobian", self.jacobian, [*JACOBIANS, None])
+        for flag in ("sums_to_one", "compared"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ValueError(f"{flag} must be True or False (got {getattr(self, flag)!r})")
+        if not (isinstance(self.display, str) and self.display.strip()):
+            raise ValueError(f"display must be a non-empty string (got {self.display!r})")
+
+
+_REGISTRY: dict[str, Normalizer] = {}
+_BUILT_IN: frozenset[str] = frozenset()
+
+
+def register(entry: Normalizer) -> Normalizer:
+    """Add ``entry`` to the registry (after every normaliser already there); it reaches :func:`get`,
+    :func:`available`, :data:`SUMS_TO_ONE`, :data:`COMPARED` and everything that reads them (chapter 5's remedies,
+    chapter 7's comparison, the CLI's help, the report's tables). Sets ``entry.fn.name = entry.name``.
+
+    Parameters
+    ----------
+    entry : Normalizer
+        Its ``name`` must not be registered yet.
+
+    Returns
+    -------
+    Normalizer
+        ``entry``.
+    """
+    if not isinstance(entry, Normalizer):
+        raise ValueError(f"entry must be an attn_lib.normalizers.Normalizer (got {type(entry).__name__})")
+    if entry.name in _REGISTRY:
+        raise ValueError(f"name {entry.name!r} is registered already; unregister it first")
+    entry.fn.name = entry.name  # type: ignore[attr-defined]
+    _REGISTRY[entry.name] = entry
+    return entry
+
+
+def unregister(name: str) -> Normalizer:
+    """Remove the normaliser ``name`` added by :func:`register` (for tests); the built-in ones stay.
+
+    Returns
+    -------
+    Normalizer
+        The removed entry.
+    """
+    check_choice("name", name, [n for n in _REGISTRY if n not in _BUILT_IN])
+    return _REGISTRY.pop(name)
+
+
+def spec(name: str) -> Normalizer:
+    """The registry entry of a normaliser.
+
+    Parameters
+    ----------
+    name : str
+        One of :func:`available`.
+
+    Returns
+    -------
+    Normalizer
+    """
+    check_choice("name", name, available())
+    return _REGISTRY[name]
 
 
 def available() -> list[str]:
-    """Names accepted by :func:`get`, in a fixed order."""
+    """Names accepted by :func:`get`, in registration order."""
     return list(_REGISTRY)
 
 
-def get(name: str, **params) -> Normalizer:
+class Names(collections.abc.Set):
+    """The registered names whose entry passes ``where``, in registration order, read from the registry at every use
+    (a normaliser registered later is in it). Compares equal to a set of the same names."""
+
+    def __init__(self, where: Callable[[Normalizer], bool]):
+        self._where = where
+
+    def _names(self) -> list[str]:
+        return [n for n, e in _REGISTRY.items() if self._where(e)]
+
+    def __contains__(self, name: object) -> bool:
+        entry = _REGISTRY.get(name) if isinstance(name, str) else None
+        return entry is not None and bool(self._where(entry))
+
+    def __iter__(self):
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def intersection(self, other) -> frozenset[str]:
+        return frozenset(self) & frozenset(other)
+
+    def __repr__(self) -> str:
+        return f"Names({self._names()!r})"
+
+
+class Settings(collections.abc.Mapping):
+    """Label -> ``(name, params)`` for :func:`get`, one per name of a :class:`Names` (the label is the name and no
+    parameter is bound), read from the registry at every use."""
+
+    def __init__(self, names: Names):
+        self._names = names
+
+    def __getitem__(self, label: str) -> tuple[str, dict]:
+        if label not in self._names:
+            raise KeyError(label)
+        return (label, {})
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+#: Names whose non-empty rows sum to one.
+SUMS_TO_ONE = Names(lambda e: e.sums_to_one)
+#: Names of the book's comparisons (chapter 5's remedies, chapter 7's limits and live swap), in display order.
+COMPARED = Names(lambda e: e.compared)
+#: Names whose Jacobian is ``(diag alpha - alpha alpha^T) / T`` of their own weights (the top-k form holds off ties).
+SOFTMAX_TYPE_JACOBIAN = Names(lambda e: e.jacobian == "softmax")
+
+
+def describe(names) -> str:
+    """The display names of registered normalisers as prose, for help texts and captions.
+
+    Parameters
+    ----------
+    names : iterable of str
+        Names of :func:`available` (e.g. :data:`COMPARED`).
+
+    Returns
+    -------
+    str
+        ``"softmax, sparsemax and 1.5-entmax"`` (``""`` for no name).
+    """
+    shown = [spec(n).display for n in names]
+    return ", ".join(shown[:-1]) + (" and " if len(shown) > 1 else "") + (shown[-1] if shown else "")
+
+
+for _entry in (
+    Normalizer("softmax", softmax, "eq3", True, "softmax", jacobian="softmax"),
+    Normalizer("general", general, "eq3", True, "general F/ΣF (Eq. 3)", compared=False, jacobian="general"),
+    Normalizer("sparsemax", sparsemax, "sparse", True, "sparsemax"),
+    Normalizer("entmax15", entmax15, "sparse", True, "1.5-entmax"),
+    Normalizer("entmax_alpha", entmax_alpha, "sparse", True, "α-entmax", compared=False),
+    Normalizer("ssmax", ssmax, "length-aware", True, "SSMax"),
+    Normalizer("sa_softmax", sa_softmax, "unnormalised", False, "SA-softmax"),
+    Normalizer("softmax1", softmax1, "unnormalised", False, "softmax1"),
+    Normalizer("sigmoid", sigmoid, "unnormalised", False, "sigmoid"),
+    Normalizer("softpick", softpick, "unnormalised", False, "softpick"),
+    Normalizer("topk", topk, "top-k", True, "top-k", compared=False, jacobian="softmax"),
+):
+    register(_entry)
+_BUILT_IN = frozenset(_REGISTRY)
+del _entry
+
+
+def get(name: str, **params) -> NormalizerFn:
     """Return the normaliser ``name`` as ``f(logits, temperature=1.0, dim=-1, mask=None)``.
 
     Extra keyword ``params`` are bound, e.g. ``get("entmax_alpha", alpha=1.75)``, ``get("ssmax", s=1.0)``,
@@ -706,13 +739,11 @@ def get(name: str, **params) -> Normalizer:
             raise ValueError(f"params for 'general' must be among F, log_F, theta (got {sorted(params)})")
         f.name = "general"  # type: ignore[attr-defined]
         return f
-    base = _REGISTRY[name]
+    base = _REGISTRY[name].fn
     if name == "topk":
         params["k"] = _check_k(params.get("k"))
     if not params:
         return base
-    import inspect
-
     allowed = [p for p in inspect.signature(base).parameters if p not in ("logits", "temperature", "dim", "mask")]
     for k in params:
         if k not in allowed:
@@ -721,8 +752,3 @@ def get(name: str, **params) -> Normalizer:
     functools.update_wrapper(f, base)
     f.name = name  # type: ignore[attr-defined]
     return f
-
-
-for _n, _f in _REGISTRY.items():
-    _f.name = _n  # type: ignore[attr-defined]
-del _n, _f

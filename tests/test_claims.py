@@ -14,6 +14,7 @@ import pytest
 from attn_lib import report as R
 from attn_lib.report import CLAIMS
 from attn_lib.report import claims as C
+from attn_lib.report import claims_sensitivity as CS
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 META = dict(model="toy-model", text="toy-text", device="cpu")
@@ -191,12 +192,12 @@ def _inv_t_case(base, agg, passes):
     g, gmax = (good, bad) if agg == "mean" else (bad, good)
     if not passes:
         g, gmax = (bad, good) if agg == "mean" else (good, bad)
-    return {C._BASES[base]: _gs(g=g, g_max=gmax)}
+    return {CS._BASES[base]: _gs(g=g, g_max=gmax)}
 
 
 def _drop_case(base, passes):
     g = (lambda T, e: 1.0 / T) if passes else (lambda T, e: 1.0 / math.sqrt(T))
-    return {C._BASES[base]: _gs(g=g)}
+    return {CS._BASES[base]: _gs(g=g)}
 
 
 CASES = {

@@ -3,7 +3,10 @@
 The package reads top-down:
 
 * :mod:`~attn_lib.report.claims` -- the paper's claims as data (:data:`CLAIMS`, one :class:`Claim` per id) and
-  :func:`verdicts`, which applies every rule; :func:`tally` counts the verdicts apart by kind of evidence;
+  :func:`verdicts`, which applies every rule; :func:`tally` counts the verdicts apart by kind of evidence. The
+  machinery (:class:`Claim`, :class:`Outcome`, the registry) is :mod:`~attn_lib.report.claim`; the claims are in one
+  module per figure: ``claims_distance`` (Figs. 2a, 2b), ``claims_critical`` (Fig. 2c), ``claims_separability``
+  (Fig. 3), ``claims_sensitivity`` (Fig. 4) and ``claims_multihead`` (the Discussion);
 * :mod:`~attn_lib.report.critical` -- the critical-N diagnosis (``prop-e1-crossing`` of chapter 6);
 * :mod:`~attn_lib.report.reproduction` -- the reproduction report's tables (one model, or several side by side)
   and the paper's Table 1 next to this build's run times;

@@ -207,3 +207,43 @@ def require_columns(df: Any, name: str, columns: Sequence[str]) -> None:
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise ValueError(f"{name} must have the columns {list(columns)} (missing: {missing})")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Markdown tables
+# ----------------------------------------------------------------------------------------------------------------
+def md_cell(x: Any) -> str:
+    """``x`` as the text of one Markdown table cell: a line break becomes a space and ``|`` is escaped."""
+    return str(x).replace("\n", " ").replace("|", "\\|")
+
+
+def _pipe_rule(widths, aligns) -> str:
+    return "|" + "---|" * len(widths)
+
+
+def pipe_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A Markdown pipe table of ready-made cells through :meth:`pandas.DataFrame.to_markdown` (tabulate).
+
+    Every cell is written as given (its ``str``): no padding to the column's width, no number parsing, and ``|``
+    not escaped (:func:`md_cell` does that); the rule under the header is ``|---|`` per column.
+
+    Parameters
+    ----------
+    headers : sequence of str
+        The column titles (n).
+    rows : sequence of sequences
+        The cells, n per row.
+
+    Returns
+    -------
+    str
+        The table's lines, without a final line break.
+    """
+    from tabulate import DataRow, TableFormat  # pandas' optional dependency of to_markdown, needed only here
+
+    row = DataRow("|", "|", "|")
+    fmt = TableFormat(None, _pipe_rule, None, None, row, row, 1, None)
+    df = pd.DataFrame([[str(c) for c in r] for r in rows], columns=range(len(headers)), dtype=object)
+    return df.to_markdown(
+        index=False, headers=list(headers), tablefmt=fmt, stralign=None, numalign=None, disable_numparse=True
+    )

@@ -7,8 +7,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._validation import check_choice, check_int
 from ..layout import FIGURE_WIDTH_IN, wrap_text
-from ._common import label, meta_of, require_columns
+from ._common import label, meta_of, pipe_table, require_columns
 
 # ---- chapter 7 (book/07_beyond_softmax.md): every normaliser on the paper's limits, and the live swap ------------
 
@@ -40,20 +41,18 @@ def beyond_limits_markdown(summary: pd.DataFrame) -> str:
         summary.reset_index(), "summary", ("normalizer", "max_alpha_slope", "d_tilde", "n_star", "sep_fraction")
     )
     s0 = summary.iloc[0]
-    head = (
-        f"| normaliser | max α ∝ L^b: b | d~ (N=5, L max) | d~ ∝ L^c: c | critical N (N*/L) | "
-        f"N_s/N (N={int(s0['sep_n'])}) | g(T={s0['low_T']:g}) | g(T=1) | ‖J‖₂ (T=1) |"
-    )
-    lines = [head, "|---|---|---|---|---|---|---|---|---|"]
+    head = ["normaliser", "max α ∝ L^b: b", "d~ (N=5, L max)", "d~ ∝ L^c: c", "critical N (N*/L)"]
+    head += [f"N_s/N (N={int(s0['sep_n'])})", f"g(T={s0['low_T']:g})", "g(T=1)", "‖J‖₂ (T=1)"]
+    rows = []
     for lab, r in summary.iterrows():
         n = int(r["n_star"])
         crit = f"none ≤ {n}" if r["n_star_censored"] else f"{n} ({r['n_star_ratio']:.3f})"
         jn = "—" if not np.isfinite(r["jac_norm_T1"]) else f"{r['jac_norm_T1']:.3g}"
-        lines.append(
-            f"| {lab} | {r['max_alpha_slope']:.2f} | {r['d_tilde']:.3g} | {r['d_tilde_slope']:.2f} | {crit} | "
-            f"{r['sep_fraction']:.2f} | {r['g_low_T']:.3g} | {r['g_T1']:.3g} | {jn} |"
+        rows.append(
+            [lab, f"{r['max_alpha_slope']:.2f}", f"{r['d_tilde']:.3g}", f"{r['d_tilde_slope']:.2f}", crit]
+            + [f"{r['sep_fraction']:.2f}", f"{r['g_low_T']:.3g}", f"{r['g_T1']:.3g}", jn]
         )
-    return "\n".join(lines)
+    return pipe_table(head, rows)
 
 
 def figure_beyond_limits(df: pd.DataFrame, crit: pd.DataFrame):
@@ -71,10 +70,10 @@ def figure_beyond_limits(df: pd.DataFrame, crit: pd.DataFrame):
     -------
     matplotlib Figure (outside pyplot) with the provenance footer.
     """
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import NullFormatter
+    from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
+    from matplotlib.ticker import NullFormatter  # matplotlib: imported only when a figure is drawn
 
-    from ..widgets import label_figure
+    from ..widgets import label_figure  # widgets imports ipywidgets and pyplot: only when a figure is drawn
 
     _check_beyond_table(df)
     meta = meta_of(df)
@@ -145,7 +144,7 @@ def beyond_swap_table(losses: pd.DataFrame, L: int | None = None) -> pd.DataFram
         Indexed by setting: ``loss``, ``perplexity``, ``delta_loss`` (loss minus the model's).
     """
     _check_swap_losses(losses)
-    L = int(losses["L"].max()) if L is None else int(L)
+    L = int(losses["L"].max()) if L is None else check_int("L", L)
     if L not in set(losses["L"]):
         raise ValueError(f"L must be one of the measured lengths {sorted(set(losses['L']))} (got {L})")
     t = losses[losses["L"] == L].set_index("setting")[["loss", "perplexity"]]
@@ -166,9 +165,9 @@ def figure_beyond_swap(losses: pd.DataFrame):
     -------
     matplotlib Figure (outside pyplot) with the provenance footer.
     """
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
 
-    from ..widgets import label_figure
+    from ..widgets import label_figure  # widgets imports ipywidgets and pyplot: only when a figure is drawn
 
     _check_swap_losses(losses)
     meta = meta_of(losses)
@@ -226,10 +225,9 @@ def render_swap_row(rows: pd.DataFrame, setting: str, sweep: str = "k"):
     -------
     matplotlib Figure (outside pyplot) with the provenance footer.
     """
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
 
-    from .._validation import check_choice
-    from ..widgets import label_figure
+    from ..widgets import label_figure  # widgets imports ipywidgets and pyplot: only when a figure is drawn
 
     require_columns(rows, "rows", ("setting", "attention", "d_tilde", "loss", "layer", "head", "row", "k", "T", "N"))
     check_choice("setting", setting, list(rows["setting"]))

@@ -19,7 +19,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from ._common import label, meta_of, require_columns
+from .._validation import check_choice, check_int, check_probability
+from ..layout import FIGURE_WIDTH_IN, MIN_FONT_PT, wrap_text
+from ._common import form_name, label, meta_of, require_columns, valid_ks_sampling
 
 __all__ = [
     "diagnosis_summary",
@@ -35,7 +37,7 @@ _DIAG_COLUMNS = ("variant", "L", "N", "layer", "head", "kv_group", "d_tilde", "e
 
 
 def _ks(a, b) -> float:
-    from scipy.stats import ks_2samp
+    from scipy.stats import ks_2samp  # scipy.stats: imported only when the test runs
 
     return float(ks_2samp(np.asarray(a, float), np.asarray(b, float)).pvalue)
 
@@ -107,7 +109,6 @@ def diagnosis_first_pass(summary: pd.DataFrame, alpha: float = 0.01, sampling: s
         before it, so the critical N lies in between), ``rho at 0.06 L`` (the median :math:`\\|s_N\\|/\\|z\\|` at
         the grid point nearest 0.06 L).
     """
-    from .._validation import check_choice, check_probability
 
     require_columns(summary, "summary", ("variant", "N/L", "rho", "KS p (heads)", "KS p (kv groups)"))
     alpha = check_probability("alpha", alpha, open_low=True, open_high=True)
@@ -142,7 +143,6 @@ def required_rho(L: int, fraction: float = 0.06) -> float:
     -------
     float
     """
-    from .._validation import check_int, check_probability
 
     L = check_int("L", L, low=3)
     f = check_probability("fraction", fraction, open_low=True, open_high=True)
@@ -208,12 +208,11 @@ def figure_critical_diagnosis(diag: pd.DataFrame, n_star_ratio: float | None = N
     -------
     matplotlib.figure.Figure
     """
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
 
     summ = diagnosis_summary(diag)
     meta = meta_of(diag)
     L = int(summ["L"].iloc[0])
-    from ..layout import FIGURE_WIDTH_IN, MIN_FONT_PT, wrap_text
 
     fig = Figure(figsize=(FIGURE_WIDTH_IN, 8.0))
     ax1, ax2 = fig.subplots(2, 1)
@@ -316,7 +315,6 @@ def critical_rows_table(trace: pd.DataFrame, summary: pd.DataFrame, sampling: st
         Index ``L``; columns ``N* (E1)``, ``rows (E1)``, ... per form, and ``MC rel. SE at N*`` when the Monte-Carlo
         form ran.
     """
-    from ._common import form_name, valid_ks_sampling
 
     rows = critical_rows(trace, summary)
     sampling = valid_ks_sampling(summary) if sampling is None else sampling

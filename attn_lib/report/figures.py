@@ -25,7 +25,7 @@ def _panel_figure(draw, frames: list, *, height: float = 4.2):
     book's content column (:data:`attn_lib.layout.FIGURE_WIDTH_IN`), so legends and the footer are shown at their
     size. The figure lives outside pyplot's state machine: it never switches the user's backend, is not auto-shown
     at the end of a cell, and saves with Agg (show it with ``IPython.display.display``)."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
 
     fig = Figure(figsize=(FIGURE_WIDTH_IN, height * len(frames)))
     axes = fig.subplots(len(frames), 1, squeeze=False)[:, 0]
@@ -257,7 +257,7 @@ def _separability_axes(ax, df: pd.DataFrame) -> None:
         medianprops=dict(color="darkgreen", lw=1.5),
         flierprops=dict(marker="o", ms=3, markerfacecolor="none", markeredgecolor="tab:green"),
     )
-    from matplotlib.patches import Patch
+    from matplotlib.patches import Patch  # matplotlib: imported only when a figure is drawn
 
     box_handle = Patch(
         facecolor="tab:green",
@@ -357,7 +357,7 @@ FIGURES = (
 def save_figure(fig, path, dpi: int = 130, **kwargs) -> None:
     """Write ``fig`` to ``path`` so that the same figure gives the same bytes on every run: no creation date in the
     file's metadata, and SVG element ids drawn from a fixed salt instead of a random one."""
-    import matplotlib
+    import matplotlib  # matplotlib: imported only when a figure is drawn
 
     fmt = Path(path).suffix.lstrip(".").lower()
     metadata = {"Date": None} if fmt in ("svg", "pdf") else None

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._validation import check_probability
 from ..layout import FIGURE_WIDTH_IN, MIN_FONT_PT, wrap_text
 from ._common import label, meta_of
 
@@ -24,7 +25,6 @@ def _check_coverage_table(df: Any) -> None:
 
 
 def _check_p(p: Any) -> float:
-    from .._validation import check_probability
 
     return check_probability("p", p)
 
@@ -102,7 +102,7 @@ def figure_multihead_coverage(df: pd.DataFrame, p: float):
     """
     table = multihead_coverage_table(df, p)
     needed = heads_needed_distribution(df)
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
 
     fig = Figure(figsize=(FIGURE_WIDTH_IN, 3.9))  # outside pyplot, as _panel_figure
     left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.25, 1]})

@@ -9,12 +9,13 @@ from typing import Any
 
 import pandas as pd
 
-from ._common import meta_of
+from ._common import md_cell, meta_of, pipe_table
 from .claims import verdicts
-from .critical import diagnosis_markdown
+from .critical import diagnosis_markdown, figure_critical_diagnosis
 from .figures import save_figure, sens_rows_note, write_figures
 from .reproduction import (
     claim_details_markdown,
+    figure_verdicts,
     model_column,
     plain_roles,
     reproduction_table,
@@ -43,8 +44,14 @@ def results_json(
     }
 
 
-def md_escape(s: Any) -> str:
-    return str(s).replace("|", "\\|").replace("\n", " ")
+def _claims_table(vt: pd.DataFrame) -> str:
+    """The claims with their verdict, measured value and cause, one row each (``report.md``)."""
+    rows = []
+    for _, r in vt.iterrows():
+        label_ = r["claim"] + (f" — {r['reading']}" if r["reading"] else "")
+        cells = [md_cell(r["id"]), md_cell(label_), r["evidence"], f"**{md_cell(r['verdict'])}**"]
+        rows.append([*cells, md_cell(r["measured"]), md_cell(plain_roles(r["cause"]))])
+    return pipe_table(["id", "claim", "kind", "verdict", "measured", "cause"], rows)
 
 
 def markdown_report(
@@ -79,13 +86,7 @@ def markdown_report(
         lines.append("- **Time:** " + ", ".join(f"{k} {v:.1f} s" for k, v in t.items()))
     lines += ["", "## Claims against measurements", ""]
     lines += ["Verdicts counted apart by kind of evidence:", "", tally_markdown({"this run": vt}), ""]
-    lines += ["| id | claim | kind | verdict | measured | cause |", "|---|---|---|---|---|---|"]
-    for _, r in vt.iterrows():
-        label_ = r["claim"] + (f" — {r['reading']}" if r["reading"] else "")
-        lines.append(
-            f"| {md_escape(r['id'])} | {md_escape(label_)} | {r['evidence']} | **{md_escape(r['verdict'])}** | "
-            f"{md_escape(r['measured'])} | {md_escape(plain_roles(r['cause']))} |"
-        )
+    lines.append(_claims_table(vt))
     diag = results.get("critical_n_diagnosis")
     if isinstance(diag, pd.DataFrame) and len(diag):
         lines += ["", diagnosis_markdown(diag)]
@@ -134,37 +135,7 @@ def write_report(
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    meta: dict[str, Any] = {}
-    any_df = next((v for v in results.values() if v is not None and len(v)), None)
-    meta.update(meta_of(any_df))
-    if handle is not None:
-        meta.update(
-            model=handle.model_id,
-            model_description=handle.describe(),
-            is_standin=bool(handle.is_standin),
-            device=str(handle.device),
-        )
-        try:
-            meta["model_summary"] = handle.summary()
-        except Exception:
-            pass
-        meta["attention"] = "causal" if getattr(handle, "causal", True) else "bidirectional"
-    if text is not None:
-        meta.update(text=getattr(text, "name", str(text)), text_sha256=getattr(text, "sha256", None))
-    if profile is not None:
-        meta["profile"] = getattr(profile, "name", str(profile))
-        if hasattr(profile, "as_dict"):
-            meta["profile_grids"] = profile.as_dict()
-        cap = int(getattr(handle, "max_length", 0) or 0)
-        lengths = list(getattr(profile, "lengths", ()))
-        if cap and lengths and max(lengths) > cap:
-            kept = [L for L in lengths if L <= cap]
-            meta["grid_cut"] = (
-                f"the profile's L grid is cut at the model's {cap} positions: L = {', '.join(map(str, kept))} "
-                f"(the paper goes to {max(lengths)}); Figs. 2b, 3 and 4 use L = {min(cap, profile.length_fixed)}."
-            )
-    if timings:
-        meta["timings_s"] = {k: float(v) for k, v in timings.items()}
+    meta = _report_meta(results, handle, text, profile, timings)
     vt = verdicts(results)
     compare = compare or {}
     first_other = next(iter(compare.values()), {}).get("results") if compare else None
@@ -172,17 +143,8 @@ def write_report(
     figs.update(_write_report_figures(results, out, formats, handle, vt, compare))
     data = results_json(results, meta=meta, verdict_table=vt)
     data["figures"] = figs
-    sbs = None
-    if compare:
-        if handle is None:
-            raise ValueError("write_report(compare=...) needs handle (the column label of the main model)")
-        tables = {
-            model_column(handle): reproduction_table(results, n_heads=handle.n_heads, n_kv_heads=handle.n_kv_heads)
-        }
-        for lab, item in compare.items():
-            h2 = item["handle"]
-            tables[lab] = reproduction_table(item["results"], n_heads=h2.n_heads, n_kv_heads=h2.n_kv_heads)
-        sbs = side_by_side(tables)
+    tables, sbs = _compared_tables(results, handle, compare)
+    if sbs is not None:
         data["compare"] = {
             lab: {
                 "model_summary": item["handle"].summary(),
@@ -196,18 +158,7 @@ def write_report(
     jp.write_text(json.dumps(data, indent=1, default=str))
     md = markdown_report(results, meta=meta, verdict_table=vt, figures=figs)
     if sbs is not None:
-        md += (
-            "\n## Side by side: the claims on every model that ran\n\n"
-            "One verdict column per model ("
-            + "; ".join(f"{lab.split(':', 1)[0]}: {lab.split(':', 1)[-1].strip()}" for lab in tables)
-            + "); *agree* says whether every model that measured the claim gave the same verdict. A "
-            "bidirectional encoder lets every query row see all L tokens (the setting of Theorems 1 and 2); it also "
-            "differs from the decoder in size, depth, head dimension and training, so a verdict that differs "
-            "between the two is not by itself a measurement of the causal mask. The encoder's grids are cut at "
-            "its 512 positions. The figures above show the first compared model as a second panel.\n\n"
-            + side_by_side_markdown(sbs, links=False)
-            + "\n"
-        )
+        md += _side_by_side_section(tables, sbs)
     mp = out / "report.md"
     mp.write_text(md)
     out_info = {"out": str(out), "json": str(jp), "report": str(mp), "figures": figs, "verdicts": vt}
@@ -216,10 +167,85 @@ def write_report(
     return out_info
 
 
+def _report_meta(results, handle, text, profile, timings) -> dict[str, Any]:
+    """The report's ``meta``: provenance of the tables, then the model, text, profile and timings where given."""
+    meta: dict[str, Any] = {}
+    any_df = next((v for v in results.values() if v is not None and len(v)), None)
+    meta.update(meta_of(any_df))
+    if handle is not None:
+        meta.update(_handle_meta(handle))
+    if text is not None:
+        meta.update(text=getattr(text, "name", str(text)), text_sha256=getattr(text, "sha256", None))
+    if profile is not None:
+        meta.update(_profile_meta(profile, handle))
+    if timings:
+        meta["timings_s"] = {k: float(v) for k, v in timings.items()}
+    return meta
+
+
+def _handle_meta(handle) -> dict[str, Any]:
+    meta: dict[str, Any] = dict(
+        model=handle.model_id,
+        model_description=handle.describe(),
+        is_standin=bool(handle.is_standin),
+        device=str(handle.device),
+    )
+    try:
+        meta["model_summary"] = handle.summary()
+    except Exception:
+        pass
+    meta["attention"] = "causal" if getattr(handle, "causal", True) else "bidirectional"
+    return meta
+
+
+def _profile_meta(profile, handle) -> dict[str, Any]:
+    """The profile's name and grids, and a note when the model's context cuts its ``L`` grid."""
+    meta: dict[str, Any] = {"profile": getattr(profile, "name", str(profile))}
+    if hasattr(profile, "as_dict"):
+        meta["profile_grids"] = profile.as_dict()
+    cap = int(getattr(handle, "max_length", 0) or 0)
+    lengths = list(getattr(profile, "lengths", ()))
+    if cap and lengths and max(lengths) > cap:
+        kept = [L for L in lengths if L <= cap]
+        meta["grid_cut"] = (
+            f"the profile's L grid is cut at the model's {cap} positions: L = {', '.join(map(str, kept))} "
+            f"(the paper goes to {max(lengths)}); Figs. 2b, 3 and 4 use L = {min(cap, profile.length_fixed)}."
+        )
+    return meta
+
+
+def _compared_tables(results, handle, compare: dict) -> tuple[dict, pd.DataFrame | None]:
+    """``({model column: reproduction_table}, side_by_side)`` of the main model and the compared ones; ``({}, None)``
+    without ``compare``."""
+    if not compare:
+        return {}, None
+    if handle is None:
+        raise ValueError("write_report(compare=...) needs handle (the column label of the main model)")
+    tables = {model_column(handle): reproduction_table(results, n_heads=handle.n_heads, n_kv_heads=handle.n_kv_heads)}
+    for lab, item in compare.items():
+        h2 = item["handle"]
+        tables[lab] = reproduction_table(item["results"], n_heads=h2.n_heads, n_kv_heads=h2.n_kv_heads)
+    return tables, side_by_side(tables)
+
+
+def _side_by_side_section(tables: dict, sbs: pd.DataFrame) -> str:
+    """The section of ``report.md`` with one verdict column per model that ran."""
+    return (
+        "\n## Side by side: the claims on every model that ran\n\n"
+        "One verdict column per model ("
+        + "; ".join(f"{lab.split(':', 1)[0]}: {lab.split(':', 1)[-1].strip()}" for lab in tables)
+        + "); *agree* says whether every model that measured the claim gave the same verdict. A "
+        "bidirectional encoder lets every query row see all L tokens (the setting of Theorems 1 and 2); it also "
+        "differs from the decoder in size, depth, head dimension and training, so a verdict that differs "
+        "between the two is not by itself a measurement of the causal mask. The encoder's grids are cut at "
+        "its 512 positions. The figures above show the first compared model as a second panel.\n\n"
+        + side_by_side_markdown(sbs, links=False)
+        + "\n"
+    )
+
+
 def _write_report_figures(results, out: Path, formats, handle, vt, compare) -> dict[str, list[str]]:
     """The report's own figures: the critical-N diagnosis (when it ran) and the verdicts at a glance."""
-    from .critical import figure_critical_diagnosis
-    from .reproduction import figure_verdicts
 
     made = {}
     diag = results.get("critical_n_diagnosis")

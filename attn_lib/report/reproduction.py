@@ -7,7 +7,9 @@ from typing import Any
 
 import pandas as pd
 
-from ._common import require_columns
+from .._validation import check_choice
+from ..layout import FIGURE_WIDTH_IN, MIN_FONT_PT, wrap_text
+from ._common import md_cell, pipe_table, require_columns
 from .claims import EVIDENCE, tally, verdicts
 
 # ---- the reproduction report (book/06_reproduction_report.md) --------------------------------------------------
@@ -171,10 +173,6 @@ def model_column(handle) -> str:
     return f"{kind}: {name}"
 
 
-def _cell(x) -> str:
-    return str(x).replace("\n", " ").replace("|", "\\|")
-
-
 def short_cause(cause: str) -> str:
     """The first clause of a cause (up to the first ``"; "``): the one-line cause of the summary table."""
     if not cause:
@@ -210,18 +208,15 @@ def reproduction_markdown(table: pd.DataFrame, *, links: bool = True, detail: st
     str
         A pipe table; ``|`` inside a cell is escaped.
     """
-    from .._validation import check_choice
 
     detail = check_choice("detail", detail, ["cause", "measured"])
     require_columns(table, "table", ("id", "claim", "reading", "evidence", "verdict", "cause", "measured"))
     head = "cause (one line; details below)" if detail == "cause" else "measured"
-    lines = [f"| claim | kind | verdict | {head} |", "|---|---|---|---|"]
+    rows = []
     for _, r in table.iterrows():
         text = short_cause(r["cause"]) if detail == "cause" else r["measured"]
-        lines.append(
-            f"| {_cell(_claim_label(r))} | {r['evidence']} | **{r['verdict']}** | {_cell(_plain(text, links))} |"
-        )
-    return "\n".join(lines)
+        rows.append([md_cell(_claim_label(r)), r["evidence"], f"**{r['verdict']}**", md_cell(_plain(text, links))])
+    return pipe_table(["claim", "kind", "verdict", head], rows)
 
 
 def tally_markdown(tables: dict[str, pd.DataFrame]) -> str:
@@ -242,14 +237,14 @@ def tally_markdown(tables: dict[str, pd.DataFrame]) -> str:
     counted = {m: tally(t) for m, t in tables.items()}
     kinds = list(dict.fromkeys(k for c in counted.values() for k in c.index))
     head = ["kind of evidence", *(m.split(":", 1)[0] for m in tables)]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    rows = []
     for k in kinds:
-        cells = []
+        cells = [k]
         for c in counted.values():
             row = c.loc[k] if k in c.index else pd.Series(dtype=int)
             cells.append(", ".join(f"{int(n)} {v}" for v, n in row.items() if n) or "0")
-        lines.append(f"| {k} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        rows.append(cells)
+    return pipe_table(head, rows)
 
 
 def rules_markdown(table: pd.DataFrame) -> str:
@@ -265,8 +260,7 @@ def rules_markdown(table: pd.DataFrame) -> str:
     str
     """
     require_columns(table, "table", ("id", "rule"))
-    lines = ["| id | rule |", "|---|---|"] + [f"| {r['id']} | {_cell(r['rule'])} |" for _, r in table.iterrows()]
-    return "\n".join(lines)
+    return pipe_table(["id", "rule"], [[r["id"], md_cell(r["rule"])] for _, r in table.iterrows()])
 
 
 def plain_roles(text: str) -> str:
@@ -394,16 +388,11 @@ def side_by_side_markdown(table: pd.DataFrame, *, links: bool = True) -> str:
     require_columns(table, "table", ("id", "claim", "reading", "evidence", "agree", "cause", "section"))
     models = [c for c in table.columns if c not in ("id", "claim", "reading", "evidence", "agree", "cause", "section")]
     head = ["claim", "kind", *(m.split(":", 1)[0] for m in models), "cause (first model; details below)"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for _, r in table.iterrows():
-        cells = [
-            _cell(_claim_label(r)),
-            r["evidence"],
-            *(f"**{r[m]}**" for m in models),
-            _cell(_plain(r["cause"], links)),
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    rows = [
+        [md_cell(_claim_label(r)), r["evidence"], *(f"**{r[m]}**" for m in models), md_cell(_plain(r["cause"], links))]
+        for _, r in table.iterrows()
+    ]
+    return pipe_table(head, rows)
 
 
 #: Colours of the verdicts in :func:`figure_verdicts` (one per verdict, grouped by kind of evidence).
@@ -434,15 +423,14 @@ def figure_verdicts(tables: dict[str, pd.DataFrame]):
     -------
     matplotlib.figure.Figure
     """
-    from matplotlib.figure import Figure
-    from matplotlib.patches import Patch
+    from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
+    from matplotlib.patches import Patch  # matplotlib: imported only when a figure is drawn
 
     sbs = side_by_side(tables)
     models = list(tables)
     kinds = list(EVIDENCE)
     sbs = sbs.assign(_k=sbs["evidence"].map({k: i for i, k in enumerate(kinds)})).sort_values("_k", kind="stable")
     n = len(sbs)
-    from ..layout import FIGURE_WIDTH_IN, MIN_FONT_PT, wrap_text
 
     fig = Figure(figsize=(FIGURE_WIDTH_IN, 0.26 * n + 1.8))
     ax = fig.subplots()
@@ -486,6 +474,6 @@ def figure_verdicts(tables: dict[str, pd.DataFrame]):
 
 def _cell_patch(x, y, colour):
     """One cell of :func:`figure_verdicts`."""
-    from matplotlib.patches import Rectangle
+    from matplotlib.patches import Rectangle  # matplotlib: imported only when a figure is drawn
 
     return Rectangle((x, y), 1, 1, facecolor=colour, edgecolor="white", lw=1.5)

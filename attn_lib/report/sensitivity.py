@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import theory
+from .._validation import check_probability
 from ._common import THRESHOLDS, linfit, sensitivity_curves
 
 
@@ -36,7 +38,6 @@ def sensitivity_bounds(df: pd.DataFrame) -> pd.DataFrame:
         Columns ``T``, ``eps``, ``g`` (max over heads of the row mean), ``paper bound``
         (:math:`\min\{1/(4T),\sqrt2\}`) and ``corrected bound`` (:math:`\min\{1/(2T),\sqrt2/\varepsilon\}`).
     """
-    from .. import theory
 
     _require_sensitivity(df)
     cur = sensitivity_curves(df)
@@ -119,14 +120,12 @@ def sensitivity_table(
     DataFrame indexed by ``T``
         Columns ``g, ε=…`` per ``eps``, ``paper: min{1/(4T), √2}`` and ``1/(2T)``.
     """
-    from .. import theory
 
     _require_sensitivity(df)
     want = np.asarray(temperatures, dtype=float)
     if want.ndim != 1 or not len(want) or not np.all(np.isfinite(want)) or np.any(want <= 0):
         raise ValueError(f"temperatures must be a non-empty sequence of numbers > 0 (got {temperatures!r})")
-    if not (isinstance(rtol, (int, float)) and 0 < rtol < 1):
-        raise ValueError(f"rtol must be a number in (0, 1) (got {rtol!r})")
+    rtol = check_probability("rtol", rtol, open_low=True, open_high=True)
     cur = sensitivity_curves(df)
     show = [t for t in sorted(cur["T"].unique()) if np.isclose(t, want, rtol=rtol).any()]
     table = cur[cur["T"].isin(show)].pivot(index="T", columns="eps", values="g")

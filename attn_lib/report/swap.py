@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .._validation import check_probability
 from ..layout import FIGURE_WIDTH_IN, wrap_text
 from ._common import meta_of
 
@@ -88,7 +89,6 @@ def normaliser_swap_findings(layers: pd.DataFrame, loss: dict[str, float], unifo
         Markdown: the ratio of the baseline's mean largest weight to ``uniform_max``, each swapped normaliser's
         mean support as a fraction of the baseline's, and whether the loss rises under every swap.
     """
-    from .._validation import check_probability
 
     uniform_max = check_probability("uniform_max", uniform_max, open_low=True)
     overall = normaliser_swap_summary(layers, loss)
@@ -124,9 +124,9 @@ def figure_normaliser_swap(layers: pd.DataFrame):
     -------
     matplotlib Figure (outside pyplot), with the provenance footer of :func:`attn_lib.widgets.label_figure`.
     """
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
 
-    from ..widgets import label_figure
+    from ..widgets import label_figure  # widgets imports ipywidgets and pyplot: only when a figure is drawn
 
     _check_swap_layers(layers)
     meta = meta_of(layers)

@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 #: The normalisers the chapter compares, in display order.
-REMEDIES = ("softmax", "sparsemax", "entmax15", "ssmax", "sa_softmax", "softmax1", "sigmoid", "softpick")
+REMEDIES = normalizers.COMPARED
 #: The two kinds of synthetic rows of :func:`remedy_rows`.
 ROW_KINDS = ("bounded random", "one separated")
 #: SSMax scale ``s`` (the library default of :func:`attn_lib.normalizers.ssmax`).

@@ -1,0 +1,185 @@
+"""Row plumbing shared by :mod:`attn_lib.normalizers` and :mod:`attn_lib.jacobian`: the input checks of logits and
+masks (each a ``ValueError`` naming the parameter), moving the reduced axis last, the stable scaling ``l / T`` and the
+masked row reductions. Every function acts on the last axis."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from ._validation import check_int, check_positive
+
+
+def as_tensor(logits: Any) -> tuple[torch.Tensor, bool]:
+    """Return ``(tensor, was_numpy)``; integer input is promoted to the default float dtype."""
+    was_numpy = isinstance(logits, np.ndarray)
+    if isinstance(logits, torch.Tensor):
+        t = logits
+    else:
+        try:
+            t = torch.as_tensor(np.asarray(logits))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"logits must be a tensor or array of real numbers (got {type(logits).__name__})") from exc
+    if t.dtype == torch.bool or t.is_complex():
+        raise ValueError(f"logits must hold real numbers (got dtype {t.dtype})")
+    if t.device.type == "meta":
+        raise ValueError("logits are on the 'meta' device, which holds no values; pass a tensor with data")
+    if not t.is_floating_point():
+        t = t.to(torch.get_default_dtype())
+    return t, was_numpy
+
+
+def as_mask(mask: Any, shape: tuple, device, *, name: str = "mask", target: str = "logits") -> torch.Tensor:
+    """``mask`` as a bool tensor on ``device`` broadcast to ``shape`` (True = visible), or a ``ValueError`` that says
+    what is wrong: not bool, on a device it cannot be copied from (e.g. ``meta``), or a shape that does not
+    broadcast. Shared by :mod:`attn_lib.jacobian`."""
+    if isinstance(mask, torch.Tensor):
+        m = mask
+    else:
+        try:
+            m = torch.as_tensor(np.asarray(mask))
+        except (TypeError, ValueError, RuntimeError):
+            raise ValueError(f"{name} must be a bool tensor with True = visible (got {type(mask).__name__})") from None
+    if m.dtype != torch.bool:
+        raise ValueError(f"{name} must be a bool tensor with True = visible (got dtype {m.dtype})")
+    if m.device.type == "meta":
+        raise ValueError(f"{name} is on the 'meta' device, which holds no values; pass a mask with data")
+    try:
+        m = m.to(device)
+    except (RuntimeError, NotImplementedError) as exc:
+        raise ValueError(f"{name} cannot be moved from {m.device} to the {target}' device {device} ({exc})") from None
+    try:
+        return torch.broadcast_to(m, tuple(shape))
+    except RuntimeError:
+        raise ValueError(f"{name} shape {tuple(m.shape)} does not broadcast to {target} shape {tuple(shape)}") from None
+
+
+def prepare(logits: Any, temperature: Any, dim: int, mask: Any):
+    """Validate and move ``dim`` last.
+
+    Returns ``(x, visible, T, was_numpy, dim)`` where ``x`` has the reduced axis last and masked/-inf entries
+    replaced by 0 (so no non-finite value ever enters the arithmetic), ``visible`` is a bool tensor of the same
+    shape as ``x``.
+    """
+    T = check_positive("temperature", temperature)
+    x, was_numpy = as_tensor(logits)
+    if x.dim() == 0:
+        raise ValueError("logits must have at least one dimension (got a scalar)")
+    nd = x.dim()
+    dim = check_int("dim", dim, low=-nd, high=nd - 1)  # NumPy and 0-d tensor integers are integers too
+    if x.shape[dim] == 0:
+        raise ValueError(f"logits must have at least one position along dim={dim} (got shape {tuple(x.shape)})")
+    if mask is None:
+        visible = torch.ones(x.shape, dtype=torch.bool, device=x.device)
+    else:
+        visible = as_mask(mask, x.shape, x.device)
+    visible = visible & (x != -math.inf)
+    x = torch.where(visible, x, torch.zeros((), dtype=x.dtype, device=x.device))
+    # one reduction instead of an elementwise check: the sum is finite unless a visible logit is NaN or +-inf (or
+    # finite logits overflow the sum, which the exact check below then clears)
+    if not bool(torch.isfinite(x.sum())) and bool((~torch.isfinite(x)).any()):
+        raise ValueError("logits must be finite at visible positions (found NaN or +inf); use mask for hidden ones")
+    x = x.movedim(dim, -1)
+    visible = visible.movedim(dim, -1)
+    return x, visible, T, was_numpy, dim
+
+
+def finish(out: torch.Tensor, visible: torch.Tensor, dim: int, was_numpy: bool):
+    out = torch.where(visible, out, torch.zeros((), dtype=out.dtype, device=out.device))
+    out = out.movedim(-1, dim)
+    if was_numpy:
+        return out.detach().cpu().numpy()
+    return out
+
+
+def divide(x: torch.Tensor, T: float) -> torch.Tensor:
+    """``x / T``, in float64 when ``T`` lies outside the normal range of ``x``'s dtype.
+
+    A Python scalar is rounded to the tensor's dtype before the division, so e.g. ``T = 1e-46`` would become ``0`` in
+    float32 and ``0 / 0`` a NaN; float64 holds every temperature that validation accepts.
+    """
+    fi = torch.finfo(x.dtype)
+    if fi.tiny <= T <= fi.max:
+        return x / T
+    return (x.to(torch.float64) / T).clamp(-fi.max, fi.max).to(x.dtype)
+
+
+def scale(x: torch.Tensor, T: float) -> torch.Tensor:
+    """``x / T`` clipped to +-finfo.max/8 so that differences of two scaled logits never overflow.
+
+    Exact (unclipped) where it matters: callers pass shifted logits ``x - max <= 0`` whenever the normaliser allows
+    it, and a clipped value there only stands for an exponent that underflows to 0 anyway.
+    """
+    big = torch.finfo(x.dtype).max / 8
+    return divide(x, T).clamp(-big, big)
+
+
+def scale_unshifted(x: torch.Tensor, visible: torch.Tensor, T: float, who: str) -> torch.Tensor:
+    """``x / T`` for normalisers that cannot shift the logits first (``general``, plain ``sa_softmax``).
+
+    Clipping would silently change their output, so a visible ``|x / T|`` beyond ``finfo.max / 8`` raises
+    ``ValueError`` instead.
+    """
+    big = torch.finfo(x.dtype).max / 8
+    z = divide(x, T)
+    if bool((visible & ~(z.abs() <= big)).any()):
+        raise ValueError(
+            f"temperature={T!r} is too small for these logits in {who}: logits / temperature exceeds the "
+            f"{str(x.dtype).removeprefix('torch.')} range (|l / T| must stay below {big:.3g}); use a larger "
+            "temperature or float64 logits"
+        )
+    return z.clamp(-big, big)
+
+
+def row_max(z: torch.Tensor, visible: torch.Tensor, detach: bool = True) -> torch.Tensor:
+    """Max over visible positions (0 for a fully masked row).
+
+    Detached by default: every caller that uses it as a shift is exactly invariant to the shift.
+    """
+    neg = torch.full((), -torch.finfo(z.dtype).max, dtype=z.dtype, device=z.device)
+    m = torch.where(visible, z, neg).amax(dim=-1, keepdim=True)
+    m = torch.where(visible.any(dim=-1, keepdim=True), m, torch.zeros_like(m))
+    return m.detach() if detach else m
+
+
+def row_min(z: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+    pos = torch.full((), torch.finfo(z.dtype).max, dtype=z.dtype, device=z.device)
+    m = torch.where(visible, z, pos).amin(dim=-1, keepdim=True)
+    return torch.where(visible.any(dim=-1, keepdim=True), m, torch.zeros_like(m))
+
+
+def count(visible: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    return visible.sum(dim=-1, keepdim=True).to(dtype)
+
+
+def masked_softmax_lastdim(z: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+    """Stable softmax of ``z`` over visible positions of the last axis; zeros on a fully masked row."""
+    m = row_max(z, visible)
+    e = torch.where(visible, torch.exp(z - m), torch.zeros((), dtype=z.dtype, device=z.device))
+    s = e.sum(dim=-1, keepdim=True)
+    return e / torch.where(s > 0, s, torch.ones_like(s))
+
+
+def call_F(F: Callable, z: torch.Tensor, theta: Any, name: str = "F") -> torch.Tensor:
+    """``F(z)`` or ``F(z, theta)`` as a tensor of ``z``'s shape and dtype; ``ValueError`` naming ``name`` if it is not
+    an elementwise map to real numbers."""
+    out = F(z) if theta is None else F(z, theta)
+    if not isinstance(out, torch.Tensor):
+        try:
+            out = torch.as_tensor(np.asarray(out, dtype=np.float64), device=z.device)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must return a tensor of real numbers (got {type(out).__name__})") from None
+    if out.dtype == torch.bool or out.is_complex():
+        raise ValueError(f"{name} must return real numbers (got dtype {out.dtype})")
+    if out.shape != z.shape:
+        try:
+            out = torch.broadcast_to(out, z.shape)
+        except RuntimeError:
+            raise ValueError(
+                f"{name} must act elementwise: {name}(z) has shape {tuple(out.shape)}, z has {tuple(z.shape)}"
+            ) from None
+    return out.to(z.dtype)

@@ -1,0 +1,181 @@
+"""The machinery of the paper's claims as data: the kinds of evidence and verdicts, :class:`Claim`, :class:`Outcome`,
+the registry :data:`CLAIMS` and the :func:`claim` decorator that fills it. The claims themselves are in the modules
+``claims_*`` (one per figure or section); :mod:`attn_lib.report.claims` imports them in the report's order and
+applies them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from ._common import THRESHOLDS
+
+__all__ = [
+    "EVIDENCE",
+    "VERDICTS",
+    "Claim",
+    "Outcome",
+    "CLAIMS",
+    "COLUMNS",
+    "claim",
+    "claim_row",
+    "prf_ref",
+    "has_results",
+]
+
+#: The kinds of evidence a verdict can be; the report counts them apart.
+EVIDENCE = {
+    "informative": "a test that could have failed on this model",
+    "forced": "forced by a proposition of the book: the data cannot decide it",
+    "guarantee": "a theorem that holds for any weights: a check of the code, not of the paper",
+    "finding": "a statement of this build about the paper, with its proof",
+}
+#: The verdicts of each kind of evidence (``"n/a"``: the results lack the data).
+VERDICTS = {
+    "informative": ("reproduced", "not reproduced", "no verdict"),
+    "forced": ("agrees (forced)", "differs (forced)"),
+    "guarantee": ("holds", "violated"),
+    "finding": ("finding", "refuted"),
+}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a rule found: the verdict, the measured value, and (for a row that differs, or has no verdict) its cause.
+
+    ``evidence`` overrides the claim's kind where the data decide it (a convergence that a proposition rules out on
+    this model is forced, not informative)."""
+
+    verdict: str
+    measured: str
+    cause: str = ""
+    evidence: str | None = None
+    numbers: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of the paper, or one reading of it.
+
+    Attributes
+    ----------
+    id : str
+        Stable identifier (``"fig2c-critical-e1"``); rows, links and tests use it.
+    where : str
+        Where the paper says it (``"Fig. 2c"``, ``"§4.4"``, ``"Discussion"``).
+    title : str
+        The claim in a few words.
+    words : str
+        The paper's words (short quote or paraphrase).
+    reading : str
+        The reading this row tests, where the paper allows several.
+    evidence : str
+        A key of :data:`EVIDENCE`.
+    basis : str
+        The book's block (``prf`` label) that forces or guarantees the verdict; ``""`` for an informative test.
+    section : str
+        The label of the appendix section behind the row's project decisions.
+    needs : tuple of str
+        The results the rule reads.
+    rule : str
+        The rule in words.
+    fails_if : str
+        For an informative row: the outcome that would have failed it.
+    evaluate : callable
+        ``evaluate(results, thresholds) -> Outcome``.
+    """
+
+    id: str
+    where: str
+    title: str
+    words: str
+    reading: str
+    evidence: str
+    basis: str
+    section: str
+    needs: tuple
+    rule: str
+    fails_if: str
+    evaluate: Callable
+
+
+#: Every claim, by id, in the report's order.
+CLAIMS: dict[str, Claim] = {}
+
+
+def claim(id, *, where, title, words, evidence, section, needs, rule, reading="", basis="", fails_if=""):
+    """Register the decorated ``evaluate(results, thresholds) -> Outcome`` as claim ``id``."""
+    if evidence not in EVIDENCE:
+        raise ValueError(f"evidence must be one of {list(EVIDENCE)} (got {evidence!r})")
+    if evidence == "informative" and not fails_if:
+        raise ValueError(f"claim {id!r}: an informative claim says what outcome would have failed it")
+    if evidence != "informative" and not basis:
+        raise ValueError(f"claim {id!r}: a {evidence} row names the book's block it rests on")
+
+    def register(fn):
+        if id in CLAIMS:
+            raise ValueError(f"claim {id!r} is registered twice")
+        CLAIMS[id] = Claim(id, where, title, words, reading, evidence, basis, section, tuple(needs), rule, fails_if, fn)
+        return fn
+
+    return register
+
+
+def prf_ref(label: str) -> str:
+    """``label`` as a MyST cross-reference role."""
+    return f"{{prf:ref}}`{label}`"
+
+
+def has_results(results: dict, *names: str) -> bool:
+    """Whether every result ``names`` is a non-empty table."""
+    return all(isinstance(results.get(n), pd.DataFrame) and len(results[n]) for n in names)
+
+
+# ---- applying one rule ---------------------------------------------------------------------------------------------
+COLUMNS = (
+    "id",
+    "where",
+    "claim",
+    "paper",
+    "reading",
+    "evidence",
+    "verdict",
+    "measured",
+    "cause",
+    "rule",
+    "fails_if",
+    "basis",
+    "section",
+)
+
+
+def claim_row(c: Claim, results: dict, thresholds: dict | None = None) -> dict:
+    """One claim applied to ``results``: a dict with the :data:`COLUMNS` (``"n/a"`` where data are missing)."""
+    th = dict(THRESHOLDS, **(thresholds or {}))
+    if all(has_results(results, n) for n in c.needs):
+        try:
+            out = c.evaluate(results, th)
+        except KeyError as exc:  # a table without a column the rule reads
+            out = Outcome("n/a", f"not judged: the results lack the column {exc.args[0]!r}")
+    else:
+        out = Outcome("n/a", "not run: needs " + ", ".join(n for n in c.needs if not has_results(results, n)))
+    evidence = out.evidence or c.evidence
+    if out.verdict != "n/a" and out.verdict not in VERDICTS[evidence]:
+        raise AssertionError(f"claim {c.id!r}: verdict {out.verdict!r} is not one of {VERDICTS[evidence]}")
+    return {
+        "id": c.id,
+        "where": c.where,
+        "claim": c.title,
+        "paper": c.words,
+        "reading": c.reading,
+        "evidence": evidence,
+        "verdict": out.verdict,
+        "measured": out.measured,
+        "cause": out.cause,
+        "rule": c.rule.format(**th),
+        "fails_if": c.fails_if if evidence == "informative" else "",
+        "basis": c.basis,
+        "section": c.section,
+    }

@@ -1,0 +1,142 @@
+"""Tests for the normaliser registry of attn_lib.normalizers: the built-in entries, and a normaliser registered in a
+test that reaches the comparison of chapter 7, the CLI's help and the report's tables with no other edit."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from test_beyond import TEXT, TOY_PROFILE
+
+from attn_lib import beyond as B
+from attn_lib import experiments as E
+from attn_lib import jacobian as jb
+from attn_lib import normalizers as nz
+from attn_lib import report as R
+from attn_lib.cli import build_parser
+from attn_lib.toy import multihead as mh
+
+#: The built-in normalisers, pinned so that a deletion or a changed attribute is noticed:
+#: name -> (family, rows sum to one, in the comparisons, analytic Jacobian, display name).
+BUILT_IN = {
+    "softmax": ("eq3", True, True, "softmax", "softmax"),
+    "general": ("eq3", True, False, "general", "general F/ΣF (Eq. 3)"),
+    "sparsemax": ("sparse", True, True, None, "sparsemax"),
+    "entmax15": ("sparse", True, True, None, "1.5-entmax"),
+    "entmax_alpha": ("sparse", True, False, None, "α-entmax"),
+    "ssmax": ("length-aware", True, True, None, "SSMax"),
+    "sa_softmax": ("unnormalised", False, True, None, "SA-softmax"),
+    "softmax1": ("unnormalised", False, True, None, "softmax1"),
+    "sigmoid": ("unnormalised", False, True, None, "sigmoid"),
+    "softpick": ("unnormalised", False, True, None, "softpick"),
+    "topk": ("top-k", True, False, "softmax", "top-k"),
+}
+
+
+def scaled_softmax(logits, temperature=1.0, dim=-1, mask=None):
+    """Softmax of twice the logits: a new normaliser that no module of attn_lib names."""
+    return nz.softmax(logits, temperature / 2, dim=dim, mask=mask)
+
+
+@pytest.fixture
+def registered():
+    entry = nz.register(nz.Normalizer("scaled_softmax", scaled_softmax, "eq3", True, "2x-softmax"))
+    yield entry
+    nz.unregister("scaled_softmax")
+
+
+class TestBuiltIn:
+    def test_the_registry_holds_exactly_the_built_in_normalisers(self):
+        got = {
+            n: (e.family, e.sums_to_one, e.compared, e.jacobian, e.display)
+            for n, e in ((n, nz.spec(n)) for n in nz.available())
+        }
+        assert got == BUILT_IN
+        assert nz.available() == list(BUILT_IN)
+
+    def test_the_views_are_read_from_the_entries(self):
+        assert set(nz.SUMS_TO_ONE) == {n for n, v in BUILT_IN.items() if v[1]}
+        assert list(nz.COMPARED) == [n for n, v in BUILT_IN.items() if v[2]]
+        assert list(B.NORMALIZERS) == list(nz.COMPARED) == list(mh.REMEDIES)
+        assert set(B.ANALYTIC_JACOBIAN) == {"softmax", "topk"}
+
+    def test_each_entry_holds_the_function_get_returns(self):
+        for n in nz.available():
+            if n not in ("general", "topk"):  # general binds F, topk needs k
+                assert nz.get(n) is nz.spec(n).fn and nz.get(n).name == n
+
+    def test_built_ins_cannot_be_removed(self):
+        with pytest.raises(ValueError, match="name"):
+            nz.unregister("softmax")
+        assert "softmax" in nz.available()
+
+
+class TestRegister:
+    def test_a_name_is_registered_once(self, registered):
+        with pytest.raises(ValueError, match="registered already"):
+            nz.register(registered)
+
+    @pytest.mark.parametrize(
+        "kw, match",
+        [
+            (dict(name="not a name"), "name"),
+            (dict(fn=3), "fn"),
+            (dict(family="other"), "family"),
+            (dict(sums_to_one=1), "sums_to_one"),
+            (dict(display=""), "display"),
+            (dict(jacobian="sparse"), "jacobian"),
+        ],
+    )
+    def test_a_bad_entry_is_refused(self, kw, match):
+        args = dict(name="x", fn=scaled_softmax, family="eq3", sums_to_one=True, display="x")
+        with pytest.raises(ValueError, match=match):
+            nz.Normalizer(**{**args, **kw})
+
+    def test_register_takes_only_an_entry(self):
+        with pytest.raises(ValueError, match="entry"):
+            nz.register(scaled_softmax)
+
+    def test_unregister_removes_it_everywhere(self):
+        nz.register(nz.Normalizer("scaled_softmax", scaled_softmax, "eq3", True, "2x-softmax"))
+        nz.unregister("scaled_softmax")
+        assert "scaled_softmax" not in nz.available() and "scaled_softmax" not in nz.COMPARED
+        with pytest.raises(ValueError, match="name"):
+            nz.get("scaled_softmax")
+
+
+class TestANewNormaliserReachesEveryConsumer:
+    def test_get_and_the_views(self, registered):
+        x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64)
+        torch.testing.assert_close(nz.get("scaled_softmax")(x), torch.softmax(2 * x, -1))
+        assert "scaled_softmax" in nz.SUMS_TO_ONE and list(nz.COMPARED)[-1] == "scaled_softmax"
+        assert "scaled_softmax" in mh.REMEDIES and "scaled_softmax" not in B.ANALYTIC_JACOBIAN
+
+    def test_the_autograd_jacobian(self, registered):
+        x = torch.tensor([[0.5, -1.0, 2.0]], dtype=torch.float64)
+        a = torch.softmax(2 * x, -1)
+        expect = 2 * (torch.diag_embed(a) - a.unsqueeze(-1) * a.unsqueeze(-2))
+        torch.testing.assert_close(jb.jacobian("scaled_softmax", x), expect)
+
+    def test_compare_normalizers_and_the_report_tables(self, registered, tiny_gpt2):
+        df = E.compare_normalizers(tiny_gpt2, TEXT, profile=TOY_PROFILE)
+        mine = df[df["normalizer"] == "scaled_softmax"]
+        assert set(mine["metric"]) == {"max_alpha", "L_max_alpha", "d_tilde", "e1", "sep_fraction", "g"}
+        assert (mine["family"] == "scaled_softmax").all()
+        summary = B.limits_summary(df)
+        assert list(summary.index)[-1] == "scaled_softmax"
+        row = next(ln for ln in R.beyond_limits_markdown(summary).splitlines() if ln.startswith("| scaled_softmax |"))
+        assert f"{summary.loc['scaled_softmax', 'max_alpha_slope']:.2f}" in row
+
+    def test_the_cli_help(self, registered):
+        sub = next(a for a in build_parser()._actions if a.dest == "command").choices
+        assert "2x-softmax" in sub["compare-normalizers"].format_help()
+        capture = next(a for a in sub["capture"]._actions if a.dest == "normalizer")
+        assert "scaled_softmax" in capture.help
+
+    def test_nothing_is_left_after_unregister(self):
+        assert "scaled_softmax" not in nz.available()
+        assert (
+            "2x-softmax"
+            not in next(a for a in build_parser()._actions if a.dest == "command")
+            .choices["compare-normalizers"]
+            .format_help()
+        )

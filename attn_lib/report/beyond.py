@@ -74,7 +74,7 @@ def figure_beyond_limits(df: pd.DataFrame, crit: pd.DataFrame):
     from matplotlib.figure import Figure
     from matplotlib.ticker import NullFormatter
 
-    from ..widgets import label_figure
+    from ..provenance import label_figure
 
     _check_beyond_table(df)
     meta = meta_of(df)
@@ -168,7 +168,7 @@ def figure_beyond_swap(losses: pd.DataFrame):
     """
     from matplotlib.figure import Figure
 
-    from ..widgets import label_figure
+    from ..provenance import label_figure
 
     _check_swap_losses(losses)
     meta = meta_of(losses)
@@ -229,7 +229,7 @@ def render_swap_row(rows: pd.DataFrame, setting: str, sweep: str = "k"):
     from matplotlib.figure import Figure
 
     from .._validation import check_choice
-    from ..widgets import label_figure
+    from ..provenance import label_figure
 
     require_columns(rows, "rows", ("setting", "attention", "d_tilde", "loss", "layer", "head", "row", "k", "T", "N"))
     check_choice("setting", setting, list(rows["setting"]))

@@ -1,15 +1,166 @@
 """Synthetic instances, toy models and per-row statistics that the chapters use for their checks, one module per
 topic (the chapters call these functions; they define none of their own).
 
-* :mod:`attn_lib.toy.vanishing` -- bounded logits and the extremal rows of Lemma 1 and Corollary 1;
-* :mod:`attn_lib.toy.distance` -- random rows for Theorem 1 and Corollary 2;
-* :mod:`attn_lib.toy.separability` -- the sphere model of Assumptions 1-2 and Theorem 2;
-* :mod:`attn_lib.toy.sensitivity` -- rows and perturbations for Lemma 2, Corollary 3 and the sqrt(5) example;
-* :mod:`attn_lib.toy.multihead` -- multi-head coverage and the normaliser comparison.
+* :mod:`attn_lib.book.toy.vanishing` -- bounded logits and the extremal rows of Lemma 1 and Corollary 1;
+* :mod:`attn_lib.book.toy.distance` -- random rows for Theorem 1 and Corollary 2;
+* :mod:`attn_lib.book.toy.separability` -- the sphere model of Assumptions 1-2 and Theorem 2;
+* :mod:`attn_lib.book.toy.sensitivity` -- rows and perturbations for Lemma 2, Corollary 3 and the sqrt(5) example;
+* :mod:`attn_lib.book.toy.multihead` -- multi-head coverage and the normaliser comparison.
+
+Every public name of the five modules is also a name of this package (e.g. ``attn_lib.book.toy.random_row``);
+``tests/test_toy_package.py`` checks that no two modules export the same name.
 """
 
-from .distance import *  # noqa: F403
-from .multihead import *  # noqa: F403
-from .sensitivity import *  # noqa: F403
-from .separability import *  # noqa: F403
-from .vanishing import *  # noqa: F403
+from .distance import (
+    corollary2_limits_latex,
+    corollary2_remainder_latex,
+    corollary2_sequence,
+    enumeration_cases,
+    enumeration_errors,
+    figure_corollary2_sequence,
+    figure_top_n,
+    random_row,
+    random_variance_latex,
+    sink_row,
+    theorem1_instances,
+    theorem1_steps_latex,
+    theorem1_tight_case,
+    top_n_curves,
+)
+from .multihead import (
+    REMEDIES,
+    ROW_KINDS,
+    SENSITIVITY_BOUNDED,
+    SSMAX_SCALE,
+    RemedyComparison,
+    SensitivitySweep,
+    SwapResult,
+    compare_remedies,
+    coverage_table,
+    figure_max_weight,
+    figure_sensitivity,
+    normaliser_swap,
+    remedy_rows,
+    render_normalisers,
+    row_stats,
+    sensitivity_bound,
+    sensitivity_sweep,
+)
+from .sensitivity import (
+    NICE_NAMES,
+    corollary3_random_differences,
+    corollary3_random_norms,
+    corollary3_random_summary,
+    corollary3_side_by_side,
+    counterexample_table,
+    lemma2_families,
+    lemma2_instances,
+    lemma2_summary,
+    sqrt5_table,
+    temperature_sweep,
+    tex,
+    tie_row,
+)
+from .separability import (
+    TOY_N,
+    ToySummary,
+    convention_cases,
+    convention_table,
+    rho_min,
+    sphere_points,
+    temperature_slider,
+    toy_means,
+    toy_row,
+    toy_stats,
+    toy_summary,
+)
+from .vanishing import (
+    FAMILIES,
+    SOFTMAX,
+    Family,
+    LmaxCurves,
+    constants,
+    corollary1_table,
+    extreme_logits,
+    figure_lmax,
+    figure_temperature,
+    latex_relations,
+    lmax_curves,
+    random_check,
+    random_logits,
+    rational,
+    resolve_min_max,
+)
+
+__all__ = [
+    "random_row",
+    "theorem1_instances",
+    "theorem1_tight_case",
+    "enumeration_cases",
+    "enumeration_errors",
+    "sink_row",
+    "corollary2_sequence",
+    "figure_corollary2_sequence",
+    "top_n_curves",
+    "figure_top_n",
+    "theorem1_steps_latex",
+    "random_variance_latex",
+    "corollary2_limits_latex",
+    "corollary2_remainder_latex",
+    "REMEDIES",
+    "ROW_KINDS",
+    "SSMAX_SCALE",
+    "SENSITIVITY_BOUNDED",
+    "coverage_table",
+    "remedy_rows",
+    "RemedyComparison",
+    "compare_remedies",
+    "figure_max_weight",
+    "sensitivity_bound",
+    "SensitivitySweep",
+    "sensitivity_sweep",
+    "figure_sensitivity",
+    "render_normalisers",
+    "row_stats",
+    "SwapResult",
+    "normaliser_swap",
+    "NICE_NAMES",
+    "tex",
+    "sqrt5_table",
+    "lemma2_families",
+    "lemma2_instances",
+    "lemma2_summary",
+    "corollary3_random_norms",
+    "corollary3_random_differences",
+    "corollary3_random_summary",
+    "counterexample_table",
+    "corollary3_side_by_side",
+    "tie_row",
+    "temperature_sweep",
+    "TOY_N",
+    "sphere_points",
+    "rho_min",
+    "convention_cases",
+    "convention_table",
+    "toy_row",
+    "toy_stats",
+    "toy_means",
+    "toy_summary",
+    "ToySummary",
+    "temperature_slider",
+    "Family",
+    "rational",
+    "FAMILIES",
+    "SOFTMAX",
+    "random_logits",
+    "extreme_logits",
+    "constants",
+    "random_check",
+    "LmaxCurves",
+    "lmax_curves",
+    "figure_lmax",
+    "figure_temperature",
+    "corollary1_table",
+    "resolve_min_max",
+    "latex_relations",
+]

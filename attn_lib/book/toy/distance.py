@@ -25,10 +25,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
-from .. import theory
-from .._validation import check_int, check_positive
-from ..layout import FIGURE_WIDTH_IN
+from attn_lib import theory
+from attn_lib._validation import check_int, check_positive
+from attn_lib.layout import FIGURE_WIDTH_IN
+from attn_lib.provenance import label_figure
 
 __all__ = [
     "random_row",
@@ -407,11 +409,10 @@ def top_n_curves(alpha, X, *, mc_samples: int = 64, seed: int = 0) -> pd.DataFra
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# figures (each carries its provenance footer, attn_lib.widgets.label_figure)
+# figures (each carries its provenance footer, attn_lib.provenance.label_figure)
 # ----------------------------------------------------------------------------------------------------------------
 def _figure(figsize, ncols=1):
-    """A figure outside pyplot's state machine (shown with attn_lib.chapter.show_figure or a slider)."""
-    from matplotlib.figure import Figure
+    """A figure outside pyplot's state machine (shown with attn_lib.book.chapter.show_figure or a slider)."""
 
     fig = Figure(figsize=figsize)
     return fig, fig.subplots(1, ncols)
@@ -427,13 +428,12 @@ def figure_corollary2_sequence(table: pd.DataFrame, *, N: int, text: str, seed: 
     N : int >= 1
         The fixed ``N`` of the table (for the title).
     text, seed, device
-        What produced the data, for the provenance footer (:func:`attn_lib.widgets.label_figure`).
+        What produced the data, for the provenance footer (:func:`attn_lib.provenance.label_figure`).
 
     Returns
     -------
     matplotlib.figure.Figure
     """
-    from ..widgets import label_figure
 
     _check_columns("table", table, [c for c in STYLES])
     N = check_int("N", N, low=1)
@@ -470,7 +470,6 @@ def figure_top_n(N: int, *, alpha, curves: pd.DataFrame, text: str, seed: int, d
     -------
     matplotlib.figure.Figure
     """
-    from ..widgets import label_figure
 
     a = np.asarray(alpha, dtype=np.float64)
     if a.ndim != 1:

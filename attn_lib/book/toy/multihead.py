@@ -26,10 +26,10 @@ import torch
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
-from .. import normalizers, theory
-from .._validation import check_choice, check_int, check_positive, check_probability
-from ..layout import FIGURE_WIDTH_IN
-from ..widgets import label_figure
+from attn_lib import normalizers, theory
+from attn_lib._validation import check_choice, check_int, check_positive, check_probability
+from attn_lib.layout import FIGURE_WIDTH_IN
+from attn_lib.provenance import label_figure
 
 __all__ = [
     "REMEDIES",
@@ -242,7 +242,7 @@ def figure_max_weight(comparison: RemedyComparison) -> Figure:
 
     Returns
     -------
-    matplotlib Figure (not managed by pyplot; show it with :func:`attn_lib.chapter.show_figure`).
+    matplotlib Figure (not managed by pyplot; show it with :func:`attn_lib.book.chapter.show_figure`).
     """
     if not isinstance(comparison, RemedyComparison):
         raise ValueError(f"comparison must be a RemedyComparison (from compare_remedies), got {type(comparison)}")
@@ -368,7 +368,7 @@ def sensitivity_sweep(
     -------
     SensitivitySweep
     """
-    from .. import jacobian
+    from attn_lib import jacobian
 
     X = np.asarray(logits, dtype=np.float64)
     if X.ndim != 2 or X.shape[1] < 1 or X.shape[0] < 1:
@@ -565,7 +565,7 @@ def normaliser_swap(
     -------
     SwapResult
     """
-    from ..capture import capture_attention
+    from attn_lib.capture import capture_attention
 
     if (
         not isinstance(input_ids, torch.Tensor)

@@ -25,10 +25,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
-from .. import jacobian, normalizers, theory
-from .._validation import check_int, check_nonnegative, check_positive, check_probability
-from ..layout import FIGURE_WIDTH_IN
+from attn_lib import jacobian, normalizers, theory
+from attn_lib._validation import check_int, check_nonnegative, check_positive, check_probability
+from attn_lib.layout import FIGURE_WIDTH_IN
+from attn_lib.provenance import label_figure
 
 __all__ = [
     "NICE_NAMES",
@@ -44,7 +46,7 @@ __all__ = [
     "corollary3_side_by_side",
     "tie_row",
     "temperature_sweep",
-    # render_temperature: not exported to attn_lib.toy (each topic module has its own); call it by module
+    # render_temperature: not exported to attn_lib.book.toy (each topic module has its own); call it by module
 ]
 
 SQRT2 = math.sqrt(2)
@@ -586,11 +588,8 @@ def render_temperature(
     Returns
     -------
     matplotlib.figure.Figure
-        Two panels, labelled with :func:`attn_lib.widgets.label_figure` (model ``"none"``).
+        Two panels, labelled with :func:`attn_lib.provenance.label_figure` (model ``"none"``).
     """
-    from matplotlib.figure import Figure
-
-    from ..widgets import label_figure
 
     T = check_positive("temperature", temperature)
     r = _row(row)

@@ -76,3 +76,21 @@ def test_import_attn_lib_loads_nothing_of_the_book():
     code = "import sys, attn_lib; print(sorted(m for m in sys.modules if m.startswith('attn_lib.book')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]", out
+
+
+def test_every_subpackage_is_installed():
+    """``[tool.setuptools.packages.find]`` finds every folder of Python modules (a folder without ``__init__.py``
+    would import from a checkout but be missing from the wheel)."""
+    import tomllib
+
+    from setuptools import find_packages
+
+    config = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    found = set(find_packages(str(PACKAGE.parent), **config["tool"]["setuptools"]["packages"]["find"]))
+    folders = {
+        ".".join(d.relative_to(PACKAGE.parent).parts)
+        for d in [PACKAGE, *PACKAGE.rglob("*")]
+        if d.is_dir() and any(d.glob("*.py"))
+    }
+    assert {"attn_lib.book", "attn_lib.book.toy", "attn_lib.book.exercises"} <= folders
+    assert folders <= found, f"not installed: {sorted(folders - found)}"

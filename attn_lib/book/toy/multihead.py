@@ -26,8 +26,9 @@ import torch
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
-from attn_lib import normalizers, theory
+from attn_lib import jacobian, normalizers, theory
 from attn_lib._validation import check_choice, check_int, check_positive, check_probability
+from attn_lib.capture import capture_attention
 from attn_lib.layout import FIGURE_WIDTH_IN
 from attn_lib.provenance import label_figure
 
@@ -368,8 +369,6 @@ def sensitivity_sweep(
     -------
     SensitivitySweep
     """
-    from attn_lib import jacobian
-
     X = np.asarray(logits, dtype=np.float64)
     if X.ndim != 2 or X.shape[1] < 1 or X.shape[0] < 1:
         raise ValueError(f"logits must have shape (n_rows, L) with n_rows, L >= 1 (got {X.shape})")
@@ -565,8 +564,6 @@ def normaliser_swap(
     -------
     SwapResult
     """
-    from attn_lib.capture import capture_attention
-
     if (
         not isinstance(input_ids, torch.Tensor)
         or input_ids.ndim != 2

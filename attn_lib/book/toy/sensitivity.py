@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import sympy as sp
 from matplotlib.figure import Figure
 
 from attn_lib import jacobian, normalizers, theory
@@ -106,8 +107,6 @@ def tex(expr: Any, names: dict[str, str] | None = None) -> str:
     str
         ``sympy.latex(expr)`` with every free symbol named in ``names`` written as its LaTeX.
     """
-    import sympy as sp
-
     if not isinstance(expr, (sp.Basic, sp.MatrixBase)):
         raise ValueError(f"expr must be a SymPy expression or matrix (got {type(expr).__name__})")
     names = NICE_NAMES if names is None else names

@@ -7,7 +7,10 @@ Layers (each importable on its own):
 * model access (the only place that touches Hugging Face): :mod:`attn_lib.models`, :mod:`attn_lib.capture`,
   :mod:`attn_lib.corpus`, :mod:`attn_lib.cache`;
 * experiments built on both: :mod:`attn_lib.metrics`, :mod:`attn_lib.experiments`;
-* book helpers: :mod:`attn_lib.widgets`.
+* figures: :mod:`attn_lib.layout`, :mod:`attn_lib.provenance`.
+
+What only the book and the course use is apart, in :mod:`attn_lib.book` (chapter settings, toy instances,
+widgets, exercises); nothing here imports it.
 
 Heavy submodules are imported lazily, so ``import attn_lib`` is fast.
 """

@@ -914,7 +914,7 @@ def swap_setting(
 
 def live_renderer(handle, text, rows: pd.DataFrame, *, sweep: str = "k", **swap_kw):
     """``render(setting) -> Figure`` that computes the setting now with :func:`swap_setting`, for the ``live`` argument
-    of :func:`attn_lib.widgets.precomputed_slider`: in a live kernel, moving the slider reruns the model.
+    of :func:`attn_lib.book.widgets.precomputed_slider`: in a live kernel, moving the slider reruns the model.
 
     The figure is :func:`attn_lib.report.render_swap_row` with the freshly computed row in place of the stored one in
     ``rows`` (a :attr:`SwapResult.rows`; the rest of the sweep panel comes from it). ``swap_kw`` are passed to

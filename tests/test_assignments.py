@@ -22,7 +22,7 @@ import jupytext
 import nbformat
 import pytest
 
-from attn_lib import exercises
+from attn_lib.book import exercises
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -200,7 +200,7 @@ def test_student_notebook_ends_with_what_to_hand_in(built, name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_every_test_prints_its_hint_instead_of_raising(name):
-    """Each Otter test cell of the source calls attn_lib.exercises.feedback, which prints (a doctest that raises
+    """Each Otter test cell of the source calls attn_lib.book.exercises.feedback, which prints (a doctest that raises
     shows a traceback), with the question's function by name (a function never defined gets a hint, not a
     NameError)."""
     cells = re.findall(
@@ -212,7 +212,7 @@ def test_every_test_prints_its_hint_instead_of_raising(name):
     assert tests
     for test in tests:
         lines = [line for line in test.splitlines() if line and line != "# HIDDEN"]
-        assert lines[0] == "from attn_lib.exercises import feedback", test
+        assert lines[0] == "from attn_lib.book.exercises import feedback", test
         assert all(re.fullmatch(r'feedback\("check_\w+", "\w+"(, seed=\d+)?\)', line) for line in lines[1:]), test
 
 

@@ -294,7 +294,7 @@ def test_the_cell_length_rule_counts_statements_not_lines():
 
 
 def test_fit_math_breaks_a_wide_equation_and_keeps_a_narrow_one():
-    from attn_lib import layout
+    from attn_lib.book import display_math as layout
 
     narrow = r"C_1 = \frac{m_F}{M_F},\qquad C_2 = \frac{M_F}{m_F}"
     assert layout.fit_math(narrow) == narrow
@@ -314,7 +314,7 @@ def test_fit_math_breaks_a_wide_equation_and_keeps_a_narrow_one():
 
 
 def test_math_width_estimate_is_monotone_and_counts_fractions_by_their_widest_row():
-    from attn_lib import layout
+    from attn_lib.book import display_math as layout
 
     assert layout.math_width_em("a + b") < layout.math_width_em("a + b + c")
     frac = layout.math_width_em(r"\frac{abcdef}{g}")
@@ -329,16 +329,16 @@ def test_book_figures_declare_their_layout_in_the_png():
     from matplotlib.figure import Figure
     from PIL import Image
 
-    from attn_lib import layout, widgets
+    from attn_lib import layout, provenance
 
     fig = Figure(figsize=(layout.FIGURE_WIDTH_IN, 3))
     ax = fig.subplots()
     ax.plot([0, 1], label="line")
     ax.legend(fontsize=6.5)
-    widgets.label_figure(fig, model="SmolLM2-135M-Instruct (stand-in for gpt2) " * 4, text="t", device="cpu")
-    assert "\n" in next(t for t in fig.texts if t.get_gid() == widgets.PROVENANCE_GID).get_text()
-    assert "\n" not in widgets.figure_provenance(fig)
-    with Image.open(io.BytesIO(widgets.figure_to_png(fig))) as im:
+    provenance.label_figure(fig, model="SmolLM2-135M-Instruct (stand-in for gpt2) " * 4, text="t", device="cpu")
+    assert "\n" in next(t for t in fig.texts if t.get_gid() == provenance.PROVENANCE_GID).get_text()
+    assert "\n" not in provenance.figure_provenance(fig)
+    with Image.open(io.BytesIO(provenance.figure_to_png(fig))) as im:
         meta, width = im.text, im.width
     assert float(meta[layout.PNG_KEY_MIN_FONT]) == 6.5
     assert float(meta[layout.PNG_KEY_WIDTH]) == pytest.approx(layout.FIGURE_WIDTH_IN)

@@ -11,7 +11,7 @@ with every non-``file://`` request aborted and recorded: a page that asked for t
 * no literal ``$`` left in the rendered text (math that was not parsed as math), and every table row has as many
   cells as its header (a ``|`` inside a Markdown table cell splits it);
 * embedded widgets rendered (one view per embedded widget-view script) and, for the pre-rendered sliders of
-  :mod:`attn_lib.widgets`, moving the slider changes the displayed figure;
+  :mod:`attn_lib.book.widgets`, moving the slider changes the displayed figure;
 * each chapter shows the paper's results as numbered sphinx-proof blocks (Lemma 1, Theorem 1, ...), numbered as
   in the paper, and has at least one ``{prf:ref}`` link that leads to its block.
 
@@ -367,7 +367,7 @@ def test_slider_switches_the_figure(visits, rel):
     page = v.page
     page.wait_for_selector(".attn-lib-precomputed-slider .widget-slider .noUi-handle", timeout=60_000)
     boxes = page.locator(".attn-lib-precomputed-slider")
-    assert boxes.count() >= 1, f"{rel}: no pre-rendered slider (attn_lib.widgets.precomputed_slider) found"
+    assert boxes.count() >= 1, f"{rel}: no pre-rendered slider (attn_lib.book.widgets.precomputed_slider) found"
     for i in range(boxes.count()):
         box = boxes.nth(i)
         box.scroll_into_view_if_needed()
@@ -559,7 +559,7 @@ OUTPUT_IMAGES = """async () => {
 
 
 def _png_text(src: str, data: str | None) -> dict:
-    """The text chunks of an output PNG (``attn_lib.widgets.figure_to_png`` writes the figure's layout there)."""
+    """The text chunks of an output PNG (``attn_lib.provenance.figure_to_png`` writes the figure's layout there)."""
     import base64
     import io
     from urllib.parse import unquote, urlparse
@@ -579,7 +579,7 @@ def _figure_problems(page) -> list[str]:
         name = im["src"][-40:]
         meta = _png_text(im["src"], im["data"])
         if layout.PNG_KEY_MIN_FONT not in meta:
-            problems.append(f"{name}: no declared layout (show figures with attn_lib.chapter.show_figure)")
+            problems.append(f"{name}: no declared layout (show figures with attn_lib.book.chapter.show_figure)")
             continue
         width_in = float(meta[layout.PNG_KEY_WIDTH])
         if width_in > layout.FIGURE_WIDTH_IN + 1e-6:
@@ -635,7 +635,7 @@ def test_the_width_checks_fail_on_a_page_that_overflows(chromium, tmp_path):
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
-    from attn_lib.widgets import figure_to_png
+    from attn_lib.provenance import figure_to_png
 
     fig = Figure(figsize=(13, 4))  # a 1300 px figure shown in a 600 px column: its 7 pt legend is ~4 px tall
     ax = fig.subplots()

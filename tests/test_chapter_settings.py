@@ -1,4 +1,4 @@
-"""attn_lib.chapter: the settings cell and model loading shared by every chapter."""
+"""attn_lib.book.chapter: the settings cell and model loading shared by every chapter."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pytest
 
-from attn_lib import chapter, experiments
+from attn_lib import experiments
+from attn_lib.book import chapter
 
 
 class TestSettings:

@@ -1,4 +1,4 @@
-"""attn_lib.exercises: each check passes a correct answer (written here independently, with plain loops) and fails
+"""attn_lib.book.exercises: each check passes a correct answer (written here independently, with plain loops) and fails
 each typical wrong answer with the hint that names the mistake; the indexes read the exercise and question formats.
 """
 
@@ -19,7 +19,10 @@ import numpy as np
 import pytest
 import torch
 
-from attn_lib import exercises as E
+from attn_lib.book import exercises as E
+from attn_lib.book.exercises import grading, harness
+from attn_lib.book.exercises import multihead as ex_multihead
+from attn_lib.book.exercises import vanishing as ex_vanishing
 
 
 def _fails(check, fn, hint: str) -> None:
@@ -325,7 +328,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _assignment_seeds() -> dict:
     """check -> the seeds its assignment tests use: the public default and each hidden seed."""
-    seeds = {name: {E.SEED} for name in E._CASES}
+    seeds = {name: {E.SEED} for name in grading.CASES}
     for md in (ROOT / "assignments").glob("ch*.md"):
         for check, seed in re.findall(r'feedback\("(check_\w+)", "\w+"(?:, seed=(\d+))?\)', md.read_text()):
             seeds[check].add(int(seed) if seed else E.SEED)
@@ -341,7 +344,7 @@ def test_every_check_is_used_by_an_assignment_with_a_hidden_seed():
 
 
 def test_listed_mistakes_are_the_hints_of_the_cases():
-    assert E.listed_mistakes("check_lemma1_bounds") == E._hints(E._cases_lemma1_bounds(E.SEED))
+    assert E.listed_mistakes("check_lemma1_bounds") == harness.hints(ex_vanishing._cases_lemma1_bounds(E.SEED))
     assert E.listed_mistakes(E.check_coverage)[0].startswith("p**H is the probability")
     for bad in ("check_nothing", print, 3):
         with pytest.raises(ValueError, match="check must be one of"):
@@ -351,21 +354,21 @@ def test_listed_mistakes_are_the_hints_of_the_cases():
 def test_every_listed_mistake_has_a_wrong_answer_here():
     """The table above names every mistake the checks list, each once (a new mistake needs its wrong answer)."""
     for check, rows in MISTAKES.items():
-        listed = E._hints(E._CASES[check](E.SEED))
+        listed = harness.hints(grading.CASES[check](E.SEED))
         named = [next(h for h in listed if h.startswith(prefix)) for prefix, _ in rows]
         assert sorted(named) == sorted(listed), check
 
 
-@pytest.mark.parametrize("check", list(E._CASES))
+@pytest.mark.parametrize("check", list(grading.CASES))
 def test_no_two_mistakes_give_the_same_values(check):
     """At the public and the hidden seeds, and at a few others: each listed mistake differs from the right answer on
     some case, and any two mistakes differ on some case where both are judged."""
     for seed in [*SEEDS[check], 0, 1, 2]:
-        cases = E._CASES[check](seed)
-        hints = E._hints(cases)
+        cases = grading.CASES[check](seed)
+        hints = harness.hints(cases)
         for hint in hints:
             assert any(
-                c.mistakes.get(hint) is not None and not E._close(np.asarray(c.mistakes[hint], float), c.expected)
+                c.mistakes.get(hint) is not None and not harness.close(np.asarray(c.mistakes[hint], float), c.expected)
                 for c in cases
             ), f"{check} seed {seed}: {hint!r} gives the right answer on every case"
         for i, h1 in enumerate(hints):
@@ -375,7 +378,7 @@ def test_no_two_mistakes_give_the_same_values(check):
                     for c in cases
                     if c.mistakes.get(h1) is not None and c.mistakes.get(h2) is not None
                 ]
-                assert any(not E._close(np.asarray(a, float), b) for a, b in both), (
+                assert any(not harness.close(np.asarray(a, float), b) for a, b in both), (
                     f"{check} seed {seed}: {h1!r} and {h2!r} give the same values"
                 )
 
@@ -384,7 +387,7 @@ def test_no_two_mistakes_give_the_same_values(check):
     ("check", "prefix", "wrong"), MISTAKE_CASES, ids=[f"{c}-{h[:30]}" for c, h, _ in MISTAKE_CASES]
 )
 def test_each_mistake_gets_its_own_hint_with_the_students_value(check, prefix, wrong):
-    listed = E._hints(E._CASES[check](E.SEED))
+    listed = harness.hints(grading.CASES[check](E.SEED))
     (hint,) = [h for h in listed if h.startswith(prefix)]
     for seed in SEEDS[check]:
         with pytest.raises(AssertionError) as info:
@@ -525,7 +528,7 @@ class TestStudentCodeIsContained:
 
     @pytest.mark.timeout(120, method="thread")
     def test_endless_loop_stops_at_the_time_limit(self, monkeypatch):
-        monkeypatch.setattr(E, "TIME_LIMIT_S", 0.5)
+        monkeypatch.setattr(harness, "TIME_LIMIT_S", 0.5)
 
         def spins(l, T):
             while True:
@@ -535,13 +538,13 @@ class TestStudentCodeIsContained:
 
     @pytest.mark.timeout(120, method="thread")
     def test_endless_sleep_stops_at_the_time_limit(self, monkeypatch):
-        monkeypatch.setattr(E, "TIME_LIMIT_S", 0.5)
+        monkeypatch.setattr(harness, "TIME_LIMIT_S", 0.5)
         _fails(E.check_coverage, lambda p, H: time.sleep(10**6), "did not return within 0.5 s")
 
     @pytest.mark.timeout(120, method="thread")
     def test_endless_loop_stops_outside_the_main_thread(self, monkeypatch):
         """Off the main thread no SIGALRM: the function runs in a worker thread, stopped when its time is up."""
-        monkeypatch.setattr(E, "TIME_LIMIT_S", 0.5)
+        monkeypatch.setattr(harness, "TIME_LIMIT_S", 0.5)
         stopped = threading.Event()
 
         def spins(p, H):
@@ -563,7 +566,9 @@ class TestStudentCodeIsContained:
 
     def test_the_instructor_guide_states_the_time_limit(self):
         guide = (ROOT / "book" / "instructor_guide.md").read_text(encoding="utf-8")
-        assert f"within {E.TIME_LIMIT_S:g} s (`attn_lib.exercises.TIME_LIMIT_S`)" in guide.replace("\n", " ")
+        assert f"within {harness.TIME_LIMIT_S:g} s (`attn_lib.book.exercises.harness.TIME_LIMIT_S`)" in guide.replace(
+            "\n", " "
+        )
 
     def test_keyboard_interrupt_is_not_swallowed(self):
         def interrupted(p, H):
@@ -656,7 +661,7 @@ class TestOtherHints:
         )
 
     def test_answer_right_on_the_public_cases_only_fails_at_a_hidden_seed(self):
-        public = {case.args: case.expected for case in E._cases_coverage(E.SEED)}
+        public = {case.args: case.expected for case in ex_multihead._cases_coverage(E.SEED)}
         E.check_coverage(lambda p, H: public.get((p, H), 0.5))
         with pytest.raises(AssertionError, match="HINT: "):
             E.check_coverage(lambda p, H: public.get((p, H), 0.5), seed=SEEDS["check_coverage"][0])
@@ -774,7 +779,7 @@ class TestAssignmentIndex:
         ]
 
     def test_reads_the_checks_each_question_calls(self, tmp_path):
-        tests = '```{code-cell}\nfrom attn_lib.exercises import feedback\nfeedback("check_coverage", "coverage")\n```\n'
+        tests = '```{code-cell}\nfrom attn_lib.book.exercises import feedback\nfeedback("check_coverage", "coverage")\n```\n'
         tests += "```{code-cell}\n# HIDDEN\nfeedback('check_coverage', 'coverage', seed=3)\nfeedback(\"check_sparsemax\", \"s\")\n```\n"
         (tmp_path / "ch01_x.md").write_text(
             ASSIGNMENT.replace("```{raw-cell}\n# END QUESTION", tests + "```{raw-cell}\n# END QUESTION")
@@ -784,7 +789,7 @@ class TestAssignmentIndex:
     def test_every_question_of_the_assignments_calls_one_check(self):
         rows = E.assignment_index(ROOT / "assignments")
         assert rows and all(len(r["checks"]) == 1 for r in rows), rows
-        assert sorted(c for r in rows for c in r["checks"]) == sorted(E._CASES)
+        assert sorted(c for r in rows for c in r["checks"]) == sorted(grading.CASES)
 
     def test_question_without_practises_line(self, tmp_path):
         (tmp_path / "ch01_x.md").write_text(ASSIGNMENT.replace("**Practises:**", "Practises"))

@@ -9,7 +9,7 @@ from test_beyond import TEXT, TOY_PROFILE, toy_table
 
 from attn_lib import beyond as B
 from attn_lib import report as R
-from attn_lib.widgets import figure_provenance, figure_to_png
+from attn_lib.provenance import figure_provenance, figure_to_png
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from attn_lib import report, widgets
+from attn_lib import provenance, report
 
 META = {"model": "tiny (random init) on cpu", "model_id": "tiny", "text": "bytes, first 8 tokens", "device": "cpu"}
 LAYERS = pd.DataFrame(
@@ -55,7 +55,7 @@ class TestFigureNormaliserSwap:
             assert list(sparse.get_ydata()) == LAYERS.query("normaliser == 'sparsemax'")[col].tolist()
 
     def test_names_model_text_and_device(self):
-        label = widgets.figure_provenance(report.figure_normaliser_swap(LAYERS))
+        label = provenance.figure_provenance(report.figure_normaliser_swap(LAYERS))
         assert label == "model: tiny (random init) on cpu · text: bytes, first 8 tokens · device: cpu"
 
     def test_title_names_the_model(self):

@@ -1060,7 +1060,7 @@ def test_cache_size_helpers_check_their_input():
 
 
 def test_blank_attn_lib_model_names_the_variable(monkeypatch):
-    from attn_lib import chapter
+    from attn_lib.book import chapter
 
     monkeypatch.setenv("ATTN_LIB_MODEL", "   ")
     with pytest.raises(ValueError, match="ATTN_LIB_MODEL"):

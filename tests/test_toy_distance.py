@@ -1,4 +1,4 @@
-"""attn_lib.toy.distance: the synthetic instances of chapter 2, checked against attn_lib.theory, brute force and
+"""attn_lib.book.toy.distance: the synthetic instances of chapter 2, checked against attn_lib.theory, brute force and
 independent re-draws of the same random streams."""
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ import pytest
 import sympy as sp
 from matplotlib.figure import Figure
 
-from attn_lib import symbolic, theory, toy
-from attn_lib.toy import distance as D
-from attn_lib.widgets import figure_provenance
+from attn_lib import symbolic, theory
+from attn_lib.book import toy
+from attn_lib.book.toy import distance as D
+from attn_lib.provenance import figure_provenance
 
 
 def _softmax(z):

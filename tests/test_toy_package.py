@@ -1,10 +1,10 @@
-"""attn_lib.toy re-exports its topic modules' public names: no two modules may export the same name (the last
+"""attn_lib.book.toy re-exports its topic modules' public names: no two modules may export the same name (the last
 star-import would silently shadow the others)."""
 
 import collections
 import importlib
 
-import attn_lib.toy
+import attn_lib.book.toy
 
 TOPICS = ["vanishing", "distance", "separability", "sensitivity", "multihead"]
 
@@ -12,14 +12,20 @@ TOPICS = ["vanishing", "distance", "separability", "sensitivity", "multihead"]
 def test_topic_modules_export_distinct_names():
     owners = collections.defaultdict(list)
     for topic in TOPICS:
-        for name in importlib.import_module(f"attn_lib.toy.{topic}").__all__:
+        for name in importlib.import_module(f"attn_lib.book.toy.{topic}").__all__:
             owners[name].append(topic)
     clashes = {name: mods for name, mods in owners.items() if len(mods) > 1}
-    assert not clashes, f"names exported by several attn_lib.toy modules: {clashes}"
+    assert not clashes, f"names exported by several attn_lib.book.toy modules: {clashes}"
 
 
 def test_every_exported_name_is_reachable_from_the_package():
     for topic in TOPICS:
-        module = importlib.import_module(f"attn_lib.toy.{topic}")
+        module = importlib.import_module(f"attn_lib.book.toy.{topic}")
         for name in module.__all__:
-            assert getattr(attn_lib.toy, name) is getattr(module, name), f"{topic}.{name}"
+            assert getattr(attn_lib.book.toy, name) is getattr(module, name), f"{topic}.{name}"
+
+
+def test_the_package_lists_exactly_its_modules_names():
+    """``attn_lib.book.toy.__all__`` is the union of its topic modules' ``__all__`` (explicit imports, no star)."""
+    exported = [name for topic in TOPICS for name in importlib.import_module(f"attn_lib.book.toy.{topic}").__all__]
+    assert sorted(attn_lib.book.toy.__all__) == sorted(exported)

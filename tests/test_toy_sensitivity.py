@@ -1,4 +1,4 @@
-"""attn_lib.toy.sensitivity: synthetic rows for Lemma 2, Corollary 3 and the sqrt(5) example, checked against
+"""attn_lib.book.toy.sensitivity: synthetic rows for Lemma 2, Corollary 3 and the sqrt(5) example, checked against
 independent references (scipy's softmax, finite differences of the normaliser, numpy norms, hand-made tables)."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import scipy.special
 import sympy as sp
 from matplotlib.figure import Figure
 
-from attn_lib import toy
-from attn_lib.toy import sensitivity as S
-from attn_lib.widgets import figure_provenance
+from attn_lib.book import toy
+from attn_lib.book.toy import sensitivity as S
+from attn_lib.provenance import figure_provenance
 
 SQRT2 = math.sqrt(2)
 

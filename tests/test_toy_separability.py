@@ -1,4 +1,4 @@
-"""attn_lib.toy.separability: the sphere model of Assumptions 1-2, the radius rho_min, the unit cases of the
+"""attn_lib.book.toy.separability: the sphere model of Assumptions 1-2, the radius rho_min, the unit cases of the
 N_s convention, the toy statistics of Theorem 2 and the temperature slider's figure.
 
 References are independent of the module: brute-force loops over tokens, closed forms (Archimedes' theorem on
@@ -17,8 +17,9 @@ from matplotlib.figure import Figure
 from scipy import stats as scipy_stats
 
 from attn_lib import theory
-from attn_lib.toy import separability as toy
-from attn_lib.widgets import PrecomputedSlider, figure_provenance
+from attn_lib.book.toy import separability as toy
+from attn_lib.book.widgets import PrecomputedSlider
+from attn_lib.provenance import figure_provenance
 
 SMALL = dict(n_values=(1, 2, 4), seed=0, d=8, L=32, mc_draws=16)
 

@@ -1,4 +1,4 @@
-"""Tests for attn_lib.toy.vanishing: the synthetic rows, constants, figures and SymPy helpers of chapter 1.
+"""Tests for attn_lib.book.toy.vanishing: the synthetic rows, constants, figures and SymPy helpers of chapter 1.
 
 References are independent of the module: weights from ``F(z) / sum F(z)`` in numpy or ``scipy.special.softmax``,
 closed forms of the constants and of the worst case, and the seeded generators drawn directly.
@@ -16,8 +16,8 @@ import torch
 from matplotlib.figure import Figure
 from scipy.special import softmax as scipy_softmax
 
-from attn_lib import symbolic, widgets
-from attn_lib.toy import vanishing as v
+from attn_lib import provenance, symbolic
+from attn_lib.book.toy import vanishing as v
 
 A, T = 2.0, 1.0
 LS = [1, 2, 10, 100, 1000]
@@ -251,7 +251,7 @@ class TestFigures:
         np.testing.assert_allclose(ssmax[0].get_ydata(), curves.ssmax_worst)
 
     def test_figure_lmax_names_its_data(self, curves):
-        label = widgets.figure_provenance(v.figure_lmax(curves))
+        label = provenance.figure_provenance(v.figure_lmax(curves))
         assert label == "model: none · text: synthetic logits, uniform on [-2, 2] · device: cpu · seed: 0"
 
     def test_figure_lmax_is_not_managed_by_pyplot(self, curves):
@@ -273,7 +273,7 @@ class TestFigures:
         assert f"{math.exp(2 * A / 0.5):.3g}" in "".join(t.get_text() for t in fig.axes[0].get_legend().get_texts())
 
     def test_render_temperature_names_its_data(self):
-        assert "seed: 4" in widgets.figure_provenance(v.render_temperature(1.0, a=A, lengths=LS, seed=4))
+        assert "seed: 4" in provenance.figure_provenance(v.render_temperature(1.0, a=A, lengths=LS, seed=4))
 
     def test_render_temperature_rejects_a_non_positive_temperature(self):
         with pytest.raises(ValueError, match="temperature"):

@@ -1,4 +1,4 @@
-"""Tests for attn_lib.widgets: pre-rendered sliders and figure provenance labels."""
+"""Tests for attn_lib.book.widgets: pre-rendered sliders and figure provenance labels."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from attn_lib import widgets as aw
+from attn_lib import provenance as prov
+from attn_lib.book import widgets as aw
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -20,7 +21,7 @@ def _render(value):
     fig, ax = plt.subplots(figsize=(2, 1.5))
     ax.plot([0, 1], [0, float(value)])
     ax.set_title(f"v={value}")
-    return aw.label_figure(fig, model="none", text="synthetic", device="cpu")
+    return prov.label_figure(fig, model="none", text="synthetic", device="cpu")
 
 
 @pytest.fixture(autouse=True)
@@ -33,9 +34,9 @@ def _close_figures():
 
 
 def test_provenance_text():
-    s = aw.provenance(model="gpt2", text="War and Peace", device="cpu", seed=3)
+    s = prov.provenance(model="gpt2", text="War and Peace", device="cpu", seed=3)
     assert s == "model: gpt2 \u00b7 text: War and Peace \u00b7 device: cpu \u00b7 seed: 3"
-    assert "seed" not in aw.provenance(model="none", text="synthetic", device="cpu")
+    assert "seed" not in prov.provenance(model="none", text="synthetic", device="cpu")
 
 
 @pytest.mark.parametrize("field", ["model", "text", "device"])
@@ -43,32 +44,32 @@ def test_provenance_text():
 def test_provenance_rejects_missing_fields(field, bad):
     kwargs = {"model": "m", "text": "t", "device": "d", field: bad}
     with pytest.raises(ValueError, match=field):
-        aw.provenance(**kwargs)
+        prov.provenance(**kwargs)
 
 
 @pytest.mark.parametrize("seed", [1.5, "0", True])
 def test_provenance_rejects_bad_seed(seed):
     with pytest.raises(ValueError, match="seed"):
-        aw.provenance(model="m", text="t", device="d", seed=seed)
+        prov.provenance(model="m", text="t", device="d", seed=seed)
 
 
 def test_label_figure_adds_one_footer_and_replaces_it():
     fig, _ = plt.subplots()
-    assert aw.figure_provenance(fig) is None
-    out = aw.label_figure(fig, model="gpt2", text="t", device="cpu")
+    assert prov.figure_provenance(fig) is None
+    out = prov.label_figure(fig, model="gpt2", text="t", device="cpu")
     assert out is fig
-    assert aw.figure_provenance(fig) == "model: gpt2 \u00b7 text: t \u00b7 device: cpu"
-    aw.label_figure(fig, model="gpt2", text="t", device="cuda:0")
-    footers = [t for t in fig.texts if t.get_gid() == aw.PROVENANCE_GID]
+    assert prov.figure_provenance(fig) == "model: gpt2 \u00b7 text: t \u00b7 device: cpu"
+    prov.label_figure(fig, model="gpt2", text="t", device="cuda:0")
+    footers = [t for t in fig.texts if t.get_gid() == prov.PROVENANCE_GID]
     assert len(footers) == 1 and footers[0].get_text().endswith("device: cuda:0")
 
 
 def test_label_figure_footer_is_inside_the_saved_png():
     """With a tight bounding box the PNG grows to include the footer below the axes."""
     fig, _ = plt.subplots(figsize=(3, 2))
-    bare = aw.figure_to_png(fig)
-    aw.label_figure(fig, model="none", text="synthetic", device="cpu")
-    labelled = aw.figure_to_png(fig)
+    bare = prov.figure_to_png(fig)
+    prov.label_figure(fig, model="none", text="synthetic", device="cpu")
+    labelled = prov.figure_to_png(fig)
     h_bare = int.from_bytes(bare[20:24], "big")
     h_labelled = int.from_bytes(labelled[20:24], "big")
     assert h_labelled > h_bare
@@ -76,12 +77,12 @@ def test_label_figure_footer_is_inside_the_saved_png():
 
 def test_label_figure_rejects_bad_input():
     with pytest.raises(ValueError, match="fig"):
-        aw.label_figure("not a figure", model="m", text="t", device="d")
+        prov.label_figure("not a figure", model="m", text="t", device="d")
     fig, _ = plt.subplots()
     with pytest.raises(ValueError, match="fontsize"):
-        aw.label_figure(fig, model="m", text="t", device="d", fontsize=0)
+        prov.label_figure(fig, model="m", text="t", device="d", fontsize=0)
     with pytest.raises(TypeError):
-        aw.label_figure(fig, model="m", text="t")  # device is required
+        prov.label_figure(fig, model="m", text="t")  # device is required
 
 
 # ---------------------------------------------------------------- figure_to_png
@@ -89,12 +90,12 @@ def test_label_figure_rejects_bad_input():
 
 def test_figure_to_png_returns_png_bytes():
     fig, _ = plt.subplots()
-    png = aw.figure_to_png(fig, dpi=50)
+    png = prov.figure_to_png(fig, dpi=50)
     assert png.startswith(PNG_MAGIC)
     with pytest.raises(ValueError, match="dpi"):
-        aw.figure_to_png(fig, dpi=-1)
+        prov.figure_to_png(fig, dpi=-1)
     with pytest.raises(ValueError, match="fig"):
-        aw.figure_to_png(None)
+        prov.figure_to_png(None)
 
 
 # ---------------------------------------------------------------- precomputed_slider

@@ -1,4 +1,4 @@
-"""attn_lib.widgets on ipywidgets 7 (Google Colab's 7.7.1), which has no ``ipywidgets.Stack``.
+"""attn_lib.book.widgets on ipywidgets 7 (Google Colab's 7.7.1), which has no ``ipywidgets.Stack``.
 
 Here ``Stack`` is hidden for the duration of a test, so the slider takes its ipywidgets 7 path (:class:`Stack7` and a
 kernel-side link). tools/colab_env.py renders a slider under a real ipywidgets 7.7.1 (``make test-colab``).
@@ -14,13 +14,14 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import pytest
 
-from attn_lib import widgets as aw
+from attn_lib import provenance as prov
+from attn_lib.book import widgets as aw
 
 
 def _render(value):
     fig, ax = plt.subplots(figsize=(2, 1.5))
     ax.plot([0, 1], [0, float(value)])
-    return aw.label_figure(fig, model="none", text="synthetic", device="cpu")
+    return prov.label_figure(fig, model="none", text="synthetic", device="cpu")
 
 
 @pytest.fixture

@@ -61,7 +61,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import attn_lib
-from attn_lib import widgets as aw
+from attn_lib import provenance as prov
+from attn_lib.book import widgets as aw
 
 assert widgets.__version__ == "7.7.1", widgets.__version__
 assert not hasattr(widgets, "Stack")
@@ -70,7 +71,7 @@ assert "site-packages" in attn_lib.__file__, attn_lib.__file__
 def render(value):
     fig, ax = plt.subplots(figsize=(2, 1.5))
     ax.plot([0, 1], [0, value])
-    return aw.label_figure(fig, model="none", text="synthetic", device="cpu")
+    return prov.label_figure(fig, model="none", text="synthetic", device="cpu")
 
 w = aw.precomputed_slider([1, 2, 3], render, description="x", dpi=30)
 assert isinstance(w.stack, aw.Stack7)

@@ -63,7 +63,7 @@ def meta_of(df: pd.DataFrame | None) -> dict:
 
 
 def label(meta: dict) -> str:
-    """``"model: X · text: Y · device: Z"`` (the same format as :func:`attn_lib.widgets.provenance`)."""
+    """``"model: X · text: Y · device: Z"`` (the same format as :func:`attn_lib.provenance.provenance`)."""
     return " \u00b7 ".join(f"{k}: {meta[k]}" for k in ("model", "text", "device") if k in meta)
 
 

@@ -73,7 +73,7 @@ def figure_beyond_limits(df: pd.DataFrame, crit: pd.DataFrame):
     from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
     from matplotlib.ticker import NullFormatter  # matplotlib: imported only when a figure is drawn
 
-    from ..widgets import label_figure  # widgets imports ipywidgets and pyplot: only when a figure is drawn
+    from ..provenance import label_figure  # provenance imports matplotlib: only when a figure is drawn
 
     _check_beyond_table(df)
     meta = meta_of(df)
@@ -167,7 +167,7 @@ def figure_beyond_swap(losses: pd.DataFrame):
     """
     from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
 
-    from ..widgets import label_figure  # widgets imports ipywidgets and pyplot: only when a figure is drawn
+    from ..provenance import label_figure  # provenance imports matplotlib: only when a figure is drawn
 
     _check_swap_losses(losses)
     meta = meta_of(losses)
@@ -227,7 +227,7 @@ def render_swap_row(rows: pd.DataFrame, setting: str, sweep: str = "k"):
     """
     from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
 
-    from ..widgets import label_figure  # widgets imports ipywidgets and pyplot: only when a figure is drawn
+    from ..provenance import label_figure  # provenance imports matplotlib: only when a figure is drawn
 
     require_columns(rows, "rows", ("setting", "attention", "d_tilde", "loss", "layer", "head", "row", "k", "T", "N"))
     check_choice("setting", setting, list(rows["setting"]))

@@ -18,13 +18,13 @@ def _check_swap_layers(layers: pd.DataFrame) -> None:
     missing = [c for c in ("normaliser", "layer", *_SWAP_COLUMNS) if c not in getattr(layers, "columns", ())]
     if not isinstance(layers, pd.DataFrame) or missing or not len(layers):
         raise ValueError(
-            "layers must be the non-empty per-layer DataFrame of attn_lib.toy.normaliser_swap "
+            "layers must be the non-empty per-layer DataFrame of attn_lib.book.toy.normaliser_swap "
             f"(missing columns: {missing})"
         )
 
 
 def normaliser_swap_summary(layers: pd.DataFrame, loss: dict[str, float]) -> pd.DataFrame:
-    """Means over layers of the per-layer statistics of :func:`attn_lib.toy.normaliser_swap`, with the loss.
+    """Means over layers of the per-layer statistics of :func:`attn_lib.book.toy.normaliser_swap`, with the loss.
 
     Parameters
     ----------
@@ -122,11 +122,11 @@ def figure_normaliser_swap(layers: pd.DataFrame):
 
     Returns
     -------
-    matplotlib Figure (outside pyplot), with the provenance footer of :func:`attn_lib.widgets.label_figure`.
+    matplotlib Figure (outside pyplot), with the provenance footer of :func:`attn_lib.provenance.label_figure`.
     """
     from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
 
-    from ..widgets import label_figure  # widgets imports ipywidgets and pyplot: only when a figure is drawn
+    from ..provenance import label_figure  # provenance imports matplotlib: only when a figure is drawn
 
     _check_swap_layers(layers)
     meta = meta_of(layers)

@@ -25,10 +25,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import sympy as sp
+from matplotlib.figure import Figure
 
-from .. import theory
-from .._validation import check_int, check_positive
-from ..layout import FIGURE_WIDTH_IN
+from attn_lib import theory
+from attn_lib._validation import check_int, check_positive
+from attn_lib.layout import FIGURE_WIDTH_IN
+from attn_lib.provenance import label_figure
 
 __all__ = [
     "random_row",
@@ -407,11 +410,10 @@ def top_n_curves(alpha, X, *, mc_samples: int = 64, seed: int = 0) -> pd.DataFra
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# figures (each carries its provenance footer, attn_lib.widgets.label_figure)
+# figures (each carries its provenance footer, attn_lib.provenance.label_figure)
 # ----------------------------------------------------------------------------------------------------------------
 def _figure(figsize, ncols=1):
-    """A figure outside pyplot's state machine (shown with attn_lib.chapter.show_figure or a slider)."""
-    from matplotlib.figure import Figure
+    """A figure outside pyplot's state machine (shown with attn_lib.book.chapter.show_figure or a slider)."""
 
     fig = Figure(figsize=figsize)
     return fig, fig.subplots(1, ncols)
@@ -427,13 +429,12 @@ def figure_corollary2_sequence(table: pd.DataFrame, *, N: int, text: str, seed: 
     N : int >= 1
         The fixed ``N`` of the table (for the title).
     text, seed, device
-        What produced the data, for the provenance footer (:func:`attn_lib.widgets.label_figure`).
+        What produced the data, for the provenance footer (:func:`attn_lib.provenance.label_figure`).
 
     Returns
     -------
     matplotlib.figure.Figure
     """
-    from ..widgets import label_figure
 
     _check_columns("table", table, [c for c in STYLES])
     N = check_int("N", N, low=1)
@@ -470,7 +471,6 @@ def figure_top_n(N: int, *, alpha, curves: pd.DataFrame, text: str, seed: int, d
     -------
     matplotlib.figure.Figure
     """
-    from ..widgets import label_figure
 
     a = np.asarray(alpha, dtype=np.float64)
     if a.ndim != 1:
@@ -525,11 +525,100 @@ _PRETTY = {"abar": r"\bar{\alpha}_N", "Sigma_out": r"\Sigma_{\mathrm{out}}"}
 
 def _pretty(expr):
     """``expr`` with the symbols ``abar`` and ``Sigma_out`` renamed to their typeset forms."""
-    import sympy as sp
-
     return expr.subs(
         {s: sp.Symbol(_PRETTY[s.name], positive=True) for s in expr.free_symbols if getattr(s, "name", "") in _PRETTY}
     )
+
+
+#: The entries of :func:`attn_lib.symbolic.theorem1_steps` that :func:`theorem1_steps_latex` typesets.
+_THEOREM1_KEYS = [
+    "s",
+    "abar",
+    "step1_check",
+    "step2_convex_combination",
+    "step2_check",
+    "step2_weights_sum",
+    "step2_norm_check",
+    "step3_triangle",
+    "step3_slack",
+    "step3_slack_nonnegative",
+    "step4_coefficient",
+    "step4_coefficient_nonnegative",
+    "step4_coefficient_at_most_one",
+    "step4_inserted",
+    "step4_check",
+    "step4_per_term",
+    "step5_sum",
+    "step5_evaluated",
+    "step5_expanded",
+    "d_max",
+    "step5_check",
+    "at_N_equals_L",
+]
+
+
+def _decided(flag) -> str:
+    """What SymPy decided of a slack or coefficient: ``>= 0``, or undecided."""
+    return r"\ \text{(SymPy: }" + (r"\ge 0" if flag is True else r"\text{undecided}") + ")"
+
+
+def _theorem1_steps_1_2(t1: dict) -> list[str]:
+    """``s`` and the bar alpha_N line, and steps 1-2 (identities: the differences SymPy reduced to zero)."""
+    tex = sp.latex
+    return [
+        r"s = " + tex(t1["s"]) + r",\qquad \bar\alpha_N = " + tex(t1["abar"]),
+        r"\text{step 1: }\ \alpha_i x_i - s - \Big[\alpha_i\big(x_i - s/\bar\alpha_N\big) - "
+        r"\big(1 - \alpha_i/\bar\alpha_N\big)s\Big] = " + tex(t1["step1_check"]),
+        r"\text{step 2: }\ x_i - s/\bar\alpha_N = "
+        + tex(t1["step2_convex_combination"])
+        + r",\quad \text{difference } "
+        + tex(t1["step2_check"])
+        + r",\quad \sum_j \alpha_j/\bar\alpha_N = "
+        + tex(t1["step2_weights_sum"])
+        + r",\quad \sum_j \tfrac{\alpha_j}{\bar\alpha_N}d_1 - d_1 = "
+        + tex(t1["step2_norm_check"]),
+    ]
+
+
+def _theorem1_steps_3_4(t1: dict) -> list[str]:
+    """Steps 3-4 (triangle inequalities: the slack and the coefficient SymPy decided the sign of)."""
+    tex = sp.latex
+    k = sp.Symbol("k", integer=True, positive=True)
+    per_i = _pretty(t1["step4_per_term"].rhs.subs(sp.IndexedBase("alpha")[k], sp.Symbol("alpha_i", positive=True)))
+    return [
+        r"\text{step 3 (triangle inequality): }\ \|s\|_2 \le "
+        + tex(t1["step3_triangle"].rhs)
+        + r",\quad \Big[\bar\alpha_N M_I - \big("
+        + tex(t1["step3_triangle"].rhs)
+        + r"\big)\Big]_{n_j = M_I - t_j} = "
+        + tex(t1["step3_slack"])
+        + _decided(t1["step3_slack_nonnegative"]),
+        r"\text{step 4 (triangle inequality): coefficient } "
+        + tex(_pretty(t1["step4_coefficient"]))
+        + r"\in[0,1]"
+        + _decided(t1["step4_coefficient_nonnegative"] and t1["step4_coefficient_at_most_one"])
+        + r",\quad "
+        + tex(_pretty(t1["step4_inserted"]))
+        + " - ("
+        + tex(per_i)
+        + ") = "
+        + tex(t1["step4_check"]),
+    ]
+
+
+def _theorem1_step5(t1: dict) -> list[str]:
+    """Step 5 (the ``Sum`` SymPy evaluated), d_max and its value at N = L."""
+    tex = sp.latex
+    return [
+        r"\text{step 5: }\ \tilde d \le " + tex(_pretty(t1["step5_sum"])) + " = " + tex(_pretty(t1["step5_evaluated"])),
+        r"\textstyle\sum_{k} \alpha_k = 1 - \bar\alpha_N:\quad " + tex(_pretty(t1["step5_expanded"])),
+        r"d_{\max} = "
+        + tex(_pretty(t1["d_max"]))
+        + r",\qquad \text{difference } "
+        + tex(t1["step5_check"])
+        + r",\qquad d_{\max}\big|_{N=L,\ \bar\alpha_N=1} = "
+        + tex(t1["at_N_equals_L"]),
+    ]
 
 
 def theorem1_steps_latex(t1: dict) -> list[str]:
@@ -547,82 +636,8 @@ def theorem1_steps_latex(t1: dict) -> list[str]:
         where the step is an identity, the slack it decided is non-negative where the step is an inequality, and
         the ``Sum`` it evaluated in step 5; :math:`d_{\max}` and its value at :math:`N=L`.
     """
-    import sympy as sp
-
-    _keys(
-        "t1",
-        t1,
-        [
-            "s",
-            "abar",
-            "step1_check",
-            "step2_convex_combination",
-            "step2_check",
-            "step2_weights_sum",
-            "step2_norm_check",
-            "step3_triangle",
-            "step3_slack",
-            "step3_slack_nonnegative",
-            "step4_coefficient",
-            "step4_coefficient_nonnegative",
-            "step4_coefficient_at_most_one",
-            "step4_inserted",
-            "step4_check",
-            "step4_per_term",
-            "step5_sum",
-            "step5_evaluated",
-            "step5_expanded",
-            "d_max",
-            "step5_check",
-            "at_N_equals_L",
-        ],
-    )
-    tex = sp.latex
-
-    k = sp.Symbol("k", integer=True, positive=True)
-    per_i = _pretty(t1["step4_per_term"].rhs.subs(sp.IndexedBase("alpha")[k], sp.Symbol("alpha_i", positive=True)))
-
-    def decided(flag) -> str:
-        return r"\ \text{(SymPy: }" + (r"\ge 0" if flag is True else r"\text{undecided}") + ")"
-
-    return [
-        r"s = " + tex(t1["s"]) + r",\qquad \bar\alpha_N = " + tex(t1["abar"]),
-        r"\text{step 1: }\ \alpha_i x_i - s - \Big[\alpha_i\big(x_i - s/\bar\alpha_N\big) - "
-        r"\big(1 - \alpha_i/\bar\alpha_N\big)s\Big] = " + tex(t1["step1_check"]),
-        r"\text{step 2: }\ x_i - s/\bar\alpha_N = "
-        + tex(t1["step2_convex_combination"])
-        + r",\quad \text{difference } "
-        + tex(t1["step2_check"])
-        + r",\quad \sum_j \alpha_j/\bar\alpha_N = "
-        + tex(t1["step2_weights_sum"])
-        + r",\quad \sum_j \tfrac{\alpha_j}{\bar\alpha_N}d_1 - d_1 = "
-        + tex(t1["step2_norm_check"]),
-        r"\text{step 3 (triangle inequality): }\ \|s\|_2 \le "
-        + tex(t1["step3_triangle"].rhs)
-        + r",\quad \Big[\bar\alpha_N M_I - \big("
-        + tex(t1["step3_triangle"].rhs)
-        + r"\big)\Big]_{n_j = M_I - t_j} = "
-        + tex(t1["step3_slack"])
-        + decided(t1["step3_slack_nonnegative"]),
-        r"\text{step 4 (triangle inequality): coefficient } "
-        + tex(_pretty(t1["step4_coefficient"]))
-        + r"\in[0,1]"
-        + decided(t1["step4_coefficient_nonnegative"] and t1["step4_coefficient_at_most_one"])
-        + r",\quad "
-        + tex(_pretty(t1["step4_inserted"]))
-        + " - ("
-        + tex(per_i)
-        + ") = "
-        + tex(t1["step4_check"]),
-        r"\text{step 5: }\ \tilde d \le " + tex(_pretty(t1["step5_sum"])) + " = " + tex(_pretty(t1["step5_evaluated"])),
-        r"\textstyle\sum_{k} \alpha_k = 1 - \bar\alpha_N:\quad " + tex(_pretty(t1["step5_expanded"])),
-        r"d_{\max} = "
-        + tex(_pretty(t1["d_max"]))
-        + r",\qquad \text{difference } "
-        + tex(t1["step5_check"])
-        + r",\qquad d_{\max}\big|_{N=L,\ \bar\alpha_N=1} = "
-        + tex(t1["at_N_equals_L"]),
-    ]
+    _keys("t1", t1, _THEOREM1_KEYS)
+    return [*_theorem1_steps_1_2(t1), *_theorem1_steps_3_4(t1), *_theorem1_step5(t1)]
 
 
 def random_variance_latex(rv: dict, *, n: int, N: int) -> list[str]:
@@ -641,8 +656,6 @@ def random_variance_latex(rv: dict, *, n: int, N: int) -> list[str]:
         The inclusion probabilities and the indicator moments; the variance of the sum; the bracket form and
         its difference from the variance.
     """
-    import sympy as sp
-
     _keys(
         "rv",
         rv,
@@ -690,8 +703,6 @@ def corollary2_limits_latex(c2: dict) -> list[str]:
     list of str (2 lines)
         Regime (i), :math:`L\to\infty`, and regime (ii), :math:`N\to L`.
     """
-    import sympy as sp
-
     _keys(
         "c2",
         c2,
@@ -738,8 +749,6 @@ def corollary2_remainder_latex(rem: dict) -> list[str]:
         The per-token identity and its difference; the reverse triangle inequality with ``|p| = p``; the outer
         factor's slack; the triangle-inequality sum SymPy evaluated and the bound after ``p = N/(L-1)``.
     """
-    import sympy as sp
-
     _keys(
         "rem",
         rem,

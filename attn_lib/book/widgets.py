@@ -1,4 +1,4 @@
-"""Book helpers: sliders that work in a live kernel *and* in the static HTML book, and figure provenance labels.
+"""Book helpers: sliders that work in a live kernel *and* in the static HTML book.
 
 A slider in the static book has no kernel to call back into, so :func:`precomputed_slider` renders the figure for
 every slider value up front (PNG images in an :class:`ipywidgets.Stack`) and links the slider's ``index`` to the
@@ -8,12 +8,13 @@ nbclient stores the widget state in the notebook metadata, myst-nb embeds it in 
 widget behaves identically, and with ``live=`` it also computes the figure of each position the reader moves to
 (e.g. one forward pass of the model at that setting) and shows it in place of the pre-rendered one.
 
-Every figure says what produced it: :func:`label_figure` adds a footer ``model · text · device`` (for synthetic
-data, name the generator and its seed as the text).
+Every figure says what produced it: :func:`attn_lib.provenance.label_figure` adds a footer ``model · text · device``
+(for synthetic data, name the generator and its seed as the text).
 
 Example::
 
-    from attn_lib.widgets import precomputed_slider, label_figure
+    from attn_lib.book.widgets import precomputed_slider
+    from attn_lib.provenance import label_figure
 
     def render(T):
         fig, ax = plt.subplots()
@@ -32,7 +33,6 @@ Only matplotlib and ipywidgets are imported here (see docs/ARCHITECTURE.md).
 from __future__ import annotations
 
 import html
-import io
 import numbers
 import time
 from collections.abc import Callable, Sequence
@@ -42,19 +42,14 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import traitlets
 from matplotlib.figure import Figure
-from matplotlib.text import Text
 
-from .layout import FIGURE_DPI, PNG_KEY_DPI, PNG_KEY_MIN_FONT, PNG_KEY_WIDTH, smallest_font_pt, wrap_text
+from ..provenance import figure_to_png
 
 __all__ = [
     "IPYWIDGETS_MAJOR",
     "PrecomputedSlider",
     "Stack7",
-    "figure_provenance",
-    "figure_to_png",
-    "label_figure",
     "precomputed_slider",
-    "provenance",
 ]
 
 #: Major version of the installed ipywidgets (7 on Colab, 8 elsewhere).
@@ -86,105 +81,6 @@ def _stack(children: list[widgets.Widget], selected_index: int) -> widgets.Box:
     if hasattr(widgets, "Stack"):
         return widgets.Stack(children=children, selected_index=selected_index)
     return Stack7(children, selected_index=selected_index)
-
-
-#: gid given to the footer text that :func:`label_figure` adds (lets tests and other helpers find it).
-PROVENANCE_GID = "attn_lib-provenance"
-
-
-def _check_label(name: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{name} must be a non-empty string saying what produced the figure (got {value!r})")
-    return value.strip()
-
-
-def provenance(*, model: str, text: str, device: str, seed: int | None = None) -> str:
-    """Return the one-line provenance label ``"model: … · text: … · device: …"`` used under every figure.
-
-    :param model: the model that produced the data, e.g. ``"gpt2 (124M)"``, or ``"none"`` for maths-only figures.
-    :param text: the input text, e.g. ``"War and Peace, first 1024 tokens"``, or the synthetic generator.
-    :param device: the device the numbers were computed on, e.g. ``"cpu"`` or ``"cuda:0 (NVIDIA H200)"``.
-    :param seed: the random seed, when the data are random.
-    """
-    parts = [
-        f"model: {_check_label('model', model)}",
-        f"text: {_check_label('text', text)}",
-        f"device: {_check_label('device', device)}",
-    ]
-    if seed is not None:
-        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-            raise ValueError(f"seed must be an integer or None (got {seed!r})")
-        parts.append(f"seed: {int(seed)}")
-    return " \u00b7 ".join(parts)
-
-
-def label_figure(
-    fig: Figure,
-    *,
-    model: str,
-    text: str,
-    device: str,
-    seed: int | None = None,
-    fontsize: float = 7.0,
-) -> Figure:
-    """Add (or replace) a small footer on ``fig`` saying which model, text and device produced it.
-
-    The footer sits just below the figure's bottom edge; ``bbox_inches="tight"`` (the notebook default, and
-    :func:`figure_to_png`) keeps it in the saved image. Returns ``fig`` so that ``render`` functions can end with
-    ``return label_figure(fig, ...)``.
-    """
-    if not isinstance(fig, Figure):
-        raise ValueError(f"fig must be a matplotlib Figure (got {type(fig).__name__})")
-    if isinstance(fontsize, bool) or not isinstance(fontsize, numbers.Real) or not fontsize > 0:
-        raise ValueError(f"fontsize must be a number > 0 (got {fontsize!r})")
-    # broken into lines that fit the figure, so the footer never widens the saved image
-    label = wrap_text(provenance(model=model, text=text, device=device, seed=seed), 0.97 * fig.get_figwidth(), fontsize)
-    for old in [t for t in fig.texts if t.get_gid() == PROVENANCE_GID]:
-        old.remove()
-    # Just below everything already drawn (tick labels and x labels can reach below the figure's edge).
-    try:
-        renderer = fig.canvas.get_renderer()
-    except AttributeError:  # canvases without their own renderer
-        renderer = fig._get_renderer()
-    bottom = fig.get_tightbbox(renderer).y0 / fig.get_figheight()
-    fig.text(
-        0.99,
-        min(bottom, 0.0) - 0.01,
-        label,
-        ha="right",
-        va="top",
-        fontsize=fontsize,
-        color="0.35",
-        gid=PROVENANCE_GID,
-    )
-    return fig
-
-
-def figure_provenance(fig: Figure) -> str | None:
-    """Return the provenance footer of ``fig`` (added by :func:`label_figure`, on one line), or ``None`` if it has
-    none."""
-    for t in fig.texts:
-        if isinstance(t, Text) and t.get_gid() == PROVENANCE_GID:
-            return t.get_text().replace("\n", " ")  # label_figure breaks a long footer at spaces
-    return None
-
-
-def figure_to_png(fig: Figure, *, dpi: float = FIGURE_DPI) -> bytes:
-    """Render ``fig`` to PNG bytes (tight bounding box, so the provenance footer is kept).
-
-    The PNG carries text chunks with the resolution, the figure's width in inches and its smallest font size in
-    points (keys in :mod:`attn_lib.layout`), so the browser test can tell how large the smallest text is shown."""
-    if not isinstance(fig, Figure):
-        raise ValueError(f"fig must be a matplotlib Figure (got {type(fig).__name__})")
-    if isinstance(dpi, bool) or not isinstance(dpi, numbers.Real) or not dpi > 0:
-        raise ValueError(f"dpi must be a number > 0 (got {dpi!r})")
-    smallest = smallest_font_pt(fig)
-    metadata = {PNG_KEY_DPI: f"{float(dpi):g}", PNG_KEY_WIDTH: f"{fig.get_figwidth():.3f}"}
-    if smallest is not None:
-        metadata[PNG_KEY_MIN_FONT] = f"{smallest:g}"
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", metadata=metadata)
-    return buf.getvalue()
 
 
 def _format_label(fmt: str | Callable[[Any], str], value: Any) -> str:
@@ -275,6 +171,75 @@ class PrecomputedSlider(widgets.VBox):
         self.status.value = f"{html.escape(label)}: computed live in the kernel ({self.live_seconds[i]:.1f} s)"
 
 
+def _slider_values(values: Any) -> list:
+    """The slider positions as a non-empty list (numpy arrays, ranges and generators are accepted)."""
+    if isinstance(values, (str, bytes)):
+        raise ValueError(f"values must be a sequence of slider values, not a string (got {values!r})")
+    if not isinstance(values, Sequence):
+        try:
+            values = list(values)  # numpy arrays, ranges, generators
+        except TypeError:
+            raise ValueError(f"values must be a sequence of slider values (got {type(values).__name__})") from None
+    values = list(values)
+    if not values:
+        raise ValueError("values must contain at least one slider value (got an empty sequence)")
+    return values
+
+
+def _check_slider_args(render: Any, description: Any, fmt: Any, dpi: Any, live: Any, width: Any) -> None:
+    """Raise ``ValueError`` on a bad argument of :func:`precomputed_slider` (other than ``values`` and ``value``)."""
+    if not callable(render):
+        raise ValueError(f"render must be a callable value -> matplotlib Figure (got {render!r})")
+    if not isinstance(description, str):
+        raise ValueError(f"description must be a string (got {description!r})")
+    if not (isinstance(fmt, str) or callable(fmt)):
+        raise ValueError(f"fmt must be a format string or a callable (got {fmt!r})")
+    if isinstance(dpi, bool) or not isinstance(dpi, numbers.Real) or not dpi > 0:
+        raise ValueError(f"dpi must be a number > 0 (got {dpi!r})")
+    if live is not None and not callable(live):
+        raise ValueError(f"live must be a callable value -> matplotlib Figure, or None (got {live!r})")
+    if width is not None and not isinstance(width, str):
+        raise ValueError(f"width must be a CSS length string such as '600px' or None (got {width!r})")
+
+
+def _slider_labels(values: list, fmt: str | Callable[[Any], str]) -> list[str]:
+    """The label of each slider position (they must be distinct)."""
+    labels = [_format_label(fmt, v) for v in values]
+    if len(set(labels)) != len(labels):
+        dupes = sorted({lab for lab in labels if labels.count(lab) > 1})
+        raise ValueError(f"values must have distinct labels (duplicates: {dupes}); pass distinct values or a finer fmt")
+    return labels
+
+
+def _initial_index(values: list, labels: list[str], value: Any) -> int:
+    """The position of ``value`` among ``values`` (the first one when ``value`` is None)."""
+    if value is None:
+        return 0
+    matches = [i for i, v in enumerate(values) if v == value]
+    if not matches:
+        raise ValueError(f"value must be one of the slider values {labels} (got {value!r})")
+    return matches[0]
+
+
+def _render_images(
+    values: list, render: Callable[[Any], Figure], *, dpi: float, width: str | None, close: bool
+) -> list[widgets.Image]:
+    """One PNG image widget per slider position, from ``render(value)``."""
+    images = []
+    for v in values:
+        fig = render(v)
+        if not isinstance(fig, Figure):
+            raise ValueError(f"render({v!r}) must return a matplotlib Figure (got {type(fig).__name__})")
+        try:
+            png = figure_to_png(fig, dpi=dpi)
+        finally:
+            if close:
+                plt.close(fig)
+        layout = widgets.Layout(width=width, height="auto") if width else widgets.Layout(max_width="100%")
+        images.append(widgets.Image(value=png, format="png", layout=layout))
+    return images
+
+
 def precomputed_slider(
     values: Sequence[Any],
     render: Callable[[Any], Figure],
@@ -303,53 +268,11 @@ def precomputed_slider(
     :raises ValueError: on empty or duplicate values, a non-callable ``render``, a ``render`` that does not
         return a Figure, a ``value`` not in ``values``, a non-callable ``live``, or a bad ``description``/``dpi``.
     """
-    if isinstance(values, (str, bytes)):
-        raise ValueError(f"values must be a sequence of slider values, not a string (got {values!r})")
-    if not isinstance(values, Sequence):
-        try:
-            values = list(values)  # numpy arrays, ranges, generators
-        except TypeError:
-            raise ValueError(f"values must be a sequence of slider values (got {type(values).__name__})") from None
-    values = list(values)
-    if not values:
-        raise ValueError("values must contain at least one slider value (got an empty sequence)")
-    if not callable(render):
-        raise ValueError(f"render must be a callable value -> matplotlib Figure (got {render!r})")
-    if not isinstance(description, str):
-        raise ValueError(f"description must be a string (got {description!r})")
-    if not (isinstance(fmt, str) or callable(fmt)):
-        raise ValueError(f"fmt must be a format string or a callable (got {fmt!r})")
-    if isinstance(dpi, bool) or not isinstance(dpi, numbers.Real) or not dpi > 0:
-        raise ValueError(f"dpi must be a number > 0 (got {dpi!r})")
-    if live is not None and not callable(live):
-        raise ValueError(f"live must be a callable value -> matplotlib Figure, or None (got {live!r})")
-    if width is not None and not isinstance(width, str):
-        raise ValueError(f"width must be a CSS length string such as '600px' or None (got {width!r})")
-    labels = [_format_label(fmt, v) for v in values]
-    if len(set(labels)) != len(labels):
-        dupes = sorted({lab for lab in labels if labels.count(lab) > 1})
-        raise ValueError(f"values must have distinct labels (duplicates: {dupes}); pass distinct values or a finer fmt")
-    if value is None:
-        index = 0
-    else:
-        matches = [i for i, v in enumerate(values) if v == value]
-        if not matches:
-            raise ValueError(f"value must be one of the slider values {labels} (got {value!r})")
-        index = matches[0]
-
-    images = []
-    for v in values:
-        fig = render(v)
-        if not isinstance(fig, Figure):
-            raise ValueError(f"render({v!r}) must return a matplotlib Figure (got {type(fig).__name__})")
-        try:
-            png = figure_to_png(fig, dpi=dpi)
-        finally:
-            if close:
-                plt.close(fig)
-        layout = widgets.Layout(width=width, height="auto") if width else widgets.Layout(max_width="100%")
-        images.append(widgets.Image(value=png, format="png", layout=layout))
-
+    values = _slider_values(values)
+    _check_slider_args(render, description, fmt, dpi, live, width)
+    labels = _slider_labels(values, fmt)
+    index = _initial_index(values, labels, value)
+    images = _render_images(values, render, dpi=dpi, width=width, close=close)
     slider = widgets.SelectionSlider(
         options=list(zip(labels, range(len(values)))),
         index=index,

@@ -26,10 +26,11 @@ import torch
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
-from .. import normalizers, theory
-from .._validation import check_choice, check_int, check_positive, check_probability
-from ..layout import FIGURE_WIDTH_IN
-from ..widgets import label_figure
+from attn_lib import jacobian, normalizers, theory
+from attn_lib._validation import check_choice, check_int, check_positive, check_probability
+from attn_lib.capture import capture_attention
+from attn_lib.layout import FIGURE_WIDTH_IN
+from attn_lib.provenance import label_figure
 
 __all__ = [
     "REMEDIES",
@@ -245,7 +246,7 @@ def figure_max_weight(comparison: RemedyComparison) -> Figure:
 
     Returns
     -------
-    matplotlib Figure (not managed by pyplot; show it with :func:`attn_lib.chapter.show_figure`).
+    matplotlib Figure (not managed by pyplot; show it with :func:`attn_lib.book.chapter.show_figure`).
     """
     if not isinstance(comparison, RemedyComparison):
         raise ValueError(f"comparison must be a RemedyComparison (from compare_remedies), got {type(comparison)}")
@@ -374,8 +375,6 @@ def sensitivity_sweep(
     -------
     SensitivitySweep
     """
-    from .. import jacobian
-
     X = np.asarray(logits, dtype=np.float64)
     if X.ndim != 2 or X.shape[1] < 1 or X.shape[0] < 1:
         raise ValueError(f"logits must have shape (n_rows, L) with n_rows, L >= 1 (got {X.shape})")
@@ -571,8 +570,6 @@ def normaliser_swap(
     -------
     SwapResult
     """
-    from ..capture import capture_attention
-
     if (
         not isinstance(input_ids, torch.Tensor)
         or input_ids.ndim != 2

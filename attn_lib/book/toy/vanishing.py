@@ -29,10 +29,10 @@ import sympy as sp
 import torch
 from matplotlib.figure import Figure
 
-from .. import normalizers, theory
-from .._validation import check_choice, check_int, check_positive, check_seed
-from ..layout import FIGURE_WIDTH_IN
-from ..widgets import label_figure
+from attn_lib import normalizers, theory
+from attn_lib._validation import check_choice, check_int, check_positive, check_seed
+from attn_lib.layout import FIGURE_WIDTH_IN
+from attn_lib.provenance import label_figure
 
 __all__ = [
     "Family",
@@ -47,7 +47,7 @@ __all__ = [
     "lmax_curves",
     "figure_lmax",
     "figure_temperature",
-    # render_temperature: not exported to attn_lib.toy (each topic module has its own); call it by module
+    # render_temperature: not exported to attn_lib.book.toy (each topic module has its own); call it by module
     "corollary1_table",
     "resolve_min_max",
     "latex_relations",
@@ -392,7 +392,7 @@ def figure_lmax(curves: LmaxCurves) -> Figure:
 
     Returns
     -------
-    matplotlib Figure (not managed by pyplot; show it with :func:`attn_lib.chapter.show_figure`).
+    matplotlib Figure (not managed by pyplot; show it with :func:`attn_lib.book.chapter.show_figure`).
     """
     if not isinstance(curves, LmaxCurves):
         raise ValueError(f"curves must be an LmaxCurves (from lmax_curves), got {type(curves).__name__}")

@@ -25,10 +25,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import sympy as sp
+from matplotlib.figure import Figure
 
-from .. import jacobian, normalizers, theory
-from .._validation import check_int, check_nonnegative, check_positive, check_probability
-from ..layout import FIGURE_WIDTH_IN
+from attn_lib import jacobian, normalizers, theory
+from attn_lib._validation import check_int, check_nonnegative, check_positive, check_probability
+from attn_lib.layout import FIGURE_WIDTH_IN
+from attn_lib.provenance import label_figure
 
 __all__ = [
     "NICE_NAMES",
@@ -44,7 +47,7 @@ __all__ = [
     "corollary3_side_by_side",
     "tie_row",
     "temperature_sweep",
-    # render_temperature: not exported to attn_lib.toy (each topic module has its own); call it by module
+    # render_temperature: not exported to attn_lib.book.toy (each topic module has its own); call it by module
 ]
 
 SQRT2 = math.sqrt(2)
@@ -104,8 +107,6 @@ def tex(expr: Any, names: dict[str, str] | None = None) -> str:
     str
         ``sympy.latex(expr)`` with every free symbol named in ``names`` written as its LaTeX.
     """
-    import sympy as sp
-
     if not isinstance(expr, (sp.Basic, sp.MatrixBase)):
         raise ValueError(f"expr must be a SymPy expression or matrix (got {type(expr).__name__})")
     names = NICE_NAMES if names is None else names
@@ -586,11 +587,8 @@ def render_temperature(
     Returns
     -------
     matplotlib.figure.Figure
-        Two panels, labelled with :func:`attn_lib.widgets.label_figure` (model ``"none"``).
+        Two panels, labelled with :func:`attn_lib.provenance.label_figure` (model ``"none"``).
     """
-    from matplotlib.figure import Figure
-
-    from ..widgets import label_figure
 
     T = check_positive("temperature", temperature)
     r = _row(row)

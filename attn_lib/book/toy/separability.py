@@ -29,9 +29,12 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy.spatial.distance import pdist
 
-from .. import theory
-from .._validation import check_int, check_positive
-from ..layout import FIGURE_WIDTH_IN
+from attn_lib import theory
+from attn_lib._validation import check_int, check_positive
+from attn_lib.layout import FIGURE_WIDTH_IN
+from attn_lib.provenance import label_figure
+
+from ..widgets import precomputed_slider
 
 __all__ = [
     "TOY_N",
@@ -44,7 +47,7 @@ __all__ = [
     "toy_means",
     "toy_summary",
     "ToySummary",
-    # render_temperature: not exported to attn_lib.toy (each topic module has its own); call it by module
+    # render_temperature: not exported to attn_lib.book.toy (each topic module has its own); call it by module
     "temperature_slider",
 ]
 
@@ -458,7 +461,7 @@ def toy_summary(means: pd.DataFrame) -> ToySummary:
 def _check_stats(stats: Any) -> None:
     need = {"T", "N", "fraction", *_MEAN_COLUMNS}
     if not isinstance(stats, pd.DataFrame) or not need <= set(stats.columns) or len(stats) == 0:
-        raise ValueError("stats must be a non-empty table from attn_lib.toy.separability.toy_stats()")
+        raise ValueError("stats must be a non-empty table from attn_lib.book.toy.separability.toy_stats()")
 
 
 def render_temperature(temperature: float, stats: pd.DataFrame) -> Figure:
@@ -478,7 +481,6 @@ def render_temperature(temperature: float, stats: pd.DataFrame) -> Figure:
     matplotlib.figure.Figure
         Outside pyplot's state machine, labelled with model ``"none"``, the generator as text, device and seed.
     """
-    from ..widgets import label_figure
 
     _check_stats(stats)
     meta = stats.attrs
@@ -531,10 +533,9 @@ def temperature_slider(stats: pd.DataFrame, *, value: float | None = None, descr
 
     Returns
     -------
-    attn_lib.widgets.PrecomputedSlider
-        Works in a live kernel and in the static book (see :func:`attn_lib.widgets.precomputed_slider`).
+    attn_lib.book.widgets.PrecomputedSlider
+        Works in a live kernel and in the static book (see :func:`attn_lib.book.widgets.precomputed_slider`).
     """
-    from ..widgets import precomputed_slider
 
     _check_stats(stats)
     temps = [float(T) for T in sorted(stats["T"].unique())]

@@ -1,0 +1,96 @@
+"""What the assignments' Otter tests call: :func:`feedback` runs a check and prints its hint; :func:`listed_mistakes`
+names the typical mistakes a check recognises."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from . import distance, harness, multihead, sensitivity, separability, vanishing
+
+__all__ = ["CASES", "CHECKS", "feedback", "listed_mistakes"]
+
+#: Each check and the function that builds its cases at a seed (the tests read the listed mistakes from here).
+CASES = {**vanishing.CASES, **distance.CASES, **separability.CASES, **sensitivity.CASES, **multihead.CASES}
+#: Each check by its name.
+CHECKS = {
+    name: getattr(module, name)
+    for module in (vanishing, distance, separability, sensitivity, multihead)
+    for name in module.CASES
+}
+
+
+def listed_mistakes(check: Any) -> list[str]:
+    """The typical mistakes ``check`` recognises: the hint of each, in the order the check tries them.
+
+    Parameters
+    ----------
+    check : str or callable
+        One of the ``check_*`` functions of :mod:`attn_lib.book.exercises`, or its name.
+
+    Returns
+    -------
+    list of str
+        The hints (without ``HINT:`` and without the values a failing answer adds).
+
+    Raises
+    ------
+    ValueError
+        If ``check`` is not one of the checks.
+    """
+    name = check if isinstance(check, str) else getattr(check, "__name__", None)
+    if name not in CASES or (not isinstance(check, str) and CHECKS[name] is not check):
+        raise ValueError(f"check must be one of {', '.join(CHECKS)} or its name (got {check!r})")
+    return harness.hints(CASES[name](harness.SEED))
+
+
+def feedback(check: Any, name: Any, seed: int = harness.SEED, namespace: dict | None = None) -> None:
+    """Run ``check`` on the student's function ``name`` and *print* the hint (nothing when the answer is right).
+
+    The assignments' Otter tests call this, not the check itself: a doctest that raises shows a traceback with the
+    grading machine's file paths, one that prints shows exactly what it printed. So the failure a student sees in
+    ``grader.check`` and the one in Otter's ``results.json`` is the hint alone.
+
+    Parameters
+    ----------
+    check : str or callable
+        One of the ``check_*`` functions of :mod:`attn_lib.book.exercises`, or its name.
+    name : str or callable
+        The student's function, or its name, looked up in ``namespace`` (a name the student never defined, or
+        defined as something that is not a function, gets a hint too).
+    seed : int, optional
+        Seed of the inputs, as for the check.
+    namespace : dict, optional
+        Where to look ``name`` up; default: the caller's global variables (the notebook's).
+
+    Returns
+    -------
+    None
+        Prints one line ``HINT: ...`` when the answer is wrong.
+
+    Raises
+    ------
+    ValueError
+        If ``check`` is not one of the checks, or ``name`` is neither a string nor a callable.
+    """
+    fn_check = CHECKS.get(check) if isinstance(check, str) else check
+    if fn_check not in CHECKS.values():
+        raise ValueError(f"check must be one of {', '.join(CHECKS)} or its name (got {check!r})")
+    if isinstance(name, str):
+        if namespace is None:
+            namespace = sys._getframe(1).f_globals
+        if name not in namespace:
+            print(f"HINT: {name} is not defined: run the cell that defines it (and keep its name, {name})")
+            return
+        fn = namespace[name]
+        if not callable(fn):
+            print(f"HINT: {name} must be a function, but it is a {type(fn).__name__}: define it with `def {name}(...)`")
+            return
+    elif callable(name):
+        fn = name
+    else:
+        raise ValueError(f"name must be the name of the student's function or the function (got {type(name).__name__})")
+    try:
+        fn_check(fn, seed=seed)
+    except AssertionError as exc:
+        print(str(exc))

@@ -1,0 +1,118 @@
+"""Figure provenance: the footer ``model · text · device`` under every figure, and the PNG each figure is shown as.
+
+Every figure of the library and of the book says what produced it: :func:`label_figure` adds the footer (for
+synthetic data, name the generator and its seed as the text) and :func:`figure_provenance` reads it back.
+:func:`figure_to_png` renders a figure with the layout keys of :mod:`attn_lib.layout` in its PNG text chunks.
+Only matplotlib is imported here.
+"""
+
+from __future__ import annotations
+
+import io
+import numbers
+from typing import Any
+
+from matplotlib.figure import Figure
+from matplotlib.text import Text
+
+from .layout import FIGURE_DPI, PNG_KEY_DPI, PNG_KEY_MIN_FONT, PNG_KEY_WIDTH, smallest_font_pt, wrap_text
+
+__all__ = ["PROVENANCE_GID", "figure_provenance", "figure_to_png", "label_figure", "provenance"]
+
+#: gid given to the footer text that :func:`label_figure` adds (lets tests and other helpers find it).
+PROVENANCE_GID = "attn_lib-provenance"
+
+
+def _check_label(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} must be a non-empty string saying what produced the figure (got {value!r})")
+    return value.strip()
+
+
+def provenance(*, model: str, text: str, device: str, seed: int | None = None) -> str:
+    """Return the one-line provenance label ``"model: … · text: … · device: …"`` used under every figure.
+
+    :param model: the model that produced the data, e.g. ``"gpt2 (124M)"``, or ``"none"`` for maths-only figures.
+    :param text: the input text, e.g. ``"War and Peace, first 1024 tokens"``, or the synthetic generator.
+    :param device: the device the numbers were computed on, e.g. ``"cpu"`` or ``"cuda:0 (NVIDIA H200)"``.
+    :param seed: the random seed, when the data are random.
+    """
+    parts = [
+        f"model: {_check_label('model', model)}",
+        f"text: {_check_label('text', text)}",
+        f"device: {_check_label('device', device)}",
+    ]
+    if seed is not None:
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+            raise ValueError(f"seed must be an integer or None (got {seed!r})")
+        parts.append(f"seed: {int(seed)}")
+    return " \u00b7 ".join(parts)
+
+
+def label_figure(
+    fig: Figure,
+    *,
+    model: str,
+    text: str,
+    device: str,
+    seed: int | None = None,
+    fontsize: float = 7.0,
+) -> Figure:
+    """Add (or replace) a small footer on ``fig`` saying which model, text and device produced it.
+
+    The footer sits just below the figure's bottom edge; ``bbox_inches="tight"`` (the notebook default, and
+    :func:`figure_to_png`) keeps it in the saved image. Returns ``fig`` so that ``render`` functions can end with
+    ``return label_figure(fig, ...)``.
+    """
+    if not isinstance(fig, Figure):
+        raise ValueError(f"fig must be a matplotlib Figure (got {type(fig).__name__})")
+    if isinstance(fontsize, bool) or not isinstance(fontsize, numbers.Real) or not fontsize > 0:
+        raise ValueError(f"fontsize must be a number > 0 (got {fontsize!r})")
+    # broken into lines that fit the figure, so the footer never widens the saved image
+    label = wrap_text(provenance(model=model, text=text, device=device, seed=seed), 0.97 * fig.get_figwidth(), fontsize)
+    for old in [t for t in fig.texts if t.get_gid() == PROVENANCE_GID]:
+        old.remove()
+    # Just below everything already drawn (tick labels and x labels can reach below the figure's edge).
+    try:
+        renderer = fig.canvas.get_renderer()
+    except AttributeError:  # canvases without their own renderer
+        renderer = fig._get_renderer()
+    bottom = fig.get_tightbbox(renderer).y0 / fig.get_figheight()
+    fig.text(
+        0.99,
+        min(bottom, 0.0) - 0.01,
+        label,
+        ha="right",
+        va="top",
+        fontsize=fontsize,
+        color="0.35",
+        gid=PROVENANCE_GID,
+    )
+    return fig
+
+
+def figure_provenance(fig: Figure) -> str | None:
+    """Return the provenance footer of ``fig`` (added by :func:`label_figure`, on one line), or ``None`` if it has
+    none."""
+    for t in fig.texts:
+        if isinstance(t, Text) and t.get_gid() == PROVENANCE_GID:
+            return t.get_text().replace("\n", " ")  # label_figure breaks a long footer at spaces
+    return None
+
+
+def figure_to_png(fig: Figure, *, dpi: float = FIGURE_DPI) -> bytes:
+    """Render ``fig`` to PNG bytes (tight bounding box, so the provenance footer is kept).
+
+    The PNG carries text chunks with the resolution, the figure's width in inches and its smallest font size in
+    points (keys in :mod:`attn_lib.layout`), so the browser test can tell how large the smallest text is shown."""
+    if not isinstance(fig, Figure):
+        raise ValueError(f"fig must be a matplotlib Figure (got {type(fig).__name__})")
+    if isinstance(dpi, bool) or not isinstance(dpi, numbers.Real) or not dpi > 0:
+        raise ValueError(f"dpi must be a number > 0 (got {dpi!r})")
+    smallest = smallest_font_pt(fig)
+    metadata = {PNG_KEY_DPI: f"{float(dpi):g}", PNG_KEY_WIDTH: f"{fig.get_figwidth():.3f}"}
+    if smallest is not None:
+        metadata[PNG_KEY_MIN_FONT] = f"{smallest:g}"
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", metadata=metadata)
+    return buf.getvalue()

@@ -12,8 +12,8 @@ from attn_lib import experiments as E
 from attn_lib import jacobian as jb
 from attn_lib import normalizers as nz
 from attn_lib import report as R
-from attn_lib.cli import build_parser
 from attn_lib.book.toy import multihead as mh
+from attn_lib.cli import build_parser
 
 #: The built-in normalisers, pinned so that a deletion or a changed attribute is noticed:
 #: name -> (family, rows sum to one, in the comparisons, analytic Jacobian, display name).

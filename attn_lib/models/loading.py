@@ -250,7 +250,7 @@ def load_model(
     revision: str | None = None,
     quiet: bool = False,
 ) -> ModelHandle:
-    """Load a causal language model and its tokenizer; see the module docstring for how ``name`` resolves.
+    """Load a causal language model and its tokenizer; see :mod:`attn_lib.models` for how ``name`` resolves.
 
     With ``quiet=True`` nothing is written to stderr: transformers' progress bars and log messages are silenced
     during the load, and the one-off notices (the stand-in's first conversion, the offline fallback) are not raised

@@ -35,9 +35,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+import numpy as np
 import torch
 
+from . import normalizers
 from ._validation import check_int, check_positive
+from .models import resolve_dtype
 
 __all__ = [
     "IMPLEMENTATION",
@@ -189,6 +192,43 @@ def _capture_attention_forward(module, query, key, value, attention_mask, scalin
     n_rep = query.shape[1] // key.shape[1]
     key_r = _repeat_kv(key, n_rep)
     value_r = _repeat_kv(value, n_rep)
+    scores, scaling = _scores(module, query, key_r, value, scaling, kwargs.get("softcap"))
+    q_len, k_len = scores.shape[-2], scores.shape[-1]
+    visible, add = _visibility(attention_mask, module, q_len, k_len, scores.device, kwargs)
+    layer, wanted, replace = _route(sess, module)
+
+    masked = scores if add is None else scores + add  # eager: scores + additive mask
+    logits = None
+    if wanted or replace:
+        logits = masked if visible is None else masked.masked_fill(~visible, float("-inf"))
+    if replace:
+        weights = _replaced_weights(sess, logits, visible, layer).to(value.dtype)
+    else:
+        weights = _eager_weights(masked, add, visible).to(value.dtype)
+    weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
+    attn_output = torch.matmul(weights, value_r)
+    attn_output = attn_output.transpose(1, 2).contiguous()
+
+    if wanted:
+        record = LayerAttention(
+            layer=int(layer),
+            logits=logits,
+            mask=_full_visibility(visible, logits),
+            weights=weights,
+            values=value_r,
+            queries=query if sess.keep_qk else None,
+            keys=key_r if sess.keep_qk else None,
+            scaling=float(scaling),
+            normalizer=sess.normalizer_name if replace else "model",
+            temperature=sess.temperature if replace else 1.0,
+        )
+        _report(sess, record)
+    return attn_output, weights
+
+
+def _scores(module, query, key_r, value, scaling, softcap) -> tuple[torch.Tensor, float]:
+    """Eager attention's scores ``query @ key^T * scaling`` (soft-capped as Gemma-2's eager code when asked), and
+    the scaling that was applied."""
     if scaling is None and hasattr(module, "scale_attn_weights"):
         # transformers 4.x GPT-2 passes no scaling; its eager code divides (bit-identical only when done the same way)
         scores = torch.matmul(query, key_r.transpose(2, 3))
@@ -203,79 +243,63 @@ def _capture_attention_forward(module, query, key, value, attention_mask, scalin
         if scaling is None:
             scaling = query.size(-1) ** -0.5
         scores = torch.matmul(query, key_r.transpose(2, 3)) * scaling
-    softcap = kwargs.get("softcap")
     if softcap is not None:  # Gemma-2 style logit soft-capping, as in its eager code
         scores = torch.tanh(scores / softcap) * softcap
-    q_len, k_len = scores.shape[-2], scores.shape[-1]
-    visible, add = _visibility(attention_mask, module, q_len, k_len, scores.device, kwargs)
+    return scores, scaling
 
+
+def _route(sess: _Session | None, module) -> tuple[Any, bool, bool]:
+    """(this layer's index, whether it is reported to the callback, whether its normaliser is replaced)."""
     layer = getattr(module, "layer_idx", None)
-    if sess is not None:
-        if layer is None:
-            layer = sess.calls
-        sess.calls += 1
-    wanted = sess is not None and sess.callback is not None and (sess.layers is None or layer in sess.layers)
-    replace = (
-        sess is not None
-        and sess.normalizer is not None
-        and (sess.normalizer_layers is None or layer in sess.normalizer_layers)
-    )
+    if sess is None:
+        return layer, False, False
+    if layer is None:
+        layer = sess.calls
+    sess.calls += 1
+    wanted = sess.callback is not None and (sess.layers is None or layer in sess.layers)
+    replace = sess.normalizer is not None and (sess.normalizer_layers is None or layer in sess.normalizer_layers)
+    return layer, wanted, replace
 
-    masked = scores if add is None else scores + add  # eager: scores + additive mask
-    logits = None
-    if wanted or replace:
-        logits = masked if visible is None else masked.masked_fill(~visible, float("-inf"))
 
-    if replace:
-        mask_full = (
-            visible if visible is not None else torch.ones(1, 1, q_len, k_len, dtype=torch.bool, device=scores.device)
-        )
-        weights = sess.normalizer(logits, temperature=sess.temperature, dim=-1, mask=mask_full)
-        if not isinstance(weights, torch.Tensor) or weights.shape != logits.shape:
-            got = tuple(weights.shape) if isinstance(weights, torch.Tensor) else type(weights).__name__
-            raise ValueError(
-                f"normalizer {sess.normalizer_name!r} must return a tensor of weights with the shape of "
-                f"the logits {tuple(logits.shape)} (got {got}) in layer {layer}"
-            )
-        if not bool(torch.isfinite(weights).all()):
-            raise ValueError(
-                f"normalizer {sess.normalizer_name!r} returned non-finite weights (NaN or inf) in layer {layer}; "
-                "every later layer and the logits would be NaN"
-            )
-        weights = weights.to(value.dtype)
-    else:
-        # eager attention, operation for operation
-        if add is None and visible is not None:  # bool mask or is_causal without a mask: as eager's finfo.min mask
-            masked = scores.masked_fill(~visible, torch.finfo(scores.dtype).min)
-        weights = torch.nn.functional.softmax(masked, dim=-1, dtype=torch.float32).to(value.dtype)
-    weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
-    attn_output = torch.matmul(weights, value_r)
-    attn_output = attn_output.transpose(1, 2).contiguous()
+def _full_visibility(visible: torch.Tensor | None, logits: torch.Tensor) -> torch.Tensor:
+    """``visible``, or an all-True ``(1, 1, q_len, k_len)`` mask when every key is visible."""
+    if visible is not None:
+        return visible
+    return torch.ones(1, 1, *logits.shape[-2:], dtype=torch.bool, device=logits.device)
 
-    if wanted:
-        mask_out = (
-            visible if visible is not None else torch.ones(1, 1, q_len, k_len, dtype=torch.bool, device=scores.device)
+
+def _replaced_weights(sess: _Session, logits: torch.Tensor, visible, layer) -> torch.Tensor:
+    """The session's normaliser at its temperature on ``logits``, checked for shape and finiteness."""
+    weights = sess.normalizer(logits, temperature=sess.temperature, dim=-1, mask=_full_visibility(visible, logits))
+    if not isinstance(weights, torch.Tensor) or weights.shape != logits.shape:
+        got = tuple(weights.shape) if isinstance(weights, torch.Tensor) else type(weights).__name__
+        raise ValueError(
+            f"normalizer {sess.normalizer_name!r} must return a tensor of weights with the shape of "
+            f"the logits {tuple(logits.shape)} (got {got}) in layer {layer}"
         )
-        rec = LayerAttention(
-            layer=int(layer),
-            logits=logits,
-            mask=mask_out,
-            weights=weights,
-            values=value_r,
-            queries=query if sess.keep_qk else None,
-            keys=key_r if sess.keep_qk else None,
-            scaling=float(scaling),
-            normalizer=sess.normalizer_name if replace else "model",
-            temperature=sess.temperature if replace else 1.0,
+    if not bool(torch.isfinite(weights).all()):
+        raise ValueError(
+            f"normalizer {sess.normalizer_name!r} returned non-finite weights (NaN or inf) in layer {layer}; "
+            "every later layer and the logits would be NaN"
         )
-        if sess.output_dtype is not None:
-            rec = rec.to(dtype=sess.output_dtype)
-        sess.callback(rec)
-        sess.seen.add(int(layer))
-        del rec
-        if sess.stop_after is not None and sess.layers is not None and sess.seen >= sess.layers:
-            raise _StopForward
-    return attn_output, weights
+    return weights
+
+
+def _eager_weights(masked: torch.Tensor, add, visible) -> torch.Tensor:
+    """Eager attention's softmax, operation for operation (in float32; the caller casts to the value dtype)."""
+    if add is None and visible is not None:  # bool mask or is_causal without a mask: as eager's finfo.min mask
+        masked = masked.masked_fill(~visible, torch.finfo(masked.dtype).min)
+    return torch.nn.functional.softmax(masked, dim=-1, dtype=torch.float32)
+
+
+def _report(sess: _Session, rec: LayerAttention) -> None:
+    """Hand ``rec`` to the session's callback (in its output dtype); stop the pass once every layer was seen."""
+    if sess.output_dtype is not None:
+        rec = rec.to(dtype=sess.output_dtype)
+    sess.callback(rec)
+    sess.seen.add(rec.layer)
+    if sess.stop_after is not None and sess.layers is not None and sess.seen >= sess.layers:
+        raise _StopForward
 
 
 _REGISTERED = False
@@ -285,10 +309,10 @@ def register() -> str:
     """Register the capture function (and eager attention's mask builder) under :data:`IMPLEMENTATION`; idempotent."""
     global _REGISTERED
     if not _REGISTERED:
-        from transformers import AttentionInterface
+        from transformers import AttentionInterface  # lazy: heavy; keeps ``import attn_lib`` light
 
         AttentionInterface.register(IMPLEMENTATION, _capture_attention_forward)
-        try:
+        try:  # lazy, as above
             from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface, eager_mask
         except ImportError:  # transformers before 4.53: models build eager's 4-D mask for a custom implementation
             pass
@@ -314,12 +338,10 @@ def _n_layers(model) -> int | None:
 def _resolve_normalizer(normalizer, temperature: float) -> tuple[Callable | None, str]:
     if normalizer is None and temperature == 1.0:
         return None, "model"
-    from . import normalizers as _norm  # lazy: maths core
-
     if normalizer is None:
-        return _norm.softmax, "softmax"
+        return normalizers.softmax, "softmax"
     if isinstance(normalizer, str):
-        return _norm.get(normalizer), normalizer
+        return normalizers.get(normalizer), normalizer
     if callable(normalizer):
         return normalizer, getattr(normalizer, "__name__", "custom")
     raise ValueError(f"normalizer must be None, a name from attn_lib.normalizers or a callable (got {normalizer!r})")
@@ -404,8 +426,6 @@ def patched_attention(
     model = _model_of(handle_or_model)
     temperature = check_positive("temperature", temperature)
     if output_dtype is not None:
-        from .models import resolve_dtype
-
         output_dtype = resolve_dtype(output_dtype, name="output_dtype")  # also "float64"
     n_layers = _n_layers(model)
     fn, fn_name = _resolve_normalizer(normalizer, temperature)
@@ -480,8 +500,6 @@ def _prepare_attention_mask(attention_mask, ids: torch.Tensor) -> torch.Tensor |
         return None
     if not isinstance(attention_mask, torch.Tensor):
         try:
-            import numpy as np
-
             attention_mask = torch.as_tensor(np.asarray(attention_mask))
         except (TypeError, ValueError, RuntimeError):
             raise ValueError(
@@ -510,14 +528,8 @@ def capture_attention(
     input_ids,
     callback: Callable[[LayerAttention], Any] | None = None,
     *,
-    normalizer=None,
-    temperature: float = 1.0,
-    layers: Iterable[int] | int | None = None,
-    normalizer_layers: Iterable[int] | int | None = None,
-    output_dtype: torch.dtype | None = None,
-    keep_qk: bool = True,
-    stop_early: bool = False,
     attention_mask: torch.Tensor | None = None,
+    **options,
 ):
     """Run ONE forward pass, calling ``callback(LayerAttention)`` for each layer as the pass proceeds.
 
@@ -530,6 +542,11 @@ def capture_attention(
     callback:
         Called once per captured layer, in layer order. Keep what you need (reduce to metrics to stay at one layer of
         memory); the tensors are not reused by attn_lib.
+    attention_mask:
+        Optional ``(batch, length)`` padding mask passed to the model: 1 (or True) = token, 0 = padding; a tensor,
+        array or nested list of the shape of ``input_ids``.
+    **options:
+        The keyword arguments of :func:`patched_attention`, one session's settings:
     normalizer, temperature:
         ``None`` and ``1.0`` keep the model's own softmax (weights equal eager attention's exactly). A name from
         :mod:`attn_lib.normalizers` (or a callable ``f(logits, temperature=, dim=, mask=)``) and/or a temperature
@@ -548,9 +565,6 @@ def capture_attention(
     stop_early:
         With ``layers``: abort the forward pass once the last requested layer was reported (saves time; the return
         value is then ``None``).
-    attention_mask:
-        Optional ``(batch, length)`` padding mask passed to the model: 1 (or True) = token, 0 = padding; a tensor,
-        array or nested list of the shape of ``input_ids``.
 
     Returns
     -------
@@ -559,19 +573,9 @@ def capture_attention(
     ids = prepare_input_ids(handle, input_ids)
     am = _prepare_attention_mask(attention_mask, ids)
     model = _model_of(handle)
-    if stop_early and layers is None:
+    if options.get("stop_early") and options.get("layers") is None:
         raise ValueError("stop_early=True needs layers (otherwise every layer must run anyway)")
-    with patched_attention(
-        handle,
-        callback,
-        normalizer=normalizer,
-        temperature=temperature,
-        layers=layers,
-        normalizer_layers=normalizer_layers,
-        output_dtype=output_dtype,
-        keep_qk=keep_qk,
-        stop_early=stop_early,
-    ):
+    with patched_attention(handle, callback, **options):
         kwargs = {"use_cache": False}
         if am is not None:
             kwargs["attention_mask"] = am

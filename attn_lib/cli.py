@@ -35,13 +35,17 @@ import platform
 import re
 import sys
 import textwrap
-import time
 import warnings
 from collections.abc import Sequence
 
-from ._validation import prepare_output_dir
+from tqdm.auto import tqdm
 
-__all__ = ["main", "build_parser", "layer_summary"]
+from . import __version__
+from ._alloc import allocator_state
+from ._validation import check_int, check_positive, check_threads, max_threads, prepare_output_dir
+from .cache import describe_cache, format_bytes, results_dir
+
+__all__ = ["main", "build_parser"]
 
 log = logging.getLogger("attn_lib.cli")
 
@@ -53,28 +57,34 @@ class CLIError(Exception):
 # ------------------------------------------------------------------------------------------------------------------
 # helpers
 # ------------------------------------------------------------------------------------------------------------------
-def _positive_int(name: str):
-    def parse(s: str) -> int:
+def _checked(check, name: str = "", *, convert=int, **limits):
+    """An argparse ``type``: the flag's text through ``convert``, checked by ``check`` of :mod:`attn_lib._validation`.
+
+    ``check(name, value, **limits)`` says what is wrong (naming ``name``; argparse names the flag itself when
+    ``name`` is empty); a number that does not parse is handed over as text, so the message says what was typed.
+    """
+
+    def parse(s: str):
         try:
-            v = int(s)
+            value = convert(s)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer >= 1 (got {s!r})") from None
-        if v < 1:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer >= 1 (got {v})")
-        return v
+            value = s
+        try:
+            return check(name, value, **limits)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc).strip()) from None
 
     return parse
 
 
 def _threads(s: str) -> int:
-    from ._validation import max_threads
-
-    v = _positive_int("--threads")(s)
-    if v > max_threads():
+    v = _checked(check_int, "--threads", low=1)(s)
+    try:
+        return check_threads("--threads", v)
+    except ValueError:
         raise argparse.ArgumentTypeError(
             f"--threads must be an integer in [1, {max_threads()}] (the CPUs this process may use) (got {v})"
-        )
-    return v
+        ) from None
 
 
 def _cli_normalizer(value: str | None):
@@ -82,7 +92,7 @@ def _cli_normalizer(value: str | None):
     flag's terms (not as a Python call) when it is none of them."""
     if value is None:
         return None
-    from . import normalizers as nz
+    from . import normalizers as nz  # lazy: torch; `attn-lib --help` stays fast
 
     names = [n for n in nz.available() if n != "general"]
     m = re.fullmatch(r"(?:top-|topk:|topk=)([0-9]+)", value.strip())
@@ -98,26 +108,6 @@ def _cli_normalizer(value: str | None):
     return value
 
 
-def _nonneg_int(s: str) -> int:
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0 (got {s!r})") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0 (got {v})")
-    return v
-
-
-def _positive_float(s: str) -> float:
-    try:
-        v = float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number > 0 (got {s!r})") from None
-    if not (v > 0 and math.isfinite(v)):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0 (got {s!r})")
-    return v
-
-
 def _layers(s: str) -> list[int]:
     try:
         return [int(x) for x in s.split(",") if x.strip()]
@@ -127,8 +117,6 @@ def _layers(s: str) -> list[int]:
 
 def _note(message) -> None:
     """One clean ``attn-lib: NOTE:`` line on stderr (through tqdm, so an active progress bar is not broken)."""
-    from tqdm.auto import tqdm
-
     tqdm.write(f"attn-lib: NOTE: {message}", file=sys.stderr)
 
 
@@ -148,36 +136,13 @@ def _warnings_as_notes():
         warnings.showwarning = previous
 
 
-def layer_summary(rec) -> dict:
-    """Per-layer summary of a :class:`~attn_lib.capture.LayerAttention` over heads and query rows 2..L.
-
-    ``max_weight``: largest weight; ``mean_row_max``: mean over rows of the row's largest weight; ``entropy``: mean
-    row entropy in nats (0 log 0 = 0); ``first_token_mass``: mean weight on the first token.
-    """
-    import torch
-
-    w = rec.weights.detach()
-    if w.shape[-2] > 1:
-        w = w[..., 1:, :]  # drop query row 1 (it sees only itself)
-    return {
-        "layer": int(rec.layer),
-        "max_weight": float(w.max()),
-        "mean_row_max": float(w.amax(-1).double().mean()),
-        "entropy": float(torch.special.entr(w).sum(-1).double().mean()),  # entr(x) = -x log x, entr(0) = 0
-        "first_token_mass": float(w[..., 0].double().mean()),
-    }
-
-
 # ------------------------------------------------------------------------------------------------------------------
 # info
 # ------------------------------------------------------------------------------------------------------------------
 def _cmd_info(args) -> int:
-    import torch
+    import torch  # lazy, with the three below (all import torch): `attn-lib --help` stays fast
     import transformers
 
-    from . import __version__
-    from ._alloc import allocator_state
-    from .cache import describe_cache, format_bytes
     from .corpus import available_texts
     from .models import (
         STANDIN_NAME,
@@ -226,125 +191,65 @@ def _cmd_info(args) -> int:
 # capture
 # ------------------------------------------------------------------------------------------------------------------
 def _cmd_capture(args) -> int:
-    from tqdm.auto import tqdm
-
-    from .cache import ResultCache, make_key
-    from .capture import capture_attention
-    from .corpus import load_text, token_windows
-    from .models import load_model
+    from . import capture_summary  # lazy: torch and transformers; `attn-lib --help` stays fast
 
     normalizer = _cli_normalizer(args.normalizer)  # before loading anything
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        text = load_text(args.text)  # first: a bad --text must fail before the model loads (a first load converts)
-        t0 = time.perf_counter()
-        handle = load_model(args.model, device=args.device, dtype=args.dtype, offline_fallback=not args.no_fallback)
-        t_load = time.perf_counter() - t0
+        handle, text, t_load = capture_summary.load_inputs(  # the text first: a bad --text fails before the model
+            args.model, args.text, device=args.device, dtype=args.dtype, offline_fallback=not args.no_fallback
+        )
     _emit_warnings(caught)
-
     if args.length > handle.max_length:
         raise CLIError(
             f"--length {args.length} exceeds the context of {handle.model_id} ({handle.max_length} "
             f"tokens): use --length <= {handle.max_length}; to cover more text use consecutive windows, "
             f"e.g. --length {handle.max_length} --windows {math.ceil(args.length / handle.max_length)}"
         )
-    ids = token_windows(handle.tokenizer, text, args.length, n_windows=args.windows, start=args.start)
-
-    out = sys.stderr if args.json else sys.stdout  # --json: stdout carries only the JSON document
-
-    def say(msg: str) -> None:
-        print(msg, file=out)
-
-    say(
-        f"model: {handle.describe()}"
-        + ("   <-- OFFLINE STAND-IN, not the requested model" if handle.is_standin else "")
+    job = capture_summary.prepare_capture(
+        handle,
+        text,
+        length=args.length,
+        windows=args.windows,
+        start=args.start,
+        normalizer=normalizer,
+        normalizer_name=args.normalizer,
+        temperature=args.temperature,
+        layers=args.layers,
     )
-    say(
-        f"       {handle.n_layers} layers x {handle.n_heads} heads ({handle.n_kv_heads} key/value heads), "
-        f"head dim {handle.head_dim}, context {handle.max_length}; revision {handle.revision}; loaded in "
-        f"{t_load:.1f} s"
-    )
-    say(f"text:  {text.name} ({text.source}); {args.windows} window(s) of {args.length} tokens from token {args.start}")
-    norm = args.normalizer or "model softmax"
-    say(f"normaliser: {norm}, temperature {args.temperature:g}")
-
-    layers = args.layers
-    params = {
-        "length": args.length,
-        "windows": args.windows,
-        "start": args.start,
-        "normalizer": args.normalizer,
-        "temperature": args.temperature,
-        "layers": layers,
-        "metric": "layer_summary/v1",
-    }
-    cache = ResultCache(enabled=not args.no_cache)
-
-    def compute() -> dict:
-        n_report = len(layers) if layers else handle.n_layers
-        sums: dict[int, list[dict]] = {}
-        bar = tqdm(
-            total=n_report * args.windows,
-            desc="capture (layers)",
-            unit="layer",
-            file=sys.stderr,
-            disable=args.quiet or None,
-        )
-        t = time.perf_counter()
-
-        def on_layer(rec):
-            sums.setdefault(rec.layer, []).append(layer_summary(rec))
-            bar.update(1)
-
-        try:
-            for w in range(args.windows):
-                capture_attention(
-                    handle,
-                    ids[w : w + 1],
-                    on_layer,
-                    normalizer=normalizer,
-                    temperature=args.temperature,
-                    layers=layers,
-                )
-        finally:
-            bar.close()
-        seconds = time.perf_counter() - t
-        rows = []
-        for layer in sorted(sums):
-            recs = sums[layer]
-            rows.append(
-                {
-                    "layer": layer,
-                    "max_weight": max(r["max_weight"] for r in recs),
-                    "mean_row_max": sum(r["mean_row_max"] for r in recs) / len(recs),
-                    "entropy": sum(r["entropy"] for r in recs) / len(recs),
-                    "first_token_mass": sum(r["first_token_mass"] for r in recs) / len(recs),
-                }
-            )
-        return {"rows": rows, "seconds": seconds}
-
-    key = make_key("cli-capture", handle=handle, text=text, **params)
-    result = cache.get_or_compute(key, compute)
-    status = {"hit": "from the result cache (--no-cache recomputes)", "disabled": "computed (cache bypassed)"}.get(
-        cache.last_status, "computed"
-    )
-
+    _print_capture_header(job, t_load, file=sys.stderr if args.json else sys.stdout)  # --json: stdout is the JSON
+    result = job.run(use_cache=not args.no_cache, progress=not args.quiet)
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "model": handle.summary(),
-                    "text": {"name": text.name, "sha256": text.sha256, "source": text.source},
-                    "params": params,
-                    **result,
-                },
-                indent=1,
-            )
-        )
-        return 0
+        print(json.dumps(job.document(result), indent=1))
+    else:
+        _print_capture_table(job, result)
+    return 0
+
+
+def _print_capture_header(job, t_load: float, file) -> None:
+    h, p = job.handle, job.params
     print(
-        f"\nper-layer summary over {handle.n_heads} heads and query rows 2..{args.length} "
-        f"(uniform attention over L keys has entropy log L = {math.log(args.length):.2f} nats):"
+        f"model: {h.describe()}" + ("   <-- OFFLINE STAND-IN, not the requested model" if h.is_standin else ""),
+        file=file,
+    )
+    print(
+        f"       {h.n_layers} layers x {h.n_heads} heads ({h.n_kv_heads} key/value heads), "
+        f"head dim {h.head_dim}, context {h.max_length}; revision {h.revision}; loaded in {t_load:.1f} s",
+        file=file,
+    )
+    print(
+        f"text:  {job.text.name} ({job.text.source}); {p['windows']} window(s) of {p['length']} tokens from token "
+        f"{p['start']}",
+        file=file,
+    )
+    print(f"normaliser: {p['normalizer'] or 'model softmax'}, temperature {p['temperature']:g}", file=file)
+
+
+def _print_capture_table(job, result: dict) -> None:
+    h, length, windows = job.handle, job.params["length"], job.params["windows"]
+    print(
+        f"\nper-layer summary over {h.n_heads} heads and query rows 2..{length} "
+        f"(uniform attention over L keys has entropy log L = {math.log(length):.2f} nats):"
     )
     print(f"{'layer':>5}  {'max weight':>10}  {'mean row max':>12}  {'entropy':>8}  {'first-token mass':>16}")
     for r in result["rows"]:
@@ -352,10 +257,13 @@ def _cmd_capture(args) -> int:
             f"{r['layer']:>5}  {r['max_weight']:>10.4f}  {r['mean_row_max']:>12.4f}  {r['entropy']:>8.3f}  "
             f"{r['first_token_mass']:>16.4f}"
         )
-    print(f"capture: {result['seconds']:.1f} s for {args.windows} forward pass(es) of {args.length} tokens; {status}")
-    if handle.is_standin:
-        print(f"NOTE: this ran on the offline stand-in {handle.model_id}, not {handle.requested}.")
-    return 0
+    status = {"hit": "from the result cache (--no-cache recomputes)", "disabled": "computed (cache bypassed)"}
+    print(
+        f"capture: {result['seconds']:.1f} s for {windows} forward pass(es) of {length} tokens; "
+        f"{status.get(result['cache'], 'computed')}"
+    )
+    if h.is_standin:
+        print(f"NOTE: this ran on the offline stand-in {h.model_id}, not {h.requested}.")
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -363,8 +271,6 @@ def _cmd_capture(args) -> int:
 # ------------------------------------------------------------------------------------------------------------------
 def _import_with_progress(modules: Sequence[str], enabled: bool) -> None:
     """Import the heavy libraries one by one behind a progress bar (torch alone takes seconds on a cold start)."""
-    from tqdm.auto import tqdm
-
     with tqdm(total=len(modules), desc="loading libraries", unit="module", file=sys.stderr, disable=not enabled) as bar:
         for name in modules:
             bar.set_postfix_str(name)
@@ -415,7 +321,7 @@ def _cmd_compare_normalizers(args) -> int:
 
     say(f"profile {args.profile!r}, model {args.model!r}, text {args.text!r} -> {out_dir}/")
     _import_with_progress(["torch", "transformers", "attn_lib.beyond"], progress)
-    from . import beyond
+    from . import beyond  # the comparison layer (imported above, behind the progress bar)
 
     res = beyond.run_compare(
         args.model,
@@ -448,19 +354,14 @@ _ENV_HELP = """environment variables:
   HF_HOME, HF_HUB_OFFLINE, TRANSFORMERS_OFFLINE  as for Hugging Face transformers"""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
-    from . import normalizers as nz  # the help names the registered normalisers (imports torch)
-    from .cache import results_dir
+_RAW = argparse.RawDescriptionHelpFormatter
 
-    raw = argparse.RawDescriptionHelpFormatter
-    try:
-        results_folder = str(results_dir())
-    except ValueError:  # e.g. ATTN_LIB_CACHE_DIR=~nosuchuser/...: the command itself reports it in one line
-        results_folder = "<ATTN_LIB_CACHE_DIR>/results"
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``attn-lib`` parser: one builder per subcommand below, each setting ``func`` to its command."""
     p = argparse.ArgumentParser(
         prog="attn-lib",
-        formatter_class=raw,
+        formatter_class=_RAW,
         description="attn_lib: 'Limitations of Normalization in Attention Mechanism' (Mudarisov et al., 2025), "
         "executable.\n\ninfo shows what would run where, capture runs one forward pass with attention "
         "capture,\nreproduce runs the paper's five experiments and writes figures and a report,\n"
@@ -471,25 +372,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"attn_lib {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="more logging")
     sub = p.add_subparsers(dest="command", metavar="{info,capture,reproduce,compare-normalizers}")
+    _add_info(sub)
+    _add_capture(sub)
+    _add_reproduce(sub)
+    _add_compare_normalizers(sub)
+    return p
 
-    def model_args(sp, text_default="war-and-peace"):
-        sp.add_argument(
-            "--model",
-            default="gpt2",
-            help="gpt2 (default), gpt2-medium/-large/-xl, a Hugging Face "
-            "causal LM id, a local folder, or smollm2 (the offline stand-in)",
-        )
-        sp.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N, mps")
-        sp.add_argument(
-            "--text",
-            default=text_default,
-            help="war-and-peace (default; offline: the shipped 'botchan'), botchan, or a path to a UTF-8 text file",
-        )
 
+def _model_args(sp, text_default="war-and-peace") -> None:
+    """--model, --device and --text, as every subcommand but info takes them."""
+    sp.add_argument(
+        "--model",
+        default="gpt2",
+        help="gpt2 (default), gpt2-medium/-large/-xl, a Hugging Face "
+        "causal LM id, a local folder, or smollm2 (the offline stand-in)",
+    )
+    sp.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N, mps")
+    sp.add_argument(
+        "--text",
+        default=text_default,
+        help="war-and-peace (default; offline: the shipped 'botchan'), botchan, or a path to a UTF-8 text file",
+    )
+
+
+def _add_info(sub) -> None:
+    """The info subcommand: versions, devices, model resolution, caches."""
     sp = sub.add_parser(
         "info",
         help="device, model resolution, cache location and size",
-        formatter_class=raw,
+        formatter_class=_RAW,
         description="Print the attn_lib, torch and transformers versions, the devices here, how --device and "
         "--model\nresolve, the offline stand-in's status, the texts and the cache folders with their "
         "sizes.\nNo model is loaded or downloaded.",
@@ -510,10 +421,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.set_defaults(func=_cmd_info)
 
+
+def _add_capture(sub) -> None:
+    """The capture subcommand: one forward pass with attention capture, a per-layer summary."""
+    from . import normalizers as nz  # the help names the registered normalisers (imports torch)
+
     sp = sub.add_parser(
         "capture",
         help="one forward pass with attention capture; per-layer summary",
-        formatter_class=raw,
+        formatter_class=_RAW,
         description="Run the model once over --windows windows of --length tokens of --text with attention "
         "capture,\nand print per layer: the largest attention weight, the mean row maximum, the mean "
         "row entropy\n(nats) and the mean weight on the first token (over heads and query rows 2..L). "
@@ -521,12 +437,19 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n  attn-lib capture --length 1024\n"
         "  attn-lib capture --length 256 --normalizer sparsemax --temperature 0.5 --layers 0,5 --json",
     )
-    model_args(sp)
-    sp.add_argument("--length", type=_positive_int("--length"), default=1024, help="tokens per window (default 1024)")
+    _model_args(sp)
     sp.add_argument(
-        "--windows", type=_positive_int("--windows"), default=1, help="number of consecutive windows (default 1)"
+        "--length", type=_checked(check_int, "--length", low=1), default=1024, help="tokens per window (default 1024)"
     )
-    sp.add_argument("--start", type=_nonneg_int, default=0, help="first token of the first window (default 0)")
+    sp.add_argument(
+        "--windows",
+        type=_checked(check_int, "--windows", low=1),
+        default=1,
+        help="number of consecutive windows (default 1)",
+    )
+    sp.add_argument(
+        "--start", type=_checked(check_int, low=0), default=0, help="first token of the first window (default 0)"
+    )
     sp.add_argument("--dtype", default=None, help="float32 (default), float64, bfloat16, float16")
     sp.add_argument(
         "--normalizer",
@@ -537,7 +460,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument(
         "--temperature",
-        type=_positive_float,
+        type=_checked(check_positive, convert=float),
         default=1.0,
         help="temperature on top of the model's logits (default 1 = the model's own weights)",
     )
@@ -548,10 +471,17 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     sp.set_defaults(func=_cmd_capture)
 
+
+def _add_reproduce(sub) -> None:
+    """The reproduce subcommand: the paper's experiments through experiments.run_reproduce."""
+    try:
+        results_folder = str(results_dir())
+    except ValueError:  # e.g. ATTN_LIB_CACHE_DIR=~nosuchuser/...: the command itself reports it in one line
+        results_folder = "<ATTN_LIB_CACHE_DIR>/results"
     sp = sub.add_parser(
         "reproduce",
         help="run the paper's experiments (Algorithms 1-5) and write figures and a report",
-        formatter_class=raw,
+        formatter_class=_RAW,
         description="Run Algorithms 1-5 of the paper (distance vs L and vs N, critical N, separability, gradient\n"
         "sensitivity) on one model and text in a single forward pass, and write into --out:\n"
         "  fig2a_distance_vs_length, fig2b_distance_vs_n, fig2c_critical_n, fig3_separability,\n"
@@ -567,7 +497,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n  attn-lib reproduce --out results/\n"
         "  attn-lib reproduce --profile quick --model gpt2 --out results-quick/",
     )
-    model_args(sp)
+    _model_args(sp)
     sp.add_argument(
         "--profile",
         choices=["paper", "quick"],
@@ -597,10 +527,15 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     sp.set_defaults(func=_cmd_reproduce)
 
+
+def _add_compare_normalizers(sub) -> None:
+    """The compare-normalizers subcommand: every normaliser through beyond.run_compare."""
+    from . import normalizers as nz  # the help names the registered normalisers (imports torch)
+
     sp = sub.add_parser(
         "compare-normalizers",
         help="every normaliser on the paper's limits and swapped into the live model; table and figures",
-        formatter_class=raw,
+        formatter_class=_RAW,
         description=textwrap.fill(
             f"Measure {nz.describe(nz.COMPARED)}, and top-k at several k, on the same model logits (vanishing "
             "weight, d~ and critical N, N_s/N, g(T, eps)), and swap each into every head of the live model "
@@ -616,7 +551,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n  attn-lib compare-normalizers --out beyond/\n"
         "  attn-lib compare-normalizers --profile quick --model gpt2 --out beyond-quick/",
     )
-    model_args(sp)
+    _model_args(sp)
     sp.add_argument(
         "--profile",
         choices=["paper", "quick"],
@@ -628,7 +563,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument(
         "--start",
-        type=_nonneg_int,
+        type=_checked(check_int, low=0),
         default=None,
         help="first token of the live swap's held-out window (default 32768, so the text needs 32768 + the "
         "window's tokens; checked before any work). A shorter text can use e.g. --start 1024 (quick: 128), the "
@@ -637,7 +572,6 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--no-cache", action="store_true", help="bypass the result cache")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     sp.set_defaults(func=_cmd_compare_normalizers)
-    return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -650,7 +584,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="attn-lib: %(message)s", stream=sys.stderr
     )
-    from .corpus import TextUnavailableError
+    from .corpus import TextUnavailableError  # lazy, as the next: both import torch
     from .models import ModelUnavailableError
 
     try:

@@ -91,7 +91,7 @@ def tmp_cache(tmp_path, monkeypatch):
 def offline(monkeypatch):
     """The Hugging Face Hub and Project Gutenberg are unreachable (without waiting for a probe)."""
     import attn_lib.corpus as corpus
-    import attn_lib.models as models
+    import attn_lib.models.loading as loading
 
-    monkeypatch.setattr(models, "hub_reachable", lambda timeout=None: False)
+    monkeypatch.setattr(loading, "hub_reachable", lambda timeout=None: False)
     monkeypatch.setattr(corpus, "_host_reachable", lambda host, timeout=None: False)

@@ -475,7 +475,7 @@ def test_register_without_the_mask_interface(monkeypatch):
 
 
 def test_dtype_keyword_follows_the_transformers_version(monkeypatch):
-    import attn_lib.models as M
+    import attn_lib.models.loading as M
 
     monkeypatch.setattr(M.importlib.metadata, "version", lambda name: "4.55.4")
     assert M._dtype_kw(torch.float64) == {"torch_dtype": torch.float64}

@@ -10,7 +10,9 @@ import types
 import pytest
 
 import attn_lib.models as M
-from attn_lib.cli import layer_summary, main
+import attn_lib.models.loading as L
+from attn_lib.capture_summary import layer_summary
+from attn_lib.cli import main
 
 
 def table_rows(out: str) -> list[list[str]]:
@@ -157,7 +159,7 @@ def test_unknown_model(capsys, offline):
 
 
 def test_gpt2_without_fallback(capsys, offline, monkeypatch):
-    monkeypatch.setattr(M, "_from_pretrained", lambda *a, **k: (_ for _ in ()).throw(OSError("not cached")))
+    monkeypatch.setattr(L, "_from_pretrained", lambda *a, **k: (_ for _ in ()).throw(OSError("not cached")))
     assert main(["capture", "--no-fallback", "--device", "cpu", "-q"]) == 2
     assert "offline_fallback=False" in capsys.readouterr().err
 

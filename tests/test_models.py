@@ -11,6 +11,8 @@ import torch
 from conftest import tiny_gpt2_config, tiny_llama_config
 
 import attn_lib.models as M
+import attn_lib.models.handle as H
+import attn_lib.models.loading as L
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -18,10 +20,10 @@ import attn_lib.models as M
 # ------------------------------------------------------------------------------------------------------------------
 def test_resolve_device_auto_prefers_cuda_then_mps_then_cpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(M, "_mps_available", lambda: False)
+    monkeypatch.setattr(H, "_mps_available", lambda: False)
     assert M.resolve_device("auto") == torch.device("cpu")
     assert M.resolve_device(None) == torch.device("cpu")
-    monkeypatch.setattr(M, "_mps_available", lambda: True)
+    monkeypatch.setattr(H, "_mps_available", lambda: True)
     assert M.resolve_device("auto") == torch.device("mps")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert M.resolve_device("AUTO") == torch.device("cuda")
@@ -44,7 +46,7 @@ def test_resolve_device_explicit():
 )
 def test_resolve_device_not_present_is_a_clear_error(monkeypatch, dev, match):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(M, "_mps_available", lambda: False)
+    monkeypatch.setattr(H, "_mps_available", lambda: False)
     with pytest.raises(ValueError, match=match) as err:
         M.resolve_device(dev)
     if "not available" in match:
@@ -149,7 +151,7 @@ def test_load_model_rejects_bad_names(bad):
 
 def test_load_model_rejects_bad_device_and_dtype_before_loading(monkeypatch, offline):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(M, "_from_pretrained", lambda *a, **k: pytest.fail("must not load"))
+    monkeypatch.setattr(L, "_from_pretrained", lambda *a, **k: pytest.fail("must not load"))
     with pytest.raises(ValueError, match="CUDA is not available"):
         M.load_model("gpt2", device="cuda")
     with pytest.raises(ValueError, match="dtype"):
@@ -202,7 +204,7 @@ class FakeHub:
 
 def test_gpt2_downloaded_when_online(monkeypatch):
     hub = FakeHub(monkeypatch, online={"gpt2"})
-    monkeypatch.setattr(M, "hub_reachable", lambda timeout=None: True)
+    monkeypatch.setattr(L, "hub_reachable", lambda timeout=None: True)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no fallback warning
         h = M.load_model("gpt2", device="cpu")
@@ -216,35 +218,35 @@ def test_gpt2_downloaded_when_online(monkeypatch):
 
 def test_gpt2_from_local_hf_cache_needs_no_network(monkeypatch):
     FakeHub(monkeypatch, cached={"openai-community/gpt2-medium"})
-    monkeypatch.setattr(M, "hub_reachable", lambda timeout=None: pytest.fail("no probe when cached"))
+    monkeypatch.setattr(L, "hub_reachable", lambda timeout=None: pytest.fail("no probe when cached"))
     h = M.load_model("gpt2-medium", device="cpu")
     assert h.model_id == "openai-community/gpt2-medium" and h.source == "Hugging Face cache" and not h.is_standin
 
 
 def test_gpt2_tokenizer_trap_is_caught_on_the_gpt2_path(monkeypatch):
     FakeHub(monkeypatch, online={"gpt2"}, tokenizer=_EmptyGPT2Tokenizer())
-    monkeypatch.setattr(M, "hub_reachable", lambda timeout=None: True)
+    monkeypatch.setattr(L, "hub_reachable", lambda timeout=None: True)
     with pytest.raises(ValueError, match="empty"):
         M.load_model("gpt2", device="cpu")
 
 
 def test_unknown_model_online_is_a_clear_error(monkeypatch):
     FakeHub(monkeypatch, online={"gpt2"})
-    monkeypatch.setattr(M, "hub_reachable", lambda timeout=None: True)
+    monkeypatch.setattr(L, "hub_reachable", lambda timeout=None: True)
     with pytest.raises(ValueError, match="unknown model"):
         M.load_model("nobody/no-such-model", device="cpu")
 
 
 def test_unknown_model_offline_is_a_clear_error(monkeypatch, offline):
     FakeHub(monkeypatch)
-    monkeypatch.setattr(M, "load_standin", lambda *a, **k: pytest.fail("only GPT-2 falls back"))
+    monkeypatch.setattr(L, "load_standin", lambda *a, **k: pytest.fail("only GPT-2 falls back"))
     with pytest.raises(M.ModelUnavailableError, match="not in the local Hugging Face cache"):
         M.load_model("nobody/no-such-model", device="cpu")
 
 
 def test_gpt2_offline_without_fallback_explains_how_to_get_it(monkeypatch, offline):
     FakeHub(monkeypatch)
-    monkeypatch.setattr(M, "load_standin", lambda *a, **k: pytest.fail("fallback disabled"))
+    monkeypatch.setattr(L, "load_standin", lambda *a, **k: pytest.fail("fallback disabled"))
     with pytest.raises(M.ModelUnavailableError) as err:
         M.load_model("gpt2", device="cpu", offline_fallback=False)
     msg = str(err.value)
@@ -261,7 +263,7 @@ def test_gpt2_offline_falls_back_to_the_standin_with_a_warning(monkeypatch, offl
         h.requested, h.is_standin = requested, as_standin
         return h
 
-    monkeypatch.setattr(M, "load_standin", fake_standin)
+    monkeypatch.setattr(L, "load_standin", fake_standin)
     with pytest.warns(UserWarning, match="offline stand-in"):
         h = M.load_model("gpt2-large", device="cpu")
     assert seen == {"requested": "gpt2-large", "as_standin": True}
@@ -292,7 +294,7 @@ def test_hub_probe_is_fast_and_respects_offline_env(monkeypatch):
         seen.update(address=address, timeout=timeout)
         raise TimeoutError
 
-    monkeypatch.setattr(M.socket, "create_connection", fake_connect)
+    monkeypatch.setattr(L.socket, "create_connection", fake_connect)
     assert M.hub_reachable(timeout=0.25) is False
     assert seen == {"address": ("127.0.0.1", 9), "timeout": 0.25}
 
@@ -317,7 +319,7 @@ def fake_gguf(tmp_path, monkeypatch):
     gguf = tmp_path / "pkg" / "SmolLM2-135M-Instruct.Q4_1.gguf"
     gguf.parent.mkdir()
     gguf.write_bytes(b"GGUF fake weights")
-    monkeypatch.setattr(M, "standin_gguf_path", lambda: gguf)
+    monkeypatch.setattr(L, "standin_gguf_path", lambda: gguf)
     monkeypatch.setenv("ATTN_LIB_MODEL_DIR", str(tmp_path / "models"))
     real_model, real_tok = transformers.AutoModelForCausalLM.from_pretrained, transformers.AutoTokenizer.from_pretrained
     counts = {"gguf": 0}
@@ -383,7 +385,7 @@ def test_real_standin_for_gpt2_offline(offline, monkeypatch):
     assert (h.n_layers, h.n_heads, h.n_kv_heads, h.head_dim, h.max_length) == (30, 9, 3, 64, 8192)
     assert h.revision.startswith("sha256:") and len(h.revision) == 7 + 64
     M.check_tokenizer(h.tokenizer)
-    monkeypatch.setattr(M, "_convert_standin", lambda *a, **k: pytest.fail("the cached copy was converted again"))
+    monkeypatch.setattr(L, "_convert_standin", lambda *a, **k: pytest.fail("the cached copy was converted again"))
     h2 = M.load_model("smollm2", device="cpu")  # the cached safetensors copy, not a second conversion
     assert not h2.is_standin and h2.revision == h.revision
 

@@ -1,0 +1,338 @@
+"""Model handles, devices and dtypes, and tokenizer checks: what a loaded model is, and where it runs.
+
+:class:`ModelHandle` holds the model, its tokenizer and everything the experiments need to know about it (id and
+revision, layers, heads, head dimension, context length, device, dtype, whether it is the offline stand-in, causal or
+bidirectional). How a name becomes a handle (the Hugging Face cache, the Hub, the offline stand-in, the packaged
+encoder) is :mod:`attn_lib.models.loading`.
+
+Devices: ``device="auto"`` picks CUDA, then Apple MPS, then CPU. Default dtype: float32.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+
+__all__ = [
+    "ModelHandle",
+    "ModelUnavailableError",
+    "available_devices",
+    "resolve_device",
+    "resolve_dtype",
+    "check_tokenizer",
+    "byte_tokenizer",
+    "text_config",
+    "is_encoder_config",
+]
+
+# model types loaded with AutoModel (bidirectional encoders) rather than AutoModelForCausalLM
+_ENCODER_TYPES = ("bert", "roberta", "xlm-roberta", "distilbert", "mpnet", "electra", "albert", "camembert")
+_DTYPES = {
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "float": torch.float32,
+    "float64": torch.float64,
+    "fp64": torch.float64,
+    "double": torch.float64,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+    "half": torch.float16,
+}
+
+
+class ModelUnavailableError(RuntimeError):
+    """The requested model is neither cached locally nor downloadable (and no fallback applies)."""
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Devices and dtypes
+# ------------------------------------------------------------------------------------------------------------------
+def _mps_available() -> bool:
+    mps = getattr(torch.backends, "mps", None)
+    return bool(mps is not None and mps.is_available())
+
+
+def available_devices() -> list[str]:
+    """Device types usable here, best first (always ends with ``"cpu"``)."""
+    out = []
+    if torch.cuda.is_available():
+        out += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    if _mps_available():
+        out.append("mps")
+    out.append("cpu")
+    return out
+
+
+def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
+    """``"auto"`` -> CUDA if present, else Apple MPS, else CPU. An explicit device must exist here.
+
+    Raises ``ValueError`` for an unparseable name or a device that is not present (e.g. ``"cuda"`` on a machine
+    without a GPU), listing the devices that are.
+    """
+    if device is None or (isinstance(device, str) and device.strip().lower() == "auto"):
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if _mps_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if isinstance(device, torch.device):
+        dev = device
+    elif isinstance(device, str):
+        try:
+            dev = torch.device(device.strip().lower())
+        except (RuntimeError, ValueError):
+            raise ValueError(f"device must be 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps' (got {device!r})") from None
+    else:
+        raise ValueError(f"device must be a string such as 'auto', 'cpu', 'cuda' or 'mps' (got {device!r})")
+    here = ", ".join(available_devices())
+    if dev.type == "cpu":
+        return torch.device("cpu")
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(
+                f"device={device!r} requested but CUDA is not available on this machine "
+                f"(available: {here}); use device='auto' or 'cpu'"
+            )
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ValueError(
+                f"device={device!r}: only {torch.cuda.device_count()} CUDA device(s) present (available: {here})"
+            )
+        return dev
+    if dev.type == "mps":
+        if not _mps_available():
+            raise ValueError(
+                f"device={device!r} requested but Apple MPS is not available on this machine "
+                f"(available: {here}); use device='auto' or 'cpu'"
+            )
+        return dev
+    backend = getattr(torch, dev.type, None)
+    if backend is not None and hasattr(backend, "is_available") and backend.is_available():
+        return dev
+    raise ValueError(f"device={device!r} is not present on this machine (available: {here})")
+
+
+def resolve_dtype(
+    dtype: str | torch.dtype | None, device: torch.device | None = None, *, name: str = "dtype"
+) -> torch.dtype:
+    """``None`` -> float32 (on every device: the analyses compare weights exactly). Strings like ``"bfloat16"``.
+
+    ``name`` is the parameter named in the ``ValueError`` for anything else.
+    """
+    if dtype is None:
+        return torch.float32
+    if isinstance(dtype, torch.dtype):
+        if not dtype.is_floating_point:
+            raise ValueError(f"{name} must be a floating-point dtype (got {dtype})")
+        return dtype
+    if isinstance(dtype, str) and dtype.strip().lower().removeprefix("torch.") in _DTYPES:
+        return _DTYPES[dtype.strip().lower().removeprefix("torch.")]
+    raise ValueError(f"{name} must be None or one of {sorted(set(_DTYPES))} (got {dtype!r})")
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The handle
+# ------------------------------------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class ModelHandle:
+    """A loaded model plus what the experiments need to know about it."""
+
+    model: Any
+    tokenizer: Any
+    requested: str
+    model_id: str
+    revision: str | None
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    max_length: int
+    device: torch.device
+    dtype: torch.dtype
+    is_standin: bool = False
+    source: str = ""
+    family: str = ""
+    #: True for a causal LM (row ``r`` sees tokens ``0..r``), False for a bidirectional encoder (every row sees all).
+    causal: bool = True
+    #: The offline-fallback notice ("" when the requested model ran).
+    note: str = ""
+    #: Every one-off notice of this load, in order: the stand-in's one-off conversion, the offline fallback. With
+    #: ``load_model(quiet=True)`` this is the only place they appear (nothing is written to stderr).
+    notes: list = dataclasses.field(default_factory=list)
+
+    @classmethod
+    def from_model(
+        cls, model, tokenizer, *, requested, model_id, revision, device, dtype, is_standin, source, note=""
+    ) -> ModelHandle:
+        """Wrap a loaded transformers ``model`` (switched to eval mode), reading its architecture from its config.
+
+        Parameters
+        ----------
+        model : transformers ``PreTrainedModel`` already on ``device`` in ``dtype``
+        tokenizer : its tokenizer (or ``None`` for token ids only)
+        requested, model_id, revision, device, dtype, is_standin, source, note :
+            The fields of the same names.
+
+        Returns
+        -------
+        ModelHandle
+            ``causal`` False for a bidirectional encoder config (:func:`is_encoder_config`), True otherwise.
+        """
+        model.eval()
+        return cls(
+            causal=not is_encoder_config(model.config),
+            model=model,
+            tokenizer=tokenizer,
+            requested=requested,
+            model_id=model_id,
+            revision=revision,
+            device=device,
+            dtype=dtype,
+            is_standin=is_standin,
+            source=source,
+            note=note,
+            **_architecture(model.config),
+        )
+
+    def describe(self) -> str:
+        """Short human string, e.g. ``"SmolLM2-135M-Instruct (offline stand-in for gpt2) on cpu, float32"``."""
+        dt = str(self.dtype).removeprefix("torch.")
+        name = self.model_id
+        if self.is_standin:
+            extra = f" (offline stand-in for {self.requested})"
+        elif not self.causal:
+            extra = f" (bidirectional encoder; {self.source})" if self.source else " (bidirectional encoder)"
+        elif self.source:
+            extra = f" ({self.source})"
+        else:
+            extra = ""
+        return f"{name}{extra} on {self.device}, {dt}"
+
+    def summary(self) -> dict:
+        """JSON-able description (for result tables and ``attn-lib info``)."""
+        return {
+            "requested": self.requested,
+            "model_id": self.model_id,
+            "revision": self.revision,
+            "is_standin": self.is_standin,
+            "source": self.source,
+            "family": self.family,
+            "attention": "causal" if self.causal else "bidirectional",
+            "n_layers": self.n_layers,
+            "n_heads": self.n_heads,
+            "n_kv_heads": self.n_kv_heads,
+            "head_dim": self.head_dim,
+            "max_length": self.max_length,
+            "device": str(self.device),
+            "dtype": str(self.dtype).removeprefix("torch."),
+            "description": self.describe(),
+        }
+
+    def cache_key(self) -> dict:
+        """The part of a result-cache key that identifies this model."""
+        return {
+            "model_id": self.model_id,
+            "revision": self.revision,
+            "is_standin": self.is_standin,
+            "dtype": str(self.dtype),
+            "device_type": self.device.type,
+        }
+
+    def __repr__(self) -> str:  # the dataclass repr would print the whole model
+        return (
+            f"ModelHandle({self.describe()!r}, layers={self.n_layers}, heads={self.n_heads}, "
+            f"kv_heads={self.n_kv_heads}, head_dim={self.head_dim}, max_length={self.max_length})"
+        )
+
+
+def text_config(config):
+    """The language model's part of ``config`` (``config.get_text_config()`` for multimodal configs)."""
+    get = getattr(config, "gettext_config", None)
+    return get() if callable(get) else config
+
+
+def _architecture(config) -> dict:
+    c = text_config(config)
+    n_layers = getattr(c, "num_hidden_layers", None) or getattr(c, "n_layer", None)
+    n_heads = getattr(c, "num_attention_heads", None) or getattr(c, "n_head", None)
+    hidden = getattr(c, "hidden_size", None) or getattr(c, "n_embd", None)
+    n_kv = getattr(c, "num_key_value_heads", None) or n_heads
+    head_dim = getattr(c, "head_dim", None) or (hidden // n_heads if hidden and n_heads else None)
+    max_len = getattr(c, "max_position_embeddings", None) or getattr(c, "n_positions", None) or 0
+    if not (n_layers and n_heads and head_dim):
+        raise ValueError(f"cannot read layers/heads/head_dim from config of type {type(config).__name__}")
+    return {
+        "n_layers": int(n_layers),
+        "n_heads": int(n_heads),
+        "n_kv_heads": int(n_kv),
+        "head_dim": int(head_dim),
+        "max_length": int(max_len),
+        "family": getattr(c, "model_type", ""),
+    }
+
+
+def is_encoder_config(config) -> bool:
+    """Whether ``config`` describes a bidirectional encoder (BERT family, not configured as a decoder)."""
+    c = text_config(config)
+    return getattr(c, "model_type", "") in _ENCODER_TYPES and not getattr(c, "is_decoder", False)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Tokenizers
+# ------------------------------------------------------------------------------------------------------------------
+_PROBE_SENTENCE = "Well, Prince, so Genoa and Lucca are now just family estates."
+
+
+def check_tokenizer(tokenizer, name: str = "tokenizer") -> None:
+    """Raise ``ValueError`` if ``tokenizer`` is empty.
+
+    Offline, ``GPT2TokenizerFast.from_pretrained("gpt2")`` returns a tokenizer with (almost) no vocabulary instead of
+    failing, and it encodes any sentence to ``[]``. This catches that trap.
+    """
+    if tokenizer is None:
+        raise ValueError(f"{name} is None: this model handle has no tokenizer; pass token ids directly")
+    try:
+        n_vocab = len(tokenizer)
+    except TypeError:
+        n_vocab = getattr(tokenizer, "vocab_size", 0) or 0
+    try:
+        ids = _encode(tokenizer, _PROBE_SENTENCE)
+    except Exception as exc:
+        raise ValueError(f"{name} cannot encode text ({exc})") from exc
+    if n_vocab < 2 or len(ids) == 0:
+        raise ValueError(
+            f"{name} is empty (vocabulary size {n_vocab}; an English sentence encodes to {len(ids)} tokens). "
+            "This is what transformers returns offline for a tokenizer that is not cached (e.g. "
+            "GPT2TokenizerFast.from_pretrained('gpt2') without network). Connect once to download it, or use "
+            "attn_lib.load_model(), which falls back to the offline stand-in."
+        )
+
+
+def _encode(tokenizer, text: str) -> list[int]:
+    if hasattr(tokenizer, "encode"):
+        try:
+            return list(tokenizer.encode(text, add_special_tokens=False))
+        except TypeError:
+            return list(tokenizer.encode(text))
+    return list(tokenizer(text)["input_ids"])
+
+
+def byte_tokenizer():
+    """A real Hugging Face fast tokenizer with a 256-symbol byte-level vocabulary and no merges.
+
+    Built locally (no download), for random-init test models whose ``vocab_size >= 256``: every UTF-8 byte is one
+    token, so any text can be encoded and windows are exact.
+    """
+    # lazy: tokenizers and transformers are heavy imports; ``import attn_lib`` stays light
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    vocab = {ch: i for i, ch in enumerate(sorted(alphabet))}
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, model_max_length=10**9)

@@ -1,0 +1,194 @@
+"""The shape of attn_lib (issue 22): a library that reads top-down.
+
+* no module over :data:`MAX_MODULE_LINES` lines and no function over :data:`MAX_FUNCTION_LINES` lines, outside the
+  numba kernels (``attn_lib/_kernels.py``);
+* no star import, and no import of another module's private (``_name``) names;
+* no import circle between attn_lib's modules, counting the imports inside functions too;
+* an import inside a function says why it is there (a comment on its line or the line above): such imports exist
+  only to keep ``import attn_lib`` light.
+
+Each rule is a small function over source text, shown failing on a made-up module, then applied to the library.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "attn_lib"
+MAX_MODULE_LINES = 800
+MAX_FUNCTION_LINES = 80
+EXEMPT = {"attn_lib._kernels"}  # numba kernels: one loop nest per kernel, kept whole for the compiler
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+MODULES = _modules()
+
+
+def _target(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    """The absolute module an ``ImportFrom`` in ``module`` reads from."""
+    if not node.level:
+        return node.module or ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def long_functions(source: str, limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    return [
+        f"{n.name} ({n.end_lineno - n.lineno + 1} lines)"
+        for n in ast.walk(ast.parse(source))
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > limit
+    ]
+
+
+def star_imports(source: str) -> list[str]:
+    return [
+        f"from {'.' * n.level}{n.module or ''} import *"
+        for n in ast.walk(ast.parse(source))
+        if isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)
+    ]
+
+
+def imports_of(module: str, source: str, is_package: bool = False, modules=None) -> list[tuple[str, str | None]]:
+    """``(module imported from, name or None)`` for every attn_lib import in ``source``, inside functions too."""
+    modules = MODULES if modules is None else modules
+    found = []
+    for n in ast.walk(ast.parse(source)):
+        if isinstance(n, ast.Import):
+            found += [(a.name, None) for a in n.names if a.name.split(".")[0] == "attn_lib"]
+        elif isinstance(n, ast.ImportFrom):
+            target = _target(module, is_package, n)
+            if target.split(".")[0] != "attn_lib":
+                continue
+            for a in n.names:
+                sub = f"{target}.{a.name}"
+                found.append((sub, None) if sub in modules else (target, a.name))
+    return found
+
+
+def private_imports(module: str, source: str, is_package: bool = False, modules=None) -> list[str]:
+    return [
+        f"{name} from {target}"
+        for target, name in imports_of(module, source, is_package, modules)
+        if name and name.startswith("_") and not name.startswith("__") and target != module
+    ]
+
+
+def uncommented_function_imports(source: str) -> list[str]:
+    lines = source.splitlines()
+    bad = []
+    for fn in ast.walk(ast.parse(source)):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for n in ast.walk(fn):
+            if isinstance(n, (ast.Import, ast.ImportFrom)):
+                here, above = lines[n.lineno - 1], lines[n.lineno - 2] if n.lineno > 1 else ""
+                if "#" not in here and not above.strip().startswith("#"):
+                    bad.append(f"{fn.name}: {ast.unparse(n)}")
+    return bad
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def _graph() -> dict[str, set[str]]:
+    graph = {}
+    for name, path in MODULES.items():
+        deps = imports_of(name, path.read_text(encoding="utf-8"), path.name == "__init__.py")
+        graph[name] = {t for t, _ in deps if t in MODULES and t != name}
+    return graph
+
+
+# ---- each rule fails on a made-up module -------------------------------------------------------------------------
+
+BROKEN = '''
+from .toy import *
+from .experiments import _run_pass
+
+
+def f():
+    import torch
+    return torch
+'''
+
+
+def test_the_rules_find_what_they_look_for():
+    assert long_functions("def f():\n" + "    x = 1\n" * 90) == ["f (91 lines)"]
+    assert star_imports(BROKEN) == ["from .toy import *"]
+    modules = {"attn_lib.cli": None, "attn_lib.experiments": None, "attn_lib.toy": None}
+    assert private_imports("attn_lib.cli", BROKEN, modules=modules) == ["_run_pass from attn_lib.experiments"]
+    assert uncommented_function_imports(BROKEN) == ["f: import torch"]
+    assert uncommented_function_imports(BROKEN.replace("import torch", "import torch  # heavy")) == []
+    assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
+
+
+# ---- the library ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [n for n in MODULES if n not in EXEMPT])
+def test_module_is_small(name):
+    lines = len(MODULES[name].read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_MODULE_LINES, f"{name} has {lines} lines (at most {MAX_MODULE_LINES}): split it by topic"
+    assert long_functions(MODULES[name].read_text(encoding="utf-8")) == [], f"{name}: build these from named steps"
+
+
+@pytest.mark.parametrize("name", list(MODULES))
+def test_module_imports_nothing_private_and_no_star(name):
+    path = MODULES[name]
+    source = path.read_text(encoding="utf-8")
+    assert star_imports(source) == []
+    assert private_imports(name, source, path.name == "__init__.py") == []
+
+
+@pytest.mark.parametrize("name", list(MODULES))
+def test_imports_inside_functions_say_why(name):
+    assert uncommented_function_imports(MODULES[name].read_text(encoding="utf-8")) == []
+
+
+def test_no_import_circle():
+    assert import_cycles(_graph()) == []

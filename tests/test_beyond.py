@@ -1,5 +1,5 @@
-"""Tests for the chapter "Beyond softmax" (attn_lib.experiments.normalizers, .weights, .swap): each limit metric of every compared normaliser on toy inputs, against attn_lib.theory's
-one-row references, brute force and closed forms."""
+"""Tests for the chapter "Beyond softmax" (attn_lib.experiments.normalizers, .weights and .swap): each limit metric of
+every compared normaliser on toy inputs, against attn_lib.theory's one-row references, brute force and closed forms."""
 
 from __future__ import annotations
 

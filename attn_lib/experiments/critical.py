@@ -147,7 +147,7 @@ class CriticalAnalysis:
         return out
 
     def _ks(self, lo, hi, found):
-        from scipy.stats import ks_2samp
+        from scipy.stats import ks_2samp  # scipy.stats takes a while to import: loaded only when the tests run
 
         rows = []
         cat = {f: self._samples(f) for f in ["d_tilde", *self.forms]}

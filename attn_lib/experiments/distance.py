@@ -245,7 +245,26 @@ def distance_vs_length(
 ) -> pd.DataFrame:
     """Algorithm 1 / Fig. 2a: per (L, layer, head) row-means of d~, d_max, E1, E1 + gap, E2, Monte-Carlo E[d~]
     (``mc``, on every ``max(1, L // mc_rows)``-th row, ``mc_samples`` subsets; 0 disables it) and the number of rows
-    with ``d~ > d_max`` (must be 0). Rows with ``t < N + 1`` are skipped (§Causal masking). One forward pass at ``max(lengths)``.
+    with ``d~ > d_max`` (must be 0). Rows with ``t < N + 1`` are skipped (§Causal masking). One forward pass at
+    ``max(lengths)``.
+
+    Parameters
+    ----------
+    handle, text
+        Model handle and text (:func:`~attn_lib.experiments.load_inputs`).
+    N, lengths, p, mc_samples, mc_rows, seed
+        The fields of :class:`DistanceVsLengthParams` (defaults and ranges there).
+    start : int >= 0
+        First token of the window.
+    cache : attn_lib.cache.ResultCache, optional
+        Reuse a stored result of the same code, model, text and parameters.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (L, layer, head): ``L, N, layer, head, n_rows, d_tilde, d_max, e1, e1_plus_gap, e1_gap, e2,
+        s_norm, alpha_bar, x_max, dmax_violations`` (``mc, mc_rows`` when ``mc_samples > 0``) plus ``model, text,
+        device``.
     """
     params = DistanceVsLengthParams(N=N, lengths=lengths, p=p, mc_samples=mc_samples, mc_rows=mc_rows, seed=seed)
     return params.run(handle, text, start=start, cache=cache)
@@ -264,6 +283,24 @@ def distance_vs_n(
     start: int = 0,
     cache=None,
 ) -> pd.DataFrame:
-    """Algorithm 2 / Fig. 2b: the quantities of :func:`distance_vs_length` at fixed ``L`` for each ``N``."""
+    """Algorithm 2 / Fig. 2b: the quantities of :func:`distance_vs_length` at fixed ``L`` for each ``N``.
+
+    Parameters
+    ----------
+    handle, text
+        Model handle and text (:func:`~attn_lib.experiments.load_inputs`).
+    L, n_values, p, mc_samples, mc_rows, seed
+        The fields of :class:`DistanceVsNParams` (defaults and ranges there).
+    start : int >= 0
+        First token of the window.
+    cache : attn_lib.cache.ResultCache, optional
+        Reuse a stored result of the same code, model, text and parameters.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (N, layer, head): the columns of :func:`distance_vs_length`, and ``d_tilde_common``,
+        ``d_max_common`` and ``n_rows_common`` on the rows valid at the largest ``N`` (the same rows at every ``N``).
+    """
     params = DistanceVsNParams(L=L, n_values=n_values, p=p, mc_samples=mc_samples, mc_rows=mc_rows, seed=seed)
     return params.run(handle, text, start=start, cache=cache)

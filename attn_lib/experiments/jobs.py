@@ -177,15 +177,36 @@ def run_all(
     threads: int | None = None,
     progress: bool = False,
 ) -> dict[str, pd.DataFrame]:
-    """Run Algorithms 1-5 with the grids of ``profile`` in ONE forward pass (nested prefixes, see module doc).
+    """Run Algorithms 1-5 with the grids of ``profile`` in ONE forward pass (nested prefixes, see
+    :mod:`attn_lib.experiments.passes`). Experiments found in ``cache`` are not recomputed; the pass runs only the
+    missing ones.
 
-    Experiments found in ``cache`` are not recomputed; the pass runs only the missing ones. Returns
-    ``{experiment name: DataFrame}`` (plus ``"critical_n_summary"``). ``timings`` (a dict), if given, receives the
-    seconds spent in the pass and in each analysis' finishing step. ``threads``: CPU threads for the run (the
-    forward pass uses them as torch intra-op threads, the analyses as row-block workers, see
-    :func:`attn_lib.metrics.block_parallel`); default: torch's current setting. Restored afterwards.
-    ``progress=True`` shows on stderr which results come from the cache and tqdm bars for the kernel compilation,
-    the forward pass (layer by layer) and each experiment's finishing step; ``False`` (default) writes nothing.
+    Parameters
+    ----------
+    handle, text
+        Model handle and text (:func:`~attn_lib.experiments.load_inputs`).
+    profile : Profile or {"paper", "quick"}
+        The grids; each experiment reads its parameters with ``from_profile`` (:func:`profile_params`).
+    cache : attn_lib.cache.ResultCache, optional
+    start : int >= 0
+        First token of the window.
+    seed : int
+        Seed of the random parts (Monte-Carlo subsets, sensitivity directions).
+    experiments : iterable of str, optional
+        Names from :data:`EXPERIMENTS` (default: all of them).
+    timings : dict, optional
+        Receives the seconds spent in the pass and in each analysis' finishing step.
+    threads : int, optional
+        CPU threads for the run (the forward pass uses them as torch intra-op threads, the analyses as row-block
+        workers, see :func:`attn_lib.metrics.block_parallel`); default: torch's current setting. Restored afterwards.
+    progress : bool
+        ``True`` shows on stderr which results come from the cache and tqdm bars for the kernel compilation, the
+        forward pass (layer by layer) and each experiment's finishing step; ``False`` (default) writes nothing.
+
+    Returns
+    -------
+    dict
+        ``{experiment name: DataFrame}`` in the order asked, plus ``"critical_n_summary"`` when ``critical_n`` ran.
     """
     prog = Progress(progress)
     cache = check_cache(cache)

@@ -257,7 +257,7 @@ def critical_n_from_heads(df: pd.DataFrame, alpha: float = 0.01) -> pd.DataFrame
         ``normalizer, L, n_star, censored`` (no scanned ``N`` passed; ``n_star`` is then the largest scanned),
         ``ratio = n_star / L``, ``n_heads``.
     """
-    from scipy.stats import ks_2samp
+    from scipy.stats import ks_2samp  # scipy.stats takes a while to import: loaded only when the tests run
 
     need = {"metric", "normalizer", "L", "N", "layer", "head", "value"}
     if not isinstance(df, pd.DataFrame) or not need <= set(df.columns):

@@ -219,7 +219,25 @@ def gradient_sensitivity(
     paper's ``g(T, eps)`` is the max over heads of ``g``. ``temperatures`` and ``eps_values`` are sequences of
     numbers ``> 0`` (a single number is one value). ``rows`` > 0 subsamples the row set ``R`` (the book's appendix
     "Reading the paper") to every ``max(1, L // rows)``-th row ending at the last (:func:`sens_row_indices`; column
-    ``row_stride``); the directions are then drawn for those rows only."""
+    ``row_stride``); the directions are then drawn for those rows only.
+
+    Parameters
+    ----------
+    handle, text
+        Model handle and text (:func:`~attn_lib.experiments.load_inputs`).
+    L, temperatures, eps_values, seed, rows
+        The fields of :class:`SensitivityParams` (defaults and ranges there).
+    start : int >= 0
+        First token of the window.
+    cache : attn_lib.cache.ResultCache, optional
+        Reuse a stored result of the same code, model, text and parameters.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (T, eps, layer, head): ``L, T, eps, layer, head, n_rows, g, g_row_max, bound_corrected,
+        bound_paper, rows_violating_corrected, rows_above_paper, row_stride`` plus ``model, text, device``.
+    """
     params = SensitivityParams(L=L, temperatures=temperatures, eps_values=eps_values, seed=seed, rows=rows)
     return params.run(handle, text, start=start, cache=cache)
 

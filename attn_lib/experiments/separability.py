@@ -105,5 +105,23 @@ def separability(
 ) -> pd.DataFrame:
     """Algorithm 4 / Fig. 3: per (N, layer, head) row-means of ``N_s/N`` (``fraction``), Theorem 2's ``lower`` and
     ``upper`` bounds (paper's form; upper is heuristic, §Theorem 2), radius ``r = rho_min`` and ``delta``; value vectors
-    normalised to radius ``M``; ``delta`` the running minimum pairwise distance (§Which vectors (project decision))."""
+    normalised to radius ``M``; ``delta`` the running minimum pairwise distance (§Which vectors (project decision)).
+
+    Parameters
+    ----------
+    handle, text
+        Model handle and text (:func:`~attn_lib.experiments.load_inputs`).
+    L, n_values, M
+        The fields of :class:`SeparabilityParams` (defaults and ranges there).
+    start : int >= 0
+        First token of the window.
+    cache : attn_lib.cache.ResultCache, optional
+        Reuse a stored result of the same code, model, text and parameters.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (N, layer, head): ``L, N, layer, head, n_rows, fraction, lower, upper, r, delta`` plus ``model,
+        text, device``.
+    """
     return SeparabilityParams(L=L, n_values=n_values, M=M).run(handle, text, start=start, cache=cache)

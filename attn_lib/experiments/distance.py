@@ -250,14 +250,10 @@ def distance_vs_length(
 
     Parameters
     ----------
-    handle, text
-        Model handle and text (:func:`~attn_lib.experiments.load_inputs`).
     N, lengths, p, mc_samples, mc_rows, seed
         The fields of :class:`DistanceVsLengthParams` (defaults and ranges there).
-    start : int >= 0
-        First token of the window.
-    cache : attn_lib.cache.ResultCache, optional
-        Reuse a stored result of the same code, model, text and parameters.
+    handle, text, start, cache
+        As for :meth:`~attn_lib.experiments.passes.Experiment.run`.
 
     Returns
     -------
@@ -287,14 +283,10 @@ def distance_vs_n(
 
     Parameters
     ----------
-    handle, text
-        Model handle and text (:func:`~attn_lib.experiments.load_inputs`).
     L, n_values, p, mc_samples, mc_rows, seed
         The fields of :class:`DistanceVsNParams` (defaults and ranges there).
-    start : int >= 0
-        First token of the window.
-    cache : attn_lib.cache.ResultCache, optional
-        Reuse a stored result of the same code, model, text and parameters.
+    handle, text, start, cache
+        As for :meth:`~attn_lib.experiments.passes.Experiment.run`.
 
     Returns
     -------

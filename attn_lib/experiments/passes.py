@@ -314,7 +314,22 @@ class Experiment:
         return [(dataclasses.replace(self, lengths=(L,)).analysis(handle, meta), L) for L in self.lengths]
 
     def run(self, handle, text, *, start: int = 0, cache=None) -> pd.DataFrame:
-        """The experiment's table on ``text`` from token ``start``, from ``cache`` when it holds it."""
+        """The experiment's table on ``text`` from token ``start``, from ``cache`` when it holds it.
+
+        Parameters
+        ----------
+        handle, text
+            Model handle and text (:func:`~attn_lib.experiments.load_inputs`).
+        start : int >= 0
+            The window's first token (the window holds :meth:`pass_length` tokens from there).
+        cache : attn_lib.cache.ResultCache, optional
+            Looked up first; a computed table is stored there under :func:`cache_key`.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The analysis' table; every row carries ``model``, ``text`` and ``device``.
+        """
         params = self.for_model(handle)
         result_cache = check_cache(cache)
         start = check_int("start", start, low=0)

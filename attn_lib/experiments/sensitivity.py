@@ -223,14 +223,10 @@ def gradient_sensitivity(
 
     Parameters
     ----------
-    handle, text
-        Model handle and text (:func:`~attn_lib.experiments.load_inputs`).
     L, temperatures, eps_values, seed, rows
         The fields of :class:`SensitivityParams` (defaults and ranges there).
-    start : int >= 0
-        First token of the window.
-    cache : attn_lib.cache.ResultCache, optional
-        Reuse a stored result of the same code, model, text and parameters.
+    handle, text, start, cache
+        As for :meth:`~attn_lib.experiments.passes.Experiment.run`.
 
     Returns
     -------

@@ -109,14 +109,10 @@ def separability(
 
     Parameters
     ----------
-    handle, text
-        Model handle and text (:func:`~attn_lib.experiments.load_inputs`).
     L, n_values, M
         The fields of :class:`SeparabilityParams` (defaults and ranges there).
-    start : int >= 0
-        First token of the window.
-    cache : attn_lib.cache.ResultCache, optional
-        Reuse a stored result of the same code, model, text and parameters.
+    handle, text, start, cache
+        As for :meth:`~attn_lib.experiments.passes.Experiment.run`.
 
     Returns
     -------

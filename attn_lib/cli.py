@@ -17,7 +17,7 @@ Subcommands
 ``compare-normalizers --model gpt2 --profile {paper,quick} --out DIR``
     Every normaliser (softmax, top-k, sparsemax, 1.5-entmax, SSMax, SA-softmax, softmax1, sigmoid, softpick) on the
     paper's limits on the same model logits, and swapped into the live model (held-out loss), through
-    :func:`attn_lib.beyond.run_compare`: the table as Markdown, CSV and JSON, and the figures.
+    :func:`attn_lib.experiments.run_compare`: the table as Markdown, CSV and JSON, and the figures.
 
 User errors (bad arguments, an unusable ``--out``, a model or text that cannot be had) end with one line on stderr
 and exit status 2, never a traceback. Warnings (e.g. the offline fallbacks) are printed as ``attn-lib: NOTE:`` lines.
@@ -320,17 +320,17 @@ def _cmd_compare_normalizers(args) -> int:
             print(f"attn-lib compare-normalizers: {msg}", file=sys.stderr, flush=True)
 
     say(f"profile {args.profile!r}, model {args.model!r}, text {args.text!r} -> {out_dir}/")
-    _import_with_progress(["torch", "transformers", "attn_lib.beyond"], progress)
-    from . import beyond  # the comparison layer (imported above, behind the progress bar)
+    _import_with_progress(["torch", "transformers", "attn_lib.experiments"], progress)
+    from . import experiments  # the experiments layer (imported above)
 
-    res = beyond.run_compare(
+    res = experiments.run_compare(
         args.model,
         device=args.device,
         profile=args.profile,
         out=out_dir,
         text=args.text,
         use_cache=not args.no_cache,
-        start=beyond.HELD_OUT_START if args.start is None else args.start,
+        start=experiments.HELD_OUT_START if args.start is None else args.start,
         say=say,
     )
     for note in res["notes"]:
@@ -529,7 +529,7 @@ def _add_reproduce(sub) -> None:
 
 
 def _add_compare_normalizers(sub) -> None:
-    """The compare-normalizers subcommand: every normaliser through beyond.run_compare."""
+    """The compare-normalizers subcommand: every normaliser through experiments.run_compare."""
     from . import normalizers as nz  # the help names the registered normalisers (imports torch)
 
     sp = sub.add_parser(

@@ -30,7 +30,7 @@ def main() -> None:
     a = p.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
-    from attn_lib import beyond, normalizers
+    from attn_lib import experiments, normalizers
 
     dtype = getattr(torch, a.dtype)
     g = torch.Generator().manual_seed(0)
@@ -43,7 +43,7 @@ def main() -> None:
         f"load average {os.getloadavg()[0]:.2f}"
     )
     times = {}
-    for label, (name, params) in beyond.normalizer_settings(a.k).items():
+    for label, (name, params) in experiments.normalizer_settings(a.k).items():
         f = normalizers.get(name, **params)
         f(logits, mask=causal)  # warm-up
         best = float("inf")

@@ -70,6 +70,7 @@ def main(argv=None):
     from attn_lib import metrics as M
     from attn_lib.capture import collect_attention
     from attn_lib.corpus import load_text
+    from attn_lib.experiments import inputs, passes
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -113,7 +114,8 @@ def main(argv=None):
         sens_rows=sens_rows,
     )
     sens_idx = [int(r) for r in E.sens_row_indices(L, sens_rows)]
-    params = E._profile_params(h, prof)
+    params = E.profile_params(h, prof)
+    meta = inputs.table_meta(h, text)
     jobs = {
         "1 distance vs L": (
             "distance_vs_length",
@@ -126,10 +128,10 @@ def main(argv=None):
     }
 
     def fast(exp):
-        a, _ = E._make(exp, h, text, params[exp])
-        with M.block_parallel():  # as experiments._run_pass does for every layer
+        a = params[exp].analysis(h, meta)
+        with M.block_parallel():  # as experiments.passes.run_pass does for every layer
             for la in layers:
-                a.layer(E._Shared(la))
+                a.layer(passes.SharedLayer(la))
         return a.finish()
 
     # one-off cost per process: loading (or, the very first time, compiling) the numba kernels

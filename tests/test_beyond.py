@@ -1,5 +1,5 @@
-"""Tests for attn_lib.beyond: each limit metric of every compared normaliser on toy inputs, against attn_lib.theory's
-one-row references, brute force and closed forms."""
+"""Tests for the chapter "Beyond softmax" (attn_lib.experiments.normalizers, .weights and .swap): each limit metric of
+every compared normaliser on toy inputs, against attn_lib.theory's one-row references, brute force and closed forms."""
 
 from __future__ import annotations
 
@@ -11,10 +11,12 @@ import pandas as pd
 import pytest
 import torch
 
-from attn_lib import beyond as B
+from attn_lib import experiments as B
 from attn_lib import jacobian as jb
 from attn_lib import normalizers as nz
 from attn_lib import theory as th
+from attn_lib.experiments import weights
+from attn_lib.experiments.normalizers import CompareAnalysis
 
 SETTINGS = B.normalizer_settings((2, 5))
 LABELS = list(SETTINGS)
@@ -109,12 +111,12 @@ def test_row_metrics_topk_zero_weights_put_every_dropped_token_at_norm_s():
 
 
 def test_row_metrics_blocks_of_n_give_the_same_result(monkeypatch):
-    # the N values are processed in blocks of at most _BLOCK_ELEMS entries; one N per block must change nothing
+    # the N values are processed in blocks of at most BLOCK_ELEMS entries; one N per block must change nothing
     logits, causal, values = toy(seed=7)
     w = nz.sparsemax(logits, mask=causal)
     ns = [1, 2, 3, 5, 8]
     whole = B.row_metrics(w, values, causal, ns)
-    monkeypatch.setattr(B, "_BLOCK_ELEMS", 1)
+    monkeypatch.setattr(weights, "BLOCK_ELEMS", 1)
     split = B.row_metrics(w, values, causal, ns)
     for k in ("d_tilde", "e1", "sep", "valid"):
         assert torch.allclose(whole[k].double(), split[k].double(), rtol=1e-12, atol=0), k
@@ -176,7 +178,7 @@ TOY_PROFILE = B.BeyondProfile(
 
 
 def toy_table(n_layers=3, H=4):
-    a = B._CompareAnalysis(
+    a = CompareAnalysis(
         {"model": "toy", "text": "toy", "device": "cpu"},
         TOY_PROFILE,
         B.normalizer_settings(TOY_PROFILE.k_values),

@@ -15,6 +15,7 @@ from attn_lib import _kernels
 from attn_lib import experiments as E
 from attn_lib import metrics as M
 from attn_lib import theory as T
+from attn_lib.experiments.critical import CriticalAnalysis
 from attn_lib.metrics import montecarlo as MC
 
 needs_numba = pytest.mark.skipif(not _kernels.available(), reason="numba not importable")
@@ -172,7 +173,7 @@ class _FakeShared:
 
 
 def _critical(layers, lengths, **kw):
-    a = E._CriticalAnalysis(
+    a = CriticalAnalysis(
         {"model": "synthetic", "text": "none", "device": "cpu"},
         lengths,
         alpha=0.01,

@@ -100,11 +100,11 @@ def test_run_all_passes_one_length_at_a_time(encoder, tmp_path):
 
 
 def test_paper_grid_is_cut_at_512(encoder):
-    params = E._profile_params(encoder, E.PROFILES["paper"])
-    assert params["distance_vs_length"]["lengths"] == [32, 64, 128, 256, 512]
-    assert params["critical_n"]["lengths"] == [32, 64, 128, 256, 512]
-    assert params["distance_vs_n"]["L"] == 512 and params["separability"]["L"] == 512
-    assert params["gradient_sensitivity"]["L"] == 512
+    params = E.profile_params(encoder, E.PROFILES["paper"])
+    assert list(params["distance_vs_length"].lengths) == [32, 64, 128, 256, 512]
+    assert list(params["critical_n"].lengths) == [32, 64, 128, 256, 512]
+    assert params["distance_vs_n"].L == 512 and params["separability"].L == 512
+    assert params["gradient_sensitivity"].L == 512
 
 
 def test_chapters_show_the_decoder_alone_when_the_encoder_is_missing(offline, monkeypatch, capsys):

@@ -13,6 +13,7 @@ import torch
 from attn_lib import experiments as E
 from attn_lib import metrics as M
 from attn_lib import report as R
+from attn_lib.experiments import inputs, jobs, passes
 
 TEXT = (
     "Well, Prince, so Genoa and Lucca are now just family estates of the Buonapartes. But I warn you, if you "
@@ -172,7 +173,9 @@ def test_sensitivity_row_subset(llama_small):
     las = collect_attention(llama_small, E.text_window(llama_small, TEXT, 32), keep_qk=False)
     la = las[0]
     rows = torch.as_tensor(E.sens_row_indices(32, 8))
-    g, valid = M.sensitivity_rows(la.logits[0], [0.01, 1.0], [1e-3], mask=E._mask(la), seed=0 + la.layer, rows=rows)
+    g, valid = M.sensitivity_rows(
+        la.logits[0], [0.01, 1.0], [1e-3], mask=passes.layer_mask(la), seed=0 + la.layer, rows=rows
+    )
     got = gs[(gs.layer == la.layer)].sort_values(["T", "head"])
     ref = (g.sum(-1) / valid.sum(-1)).reshape(-1).numpy()  # (T, eps=1, H) row-means
     assert np.allclose(got["g"].to_numpy(), ref, rtol=1e-9)
@@ -190,8 +193,8 @@ def test_run_all_one_pass_and_cache(tmp_path, gpt2_small, monkeypatch):
     from attn_lib.cache import ResultCache
 
     calls = []
-    real = E._run_pass
-    monkeypatch.setattr(E, "_run_pass", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = passes.run_pass
+    monkeypatch.setattr(passes, "run_pass", lambda *a, **k: calls.append(1) or real(*a, **k))
     cache = ResultCache(root=tmp_path / "c")
     res = E.run_all(gpt2_small, TEXT, PROFILE, cache)
     assert len(calls) == 1  # all five experiments in one forward pass
@@ -214,7 +217,7 @@ def test_run_reproduce_writes_outputs(tmp_path, llama_small):
         out=tmp_path / "out",
         use_cache=False,
         handle=llama_small,
-        text_obj=E._text_obj(TEXT),
+        text_obj=inputs.as_text(TEXT),
         progress=None,
         formats=("png",),
     )
@@ -268,7 +271,7 @@ def test_bad_experiment_arguments(gpt2_small):
     with pytest.raises(ValueError, match="experiments"):
         E.run_all(gpt2_small, TEXT, PROFILE, experiments=["nope"])
     with pytest.raises(ValueError, match="use_cache"):
-        E.run_reproduce(profile=PROFILE, use_cache="no", handle=gpt2_small, text_obj=E._text_obj(TEXT))
+        E.run_reproduce(profile=PROFILE, use_cache="no", handle=gpt2_small, text_obj=inputs.as_text(TEXT))
     with pytest.raises(ValueError, match="text"):
         E.distance_vs_n(gpt2_small, 12345, L=16, n_values=[1])
 
@@ -292,10 +295,10 @@ def test_bad_cache_and_single_temperature(gpt2_small):
 def test_run_reproduce_checks_out_before_any_work(tmp_path, monkeypatch, gpt2_small):
     f = tmp_path / "a-file"
     f.write_text("x")
-    monkeypatch.setattr(E, "run_all", lambda *a, **k: pytest.fail("ran the experiments before checking out"))
+    monkeypatch.setattr(jobs, "run_all", lambda *a, **k: pytest.fail("ran the experiments before checking out"))
     with pytest.raises(ValueError, match="out .*a-file' exists and is not a folder"):
-        E.run_reproduce(profile=PROFILE, out=f, handle=gpt2_small, text_obj=E._text_obj(TEXT))
-    monkeypatch.setattr(E, "load_inputs", lambda *a, **k: pytest.fail("loaded the model before checking out"))
+        E.run_reproduce(profile=PROFILE, out=f, handle=gpt2_small, text_obj=inputs.as_text(TEXT))
+    monkeypatch.setattr(jobs, "load_inputs", lambda *a, **k: pytest.fail("loaded the model before checking out"))
     with pytest.raises(ValueError, match="cannot be used as an output folder"):
         E.run_reproduce(profile=PROFILE, out=f / "sub")
 
@@ -312,7 +315,7 @@ def test_run_reproduce_defaults_to_the_cli_profile():
 def test_progress_is_silent_by_default_and_on_stderr_when_asked(tmp_path, tmp_cache, gpt2_small, capfd):
     from attn_lib.cache import ResultCache
 
-    text = E._text_obj(TEXT)
+    text = inputs.as_text(TEXT)
     E.run_reproduce(profile=PROFILE, out=tmp_path / "a", handle=gpt2_small, text_obj=text, formats=("png",))
     quiet = capfd.readouterr()
     assert quiet.err == "" and quiet.out == ""  # the chapters need this: stderr in a chapter fails the book build
@@ -395,11 +398,11 @@ def test_quick_profile_on_standin(tmp_path):
 
 def test_tables_name_the_offline_standin(gpt2_small, monkeypatch):
     """Every table (hence every figure label) says when the offline stand-in, not the requested model, ran."""
-    meta = E._meta(gpt2_small, TEXT)
+    meta = inputs.table_meta(gpt2_small, TEXT)
     assert "stand-in" not in meta["model"] and meta["model"] == gpt2_small.model_id
     monkeypatch.setattr(gpt2_small, "is_standin", True)
     monkeypatch.setattr(gpt2_small, "requested", "gpt2")
-    meta = E._meta(gpt2_small, TEXT)
+    meta = inputs.table_meta(gpt2_small, TEXT)
     assert meta["model"] == f"{gpt2_small.model_id} (offline stand-in for gpt2)"
     assert set(meta) == {"model", "text", "device"}
 
@@ -452,7 +455,7 @@ def test_critical_n_ks_over_key_value_groups(llama_small):
     assert (heads["n_samples"] == llama_small.n_layers * llama_small.n_heads).all()
     assert (groups["n_samples"] == llama_small.n_layers * llama_small.n_kv_heads).all()
     assert llama_small.n_kv_heads < llama_small.n_heads
-    assert E._kv_groups(4, 2).tolist() == [0, 0, 1, 1] and E._kv_groups(6, 6).tolist() == list(range(6))
+    assert passes.kv_groups(4, 2).tolist() == [0, 0, 1, 1] and passes.kv_groups(6, 6).tolist() == list(range(6))
     # group means of the head means: the group samples are averages, so their mean equals the heads' mean
     m = heads.merge(groups, on=["L", "N", "form"], suffixes=("_h", "_g"))
     assert np.allclose(m["mean_d_tilde_h"], m["mean_d_tilde_g"]) and np.allclose(m["mean_form_h"], m["mean_form_g"])

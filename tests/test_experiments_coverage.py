@@ -11,6 +11,7 @@ import pytest
 from attn_lib import experiments as E
 from attn_lib import metrics as M
 from attn_lib.capture import collect_attention
+from attn_lib.experiments import passes
 
 TEXT = (
     "Well, Prince, so Genoa and Lucca are now just family estates of the Buonapartes. But I warn you, if you "
@@ -35,7 +36,7 @@ def test_one_row_per_layer_and_head_count(table, tiny_llama):
 def test_matches_the_metric_on_the_captured_layers(table, tiny_llama):
     ids = E.text_window(tiny_llama, TEXT, L)
     for la in collect_attention(tiny_llama, ids, keep_qk=False):
-        ld = M.LayerData.from_logits(la.logits[0], la.values[0], mask=E._mask(la))
+        ld = M.LayerData.from_logits(la.logits[0], la.values[0], mask=passes.layer_mask(la))
         cov = M.coverage_metrics(ld, N=N, permutations=3, seed=5 + la.layer)
         got = table[table.layer == la.layer].sort_values("H")
         np.testing.assert_allclose(got["coverage"], cov.coverage[cov.valid].mean(0).numpy(), rtol=1e-12)
@@ -57,7 +58,7 @@ def test_cached_result_is_returned(tiny_llama, tmp_path, monkeypatch):
 
     cache = ResultCache(tmp_path)
     first = E.multihead_coverage(tiny_llama, TEXT, L=16, N=2, permutations=2, cache=cache)
-    monkeypatch.setattr(E, "_run_pass", lambda *a, **k: pytest.fail("recomputed instead of read from the cache"))
+    monkeypatch.setattr(passes, "run_pass", lambda *a, **k: pytest.fail("recomputed instead of read from the cache"))
     again = E.multihead_coverage(tiny_llama, TEXT, L=16, N=2, permutations=2, cache=cache)
     np.testing.assert_allclose(again["coverage"], first["coverage"])
 

@@ -13,12 +13,13 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from attn_lib import beyond as B  # noqa: E402
+from attn_lib import experiments as B  # noqa: E402
 from attn_lib import jacobian as jb  # noqa: E402
 from attn_lib import metrics as M  # noqa: E402
 from attn_lib import normalizers as nz  # noqa: E402
 from attn_lib import theory as th  # noqa: E402
 from attn_lib._validation import check_int, check_positive, check_probability  # noqa: E402
+from attn_lib.experiments.swap import setting_of  # noqa: E402
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 
@@ -185,7 +186,7 @@ def test_spectral_norm_of_a_distribution_or_a_value_error(w, T):
 @given(label=st.text(max_size=14) | st.sampled_from(["top-3", "top-16", "softmax T=0.5", "top-x", "softmax T=1e9"]))
 def test_swap_setting_labels_parse_or_a_value_error(label):
     prof = B.BEYOND_PROFILES["quick"]
-    s = _raises_value_error_naming(lambda: B._setting_of(label, prof), "setting")
+    s = _raises_value_error_naming(lambda: setting_of(label, prof), "setting")
     if s is None:
         return
     if s["normalizer"] == "topk":

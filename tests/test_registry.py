@@ -7,7 +7,7 @@ import pytest
 import torch
 from test_beyond import TEXT, TOY_PROFILE
 
-from attn_lib import beyond as B
+from attn_lib import experiments as B
 from attn_lib import experiments as E
 from attn_lib import jacobian as jb
 from attn_lib import normalizers as nz

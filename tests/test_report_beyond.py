@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from test_beyond import TEXT, TOY_PROFILE, toy_table
 
-from attn_lib import beyond as B
+from attn_lib import experiments as B
 from attn_lib import report as R
 from attn_lib.provenance import figure_provenance, figure_to_png
 

@@ -264,7 +264,7 @@ def test_many_concurrent_captures_give_every_layer_and_restore_the_model(tiny_gp
 # beyond: the encoder, the spectral norm, masks, settings, table checks
 # ------------------------------------------------------------------------------------------------------------------
 def _beyond_toy():
-    from attn_lib import beyond as B
+    from attn_lib import experiments as B
 
     return B.BeyondProfile(
         name="toy",
@@ -292,17 +292,17 @@ def fake_encoder(tiny_gpt2):
 
 @pytest.mark.parametrize("fn", ["compare_normalizers", "live_swap", "swap_setting"])
 def test_beyond_refuses_a_bidirectional_encoder_up_front(fake_encoder, fn, monkeypatch):
-    from attn_lib import beyond as B
-    from attn_lib import experiments as E
+    from attn_lib import experiments as B
+    from attn_lib.experiments import passes
 
-    monkeypatch.setattr(E, "_run_pass", lambda *a, **k: pytest.fail("ran a pass before refusing the encoder"))
+    monkeypatch.setattr(passes, "run_pass", lambda *a, **k: pytest.fail("ran a pass before refusing the encoder"))
     args = ("top-2",) if fn == "swap_setting" else ()
     with pytest.raises(ValueError, match="needs a causal language model.*tiny-encoder is a bidirectional encoder"):
         getattr(B, fn)(fake_encoder, TEXT, *args, profile=_beyond_toy())
 
 
 def test_spectral_norm_refuses_weights_that_are_not_a_distribution():
-    from attn_lib import beyond as B
+    from attn_lib import experiments as B
 
     with pytest.raises(ValueError, match="weights must form a distribution.*sums to 10"):
         B.softmax_type_spectral_norm([[5.0, 5.0]])
@@ -314,7 +314,7 @@ def test_spectral_norm_refuses_weights_that_are_not_a_distribution():
 
 
 def test_row_metrics_mask_must_be_boolean_or_zero_one():
-    from attn_lib import beyond as B
+    from attn_lib import experiments as B
 
     w = torch.full((1, 2, 3), 1 / 3, dtype=torch.float64)
     V = torch.randn(1, 3, 2, dtype=torch.float64)
@@ -343,14 +343,14 @@ def test_row_metrics_mask_must_be_boolean_or_zero_one():
     ],
 )
 def test_swap_setting_labels_are_parsed_strictly(tiny_gpt2, setting, match):
-    from attn_lib import beyond as B
+    from attn_lib import experiments as B
 
     with pytest.raises(ValueError, match=match):
         B.swap_setting(tiny_gpt2, TEXT, setting, profile=_beyond_toy(), start=0)
 
 
 def test_swap_setting_accepts_well_formed_off_grid_labels(tiny_gpt2):
-    from attn_lib import beyond as B
+    from attn_lib import experiments as B
 
     kw = dict(profile=_beyond_toy(), start=0)
     assert B.swap_setting(tiny_gpt2, TEXT, "top-16", **kw).iloc[0]["k"] == 16
@@ -360,7 +360,7 @@ def test_swap_setting_accepts_well_formed_off_grid_labels(tiny_gpt2):
 
 @pytest.mark.parametrize("alpha", [5, 1, 0, -0.1, float("nan"), True])
 def test_critical_n_from_heads_alpha_is_a_level_in_0_1(alpha):
-    from attn_lib import beyond as B
+    from attn_lib import experiments as B
 
     df = pd.DataFrame(
         {"metric": ["d_tilde", "e1"], "normalizer": "softmax", "L": 8, "N": 1, "layer": 0, "head": 0, "value": 1.0}
@@ -370,7 +370,7 @@ def test_critical_n_from_heads_alpha_is_a_level_in_0_1(alpha):
 
 
 def test_limits_summary_without_g_rows_is_a_value_error():
-    from attn_lib import beyond as B
+    from attn_lib import experiments as B
 
     rows = []
     for N in (1, 2):
@@ -406,10 +406,10 @@ def _one_error_line(capsys, command):
 
 
 def test_cli_compare_normalizers_short_text_fails_before_any_work(capsys, tmp_cache, cli_tiny, tmp_path, monkeypatch):
-    from attn_lib import beyond as B
     from attn_lib.cli import main
+    from attn_lib.experiments import jobs
 
-    monkeypatch.setattr(B, "compare_normalizers", lambda *a, **k: pytest.fail("compared before checking the text"))
+    monkeypatch.setattr(jobs, "compare_normalizers", lambda *a, **k: pytest.fail("compared before checking the text"))
     short = tmp_path / "short.txt"
     short.write_text("a few words " * 30)  # 360 byte tokens
     assert (
@@ -690,9 +690,9 @@ def test_cli_threads_are_bounded_by_the_machine(capsys):
 # ------------------------------------------------------------------------------------------------------------------
 @pytest.fixture
 def no_run_all(monkeypatch):
-    from attn_lib import experiments as E
+    from attn_lib.experiments import jobs
 
-    monkeypatch.setattr(E, "run_all", lambda *a, **k: pytest.fail("ran the experiments before the check"))
+    monkeypatch.setattr(jobs, "run_all", lambda *a, **k: pytest.fail("ran the experiments before the check"))
 
 
 @pytest.mark.parametrize("formats, match", [(("exe",), "formats must be one of"), ((), "at least one"), (5, "formats")])
@@ -704,10 +704,10 @@ def test_run_reproduce_checks_formats_before_any_work(tiny_gpt2, tmp_path, no_ru
 
 
 def test_a_single_format_name_is_one_format_not_its_letters():
-    from attn_lib import experiments as E
+    from attn_lib.experiments import jobs
 
-    assert E._check_formats("png") == ("png",)
-    assert E._check_formats(["svg", "png", "svg"]) == ("svg", "png")
+    assert jobs.check_formats("png") == ("png",)
+    assert jobs.check_formats(["svg", "png", "svg"]) == ("svg", "png")
 
 
 def test_run_reproduce_checks_the_models_to_compare_before_any_work(tiny_gpt2, tmp_path, no_run_all, offline):
@@ -724,8 +724,9 @@ def test_run_reproduce_checks_the_models_to_compare_before_any_work(tiny_gpt2, t
 
 def test_run_all_says_in_the_profiles_terms_that_the_text_is_too_short(tiny_gpt2, monkeypatch):
     from attn_lib import experiments as E
+    from attn_lib.experiments import passes
 
-    monkeypatch.setattr(E, "_run_pass", lambda *a, **k: pytest.fail("ran a pass on a text that is too short"))
+    monkeypatch.setattr(passes, "run_pass", lambda *a, **k: pytest.fail("ran a pass on a text that is too short"))
     with pytest.raises(ValueError, match="text 'custom' has 10 tokens; profile 'robust' needs 16 .*longest window"):
         E.run_all(tiny_gpt2, "0123456789", _tiny_profile())
 
@@ -891,7 +892,7 @@ def test_cli_capture_with_top_k(capsys, tmp_cache, cli_tiny):
 
 def test_spectral_norm_of_a_list_is_computed_in_float64():
     """Found by the property tests: torch.as_tensor rounded a list of Python floats to float32 first."""
-    from attn_lib import beyond as B
+    from attn_lib import experiments as B
 
     got = B.softmax_type_spectral_norm([[1 / 3, 1 / 3, 1 / 3]], 0.5)
     assert got.dtype == torch.float64 and abs(got.item() - 2 / 3) < 1e-12
@@ -905,7 +906,7 @@ def test_spectral_norm_of_a_list_is_computed_in_float64():
 # ------------------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("bad", [None, 2.5, float("nan"), True, torch.tensor(3.5), "8", []])
 def test_grid_parameters_are_value_errors_naming_them(tiny_gpt2, bad):
-    from attn_lib import beyond as B
+    from attn_lib import experiments as B
     from attn_lib import experiments as E
 
     with pytest.raises(ValueError, match="lengths"):
@@ -920,7 +921,7 @@ def test_grid_parameters_are_value_errors_naming_them(tiny_gpt2, bad):
 
 
 def test_grid_parameters_accept_one_integer(tiny_gpt2):
-    from attn_lib import beyond as B
+    from attn_lib import experiments as B
     from attn_lib._validation import check_int_list
 
     assert check_int_list("x", np.int64(4)) == [4] and check_int_list("x", torch.tensor(5)) == [5]
@@ -967,8 +968,9 @@ def test_metrics_resource_parameters_are_capped():
 
 def test_experiment_resource_parameters_are_capped_before_the_pass(tiny_gpt2, monkeypatch):
     from attn_lib import experiments as E
+    from attn_lib.experiments import passes
 
-    monkeypatch.setattr(E, "_run_pass", lambda *a, **k: pytest.fail("ran a pass"))
+    monkeypatch.setattr(passes, "run_pass", lambda *a, **k: pytest.fail("ran a pass"))
     with pytest.raises(ValueError, match="mc_samples must be an integer in"):
         E.critical_n(tiny_gpt2, TEXT, lengths=[8], forms=["mc"], mc_samples=10**12)
     with pytest.raises(ValueError, match="mc_samples must be an integer in"):

@@ -24,7 +24,7 @@ def _check_beyond_table(df: Any) -> None:
 
 
 def beyond_limits_markdown(summary: pd.DataFrame) -> str:
-    """:func:`attn_lib.beyond.limits_summary` as a Markdown table (normalisers x limits), every number from it.
+    """:func:`attn_lib.experiments.limits_summary` as a Markdown table (normalisers x limits), every number from it.
 
     Parameters
     ----------
@@ -64,7 +64,7 @@ def figure_beyond_limits(df: pd.DataFrame, crit: pd.DataFrame):
     df : DataFrame
         :func:`attn_lib.experiments.compare_normalizers`' table.
     crit : DataFrame
-        :func:`attn_lib.beyond.critical_n_from_heads` of ``df``.
+        :func:`attn_lib.experiments.critical_n_from_heads` of ``df``.
 
     Returns
     -------
@@ -134,7 +134,7 @@ def beyond_swap_table(losses: pd.DataFrame, L: int | None = None) -> pd.DataFram
     Parameters
     ----------
     losses : DataFrame
-        ``attn_lib.beyond.SwapResult.losses``.
+        ``attn_lib.experiments.SwapResult.losses``.
     L : int, optional
         The length; default the largest.
 
@@ -159,7 +159,7 @@ def figure_beyond_swap(losses: pd.DataFrame):
     Parameters
     ----------
     losses : DataFrame
-        ``attn_lib.beyond.SwapResult.losses``.
+        ``attn_lib.experiments.SwapResult.losses``.
 
     Returns
     -------
@@ -215,7 +215,7 @@ def render_swap_row(rows: pd.DataFrame, setting: str, sweep: str = "k"):
     Parameters
     ----------
     rows : DataFrame
-        ``attn_lib.beyond.SwapResult.rows``.
+        ``attn_lib.experiments.SwapResult.rows``.
     setting : str
         A setting of ``rows`` (e.g. ``"top-16"`` or ``"softmax T=0.5"``).
     sweep : {"k", "T"}

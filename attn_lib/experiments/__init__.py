@@ -1,0 +1,117 @@
+r"""The paper's Algorithms 1-5 on a real model (Reading the paper, §Decisions for the experiments), as tidy tables, and
+every normaliser measured on the paper's limits and swapped into the live model (chapter 7, "Beyond softmax").
+
+Every experiment needs the attention of one token window, and all of them share the **same forward pass**
+(:mod:`~attn_lib.experiments.passes`: nested prefixes of one causal window, one layer at a time). Each returns a
+:class:`pandas.DataFrame` whose every row carries ``model``, ``text`` and ``device``, and owns a frozen dataclass of
+its parameters (defaults, checks, ``from_profile``).
+
+Read top-down:
+
+========================  ==============================================================================================
+module                    contents
+========================  ==============================================================================================
+``inputs``                :func:`load_inputs`, :func:`describe_inputs`, :func:`text_window`, the labels of every table
+``profiles``              :class:`Profile` / :data:`PROFILES` (the reproduction's grids), :class:`BeyondProfile` /
+                          :data:`BEYOND_PROFILES` (chapter 7's)
+``passes``                the shared forward pass: :class:`~attn_lib.experiments.passes.Experiment` (what an experiment
+                          provides), ``SharedLayer``, ``run_pass``, ``plan``/``run_units``, the result-cache key
+``distance``              Algorithms 1-2: :func:`distance_vs_length` (Fig. 2a), :func:`distance_vs_n` (Fig. 2b)
+``critical``              Algorithm 3: :func:`critical_n` (the KS trace, Fig. 2c), :func:`critical_n_summary`
+``separability``          Algorithm 4: :func:`separability` (Fig. 3)
+``sensitivity``           Algorithm 5: :func:`gradient_sensitivity` (Fig. 4), :func:`gradient_sensitivity_raw`
+``coverage``              :func:`multihead_coverage` (chapter 5)
+``diagnosis``             :func:`critical_n_diagnosis` (chapter 6)
+``weights``               limits of any weights: :func:`row_sample`, :func:`row_metrics`,
+                          :func:`softmax_type_spectral_norm`
+``normalizers``           :data:`NORMALIZERS`, :func:`compare_normalizers`, :func:`critical_n_from_heads`,
+                          :func:`limits_summary` (chapter 7)
+``swap``                  :func:`live_swap`, :func:`swap_setting`, :func:`live_renderer` (chapter 7)
+``jobs``                  :func:`run_all` (every experiment of a profile in one pass, cached), :func:`run_reproduce`
+                          (the ``reproduce`` command), :func:`run_compare` (``compare-normalizers``)
+========================  ==============================================================================================
+
+Every public name is re-exported here: ``from attn_lib import experiments; experiments.run_all(...)``.
+"""
+
+from __future__ import annotations
+
+from .coverage import CoverageParams, multihead_coverage
+from .critical import CRITICAL_FORMS, CriticalNParams, critical_n, critical_n_summary
+from .diagnosis import DIAGNOSIS_FRACTIONS, DIAGNOSIS_VARIANTS, DiagnosisParams, critical_n_diagnosis
+from .distance import DistanceVsLengthParams, DistanceVsNParams, distance_vs_length, distance_vs_n
+from .inputs import describe_inputs, load_inputs, text_window
+from .jobs import ALGORITHMS, EXPERIMENTS, ReproduceResult, profile_params, run_all, run_compare, run_reproduce
+from .normalizers import (
+    ANALYTIC_JACOBIAN,
+    NORMALIZERS,
+    compare_normalizers,
+    critical_n_from_heads,
+    limits_summary,
+    normalizer_settings,
+)
+from .passes import SCHEMA, Experiment, sens_row_indices
+from .profiles import BEYOND_PROFILES, PROFILES, BeyondProfile, Profile
+from .sensitivity import RawSensitivityParams, SensitivityParams, gradient_sensitivity, gradient_sensitivity_raw
+from .separability import SeparabilityParams, separability
+from .swap import HELD_OUT_START, SwapResult, live_renderer, live_swap, swap_setting
+from .weights import row_metrics, row_sample, softmax_type_spectral_norm
+
+__all__ = [
+    # grids
+    "Profile",
+    "PROFILES",
+    "BeyondProfile",
+    "BEYOND_PROFILES",
+    # inputs
+    "text_window",
+    "load_inputs",
+    "describe_inputs",
+    "sens_row_indices",
+    # the experiments and their parameters
+    "Experiment",
+    "SCHEMA",
+    "distance_vs_length",
+    "DistanceVsLengthParams",
+    "distance_vs_n",
+    "DistanceVsNParams",
+    "CRITICAL_FORMS",
+    "critical_n",
+    "CriticalNParams",
+    "critical_n_summary",
+    "separability",
+    "SeparabilityParams",
+    "gradient_sensitivity",
+    "SensitivityParams",
+    "gradient_sensitivity_raw",
+    "RawSensitivityParams",
+    "multihead_coverage",
+    "CoverageParams",
+    "critical_n_diagnosis",
+    "DiagnosisParams",
+    "DIAGNOSIS_VARIANTS",
+    "DIAGNOSIS_FRACTIONS",
+    # beyond softmax
+    "NORMALIZERS",
+    "ANALYTIC_JACOBIAN",
+    "HELD_OUT_START",
+    "normalizer_settings",
+    "row_sample",
+    "row_metrics",
+    "softmax_type_spectral_norm",
+    "compare_normalizers",
+    "critical_n_from_heads",
+    "limits_summary",
+    "live_swap",
+    "swap_setting",
+    "live_renderer",
+    "SwapResult",
+    # jobs
+    "run_all",
+    "run_reproduce",
+    "run_compare",
+    "ReproduceResult",
+    "EXPERIMENTS",
+    "ALGORITHMS",
+    "profile_params",
+]

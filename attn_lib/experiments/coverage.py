@@ -1,0 +1,150 @@
+"""Multi-head coverage measured on the model (Reading the paper, §Multi-head coverage): how many heads it takes to
+cover the top-``N`` of the head-averaged weights (:func:`multihead_coverage`, chapter 5)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+import pandas as pd
+import torch
+
+from .. import metrics as M
+from .._validation import check_int, check_size
+from .passes import Experiment, SharedLayer
+
+__all__ = ["CoverageParams", "CoverageAnalysis", "multihead_coverage"]
+
+
+class CoverageAnalysis:
+    """Multi-head coverage (Reading the paper, §Multi-head coverage): per layer, the mean over valid rows of the
+    coverage ``c(H)`` of the head-averaged top-``N`` after ``H`` heads, and the share of (row, order) samples fully
+    covered by then, from :func:`attn_lib.metrics.coverage_metrics` (orders seeded with ``seed + layer``)."""
+
+    def __init__(self, meta, length, N, permutations, seed):
+        self.meta, self.length, self.N, self.P, self.seed = meta, length, N, permutations, seed
+        self.rows: list[dict] = []
+
+    def layer(self, sh: SharedLayer):
+        ld = sh.weights_layer()  # coverage needs no Gram products
+        u = M.unit_layer(ld, 1.0)
+        cov = M.coverage_metrics(u, N=self.N, permutations=self.P, seed=self.seed + sh.la.layer, normalize=False)
+        valid = cov.valid[: self.length]
+        n_rows = int(valid.sum())
+        if n_rows == 0:
+            return
+        curve = cov.coverage[: self.length][valid].mean(0)  # (H,)
+        needed = cov.needed[:, : self.length][:, valid]  # (P, rows)
+        p_layer = float(cov.fraction[:, : self.length][:, valid].mean())
+        for k in range(1, ld.H + 1):
+            covered = float(((needed >= 1) & (needed <= k)).to(torch.float64).mean())
+            self.rows.append(
+                dict(
+                    self.meta,
+                    L=self.length,
+                    N=self.N,
+                    layer=sh.la.layer,
+                    H=k,
+                    n_heads=ld.H,
+                    n_rows=n_rows,
+                    permutations=self.P,
+                    coverage=float(curve[k - 1]),
+                    covered=covered,
+                    fraction=p_layer,
+                )
+            )
+
+    def finish(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows)
+
+
+@dataclasses.dataclass(frozen=True)
+class CoverageParams(Experiment):
+    """Parameters of :func:`multihead_coverage` (no default window: the chapter chooses it).
+
+    Attributes
+    ----------
+    L : int >= 2
+    N : int in [1, L - 1]
+    permutations : int >= 1
+        Head orders per row (at most :data:`attn_lib._validation.MAX_DRAWS` draws with the model's heads).
+    seed : int >= 0
+    """
+
+    name: ClassVar[str] = "multihead_coverage"
+
+    L: int
+    N: int = 16
+    permutations: int = 8
+    seed: int = 0
+
+    def __post_init__(self):
+        L = check_int("L", self.L, low=2)
+        self.set_checked(
+            L=L,
+            N=check_int("N", self.N, low=1, high=L - 1),
+            permutations=check_size("permutations", self.permutations, per_item=L),
+            seed=check_int("seed", self.seed, low=0),
+        )
+
+    @classmethod
+    def from_profile(cls, profile, handle, *, seed: int = 0) -> CoverageParams:
+        """The profile's ``length_fixed`` (cut at the model's context) with the default ``N`` and orders."""
+        return cls(L=min(profile.length_fixed, int(handle.max_length)), seed=seed)
+
+    def for_model(self, handle) -> CoverageParams:
+        """Checked against the model's context and its heads (the orders draw ``L * n_heads`` numbers each)."""
+        super().for_model(handle)
+        check_size("permutations", self.permutations, per_item=self.L * int(handle.n_heads))
+        return self
+
+    def analysis(self, handle, meta: dict) -> CoverageAnalysis:
+        return CoverageAnalysis(meta, self.L, self.N, self.permutations, self.seed)
+
+
+def multihead_coverage(
+    handle,
+    text,
+    *,
+    L: int,
+    N: int = CoverageParams.N,
+    permutations: int = CoverageParams.permutations,
+    seed: int = CoverageParams.seed,
+    start: int = 0,
+    cache=None,
+) -> pd.DataFrame:
+    """Multi-head coverage measured on the model (Reading the paper, §Multi-head coverage; one forward pass at
+    ``L``).
+
+    For every layer and query row with ``t >= N + 1`` visible tokens, the target is the top-``N`` of the row's
+    head-averaged weights; head ``h`` covers the target tokens in its separable set (its own top-``N`` tokens with
+    ``D_i < rho_min``, unit value vectors, as Algorithm 4 counts ``N_s``); heads are added in ``permutations``
+    random orders per row (seeded with ``seed + layer``). See :func:`attn_lib.metrics.coverage_metrics`.
+
+    Parameters
+    ----------
+    handle, text
+        Model handle and text, as for the other experiments.
+    L : int
+        Window length, ``2 <= L <= handle.max_length``.
+    N : int
+        Top-``N`` size, ``1 <= N <= L - 1``.
+    permutations : int
+        Head orders per row, ``>= 1``.
+    seed : int
+        Seed of the orders, ``>= 0``.
+    start : int
+        First token of the window.
+    cache : attn_lib.cache.ResultCache, optional
+        Result cache (keyed by model, text, parameters and library code).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (layer, ``H``), ``H = 1..n_heads``: ``coverage`` (mean ``c(H)`` over valid rows and orders),
+        ``covered`` (share of (row, order) samples with ``c(H) = 1``, i.e. heads needed ``<= H``), ``fraction``
+        (the layer's mean ``N_s/N`` over heads and rows), ``n_rows``, ``n_heads``, ``permutations``, ``L``, ``N``,
+        ``layer`` and ``model``, ``text``, ``device``.
+    """
+    params = CoverageParams(L=L, N=N, permutations=permutations, seed=seed)
+    return params.run(handle, text, start=start, cache=cache)

@@ -1,0 +1,461 @@
+"""Algorithm 3 (Fig. 2c): the critical ``N``, the first ``N`` at which a two-sample KS test over heads no longer
+separates the per-head means of d~ from those of an expectation form (E1, E2 or the Monte-Carlo E[d~]), for every
+window length (:func:`critical_n`, the trace; :func:`critical_n_summary`, the critical ``N`` per length)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .. import metrics as M
+from .._validation import check_choice, check_int, check_int_list, check_probability, check_seed, check_size
+from .passes import Experiment, SharedLayer, fitting_lengths, layer_mask, model_kv_groups, sens_row_indices
+from .profiles import Profile
+
+__all__ = ["CRITICAL_FORMS", "CriticalNParams", "CriticalAnalysis", "critical_n", "critical_n_summary"]
+
+#: The expectation forms of the critical-N scan: E1, E2 and the Monte-Carlo estimate of E[d~].
+CRITICAL_FORMS = ("e1", "e2", "mc")
+
+
+def _crit_row_sets(lengths: Sequence[int], crit_rows: int) -> dict[int, np.ndarray]:
+    """Rows of the critical-N scan at each ``L``: :func:`sens_row_indices` (every ``max(1, L // crit_rows)``-th row,
+    ending at the last one; all rows when ``crit_rows`` is 0 or ``>= L``)."""
+    return {int(L): sens_row_indices(int(L), crit_rows) for L in lengths}
+
+
+class CriticalAnalysis:
+    """Algorithm 3: incremental scan and two-sample KS tests for every ``(L, N <= cap(L))``, over all heads and over
+    key/value groups (Reading the paper, §The critical N)."""
+
+    def __init__(
+        self,
+        meta,
+        lengths,
+        *,
+        alpha,
+        crit_fraction,
+        forms,
+        p,
+        stage,
+        stop_early,
+        crit_rows=0,
+        groups=None,
+        mc_samples=0,
+        seed=0,
+    ):
+        self.meta, self.lengths, self.alpha = meta, sorted(lengths), alpha
+        self.mc_samples, self.seed = mc_samples, seed
+        self.timing_parts = {"mc_scan_s": 0.0} if "mc" in forms else {}  # the Monte-Carlo scan's own time
+        self.caps = {L: max(1, min(L - 1, int(math.floor(L * crit_fraction)))) for L in self.lengths}
+        self.n_cap = max(self.caps.values())
+        self.forms, self.p, self.stage, self.stop_early = list(forms), p, stage, stop_early
+        self.Lmax = max(self.lengths)
+        self.row_sets = _crit_row_sets(self.lengths, crit_rows)
+        self.rows = torch.as_tensor(np.unique(np.concatenate(list(self.row_sets.values()))))
+        self.row_masks = torch.zeros(len(self.lengths), self.Lmax, dtype=torch.bool)
+        for i, L in enumerate(self.lengths):
+            self.row_masks[i, torch.as_tensor(self.row_sets[L])] = True
+        self.groups = groups  # per-layer key/value group of each head, or None (then every head is its own group)
+        self.store: list = []  # per layer: (packed float32 causal logits, values, mask)
+        self.stage_ranges: list[tuple[int, int]] = []
+        first_hi = min(self.n_cap, stage) if stop_early else self.n_cap
+        self.stage_ranges.append((1, first_hi))
+        self.per_layer: list[dict] = []  # index by layer order: form -> list of (H, nL, n) blocks
+
+    def _scan_layer(self, ld: M.LayerData, lo: int, hi: int) -> dict:
+        rows = self.rows[self.rows < ld.L]
+        sc = M.topn_scan(ld, n_max=hi, n_min=lo, p=self.p, rows=rows)
+        Lm = min(self.Lmax, ld.L)
+        # validity depends only on the row and N (not on the head): one 0/1 weight per (L, row, N), and every
+        # per-head mean is one batched product (invalid entries of the scan are 0)
+        weights = (sc.valid[0, :Lm].unsqueeze(0) & self.row_masks[:, :Lm].unsqueeze(-1)).to(torch.float64)
+        count = weights.sum(1)  # (nL, n)
+        out = {"count": np.broadcast_to(count.cpu().numpy(), (ld.H, *count.shape)).copy()}
+        for f in ["d_tilde", *self.forms]:
+            if f == "mc":
+                continue
+            total = torch.einsum("hrn,lrn->hln", getattr(sc, f)[:, :Lm], weights)
+            out[f] = (total / count.clamp(min=1)).cpu().numpy()
+        if "mc" in self.forms:
+            # Monte-Carlo E[d~] on the same rows and N (same validity t >= N + 1): per-head means over the rows of
+            # each L, and the standard error of each mean (the rows' samples are independent)
+            t0 = time.perf_counter()
+            mc = M.expected_distance_mc_scan(
+                ld, n_max=hi, n_min=lo, rows=rows, n_samples=self.mc_samples, seed=self.seed
+            )
+            w_mc = weights[:, rows]  # (nL, R, n)
+            out["mc"] = (torch.einsum("hrn,lrn->hln", mc.mean, w_mc) / count.clamp(min=1)).cpu().numpy()
+            var = torch.einsum("hrn,lrn->hln", mc.stderr.square(), w_mc) / count.clamp(min=1).square()
+            out["mc_var"] = var.cpu().numpy()  # variance of each per-head mean
+            self.timing_parts["mc_scan_s"] += time.perf_counter() - t0
+        return out  # each (H, nL, n)
+
+    def layer(self, sh: SharedLayer):
+        ld = sh.layer()
+        lo, hi = self.stage_ranges[0]
+        self.per_layer.append({"layer": sh.la.layer, "H": ld.H, "blocks": [self._scan_layer(ld, lo, hi)]})
+        if self.stop_early and hi < self.n_cap:
+            la = sh.la
+            Lm = min(self.Lmax, ld.L)
+            lg = la.logits[0, :, :Lm, :Lm].float()
+            tri = torch.tril_indices(Lm, Lm)
+            causal = bool((layer_mask(la)[..., :Lm, :Lm] == torch.ones(Lm, Lm, dtype=torch.bool).tril()).all())
+            packed = lg[:, tri[0], tri[1]].clone() if causal else lg.clone()
+            self.store.append(
+                (
+                    packed,
+                    la.values[0, :, :Lm].float().clone(),
+                    causal,
+                    None if causal else layer_mask(la)[..., :Lm, :Lm].clone(),
+                )
+            )
+
+    def _rebuild(self, i) -> M.LayerData:
+        packed, vals, causal, mask = self.store[i]
+        if causal:
+            H = packed.shape[0]
+            Lm = vals.shape[1]
+            tri = torch.tril_indices(Lm, Lm)
+            lg = torch.full((H, Lm, Lm), -math.inf, dtype=torch.float32)
+            lg[:, tri[0], tri[1]] = packed
+            return M.LayerData.from_logits(lg, vals)
+        return M.LayerData.from_logits(packed, vals, mask=mask)
+
+    def _samples(self, key: str, variance: bool = False) -> dict[str, np.ndarray]:
+        """Per-head means ``(heads, nL, n)`` of the last stage over all layers, and their key/value-group means;
+        with ``variance``, ``key`` holds the variances of the head means and the group entries are the variances
+        of the group means."""
+        heads = np.concatenate([pl["blocks"][-1][key] for pl in self.per_layer], axis=0)
+        out = {"heads": heads}
+        if self.groups is not None:
+            per_group = []
+            for pl in self.per_layer:
+                x, g = pl["blocks"][-1][key], self.groups
+                if variance:
+                    per_group.append(np.stack([x[g == k].sum(0) / (g == k).sum() ** 2 for k in np.unique(g)], 0))
+                else:
+                    per_group.append(np.stack([x[g == k].mean(0) for k in np.unique(g)], 0))
+            out["kv_groups"] = np.concatenate(per_group, axis=0)
+        return out
+
+    def _ks(self, lo, hi, found):
+        from scipy.stats import ks_2samp  # scipy.stats takes a while to import: loaded only when the tests run
+
+        rows = []
+        cat = {f: self._samples(f) for f in ["d_tilde", *self.forms]}
+        mc_var = self._samples("mc_var", variance=True) if "mc" in self.forms else None
+        cnt = np.concatenate([pl["blocks"][-1]["count"] for pl in self.per_layer], axis=0)
+        for li, L in enumerate(self.lengths):
+            for k, N in enumerate(range(lo, hi + 1)):
+                if N > self.caps[L]:
+                    continue
+                if not (cnt[:, li, k] > 0).all():  # no row of length > N among this L's rows
+                    continue
+                for sampling in cat["d_tilde"]:
+                    a = cat["d_tilde"][sampling][:, li, k]
+                    for f in self.forms:
+                        if found.get((L, f, sampling)) is not None and self.stop_early:
+                            continue
+                        b = cat[f][sampling][:, li, k]
+                        res = ks_2samp(a, b)
+                        pv = float(res.pvalue)
+                        if f == "mc":  # largest standard error of a Monte-Carlo sample value, relative to it
+                            se = np.sqrt(mc_var[sampling][:, li, k])
+                            rel_se = float(np.max(se / np.maximum(np.abs(b), 1e-300)))
+                        else:
+                            rel_se = float("nan")
+                        rows.append(
+                            dict(
+                                self.meta,
+                                L=L,
+                                N=N,
+                                form=f,
+                                sampling=sampling,
+                                statistic=float(res.statistic),
+                                p_value=pv,
+                                n_samples=len(a),
+                                n_rows=int(cnt[0, li, k]),
+                                mean_d_tilde=float(a.mean()),
+                                mean_form=float(b.mean()),
+                                mc_rel_se=rel_se,
+                                alpha=self.alpha,
+                            )
+                        )
+                        if pv >= self.alpha and found.get((L, f, sampling)) is None:
+                            found[(L, f, sampling)] = N
+        return rows
+
+    def finish(self) -> pd.DataFrame:
+        found: dict = {}
+        rows = []
+        lo, hi = self.stage_ranges[0]
+        rows += self._ks(lo, hi, found)
+        while hi < self.n_cap and self.stop_early:
+            samplings = ["heads"] + (["kv_groups"] if self.groups is not None else [])
+            if all(
+                found.get((L, f, sm)) is not None or self.caps[L] <= hi
+                for L in self.lengths
+                for f in self.forms
+                for sm in samplings
+            ):
+                break
+            lo, hi = hi + 1, min(self.n_cap, 2 * hi)
+            self.stage_ranges.append((lo, hi))
+            with M.block_parallel():  # as in the pass: no per-operation thread barriers
+                for i, pl in enumerate(self.per_layer):
+                    ld = self._rebuild(i)
+                    pl["blocks"].append(self._scan_layer(ld, lo, hi))
+                    del ld
+            rows += self._ks(lo, hi, found)
+        self.store.clear()
+        return pd.DataFrame(rows)
+
+
+@dataclasses.dataclass(frozen=True)
+class CriticalNParams(Experiment):
+    """Parameters of Algorithm 3 (:func:`critical_n`, where each is described).
+
+    Attributes
+    ----------
+    lengths : tuple of int >= 4
+    alpha : float in (0, 1)
+    crit_fraction : float in (0, 1]
+    forms : tuple, a non-empty subset of :data:`CRITICAL_FORMS`
+    p : {"L-1", "L"}
+    stage : int >= 1
+    stop_early : bool
+    crit_rows : int >= 0
+    mc_samples : int >= 1
+    seed : int in [0, 2**64 - 1]
+    """
+
+    name: ClassVar[str] = "critical_n"
+    multi_length: ClassVar[bool] = True
+
+    lengths: tuple[int, ...] = (32, 64, 128, 256, 512, 1024)
+    alpha: float = 0.01
+    crit_fraction: float = 1.0
+    forms: tuple[str, ...] = CRITICAL_FORMS
+    p: str = "L-1"
+    stage: int = 1023
+    stop_early: bool = True
+    crit_rows: int = 0
+    mc_samples: int = 8
+    seed: int = 0
+
+    def __post_init__(self):
+        lengths = tuple(check_int_list("lengths", self.lengths, low=2))
+        if min(lengths) < 4:
+            raise ValueError(f"lengths must be integers >= 4 for the critical-N scan (got {min(lengths)})")
+        alpha = check_probability("alpha", self.alpha, open_low=True, open_high=True)
+        crit_fraction = check_probability("crit_fraction", self.crit_fraction, open_low=True)
+        forms = [self.forms] if isinstance(self.forms, str) else self.forms
+        forms = tuple(check_choice("forms", f, list(CRITICAL_FORMS)) for f in forms)
+        if not forms:
+            raise ValueError(f"forms must be a non-empty subset of {list(CRITICAL_FORMS)}")
+        check_choice("p", self.p, ["L-1", "L"])
+        if not isinstance(self.stop_early, bool):
+            raise ValueError(f"stop_early must be True or False (got {self.stop_early!r})")
+        stage = check_int("stage", self.stage, low=1)
+        crit_rows = check_int("crit_rows", self.crit_rows, low=0)
+        mc_samples = check_size("mc_samples", self.mc_samples, per_item=max(lengths) * (crit_rows or max(lengths)))
+        self.set_checked(
+            lengths=lengths,
+            alpha=alpha,
+            crit_fraction=crit_fraction,
+            forms=forms,
+            stage=stage,
+            crit_rows=crit_rows,
+            mc_samples=mc_samples,
+            seed=check_seed("seed", self.seed),
+        )
+
+    @classmethod
+    def from_profile(cls, profile: Profile, handle, *, seed: int = 0) -> CriticalNParams:
+        """Every form at the profile's ``lengths`` that fit the model's context, with its KS level, scan limit,
+        first stage, rows and Monte-Carlo subsets (``crit_mc_samples``)."""
+        return cls(
+            lengths=fitting_lengths(profile.lengths, handle),
+            alpha=profile.ks_alpha,
+            crit_fraction=profile.crit_fraction,
+            stage=profile.scan_stage,
+            crit_rows=profile.crit_rows,
+            mc_samples=profile.crit_mc_samples,
+            seed=seed,
+        )
+
+    def key_params(self) -> dict:
+        """Every field, except ``crit_rows`` when every row is used and the Monte-Carlo ones when ``"mc"`` does not
+        run."""
+        out = super().key_params()
+        if not self.crit_rows:
+            del out["crit_rows"]
+        if "mc" not in self.forms:
+            del out["mc_samples"], out["seed"]
+        return out
+
+    def analysis(self, handle, meta: dict) -> CriticalAnalysis:
+        return CriticalAnalysis(
+            meta,
+            self.lengths,
+            alpha=self.alpha,
+            crit_fraction=self.crit_fraction,
+            forms=self.forms,
+            p=self.p,
+            stage=self.stage,
+            stop_early=self.stop_early,
+            crit_rows=self.crit_rows,
+            groups=model_kv_groups(handle),
+            mc_samples=self.mc_samples if "mc" in self.forms else 0,
+            seed=self.seed if "mc" in self.forms else 0,
+        )
+
+
+def critical_n(
+    handle,
+    text,
+    *,
+    lengths: Sequence[int] = CriticalNParams.lengths,
+    alpha: float = CriticalNParams.alpha,
+    crit_fraction: float = CriticalNParams.crit_fraction,
+    forms: Sequence[str] = CriticalNParams.forms,
+    p: str = CriticalNParams.p,
+    stage: int = CriticalNParams.stage,
+    stop_early: bool = CriticalNParams.stop_early,
+    crit_rows: int = CriticalNParams.crit_rows,
+    mc_samples: int = CriticalNParams.mc_samples,
+    seed: int = CriticalNParams.seed,
+    start: int = 0,
+    cache=None,
+) -> pd.DataFrame:
+    r"""Algorithm 3 / Fig. 2c: the KS trace.
+
+    For every ``L``, every ``N = 1..min(L - 1, floor(crit_fraction L))`` and every form (E1, E2, the Monte-Carlo
+    expectation): the two-sample
+    Kolmogorov-Smirnov test (``scipy.stats.ks_2samp``) between the per-head row means of d~ and of the form. It runs
+    twice: over all heads of all layers (``sampling="heads"``), and over key/value groups (``"kv_groups"``: the mean
+    of the query heads that share a key/value head, one sample per group), the valid test under grouped-query
+    attention, where heads of a group are not independent (Reading the paper, §The critical N). For a model without
+    grouped-query attention the two coincide.
+
+    The per-row values come from :func:`attn_lib.metrics.topn_scan` (d~, E1, E2) and
+    :func:`attn_lib.metrics.expected_distance_mc_scan` (``"mc"``: ``mc_samples`` random subsets per row for every
+    ``N``, the prefixes of random orders), both incremental in ``N``, on the same rows. The critical ``N`` is the
+    *first* ``N`` with ``p >= alpha``; with ``stop_early`` the trace of each ``(L, form, sampling)`` ends there. The
+    scan runs in stages (``1..stage`` during the forward pass, then doubling, rebuilding each layer from its stored
+    float32 logits) until every ``(L, form, sampling)`` has its critical ``N`` or reached ``L - 1``.
+
+    Parameters
+    ----------
+    handle, text
+        Model handle and text (:func:`load_inputs`).
+    lengths : sequence of int >= 4
+        Window lengths ``L`` (prefixes of one window).
+    alpha : float in (0, 1)
+        KS level; the paper's text and caption say 0.01 (Reading the paper, §The KS test).
+    crit_fraction : float in (0, 1]
+        Scan limit as a fraction of ``L``; ``1.0`` (default) scans up to ``N = L - 1``, so no result is censored by
+        a scan limit.
+    forms : subset of {"e1", "e2", "mc"}
+        The expectation forms tested against d~; ``"mc"`` is the Monte-Carlo estimate of
+        :math:`\mathbb E_{I_N}[\tilde d]`, the ground truth of E1 (Reading the paper, §Expectation forms).
+    p : {"L-1", "L"}
+        E1's inclusion probability.
+    stage : int >= 1
+        ``N`` range scanned during the forward pass.
+    stop_early : bool
+        End each trace at its first passing ``N``.
+    crit_rows : int >= 0
+        Rows per ``L``: every ``max(1, L // crit_rows)``-th row, ending at the last; ``0`` = every row.
+    mc_samples : int >= 1
+        Random subsets per row ``K`` of the ``"mc"`` form.
+    seed : int
+        Seed of the Monte-Carlo subsets (``0 <= seed < 2**64``).
+    start : int
+        Token offset of the window.
+    cache : ResultCache, optional
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per test: ``L, N, form, sampling, statistic, p_value, n_samples, n_rows, mean_d_tilde, mean_form,
+        mc_rel_se`` (``"mc"`` only, else NaN: the largest standard error of a Monte-Carlo sample value relative to
+        that value), ``alpha`` plus ``model, text, device``. :func:`critical_n_summary` extracts the critical ``N``.
+    """
+    scan = dict(lengths=lengths, alpha=alpha, crit_fraction=crit_fraction, forms=forms, p=p, stage=stage)
+    params = CriticalNParams(**scan, stop_early=stop_early, crit_rows=crit_rows, mc_samples=mc_samples, seed=seed)
+    return params.run(handle, text, start=start, cache=cache)
+
+
+def critical_n_summary(
+    trace: pd.DataFrame, lengths: Sequence[int] | None = None, alpha: float | None = None, crit_fraction: float = 1.0
+) -> pd.DataFrame:
+    """Critical ``N`` per ``(L, form, sampling)`` of a :func:`critical_n` trace.
+
+    Parameters
+    ----------
+    trace : pandas.DataFrame
+        Output of :func:`critical_n` (a trace without a ``sampling`` column counts as ``"heads"``).
+    lengths : sequence of int, optional
+        Unused; kept for compatibility.
+    alpha : float, optional
+        KS level; default: the trace's.
+    crit_fraction : float
+        The scan limit the trace was made with (``N <= min(L - 1, floor(crit_fraction L))``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``L, form, sampling, n_star`` (first ``N`` with ``p >= alpha``), ``censored`` (no such ``N`` up to the scan
+        limit; ``n_star`` is then the limit), ``ratio = n_star / L``, ``n_scanned``, ``limit`` (the scan limit).
+    """
+    columns = ["L", "form", "sampling", "n_star", "censored", "ratio", "n_scanned", "limit"]
+    if alpha is not None:
+        alpha = check_probability("alpha", alpha, open_low=True, open_high=True)
+    crit_fraction = check_probability("crit_fraction", crit_fraction, open_low=True)
+    if trace is not None and not isinstance(trace, pd.DataFrame):
+        raise ValueError(f"trace must be critical_n's table, a pandas DataFrame (got {type(trace).__name__})")
+    if trace is None or len(trace) == 0:
+        return pd.DataFrame(columns=columns)
+    need = {"L", "form", "N", "p_value"} | ({"alpha"} if alpha is None else set())
+    if not need <= set(trace.columns):
+        raise ValueError(f"trace must be critical_n's table (missing columns {sorted(need - set(trace.columns))})")
+    a = (
+        check_probability("trace's alpha", trace["alpha"].iloc[0], open_low=True, open_high=True)
+        if alpha is None
+        else alpha
+    )
+    if "sampling" not in trace:
+        trace = trace.assign(sampling="heads")
+    out = []
+    meta = {k: trace[k].iloc[0] for k in ("model", "text", "device") if k in trace}
+    for (L, f, sampling), g in trace.groupby(["L", "form", "sampling"], sort=True):
+        g = g.sort_values("N")
+        hit = g[g["p_value"] >= a]
+        cap = max(1, min(int(L) - 1, int(math.floor(L * crit_fraction))))
+        if len(hit):
+            n_star, cens = int(hit["N"].iloc[0]), False
+        else:
+            n_star, cens = cap, True
+        out.append(
+            dict(
+                meta,
+                L=int(L),
+                form=f,
+                sampling=sampling,
+                n_star=n_star,
+                censored=cens,
+                ratio=n_star / L,
+                n_scanned=int(g["N"].max()),
+                limit=cap,
+            )
+        )
+    return pd.DataFrame(out)

@@ -1,0 +1,193 @@
+"""The critical-N diagnosis (chapter 6, ``prop-e1-crossing``; Reading the paper, §The critical N): why the critical
+``N`` is where it is, measured on the model and on counterfactual layers (:func:`critical_n_diagnosis`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import ClassVar
+
+import pandas as pd
+import torch
+
+from .. import metrics as M
+from .._validation import check_int, check_positive, check_probability
+from .passes import Experiment, SharedLayer, layer_mask, model_kv_groups, sens_row_indices
+from .profiles import Profile
+
+__all__ = ["DIAGNOSIS_VARIANTS", "DIAGNOSIS_FRACTIONS", "DiagnosisParams", "CrossingAnalysis", "critical_n_diagnosis"]
+
+#: Counterfactual layers of the critical-N diagnosis: name -> (softmax temperature on the model's logits, whether
+#: the value vector of the first token is set to 0). "model" is the model as it is; "first value 0" removes the
+#: attention sink's contribution (GPT-2's sink tokens have small value vectors); the temperatures flatten attention.
+DIAGNOSIS_VARIANTS = {"model": (1.0, False), "first value 0": (1.0, True), "T=4": (4.0, False), "T=16": (16.0, False)}
+#: N/L grid of the critical-N diagnosis.
+DIAGNOSIS_FRACTIONS = (0.01, 0.02, 0.04, 0.06, 0.1, 0.2, 0.4, 0.6, 0.8, 0.9)
+
+
+class CrossingAnalysis:
+    """The critical-N diagnosis (``prop-e1-crossing``, chapter 6): on the critical-N rows of one window length,
+    per (variant, layer, head, N) the row means of d~, E1 and of their leading terms ``(t - N)||s_N||`` and
+    ``(t - N) p ||z||``, the median and mean of ``||s_N|| / ||z||``, the first token's mean weight (the sink's
+    share), and the number of rows where a bound of the proposition fails (:func:`attn_lib.metrics.crossing_metrics`).
+    """
+
+    def __init__(self, meta, length, fractions, rows, variants, groups):
+        self.meta, self.L, self.groups = meta, length, groups
+        self.n_values = sorted({max(1, min(length - 1, round(f * length))) for f in fractions})
+        idx = sens_row_indices(length, rows)
+        self.rows = torch.as_tensor(idx[idx >= 2])  # t = r + 1 >= 3 visible tokens in a causal row
+        self.variants = dict(variants)
+        self.out: list[dict] = []
+
+    def layer(self, sh: SharedLayer):
+        la = sh.la
+        L = self.L
+        lg = la.logits[0, :, :L, :L][:, self.rows].to(torch.float64)
+        mask = layer_mask(la)[..., :L, :L][..., self.rows, :]
+        vals = la.values[0, :, :L].to(torch.float64)
+        tiny = 1e-300
+        for name, (T, zero_first) in self.variants.items():
+            v = vals.clone()
+            if zero_first:
+                v[:, 0] = 0
+            w = torch.softmax(lg.masked_fill(~mask, -math.inf) / T, dim=-1)
+            cr = M.crossing_metrics(w, v, self.n_values, mask=mask)
+            t = cr.t.to(torch.float64).view(1, -1, 1)
+            n = torch.as_tensor(self.n_values, dtype=torch.float64).view(1, 1, -1)
+            p = n / (t - 1).clamp(min=1)
+            lead_d = (t - n) * cr.s_norm
+            lead_e1 = (t - n) * p * cr.z_norm.unsqueeze(-1)
+            tol = 1e-9 * (1 + lead_d.abs() + lead_e1.abs())
+            bad = ((cr.e1 - lead_e1).abs() > (t - n) / t * (1 + p) * cr.a_sum.unsqueeze(-1) + tol) | (
+                (cr.d_tilde - lead_d).abs() > cr.a_out + tol
+            )
+            rho = cr.s_norm / cr.z_norm.unsqueeze(-1).clamp(min=tiny)
+            valid = cr.valid
+            cnt = valid.sum(1)  # (H, n)
+            med = torch.where(valid, rho, torch.full((), math.nan, dtype=rho.dtype)).nanmedian(1).values
+
+            def mean(x, valid=valid, cnt=cnt):
+                return torch.where(valid, x, torch.zeros((), dtype=x.dtype)).sum(1) / cnt.clamp(min=1)
+
+            cols = {
+                "d_tilde": mean(cr.d_tilde),
+                "e1": mean(cr.e1),
+                "lead_d_tilde": mean(lead_d),
+                "lead_e1": mean(lead_e1),
+                "rho_mean": mean(rho),
+                "rho_median": med,
+                "bound_violations": (bad & valid).sum(1),
+            }
+            sink = w[..., 0].mean(1)  # (H,)
+            # the sink's share of the output: alpha_0 ||x_0|| / ||z||, mean over rows (0 when its value is zeroed)
+            sink_out = (w[..., 0] * v[:, :1].square().sum(-1).sqrt() / cr.z_norm.clamp(min=tiny)).mean(1)
+            cols = {k: x.cpu().numpy() for k, x in cols.items()}
+            cnt_np, sink_np, sink_out_np = cnt.cpu().numpy(), sink.cpu().numpy(), sink_out.cpu().numpy()
+            for h in range(w.shape[0]):
+                for k, N in enumerate(self.n_values):
+                    if cnt_np[h, k] == 0:
+                        continue
+                    row = dict(self.meta, variant=name, temperature=T, first_value_zero=zero_first, L=L, N=N)
+                    row.update(layer=la.layer, head=h, kv_group=int(self.groups[h]), n_rows=int(cnt_np[h, k]))
+                    row.update({c: float(x[h, k]) for c, x in cols.items()})
+                    row["bound_violations"] = int(cols["bound_violations"][h, k])
+                    row["sink_share"] = float(sink_np[h])
+                    row["sink_output_share"] = float(sink_out_np[h])
+                    self.out.append(row)
+
+    def finish(self) -> pd.DataFrame:
+        return pd.DataFrame(self.out)
+
+
+def _check_variants(variants) -> dict:
+    """``{name: (temperature > 0, zero the first value: bool)}``, checked."""
+    if not isinstance(variants, dict) or not variants:
+        raise ValueError("variants must be a non-empty dict {name: (temperature > 0, zero the first value: bool)}")
+    out = {}
+    for name, spec in variants.items():
+        if not isinstance(name, str) or not isinstance(spec, (tuple, list)) or len(spec) != 2:
+            raise ValueError(f"variants[{name!r}] must be (temperature > 0, True/False) (got {spec!r})")
+        if not isinstance(spec[1], bool):
+            raise ValueError(f"variants[{name!r}][1] must be True or False (got {spec[1]!r})")
+        out[name] = (check_positive(f"variants[{name!r}] temperature", spec[0]), spec[1])
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class DiagnosisParams(Experiment):
+    """Parameters of :func:`critical_n_diagnosis`.
+
+    Attributes
+    ----------
+    L : int >= 4
+        Window length.
+    fractions : tuple of float in (0, 1)
+        ``N = round(f L)`` for each ``f`` (sorted, without repeats).
+    rows : int >= 0
+        Rows: every ``max(1, L // rows)``-th row, ending at the last (0: every row).
+    variants : dict
+        ``{name: (temperature > 0, zero the first value: bool)}``; default :data:`DIAGNOSIS_VARIANTS`.
+    """
+
+    name: ClassVar[str] = "critical_n_diagnosis"
+
+    L: int = 1024
+    fractions: tuple[float, ...] = DIAGNOSIS_FRACTIONS
+    rows: int = 32
+    variants: dict = dataclasses.field(default_factory=lambda: dict(DIAGNOSIS_VARIANTS))
+
+    def __post_init__(self):
+        L = check_int("L", self.L, low=2)
+        if L < 4:
+            raise ValueError(f"L must be an integer >= 4 for the critical-N diagnosis (got {L})")
+        fractions = [self.fractions] if isinstance(self.fractions, (int, float)) else self.fractions
+        fr = sorted({check_probability("fractions", f, open_low=True, open_high=True) for f in fractions})
+        if not fr:
+            raise ValueError("fractions must be a non-empty list of numbers in (0, 1)")
+        self.set_checked(
+            L=L, fractions=tuple(fr), rows=check_int("rows", self.rows, low=0), variants=_check_variants(self.variants)
+        )
+
+    @classmethod
+    def from_profile(cls, profile: Profile, handle, *, seed: int = 0) -> DiagnosisParams:
+        """The profile's ``length_fixed`` (cut at the model's context) and ``diag_rows``; ``seed`` is unused."""
+        return cls(L=min(profile.length_fixed, int(handle.max_length)), rows=profile.diag_rows)
+
+    def analysis(self, handle, meta: dict) -> CrossingAnalysis:
+        return CrossingAnalysis(meta, self.L, self.fractions, self.rows, self.variants, model_kv_groups(handle))
+
+
+def critical_n_diagnosis(
+    handle,
+    text,
+    *,
+    L: int = DiagnosisParams.L,
+    fractions: Sequence[float] = DiagnosisParams.fractions,
+    rows: int = DiagnosisParams.rows,
+    variants: dict | None = None,
+    start: int = 0,
+    cache=None,
+) -> pd.DataFrame:
+    """Why the critical N is where it is (chapter 6, ``prop-e1-crossing``; Reading the paper, §The critical N).
+
+    On ``rows`` rows of the window of length ``L`` (every ``max(1, L // rows)``-th row, ending at the last; the
+    profile's ``diag_rows``, 32 by default: the cost is ``O(H rows L d)`` per ``N`` and variant), for ``N = round(f L)`` for each ``f`` of ``fractions`` and for each counterfactual of ``variants``
+    (default :data:`DIAGNOSIS_VARIANTS`: the model, its first token's value vector set to 0, and softmax at
+    temperatures 4 and 16 on the model's logits): per (layer, head) the row means of d~, E1, their leading terms
+    ``(t - N)||s_N||`` and ``(t - N) p ||z||`` (``p = N/(t-1)``), the median and mean of ``||s_N||/||z||``, the
+    first token's mean weight ``sink_share`` and ``bound_violations``, the rows where a bound of the proposition
+    fails (none, if the proposition is right).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``variant, temperature, first_value_zero, L, N, layer, head, kv_group, n_rows, d_tilde, e1, lead_d_tilde,
+        lead_e1, rho_mean, rho_median, bound_violations, sink_share, sink_output_share`` (the first token's
+        ``alpha_0 ||x_0|| / ||z||``, mean over rows) plus ``model, text, device``.
+    """
+    params = DiagnosisParams(
+        L=L, fractions=fractions, rows=rows, variants=DIAGNOSIS_VARIANTS if variants is None else variants
+    )
+    return params.run(handle, text, start=start, cache=cache)

@@ -1,0 +1,298 @@
+"""Algorithms 1 and 2 (Figs. 2a, 2b): d~, d_max, E1 (+ its Jensen gap), E2 and the Monte-Carlo E[d~] against the
+window length ``L`` at fixed ``N`` (:func:`distance_vs_length`) and against ``N`` at fixed ``L`` (:func:`distance_vs_n`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .. import metrics as M
+from .._validation import check_choice, check_int, check_int_list, check_seed, check_size
+from .passes import Experiment, SharedLayer, check_n_values, fitting_lengths
+from .profiles import Profile
+
+__all__ = ["DistanceVsLengthParams", "DistanceVsNParams", "DistanceAnalysis", "distance_vs_length", "distance_vs_n"]
+
+
+def _prefix_means(x: torch.Tensor, valid: torch.Tensor, lengths: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Per-head mean over rows ``r < L`` (valid only) for each ``L``: ``(H, nL)`` means and counts.
+
+    ``x``/``valid`` ``(H, R, ...)`` over rows ``0..R-1``; trailing dims are kept.
+    """
+    xs = torch.where(valid, x, torch.zeros((), dtype=x.dtype))
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    bounds = [0] + [int(lengths[i]) for i in order]
+    # one sum per segment [L_prev, L) of rows, then a cumulative sum over the few segments (no full-size cumsum)
+    s = torch.stack([xs[:, a:b].sum(1) for a, b in itertools.pairwise(bounds)], 1).cumsum(1)
+    c = torch.stack([valid[:, a:b].sum(1) for a, b in itertools.pairwise(bounds)], 1).cumsum(1).to(torch.float64)
+    back = torch.as_tensor([order.index(i) for i in range(len(lengths))])
+    s, c = s.index_select(1, back), c.index_select(1, back)
+    return (s / c.clamp(min=1)).cpu().numpy(), c.cpu().numpy()
+
+
+def _mc_rows(lengths: Sequence[int], mc_rows: int) -> dict[int, np.ndarray]:
+    """Rows used for the Monte-Carlo estimate at each ``L``: every ``max(1, L // mc_rows)``-th row."""
+    out = {}
+    for L in lengths:
+        st = max(1, L // mc_rows)
+        out[L] = np.arange(0, L, st)
+    return out
+
+
+class DistanceAnalysis:
+    """Algorithms 1 and 2: per (L, N, layer, head) means of every distance quantity."""
+
+    def __init__(self, meta, lengths, n_values, *, p, mc_samples, mc_rows, seed, kind):
+        self.meta, self.lengths, self.n_values = meta, list(lengths), list(n_values)
+        self.p, self.mc_samples, self.seed, self.kind = p, mc_samples, seed, kind
+        self.mc_map = _mc_rows(self.lengths, mc_rows) if mc_samples > 0 else {}
+        self.rows: list[dict] = []
+
+    def layer(self, sh: SharedLayer):
+        ld = sh.layer()
+        Lmax = max(self.lengths)
+        for N in self.n_values:
+            dm = sh.dist(N, self.p)
+            valid = dm.valid[:, :Lmax]
+            viol = valid & (dm.d_tilde[:, :Lmax] > dm.d_max[:, :Lmax] * (1 + 1e-9) + 1e-12)
+            cols = {
+                "d_tilde": dm.d_tilde,
+                "d_max": dm.d_max,
+                "e1": dm.e1,
+                "e1_plus_gap": dm.e1 + dm.e1_gap,
+                "e1_gap": dm.e1_gap,
+                "e2": dm.e2,
+                "s_norm": dm.s_norm,
+                "alpha_bar": dm.alpha_bar,
+            }
+            cols["x_max"] = sh.get("x_max", lambda: _row_max_norm(ld))
+            means = {k: _prefix_means(v[:, :Lmax], valid, self.lengths)[0] for k, v in cols.items()}
+            if self.kind == "n":  # the same rows at every N: those valid at the largest N of the grid
+                common = valid & (ld.t[:, :Lmax] >= max(self.n_values) + 1)
+                for k in ("d_tilde", "d_max"):
+                    means[f"{k}_common"] = _prefix_means(cols[k][:, :Lmax], common, self.lengths)[0]
+                common_counts = _prefix_means(cols["d_tilde"][:, :Lmax], common, self.lengths)[1]
+            _, counts = _prefix_means(dm.d_tilde[:, :Lmax], valid, self.lengths)
+            nviol, _ = _prefix_means(viol.to(torch.float64), torch.ones_like(viol), self.lengths)
+            mc = {}
+            if self.mc_samples > 0:
+                allrows = np.unique(np.concatenate([self.mc_map[L] for L in self.lengths]))
+                mcr = M.expected_distance_mc(
+                    ld, N=N, rows=torch.as_tensor(allrows), n_samples=self.mc_samples, seed=self.seed
+                )
+                pos = {int(r): i for i, r in enumerate(allrows)}
+                for li, L in enumerate(self.lengths):
+                    sel = torch.as_tensor([pos[int(r)] for r in self.mc_map[L]])
+                    mv, mcnt = M.masked_mean(mcr.mean[:, sel], mcr.valid[:, sel])
+                    mc[li] = (mv.cpu().numpy(), mcnt.cpu().numpy())
+            for li, L in enumerate(self.lengths):
+                for h in range(ld.H):
+                    row = dict(self.meta, L=L, N=N, layer=sh.la.layer, head=h, n_rows=int(counts[h, li]))
+                    for k in means:
+                        row[k] = float(means[k][h, li])
+                    if self.kind == "n":
+                        row["n_rows_common"] = int(common_counts[h, li])
+                    row["dmax_violations"] = int(round(nviol[h, li] * L))
+                    if mc:
+                        row["mc"] = float(mc[li][0][h])
+                        row["mc_rows"] = int(mc[li][1][h])
+                    self.rows.append(row)
+
+    def finish(self) -> pd.DataFrame:
+        df = pd.DataFrame(self.rows)
+        return df[df["n_rows"] > 0].reset_index(drop=True) if len(df) else df
+
+
+def _row_max_norm(ld: M.LayerData) -> torch.Tensor:
+    """``(H, L)``: the largest norm of a visible value vector in each row, the scale of the bounds of
+    ``prop-random-bounded`` (chapter 2)."""
+    norms = ld.gdiag.clamp(min=0).sqrt().unsqueeze(1)  # (H, 1, L)
+    return torch.where(ld.mask, norms, torch.zeros((), dtype=norms.dtype)).amax(-1)
+
+
+@dataclasses.dataclass(frozen=True)
+class _DistanceParams(Experiment):
+    """What Algorithms 1 and 2 share: E1's inclusion probability and the Monte-Carlo estimate of E[d~]."""
+
+    p: str = "L-1"
+    mc_samples: int = 64
+    mc_rows: int = 32
+    seed: int = 0
+
+    def _check_shared(self, longest: int) -> None:
+        check_choice("p", self.p, ["L-1", "L"])
+        mc_rows = check_int("mc_rows", self.mc_rows, low=1)
+        # Monte-Carlo draws: (rows, samples, L) random keys per layer, capped so a typo is a ValueError, not a
+        # MemoryError
+        mc_samples = check_size("mc_samples", self.mc_samples, per_item=mc_rows * longest, low=0)
+        self.set_checked(mc_rows=mc_rows, mc_samples=mc_samples, seed=check_seed("seed", self.seed))
+
+    def _analysis(self, meta: dict, lengths, n_values, kind: str) -> DistanceAnalysis:
+        return DistanceAnalysis(
+            meta,
+            lengths,
+            n_values,
+            p=self.p,
+            mc_samples=self.mc_samples,
+            mc_rows=self.mc_rows,
+            seed=self.seed,
+            kind=kind,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class DistanceVsLengthParams(_DistanceParams):
+    """Parameters of Algorithm 1 (:func:`distance_vs_length`).
+
+    Attributes
+    ----------
+    N : int in [1, min(lengths) - 1]
+    lengths : tuple of int >= 2
+        Window lengths (prefixes of one window; sorted, without repeats).
+    p : {"L-1", "L"}
+        E1's inclusion probability.
+    mc_samples : int >= 0
+        Random subsets per row of the Monte-Carlo E[d~] (0: none).
+    mc_rows : int >= 1
+        Monte-Carlo rows per ``L``: every ``max(1, L // mc_rows)``-th row.
+    seed : int in [0, 2**64 - 1]
+    """
+
+    name: ClassVar[str] = "distance_vs_length"
+    multi_length: ClassVar[bool] = True
+
+    N: int = 5
+    lengths: tuple[int, ...] = (32, 64, 128, 256, 512, 1024)
+
+    def __post_init__(self):
+        lengths = tuple(check_int_list("lengths", self.lengths, low=2))
+        self.set_checked(lengths=lengths, N=check_int("N", self.N, low=1, high=min(lengths) - 1))
+        self._check_shared(max(lengths))
+
+    @classmethod
+    def from_profile(cls, profile: Profile, handle, *, seed: int = 0) -> DistanceVsLengthParams:
+        """The profile's ``n_alg1`` at its ``lengths`` that fit the model's context; Monte-Carlo as the profile."""
+        return cls(
+            N=profile.n_alg1,
+            lengths=fitting_lengths(profile.lengths, handle),
+            mc_samples=profile.mc_samples,
+            mc_rows=profile.mc_rows,
+            seed=seed,
+        )
+
+    def analysis(self, handle, meta: dict) -> DistanceAnalysis:
+        return self._analysis(meta, self.lengths, [self.N], "length")
+
+
+@dataclasses.dataclass(frozen=True)
+class DistanceVsNParams(_DistanceParams):
+    """Parameters of Algorithm 2 (:func:`distance_vs_n`).
+
+    Attributes
+    ----------
+    L : int >= 2
+        Window length.
+    n_values : tuple of int in [1, L - 1]
+    p, mc_samples, mc_rows, seed
+        As for :class:`DistanceVsLengthParams`.
+    """
+
+    name: ClassVar[str] = "distance_vs_n"
+
+    L: int = 1024
+    n_values: tuple[int, ...] = (1, 5, 10, 20, 100)
+
+    def __post_init__(self):
+        L = check_int("L", self.L, low=2)
+        self.set_checked(L=L, n_values=tuple(check_n_values(self.n_values, L)))
+        self._check_shared(L)
+
+    @classmethod
+    def from_profile(cls, profile: Profile, handle, *, seed: int = 0) -> DistanceVsNParams:
+        """The profile's ``n_alg2`` below its ``length_fixed`` (cut at the model's context)."""
+        L = min(profile.length_fixed, int(handle.max_length))
+        return cls(
+            L=L,
+            n_values=[n for n in profile.n_alg2 if n < L],
+            mc_samples=profile.mc_samples,
+            mc_rows=profile.mc_rows,
+            seed=seed,
+        )
+
+    def analysis(self, handle, meta: dict) -> DistanceAnalysis:
+        return self._analysis(meta, [self.L], self.n_values, "n")
+
+
+def distance_vs_length(
+    handle,
+    text,
+    *,
+    N: int = DistanceVsLengthParams.N,
+    lengths: Sequence[int] = DistanceVsLengthParams.lengths,
+    p: str = DistanceVsLengthParams.p,
+    mc_samples: int = DistanceVsLengthParams.mc_samples,
+    mc_rows: int = DistanceVsLengthParams.mc_rows,
+    seed: int = DistanceVsLengthParams.seed,
+    start: int = 0,
+    cache=None,
+) -> pd.DataFrame:
+    """Algorithm 1 / Fig. 2a: per (L, layer, head) row-means of d~, d_max, E1, E1 + gap, E2, Monte-Carlo E[d~]
+    (``mc``, on every ``max(1, L // mc_rows)``-th row, ``mc_samples`` subsets; 0 disables it) and the number of rows
+    with ``d~ > d_max`` (must be 0). Rows with ``t < N + 1`` are skipped (§Causal masking). One forward pass at
+    ``max(lengths)``.
+
+    Parameters
+    ----------
+    N, lengths, p, mc_samples, mc_rows, seed
+        The fields of :class:`DistanceVsLengthParams` (defaults and ranges there).
+    handle, text, start, cache
+        As for :meth:`~attn_lib.experiments.passes.Experiment.run`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (L, layer, head): ``L, N, layer, head, n_rows, d_tilde, d_max, e1, e1_plus_gap, e1_gap, e2,
+        s_norm, alpha_bar, x_max, dmax_violations`` (``mc, mc_rows`` when ``mc_samples > 0``) plus ``model, text,
+        device``.
+    """
+    params = DistanceVsLengthParams(N=N, lengths=lengths, p=p, mc_samples=mc_samples, mc_rows=mc_rows, seed=seed)
+    return params.run(handle, text, start=start, cache=cache)
+
+
+def distance_vs_n(
+    handle,
+    text,
+    *,
+    L: int = DistanceVsNParams.L,
+    n_values: Sequence[int] = DistanceVsNParams.n_values,
+    p: str = DistanceVsNParams.p,
+    mc_samples: int = DistanceVsNParams.mc_samples,
+    mc_rows: int = DistanceVsNParams.mc_rows,
+    seed: int = DistanceVsNParams.seed,
+    start: int = 0,
+    cache=None,
+) -> pd.DataFrame:
+    """Algorithm 2 / Fig. 2b: the quantities of :func:`distance_vs_length` at fixed ``L`` for each ``N``.
+
+    Parameters
+    ----------
+    L, n_values, p, mc_samples, mc_rows, seed
+        The fields of :class:`DistanceVsNParams` (defaults and ranges there).
+    handle, text, start, cache
+        As for :meth:`~attn_lib.experiments.passes.Experiment.run`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (N, layer, head): the columns of :func:`distance_vs_length`, and ``d_tilde_common``,
+        ``d_max_common`` and ``n_rows_common`` on the rows valid at the largest ``N`` (the same rows at every ``N``).
+    """
+    params = DistanceVsNParams(L=L, n_values=n_values, p=p, mc_samples=mc_samples, mc_rows=mc_rows, seed=seed)
+    return params.run(handle, text, start=start, cache=cache)

@@ -1,0 +1,123 @@
+"""The inputs of every experiment: a model handle and a text, the token window they read, and the labels every table
+carries (``model``, ``text``, ``device``)."""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from types import SimpleNamespace
+
+import numpy as np
+import torch
+
+from .. import corpus, models
+from .._validation import check_int
+
+__all__ = ["as_text", "load_inputs", "describe_inputs", "text_window", "table_meta", "is_causal", "require_causal"]
+
+
+def as_text(text):
+    """A :class:`attn_lib.corpus.Text` (or anything with ``name``/``text``/``sha256``); a str is wrapped."""
+    if isinstance(text, str):
+        return SimpleNamespace(
+            name="custom", text=text, sha256=hashlib.sha256(text.encode()).hexdigest(), source="string"
+        )
+    for a in ("name", "text", "sha256"):
+        if not hasattr(text, a):
+            raise ValueError(f"text must be a corpus.Text or a str (missing attribute {a!r})")
+    return text
+
+
+def load_inputs(
+    model: str = "gpt2", text: str = "war-and-peace", *, device: str = "auto", dtype=None, quiet: bool = True
+):
+    """Load a model and a text for an experiment; by default without writing to stderr (the book build forbids it).
+
+    Parameters
+    ----------
+    model, text, device, dtype:
+        As for :func:`attn_lib.models.load_model` and :func:`attn_lib.corpus.load_text`, which validate them.
+    quiet:
+        ``True`` (default): nothing on stderr. ``False``: transformers' progress bars (e.g. the stand-in's one-off
+        conversion) are shown; the notices are still returned, not printed.
+
+    Returns
+    -------
+    tuple
+        ``(handle, text, notes)``: ``notes`` is a list of str, the one-off notices (the stand-in's first conversion,
+        the offline stand-in model, the offline default text) that would otherwise be warnings, for the caller to
+        show.
+    """
+    if not isinstance(quiet, bool):
+        raise ValueError(f"quiet must be True or False (got {quiet!r})")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        text_obj = corpus.load_text(text)  # first: a bad text must fail before the model loads
+        handle = models.load_model(model, device=device, dtype=dtype, quiet=quiet)
+    notes = list(handle.notes)
+    notes += [m for m in (str(w.message) for w in caught) if m not in notes]
+    return handle, text_obj, notes
+
+
+def describe_inputs(handle, text) -> str:
+    """Two lines saying which model (and its shape) and which text an experiment runs on."""
+    t = as_text(text)
+    return (
+        f"model: {handle.describe()}\n"
+        f"       {handle.n_layers} layers x {handle.n_heads} heads, head dimension {handle.head_dim}\n"
+        f"text:  {t.name} - {t.source}"
+    )
+
+
+def text_window(handle, text, length: int, start: int = 0) -> torch.Tensor:
+    """The first window of ``length`` tokens of ``text`` from token ``start``.
+
+    Parameters
+    ----------
+    handle : attn_lib.models.ModelHandle
+    text : attn_lib.corpus.Text or str
+    length : int in [2, handle.max_length]
+    start : int >= 0
+
+    Returns
+    -------
+    torch.Tensor (1, length) of token ids (int64).
+    """
+    length = check_int("length", length, low=2, high=int(handle.max_length))
+    start = check_int("start", start, low=0)
+    t = as_text(text)
+    w = corpus.token_windows(handle.tokenizer, t.text, length, n_windows=1, start=start)
+    ids = torch.as_tensor(np.asarray(w[0] if isinstance(w, (list, tuple)) else w)).reshape(-1)[:length]
+    if ids.numel() < length:
+        raise ValueError(f"text {t.name!r} has fewer than start + length = {start + length} tokens")
+    return ids.view(1, -1).long()
+
+
+def table_meta(handle, text) -> dict:
+    """The labels of every table row: ``{"model", "text", "device"}``; the model says when it is the offline stand-in
+    or a bidirectional encoder."""
+    t = as_text(text)
+    model = f"{handle.model_id} (offline stand-in for {handle.requested})" if handle.is_standin else handle.model_id
+    if not is_causal(handle):  # every figure and table says that its rows saw the whole window
+        model = f"{model} (bidirectional encoder)"
+    return {"model": model, "text": t.name, "device": str(handle.device)}
+
+
+def is_causal(handle) -> bool:
+    """Whether the model's attention is causal (nested prefixes share one pass); a bidirectional encoder is not."""
+    return bool(getattr(handle, "causal", True))
+
+
+def require_causal(handle, what: str) -> None:
+    """``ValueError`` for a bidirectional encoder, up front: these experiments are defined for causal models only."""
+    if not bool(getattr(handle, "causal", True)):
+        prefix = (
+            "it samples rows of every length from one pass, as nested prefixes (row t sees tokens 0..t-1), which a "
+            "bidirectional model does not have"
+        )
+        loss = "it measures the next-token loss of a language model, which a bidirectional encoder has no head for"
+        why = {"compare_normalizers": prefix, "live_swap": loss}.get(what, f"{prefix}; and {loss}")
+        raise ValueError(
+            f"model: {what} needs a causal language model, and {getattr(handle, 'model_id', 'this model')} is a "
+            f"bidirectional encoder ({why}); use a causal model such as gpt2 or smollm2"
+        )

@@ -1,0 +1,622 @@
+"""The jobs behind the command line, each a few named steps: :func:`run_all` (every experiment of a profile in one
+forward pass, with the result cache), :func:`run_reproduce` (the ``reproduce`` command: model, text, every experiment,
+figures and report) and :func:`run_compare` (the ``compare-normalizers`` command of the chapter "Beyond softmax")."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+import warnings
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from .. import corpus, models
+from .._validation import check_choice, check_int, check_threads, prepare_output_dir
+from ..cache import ResultCache
+from .critical import CriticalNParams, critical_n_summary
+from .diagnosis import DiagnosisParams
+from .distance import DistanceVsLengthParams, DistanceVsNParams
+from .inputs import as_text, load_inputs, require_causal, table_meta
+from .normalizers import compare_normalizers, critical_n_from_heads, limits_summary
+from .passes import (
+    Experiment,
+    Progress,
+    cache_key,
+    check_cache,
+    finish_units,
+    plan,
+    run_units,
+    timing_parts,
+    warm_up_kernels,
+)
+from .profiles import PROFILES, BeyondProfile, Profile, get_beyond_profile, get_profile
+from .sensitivity import RawSensitivityParams, SensitivityParams
+from .separability import SeparabilityParams
+from .swap import HELD_OUT_START, live_swap
+
+__all__ = [
+    "ALGORITHMS",
+    "EXPERIMENTS",
+    "profile_params",
+    "run_all",
+    "run_reproduce",
+    "ReproduceResult",
+    "run_compare",
+    "check_text_holds",
+    "check_formats",
+    "check_experiments",
+    "check_compare_names",
+]
+
+#: The experiments of :func:`run_all`, in the order they run in the pass: name -> parameter class. The last two are
+#: the reproduction report's diagnostics, in the same pass: why the critical N is where it is, and Fig. 4 with the
+#: temperature on the raw scores q . k (Reading the paper, §The critical N and §The sensitivity metric).
+ALGORITHMS: dict[str, type[Experiment]] = {
+    cls.name: cls
+    for cls in (
+        DistanceVsLengthParams,
+        DistanceVsNParams,
+        CriticalNParams,
+        SeparabilityParams,
+        SensitivityParams,
+        DiagnosisParams,
+        RawSensitivityParams,
+    )
+}
+EXPERIMENTS = tuple(ALGORITHMS)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# run_all
+# ----------------------------------------------------------------------------------------------------------------
+def profile_params(handle, profile, seed: int = 0) -> dict[str, Experiment]:
+    """The parameters of every experiment of :data:`EXPERIMENTS` for ``profile``, its grids cut at the model's
+    context.
+
+    Parameters
+    ----------
+    handle : attn_lib.models.ModelHandle
+    profile : Profile or {"paper", "quick"}
+    seed : int
+
+    Returns
+    -------
+    dict
+        Experiment name -> its parameters (checked against the model).
+    """
+    prof = get_profile(profile)
+    return {name: cls.from_profile(prof, handle, seed=seed).for_model(handle) for name, cls in ALGORITHMS.items()}
+
+
+@contextlib.contextmanager
+def _torch_threads(threads: int):
+    """torch's intra-op threads set to ``threads`` for the block, restored afterwards."""
+    prev = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(prev)
+
+
+def _from_cache(keys: dict[str, dict], cache, prog: Progress) -> dict[str, pd.DataFrame]:
+    """The tables that ``cache`` holds already, saying so."""
+    found = {}
+    for n, key in keys.items():
+        if cache is None or key not in cache:
+            continue
+        found[n] = cache.get(key)
+        where = f" ({cache.path_for(key)})" if hasattr(cache, "path_for") else ""
+        prog.say(f"{n}: from the result cache{where}")
+    return found
+
+
+def _finish(n: str, units, analysis_s: float, pass_info: dict, timings: dict | None) -> pd.DataFrame:
+    """Experiment ``n``'s table, with how long it took kept in ``attrs["timing"]`` (and so in the result cache)."""
+    t0 = time.perf_counter()
+    df = finish_units(units)
+    t_finish = time.perf_counter() - t0
+    if timings is not None:
+        timings[f"finish_{n}"] = t_finish
+    df.attrs["timing"] = {
+        "analysis_s": analysis_s + t_finish,
+        **pass_info,
+        "threads": torch.get_num_threads(),
+        "computed_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        **timing_parts(units),  # parts of analysis_s (critical_n: mc_scan_s)
+    }
+    return df
+
+
+def _compute(handle, text, params: dict[str, Experiment], start: int, prof: Profile, prog: Progress, timings):
+    """The experiments of ``params``, all in the same passes: ``{name: table}``."""
+    meta = table_meta(handle, text)
+    made = {n: p.units(handle, meta) for n, p in params.items()}
+    units = [u for n in made for u in made[n]]
+    owner = [n for n in made for _ in made[n]]
+    lengths = list(plan(handle, units))
+    check_text_holds(handle, text, max(lengths), start, prof)  # before any work, in the user's terms
+    warm_up_kernels(handle, prog)
+    per_unit = [0.0] * len(units)
+    t_pass = run_units(handle, text, units, start, prog, per_unit)
+    per_analysis = {n: sum(t for t, o in zip(per_unit, owner) if o == n) for n in made}
+    shared = max(0.0, t_pass - sum(per_analysis.values()))  # forward passes, capture and the layer set-up they share
+    if timings is not None:
+        timings["pass"] = t_pass
+        timings["shared"] = shared
+    pass_info = {
+        "shared_pass_s": shared,
+        # one pass (causal: nested prefixes) or one per window length (bidirectional)
+        "pass_length": lengths[0] if len(lengths) == 1 else lengths,
+        "experiments_in_pass": list(made),
+        "device": str(handle.device),
+    }
+    out = {}
+    with prog.bar(total=len(made), desc="finishing the experiments", unit="experiment") as bar:
+        for n in made:
+            bar.set_postfix_str(n)
+            out[n] = _finish(n, made[n], per_analysis[n], pass_info, timings)
+            bar.update(1)
+    return out
+
+
+def run_all(
+    handle,
+    text,
+    profile="quick",
+    cache=None,
+    *,
+    start: int = 0,
+    seed: int = 0,
+    experiments: Iterable[str] | None = None,
+    timings: dict | None = None,
+    threads: int | None = None,
+    progress: bool = False,
+) -> dict[str, pd.DataFrame]:
+    """Run Algorithms 1-5 with the grids of ``profile`` in ONE forward pass (nested prefixes, see
+    :mod:`attn_lib.experiments.passes`). Experiments found in ``cache`` are not recomputed; the pass runs only the
+    missing ones.
+
+    Parameters
+    ----------
+    handle, text
+        Model handle and text (:func:`~attn_lib.experiments.load_inputs`).
+    profile : Profile or {"paper", "quick"}
+        The grids; each experiment reads its parameters with ``from_profile`` (:func:`profile_params`).
+    cache : attn_lib.cache.ResultCache, optional
+    start : int >= 0
+        First token of the window.
+    seed : int
+        Seed of the random parts (Monte-Carlo subsets, sensitivity directions).
+    experiments : iterable of str, optional
+        Names from :data:`EXPERIMENTS` (default: all of them).
+    timings : dict, optional
+        Receives the seconds spent in the pass and in each analysis' finishing step.
+    threads : int, optional
+        CPU threads for the run (the forward pass uses them as torch intra-op threads, the analyses as row-block
+        workers, see :func:`attn_lib.metrics.block_parallel`); default: torch's current setting. Restored afterwards.
+    progress : bool
+        ``True`` shows on stderr which results come from the cache and tqdm bars for the kernel compilation, the
+        forward pass (layer by layer) and each experiment's finishing step; ``False`` (default) writes nothing.
+
+    Returns
+    -------
+    dict
+        ``{experiment name: DataFrame}`` in the order asked, plus ``"critical_n_summary"`` when ``critical_n`` ran.
+    """
+    prog = Progress(progress)
+    cache = check_cache(cache)
+    if threads is not None:
+        with _torch_threads(check_threads("threads", threads)):
+            kw = dict(start=start, seed=seed, experiments=experiments, timings=timings, progress=prog.enabled)
+            return run_all(handle, text, profile, cache, **kw)
+    prof = get_profile(profile)
+    start = check_int("start", start, low=0)
+    names = check_experiments(experiments)
+    params = profile_params(handle, prof, seed)
+    keys = {n: cache_key(n, handle, text, start=start, **params[n].key_params()) for n in names}
+    results = _from_cache(keys, cache, prog)
+    todo = {n: params[n] for n in names if n not in results}
+    if not todo:
+        prog.say("every experiment came from the result cache: no forward pass (--no-cache recomputes)")
+    else:
+        for n, df in _compute(handle, text, todo, start, prof, prog, timings).items():
+            results[n] = df if cache is None else cache.get_or_compute(keys[n], lambda df=df: df)
+    if "critical_n" in results:
+        cp = params["critical_n"]
+        results["critical_n_summary"] = critical_n_summary(
+            results["critical_n"], list(cp.lengths), cp.alpha, cp.crit_fraction
+        )
+    return {k: results[k] for k in [*names, "critical_n_summary"] if k in results}
+
+
+def check_text_holds(handle, text, length: int, start: int, prof: Profile) -> None:
+    """``ValueError`` up front when ``text`` has fewer than ``start + length`` tokens (the profile's longest window),
+    said in the profile's terms rather than as a window ``length`` the user never gave."""
+    t = as_text(text)
+    have = len(corpus.tokenize(handle.tokenizer, t.text, max_tokens=start + length))
+    if have < start + length:
+        short = f" from token start={start}" if start else ""
+        raise ValueError(
+            f"text {t.name!r} has {have} tokens; profile {prof.name!r} needs {start + length}{short} (its longest "
+            f"window, L = {length}): use a longer text, or a profile with shorter windows (e.g. 'quick', L up to "
+            f"{max(PROFILES['quick'].lengths)})"
+        )
+
+
+def check_formats(formats) -> tuple[str, ...]:
+    """Figure formats, checked before any work: a single name is a tuple of one (not its letters)."""
+    import matplotlib.figure  # heavy: loaded only when a reproduction is checked
+
+    supported = sorted(matplotlib.figure.Figure().canvas.get_supported_filetypes())
+    if isinstance(formats, str):
+        formats = (formats,)
+    try:
+        out = tuple(dict.fromkeys(formats))
+    except TypeError:
+        raise ValueError(f"formats must be a list of figure formats from {supported} (got {formats!r})") from None
+    if not out:
+        raise ValueError(f"formats must name at least one figure format from {supported}")
+    for f in out:
+        check_choice("formats", f, supported)
+    return out
+
+
+def check_experiments(experiments) -> list[str]:
+    """The experiments to run, each once, in the order given (a name that appears twice would be analysed twice in
+    the pass, and the doubled table stored under the normal key); a single name is a list of one."""
+    if experiments is None:
+        return list(EXPERIMENTS)
+    if isinstance(experiments, str):
+        experiments = [experiments]
+    try:
+        names = [check_choice("experiments", e, EXPERIMENTS) for e in experiments]
+    except TypeError:
+        raise ValueError(
+            f"experiments must be None or a list of names from {list(EXPERIMENTS)} (got {experiments!r})"
+        ) from None
+    if not names:
+        raise ValueError(f"experiments must name at least one of {list(EXPERIMENTS)} (got an empty list)")
+    return list(dict.fromkeys(names))
+
+
+def check_compare_names(names) -> None:
+    """Before any work: each model to compare must be a model name that can be had now (the local cache, the Hub
+    when it is reachable, the packaged encoder, the stand-in), not only after the main model's experiments."""
+    for name in names:
+        try:
+            kind = models.resolve_name(name)["kind"]
+        except ValueError as exc:
+            raise ValueError(f"compare: {exc}") from None
+        if kind == "unavailable":
+            raise models.ModelUnavailableError(
+                f"compare: model {name!r} is not in the local Hugging Face cache and the Hub is unreachable, so it "
+                "cannot be loaded (checked before running anything)"
+            )
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# run_reproduce
+# ----------------------------------------------------------------------------------------------------------------
+def _check_reproduce_args(profile, use_cache, formats, compare, threads) -> tuple:
+    """``(profile, formats, compare, threads)`` of :func:`run_reproduce`, checked before any work."""
+    prof = get_profile(profile)
+    if not isinstance(use_cache, bool):
+        raise ValueError(f"use_cache must be True or False (got {use_cache!r})")
+    formats = check_formats(formats)
+    if isinstance(compare, str):
+        compare = [compare]
+    compare = list(compare or ())
+    if not all(isinstance(c, str) and c.strip() for c in compare):
+        raise ValueError(f"compare must be a list of model names (got {compare!r})")
+    if threads is not None:
+        threads = check_threads("threads", threads)
+    check_compare_names(compare)
+    return prof, formats, compare, threads
+
+
+def _load_main(model, text, device, handle, text_obj, prog: Progress, timings: dict) -> tuple:
+    """``(handle, text, notes)`` of a reproduction: loaded unless given, with the one-off notices of the load."""
+    if handle is None:
+        prog.say(f"loading model {model!r} and text {text!r} ...")
+        t0 = time.perf_counter()
+        handle, loaded_text, notes = load_inputs(model, text, device=device, quiet=not prog.enabled)
+        timings["load_model"] = time.perf_counter() - t0
+        return handle, loaded_text if text_obj is None else text_obj, notes
+    if text_obj is not None:
+        return handle, text_obj, []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        text_obj = corpus.load_text(text)
+    return handle, text_obj, [str(w.message) for w in caught]
+
+
+def _load_compared(name: str, device, prog: Progress, notes: list) -> tuple:
+    """``(handle, seconds)`` of a model to compare; its new notices are added to ``notes`` and warned."""
+    prog.say(f"loading model {name!r} to compare ...")
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        h2 = models.load_model(name, device=device, quiet=not prog.enabled)
+    for note in list(h2.notes) + [str(w.message) for w in caught]:
+        if note not in notes:
+            notes.append(note)
+            warnings.warn(note, UserWarning, stacklevel=3)
+    return h2, time.perf_counter() - t0
+
+
+def _run_compared(loaded: list, text_obj, prof: Profile, cache, threads, prog: Progress, timings: dict) -> dict:
+    """:func:`run_all` on each compared model: ``{report column: {"handle", "results"}}``."""
+    from ..report import model_column  # the report layer loads matplotlib: only when a reproduction runs
+
+    others: dict[str, dict] = {}
+    for h2, t_load in loaded:
+        t0 = time.perf_counter() - t_load
+        prog.say(f"model: {h2.describe()}; text: {text_obj.name}; profile: {prof.name}")
+        res2 = run_all(h2, text_obj, prof, cache, threads=threads, progress=prog.enabled)
+        others[model_column(h2)] = {"handle": h2, "results": res2}
+        timings[f"experiments {h2.model_id}"] = time.perf_counter() - t0
+    return others
+
+
+def _write_outputs(results, out: Path, handle, text_obj, prof, timings, formats, others, prog: Progress) -> dict:
+    """The figures, ``results.json`` and ``report.md`` (:func:`attn_lib.report.write_report`)."""
+    from .. import report as R  # see _run_compared
+
+    t0 = time.perf_counter()
+    with prog.bar(total=len(R.FIGURES), desc="figures", unit="figure") as bar:
+        info = R.write_report(
+            results,
+            out,
+            handle=handle,
+            text=text_obj,
+            profile=prof,
+            timings=timings,
+            formats=formats,
+            on_figure=lambda stem: bar.update(1),
+            compare=others or None,
+        )
+    timings["report"] = time.perf_counter() - t0
+    return info
+
+
+def _refresh_json_timings(info: dict, timings: dict) -> None:
+    """Write the final timings into ``results.json`` (the report was written before the run's total was known)."""
+    try:
+        p = Path(info["json"])
+        data = json.loads(p.read_text())
+        data["timings_s"] = timings
+        p.write_text(json.dumps(data, indent=1, default=str))
+    except (OSError, KeyError, ValueError):
+        pass
+
+
+def run_reproduce(
+    model: str = "gpt2",
+    device: str = "auto",
+    profile: str = "paper",
+    out: str | Path = "results",
+    text: str = "war-and-peace",
+    use_cache: bool = True,
+    *,
+    handle=None,
+    text_obj=None,
+    formats: Sequence[str] = ("png", "svg"),
+    progress: bool = False,
+    threads: int | None = None,
+    compare: Sequence[str] = (),
+) -> ReproduceResult:
+    """The ``reproduce`` command: load ``model`` (offline stand-in if needed) and ``text``, run :func:`run_all`
+    with ``profile``, write the five figures (PNG + SVG), ``results.json`` and ``report.md`` into ``out``.
+
+    Parameters
+    ----------
+    model, device, text:
+        As for :func:`~attn_lib.experiments.load_inputs`.
+    profile:
+        ``"paper"`` (default, as the CLI: the paper's grids, L up to 1024; 1.5-2 min on an idle 2-core CPU, plus the
+        one-off kernel compilation and stand-in conversion on a first run) or ``"quick"`` (small grids, L up to 128),
+        or a :class:`~attn_lib.experiments.Profile`.
+    out:
+        Output folder; created (and checked to be writable) *before* any work, so a bad path fails at once.
+    use_cache:
+        Read and write the result cache (:func:`attn_lib.cache.results_dir`, under ``ATTN_LIB_CACHE_DIR``).
+    handle, text_obj:
+        An already loaded model handle / text (skip loading).
+    formats:
+        Figure formats.
+    progress:
+        ``True``: status lines and tqdm progress bars on stderr (loading, kernel compilation, the forward pass layer
+        by layer, each experiment, the figures; which results come from the cache). ``False`` (default): nothing
+        on stderr except the one-off notices below.
+    threads:
+        CPU threads for the experiments (see :func:`run_all`).
+    compare:
+        Further models (names as for ``model``, e.g. ``"sentence-transformers/all-MiniLM-L6-v2"`` next to the
+        decoder) run with the same profile and text: ``report.md`` then gets a side-by-side table with one verdict
+        column per model (:func:`attn_lib.report.side_by_side`), figures 2a-4 a second panel (the first of them),
+        and ``results.json`` their tables under ``"compare"``. The grids of each model are cut at its context
+        (512 for the encoder).
+
+    Returns
+    -------
+    ReproduceResult
+        A dict with the output paths, timings, the verdict table and ``notes``: the one-off notices of the load
+        (offline stand-in, offline default text, the stand-in's first conversion), which are also raised as
+        ``UserWarning`` (the CLI prints them as ``NOTE:`` lines).
+    """
+    prof, formats, compare, threads = _check_reproduce_args(profile, use_cache, formats, compare, threads)
+    prog = Progress(progress)
+    out = prepare_output_dir("out", out)  # before any work: a bad path must not cost the whole run
+    t_all = time.perf_counter()
+    timings: dict[str, float] = {}
+    handle, text_obj, notes = _load_main(model, text, device, handle, text_obj, prog, timings)
+    for note in notes:  # the CLI shows these as NOTE lines; in Python they are ordinary warnings
+        warnings.warn(note, UserWarning, stacklevel=2)
+    prog.say(f"model: {handle.describe()}; text: {text_obj.name}; profile: {prof.name}")
+    cache = ResultCache(enabled=use_cache)
+    # the models to compare are loaded first: one that cannot be had must fail before the main run, not after it
+    loaded = [_load_compared(name, device, prog, notes) for name in compare]
+    t0 = time.perf_counter()
+    results = run_all(handle, text_obj, prof, cache, timings=timings, threads=threads, progress=prog.enabled)
+    timings["experiments"] = time.perf_counter() - t0
+    prog.say(f"experiments done in {timings['experiments']:.1f} s")
+    others = _run_compared(loaded, text_obj, prof, cache, threads, prog, timings)
+    info = _write_outputs(results, out, handle, text_obj, prof, timings, formats, others, prog)
+    timings["total"] = time.perf_counter() - t_all
+    info["timings"] = timings
+    info["notes"] = notes
+    _refresh_json_timings(info, timings)
+    prog.say(f"wrote {info['report']} ({timings['total']:.1f} s in all)")
+    return ReproduceResult(info)
+
+
+class ReproduceResult(dict):
+    """What :func:`run_reproduce` returns (a dict: ``out``, ``json``, ``report``, ``figures``, ``verdicts``,
+    ``timings``); printing it gives a short summary with the verdict table."""
+
+    def __str__(self) -> str:
+        lines = [
+            f"report: {self.get('report')}",
+            f"results: {self.get('json')}",
+            f"figures: {', '.join(self.get('figures', {}))}",
+        ]
+        vt = self.get("verdicts")
+        if vt is not None and len(vt):
+            lines += [
+                f"  [{r.verdict}] {r.id}: {r.claim}" + (f" ({r.reading})" if r.reading else "") + f": {r.measured}"
+                for r in vt.itertuples()
+            ]
+        sbs = self.get("side_by_side")
+        if sbs is not None and len(sbs):
+            models = [
+                c for c in sbs.columns if c not in ("id", "claim", "reading", "evidence", "agree", "cause", "section")
+            ]
+            lines.append("side by side (verdict per model): " + ", ".join(models))
+            lines += [f"  [{' | '.join(str(r[m]) for m in models)}] {r['id']}" for _, r in sbs.iterrows()]
+        t = self.get("timings") or {}
+        if "total" in t:
+            lines.append(f"total time: {t['total']:.1f} s")
+        return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# run_compare (python -m attn_lib compare-normalizers)
+# ----------------------------------------------------------------------------------------------------------------
+def _check_compare_text(handle, text, prof: BeyondProfile, start: int) -> None:
+    """Before any work: the text must hold the comparison's window (tokens from 0) and the swap's (from ``start``)."""
+    need = max(max(prof.lengths), start + prof.swap_length)
+    have = len(corpus.tokenize(handle.tokenizer, text, max_tokens=need))
+    if have >= need:
+        return
+    name = getattr(text, "name", "text")
+    if have < max(prof.lengths):
+        raise ValueError(
+            f"text {name!r} has {have} tokens; the comparison needs {max(prof.lengths)} (profile {prof.name!r}): "
+            "use a longer text or --profile quick"
+        )
+    room, lc = have - prof.swap_length, max(prof.lengths)
+    if room >= lc:
+        hint = f"use --start between {lc} (the first token after the comparison's window) and {room}"
+    elif room >= 0:
+        hint = f"use --start {room} or less (the held-out window then overlaps the comparison's), or a longer text"
+    else:
+        hint = f"use a text of at least {prof.swap_length} tokens"
+    raise ValueError(
+        f"text {name!r} has {have} tokens; the live swap's held-out window needs tokens {start}..{need - 1} "
+        f"(--start {start} plus the window of {prof.swap_length}): {hint}"
+    )
+
+
+def _write_compare(out_dir: Path, prof: BeyondProfile, df: pd.DataFrame, swap_losses: pd.DataFrame) -> tuple:
+    """The files of :func:`run_compare`: ``(names written, limits summary)``."""
+    from .. import report as R  # see _run_compared
+
+    summary = limits_summary(df, prof.ks_alpha)
+    crit = critical_n_from_heads(df, prof.ks_alpha)
+    meta = {k: str(df[k].iloc[0]) for k in ("model", "text", "device")}
+    prov = R.label(meta)
+    limits = json.loads(summary.reset_index().to_json(orient="records"))
+    texts = {
+        "limits.md": f"# Normalisers on the paper's limits\n\n{prov}\n\n{R.beyond_limits_markdown(summary)}\n",
+        "limits.json": json.dumps(dict(meta, profile=prof.as_dict(), limits=limits), indent=1),
+        "swap.md": "# Held-out loss with each normaliser swapped in\n\n"
+        f"{prov}\n\n{R.beyond_swap_table(swap_losses).to_markdown()}\n",
+    }
+    for name, content in texts.items():
+        (out_dir / name).write_text(content, encoding="utf-8")
+    summary.to_csv(out_dir / "limits.csv")
+    df.to_csv(out_dir / "compare.csv", index=False)
+    crit.to_csv(out_dir / "critical_n.csv", index=False)
+    swap_losses.to_csv(out_dir / "swap_losses.csv", index=False)
+    files = ["limits.md", "limits.csv", "limits.json", "compare.csv", "critical_n.csv", "swap_losses.csv", "swap.md"]
+    for name, fig in (("limits", R.figure_beyond_limits(df, crit)), ("swap", R.figure_beyond_swap(swap_losses))):
+        for ext in ("png", "svg"):
+            R.save_figure(fig, out_dir / f"{name}.{ext}", dpi=110, bbox_inches="tight")
+            files.append(f"{name}.{ext}")
+    return files, summary
+
+
+def run_compare(
+    model: str = "gpt2",
+    *,
+    device: str = "auto",
+    profile: str = "paper",
+    out="results-beyond",
+    text: str = "war-and-peace",
+    use_cache: bool = True,
+    start: int = HELD_OUT_START,
+    say=None,
+) -> dict:
+    """Run :func:`compare_normalizers` and :func:`live_swap` and write the table and figures into ``out``.
+
+    Files: ``limits.md`` / ``limits.csv`` / ``limits.json`` (normalisers x limits, :func:`limits_summary`),
+    ``compare.csv`` (the tidy table), ``critical_n.csv``, ``swap_losses.csv`` and ``swap.md`` (held-out loss and
+    perplexity), ``limits.png/.svg`` and ``swap.png/.svg``; each figure and the JSON name model, text and device.
+
+    Parameters
+    ----------
+    model, device, text :
+        As for :func:`~attn_lib.experiments.load_inputs` (offline, GPT-2 resolves to the stand-in).
+    profile : {"paper", "quick"}
+    out : path
+        Output folder, checked (and created) before any work.
+    use_cache : bool
+        Use the result cache.
+    start : int
+        First token of the live swap's held-out window (default :data:`HELD_OUT_START`, so the text needs
+        ``start + profile.swap_length`` tokens; a shorter text can use e.g. ``start = max(profile.lengths)``, the
+        first token after the comparison's window). Checked, with the text's length, before any work.
+    say : callable, optional
+        Called with one-line progress messages.
+
+    Returns
+    -------
+    dict
+        ``out`` (the folder), ``files`` (names written), ``notes`` (offline fallbacks), ``summary`` (the table),
+        ``seconds``.
+    """
+    out_dir = prepare_output_dir("out", out)
+    prof = get_beyond_profile(profile)
+    if not isinstance(use_cache, bool):
+        raise ValueError(f"use_cache must be True or False (got {use_cache!r})")
+    start = check_int("start", start, low=0)
+    if say is not None and not callable(say):
+        raise ValueError(f"say must be callable or None (got {say!r})")
+    say = say or (lambda msg: None)
+    t0 = time.perf_counter()
+    handle, text_obj, notes = load_inputs(model, text, device=device)
+    require_causal(handle, "compare-normalizers")
+    _check_compare_text(handle, text_obj, prof, start)
+    cache = ResultCache() if use_cache else None
+    say(f"model: {handle.describe()}; text: {text_obj.name}; profile {prof.name!r}")
+    say("comparing every normaliser on the model's logits (one forward pass) ...")
+    df = compare_normalizers(handle, text_obj, profile=prof, cache=cache)
+    say("swapping each normaliser into the live model (one forward pass per setting) ...")
+    sw = live_swap(handle, text_obj, profile=prof, start=start, cache=cache)
+    files, summary = _write_compare(out_dir, prof, df, sw.losses)
+    return dict(out=out_dir, files=files, notes=notes, summary=summary, seconds=time.perf_counter() - t0)

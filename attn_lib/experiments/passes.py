@@ -1,0 +1,407 @@
+r"""The shared forward pass of every experiment, and what an experiment must provide to run on it.
+
+An experiment is a frozen dataclass of its parameters, a subclass of :class:`Experiment`. It names itself
+(:attr:`Experiment.name`), gives the content of its result-cache key (:meth:`Experiment.key_params`) and builds its
+*analysis*: an object with ``layer(shared)``, called once per layer of the pass with a :class:`SharedLayer`, and
+``finish() -> DataFrame``. :meth:`Experiment.run` runs one experiment; :func:`run_units` runs the analyses of several
+in the same passes (:func:`attn_lib.experiments.jobs.run_all`).
+
+* **Nested prefixes.** Attention is causal, so query row ``r`` of a window of length ``L`` depends only on tokens
+  ``0..r``: one pass at the largest length serves every smaller length of the grids.
+* **Bidirectional models.** In an encoder every row sees the whole window, so an experiment with a grid of lengths
+  (:attr:`Experiment.multi_length`) gets one analysis and one pass per length (:meth:`Experiment.units`,
+  :func:`plan`).
+* **One layer at a time.** The pass calls back once per layer; the analyses share that layer's float64
+  :class:`~attn_lib.metrics.LayerData` and distance rows through :class:`SharedLayer`, so memory stays at one layer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .. import _kernels, capture
+from .. import metrics as M
+from .._validation import check_int, check_int_list, check_positive
+from ..cache import make_key
+from .inputs import as_text, is_causal, table_meta, text_window
+
+__all__ = [
+    "SCHEMA",
+    "Experiment",
+    "SharedLayer",
+    "layer_mask",
+    "Progress",
+    "warm_up_kernels",
+    "run_pass",
+    "plan",
+    "run_units",
+    "finish_units",
+    "timing_parts",
+    "cache_key",
+    "check_cache",
+    "sens_row_indices",
+    "kv_groups",
+    "model_kv_groups",
+    "check_lengths",
+    "fitting_lengths",
+    "check_n_values",
+    "positive_values",
+]
+
+SCHEMA = 1  # bump when the tables change (part of every cache key)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# one layer of the pass, shared by its analyses
+# ----------------------------------------------------------------------------------------------------------------
+def layer_mask(la) -> torch.Tensor:
+    """The visibility mask of a captured layer without its leading batch dimensions: ``(L, L)`` or ``(H, L, L)``."""
+    m = la.mask
+    while m.dim() > 3:
+        m = m[0]
+    return m
+
+
+class SharedLayer:
+    """Per-layer memo shared by the analyses of one pass (float64 LayerData, distance rows per N, ...).
+
+    ``la`` is the captured layer (:class:`attn_lib.capture.LayerAttention`: ``logits``, ``values``, ``mask``,
+    ``layer``)."""
+
+    def __init__(self, la):
+        self.la = la
+        self._memo: dict = {}
+
+    def get(self, key, fn):
+        """The value stored under ``key``, computed by ``fn()`` the first time."""
+        if key not in self._memo:
+            self._memo[key] = fn()
+        return self._memo[key]
+
+    def layer(self) -> M.LayerData:
+        """The layer in float64 with its Gram matrix and ``z . x`` products."""
+        la = self.la
+
+        def build():
+            with M.large_ops():  # whole-layer softmax and Gram products: multi-threaded torch pays off here
+                ld = M.LayerData.from_logits(la.logits[0], la.values[0], mask=layer_mask(la))
+                ld.gram, ld.zdot()
+            return ld
+
+        return self.get("ld", build)
+
+    def weights_layer(self) -> M.LayerData:
+        """The layer in float64 without the Gram products of :meth:`layer`, unless an analysis has built those."""
+        if "ld" in self._memo:
+            return self._memo["ld"]
+        la = self.la
+        with M.large_ops():
+            return self.get(
+                "ld_weights", lambda: M.LayerData.from_logits(la.logits[0], la.values[0], mask=layer_mask(la))
+            )
+
+    def dist(self, N: int, p="L-1") -> M.DistanceRows:
+        """:func:`attn_lib.metrics.distance_metrics` of the layer at ``N``."""
+        return self.get(("dist", N, p), lambda: M.distance_metrics(self.layer(), N=N, p=p))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the pass
+# ----------------------------------------------------------------------------------------------------------------
+class Progress:
+    """Progress for long runs: tqdm bars and status lines on stderr when enabled, nothing at all otherwise.
+
+    Off by default in the library (the book build treats stderr in a chapter as an error); the CLI turns it on.
+    """
+
+    def __init__(self, enabled: Any = False):
+        if enabled is None:
+            enabled = False
+        if not isinstance(enabled, bool):
+            raise ValueError(f"progress must be True or False (got {enabled!r})")
+        self.enabled = enabled
+
+    def bar(self, **kw):
+        from tqdm.auto import tqdm  # tqdm.auto probes for a notebook: loaded only when a bar is made
+
+        return tqdm(file=sys.stderr, disable=not self.enabled, dynamic_ncols=True, **kw)
+
+    def say(self, msg: str) -> None:
+        if self.enabled:
+            from tqdm.auto import tqdm  # see bar()
+
+            tqdm.write(msg, file=sys.stderr)
+
+
+def warm_up_kernels(handle, prog: Progress) -> None:
+    """Compile the numba kernels before the pass when they will run (CPU, engine auto/numba), with a progress bar:
+    the first run compiles them (about 30 s), later runs load them from numba's disk cache."""
+    if not prog.enabled or handle.device.type != "cpu" or M.DEFAULT_ENGINE == "torch" or not _kernels.available():
+        return
+    with prog.bar(
+        total=len(_kernels.KERNELS), desc="kernels (compiled on first use, then cached)", unit="kernel"
+    ) as bar:
+        _kernels.warm_up(lambda name: bar.update(1))
+
+
+def run_pass(
+    handle,
+    text,
+    analyses: list,
+    length: int,
+    start: int = 0,
+    prog: Progress | None = None,
+    analysis_seconds: list | None = None,
+) -> float:
+    """One forward pass at ``length``; every analysis sees every layer.
+
+    Parameters
+    ----------
+    handle, text
+        Model handle and text (:func:`attn_lib.experiments.load_inputs`).
+    analyses : list
+        Objects with ``layer(shared: SharedLayer)``.
+    length, start : int
+        The window: ``length`` tokens from token ``start``.
+    prog : Progress, optional
+    analysis_seconds : list of float, optional
+        One entry per analysis; each analysis' own time is added to it.
+
+    Returns
+    -------
+    float
+        The seconds spent.
+    """
+    prog = prog or Progress(False)
+    ids = text_window(handle, text, length, start)
+    t0 = time.perf_counter()
+    bar = prog.bar(total=handle.n_layers, desc=f"forward pass at L={length}, analysed layer by layer", unit="layer")
+
+    def cb(la):
+        sh = SharedLayer(la)
+        with M.block_parallel():  # single-threaded torch, parallel row blocks (see metrics.block_parallel)
+            for i, a in enumerate(analyses):
+                t_a = time.perf_counter()
+                a.layer(sh)
+                if analysis_seconds is not None:
+                    analysis_seconds[i] += time.perf_counter() - t_a
+        del sh
+        bar.update(1)
+
+    try:
+        capture.capture_attention(handle, ids, cb, keep_qk=False)
+    finally:
+        bar.close()
+    return time.perf_counter() - t0
+
+
+def plan(handle, units: list[tuple[Any, int]]) -> dict[int, list[int]]:
+    """Pass length -> indices into ``units`` (``(analysis, pass length)`` pairs) of the analyses that run on it: one
+    pass at the largest length for a causal model, one pass per distinct length for a bidirectional one."""
+    if is_causal(handle):
+        return {max(L for _, L in units): list(range(len(units)))}
+    out: dict[int, list[int]] = {}
+    for i, (_, L) in enumerate(units):
+        out.setdefault(L, []).append(i)
+    return dict(sorted(out.items()))
+
+
+def run_units(handle, text, units, start, prog=None, seconds=None) -> float:
+    """Run the passes of :func:`plan`; returns the total seconds (``seconds[i]`` gets analysis ``i``'s own time)."""
+    total = 0.0
+    for L, idx in plan(handle, units).items():
+        own = [0.0] * len(idx)
+        total += run_pass(handle, text, [units[i][0] for i in idx], L, start, prog, own)
+        if seconds is not None:
+            for i, t in zip(idx, own):
+                seconds[i] += t
+    return total
+
+
+def timing_parts(units) -> dict:
+    """The named parts of an experiment's own time (critical_n: ``mc_scan_s``), summed over its analyses."""
+    parts: dict = {}
+    for a, _ in units:
+        for k, v in getattr(a, "timing_parts", {}).items():
+            parts[k] = parts.get(k, 0.0) + v
+    return parts
+
+
+def finish_units(units) -> pd.DataFrame:
+    """One experiment's table from its analyses (several, one per length, on a bidirectional model)."""
+    if len(units) == 1:
+        return units[0][0].finish()
+    return pd.concat([a.finish() for a, _ in units], ignore_index=True)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the result cache
+# ----------------------------------------------------------------------------------------------------------------
+def cache_key(name: str, handle, text, **params) -> dict:
+    """The result-cache key of experiment ``name`` (:func:`attn_lib.cache.make_key`), with the engine setting."""
+    # the engine setting is part of the key: numba's float32 roots in the scan differ from torch's in the 7th digit
+    return make_key(name, handle=handle, text=as_text(text), schema=SCHEMA, engine=M.DEFAULT_ENGINE, **params)
+
+
+def check_cache(result_cache):
+    """``result_cache`` must be None or a :class:`~attn_lib.cache.ResultCache` (anything with its methods)."""
+    if result_cache is not None and not all(
+        callable(getattr(result_cache, m, None)) for m in ("get_or_compute", "get", "__contains__")
+    ):
+        raise ValueError(f"cache must be None or an attn_lib.cache.ResultCache (got {result_cache!r})")
+    return result_cache
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# what an experiment provides
+# ----------------------------------------------------------------------------------------------------------------
+class Experiment:
+    """Base of the experiments' parameter dataclasses (one per module of :mod:`attn_lib.experiments`).
+
+    A subclass is a ``@dataclass(frozen=True)`` whose fields are the experiment's parameters with their defaults,
+    checked in ``__post_init__`` (a ``ValueError`` naming the parameter and its range), and whose
+    ``from_profile(profile, handle, seed=0)`` reads them from a :class:`~attn_lib.experiments.Profile`.
+    """
+
+    #: the experiment's name: its table in :func:`~attn_lib.experiments.run_all` and its result-cache key
+    name: ClassVar[str]
+    #: a grid of window lengths (field ``lengths``): on a bidirectional model each length needs its own pass
+    multi_length: ClassVar[bool] = False
+
+    def set_checked(self, **values) -> None:
+        """Store checked values in the frozen fields (for ``__post_init__``)."""
+        for k, v in values.items():
+            object.__setattr__(self, k, v)
+
+    def key_params(self) -> dict:
+        """The parameters in the result-cache key: every field, tuples as lists."""
+        return {
+            f.name: list(v) if isinstance(v, tuple) else v
+            for f in dataclasses.fields(self)
+            for v in [getattr(self, f.name)]
+        }
+
+    def pass_length(self) -> int:
+        """Tokens of the window the analysis reads."""
+        return max(self.lengths) if self.multi_length else self.L
+
+    def for_model(self, handle) -> Experiment:
+        """These parameters, checked against the model: every window fits its context (``handle.max_length``)."""
+        name = "lengths" if self.multi_length else "L"
+        check_lengths(handle, self.lengths if self.multi_length else [self.L], name)
+        return self
+
+    def analysis(self, handle, meta: dict):
+        """The analysis object of one pass (``layer(shared)``, ``finish()``); ``meta`` labels its rows."""
+        raise NotImplementedError
+
+    def units(self, handle, meta: dict) -> list[tuple[Any, int]]:
+        """The ``(analysis, pass length)`` pairs of the experiment.
+
+        Causal model: one analysis over every length (row ``r`` is the same in every prefix longer than ``r``).
+        Bidirectional model: a grid of lengths becomes one analysis per length, each on its own pass of exactly
+        that many tokens."""
+        if is_causal(handle) or not self.multi_length:
+            return [(self.analysis(handle, meta), self.pass_length())]
+        return [(dataclasses.replace(self, lengths=(L,)).analysis(handle, meta), L) for L in self.lengths]
+
+    def run(self, handle, text, *, start: int = 0, cache=None) -> pd.DataFrame:
+        """The experiment's table on ``text`` from token ``start``, from ``cache`` when it holds it.
+
+        Parameters
+        ----------
+        handle, text
+            Model handle and text (:func:`~attn_lib.experiments.load_inputs`).
+        start : int >= 0
+            The window's first token (the window holds :meth:`pass_length` tokens from there).
+        cache : attn_lib.cache.ResultCache, optional
+            Looked up first; a computed table is stored there under :func:`cache_key`.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The analysis' table; every row carries ``model``, ``text`` and ``device``.
+        """
+        params = self.for_model(handle)
+        result_cache = check_cache(cache)
+        start = check_int("start", start, low=0)
+
+        def compute():
+            units = params.units(handle, table_meta(handle, text))
+            run_units(handle, text, units, start)
+            return finish_units(units)
+
+        if result_cache is None:
+            return compute()
+        return result_cache.get_or_compute(
+            cache_key(self.name, handle, text, start=start, **params.key_params()), compute
+        )
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# rows, heads and grids
+# ----------------------------------------------------------------------------------------------------------------
+def sens_row_indices(L: int, sens_rows: int = 0) -> np.ndarray:
+    """Rows of Algorithm 5's set ``R`` at window length ``L``: every ``max(1, L // sens_rows)``-th row, counted back
+    from the last one (so ``t = L, L - stride, ...``); all rows if ``sens_rows`` is 0 or ``>= L``.
+
+    Returns
+    -------
+    numpy.ndarray (R,) of int, ascending.
+    """
+    st = max(1, L // sens_rows) if sens_rows > 0 else 1
+    return np.arange(L - 1, -1, -st)[::-1].copy()
+
+
+def kv_groups(n_heads: int, n_kv_heads: int) -> np.ndarray:
+    """Key/value group of each query head: head ``h`` reads key/value head ``h // (n_heads // n_kv_heads)``
+    (grouped-query attention as in Llama; ``n_kv_heads == n_heads`` is plain multi-head attention).
+
+    Returns
+    -------
+    numpy.ndarray (n_heads,) of int.
+    """
+    n_kv = n_kv_heads if n_kv_heads and n_heads % n_kv_heads == 0 else n_heads
+    return np.arange(n_heads) // (n_heads // n_kv)
+
+
+def model_kv_groups(handle) -> np.ndarray:
+    """:func:`kv_groups` of a model handle (``n_kv_heads`` absent or 0: one group per head)."""
+    n_heads = int(handle.n_heads)
+    return kv_groups(n_heads, int(getattr(handle, "n_kv_heads", 0) or n_heads))
+
+
+def check_lengths(handle, lengths, name="lengths") -> list[int]:
+    """Window lengths in ``[2, handle.max_length]``, sorted, without repeats."""
+    return check_int_list(name, lengths, low=2, high=int(handle.max_length))
+
+
+def check_n_values(values, L: int | None = None, name: str = "n_values") -> list[int]:
+    """``N`` values ``>= 1``, sorted without repeats; with ``L``, each at most ``L - 1``."""
+    out = check_int_list(name, values, low=1)
+    if L is not None and max(out) > L - 1:
+        raise ValueError(f"{name} must be integers in [1, L-1] = [1, {L - 1}] (got {max(out)})")
+    return out
+
+
+def positive_values(values, name) -> list[float]:
+    """A number or a non-empty sequence of numbers > 0, as a list of floats (``ValueError`` naming ``name``)."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__") or getattr(values, "ndim", None) == 0:
+        values = [values]  # one number (a 0-d tensor included); a string is checked (and rejected) as a number below
+    out = [check_positive(name, v) for v in values]
+    if not out:
+        raise ValueError(f"{name} must be a number or a non-empty list of numbers > 0")
+    return out
+
+
+def fitting_lengths(lengths: Sequence[int], handle) -> list[int]:
+    """The lengths of a profile's grid that fit the model's context."""
+    return [L for L in lengths if L <= int(handle.max_length)]

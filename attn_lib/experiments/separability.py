@@ -1,0 +1,123 @@
+"""Algorithm 4 (Fig. 3): the separable fraction ``N_s/N`` of the top-``N`` tokens and Theorem 2's bounds
+(:func:`separability`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import ClassVar
+
+import pandas as pd
+
+from .. import metrics as M
+from .._validation import check_int, check_positive
+from .passes import Experiment, SharedLayer, check_n_values
+from .profiles import Profile
+
+__all__ = ["SeparabilityParams", "SeparabilityAnalysis", "separability"]
+
+
+class SeparabilityAnalysis:
+    """Algorithm 4: per (N, layer, head) row means of ``N_s/N``, Theorem 2's bounds, ``r`` and ``delta``."""
+
+    def __init__(self, meta, length, n_values, M_radius):
+        self.meta, self.length, self.n_values, self.M = meta, length, list(n_values), M_radius
+        self.rows: list[dict] = []
+
+    def layer(self, sh: SharedLayer):
+        ld = sh.layer()
+        u = sh.get(("unit", self.M), lambda: M.unit_layer(ld, self.M))
+        delta = sh.get(("delta", self.M), lambda: M.running_min_distance(u))
+        L = self.length
+        for N in self.n_values:
+            sp = M.separability_metrics(u, N=N, M=self.M, normalize=False, delta=delta)
+            v = sp.valid[:, :L]
+            f, cnt = M.masked_mean(sp.fraction[:, :L], v)
+            lo, _ = M.masked_mean(sp.lower[:, :L], v)
+            up, _ = M.masked_mean(sp.upper[:, :L], v)
+            r, _ = M.masked_mean(sp.r[:, :L], v)
+            dl, _ = M.masked_mean(sp.delta[:, :L], v)
+            for h in range(ld.H):
+                if int(cnt[h]) == 0:
+                    continue
+                self.rows.append(
+                    dict(
+                        self.meta,
+                        L=L,
+                        N=N,
+                        layer=sh.la.layer,
+                        head=h,
+                        n_rows=int(cnt[h]),
+                        fraction=float(f[h]),
+                        lower=float(lo[h]),
+                        upper=float(up[h]),
+                        r=float(r[h]),
+                        delta=float(dl[h]),
+                    )
+                )
+
+    def finish(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows)
+
+
+@dataclasses.dataclass(frozen=True)
+class SeparabilityParams(Experiment):
+    """Parameters of Algorithm 4 (:func:`separability`).
+
+    Attributes
+    ----------
+    L : int >= 2
+        Window length.
+    n_values : tuple of int in [1, L - 1]
+    M : float > 0
+        Radius of the normalised value vectors.
+    """
+
+    name: ClassVar[str] = "separability"
+
+    L: int = 1024
+    n_values: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
+    M: float = 1.0
+
+    def __post_init__(self):
+        L = check_int("L", self.L, low=2)
+        self.set_checked(L=L, n_values=tuple(check_n_values(self.n_values, L)), M=check_positive("M", self.M))
+
+    @classmethod
+    def from_profile(cls, profile: Profile, handle, *, seed: int = 0) -> SeparabilityParams:
+        """The profile's ``n_alg4`` below its ``length_fixed`` (cut at the model's context); ``seed`` is unused."""
+        L = min(profile.length_fixed, int(handle.max_length))
+        return cls(L=L, n_values=[n for n in profile.n_alg4 if n < L])
+
+    def analysis(self, handle, meta: dict) -> SeparabilityAnalysis:
+        return SeparabilityAnalysis(meta, self.L, self.n_values, self.M)
+
+
+def separability(
+    handle,
+    text,
+    *,
+    L: int = SeparabilityParams.L,
+    n_values: Sequence[int] = SeparabilityParams.n_values,
+    M: float = SeparabilityParams.M,
+    start: int = 0,
+    cache=None,
+) -> pd.DataFrame:
+    """Algorithm 4 / Fig. 3: per (N, layer, head) row-means of ``N_s/N`` (``fraction``), Theorem 2's ``lower`` and
+    ``upper`` bounds (paper's form; upper is heuristic, §Theorem 2), radius ``r = rho_min`` and ``delta``; value vectors
+    normalised to radius ``M``; ``delta`` the running minimum pairwise distance (§Which vectors (project decision)).
+
+    Parameters
+    ----------
+    L, n_values, M
+        The fields of :class:`SeparabilityParams` (defaults and ranges there).
+    handle, text, start, cache
+        As for :meth:`~attn_lib.experiments.passes.Experiment.run`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (N, layer, head): ``L, N, layer, head, n_rows, fraction, lower, upper, r, delta`` plus ``model,
+        text, device``.
+    """
+    return SeparabilityParams(L=L, n_values=n_values, M=M).run(handle, text, start=start, cache=cache)

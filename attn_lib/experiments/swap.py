@@ -1,0 +1,252 @@
+"""The live swap (chapter 7, "Beyond softmax"): a normaliser replaces softmax in every head of every layer at
+inference, with no retraining (:func:`live_swap`), one setting at a time for the book's sliders (:func:`swap_setting`,
+:func:`live_renderer`).
+
+One forward pass per setting on **held-out** text (tokens from :data:`HELD_OUT_START` on, which no other experiment of
+the book reads); the next-token loss and perplexity at every ``L`` of a grid up to the window length (nested prefixes of
+one window: position ``r`` of a causal model depends only on tokens ``0..r``), plus, for the sliders, the attention row
+of one chosen head and its ``d~``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+
+import pandas as pd
+import torch
+
+from .. import capture
+from .. import normalizers as nz
+from .._validation import check_choice, check_int, check_positive
+from .inputs import require_causal, table_meta, text_window
+from .normalizers import normalizer_settings
+from .passes import cache_key, check_cache
+from .profiles import BeyondProfile, get_beyond_profile
+from .weights import row_metrics
+
+__all__ = ["HELD_OUT_START", "SwapResult", "live_swap", "setting_of", "swap_setting", "live_renderer"]
+
+#: First token of the held-out text of :func:`live_swap` (the other experiments read the first windows of the text).
+HELD_OUT_START = 32768
+
+
+@dataclasses.dataclass
+class SwapResult:
+    """What :func:`live_swap` measured.
+
+    Attributes
+    ----------
+    losses : pandas.DataFrame
+        One row per (setting, ``L``): ``model, text, device, setting, normalizer, k, T, L, loss, perplexity,
+        n_predictions`` (mean next-token cross-entropy in nats over the first ``L - 1`` predictions of the window).
+    rows : pandas.DataFrame
+        One row per setting: ``setting, normalizer, k, T, layer, head, row, attention`` (the row's weights, a
+        float64 array of length ``row + 1``), ``d_tilde`` (of that row at ``N``), ``N``, ``loss`` (at the full window).
+    """
+
+    losses: pd.DataFrame
+    rows: pd.DataFrame
+
+
+def _swap_settings(prof: BeyondProfile) -> list[dict]:
+    out = [dict(setting="softmax (model)", normalizer=None, params={}, k=None, T=1.0)]
+    for lab, (name, params) in normalizer_settings(prof.k_values).items():
+        if lab != "softmax":
+            out.append(dict(setting=lab, normalizer=name, params=params, k=params.get("k"), T=1.0))
+    for k in prof.k_grid:
+        if k not in prof.k_values:
+            out.append(dict(setting=f"top-{k}", normalizer="topk", params={"k": k}, k=k, T=1.0))
+    for T in prof.t_grid:
+        out.append(dict(setting=f"softmax T={T:g}", normalizer="softmax", params={}, k=None, T=float(T)))
+    return out
+
+
+def _swap_args(handle, profile, layer, head, start, N) -> tuple:
+    """Validated ``(profile, window length, layer, head, start, N)`` of :func:`live_swap` and :func:`swap_setting`."""
+    prof = get_beyond_profile(profile)
+    require_causal(handle, "live_swap")
+    Lw = check_int("swap_length", prof.swap_length, low=2, high=int(handle.max_length))
+    layer = handle.n_layers // 2 if layer is None else check_int("layer", layer, low=0, high=handle.n_layers - 1)
+    head = check_int("head", head, low=0, high=handle.n_heads - 1)
+    start = check_int("start", start, low=0)
+    N = check_int("N", N, low=1, high=Lw - 2)
+    return prof, Lw, layer, head, start, N
+
+
+def _swap_pass(handle, ids, s: dict, meta: dict, *, layer: int, head: int, N: int, swap_lengths) -> tuple:
+    """One forward pass of :func:`live_swap` with the setting ``s``: (loss rows per ``L``, the recorded row)."""
+    Lw = ids.shape[-1]
+    kept = {}
+
+    def cb(la):
+        kept["w"] = la.weights[0, head, Lw - 1].to(torch.float64).cpu()
+        kept["v"] = la.values[0, head].to(torch.float64).cpu()
+
+    norm = None if s["normalizer"] is None else nz.get(s["normalizer"], **s["params"])
+    out = capture.capture_attention(handle, ids, cb, normalizer=norm, temperature=s["T"], layers=layer, keep_qk=False)
+    logp = torch.log_softmax(out.logits[0, :-1].to(torch.float64), dim=-1)
+    nll = -logp.gather(-1, ids[0, 1:].to(logp.device).view(-1, 1)).view(-1).cpu()
+    base = dict(meta, setting=s["setting"], normalizer=s["normalizer"] or "softmax", k=s["k"], T=s["T"])
+    losses = []
+    for L in swap_lengths:
+        if L > Lw:
+            continue
+        loss = float(nll[: L - 1].mean())
+        losses.append(dict(base, L=int(L), loss=loss, perplexity=math.exp(loss), n_predictions=L - 1))
+    w = kept["w"]
+    m = row_metrics(w.view(1, 1, -1), kept["v"].unsqueeze(0), torch.ones(1, 1, Lw, dtype=torch.bool), [N])
+    rec = dict(
+        base,
+        layer=layer,
+        head=head,
+        row=Lw - 1,
+        attention=w.numpy(),
+        N=N,
+        d_tilde=float(m["d_tilde"][0, 0, 0]),
+        loss=float(nll.mean()),
+    )
+    return losses, rec
+
+
+def live_swap(
+    handle,
+    text,
+    *,
+    profile="quick",
+    layer: int | None = None,
+    head: int = 0,
+    start: int = HELD_OUT_START,
+    N: int = 5,
+    cache=None,
+) -> SwapResult:
+    """Every normaliser, top-k over a ``k`` grid and softmax over a ``T`` grid, swapped into every head at inference.
+
+    One forward pass per setting over the window of ``profile.swap_length`` tokens of ``text`` from token ``start``
+    (held-out by default); no weight of the model changes. ``"softmax (model)"`` is the model's own attention.
+
+    Parameters
+    ----------
+    handle : attn_lib.models.ModelHandle
+    text : attn_lib.corpus.Text or str
+    profile : {"paper", "quick"} or BeyondProfile
+    layer : int, optional
+        Layer of the recorded attention row (default: the middle layer).
+    head : int
+        Head of the recorded row.
+    start : int
+        First token of the window (default :data:`HELD_OUT_START`).
+    N : int
+        ``N`` of the recorded row's ``d~``.
+    cache : attn_lib.cache.ResultCache, optional
+
+    Returns
+    -------
+    SwapResult
+    """
+    prof, Lw, layer, head, start, N = _swap_args(handle, profile, layer, head, start, N)
+    cache = check_cache(cache)
+    settings = _swap_settings(prof)
+
+    def compute():
+        meta = table_meta(handle, text)
+        ids = text_window(handle, text, Lw, start)
+        losses, recs = [], []
+        for s in settings:
+            lo, rec = _swap_pass(handle, ids, s, meta, layer=layer, head=head, N=N, swap_lengths=prof.swap_lengths)
+            losses.extend(lo)
+            recs.append(rec)
+        return SwapResult(pd.DataFrame(losses), pd.DataFrame(recs))
+
+    if cache is None:
+        return compute()
+    key = cache_key(
+        "live_swap",
+        handle,
+        text,
+        start=start,
+        layer=layer,
+        head=head,
+        N=N,
+        profile=prof.as_dict(),
+        settings=[{k: v for k, v in s.items()} for s in settings],
+    )
+    return cache.get_or_compute(key, compute)
+
+
+def setting_of(label: str, prof: BeyondProfile) -> dict:
+    """The :func:`live_swap` setting named ``label``: one of the profile's, ``"top-<k>"`` or ``"softmax T=<T>"``."""
+    known = {s["setting"]: s for s in _swap_settings(prof)}
+    allowed = (
+        f"one of {list(known)}, 'top-<k>' with an integer k in [1, {prof.swap_length}] (the window), or "
+        "'softmax T=<T>' with a number T > 0 (digits, no spaces or sign)"
+    )
+    if not isinstance(label, str):
+        raise ValueError(f"setting must be {allowed} (got {label!r})")
+    if label in known:
+        return known[label]
+    m = re.fullmatch(r"top-([0-9]+)", label)
+    if m:
+        # k >= the window is softmax on every row: refuse a label that would claim to be something else
+        k = check_int("setting's k", int(m.group(1)), low=1, high=prof.swap_length)
+        return dict(setting=f"top-{k}", normalizer="topk", params={"k": k}, k=k, T=1.0)
+    m = re.fullmatch(r"softmax T=(-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)", label)
+    if m:
+        T = check_positive("setting's T", float(m.group(1)))
+        return dict(setting=f"softmax T={T:g}", normalizer="softmax", params={}, k=None, T=T)
+    raise ValueError(f"setting must be {allowed} (got {label!r})")
+
+
+def swap_setting(
+    handle,
+    text,
+    setting: str,
+    *,
+    profile="quick",
+    layer: int | None = None,
+    head: int = 0,
+    start: int = HELD_OUT_START,
+    N: int = 5,
+) -> pd.DataFrame:
+    """One setting of :func:`live_swap`, computed now (one forward pass, no cache): the row :func:`live_swap` records.
+
+    Parameters
+    ----------
+    setting : str
+        A setting of ``live_swap`` for this profile (e.g. ``"top-16"``, ``"sparsemax"``, ``"softmax T=0.5"``), or any
+        ``"top-<k>"`` or ``"softmax T=<T>"`` off the profile's grids.
+    handle, text, profile, layer, head, start, N
+        As for :func:`live_swap` (the window is ``profile.swap_length`` tokens from ``start``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row with the columns of :attr:`SwapResult.rows`.
+    """
+    prof, Lw, layer, head, start, N = _swap_args(handle, profile, layer, head, start, N)
+    s = setting_of(setting, prof)
+    ids = text_window(handle, text, Lw, start)
+    _, rec = _swap_pass(handle, ids, s, table_meta(handle, text), layer=layer, head=head, N=N, swap_lengths=())
+    return pd.DataFrame([rec])
+
+
+def live_renderer(handle, text, rows: pd.DataFrame, *, sweep: str = "k", **swap_kw):
+    """``render(setting) -> Figure`` that computes the setting now with :func:`swap_setting`, for the ``live`` argument
+    of :func:`attn_lib.book.widgets.precomputed_slider`: in a live kernel, moving the slider reruns the model.
+
+    The figure is :func:`attn_lib.report.render_swap_row` with the freshly computed row in place of the stored one in
+    ``rows`` (a :attr:`SwapResult.rows`; the rest of the sweep panel comes from it). ``swap_kw`` are passed to
+    :func:`swap_setting` (``profile``, ``layer``, ``head``, ``start``, ``N``); use the values ``rows`` was made with.
+    """
+    from ..report import render_swap_row  # matplotlib: loaded only when a live figure is wanted
+
+    check_choice("sweep", sweep, ["k", "T"])
+
+    def render(setting: str):
+        new = swap_setting(handle, text, setting, **swap_kw)
+        label = new["setting"].iloc[0]
+        merged = pd.concat([rows[rows["setting"] != label], new], ignore_index=True)
+        return render_swap_row(merged, label, sweep=sweep)
+
+    return render

@@ -31,6 +31,8 @@ Each kernel compiles on its first call (about 30 s for all of them on a 2-core C
 from __future__ import annotations
 
 import math
+import os
+import threading
 
 import numpy as np
 
@@ -38,6 +40,18 @@ try:  # numba is a dependency; the torch code paths remain for other devices and
     import numba as _nb
 except Exception:  # pragma: no cover - exercised only without numba
     _nb = None
+
+#: numba's threading layer unless the environment variable ``NUMBA_THREADING_LAYER`` names one: ``workqueue``, whose
+#: idle threads sleep on a condition variable. The ``omp`` layer (GNU OpenMP, numba's default choice here) spins in
+#: its barriers, and so does torch's OpenMP pool next to it: with one core taken by another process, a spinning
+#: thread holds the core that the thread it waits for needs, and a 10 ms kernel took 250 ms
+#: (``benchmarks/bench_contention.py``). The kernels launch only from :func:`_threads_call`, under one lock, so the
+#: workqueue layer's single-launcher rule holds.
+THREADING_LAYER = "workqueue"
+if _nb is not None and not os.environ.get("NUMBA_THREADING_LAYER"):
+    _nb.config.THREADING_LAYER = THREADING_LAYER
+#: serialises kernel launches (the workqueue layer must not be entered by two Python threads at once).
+_LAUNCH = threading.Lock()
 
 __all__ = [
     "available",
@@ -51,6 +65,7 @@ __all__ = [
     "sens_rows",
     "d1_cummax",
     "set_threads",
+    "threading_info",
     "warm_up",
 ]
 
@@ -74,6 +89,17 @@ P_MODES = {"L-1": 0, "L": 1}
 def available() -> bool:
     """Whether the compiled kernels can be used (numba importable)."""
     return _nb is not None
+
+
+def threading_info() -> str:
+    """numba's threading layer in use (or requested, before the first kernel runs) and its thread count."""
+    if _nb is None:  # pragma: no cover
+        return "numba not available"
+    try:
+        layer = _nb.threading_layer()
+    except ValueError:  # no parallel kernel has run yet
+        layer = f"{_nb.config.THREADING_LAYER} (requested)"
+    return f"{layer}, {_nb.get_num_threads()} threads"
 
 
 def set_threads(n: int) -> int:
@@ -663,12 +689,13 @@ def _threads_call(fn, threads, *args):
     """Run compiled kernel ``fn(*args)`` on ``threads`` numba threads (then restore the previous count)."""
     if fn is None:  # pragma: no cover
         raise RuntimeError("numba is not available: use engine='torch' (or ATTN_LIB_ENGINE=torch)")
-    prev = set_threads(threads) if threads else None
-    try:
-        fn(*args)
-    finally:
-        if prev is not None:
-            set_threads(prev)
+    with _LAUNCH:
+        prev = set_threads(threads) if threads else None
+        try:
+            fn(*args)
+        finally:
+            if prev is not None:
+                set_threads(prev)
 
 
 def dist_prefix(alpha, G, values, order, zv, zz, t, N: int, p, with_d1: bool = False, threads: int | None = None):

@@ -138,7 +138,7 @@ def main(argv=None):
         fast(exp)
     print(
         f"warm-up (numba kernels loaded or compiled, once per process): {time.perf_counter() - t0:.2f} s; "
-        f"engine: {M.DEFAULT_ENGINE}\n"
+        f"engine: {M.settings.default_engine}\n"
     )
     print(f"{'algorithm':<20}{'naive loop [s]':>16}{'attn_lib [s]':>14}{'speed-up':>11}")
     total_naive = total_fast = 0.0

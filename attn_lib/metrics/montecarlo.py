@@ -26,7 +26,7 @@ import torch
 from .. import _kernels as _kern
 from .._validation import check_int, check_seed, check_size
 from . import _engine
-from ._engine import F64, kernel_threads, uses_numba
+from ._engine import F64, coarse_threads, kernel_threads, uses_numba
 from .layer import LayerData, as_layer, check_n, check_rows
 
 __all__ = ["MCRows", "MCScanRows", "expected_distance_mc", "expected_distance_mc_scan", "mc_permutations"]
@@ -55,6 +55,7 @@ class MCRows:
     valid: torch.Tensor
 
 
+@coarse_threads
 def expected_distance_mc(
     layer, values=None, N: int = 5, *, rows=None, mask=None, n_samples: int = 64, seed: int = 0, engine: str = "auto"
 ) -> MCRows:
@@ -139,7 +140,7 @@ def _mc_torch(
     gen = torch.Generator(device="cpu").manual_seed(seed)
     keys_all = torch.rand(n_rows, K, L, generator=gen, dtype=F64)  # one draw per (row, sample, position)
     zero = torch.zeros((), dtype=F64, device=ld.device)
-    per_block = max(1, _engine.BLOCK_ELEMS // max(1, H * K * L))
+    per_block = max(1, _engine.settings.block_elems // max(1, H * K * L))
     for first in range(0, n_rows, per_block):
         rows_block = rows[first : first + per_block].to(ld.device)
         B = rows_block.numel()
@@ -209,6 +210,7 @@ class MCScanRows:
     n_samples: int
 
 
+@coarse_threads
 def expected_distance_mc_scan(
     layer,
     values=None,
@@ -364,7 +366,7 @@ def _mc_scan_torch(
     zero = torch.zeros((), dtype=F64, device=ld.device)
     last = ld.last.amax(0)
     width_all = int(last[rows.to(ld.device)].max()) + 1
-    per_block = max(1, _engine.BLOCK_ELEMS // max(1, H * K * width_all))
+    per_block = max(1, _engine.settings.block_elems // max(1, H * K * width_all))
     for first in range(0, n_rows, per_block):
         rows_block = rows[first : first + per_block].to(ld.device)
         B = rows_block.numel()

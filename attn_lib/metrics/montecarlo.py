@@ -244,7 +244,9 @@ def expected_distance_mc_scan(
     sampling without replacement, from the Gram matrix; :math:`\mathbb E[C] = \frac{t-N}{t}\sum_i w_i m_i`).
     :math:`C` is the first-order Taylor expansion of d~ around the second moments, so ``Y`` has the expectation of
     d~ (for any fixed weights) and a much smaller variance; ``stderr`` is then the standard error of ``Y``'s mean.
-    Extra cost ``O(t^2 + n t)`` per row, independent of ``K``.
+    Extra cost ``O(t^2 + n t)`` per row, independent of ``K``. It pays where the squares vary little around
+    their means; on a row with a dominant token (an attention sink) ``Q_i`` jumps with that token's membership,
+    the Taylor weights overshoot, and the variance can be larger than the plain mean's (``benchmarks/README.md``).
 
     Parameters
     ----------

@@ -30,7 +30,7 @@ One module per experiment; each public function checks its input, picks the engi
 * :mod:`~attn_lib.metrics.sensitivity` -- :func:`sensitivity_rows` (``g(T, eps)`` per row);
 * :mod:`~attn_lib.metrics.coverage` -- :func:`separable_sets` (each head's separable top-``N`` tokens) and
   :func:`coverage_metrics` (multi-head coverage of the head-averaged top-``N``);
-* :mod:`~attn_lib.metrics._engine` -- the engine choice, the settings below, :func:`block_parallel` and
+* :mod:`~attn_lib.metrics._engine` -- the engine choice, the settings below, :func:`block_parallel`, :func:`coarse_threads` and
   :func:`large_ops`.
 
 Settings: :data:`settings`, one plain :class:`Settings` object that every module reads at call time --
@@ -43,7 +43,7 @@ them for a block with ``with attn_lib.metrics.configure(default_engine="torch"):
 from __future__ import annotations
 
 from ._engine import F64 as F64
-from ._engine import Settings, block_parallel, configure, large_ops, settings
+from ._engine import Settings, block_parallel, coarse_threads, configure, large_ops, settings
 from .coverage import CoverageRows, SeparableSets, coverage_metrics, separable_sets
 from .crossing import CrossingRows, crossing_metrics
 from .distance import DistanceRows, distance_metrics
@@ -80,6 +80,7 @@ __all__ = [
     "masked_mean",
     "top_n_order",
     "block_parallel",
+    "coarse_threads",
     "large_ops",
     "unit_layer",
     "running_min_distance",

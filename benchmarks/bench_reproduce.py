@@ -144,27 +144,35 @@ def _stages(args) -> None:
         print(f"saved to {args.save}")
 
 
-def _reduced_workload(args) -> None:
-    """Step 1 of the module doc: each algorithm by the naive loop and by attn_lib, on the same captured layers."""
-    import naive_reference as NR
-    import numpy as np
+def _load_with_text(model: str):
+    """The model of ``--model`` and the default text, with the loading time and the machine's state printed."""
     import torch
 
-    from attn_lib import experiments as E
-    from attn_lib import metrics as M
-    from attn_lib.capture import collect_attention
     from attn_lib.corpus import load_text
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t0 = time.perf_counter()
-        h = _load(args.model)
+        h = _load(model)
         text = load_text()
         t_load = time.perf_counter() - t0
     print(
         f"model: {h.describe()} (loaded in {t_load:.1f} s); text: {text.name}; torch threads: "
         f"{torch.get_num_threads()}; cpus: {os.cpu_count()}; load average: {os.getloadavg()}"
     )
+    return h, text
+
+
+def _reduced_workload(args) -> None:
+    """Step 1 of the module doc: each algorithm by the naive loop and by attn_lib, on the same captured layers."""
+    import naive_reference as NR
+    import numpy as np
+
+    from attn_lib import experiments as E
+    from attn_lib import metrics as M
+    from attn_lib.capture import collect_attention
+
+    h, text = _load_with_text(args.model)
 
     L = args.length
     lengths = [x for x in (16, 32, 64, 128, 256, 512, 1024) if x <= L]

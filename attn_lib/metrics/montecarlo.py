@@ -12,6 +12,26 @@ row of the Gram matrix, so all ``N`` cost ``O(K t^2)`` per row instead of ``O(K 
 :func:`_mc_scan_numba` (the compiled :func:`attn_lib._kernels.mc_scan_prefix`) or :func:`_mc_scan_torch`, on the
 same orders. With the same ``seed``, rows, ``n_samples`` and a row set ending at the layer's last row, the prefix
 of length ``N`` is exactly the subset :func:`expected_distance_mc` draws at that ``N``.
+
+Variance reduction
+------------------
+
+With ``control_variate=True`` each sample is :math:`Y = \tilde d - C + \mathbb E[C]`, where
+:math:`C = \sum_{i\notin I} w_i Q_i`, :math:`Q_i = \|\alpha_i x_i - s\|^2` is the square under the root of
+d~'s term ``i`` and :math:`w_i = 1/(2\sqrt{m_i})`, :math:`m_i = \mathbb E[Q_i \mid i\notin I]` (exact for
+sampling without replacement, from the Gram matrix; :math:`\mathbb E[C] = \frac{t-N}{t}\sum_i w_i m_i`).
+:math:`C` is the first-order Taylor expansion of d~ around the second moments, so ``Y`` has the expectation of
+d~ (for any fixed weights) and, where the linearisation holds, a smaller variance; ``stderr`` is then the standard error of ``Y``'s mean.
+Extra cost ``O(t^2 + n t)`` per row, independent of ``K``. It pays where the squares vary little around
+their means; on a row with a dominant token (an attention sink) ``Q_i`` jumps with that token's membership,
+the Taylor weights overshoot, and the variance can be larger than the plain mean's (``benchmarks/README.md``).
+
+With ``stratify=True`` each row is stratified on its largest weight ``j*`` (per head; ties to the lower index):
+sample ``k`` is a pair of independent orders, one with ``j*`` first (its ``N``-prefix: ``j*`` and a uniform
+``(N-1)``-subset of the others), one with ``j*`` last among the visible tokens (a uniform ``N``-subset without
+``j*``), combined with the weights ``N/t`` and ``1 - N/t``. Unbiased by construction; twice the orders of the
+plain scan, and less variance on rows with an attention sink. ``stderr`` is then
+``sqrt((N/t)^2 se_in^2 + (1 - N/t)^2 se_out^2)``. Both options can be combined.
 """
 
 from __future__ import annotations
@@ -232,24 +252,11 @@ def expected_distance_mc_scan(
 ) -> MCScanRows:
     r"""Monte-Carlo :math:`\mathbb E_{I_N\sim\mathcal U}[\tilde d]` (Eq. 8) for every ``N`` in ``n_min..n_max``.
 
-    The estimator is the one of :func:`expected_distance_mc` -- uniform ``N``-subsets of a row's visible tokens,
-    ``d~`` summed over the visible tokens outside the subset, the mean over ``K = n_samples`` subsets -- with the
-    subsets of all ``N`` drawn together: sample ``k`` of a row is a uniformly random order of its visible tokens
-    (:func:`mc_permutations`), and its ``N``-subset is the first ``N`` tokens of that order, a uniform ``N``-subset
-    for every ``N``. Adding the ``N``-th token ``j`` updates ``K_i = alpha_i ||x_i||^2 - 2 s . x_i`` by
-    ``-2 alpha_j G_ji`` and :math:`\|s\|^2` by ``alpha_j (2 alpha_j G_jj - K_j)`` (as :func:`attn_lib.metrics.topn_scan`
-    does for the top-N order), so a row costs ``O(K t min(t, n_max))``. The estimates at different ``N`` share
-    their orders, so they are correlated across ``N``; each one is unbiased.
-
-    With ``control_variate=True`` each sample is :math:`Y = \tilde d - C + \mathbb E[C]`, where
-    :math:`C = \sum_{i\notin I} w_i Q_i`, :math:`Q_i = \|\alpha_i x_i - s\|^2` is the square under the root of
-    d~'s term ``i`` and :math:`w_i = 1/(2\sqrt{m_i})`, :math:`m_i = \mathbb E[Q_i \mid i\notin I]` (exact for
-    sampling without replacement, from the Gram matrix; :math:`\mathbb E[C] = \frac{t-N}{t}\sum_i w_i m_i`).
-    :math:`C` is the first-order Taylor expansion of d~ around the second moments, so ``Y`` has the expectation of
-    d~ (for any fixed weights) and a much smaller variance; ``stderr`` is then the standard error of ``Y``'s mean.
-    Extra cost ``O(t^2 + n t)`` per row, independent of ``K``. It pays where the squares vary little around
-    their means; on a row with a dominant token (an attention sink) ``Q_i`` jumps with that token's membership,
-    the Taylor weights overshoot, and the variance can be larger than the plain mean's (``benchmarks/README.md``).
+    The estimator of :func:`expected_distance_mc` with the subsets of every ``N`` drawn together: the ``N``-prefixes
+    of ``K`` uniformly random orders per row (:func:`mc_permutations`), updated one token at a time as
+    :func:`attn_lib.metrics.topn_scan` does (module doc); ``O(K t min(t, n_max))`` per row. The estimates at
+    different ``N`` share their orders (correlated across ``N``); each is unbiased. ``control_variate`` and
+    ``stratify`` reduce the variance with the same expectation (module doc, §Variance reduction).
 
     Parameters
     ----------
@@ -272,14 +279,10 @@ def expected_distance_mc_scan(
         square roots in float32 as in the critical-N scan: relative error below ``1.2e-7``), ``"torch"`` (any
         device or mask, float64 throughout), ``"auto"`` (numba where it applies). Both use the same orders.
     control_variate : bool
-        Subtract the control variate above from every sample (default ``False``: the plain mean).
+        Subtract the control variate from every sample (module doc; default ``False``: the plain mean).
     stratify : bool
-        Stratify on the row's largest weight ``j*`` (per head; ties to the lower index): sample ``k`` is a pair of
-        independent orders, one with ``j*`` first (its ``N``-prefix: ``j*`` and a uniform ``(N-1)``-subset of the
-        others), one with ``j*`` last among the visible tokens (a uniform ``N``-subset without ``j*``), combined
-        with the weights ``N/t`` and ``1 - N/t``. Unbiased by construction; twice the orders of the plain scan,
-        and much less variance on rows with an attention sink. ``stderr`` is
-        ``sqrt((N/t)^2 se_in^2 + (1 - N/t)^2 se_out^2)``.
+        Stratify on each head's largest weight (module doc, §Variance reduction): ``K`` pairs of orders, twice
+        the work of the plain scan.
 
     Returns
     -------
@@ -287,22 +290,12 @@ def expected_distance_mc_scan(
         ``mean``, ``stderr`` and ``valid`` of shape ``(H, R, n_max - n_min + 1)``.
     """
     ld = as_layer(layer, values, mask)
-    n_min = check_n(n_min, "n_min")
-    # N = L - 1 is the largest N with a valid row (t >= N + 1)
-    n_min = check_int("n_min", n_min, low=1, high=max(1, ld.L - 1))
-    n_max = check_int("n_max", n_max, low=n_min, high=max(n_min, ld.L - 1))
-    seed = check_seed("seed", seed)
-    rows = torch.arange(ld.L) if rows is None else check_rows(rows, ld.L)
-    # (rows, samples, L) random keys
-    n_samples = check_size("n_samples", n_samples, per_item=max(1, int(rows.numel())) * ld.L)
-    if ld.mask.shape[0] != 1 and not bool((ld.mask == ld.mask[:1]).all()):
-        raise ValueError("expected_distance_mc_scan needs the same mask for every head")
+    n_min, n_max, rows, n_samples, seed = _check_scan_args(
+        ld, n_min, n_max, rows, n_samples, seed, control_variate=control_variate, stratify=stratify
+    )
     n_values = torch.arange(n_min, n_max + 1, device=ld.device)
     counts = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, rows.to(ld.device)]  # (H, R)
     valid = counts.unsqueeze(-1) >= n_values.view(1, 1, -1) + 1
-    for name, flag in (("control_variate", control_variate), ("stratify", stratify)):
-        if not isinstance(flag, bool):
-            raise ValueError(f"{name} must be True or False (got {flag!r})")
     numba = uses_numba(engine, ld.kernels_apply) and bool(rows.numel())
     visible = ld.mask[0][rows.to(ld.device)].cpu()
     if stratify:
@@ -323,6 +316,25 @@ def expected_distance_mc_scan(
         control_variate=control_variate,
         stratified=stratify,
     )
+
+
+def _check_scan_args(ld: LayerData, n_min, n_max, rows, n_samples, seed, **flags) -> tuple:
+    """The checked ``(n_min, n_max, rows, n_samples, seed)`` of :func:`expected_distance_mc_scan`; its boolean
+    ``flags`` and the one mask for every head are checked too."""
+    n_min = check_n(n_min, "n_min")
+    # N = L - 1 is the largest N with a valid row (t >= N + 1)
+    n_min = check_int("n_min", n_min, low=1, high=max(1, ld.L - 1))
+    n_max = check_int("n_max", n_max, low=n_min, high=max(n_min, ld.L - 1))
+    seed = check_seed("seed", seed)
+    rows = torch.arange(ld.L) if rows is None else check_rows(rows, ld.L)
+    # (rows, samples, L) random keys
+    n_samples = check_size("n_samples", n_samples, per_item=max(1, int(rows.numel())) * ld.L)
+    if ld.mask.shape[0] != 1 and not bool((ld.mask == ld.mask[:1]).all()):
+        raise ValueError("expected_distance_mc_scan needs the same mask for every head")
+    for name, flag in flags.items():
+        if not isinstance(flag, bool):
+            raise ValueError(f"{name} must be True or False (got {flag!r})")
+    return n_min, n_max, rows, n_samples, seed
 
 
 def mc_permutations(visible, n_samples: int, seed: int) -> torch.Tensor:

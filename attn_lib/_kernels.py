@@ -31,7 +31,6 @@ Each kernel compiles on its first call (about 30 s for all of them on a 2-core C
 from __future__ import annotations
 
 import math
-import os
 import threading
 
 import numpy as np
@@ -41,15 +40,14 @@ try:  # numba is a dependency; the torch code paths remain for other devices and
 except Exception:  # pragma: no cover - exercised only without numba
     _nb = None
 
-#: numba's threading layer unless the environment variable ``NUMBA_THREADING_LAYER`` names one: ``workqueue``, whose
-#: idle threads sleep on a condition variable. The ``omp`` layer (GNU OpenMP, numba's default choice here) spins in
-#: its barriers, and so does torch's OpenMP pool next to it: with one core taken by another process, a spinning
-#: thread holds the core that the thread it waits for needs, and a 10 ms kernel took 250 ms
-#: (``benchmarks/bench_contention.py``). The kernels launch only from :func:`_threads_call`, under one lock, so the
-#: workqueue layer's single-launcher rule holds.
-THREADING_LAYER = "workqueue"
-if _nb is not None and not os.environ.get("NUMBA_THREADING_LAYER"):
-    _nb.config.THREADING_LAYER = THREADING_LAYER
+#: numba's threading layer is numba's own choice (``omp`` here, GNU OpenMP) unless the environment variable
+#: ``NUMBA_THREADING_LAYER`` names one. ``omp`` spins briefly at its barriers; the collapse on a busy machine
+#: (a 10 ms call taking 250 ms) came from torch's OpenMP pool spinning next to it, which
+#: :func:`attn_lib.metrics.coarse_threads` removes (``benchmarks/bench_contention.py``). ``workqueue`` (idle
+#: threads sleep) was measured too: slightly better ratios under contention, but slower on idle cores, and its
+#: Algorithm 5 values differ from ``omp``'s in the last bits (1e-11 relative), so the default stays. Kernel
+#: launches go through :func:`_threads_call`, under one lock, so the workqueue layer's single-launcher rule holds
+#: when it is chosen.
 #: serialises kernel launches (the workqueue layer must not be entered by two Python threads at once).
 _LAUNCH = threading.Lock()
 

@@ -197,8 +197,8 @@ def coarse_threads(fn: Callable) -> Callable:
 
     On a machine where another process holds a core, torch's per-operation OpenMP threads spin at their barriers
     while the thread they wait for is descheduled: a plain call of ``distance_metrics`` on a (9, 256, 256) layer
-    went from 10 ms to 250 ms. Inside ``block_parallel`` only coarse work items are shared out, and numba's
-    ``workqueue`` threads (:data:`attn_lib._kernels.THREADING_LAYER`) sleep when idle
+    went from 10 ms to 250 ms. Inside ``block_parallel`` only coarse work items are shared out (row blocks, whole
+    kernels), and the slowdown with one core taken stays near the 2x of losing half the machine
     (``benchmarks/bench_contention.py``).
     """
 

@@ -31,6 +31,7 @@ Each kernel compiles on its first call (about 30 s for all of them on a 2-core C
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
@@ -38,6 +39,17 @@ try:  # numba is a dependency; the torch code paths remain for other devices and
     import numba as _nb
 except Exception:  # pragma: no cover - exercised only without numba
     _nb = None
+
+#: numba's threading layer is numba's own choice (``omp`` here, GNU OpenMP) unless the environment variable
+#: ``NUMBA_THREADING_LAYER`` names one. ``omp`` spins briefly at its barriers; the collapse on a busy machine
+#: (a 10 ms call taking 250 ms) came from torch's OpenMP pool spinning next to it, which
+#: :func:`attn_lib.metrics.coarse_threads` removes (``benchmarks/bench_contention.py``). ``workqueue`` (idle
+#: threads sleep) was measured too: slightly better ratios under contention, but slower on idle cores, and its
+#: Algorithm 5 values differ from ``omp``'s in the last bits (1e-11 relative), so the default stays. Kernel
+#: launches go through :func:`_threads_call`, under one lock, so the workqueue layer's single-launcher rule holds
+#: when it is chosen.
+#: serialises kernel launches (the workqueue layer must not be entered by two Python threads at once).
+_LAUNCH = threading.Lock()
 
 __all__ = [
     "available",
@@ -51,6 +63,7 @@ __all__ = [
     "sens_rows",
     "d1_cummax",
     "set_threads",
+    "threading_info",
     "warm_up",
 ]
 
@@ -74,6 +87,17 @@ P_MODES = {"L-1": 0, "L": 1}
 def available() -> bool:
     """Whether the compiled kernels can be used (numba importable)."""
     return _nb is not None
+
+
+def threading_info() -> str:
+    """numba's threading layer in use (or requested, before the first kernel runs) and its thread count."""
+    if _nb is None:  # pragma: no cover
+        return "numba not available"
+    try:
+        layer = _nb.threading_layer()
+    except ValueError:  # no parallel kernel has run yet
+        layer = f"{_nb.config.THREADING_LAYER} (requested)"
+    return f"{layer}, {_nb.get_num_threads()} threads"
 
 
 def set_threads(n: int) -> int:
@@ -286,6 +310,104 @@ def _mc_scan_prefix_py(alpha, G, perm, t, rows, n_min, n_max, mean_out, se_out):
                     m2[c] += dlt * (x - mu[c])
                 N += step
         for q in range(top - n_min + 1):
+            mean_out[h, ri, q] = mu[q]
+            if n_samp > 1:
+                se_out[h, ri, q] = math.sqrt(max(m2[q], 0.0) / (n_samp - 1) / n_samp)
+            else:
+                se_out[h, ri, q] = math.inf
+
+
+def _mc_cv_weights_py(P, U, C, W, N, w):
+    # the control variate's weights w_i = 1 / (2 sqrt(m_i)) at N (0 where m_i <= 0), m_i = E[Q_i | i not in I] =
+    # P_i + q U_i + q2 C_i for a uniform N-subset I of the other W - 1 tokens; returns E[sum_{i not in I} w_i Q_i]
+    q = N / (W - 1.0)
+    q2 = N * (N - 1.0) / ((W - 1.0) * (W - 2.0)) if N >= 2 else 0.0
+    ec = 0.0
+    for i in range(W):
+        m = P[i] + q * U[i] + q2 * C[i]
+        wi = 0.5 / np.float64(math.sqrt(np.float32(m))) if m > 0.0 else 0.0
+        w[i] = wi
+        ec += wi * m
+    return ec * (W - N) / W
+
+
+def _mc_scan_cv_prefix_py(alpha, G, perm, t, rows, n_min, n_max, mean_out, se_out):
+    # _mc_scan_prefix_py with a control variate: each sample is Y = d~ - sum_{i not in I} w_i Q_i + E[...] with
+    # Q_i = ||alpha_i x_i - s||^2 (the argument of d~'s root) and w_i = 1 / (2 sqrt(E[Q_i | i not in I])), the
+    # first-order Taylor term of the root, whose expectation is exact (_mc_cv_weights_py); E[Y] = E[d~] for any
+    # fixed w. One N per pass over the row; weights for every N once per row, O(n t) memory per job.
+    H = alpha.shape[0]
+    R = rows.shape[0]
+    n_samp = perm.shape[1]
+    for job in _prange(H * R):
+        h = job // R
+        ri = job - h * R
+        r = rows[ri]
+        W = t[h, r]
+        top = min(n_max, W - 1)
+        if top < n_min:
+            continue
+        a = alpha[h, r]
+        base = np.empty(W)  # alpha_i ||x_i||^2
+        ga = np.empty(W)  # sum_j alpha_j G_ij over the visible tokens
+        for i in range(W):
+            base[i] = a[i] * G[h, i, i]
+            acc = 0.0
+            for j in range(W):
+                acc += G[h, i, j] * a[j]
+            ga[i] = acc
+        S = 0.0
+        Bt = 0.0
+        for i in range(W):
+            S += a[i] * ga[i]
+            Bt += a[i] * base[i]
+        P = np.empty(W)
+        U = np.empty(W)
+        C = np.empty(W)
+        for i in range(W):
+            pi = a[i] * base[i]  # alpha_i^2 G_ii
+            bi = Bt - pi  # sum_{j != i} alpha_j^2 G_jj
+            P[i] = pi
+            U[i] = bi - 2.0 * a[i] * (ga[i] - base[i])  # - 2 alpha_i sum_{j != i} alpha_j G_ij
+            C[i] = S - 2.0 * a[i] * ga[i] + pi - bi  # sum_{j != k, both != i} alpha_j alpha_k G_jk
+        nn = top - n_min + 1
+        wt = np.empty((nn, W))
+        ec = np.empty(nn)
+        for c in range(nn):
+            ec[c] = _mc_cv_weights(P, U, C, W, n_min + c, wt[c])
+        Kst = np.empty(W)
+        keep = np.empty(W)
+        mu = np.zeros(nn)
+        m2 = np.zeros(nn)
+        for k in range(n_samp):
+            pk = perm[ri, k]
+            for i in range(W):
+                Kst[i] = base[i]
+                keep[i] = 1.0
+            ss = 0.0
+            for N in range(1, top + 1):
+                j = pk[N - 1]
+                aj = a[j]
+                ss += aj * (2.0 * aj * G[h, j, j] - Kst[j])
+                m1 = -2.0 * aj
+                Gj = G[h, j]
+                keep[j] = 0.0
+                if N < n_min:
+                    for i in range(W):
+                        Kst[i] += m1 * Gj[i]
+                    continue
+                c = N - n_min
+                wc = wt[c]
+                u = 0.0
+                for i in range(W):
+                    Kst[i] += m1 * Gj[i]
+                    arg = max(ss + a[i] * Kst[i], 0.0)
+                    u += keep[i] * (np.float64(math.sqrt(np.float32(arg))) - wc[i] * arg)
+                x = u + ec[c]
+                dlt = x - mu[c]
+                mu[c] += dlt / (k + 1)
+                m2[c] += dlt * (x - mu[c])
+        for q in range(nn):
             mean_out[h, ri, q] = mu[q]
             if n_samp > 1:
                 se_out[h, ri, q] = math.sqrt(max(m2[q], 0.0) / (n_samp - 1) / n_samp)
@@ -642,6 +764,8 @@ if _nb is not None:
     _scan_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_scan_prefix_py)
     _mc_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_mc_prefix_py)
     _mc_scan_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_mc_scan_prefix_py)
+    _mc_cv_weights = _nb.njit(cache=True)(_mc_cv_weights_py)
+    _mc_scan_cv_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_mc_scan_cv_prefix_py)
     _row_dots = _nb.njit(cache=True, fastmath=_FAST)(_row_dots_py)
     _row_state = _nb.njit(cache=True, fastmath=_FAST)(_row_state_py)
     _p_incl = _nb.njit(cache=True, inline="always")(_p_incl_py)
@@ -655,6 +779,7 @@ if _nb is not None:
 else:  # pragma: no cover
     _prange = range
     _row_dots = _row_state = _p_incl = _scan_prefix = _mc_prefix = _mc_scan_prefix = _dist_prefix = None
+    _mc_cv_weights = _mc_scan_cv_prefix = None
     _order_prefix = _sep_prefix = _running_min = None
     _exp_nonpos = _sens_rows = _d1_cummax = None
 
@@ -663,12 +788,13 @@ def _threads_call(fn, threads, *args):
     """Run compiled kernel ``fn(*args)`` on ``threads`` numba threads (then restore the previous count)."""
     if fn is None:  # pragma: no cover
         raise RuntimeError("numba is not available: use engine='torch' (or ATTN_LIB_ENGINE=torch)")
-    prev = set_threads(threads) if threads else None
-    try:
-        fn(*args)
-    finally:
-        if prev is not None:
-            set_threads(prev)
+    with _LAUNCH:
+        prev = set_threads(threads) if threads else None
+        try:
+            fn(*args)
+        finally:
+            if prev is not None:
+                set_threads(prev)
 
 
 def dist_prefix(alpha, G, values, order, zv, zz, t, N: int, p, with_d1: bool = False, threads: int | None = None):
@@ -731,7 +857,9 @@ def mc_prefix(alpha, G, values, t, rows, sub, threads: int | None = None):
     return mean, se
 
 
-def mc_scan_prefix(alpha, G, perm, t, rows, n_min: int, n_max: int, threads: int | None = None):
+def mc_scan_prefix(
+    alpha, G, perm, t, rows, n_min: int, n_max: int, threads: int | None = None, control_variate: bool = False
+):
     """Monte-Carlo ``E[d~]`` for ``N = n_min..n_max`` at once, per (head, row) of a prefix-masked layer.
 
     ``perm`` ``(R, K, >= t)`` int64: ``K`` random orders of row ``rows[i]``'s visible tokens ``0..t-1`` (the first
@@ -740,11 +868,15 @@ def mc_scan_prefix(alpha, G, perm, t, rows, n_min: int, n_max: int, threads: int
     ``(mean, stderr)``, each ``(H, R, n_max - n_min + 1)`` float64 (stderr ``std / sqrt(K)``, ``inf`` for ``K = 1``),
     zero where ``t < N + 1``. The state is float64, the square roots float32 (as :func:`scan_prefix`: relative error
     below ``1.2e-7``); cost ``O(K t min(t, n_max))`` per (head, row).
+
+    ``control_variate=True``: each sample is ``d~ - sum_{i not in I} w_i Q_i`` plus that sum's exact expectation
+    (``Q_i`` the square under d~'s root, ``w_i = 1 / (2 sqrt(E[Q_i | i not in I]))``): the same expectation, a much
+    smaller variance. Compiled on its first use (not part of :data:`KERNELS`); O(t^2 + n t) more work per row.
     """
     H, R, nn = alpha.shape[0], rows.shape[0], n_max - n_min + 1
     mean, se = np.zeros((H, R, nn)), np.zeros((H, R, nn))
     _threads_call(
-        _mc_scan_prefix,
+        _mc_scan_cv_prefix if control_variate else _mc_scan_prefix,
         threads,
         np.ascontiguousarray(alpha),
         np.ascontiguousarray(G),

@@ -8,6 +8,11 @@
    unless ``--skip-full``.
 
     python benchmarks/bench_reproduce.py [--model gpt2] [--layers 2] [--length 256] [--threads 2] [--skip-full]
+    python benchmarks/bench_reproduce.py --stages [--device cuda] [--save now.json] [--previous before.json]
+
+``--stages`` instead runs ``--profile`` once in this process (on CUDA when present) and prints the time of each
+stage: loading, the shared forward pass with capture and layer set-up, each experiment's analysis, the total and
+the CPU time; ``--save`` keeps them as JSON, ``--previous`` prints each as a ratio to such a file.
 
 The forward pass is not part of step 1 (both sides get the same captured tensors); step 2 reports it separately.
 Both sides use the same row sets where the profile subsamples rows (Monte-Carlo rows, Algorithm 5's ``R``).
@@ -57,31 +62,118 @@ def main(argv=None):
     ap.add_argument("--skip-full", action="store_true")
     ap.add_argument("--skip-naive", action="store_true")
     ap.add_argument("--repeat", type=int, default=3, help="attn_lib runs per algorithm; the best is reported")
+    ap.add_argument(
+        "--stages",
+        action="store_true",
+        help="only the per-stage times of one in-process run of --profile (CUDA when present)",
+    )
+    ap.add_argument("--device", default=None, help="for --stages: cpu, cuda (default: cuda when present)")
+    ap.add_argument("--save", default=None, help="for --stages: write the stage times to this JSON file")
+    ap.add_argument("--previous", default=None, help="for --stages: a JSON file of --save, printed as ratios")
     args = ap.parse_args(argv)
 
-    import numpy as np
     import torch
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    import naive_reference as NR
+    if args.stages:
+        _stages(args)
+        return
+    _reduced_workload(args)
+    if not args.skip_full:
+        _full_run(args)
+
+
+def _stage_times(model: str, profile: str, device: str) -> dict:
+    """Seconds of each stage of one ``run_all(profile)`` in this process: loading, the shared forward pass with
+    capture and layer set-up, each experiment's analysis (per-layer work and finishing step), the total, and the
+    process CPU time."""
+    import torch
 
     from attn_lib import experiments as E
-    from attn_lib import metrics as M
-    from attn_lib.capture import collect_attention
+    from attn_lib.corpus import load_text
+    from attn_lib.models import load_model
+
+    c0, t0 = time.process_time(), time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        h = _load(model) if device == "cpu" else load_model(model, device=device)
+        text = load_text()
+    out = {"load": time.perf_counter() - t0}
+    tm: dict = {}
+    t1 = time.perf_counter()
+    res = E.run_all(h, text, profile, cache=None, timings=tm)
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    out["forward + capture + layer set-up"] = tm.get("shared", float("nan"))
+    for name, df in res.items():
+        timing = getattr(df, "attrs", {}).get("timing")
+        if timing:
+            out[f"analysis {name}"] = timing["analysis_s"]
+            for part, sec in timing.items():
+                if part.endswith("_s") and part not in ("analysis_s", "shared_pass_s"):
+                    out[f"  of which {part[:-2]}"] = sec
+    out["run_all"] = time.perf_counter() - t1
+    out["total wall"] = time.perf_counter() - t0
+    out["process CPU (user+sys)"] = time.process_time() - c0
+    return out
+
+
+def _stages(args) -> None:
+    """Print (and with ``--save`` write) the stage times; with ``--previous``, their ratios to a saved run."""
+    import torch
+
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    print(
+        f"'{args.profile}' profile on {device} ({torch.cuda.get_device_name() if device == 'cuda' else 'CPU'}); "
+        f"torch threads {torch.get_num_threads()}; cpus {os.cpu_count()}; load average {os.getloadavg()}"
+    )
+    now = _stage_times(args.model, args.profile, device)
+    prev = json.loads(Path(args.previous).read_text())["stages"] if args.previous else {}
+    print(f"\n{'stage':<48}{'seconds':>10}" + (f"{'previous':>10}{'ratio':>8}" if prev else ""))
+    for name, sec in now.items():
+        line = f"{name:<48}{sec:>10.2f}"
+        if name in prev and prev[name] > 0:
+            line += f"{prev[name]:>10.2f}{sec / prev[name]:>7.2f}x"
+        print(line)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
+    print(f"peak memory (max RSS): {peak:.2f} GiB; load average after: {os.getloadavg()}")
+    if args.save:
+        info = {"device": device, "profile": args.profile, "model": args.model, "stages": now, "peak_rss_gib": peak}
+        Path(args.save).write_text(json.dumps(info, indent=1))
+        print(f"saved to {args.save}")
+
+
+def _load_with_text(model: str):
+    """The model of ``--model`` and the default text, with the loading time and the machine's state printed."""
+    import torch
+
     from attn_lib.corpus import load_text
     from attn_lib.experiments import inputs, passes
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t0 = time.perf_counter()
-        h = _load(args.model)
+        h = _load(model)
         text = load_text()
         t_load = time.perf_counter() - t0
     print(
         f"model: {h.describe()} (loaded in {t_load:.1f} s); text: {text.name}; torch threads: "
         f"{torch.get_num_threads()}; cpus: {os.cpu_count()}; load average: {os.getloadavg()}"
     )
+    return h, text
+
+
+def _reduced_workload(args) -> None:
+    """Step 1 of the module doc: each algorithm by the naive loop and by attn_lib, on the same captured layers."""
+    import naive_reference as NR
+    import numpy as np
+
+    from attn_lib import experiments as E
+    from attn_lib import metrics as M
+    from attn_lib.capture import collect_attention
+
+    h, text = _load_with_text(args.model)
 
     L = args.length
     lengths = [x for x in (16, 32, 64, 128, 256, 512, 1024) if x <= L]
@@ -140,17 +232,25 @@ def main(argv=None):
         fast(exp)
     print(
         f"warm-up (numba kernels loaded or compiled, once per process): {time.perf_counter() - t0:.2f} s; "
-        f"engine: {M.DEFAULT_ENGINE}\n"
+        f"engine: {M.settings.default_engine}\n"
     )
+    _compare(jobs, fast, args.repeat, args.skip_naive)
+    print(f"(forward pass of the {args.layers} captured layers at L={L}: {t_fwd:.2f} s)\n")
+
+
+def _compare(jobs: dict, fast, repeat: int, skip_naive: bool) -> None:
+    """Time each algorithm by attn_lib (best of ``repeat``) and by the naive loop (once); print the speed-ups."""
+    from attn_lib import experiments as E
+
     print(f"{'algorithm':<20}{'naive loop [s]':>16}{'attn_lib [s]':>14}{'speed-up':>11}")
     total_naive = total_fast = 0.0
     for name, (exp, naive) in jobs.items():
         t_fast = math.inf
-        for _ in range(args.repeat):  # best of --repeat runs (the naive loop, minutes long, runs once)
+        for _ in range(repeat):  # best of --repeat runs (the naive loop, minutes long, runs once)
             t0 = time.perf_counter()
             df = fast(exp)
             t_fast = min(t_fast, time.perf_counter() - t0)
-        if args.skip_naive:
+        if skip_naive:
             print(f"{name:<20}{'-':>16}{t_fast:>14.3f}{'-':>11}")
             continue
         t0 = time.perf_counter()
@@ -163,12 +263,12 @@ def main(argv=None):
             sm = E.critical_n_summary(df).set_index(["L", "form"])["n_star"].to_dict()
             agree = all(sm.get(k) == v for k, v in ref.items())
             print(f"{'':<20}critical N agree with the naive scan: {agree}")
-    if not args.skip_naive:
+    if not skip_naive:
         print(f"{'all five':<20}{total_naive:>16.2f}{total_fast:>14.3f}{total_naive / total_fast:>10.0f}x")
-    print(f"(forward pass of the {args.layers} captured layers at L={L}: {t_fwd:.2f} s)\n")
 
-    if args.skip_full:
-        return
+
+def _full_run(args) -> None:
+    """Step 2 of the module doc: the whole reproduction in a subprocess, with its peak memory."""
     print(f"full '{args.profile}' reproduction (subprocess, no cache; load average {os.getloadavg()}) ...", flush=True)
     out = Path(os.environ.get("BENCH_OUT", "/tmp/attn_lib_bench_reproduce"))
     code = (

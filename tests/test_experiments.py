@@ -206,7 +206,7 @@ def test_run_all_one_pass_and_cache(tmp_path, gpt2_small, monkeypatch):
     assert len(calls) == 1  # everything from the cache
     for k in E.EXPERIMENTS:
         pd.testing.assert_frame_equal(res[k].reset_index(drop=True), res2[k].reset_index(drop=True), check_dtype=False)
-    monkeypatch.setattr(M, "DEFAULT_ENGINE", "torch")  # another engine: not served from the cache
+    monkeypatch.setattr(M.settings, "default_engine", "torch")  # another engine: not served from the cache
     E.run_all(gpt2_small, TEXT, PROFILE, cache)
     assert len(calls) == 2
 
@@ -354,7 +354,7 @@ def test_kernel_warm_up_compiles_what_the_runs_use(gpt2_small, monkeypatch):
 
     if not K.available():
         pytest.skip("numba not importable")
-    monkeypatch.setattr(M, "DEFAULT_ENGINE", "numba")
+    monkeypatch.setattr(M.settings, "default_engine", "numba")
     assert K.warm_up() == list(K.KERNELS) and len(K.KERNELS) == 9
     dispatchers = [
         getattr(K, n)
@@ -431,7 +431,7 @@ def test_engines_give_the_same_tables(gpt2_small, monkeypatch):
     """All five experiments with the compiled kernels (default on CPU) and with the float64 tensor code
     (ATTN_LIB_ENGINE=torch): the same rows, numbers equal to 1e-6 (the scan's float32 roots), same critical N."""
     a = E.run_all(gpt2_small, TEXT, PROFILE)
-    monkeypatch.setattr(M, "DEFAULT_ENGINE", "torch")
+    monkeypatch.setattr(M.settings, "default_engine", "torch")
     b = E.run_all(gpt2_small, TEXT, PROFILE)
     for name in [*E.EXPERIMENTS, "critical_n_summary"]:
         x, y = a[name], b[name]
@@ -441,7 +441,7 @@ def test_engines_give_the_same_tables(gpt2_small, monkeypatch):
                 assert np.allclose(x[c], y[c], rtol=1e-6, atol=1e-12, equal_nan=True), (name, c)  # NaN: n/a
             else:
                 assert (x[c] == y[c]).all(), (name, c)
-    monkeypatch.setattr(M, "DEFAULT_ENGINE", "fortran")
+    monkeypatch.setattr(M.settings, "default_engine", "fortran")
     with pytest.raises(ValueError, match="ATTN_LIB_ENGINE"):
         E.run_all(gpt2_small, TEXT, PROFILE)
 

@@ -181,8 +181,8 @@ def test_scan_small_blocks_and_rows(monkeypatch):
     """Row blocking (tiny blocks) and a row subset give the same numbers."""
     ld, *_ = _layer(H=2, L=20, seed=5)
     ref = M.topn_scan(ld, n_max=6, engine="torch")
-    monkeypatch.setattr(M, "BLOCK_ELEMS", 64)
-    monkeypatch.setattr(M, "SCAN_BLOCK_ELEMS", 64)
+    monkeypatch.setattr(M.settings, "block_elems", 64)
+    monkeypatch.setattr(M.settings, "scan_block_elems", 64)
     sc = M.topn_scan(ld, n_max=6, rows=torch.tensor([3, 7, 19]), engine="torch")
     for k in ("d_tilde", "e1", "e2"):
         assert torch.allclose(getattr(sc, k)[:, [3, 7, 19]], getattr(ref, k)[:, [3, 7, 19]], atol=1e-12)
@@ -210,8 +210,8 @@ def test_small_blocks_and_parallel_blocks_match_theory(monkeypatch, workers):
     ld, *_ = _layer(H=2, L=24, d=4, seed=13)
     N = 9
     ref_sc = M.naive_scan(ld, n_max=N + 2)
-    monkeypatch.setattr(M, "BLOCK_ELEMS", 40)
-    monkeypatch.setattr(M, "SCAN_BLOCK_ELEMS", 40)
+    monkeypatch.setattr(M.settings, "block_elems", 40)
+    monkeypatch.setattr(M.settings, "scan_block_elems", 40)
     with M.block_parallel(workers):
         assert torch.get_num_threads() == 1
         dm = M.distance_metrics(ld, N=N)
@@ -460,7 +460,7 @@ def test_distance_engines_agree(N, p):
 
 @pytest.mark.parametrize("quantised", [False, True])
 def test_d1_kernels_agree_with_torch_for_large_n(quantised, monkeypatch):
-    """d_max through the running-maximum kernel (used above KERNEL_D1_MAX_N) and through the per-row kernel equal the
+    """d_max through the running-maximum kernel (used above settings.kernel_d1_max_n) and through the per-row kernel equal the
     tensor path, also with repeated value vectors (ties in the farthest token, selected argmax)."""
     g_ = torch.Generator().manual_seed(17)
     L = 48
@@ -474,7 +474,7 @@ def test_d1_kernels_agree_with_torch_for_large_n(quantised, monkeypatch):
     for N in (2, 7, 20):
         ref = M.distance_metrics(ld, N=N, engine="torch")
         for lim in (0, 1000):  # 0: always the running-maximum kernel; 1000: always the per-row kernel
-            monkeypatch.setattr(M, "KERNEL_D1_MAX_N", lim)
+            monkeypatch.setattr(M.settings, "kernel_d1_max_n", lim)
             got = M.distance_metrics(ld, N=N, engine="numba")
             assert torch.allclose(got.d_max, ref.d_max, rtol=1e-12, atol=1e-12), (N, lim)
             assert torch.allclose(got.d1, ref.d1, rtol=1e-12, atol=1e-12), (N, lim)
@@ -519,12 +519,8 @@ def test_order_kernel_selection_path_matches_full_sort(n):
     w = torch.randint(1, 5, (3, L, L), generator=g).to(torch.float64).tril()
     ld = M.LayerData(w / w.sum(-1, keepdim=True), torch.randn(3, L, 2, dtype=torch.float64))
     ref = M.top_n_order(ld.alpha, n, ld.mask)
-    saved = M.ORDER_PREFETCH_DIV
-    try:
-        M.ORDER_PREFETCH_DIV = 0  # no prefetch: n columns only
+    with M.configure(order_prefetch_div=0):  # no prefetch: n columns only
         assert torch.equal(ld.order(n), ref)
-    finally:
-        M.ORDER_PREFETCH_DIV = saved
 
 
 @pytest.mark.parametrize("p", [None, True, float("nan"), [0.5], object()])

@@ -30,23 +30,20 @@ One module per experiment; each public function checks its input, picks the engi
 * :mod:`~attn_lib.metrics.sensitivity` -- :func:`sensitivity_rows` (``g(T, eps)`` per row);
 * :mod:`~attn_lib.metrics.coverage` -- :func:`separable_sets` (each head's separable top-``N`` tokens) and
   :func:`coverage_metrics` (multi-head coverage of the head-averaged top-``N``);
-* :mod:`~attn_lib.metrics._engine` -- the engine choice, the settings below, :func:`block_parallel` and
+* :mod:`~attn_lib.metrics._engine` -- the engine choice, the settings below, :func:`block_parallel`, :func:`coarse_threads` and
   :func:`large_ops`.
 
-Settings, read at call time (assign them here: ``attn_lib.metrics.DEFAULT_ENGINE = "torch"``):
-``DEFAULT_ENGINE`` (what ``engine="auto"`` means; environment variable ``ATTN_LIB_ENGINE``), ``BLOCK_ELEMS`` and
-``SCAN_BLOCK_ELEMS`` (row-block sizes of the torch code), ``KERNEL_D1_MAX_N`` and ``ORDER_PREFETCH_DIV`` (see
-:mod:`~attn_lib.metrics._engine`).
+Settings: :data:`settings`, one plain :class:`Settings` object that every module reads at call time --
+``default_engine`` (what ``engine="auto"`` means; environment variable ``ATTN_LIB_ENGINE``), ``block_elems`` and
+``scan_block_elems`` (row-block sizes of the torch code), ``kernel_d1_max_n`` and ``order_prefetch_div``. Change
+them for a block with ``with attn_lib.metrics.configure(default_engine="torch"): ...``, or assign an attribute of
+``attn_lib.metrics.settings``.
 """
 
 from __future__ import annotations
 
-import sys
-import types
-
-from . import _engine
 from ._engine import F64 as F64
-from ._engine import block_parallel, large_ops
+from ._engine import Settings, block_parallel, coarse_threads, configure, large_ops, settings
 from .coverage import CoverageRows, SeparableSets, coverage_metrics, separable_sets
 from .crossing import CrossingRows, crossing_metrics
 from .distance import DistanceRows, distance_metrics
@@ -57,6 +54,9 @@ from .sensitivity import sensitivity_rows
 from .separability import SeparabilityRows, running_min_distance, separability_metrics, unit_layer
 
 __all__ = [
+    "Settings",
+    "settings",
+    "configure",
     "LayerData",
     "CrossingRows",
     "crossing_metrics",
@@ -80,30 +80,25 @@ __all__ = [
     "masked_mean",
     "top_n_order",
     "block_parallel",
+    "coarse_threads",
     "large_ops",
     "unit_layer",
     "running_min_distance",
 ]
 
 
-def _setting(name: str) -> property:
-    """A property of the package that reads and assigns ``name`` in :mod:`~attn_lib.metrics._engine`."""
-    return property(
-        lambda _pkg: getattr(_engine, name),
-        lambda _pkg, value: setattr(_engine, name, value),
-        doc=f"attn_lib.metrics._engine.{name}, where every module of the package looks it up",
-    )
+#: the settings' former module-level names, readable (not assignable) here until every caller reads ``settings``
+_FORMER_NAMES = {
+    "DEFAULT_ENGINE": "default_engine",
+    "BLOCK_ELEMS": "block_elems",
+    "SCAN_BLOCK_ELEMS": "scan_block_elems",
+    "KERNEL_D1_MAX_N": "kernel_d1_max_n",
+    "ORDER_PREFETCH_DIV": "order_prefetch_div",
+}
 
 
-class _MetricsPackage(types.ModuleType):
-    """``attn_lib.metrics`` itself: each of :data:`attn_lib.metrics._engine.SETTINGS` is a property here, so that
-    assigning it on the package (or ``monkeypatch.setattr(attn_lib.metrics, ...)``) reaches every module."""
-
-    def __dir__(self):
-        return sorted(set(super().__dir__()) | set(_engine.SETTINGS))
-
-
-for _name in _engine.SETTINGS:
-    setattr(_MetricsPackage, _name, _setting(_name))
-del _name
-sys.modules[__name__].__class__ = _MetricsPackage
+def __getattr__(name: str):
+    """``attn_lib.metrics.DEFAULT_ENGINE`` etc. read :data:`settings` (PEP 562); assign through ``settings``."""
+    if name in _FORMER_NAMES:
+        return getattr(settings, _FORMER_NAMES[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,14 +1,15 @@
 """How the metrics run: the tunable settings, the choice between the numba kernels and the float64 torch code, and
 the threading of row blocks and kernels.
 
-The settings below are read at call time. Assign them on the package (``attn_lib.metrics.BLOCK_ELEMS = ...``, or
-``monkeypatch.setattr(attn_lib.metrics, ...)`` in a test): :mod:`attn_lib.metrics` forwards those assignments here,
-so every module of the package sees them.
+The settings are one plain object, :data:`settings` (a :class:`Settings`), that every module of the package reads
+at call time; :func:`configure` changes some of them for a ``with`` block.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -19,18 +20,16 @@ from .. import _kernels as _kern
 from .._validation import check_choice
 
 __all__ = [
-    "DEFAULT_ENGINE",
-    "BLOCK_ELEMS",
-    "SCAN_BLOCK_ELEMS",
-    "KERNEL_D1_MAX_N",
-    "ORDER_PREFETCH_DIV",
-    "SETTINGS",
+    "Settings",
+    "settings",
+    "configure",
     "F64",
     "ENGINES",
     "kernels_apply",
     "uses_numba",
     "kernel_threads",
     "block_parallel",
+    "coarse_threads",
     "large_ops",
     "run_blocks",
 ]
@@ -39,24 +38,74 @@ F64 = torch.float64
 #: the values of every ``engine`` argument.
 ENGINES = ("auto", "numba", "torch")
 
-#: target number of float64 elements of one (H, rows, W) work block (~4 MB): keeps memory bounded and the
-#: working set in cache.
-BLOCK_ELEMS = 1 << 19
-#: what ``engine="auto"`` means: ``"auto"`` (numba on CPU with prefix masks, torch elsewhere), or ``"torch"`` /
-#: ``"numba"`` everywhere they apply. Set by the environment variable ``ATTN_LIB_ENGINE`` (e.g. ``torch`` for float64
-#: square roots in the critical-N scan), or assign ``attn_lib.metrics.DEFAULT_ENGINE``.
-DEFAULT_ENGINE = os.environ.get("ATTN_LIB_ENGINE", "auto").strip().lower() or "auto"
-#: when the compiled top-N order runs, it keeps at least ``L // ORDER_PREFETCH_DIV`` columns per row: the
-#: critical-N scan goes up to ``N = L/4``, so one sort per layer serves every experiment (0 disables prefetching).
-ORDER_PREFETCH_DIV = 4
-#: largest N for which the compiled distance kernel also computes d_1 of Theorem 1(a) (cost N t per row); above it
-#: the running-maximum kernel :func:`attn_lib._kernels.d1_cummax` is cheaper.
-KERNEL_D1_MAX_N = 64
-#: block size of the critical-N scan, whose ~6 work arrays are revisited for every N: small enough to stay in
-#: the L2 cache.
-SCAN_BLOCK_ELEMS = 1 << 19
-#: the names above that :mod:`attn_lib.metrics` forwards to this module.
-SETTINGS = ("DEFAULT_ENGINE", "BLOCK_ELEMS", "SCAN_BLOCK_ELEMS", "KERNEL_D1_MAX_N", "ORDER_PREFETCH_DIV")
+
+def _env_engine() -> str:
+    return os.environ.get("ATTN_LIB_ENGINE", "auto").strip().lower() or "auto"
+
+
+@dataclasses.dataclass
+class Settings:
+    """The tunable settings of :mod:`attn_lib.metrics`, read at call time from :data:`settings`.
+
+    Change them for a block of code with :func:`configure` (or, in a test,
+    ``monkeypatch.setattr(attn_lib.metrics.settings, "block_elems", 64)``).
+
+    Attributes
+    ----------
+    default_engine : {"auto", "numba", "torch"}
+        What ``engine="auto"`` means: ``"auto"`` (numba on CPU with prefix masks, torch elsewhere), or ``"torch"`` /
+        ``"numba"`` everywhere they apply. Initial value: the environment variable ``ATTN_LIB_ENGINE`` (e.g.
+        ``torch`` for float64 square roots in the critical-N scan), else ``"auto"``. Checked where it is used.
+    block_elems : int
+        Target number of float64 elements of one (H, rows, W) work block of the torch code (~4 MB): keeps memory
+        bounded and the working set in cache.
+    scan_block_elems : int
+        Block size of the critical-N scan's torch code, whose ~6 work arrays are revisited for every N: small
+        enough to stay in the L2 cache.
+    kernel_d1_max_n : int
+        Largest N for which the compiled distance kernel also computes d_1 of Theorem 1(a) (cost N t per row); above
+        it the running-maximum kernel :func:`attn_lib._kernels.d1_cummax` is cheaper.
+    order_prefetch_div : int
+        When the compiled top-N order runs, it keeps at least ``L // order_prefetch_div`` columns per row. The
+        critical-N scan of both profiles goes up to ``N = L - 1``, so the default 1 sorts each row once, fully,
+        and that one sort serves every experiment of the layer (with 4, a partial sort of ``L/4`` columns came
+        first and the scan sorted again: 0.55 s instead of 0.35 s CPU per 9-head layer at L = 1024). 0 keeps
+        only the requested columns.
+    """
+
+    default_engine: str = dataclasses.field(default_factory=_env_engine)
+    block_elems: int = 1 << 19
+    scan_block_elems: int = 1 << 19
+    kernel_d1_max_n: int = 64
+    order_prefetch_div: int = 1
+
+
+#: the settings every module of :mod:`attn_lib.metrics` reads at call time.
+settings = Settings()
+
+
+@contextlib.contextmanager
+def configure(**changes):
+    """Context: the given :class:`Settings` fields take the given values inside, and their old values afterwards.
+
+    Parameters
+    ----------
+    **changes
+        Field names of :class:`Settings` and their values, e.g. ``configure(default_engine="torch")``.
+    """
+    names = {f.name for f in dataclasses.fields(Settings)}
+    for name in changes:
+        if name not in names:
+            raise ValueError(f"configure: unknown setting {name!r}; the settings are {sorted(names)}")
+    old = {name: getattr(settings, name) for name in changes}
+    for name, value in changes.items():
+        setattr(settings, name, value)
+    try:
+        yield settings
+    finally:
+        for name, value in old.items():
+            setattr(settings, name, value)
+
 
 #: worker threads of :func:`run_blocks` inside :func:`block_parallel` (``None``: ``torch.get_num_threads()``).
 _WORKERS: int | None = None
@@ -77,7 +126,7 @@ def uses_numba(engine: str, applies: bool, needs: str = "") -> bool:
     Parameters
     ----------
     engine : {"auto", "numba", "torch"}
-        The caller's ``engine`` argument. ``"auto"`` follows :data:`DEFAULT_ENGINE` and picks numba where it applies.
+        The caller's ``engine`` argument. ``"auto"`` follows ``settings.default_engine`` and picks numba where it applies.
     applies : bool
         Whether the kernel can run on this input (see :func:`kernels_apply`, plus any condition of the caller).
     needs : str
@@ -90,7 +139,7 @@ def uses_numba(engine: str, applies: bool, needs: str = "") -> bool:
     """
     check_choice("engine", engine, ENGINES)
     if engine == "auto":
-        default = DEFAULT_ENGINE
+        default = settings.default_engine
         if default not in ENGINES:
             raise ValueError(f"ATTN_LIB_ENGINE must be one of 'auto', 'numba', 'torch' (got {default!r})")
         return default != "torch" and applies
@@ -140,6 +189,27 @@ def block_parallel(workers: int | None = None):
     finally:
         torch.set_num_threads(prev_threads)
         _WORKERS = prev_workers
+
+
+def coarse_threads(fn: Callable) -> Callable:
+    """Decorator of the public metrics: the call runs inside :func:`block_parallel` (single-threaded torch, row
+    blocks and kernels on the workers), unless it already does.
+
+    On a machine where another process holds a core, torch's per-operation OpenMP threads spin at their barriers
+    while the thread they wait for is descheduled: a plain call of ``distance_metrics`` on a (9, 256, 256) layer
+    went from 10 ms to 250 ms. Inside ``block_parallel`` only coarse work items are shared out (row blocks, whole
+    kernels), and the slowdown with one core taken stays near the 2x of losing half the machine
+    (``benchmarks/bench_contention.py``).
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if _WORKERS is not None:
+            return fn(*args, **kwargs)
+        with block_parallel():
+            return fn(*args, **kwargs)
+
+    return wrapper
 
 
 @contextlib.contextmanager

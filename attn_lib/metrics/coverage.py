@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 
 from .._validation import check_seed, check_size
-from ._engine import F64, run_blocks
+from ._engine import F64, coarse_threads, run_blocks
 from .layer import LayerData, as_layer, check_n, top_n_order
 from .separability import unit_layer
 
@@ -90,6 +90,7 @@ class CoverageRows:
     fraction: torch.Tensor
 
 
+@coarse_threads
 def separable_sets(layer, values=None, N: int = 16, *, mask=None, normalize: bool = True) -> SeparableSets:
     r"""Each head's separable top-``N`` tokens: ``D_i < rho_min`` (the strict convention of Algorithm 4).
 
@@ -145,6 +146,7 @@ def _separable_block(
     out[:, first:stop] = dist.gather(-1, top) < rho
 
 
+@coarse_threads
 def coverage_metrics(
     layer, values=None, N: int = 16, *, mask=None, permutations: int = 8, seed: int = 0, normalize: bool = True
 ) -> CoverageRows:

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from .._validation import check_int
-from ._engine import F64
+from ._engine import F64, coarse_threads
 from .layer import as_real_tensor, bool_mask
 
 __all__ = ["CrossingRows", "crossing_metrics"]
@@ -63,6 +63,7 @@ class CrossingRows:
     a_out: torch.Tensor
 
 
+@coarse_threads
 def crossing_metrics(weights: Any, values: Any, n_values: Any, mask: Any = None) -> CrossingRows:
     r"""d~, E1, :math:`\|s_N\|`, :math:`\|z\|`, ``A`` and ``A_out`` on a set of query rows, for each ``N``.
 

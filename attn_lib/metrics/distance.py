@@ -25,7 +25,7 @@ import torch
 from .. import _kernels as _kern
 from .._validation import check_choice
 from . import _engine
-from ._engine import F64, kernel_threads, run_blocks, uses_numba
+from ._engine import F64, coarse_threads, kernel_threads, run_blocks, uses_numba
 from .layer import LayerData, as_layer, check_n
 
 __all__ = ["DistanceRows", "distance_metrics"]
@@ -115,6 +115,7 @@ def inclusion_probability(p: str | float, N: int, t: torch.Tensor) -> torch.Tens
 # ----------------------------------------------------------------------------------------------------------
 # the public function
 # ----------------------------------------------------------------------------------------------------------
+@coarse_threads
 def distance_metrics(
     layer,
     values=None,
@@ -214,7 +215,7 @@ def _distance_numba(
     counts = torch.broadcast_to(ld.t, (H, L)).numpy()
     z_dot_x, z_sq = ld.zdot()
     # d_1 in the kernel costs N t per row: cheaper than the running-maximum kernel for small N
-    d1_in_kernel = with_dmax and N <= _engine.KERNEL_D1_MAX_N
+    d1_in_kernel = with_dmax and N <= _engine.settings.kernel_d1_max_n
     out = _kern.dist_prefix(
         ld.alpha.numpy(),
         ld.gram.numpy(),
@@ -437,7 +438,7 @@ def _d1_sq_recompute(
         while start < head_triples.shape[0]:
             # rows ascending: a chunk's width is that of its last row
             width = int(last[head, head_triples[min(head_triples.shape[0], start + 1) - 1, 1]]) + 1
-            n_chunk = max(1, _engine.BLOCK_ELEMS // max(1, 2 * width))
+            n_chunk = max(1, _engine.settings.block_elems // max(1, 2 * width))
             width = int(last[head, head_triples[min(head_triples.shape[0], start + n_chunk) - 1, 1]]) + 1
             chunk = head_triples[start : start + n_chunk]
             start += n_chunk
@@ -456,7 +457,7 @@ def _d1_sq_rows(ld: LayerData, N: int, order: torch.Tensor, head_rows: torch.Ten
     ``d1_sq``: the Gram rows of the selected tokens against every visible non-selected token."""
     H, L = ld.H, ld.L
     G, g = ld.gram, ld.gdiag
-    chunk = max(1, _engine.BLOCK_ELEMS // max(1, N * L))
+    chunk = max(1, _engine.settings.block_elems // max(1, N * L))
     for k in range(0, head_rows.shape[0], chunk):
         heads, rows = head_rows[k : k + chunk, 0], head_rows[k : k + chunk, 1]
         selected = order[heads, rows]  # (n, N)

@@ -19,7 +19,7 @@ from .. import _kernels as _kern
 from .. import normalizers as _nz
 from .._validation import check_int, check_positive
 from . import _engine
-from ._engine import F64, kernel_threads, kernels_apply, uses_numba
+from ._engine import F64, coarse_threads, kernel_threads, kernels_apply, uses_numba
 
 __all__ = ["LayerData", "as_layer", "top_n_order", "masked_mean"]
 
@@ -184,6 +184,7 @@ class LayerData:
         self._cummax = None
 
     @classmethod
+    @coarse_threads
     def from_logits(cls, logits: Any, values: Any, mask: Any = None, temperature: float = 1.0) -> LayerData:
         """A layer whose weights are the float64 softmax of ``logits / temperature`` over the visible positions.
 
@@ -278,8 +279,8 @@ class LayerData:
             n_keep = max(n, min(self.L, 8))
             if uses_numba("auto", self.kernels_apply):  # compiled sort
                 # selecting more columns costs little: keep enough for every later request of the experiments
-                if _engine.ORDER_PREFETCH_DIV:
-                    n_keep = max(n_keep, self.L // _engine.ORDER_PREFETCH_DIV)
+                if _engine.settings.order_prefetch_div:
+                    n_keep = max(n_keep, self.L // _engine.settings.order_prefetch_div)
                 counts = torch.broadcast_to(self.t, (self.H, self.L))
                 self._order = torch.from_numpy(
                     _kern.order_prefix(self.alpha.numpy(), counts.numpy(), n_keep, threads=kernel_threads())
@@ -301,7 +302,7 @@ class LayerData:
             Work arrays per element (divides the budget).
         elems : int, optional
             Budget of ``H x rows x W`` elements per array; default
-            :data:`attn_lib.metrics._engine.BLOCK_ELEMS`.
+            ``attn_lib.metrics.settings.block_elems``.
 
         Yields
         ------
@@ -312,7 +313,7 @@ class LayerData:
             in cache).
         """
         if elems is None:
-            elems = _engine.BLOCK_ELEMS
+            elems = _engine.settings.block_elems
         if rows is None:
             rows = torch.arange(self.L, device=self.device)
         last_any_head = self.last.amax(0)  # (L,)

@@ -12,6 +12,26 @@ row of the Gram matrix, so all ``N`` cost ``O(K t^2)`` per row instead of ``O(K 
 :func:`_mc_scan_numba` (the compiled :func:`attn_lib._kernels.mc_scan_prefix`) or :func:`_mc_scan_torch`, on the
 same orders. With the same ``seed``, rows, ``n_samples`` and a row set ending at the layer's last row, the prefix
 of length ``N`` is exactly the subset :func:`expected_distance_mc` draws at that ``N``.
+
+Variance reduction
+------------------
+
+With ``control_variate=True`` each sample is :math:`Y = \tilde d - C + \mathbb E[C]`, where
+:math:`C = \sum_{i\notin I} w_i Q_i`, :math:`Q_i = \|\alpha_i x_i - s\|^2` is the square under the root of
+d~'s term ``i`` and :math:`w_i = 1/(2\sqrt{m_i})`, :math:`m_i = \mathbb E[Q_i \mid i\notin I]` (exact for
+sampling without replacement, from the Gram matrix; :math:`\mathbb E[C] = \frac{t-N}{t}\sum_i w_i m_i`).
+:math:`C` is the first-order Taylor expansion of d~ around the second moments, so ``Y`` has the expectation of
+d~ (for any fixed weights) and, where the linearisation holds, a smaller variance; ``stderr`` is then the standard error of ``Y``'s mean.
+Extra cost ``O(t^2 + n t)`` per row, independent of ``K``. It pays where the squares vary little around
+their means; on a row with a dominant token (an attention sink) ``Q_i`` jumps with that token's membership,
+the Taylor weights overshoot, and the variance can be larger than the plain mean's (``benchmarks/README.md``).
+
+With ``stratify=True`` each row is stratified on its largest weight ``j*`` (per head; ties to the lower index):
+sample ``k`` is a pair of independent orders, one with ``j*`` first (its ``N``-prefix: ``j*`` and a uniform
+``(N-1)``-subset of the others), one with ``j*`` last among the visible tokens (a uniform ``N``-subset without
+``j*``), combined with the weights ``N/t`` and ``1 - N/t``. Unbiased by construction; twice the orders of the
+plain scan, and less variance on rows with an attention sink. ``stderr`` is then
+``sqrt((N/t)^2 se_in^2 + (1 - N/t)^2 se_out^2)``. Both options can be combined.
 """
 
 from __future__ import annotations
@@ -26,7 +46,7 @@ import torch
 from .. import _kernels as _kern
 from .._validation import check_int, check_seed, check_size
 from . import _engine
-from ._engine import F64, kernel_threads, uses_numba
+from ._engine import F64, coarse_threads, kernel_threads, uses_numba
 from .layer import LayerData, as_layer, check_n, check_rows
 
 __all__ = ["MCRows", "MCScanRows", "expected_distance_mc", "expected_distance_mc_scan", "mc_permutations"]
@@ -55,6 +75,7 @@ class MCRows:
     valid: torch.Tensor
 
 
+@coarse_threads
 def expected_distance_mc(
     layer, values=None, N: int = 5, *, rows=None, mask=None, n_samples: int = 64, seed: int = 0, engine: str = "auto"
 ) -> MCRows:
@@ -139,7 +160,7 @@ def _mc_torch(
     gen = torch.Generator(device="cpu").manual_seed(seed)
     keys_all = torch.rand(n_rows, K, L, generator=gen, dtype=F64)  # one draw per (row, sample, position)
     zero = torch.zeros((), dtype=F64, device=ld.device)
-    per_block = max(1, _engine.BLOCK_ELEMS // max(1, H * K * L))
+    per_block = max(1, _engine.settings.block_elems // max(1, H * K * L))
     for first in range(0, n_rows, per_block):
         rows_block = rows[first : first + per_block].to(ld.device)
         B = rows_block.numel()
@@ -199,6 +220,9 @@ class MCScanRows:
         ``(H, R, n)`` bool: ``t >= N + 1``.
     n_samples : int
         ``K``.
+    control_variate, stratified : bool
+        Whether each sample carried the control variate, and whether the samples were stratified on the largest
+        weight (:func:`expected_distance_mc_scan`).
     """
 
     n_values: np.ndarray
@@ -207,8 +231,11 @@ class MCScanRows:
     stderr: torch.Tensor
     valid: torch.Tensor
     n_samples: int
+    control_variate: bool = False
+    stratified: bool = False
 
 
+@coarse_threads
 def expected_distance_mc_scan(
     layer,
     values=None,
@@ -220,17 +247,16 @@ def expected_distance_mc_scan(
     n_samples: int = 8,
     seed: int = 0,
     engine: str = "auto",
+    control_variate: bool = False,
+    stratify: bool = False,
 ) -> MCScanRows:
     r"""Monte-Carlo :math:`\mathbb E_{I_N\sim\mathcal U}[\tilde d]` (Eq. 8) for every ``N`` in ``n_min..n_max``.
 
-    The estimator is the one of :func:`expected_distance_mc` -- uniform ``N``-subsets of a row's visible tokens,
-    ``d~`` summed over the visible tokens outside the subset, the mean over ``K = n_samples`` subsets -- with the
-    subsets of all ``N`` drawn together: sample ``k`` of a row is a uniformly random order of its visible tokens
-    (:func:`mc_permutations`), and its ``N``-subset is the first ``N`` tokens of that order, a uniform ``N``-subset
-    for every ``N``. Adding the ``N``-th token ``j`` updates ``K_i = alpha_i ||x_i||^2 - 2 s . x_i`` by
-    ``-2 alpha_j G_ji`` and :math:`\|s\|^2` by ``alpha_j (2 alpha_j G_jj - K_j)`` (as :func:`attn_lib.metrics.topn_scan`
-    does for the top-N order), so a row costs ``O(K t min(t, n_max))``. The estimates at different ``N`` share
-    their orders, so they are correlated across ``N``; each one is unbiased.
+    The estimator of :func:`expected_distance_mc` with the subsets of every ``N`` drawn together: the ``N``-prefixes
+    of ``K`` uniformly random orders per row (:func:`mc_permutations`), updated one token at a time as
+    :func:`attn_lib.metrics.topn_scan` does (module doc); ``O(K t min(t, n_max))`` per row. The estimates at
+    different ``N`` share their orders (correlated across ``N``); each is unbiased. ``control_variate`` and
+    ``stratify`` reduce the variance with the same expectation (module doc, §Variance reduction).
 
     Parameters
     ----------
@@ -252,6 +278,11 @@ def expected_distance_mc_scan(
         ``"numba"`` (CPU, prefix masks: the compiled :func:`attn_lib._kernels.mc_scan_prefix`, float64 state,
         square roots in float32 as in the critical-N scan: relative error below ``1.2e-7``), ``"torch"`` (any
         device or mask, float64 throughout), ``"auto"`` (numba where it applies). Both use the same orders.
+    control_variate : bool
+        Subtract the control variate from every sample (module doc; default ``False``: the plain mean).
+    stratify : bool
+        Stratify on each head's largest weight (module doc, §Variance reduction): ``K`` pairs of orders, twice
+        the work of the plain scan.
 
     Returns
     -------
@@ -259,6 +290,37 @@ def expected_distance_mc_scan(
         ``mean``, ``stderr`` and ``valid`` of shape ``(H, R, n_max - n_min + 1)``.
     """
     ld = as_layer(layer, values, mask)
+    n_min, n_max, rows, n_samples, seed = _check_scan_args(
+        ld, n_min, n_max, rows, n_samples, seed, control_variate=control_variate, stratify=stratify
+    )
+    n_values = torch.arange(n_min, n_max + 1, device=ld.device)
+    counts = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, rows.to(ld.device)]  # (H, R)
+    valid = counts.unsqueeze(-1) >= n_values.view(1, 1, -1) + 1
+    numba = uses_numba(engine, ld.kernels_apply) and bool(rows.numel())
+    visible = ld.mask[0][rows.to(ld.device)].cpu()
+    if stratify:
+        perm = mc_permutations(visible, 2 * n_samples, seed)
+        mean, stderr = _mc_scan_stratified(ld, n_min, n_max, rows, perm, control_variate, numba)
+    else:
+        perm = mc_permutations(visible, n_samples, seed)
+        scan = _mc_scan_numba if numba else _mc_scan_torch
+        mean, stderr = scan(ld, n_min, n_max, rows, perm, control_variate)
+    zero = torch.zeros((), dtype=F64, device=ld.device)
+    return MCScanRows(
+        n_values=np.arange(n_min, n_max + 1),
+        rows=rows,
+        mean=torch.where(valid, mean, zero),
+        stderr=torch.where(valid, stderr, zero),
+        valid=valid,
+        n_samples=n_samples,
+        control_variate=control_variate,
+        stratified=stratify,
+    )
+
+
+def _check_scan_args(ld: LayerData, n_min, n_max, rows, n_samples, seed, **flags) -> tuple:
+    """The checked ``(n_min, n_max, rows, n_samples, seed)`` of :func:`expected_distance_mc_scan`; its boolean
+    ``flags`` and the one mask for every head are checked too."""
     n_min = check_n(n_min, "n_min")
     # N = L - 1 is the largest N with a valid row (t >= N + 1)
     n_min = check_int("n_min", n_min, low=1, high=max(1, ld.L - 1))
@@ -269,23 +331,10 @@ def expected_distance_mc_scan(
     n_samples = check_size("n_samples", n_samples, per_item=max(1, int(rows.numel())) * ld.L)
     if ld.mask.shape[0] != 1 and not bool((ld.mask == ld.mask[:1]).all()):
         raise ValueError("expected_distance_mc_scan needs the same mask for every head")
-    n_values = torch.arange(n_min, n_max + 1, device=ld.device)
-    counts = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, rows.to(ld.device)]  # (H, R)
-    valid = counts.unsqueeze(-1) >= n_values.view(1, 1, -1) + 1
-    perm = mc_permutations(ld.mask[0][rows.to(ld.device)].cpu(), n_samples, seed)
-    if uses_numba(engine, ld.kernels_apply) and rows.numel():
-        mean, stderr = _mc_scan_numba(ld, n_min, n_max, rows, perm)
-    else:
-        mean, stderr = _mc_scan_torch(ld, n_min, n_max, rows, perm)
-    zero = torch.zeros((), dtype=F64, device=ld.device)
-    return MCScanRows(
-        n_values=np.arange(n_min, n_max + 1),
-        rows=rows,
-        mean=torch.where(valid, mean, zero),
-        stderr=torch.where(valid, stderr, zero),
-        valid=valid,
-        n_samples=n_samples,
-    )
+    for name, flag in flags.items():
+        if not isinstance(flag, bool):
+            raise ValueError(f"{name} must be True or False (got {flag!r})")
+    return n_min, n_max, rows, n_samples, seed
 
 
 def mc_permutations(visible, n_samples: int, seed: int) -> torch.Tensor:
@@ -328,8 +377,57 @@ def _mc_permutations_cached(visible_bytes: bytes, shape: tuple, K: int, seed: in
     return torch.argsort(keys, dim=-1, stable=True)
 
 
+def _move_token(perm: torch.Tensor, token: torch.Tensor, t: torch.Tensor, first: bool) -> torch.Tensor:
+    """``perm`` ``(R, K, W)`` with ``token[i]`` moved to the front of row ``i``'s orders (``first``) or to position
+    ``t[i] - 1``, the last visible one; the other entries keep their order."""
+    pos = torch.arange(perm.shape[-1], dtype=F64).expand(perm.shape)
+    hit = perm == token.view(-1, 1, 1)
+    place = torch.full((), -1.0, dtype=F64) if first else (t.to(F64) - 0.5).view(-1, 1, 1).expand(perm.shape)
+    return perm.gather(-1, torch.argsort(torch.where(hit, place, pos), dim=-1, stable=True))
+
+
+def _mc_scan_stratified(
+    ld: LayerData, n_min: int, n_max: int, rows: torch.Tensor, perm: torch.Tensor, control_variate: bool, numba: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(mean, stderr)`` ``(H, R, n)`` stratified on each head's largest weight: the first half of the orders
+    ``perm`` ``(R, 2K, W)`` with that token first, the second half with it last (see
+    :func:`expected_distance_mc_scan`)."""
+    K = perm.shape[1] // 2
+    dev = ld.device
+    t = torch.broadcast_to(ld.t, (ld.H, ld.L))[0, rows.to(dev)].cpu()  # (R,), the same for every head
+    p = (torch.arange(n_min, n_max + 1, dtype=F64).view(1, -1) / t.to(F64).view(-1, 1)).to(dev)  # (R, n)
+    mean = torch.zeros(ld.H, rows.numel(), n_max - n_min + 1, dtype=F64, device=dev)
+    stderr = torch.zeros_like(mean)
+    for h in range(ld.H):
+        top = ld.alpha[h, rows.to(dev)].argmax(-1).cpu()  # first maximum: ties to the lower index
+        halves = []
+        for first, part in ((True, perm[:, :K]), (False, perm[:, K:])):
+            order = _move_token(part, top, t, first)
+            if numba:
+                m, se = _kern.mc_scan_prefix(
+                    ld.alpha[h : h + 1].numpy(),
+                    ld.gram[h : h + 1].numpy(),
+                    order.numpy(),
+                    torch.broadcast_to(ld.t, (ld.H, ld.L))[h : h + 1].numpy(),
+                    rows.numpy(),
+                    n_min,
+                    n_max,
+                    threads=kernel_threads(),
+                    control_variate=control_variate,
+                )
+                m, se = torch.from_numpy(m), torch.from_numpy(se)
+            else:
+                head = LayerData(ld.alpha[h : h + 1], ld.values[h : h + 1], ld.mask[:1])
+                m, se = _mc_scan_torch(head, n_min, n_max, rows, order, control_variate)
+            halves.append((m[0], se[0]))
+        (m_in, se_in), (m_out, se_out) = halves
+        mean[h] = p * m_in + (1 - p) * m_out
+        stderr[h] = (p.square() * se_in.square() + (1 - p).square() * se_out.square()).sqrt()
+    return mean, stderr
+
+
 def _mc_scan_numba(
-    ld: LayerData, n_min: int, n_max: int, rows: torch.Tensor, perm: torch.Tensor
+    ld: LayerData, n_min: int, n_max: int, rows: torch.Tensor, perm: torch.Tensor, control_variate: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(mean, stderr)`` ``(H, R, n)`` by the compiled kernel (prefix masks: an order's first ``t`` entries are the
     row's columns ``0..t-1``)."""
@@ -342,12 +440,38 @@ def _mc_scan_numba(
         n_min,
         n_max,
         threads=kernel_threads(),
+        control_variate=control_variate,
     )
     return torch.from_numpy(mean), torch.from_numpy(stderr)
 
 
+def _cv_terms(ld: LayerData, rows_block: torch.Tensor, W: int) -> tuple[torch.Tensor, ...]:
+    """``(P, U, C)`` ``(H, B, W)`` of the control variate: ``m_i = P_i + q U_i + q2 C_i`` is
+    ``E[||alpha_i x_i - s||^2 | i not in I]`` for a uniform ``N``-subset ``I`` of the row's other visible tokens
+    (``q = N/(t-1)``, ``q2 = N(N-1)/((t-1)(t-2))``)."""
+    alpha = ld.alpha[:, rows_block, :W]
+    gram = ld.gram[:, :W, :W]
+    ga = torch.einsum("hbj,hij->hbi", alpha, gram)  # sum_j alpha_j G_ij
+    base = alpha * ld.gdiag[:, None, :W]
+    p = alpha * base
+    b = (alpha * base).sum(-1, keepdim=True) - p
+    s = (alpha * ga).sum(-1, keepdim=True)
+    return p, b - 2 * alpha * (ga - base), s - 2 * alpha * ga + p - b
+
+
+def _cv_weights(P, U, C, visible: torch.Tensor, N: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Weights ``w`` ``(H, B, W)`` (``1 / (2 sqrt(m_i))``, 0 where ``m_i <= 0`` or ``i`` is masked) and ``E[C]``
+    ``(H, B)`` at ``N`` for rows with visible columns ``visible`` ``(B, W)``."""
+    tf = visible.sum(-1).to(F64).view(1, -1, 1)
+    q = N / (tf - 1).clamp(min=1)
+    q2 = N * (N - 1) / ((tf - 1) * (tf - 2)).clamp(min=1) if N >= 2 else torch.zeros((), dtype=F64)
+    m = P + q * U + q2 * C
+    w = torch.where((m > 0) & visible.unsqueeze(0), 0.5 / m.clamp(min=1e-300).sqrt(), torch.zeros((), dtype=F64))
+    return w, (w * m).sum(-1) * ((tf - N) / tf).squeeze(-1)
+
+
 def _mc_scan_torch(
-    ld: LayerData, n_min: int, n_max: int, rows: torch.Tensor, perm: torch.Tensor
+    ld: LayerData, n_min: int, n_max: int, rows: torch.Tensor, perm: torch.Tensor, control_variate: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(mean, stderr)`` ``(H, R, n)`` by float64 tensor code, a block of rows at a time: the state
     ``K_i = alpha_i ||x_i||^2 - 2 s . x_i`` and ``||s||^2`` of every (head, row, sample), one token added per
@@ -364,7 +488,7 @@ def _mc_scan_torch(
     zero = torch.zeros((), dtype=F64, device=ld.device)
     last = ld.last.amax(0)
     width_all = int(last[rows.to(ld.device)].max()) + 1
-    per_block = max(1, _engine.BLOCK_ELEMS // max(1, H * K * width_all))
+    per_block = max(1, _engine.settings.block_elems // max(1, H * K * width_all))
     for first in range(0, n_rows, per_block):
         rows_block = rows[first : first + per_block].to(ld.device)
         B = rows_block.numel()
@@ -380,6 +504,7 @@ def _mc_scan_torch(
         state = (alpha * ld.gdiag[:, None, :W]).unsqueeze(2).expand(H, B, K, W).clone()
         s_sq = torch.zeros(H, B, K, 1, dtype=F64, device=ld.device)
         keep = visible.unsqueeze(1).expand(B, K, W).clone()  # visible and not yet added
+        cv = _cv_terms(ld, rows_block, W) if control_variate else None
         for N in range(1, top + 1):
             j = order[:, :, N - 1]  # (B, K)
             a_j = alpha.gather(-1, j.view(1, B, K).expand(H, B, K)).unsqueeze(-1)  # (H, B, K, 1)
@@ -391,8 +516,12 @@ def _mc_scan_torch(
             keep.scatter_(-1, j.unsqueeze(-1), False)
             if N < n_min:
                 continue
-            dist = torch.addcmul(s_sq, alpha_k, state).clamp_(min=0).sqrt_()
-            d_tilde = torch.where(keep.unsqueeze(0), dist, zero).sum(-1)  # (H, B, K)
+            arg = torch.addcmul(s_sq, alpha_k, state).clamp_(min=0)
+            d_tilde = torch.where(keep.unsqueeze(0), arg.sqrt(), zero).sum(-1)  # (H, B, K)
+            if cv is not None:
+                w, expect = _cv_weights(*cv, visible, N)
+                c_k = torch.where(keep.unsqueeze(0), w.unsqueeze(2) * arg, zero).sum(-1)
+                d_tilde = d_tilde - c_k + expect.unsqueeze(-1)
             q = N - n_min
             mean[:, first : first + B, q] = d_tilde.mean(-1)
             stderr[:, first : first + B, q] = d_tilde.std(-1) / math.sqrt(K) if K > 1 else math.inf

@@ -23,7 +23,7 @@ import torch
 from .. import _kernels as _kern
 from .._validation import check_int
 from . import _engine
-from ._engine import F64, kernel_threads, run_blocks, uses_numba
+from ._engine import F64, coarse_threads, kernel_threads, run_blocks, uses_numba
 from .distance import check_p, distance_metrics, inclusion_probability
 from .layer import LayerData, as_layer, check_n, check_rows
 
@@ -53,6 +53,7 @@ class ScanRows:
     e2: torch.Tensor
 
 
+@coarse_threads
 def topn_scan(
     layer,
     values=None,
@@ -69,7 +70,7 @@ def topn_scan(
     Per row, adding the ``N``-th top token ``j`` updates ``c_i = s . x_i`` by ``alpha_j G_{j i}`` and
     :math:`\|s\|^2` by :math:`2\alpha_jc_j+\alpha_j^2G_{jj}`, so one step costs ``O(t)`` per row and the whole scan
     ``O(H L^2 n)``. The state at ``n_min - 1`` is built directly (one BLAS product), so a scan can be continued in
-    stages. The torch code processes rows in blocks of about :data:`attn_lib.metrics._engine.SCAN_BLOCK_ELEMS`
+    stages. The torch code processes rows in blocks of about ``attn_lib.metrics.settings.scan_block_elems``
     elements.
 
     Parameters
@@ -193,7 +194,7 @@ def _scan_torch(
         head_offset=(torch.arange(H, device=ld.device) * L).view(H, 1, 1),
         scanned=scanned,
     )
-    run_blocks(block, ld.blocks(rows=rows, per_row=3, elems=_engine.SCAN_BLOCK_ELEMS))
+    run_blocks(block, ld.blocks(rows=rows, per_row=3, elems=_engine.settings.scan_block_elems))
     zero = torch.zeros((), dtype=F64, device=ld.device)
     return {name: torch.where(valid, value, zero) for name, value in scanned.items()}
 

@@ -19,12 +19,13 @@ from .. import _kernels as _kern
 from .. import jacobian as _jac
 from .._validation import check_positive
 from . import _engine
-from ._engine import F64, kernel_threads, kernels_apply, run_blocks, uses_numba
+from ._engine import F64, coarse_threads, kernel_threads, kernels_apply, run_blocks, uses_numba
 from .layer import as_real_tensor, bool_mask, check_rows
 
 __all__ = ["sensitivity_rows"]
 
 
+@coarse_threads
 def sensitivity_rows(
     logits: Any,
     temperatures: Sequence[float],
@@ -160,11 +161,11 @@ def _sensitivity_torch(
 
 def _row_blocks(visible: torch.Tensor, n_temps: int) -> list[tuple[int, int, int]]:
     """``(first, stop, width)`` blocks of consecutive rows of ``visible`` ``(H, R, L)``, each about
-    ``BLOCK_ELEMS / 2`` elements for all ``n_temps`` temperatures, ``width`` its widest visible column + 1."""
+    ``settings.block_elems / 2`` elements for all ``n_temps`` temperatures, ``width`` its widest visible column + 1."""
     H, n_rows, L = visible.shape
     cols = torch.arange(L, device=visible.device)
     last = torch.where(visible, cols, -1).amax(-1).amax(0).tolist()  # (R,) widest visible column per row
-    budget = max(1, _engine.BLOCK_ELEMS // 2 // max(1, H * n_temps))  # rows x width per block (all T at once)
+    budget = max(1, _engine.settings.block_elems // 2 // max(1, H * n_temps))  # rows x width per block (all T at once)
     blocks = []
     first = 0
     while first < n_rows:

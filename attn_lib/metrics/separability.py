@@ -17,7 +17,7 @@ import torch
 
 from .. import _kernels as _kern
 from .._validation import check_positive
-from ._engine import F64, kernel_threads, run_blocks, uses_numba
+from ._engine import F64, coarse_threads, kernel_threads, run_blocks, uses_numba
 from .layer import LayerData, as_layer, check_n
 
 __all__ = ["SeparabilityRows", "separability_metrics", "unit_layer", "running_min_distance"]
@@ -80,6 +80,7 @@ def unit_layer(layer: LayerData, M: float = 1.0) -> LayerData:
     return out
 
 
+@coarse_threads
 def running_min_distance(layer: LayerData) -> torch.Tensor:
     """``delta`` per (head, row): the minimum pairwise distance among the tokens visible to the row.
 
@@ -122,6 +123,7 @@ def running_min_distance(layer: LayerData) -> torch.Tensor:
     return torch.where(torch.isfinite(min_sq), min_sq, torch.zeros((), dtype=F64)).clamp(min=0).sqrt()
 
 
+@coarse_threads
 def separability_metrics(
     layer,
     values=None,

@@ -39,7 +39,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ._validation import expand_path
+import platformdirs
+
+from . import __version__
+from ._validation import check_nonnegative, expand_path
 
 __all__ = [
     "CACHE_ENV",
@@ -70,8 +73,6 @@ def cache_dir() -> Path:
     env = os.environ.get(CACHE_ENV, "").strip()
     if env:
         return expand_path(f"the environment variable {CACHE_ENV}", env)
-    import platformdirs
-
     return Path(platformdirs.user_cache_dir("attn_lib", appauthor=False))
 
 
@@ -105,8 +106,6 @@ def dir_size(path: str | os.PathLike) -> int:
 
 def format_bytes(n: int) -> str:
     """``1536 -> '1.5 KiB'``."""
-    from ._validation import check_nonnegative
-
     size = check_nonnegative("n", n)
     for unit in ("B", "KiB", "MiB", "GiB"):
         if size < 1024 or unit == "GiB":
@@ -194,8 +193,6 @@ def make_key(experiment: str, *, handle=None, text=None, **params) -> dict:
 
 
 def _attn_lib_version() -> str:
-    from . import __version__
-
     return __version__
 
 
@@ -386,7 +383,7 @@ def _remove_entry(path: Path) -> None:
 def _encode(value: Any) -> tuple[str, bytes, Any]:
     """(kind, payload bytes, value as it will be read back)."""
     try:
-        import pandas as pd
+        import pandas as pd  # pandas: only to encode a DataFrame, and slow to import
 
         frame_types: tuple = (pd.DataFrame, pd.Series)
     except ImportError:  # pragma: no cover

@@ -43,8 +43,10 @@ from importlib import resources
 from pathlib import Path
 
 import torch
+from tqdm.auto import tqdm
 
-from ._validation import check_int
+from ._validation import check_int, expand_path
+from .cache import cache_dir
 
 __all__ = [
     "Text",
@@ -172,7 +174,6 @@ def available_texts() -> dict[str, str]:
 
 
 def _texts_dir() -> Path:
-    from .cache import cache_dir
 
     return cache_dir() / "texts"
 
@@ -194,9 +195,7 @@ def _host_reachable(host: str, timeout: float = _PROBE_TIMEOUT_S) -> bool:
 
 def _download(url: str, dest: Path) -> None:
     """Download ``url`` to ``dest`` atomically, with a tqdm progress bar."""
-    import urllib.request
-
-    from tqdm.auto import tqdm
+    import urllib.request  # only when a text is downloaded (it pulls in http and ssl)
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     req = urllib.request.Request(url, headers={"User-Agent": "attn_lib (research reproduction)"})
@@ -299,8 +298,6 @@ def load_text(source: str | os.PathLike = WAR_AND_PEACE, *, offline_ok: bool = T
     elif key.lower() in _SHIPPED:
         text = _read_shipped(key.lower())
     else:
-        from ._validation import expand_path
-
         path = expand_path("source", key)
         if not path.exists():
             raise ValueError(f"source={key!r} is neither a known text {sorted(available_texts())} nor an existing file")
@@ -333,7 +330,7 @@ def tokenize(tokenizer, text, max_tokens: int | None = None) -> list[int]:
     With ``max_tokens``, only a prefix of the text large enough for that many tokens is tokenised (cut at whitespace,
     with a margin, so the returned ids equal the first ``max_tokens`` ids of the whole text in practice).
     """
-    from .models import check_tokenizer
+    from .models import check_tokenizer  # models loads the Hugging Face layer: only when tokenizing
 
     check_tokenizer(tokenizer)
     s = text.text if isinstance(text, Text) else text

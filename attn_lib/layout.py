@@ -36,7 +36,7 @@ def wrap_text(text: str, width_in: float, fontsize: float) -> str:
 def smallest_font_pt(fig) -> float | None:
     """The smallest font size, in points, of the visible non-empty text of a Matplotlib figure (ticks included;
     the figure is laid out first), or ``None`` when it has no text."""
-    from matplotlib.text import Text
+    from matplotlib.text import Text  # matplotlib: only when a figure is measured (the core stays light)
 
     fig.draw_without_rendering()
     sizes = [

@@ -219,7 +219,7 @@ def sparsemax(logits, temperature=1.0, dim=-1, mask=None):
 
     Reference: Martins & Astudillo 2016, arXiv:1602.02068.
     """
-    from entmax import sparsemax as _sm
+    from entmax import sparsemax as _sm  # entmax: imported on first use of a sparse normaliser
 
     z, visible, was_numpy, dim, _ = _sparse_prepare(logits, temperature, dim, mask, floor=2.0)
     out = _sm(z, dim=-1)
@@ -236,7 +236,7 @@ def entmax15(logits, temperature=1.0, dim=-1, mask=None):
 
     Reference: Peters, Niculae & Martins 2019, arXiv:1905.05702; cited by the paper with Martins & Astudillo 2016.
     """
-    from entmax import entmax15 as _e15
+    from entmax import entmax15 as _e15  # entmax: imported on first use of a sparse normaliser
 
     z, visible, was_numpy, dim, _ = _sparse_prepare(logits, temperature, dim, mask, floor=3.0)
     out = _e15(z, dim=-1)
@@ -254,7 +254,7 @@ def entmax_alpha(logits, temperature=1.0, dim=-1, mask=None, alpha=1.5, n_iter=6
 
     Reference: Peters, Niculae & Martins 2019, arXiv:1905.05702.
     """
-    from entmax import entmax_bisect
+    from entmax import entmax_bisect  # entmax: imported on first use of a sparse normaliser
 
     a = check_positive("alpha", alpha)
     if not a > 1:

@@ -149,7 +149,6 @@ def _load_with_text(model: str):
     import torch
 
     from attn_lib.corpus import load_text
-    from attn_lib.experiments import inputs, passes
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -172,6 +171,7 @@ def _reduced_workload(args) -> None:
     from attn_lib import experiments as E
     from attn_lib import metrics as M
     from attn_lib.capture import collect_attention
+    from attn_lib.experiments import inputs, passes
 
     h, text = _load_with_text(args.model)
 

@@ -87,17 +87,42 @@ def private_imports(module: str, source: str, is_package: bool = False, modules=
 
 
 def uncommented_function_imports(source: str) -> list[str]:
+    """Imports inside a function whose group (consecutive import statements) carries no comment, on any of its
+    lines or on the line just above it."""
     lines = source.splitlines()
     bad = []
     for fn in ast.walk(ast.parse(source)):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        for n in ast.walk(fn):
-            if isinstance(n, (ast.Import, ast.ImportFrom)):
-                here, above = lines[n.lineno - 1], lines[n.lineno - 2] if n.lineno > 1 else ""
-                if "#" not in here and not above.strip().startswith("#"):
-                    bad.append(f"{fn.name}: {ast.unparse(n)}")
+        for body in _bodies(fn):
+            group: list[ast.stmt] = []
+            for stmt in [*body, None]:
+                if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                    group.append(stmt)
+                    continue
+                if group and not _commented(lines, group):
+                    bad += [f"{fn.name}: {ast.unparse(n)}" for n in group]
+                group = []
     return bad
+
+
+def _bodies(fn: ast.AST):
+    """Every statement list inside ``fn`` (its body, branches, loops, ``try`` blocks), nested functions excluded."""
+    stack = [fn]
+    while stack:
+        node = stack.pop()
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            block = getattr(node, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], (ast.stmt, ast.excepthandler)):
+                if isinstance(block[0], ast.stmt):
+                    yield block
+                stack += [b for b in block if not isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def _commented(lines: list[str], group: list[ast.stmt]) -> bool:
+    first, last = group[0].lineno, group[-1].end_lineno
+    above = lines[first - 2] if first > 1 else ""
+    return "#" in above or any("#" in lines[i - 1] for i in range(first, last + 1))
 
 
 def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -145,7 +170,7 @@ def _graph() -> dict[str, set[str]]:
 
 # ---- each rule fails on a made-up module -------------------------------------------------------------------------
 
-BROKEN = '''
+BROKEN = """
 from .toy import *
 from .experiments import _run_pass
 
@@ -153,7 +178,7 @@ from .experiments import _run_pass
 def f():
     import torch
     return torch
-'''
+"""
 
 
 def test_the_rules_find_what_they_look_for():
@@ -163,6 +188,8 @@ def test_the_rules_find_what_they_look_for():
     assert private_imports("attn_lib.cli", BROKEN, modules=modules) == ["_run_pass from attn_lib.experiments"]
     assert uncommented_function_imports(BROKEN) == ["f: import torch"]
     assert uncommented_function_imports(BROKEN.replace("import torch", "import torch  # heavy")) == []
+    grouped = "def g():\n    import torch  # heavy\n    import numpy\n\n    x = 1\n    import scipy\n"
+    assert uncommented_function_imports(grouped) == ["g: import scipy"]
     assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert import_cycles({"a": {"b"}, "b": set()}) == []
 

@@ -144,7 +144,12 @@ class Progress:
 def warm_up_kernels(handle, prog: Progress) -> None:
     """Compile the numba kernels before the pass when they will run (CPU, engine auto/numba), with a progress bar:
     the first run compiles them (about 30 s), later runs load them from numba's disk cache."""
-    if not prog.enabled or handle.device.type != "cpu" or M.DEFAULT_ENGINE == "torch" or not _kernels.available():
+    if (
+        not prog.enabled
+        or handle.device.type != "cpu"
+        or M.settings.default_engine == "torch"
+        or not _kernels.available()
+    ):
         return
     with prog.bar(
         total=len(_kernels.KERNELS), desc="kernels (compiled on first use, then cached)", unit="kernel"
@@ -248,7 +253,7 @@ def finish_units(units) -> pd.DataFrame:
 def cache_key(name: str, handle, text, **params) -> dict:
     """The result-cache key of experiment ``name`` (:func:`attn_lib.cache.make_key`), with the engine setting."""
     # the engine setting is part of the key: numba's float32 roots in the scan differ from torch's in the 7th digit
-    return make_key(name, handle=handle, text=as_text(text), schema=SCHEMA, engine=M.DEFAULT_ENGINE, **params)
+    return make_key(name, handle=handle, text=as_text(text), schema=SCHEMA, engine=M.settings.default_engine, **params)
 
 
 def check_cache(result_cache):

@@ -85,20 +85,3 @@ __all__ = [
     "unit_layer",
     "running_min_distance",
 ]
-
-
-#: the settings' former module-level names, readable (not assignable) here until every caller reads ``settings``
-_FORMER_NAMES = {
-    "DEFAULT_ENGINE": "default_engine",
-    "BLOCK_ELEMS": "block_elems",
-    "SCAN_BLOCK_ELEMS": "scan_block_elems",
-    "KERNEL_D1_MAX_N": "kernel_d1_max_n",
-    "ORDER_PREFETCH_DIV": "order_prefetch_div",
-}
-
-
-def __getattr__(name: str):
-    """``attn_lib.metrics.DEFAULT_ENGINE`` etc. read :data:`settings` (PEP 562); assign through ``settings``."""
-    if name in _FORMER_NAMES:
-        return getattr(settings, _FORMER_NAMES[name])
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 
 from .. import _kernels as _kern
-from .._validation import check_choice
+from .._validation import check_choice, check_int, max_threads
 
 __all__ = [
     "Settings",
@@ -178,8 +178,6 @@ def block_parallel(workers: int | None = None):
     prev_threads = torch.get_num_threads()
     prev_workers = _WORKERS
     if workers is not None:
-        from .._validation import check_int, max_threads
-
         # a few more workers than CPUs is allowed (the tests run 3 on 2 cores); thousands are not
         workers = check_int("workers", workers, low=1, high=8 * max_threads())
     _WORKERS = workers if workers is not None else (prev_workers or prev_threads)

@@ -87,24 +87,7 @@ def crossing_metrics(weights: Any, values: Any, n_values: Any, mask: Any = None)
     CrossingRows
         Ties in the top-``N`` choice go to the lower index, as everywhere in :mod:`attn_lib.metrics`.
     """
-    a = as_real_tensor(weights, "weights").to(F64)
-    v = as_real_tensor(values, "values").to(F64)
-    if a.dim() != 3 or v.dim() != 3 or v.shape[0] != a.shape[0] or v.shape[1] != a.shape[2]:
-        raise ValueError(
-            f"weights must be (H, R, L) and values (H, L, d) with matching H and L (got {tuple(a.shape)} and "
-            f"{tuple(v.shape)})"
-        )
-    if not bool(torch.isfinite(v).all()):
-        raise ValueError("values must be finite")
-    if isinstance(n_values, (int,)) and not isinstance(n_values, bool):
-        n_values = [n_values]
-    ns = [check_int("n_values", n, low=1) for n in n_values]
-    if not ns:
-        raise ValueError("n_values must be a non-empty list of integers >= 1")
-    vis = (a > 0) if mask is None else torch.broadcast_to(bool_mask(mask, a.device), a.shape)
-    a = torch.where(vis, a, torch.zeros((), dtype=F64))
-    if not bool(torch.isfinite(a).all()) or bool((a < 0).any()):
-        raise ValueError("weights must be finite and non-negative at visible positions")
+    a, v, ns, vis = _crossing_inputs(weights, values, n_values, mask)
     t = vis.sum(-1).amax(0)  # (R,)
     norms = v.square().sum(-1).sqrt()  # (H, L)
     z = a @ v  # (H, R, d)
@@ -145,3 +128,27 @@ def crossing_metrics(weights: Any, values: Any, n_values: Any, mask: Any = None)
         out["a_out"].append(torch.where(valid, torch.where(out_set, a_norm, zero).sum(-1), zero))
     stacked = {k: torch.stack(x, -1) for k, x in out.items()}
     return CrossingRows(n_values=ns, t=t, z_norm=z_norm, a_sum=a_sum, **stacked)
+
+
+def _crossing_inputs(weights: Any, values: Any, n_values: Any, mask: Any):
+    """The checked inputs of :func:`crossing_metrics`: float64 weights (zero where masked), values, the ``N`` list
+    and the visibility mask."""
+    a = as_real_tensor(weights, "weights").to(F64)
+    v = as_real_tensor(values, "values").to(F64)
+    if a.dim() != 3 or v.dim() != 3 or v.shape[0] != a.shape[0] or v.shape[1] != a.shape[2]:
+        raise ValueError(
+            f"weights must be (H, R, L) and values (H, L, d) with matching H and L (got {tuple(a.shape)} and "
+            f"{tuple(v.shape)})"
+        )
+    if not bool(torch.isfinite(v).all()):
+        raise ValueError("values must be finite")
+    if isinstance(n_values, (int,)) and not isinstance(n_values, bool):
+        n_values = [n_values]
+    ns = [check_int("n_values", n, low=1) for n in n_values]
+    if not ns:
+        raise ValueError("n_values must be a non-empty list of integers >= 1")
+    vis = (a > 0) if mask is None else torch.broadcast_to(bool_mask(mask, a.device), a.shape)
+    a = torch.where(vis, a, torch.zeros((), dtype=F64))
+    if not bool(torch.isfinite(a).all()) or bool((a < 0).any()):
+        raise ValueError("weights must be finite and non-negative at visible positions")
+    return a, v, ns, vis

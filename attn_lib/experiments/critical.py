@@ -79,10 +79,12 @@ class CriticalAnalysis:
         weights = (sc.valid[0, :Lm].unsqueeze(0) & self.row_masks[:, :Lm].unsqueeze(-1)).to(torch.float64)
         count = weights.sum(1)  # (nL, n)
         out = {"count": np.broadcast_to(count.cpu().numpy(), (ld.H, *count.shape)).copy()}
+        # only the scanned rows carry a weight: the products run over them alone (the other rows' entries are 0)
+        w_rows = weights[:, rows]  # (nL, R, n)
         for f in ["d_tilde", *self.forms]:
             if f == "mc":
                 continue
-            total = torch.einsum("hrn,lrn->hln", getattr(sc, f)[:, :Lm], weights)
+            total = torch.einsum("hrn,lrn->hln", getattr(sc, f)[:, rows], w_rows)
             out[f] = (total / count.clamp(min=1)).cpu().numpy()
         if "mc" in self.forms:
             # Monte-Carlo E[d~] on the same rows and N (same validity t >= N + 1): per-head means over the rows of
@@ -91,7 +93,7 @@ class CriticalAnalysis:
             mc = M.expected_distance_mc_scan(
                 ld, n_max=hi, n_min=lo, rows=rows, n_samples=self.mc_samples, seed=self.seed
             )
-            w_mc = weights[:, rows]  # (nL, R, n)
+            w_mc = w_rows
             out["mc"] = (torch.einsum("hrn,lrn->hln", mc.mean, w_mc) / count.clamp(min=1)).cpu().numpy()
             var = torch.einsum("hrn,lrn->hln", mc.stderr.square(), w_mc) / count.clamp(min=1).square()
             out["mc_var"] = var.cpu().numpy()  # variance of each per-head mean

@@ -47,6 +47,11 @@ ipywidgets.IntSlider(value=3, min=0, max=9, description="demo")
 ```
 """
 WARNING = "was executed by the book build"
+# a page with code but no .ipynb twin (as the instructor guide): nbval never runs it, the build executes it once
+NO_TWIN = "book/92_page_without_twin"
+NO_TWIN_SOURCE = SOURCE.replace("# A chapter nbval executes once", "# A page only the build executes").replace(
+    '"one"', '"page"'
+)
 
 
 def _write_chapter(root: Path, text: str) -> None:
@@ -73,7 +78,10 @@ def small_book(tmp_path_factory) -> Path:
     shutil.copy(ROOT / "_config.yml", root / "_config.yml")
     shutil.copytree(ROOT / "book" / "_ext", root / "book" / "_ext")
     shutil.copy(ROOT / "book" / "conftest.py", root / "book" / "conftest.py")
-    (root / "_toc.yml").write_text(f"format: jb-book\nroot: {CHAPTER}\n", encoding="utf-8")
+    (root / "_toc.yml").write_text(
+        f"format: jb-book\nroot: {CHAPTER}\nchapters:\n  - file: {NO_TWIN}\n", encoding="utf-8"
+    )
+    (root / f"{NO_TWIN}.md").write_text(NO_TWIN_SOURCE, encoding="utf-8")
     _write_chapter(root, SOURCE)
     return root
 
@@ -103,7 +111,9 @@ def test_nbval_stores_the_chapter_it_executed(cache):
 def test_the_build_reads_the_chapter_from_nbvals_run(small_book, cache):
     log, page = _build(small_book, cache, "from-cache")
     assert "Using cached notebook" in log
-    assert WARNING not in log
+    assert WARNING not in log  # nor for the page without a twin, which the build executed
+    page_log = [line for line in log.splitlines() if NO_TWIN in line]
+    assert any("Executed notebook" in line for line in page_log)
     assert "MARKER-one" in page
     assert "IntSliderModel" in page  # the slider's state, for the page without a kernel
 

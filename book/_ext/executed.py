@@ -5,7 +5,8 @@ its book build), the build reads each chapter's outputs from the jupyter-cache i
 ``book/conftest.py`` stored nbval's execution, instead of executing the chapter again (MyST-NB's ``cache`` mode,
 with that folder as its cache). A chapter missing from the cache -- its nbval run failed, or its code changed since
 -- is executed by the build as usual and then reported by a warning, so that the warnings-as-errors build of
-``make test`` fails rather than silently executing a chapter twice.
+``make test`` fails rather than silently executing a chapter twice. Pages without an ``.ipynb`` twin, which nbval
+does not run (the instructor guide), are executed by the build, once, as before.
 
 Without the variable (``make book``), nothing changes: ``execute_notebooks: force`` of ``_config.yml`` executes every
 chapter.
@@ -45,6 +46,9 @@ def _check_cache(app: Sphinx, env) -> None:
     from jupyter_cache import get_cache
 
     for record in get_cache(str(folder)).list_cache_records():
+        # nbval runs the chapters' .ipynb twins; a page without one (the instructor guide) is the build's to execute
+        if not Path(record.uri).with_suffix(".ipynb").exists():
+            continue
         if (record.data or {}).get("executed_by") != "nbval":
             logger.warning(
                 f"{record.uri} was executed by the book build: it is not in nbval's cache ({CACHE_ENV}={folder}), "

@@ -609,7 +609,11 @@ def unregister(name: str) -> Normalizer:
     Normalizer
         The removed entry.
     """
-    check_choice("name", name, [n for n in _REGISTRY if n not in _BUILT_IN])
+    if name in _BUILT_IN:
+        raise ValueError(f"name {name!r} is a built-in normaliser, which cannot be unregistered")
+    added = [n for n in _REGISTRY if n not in _BUILT_IN]
+    if name not in added:
+        raise ValueError(f"name must be a normaliser added by register(); the added ones are {added} (got {name!r})")
     return _REGISTRY.pop(name)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 
@@ -93,3 +94,20 @@ def test_numba_threading_layer_is_the_one_the_environment_names():
     if want and want not in ("default", "safe", "threadsafe", "forksafe"):
         assert info.startswith(want), info
     assert info.split(",")[0] in ("omp", "tbb", "workqueue"), info
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ({"default_engine": "fast"}, "default_engine"),
+        ({"block_elems": 0}, "block_elems"),
+        ({"scan_block_elems": 2.5}, "scan_block_elems"),
+        ({"kernel_d1_max_n": -1}, "kernel_d1_max_n"),
+        ({"order_prefetch_div": "4"}, "order_prefetch_div"),
+    ],
+)
+def test_configure_refuses_a_bad_value_and_changes_nothing(change, match):
+    before = dataclasses.asdict(M.settings)
+    with pytest.raises(ValueError, match=match), M.configure(**change):
+        pass
+    assert dataclasses.asdict(M.settings) == before

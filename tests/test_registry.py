@@ -69,6 +69,12 @@ class TestBuiltIn:
             nz.unregister("softmax")
         assert "softmax" in nz.available()
 
+    def test_unregister_says_why_it_refuses(self):
+        with pytest.raises(ValueError, match="built-in normaliser, which cannot be unregistered"):
+            nz.unregister("softmax")
+        with pytest.raises(ValueError, match="added by register"):
+            nz.unregister("no_such_normaliser")
+
 
 class TestRegister:
     def test_a_name_is_registered_once(self, registered):

@@ -224,3 +224,10 @@ def test_save_figure_writes_the_same_svg_bytes_twice(tmp_path):
     plt.close(fig)
     assert (tmp_path / "a.svg").read_bytes() == (tmp_path / "b.svg").read_bytes()
     assert b"<dc:date>" not in (tmp_path / "a.svg").read_bytes()
+
+
+def test_save_figure_names_a_non_figure():
+    from attn_lib.report import save_figure
+
+    with pytest.raises(ValueError, match="fig must be a matplotlib Figure"):
+        save_figure(None, "unused.svg")

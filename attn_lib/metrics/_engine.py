@@ -94,9 +94,13 @@ def configure(**changes):
         Field names of :class:`Settings` and their values, e.g. ``configure(default_engine="torch")``.
     """
     names = {f.name for f in dataclasses.fields(Settings)}
-    for name in changes:
+    for name, value in changes.items():
         if name not in names:
             raise ValueError(f"configure: unknown setting {name!r}; the settings are {sorted(names)}")
+        if name == "default_engine":
+            check_choice(name, value, list(ENGINES))
+        else:  # block sizes at least 1; kernel_d1_max_n and order_prefetch_div may be 0 (see Settings)
+            check_int(name, value, low=0 if name in ("kernel_d1_max_n", "order_prefetch_div") else 1)
     old = {name: getattr(settings, name) for name in changes}
     for name, value in changes.items():
         setattr(settings, name, value)

@@ -359,6 +359,8 @@ def save_figure(fig, path, dpi: int = 130, **kwargs) -> None:
     file's metadata, and SVG element ids drawn from a fixed salt instead of a random one."""
     import matplotlib  # matplotlib: imported only when a figure is drawn
 
+    if not callable(getattr(fig, "savefig", None)):
+        raise ValueError(f"fig must be a matplotlib Figure (got {type(fig).__name__})")
     fmt = Path(path).suffix.lstrip(".").lower()
     metadata = {"Date": None} if fmt in ("svg", "pdf") else None
     with matplotlib.rc_context({"svg.hashsalt": "attn_lib"}):

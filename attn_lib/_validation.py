@@ -128,6 +128,16 @@ def check_int_list(name: str, values: Any, *, low: int | None = None, high: int 
     return out
 
 
+def check_positive_list(name: str, values: Any) -> list[float]:
+    """A number or a non-empty sequence of numbers > 0, as a list of floats (``ValueError`` naming ``name``)."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__") or getattr(values, "ndim", None) == 0:
+        values = [values]  # one number (a 0-d tensor included); a string is checked (and rejected) as a number below
+    out = [check_positive(name, v) for v in values]
+    if not out:
+        raise ValueError(f"{name} must be a number or a non-empty list of numbers > 0")
+    return out
+
+
 def check_probability(name: str, value: Any, *, open_low: bool = False, open_high: bool = False) -> float:
     """Return ``value`` as float in [0, 1] (ends optionally open)."""
     v = _real(name, value, "a number in [0, 1]")

@@ -29,7 +29,7 @@ import torch
 
 from .. import _kernels, capture
 from .. import metrics as M
-from .._validation import check_int, check_int_list, check_positive
+from .._validation import check_int, check_int_list
 from ..cache import make_key
 from .inputs import as_text, is_causal, table_meta, text_window
 
@@ -53,7 +53,6 @@ __all__ = [
     "check_lengths",
     "fitting_lengths",
     "check_n_values",
-    "positive_values",
 ]
 
 SCHEMA = 1  # bump when the tables change (part of every cache key)
@@ -394,16 +393,6 @@ def check_n_values(values, L: int | None = None, name: str = "n_values") -> list
     out = check_int_list(name, values, low=1)
     if L is not None and max(out) > L - 1:
         raise ValueError(f"{name} must be integers in [1, L-1] = [1, {L - 1}] (got {max(out)})")
-    return out
-
-
-def positive_values(values, name) -> list[float]:
-    """A number or a non-empty sequence of numbers > 0, as a list of floats (``ValueError`` naming ``name``)."""
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__") or getattr(values, "ndim", None) == 0:
-        values = [values]  # one number (a 0-d tensor included); a string is checked (and rejected) as a number below
-    out = [check_positive(name, v) for v in values]
-    if not out:
-        raise ValueError(f"{name} must be a number or a non-empty list of numbers > 0")
     return out
 
 

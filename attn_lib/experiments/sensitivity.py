@@ -14,8 +14,8 @@ import pandas as pd
 import torch
 
 from .. import metrics as M
-from .._validation import SEED_MAX, check_int, check_seed
-from .passes import Experiment, SharedLayer, layer_mask, positive_values, sens_row_indices
+from .._validation import SEED_MAX, check_int, check_positive_list, check_seed
+from .passes import Experiment, SharedLayer, layer_mask, sens_row_indices
 from .profiles import Profile
 
 __all__ = [
@@ -146,8 +146,8 @@ class SensitivityParams(Experiment):
     def __post_init__(self):
         self.set_checked(
             L=check_int("L", self.L, low=2),
-            temperatures=tuple(positive_values(self.temperatures, "temperatures")),
-            eps_values=tuple(positive_values(self.eps_values, "eps_values")),
+            temperatures=tuple(check_positive_list("temperatures", self.temperatures)),
+            eps_values=tuple(check_positive_list("eps_values", self.eps_values)),
             seed=check_seed("seed", self.seed),
             rows=check_int("rows", self.rows, low=0),
         )

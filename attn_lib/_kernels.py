@@ -62,6 +62,7 @@ __all__ = [
     "running_min_sq",
     "sens_rows",
     "d1_cummax",
+    "crossing_rows",
     "set_threads",
     "threading_info",
     "warm_up",
@@ -78,6 +79,7 @@ KERNELS = (
     "running_min_sq",
     "sens_rows",
     "d1_cummax",
+    "crossing_rows",
 )
 
 #: p modes of :func:`scan_prefix` (inclusion probability of E1): N/(t-1), N/t, a fixed number.
@@ -663,6 +665,50 @@ def _order_prefix_py(alpha, t, n, out):
             out[h, r, q] = W + (q - m)
 
 
+def _crossing_rows_py(a, vis, rank, norms, sdotx, zdotx, zz, s2, t, ns, dt_out, e1_out, aout_out):
+    # the critical-N diagnosis (metrics.crossing_metrics) on R query rows with any visibility: per (head, row, N)
+    # d~ over the visible non-top-N tokens, E1 (p = N / (t - 1)) over the visible ones, and A_out; one fused pass
+    # over the row per N (the dot products s . x_i and z . x_i come from the caller's matrix products)
+    H = a.shape[0]
+    R = a.shape[1]
+    L = a.shape[2]
+    n = ns.shape[0]
+    for job in _prange(H * R):
+        h = job // R
+        r = job - h * R
+        tf = float(t[r])
+        ar = a[h, r]
+        vr = vis[h, r]
+        kr = rank[h, r]
+        zr = zdotx[h, r]
+        Z = zz[h, r]
+        for k in range(n):
+            N = ns[k]
+            if t[r] < N + 1:
+                continue
+            p = N / max(tf - 1.0, 1.0)
+            c1 = (1.0 + p) * (1.0 + p)
+            c2 = -2.0 * p * (1.0 + p)
+            c3 = p * p * Z
+            S2 = s2[h, r, k]
+            sr = sdotx[h, r, k]
+            dt = 0.0
+            e1 = 0.0
+            ao = 0.0
+            for i in range(L):
+                ai = ar[i]
+                nm = norms[h, i]
+                A = ai * ai * (nm * nm)
+                v = 1.0 if vr[i] else 0.0
+                o = v if kr[i] >= N else 0.0
+                e1 += v * math.sqrt(max(c1 * A + c2 * (ai * zr[i]) + c3, 0.0))
+                dt += o * math.sqrt(max(A - 2.0 * ai * sr[i] + S2, 0.0))
+                ao += o * (ai * nm)
+            dt_out[h, r, k] = dt
+            e1_out[h, r, k] = (tf - N) / tf * e1
+            aout_out[h, r, k] = ao
+
+
 _INV_LN2 = 1.4426950408889634
 _LN2_HI = 6.93147180369123816490e-01  # fdlibm's two-part ln 2
 _LN2_LO = 1.90821492927058770002e-10
@@ -776,12 +822,13 @@ if _nb is not None:
     _sens_rows = _nb.njit(parallel=True, cache=True, fastmath={"reassoc", "contract", "nsz"})(_sens_rows_py)
     _order_prefix = _nb.njit(parallel=True, cache=True)(_order_prefix_py)
     _d1_cummax = _nb.njit(parallel=True, cache=True)(_d1_cummax_py)
+    _crossing_rows = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_crossing_rows_py)
 else:  # pragma: no cover
     _prange = range
     _row_dots = _row_state = _p_incl = _scan_prefix = _mc_prefix = _mc_scan_prefix = _dist_prefix = None
     _mc_cv_weights = _mc_scan_cv_prefix = None
     _order_prefix = _sep_prefix = _running_min = None
-    _exp_nonpos = _sens_rows = _d1_cummax = None
+    _exp_nonpos = _sens_rows = _d1_cummax = _crossing_rows = None
 
 
 def _threads_call(fn, threads, *args):
@@ -995,6 +1042,35 @@ def d1_cummax(G, order, t, N: int, threads: int | None = None):
     return d1, mx
 
 
+def crossing_rows(a, vis, rank, norms, sdotx, zdotx, zz, s2, t, n_values, threads: int | None = None):
+    """The per-row sums of :func:`attn_lib.metrics.crossing_metrics` (float64; any visibility): for ``R`` query rows
+    and each ``N`` of ``n_values``, d~ (over the visible tokens of rank ``>= N``), E1 (``p = N / (t - 1)``, over the
+    visible tokens) and ``A_out = sum alpha_i ||x_i||`` over the visible tokens of rank ``>= N``.
+
+    ``a``, ``rank`` (descending-weight rank of each position), ``vis``, ``zdotx`` (``z . x_i``): ``(H, R, L)``;
+    ``norms`` ``(H, L)``; ``sdotx`` ``(H, R, n, L)`` (``s_N . x_i``); ``zz`` ``(H, R)``; ``s2`` ``(H, R, n)``;
+    ``t`` ``(R,)`` visible counts. Returns three ``(H, R, n)`` arrays, zero where ``t < N + 1``.
+    """
+    H, R = a.shape[0], a.shape[1]
+    outs = [np.zeros((H, R, len(n_values))) for _ in range(3)]
+    _threads_call(
+        _crossing_rows,
+        threads,
+        np.ascontiguousarray(a, np.float64),
+        np.ascontiguousarray(vis, np.bool_),
+        np.ascontiguousarray(rank, np.int64),
+        np.ascontiguousarray(norms, np.float64),
+        np.ascontiguousarray(sdotx, np.float64),
+        np.ascontiguousarray(zdotx, np.float64),
+        np.ascontiguousarray(zz, np.float64),
+        np.ascontiguousarray(s2, np.float64),
+        np.ascontiguousarray(t, np.int64),
+        np.ascontiguousarray(n_values, np.int64),
+        *outs,
+    )
+    return outs
+
+
 def _tiny_inputs() -> dict:
     """A valid 1-head, 3-token prefix-masked layer with the dtypes the wrappers above pass to the kernels."""
     H, L = 1, 3
@@ -1007,6 +1083,16 @@ def _tiny_inputs() -> dict:
     zz = np.einsum("hrk,hrk->hr", zv, alpha)
     rows = np.arange(L, dtype=np.int64)
     return dict(H=H, L=L, t=t, alpha=alpha, G=G, values=values, order=order, zv=zv, zz=zz, rows=rows)
+
+
+def _warm_crossing(x: dict):
+    """:func:`crossing_rows` on the rows of :func:`_tiny_inputs` (for :func:`warm_up`)."""
+    a, L = x["alpha"], x["L"]
+    vis = np.tril(np.ones((1, L, L), dtype=np.bool_))
+    rank = np.broadcast_to(np.arange(L, dtype=np.int64), (1, L, L))
+    n = np.array([1], dtype=np.int64)
+    zeros = np.zeros((1, L, 1, L))
+    return crossing_rows(a, vis, rank, np.ones((1, L)), zeros, x["zv"], x["zz"], zeros[..., 0], x["t"][0], n)
 
 
 def warm_up(callback=None) -> list[str]:
@@ -1030,6 +1116,7 @@ def warm_up(callback=None) -> list[str]:
         ("running_min_sq", lambda: running_min_sq(G)),
         ("sens_rows", lambda: sens_rows(a, np.ones_like(a) / math.sqrt(3), t[0], [1.0], [0.1])),
         ("d1_cummax", lambda: d1_cummax(G, order, t, 1)),
+        ("crossing_rows", lambda: _warm_crossing(x)),
     ]
     assert tuple(n for n, _ in steps) == KERNELS
     for name, fn in steps:

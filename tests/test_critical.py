@@ -295,6 +295,29 @@ class TestCrossingMetrics:
         for name in ("d_tilde", "e1", "s_norm", "a_out"):
             assert (getattr(cr, name)[~cr.valid] == 0).all()
 
+    @pytest.mark.parametrize("visibility", ["causal", "every token", "random"])
+    def test_crossing_engines_agree(self, visibility):
+        """The compiled kernel and the float64 tensor code give the same results to rounding, on a causal layer, a
+        bidirectional one and a random mask with ties in the weights (the top-N choice must match)."""
+        H, L, d = 3, 40, 6
+        g = torch.Generator().manual_seed(3)
+        logits = torch.randn(H, L, L, generator=g, dtype=torch.float64).round()  # integer logits: many ties
+        values = torch.randn(H, L, d, generator=g, dtype=torch.float64)
+        mask = {
+            "causal": torch.ones(L, L, dtype=torch.bool).tril(),
+            "every token": torch.ones(L, L, dtype=torch.bool),
+            "random": torch.rand(L, L, generator=g) < 0.6,
+        }[visibility]
+        mask[:, 0] = True
+        w = torch.softmax(logits.masked_fill(~mask, -math.inf), -1)
+        rows, ns = [1, 7, 20, 39], [1, 3, 10, 30]
+        a = crossing_metrics(w[:, rows], values, ns, mask=mask[rows], engine="torch")
+        b = crossing_metrics(w[:, rows], values, ns, mask=mask[rows], engine="numba")
+        assert torch.equal(a.valid, b.valid)
+        for name in ("d_tilde", "e1", "s_norm", "a_out", "z_norm", "a_sum"):
+            torch.testing.assert_close(getattr(b, name), getattr(a, name), rtol=1e-12, atol=1e-13)
+        assert (b.d_tilde[b.valid] > 0).any()  # not a comparison of zeros
+
     @staticmethod
     def _args():
         ld, mask = _causal()

@@ -355,7 +355,7 @@ def test_kernel_warm_up_compiles_what_the_runs_use(gpt2_small, monkeypatch):
     if not K.available():
         pytest.skip("numba not importable")
     monkeypatch.setattr(M.settings, "default_engine", "numba")
-    assert K.warm_up() == list(K.KERNELS) and len(K.KERNELS) == 9
+    assert K.warm_up() == list(K.KERNELS) and len(K.KERNELS) == 10
     dispatchers = [
         getattr(K, n)
         for n in (
@@ -368,6 +368,7 @@ def test_kernel_warm_up_compiles_what_the_runs_use(gpt2_small, monkeypatch):
             "_sens_rows",
             "_order_prefix",
             "_d1_cummax",
+            "_crossing_rows",
         )
     ]
     before = [len(d.signatures) for d in dispatchers]

@@ -74,18 +74,22 @@ class CriticalAnalysis:
         rows = self.rows[self.rows < ld.L]
         sc = M.topn_scan(ld, n_max=hi, n_min=lo, p=self.p, rows=rows)
         Lm = min(self.Lmax, ld.L)
-        # validity depends only on the row and N (not on the head): one 0/1 weight per (L, row, N), and every
-        # per-head mean is one batched product (invalid entries of the scan are 0)
+        # validity depends only on the row and N (not on the head): one 0/1 weight per (L, row, N)
         weights = (sc.valid[0, :Lm].unsqueeze(0) & self.row_masks[:, :Lm].unsqueeze(-1)).to(torch.float64)
         count = weights.sum(1)  # (nL, n)
         out = {"count": np.broadcast_to(count.cpu().numpy(), (ld.H, *count.shape)).copy()}
-        # only the scanned rows carry a weight: the products run over them alone (the other rows' entries are 0)
-        w_rows = weights[:, rows]  # (nL, R, n)
+        # each L's mean runs over that L's own rows only: one gather and one sum per L (the other rows' weights are
+        # 0, and the invalid entries of the scans are masked, so this is the weighted mean over all rows)
+        pos = self._row_positions(rows, ld.L)
+        masks = [weights[i, rows[p_]].unsqueeze(0) for i, p_ in enumerate(pos)]  # each (1, R_L, n)
+
+        def per_length_sums(x: torch.Tensor) -> torch.Tensor:  # (H, R, n) -> (H, nL, n)
+            return torch.stack([(x.index_select(1, p_) * m).sum(1) for p_, m in zip(pos, masks, strict=True)], 1)
+
         for f in ["d_tilde", *self.forms]:
             if f == "mc":
                 continue
-            total = torch.einsum("hrn,lrn->hln", getattr(sc, f)[:, rows], w_rows)
-            out[f] = (total / count.clamp(min=1)).cpu().numpy()
+            out[f] = (per_length_sums(getattr(sc, f)[:, rows]) / count.clamp(min=1)).cpu().numpy()
         if "mc" in self.forms:
             # Monte-Carlo E[d~] on the same rows and N (same validity t >= N + 1): per-head means over the rows of
             # each L, and the standard error of each mean (the rows' samples are independent)
@@ -93,12 +97,18 @@ class CriticalAnalysis:
             mc = M.expected_distance_mc_scan(
                 ld, n_max=hi, n_min=lo, rows=rows, n_samples=self.mc_samples, seed=self.seed
             )
-            w_mc = w_rows
-            out["mc"] = (torch.einsum("hrn,lrn->hln", mc.mean, w_mc) / count.clamp(min=1)).cpu().numpy()
-            var = torch.einsum("hrn,lrn->hln", mc.stderr.square(), w_mc) / count.clamp(min=1).square()
+            out["mc"] = (per_length_sums(mc.mean) / count.clamp(min=1)).cpu().numpy()
+            var = per_length_sums(mc.stderr.square()) / count.clamp(min=1).square()
             out["mc_var"] = var.cpu().numpy()  # variance of each per-head mean
             self.timing_parts["mc_scan_s"] += time.perf_counter() - t0
         return out  # each (H, nL, n)
+
+    def _row_positions(self, rows: torch.Tensor, width: int) -> list[torch.Tensor]:
+        """For each ``L``, the positions in ``rows`` (the ascending union of the row sets, cut at ``width``) of that
+        length's own rows."""
+        return [
+            torch.searchsorted(rows, torch.as_tensor(self.row_sets[L][self.row_sets[L] < width])) for L in self.lengths
+        ]
 
     def layer(self, sh: SharedLayer):
         ld = sh.layer()
@@ -149,51 +159,61 @@ class CriticalAnalysis:
         return out
 
     def _ks(self, lo, hi, found):
-        from scipy.stats import ks_2samp  # scipy.stats takes a while to import: loaded only when the tests run
-
-        rows = []
+        """The KS rows of the stage ``lo..hi``, in the order (L, N, sampling, form); ``found`` gets each first
+        passing ``N``. The tests of one (L, sampling, form) run as one vectorised ``ks_2samp`` per block of ``N``
+        (the same p-values as one call per ``N``), up to the first passing ``N`` with ``stop_early``."""
         cat = {f: self._samples(f) for f in ["d_tilde", *self.forms]}
         mc_var = self._samples("mc_var", variance=True) if "mc" in self.forms else None
         cnt = np.concatenate([pl["blocks"][-1]["count"] for pl in self.per_layer], axis=0)
+        keyed = []
         for li, L in enumerate(self.lengths):
-            for k, N in enumerate(range(lo, hi + 1)):
-                if N > self.caps[L]:
-                    continue
-                if not (cnt[:, li, k] > 0).all():  # no row of length > N among this L's rows
-                    continue
-                for sampling in cat["d_tilde"]:
-                    a = cat["d_tilde"][sampling][:, li, k]
-                    for f in self.forms:
-                        if found.get((L, f, sampling)) is not None and self.stop_early:
-                            continue
-                        b = cat[f][sampling][:, li, k]
-                        res = ks_2samp(a, b)
-                        pv = float(res.pvalue)
-                        if f == "mc":  # largest standard error of a Monte-Carlo sample value, relative to it
-                            se = np.sqrt(mc_var[sampling][:, li, k])
-                            rel_se = float(np.max(se / np.maximum(np.abs(b), 1e-300)))
-                        else:
-                            rel_se = float("nan")
-                        rows.append(
-                            dict(
-                                self.meta,
-                                L=L,
-                                N=N,
-                                form=f,
-                                sampling=sampling,
-                                statistic=float(res.statistic),
-                                p_value=pv,
-                                n_samples=len(a),
-                                n_rows=int(cnt[0, li, k]),
-                                mean_d_tilde=float(a.mean()),
-                                mean_form=float(b.mean()),
-                                mc_rel_se=rel_se,
-                                alpha=self.alpha,
-                            )
-                        )
-                        if pv >= self.alpha and found.get((L, f, sampling)) is None:
-                            found[(L, f, sampling)] = N
-        return rows
+            # the N of this stage that are tested: within the scan limit, and with a row of length > N at this L
+            ks = [k for k, N in enumerate(range(lo, hi + 1)) if N <= self.caps[L] and (cnt[:, li, k] > 0).all()]
+            for si, sampling in enumerate(cat["d_tilde"]):
+                for fi, f in enumerate(self.forms):
+                    if found.get((L, f, sampling)) is not None and self.stop_early:
+                        continue
+                    for k, row in self._ks_rows(cat, mc_var, cnt, li, L, ks, lo, sampling, f, found):
+                        keyed.append(((li, k, si, fi), row))
+        return [row for _, row in sorted(keyed, key=lambda kr: kr[0])]
+
+    def _ks_rows(self, cat, mc_var, cnt, li, L, ks, lo, sampling, f, found, block=64):
+        """``(k, row)`` for the tests of one (L, sampling, form) at the stage's indices ``ks``."""
+        from scipy.stats import ks_2samp  # scipy.stats takes a while to import: loaded only when the tests run
+
+        a_all, b_all = cat["d_tilde"][sampling][:, li], cat[f][sampling][:, li]
+        for start in range(0, len(ks), block):
+            idx = ks[start : start + block]
+            res = ks_2samp(a_all[:, idx], b_all[:, idx], axis=0)
+            for j, k in enumerate(idx):
+                a, b, pv = a_all[:, k], b_all[:, k], float(res.pvalue[j])
+                if f == "mc":  # largest standard error of a Monte-Carlo sample value, relative to it
+                    se = np.sqrt(mc_var[sampling][:, li, k])
+                    rel_se = float(np.max(se / np.maximum(np.abs(b), 1e-300)))
+                else:
+                    rel_se = float("nan")
+                yield (
+                    k,
+                    dict(
+                        self.meta,
+                        L=L,
+                        N=lo + k,
+                        form=f,
+                        sampling=sampling,
+                        statistic=float(res.statistic[j]),
+                        p_value=pv,
+                        n_samples=len(a),
+                        n_rows=int(cnt[0, li, k]),
+                        mean_d_tilde=float(a.mean()),
+                        mean_form=float(b.mean()),
+                        mc_rel_se=rel_se,
+                        alpha=self.alpha,
+                    ),
+                )
+                if pv >= self.alpha and found.get((L, f, sampling)) is None:
+                    found[(L, f, sampling)] = lo + k
+                    if self.stop_early:
+                        return
 
     def finish(self) -> pd.DataFrame:
         found: dict = {}

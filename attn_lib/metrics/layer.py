@@ -19,7 +19,7 @@ from .. import _kernels as _kern
 from .. import normalizers as _nz
 from .._validation import check_int, check_positive
 from . import _engine
-from ._engine import F64, coarse_threads, kernel_threads, kernels_apply, uses_numba
+from ._engine import F64, coarse_threads, kernel_threads, kernels_apply, large_ops, uses_numba
 
 __all__ = ["LayerData", "as_layer", "top_n_order", "masked_mean"]
 
@@ -231,7 +231,8 @@ class LayerData:
     def gram(self) -> torch.Tensor:
         """Gram matrix ``(H, L, L)``: ``G[h, i, j] = x_i . x_j`` (computed on first use)."""
         if self._gram is None:
-            self._gram = self.values @ self.values.transpose(1, 2)
+            with large_ops():  # one product over the whole layer: worth the workers' threads
+                self._gram = self.values @ self.values.transpose(1, 2)
         return self._gram
 
     @property
@@ -255,8 +256,9 @@ class LayerData:
             ``(H, L)``: ``||z_r||^2``.
         """
         if self._zdot is None:
-            z = self.alpha @ self.values  # (H, L, d)
-            z_dot_x = z @ self.values.transpose(1, 2)
+            with large_ops():  # whole-layer products
+                z = self.alpha @ self.values  # (H, L, d)
+                z_dot_x = z @ self.values.transpose(1, 2)
             self._zdot = (z_dot_x, (z * z).sum(-1))
         return self._zdot
 

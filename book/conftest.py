@@ -13,7 +13,7 @@ whose ``.md`` and ``.ipynb`` code differ is not cached (``tools/chapters.py chec
 
 Without the variable (``pytest --nbval-lax book`` by hand), nothing is written.
 
-Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``) the chapters run in two groups, one per worker:
+Under pytest-xdist (``make test`` runs ``-n 2 --dist loadscope``) the chapters run in two groups, one per worker:
 chapter 7, whose experiments no other chapter reads, and all the others in their order, so that the paper-scale
 experiments chapter 2 computes are in the result cache when chapters 3-6 ask for them. The two workers write the
 jupyter-cache under a file lock.
@@ -55,13 +55,22 @@ class _Run:
 _OWN_WORKER = ("07_",)
 
 
-def pytest_collection_modifyitems(config, items):
-    """Group the chapters for ``--dist loadgroup`` (a no-op without xdist): each chapter's cells stay together and
-    in order on one worker, and chapters 1-6 share one worker so that they meet the results of the earlier ones."""
-    for item in items:
-        name = Path(str(getattr(item, "fspath", ""))).name
-        group = "own-" + name if name.startswith(_OWN_WORKER) else "chapters"
-        item.add_marker(pytest.mark.xdist_group(group))
+def _chapter_group(nodeid: str) -> str:
+    """The xdist scope of a chapter's cell: its own for the chapters of :data:`_OWN_WORKER`, else one for all."""
+    name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+    return name if name.startswith(_OWN_WORKER) else "chapters"
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Under ``pytest -n 2 --dist loadscope``: two scopes, so that each chapter's cells stay together and in order on
+    one worker, and chapters 1-6 share one worker and meet the results of the earlier ones in the result cache."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ChapterScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _chapter_group(nodeid)
+
+    return ChapterScheduling(config, log)
 
 
 def _is_cell(item) -> bool:

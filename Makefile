@@ -88,15 +88,15 @@ test: setup lint test-unit test-notebooks test-book test-browser
 # `make book`, executes every chapter.
 test: EXECUTED_CACHE := $(abspath _build/.executed-by-nbval)
 
-# pytest-xdist: the unit tests on every core (a test module stays on one worker, its fixtures built once); the
-# chapters in two groups (book/conftest.py): chapter 7 on one worker, chapters 1-6 in order on the other
+# pytest-xdist: the unit tests on every core (a test module stays on one worker, its fixtures built once). The
+# chapters stay serial: two at once on 2 cores took longer (7 min 23 s against 6 min 53 s; benchmarks/README.md)
 TEST_WORKERS ?= auto
 test-unit: setup
 	$(BIN)/pytest tests -m "not browser" -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile
 
 test-notebooks: setup
 	$(if $(EXECUTED_CACHE),rm -rf "$(EXECUTED_CACHE)")
-	ATTN_LIB_EXECUTED_CACHE="$(EXECUTED_CACHE)" $(BIN)/pytest --nbval-lax book -p no:cacheprovider -n 2 --dist loadscope
+	ATTN_LIB_EXECUTED_CACHE="$(EXECUTED_CACHE)" $(BIN)/pytest --nbval-lax book -p no:cacheprovider
 
 # Warnings are errors (-W -n --keep-going); this build is also the one test-browser checks.
 test-book: setup

@@ -12,11 +12,6 @@ jupyter-cache key (kernelspec and code cells) is the build's. Code cells are mat
 whose ``.md`` and ``.ipynb`` code differ is not cached (``tools/chapters.py check`` fails on it anyway).
 
 Without the variable (``pytest --nbval-lax book`` by hand), nothing is written.
-
-Under pytest-xdist (``make test`` runs ``-n 2 --dist loadscope``) the chapters run in two groups, one per worker:
-chapter 7, whose experiments no other chapter reads, and all the others in their order, so that the paper-scale
-experiments chapter 2 computes are in the result cache when chapters 3-6 ask for them. The two workers write the
-jupyter-cache under a file lock.
 """
 
 from __future__ import annotations
@@ -27,11 +22,6 @@ import time
 from pathlib import Path
 
 import pytest
-
-try:
-    import fcntl
-except ImportError:  # Windows: no xdist worker shares the folder there (make test needs bash anyway)
-    fcntl = None
 
 CACHE_ENV = "ATTN_LIB_EXECUTED_CACHE"
 _WIDGET_MIME = "application/vnd.jupyter.widget-state+json"
@@ -49,28 +39,6 @@ class _Run:
         self.outputs: dict[int, list] = {}
         self.failed = False
         self.start = time.perf_counter()
-
-
-#: Chapters that share no result-cache entry with the others: under xdist they run on their own worker.
-_OWN_WORKER = ("07_",)
-
-
-def _chapter_group(nodeid: str) -> str:
-    """The xdist scope of a chapter's cell: its own for the chapters of :data:`_OWN_WORKER`, else one for all."""
-    name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
-    return name if name.startswith(_OWN_WORKER) else "chapters"
-
-
-def pytest_xdist_make_scheduler(config, log):
-    """Under ``pytest -n 2 --dist loadscope``: two scopes, so that each chapter's cells stay together and in order on
-    one worker, and chapters 1-6 share one worker and meet the results of the earlier ones in the result cache."""
-    from xdist.scheduler import LoadScopeScheduling
-
-    class ChapterScheduling(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return _chapter_group(nodeid)
-
-    return ChapterScheduling(config, log)
 
 
 def _is_cell(item) -> bool:
@@ -171,7 +139,4 @@ def _store(folder: Path, source: Path, nb, seconds: float) -> None:
 
     folder.mkdir(parents=True, exist_ok=True)
     bundle = CacheBundleIn(nb, str(source.resolve()), data={"execution_seconds": seconds, "executed_by": "nbval"})
-    with open(folder / ".lock", "w") as lock:  # two xdist workers may store a chapter at the same time
-        if fcntl is not None:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        get_cache(str(folder)).cache_notebook_bundle(bundle, check_validity=False, overwrite=True)
+    get_cache(str(folder)).cache_notebook_bundle(bundle, check_validity=False, overwrite=True)

@@ -352,3 +352,60 @@ def test_stratified_engines_agree_and_flag_is_checked():
     assert torch.allclose(a.stderr, b.stderr, rtol=1e-5, atol=1e-8)
     with pytest.raises(ValueError, match="stratify"):
         M.expected_distance_mc_scan(ld, n_max=3, stratify="yes")
+
+
+# ---- the KS tests of the critical-N scan: one vectorised ks_2samp per block of N ---------------------------------
+def _ks_one_call_per_n(an, lo, hi, found):
+    """The KS rows as one ``ks_2samp`` call per (L, N, sampling, form), stopping each trace at its first pass: the
+    reference the vectorised :meth:`CriticalAnalysis._ks` is held to."""
+    from scipy.stats import ks_2samp
+
+    rows = []
+    cat = {f: an._samples(f) for f in ["d_tilde", *an.forms]}
+    cnt = np.concatenate([pl["blocks"][-1]["count"] for pl in an.per_layer], axis=0)
+    for li, L in enumerate(an.lengths):
+        for k, N in enumerate(range(lo, hi + 1)):
+            if N > an.caps[L] or not (cnt[:, li, k] > 0).all():
+                continue
+            for sampling in cat["d_tilde"]:
+                for f in an.forms:
+                    if found.get((L, f, sampling)) is not None and an.stop_early:
+                        continue
+                    res = ks_2samp(cat["d_tilde"][sampling][:, li, k], cat[f][sampling][:, li, k])
+                    rows.append((L, N, sampling, f, float(res.statistic), float(res.pvalue)))
+                    if res.pvalue >= an.alpha and found.get((L, f, sampling)) is None:
+                        found[(L, f, sampling)] = N
+    return rows
+
+
+@pytest.mark.parametrize("stop_early", [True, False])
+def test_vectorised_ks_equals_one_call_per_n(stop_early):
+    """Same rows, statistics, p-values, order and critical N as one ks_2samp call per N, with traces that pass at
+    different N (and one that never passes), across blocks of N."""
+    from attn_lib.experiments.critical import CriticalAnalysis
+
+    H, lengths, n = 30, [40, 200], 150
+    an = CriticalAnalysis(
+        {},
+        lengths,
+        alpha=0.01,
+        crit_fraction=1.0,
+        forms=("e1", "e2"),
+        p="L-1",
+        stage=n,
+        stop_early=stop_early,
+        groups=np.repeat(np.arange(10), 3),
+    )
+    rng = np.random.default_rng(0)
+    d = rng.normal(size=(H, len(lengths), n))
+    shift = np.linspace(4.0, 0.0, n)  # the forms approach d~ as N grows: the KS test passes somewhere
+    e1 = d + shift + rng.normal(scale=0.1, size=d.shape)
+    e2 = d + 3.0  # never passes
+    count = np.ones((H, len(lengths), n))
+    an.per_layer = [{"layer": 0, "H": H, "blocks": [{"count": count, "d_tilde": d, "e1": e1, "e2": e2}]}]
+    found, found_ref = {}, {}
+    got = [(r["L"], r["N"], r["sampling"], r["form"], r["statistic"], r["p_value"]) for r in an._ks(1, n, found)]
+    want = _ks_one_call_per_n(an, 1, n, found_ref)
+    assert got == want and found == found_ref
+    assert any(v is not None and v > 64 for v in found.values())  # a pass beyond the first block of N
+    assert "e2" not in {f for (_, f, _) in found}  # the trace that never passes ran to the limit

@@ -21,6 +21,10 @@ a job is sequential, so results do not depend on the number of threads (reproduc
 * :func:`dist_prefix` (d~, E1, Jensen gap, E2, d_1 at one N), :func:`sep_prefix` (``N_s/N``, ``rho_min``),
   :func:`order_prefix` (top-N order, ties to the lower index), :func:`running_min_sq` (delta of Algorithm 4):
   float64, the same formulas as the tensor code of :mod:`attn_lib.metrics`.
+* :func:`crossing_rows` (the critical-N diagnosis, :func:`attn_lib.metrics.crossing_metrics`) and
+  :func:`row_metrics` (the normaliser comparison, :func:`attn_lib.experiments.weights.row_metrics`): the sums over
+  each row once the caller's matrix products have formed ``s . x_i``; any visibility, float64. ``row_metrics`` is
+  compiled without fastmath so that each distance is the tensor code's expression and ``N_s/N`` compares the same.
 * :func:`sens_rows` -- Algorithm 5's finite differences of softmax for every (T, eps), with a vectorised float64
   exponential (:func:`_exp_nonpos_py`).
 
@@ -63,6 +67,7 @@ __all__ = [
     "sens_rows",
     "d1_cummax",
     "crossing_rows",
+    "row_metrics",
     "set_threads",
     "threading_info",
     "warm_up",
@@ -80,6 +85,7 @@ KERNELS = (
     "sens_rows",
     "d1_cummax",
     "crossing_rows",
+    "row_metrics",
 )
 
 #: p modes of :func:`scan_prefix` (inclusion probability of E1): N/(t-1), N/t, a fixed number.
@@ -709,6 +715,51 @@ def _crossing_rows_py(a, vis, rank, norms, sdotx, zdotx, zz, s2, t, ns, dt_out, 
             aout_out[h, r, k] = ao
 
 
+def _row_metrics_py(vis, rank, asq, w, sx, wzx, zsq, ssq, t, ns, dt_out, e1_out, sep_out):
+    # experiments.row_metrics for C values of N at once (any visibility): per (head, row, N) d~ over the visible
+    # tokens of rank >= N, E1 (p = N / (t - 1)) over the visible ones, and N_s/N (top-N tokens strictly closer to s
+    # than every other visible token). Compiled without fastmath: each distance is the tensor code's expression,
+    # operation for operation, so the comparisons of N_s/N come out the same.
+    H = w.shape[0]
+    R = w.shape[1]
+    L = w.shape[2]
+    C = ns.shape[0]
+    for job in _prange(H * R):
+        h = job // R
+        r = job - h * R
+        tr = t[h, r]
+        Z = zsq[h, r]
+        dist = np.empty(L)
+        for c in range(C):
+            N = ns[c]
+            if tr < N + 1.0:
+                continue
+            S2 = ssq[h, r, c]
+            p = N / max(tr - 1.0, 1.0)
+            q1 = (1.0 + p) * (1.0 + p)
+            q2 = 2.0 * p * (1.0 + p)
+            q3 = p * p
+            dt = 0.0
+            e1 = 0.0
+            rho = math.inf
+            for i in range(L):
+                if not vis[h, r, i]:
+                    continue
+                d = math.sqrt(max(asq[h, r, i] - 2.0 * w[h, r, i] * sx[h, r, c, i] + S2, 0.0))
+                dist[i] = d
+                e1 += math.sqrt(max(q1 * asq[h, r, i] - q2 * wzx[h, r, i] + q3 * Z, 0.0))
+                if rank[h, r, i] >= N:
+                    dt += d
+                    rho = min(rho, d)
+            cnt = 0
+            for i in range(L):
+                if vis[h, r, i] and rank[h, r, i] < N and dist[i] < rho:
+                    cnt += 1
+            dt_out[h, r, c] = dt
+            e1_out[h, r, c] = (tr - N) / max(tr, 1.0) * e1
+            sep_out[h, r, c] = cnt / N
+
+
 _INV_LN2 = 1.4426950408889634
 _LN2_HI = 6.93147180369123816490e-01  # fdlibm's two-part ln 2
 _LN2_LO = 1.90821492927058770002e-10
@@ -823,12 +874,13 @@ if _nb is not None:
     _order_prefix = _nb.njit(parallel=True, cache=True)(_order_prefix_py)
     _d1_cummax = _nb.njit(parallel=True, cache=True)(_d1_cummax_py)
     _crossing_rows = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_crossing_rows_py)
+    _row_metrics = _nb.njit(parallel=True, cache=True)(_row_metrics_py)
 else:  # pragma: no cover
     _prange = range
     _row_dots = _row_state = _p_incl = _scan_prefix = _mc_prefix = _mc_scan_prefix = _dist_prefix = None
     _mc_cv_weights = _mc_scan_cv_prefix = None
     _order_prefix = _sep_prefix = _running_min = None
-    _exp_nonpos = _sens_rows = _d1_cummax = _crossing_rows = None
+    _exp_nonpos = _sens_rows = _d1_cummax = _crossing_rows = _row_metrics = None
 
 
 def _threads_call(fn, threads, *args):
@@ -1071,6 +1123,28 @@ def crossing_rows(a, vis, rank, norms, sdotx, zdotx, zz, s2, t, n_values, thread
     return outs
 
 
+def row_metrics(vis, rank, asq, w, sx, wzx, zsq, ssq, t, n_values, threads: int | None = None):
+    """The per-row sums of :func:`attn_lib.experiments.weights.row_metrics` (float64; any visibility): ``(d~, E1,
+    N_s/N)``, each ``(H, R, C)`` for the ``C`` values of ``n_values``, zero where ``t < N + 1``.
+
+    ``vis``, ``rank`` (descending-weight rank), ``asq`` (``||alpha_i x_i||^2``), ``w`` (the weights), ``wzx``
+    (``alpha_i z . x_i``): ``(H, R, L)``; ``sx`` ``(H, R, C, L)`` (``s_N . x_i``); ``zsq`` ``(H, R)``; ``ssq``
+    ``(H, R, C)``; ``t`` ``(H, R)`` float visible counts.
+    """
+    H, R = w.shape[0], w.shape[1]
+    outs = [np.zeros((H, R, len(n_values))) for _ in range(3)]
+    _threads_call(
+        _row_metrics,
+        threads,
+        np.ascontiguousarray(vis, np.bool_),
+        np.ascontiguousarray(rank, np.int64),
+        *(np.ascontiguousarray(x, np.float64) for x in (asq, w, sx, wzx, zsq, ssq, t)),
+        np.ascontiguousarray(n_values, np.int64),
+        *outs,
+    )
+    return outs
+
+
 def _tiny_inputs() -> dict:
     """A valid 1-head, 3-token prefix-masked layer with the dtypes the wrappers above pass to the kernels."""
     H, L = 1, 3
@@ -1095,6 +1169,15 @@ def _warm_crossing(x: dict):
     return crossing_rows(a, vis, rank, np.ones((1, L)), zeros, x["zv"], x["zz"], zeros[..., 0], x["t"][0], n)
 
 
+def _warm_row_metrics(x: dict):
+    """:func:`row_metrics` on the rows of :func:`_tiny_inputs` (for :func:`warm_up`)."""
+    a, L = x["alpha"], x["L"]
+    vis = np.tril(np.ones((1, L, L), dtype=np.bool_))
+    rank = np.broadcast_to(np.arange(L, dtype=np.int64), (1, L, L))
+    n = np.array([1], dtype=np.int64)
+    return row_metrics(vis, rank, a, a, np.zeros((1, L, 1, L)), a, x["zz"], np.zeros((1, L, 1)), x["t"] * 1.0, n)
+
+
 def warm_up(callback=None) -> list[str]:
     """Compile (or load from numba's on-disk cache) every kernel now, on a tiny input with the argument types of
     real calls, so that a long run can show this step instead of pausing in its first layer.
@@ -1117,6 +1200,7 @@ def warm_up(callback=None) -> list[str]:
         ("sens_rows", lambda: sens_rows(a, np.ones_like(a) / math.sqrt(3), t[0], [1.0], [0.1])),
         ("d1_cummax", lambda: d1_cummax(G, order, t, 1)),
         ("crossing_rows", lambda: _warm_crossing(x)),
+        ("row_metrics", lambda: _warm_row_metrics(x)),
     ]
     assert tuple(n for n, _ in steps) == KERNELS
     for name, fn in steps:

@@ -425,3 +425,24 @@ def test_live_renderer_draws_the_recomputed_row(tiny_gpt2, swap):
     assert title.startswith("top-4: layer 1, head 2, row 15") and "4 tokens > 0" in title
     with pytest.raises(ValueError, match="sweep"):
         B.live_renderer(tiny_gpt2, TEXT, swap.rows, sweep="N")
+
+
+@pytest.mark.parametrize("unit", [False, True])
+def test_row_metrics_engines_agree(unit):
+    """The compiled row sums and the float64 tensor code: N_s/N identical (each distance is the same expression),
+    d~ and E1 equal to rounding; on rows with ties in the weights, masked positions and rows too short for some N."""
+    g = torch.Generator().manual_seed(5)
+    H, R, L, d = 3, 6, 50, 7
+    logits = torch.randn(H, R, L, generator=g, dtype=torch.float64).round()  # integer logits: ties
+    mask = torch.rand(R, L, generator=g) < 0.7
+    mask[:, 0] = True
+    mask[0, 3:] = False  # a row of 3 visible tokens
+    w = torch.softmax(logits.masked_fill(~mask, -math.inf), -1)
+    V = torch.randn(H, L, d, generator=g, dtype=torch.float64)
+    ns = [1, 2, 5, 17, 40]
+    a = B.row_metrics(w, V, mask, ns, unit=unit, engine="torch")
+    b = B.row_metrics(w, V, mask, ns, unit=unit, engine="numba")
+    assert torch.equal(a["valid"], b["valid"]) and torch.equal(a["sep"], b["sep"])
+    for k in ("d_tilde", "e1"):
+        torch.testing.assert_close(b[k], a[k], rtol=1e-12, atol=1e-14)
+    assert (b["sep"] > 0).any() and (b["sep"] < 1).any() and (b["d_tilde"] > 0).any()

@@ -355,7 +355,7 @@ def test_kernel_warm_up_compiles_what_the_runs_use(gpt2_small, monkeypatch):
     if not K.available():
         pytest.skip("numba not importable")
     monkeypatch.setattr(M.settings, "default_engine", "numba")
-    assert K.warm_up() == list(K.KERNELS) and len(K.KERNELS) == 10
+    assert K.warm_up() == list(K.KERNELS) and len(K.KERNELS) == 11
     dispatchers = [
         getattr(K, n)
         for n in (
@@ -369,6 +369,7 @@ def test_kernel_warm_up_compiles_what_the_runs_use(gpt2_small, monkeypatch):
             "_order_prefix",
             "_d1_cummax",
             "_crossing_rows",
+            "_row_metrics",
         )
     ]
     before = [len(d.signatures) for d in dispatchers]

@@ -18,7 +18,9 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from .._validation import check_int, check_int_list, check_positive
+from .. import _kernels as _kern
+from .. import metrics as M
+from .._validation import check_choice, check_int, check_int_list, check_positive
 
 __all__ = ["BLOCK_ELEMS", "row_sample", "row_metrics", "softmax_type_spectral_norm"]
 
@@ -95,7 +97,9 @@ def _checked_rows(weights, values, mask) -> tuple[torch.Tensor, torch.Tensor, to
     return w, V, vis
 
 
-def row_metrics(weights, values, mask, n_values: Sequence[int], *, unit: bool = False) -> dict[str, torch.Tensor]:
+def row_metrics(
+    weights, values, mask, n_values: Sequence[int], *, unit: bool = False, engine: str = "auto"
+) -> dict[str, torch.Tensor]:
     r"""``d~``, ``E1`` and ``N_s/N`` of a batch of rows for several ``N``, for any non-negative weights.
 
     With ``a_i = alpha_i x_i``, ``I_N`` the ``N`` largest weights (ties to the lower index), ``s = sum_{I_N} a_i``,
@@ -119,6 +123,11 @@ def row_metrics(weights, values, mask, n_values: Sequence[int], *, unit: bool = 
         ``N`` values, each ``>= 1``.
     unit : bool
         Put every ``x_i`` on the unit sphere first (the separability convention, ``M = 1``).
+    engine : {"auto", "numba", "torch"}
+        Where the sums over each row run once the products ``s . x_i`` are formed: the compiled
+        :func:`attn_lib._kernels.row_metrics` (``"auto"`` on CPU with numba, unless ``ATTN_LIB_ENGINE=torch``) or
+        float64 tensor code. Each distance is the same expression in both, so ``N_s/N`` is identical and d~, E1
+        agree to rounding (``tests/test_beyond.py::test_row_metrics_engines_agree``).
 
     Returns
     -------
@@ -128,6 +137,7 @@ def row_metrics(weights, values, mask, n_values: Sequence[int], *, unit: bool = 
     """
     w, V, vis = _checked_rows(weights, values, mask)
     ns = [check_int("n_values", n, low=1) for n in n_values]
+    numba = _uses_kernel(engine, w)
     if unit:
         V = V / torch.linalg.vector_norm(V, dim=-1, keepdim=True).clamp(min=1e-300)
     w = torch.where(vis, w, torch.zeros((), dtype=w.dtype))
@@ -154,14 +164,11 @@ def row_metrics(weights, values, mask, n_values: Sequence[int], *, unit: bool = 
         s = torch.einsum("hrcl,hld->hrcd", wv * top, V)
         sx = torch.einsum("hld,hrcd->hrcl", V, s)
         s_sq = (s * s).sum(-1, keepdim=True)
-        dist = (a_sq4 - 2 * wv * sx + s_sq).clamp(min=0).sqrt()  # ||a_i - s||
-        rest = visv & ~top
-        d_tilde = torch.where(rest, dist, zero).sum(-1)  # (H, R, C)
-        pp = (n_f / (t3 - 1).clamp(min=1)).unsqueeze(-1)  # p = N / (t - 1)
-        e1_terms = ((1 + pp) ** 2 * a_sq4 - 2 * pp * (1 + pp) * wzx + pp**2 * z_sq4).clamp(min=0).sqrt()
-        e1 = (t3 - n_f) / t3.clamp(min=1) * torch.where(visv, e1_terms, zero).sum(-1)
-        rho = torch.where(rest, dist, torch.full((), math.inf, dtype=dist.dtype)).amin(-1, keepdim=True)
-        sep = ((dist < rho) & top).sum(-1).to(torch.float64) / n_f
+        if numba:
+            sums = _kern.row_metrics(vis, rank, a_sq, w, sx, wzx[:, :, 0], z_sq[..., 0], s_sq[..., 0], t, nb)
+            d_tilde, e1, sep = (torch.from_numpy(x) for x in sums)
+        else:
+            d_tilde, e1, sep = _row_sums(a_sq4, wv, visv, top, sx, s_sq, wzx, z_sq4, t3, n_f)
         valid = t3 >= n_f + 1
         sl = slice(c0, c0 + len(nb))
         out["d_tilde"][..., sl] = torch.where(valid, d_tilde, zero)
@@ -169,6 +176,29 @@ def row_metrics(weights, values, mask, n_values: Sequence[int], *, unit: bool = 
         out["sep"][..., sl] = torch.where(valid, sep, zero)
         out["valid"][..., sl] = valid
     return out
+
+
+def _uses_kernel(engine: str, w: torch.Tensor) -> bool:
+    """Whether :func:`row_metrics` sums with the compiled kernel (``engine`` checked)."""
+    check_choice("engine", engine, ["auto", "numba", "torch"])
+    if engine == "numba" and not _kern.available():
+        raise ValueError("engine='numba' needs numba; use engine='torch'")
+    auto = M.settings.default_engine != "torch" and w.device.type == "cpu" and _kern.available()
+    return engine == "numba" or (engine == "auto" and auto)
+
+
+def _row_sums(a_sq4, wv, visv, top, sx, s_sq, wzx, z_sq4, t3, n_f) -> tuple[torch.Tensor, ...]:
+    """d~, E1 and ``N_s/N`` ``(H, R, C)`` of :func:`row_metrics` from the products, in float64 tensor code."""
+    zero = torch.zeros((), dtype=torch.float64)
+    dist = (a_sq4 - 2 * wv * sx + s_sq).clamp(min=0).sqrt()  # ||a_i - s||
+    rest = visv & ~top
+    d_tilde = torch.where(rest, dist, zero).sum(-1)  # (H, R, C)
+    pp = (n_f / (t3 - 1).clamp(min=1)).unsqueeze(-1)  # p = N / (t - 1)
+    e1_terms = ((1 + pp) ** 2 * a_sq4 - 2 * pp * (1 + pp) * wzx + pp**2 * z_sq4).clamp(min=0).sqrt()
+    e1 = (t3 - n_f) / t3.clamp(min=1) * torch.where(visv, e1_terms, zero).sum(-1)
+    rho = torch.where(rest, dist, torch.full((), math.inf, dtype=dist.dtype)).amin(-1, keepdim=True)
+    sep = ((dist < rho) & top).sum(-1).to(torch.float64) / n_f
+    return d_tilde, e1, sep
 
 
 #: How far from 1 the row sums of :func:`softmax_type_spectral_norm`'s weights may be (float32 softmax rows of 10^5

@@ -43,7 +43,7 @@ them for a block with ``with attn_lib.metrics.configure(default_engine="torch"):
 from __future__ import annotations
 
 from ._engine import F64 as F64
-from ._engine import Settings, block_parallel, coarse_threads, configure, large_ops, settings
+from ._engine import Settings, block_parallel, coarse_threads, configure, kernel_threads, large_ops, settings
 from .coverage import CoverageRows, SeparableSets, coverage_metrics, separable_sets
 from .crossing import CrossingRows, crossing_metrics
 from .distance import DistanceRows, distance_metrics
@@ -81,6 +81,7 @@ __all__ = [
     "top_n_order",
     "block_parallel",
     "coarse_threads",
+    "kernel_threads",
     "large_ops",
     "unit_layer",
     "running_min_distance",

@@ -409,3 +409,40 @@ def test_vectorised_ks_equals_one_call_per_n(stop_early):
     assert got == want and found == found_ref
     assert any(v is not None and v > 64 for v in found.values())  # a pass beyond the first block of N
     assert "e2" not in {f for (_, f, _) in found}  # the trace that never passes ran to the limit
+
+
+def test_per_length_means_equal_the_weighted_mean_over_every_row():
+    """The scan's per-head means at each L (sums over that L's own rows) equal the 0/1-weighted mean over every row
+    of the layer, the form they replaced, to 1e-13 relative (only the order of the sums differs)."""
+    from attn_lib.experiments.critical import CriticalAnalysis
+
+    g = torch.Generator().manual_seed(2)
+    H, L = 3, 48
+    logits = torch.randn(H, L, L, generator=g, dtype=torch.float64)
+    causal = torch.ones(L, L, dtype=torch.bool).tril()
+    ld = M.LayerData.from_logits(logits.masked_fill(~causal, -math.inf), torch.randn(H, L, 5, generator=g).double())
+    lengths = [8, 16, 48]
+    an = CriticalAnalysis(
+        {},
+        lengths,
+        alpha=0.01,
+        crit_fraction=1.0,
+        forms=("e1", "e2", "mc"),
+        p="L-1",
+        stage=L,
+        stop_early=True,
+        crit_rows=6,
+        mc_samples=3,
+    )
+    out = an._scan_layer(ld, 1, L - 1)
+    sc = M.topn_scan(ld, n_max=L - 1, n_min=1, p="L-1", rows=an.rows)
+    mc = M.expected_distance_mc_scan(ld, n_max=L - 1, n_min=1, rows=an.rows, n_samples=3, seed=0)
+    weights = (sc.valid[0].unsqueeze(0) & an.row_masks.unsqueeze(-1)).double()  # (nL, L, n)
+    count = weights.sum(1).clamp(min=1)
+    for f in ("d_tilde", "e1", "e2"):
+        want = torch.einsum("hrn,lrn->hln", getattr(sc, f), weights) / count
+        np.testing.assert_allclose(out[f], want.numpy(), rtol=1e-13, atol=0)
+    full = torch.zeros(H, L, L - 1, dtype=torch.float64)
+    full[:, an.rows] = mc.mean
+    np.testing.assert_allclose(out["mc"], (torch.einsum("hrn,lrn->hln", full, weights) / count).numpy(), rtol=1e-13)
+    assert (out["d_tilde"] > 0).any() and (out["count"] > 0).any()

@@ -277,7 +277,9 @@ def _replaced_weights(sess: _Session, logits: torch.Tensor, visible, layer) -> t
             f"normalizer {sess.normalizer_name!r} must return a tensor of weights with the shape of "
             f"the logits {tuple(logits.shape)} (got {got}) in layer {layer}"
         )
-    if not bool(torch.isfinite(weights).all()):
+    # one reduction first: the sum is finite unless some weight is NaN or +-inf (or finite weights overflow it, which
+    # the elementwise check then clears)
+    if not bool(torch.isfinite(weights.sum())) and not bool(torch.isfinite(weights).all()):
         raise ValueError(
             f"normalizer {sess.normalizer_name!r} returned non-finite weights (NaN or inf) in layer {layer}; "
             "every later layer and the logits would be NaN"

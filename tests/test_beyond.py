@@ -446,3 +446,10 @@ def test_row_metrics_engines_agree(unit):
     for k in ("d_tilde", "e1"):
         torch.testing.assert_close(b[k], a[k], rtol=1e-12, atol=1e-14)
     assert (b["sep"] > 0).any() and (b["sep"] < 1).any() and (b["d_tilde"] > 0).any()
+
+
+def test_row_metrics_engine_must_be_known():
+    w = torch.full((1, 2, 3), 1 / 3, dtype=torch.float64)
+    V = torch.randn(1, 3, 2, dtype=torch.float64)
+    with pytest.raises(ValueError, match="engine must be one of"):
+        B.row_metrics(w, V, torch.ones(2, 3, dtype=torch.bool), [1], engine="gpu")

@@ -318,6 +318,11 @@ class TestCrossingMetrics:
             torch.testing.assert_close(getattr(b, name), getattr(a, name), rtol=1e-12, atol=1e-13)
         assert (b.d_tilde[b.valid] > 0).any()  # not a comparison of zeros
 
+    def test_engine_must_be_known(self):
+        ld, mask = _causal()
+        with pytest.raises(ValueError, match="engine must be one of"):
+            crossing_metrics(ld.alpha[:, ROWS, :], ld.values, NS, mask=mask[ROWS], engine="gpu")
+
     @staticmethod
     def _args():
         ld, mask = _causal()

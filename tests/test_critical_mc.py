@@ -291,19 +291,21 @@ def test_control_variate_is_unbiased_and_reports_its_standard_error(engine):
 
 
 @needs_numba
-def test_control_variate_engines_agree():
-    """Kernel (float32 roots) and torch path (float64) give the same control-variate estimates to 1e-6."""
+@pytest.mark.parametrize("option, not_a_bool", [("control_variate", 1), ("stratify", "yes")])
+def test_variance_reduction_engines_agree_and_flag_is_checked(option, not_a_bool):
+    """Kernel (float32 roots) and torch path (float64) give the same control-variate and stratified estimates to
+    1e-6; the flag must be True or False."""
     ld = _layer(H=3, L=24, d=5, seed=4)
     rows = torch.tensor([3, 11, 23])
-    a = M.expected_distance_mc_scan(ld, n_max=12, n_min=2, rows=rows, n_samples=5, seed=7, control_variate=True)
+    a = M.expected_distance_mc_scan(ld, n_max=12, n_min=2, rows=rows, n_samples=5, seed=7, **{option: True})
     b = M.expected_distance_mc_scan(
-        ld, n_max=12, n_min=2, rows=rows, n_samples=5, seed=7, engine="torch", control_variate=True
+        ld, n_max=12, n_min=2, rows=rows, n_samples=5, seed=7, engine="torch", **{option: True}
     )
     assert torch.equal(a.valid, b.valid)
     assert torch.allclose(a.mean, b.mean, rtol=1e-6, atol=1e-9)
     assert torch.allclose(a.stderr, b.stderr, rtol=1e-5, atol=1e-8)
-    with pytest.raises(ValueError, match="control_variate"):
-        M.expected_distance_mc_scan(ld, n_max=3, control_variate=1)
+    with pytest.raises(ValueError, match=option):
+        M.expected_distance_mc_scan(ld, n_max=3, **{option: not_a_bool})
 
 
 @pytest.mark.parametrize("engine", ["numba", "torch"])
@@ -337,21 +339,6 @@ def test_stratified_estimator_is_unbiased_and_reports_its_standard_error(engine,
     assert np.abs(z).max() < 4.5
     assert np.all((reported > 0.7 * spread) & (reported < 1.4 * spread))
     assert spread.mean() < out[False][0].std(0, ddof=1).mean() / math.sqrt(2)
-
-
-@needs_numba
-def test_stratified_engines_agree_and_flag_is_checked():
-    ld = _layer(H=3, L=24, d=5, seed=4)
-    rows = torch.tensor([3, 11, 23])
-    a = M.expected_distance_mc_scan(ld, n_max=12, n_min=2, rows=rows, n_samples=5, seed=7, stratify=True)
-    b = M.expected_distance_mc_scan(
-        ld, n_max=12, n_min=2, rows=rows, n_samples=5, seed=7, engine="torch", stratify=True
-    )
-    assert torch.equal(a.valid, b.valid)
-    assert torch.allclose(a.mean, b.mean, rtol=1e-6, atol=1e-9)
-    assert torch.allclose(a.stderr, b.stderr, rtol=1e-5, atol=1e-8)
-    with pytest.raises(ValueError, match="stratify"):
-        M.expected_distance_mc_scan(ld, n_max=3, stratify="yes")
 
 
 # ---- the KS tests of the critical-N scan: one vectorised ks_2samp per block of N ---------------------------------

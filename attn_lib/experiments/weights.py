@@ -20,7 +20,7 @@ import torch
 
 from .. import _kernels as _kern
 from .. import metrics as M
-from .._validation import check_choice, check_int, check_int_list, check_positive
+from .._validation import check_int, check_int_list, check_positive
 
 __all__ = ["BLOCK_ELEMS", "row_sample", "row_metrics", "softmax_type_spectral_norm"]
 
@@ -137,7 +137,7 @@ def row_metrics(
     """
     w, V, vis = _checked_rows(weights, values, mask)
     ns = [check_int("n_values", n, low=1) for n in n_values]
-    numba = _uses_kernel(engine, w)
+    numba = M.uses_numba(engine, M.kernels_apply(w.device, prefix=True))  # the kernel takes any visibility
     if unit:
         V = V / torch.linalg.vector_norm(V, dim=-1, keepdim=True).clamp(min=1e-300)
     w = torch.where(vis, w, torch.zeros((), dtype=w.dtype))
@@ -176,15 +176,6 @@ def row_metrics(
         out["sep"][..., sl] = torch.where(valid, sep, zero)
         out["valid"][..., sl] = valid
     return out
-
-
-def _uses_kernel(engine: str, w: torch.Tensor) -> bool:
-    """Whether :func:`row_metrics` sums with the compiled kernel (``engine`` checked)."""
-    check_choice("engine", engine, ["auto", "numba", "torch"])
-    if engine == "numba" and not _kern.available():
-        raise ValueError("engine='numba' needs numba; use engine='torch'")
-    auto = M.settings.default_engine != "torch" and w.device.type == "cpu" and _kern.available()
-    return engine == "numba" or (engine == "auto" and auto)
 
 
 def _row_sums(a_sq4, wv, visv, top, sx, s_sq, wzx, z_sq4, t3, n_f) -> tuple[torch.Tensor, ...]:

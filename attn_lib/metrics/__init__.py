@@ -30,8 +30,9 @@ One module per experiment; each public function checks its input, picks the engi
 * :mod:`~attn_lib.metrics.sensitivity` -- :func:`sensitivity_rows` (``g(T, eps)`` per row);
 * :mod:`~attn_lib.metrics.coverage` -- :func:`separable_sets` (each head's separable top-``N`` tokens) and
   :func:`coverage_metrics` (multi-head coverage of the head-averaged top-``N``);
-* :mod:`~attn_lib.metrics._engine` -- the engine choice, the settings below, :func:`block_parallel`, :func:`coarse_threads` and
-  :func:`large_ops`.
+* :mod:`~attn_lib.metrics._engine` -- the engine choice (:func:`uses_numba`, :func:`kernels_apply`, also for the
+  compiled passes of :mod:`attn_lib.experiments`), the settings below, :func:`block_parallel`, :func:`coarse_threads`
+  and :func:`large_ops`.
 
 Settings: :data:`settings`, one plain :class:`Settings` object that every module reads at call time --
 ``default_engine`` (what ``engine="auto"`` means; environment variable ``ATTN_LIB_ENGINE``), ``block_elems`` and
@@ -43,7 +44,16 @@ them for a block with ``with attn_lib.metrics.configure(default_engine="torch"):
 from __future__ import annotations
 
 from ._engine import F64 as F64
-from ._engine import Settings, block_parallel, coarse_threads, configure, kernel_threads, large_ops, settings
+from ._engine import (
+    Settings,
+    block_parallel,
+    coarse_threads,
+    configure,
+    kernels_apply,
+    large_ops,
+    settings,
+    uses_numba,
+)
 from .coverage import CoverageRows, SeparableSets, coverage_metrics, separable_sets
 from .crossing import CrossingRows, crossing_metrics
 from .distance import DistanceRows, distance_metrics
@@ -81,8 +91,9 @@ __all__ = [
     "top_n_order",
     "block_parallel",
     "coarse_threads",
-    "kernel_threads",
     "large_ops",
+    "kernels_apply",
+    "uses_numba",
     "unit_layer",
     "running_min_distance",
 ]

@@ -253,6 +253,89 @@ def test_softmax_replacement_at_t1_matches_the_model(tiny_handle):
         torch.testing.assert_close(a.weights, b.weights, rtol=0, atol=1e-6)
 
 
+def _block_session(name, params, temperature):
+    from attn_lib.capture import _Session
+
+    return _Session(
+        callback=None,
+        normalizer=nz.get(name, **params),
+        normalizer_name=name,
+        temperature=temperature,
+        layers=None,
+        normalizer_layers=None,
+        output_dtype=None,
+        keep_qk=False,
+        stop_after=None,
+    )
+
+
+def _block_masks(b, q, k):
+    i, j = torch.arange(q)[:, None], torch.arange(k)[None, :]
+    causal = (j <= i + (k - q)).view(1, 1, q, k)
+    padded = causal.expand(b, 1, q, k).clone()
+    padded[1, :, :, : k // 3] = False  # batch 1: its first keys are padding, its first rows see nothing
+    return {"all visible": None, "causal": causal, "causal + padding": padded}
+
+
+@pytest.mark.parametrize(
+    "name, params",
+    [(n, p) for n, p in nz.Settings(nz.COMPARED).values()] + [("topk", {"k": 1}), ("topk", {"k": 300})],
+    ids=lambda v: v if isinstance(v, str) else ",".join(f"{a}={b}" for a, b in v.items()),
+)
+@pytest.mark.parametrize("elements", [2**12, 2**16, 2**19])
+def test_blocked_normaliser_equals_one_call(name, params, elements, monkeypatch):
+    """capture applies a replaced normaliser to blocks of query rows, cut after the last key a block sees (rounded up
+    to 64 keys): bit for bit the weights of one call on the whole layer, for every compared normaliser, on causal,
+    padded and unmasked logits, with blocks of 2 to 512 rows."""
+    from attn_lib import capture
+
+    b, h, q, k = 2, 4, 300, 320
+    g = torch.Generator().manual_seed(1)
+    scores = 4 * torch.randn(b, h, q, k, generator=g)
+    sess = _block_session(name, params, temperature=0.7)
+    for label, visible in _block_masks(b, q, k).items():
+        whole = capture._hide(scores, visible)
+        ref = sess.normalizer(whole, temperature=0.7, dim=-1, mask=capture._full_visibility(visible, whole))
+        monkeypatch.setattr(capture, "_CPU_BLOCK_ELEMENTS", elements)
+        blocks = capture._row_blocks(scores, visible)
+        assert len(blocks) > 1 and blocks[-1][1] == q, label
+        if visible is not None:
+            assert blocks[0][2] < k, label  # the first block is cut
+        got = capture._replaced_weights(sess, scores, visible, 0)
+        assert torch.equal(got, ref), (label, float((got - ref).abs().max()))
+
+
+def test_blocks_cover_every_row_and_every_visible_key(monkeypatch):
+    from attn_lib import capture
+
+    monkeypatch.setattr(capture, "_CPU_BLOCK_ELEMENTS", 2**14)
+    scores = torch.zeros(2, 4, 300, 320)
+    for visible in _block_masks(2, 300, 320).values():
+        blocks = capture._row_blocks(scores, visible)
+        assert [s for s, _, _ in blocks] == [0] + [e for _, e, _ in blocks[:-1]] and blocks[-1][1] == 300
+        for s, e, w in blocks:
+            assert w == 320 or w % 64 == 0
+            if visible is not None:
+                assert not torch.broadcast_to(visible, (2, 4, 300, 320))[..., s:e, w:].any()
+    # accelerators: one block, the whole layer
+    assert capture._row_blocks(torch.zeros(2, 4, 300, 320, device="meta"), None) == [(0, 300, 320)]
+
+
+def test_blocked_capture_equals_one_block_in_the_model(tiny_handle, monkeypatch):
+    from attn_lib import capture
+
+    ids = _ids(tiny_handle, length=90)
+    runs = []
+    for elements in (2**40, 2**9):  # one block; blocks of 2 rows
+        monkeypatch.setattr(capture, "_CPU_BLOCK_ELEMENTS", elements)
+        recs = collect_attention(tiny_handle, ids, normalizer="entmax15", temperature=0.8)
+        out = capture_attention(tiny_handle, ids, None, normalizer="softmax", temperature=0.6)
+        runs.append((recs, out.logits))
+    for a, b in zip(runs[0][0], runs[1][0]):
+        assert torch.equal(a.weights, b.weights) and torch.equal(a.logits, b.logits)
+    assert torch.equal(runs[0][1], runs[1][1])
+
+
 def test_normalizer_layers_and_custom_callable(tiny_gpt2):
     ids = _ids(tiny_gpt2)
     base = collect_attention(tiny_gpt2, ids)

@@ -355,6 +355,20 @@ def test_live_swap_topk_with_k_at_least_L_is_softmax_and_small_k_changes_the_los
     assert loss["softmax T=1"] == pytest.approx(loss["softmax (model)"], rel=1e-5)
 
 
+def test_live_swap_top_k_as_long_as_the_window_reuses_softmax_and_equals_its_own_pass(tiny_gpt2, swap):
+    """top-16 on a 16-token window is softmax on every row: live_swap relabels the softmax T=1 pass, and a pass
+    computed for top-16 itself (swap_setting) gives the same bits."""
+    r = swap.rows.set_index("setting")
+    assert r.loc["top-16", "normalizer"] == "topk" and r.loc["top-16", "k"] == 16 and r.loc["top-16", "T"] == 1.0
+    fresh = B.swap_setting(tiny_gpt2, TEXT, "top-16", **SWAP_KW).iloc[0]
+    np.testing.assert_array_equal(r.loc["top-16", "attention"], fresh["attention"])
+    assert r.loc["top-16", "loss"] == fresh["loss"] and r.loc["top-16", "d_tilde"] == fresh["d_tilde"]
+    top = swap.losses.query("setting == 'top-16'")
+    soft = swap.losses.query("setting == 'softmax T=1'")
+    assert (top["normalizer"] == "topk").all() and (top["k"] == 16).all()
+    assert list(top["L"]) == list(soft["L"]) and list(top["loss"]) == list(soft["loss"])
+
+
 def test_live_swap_records_the_chosen_row(swap):
     r = swap.rows.set_index("setting")
     assert (r["layer"] == 1).all() and (r["head"] == 2).all() and (r["row"] == 15).all()

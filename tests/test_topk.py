@@ -93,6 +93,17 @@ def test_topk_with_k_at_least_visible_length_is_softmax(k):
     torch.testing.assert_close(nz.topk(x, 0.7, k=k), nz.softmax(x, 0.7), atol=0, rtol=0)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("T", [0.25, 1.0, 4.0])
+def test_topk_with_k_at_least_the_row_is_softmax_bit_for_bit_on_long_causal_rows(dtype, T):
+    """The live swap reuses softmax's pass for a top-k whose k is at least the window: the same bits."""
+    L = 333
+    x = 5 * torch.randn(4, L, L, generator=torch.Generator().manual_seed(2), dtype=dtype)
+    causal = torch.ones(L, L, dtype=torch.bool).tril()
+    for k in (L, 1024):
+        assert torch.equal(nz.topk(x, T, k=k, mask=causal), nz.softmax(x, T, mask=causal))
+
+
 def test_topk_causal_rows_shorter_than_k_are_softmax():
     L = 6
     x = torch.randn(L, L, generator=torch.Generator().manual_seed(1), dtype=torch.float64)

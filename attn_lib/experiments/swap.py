@@ -110,6 +110,23 @@ def _swap_pass(handle, ids, s: dict, meta: dict, *, layer: int, head: int, N: in
     return losses, rec
 
 
+def _same_pass(s: dict, window: int) -> tuple:
+    """What a setting's forward pass computes: top-k with ``k`` at least the window keeps every visible key of every
+    row, and is then softmax to the last bit, so it shares the pass of softmax at its temperature (tested by
+    ``tests/test_topk.py::test_topk_with_k_at_least_the_row_is_softmax_bit_for_bit_on_long_causal_rows``)."""
+    if s["normalizer"] == "topk" and s["params"]["k"] >= window:
+        return ("softmax", (), s["T"])
+    return (s["normalizer"], tuple(sorted(s["params"].items())), s["T"])
+
+
+def _relabel(rows, s: dict):
+    """``rows`` (a pass's loss rows or its recorded row) under the labels of setting ``s``."""
+    labels = dict(setting=s["setting"], normalizer=s["normalizer"] or "softmax", k=s["k"], T=s["T"])
+    if isinstance(rows, dict):
+        return dict(rows, **labels)
+    return [dict(r, **labels) for r in rows]
+
+
 def live_swap(
     handle,
     text,
@@ -124,7 +141,9 @@ def live_swap(
     """Every normaliser, top-k over a ``k`` grid and softmax over a ``T`` grid, swapped into every head at inference.
 
     One forward pass per setting over the window of ``profile.swap_length`` tokens of ``text`` from token ``start``
-    (held-out by default); no weight of the model changes. ``"softmax (model)"`` is the model's own attention.
+    (held-out by default); no weight of the model changes. ``"softmax (model)"`` is the model's own attention. A top-k
+    with ``k`` at least the window is softmax on every row, bit for bit: it reuses the pass of softmax at ``T = 1`` when
+    the sweep has one.
 
     Parameters
     ----------
@@ -152,9 +171,14 @@ def live_swap(
     def compute():
         meta = table_meta(handle, text)
         ids = text_window(handle, text, Lw, start)
-        losses, recs = [], []
+        losses, recs, done = [], [], {}
         for s in settings:
-            lo, rec = _swap_pass(handle, ids, s, meta, layer=layer, head=head, N=N, swap_lengths=prof.swap_lengths)
+            same = _same_pass(s, Lw)
+            if same in done:  # the weights of a pass already made, in every head of every layer: relabel its rows
+                lo, rec = (_relabel(r, s) for r in done[same])
+            else:
+                lo, rec = _swap_pass(handle, ids, s, meta, layer=layer, head=head, N=N, swap_lengths=prof.swap_lengths)
+                done[same] = (lo, rec)
             losses.extend(lo)
             recs.append(rec)
         return SwapResult(pd.DataFrame(losses), pd.DataFrame(recs))

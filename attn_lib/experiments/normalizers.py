@@ -93,22 +93,12 @@ class CompareAnalysis:
         self.meta, self.prof, self.settings, self.seed = meta, prof, settings, seed
         self.row_sets = row_sample(prof.lengths, prof.rows_per_length)  # ascending L
         self.Lmax = max(prof.lengths)
-        self.out: list[dict] = []
+        self.out: list[tuple[dict, dict, np.ndarray]] = []
 
     def _add(self, label, name, metric, layer, values, **where):
-        for h, v in enumerate(values):
-            self.out.append(
-                dict(
-                    self.meta,
-                    normalizer=label,
-                    family=name,
-                    metric=metric,
-                    layer=layer,
-                    head=h,
-                    value=float(v),
-                    **where,
-                )
-            )
+        """One table row per head: the labels, ``head`` and ``value`` (kept as one block, expanded in :meth:`finish`)."""
+        v = np.asarray(torch.as_tensor(values).detach().to("cpu", torch.float64)).reshape(-1)
+        self.out.append((dict(self.meta, normalizer=label, family=name, metric=metric, layer=layer), where, v))
 
     def layer(self, la) -> None:
         prof = self.prof
@@ -163,7 +153,24 @@ class CompareAnalysis:
                     self._add(label, name, "jac_norm", la.layer, jn, L=L, T=T)
 
     def finish(self) -> pd.DataFrame:
-        df = pd.DataFrame(self.out)
+        """The tidy table: the columns in the order a list of one dict per row would give (labels, ``head``,
+        ``value``, then each grid column where it first appears), a grid column missing from a row left NaN."""
+        names = list(self.out[0][0]) + ["head", "value"] if self.out else []
+        for _, where, _ in self.out:
+            names += [k for k in where if k not in names]
+        sizes = [len(v) for _, _, v in self.out]
+        cols: dict = {}
+        for c in names:
+            if c == "head":
+                cols[c] = np.concatenate([np.arange(n) for n in sizes]) if sizes else []
+            elif c == "value":
+                cols[c] = np.concatenate([v for _, _, v in self.out]) if sizes else []
+            else:
+                col: list = []
+                for (fixed, where, _), n in zip(self.out, sizes):
+                    col += [fixed[c] if c in fixed else where.get(c, np.nan)] * n
+                cols[c] = col
+        df = pd.DataFrame(cols)
         for c in ("L", "N"):
             if c in df:
                 df[c] = df[c].astype("Int64")

@@ -314,6 +314,31 @@ def test_compare_normalizers_on_a_tiny_model_is_cached(tiny_gpt2, tmp_path):
     assert len(cache.entries()) == 1
 
 
+def test_compare_table_is_the_frame_of_one_dict_per_row():
+    """CompareAnalysis keeps a block per call and expands it at the end: the frame a list of one dict per (row, head)
+    gives, with the same column order, dtypes and missing grid values."""
+    from attn_lib.experiments.normalizers import CompareAnalysis
+
+    a = CompareAnalysis.__new__(CompareAnalysis)
+    a.meta, a.out = dict(model="m", text="t", device="cpu"), []
+    calls = [
+        ("softmax", "softmax", "max_alpha", 0, [0.5, 0.25], dict(L=8)),
+        ("top-4", "topk", "d_tilde", 1, [1.5, float("nan")], dict(L=8, N=2)),
+        ("softmax", "softmax", "g", 1, [0.125, 3.0], dict(L=16, T=0.1, eps=1e-3)),
+        ("softmax", "softmax", "jac_norm", 2, [2.0, 4.0], dict(L=16, T=1.0)),
+    ]
+    rows = []
+    for label, name, metric, layer, values, where in calls:
+        a._add(label, name, metric, layer, torch.tensor(values, dtype=torch.float64), **where)
+        for h, v in enumerate(values):
+            rows.append(
+                dict(a.meta, normalizer=label, family=name, metric=metric, layer=layer, head=h, value=v, **where)
+            )
+    ref = pd.DataFrame(rows)
+    ref[["L", "N"]] = ref[["L", "N"]].astype("Int64")
+    pd.testing.assert_frame_equal(a.finish(), ref, check_exact=True)
+
+
 def test_compare_normalizers_softmax_is_the_models_attention(tiny_llama):
     from attn_lib.capture import collect_attention
     from attn_lib.experiments import text_window

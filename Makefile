@@ -15,7 +15,7 @@ PY := $(BIN)/python
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.attn_lib-setup-$(shell cat pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)
 
-.PHONY: setup vendor book assignments lint test test-unit test-notebooks test-book test-browser clean clean-cache help
+.PHONY: setup vendor book assignments lint test test-unit test-notebooks test-book test-browser screenshots clean clean-cache help
 # The stages of `make test` share _build/html (test-browser checks what test-book built): never run them in parallel.
 .NOTPARALLEL:
 
@@ -25,6 +25,7 @@ help:
 	@echo "make lint   ruff check, ruff format --check, actionlint, chapter pairing check"
 	@echo "make assignments  build the Otter assignments (student notebooks, autograders) into _build/assignments"
 	@echo "make test-colab   chapter 1, assignment 1 and a slider in a venv with Google Colab's package versions"
+	@echo "make screenshots  the browser checks of the built book, with a full-page screenshot of each page in _build/screenshots"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -104,6 +105,11 @@ test-book: setup
 
 test-browser: setup
 	$(BIN)/pytest tests -m browser
+
+# The browser checks of the built book (run `make book` first) with a full-page screenshot of every page in
+# _build/screenshots (test-browser keeps only each page's first screen).
+screenshots: setup
+	ATTN_LIB_SCREENSHOTS=full $(BIN)/pytest tests -m browser
 
 # The Colab-versions environment (tools/colab_env.py): a separate venv (.cache/colab-env, rebuilt on every run) on
 # $(COLAB_PYTHON) with torch $(TORCH_SPEC) and Google Colab's pins (ipywidgets 7.7.1, transformers 5.15.0, numpy,

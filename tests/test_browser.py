@@ -33,6 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
 CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+#: Screenshots of each page go to _build/screenshots: the first screen (1280 x 900) by default, the whole page with
+#: ATTN_LIB_SCREENSHOTS=full (`make screenshots`; about 3 s a page on two cores, so not part of `make test`).
+FULL_PAGE_SHOTS = os.environ.get("ATTN_LIB_SCREENSHOTS", "").strip().lower() == "full"
 #: the chapter whose temperature slider is moved
 SLIDER_PAGES = {"book/01_vanishing_attention.html"}
 #: the numbered statements each chapter must show, with the paper's numbers
@@ -319,7 +322,7 @@ def test_page_renders_offline(visits, rel):
             "n => document.querySelectorAll('.widget-subarea').length >= n", arg=n_views, timeout=60_000
         )
     page.wait_for_timeout(300)
-    page.screenshot(path=str(_shot_name(rel)), full_page=True)
+    page.screenshot(path=str(_shot_name(rel)), full_page=FULL_PAGE_SHOTS)
 
     # 1. offline: nothing but file:// was requested
     assert not v.blocked, f"{rel} needed the network: {v.blocked}"

@@ -57,6 +57,7 @@ setup: $(STAMP) $(VENDOR_STAMP)
 JB_BUILD := $(BIN)/jupyter-book build . --path-output . --builder html --all
 
 book: setup
+	$(PY) tools/warm_kernels.py
 	$(JB_BUILD)
 	@echo "Book built: _build/html/index.html"
 
@@ -92,7 +93,9 @@ test: EXECUTED_CACHE := $(abspath _build/.executed-by-nbval)
 # pytest-xdist: the unit tests on every core (a test module stays on one worker, its fixtures built once). The
 # chapters stay serial: two at once on 2 cores took longer (7 min 23 s against 6 min 53 s; benchmarks/README.md)
 TEST_WORKERS ?= auto
+# tools/warm_kernels.py first: a fresh clone compiles the numba kernels once, in parallel, instead of in every worker
 test-unit: setup
+	$(PY) tools/warm_kernels.py
 	$(BIN)/pytest tests -m "not browser" -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile
 
 test-notebooks: setup

@@ -1178,13 +1178,18 @@ def _warm_row_metrics(x: dict):
     return row_metrics(vis, rank, a, a, np.zeros((1, L, 1, L)), a, x["zz"], np.zeros((1, L, 1)), x["t"] * 1.0, n)
 
 
-def warm_up(callback=None) -> list[str]:
+def warm_up(callback=None, names=None) -> list[str]:
     """Compile (or load from numba's on-disk cache) every kernel now, on a tiny input with the argument types of
     real calls, so that a long run can show this step instead of pausing in its first layer.
 
-    ``callback(name)`` is called after each kernel (e.g. to advance a progress bar). Returns the kernel names, in
-    order; an empty list when numba is not available.
+    ``callback(name)`` is called after each kernel (e.g. to advance a progress bar). ``names``: only these kernels
+    (a subset of :data:`KERNELS`; ``tools/warm_kernels.py`` compiles them in several processes at once). Returns the
+    kernel names, in order; an empty list when numba is not available.
     """
+    wanted = KERNELS if names is None else tuple(names)
+    unknown = sorted(set(wanted) - set(KERNELS))
+    if unknown:
+        raise ValueError(f"names must be kernels of {list(KERNELS)} (got {unknown})")
     if not available():
         return []
     x = _tiny_inputs()
@@ -1203,8 +1208,12 @@ def warm_up(callback=None) -> list[str]:
         ("row_metrics", lambda: _warm_row_metrics(x)),
     ]
     assert tuple(n for n, _ in steps) == KERNELS
+    done = []
     for name, fn in steps:
+        if name not in wanted:
+            continue
         fn()
+        done.append(name)
         if callback is not None:
             callback(name)
-    return list(KERNELS)
+    return done

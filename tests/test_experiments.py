@@ -348,6 +348,45 @@ def test_progress_is_silent_by_default_and_on_stderr_when_asked(tmp_path, tmp_ca
         E.run_all(gpt2_small, text, PROFILE, progress="yes")
 
 
+def test_warm_up_of_some_kernels_and_the_parallel_warm_up_tool(tmp_path):
+    """warm_up(names=...) compiles only those kernels (an unknown name is a ValueError naming the parameter), and
+    tools/warm_kernels.py splits every kernel over its processes, each once, balanced by compile time."""
+    import importlib.util
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from attn_lib import _kernels as K
+
+    with pytest.raises(ValueError, match=r"names must be kernels of .*\['no_such'\]"):
+        K.warm_up(names=["no_such"])
+    root = Path(__file__).parents[1]
+    spec = importlib.util.spec_from_file_location("warm_kernels", root / "tools" / "warm_kernels.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    assert set(tool.COMPILE_S) == set(K.KERNELS)
+    for n in (1, 2, 3, 16):
+        groups = tool.split(list(K.KERNELS), n)
+        assert sorted(k for g in groups for k in g) == sorted(K.KERNELS) and len(groups) == min(n, len(K.KERNELS))
+    two = [sum(tool.COMPILE_S[k] for k in g) for g in tool.split(list(K.KERNELS), 2)]
+    assert max(two) <= 0.55 * sum(two)
+    if not K.available():
+        pytest.skip("numba not importable")
+    assert K.warm_up(names=["sep_prefix", "scan_prefix"]) == ["scan_prefix", "sep_prefix"]  # in KERNELS' order
+    r = subprocess.run(
+        [sys.executable, str(root / "tools" / "warm_kernels.py"), "--processes", "2"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    assert r.returncode == 0 and "warm_kernels: 11 kernels in 2 processes" in r.stdout, r.stderr
+    bad = subprocess.run(
+        [sys.executable, str(root / "tools" / "warm_kernels.py"), "--processes", "0"], capture_output=True, text=True
+    )
+    assert bad.returncode == 2 and "--processes must be an integer >= 1" in bad.stderr
+
+
 def test_kernel_warm_up_compiles_what_the_runs_use(gpt2_small, monkeypatch):
     """The progress bar's "kernels" step is honest: after warm_up a whole run adds no compiled signature."""
     from attn_lib import _kernels as K

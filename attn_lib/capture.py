@@ -324,7 +324,8 @@ def _replaced_weights(sess: _Session, masked: torch.Tensor, visible, layer) -> t
         return _checked_weights(sess, masked, visible, layer, masked.shape)
     out = torch.zeros(masked.shape, dtype=masked.dtype, device=masked.device)
     for s, e, w in blocks:
-        vis = None if visible is None else visible[..., s:e, :w]
+        # a mask of one row (..., 1, k) holds for every query row
+        vis = None if visible is None else visible[..., :w] if visible.shape[-2] == 1 else visible[..., s:e, :w]
         out[..., s:e, :w] = _checked_weights(sess, masked[..., s:e, :w], vis, layer, masked.shape)
     return out
 

@@ -274,7 +274,10 @@ def _block_masks(b, q, k):
     causal = (j <= i + (k - q)).view(1, 1, q, k)
     padded = causal.expand(b, 1, q, k).clone()
     padded[1, :, :, : k // 3] = False  # batch 1: its first keys are padding, its first rows see nothing
-    return {"all visible": None, "causal": causal, "causal + padding": padded}
+    keys = torch.ones(b, 1, 1, k, dtype=torch.bool)
+    keys[..., -(k // 4) :] = False  # padding only, one mask row for every query row: the last keys are hidden
+    keys[0, ..., :10] = False
+    return {"all visible": None, "causal": causal, "causal + padding": padded, "padding, one row": keys}
 
 
 @pytest.mark.parametrize(

@@ -1186,6 +1186,8 @@ def warm_up(callback=None, names=None) -> list[str]:
     (a subset of :data:`KERNELS`; ``tools/warm_kernels.py`` compiles them in several processes at once). Returns the
     kernel names, in order; an empty list when numba is not available.
     """
+    if isinstance(names, str):
+        raise ValueError(f"names must be a list of kernel names of {list(KERNELS)} (got the string {names!r})")
     wanted = KERNELS if names is None else tuple(names)
     unknown = sorted(set(wanted) - set(KERNELS))
     if unknown:

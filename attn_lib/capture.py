@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -312,14 +313,30 @@ def _aligned(width: int, k_len: int) -> int:
     return min(k_len, max(_ALIGN, -(-width // _ALIGN) * _ALIGN))
 
 
+def _row_wise(fn, dtype: torch.dtype) -> bool:
+    """Whether :func:`_replaced_weights` may call ``fn`` on blocks of rows: a built-in normaliser of
+    :mod:`attn_lib.normalizers` (each acts on every row alone; ``get``'s bound parameters included), on float32 or
+    float64 logits. A user's callable gets the whole layer, as before; so do half-precision logits, where entmax15's
+    own rounding depends on the row length."""
+    base = fn.func if isinstance(fn, functools.partial) else fn
+    name = getattr(base, "__name__", "")
+    return (
+        dtype in (torch.float32, torch.float64)
+        and name in normalizers.available()
+        and name != "general"  # a user's F
+        and getattr(normalizers, name, None) is base
+    )
+
+
 def _replaced_weights(sess: _Session, masked: torch.Tensor, visible, layer) -> torch.Tensor:
     """The session's normaliser at its temperature on the logits, checked for shape and finiteness.
 
-    Applied to blocks of query rows (:func:`_row_blocks`). Every normaliser acts on each row alone and gives exactly
-    0 at invisible positions (the interface of :mod:`attn_lib.normalizers`), so the weights are those of one call
-    on the whole tensor; ``tests/test_capture.py::test_blocked_normaliser_equals_one_call`` checks that bit for bit.
+    A built-in normaliser on float32/float64 logits (:func:`_row_wise`) runs on blocks of query rows
+    (:func:`_row_blocks`): each acts on every row alone and gives exactly 0 at invisible positions, so the weights
+    are those of one call on the whole tensor (``tests/test_capture.py::test_blocked_normaliser_equals_one_call``
+    checks that bit for bit). Any other callable is called once, on the whole layer.
     """
-    blocks = _row_blocks(masked, visible)
+    blocks = _row_blocks(masked, visible) if _row_wise(sess.normalizer, masked.dtype) else [(0, *masked.shape[-2:])]
     if len(blocks) == 1 and blocks[0][2] == masked.shape[-1]:
         return _checked_weights(sess, masked, visible, layer, masked.shape)
     out = torch.zeros(masked.shape, dtype=masked.dtype, device=masked.device)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import pytest
@@ -306,6 +307,35 @@ def test_blocked_normaliser_equals_one_call(name, params, elements, monkeypatch)
             assert blocks[0][2] < k, label  # the first block is cut
         got = capture._replaced_weights(sess, scores, visible, 0)
         assert torch.equal(got, ref), (label, float((got - ref).abs().max()))
+
+
+def test_only_built_in_normalisers_in_float32_or_float64_run_in_blocks(monkeypatch):
+    """A user's callable may not act row by row (a view of the whole layer, a length-dependent scale): it gets the
+    whole layer in one call, and so do half-precision logits."""
+    import functools
+
+    from attn_lib import capture
+
+    monkeypatch.setattr(capture, "_CPU_BLOCK_ELEMENTS", 2**12)
+    b, h, q, k = 2, 2, 200, 200
+    scores = torch.randn(b, h, q, k, generator=torch.Generator().manual_seed(3))
+    causal = _block_masks(b, q, k)["causal"]
+    shapes = []
+
+    def whole_layer(logits, temperature=1.0, dim=-1, mask=None):
+        shapes.append(tuple(logits.shape))
+        flat = logits.reshape(-1, logits.shape[-1]) * math.log(logits.shape[-1])  # depends on the row length
+        return nz.softmax(flat, temperature, mask=mask.expand_as(logits).reshape(flat.shape)).view(logits.shape)
+
+    sess = _block_session("softmax", {}, 1.0)
+    sess.normalizer, sess.normalizer_name = whole_layer, "whole_layer"
+    got = capture._replaced_weights(sess, scores, causal, 0)
+    assert shapes == [(b, h, q, k)]
+    assert torch.equal(got, whole_layer(capture._hide(scores, causal), mask=causal))
+    assert capture._row_wise(nz.get("topk", k=4), torch.float32) and capture._row_wise(nz.softmax, torch.float64)
+    assert not capture._row_wise(nz.get("entmax15"), torch.bfloat16)
+    assert not capture._row_wise(nz.get("general", F=torch.exp), torch.float32)
+    assert not capture._row_wise(functools.partial(whole_layer), torch.float32)
 
 
 def test_blocks_cover_every_row_and_every_visible_key(monkeypatch):

@@ -45,7 +45,12 @@ def split(names: list[str], processes: int) -> list[list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--processes", type=int, default=os.cpu_count() or 1, help="processes (default: the CPU count)")
+    ap.add_argument(
+        "--processes",
+        type=int,
+        default=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1),
+        help="processes (default: the cores this process may use)",
+    )
     args = ap.parse_args(argv)
     if args.processes < 1:
         ap.error(f"--processes must be an integer >= 1 (got {args.processes})")
@@ -57,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     code = "import sys; from attn_lib import _kernels; _kernels.warm_up(names=sys.argv[1:])"
     jobs = [subprocess.Popen([sys.executable, "-c", code, *g]) for g in split(list(_kernels.KERNELS), args.processes)]
-    rc = max(j.wait() for j in jobs)
+    codes = [j.wait() for j in jobs]
+    rc = next((1 for c in codes if c != 0), 0)  # a child killed by a signal returns a negative code
     print(f"warm_kernels: {len(_kernels.KERNELS)} kernels in {len(jobs)} processes, {time.perf_counter() - t0:.1f} s")
     return rc
 

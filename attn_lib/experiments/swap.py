@@ -123,7 +123,7 @@ def _relabel(rows, s: dict):
     """``rows`` (a pass's loss rows or its recorded row) under the labels of setting ``s``."""
     labels = dict(setting=s["setting"], normalizer=s["normalizer"] or "softmax", k=s["k"], T=s["T"])
     if isinstance(rows, dict):
-        return dict(rows, **labels)
+        return dict(rows, **labels, attention=rows["attention"].copy())  # its own array, not the other row's
     return [dict(r, **labels) for r in rows]
 
 

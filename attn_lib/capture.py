@@ -9,9 +9,10 @@ mask it receives is eager attention's additive float mask), that:
    (same operations in the same order, so the result is bit-identical);
 2. normalises them: with the model's own softmax (``softmax(., dim=-1, dtype=float32)`` cast back to the value dtype,
    as eager attention does), or -- when asked -- with any normaliser of :mod:`attn_lib.normalizers` at a temperature,
-   which then *replaces* softmax inside the live model, so later layers see its effect (on the CPU a replaced
-   normaliser runs on blocks of query rows cut after their last visible key, bit for bit the weights of one call on
-   the whole layer and 20-30 % faster per forward pass at 1024 tokens: :func:`_replaced_weights`);
+   which then *replaces* softmax inside the live model, so later layers see its effect (on the CPU a built-in
+   normaliser on float32/float64 logits runs on blocks of query rows cut after their last visible key, bit for bit
+   the weights of one call on the whole layer and up to 20-30 % faster per forward pass at 1024 tokens; a user's
+   callable gets the whole layer: :func:`_replaced_weights`);
 3. hands a :class:`LayerAttention` (logits, visibility mask, weights, per-head values, queries, keys) to a user
    callback, then lets the tensors go, so memory stays at one layer however deep the model is;
 4. returns the attention output (and the weights, so ``output_attentions=True`` still works) to the model.

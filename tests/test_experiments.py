@@ -360,6 +360,8 @@ def test_warm_up_of_some_kernels_and_the_parallel_warm_up_tool(tmp_path):
 
     with pytest.raises(ValueError, match=r"names must be kernels of .*\['no_such'\]"):
         K.warm_up(names=["no_such"])
+    with pytest.raises(ValueError, match="names must be a list of kernel names .*got the string 'order_prefix'"):
+        K.warm_up(names="order_prefix")
     root = Path(__file__).parents[1]
     spec = importlib.util.spec_from_file_location("warm_kernels", root / "tools" / "warm_kernels.py")
     tool = importlib.util.module_from_spec(spec)

@@ -15,9 +15,10 @@ with every non-``file://`` request aborted and recorded: a page that asked for t
 * each chapter shows the paper's results as numbered sphinx-proof blocks (Lemma 1, Theorem 1, ...), numbered as
   in the paper, and has at least one ``{prf:ref}`` link that leads to its block.
 
-A full-page screenshot of every page goes to ``_build/screenshots/``. Run after ``make book`` (``make test``
-builds the book first). With ``CI=true`` a missing browser or a missing built book is a failure; otherwise it is
-a skip that says why.
+A screenshot of every page goes to ``_build/screenshots/`` (its first screen; the whole page with
+``ATTN_LIB_SCREENSHOTS=full``). Each page is opened once and every check reads that one visit. Run after ``make
+book`` (``make test`` builds the book first). With ``CI=true`` a missing browser or a missing built book is a
+failure; otherwise it is a skip that says why.
 """
 
 from __future__ import annotations
@@ -163,9 +164,16 @@ class PageVisit:
 
 @pytest.fixture(scope="module")
 def visits(browser):
-    """Open every page once; the checks below share the visits."""
+    """Open every page once; the checks below share the visits. (Not ``opened.setdefault(rel, PageVisit(...))``:
+    that opens the page again on every call, and left each copy loading in the background.)"""
     opened: dict[str, PageVisit] = {}
-    yield lambda rel: opened.setdefault(rel, PageVisit(browser, rel))
+
+    def visit(rel: str) -> PageVisit:
+        if rel not in opened:
+            opened[rel] = PageVisit(browser, rel)
+        return opened[rel]
+
+    yield visit
     for v in opened.values():
         v.close()
 
@@ -251,6 +259,10 @@ RAGGED_TABLE_ROWS = """() => {
   }
   return bad;
 }"""
+
+# (text, href) of every internal link of the article (not the navigation).
+INTERNAL_LINKS = """() => Array.from(document.querySelectorAll('main article a.reference.internal:not(.nav-link)'))
+  .map(a => [a.innerText.trim(), a.getAttribute('href') || ''])"""
 
 # Titles of the sphinx-proof blocks on the page ("Lemma 1 (Vanishing attention)", ...).
 PROOF_TITLES = """() => Array.from(document.querySelectorAll('main div.proof > .admonition-title, main div.proof > p.admonition-title'))
@@ -362,6 +374,14 @@ def test_page_renders_offline(visits, rel):
         assert page.locator(".widget-slider, .jupyter-widgets").count() > 0
 
 
+def test_each_page_is_opened_once_and_shared_by_the_checks(browser, visits):
+    if not PAGES:
+        _unavailable(f"no built book at {HTML} (run `make book` first)")
+    first = visits(PAGES[0])
+    contexts = len(browser.contexts)
+    assert visits(PAGES[0]) is first and len(browser.contexts) == contexts, "a second visit opened the page again"
+
+
 @pytest.mark.parametrize("rel", sorted(SLIDER_PAGES))
 def test_slider_switches_the_figure(visits, rel):
     if rel not in PAGES:
@@ -423,8 +443,7 @@ def test_chapter_shows_numbered_statements_and_a_working_reference(visits, rel):
             f"{rel}: no numbered block {expected!r}; blocks found: {titles}"
         )
     # {prf:ref} links: internal links whose text names a numbered statement (or a block title) of the book
-    links = page.locator("main article a.reference.internal:not(.nav-link)")
-    refs = [(links.nth(i).inner_text().strip(), links.nth(i).get_attribute("href") or "") for i in range(links.count())]
+    refs = [tuple(r) for r in page.evaluate(INTERNAL_LINKS)]  # one round trip (two per link took seconds)
     prf = [(t, h) for t, h in refs if re.search(r"#(lem|cor|thm|asm|def|prop|rem|exa)-", h)]
     assert prf, f"{rel}: no {{prf:ref}} link to a numbered statement (links found: {refs[:10]})"
     for text, href in prf:

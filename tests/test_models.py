@@ -436,12 +436,39 @@ def test_load_model_quiet_writes_nothing_to_stderr(capfd):
 @pytest.mark.slow
 def test_standin_conversion_is_a_note_not_stderr(tmp_path, monkeypatch, capfd):
     """First use on a fresh machine: the one-off conversion message goes to the returned notes, never to stderr
-    (it used to be a logging warning, which the book build showed as an error box in chapter 2)."""
+    (it used to be a logging warning, which the book build showed as an error box in chapter 2). The conversion
+    parses the GGUF file once and builds one tensor-name map (``loading._gguf_read_once``; transformers alone did
+    both three and 397 times), and writes the files of a conversion without that sharing, byte for byte: the copy of
+    the normal model folder, when it was converted from the same file with the same transformers and torch."""
+    import gguf
+
     from attn_lib import experiments as E
 
+    shared = M.standin_cache_path()
+    calls = {"reader": 0, "name_map": 0}
+    real_reader, real_map = gguf.GGUFReader, gguf.get_tensor_name_map
+
+    def counting_reader(*a, **kw):
+        calls["reader"] += 1
+        return real_reader(*a, **kw)
+
+    def counting_map(*a, **kw):
+        calls["name_map"] += 1
+        return real_map(*a, **kw)
+
+    monkeypatch.setattr(gguf, "GGUFReader", counting_reader)
+    monkeypatch.setattr(gguf, "get_tensor_name_map", counting_map)
     monkeypatch.setenv("ATTN_LIB_MODEL_DIR", str(tmp_path / "models"))
     handle, _, notes = E.load_inputs("gpt2", "botchan", device="cpu")  # offline: the stand-in, converted now
     assert capfd.readouterr().err == ""
+    assert calls == {"reader": 1, "name_map": 1}, calls
+    assert gguf.GGUFReader is counting_reader and gguf.get_tensor_name_map is counting_map  # restored afterwards
+    new = M.standin_cache_path()
+    old_meta = L._standin_meta_ok(shared, L.standin_gguf_path())
+    new_meta = json.loads((new / L._META).read_text())
+    if old_meta is not None and all(old_meta[k] == new_meta[k] for k in ("gguf_sha256", "converted_with")):
+        for name in ("model.safetensors", "tokenizer.json", "config.json"):
+            assert (new / name).read_bytes() == (shared / name).read_bytes(), name
     assert any(
         n.startswith("converted the offline stand-in SmolLM2-135M-Instruct once") and str(tmp_path) in n for n in notes
     ), notes

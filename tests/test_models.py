@@ -437,7 +437,7 @@ def test_load_model_quiet_writes_nothing_to_stderr(capfd):
 def test_standin_conversion_is_a_note_not_stderr(tmp_path, monkeypatch, capfd):
     """First use on a fresh machine: the one-off conversion message goes to the returned notes, never to stderr
     (it used to be a logging warning, which the book build showed as an error box in chapter 2). The conversion
-    parses the GGUF file once and builds one tensor-name map (``loading._gguf_read_once``; transformers alone did
+    parses the GGUF file once and builds one tensor-name map (``attn_lib.models.gguf_once``; transformers alone did
     both three and 397 times), and writes the files of a conversion without that sharing, byte for byte: the copy of
     the normal model folder, when it was converted from the same file with the same transformers and torch."""
     import gguf

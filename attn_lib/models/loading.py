@@ -30,6 +30,7 @@ import torch
 from .. import _alloc
 from .._validation import check_int, prepare_output_dir
 from ..cache import MODEL_ENV, model_dir
+from .gguf_once import gguf_read_once
 from .handle import (
     ModelHandle,
     ModelUnavailableError,
@@ -690,44 +691,6 @@ def _standin_meta_ok(folder: Path, gguf: Path) -> dict | None:
     return meta
 
 
-@contextlib.contextmanager
-def _gguf_read_once():
-    """While converting: one ``gguf.GGUFReader`` per file and one tensor-name map per (architecture, blocks).
-
-    transformers parses the GGUF file three times (tokenizer, config, weights; each parse walks the 49 152-token
-    vocabulary field by field) and rebuilds gguf's ``TensorNameMap`` for every module it maps (397 times). Both are
-    pure functions of their arguments, read only afterwards, and transformers imports them from ``gguf`` at each
-    call, so they are shared here for the duration of the conversion: 23-24 s -> 10.4-10.7 s on the 2-core VM, the
-    same files byte for byte (``tests/test_models.py::test_standin_conversion_is_a_note_not_stderr``).
-    Without ``gguf`` (transformers then fails with its own message) nothing is changed.
-    """
-    try:
-        import gguf as _gguf
-    except ImportError:  # pragma: no cover - gguf comes with the dependencies
-        yield
-        return
-    real_reader, real_map = _gguf.GGUFReader, _gguf.get_tensor_name_map
-    readers: dict = {}
-    maps: dict = {}
-
-    def reader(path, mode="r"):
-        key = (os.fspath(path), mode)
-        if key not in readers:
-            readers[key] = real_reader(path, mode)
-        return readers[key]
-
-    def name_map(arch, n_blocks):
-        if (arch, n_blocks) not in maps:
-            maps[arch, n_blocks] = real_map(arch, n_blocks)
-        return maps[arch, n_blocks]
-
-    _gguf.GGUFReader, _gguf.get_tensor_name_map = reader, name_map
-    try:
-        yield
-    finally:
-        _gguf.GGUFReader, _gguf.get_tensor_name_map = real_reader, real_map
-
-
 def _convert_standin(gguf: Path, target: Path) -> dict:
     """Dequantise the GGUF file and save model + tokenizer as safetensors into ``target`` atomically."""
     from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: heavy; keeps ``import attn_lib`` light
@@ -740,7 +703,7 @@ def _convert_standin(gguf: Path, target: Path) -> dict:
     # before the conversion: a model folder that is a file or cannot be written is the user's setting, said as such
     where = f"the environment variable {MODEL_ENV}" if os.environ.get(MODEL_ENV, "").strip() else "the model folder"
     prepare_output_dir(where, target.parent)
-    with _gguf_read_once():
+    with gguf_read_once():
         tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         check_tokenizer(tok, f"tokenizer of {gguf.name}")
         model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, **_dtype_kw(torch.float32))

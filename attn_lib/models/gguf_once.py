@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 
 __all__ = ["gguf_read_once"]
@@ -25,21 +26,12 @@ def gguf_read_once():
         yield
         return
     real_reader, real_map = _gguf.GGUFReader, _gguf.get_tensor_name_map
-    readers: dict = {}
-    maps: dict = {}
+    open_once = functools.cache(real_reader)
 
     def reader(path, mode="r"):
-        key = (os.fspath(path), mode)
-        if key not in readers:
-            readers[key] = real_reader(path, mode)
-        return readers[key]
+        return open_once(os.fspath(path), mode)  # a str and a Path of one file: one parse
 
-    def name_map(arch, n_blocks):
-        if (arch, n_blocks) not in maps:
-            maps[arch, n_blocks] = real_map(arch, n_blocks)
-        return maps[arch, n_blocks]
-
-    _gguf.GGUFReader, _gguf.get_tensor_name_map = reader, name_map
+    _gguf.GGUFReader, _gguf.get_tensor_name_map = reader, functools.cache(real_map)
     try:
         yield
     finally:

@@ -148,6 +148,11 @@ def main(argv=None) -> int:
     else:
         if shutil.which("make") is None or shutil.which("git") is None:
             ap.error("make and git are needed to run make test")
+        known = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--verify", "--quiet", f"{args.rev}^{{commit}}"], capture_output=True
+        )
+        if known.returncode != 0:
+            ap.error(f"--rev must name a commit of {ROOT} (got {args.rev!r})")
         keep = args.keep or (args.save.with_suffix(".log") if args.save is not None else None)
         lines, chapters, rc = run_make_test(args.rev, keep)
     try:

@@ -78,3 +78,9 @@ def test_cli_refuses_a_bad_previous_file_and_a_log_without_stamps(tmp_path, caps
     plain.write_text("python3 -m venv .venv\n")
     assert bench.main(["--log", str(plain)]) == 2
     assert "no stamped lines" in capsys.readouterr().err
+
+
+def test_cli_refuses_a_revision_that_is_no_commit_before_cloning(capsys):
+    with pytest.raises(SystemExit) as exc:
+        bench.main(["--rev", "no-such-commit-xyz"])
+    assert exc.value.code == 2 and "--rev must name a commit" in capsys.readouterr().err

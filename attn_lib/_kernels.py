@@ -235,7 +235,24 @@ def _mc_prefix_py(alpha, G, values, t, rows, sub, mean_out, se_out):
             se_out[h, ri] = math.inf
 
 
-def _mc_scan_prefix_py(alpha, G, perm, t, rows, n_min, n_max, mean_out, se_out):
+def _mc_order_py(pk, W, jt, mode, out):
+    # the order a Monte-Carlo sample adds its tokens in: the first W entries of pk (mode 0); with jt moved to the
+    # front (mode 1) or to the last visible position W - 1 (mode 2), the other tokens keeping their order (the
+    # two strata of expected_distance_mc_scan(stratify=True))
+    if mode == 0:
+        for i in range(W):
+            out[i] = pk[i]
+        return
+    pos = 1 if mode == 1 else 0
+    for i in range(W):
+        v = pk[i]
+        if v != jt:
+            out[pos] = v
+            pos += 1
+    out[0 if mode == 1 else W - 1] = jt
+
+
+def _mc_scan_prefix_py(alpha, G, perm, t, rows, n_min, n_max, pick, mode, mean_out, se_out):
     # Monte-Carlo E[d~] for every N: K random permutations per row; the subset of size N is the permutation's
     # prefix, so adding its N-th token j updates K_i = alpha_i ||x_i||^2 - 2 s . x_i by -2 alpha_j G_ji and ||s||^2
     # by alpha_j (2 alpha_j G_jj - K_j), as in _scan_prefix_py: O(t) per (sample, N), O(K t min(t, n_max)) per row.
@@ -258,10 +275,11 @@ def _mc_scan_prefix_py(alpha, G, perm, t, rows, n_min, n_max, mean_out, se_out):
             base[i] = a[i] * G[h, i, i]
         Kst = np.empty(W)
         keep = np.empty(W)
+        pk = np.empty(W, dtype=np.int64)
         mu = np.zeros(top - n_min + 1)  # Welford running mean and sum of squared deviations over the samples
         m2 = np.zeros(top - n_min + 1)
         for k in range(n_samp):
-            pk = perm[ri, k]
+            _mc_order(perm[ri, k], W, pick[h, ri], mode, pk)
             for i in range(W):
                 Kst[i] = base[i]
                 keep[i] = 1.0
@@ -339,7 +357,7 @@ def _mc_cv_weights_py(P, U, C, W, N, w):
     return ec * (W - N) / W
 
 
-def _mc_scan_cv_prefix_py(alpha, G, perm, t, rows, n_min, n_max, mean_out, se_out):
+def _mc_scan_cv_prefix_py(alpha, G, perm, t, rows, n_min, n_max, pick, mode, mean_out, se_out):
     # _mc_scan_prefix_py with a control variate: each sample is Y = d~ - sum_{i not in I} w_i Q_i + E[...] with
     # Q_i = ||alpha_i x_i - s||^2 (the argument of d~'s root) and w_i = 1 / (2 sqrt(E[Q_i | i not in I])), the
     # first-order Taylor term of the root, whose expectation is exact (_mc_cv_weights_py); E[Y] = E[d~] for any
@@ -385,10 +403,11 @@ def _mc_scan_cv_prefix_py(alpha, G, perm, t, rows, n_min, n_max, mean_out, se_ou
             ec[c] = _mc_cv_weights(P, U, C, W, n_min + c, wt[c])
         Kst = np.empty(W)
         keep = np.empty(W)
+        pk = np.empty(W, dtype=np.int64)
         mu = np.zeros(nn)
         m2 = np.zeros(nn)
         for k in range(n_samp):
-            pk = perm[ri, k]
+            _mc_order(perm[ri, k], W, pick[h, ri], mode, pk)
             for i in range(W):
                 Kst[i] = base[i]
                 keep[i] = 1.0
@@ -860,6 +879,7 @@ if _nb is not None:
     _FAST = {"reassoc", "contract", "nsz", "arcp"}
     _scan_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_scan_prefix_py)
     _mc_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_mc_prefix_py)
+    _mc_order = _nb.njit(cache=True, inline="always")(_mc_order_py)
     _mc_scan_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_mc_scan_prefix_py)
     _mc_cv_weights = _nb.njit(cache=True)(_mc_cv_weights_py)
     _mc_scan_cv_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_mc_scan_cv_prefix_py)
@@ -878,7 +898,7 @@ if _nb is not None:
 else:  # pragma: no cover
     _prange = range
     _row_dots = _row_state = _p_incl = _scan_prefix = _mc_prefix = _mc_scan_prefix = _dist_prefix = None
-    _mc_cv_weights = _mc_scan_cv_prefix = None
+    _mc_cv_weights = _mc_scan_cv_prefix = _mc_order = None
     _order_prefix = _sep_prefix = _running_min = None
     _exp_nonpos = _sens_rows = _d1_cummax = _crossing_rows = _row_metrics = None
 
@@ -957,7 +977,17 @@ def mc_prefix(alpha, G, values, t, rows, sub, threads: int | None = None):
 
 
 def mc_scan_prefix(
-    alpha, G, perm, t, rows, n_min: int, n_max: int, threads: int | None = None, control_variate: bool = False
+    alpha,
+    G,
+    perm,
+    t,
+    rows,
+    n_min: int,
+    n_max: int,
+    threads: int | None = None,
+    control_variate: bool = False,
+    pick=None,
+    first: bool = True,
 ):
     """Monte-Carlo ``E[d~]`` for ``N = n_min..n_max`` at once, per (head, row) of a prefix-masked layer.
 
@@ -971,9 +1001,19 @@ def mc_scan_prefix(
     ``control_variate=True``: each sample is ``d~ - sum_{i not in I} w_i Q_i`` plus that sum's exact expectation
     (``Q_i`` the square under d~'s root, ``w_i = 1 / (2 sqrt(E[Q_i | i not in I]))``): the same expectation, a much
     smaller variance. Compiled on its first use (not part of :data:`KERNELS`); O(t^2 + n t) more work per row.
+
+    ``pick`` ``(H, R)`` int64 (one visible token per head and row): every order of that (head, row) has the token
+    moved to its front (``first``) or to its last visible position ``t - 1``, the other tokens keeping their order --
+    one stratum of the stratified estimator, for every head in one call; ``None``: the orders as given.
     """
     H, R, nn = alpha.shape[0], rows.shape[0], n_max - n_min + 1
     mean, se = np.zeros((H, R, nn)), np.zeros((H, R, nn))
+    if pick is None:
+        pick, mode = np.zeros((H, R), dtype=np.int64), 0
+    else:
+        pick, mode = np.ascontiguousarray(pick, np.int64), 1 if first else 2
+        if pick.shape != (H, R):
+            raise ValueError(f"pick must have shape (H, R) = {(H, R)} (got {pick.shape})")
     _threads_call(
         _mc_scan_cv_prefix if control_variate else _mc_scan_prefix,
         threads,
@@ -984,6 +1024,8 @@ def mc_scan_prefix(
         np.ascontiguousarray(rows, np.int64),
         int(n_min),
         int(n_max),
+        pick,
+        mode,
         mean,
         se,
     )

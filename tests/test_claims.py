@@ -473,6 +473,11 @@ class TestOtherOutcomes:
         row = _row("fig2c-critical-mc", {"critical_n_summary": s, "critical_n": _trace(s, 0.2)})
         assert row["verdict"] == "no verdict" and row["cause"]
 
+    def test_critical_mc_verdict_states_the_standard_error_it_was_judged_with(self):
+        s = _summ({"mc": 0.7})
+        row = _row("fig2c-critical-mc", {"critical_n_summary": s, "critical_n": _trace(s, 0.013)})
+        assert row["verdict"] == "not reproduced" and "standard error at N* up to 1.3%" in row["measured"]
+
     def test_critical_mc_no_verdict_without_a_trace(self):
         assert _row("fig2c-critical-mc", {"critical_n_summary": _summ({"mc": 0.06})})["verdict"] == "no verdict"
 

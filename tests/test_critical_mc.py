@@ -3,6 +3,7 @@ brute-force loop over theory.distance) and its use as form "mc" of experiments.c
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -235,6 +236,75 @@ def test_critical_mc_matches_a_brute_force_ks_scan():
     assert n_ref is not None and n_ref > 1  # the case is not trivial
     assert summary["n_star"].tolist() == [n_ref] and not summary["censored"].any()
     assert (trace["form"] == "mc").all() and trace["mc_rel_se"].between(0, np.inf).all()
+
+
+def test_short_rows_and_the_strata_are_the_scans_of_their_row_groups():
+    """``mc_short_samples``: the rows with at most ``mc_short_t`` visible tokens get their own scan with that many
+    orders, the other rows one with ``mc_samples`` (each stratified with ``mc_stratify``); the per-head means and
+    variances of the analysis are those of the two direct scans, bit for bit."""
+    ld = _layer(H=3, L=14, d=3, seed=5)
+    rows = torch.arange(14)
+    an = CriticalAnalysis(
+        {"model": "synthetic", "text": "none", "device": "cpu"},
+        [14],
+        alpha=0.01,
+        crit_fraction=1.0,
+        forms=["mc"],
+        p="L-1",
+        stage=13,
+        stop_early=True,
+        mc_samples=2,
+        seed=4,
+        mc_stratify=True,
+        mc_short_t=6,
+        mc_short_samples=7,
+    )
+    mean, stderr = an._mc_scan(ld, rows, 1, 13)
+    short = M.expected_distance_mc_scan(ld, n_max=13, rows=rows[:6], n_samples=7, seed=4, stratify=True)
+    long = M.expected_distance_mc_scan(ld, n_max=13, rows=rows[6:], n_samples=2, seed=4, stratify=True)
+    assert torch.equal(mean[:, :6], short.mean) and torch.equal(mean[:, 6:], long.mean)
+    assert torch.equal(stderr[:, :6], short.stderr) and torch.equal(stderr[:, 6:], long.stderr)
+    plain = dict(an.__dict__, mc_short_samples=0, mc_stratify=False)
+    an.__dict__.update(plain)
+    mean0, _ = an._mc_scan(ld, rows, 1, 13)
+    assert torch.equal(mean0, M.expected_distance_mc_scan(ld, n_max=13, rows=rows, n_samples=2, seed=4).mean)
+
+
+@pytest.mark.parametrize(
+    "kw, name",
+    [
+        (dict(mc_stratify="yes"), "mc_stratify"),
+        (dict(mc_short_t=-1), "mc_short_t"),
+        (dict(mc_short_samples=-2), "mc_short_samples"),
+        (dict(mc_short_samples=10**12), "mc_short_samples"),
+    ],
+)
+def test_critical_n_rejects_bad_monte_carlo_options(kw, name):
+    with pytest.raises(ValueError, match=name):
+        E.CriticalNParams(lengths=[16], **kw)
+
+
+def test_the_paper_profile_stratifies_and_gives_the_short_rows_more_orders():
+    """What the paper profile's Monte-Carlo scan runs with (the standard errors it gives are measured in
+    benchmarks/README.md), and that the cache key changes with each option."""
+    prof = E.PROFILES["paper"]
+    handle = type("H", (), {"max_length": 2048, "n_heads": 4, "n_kv_heads": 4, "head_dim": 8})()
+    params = E.CriticalNParams.from_profile(prof, handle)
+    assert params.mc_stratify and params.mc_short_t == 128 and params.mc_short_samples > params.mc_samples
+    key = params.key_params()
+    for change in (dict(mc_stratify=False), dict(mc_short_t=64), dict(mc_short_samples=8)):
+        assert dataclasses.replace(params, **change).key_params() != key, change
+    quick = E.CriticalNParams.from_profile(E.PROFILES["quick"], handle).key_params()
+    assert "mc_short_t" not in quick and quick["mc_stratify"] is False
+
+
+@needs_numba
+def test_the_kernel_checks_the_shape_of_its_stratum_tokens():
+    ld = _layer(H=2, L=8)
+    args = (ld.alpha.numpy(), ld.gram.numpy(), M.mc_permutations(ld.mask[0][[3, 7]], 2, 0).numpy())
+    t = torch.broadcast_to(ld.t, (2, 8)).numpy()
+    with pytest.raises(ValueError, match=r"pick must have shape \(H, R\) = \(2, 2\)"):
+        _kernels.mc_scan_prefix(*args, t, np.array([3, 7]), 1, 2, pick=np.zeros((1, 2), dtype=np.int64))
 
 
 def test_critical_n_rejects_a_bad_sample_count(tiny_gpt2):

@@ -51,9 +51,13 @@ class CriticalAnalysis:
         groups=None,
         mc_samples=0,
         seed=0,
+        mc_stratify=False,
+        mc_short_t=0,
+        mc_short_samples=0,
     ):
         self.meta, self.lengths, self.alpha = meta, sorted(lengths), alpha
         self.mc_samples, self.seed = mc_samples, seed
+        self.mc_stratify, self.mc_short_t, self.mc_short_samples = mc_stratify, mc_short_t, mc_short_samples
         self.timing_parts = {"mc_scan_s": 0.0} if "mc" in forms else {}  # the Monte-Carlo scan's own time
         self.caps = {L: max(1, min(L - 1, int(math.floor(L * crit_fraction)))) for L in self.lengths}
         self.n_cap = max(self.caps.values())
@@ -95,14 +99,30 @@ class CriticalAnalysis:
             # Monte-Carlo E[d~] on the same rows and N (same validity t >= N + 1): per-head means over the rows of
             # each L, and the standard error of each mean (the rows' samples are independent)
             t0 = time.perf_counter()
-            mc = M.expected_distance_mc_scan(
-                ld, n_max=hi, n_min=lo, rows=rows, n_samples=self.mc_samples, seed=self.seed
-            )
-            out["mc"] = (per_length_sums(mc.mean) / count.clamp(min=1)).cpu().numpy()
-            var = per_length_sums(mc.stderr.square()) / count.clamp(min=1).square()
+            mc_mean, mc_se = self._mc_scan(ld, rows, lo, hi)
+            out["mc"] = (per_length_sums(mc_mean) / count.clamp(min=1)).cpu().numpy()
+            var = per_length_sums(mc_se.square()) / count.clamp(min=1).square()
             out["mc_var"] = var.cpu().numpy()  # variance of each per-head mean
             self.timing_parts["mc_scan_s"] += time.perf_counter() - t0
         return out  # each (H, nL, n)
+
+    def _mc_scan(self, ld: M.LayerData, rows: torch.Tensor, lo: int, hi: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(mean, stderr)`` ``(H, R, n)`` of the Monte-Carlo scan on ``rows``: ``mc_samples`` orders per row
+        (stratified with ``mc_stratify``), and ``mc_short_samples`` for the rows with at most ``mc_short_t``
+        visible tokens, which cost ``O(t^2)`` each and are few (one call per group of rows, the same seed)."""
+        t = torch.broadcast_to(ld.t, (ld.H, ld.L))[0, rows.to(ld.device)].cpu()
+        short = t <= self.mc_short_t if self.mc_short_samples else torch.zeros(rows.shape, dtype=torch.bool)
+        mean = torch.zeros(ld.H, rows.numel(), hi - lo + 1, dtype=torch.float64, device=ld.device)
+        stderr = torch.zeros_like(mean)
+        for sel, K in ((short, self.mc_short_samples), (~short, self.mc_samples)):
+            if not bool(sel.any()):
+                continue
+            mc = M.expected_distance_mc_scan(
+                ld, n_max=hi, n_min=lo, rows=rows[sel], n_samples=K, seed=self.seed, stratify=self.mc_stratify
+            )
+            idx = sel.nonzero().flatten().to(ld.device)
+            mean[:, idx], stderr[:, idx] = mc.mean, mc.stderr
+        return mean, stderr
 
     def _row_positions(self, rows: torch.Tensor, width: int) -> list[torch.Tensor]:
         """For each ``L``, the positions in ``rows`` (the ascending union of the row sets, cut at ``width``) of that
@@ -266,6 +286,8 @@ class CriticalNParams(Experiment):
     crit_rows : int >= 0
     mc_samples : int >= 1
     seed : int in [0, 2**64 - 1]
+    mc_stratify : bool
+    mc_short_t, mc_short_samples : int >= 0
     """
 
     name: ClassVar[str] = "critical_n"
@@ -281,6 +303,9 @@ class CriticalNParams(Experiment):
     crit_rows: int = 0
     mc_samples: int = 8
     seed: int = 0
+    mc_stratify: bool = False
+    mc_short_t: int = 0
+    mc_short_samples: int = 0
 
     def __post_init__(self):
         lengths = tuple(check_int_list("lengths", self.lengths, low=2))
@@ -293,8 +318,9 @@ class CriticalNParams(Experiment):
         if not forms:
             raise ValueError(f"forms must be a non-empty subset of {list(CRITICAL_FORMS)}")
         check_choice("p", self.p, ["L-1", "L"])
-        if not isinstance(self.stop_early, bool):
-            raise ValueError(f"stop_early must be True or False (got {self.stop_early!r})")
+        for name in ("stop_early", "mc_stratify"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False (got {getattr(self, name)!r})")
         stage = check_int("stage", self.stage, low=1)
         crit_rows = check_int("crit_rows", self.crit_rows, low=0)
         mc_samples = check_size("mc_samples", self.mc_samples, per_item=max(lengths) * (crit_rows or max(lengths)))
@@ -307,12 +333,17 @@ class CriticalNParams(Experiment):
             crit_rows=crit_rows,
             mc_samples=mc_samples,
             seed=check_seed("seed", self.seed),
+            mc_short_t=check_int("mc_short_t", self.mc_short_t, low=0),
+            mc_short_samples=check_size(
+                "mc_short_samples", self.mc_short_samples, per_item=max(lengths) * (crit_rows or max(lengths)), low=0
+            ),
         )
 
     @classmethod
     def from_profile(cls, profile: Profile, handle, *, seed: int = 0) -> CriticalNParams:
         """Every form at the profile's ``lengths`` that fit the model's context, with its KS level, scan limit,
-        first stage, rows and Monte-Carlo subsets (``crit_mc_samples``)."""
+        first stage, rows and Monte-Carlo subsets (``crit_mc_samples``, ``crit_mc_stratify``, ``crit_mc_short_t``,
+        ``crit_mc_short_samples``)."""
         return cls(
             lengths=fitting_lengths(profile.lengths, handle),
             alpha=profile.ks_alpha,
@@ -321,6 +352,9 @@ class CriticalNParams(Experiment):
             crit_rows=profile.crit_rows,
             mc_samples=profile.crit_mc_samples,
             seed=seed,
+            mc_stratify=profile.crit_mc_stratify,
+            mc_short_t=profile.crit_mc_short_t,
+            mc_short_samples=profile.crit_mc_short_samples,
         )
 
     def key_params(self) -> dict:
@@ -330,7 +364,9 @@ class CriticalNParams(Experiment):
         if not self.crit_rows:
             del out["crit_rows"]
         if "mc" not in self.forms:
-            del out["mc_samples"], out["seed"]
+            del out["mc_samples"], out["seed"], out["mc_stratify"], out["mc_short_t"], out["mc_short_samples"]
+        elif not self.mc_short_samples:
+            del out["mc_short_t"], out["mc_short_samples"]
         return out
 
     def analysis(self, handle, meta: dict) -> CriticalAnalysis:
@@ -347,6 +383,9 @@ class CriticalNParams(Experiment):
             groups=model_kv_groups(handle),
             mc_samples=self.mc_samples if "mc" in self.forms else 0,
             seed=self.seed if "mc" in self.forms else 0,
+            mc_stratify=self.mc_stratify,
+            mc_short_t=self.mc_short_t,
+            mc_short_samples=self.mc_short_samples,
         )
 
 
@@ -364,18 +403,19 @@ def critical_n(
     crit_rows: int = CriticalNParams.crit_rows,
     mc_samples: int = CriticalNParams.mc_samples,
     seed: int = CriticalNParams.seed,
+    mc_stratify: bool = CriticalNParams.mc_stratify,
+    mc_short_t: int = CriticalNParams.mc_short_t,
+    mc_short_samples: int = CriticalNParams.mc_short_samples,
     start: int = 0,
     cache=None,
 ) -> pd.DataFrame:
     r"""Algorithm 3 / Fig. 2c: the KS trace.
 
     For every ``L``, every ``N = 1..min(L - 1, floor(crit_fraction L))`` and every form (E1, E2, the Monte-Carlo
-    expectation): the two-sample
-    Kolmogorov-Smirnov test (``scipy.stats.ks_2samp``) between the per-head row means of d~ and of the form. It runs
-    twice: over all heads of all layers (``sampling="heads"``), and over key/value groups (``"kv_groups"``: the mean
-    of the query heads that share a key/value head, one sample per group), the valid test under grouped-query
-    attention, where heads of a group are not independent (Reading the paper, §The critical N). For a model without
-    grouped-query attention the two coincide.
+    expectation): the two-sample Kolmogorov-Smirnov test (``scipy.stats.ks_2samp``) between the per-head row means
+    of d~ and of the form. It runs over all heads of all layers (``sampling="heads"``) and over key/value groups
+    (``"kv_groups"``: the mean of the query heads that share a key/value head), the valid test under grouped-query
+    attention, where heads of a group are not independent (Reading the paper, §The critical N).
 
     The per-row values come from :func:`attn_lib.metrics.topn_scan` (d~, E1, E2) and
     :func:`attn_lib.metrics.expected_distance_mc_scan` (``"mc"``: ``mc_samples`` random subsets per row for every
@@ -410,6 +450,9 @@ def critical_n(
         Random subsets per row ``K`` of the ``"mc"`` form.
     seed : int
         Seed of the Monte-Carlo subsets (``0 <= seed < 2**64``).
+    mc_stratify, mc_short_t, mc_short_samples
+        Stratify on each row's largest weight (``K`` pairs of orders, :func:`~attn_lib.metrics.expected_distance_mc_scan`);
+        ``mc_short_samples`` orders (``0``: ``mc_samples``) for rows of at most ``mc_short_t`` visible tokens.
     start : int
         Token offset of the window.
     cache : ResultCache, optional
@@ -422,7 +465,9 @@ def critical_n(
         that value), ``alpha`` plus ``model, text, device``. :func:`critical_n_summary` extracts the critical ``N``.
     """
     scan = dict(lengths=lengths, alpha=alpha, crit_fraction=crit_fraction, forms=forms, p=p, stage=stage)
-    params = CriticalNParams(**scan, stop_early=stop_early, crit_rows=crit_rows, mc_samples=mc_samples, seed=seed)
+    mc = dict(mc_samples=mc_samples, seed=seed, mc_stratify=mc_stratify, mc_short_t=mc_short_t)
+    mc["mc_short_samples"] = mc_short_samples
+    params = CriticalNParams(**scan, stop_early=stop_early, crit_rows=crit_rows, **mc)
     return params.run(handle, text, start=start, cache=cache)
 
 

@@ -29,6 +29,9 @@ class Profile:
     ``max(1, L // sens_rows)``-th row, ending at the last row (``0`` = every row); ``crit_mc_samples``: random
     subsets per row ``K`` of the Monte-Carlo expectation in the critical-N scan (form ``"mc"``, every ``N`` at once;
     fewer than ``mc_samples`` because the scan costs ``O(K t^2)`` per row, Reading the paper, §The critical N);
+    ``crit_mc_stratify``: those subsets stratified on each row's largest weight (``K`` pairs of orders);
+    ``crit_mc_short_samples``: ``K`` instead for the rows with at most ``crit_mc_short_t`` visible tokens
+    (``0``: none);
     ``diag_rows``: rows of the critical-N diagnosis at the fixed length (:func:`critical_n_diagnosis`)."""
 
     name: str
@@ -47,6 +50,9 @@ class Profile:
     sens_rows: int = 0
     crit_rows: int = 0
     crit_mc_samples: int = 8
+    crit_mc_stratify: bool = False
+    crit_mc_short_t: int = 0
+    crit_mc_short_samples: int = 0
     diag_rows: int = 32
 
     def as_dict(self) -> dict:
@@ -70,7 +76,10 @@ PROFILES: dict[str, Profile] = {
         scan_stage=1023,
         sens_rows=128,
         crit_rows=128,
-        crit_mc_samples=2,
+        crit_mc_samples=3,
+        crit_mc_stratify=True,
+        crit_mc_short_t=128,
+        crit_mc_short_samples=16,
     ),
     "quick": Profile(
         name="quick",

@@ -391,38 +391,44 @@ def _mc_scan_stratified(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(mean, stderr)`` ``(H, R, n)`` stratified on each head's largest weight: the first half of the orders
     ``perm`` ``(R, 2K, W)`` with that token first, the second half with it last (see
-    :func:`expected_distance_mc_scan`)."""
+    :func:`expected_distance_mc_scan`). The kernel moves the token itself, for every head in one call per half;
+    the torch path moves it by :func:`_move_token`, head by head (the same orders)."""
     K = perm.shape[1] // 2
     dev = ld.device
     t = torch.broadcast_to(ld.t, (ld.H, ld.L))[0, rows.to(dev)].cpu()  # (R,), the same for every head
     p = (torch.arange(n_min, n_max + 1, dtype=F64).view(1, -1) / t.to(F64).view(-1, 1)).to(dev)  # (R, n)
-    mean = torch.zeros(ld.H, rows.numel(), n_max - n_min + 1, dtype=F64, device=dev)
-    stderr = torch.zeros_like(mean)
-    for h in range(ld.H):
-        top = ld.alpha[h, rows.to(dev)].argmax(-1).cpu()  # first maximum: ties to the lower index
+    top = ld.alpha[:, rows.to(dev)].argmax(-1).cpu()  # (H, R), first maximum: ties to the lower index
+    if numba:
         halves = []
         for first, part in ((True, perm[:, :K]), (False, perm[:, K:])):
-            order = _move_token(part, top, t, first)
-            if numba:
-                m, se = _kern.mc_scan_prefix(
-                    ld.alpha[h : h + 1].numpy(),
-                    ld.gram[h : h + 1].numpy(),
-                    order.numpy(),
-                    torch.broadcast_to(ld.t, (ld.H, ld.L))[h : h + 1].numpy(),
-                    rows.numpy(),
-                    n_min,
-                    n_max,
-                    threads=kernel_threads(),
-                    control_variate=control_variate,
-                )
-                m, se = torch.from_numpy(m), torch.from_numpy(se)
-            else:
-                head = LayerData(ld.alpha[h : h + 1], ld.values[h : h + 1], ld.mask[:1])
-                m, se = _mc_scan_torch(head, n_min, n_max, rows, order, control_variate)
-            halves.append((m[0], se[0]))
-        (m_in, se_in), (m_out, se_out) = halves
-        mean[h] = p * m_in + (1 - p) * m_out
-        stderr[h] = (p.square() * se_in.square() + (1 - p).square() * se_out.square()).sqrt()
+            m, se = _kern.mc_scan_prefix(
+                ld.alpha.numpy(),
+                ld.gram.numpy(),
+                part.numpy(),
+                torch.broadcast_to(ld.t, (ld.H, ld.L)).numpy(),
+                rows.numpy(),
+                n_min,
+                n_max,
+                threads=kernel_threads(),
+                control_variate=control_variate,
+                pick=top.numpy(),
+                first=first,
+            )
+            halves.append((torch.from_numpy(m), torch.from_numpy(se)))
+    else:
+        per_head = []
+        for h in range(ld.H):
+            head = LayerData(ld.alpha[h : h + 1], ld.values[h : h + 1], ld.mask[:1])
+            per_head.append(
+                [
+                    _mc_scan_torch(head, n_min, n_max, rows, _move_token(part, top[h], t, first), control_variate)
+                    for first, part in ((True, perm[:, :K]), (False, perm[:, K:]))
+                ]
+            )
+        halves = [tuple(torch.cat([ph[i][j] for ph in per_head], 0) for j in range(2)) for i in range(2)]
+    (m_in, se_in), (m_out, se_out) = halves
+    mean = p * m_in + (1 - p) * m_out
+    stderr = (p.square() * se_in.square() + (1 - p).square() * se_out.square()).sqrt()
     return mean, stderr
 
 

@@ -50,7 +50,14 @@ from .critical import (
     figure_critical_diagnosis,
     required_rho,
 )
-from .distance import DISTANCE_NAMES, critical_n_lines, distance_length_fits, distance_length_means, distance_n_table
+from .distance import (
+    DISTANCE_NAMES,
+    critical_n_lines,
+    distance_length_fits,
+    distance_length_means,
+    distance_n_table,
+    mc_scan_words,
+)
 from .figures import (
     FIGURES,
     figure_critical_n,
@@ -112,6 +119,7 @@ __all__ = [
     "distance_length_fits",
     "distance_n_table",
     "critical_n_lines",
+    "mc_scan_words",
     "FIGURES",
     "figure_distance_vs_length",
     "figure_distance_vs_n",

@@ -122,6 +122,7 @@ def _fig2c_mc(results, th):
             else "the standard error at N* was not recorded"
         )
         return Outcome("no verdict", meas + f"; standard error at N* up to {se:.0%}", cause)
+    meas += f"; standard error at N* up to {se:.1%}"
     lo, hi = th["crit_ratio_paper"] / th["crit_ratio_factor"], th["crit_ratio_paper"] * th["crit_ratio_factor"]
     if lo <= ratio <= hi:
         return Outcome("reproduced", meas)

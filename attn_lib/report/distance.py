@@ -110,6 +110,33 @@ def distance_n_table(df: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def mc_scan_words(profile) -> str:
+    """How the Monte-Carlo expectation of a profile's critical-N scan samples, in words: the random orders per row
+    (``crit_mc_samples``; pairs when ``crit_mc_stratify``) and the short rows' count (``crit_mc_short_samples``).
+
+    Parameters
+    ----------
+    profile : attn_lib.experiments.Profile or {"paper", "quick"}
+
+    Returns
+    -------
+    str
+        E.g. ``"3 pairs of random orders per row, stratified on the row's largest weight (16 pairs for rows of at most
+        128 tokens)"``.
+    """
+    from ..experiments.profiles import get_profile  # the experiments package imports torch
+
+    prof = get_profile(profile)
+    unit = "pairs of random orders" if prof.crit_mc_stratify else "random orders"
+    out = f"{prof.crit_mc_samples} {unit} per row"
+    if prof.crit_mc_stratify:
+        out += ", stratified on the row's largest weight"
+    if prof.crit_mc_short_samples:
+        short = "pairs" if prof.crit_mc_stratify else "orders"
+        out += f" ({prof.crit_mc_short_samples} {short} for rows of at most {prof.crit_mc_short_t} tokens)"
+    return out
+
+
 def critical_n_lines(summary: pd.DataFrame, trace: pd.DataFrame | None = None) -> str:
     """Algorithm 3's summary as Markdown bullets: ``N*`` per ``L`` and the fitted ratio of each form and sampling.
 

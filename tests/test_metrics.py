@@ -579,3 +579,19 @@ def test_monte_carlo_seed_outside_the_generator_range_is_a_value_error(seed):
     ld = M.LayerData.from_logits(torch.randn(2, 6, 6, dtype=torch.float64), torch.randn(2, 6, 4, dtype=torch.float64))
     with pytest.raises(ValueError, match="seed"):
         M.expected_distance_mc(ld, N=2, n_samples=4, seed=seed)
+
+
+def test_kth_smallest_of_the_order_kernel_is_the_value_np_partition_puts_at_k():
+    """The selection inside ``order_prefix`` (replacing ``np.partition``, slow to compile): the same value at every k,
+    on rows of distinct values, of few repeated values, of one value and of negated weights with signed zeros."""
+    from attn_lib import _kernels as K
+
+    if not K.available():
+        pytest.skip("numba not importable")
+    rng = np.random.default_rng(0)
+    rows = [rng.random(37), rng.integers(0, 3, 41).astype(float), np.full(16, 0.25), -np.r_[rng.random(9), 0.0, 0.0]]
+    rows += [np.array([2.0]), np.arange(30.0)[::-1], np.arange(30.0)]
+    for x in rows:
+        for k in range(x.size):
+            got = K._kth_smallest(x.copy(), k)
+            assert got == np.partition(x, k)[k], (x, k)

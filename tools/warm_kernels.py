@@ -1,7 +1,7 @@
 """Compile attn_lib's numba kernels into numba's on-disk cache, in several processes at once.
 
-A fresh clone has no numba cache, and compiling the kernels takes about 38 s of one core on the 2-core VM (15 s of it
-``order_prefix``). ``make test-unit`` runs this first, so that its xdist workers load the kernels instead of each
+A fresh clone has no numba cache, and compiling the kernels takes about 28 s of one core on the 2-core VM (38 s, 15 s
+of it ``order_prefix``, while that kernel used ``np.partition``). ``make test-unit`` runs this first, so that its xdist workers load the kernels instead of each
 compiling them (about 67 s of CPU, 39 s of wall time, measured in a fresh clone). With a warm cache each process only
 loads its kernels (under a second).
 
@@ -18,17 +18,17 @@ import time
 
 #: Seconds each kernel took to compile on the 2-core VM (``warm_up``'s callback; used only to balance the processes).
 COMPILE_S = {
-    "order_prefix": 15.6,
-    "dist_prefix": 4.4,
-    "scan_prefix": 3.1,
+    "order_prefix": 4.7,
+    "dist_prefix": 4.0,
+    "mc_scan_prefix": 3.5,
     "mc_prefix": 2.9,
-    "mc_scan_prefix": 2.8,
-    "d1_cummax": 2.1,
-    "sens_rows": 2.0,
-    "row_metrics": 1.8,
-    "sep_prefix": 1.4,
-    "crossing_rows": 1.4,
-    "running_min_sq": 0.6,
+    "scan_prefix": 2.5,
+    "sens_rows": 2.5,
+    "d1_cummax": 2.3,
+    "row_metrics": 1.7,
+    "crossing_rows": 1.6,
+    "sep_prefix": 1.5,
+    "running_min_sq": 0.4,
 }
 
 

@@ -107,7 +107,7 @@ test-book: setup
 	ATTN_LIB_EXECUTED_CACHE="$(EXECUTED_CACHE)" $(JB_BUILD) -W -n --keep-going
 
 test-browser: setup
-	$(BIN)/pytest tests -m browser -n $(TEST_WORKERS) --maxprocesses 2 --dist loadgroup
+	$(BIN)/pytest tests -m browser
 
 # The browser checks of the built book (run `make book` first) with a full-page screenshot of every page in
 # _build/screenshots (test-browser keeps only each page's first screen).

@@ -84,12 +84,6 @@ def _pages() -> list[str]:
 PAGES = _pages()
 
 
-def _by_page(rels) -> list:
-    """``rels`` as parameters grouped by page (``xdist_group``): under ``-n 2 --dist loadgroup`` (``make
-    test-browser``) every check of a page runs in the worker that opened it, so each page still loads once."""
-    return [pytest.param(rel, marks=pytest.mark.xdist_group(rel)) for rel in rels]
-
-
 def _chromium() -> str | None:
     """The browser: $ATTN_LIB_CHROMIUM if set, else the first of chromium / chromium-browser / google-chrome."""
     explicit = os.environ.get("ATTN_LIB_CHROMIUM")
@@ -324,7 +318,7 @@ def test_built_pages_name_no_document_outside_the_repository():
     assert not hits, f"built pages that name a document outside the repository: {hits}"
 
 
-@pytest.mark.parametrize("rel", _by_page(PAGES or ["<no built book>"]))
+@pytest.mark.parametrize("rel", PAGES or ["<no built book>"])
 def test_page_renders_offline(visits, rel):
     if rel not in PAGES:
         _unavailable(f"no built book at {HTML} (run `make book` first)")
@@ -380,7 +374,6 @@ def test_page_renders_offline(visits, rel):
         assert page.locator(".widget-slider, .jupyter-widgets").count() > 0
 
 
-@pytest.mark.xdist_group(PAGES[0] if PAGES else "<no built book>")
 def test_each_page_is_opened_once_and_shared_by_the_checks(browser, visits):
     if not PAGES:
         _unavailable(f"no built book at {HTML} (run `make book` first)")
@@ -389,7 +382,7 @@ def test_each_page_is_opened_once_and_shared_by_the_checks(browser, visits):
     assert visits(PAGES[0]) is first and len(browser.contexts) == contexts, "a second visit opened the page again"
 
 
-@pytest.mark.parametrize("rel", _by_page(sorted(SLIDER_PAGES)))
+@pytest.mark.parametrize("rel", sorted(SLIDER_PAGES))
 def test_slider_switches_the_figure(visits, rel):
     if rel not in PAGES:
         _unavailable(f"{rel} is not in the built book at {HTML} (run `make book` first)")
@@ -439,7 +432,7 @@ def test_slider_switches_the_figure(visits, rel):
     assert not v.js_errors, f"{rel}: JavaScript errors while using the slider: {v.js_errors}"
 
 
-@pytest.mark.parametrize("rel", _by_page(sorted(NUMBERED_BLOCKS)))
+@pytest.mark.parametrize("rel", sorted(NUMBERED_BLOCKS))
 def test_chapter_shows_numbered_statements_and_a_working_reference(visits, rel):
     if rel not in PAGES:
         _unavailable(f"{rel} is not in the built book at {HTML} (run `make book` first)")
@@ -486,7 +479,7 @@ EXERCISE_TITLE = re.compile(
 )
 
 
-@pytest.mark.parametrize("rel", _by_page(CHAPTER_PAGES))
+@pytest.mark.parametrize("rel", CHAPTER_PAGES)
 def test_chapter_exercises_are_numbered_and_their_solutions_open_on_click(visits, rel):
     if rel not in PAGES:
         _unavailable(f"{rel} is not in the built book at {HTML} (run `make book` first)")
@@ -520,7 +513,6 @@ def test_chapter_exercises_are_numbered_and_their_solutions_open_on_click(visits
 BEYOND_PAGE = "book/07_beyond_softmax.html"
 
 
-@pytest.mark.xdist_group(BEYOND_PAGE)
 def test_beyond_softmax_model_sliders_switch_the_model_figure(visits):
     """The top-k and temperature sliders of "Beyond softmax" show figures computed from the live model at build
     time; moving each one (drag to the end, then Home) must change the displayed model figure, with no kernel."""
@@ -632,7 +624,7 @@ def _width_report(page) -> dict:
     return found
 
 
-@pytest.mark.parametrize("rel", _by_page(PAGES or ["<no built book>"]))
+@pytest.mark.parametrize("rel", PAGES or ["<no built book>"])
 def test_page_fits_a_1280px_window(visits, rel):
     """At 1280 px: no code cell or output scrolls sideways, no equation overflows, and figure text is readable."""
     if rel not in PAGES:

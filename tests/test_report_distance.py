@@ -291,7 +291,7 @@ class TestCriticalN:
         trace = pd.DataFrame(dict(form="mc", L=[16, 16, 32, 32], N=[11, 12, 19, 20], mc_rel_se=[0.5, 0.125, 0.9, 0.25]))
         line = R.critical_n_lines(summary, trace)
         assert line.startswith("- **Monte Carlo**: N* per L: 16→12, 32→20.")
-        assert "the largest standard error of a sample value is 12%–25% of that value (over L)" in line
+        assert "the largest standard error of a sample value is 12.5%–25.0% of that value (over L)" in line
         assert "noise" not in R.critical_n_lines(summary)  # without the trace, no noise figure
 
     def test_figure_draws_the_mc_reading(self):

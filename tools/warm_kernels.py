@@ -1,8 +1,9 @@
 """Compile attn_lib's numba kernels into numba's on-disk cache, in several processes at once.
 
 A fresh clone has no numba cache, and compiling the kernels takes about 28 s of one core on the 2-core VM (38 s, 15 s
-of it ``order_prefix``, while that kernel used ``np.partition``). ``make test-unit`` runs this first, so that its xdist workers load the kernels instead of each
-compiling them (about 67 s of CPU, 39 s of wall time, measured in a fresh clone). With a warm cache each process only
+of it ``order_prefix``, while that kernel used ``np.partition``). ``make test-unit`` runs this first, so that its
+xdist workers load the kernels instead of each compiling them (about 67 s of CPU, 39 s of wall time, measured in a
+fresh clone before that change). With a warm cache each process only
 loads its kernels (under a second).
 
     python tools/warm_kernels.py [--processes 2]

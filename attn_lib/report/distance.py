@@ -187,7 +187,7 @@ def critical_n_lines(summary: pd.DataFrame, trace: pd.DataFrame | None = None) -
             if len(at):
                 noise = (
                     f" Monte-Carlo noise at N*: the largest standard error of a sample value is "
-                    f"{at.min():.0%}–{at.max():.0%} of that value (over L)."
+                    f"{at.min():.1%}–{at.max():.1%} of that value (over L)."
                 )
         lines.append(
             f"- **{form_name(form)}**{where}{note}: N* per L: {per_l}. Fitted N*/L = {fitted} over "

@@ -173,8 +173,9 @@ class _FakeShared:
         return self._ld
 
 
-def _critical(layers, lengths, **kw):
-    a = CriticalAnalysis(
+def _analysis(lengths, **kw) -> CriticalAnalysis:
+    """A critical-N analysis of the ``"mc"`` form on synthetic layers (``mc_samples`` 4 and seed 0 unless given)."""
+    return CriticalAnalysis(
         {"model": "synthetic", "text": "none", "device": "cpu"},
         lengths,
         alpha=0.01,
@@ -187,6 +188,10 @@ def _critical(layers, lengths, **kw):
         seed=kw.pop("seed", 0),
         **kw,
     )
+
+
+def _critical(layers, lengths, **kw):
+    a = _analysis(lengths, **kw)
     for i, ld in enumerate(layers):
         a.layer(_FakeShared(ld, i))
     return a.finish()
@@ -244,21 +249,7 @@ def test_short_rows_and_the_strata_are_the_scans_of_their_row_groups():
     variances of the analysis are those of the two direct scans, bit for bit."""
     ld = _layer(H=3, L=14, d=3, seed=5)
     rows = torch.arange(14)
-    an = CriticalAnalysis(
-        {"model": "synthetic", "text": "none", "device": "cpu"},
-        [14],
-        alpha=0.01,
-        crit_fraction=1.0,
-        forms=["mc"],
-        p="L-1",
-        stage=13,
-        stop_early=True,
-        mc_samples=2,
-        seed=4,
-        mc_stratify=True,
-        mc_short_t=6,
-        mc_short_samples=7,
-    )
+    an = _analysis([14], mc_samples=2, seed=4, mc_stratify=True, mc_short_t=6, mc_short_samples=7)
     mean, stderr = an._mc_scan(ld, rows, 1, 13)
     short = M.expected_distance_mc_scan(ld, n_max=13, rows=rows[:6], n_samples=7, seed=4, stratify=True)
     long = M.expected_distance_mc_scan(ld, n_max=13, rows=rows[6:], n_samples=2, seed=4, stratify=True)

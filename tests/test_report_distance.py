@@ -300,3 +300,17 @@ class TestCriticalN:
         labels = fig.axes[0].get_legend_handles_labels()[1]
         assert "critical N: d~ vs Monte Carlo, KS over all heads" in labels
         assert "Monte Carlo censored: no N up to the scan limit" in labels
+
+
+def test_mc_scan_words_name_the_sampling_of_each_profile_and_reject_an_unknown_one():
+    from attn_lib import report
+    from attn_lib.experiments import PROFILES
+
+    assert report.mc_scan_words("quick") == f"{PROFILES['quick'].crit_mc_samples} random orders per row"
+    paper = PROFILES["paper"]
+    words = report.mc_scan_words(paper)
+    assert words.startswith(f"{paper.crit_mc_samples} pairs of random orders per row, stratified")
+    assert f"({paper.crit_mc_short_samples} pairs for rows of at most {paper.crit_mc_short_t} tokens)" in words
+    for bad in ("huge", 3, None):
+        with pytest.raises(ValueError, match=r"profile must be one of \['paper', 'quick'\]"):
+            report.mc_scan_words(bad)

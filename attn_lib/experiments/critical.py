@@ -323,7 +323,8 @@ class CriticalNParams(Experiment):
                 raise ValueError(f"{name} must be True or False (got {getattr(self, name)!r})")
         stage = check_int("stage", self.stage, low=1)
         crit_rows = check_int("crit_rows", self.crit_rows, low=0)
-        mc_samples = check_size("mc_samples", self.mc_samples, per_item=max(lengths) * (crit_rows or max(lengths)))
+        per_row = max(lengths) * (crit_rows or max(lengths))  # random keys of one order over the scanned rows
+        mc_samples = check_size("mc_samples", self.mc_samples, per_item=per_row)
         self.set_checked(
             lengths=lengths,
             alpha=alpha,
@@ -334,9 +335,7 @@ class CriticalNParams(Experiment):
             mc_samples=mc_samples,
             seed=check_seed("seed", self.seed),
             mc_short_t=check_int("mc_short_t", self.mc_short_t, low=0),
-            mc_short_samples=check_size(
-                "mc_short_samples", self.mc_short_samples, per_item=max(lengths) * (crit_rows or max(lengths)), low=0
-            ),
+            mc_short_samples=check_size("mc_short_samples", self.mc_short_samples, per_item=per_row, low=0),
         )
 
     @classmethod

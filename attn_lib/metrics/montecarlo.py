@@ -399,22 +399,10 @@ def _mc_scan_stratified(
     p = (torch.arange(n_min, n_max + 1, dtype=F64).view(1, -1) / t.to(F64).view(-1, 1)).to(dev)  # (R, n)
     top = ld.alpha[:, rows.to(dev)].argmax(-1).cpu()  # (H, R), first maximum: ties to the lower index
     if numba:
-        halves = []
-        for first, part in ((True, perm[:, :K]), (False, perm[:, K:])):
-            m, se = _kern.mc_scan_prefix(
-                ld.alpha.numpy(),
-                ld.gram.numpy(),
-                part.numpy(),
-                torch.broadcast_to(ld.t, (ld.H, ld.L)).numpy(),
-                rows.numpy(),
-                n_min,
-                n_max,
-                threads=kernel_threads(),
-                control_variate=control_variate,
-                pick=top.numpy(),
-                first=first,
-            )
-            halves.append((torch.from_numpy(m), torch.from_numpy(se)))
+        halves = [
+            _mc_scan_numba(ld, n_min, n_max, rows, part, control_variate, pick=top, first=first)
+            for first, part in ((True, perm[:, :K]), (False, perm[:, K:]))
+        ]
     else:
         per_head = []
         for h in range(ld.H):
@@ -433,10 +421,19 @@ def _mc_scan_stratified(
 
 
 def _mc_scan_numba(
-    ld: LayerData, n_min: int, n_max: int, rows: torch.Tensor, perm: torch.Tensor, control_variate: bool = False
+    ld: LayerData,
+    n_min: int,
+    n_max: int,
+    rows: torch.Tensor,
+    perm: torch.Tensor,
+    control_variate: bool = False,
+    *,
+    pick: torch.Tensor | None = None,
+    first: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(mean, stderr)`` ``(H, R, n)`` by the compiled kernel (prefix masks: an order's first ``t`` entries are the
-    row's columns ``0..t-1``)."""
+    row's columns ``0..t-1``); with ``pick`` ``(H, R)``, one stratum of :func:`_mc_scan_stratified` (that token
+    first, or last with ``first=False``)."""
     mean, stderr = _kern.mc_scan_prefix(
         ld.alpha.numpy(),
         ld.gram.numpy(),
@@ -447,6 +444,8 @@ def _mc_scan_numba(
         n_max,
         threads=kernel_threads(),
         control_variate=control_variate,
+        pick=None if pick is None else pick.numpy(),
+        first=first,
     )
     return torch.from_numpy(mean), torch.from_numpy(stderr)
 

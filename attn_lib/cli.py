@@ -44,6 +44,7 @@ from . import __version__
 from ._alloc import allocator_state
 from ._validation import check_int, check_positive, check_threads, max_threads, prepare_output_dir
 from .cache import describe_cache, format_bytes, results_dir
+from .errors import ModelUnavailableError, TextUnavailableError
 
 __all__ = ["main", "build_parser"]
 
@@ -357,9 +358,27 @@ _ENV_HELP = """environment variables:
 _RAW = argparse.RawDescriptionHelpFormatter
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, with help texts that may be written when the help is shown: ``later(parser)`` runs once,
+    before the first :meth:`format_help`. The texts that name the registered normalisers import
+    :mod:`attn_lib.normalizers`, hence torch (2 s or more), which a parse, a usage error or ``--version`` never needs
+    (``tests/test_cli.py::test_parsing_imports_no_torch``)."""
+
+    def __init__(self, *args, later=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._later = later
+
+    def format_help(self) -> str:
+        if self._later is not None:
+            later, self._later = self._later, None
+            later(self)
+        return super().format_help()
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The ``attn-lib`` parser: one builder per subcommand below, each setting ``func`` to its command."""
-    p = argparse.ArgumentParser(
+    """The ``attn-lib`` parser: one builder per subcommand below, each setting ``func`` to its command (subcommand
+    parsers are :class:`_Parser` too, the class argparse gives them by default)."""
+    p = _Parser(
         prog="attn-lib",
         formatter_class=_RAW,
         description="attn_lib: 'Limitations of Normalization in Attention Mechanism' (Mudarisov et al., 2025), "
@@ -424,10 +443,16 @@ def _add_info(sub) -> None:
 
 def _add_capture(sub) -> None:
     """The capture subcommand: one forward pass with attention capture, a per-layer summary."""
-    from . import normalizers as nz  # the help names the registered normalisers (imports torch)
+
+    def later(_):
+        from . import normalizers as nz  # the help names the registered normalisers (imports torch): help only
+
+        names = ", ".join(n for n in nz.available() if n not in ("general", "topk"))
+        norm.help = norm.help.replace("{names}", names)
 
     sp = sub.add_parser(
         "capture",
+        later=later,
         help="one forward pass with attention capture; per-layer summary",
         formatter_class=_RAW,
         description="Run the model once over --windows windows of --length tokens of --text with attention "
@@ -451,12 +476,11 @@ def _add_capture(sub) -> None:
         "--start", type=_checked(check_int, low=0), default=0, help="first token of the first window (default 0)"
     )
     sp.add_argument("--dtype", default=None, help="float32 (default), float64, bfloat16, float16")
-    sp.add_argument(
+    norm = sp.add_argument(
         "--normalizer",
         default=None,
         help="replace softmax in the live model by this normaliser of attn_lib.normalizers: "
-        f"{', '.join(n for n in nz.available() if n not in ('general', 'topk'))}, or top-<k> (e.g. top-16) "
-        "(default: the model's own softmax)",
+        "{names}, or top-<k> (e.g. top-16) (default: the model's own softmax)",
     )
     sp.add_argument(
         "--temperature",
@@ -530,19 +554,24 @@ def _add_reproduce(sub) -> None:
 
 def _add_compare_normalizers(sub) -> None:
     """The compare-normalizers subcommand: every normaliser through experiments.run_compare."""
-    from . import normalizers as nz  # the help names the registered normalisers (imports torch)
 
-    sp = sub.add_parser(
-        "compare-normalizers",
-        help="every normaliser on the paper's limits and swapped into the live model; table and figures",
-        formatter_class=_RAW,
-        description=textwrap.fill(
+    def later(parser):
+        from . import normalizers as nz  # the help names the registered normalisers (imports torch): help only
+
+        what = textwrap.fill(
             f"Measure {nz.describe(nz.COMPARED)}, and top-k at several k, on the same model logits (vanishing "
             "weight, d~ and critical N, N_s/N, g(T, eps)), and swap each into every head of the live model "
             "(held-out loss and perplexity; top-k over k, softmax over T).",
             100,
         )
-        + " Writes into --out:\n"
+        parser.description = parser.description.replace("{what}", what)
+
+    sp = sub.add_parser(
+        "compare-normalizers",
+        later=later,
+        help="every normaliser on the paper's limits and swapped into the live model; table and figures",
+        formatter_class=_RAW,
+        description="{what}" + " Writes into --out:\n"
         "  limits.md, limits.csv, limits.json   the table (normalisers x limits)\n"
         "  compare.csv, critical_n.csv         the tidy per-head data and the critical N per L\n"
         "  swap_losses.csv, swap.md            the live swap\n"
@@ -584,9 +613,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="attn-lib: %(message)s", stream=sys.stderr
     )
-    from .corpus import TextUnavailableError  # lazy, as the next: both import torch
-    from .models import ModelUnavailableError
-
     try:
         with _warnings_as_notes():
             return int(args.func(args) or 0)

@@ -47,6 +47,7 @@ from tqdm.auto import tqdm
 
 from ._validation import check_int, expand_path
 from .cache import cache_dir
+from .errors import TextUnavailableError
 
 __all__ = [
     "Text",
@@ -81,10 +82,6 @@ _SHIPPED = {
         "first_chapter": re.compile(r"^CHAPTER I\.?\s*$", re.M),
     },
 }
-
-
-class TextUnavailableError(RuntimeError):
-    """The requested text cannot be obtained (no network, no cached copy) and no fallback was allowed."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -381,6 +381,39 @@ def test_module_entry_point():
     assert r.returncode == 0 and r.stdout.startswith("attn_lib ")
 
 
+_IMPORTS_AFTER = """
+import sys
+from attn_lib.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print("torch imported:", "torch" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize(
+    "args, torch_needed",
+    [
+        (["--version"], False),
+        (["capture", "--length", "0"], False),
+        (["reproduce", "--profile", "huge"], False),
+        (["frobnicate"], False),
+        (["--help"], False),
+        (["capture", "--help"], True),  # the help names the registered normalisers
+        (["compare-normalizers", "--help"], True),
+    ],
+    ids=lambda a: " ".join(a) if isinstance(a, list) else str(a),
+)
+def test_parsing_imports_no_torch(args, torch_needed):
+    """``--version``, a usage error and the top-level help answer without importing torch (seconds on a cold start);
+    only the subcommand helps that list the normalisers import it, and they still list them."""
+    r = subprocess.run([sys.executable, "-c", _IMPORTS_AFTER, *args], capture_output=True, text=True, timeout=120)
+    assert r.stdout.strip().endswith(f"torch imported: {torch_needed}"), (r.stdout, r.stderr)
+    if torch_needed:
+        assert "sparsemax" in r.stdout and "{names}" not in r.stdout and "{what}" not in r.stdout, r.stdout
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # the done-when command, on the real offline stand-in (slow)
 # ------------------------------------------------------------------------------------------------------------------

@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from ..errors import ModelUnavailableError
+
 __all__ = [
     "ModelHandle",
     "ModelUnavailableError",
@@ -42,10 +44,6 @@ _DTYPES = {
     "fp16": torch.float16,
     "half": torch.float16,
 }
-
-
-class ModelUnavailableError(RuntimeError):
-    """The requested model is neither cached locally nor downloadable (and no fallback applies)."""
 
 
 # ------------------------------------------------------------------------------------------------------------------

@@ -376,3 +376,16 @@ def test_cli_grade_needs_name_and_folder(capsys):
 def test_grade_rejects_a_folder_without_notebooks(tmp_path):
     with pytest.raises(ValueError, match="submissions must be a folder holding .ipynb files"):
         tool.grade(tmp_path / "autograder.zip", tmp_path, tmp_path / "out")
+
+
+def test_grade_names_the_notebook_otter_could_not_grade(built, tmp_path):
+    """Every notebook of a class is graded in one process; a failure still names its notebook and shows Otter's
+    output, and the notebooks before it were graded."""
+    subs = tmp_path / "submissions"
+    (subs / "bob").mkdir(parents=True)
+    name = NAMES[0]
+    (subs / "alice.ipynb").write_bytes((built / name / "student" / f"{name}.ipynb").read_bytes())
+    (subs / "bob" / "broken.ipynb").write_text("this is not a notebook")
+    with pytest.raises(RuntimeError, match=r"otter run failed on bob/broken\.ipynb:\n(.|\n)*Traceback"):
+        tool.grade(built / name / "autograder" / "autograder.zip", subs, tmp_path / "graded")
+    assert (tmp_path / "graded" / "alice" / "results.json").is_file()

@@ -3,7 +3,7 @@ files anyone edits) -> ``_build/assignments/<name>/`` with Otter's student noteb
 
     python tools/assignments.py build [NAME ...] [--out DIR]   # what `make assignments` runs (all by default)
     python tools/assignments.py list                          # the assignment names
-    python tools/assignments.py grade NAME FOLDER [--out DIR]  # grade FOLDER's notebooks (sub-folders too), `otter run`
+    python tools/assignments.py grade NAME FOLDER [--out DIR]  # grade FOLDER's notebooks (sub-folders too), as `otter run`
     python tools/assignments.py time [NAME ...]               # run each built solution notebook, print the times
 
 For each assignment, ``build`` writes
@@ -26,6 +26,7 @@ import csv
 import hashlib
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -146,16 +147,14 @@ def grade(autograder: Path, submissions: Path, out: Path) -> Path:
         raise ValueError(
             f"submissions must be a folder holding .ipynb files (found none in {submissions} or its sub-folders)"
         )
-    rows, questions = [], []
-    for nb in notebooks:
-        rel = nb.relative_to(submissions)
-        dest = out / rel.with_suffix("")
+    rels = [nb.relative_to(submissions) for nb in notebooks]
+    dests = [out / rel.with_suffix("") for rel in rels]
+    for dest in dests:
         dest.mkdir(parents=True, exist_ok=True)
         (dest / "results.json").unlink(missing_ok=True)
-        cmd = [_bin("otter"), "run", "--no-logo", "-a", str(autograder), "-o", str(dest), str(nb)]
-        run = subprocess.run(cmd, capture_output=True, text=True)
-        if run.returncode != 0:
-            raise RuntimeError(f"otter run failed on {rel.as_posix()}:\n{run.stdout}\n{run.stderr}")
+    _otter_run(autograder, list(zip(notebooks, dests)), rels)
+    rows, questions = [], []
+    for rel, dest in zip(rels, dests):
         tests = json.loads((dest / "results.json").read_text())["tests"]
         scores = {t["name"]: (t["score"], t["max_score"]) for t in tests if "max_score" in t}
         questions += [q for q in scores if q not in questions]
@@ -169,6 +168,43 @@ def grade(autograder: Path, submissions: Path, out: Path) -> Path:
             maximum = sum(m for _, m in scores.values())
             w.writerow([name, *(_score(scores.get(q, (0, 0))[0]) for q in questions), _score(total), _score(maximum)])
     return path
+
+
+#: What ``otter run`` does for one notebook, for every notebook of a class in one process: Otter is imported once
+#: (2 s each time, as much as grading a short notebook; ``benchmarks/README.md``). Each notebook still runs in its own
+#: fresh kernel, as with the command. argv: the autograder zip; stdin: JSON ``[[notebook, output folder], ...]``.
+#: On the first failure it prints ``_FAILED`` and the notebook's index on a line of stderr (the kernels write there
+#: too), then Otter's output, and exits with status 3.
+_OTTER_RUN = r"""
+import contextlib, io, json, sys, traceback
+from otter.run import main as otter_run
+
+autograder = sys.argv[1]
+for i, (notebook, dest) in enumerate(json.loads(sys.stdin.read())):
+    log = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+            otter_run(notebook, autograder=autograder, output_dir=dest, no_logo=True)
+    except Exception:
+        print(file=sys.stderr)  # the marker on a line of its own, whatever a kernel wrote before it
+        print(f"{FAILED}{i}", file=sys.stderr)
+        print(log.getvalue() + traceback.format_exc(), file=sys.stderr)
+        sys.exit(3)
+"""
+_FAILED = "attn_lib-otter-run-failed: notebook "
+
+
+def _otter_run(autograder: Path, jobs: list[tuple[Path, Path]], rels: list[Path]) -> None:
+    """``otter run --no-logo -a autograder -o dest notebook`` for every ``(notebook, dest)`` of ``jobs``, in one
+    process; a ``RuntimeError`` naming the notebook (its path in ``rels``) and holding Otter's output if one fails."""
+    payload = json.dumps([[str(nb), str(dest)] for nb, dest in jobs])
+    driver = _OTTER_RUN.replace("{FAILED}", _FAILED)
+    run = subprocess.run([sys.executable, "-c", driver, str(autograder)], input=payload, capture_output=True, text=True)
+    if run.returncode == 0:
+        return
+    found = re.search(rf"^{re.escape(_FAILED)}(\d+)$", run.stderr, flags=re.M) if run.returncode == 3 else None
+    which = rels[int(found.group(1))].as_posix() if found else "a notebook (the grading process failed)"
+    raise RuntimeError(f"otter run failed on {which}:\n{run.stdout}\n{run.stderr}")
 
 
 def time_solutions(names: list[str], out: Path = OUT) -> list[dict]:

@@ -127,6 +127,26 @@ def test_run_all_duplicated_experiments_analyse_once_and_do_not_poison_the_cache
     _same_tables(later, plain_results, [*E.EXPERIMENTS, "critical_n_summary"])
 
 
+def test_an_experiment_run_alone_is_timed_like_run_alls(tiny_gpt2, tmp_path, plain_results):
+    """One experiment computed alone (chapter 4 calls ``gradient_sensitivity`` itself) is the cache entry run_all reads
+    later (chapter 6 reads every table through run_all): it must carry the same ``attrs["timing"]``, or the runtime
+    table, which needs a row per algorithm, loses that algorithm (the cause: ``Experiment.run`` stored no timing)."""
+    from attn_lib import experiments as E
+    from attn_lib import report as R
+    from attn_lib.cache import ResultCache
+
+    cache = ResultCache(tmp_path)
+    for name in E.EXPERIMENTS:  # each alone, through its own Experiment.run
+        alone = E.profile_params(tiny_gpt2, _tiny_profile(), 0)[name].run(tiny_gpt2, TEXT, cache=cache)
+        timing = alone.attrs["timing"]
+        assert set(timing) >= set(plain_results[name].attrs["timing"]), name
+        assert timing["experiments_in_pass"] == [name] and timing["analysis_s"] > 0, name
+    later = E.run_all(tiny_gpt2, TEXT, _tiny_profile(), cache)
+    _same_tables(later, plain_results, list(E.EXPERIMENTS))
+    times = R.runtime_table(later)
+    assert len(times) == len(R.PAPER_TABLE1) and (times["here: analysis (s)"] > 0).all()
+
+
 @pytest.mark.parametrize(
     "bad, match",
     [([], "at least one"), (["critical_n", "nope"], "experiments must be one of"), (5, "experiments must be None")],

@@ -27,10 +27,10 @@ from .passes import (
     Progress,
     cache_key,
     check_cache,
-    finish_units,
+    finish_timed,
+    pass_info,
     plan,
     run_units,
-    timing_parts,
     warm_up_kernels,
 )
 from .profiles import PROFILES, BeyondProfile, Profile, get_beyond_profile, get_profile
@@ -115,20 +115,11 @@ def _from_cache(keys: dict[str, dict], cache, prog: Progress) -> dict[str, pd.Da
     return found
 
 
-def _finish(n: str, units, analysis_s: float, pass_info: dict, timings: dict | None) -> pd.DataFrame:
+def _finish(n: str, units, analysis_s: float, info: dict, timings: dict | None) -> pd.DataFrame:
     """Experiment ``n``'s table, with how long it took kept in ``attrs["timing"]`` (and so in the result cache)."""
-    t0 = time.perf_counter()
-    df = finish_units(units)
-    t_finish = time.perf_counter() - t0
+    df, t_finish = finish_timed(units, analysis_s, info)
     if timings is not None:
         timings[f"finish_{n}"] = t_finish
-    df.attrs["timing"] = {
-        "analysis_s": analysis_s + t_finish,
-        **pass_info,
-        "threads": torch.get_num_threads(),
-        "computed_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        **timing_parts(units),  # parts of analysis_s (critical_n: mc_scan_s)
-    }
     return df
 
 
@@ -148,18 +139,12 @@ def _compute(handle, text, params: dict[str, Experiment], start: int, prof: Prof
     if timings is not None:
         timings["pass"] = t_pass
         timings["shared"] = shared
-    pass_info = {
-        "shared_pass_s": shared,
-        # one pass (causal: nested prefixes) or one per window length (bidirectional)
-        "pass_length": lengths[0] if len(lengths) == 1 else lengths,
-        "experiments_in_pass": list(made),
-        "device": str(handle.device),
-    }
+    info = pass_info(handle, units, made, shared)
     out = {}
     with prog.bar(total=len(made), desc="finishing the experiments", unit="experiment") as bar:
         for n in made:
             bar.set_postfix_str(n)
-            out[n] = _finish(n, made[n], per_analysis[n], pass_info, timings)
+            out[n] = _finish(n, made[n], per_analysis[n], info, timings)
             bar.update(1)
     return out
 

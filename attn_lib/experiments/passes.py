@@ -44,6 +44,8 @@ __all__ = [
     "plan",
     "run_units",
     "finish_units",
+    "finish_timed",
+    "pass_info",
     "timing_parts",
     "cache_key",
     "check_cache",
@@ -239,6 +241,37 @@ def timing_parts(units) -> dict:
     return parts
 
 
+def pass_info(handle, units, names, shared_s: float) -> dict:
+    """What the experiments ``names`` of one run share, for ``attrs["timing"]``: the passes' own time (forward passes,
+    capture and the layer set-up), their length(s), the experiments in them and the device."""
+    lengths = list(plan(handle, units))
+    return {
+        "shared_pass_s": shared_s,
+        # one pass (causal: nested prefixes) or one per window length (bidirectional)
+        "pass_length": lengths[0] if len(lengths) == 1 else lengths,
+        "experiments_in_pass": list(names),
+        "device": str(handle.device),
+    }
+
+
+def finish_timed(units, analysis_s: float, info: dict) -> tuple[pd.DataFrame, float]:
+    """:func:`finish_units`, with how long the experiment took in ``attrs["timing"]`` (kept with the table in the
+    result cache, read by :func:`attn_lib.report.runtime_table`): ``analysis_s`` (its own time in the passes plus the
+    finishing step), ``info`` (:func:`pass_info`), threads, when, and :func:`timing_parts`. Returns the table and the
+    finishing step's seconds."""
+    t0 = time.perf_counter()
+    df = finish_units(units)
+    t_finish = time.perf_counter() - t0
+    df.attrs["timing"] = {
+        "analysis_s": analysis_s + t_finish,
+        **info,
+        "threads": torch.get_num_threads(),
+        "computed_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        **timing_parts(units),  # parts of analysis_s (critical_n: mc_scan_s)
+    }
+    return df, t_finish
+
+
 def finish_units(units) -> pd.DataFrame:
     """One experiment's table from its analyses (several, one per length, on a bidirectional model)."""
     if len(units) == 1:
@@ -338,10 +371,12 @@ class Experiment:
         result_cache = check_cache(cache)
         start = check_int("start", start, low=0)
 
-        def compute():
+        def compute():  # timed as run_all times its experiments: the table is the same cache entry
             units = params.units(handle, table_meta(handle, text))
-            run_units(handle, text, units, start)
-            return finish_units(units)
+            own = [0.0] * len(units)
+            t_pass = run_units(handle, text, units, start, seconds=own)
+            info = pass_info(handle, units, [self.name], max(0.0, t_pass - sum(own)))
+            return finish_timed(units, sum(own), info)[0]
 
         if result_cache is None:
             return compute()

@@ -172,14 +172,14 @@ def grade(autograder: Path, submissions: Path, out: Path) -> Path:
 
 #: What ``otter run`` does for one notebook, for every notebook of a class in one process: Otter is imported once
 #: (2 s each time, as much as grading a short notebook; ``benchmarks/README.md``). Each notebook still runs in its own
-#: fresh kernel, as with the command. argv: the autograder zip; stdin: JSON ``[[notebook, output folder], ...]``.
-#: On the first failure it prints ``_FAILED`` and the notebook's index on a line of stderr (the kernels write there
-#: too), then Otter's output, and exits with status 3.
+#: fresh kernel, as with the command. argv: the autograder zip and the failure marker; stdin: JSON
+#: ``[[notebook, output folder], ...]``. On the first failure it prints the marker and the notebook's index on a line
+#: of stderr (the kernels write there too), then Otter's output, and exits with status 3.
 _OTTER_RUN = r"""
 import contextlib, io, json, sys, traceback
 from otter.run import main as otter_run
 
-autograder = sys.argv[1]
+autograder, failed = sys.argv[1:3]
 for i, (notebook, dest) in enumerate(json.loads(sys.stdin.read())):
     log = io.StringIO()
     try:
@@ -187,7 +187,7 @@ for i, (notebook, dest) in enumerate(json.loads(sys.stdin.read())):
             otter_run(notebook, autograder=autograder, output_dir=dest, no_logo=True)
     except Exception:
         print(file=sys.stderr)  # the marker on a line of its own, whatever a kernel wrote before it
-        print(f"{FAILED}{i}", file=sys.stderr)
+        print(f"{failed}{i}", file=sys.stderr)
         print(log.getvalue() + traceback.format_exc(), file=sys.stderr)
         sys.exit(3)
 """
@@ -198,8 +198,8 @@ def _otter_run(autograder: Path, jobs: list[tuple[Path, Path]], rels: list[Path]
     """``otter run --no-logo -a autograder -o dest notebook`` for every ``(notebook, dest)`` of ``jobs``, in one
     process; a ``RuntimeError`` naming the notebook (its path in ``rels``) and holding Otter's output if one fails."""
     payload = json.dumps([[str(nb), str(dest)] for nb, dest in jobs])
-    driver = _OTTER_RUN.replace("{FAILED}", _FAILED)
-    run = subprocess.run([sys.executable, "-c", driver, str(autograder)], input=payload, capture_output=True, text=True)
+    cmd = [sys.executable, "-c", _OTTER_RUN, str(autograder), _FAILED]
+    run = subprocess.run(cmd, input=payload, capture_output=True, text=True)
     if run.returncode == 0:
         return
     found = re.search(rf"^{re.escape(_FAILED)}(\d+)$", run.stderr, flags=re.M) if run.returncode == 3 else None

@@ -135,11 +135,10 @@ def _compute(handle, text, params: dict[str, Experiment], start: int, prof: Prof
     per_unit = [0.0] * len(units)
     t_pass = run_units(handle, text, units, start, prog, per_unit)
     per_analysis = {n: sum(t for t, o in zip(per_unit, owner) if o == n) for n in made}
-    shared = max(0.0, t_pass - sum(per_analysis.values()))  # forward passes, capture and the layer set-up they share
+    info = pass_info(handle, units, made, t_pass, sum(per_analysis.values()))
     if timings is not None:
         timings["pass"] = t_pass
-        timings["shared"] = shared
-    info = pass_info(handle, units, made, shared)
+        timings["shared"] = info["shared_pass_s"]  # forward passes, capture and the layer set-up they share
     out = {}
     with prog.bar(total=len(made), desc="finishing the experiments", unit="experiment") as bar:
         for n in made:

@@ -241,12 +241,13 @@ def timing_parts(units) -> dict:
     return parts
 
 
-def pass_info(handle, units, names, shared_s: float) -> dict:
-    """What the experiments ``names`` of one run share, for ``attrs["timing"]``: the passes' own time (forward passes,
-    capture and the layer set-up), their length(s), the experiments in them and the device."""
+def pass_info(handle, units, names, pass_s: float, analysis_s: float) -> dict:
+    """What the experiments ``names`` of one run share, for ``attrs["timing"]``: the passes' own time (``pass_s``, the
+    passes' seconds, less ``analysis_s``, the analyses' own: forward passes, capture and the layer set-up), their
+    length(s), the experiments in them and the device."""
     lengths = list(plan(handle, units))
     return {
-        "shared_pass_s": shared_s,
+        "shared_pass_s": max(0.0, pass_s - analysis_s),
         # one pass (causal: nested prefixes) or one per window length (bidirectional)
         "pass_length": lengths[0] if len(lengths) == 1 else lengths,
         "experiments_in_pass": list(names),
@@ -375,7 +376,7 @@ class Experiment:
             units = params.units(handle, table_meta(handle, text))
             own = [0.0] * len(units)
             t_pass = run_units(handle, text, units, start, seconds=own)
-            info = pass_info(handle, units, [self.name], max(0.0, t_pass - sum(own)))
+            info = pass_info(handle, units, [self.name], t_pass, sum(own))
             return finish_timed(units, sum(own), info)[0]
 
         if result_cache is None:

@@ -19,6 +19,10 @@ from __future__ import annotations
 
 import importlib
 
+from ._openmp import tune_openmp as _tune_openmp
+
+_tune_openmp()  # before torch loads GNU OpenMP, which reads its spin count once (attn_lib._openmp says why)
+
 __version__ = "0.1.0"
 
 _LAZY = {

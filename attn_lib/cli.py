@@ -42,6 +42,7 @@ from tqdm.auto import tqdm
 
 from . import __version__
 from ._alloc import allocator_state
+from ._openmp import openmp_state
 from ._validation import check_int, check_positive, check_threads, max_threads, prepare_output_dir
 from .cache import describe_cache, format_bytes, results_dir
 from .errors import ModelUnavailableError, TextUnavailableError
@@ -185,6 +186,7 @@ def _cmd_info(args) -> int:
     print(f"  models:  {c['model_dir']} ({format_bytes(c['model_bytes'])}; ATTN_LIB_MODEL_DIR)")
     print(f"  results: {c['results_dir']} ({format_bytes(c['results_bytes'])})")
     print(f"memory allocator: {allocator_state()}")
+    print(f"OpenMP threads waiting: {openmp_state()}")
     return 0
 
 
@@ -352,6 +354,8 @@ _ENV_HELP = """environment variables:
   ATTN_LIB_MODEL      model the book's chapters load (default gpt2; the CLI takes --model)
   ATTN_LIB_PROFILE    grids the book's chapters use, paper (default) or quick (the CLI takes --profile)
   ATTN_LIB_TUNE_MALLOC  0: leave glibc's allocator settings alone (default: tuned when a model loads; see info)
+  ATTN_LIB_TUNE_OMP   0: leave GNU OpenMP's spin count alone (default: shortened at import, unless GOMP_SPINCOUNT
+                      or OMP_WAIT_POLICY is set; see info)
   HF_HOME, HF_HUB_OFFLINE, TRANSFORMERS_OFFLINE  as for Hugging Face transformers"""
 
 

@@ -9,6 +9,11 @@ matrix, top-N order), so the layer's own set-up is timed too.
     python benchmarks/bench_contention.py                     # 9 heads, L = 256, one busy process
     python benchmarks/bench_contention.py --busy 2 --repeat 20
     NUMBA_THREADING_LAYER=omp python benchmarks/bench_contention.py   # the former threading layer, to compare
+    python benchmarks/bench_contention.py --plain --spin-counts 300000 30000   # libgomp's default against attn_lib's
+
+``--spin-counts`` runs the benchmark once per value of ``GOMP_SPINCOUNT`` (how long an idle GNU OpenMP thread spins
+before it sleeps; 300,000 is libgomp's default, :data:`attn_lib._openmp.SPIN_COUNT` what ``import attn_lib`` sets),
+each in a fresh process, and prints each one's times as ratios to the first one's.
 
 Both the wall time (median of ``--repeat`` calls) and the process' CPU time per call are printed: on a machine that
 other jobs share, CPU time and the ratio are what to compare.
@@ -18,11 +23,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
+
+import attn_lib  # before torch: attn_lib sets GNU OpenMP's spin count, which libgomp reads when torch loads it
 
 SPIN = "while True:\n    pass\n"
 
@@ -61,7 +71,39 @@ def _time(fn, repeat: int) -> tuple[float, float]:
     return statistics.median(walls), (time.process_time() - c0) / repeat
 
 
+def _compare_spin_counts(counts: list[int], argv: list[str]) -> None:
+    """Run this benchmark with each ``GOMP_SPINCOUNT`` in a fresh process; print the times and their ratios."""
+    rest, skip = [], False
+    for a in argv:  # this run's options, without --spin-counts and its values
+        if a == "--spin-counts":
+            skip = True
+        elif skip and a.lstrip("-").isdigit():
+            continue
+        else:
+            skip = False
+            rest.append(a)
+    runs = {}
+    for c in counts:
+        with tempfile.TemporaryDirectory() as d:
+            out = Path(d) / "times.json"
+            env = dict(os.environ, GOMP_SPINCOUNT=str(c))
+            subprocess.run([sys.executable, __file__, *rest, "--json", str(out)], env=env, check=True)
+            runs[c] = json.loads(out.read_text())
+    ref = counts[0]
+    print(
+        f"\nGOMP_SPINCOUNT against {ref}: wall ms idle / busy (busy over idle); the last column, busy over {ref}'s busy"
+    )
+    for name in runs[ref]:
+        cells = []
+        for c in counts:
+            w0, _, w1, c1 = runs[c][name]
+            cells.append(f"{c}: {1e3 * w0:.1f} / {1e3 * w1:.1f} ({w1 / w0:.2f}x; cpu {1e3 * c1:.1f})")
+        rel = "  ".join(f"{runs[c][name][2] / runs[ref][name][2]:.2f}" for c in counts[1:])
+        print(f"{name:<28}" + "  ".join(cells) + f"  | {rel}")
+
+
 def main(argv=None) -> None:
+    argv = sys.argv[1:] if argv is None else list(argv)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--heads", type=int, default=9)
     ap.add_argument("--length", type=int, default=256)
@@ -71,7 +113,18 @@ def main(argv=None) -> None:
     ap.add_argument(
         "--plain", action="store_true", help="call the metrics as a user does, outside metrics.block_parallel"
     )
+    ap.add_argument(
+        "--spin-counts",
+        type=int,
+        nargs="+",
+        default=None,
+        help="compare these GOMP_SPINCOUNT values, each in a fresh process (the first is the reference)",
+    )
+    ap.add_argument("--json", default=None, help=argparse.SUPPRESS)  # where --spin-counts' runs leave their times
     args = ap.parse_args(argv)
+    if args.spin_counts:
+        _compare_spin_counts(args.spin_counts, argv)
+        return
 
     import torch
 
@@ -86,7 +139,8 @@ def main(argv=None) -> None:
     print(
         f"layer ({args.heads}, {args.length}, {args.length}), d = {args.dim}; cpus: {os.cpu_count()}; "
         f"torch threads: {torch.get_num_threads()}; numba: {_kernels.threading_info()}; "
-        f"load average: {os.getloadavg()}; {'plain calls' if args.plain else 'inside metrics.block_parallel'}"
+        f"load average: {os.getloadavg()}; {'plain calls' if args.plain else 'inside metrics.block_parallel'}; "
+        f"OpenMP threads waiting: {attn_lib._openmp.openmp_state()}"
     )
     quiet = {}
     with ctx():
@@ -108,6 +162,8 @@ def main(argv=None) -> None:
         (w0, c0), (w1, c1) = quiet[name], loaded[name]
         print(f"{name:<28}{1e3 * w0:>12.1f}{1e3 * c0:>10.1f}{1e3 * w1:>12.1f}{1e3 * c1:>10.1f}{w1 / w0:>7.2f}x")
     print(f"(contended: {args.busy} spinning process(es); load average after: {os.getloadavg()})")
+    if args.json:
+        Path(args.json).write_text(json.dumps({n: [*quiet[n], *loaded[n]] for n in jobs}))
 
 
 if __name__ == "__main__":

@@ -166,6 +166,24 @@ def test_random_directions_unit_on_visible_and_seeded():
     assert not torch.allclose(v, jb.random_directions((5, 5), mask, seed=4))
 
 
+@pytest.mark.parametrize("big", [False, True], ids=["cached", "over-the-cache-limit"])
+def test_random_directions_cached_draw_is_the_fresh_draw_and_never_leaks_a_change(monkeypatch, big):
+    # the Gaussian draw is cached per (shape, seed); the directions must be the bits of a fresh generator's draw
+    # and a caller changing its directions in place must not change the next call's
+    if big:
+        monkeypatch.setattr(jb, "GAUSSIAN_CACHE_DRAWS", 10)
+    shape = (3, 4, 6)
+    g = torch.Generator(device="cpu").manual_seed(11)
+    raw = torch.randn(shape, generator=g, dtype=torch.float64)
+    fresh = raw / torch.linalg.vector_norm(raw, dim=-1, keepdim=True)
+    for mask in (None, torch.ones(shape, dtype=torch.bool)):
+        v = jb.random_directions(shape, mask, seed=11)
+        assert torch.equal(v, fresh)
+        v.mul_(0)
+        assert torch.equal(jb.random_directions(shape, mask, seed=11), fresh)
+    assert torch.equal(jb.random_directions(shape, seed=11, dtype=torch.float32), fresh.float())
+
+
 def test_sensitivity_matches_manual_formula_and_linearisation():
     gen = torch.Generator().manual_seed(1)
     x = torch.randn(3, 8, generator=gen, dtype=torch.float64)

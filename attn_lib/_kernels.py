@@ -45,9 +45,10 @@ except Exception:  # pragma: no cover - exercised only without numba
     _nb = None
 
 #: numba's threading layer is numba's own choice (``omp`` here, GNU OpenMP) unless the environment variable
-#: ``NUMBA_THREADING_LAYER`` names one. ``omp`` spins briefly at its barriers; the collapse on a busy machine
-#: (a 10 ms call taking 250 ms) came from torch's OpenMP pool spinning next to it, which
-#: :func:`attn_lib.metrics.coarse_threads` removes (``benchmarks/bench_contention.py``). ``workqueue`` (idle
+#: ``NUMBA_THREADING_LAYER`` names one. ``omp`` spins at its barriers, for as long as ``GOMP_SPINCOUNT`` says, which
+#: ``import attn_lib`` shortens (:mod:`attn_lib._openmp`); the collapse on a busy machine (a 10 ms call taking
+#: 250 ms) came from torch's OpenMP pool spinning next to it, which :func:`attn_lib.metrics.coarse_threads` removes
+#: (``benchmarks/bench_contention.py``). ``workqueue`` (idle
 #: threads sleep) was measured too: slightly better ratios under contention, but slower on idle cores, and its
 #: Algorithm 5 values differ from ``omp``'s in the last bits (1e-11 relative), so the default stays. Kernel
 #: launches go through :func:`_threads_call`, under one lock, so the workqueue layer's single-launcher rule holds

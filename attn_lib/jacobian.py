@@ -261,9 +261,11 @@ GAUSSIAN_CACHE_DRAWS = 1 << 23
 
 def _gaussian(shape: tuple, seed: int) -> torch.Tensor:
     """The float64 standard normal draws of :func:`random_directions`, from a CPU generator seeded with ``seed``.
-    A draw of at most :data:`GAUSSIAN_CACHE_DRAWS` numbers is cached: a reproduction asks for the same draws once
-    per layer (Algorithm 5 and its raw-score twin), and drawing them, 1.2 M normals per (9, 128, 1024) call, took
-    1.2 s of the paper profile. The caller never modifies the tensor in place."""
+
+    The last two draws of at most :data:`GAUSSIAN_CACHE_DRAWS` numbers each are kept (up to 128 MiB for the life of
+    the process): a reproduction asks for the same draws once per layer (Algorithm 5 and its raw-score twin), and
+    drawing them, 1.2 M normals per (9, 128, 1024) call, took 1.2 s of the paper profile. The caller never modifies
+    the tensor in place and never returns it."""
     if math.prod(shape) <= GAUSSIAN_CACHE_DRAWS:
         return _gaussian_cached(shape, seed)
     return _draw_gaussian(shape, seed)
@@ -315,7 +317,7 @@ def random_directions(shape, mask=None, seed=0, dtype=torch.float64, device=None
             "unit directions do not exist in an integer dtype"
         )
     dev = _check_device(device)
-    v = _gaussian(shape, seed)  # the cached draw itself: the masking below makes new tensors
+    v = _gaussian(shape, seed)  # possibly the cached draw: only read below (the division makes a new tensor)
     if mask is not None:
         v = torch.where(_rows.as_mask(mask, shape, "cpu", target="directions"), v, torch.zeros((), dtype=v.dtype))
     n = torch.linalg.vector_norm(v, dim=-1, keepdim=True)

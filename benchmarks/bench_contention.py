@@ -9,7 +9,7 @@ matrix, top-N order), so the layer's own set-up is timed too.
     python benchmarks/bench_contention.py                     # 9 heads, L = 256, one busy process
     python benchmarks/bench_contention.py --busy 2 --repeat 20
     NUMBA_THREADING_LAYER=omp python benchmarks/bench_contention.py   # the former threading layer, to compare
-    python benchmarks/bench_contention.py --plain --spin-counts 300000 30000   # libgomp's default against attn_lib's
+    python benchmarks/bench_contention.py --plain --spin-counts 300000 3000   # libgomp's default against attn_lib's
 
 ``--spin-counts`` runs the benchmark once per value of ``GOMP_SPINCOUNT`` (how long an idle GNU OpenMP thread spins
 before it sleeps; 300,000 is libgomp's default, :data:`attn_lib._openmp.SPIN_COUNT` what ``import attn_lib`` sets),
@@ -74,9 +74,9 @@ def _time(fn, repeat: int) -> tuple[float, float]:
 def _compare_spin_counts(counts: list[int], argv: list[str]) -> None:
     """Run this benchmark with each ``GOMP_SPINCOUNT`` in a fresh process; print the times and their ratios."""
     rest, skip = [], False
-    for a in argv:  # this run's options, without --spin-counts and its values
-        if a == "--spin-counts":
-            skip = True
+    for a in argv:  # this run's options, without --spin-counts and its values (abbreviations are refused)
+        if a == "--spin-counts" or a.startswith("--spin-counts="):
+            skip = a == "--spin-counts"
         elif skip and a.lstrip("-").isdigit():
             continue
         else:
@@ -104,7 +104,9 @@ def _compare_spin_counts(counts: list[int], argv: list[str]) -> None:
 
 def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False
+    )
     ap.add_argument("--heads", type=int, default=9)
     ap.add_argument("--length", type=int, default=256)
     ap.add_argument("--dim", type=int, default=64)
@@ -122,7 +124,7 @@ def main(argv=None) -> None:
     )
     ap.add_argument("--json", default=None, help=argparse.SUPPRESS)  # where --spin-counts' runs leave their times
     args = ap.parse_args(argv)
-    if args.spin_counts:
+    if args.spin_counts and not args.json:  # a run of the comparison (--json) measures, never compares again
         _compare_spin_counts(args.spin_counts, argv)
         return
 

@@ -176,12 +176,15 @@ def test_random_directions_cached_draw_is_the_fresh_draw_and_never_leaks_a_chang
     g = torch.Generator(device="cpu").manual_seed(11)
     raw = torch.randn(shape, generator=g, dtype=torch.float64)
     fresh = raw / torch.linalg.vector_norm(raw, dim=-1, keepdim=True)
+    hits = jb._gaussian_cached.cache_info().hits
     for mask in (None, torch.ones(shape, dtype=torch.bool)):
         v = jb.random_directions(shape, mask, seed=11)
         assert torch.equal(v, fresh)
         v.mul_(0)
         assert torch.equal(jb.random_directions(shape, mask, seed=11), fresh)
     assert torch.equal(jb.random_directions(shape, seed=11, dtype=torch.float32), fresh.float())
+    # the cache served the repeated draws, or (over the limit) was never asked
+    assert (jb._gaussian_cached.cache_info().hits > hits) is not big
 
 
 def test_sensitivity_matches_manual_formula_and_linearisation():

@@ -5,6 +5,7 @@ tests check, in fresh interpreters, what is set and when, and (through libgomp's
 the runtime torch and numba share reads it.
 """
 
+import io
 import os
 import subprocess
 import sys
@@ -30,7 +31,7 @@ PROBE = "import os, attn_lib; print(os.environ.get('GOMP_SPINCOUNT')); print(att
 def test_import_sets_the_spin_count_and_libgomp_reads_it():
     spin, state = _run(PROBE).stdout.splitlines()
     assert spin == str(_openmp.SPIN_COUNT)
-    assert state.startswith(f"GOMP_SPINCOUNT={_openmp.SPIN_COUNT}, set by attn_lib")
+    assert state == _openmp.TUNED
     # libgomp prints the spin count it runs with when OMP_DISPLAY_ENV is set: the one attn_lib chose
     out = _run("import attn_lib, torch; torch.ones(4).sum()", OMP_DISPLAY_ENV="verbose")
     assert f"GOMP_SPINCOUNT = '{_openmp.SPIN_COUNT}'" in out.stderr
@@ -53,8 +54,33 @@ def test_the_environment_wins(var, value):
 
 @pytest.mark.skipif(not LINUX, reason="the setting applies on Linux only")
 def test_too_late_after_torch_says_so_and_sets_nothing():
-    out = _run("import os, torch, attn_lib; " + PROBE.split("; ", 1)[1]).stdout.splitlines()
-    assert out == ["None", "libgomp defaults (OpenMP was loaded, by torch, before attn_lib was imported)"]
+    spin, state = _run("import os, torch, attn_lib; " + PROBE.split("; ", 1)[1]).stdout.splitlines()
+    assert spin == "None"
+    assert state.startswith("libgomp defaults (OpenMP was loaded before attn_lib was imported: ")
+    assert "libgomp.so.1" in state
+
+
+def test_an_empty_variable_decides_nothing():
+    spin, state = _run(PROBE, GOMP_SPINCOUNT="", OMP_WAIT_POLICY=" ").stdout.splitlines()
+    if LINUX:
+        assert (spin, state) == (str(_openmp.SPIN_COUNT), _openmp.TUNED)
+    else:
+        assert state == "platform defaults (not Linux)"
+
+
+@pytest.mark.parametrize(
+    "mapped, found",
+    [
+        ("/usr/lib/x86_64-linux-gnu/libgomp.so.1.0.0", "/usr/lib/x86_64-linux-gnu/libgomp.so.1.0.0"),
+        ("/site-packages/torch/lib/libgomp.so.1", "/site-packages/torch/lib/libgomp.so.1"),
+        ("/site-packages/scikit_learn.libs/libgomp-a34b3233.so.1.0.0", None),  # another soname: torch loads its own
+        ("/usr/lib/libm.so.6", None),
+    ],
+)
+def test_only_a_libgomp_the_loader_would_reuse_counts_as_loaded(monkeypatch, mapped, found):
+    maps = f"7f00-7f01 r-xp 00000000 08:01 42 {mapped}\n7f02-7f03 rw-p 00000000 00:00 0 [heap]\n7f04-7f05 rw-p 0 0 0\n"
+    monkeypatch.setattr(_openmp, "open", lambda *a, **k: io.StringIO(maps), raising=False)
+    assert _openmp._libgomp_loaded() == found
 
 
 def test_info_reports_it():

@@ -71,17 +71,12 @@ def _time(fn, repeat: int) -> tuple[float, float]:
     return statistics.median(walls), (time.process_time() - c0) / repeat
 
 
-def _compare_spin_counts(counts: list[int], argv: list[str]) -> None:
-    """Run this benchmark with each ``GOMP_SPINCOUNT`` in a fresh process; print the times and their ratios."""
-    rest, skip = [], False
-    for a in argv:  # this run's options, without --spin-counts and its values (abbreviations are refused)
-        if a == "--spin-counts" or a.startswith("--spin-counts="):
-            skip = a == "--spin-counts"
-        elif skip and a.lstrip("-").isdigit():
-            continue
-        else:
-            skip = False
-            rest.append(a)
+def _compare_spin_counts(args) -> None:
+    """Run this benchmark with each ``GOMP_SPINCOUNT`` of ``args.spin_counts`` in a fresh process; print the times
+    and their ratios."""
+    counts = args.spin_counts
+    rest = [f"--heads={args.heads}", f"--length={args.length}", f"--dim={args.dim}", f"--repeat={args.repeat}"]
+    rest += [f"--busy={args.busy}", *(["--plain"] if args.plain else [])]
     runs = {}
     for c in counts:
         with tempfile.TemporaryDirectory() as d:
@@ -103,7 +98,6 @@ def _compare_spin_counts(counts: list[int], argv: list[str]) -> None:
 
 
 def main(argv=None) -> None:
-    argv = sys.argv[1:] if argv is None else list(argv)
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False
     )
@@ -125,7 +119,7 @@ def main(argv=None) -> None:
     ap.add_argument("--json", default=None, help=argparse.SUPPRESS)  # where --spin-counts' runs leave their times
     args = ap.parse_args(argv)
     if args.spin_counts and not args.json:  # a run of the comparison (--json) measures, never compares again
-        _compare_spin_counts(args.spin_counts, argv)
+        _compare_spin_counts(args)
         return
 
     import torch

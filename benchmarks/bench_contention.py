@@ -118,6 +118,8 @@ def main(argv=None) -> None:
     )
     ap.add_argument("--json", default=None, help=argparse.SUPPRESS)  # where --spin-counts' runs leave their times
     args = ap.parse_args(argv)
+    if args.spin_counts and min(args.spin_counts) < 0:
+        ap.error(f"--spin-counts must be integers >= 0 (got {args.spin_counts})")
     if args.spin_counts and not args.json:  # a run of the comparison (--json) measures, never compares again
         _compare_spin_counts(args)
         return

@@ -15,6 +15,14 @@ PY := $(BIN)/python
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.attn_lib-setup-$(shell cat pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)
 
+# Process settings for the long CPU runs of the book and the tests, asked for here because the library never sets
+# them itself (attn_lib.process says what they do; `attn-lib info` reports them): idle GNU OpenMP threads sleep after
+# a short spin, and glibc serves large tensors from the heap and keeps freed memory for reuse. Every process these
+# recipes start reads them when it starts; set either variable in the environment to replace it.
+GOMP_SPINCOUNT ?= 3000
+GLIBC_TUNABLES ?= glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=1073741824
+export GOMP_SPINCOUNT GLIBC_TUNABLES
+
 .PHONY: setup vendor book assignments lint test test-unit test-notebooks test-book test-browser screenshots clean clean-cache help
 # The stages of `make test` share _build/html (test-browser checks what test-book built): never run them in parallel.
 .NOTPARALLEL:

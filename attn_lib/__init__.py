@@ -12,16 +12,13 @@ Layers (each importable on its own):
 What only the book and the course use is apart, in :mod:`attn_lib.book` (chapter settings, toy instances,
 widgets, exercises); nothing here imports it.
 
-Heavy submodules are imported lazily, so ``import attn_lib`` is fast.
+Heavy submodules are imported lazily, so ``import attn_lib`` is fast, and importing changes nothing in the
+process: the settings of :mod:`attn_lib.process` apply only when asked for.
 """
 
 from __future__ import annotations
 
 import importlib
-
-from ._openmp import tune_openmp as _tune_openmp
-
-_tune_openmp()  # before torch loads GNU OpenMP, which reads its spin count once (attn_lib._openmp says why)
 
 __version__ = "0.1.0"
 

@@ -40,9 +40,7 @@ from collections.abc import Sequence
 
 from tqdm.auto import tqdm
 
-from . import __version__
-from ._alloc import allocator_state
-from ._openmp import openmp_state
+from . import __version__, process
 from ._validation import check_int, check_positive, check_threads, max_threads, prepare_output_dir
 from .cache import describe_cache, format_bytes, results_dir
 from .errors import ModelUnavailableError, TextUnavailableError
@@ -185,8 +183,9 @@ def _cmd_info(args) -> int:
     print(f"cache: {c['cache_dir']} ({format_bytes(c['cache_bytes'])}; set ATTN_LIB_CACHE_DIR to move it)")
     print(f"  models:  {c['model_dir']} ({format_bytes(c['model_bytes'])}; ATTN_LIB_MODEL_DIR)")
     print(f"  results: {c['results_dir']} ({format_bytes(c['results_bytes'])})")
-    print(f"memory allocator: {allocator_state()}")
-    print(f"OpenMP threads waiting: {openmp_state()}")
+    settings = process.state()
+    print(f"memory allocator: {settings['allocator']}")
+    print(f"OpenMP threads waiting: {settings['openmp']}")
     return 0
 
 
@@ -353,9 +352,7 @@ _ENV_HELP = """environment variables:
   ATTN_LIB_ENGINE     auto (default: compiled numba kernels on CPU), torch (float64 tensor code) or numba
   ATTN_LIB_MODEL      model the book's chapters load (default gpt2; the CLI takes --model)
   ATTN_LIB_PROFILE    grids the book's chapters use, paper (default) or quick (the CLI takes --profile)
-  ATTN_LIB_TUNE_MALLOC  0: leave glibc's allocator settings alone (default: tuned when a model loads; see info)
-  ATTN_LIB_TUNE_OMP   0: leave GNU OpenMP's spin count alone (default: shortened at import, unless GOMP_SPINCOUNT
-                      or OMP_WAIT_POLICY is set; see info)
+  GOMP_SPINCOUNT, GLIBC_TUNABLES  process settings, as --tune-process makes them (see info)
   HF_HOME, HF_HUB_OFFLINE, TRANSFORMERS_OFFLINE  as for Hugging Face transformers"""
 
 
@@ -394,6 +391,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"attn_lib {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="more logging")
+    p.add_argument(
+        "--tune-process",
+        action="store_true",
+        help="shorten GNU OpenMP's idle spinning and keep freed memory for reuse (Linux; attn_lib.process): "
+        "faster on a busy machine, more resident memory; results are unchanged",
+    )
     sub = p.add_subparsers(dest="command", metavar="{info,capture,reproduce,compare-normalizers}")
     _add_info(sub)
     _add_capture(sub)
@@ -617,6 +620,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="attn-lib: %(message)s", stream=sys.stderr
     )
+    if args.tune_process:  # before the command imports torch, which loads OpenMP
+        process.tune()
     try:
         with _warnings_as_notes():
             return int(args.func(args) or 0)

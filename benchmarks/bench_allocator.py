@@ -1,7 +1,7 @@
-"""Effect of attn_lib's glibc allocator settings (attn_lib._alloc) on forward passes at L = 1024. Not a test.
+"""Effect of attn_lib's glibc allocator setting (attn_lib.process.tune) on forward passes at L = 1024. Not a test.
 
-Runs the same passes twice, each in a fresh process: once with the settings (the default; ``load_model`` applies
-them) and once with ``ATTN_LIB_TUNE_MALLOC=0``. Each process loads the model, then times one pass with the model's
+Runs the same passes twice, each in a fresh process: once with the setting (``process.tune(openmp=False)`` before the
+model loads) and once with glibc's defaults. Each process loads the model, then times one pass with the model's
 own attention and one with ``--normalizer`` swapped into every head (as chapter 7's live swap does). Printed: seconds
 per pass, the process's system CPU time and minor page faults, and the ratio default / switched off.
 
@@ -19,7 +19,11 @@ import subprocess
 import sys
 
 CHILD = r"""
-import json, resource, sys, time, torch
+import json, resource, sys, time
+from attn_lib import process
+if sys.argv[4] == "tuned":
+    process.tune(openmp=False)
+import torch
 from attn_lib import models, normalizers
 from attn_lib.capture import capture_attention
 h = models.load_model(sys.argv[1], quiet=True)
@@ -45,10 +49,10 @@ def main() -> None:
     a = p.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f}; model {a.model}, L = {a.length}, swap: {a.normalizer}")
     res = {}
-    for label, env in (("tuned", {}), ("glibc defaults", {"ATTN_LIB_TUNE_MALLOC": "0"})):
-        e = dict(os.environ, **env)
-        cmd = [sys.executable, "-c", CHILD, a.model, str(a.length), a.normalizer]
-        res[label] = json.loads(subprocess.run(cmd, env=e, capture_output=True, text=True, check=True).stdout)
+    env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
+    for label in ("tuned", "glibc defaults"):
+        cmd = [sys.executable, "-c", CHILD, a.model, str(a.length), a.normalizer, label.split()[0]]
+        res[label] = json.loads(subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout)
     keys = ["model", a.normalizer, "sys_s", "minflt"]
     print(f"{'':16}" + "".join(f"{k:>14}" for k in keys))
     for label, r in res.items():

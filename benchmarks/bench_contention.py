@@ -12,7 +12,8 @@ matrix, top-N order), so the layer's own set-up is timed too.
     python benchmarks/bench_contention.py --plain --spin-counts 300000 3000   # libgomp's default against attn_lib's
 
 ``--spin-counts`` runs the benchmark once per value of ``GOMP_SPINCOUNT`` (how long an idle GNU OpenMP thread spins
-before it sleeps; 300,000 is libgomp's default, :data:`attn_lib._openmp.SPIN_COUNT` what ``import attn_lib`` sets),
+before it sleeps; 300,000 is libgomp's default, :data:`attn_lib.process.SPIN_COUNT` what ``attn_lib.process.tune()``
+sets),
 each in a fresh process, and prints each one's times as ratios to the first one's.
 
 Both the wall time (median of ``--repeat`` calls) and the process' CPU time per call are printed: on a machine that
@@ -32,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import attn_lib  # before torch: attn_lib sets GNU OpenMP's spin count, which libgomp reads when torch loads it
+import attn_lib.process  # reports how OpenMP's idle threads wait (GOMP_SPINCOUNT from the environment, or libgomp's)
 
 SPIN = "while True:\n    pass\n"
 
@@ -138,7 +139,7 @@ def main(argv=None) -> None:
         f"layer ({args.heads}, {args.length}, {args.length}), d = {args.dim}; cpus: {os.cpu_count()}; "
         f"torch threads: {torch.get_num_threads()}; numba: {_kernels.threading_info()}; "
         f"load average: {os.getloadavg()}; {'plain calls' if args.plain else 'inside metrics.block_parallel'}; "
-        f"OpenMP threads waiting: {attn_lib._openmp.openmp_state()}"
+        f"OpenMP threads waiting: {attn_lib.process.state()['openmp']}"
     )
     quiet = {}
     with ctx():

@@ -27,7 +27,6 @@ from urllib.parse import urlparse
 
 import torch
 
-from .. import _alloc
 from .._validation import check_int, prepare_output_dir
 from ..cache import MODEL_ENV, model_dir
 from .gguf_once import gguf_read_once
@@ -303,7 +302,6 @@ def load_model(
 
 
 def _load_model(name, device, dtype, offline_fallback, *, revision) -> ModelHandle:
-    _alloc.tune_allocator()  # before the first large tensor (attn_lib._alloc says why)
     name = check_name(name)
     if not isinstance(offline_fallback, bool):
         raise ValueError(f"offline_fallback must be True or False (got {offline_fallback!r})")

@@ -1,0 +1,130 @@
+"""Process settings for long CPU runs, applied only on request: ``import attn_lib`` and ``load_model`` change nothing.
+
+Two settings help the 2-core runs of the book (Linux only; results do not change, only how the process waits and
+where its memory comes from):
+
+* **GNU OpenMP's spin count.** torch's CPU operations and numba's kernels share one ``libgomp``. An idle thread of
+  its pool busy-waits ``GOMP_SPINCOUNT`` iterations (300,000 by default, milliseconds) before it sleeps; on a busy
+  machine that spinning takes a core from the thread it waits for. :data:`SPIN_COUNT` (3,000) makes idle threads
+  sleep after tens of microseconds. libgomp reads the variable once, when torch loads it, so the setting acts only
+  if it is made before torch is imported.
+* **glibc's allocator.** A forward pass at ``L = 1024`` allocates and frees tensors of tens of megabytes per layer;
+  glibc serves each from a fresh ``mmap`` that the kernel zero-fills page by page. ``M_MMAP_MAX = 0`` serves large
+  blocks from the heap, and ``M_TRIM_THRESHOLD`` (:data:`TRIM_THRESHOLD`) keeps freed memory for reuse. The cost is
+  resident memory: the process stays near its peak.
+
+Ask for them with :func:`tune` (Python), ``attn-lib --tune-process ...`` (the command line), or in the environment of
+a new process: ``GOMP_SPINCOUNT=3000`` and ``GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=
+1073741824`` (:data:`ENVIRONMENT`, what the Makefile sets for the book build and the tests). :func:`state` says
+what is in effect; ``python -m attn_lib info`` prints it. ``benchmarks/bench_contention.py`` and
+``benchmarks/bench_allocator.py`` measure the effects.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import re
+import sys
+
+__all__ = ["SPIN_COUNT", "TRIM_THRESHOLD", "ENVIRONMENT", "tune", "state"]
+
+#: Iterations an idle libgomp thread spins before it sleeps (libgomp's default: 300,000).
+SPIN_COUNT = 3000
+#: Freed memory glibc keeps for reuse before it returns the top of the heap to the kernel (bytes).
+TRIM_THRESHOLD = 1 << 30
+#: The same two settings for the environment of a new process (glibc reads its tunables when a process starts).
+ENVIRONMENT = {
+    "GOMP_SPINCOUNT": str(SPIN_COUNT),
+    "GLIBC_TUNABLES": f"glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold={TRIM_THRESHOLD}",
+}
+
+_M_TRIM_THRESHOLD = -1  # glibc's malloc.h
+_M_MMAP_MAX = -4
+#: What :func:`tune` did in this process, by setting (absent until asked).
+_DONE: dict[str, str] = {}
+
+
+def _libgomp_loaded() -> str | None:
+    """The path of a libgomp that torch would reuse (soname ``libgomp.so.1``) if one is mapped into this process
+    already, when a new spin count would not be read; ``None`` otherwise. Copies vendored under other sonames
+    (``libgomp-<hash>.so.1``) do not count: torch still loads, and initialises, its own."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+            paths = {line.split()[-1] for line in f if "/" in line}
+    except OSError:  # no /proc: judge by torch, the usual first user of libgomp
+        return "torch" if "torch" in sys.modules else None
+    return next((p for p in sorted(paths) if os.path.basename(p).startswith("libgomp.so.")), None)
+
+
+def _tune_openmp() -> str:
+    given = [f"{v}={os.environ[v]}" for v in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY") if os.environ.get(v, "").strip()]
+    if given:
+        return f"left as the environment sets it ({', '.join(given)})"
+    if platform.system() != "Linux":
+        return "platform defaults (not Linux)"
+    loaded = _libgomp_loaded()
+    if loaded:
+        return f"libgomp defaults (asked too late: OpenMP was loaded before, from {loaded})"
+    os.environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)
+    return f"GOMP_SPINCOUNT={SPIN_COUNT}, set by attn_lib.process.tune()"
+
+
+def _tune_allocator() -> str:
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return "platform defaults (not Linux with glibc)"
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+        mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+        trim = mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
+        heap = trim and mallopt(_M_MMAP_MAX, 0) == 1  # only after the trim setting took
+    except (OSError, AttributeError):
+        trim = heap = False
+    if heap:
+        return f"large blocks from the heap, {TRIM_THRESHOLD >> 30} GiB kept for reuse, set by attn_lib.process.tune()"
+    if trim:
+        return f"partly tuned: {TRIM_THRESHOLD >> 30} GiB kept for reuse; mallopt refused M_MMAP_MAX"
+    return "glibc defaults (mallopt refused)"
+
+
+def tune(*, openmp: bool = True, allocator: bool = True) -> dict[str, str]:
+    """Apply the settings of the module docstring to this process, once each; the explicit request.
+
+    Parameters
+    ----------
+    openmp : bool
+        Set ``GOMP_SPINCOUNT`` in this process' environment (and so its children's), unless the environment already
+        sets it or ``OMP_WAIT_POLICY``. Acts only before torch is imported; afterwards it says so and changes nothing.
+    allocator : bool
+        Call glibc's ``mallopt`` (Linux with glibc only).
+
+    Returns
+    -------
+    dict
+        ``{"openmp": line, "allocator": line}`` for the settings asked for: what was done, or why nothing was.
+    """
+    for name, wanted, apply in (("openmp", openmp, _tune_openmp), ("allocator", allocator, _tune_allocator)):
+        if not isinstance(wanted, bool):
+            raise ValueError(f"{name} must be True or False (got {wanted!r})")
+        if wanted and name not in _DONE:
+            _DONE[name] = apply()
+    return {name: _DONE[name] for name, wanted in (("openmp", openmp), ("allocator", allocator)) if wanted}
+
+
+def state() -> dict[str, str]:
+    """What is in effect in this process, one line per setting (``python -m attn_lib info`` prints them)."""
+    env = {v: os.environ.get(v, "").strip() for v in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY", "GLIBC_TUNABLES")}
+    spin = env["GOMP_SPINCOUNT"]
+    if spin and not re.fullmatch(r"\d+[kKMG]?|INFINITE|INFINITY", spin):
+        env["GOMP_SPINCOUNT"] += ", not a count: libgomp ignores it"
+    openmp = _DONE.get("openmp") or (
+        ", ".join(f"{v}={env[v]} (from the environment)" for v in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY") if env[v])
+        or "libgomp defaults (not tuned; attn_lib.process.tune() or attn-lib --tune-process)"
+    )
+    allocator = _DONE.get("allocator") or (
+        f"GLIBC_TUNABLES={env['GLIBC_TUNABLES']} (from the environment)"
+        if "glibc.malloc" in env["GLIBC_TUNABLES"]
+        else "glibc defaults (not tuned; attn_lib.process.tune() or attn-lib --tune-process)"
+    )
+    return {"openmp": openmp, "allocator": allocator}

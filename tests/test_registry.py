@@ -3,6 +3,10 @@ test that reaches the comparisons of chapters 5 and 7, the CLI's help and the re
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
+import jupytext
 import pytest
 import torch
 from test_beyond import TEXT, TOY_PROFILE
@@ -169,3 +173,69 @@ class TestANewNormaliserReachesEveryConsumer:
             .choices["compare-normalizers"]
             .format_help()
         )
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# no hand-written copy of a list the registry gives
+# ------------------------------------------------------------------------------------------------------------------
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _selections() -> dict[str, set[str]]:
+    """Every list of names one field of the registry selects (``available(field=value)``), and all of them."""
+    out = {"available()": set(nz.available())}
+    for field in ("family", "sums_to_one", "compared", "jacobian"):
+        for value in {getattr(nz.spec(n), field) for n in nz.available()}:
+            out[f"available({field}={value!r})"] = set(nz.available(**{field: value}))
+    return {k: v for k, v in out.items() if len(v) >= 2}
+
+
+def _copies(source: str, where: str) -> list[str]:
+    """The list, tuple, set and dict-key literals of ``source`` that spell out a registry selection by hand."""
+    names, selections, found = set(nz.available()), _selections(), []
+    for node in ast.walk(ast.parse(source)):
+        elts = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", None)
+        if not isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict)) or not elts or len(elts) < 2:
+            continue
+        if not all(isinstance(e, ast.Constant) and e.value in names for e in elts):
+            continue
+        written = {e.value for e in elts}
+        found += [f"{where}:{node.lineno}: {sorted(written)} is {k}" for k, v in selections.items() if v == written]
+    return found
+
+
+def _sources() -> list[tuple[str, str]]:
+    """(label, Python source): the package (but the registry itself), the tools, the benchmarks and every code cell
+    of the chapters (IPython magics dropped)."""
+    out = [
+        (str(p.relative_to(ROOT)), p.read_text())
+        for pattern in ("attn_lib/**/*.py", "tools/*.py", "benchmarks/*.py")
+        for p in sorted(ROOT.glob(pattern))
+        if p != ROOT / "attn_lib" / "normalizers.py"
+    ]
+    for md in sorted((ROOT / "book").glob("[0-9]*.md")):
+        for i, cell in enumerate(jupytext.read(md).cells):
+            if cell.cell_type == "code":
+                code = "\n".join(ln for ln in cell.source.splitlines() if not ln.lstrip().startswith(("%", "!")))
+                out.append((f"{md.relative_to(ROOT)} cell {i}", code))
+    return out
+
+
+class TestNoHandWrittenList:
+    def test_no_source_spells_out_a_list_the_registry_gives(self):
+        sources = _sources()
+        assert any(label == "attn_lib/cli.py" for label, _ in sources)
+        assert sum("book/05_" in label for label, _ in sources) > 10 and any("book/07_" in lb for lb, _ in sources)
+        stale = [c for label, src in sources for c in _copies(src, label)]
+        assert not stale, "read these from attn_lib.normalizers.available(...) instead:\n" + "\n".join(stale)
+
+    def test_the_scan_finds_a_copied_list(self):
+        compared = nz.available(compared=True)
+        assert _copies(f"NAMES = {compared!r}", "x")  # chapter 5's list of remedies, written out
+        assert _copies("def f(name):\n    return name in ('topk', 'softmax')", "x")  # the analytic Jacobians
+        assert _copies(f"COLORS = {{{', '.join(f'{n!r}: 0' for n in compared)}}}", "x")
+
+    def test_the_scan_leaves_claims_about_named_normalisers(self):
+        assert not _copies("assert (ratio[['softmax1', 'sa_softmax']] <= 1).all()", "x")
+        assert not _copies("SWAPS = [None, 'ssmax', 'entmax15', 'sparsemax']", "x")
+        assert not _copies("x = ['softmax', 'not_a_normaliser']", "x")

@@ -56,8 +56,17 @@ __all__ = [
 ROW_KINDS = ("bounded random", "one separated")
 #: SSMax scale ``s`` (the library default of :func:`attn_lib.normalizers.ssmax`).
 SSMAX_SCALE = 0.43
+#: The bound of :func:`sensitivity_bound` per normaliser: ``(T, n, s, cap) -> bound``, ``cap = sqrt(2)/eps``.
+_SENSITIVITY_BOUNDS = {
+    "softmax": lambda T, n, s, cap: min(1 / (2 * T), cap),
+    "softmax1": lambda T, n, s, cap: 1 / (2 * T),
+    "ssmax": lambda T, n, s, cap: min(s * math.log(n) / (2 * T), cap),
+    "sparsemax": lambda T, n, s, cap: min(1 / T, cap),
+    "entmax15": lambda T, n, s, cap: min(1 / T, cap),
+    "sigmoid": lambda T, n, s, cap: 1 / (4 * T),
+}
 #: Normalisers with a sensitivity bound in :func:`sensitivity_bound`.
-SENSITIVITY_BOUNDED = ("softmax", "softmax1", "ssmax", "sparsemax", "entmax15", "sigmoid")
+SENSITIVITY_BOUNDED = tuple(_SENSITIVITY_BOUNDS)
 DEVICE = "cpu"
 
 
@@ -320,15 +329,7 @@ def sensitivity_bound(name: str, temperature: float, eps: float, length: int, s:
     e = check_positive("eps", eps)
     n = check_int("length", length, low=1)
     s = check_positive("s", s)
-    cap = math.sqrt(2) / e
-    return {
-        "softmax": min(1 / (2 * T), cap),
-        "softmax1": 1 / (2 * T),
-        "ssmax": min(s * math.log(n) / (2 * T), cap),
-        "sparsemax": min(1 / T, cap),
-        "entmax15": min(1 / T, cap),
-        "sigmoid": 1 / (4 * T),
-    }[name]
+    return _SENSITIVITY_BOUNDS[name](T, n, s, math.sqrt(2) / e)
 
 
 @dataclasses.dataclass(frozen=True)

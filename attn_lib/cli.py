@@ -15,7 +15,7 @@ Subcommands
     ``paper``; ``--compare sentence-transformers/all-MiniLM-L6-v2`` adds the encoder's column and figure panels),
     with progress bars on stderr from the first second (``-q`` hides them).
 ``compare-normalizers --model gpt2 --profile {paper,quick} --out DIR``
-    Every normaliser (softmax, top-k, sparsemax, 1.5-entmax, SSMax, SA-softmax, softmax1, sigmoid, softpick) on the
+    Every compared normaliser of the registry (``attn_lib.normalizers.available(compared=True)``) and top-k on the
     paper's limits on the same model logits, and swapped into the live model (held-out loss), through
     :func:`attn_lib.experiments.run_compare`: the table as Markdown, CSV and JSON, and the figures.
 

@@ -68,7 +68,7 @@ def normalizer_settings(k_values: Sequence[int] = (4, 16, 64)) -> dict[str, tupl
     Returns
     -------
     dict
-        ``{"softmax": ("softmax", {}), "top-4": ("topk", {"k": 4}), ..., "softpick": ("softpick", {})}``.
+        ``{"softmax": ("softmax", {}), "top-4": ("topk", {"k": 4}), ..., "sparsemax": ("sparsemax", {}), ...}``.
     """
     ks = _k_list(k_values)
     out = {"softmax": ("softmax", {})}

@@ -40,7 +40,7 @@ $(PY):
 	$(PY) -m pip install --quiet --upgrade pip
 
 # pip compiles every installed module to bytecode on one core; --no-compile and then compileall on every core gives
-# the same .pyc files (17,475) in less time (setup 113 s -> 102 s on 2 cores, benchmarks/README.md). Like pip,
+# the same .pyc files (17,475) in less time (setup 113 s -> 102 s on 2 cores; the history of benchmarks/README.md). Like pip,
 # compileall only warns about a file it cannot compile (some packages ship sources for other Python versions).
 PIP_INSTALL := $(PY) -m pip install --quiet --no-compile
 $(STAMP): | $(PY)
@@ -104,7 +104,7 @@ test: setup lint test-unit test-notebooks test-book test-browser
 test: EXECUTED_CACHE := $(abspath _build/.executed-by-nbval)
 
 # pytest-xdist: the unit tests on every core (a test module stays on one worker, its fixtures built once). The
-# chapters stay serial: two at once on 2 cores took longer (7 min 23 s against 6 min 53 s; benchmarks/README.md)
+# chapters stay serial: two at once on 2 cores took longer (7 min 23 s against 6 min 53 s; the history of benchmarks/README.md)
 TEST_WORKERS ?= auto
 # tools/warm_kernels.py first: a fresh clone compiles the numba kernels once, in parallel, instead of in every worker
 test-unit: setup

@@ -278,7 +278,7 @@ def _hide(masked: torch.Tensor, visible: torch.Tensor | None) -> torch.Tensor:
 
 
 #: Elements per block of :func:`_replaced_weights` on the CPU (2 MiB of float32: one block's chain of elementwise
-#: operations stays in cache, 3-5x faster than whole-layer tensors on the 2-core VM, ``benchmarks/README.md``).
+#: operations stays in cache, 3-5x faster than whole-layer tensors on the 2-core VM; the history of ``benchmarks/README.md``).
 _CPU_BLOCK_ELEMENTS = 2**19
 
 

@@ -15,7 +15,7 @@ Subcommands
     ``paper``; ``--compare sentence-transformers/all-MiniLM-L6-v2`` adds the encoder's column and figure panels),
     with progress bars on stderr from the first second (``-q`` hides them).
 ``compare-normalizers --model gpt2 --profile {paper,quick} --out DIR``
-    Every normaliser (softmax, top-k, sparsemax, 1.5-entmax, SSMax, SA-softmax, softmax1, sigmoid, softpick) on the
+    Every compared normaliser of the registry (``attn_lib.normalizers.available(compared=True)``) and top-k on the
     paper's limits on the same model logits, and swapped into the live model (held-out loss), through
     :func:`attn_lib.experiments.run_compare`: the table as Markdown, CSV and JSON, and the figures.
 
@@ -87,6 +87,14 @@ def _threads(s: str) -> int:
         ) from None
 
 
+def _cli_names() -> list[str]:
+    """The registered names ``--normalizer`` takes as they are: every one but ``general`` (its ``F`` is a function,
+    which a command line cannot give); ``topk`` needs its ``k`` (``top-<k>``)."""
+    from . import normalizers as nz  # lazy: torch; `attn-lib --help` stays fast
+
+    return [n for n in nz.available() if n != "general"]
+
+
 def _cli_normalizer(value: str | None):
     """``--normalizer``: a name of :mod:`attn_lib.normalizers`, or ``top-<k>`` / ``topk:<k>`` for top-k; said in the
     flag's terms (not as a Python call) when it is none of them."""
@@ -94,7 +102,7 @@ def _cli_normalizer(value: str | None):
         return None
     from . import normalizers as nz  # lazy: torch; `attn-lib --help` stays fast
 
-    names = [n for n in nz.available() if n != "general"]
+    names = _cli_names()
     m = re.fullmatch(r"(?:top-|topk:|topk=)([0-9]+)", value.strip())
     if m:
         k = int(m.group(1))
@@ -452,9 +460,7 @@ def _add_capture(sub) -> None:
     """The capture subcommand: one forward pass with attention capture, a per-layer summary."""
 
     def later(_):
-        from . import normalizers as nz  # the help names the registered normalisers (imports torch): help only
-
-        names = ", ".join(n for n in nz.available() if n not in ("general", "topk"))
+        names = ", ".join(n for n in _cli_names() if n != "topk")
         norm.help = norm.help.replace("{names}", names)
 
     sp = sub.add_parser(
@@ -566,7 +572,7 @@ def _add_compare_normalizers(sub) -> None:
         from . import normalizers as nz  # the help names the registered normalisers (imports torch): help only
 
         what = textwrap.fill(
-            f"Measure {nz.describe(nz.COMPARED)}, and top-k at several k, on the same model logits (vanishing "
+            f"Measure {nz.describe(nz.available(compared=True))}, and top-k at several k, on the same model logits (vanishing "
             "weight, d~ and critical N, N_s/N, g(T, eps)), and swap each into every head of the live model "
             "(held-out loss and perplexity; top-k over k, softmax over T).",
             100,

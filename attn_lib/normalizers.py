@@ -27,14 +27,14 @@ sparse maps are evaluated on shifted logits clipped below at a value that provab
 
 The registry. Each normaliser is one :class:`Normalizer` entry (its function, family, whether its rows sum to one,
 its analytic Jacobian if any, its display name, whether the book's comparisons use it), added with :func:`register`.
-Every list of names elsewhere is read from it: :data:`SUMS_TO_ONE`, :data:`COMPARED` (chapter 5's remedies,
-``beyond.NORMALIZERS`` of chapter 7), :data:`SOFTMAX_TYPE_JACOBIAN`, the CLI's help and the Jacobian's dispatch. Use
-:func:`get` to look a normaliser up by name, :func:`spec` for its entry and :func:`available` to list the names.
+Every list of names elsewhere is read from it with :func:`available` (``available(compared=True)``: chapter 5's
+remedies and chapter 7's comparison; ``available(sums_to_one=True)``), as are the CLI's help and the Jacobian's
+dispatch. Use :func:`get` to look a normaliser up by name, :func:`spec` for its entry and :func:`available` to list
+the names.
 """
 
 from __future__ import annotations
 
-import collections.abc
 import dataclasses
 import functools
 import inspect
@@ -58,10 +58,6 @@ __all__ = [
     "available",
     "get",
     "describe",
-    "Names",
-    "Settings",
-    "COMPARED",
-    "SOFTMAX_TYPE_JACOBIAN",
     "softmax",
     "general",
     "make_general",
@@ -74,7 +70,6 @@ __all__ = [
     "sigmoid",
     "softpick",
     "topk",
-    "SUMS_TO_ONE",
 ]
 
 #: A normaliser's callable: ``f(logits, temperature=1.0, dim=-1, mask=None, **params) -> weights``.
@@ -542,12 +537,12 @@ class Normalizer:
     family : str
         A key of :data:`FAMILIES`.
     sums_to_one : bool
-        Every non-empty row sums to one (:data:`SUMS_TO_ONE`).
+        Every non-empty row sums to one (``available(sums_to_one=True)``).
     display : str
         The name in prose, tables and help texts (e.g. ``"1.5-entmax"``).
     compared : bool
-        In the book's comparisons (:data:`COMPARED`: chapter 5's remedies, chapter 7's limits and live swap, the
-        CLI's ``compare-normalizers``); needs to run without parameters.
+        In the book's comparisons (``available(compared=True)``: chapter 5's remedies, chapter 7's limits and live
+        swap, the CLI's ``compare-normalizers``); needs to run without parameters.
     jacobian : str or None
         The analytic Jacobian of :func:`attn_lib.jacobian.jacobian`, one of :data:`JACOBIANS`; ``None``: autograd.
     """
@@ -580,8 +575,8 @@ _BUILT_IN: frozenset[str] = frozenset()
 
 def register(entry: Normalizer) -> Normalizer:
     """Add ``entry`` to the registry (after every normaliser already there); it reaches :func:`get`,
-    :func:`available`, :data:`SUMS_TO_ONE`, :data:`COMPARED` and everything that reads them (chapter 5's remedies,
-    chapter 7's comparison, the CLI's help, the report's tables). Sets ``entry.fn.name = entry.name``.
+    :func:`available` and everything that reads it (chapter 5's remedies, chapter 7's comparison, the CLI's help,
+    the report's tables). Sets ``entry.fn.name = entry.name``.
 
     Parameters
     ----------
@@ -634,63 +629,27 @@ def spec(name: str) -> Normalizer:
     return _REGISTRY[name]
 
 
-def available() -> list[str]:
-    """Names accepted by :func:`get`, in registration order."""
-    return list(_REGISTRY)
+def available(**where) -> list[str]:
+    """Names accepted by :func:`get`, in registration order, read from the registry at every call (a normaliser
+    registered later is in it).
 
+    Parameters
+    ----------
+    **where
+        Keep the entries whose :class:`Normalizer` fields have these values, e.g. ``available(compared=True)`` (the
+        book's comparisons: chapter 5's remedies, chapter 7's limits and live swap, the CLI's
+        ``compare-normalizers``, in display order), ``available(sums_to_one=True)`` (non-empty rows sum to one),
+        ``available(jacobian="softmax")`` (Jacobian ``(diag alpha - alpha alpha^T) / T`` of their own weights; the
+        top-k form holds off ties), ``available(family="sparse")``.
 
-class Names(collections.abc.Set):
-    """The registered names whose entry passes ``where``, in registration order, read from the registry at every use
-    (a normaliser registered later is in it). Compares equal to a set of the same names."""
-
-    def __init__(self, where: Callable[[Normalizer], bool]):
-        self._where = where
-
-    def _names(self) -> list[str]:
-        return [n for n, e in _REGISTRY.items() if self._where(e)]
-
-    def __contains__(self, name: object) -> bool:
-        entry = _REGISTRY.get(name) if isinstance(name, str) else None
-        return entry is not None and bool(self._where(entry))
-
-    def __iter__(self):
-        return iter(self._names())
-
-    def __len__(self) -> int:
-        return len(self._names())
-
-    def intersection(self, other) -> frozenset[str]:
-        return frozenset(self) & frozenset(other)
-
-    def __repr__(self) -> str:
-        return f"Names({self._names()!r})"
-
-
-class Settings(collections.abc.Mapping):
-    """Label -> ``(name, params)`` for :func:`get`, one per name of a :class:`Names` (the label is the name and no
-    parameter is bound), read from the registry at every use."""
-
-    def __init__(self, names: Names):
-        self._names = names
-
-    def __getitem__(self, label: str) -> tuple[str, dict]:
-        if label not in self._names:
-            raise KeyError(label)
-        return (label, {})
-
-    def __iter__(self):
-        return iter(self._names)
-
-    def __len__(self) -> int:
-        return len(self._names)
-
-
-#: Names whose non-empty rows sum to one.
-SUMS_TO_ONE = Names(lambda e: e.sums_to_one)
-#: Names of the book's comparisons (chapter 5's remedies, chapter 7's limits and live swap), in display order.
-COMPARED = Names(lambda e: e.compared)
-#: Names whose Jacobian is ``(diag alpha - alpha alpha^T) / T`` of their own weights (the top-k form holds off ties).
-SOFTMAX_TYPE_JACOBIAN = Names(lambda e: e.jacobian == "softmax")
+    Returns
+    -------
+    list of str
+    """
+    fields = [f.name for f in dataclasses.fields(Normalizer) if f.name not in ("name", "fn")]
+    for key in where:
+        check_choice("where", key, fields)
+    return [n for n, e in _REGISTRY.items() if all(getattr(e, k) == v for k, v in where.items())]
 
 
 def describe(names) -> str:
@@ -699,7 +658,7 @@ def describe(names) -> str:
     Parameters
     ----------
     names : iterable of str
-        Names of :func:`available` (e.g. :data:`COMPARED`).
+        Names of :func:`available` (e.g. ``available(compared=True)``).
 
     Returns
     -------

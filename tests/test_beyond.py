@@ -43,7 +43,7 @@ def test_normalizer_settings_lists_every_normaliser_with_topk_at_each_k():
     s = B.normalizer_settings((3, 7))
     assert list(s)[:3] == ["softmax", "top-3", "top-7"]
     # every normaliser of the registry's comparison, and top-k (the built-in set is pinned in tests/test_registry.py)
-    assert {name for name, _ in s.values()} == {"topk", *nz.COMPARED}
+    assert {name for name, _ in s.values()} == {"topk", *nz.available(compared=True)}
     assert s["top-7"] == ("topk", {"k": 7})
 
 
@@ -202,7 +202,7 @@ def test_compare_table_has_every_metric_for_every_normaliser(table):
     got = table.groupby("normalizer")["metric"].agg(lambda m: set(m))
     for lab in B.normalizer_settings((2,)):
         expect = {"max_alpha", "L_max_alpha", "d_tilde", "e1", "sep_fraction", "g"}
-        if B.normalizer_settings((2,))[lab][0] in B.ANALYTIC_JACOBIAN:
+        if nz.spec(B.normalizer_settings((2,))[lab][0]).jacobian == "softmax":
             expect.add("jac_norm")
         assert got[lab] == expect, lab
     assert (table[["model", "text", "device"]] == ["toy", "toy", "cpu"]).all().all()

@@ -283,7 +283,7 @@ def _block_masks(b, q, k):
 
 @pytest.mark.parametrize(
     "name, params",
-    [(n, p) for n, p in nz.Settings(nz.COMPARED).values()] + [("topk", {"k": 1}), ("topk", {"k": 300})],
+    [(n, {}) for n in nz.available(compared=True)] + [("topk", {"k": 1}), ("topk", {"k": 300})],
     ids=lambda v: v if isinstance(v, str) else ",".join(f"{a}={b}" for a, b in v.items()),
 )
 @pytest.mark.parametrize("elements", [2**12, 2**16, 2**19])

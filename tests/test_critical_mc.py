@@ -276,8 +276,8 @@ def test_critical_n_rejects_bad_monte_carlo_options(kw, name):
 
 
 def test_the_paper_profile_stratifies_and_gives_the_short_rows_more_orders():
-    """What the paper profile's Monte-Carlo scan runs with (the standard errors it gives are measured in
-    benchmarks/README.md), and that the cache key changes with each option."""
+    """What the paper profile's Monte-Carlo scan runs with (the standard errors it gives were measured in
+    the history of benchmarks/README.md, issue 23's fifth round), and that the cache key changes with each option."""
     prof = E.PROFILES["paper"]
     handle = type("H", (), {"max_length": 2048, "n_heads": 4, "n_kv_heads": 4, "head_dim": 8})()
     params = E.CriticalNParams.from_profile(prof, handle)

@@ -5,7 +5,6 @@ of it. The book's helpers may import the core, never the other way round."""
 from __future__ import annotations
 
 import ast
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -95,28 +94,3 @@ def test_every_subpackage_is_installed():
     }
     assert {"attn_lib.book", "attn_lib.book.toy", "attn_lib.book.exercises"} <= folders
     assert folders <= found, f"not installed: {sorted(folders - found)}"
-
-
-def _size(paths: list[Path]) -> tuple[int, int]:
-    return len(paths), sum(len(p.read_text(encoding="utf-8").splitlines()) for p in paths)
-
-
-def test_the_readme_states_the_size_of_each_part():
-    """The README's module and line counts of the core and of attn_lib.book are within 10% of the real ones."""
-    readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
-    stated = re.search(
-        r"The core, `attn_lib/` without `attn_lib/book/`, .*?: (?P<core_modules>[\d,]+) modules, (?P<core_lines>[\d,]+) "
-        r"lines\.\s+`attn_lib\.book` .*?: (?P<book_modules>[\d,]+) modules, (?P<book_lines>[\d,]+) lines\.",
-        readme,
-        re.S,
-    )
-    assert stated, "README.md no longer states the sizes in the form this test reads"
-    files = sorted(PACKAGE.rglob("*.py"))
-    real = {}
-    real["core_modules"], real["core_lines"] = _size([p for p in files if BOOK not in p.parents])
-    real["book_modules"], real["book_lines"] = _size([p for p in files if BOOK in p.parents])
-    for key, value in real.items():
-        said = int(stated[key].replace(",", ""))
-        assert abs(said - value) <= 0.1 * value, (
-            f"README.md says {said} for {key}; it is {value} now: update the README"
-        )

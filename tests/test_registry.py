@@ -1,8 +1,12 @@
-"""Tests for the normaliser registry of attn_lib.normalizers: the built-in entries, and a normaliser registered in a
-test that reaches the comparison of chapter 7, the CLI's help and the report's tables with no other edit."""
+"""Tests for the normaliser registry of attn_lib.normalizers: the paper's entries, and a normaliser registered in a
+test that reaches the comparisons of chapters 5 and 7, the CLI's help and the report's tables with no other edit."""
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
+import jupytext
 import pytest
 import torch
 from test_beyond import TEXT, TOY_PROFILE
@@ -15,9 +19,10 @@ from attn_lib import report as R
 from attn_lib.book.toy import multihead as mh
 from attn_lib.cli import build_parser
 
-#: The built-in normalisers, pinned so that a deletion or a changed attribute is noticed:
-#: name -> (family, rows sum to one, in the comparisons, analytic Jacobian, display name).
-BUILT_IN = {
+#: The normalisers the paper and the book discuss, with their attributes, so that a deletion or a changed attribute is
+#: noticed: name -> (family, rows sum to one, in the comparisons, analytic Jacobian, display name). The registry may
+#: hold more (a new normaliser needs no edit here), and these keep their relative (display) order.
+PAPER = {
     "softmax": ("eq3", True, True, "softmax", "softmax"),
     "general": ("eq3", True, False, "general", "general F/ΣF (Eq. 3)"),
     "sparsemax": ("sparse", True, True, None, "sparsemax"),
@@ -45,19 +50,36 @@ def registered():
 
 
 class TestBuiltIn:
-    def test_the_registry_holds_exactly_the_built_in_normalisers(self):
-        got = {
-            n: (e.family, e.sums_to_one, e.compared, e.jacobian, e.display)
-            for n, e in ((n, nz.spec(n)) for n in nz.available())
-        }
-        assert got == BUILT_IN
-        assert nz.available() == list(BUILT_IN)
+    def test_the_registry_holds_the_papers_normalisers_with_their_attributes(self):
+        entries = {n: nz.spec(n) for n in PAPER}
+        got = {n: (e.family, e.sums_to_one, e.compared, e.jacobian, e.display) for n, e in entries.items()}
+        assert got == PAPER
+        assert [n for n in nz.available() if n in PAPER] == list(PAPER)
 
-    def test_the_views_are_read_from_the_entries(self):
-        assert set(nz.SUMS_TO_ONE) == {n for n, v in BUILT_IN.items() if v[1]}
-        assert list(nz.COMPARED) == [n for n, v in BUILT_IN.items() if v[2]]
-        assert list(B.NORMALIZERS) == list(nz.COMPARED) == list(mh.REMEDIES)
-        assert set(B.ANALYTIC_JACOBIAN) == {"softmax", "topk"}
+    @pytest.mark.parametrize(
+        "where",
+        [
+            {},
+            {"compared": True},
+            {"sums_to_one": True},
+            {"sums_to_one": False},
+            {"jacobian": "softmax"},
+            {"family": "sparse", "compared": True},
+        ],
+    )
+    def test_available_selects_by_the_entries_fields(self, where):
+        expect = [n for n in nz.available() if all(getattr(nz.spec(n), k) == v for k, v in where.items())]
+        assert nz.available(**where) == expect and expect
+
+    def test_the_selections_of_the_paper_normalisers(self):
+        assert [n for n in nz.available(compared=True) if n in PAPER] == [n for n, v in PAPER.items() if v[2]]
+        assert {"softmax", "topk"} <= set(nz.available(jacobian="softmax"))
+        assert not {"sparsemax", "softmax1"} & set(nz.available(jacobian="softmax"))
+
+    @pytest.mark.parametrize("where", [{"colour": True}, {"fn": nz.softmax}, {"name": "softmax"}])
+    def test_available_refuses_an_unknown_field(self, where):
+        with pytest.raises(ValueError, match="where must be one of"):
+            nz.available(**where)
 
     def test_each_entry_holds_the_function_get_returns(self):
         for n in nz.available():
@@ -104,17 +126,23 @@ class TestRegister:
     def test_unregister_removes_it_everywhere(self):
         nz.register(nz.Normalizer("scaled_softmax", scaled_softmax, "eq3", True, "2x-softmax"))
         nz.unregister("scaled_softmax")
-        assert "scaled_softmax" not in nz.available() and "scaled_softmax" not in nz.COMPARED
+        assert "scaled_softmax" not in nz.available() and "scaled_softmax" not in nz.available(compared=True)
         with pytest.raises(ValueError, match="name"):
             nz.get("scaled_softmax")
 
 
 class TestANewNormaliserReachesEveryConsumer:
-    def test_get_and_the_views(self, registered):
+    def test_get_and_the_selections(self, registered):
         x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64)
         torch.testing.assert_close(nz.get("scaled_softmax")(x), torch.softmax(2 * x, -1))
-        assert "scaled_softmax" in nz.SUMS_TO_ONE and list(nz.COMPARED)[-1] == "scaled_softmax"
-        assert "scaled_softmax" in mh.REMEDIES and "scaled_softmax" not in B.ANALYTIC_JACOBIAN
+        assert "scaled_softmax" in nz.available(sums_to_one=True)
+        assert nz.available(compared=True)[-1] == "scaled_softmax"
+        assert "scaled_softmax" not in nz.available(jacobian="softmax")
+        assert list(B.normalizer_settings(2))[-1] == "scaled_softmax"
+
+    def test_the_chapters_remedies(self, registered):
+        cmp = mh.compare_remedies([2, 5], 1.0, 1.0, seed=0)
+        assert list(cmp.table("max", "bounded random").columns)[-1] == "scaled_softmax"
 
     def test_the_autograd_jacobian(self, registered):
         x = torch.tensor([[0.5, -1.0, 2.0]], dtype=torch.float64)
@@ -145,3 +173,69 @@ class TestANewNormaliserReachesEveryConsumer:
             .choices["compare-normalizers"]
             .format_help()
         )
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# no hand-written copy of a list the registry gives
+# ------------------------------------------------------------------------------------------------------------------
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _selections() -> dict[str, set[str]]:
+    """Every list of names one field of the registry selects (``available(field=value)``), and all of them."""
+    out = {"available()": set(nz.available())}
+    for field in ("family", "sums_to_one", "compared", "jacobian"):
+        for value in {getattr(nz.spec(n), field) for n in nz.available()}:
+            out[f"available({field}={value!r})"] = set(nz.available(**{field: value}))
+    return {k: v for k, v in out.items() if len(v) >= 2}
+
+
+def _copies(source: str, where: str) -> list[str]:
+    """The list, tuple, set and dict-key literals of ``source`` that spell out a registry selection by hand."""
+    names, selections, found = set(nz.available()), _selections(), []
+    for node in ast.walk(ast.parse(source)):
+        elts = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", None)
+        if not isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict)) or not elts or len(elts) < 2:
+            continue
+        if not all(isinstance(e, ast.Constant) and e.value in names for e in elts):
+            continue
+        written = {e.value for e in elts}
+        found += [f"{where}:{node.lineno}: {sorted(written)} is {k}" for k, v in selections.items() if v == written]
+    return found
+
+
+def _sources() -> list[tuple[str, str]]:
+    """(label, Python source): the package (but the registry itself), the tools, the benchmarks and every code cell
+    of the chapters (IPython magics dropped)."""
+    out = [
+        (str(p.relative_to(ROOT)), p.read_text())
+        for pattern in ("attn_lib/**/*.py", "tools/*.py", "benchmarks/*.py")
+        for p in sorted(ROOT.glob(pattern))
+        if p != ROOT / "attn_lib" / "normalizers.py"
+    ]
+    for md in sorted((ROOT / "book").glob("[0-9]*.md")):
+        for i, cell in enumerate(jupytext.read(md).cells):
+            if cell.cell_type == "code":
+                code = "\n".join(ln for ln in cell.source.splitlines() if not ln.lstrip().startswith(("%", "!")))
+                out.append((f"{md.relative_to(ROOT)} cell {i}", code))
+    return out
+
+
+class TestNoHandWrittenList:
+    def test_no_source_spells_out_a_list_the_registry_gives(self):
+        sources = _sources()
+        assert any(label == "attn_lib/cli.py" for label, _ in sources)
+        assert sum("book/05_" in label for label, _ in sources) > 10 and any("book/07_" in lb for lb, _ in sources)
+        stale = [c for label, src in sources for c in _copies(src, label)]
+        assert not stale, "read these from attn_lib.normalizers.available(...) instead:\n" + "\n".join(stale)
+
+    def test_the_scan_finds_a_copied_list(self):
+        compared = nz.available(compared=True)
+        assert _copies(f"NAMES = {compared!r}", "x")  # chapter 5's list of remedies, written out
+        assert _copies("def f(name):\n    return name in ('topk', 'softmax')", "x")  # the analytic Jacobians
+        assert _copies(f"COLORS = {{{', '.join(f'{n!r}: 0' for n in compared)}}}", "x")
+
+    def test_the_scan_leaves_claims_about_named_normalisers(self):
+        assert not _copies("assert (ratio[['softmax1', 'sa_softmax']] <= 1).all()", "x")
+        assert not _copies("SWAPS = [None, 'ssmax', 'entmax15', 'sparsemax']", "x")
+        assert not _copies("x = ['softmax', 'not_a_normaliser']", "x")

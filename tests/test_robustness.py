@@ -942,12 +942,13 @@ def test_grid_parameters_are_value_errors_naming_them(tiny_gpt2, bad):
 
 def test_grid_parameters_accept_one_integer(tiny_gpt2):
     from attn_lib import experiments as B
+    from attn_lib import normalizers as nz
     from attn_lib._validation import check_int_list
 
     assert check_int_list("x", np.int64(4)) == [4] and check_int_list("x", torch.tensor(5)) == [5]
     assert check_int_list("x", (3, 1, 3)) == [1, 3]
     assert list(B.row_sample(8, 2)) == [8]
-    assert list(B.normalizer_settings(3)) == ["softmax", "top-3", *list(B.NORMALIZERS)[1:]]
+    assert list(B.normalizer_settings(3)) == ["softmax", "top-3", *nz.available(compared=True)[1:]]
 
 
 @pytest.mark.parametrize(

@@ -171,7 +171,7 @@ def grade(autograder: Path, submissions: Path, out: Path) -> Path:
 
 
 #: What ``otter run`` does for one notebook, for every notebook of a class in one process: Otter is imported once
-#: (2 s each time, as much as grading a short notebook; ``benchmarks/README.md``). Each notebook still runs in its own
+#: (2 s each time, as much as grading a short notebook; the history of ``benchmarks/README.md``). Each notebook still runs in its own
 #: fresh kernel, as with the command. argv: the autograder zip and the failure marker; stdin: JSON
 #: ``[[notebook, output folder], ...]``. On the first failure it prints the marker and the notebook's index on a line
 #: of stderr (the kernels write there too), then Otter's output, and exits with status 3.

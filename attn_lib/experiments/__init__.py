@@ -24,7 +24,7 @@ module                    contents
 ``diagnosis``             :func:`critical_n_diagnosis` (chapter 6)
 ``weights``               limits of any weights: :func:`row_sample`, :func:`row_metrics`,
                           :func:`softmax_type_spectral_norm`
-``normalizers``           :data:`NORMALIZERS`, :func:`compare_normalizers`, :func:`critical_n_from_heads`,
+``normalizers``           :func:`normalizer_settings`, :func:`compare_normalizers`, :func:`critical_n_from_heads`,
                           :func:`limits_summary` (chapter 7)
 ``swap``                  :func:`live_swap`, :func:`swap_setting`, :func:`live_renderer` (chapter 7)
 ``jobs``                  :func:`run_all` (every experiment of a profile in one pass, cached), :func:`run_reproduce`
@@ -43,8 +43,6 @@ from .distance import DistanceVsLengthParams, DistanceVsNParams, distance_vs_len
 from .inputs import describe_inputs, load_inputs, text_window
 from .jobs import ALGORITHMS, EXPERIMENTS, ReproduceResult, profile_params, run_all, run_compare, run_reproduce
 from .normalizers import (
-    ANALYTIC_JACOBIAN,
-    NORMALIZERS,
     compare_normalizers,
     critical_n_from_heads,
     limits_summary,
@@ -92,8 +90,6 @@ __all__ = [
     "DIAGNOSIS_VARIANTS",
     "DIAGNOSIS_FRACTIONS",
     # beyond softmax
-    "NORMALIZERS",
-    "ANALYTIC_JACOBIAN",
     "HELD_OUT_START",
     "normalizer_settings",
     "row_sample",

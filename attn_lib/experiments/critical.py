@@ -470,17 +470,13 @@ def critical_n(
     return params.run(handle, text, start=start, cache=cache)
 
 
-def critical_n_summary(
-    trace: pd.DataFrame, lengths: Sequence[int] | None = None, alpha: float | None = None, crit_fraction: float = 1.0
-) -> pd.DataFrame:
+def critical_n_summary(trace: pd.DataFrame, alpha: float | None = None, crit_fraction: float = 1.0) -> pd.DataFrame:
     """Critical ``N`` per ``(L, form, sampling)`` of a :func:`critical_n` trace.
 
     Parameters
     ----------
     trace : pandas.DataFrame
         Output of :func:`critical_n` (a trace without a ``sampling`` column counts as ``"heads"``).
-    lengths : sequence of int, optional
-        Unused; kept for compatibility.
     alpha : float, optional
         KS level; default: the trace's.
     crit_fraction : float

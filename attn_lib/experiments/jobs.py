@@ -212,9 +212,7 @@ def run_all(
             results[n] = df if cache is None else cache.get_or_compute(keys[n], lambda df=df: df)
     if "critical_n" in results:
         cp = params["critical_n"]
-        results["critical_n_summary"] = critical_n_summary(
-            results["critical_n"], list(cp.lengths), cp.alpha, cp.crit_fraction
-        )
+        results["critical_n_summary"] = critical_n_summary(results["critical_n"], cp.alpha, cp.crit_fraction)
     return {k: results[k] for k in [*names, "critical_n_summary"] if k in results}
 
 

@@ -4,7 +4,8 @@ chapter "Beyond softmax"): :func:`compare_normalizers` and its summaries :func:`
 
 :func:`compare_normalizers` runs ONE forward pass with the model's own softmax (the captured logits are the model's;
 nothing is swapped). Every layer's logits of a sample of query rows (:func:`~attn_lib.experiments.weights.row_sample`)
-are normalised by each normaliser of :data:`NORMALIZERS` (and top-k at the profile's ``k``), and the weights are
+are normalised by each compared normaliser (``attn_lib.normalizers.available(compared=True)``, and top-k at the
+profile's ``k``: :func:`normalizer_settings`), and the weights are
 measured on the paper's limits:
 
 - vanishing attention (Lemma 1): ``max_j alpha_tj`` and ``t max_j alpha_tj`` against the row length ``t``;
@@ -39,21 +40,12 @@ from .profiles import BeyondProfile, get_beyond_profile
 from .weights import row_metrics, row_sample, softmax_type_spectral_norm
 
 __all__ = [
-    "NORMALIZERS",
-    "ANALYTIC_JACOBIAN",
     "normalizer_settings",
     "CompareAnalysis",
     "compare_normalizers",
     "critical_n_from_heads",
     "limits_summary",
 ]
-
-#: The compared normalisers: label -> (name in :mod:`attn_lib.normalizers`, bound parameters). The top-k values are
-#: set per profile (``BeyondProfile.k_values``); see :func:`normalizer_settings`.
-NORMALIZERS: dict[str, tuple[str, dict]] = nz.Settings(nz.COMPARED)  # type: ignore[assignment]  # live view
-
-#: Normalisers whose Jacobian is ``(diag alpha - alpha alpha^T) / T`` (analytic; the top-k form holds off ties).
-ANALYTIC_JACOBIAN = nz.SOFTMAX_TYPE_JACOBIAN
 
 
 def _k_list(k_values) -> list[int]:
@@ -64,7 +56,9 @@ def _k_list(k_values) -> list[int]:
 
 
 def normalizer_settings(k_values: Sequence[int] = (4, 16, 64)) -> dict[str, tuple[str, dict]]:
-    """Label -> (name, params) of every compared normaliser, with top-k at each ``k`` of ``k_values``.
+    """Label -> (name, params) of every compared normaliser (``attn_lib.normalizers.available(compared=True)``, the
+    label is the name and no parameter is bound), with top-k at each ``k`` of ``k_values`` after softmax. The top-k
+    values are set per profile (``BeyondProfile.k_values``).
 
     Parameters
     ----------
@@ -74,12 +68,12 @@ def normalizer_settings(k_values: Sequence[int] = (4, 16, 64)) -> dict[str, tupl
     Returns
     -------
     dict
-        ``{"softmax": ("softmax", {}), "top-4": ("topk", {"k": 4}), ..., "softpick": ("softpick", {})}``.
+        ``{"softmax": ("softmax", {}), "top-4": ("topk", {"k": 4}), ..., "sparsemax": ("sparsemax", {}), ...}``.
     """
-    out = {"softmax": NORMALIZERS["softmax"]}
-    for k in _k_list(k_values):
-        out[f"top-{k}"] = ("topk", {"k": k})
-    out.update({lab: v for lab, v in NORMALIZERS.items() if lab != "softmax"})
+    ks = _k_list(k_values)
+    out = {"softmax": ("softmax", {})}
+    out.update({f"top-{k}": ("topk", {"k": k}) for k in ks})
+    out.update({name: (name, {}) for name in nz.available(compared=True) if name != "softmax"})
     return out
 
 
@@ -148,7 +142,7 @@ class CompareAnalysis:
             for i, T in enumerate(prof.temperatures):
                 for j, e in enumerate(prof.eps_values):
                     self._add(label, name, "g", la.layer, grid[i, j].mean(-1), L=L, T=T, eps=e)
-                if name in ANALYTIC_JACOBIAN:
+                if nz.spec(name).jacobian == "softmax":
                     jn = softmax_type_spectral_norm(f(lg, T, dim=-1, mask=vis), T).amax(-1)
                     self._add(label, name, "jac_norm", la.layer, jn, L=L, T=T)
 

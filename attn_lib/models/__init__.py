@@ -80,9 +80,6 @@ from .loading import (
     standin_gguf_path,
 )
 
-# The name experiments.py imports today; it goes once that module calls the public check_name.
-_check_name = check_name
-
 __all__ = [
     "GPT2_SIZES",
     "STANDIN_NAME",

@@ -221,10 +221,9 @@ def _compared_tables(results, handle, compare: dict) -> tuple[dict, pd.DataFrame
         return {}, None
     if handle is None:
         raise ValueError("write_report(compare=...) needs handle (the column label of the main model)")
-    tables = {model_column(handle): reproduction_table(results, n_heads=handle.n_heads, n_kv_heads=handle.n_kv_heads)}
+    tables = {model_column(handle): reproduction_table(results)}
     for lab, item in compare.items():
-        h2 = item["handle"]
-        tables[lab] = reproduction_table(item["results"], n_heads=h2.n_heads, n_kv_heads=h2.n_kv_heads)
+        tables[lab] = reproduction_table(item["results"])
     return tables, side_by_side(tables)
 
 

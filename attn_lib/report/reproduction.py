@@ -75,21 +75,13 @@ def setting_differences(
     return out
 
 
-def reproduction_table(
-    results: dict[str, pd.DataFrame],
-    *,
-    n_heads: int | None = None,
-    n_kv_heads: int | None = None,
-    thresholds: dict | None = None,
-) -> pd.DataFrame:
+def reproduction_table(results: dict[str, pd.DataFrame], *, thresholds: dict | None = None) -> pd.DataFrame:
     """Every claim of :data:`attn_lib.report.CLAIMS` on one model's results: :func:`attn_lib.report.verdicts`.
 
     Parameters
     ----------
     results : dict
         :func:`attn_lib.experiments.run_all`'s results (``"multihead_coverage"`` may be added).
-    n_heads, n_kv_heads : int, optional
-        Unused (kept for callers of the earlier signature; :func:`setting_differences` takes them).
     thresholds : dict, optional
         Overrides of :data:`THRESHOLDS`.
 

@@ -36,6 +36,7 @@ from .distance_bound import (
     corollary2_linear_bounds,
     corollary2_random_bound,
     distance,
+    dmax_from_parts,
     expectation_e1,
     expectation_e2,
     expected_distance_exact,
@@ -84,6 +85,7 @@ __all__ = [
     "distance",
     # Theorem 1
     "theorem1_dmax",
+    "dmax_from_parts",
     "expectation_e1",
     "jensen_gap_bound",
     "expectation_e2",

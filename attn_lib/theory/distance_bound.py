@@ -18,6 +18,7 @@ __all__ = [
     "context_vector",
     "distance",
     "theorem1_dmax",
+    "dmax_from_parts",
     "expectation_e1",
     "jensen_gap_bound",
     "expectation_e2",
@@ -145,7 +146,7 @@ def theorem1_dmax(alpha: Any, X: Any, N: int, return_parts: bool = False):
     D = np.sqrt(np.clip(D2, 0.0, None))
     d1 = np.where(m[..., :, None], -np.inf, D).max(axis=(-2, -1))
     d1 = np.where(np.isfinite(d1), d1, 0.0)
-    dmax = out_mass * d1 + ((L - N) * abar - out_mass) * max_norm
+    dmax = dmax_from_parts(out_mass, d1, abar, max_norm, L - N)
     if return_parts:
         return {
             "d_max": as_output(dmax),
@@ -155,6 +156,17 @@ def theorem1_dmax(alpha: Any, X: Any, N: int, return_parts: bool = False):
             "max_norm": as_output(max_norm),
         }
     return as_output(dmax)
+
+
+def dmax_from_parts(out_mass, d1, abar, max_norm, outside):
+    r"""Theorem 1's :math:`d_{\max}` from its parts: ``out_mass * d1 + (outside * abar - out_mass) * max_norm``.
+
+    :func:`theorem1_dmax` computes the parts (``out_mass`` is :math:`1-\bar\alpha_N`, ``outside`` the number
+    ``L - N`` of tokens outside :math:`I_N`, ``max_norm`` :math:`\max_{j\in I_N}\|x_j\|_2`) and calls it; the
+    exercise of chapter 2 evaluates it on wrong parts to name a mistake. Plain arithmetic on floats, numpy arrays or
+    torch tensors (broadcastable).
+    """
+    return out_mass * d1 + (outside * abar - out_mass) * max_norm
 
 
 def expectation_e1(alpha: Any, X: Any, N: int, p: Any = "L-1"):

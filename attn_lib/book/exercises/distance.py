@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -87,7 +88,7 @@ def _dmax_with(X: np.ndarray, alpha: np.ndarray, sel: np.ndarray, N: int, count:
     count = L - N if count is None else count
     abar = alpha[sel].sum()
     d1 = np.linalg.norm(X[~sel][:, None, :] - X[sel][None, :, :], axis=-1).max()
-    return float((1 - abar) * d1 + (count * abar - (1 - abar)) * np.linalg.norm(X[sel], axis=1).max())
+    return float(theory.dmax_from_parts(1 - abar, d1, abar, np.linalg.norm(X[sel], axis=1).max(), count))
 
 
 def _cases_dmax(seed: Any) -> list[harness.Case]:
@@ -97,6 +98,7 @@ def _cases_dmax(seed: Any) -> list[harness.Case]:
         alpha, X = harness.row(L, d, scale, rng)
         p = theory.theorem1_dmax(alpha, X, N, return_parts=True)
         abar, out, d1, mx = p["abar"], p["out_mass"], p["d1"], p["max_norm"]
+        dmax = functools.partial(theory.dmax_from_parts, outside=L - N)  # (out_mass, d1, abar, max_norm)
         top = theory.top_n_mask(alpha, N)
         D = np.linalg.norm(X[:, None, :] - X[None, :, :], axis=-1)
         d1_min = D[~top][:, top].min()
@@ -109,20 +111,20 @@ def _cases_dmax(seed: Any) -> list[harness.Case]:
                     "you kept only the d1 term; Theorem 1 adds ((L-N) abar - (1-abar)) max_{j in I_N} ||x_j||": out
                     * d1,
                     "d1 is the largest distance between a token OUTSIDE I_N and one INSIDE it, not over all pairs": (
-                        out * D.max() + ((L - N) * abar - out) * mx
+                        dmax(out, D.max(), abar, mx)
                     ),
                     "d1 is the LARGEST distance between a token outside I_N and one inside it; you took the smallest": (
-                        out * d1_min + ((L - N) * abar - out) * mx
+                        dmax(out, d1_min, abar, mx)
                     ),
                     "the norm term takes the max of ||x_j|| over j in I_N only, not over all tokens": (
-                        out * d1 + ((L - N) * abar - out) * norms.max()
+                        dmax(out, d1, abar, norms.max())
                     ),
                     "L - N tokens lie outside I_N, not L - N - 1": _dmax_with(X, alpha, top, N, L - N - 1),
                     "I_N is the set of the N LARGEST weights; you took the N smallest": _dmax_with(
                         X, alpha, harness.bottom_n_mask(alpha, N), N
                     ),
                     "abar_N is the mass INSIDE I_N; you swapped it with the mass outside, 1 - abar_N": (
-                        abar * d1 + ((L - N) * out - abar) * mx
+                        dmax(abar, d1, out, mx)
                     ),
                 },
                 f"at L = {L}, N = {N} (alpha of shape ({L},), X of shape ({L}, {d}))",

@@ -28,7 +28,6 @@ from .distance import (
     top_n_curves,
 )
 from .multihead import (
-    REMEDIES,
     ROW_KINDS,
     SENSITIVITY_BOUNDED,
     SSMAX_SCALE,
@@ -107,7 +106,6 @@ __all__ = [
     "random_variance_latex",
     "corollary2_limits_latex",
     "corollary2_remainder_latex",
-    "REMEDIES",
     "ROW_KINDS",
     "SSMAX_SCALE",
     "SENSITIVITY_BOUNDED",

@@ -2,8 +2,9 @@ r"""Multi-head coverage and the remedies of the closing chapter (see the book's 
 §Multi-head coverage).
 
 * :func:`coverage_table` -- ``1 - (1 - p)^H`` next to a Bernoulli simulation of independent heads;
-* :func:`remedy_rows`, :func:`compare_remedies`, :func:`figure_max_weight` -- the normalisers of
-  :data:`REMEDIES` on bounded random rows and on rows with one separated logit, as ``L`` grows;
+* :func:`remedy_rows`, :func:`compare_remedies`, :func:`figure_max_weight` -- the compared normalisers
+  (``attn_lib.normalizers.available(compared=True)``) on bounded random rows and on rows with one separated logit,
+  as ``L`` grows;
 * :func:`sensitivity_bound`, :func:`sensitivity_sweep`, :func:`figure_sensitivity` -- finite-difference
   sensitivity against temperature, with the bound each normaliser obeys;
 * :func:`render_normalisers` -- the temperature slider's figure (one row, every normaliser);
@@ -33,7 +34,6 @@ from attn_lib.layout import FIGURE_WIDTH_IN
 from attn_lib.provenance import label_figure
 
 __all__ = [
-    "REMEDIES",
     "ROW_KINDS",
     "SSMAX_SCALE",
     "SENSITIVITY_BOUNDED",
@@ -52,21 +52,34 @@ __all__ = [
     "normaliser_swap",
 ]
 
-#: The normalisers the chapter compares, in display order.
-REMEDIES = normalizers.COMPARED
 #: The two kinds of synthetic rows of :func:`remedy_rows`.
 ROW_KINDS = ("bounded random", "one separated")
 #: SSMax scale ``s`` (the library default of :func:`attn_lib.normalizers.ssmax`).
 SSMAX_SCALE = 0.43
+#: The bound of :func:`sensitivity_bound` per normaliser: ``(T, n, s, cap) -> bound``, ``cap = sqrt(2)/eps``.
+_SENSITIVITY_BOUNDS = {
+    "softmax": lambda T, n, s, cap: min(1 / (2 * T), cap),
+    "softmax1": lambda T, n, s, cap: 1 / (2 * T),
+    "ssmax": lambda T, n, s, cap: min(s * math.log(n) / (2 * T), cap),
+    "sparsemax": lambda T, n, s, cap: min(1 / T, cap),
+    "entmax15": lambda T, n, s, cap: min(1 / T, cap),
+    "sigmoid": lambda T, n, s, cap: 1 / (4 * T),
+}
 #: Normalisers with a sensitivity bound in :func:`sensitivity_bound`.
-SENSITIVITY_BOUNDED = ("softmax", "softmax1", "ssmax", "sparsemax", "entmax15", "sigmoid")
+SENSITIVITY_BOUNDED = tuple(_SENSITIVITY_BOUNDS)
 DEVICE = "cpu"
-_COLORS = dict(zip(REMEDIES, colormaps["tab10"].colors))
+
+
+def _color(name: str):
+    """The colour of a compared normaliser (tab10, in registration order); ``None`` for the others."""
+    compared, colors = normalizers.available(compared=True), colormaps["tab10"].colors
+    i = compared.index(name) if name in compared else len(colors)
+    return colors[i] if i < len(colors) else None
 
 
 def _names(names: Iterable[str] | None) -> list[str]:
     if names is None:
-        return list(REMEDIES)
+        return normalizers.available(compared=True)
     names = [check_choice("names", n, normalizers.available()) for n in ([names] if isinstance(names, str) else names)]
     if not names:
         raise ValueError(f"names must list at least one normaliser of {normalizers.available()} (got none)")
@@ -204,7 +217,8 @@ def compare_remedies(
     temperature : float > 0
     seed : int >= 0
     names : iterable of str, optional
-        Names of :mod:`attn_lib.normalizers` (default :data:`REMEDIES`); softmax is always computed for the ratio.
+        Names of :mod:`attn_lib.normalizers` (default: the compared ones, ``normalizers.available(compared=True)``);
+        softmax is always computed for the ratio.
 
     Returns
     -------
@@ -260,7 +274,7 @@ def figure_max_weight(comparison: RemedyComparison) -> Figure:
     for ax, kind in zip(axes, comparison.rows):
         maxw = comparison.table("max", kind)
         for name in maxw.columns:
-            ax.plot(maxw.index, maxw[name], "o-", ms=3, color=_COLORS.get(name), label=name)
+            ax.plot(maxw.index, maxw[name], "o-", ms=3, color=_color(name), label=name)
         ax.plot(maxw.index, np.minimum(1, math.exp(2 * a / T) / maxw.index), "k--", lw=1, label=r"Lemma 1: $C_2/L$")
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -315,15 +329,7 @@ def sensitivity_bound(name: str, temperature: float, eps: float, length: int, s:
     e = check_positive("eps", eps)
     n = check_int("length", length, low=1)
     s = check_positive("s", s)
-    cap = math.sqrt(2) / e
-    return {
-        "softmax": min(1 / (2 * T), cap),
-        "softmax1": 1 / (2 * T),
-        "ssmax": min(s * math.log(n) / (2 * T), cap),
-        "sparsemax": min(1 / T, cap),
-        "entmax15": min(1 / T, cap),
-        "sigmoid": 1 / (4 * T),
-    }[name]
+    return _SENSITIVITY_BOUNDS[name](T, n, s, math.sqrt(2) / e)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -369,7 +375,7 @@ def sensitivity_sweep(
     seed : int >= 0
         Seed of the directions.
     names : iterable of str, optional
-        Default :data:`REMEDIES`.
+        Default: the compared ones, ``normalizers.available(compared=True)``.
 
     Returns
     -------
@@ -426,7 +432,7 @@ def figure_sensitivity(sweep: SensitivitySweep) -> Figure:
     fig = Figure(figsize=(FIGURE_WIDTH_IN, 4.4))
     ax = fig.subplots()
     for name in mean.columns:
-        ax.plot(T, mean[name].where(mean[name] > 0), "o-", ms=3, color=_COLORS.get(name), label=name)
+        ax.plot(T, mean[name].where(mean[name] > 0), "o-", ms=3, color=_color(name), label=name)
     ax.plot(T, 1 / (2 * T), "k:", lw=1, label=r"$1/(2T)$")
     ax.plot(T, 1 / T, "k--", lw=0.8, label=r"$1/T$")
     ax.set_xscale("log")
@@ -455,7 +461,7 @@ def render_normalisers(temperature: float, *, row, seed: int, names: Iterable[st
     seed : int >= 0
         Seed that drew ``row`` (for the provenance label).
     names : iterable of str, optional
-        At most 8 normalisers (default :data:`REMEDIES`).
+        At most 8 normalisers (default: the compared ones, ``normalizers.available(compared=True)``).
 
     Returns
     -------
@@ -472,7 +478,7 @@ def render_normalisers(temperature: float, *, row, seed: int, names: Iterable[st
     axes = fig.subplots(4, 2, sharex=True, sharey=True)
     for ax, name in zip(axes.ravel(), names):
         w = normalizers.get(name)(l, temperature=T)
-        ax.bar(np.arange(1, l.size + 1), w, color=_COLORS.get(name))
+        ax.bar(np.arange(1, l.size + 1), w, color=_color(name))
         ax.set_title(f"{name}\nmax {w.max():.2f} · support {(w > 0).sum()} · sum {w.sum():.2f}", fontsize=8)
         ax.set_ylim(0, 1)
         ax.grid(alpha=0.3, axis="y")

@@ -8,7 +8,7 @@ import pytest
 import sympy as sp
 
 from attn_lib import report as R
-from attn_lib import symbolic
+from attn_lib.book import symbolic
 
 
 class TestShortCause:

@@ -8,7 +8,7 @@ import pytest
 import sympy as sp
 
 from attn_lib import report as R
-from attn_lib.book import symbolic
+from attn_lib.book import symbolic, tables
 
 
 class TestShortCause:
@@ -26,12 +26,12 @@ class TestShortCause:
 
 class TestRulesMarkdown:
     def test_a_pipe_in_a_rule_is_escaped(self):
-        md = R.rules_markdown(pd.DataFrame({"id": ["x"], "rule": ["|b − 1| ≤ 0.2"]}))
+        md = tables.rules_markdown(pd.DataFrame({"id": ["x"], "rule": ["|b − 1| ≤ 0.2"]}))
         assert md.splitlines()[-1] == "| x | \\|b − 1\\| ≤ 0.2 |"
 
     def test_needs_the_columns(self):
         with pytest.raises(ValueError, match="rule"):
-            R.rules_markdown(pd.DataFrame({"id": ["x"]}))
+            tables.rules_markdown(pd.DataFrame({"id": ["x"]}))
 
 
 class TestIdsFor:
@@ -79,9 +79,9 @@ class TestReproductionMarkdownDetail:
     def test_detail_names_its_choices(self):
         table = R.verdicts({})
         with pytest.raises(ValueError, match="detail"):
-            R.reproduction_markdown(table, detail="everything")
+            tables.reproduction_markdown(table, detail="everything")
 
     def test_measured_detail_shows_the_measured_column(self):
         table = R.verdicts({}, ids=["fig2a-dtilde-linear"])
-        md = R.reproduction_markdown(table, detail="measured")
+        md = tables.reproduction_markdown(table, detail="measured")
         assert md.splitlines()[0].endswith("| measured |") and "not run: needs" in md

@@ -150,35 +150,6 @@ def linear_growth(x, y, thresholds: dict | None = None) -> dict:
     }
 
 
-def critical_n_ratio(summary: pd.DataFrame) -> pd.DataFrame:
-    r"""The least-squares ratio :math:`N^*/L` through the origin, per form (and KS sampling), over the uncensored
-    lengths.
-
-    :math:`\hat r=\sum_L N^*_L\,L/\sum_L L^2`, the number :func:`verdicts` compares with the paper's 0.06.
-
-    Parameters
-    ----------
-    summary : DataFrame
-        :func:`attn_lib.experiments.critical_n_summary` (columns ``form, L, n_star, censored``, and ``sampling``
-        when the KS test ran over all heads and over key/value groups).
-
-    Returns
-    -------
-    DataFrame
-        ``ratio`` (NaN when every ``L`` is censored), ``n_uncensored`` and ``n_lengths``; one row per form (index
-        ``form``), or per ``(form, sampling)`` when ``summary`` has a ``sampling`` column.
-    """
-    require_columns(summary, "summary", ("form", "L", "n_star", "censored"))
-    keys = ["form", "sampling"] if "sampling" in summary.columns else ["form"]
-    rows = []
-    for key, g in summary.groupby(keys):
-        u = g[~g["censored"].astype(bool)]
-        ratio = float((u["n_star"] * u["L"]).sum() / (u["L"] ** 2).sum()) if len(u) else float("nan")
-        key = key if isinstance(key, tuple) else (key,)
-        rows.append(dict(zip(keys, key), ratio=ratio, n_uncensored=len(u), n_lengths=len(g)))
-    return pd.DataFrame(rows).set_index(keys)
-
-
 #: Display names of the expectation forms of the critical-N scan.
 CRITICAL_FORM_NAMES = {"e1": "E1", "e2": "E2", "mc": "Monte Carlo"}
 

@@ -1,4 +1,4 @@
-"""sensitivity"""
+"""Chapter 4's sensitivity tables: Fig. 4's slopes and values against Corollary 3's bounds."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import theory
-from .._validation import check_probability
-from ._common import THRESHOLDS, linfit, sensitivity_curves
+from attn_lib import theory
+from attn_lib._validation import check_probability
+from attn_lib.report._common import THRESHOLDS, linfit, sensitivity_curves
 
 
 # --- chapter 4 (gradient sensitivity): the numbers behind Fig. 4, as the chapter tabulates and states them -------
@@ -134,6 +134,3 @@ def sensitivity_table(
     table["paper: min{1/(4T), √2}"] = np.atleast_1d(theory.corollary3_paper(Ts)) if len(Ts) else []
     table["1/(2T)"] = np.atleast_1d(theory.corollary3_corrected(Ts)["spectral"]) if len(Ts) else []
     return table
-
-
-#: File stems of the five figures, in the order :func:`write_figures` draws them.

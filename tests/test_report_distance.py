@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from attn_lib import claims
 from attn_lib import report as R
 from attn_lib.book import tables
 
@@ -82,55 +83,58 @@ class TestLinearGrowth:
         y = 0.3 * x + 2 + rng.normal(size=5)
         slope, intercept = np.polyfit(x, y, 1)
         r2 = 1 - ((y - (slope * x + intercept)) ** 2).sum() / ((y - y.mean()) ** 2).sum()
-        fit = R.linear_growth(x, y)
+        fit = claims.linear_growth(x, y)
         assert fit["slope"] == pytest.approx(slope) and fit["intercept"] == pytest.approx(intercept)
         assert fit["r2"] == pytest.approx(r2)
 
     def test_a_rising_line_is_linear(self):
-        assert R.linear_growth([1, 2, 3], [2, 4, 6])["linear"] is True
+        assert claims.linear_growth([1, 2, 3], [2, 4, 6])["linear"] is True
 
     def test_a_falling_line_is_not(self):
-        fit = R.linear_growth([1, 2, 3], [6, 4, 2])
+        fit = claims.linear_growth([1, 2, 3], [6, 4, 2])
         assert fit["r2"] == pytest.approx(1.0) and fit["linear"] is False
 
     def test_exponent_against_a_log_log_polyfit(self):
         x = np.array([32.0, 64, 128, 256, 512, 1024])
         y = 0.5 * x**0.6 * np.exp(np.random.default_rng(1).normal(scale=0.05, size=6))
-        fit = R.linear_growth(x, y)
+        fit = claims.linear_growth(x, y)
         assert fit["exponent"] == pytest.approx(np.polyfit(np.log(x), np.log(y), 1)[0])
         assert fit["growth"] == pytest.approx(y[-1] / y[0]) and fit["x_growth"] == pytest.approx(32.0)
 
     def test_a_good_line_with_a_large_intercept_is_not_linear_growth(self):
         x = np.array([32.0, 64, 128, 256, 512, 1024])
-        fit = R.linear_growth(x, 100 + 0.01 * x)  # R² = 1, but it grows only 1.1x while L grows 32x
+        fit = claims.linear_growth(x, 100 + 0.01 * x)  # R² = 1, but it grows only 1.1x while L grows 32x
         assert fit["r2"] == pytest.approx(1.0) and fit["exponent"] < 0.1 and fit["linear"] is False
 
     def test_a_square_is_not_linear(self):
         x = np.array([1.0, 2, 4, 8])
-        assert R.linear_growth(x, x**2)["exponent"] == pytest.approx(2.0) and not R.linear_growth(x, x**2)["linear"]
+        assert (
+            claims.linear_growth(x, x**2)["exponent"] == pytest.approx(2.0)
+            and not claims.linear_growth(x, x**2)["linear"]
+        )
 
     def test_the_tolerance_can_be_overridden(self):
         x = np.array([1.0, 2, 4, 8])
         y = x**1.3
-        assert R.linear_growth(x, y)["linear"] is False
-        assert R.linear_growth(x, y, {"linear_exponent_tol": 0.31})["linear"] is True
+        assert claims.linear_growth(x, y)["linear"] is False
+        assert claims.linear_growth(x, y, {"linear_exponent_tol": 0.31})["linear"] is True
 
     def test_non_positive_values_have_no_exponent(self):
-        fit = R.linear_growth([1, 2, 3], [-1.0, 0.5, 2.0])
+        fit = claims.linear_growth([1, 2, 3], [-1.0, 0.5, 2.0])
         assert math.isnan(fit["exponent"]) and fit["linear"] is False
 
     def test_a_constant_does_not_grow(self):
-        fit = R.linear_growth([16, 32, 64, 128], [0.6] * 4)
+        fit = claims.linear_growth([16, 32, 64, 128], [0.6] * 4)
         assert fit["slope"] == 0.0 and fit["r2"] == 1.0 and fit["linear"] is False
 
     def test_one_distinct_x_gives_no_line(self):
-        fit = R.linear_growth([4, 4], [1, 2])
+        fit = claims.linear_growth([4, 4], [1, 2])
         assert math.isnan(fit["slope"]) and math.isnan(fit["r2"]) and fit["linear"] is False
 
     @pytest.mark.parametrize("x, y", [([1, 2, 3], [1, 2]), ([[1, 2]], [[1, 2]]), ([1, 2], [1, np.nan])])
     def test_bad_input(self, x, y):
         with pytest.raises(ValueError, match="x and y"):
-            R.linear_growth(x, y)
+            claims.linear_growth(x, y)
 
 
 # one rule for the table and the verdict ------------------------------------------------------------------------
@@ -147,16 +151,16 @@ class TestOneLinearRule:
     def test_verdict_and_table_agree(self, d_of_L):
         df = _alg1(d_of_L)
         table = tables.distance_length_fits(df).loc["d~", "linear"]
-        assert (_growth_verdict(R.verdicts({"distance_vs_length": df})) == "reproduced") == table
+        assert (_growth_verdict(claims.verdicts({"distance_vs_length": df})) == "reproduced") == table
 
     def test_verdict_follows_linear_growth_of_the_head_means(self):
         df = _alg1(lambda L: 0.01 * L**1.25)
         means = df.groupby("L")["d_tilde"].mean()
-        fit = R.linear_growth(means.index, means.to_numpy())
+        fit = claims.linear_growth(means.index, means.to_numpy())
         assert fit["exponent"] == pytest.approx(1.25)
-        vt = R.verdicts({"distance_vs_length": df}, {"linear_exponent_tol": 0.26})
+        vt = claims.verdicts({"distance_vs_length": df}, {"linear_exponent_tol": 0.26})
         assert _growth_verdict(vt) == "reproduced"
-        vt = R.verdicts({"distance_vs_length": df}, {"linear_exponent_tol": 0.24})
+        vt = claims.verdicts({"distance_vs_length": df}, {"linear_exponent_tol": 0.24})
         assert _growth_verdict(vt) == "not reproduced"
 
 
@@ -234,7 +238,7 @@ class TestCriticalN:
     def test_verdict_uses_the_same_ratio(self):
         summary = _summary([("e1", 64, 4, False), ("e1", 128, 8, False)])
         ratio = tables.critical_n_ratio(summary).loc["e1", "ratio"]
-        vt = R.verdicts({"critical_n_summary": summary})
+        vt = claims.verdicts({"critical_n_summary": summary})
         assert f"N*/L = {ratio:.3f}" in vt.set_index("id").loc["fig2c-critical-e1", "measured"]
 
     def test_lines(self):
@@ -259,8 +263,8 @@ class TestCriticalN:
         r = tables.critical_n_ratio(both)
         assert r.loc[("e1", "heads"), "ratio"] == pytest.approx(0.125)
         assert r.loc[("e1", "kv_groups"), "ratio"] == pytest.approx(0.0625)
-        assert R.valid_ks_sampling(both) == "kv_groups" and R.valid_ks_sampling(summary) == "heads"
-        vt = R.verdicts({"critical_n_summary": both})
+        assert claims.valid_ks_sampling(both) == "kv_groups" and claims.valid_ks_sampling(summary) == "heads"
+        vt = claims.verdicts({"critical_n_summary": both})
         row = vt.set_index("id").loc["fig2c-critical-e1"]
         assert row["verdict"] == "reproduced"  # the key/value-group ratio 0.0625 is within 2x, the heads' 0.125 not
         assert "one sample per key/value group" in row["measured"]
@@ -268,7 +272,7 @@ class TestCriticalN:
 
     def test_e2_is_a_forced_row_not_a_reproduction(self):
         summary = _summary([("e1", 64, 8, False), ("e2", 64, 1, False)])
-        row = R.verdicts({"critical_n_summary": summary}).set_index("id").loc["fig2c-critical-e2"]
+        row = claims.verdicts({"critical_n_summary": summary}).set_index("id").loc["fig2c-critical-e2"]
         assert (row["evidence"], row["verdict"], row["basis"]) == ("forced", "differs (forced)", "prop-e2-tracks")
 
     def test_missing_columns(self):
@@ -280,7 +284,7 @@ class TestCriticalN:
         its own fitted ratio (here E1 at 0.0625, within a factor 2 of 0.06, and Monte Carlo at 0.75)."""
         summary = _summary([("e1", 64, 4, False), ("e1", 128, 8, False), ("mc", 64, 48, False), ("mc", 128, 96, False)])
         trace = pd.DataFrame(dict(form="mc", L=[64, 128], N=[48, 96], n_rows=[16, 32], mc_rel_se=[0.01, 0.015]))
-        vt = R.verdicts({"critical_n_summary": summary, "critical_n": trace}).set_index("id")
+        vt = claims.verdicts({"critical_n_summary": summary, "critical_n": trace}).set_index("id")
         e1, mc = vt.loc["fig2c-critical-e1"], vt.loc["fig2c-critical-mc"]
         assert e1["verdict"] == "reproduced" and mc["verdict"] == "not reproduced"
         assert f"N*/L = {tables.critical_n_ratio(summary).loc['mc', 'ratio']:.3f}" in mc["measured"]

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 from test_report import _results
 
+from attn_lib import claims
 from attn_lib import report as R
 from attn_lib.book import tables
 
@@ -29,8 +30,8 @@ class TestSettingDifferences:
 class TestReproductionTable:
     def test_one_row_per_claim_id_with_cause_and_section(self):
         results = _results(linear=False)
-        vt, table = R.verdicts(results), R.reproduction_table(results)
-        assert list(table["id"]) == list(vt["id"]) == list(R.CLAIMS)
+        vt, table = claims.verdicts(results), R.reproduction_table(results)
+        assert list(table["id"]) == list(vt["id"]) == list(claims.CLAIMS)
         assert set(table.columns) >= {"id", "claim", "paper", "evidence", "measured", "verdict", "rule", "cause"}
         assert table["section"].str.startswith("app-").all()
 
@@ -59,7 +60,7 @@ class TestReproductionMarkdown:
         md = tables.reproduction_markdown(R.reproduction_table(_results(linear=False)))
         rows = [line for line in md.splitlines() if line.startswith("| ")]
         unescaped = [line.replace("\\|", "") for line in rows]
-        assert len(rows) == 1 + len(R.CLAIMS)
+        assert len(rows) == 1 + len(claims.CLAIMS)
         assert all(line.count("|") == 5 for line in unescaped), rows[:3]
 
     def test_one_line_cause_is_the_first_clause(self):
@@ -82,12 +83,12 @@ class TestReproductionMarkdown:
 class TestClaimDetailsMarkdown:
     def test_one_dropdown_per_claim_with_its_appendix_link(self):
         md = R.claim_details_markdown(R.reproduction_table(_results(linear=False)))
-        assert md.count(":::{dropdown}") == len(R.CLAIMS)
+        assert md.count(":::{dropdown}") == len(claims.CLAIMS)
         assert "{ref}`Reading the paper <app-critical-n>`" in md
 
     def test_plain_markdown_uses_details(self):
         md = R.claim_details_markdown(R.reproduction_table(_results(linear=False)), links=False)
-        assert md.count("<details>") == len(R.CLAIMS) and "{ref}" not in md and "{prf:ref}" not in md
+        assert md.count("<details>") == len(claims.CLAIMS) and "{ref}" not in md and "{prf:ref}" not in md
 
     def test_fails_if_only_for_informative_rows(self):
         md = R.claim_details_markdown(R.reproduction_table(_results()), links=False)
@@ -100,8 +101,8 @@ class TestClaimDetailsMarkdown:
     def test_several_models_each_get_their_measured_line(self):
         a, b = R.reproduction_table(_results()), R.reproduction_table(_results(ratio=0.3))
         md = R.claim_details_markdown({"decoder: x": a, "encoder: y": b}, links=False)
-        assert md.count("**Measured (decoder: x):**") == len(R.CLAIMS)
-        assert md.count("**Measured (encoder: y):**") == len(R.CLAIMS)
+        assert md.count("**Measured (decoder: x):**") == len(claims.CLAIMS)
+        assert md.count("**Measured (encoder: y):**") == len(claims.CLAIMS)
 
 
 class TestRuntimeTable:

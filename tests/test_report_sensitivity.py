@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attn_lib import report as R
+from attn_lib import claims
 from attn_lib.book import tables
 
 SQRT2 = math.sqrt(2)
@@ -104,7 +104,7 @@ class TestSensitivityFindings:
     def test_agrees_with_the_verdicts(self):
         sens = _sens(lambda T, e, h: 0.3 / T**0.5)
         f = tables.sensitivity_findings(sens)
-        measured = R.verdicts({"gradient_sensitivity": sens}).set_index("id")["measured"]
+        measured = claims.verdicts({"gradient_sensitivity": sens}).set_index("id")["measured"]
         slope = re.search(r"log-log slope (-?[\d.]+)", measured["fig4-inv-t-mean-scaled"]).group(1)
         assert float(slope) == pytest.approx(f["slope"], abs=0.01)
         ratio = re.search(r"g\(0.01\)/g\(1\) = ([\d.]+)", measured["fig4-drop-0.01-to-1"]).group(1)

@@ -1,5 +1,5 @@
 """attn_lib.report and attn_lib.book.tables for chapter 3: the per-N table of Fig. 3 (separability_per_n) and the shape of its median
-curve (separability_shape), whose saturation rule must agree with the separability row of report.verdicts."""
+curve (separability_shape), whose saturation rule must agree with the separability row of claims.verdicts."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from matplotlib.patches import PathPatch
 
+from attn_lib import claims
 from attn_lib import report as R
 from attn_lib.book import tables
 
@@ -29,7 +30,7 @@ LOW = {1: 1.0, 2: 0.8, 4: 0.7, 8: 0.6, 16: 0.5, 32: 0.48}
 
 
 def _verdict(df):
-    return R.verdicts({"separability": df}, ids=["fig3-saturates"])["verdict"].iloc[0]
+    return claims.verdicts({"separability": df}, ids=["fig3-saturates"])["verdict"].iloc[0]
 
 
 # ----------------------------------------------------------------------------------------- separability_per_n
@@ -101,7 +102,7 @@ class TestSeparabilityShape:
     def test_a_wider_tolerance_can_make_it_saturate_as_the_verdict_does(self):
         df, th = _table(LOW), {"sep_lo": 0.5, "sep_tol": 0.05}
         assert tables.separability_shape(df, thresholds=th)["saturates"] is True
-        vt = R.verdicts({"separability": df}, thresholds=th)
+        vt = claims.verdicts({"separability": df}, thresholds=th)
         assert vt.set_index("id").loc["fig3-saturates", "verdict"] == "reproduced"
 
     def test_bad_tables_are_refused(self):

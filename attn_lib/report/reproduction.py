@@ -7,9 +7,10 @@ from typing import Any
 
 import pandas as pd
 
+from ..claims import EVIDENCE, tally, verdicts
+from ..claims.stats import require_columns
 from ..layout import FIGURE_WIDTH_IN, MIN_FONT_PT, wrap_text
-from ._common import md_cell, pipe_table, require_columns
-from .claims import EVIDENCE, tally, verdicts
+from ._common import md_cell, pipe_table
 
 # ---- the reproduction report (book/06_reproduction_report.md) --------------------------------------------------
 
@@ -28,7 +29,7 @@ def reproduction_table(
     n_kv_heads: int | None = None,
     thresholds: dict | None = None,
 ) -> pd.DataFrame:
-    """Every claim of :data:`attn_lib.report.CLAIMS` on one model's results: :func:`attn_lib.report.verdicts`.
+    """Every claim of :data:`attn_lib.claims.CLAIMS` on one model's results: :func:`attn_lib.claims.verdicts`.
 
     Parameters
     ----------
@@ -42,7 +43,7 @@ def reproduction_table(
     Returns
     -------
     DataFrame
-        The columns of :data:`attn_lib.report.claims.COLUMNS`, one row per claim id.
+        The columns of :data:`attn_lib.claims.COLUMNS`, one row per claim id.
     """
     need_results(results)
     return verdicts(results, thresholds)

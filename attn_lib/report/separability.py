@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from ._common import head_summary
+from ..claims.stats import head_summary
 
 # ----------------------------------------------------------------------------------------------------------------
 # chapter 3 (separability): the per-N table of Fig. 3 and the shape of the median curve

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from attn_lib.report._common import form_name, valid_ks_sampling
-from attn_lib.report.critical import critical_rows
+from attn_lib.claims.diagnosis import critical_rows
+from attn_lib.claims.stats import valid_ks_sampling
+from attn_lib.report._common import form_name
 
 
 def critical_rows_table(trace: pd.DataFrame, summary: pd.DataFrame, sampling: str | None = None) -> pd.DataFrame:

@@ -4,14 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from attn_lib.report._common import (
-    KS_SAMPLING,
-    THRESHOLDS,
-    form_name,
-    linear_growth,
-    require_columns,
-    valid_ks_sampling,
-)
+from attn_lib.claims.stats import THRESHOLDS, linear_growth, require_columns, valid_ks_sampling
+from attn_lib.report._common import KS_SAMPLING, form_name
 
 # ---- chapter 2 (book/02_distance_bound.md): the tables of Algorithms 1-3 -------------------------------------
 #: Display name of each distance column of Algorithms 1 and 2 (the names the chapter's tables use).

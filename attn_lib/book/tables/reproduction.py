@@ -6,7 +6,8 @@ from __future__ import annotations
 import pandas as pd
 
 from attn_lib._validation import check_choice
-from attn_lib.report._common import md_cell, pipe_table, require_columns
+from attn_lib.claims.stats import require_columns
+from attn_lib.report._common import md_cell, pipe_table
 from attn_lib.report.reproduction import claim_label, need_results, plain_roles, short_cause
 
 #: The paper's Table 1: each algorithm's run time on an Apple M1 Pro (10-core CPU, 16 GB; PyTorch on the CPU,
@@ -122,7 +123,7 @@ def reproduction_markdown(table: pd.DataFrame, *, links: bool = True, detail: st
     Parameters
     ----------
     table : DataFrame
-        :func:`reproduction_table` (or :func:`attn_lib.report.verdicts`).
+        :func:`reproduction_table` (or :func:`attn_lib.claims.verdicts`).
     links : bool
         ``True``: MyST roles stay (the book); ``False``: they are written as plain labels (``report.md``).
     detail : {"cause", "measured"}

@@ -11,7 +11,8 @@ import pandas as pd
 
 from attn_lib import theory
 from attn_lib._validation import check_probability
-from attn_lib.report._common import THRESHOLDS, linfit, sensitivity_curves
+from attn_lib.claims.stats import THRESHOLDS, linfit
+from attn_lib.report._common import sensitivity_curves
 
 
 # --- chapter 4 (gradient sensitivity): the numbers behind Fig. 4, as the chapter tabulates and states them -------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from attn_lib.report._common import THRESHOLDS
+from attn_lib.claims.stats import THRESHOLDS
 from attn_lib.report.separability import separability_per_n
 
 

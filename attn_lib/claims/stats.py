@@ -83,8 +83,8 @@ def linear_growth(x, y, thresholds: dict | None = None) -> dict:
     (a line with a large intercept fits a curve that barely grows), so the rule reads the **exponent**: the
     least-squares slope :math:`b` of :math:`\log y` against :math:`\log x`. A quantity grows linearly when
     :math:`|b-1|\le` ``THRESHOLDS["linear_exponent_tol"]``. The growth factor of ``y`` next to that of ``x`` and the
-    straight-line fit (slope, :math:`R^2`) are reported too. :func:`verdicts` and :func:`distance_length_fits` use
-    this one rule, so the book's table and the report agree.
+    straight-line fit (slope, :math:`R^2`) are reported too. :func:`~attn_lib.claims.verdicts` and
+    :func:`~attn_lib.book.tables.distance_length_fits` use this one rule, so the book's table and the report agree.
 
     Parameters
     ----------

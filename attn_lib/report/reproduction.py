@@ -36,9 +36,10 @@ def reproduction_table(
     results : dict
         :func:`attn_lib.experiments.run_all`'s results (``"multihead_coverage"`` may be added).
     n_heads, n_kv_heads : int, optional
-        Unused (kept for callers of the earlier signature; :func:`setting_differences` takes them).
+        Unused (kept for callers of the earlier signature; :func:`~attn_lib.book.tables.setting_differences` takes
+        them).
     thresholds : dict, optional
-        Overrides of :data:`THRESHOLDS`.
+        Overrides of :data:`~attn_lib.claims.THRESHOLDS`.
 
     Returns
     -------

@@ -10,13 +10,13 @@ from attn_lib.report._common import form_name
 
 
 def critical_rows_table(trace: pd.DataFrame, summary: pd.DataFrame, sampling: str | None = None) -> pd.DataFrame:
-    """:func:`critical_rows` as one row per ``L``: ``N*`` and the rows behind it for each form, and the Monte-Carlo
-    relative standard error at its ``N*``, for one KS sampling (default: the valid one).
+    """:func:`~attn_lib.claims.critical_rows` as one row per ``L``: ``N*`` and the rows behind it for each form, and
+    the Monte-Carlo relative standard error at its ``N*``, for one KS sampling (default: the valid one).
 
     Parameters
     ----------
     trace, summary : pandas.DataFrame
-        As for :func:`critical_rows`.
+        As for :func:`~attn_lib.claims.critical_rows`.
     sampling : {"heads", "kv_groups"}, optional
 
     Returns

@@ -40,20 +40,21 @@ def distance_length_means(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def distance_length_fits(df: pd.DataFrame, thresholds: dict | None = None) -> pd.DataFrame:
-    """Algorithm 1's linear-fit table: each head-mean quantity against ``L``, judged by :func:`linear_growth`.
+    """Algorithm 1's linear-fit table: each head-mean quantity against ``L``, judged by
+    :func:`~attn_lib.claims.linear_growth`.
 
     Parameters
     ----------
     df : DataFrame
         :func:`attn_lib.experiments.distance_vs_length`.
     thresholds : dict, optional
-        Overrides of :data:`THRESHOLDS` (as in :func:`verdicts`).
+        Overrides of :data:`~attn_lib.claims.THRESHOLDS` (as in :func:`~attn_lib.claims.verdicts`).
 
     Returns
     -------
     DataFrame (6 rows, index ``quantity``: ``d~, E1, E1 + gap, E2, Monte Carlo, d_max``)
         ``slope`` (per token), ``R²``, ``growth L=a→b`` (head mean at the largest ``L`` over that at the smallest),
-        ``exponent`` (of ``L``, from a log-log fit) and ``linear`` (the rule of :func:`linear_growth`).
+        ``exponent`` (of ``L``, from a log-log fit) and ``linear`` (the rule of :func:`~attn_lib.claims.linear_growth`).
     """
     means = distance_length_means(df)
     L = means.index.to_numpy(float)
@@ -193,7 +194,8 @@ def critical_n_ratio(summary: pd.DataFrame) -> pd.DataFrame:
     r"""The least-squares ratio :math:`N^*/L` through the origin, per form (and KS sampling), over the uncensored
     lengths.
 
-    :math:`\hat r=\sum_L N^*_L\,L/\sum_L L^2`, the number :func:`verdicts` compares with the paper's 0.06.
+    :math:`\hat r=\sum_L N^*_L\,L/\sum_L L^2`, the number :func:`~attn_lib.claims.verdicts` compares with the
+    paper's 0.06.
 
     Parameters
     ----------

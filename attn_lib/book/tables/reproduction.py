@@ -123,7 +123,7 @@ def reproduction_markdown(table: pd.DataFrame, *, links: bool = True, detail: st
     Parameters
     ----------
     table : DataFrame
-        :func:`reproduction_table` (or :func:`attn_lib.claims.verdicts`).
+        :func:`~attn_lib.report.reproduction_table` (or :func:`attn_lib.claims.verdicts`).
     links : bool
         ``True``: MyST roles stay (the book); ``False``: they are written as plain labels (``report.md``).
     detail : {"cause", "measured"}
@@ -159,7 +159,7 @@ def rules_markdown(table: pd.DataFrame) -> str:
     Parameters
     ----------
     table : DataFrame
-        :func:`reproduction_table`.
+        :func:`~attn_lib.report.reproduction_table`.
 
     Returns
     -------

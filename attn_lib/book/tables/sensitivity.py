@@ -58,15 +58,15 @@ def _nearest_T(curve: pd.DataFrame, T: float) -> tuple[float, float]:
 def sensitivity_findings(df: pd.DataFrame, thresholds: dict | None = None) -> dict:
     r"""The numbers behind the paper's statements on Fig. 4, read off the curves :math:`g(T,\varepsilon)`.
 
-    The slope and the ratio are those that :func:`verdicts` judges (same thresholds); this function only reports
-    them with their grid points.
+    The slope and the ratio are those that :func:`~attn_lib.claims.verdicts` judges (same thresholds); this function
+    only reports them with their grid points.
 
     Parameters
     ----------
     df : DataFrame
         Result of :func:`attn_lib.experiments.gradient_sensitivity`.
     thresholds : dict, optional
-        Overrides of :data:`THRESHOLDS` (``inv_t_max_T`` sets the low-temperature range of the slope).
+        Overrides of :data:`~attn_lib.claims.THRESHOLDS` (``inv_t_max_T`` sets the low-temperature range of the slope).
 
     Returns
     -------

@@ -12,8 +12,8 @@ def separability_shape(df: pd.DataFrame, thresholds: dict | None = None) -> dict
     """The shape of the median N_s/N against N that the paper describes for Fig. 3: a decline up to
     ``sep_from_n``, then saturation in ``[sep_lo, sep_hi]``.
 
-    ``saturates`` applies the same rule as the separability row of :func:`verdicts` (``True`` exactly when that
-    row says "reproduced"); ``declining`` is the descriptive part: the median over heads never increases (by more
+    ``saturates`` applies the same rule as the separability row of :func:`~attn_lib.claims.verdicts` (``True``
+    exactly when that row says "reproduced"); ``declining`` is the descriptive part: the median over heads never increases (by more
     than 1e-12) from one N to the next, for N up to ``sep_from_n``.
 
     Parameters
@@ -21,7 +21,7 @@ def separability_shape(df: pd.DataFrame, thresholds: dict | None = None) -> dict
     df : pandas.DataFrame
         Separability rows, as :func:`separability_per_n`.
     thresholds : dict, optional
-        Overrides of :data:`THRESHOLDS` (``sep_from_n``, ``sep_lo``, ``sep_hi``, ``sep_tol``).
+        Overrides of :data:`~attn_lib.claims.THRESHOLDS` (``sep_from_n``, ``sep_lo``, ``sep_hi``, ``sep_tol``).
 
     Returns
     -------

@@ -3,7 +3,8 @@
 * no module over :data:`MAX_MODULE_LINES` lines and no function over :data:`MAX_FUNCTION_LINES` lines, outside the
   numba kernels (``attn_lib/_kernels.py``);
 * no star import, and no import of another module's private (``_name``) names;
-* no import circle between attn_lib's modules, counting the imports inside functions too;
+* no import circle between attn_lib's modules, nor between the subpackages and modules of any one package (two
+  packages that import each other, even from different files), counting the imports inside functions too;
 * an import inside a function says why it is there (a comment on its line or the line above): such imports exist
   only to keep ``import attn_lib`` light.
 
@@ -160,6 +161,25 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return cycles
 
 
+def package_graphs(graph: dict[str, set[str]]) -> dict[str, dict[str, set[str]]]:
+    """For each package, the import graph between its direct members (subpackages and modules): ``a -> b`` when a
+    module inside member ``a`` imports a module inside member ``b`` (an import of an enclosing package's
+    ``__init__`` links nothing)."""
+    out: dict[str, dict[str, set[str]]] = {}
+    for src, targets in graph.items():
+        for dst in targets:
+            s, d = src.split("."), dst.split(".")
+            common = 0
+            while common < min(len(s), len(d)) and s[common] == d[common]:
+                common += 1
+            if common == len(s) or common == len(d):  # one is inside the other
+                continue
+            package = ".".join(s[:common])
+            members = out.setdefault(package, {})
+            members.setdefault(".".join(s[: common + 1]), set()).add(".".join(d[: common + 1]))
+    return out
+
+
 def _graph() -> dict[str, set[str]]:
     graph = {}
     for name, path in MODULES.items():
@@ -192,6 +212,12 @@ def test_the_rules_find_what_they_look_for():
     assert uncommented_function_imports(grouped) == ["g: import scipy"]
     assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert import_cycles({"a": {"b"}, "b": set()}) == []
+    # two packages that import each other from different files: no circle between modules, one between packages
+    lazy_both_ways = {"p.x.jobs": {"p.y.out"}, "p.y.out": set(), "p.y.tab": {"p.x.prof"}, "p.x.prof": set()}
+    assert import_cycles(lazy_both_ways) == []
+    assert import_cycles(package_graphs(lazy_both_ways)["p"]) == [["p.x", "p.y"]]
+    one_way = {"p.x.jobs": {"p.y.out"}, "p.y.out": {"p.z"}, "p.z": set(), "p.y": {"p.y.out"}, "p.y.out2": {"p.y"}}
+    assert all(import_cycles(members) == [] for members in package_graphs(one_way).values())
 
 
 # ---- the library ------------------------------------------------------------------------------------------------
@@ -219,3 +245,8 @@ def test_imports_inside_functions_say_why(name):
 
 def test_no_import_circle():
     assert import_cycles(_graph()) == []
+
+
+def test_no_import_circle_between_packages():
+    circles = {pkg: c for pkg, members in package_graphs(_graph()).items() if (c := import_cycles(members))}
+    assert circles == {}, f"packages that import each other (move what they share down a layer): {circles}"

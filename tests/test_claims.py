@@ -1,4 +1,4 @@
-"""attn_lib.report.claims: every registered claim passes on one tiny table and fails on another; the registry's
+"""attn_lib.claims: every registered claim passes on one tiny table and fails on another; the registry's
 structure (ids, fails_if, basis, sections), the causes, the tally and verdicts()'s input checks."""
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attn_lib import report as R
-from attn_lib.report import CLAIMS
-from attn_lib.report import claims as C
-from attn_lib.report import claims_sensitivity as CS
+from attn_lib import claims
+from attn_lib.claims import CLAIMS
+from attn_lib.claims import sensitivity as CS
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 META = dict(model="toy-model", text="toy-text", device="cpu")
@@ -403,7 +402,7 @@ DIFFERS = ("not reproduced", "differs (forced)", "no verdict")
 
 
 def _row(cid, results, thresholds=None):
-    return R.verdicts(results, thresholds, ids=[cid]).iloc[0]
+    return claims.verdicts(results, thresholds, ids=[cid]).iloc[0]
 
 
 class TestEveryClaim:
@@ -412,7 +411,7 @@ class TestEveryClaim:
         assert cid in CASES, f"claim {cid!r} has no test case in tests/test_claims.py::CASES"
         ok, _, bad, _ = CASES[cid][:4]
         kind = CLAIMS[cid].evidence
-        assert (ok, bad) == C.VERDICTS[kind][:2]
+        assert (ok, bad) == claims.VERDICTS[kind][:2]
 
     def test_no_case_without_a_claim(self):
         assert set(CASES) <= set(CLAIMS)
@@ -452,7 +451,7 @@ class TestOtherOutcomes:
 
     def test_converge_e1_cause_reads_the_diagnosis(self):
         res = {"distance_vs_n": _dvn(e1=lambda N, d: d / 2), "critical_n_diagnosis": _diag()}
-        summ = R.diagnosis_summary(_diag())
+        summ = claims.diagnosis_summary(_diag())
         near = summ[(summ["variant"] == "model") & (summ["N"] == 102)].iloc[0]
         assert f"E1/d~ = {near['E1/d~']:.2f}" in _row("fig2b-converge-e1", res)["cause"]
 
@@ -487,10 +486,10 @@ class TestOtherOutcomes:
 
     def test_critical_e1_cause_reads_the_diagnosis(self):
         res = {"critical_n_summary": _summ({"e1": 0.7}), "critical_n_diagnosis": _diag()}
-        first = R.diagnosis_first_pass(R.diagnosis_summary(_diag()))
+        first = claims.diagnosis_first_pass(claims.diagnosis_summary(_diag()))
         cause = _row("fig2c-critical-e1", res)["cause"]
         assert f"{first.loc['model', 'rho at 0.06 L']:.2f}" in cause
-        assert f"{R.required_rho(1024):.2f}" in cause and "first value 0" in cause
+        assert f"{claims.required_rho(1024):.2f}" in cause and "first value 0" in cause
 
     def test_tracks_no_verdict_for_a_vacuous_upper_bound(self):
         assert _row("thm2-upper-tracks-max", {"separability": _sep(upper=1.0)})["verdict"] == "no verdict"
@@ -538,22 +537,24 @@ class TestRegistry:
     def test_registering_an_id_twice_is_refused(self):
         cid = next(iter(CLAIMS))
         with pytest.raises(ValueError, match="twice"):
-            C.claim(
+            claims.claim(
                 cid, where="x", title="x", words="x", evidence="guarantee", basis="b", section="s", needs=(), rule="r"
             )(lambda results, th: None)
         assert CLAIMS[cid].evaluate is not None
 
     def test_an_informative_claim_without_fails_if_is_refused(self):
         with pytest.raises(ValueError, match="fail"):
-            C.claim("x-new", where="x", title="x", words="x", evidence="informative", section="s", needs=(), rule="r")
+            claims.claim(
+                "x-new", where="x", title="x", words="x", evidence="informative", section="s", needs=(), rule="r"
+            )
 
     def test_a_forced_claim_without_basis_is_refused(self):
         with pytest.raises(ValueError, match="block"):
-            C.claim("x-new", where="x", title="x", words="x", evidence="forced", section="s", needs=(), rule="r")
+            claims.claim("x-new", where="x", title="x", words="x", evidence="forced", section="s", needs=(), rule="r")
 
     def test_an_unknown_kind_of_evidence_is_refused(self):
         with pytest.raises(ValueError, match="evidence"):
-            C.claim("x-new", where="x", title="x", words="x", evidence="proof", section="s", needs=(), rule="r")
+            claims.claim("x-new", where="x", title="x", words="x", evidence="proof", section="s", needs=(), rule="r")
 
     @pytest.mark.parametrize("cid", [c.id for c in CLAIMS.values() if c.evidence == "informative"])
     def test_informative_claims_say_what_would_fail_them(self, cid):
@@ -581,7 +582,7 @@ class TestRegistry:
     @pytest.mark.parametrize("cid", list(CLAIMS))
     def test_every_rule_formats_with_the_thresholds(self, cid):
         """No threshold placeholder is left over (literal braces are written doubled)."""
-        rule = R.verdicts({}, ids=[cid])["rule"].iloc[0]
+        rule = claims.verdicts({}, ids=[cid])["rule"].iloc[0]
         assert not re.search(r"\{[a-z_]+(?::[^}]*)?\}", rule), rule
 
 
@@ -606,7 +607,7 @@ def _realistic():
 
 
 def _realistic_table():
-    return R.verdicts(_realistic())
+    return claims.verdicts(_realistic())
 
 
 class TestCauses:
@@ -624,7 +625,7 @@ class TestCauses:
         """Two rows whose cause is not identified must not share one sentence (issue 19: no reason sentence is
         repeated across rows)."""
         res = {"distance_vs_length": _dvl(ratio=1.2), "separability": _sep(lower=0.95)}
-        vt = R.verdicts(res, ids=["fig2a-bound-conservative", "thm2-lower-conservative"])
+        vt = claims.verdicts(res, ids=["fig2a-bound-conservative", "thm2-lower-conservative"])
         assert list(vt["verdict"]) == ["not reproduced", "not reproduced"]
         assert vt["cause"].iloc[0] != vt["cause"].iloc[1]
 
@@ -645,7 +646,7 @@ def _table(rows):
 
 class TestTally:
     def test_counts_each_kind_apart(self):
-        t = R.tally(
+        t = claims.tally(
             _table(
                 [
                     ("informative", "reproduced"),
@@ -662,66 +663,66 @@ class TestTally:
         assert t.loc["finding", "finding"] == 1
 
     def test_never_counts_forced_or_guarantee_as_reproduced(self):
-        t = R.tally(_realistic_table())
+        t = claims.tally(_realistic_table())
         for kind in ("forced", "guarantee", "finding"):
             if kind in t.index and "reproduced" in t.columns:
                 assert t.loc[kind, "reproduced"] == 0
 
     def test_total_is_the_number_of_rows(self):
         vt = _realistic_table()
-        assert int(R.tally(vt).to_numpy().sum()) == len(vt)
+        assert int(claims.tally(vt).to_numpy().sum()) == len(vt)
 
     def test_n_a_rows_are_their_own_kind(self):
-        t = R.tally(_table([("informative", "n/a"), ("forced", "n/a"), ("informative", "reproduced")]))
+        t = claims.tally(_table([("informative", "n/a"), ("forced", "n/a"), ("informative", "reproduced")]))
         assert t.loc["n/a", "n/a"] == 2 and t.loc["informative", "reproduced"] == 1
         assert t.loc["informative"].get("n/a", 0) == 0
 
     def test_kinds_in_evidence_order(self):
-        t = R.tally(_table([("finding", "finding"), ("informative", "n/a"), ("guarantee", "holds")]))
+        t = claims.tally(_table([("finding", "finding"), ("informative", "n/a"), ("guarantee", "holds")]))
         assert list(t.index) == ["guarantee", "finding", "n/a"]
 
     def test_evidence_overridden_by_the_rule_is_counted_under_it(self):
         """fig2b-converge-e1 is informative by registration, forced when the bound rules convergence out."""
-        vt = R.verdicts({"distance_vs_n": _dvn(e1=lambda N, d: d / 2, x_max=0.01)}, ids=["fig2b-converge-e1"])
-        assert R.tally(vt).loc["forced", "differs (forced)"] == 1
+        vt = claims.verdicts({"distance_vs_n": _dvn(e1=lambda N, d: d / 2, x_max=0.01)}, ids=["fig2b-converge-e1"])
+        assert claims.tally(vt).loc["forced", "differs (forced)"] == 1
 
 
 # ---- ids_for --------------------------------------------------------------------------------------------------------
 class TestIdsFor:
     def test_claims_of_one_experiment(self):
-        assert R.ids_for("separability") == [c.id for c in CLAIMS.values() if c.needs == ("separability",)]
-        assert "fig3-saturates" in R.ids_for("separability")
+        assert claims.ids_for("separability") == [c.id for c in CLAIMS.values() if c.needs == ("separability",)]
+        assert "fig3-saturates" in claims.ids_for("separability")
 
     def test_a_claim_needing_two_results_needs_both(self):
-        assert "fig2-readings-inconsistent" not in R.ids_for("distance_vs_length")
-        assert "fig2-readings-inconsistent" in R.ids_for("distance_vs_length", "critical_n_summary")
+        assert "fig2-readings-inconsistent" not in claims.ids_for("distance_vs_length")
+        assert "fig2-readings-inconsistent" in claims.ids_for("distance_vs_length", "critical_n_summary")
 
     def test_a_claim_that_needs_nothing_is_left_out(self):
-        assert "multihead-rule-arithmetic" not in R.ids_for(*{n for c in CLAIMS.values() for n in c.needs})
+        assert "multihead-rule-arithmetic" not in claims.ids_for(*{n for c in CLAIMS.values() for n in c.needs})
 
     def test_every_claim_with_needs_once_all_results_are_named(self):
-        every = R.ids_for(*{n for c in CLAIMS.values() for n in c.needs})
+        every = claims.ids_for(*{n for c in CLAIMS.values() for n in c.needs})
         assert every == [c.id for c in CLAIMS.values() if c.needs]
 
     def test_unknown_results_give_nothing(self):
-        assert R.ids_for("no-such-experiment") == []
+        assert claims.ids_for("no-such-experiment") == []
 
 
 # ---- verdicts(): inputs ---------------------------------------------------------------------------------------------
 class TestVerdicts:
     def test_unknown_id(self):
         with pytest.raises(ValueError, match="no-such-claim"):
-            R.verdicts({}, ids=["fig2c-critical-e1", "no-such-claim"])
+            claims.verdicts({}, ids=["fig2c-critical-e1", "no-such-claim"])
 
     def test_ids_choose_and_order_the_rows(self):
-        vt = R.verdicts({}, ids=["fig4-merge", "fig2b-plateau"])
+        vt = claims.verdicts({}, ids=["fig4-merge", "fig2b-plateau"])
         assert list(vt["id"]) == ["fig4-merge", "fig2b-plateau"]
 
     def test_one_row_per_claim_in_registry_order(self):
-        assert list(R.verdicts({})["id"]) == list(CLAIMS)
+        assert list(claims.verdicts({})["id"]) == list(CLAIMS)
 
     def test_columns(self):
-        assert list(R.verdicts({}).columns) == list(C.COLUMNS)
+        assert list(claims.verdicts({}).columns) == list(claims.COLUMNS)
 
     @pytest.mark.parametrize("cid", [c.id for c in CLAIMS.values() if c.needs])
     def test_missing_inputs_give_n_a(self, cid):
@@ -734,7 +735,7 @@ class TestVerdicts:
 
     def test_results_must_be_a_dict(self):
         with pytest.raises(ValueError, match="results"):
-            R.verdicts([_sep()])
+            claims.verdicts([_sep()])
 
     def test_fails_if_only_on_informative_rows(self):
         vt = _realistic_table()

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import ks_2samp
 
+from attn_lib import claims
 from attn_lib import metrics as M
-from attn_lib import report as R
 from attn_lib.metrics.crossing import crossing_metrics
 
 
@@ -48,15 +48,15 @@ def _diag(variants=("model", "first value 0"), Ns=(4, 8, 16), heads=4, L=64):
 
 class TestDiagnosisSummary:
     def test_one_row_per_variant_and_n_in_the_tables_order(self):
-        s = R.diagnosis_summary(_diag(variants=("z-model", "a-variant")))
+        s = claims.diagnosis_summary(_diag(variants=("z-model", "a-variant")))
         assert list(zip(s["variant"], s["N"])) == [(v, N) for v in ("z-model", "a-variant") for N in (4, 8, 16)]
 
     def test_n_over_l_heads_and_rows(self):
-        r = R.diagnosis_summary(_diag()).iloc[1]
+        r = claims.diagnosis_summary(_diag()).iloc[1]
         assert (r["L"], r["N"], r["N/L"], r["heads"], r["rows"]) == (64, 8, 8 / 64, 4, 11.5)
 
     def test_rho_is_the_median_over_heads_with_its_quartiles(self):
-        r = R.diagnosis_summary(_diag()).iloc[0]
+        r = claims.diagnosis_summary(_diag()).iloc[0]
         rho = 0.5 + 0.1 * np.arange(4)
         assert r["rho"] == pytest.approx(np.median(rho))
         assert (r["rho q25"], r["rho q75"]) == (
@@ -65,36 +65,36 @@ class TestDiagnosisSummary:
         )
 
     def test_ratios_are_of_the_head_means(self):
-        r = R.diagnosis_summary(_diag()).iloc[2]  # model, N = 16
+        r = claims.diagnosis_summary(_diag()).iloc[2]  # model, N = 16
         h = np.arange(4)
         assert r["E1/d~"] == pytest.approx((16 / 4 + h / 2).mean() / (10.0 + h).mean())
         assert r["lead ratio"] == pytest.approx((16 / 2 + h).mean() / (12.0 + h).mean())
 
     def test_ks_over_heads(self):
-        r = R.diagnosis_summary(_diag()).iloc[0]
+        r = claims.diagnosis_summary(_diag()).iloc[0]
         h = np.arange(4)
         assert r["KS p (heads)"] == pytest.approx(ks_2samp(10.0 + h, 1 + h / 2).pvalue)
 
     def test_ks_over_key_value_groups_uses_the_group_means(self):
-        r = R.diagnosis_summary(_diag()).iloc[0]
+        r = claims.diagnosis_summary(_diag()).iloc[0]
         d = [(10 + 11) / 2, (12 + 13) / 2]
         e = [(1 + 1.5) / 2, (2 + 2.5) / 2]
         assert r["KS p (kv groups)"] == pytest.approx(ks_2samp(d, e).pvalue)
 
     def test_sink_share_and_bound_violations(self):
-        s = R.diagnosis_summary(_diag())
+        s = claims.diagnosis_summary(_diag())
         assert s.iloc[0]["sink share"] == pytest.approx(np.median(0.2 * np.arange(4)))
         assert list(s["bound violations"]) == [1, 0, 0, 1, 0, 0]
 
     def test_optional_columns_absent_give_nan_and_zero(self):
-        s = R.diagnosis_summary(_diag().drop(columns=["n_rows", "rho_median", "sink_share", "bound_violations"]))
+        s = claims.diagnosis_summary(_diag().drop(columns=["n_rows", "rho_median", "sink_share", "bound_violations"]))
         assert s[["rows", "rho", "rho q25", "rho q75", "sink share"]].isna().all().all()
         assert (s["bound violations"] == 0).all()
 
     @pytest.mark.parametrize("bad", [_diag().drop(columns="lead_e1"), "diag", None])
     def test_bad_input_names_diag(self, bad):
         with pytest.raises(ValueError, match="diag"):
-            R.diagnosis_summary(bad)
+            claims.diagnosis_summary(bad)
 
 
 def _summary(rows):
@@ -119,74 +119,74 @@ SUMMARY = _summary(
 
 class TestDiagnosisFirstPass:
     def test_first_passing_n_over_l_per_variant(self):
-        f = R.diagnosis_first_pass(SUMMARY)
+        f = claims.diagnosis_first_pass(SUMMARY)
         assert list(f.index) == ["model", "sink", "never"]
         assert f.loc["model", "first N/L"] == 0.7 and f.loc["sink", "first N/L"] == 0.07
 
     def test_last_failing_grid_point_before_it(self):
-        f = R.diagnosis_first_pass(SUMMARY)
+        f = claims.diagnosis_first_pass(SUMMARY)
         assert f.loc["model", "last failing N/L"] == 0.3 and f.loc["sink", "last failing N/L"] == 0.02
 
     def test_no_pass_gives_nan_and_the_last_grid_point(self):
-        f = R.diagnosis_first_pass(SUMMARY)
+        f = claims.diagnosis_first_pass(SUMMARY)
         assert math.isnan(f.loc["never", "first N/L"]) and f.loc["never", "last failing N/L"] == 0.5
 
     def test_a_pass_at_the_first_grid_point_has_no_failing_point(self):
-        f = R.diagnosis_first_pass(SUMMARY, alpha=1e-9)  # p = 0 fails, anything positive passes
+        f = claims.diagnosis_first_pass(SUMMARY, alpha=1e-9)  # p = 0 fails, anything positive passes
         assert f.loc["sink", "first N/L"] == 0.07
-        f = R.diagnosis_first_pass(SUMMARY.assign(**{"KS p (kv groups)": 0.5}))
+        f = claims.diagnosis_first_pass(SUMMARY.assign(**{"KS p (kv groups)": 0.5}))
         assert f.loc["model", "first N/L"] == 0.02 and math.isnan(f.loc["model", "last failing N/L"])
 
     def test_sampling_heads_reads_the_heads_column(self):
-        f = R.diagnosis_first_pass(SUMMARY, sampling="heads")
+        f = claims.diagnosis_first_pass(SUMMARY, sampling="heads")
         assert f.loc["model", "first N/L"] == 0.3
 
     def test_alpha_sets_the_level(self):
-        assert R.diagnosis_first_pass(SUMMARY, alpha=0.001).loc["model", "first N/L"] == 0.3
-        assert math.isnan(R.diagnosis_first_pass(SUMMARY, alpha=0.4).loc["model", "first N/L"])
+        assert claims.diagnosis_first_pass(SUMMARY, alpha=0.001).loc["model", "first N/L"] == 0.3
+        assert math.isnan(claims.diagnosis_first_pass(SUMMARY, alpha=0.4).loc["model", "first N/L"])
 
     def test_rho_and_ratio_at_the_grid_point_nearest_0_06(self):
-        f = R.diagnosis_first_pass(SUMMARY)
+        f = claims.diagnosis_first_pass(SUMMARY)
         assert (f.loc["model", "rho at 0.06 L"], f.loc["model", "E1/d~ at 0.06 L"]) == (0.94, 0.10)
         assert (f.loc["sink", "rho at 0.06 L"], f.loc["sink", "E1/d~ at 0.06 L"]) == (0.08, 0.90)
 
     def test_unsorted_input_is_sorted_by_n_over_l(self):
-        f = R.diagnosis_first_pass(SUMMARY.iloc[::-1])
+        f = claims.diagnosis_first_pass(SUMMARY.iloc[::-1])
         assert f.loc["model", "first N/L"] == 0.7 and f.loc["model", "last failing N/L"] == 0.3
 
     @pytest.mark.parametrize("alpha", [0, 1, -0.1, 1.5])
     def test_bad_alpha(self, alpha):
         with pytest.raises(ValueError, match="alpha"):
-            R.diagnosis_first_pass(SUMMARY, alpha=alpha)
+            claims.diagnosis_first_pass(SUMMARY, alpha=alpha)
 
     def test_bad_sampling(self):
         with pytest.raises(ValueError, match="sampling"):
-            R.diagnosis_first_pass(SUMMARY, sampling="kv_groups")
+            claims.diagnosis_first_pass(SUMMARY, sampling="kv_groups")
 
     def test_missing_columns(self):
         with pytest.raises(ValueError, match="summary"):
-            R.diagnosis_first_pass(SUMMARY.drop(columns="rho"))
+            claims.diagnosis_first_pass(SUMMARY.drop(columns="rho"))
 
 
 class TestRequiredRho:
     def test_is_n_over_l_minus_one(self):
-        assert R.required_rho(1024) == pytest.approx(61 / 1023)  # N = round(0.06 * 1024) = 61
+        assert claims.required_rho(1024) == pytest.approx(61 / 1023)  # N = round(0.06 * 1024) = 61
 
     def test_fraction(self):
-        assert R.required_rho(100, 0.5) == pytest.approx(50 / 99)
+        assert claims.required_rho(100, 0.5) == pytest.approx(50 / 99)
 
     def test_at_least_one_token(self):
-        assert R.required_rho(3, 0.01) == pytest.approx(1 / 2)
+        assert claims.required_rho(3, 0.01) == pytest.approx(1 / 2)
 
     @pytest.mark.parametrize("L", [2, 0, 3.5, "64"])
     def test_bad_l(self, L):
         with pytest.raises(ValueError, match="L"):
-            R.required_rho(L)
+            claims.required_rho(L)
 
     @pytest.mark.parametrize("f", [0, 1, -0.5, 2])
     def test_bad_fraction(self, f):
         with pytest.raises(ValueError, match="fraction"):
-            R.required_rho(64, f)
+            claims.required_rho(64, f)
 
 
 TRACE = pd.DataFrame(
@@ -203,34 +203,34 @@ SUMM = pd.DataFrame(dict(L=[64, 128, 64], form=["mc", "mc", "e1"], n_star=[5, 10
 
 class TestCriticalRows:
     def test_rows_and_standard_error_at_n_star(self):
-        r = R.critical_rows(TRACE, SUMM)
+        r = claims.critical_rows(TRACE, SUMM)
         assert list(r["rows"]) == [59, 118, 59]
         assert r["mc_rel_se"].iloc[0] == 0.03 and r["mc_rel_se"].iloc[1] == 0.01 and math.isnan(r["mc_rel_se"].iloc[2])
 
     def test_columns_and_censoring(self):
-        r = R.critical_rows(TRACE, SUMM)
+        r = claims.critical_rows(TRACE, SUMM)
         assert list(r.columns) == ["L", "form", "sampling", "n_star", "censored", "rows", "mc_rel_se"]
         assert list(r["censored"]) == [False, True, False] and (r["sampling"] == "heads").all()
 
     def test_no_trace_row_at_n_star_gives_zero_rows(self):
-        r = R.critical_rows(TRACE, SUMM.assign(n_star=[6, 11, 6]))
+        r = claims.critical_rows(TRACE, SUMM.assign(n_star=[6, 11, 6]))
         assert (r["rows"] == 0).all() and r["mc_rel_se"].isna().all()
 
     def test_no_standard_error_column(self):
-        assert R.critical_rows(TRACE.drop(columns="mc_rel_se"), SUMM)["mc_rel_se"].isna().all()
+        assert claims.critical_rows(TRACE.drop(columns="mc_rel_se"), SUMM)["mc_rel_se"].isna().all()
 
     def test_matches_the_sampling(self):
         tr = pd.concat(
             [TRACE.assign(sampling="heads"), TRACE.assign(sampling="kv_groups", n_rows=TRACE["n_rows"] - 50)]
         )
         sm = SUMM.assign(sampling="kv_groups")
-        assert list(R.critical_rows(tr, sm)["rows"]) == [9, 68, 9]
+        assert list(claims.critical_rows(tr, sm)["rows"]) == [9, 68, 9]
 
     @pytest.mark.parametrize("which", ["trace", "summary"])
     def test_missing_columns(self, which):
         tr, sm = (TRACE.drop(columns="n_rows"), SUMM) if which == "trace" else (TRACE, SUMM.drop(columns="censored"))
         with pytest.raises(ValueError, match=which):
-            R.critical_rows(tr, sm)
+            claims.critical_rows(tr, sm)
 
 
 # ---- metrics.crossing_metrics ---------------------------------------------------------------------------------------

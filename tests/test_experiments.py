@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 import torch
 
+from attn_lib import claims
 from attn_lib import experiments as E
 from attn_lib import metrics as M
-from attn_lib import report as R
 from attn_lib.experiments import inputs, jobs, passes
 
 TEXT = (
@@ -234,7 +234,7 @@ def test_run_reproduce_writes_outputs(tmp_path, llama_small):
     assert data["meta"]["model"] == llama_small.model_id and "timings_s" in data
     md = (out / "report.md").read_text()
     assert llama_small.model_id in md and "| id | claim | kind | verdict | measured | cause |" in md
-    assert list(info["verdicts"]["id"]) == list(R.CLAIMS)
+    assert list(info["verdicts"]["id"]) == list(claims.CLAIMS)
 
 
 def test_bad_experiment_arguments(gpt2_small):
@@ -432,8 +432,8 @@ def test_quick_profile_on_standin(tmp_path):
         text = load_text()
     info = E.run_reproduce(profile="quick", out=tmp_path / "q", use_cache=False, handle=h, text_obj=text, progress=None)
     vt = info["verdicts"]
-    assert list(vt["id"]) == list(R.CLAIMS)
-    assert set(vt["verdict"]) <= {v for vs in R.VERDICTS.values() for v in vs} | {"n/a"}
+    assert list(vt["id"]) == list(claims.CLAIMS)
+    assert set(vt["verdict"]) <= {v for vs in claims.VERDICTS.values() for v in vs} | {"n/a"}
     assert vt.set_index("id").loc["cor3-corrected-bound", "verdict"] == "holds"
     md = (tmp_path / "q" / "report.md").read_text()
     assert h.model_id in md

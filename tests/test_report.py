@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from attn_lib import claims
 from attn_lib import report as R
 
 META = dict(model="toy-model", text="toy-text", device="cpu")
@@ -151,29 +152,29 @@ DECIDED = (
 class TestVerdicts:
     @pytest.mark.parametrize("cid", DECIDED)
     def test_positive(self, cid):
-        assert _verdict(R.verdicts(_results()), cid) == "reproduced"
+        assert _verdict(claims.verdicts(_results()), cid) == "reproduced"
 
     @pytest.mark.parametrize("cid", DECIDED)
     def test_negative(self, cid):
-        vt = R.verdicts(_results(linear=False, plateau=False, sep=0.5, ratio=0.3, inv_t=False))
+        vt = claims.verdicts(_results(linear=False, plateau=False, sep=0.5, ratio=0.3, inv_t=False))
         assert _verdict(vt, cid) == "not reproduced"
 
     def test_guarantees_hold(self):
-        vt = R.verdicts(_results())
+        vt = claims.verdicts(_results())
         assert _verdict(vt, "cor3-corrected-bound") == "holds" and _verdict(vt, "thm1-bound-holds") == "holds"
 
     def test_columns(self):
-        vt = R.verdicts(_results())
+        vt = claims.verdicts(_results())
         assert set(vt.columns) >= {"id", "claim", "paper", "evidence", "measured", "verdict", "cause", "rule"}
 
     def test_dmax_violation(self):
         res = _results()
         res["distance_vs_length"].loc[0, "dmax_violations"] = 3
-        assert _verdict(R.verdicts(res), "thm1-bound-holds") == "violated"
+        assert _verdict(claims.verdicts(res), "thm1-bound-holds") == "violated"
 
     def test_missing_data(self):
         res = _results()
-        vt = R.verdicts({"distance_vs_n": res["distance_vs_n"][res["distance_vs_n"].N < 20]})
+        vt = claims.verdicts({"distance_vs_n": res["distance_vs_n"][res["distance_vs_n"].N < 20]})
         assert _verdict(vt, "fig2b-plateau") == "n/a"
 
 
@@ -188,10 +189,10 @@ def test_write_report_files_and_labels(tmp_path):
             assert v in content  # labelled with model, text and device
     data = json.loads((tmp_path / "results.json").read_text())
     assert set(data["results"]) >= {"distance_vs_length", "separability"}
-    assert [r["id"] for r in data["verdicts"]] == list(R.CLAIMS)
+    assert [r["id"] for r in data["verdicts"]] == list(claims.CLAIMS)
     md = (tmp_path / "report.md").read_text()
     assert "| id | claim | kind | verdict | measured | cause |" in md and "toy-model" in md
-    assert "## Each claim in detail" in md and md.count("<details>") == len(R.CLAIMS)
+    assert "## Each claim in detail" in md and md.count("<details>") == len(claims.CLAIMS)
 
 
 def test_write_report_draws_the_diagnosis_when_it_ran(tmp_path):

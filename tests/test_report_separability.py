@@ -1,5 +1,5 @@
-"""attn_lib.report for chapter 3: the per-N table of Fig. 3 (separability_per_n) and the shape of its median
-curve (separability_shape), whose saturation rule must agree with the separability row of report.verdicts."""
+"""attn_lib.report and attn_lib.book.tables for chapter 3: the per-N table of Fig. 3 (separability_per_n) and the shape of its median
+curve (separability_shape), whose saturation rule must agree with the separability row of claims.verdicts."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import pandas as pd
 import pytest
 from matplotlib.patches import PathPatch
 
+from attn_lib import claims
 from attn_lib import report as R
+from attn_lib.book import tables
 
 META = dict(model="toy-model", text="toy-text", device="cpu", L=128, layer=0, n_rows=10, r=0.1, delta=0.01)
 
@@ -28,7 +30,7 @@ LOW = {1: 1.0, 2: 0.8, 4: 0.7, 8: 0.6, 16: 0.5, 32: 0.48}
 
 
 def _verdict(df):
-    return R.verdicts({"separability": df}, ids=["fig3-saturates"])["verdict"].iloc[0]
+    return claims.verdicts({"separability": df}, ids=["fig3-saturates"])["verdict"].iloc[0]
 
 
 # ----------------------------------------------------------------------------------------- separability_per_n
@@ -74,42 +76,42 @@ class TestSeparabilityShape:
     @pytest.mark.parametrize("medians, verdict", [(SATURATING, "reproduced"), (LOW, "not reproduced")])
     def test_saturation_agrees_with_the_verdict(self, medians, verdict):
         df = _table(medians)
-        assert R.separability_shape(df)["saturates"] == (_verdict(df) == "reproduced")
+        assert tables.separability_shape(df)["saturates"] == (_verdict(df) == "reproduced")
         assert _verdict(df) == verdict
 
     def test_saturation_is_none_without_n_of_16(self):
         df = _table({1: 1.0, 2: 0.9, 4: 0.8})
-        assert R.separability_shape(df)["saturates"] is None and _verdict(df) == "n/a"
+        assert tables.separability_shape(df)["saturates"] is None and _verdict(df) == "n/a"
 
     def test_a_falling_median_is_declining(self):
-        assert R.separability_shape(_table(LOW))["declining"] is True
+        assert tables.separability_shape(_table(LOW))["declining"] is True
 
     def test_a_rise_before_16_is_not_declining(self):
-        assert R.separability_shape(_table(LOW | {4: 0.9}))["declining"] is False
+        assert tables.separability_shape(_table(LOW | {4: 0.9}))["declining"] is False
 
     def test_a_rise_after_16_does_not_count(self):
-        assert R.separability_shape(_table(LOW | {32: 0.7}))["declining"] is True
+        assert tables.separability_shape(_table(LOW | {32: 0.7}))["declining"] is True
 
     def test_a_single_n_is_not_declining(self):
-        assert R.separability_shape(_table({16: 0.8}))["declining"] is False
+        assert tables.separability_shape(_table({16: 0.8}))["declining"] is False
 
     def test_band_and_start_come_from_the_thresholds(self):
-        shape = R.separability_shape(_table(LOW), thresholds={"sep_tol": 0.05, "sep_from_n": 8})
+        shape = tables.separability_shape(_table(LOW), thresholds={"sep_tol": 0.05, "sep_from_n": 8})
         assert (shape["from_n"], shape["lo"], shape["hi"]) == (8, pytest.approx(0.65), pytest.approx(0.90))
 
     def test_a_wider_tolerance_can_make_it_saturate_as_the_verdict_does(self):
         df, th = _table(LOW), {"sep_lo": 0.5, "sep_tol": 0.05}
-        assert R.separability_shape(df, thresholds=th)["saturates"] is True
-        vt = R.verdicts({"separability": df}, thresholds=th)
+        assert tables.separability_shape(df, thresholds=th)["saturates"] is True
+        vt = claims.verdicts({"separability": df}, thresholds=th)
         assert vt.set_index("id").loc["fig3-saturates", "verdict"] == "reproduced"
 
     def test_bad_tables_are_refused(self):
         with pytest.raises(ValueError, match="df"):
-            R.separability_shape(pd.DataFrame({"N": [1]}))
+            tables.separability_shape(pd.DataFrame({"N": [1]}))
 
 
 def test_both_functions_are_public():
-    assert {"separability_per_n", "separability_shape"} <= set(R.__all__)
+    assert "separability_per_n" in R.__all__ and "separability_shape" in tables.__all__
 
 
 # ---------------------------------------------------------------------------------------- figure_separability

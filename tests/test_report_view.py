@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 import sympy as sp
 
+from attn_lib import claims
 from attn_lib import report as R
-from attn_lib import symbolic
+from attn_lib.book import symbolic, tables
 
 
 class TestShortCause:
@@ -26,30 +27,30 @@ class TestShortCause:
 
 class TestRulesMarkdown:
     def test_a_pipe_in_a_rule_is_escaped(self):
-        md = R.rules_markdown(pd.DataFrame({"id": ["x"], "rule": ["|b − 1| ≤ 0.2"]}))
+        md = tables.rules_markdown(pd.DataFrame({"id": ["x"], "rule": ["|b − 1| ≤ 0.2"]}))
         assert md.splitlines()[-1] == "| x | \\|b − 1\\| ≤ 0.2 |"
 
     def test_needs_the_columns(self):
         with pytest.raises(ValueError, match="rule"):
-            R.rules_markdown(pd.DataFrame({"id": ["x"]}))
+            tables.rules_markdown(pd.DataFrame({"id": ["x"]}))
 
 
 class TestIdsFor:
     def test_separability_claims_only(self):
-        ids = R.ids_for("separability")
-        assert ids and all(R.CLAIMS[i].needs == ("separability",) for i in ids)
+        ids = claims.ids_for("separability")
+        assert ids and all(claims.CLAIMS[i].needs == ("separability",) for i in ids)
         assert "fig3-saturates" in ids and "fig2c-critical-e1" not in ids
 
     def test_a_claim_that_needs_nothing_is_left_out(self):
-        assert "multihead-rule-arithmetic" not in R.ids_for(*{n for c in R.CLAIMS.values() for n in c.needs})
+        assert "multihead-rule-arithmetic" not in claims.ids_for(*{n for c in claims.CLAIMS.values() for n in c.needs})
 
     def test_unknown_experiment_gives_nothing(self):
-        assert R.ids_for("no-such-experiment") == []
+        assert claims.ids_for("no-such-experiment") == []
 
 
 class TestFigureVerdicts:
     def test_one_cell_per_claim_and_model(self):
-        table = R.verdicts({})
+        table = claims.verdicts({})
         fig = R.figure_verdicts({"decoder: a": table, "encoder: b": table})
         ax = fig.axes[0]
         assert len(ax.patches) == 2 * len(table)
@@ -77,11 +78,11 @@ class TestCorollary3Computed:
 
 class TestReproductionMarkdownDetail:
     def test_detail_names_its_choices(self):
-        table = R.verdicts({})
+        table = claims.verdicts({})
         with pytest.raises(ValueError, match="detail"):
-            R.reproduction_markdown(table, detail="everything")
+            tables.reproduction_markdown(table, detail="everything")
 
     def test_measured_detail_shows_the_measured_column(self):
-        table = R.verdicts({}, ids=["fig2a-dtilde-linear"])
-        md = R.reproduction_markdown(table, detail="measured")
+        table = claims.verdicts({}, ids=["fig2a-dtilde-linear"])
+        md = tables.reproduction_markdown(table, detail="measured")
         assert md.splitlines()[0].endswith("| measured |") and "not run: needs" in md

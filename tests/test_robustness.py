@@ -132,7 +132,7 @@ def test_an_experiment_run_alone_is_timed_like_run_alls(tiny_gpt2, tmp_path, pla
     later (chapter 6 reads every table through run_all): it must carry the same ``attrs["timing"]``, or the runtime
     table, which needs a row per algorithm, loses that algorithm (the cause: ``Experiment.run`` stored no timing)."""
     from attn_lib import experiments as E
-    from attn_lib import report as R
+    from attn_lib.book import tables
     from attn_lib.cache import ResultCache
 
     cache = ResultCache(tmp_path)
@@ -143,8 +143,8 @@ def test_an_experiment_run_alone_is_timed_like_run_alls(tiny_gpt2, tmp_path, pla
         assert timing["experiments_in_pass"] == [name] and timing["analysis_s"] > 0, name
     later = E.run_all(tiny_gpt2, TEXT, _tiny_profile(), cache)
     _same_tables(later, plain_results, list(E.EXPERIMENTS))
-    times = R.runtime_table(later)
-    assert len(times) == len(R.PAPER_TABLE1) and (times["here: analysis (s)"] > 0).all()
+    times = tables.runtime_table(later)
+    assert len(times) == len(tables.PAPER_TABLE1) and (times["here: analysis (s)"] > 0).all()
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Tests for attn_lib.symbolic: every derivation returns SymPy objects, its checks vanish, and its results agree
+"""Tests for attn_lib.book.symbolic: every derivation returns SymPy objects, its checks vanish, and its results agree
 with the numeric code."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from attn_lib import symbolic as sy
 from attn_lib import theory as th
+from attn_lib.book import symbolic as sy
 
 
 def is_zero(obj) -> bool:
@@ -193,7 +193,7 @@ def test_lemma1_general_undefined_F():
     """Lemma 1 for an undefined positive F: C1 = m_F/M_F, C2 = M_F/m_F, independent of L."""
     import sympy as sp
 
-    from attn_lib import symbolic
+    from attn_lib.book import symbolic
 
     out = symbolic.lemma1_general()
     m_F, M_F = sp.symbols("m_F M_F", positive=True)

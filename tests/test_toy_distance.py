@@ -11,8 +11,8 @@ import pytest
 import sympy as sp
 from matplotlib.figure import Figure
 
-from attn_lib import symbolic, theory
-from attn_lib.book import toy
+from attn_lib import theory
+from attn_lib.book import symbolic, toy
 from attn_lib.book.toy import distance as D
 from attn_lib.provenance import figure_provenance
 

@@ -16,7 +16,8 @@ import torch
 from matplotlib.figure import Figure
 from scipy.special import softmax as scipy_softmax
 
-from attn_lib import provenance, symbolic
+from attn_lib import provenance
+from attn_lib.book import symbolic
 from attn_lib.book.toy import vanishing as v
 
 A, T = 2.0, 1.0

@@ -257,7 +257,7 @@ def pass_info(handle, units, names, pass_s: float, analysis_s: float) -> dict:
 
 def finish_timed(units, analysis_s: float, info: dict) -> tuple[pd.DataFrame, float]:
     """:func:`finish_units`, with how long the experiment took in ``attrs["timing"]`` (kept with the table in the
-    result cache, read by :func:`attn_lib.report.runtime_table`): ``analysis_s`` (its own time in the passes plus the
+    result cache, read by :func:`attn_lib.book.tables.runtime_table`): ``analysis_s`` (its own time in the passes plus the
     finishing step), ``info`` (:func:`pass_info`), threads, when, and :func:`timing_parts`. Returns the table and the
     finishing step's seconds."""
     t0 = time.perf_counter()

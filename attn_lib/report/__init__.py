@@ -1,21 +1,19 @@
-"""Figures, claims and the reproduction report of a run (Reading the paper, §Rows, heads and figures).
+"""The reproduction report of a run: its tables, the paper's figures and the files ``reproduce`` and
+``compare-normalizers`` write (Reading the paper, §Rows, heads and figures). It only presents: the claims, their
+rules and the statistics behind the verdicts are :mod:`attn_lib.claims`'s, and the chapters' own tables are
+:mod:`attn_lib.book.tables`'s.
 
 The package reads top-down:
 
-* :mod:`~attn_lib.report.claims` -- the paper's claims as data (:data:`CLAIMS`, one :class:`Claim` per id) and
-  :func:`verdicts`, which applies every rule; :func:`tally` counts the verdicts apart by kind of evidence. The
-  machinery (:class:`Claim`, :class:`Outcome`, the registry) is :mod:`~attn_lib.report.claim`; the claims are in one
-  module per figure: ``claims_distance`` (Figs. 2a, 2b), ``claims_critical`` (Fig. 2c), ``claims_separability``
-  (Fig. 3), ``claims_sensitivity`` (Fig. 4) and ``claims_multihead`` (the Discussion);
-* :mod:`~attn_lib.report.critical` -- the critical-N diagnosis (``prop-e1-crossing`` of chapter 6);
-* :mod:`~attn_lib.report.reproduction` -- the reproduction report's tables (one model, or several side by side)
-  and the paper's Table 1 next to this build's run times;
+* :mod:`~attn_lib.report.reproduction` -- the reproduction report's tables (one model, or several side by side),
+  the tally and the verdict figure;
+* :mod:`~attn_lib.report.critical` -- the critical-N diagnosis' figure and tables (``prop-e1-crossing`` of
+  chapter 6);
 * :mod:`~attn_lib.report.figures` -- the paper's Figs. 2a, 2b, 2c, 3 and 4, each labelled with model, text and
-  device; :mod:`~attn_lib.report.output` -- ``report.md``, ``results.json`` and the figures written to a folder;
-* the chapters' tables: :mod:`~attn_lib.report.distance` (chapter 2), :mod:`~attn_lib.report.separability`
-  (chapter 3), :mod:`~attn_lib.report.sensitivity` (chapter 4), :mod:`~attn_lib.report.multihead` and
-  :mod:`~attn_lib.report.swap` (chapter 5), :mod:`~attn_lib.report.beyond` (chapter 7);
-* :mod:`~attn_lib.report._common` -- the thresholds and the helpers they all share.
+  device (:mod:`~attn_lib.report.separability`: the per-N summary behind Fig. 3);
+* :mod:`~attn_lib.report.output` -- ``report.md``, ``results.json`` and the figures written to a folder;
+* :mod:`~attn_lib.report.beyond` -- ``compare-normalizers``' tables and figures (chapter 7);
+* :mod:`~attn_lib.report._common` -- the helpers they all share.
 
 Verdicts describe *the model that was run*: the offline stand-in is not GPT-2, and every table says which model
 produced it.
@@ -23,41 +21,9 @@ produced it.
 
 from __future__ import annotations
 
-from ._common import (
-    CRITICAL_FORM_NAMES,
-    KS_SAMPLING,
-    THRESHOLDS,
-    critical_n_ratio,
-    label,
-    linear_growth,
-    sensitivity_curves,
-    valid_ks_sampling,
-)
-from .beyond import (
-    beyond_limits_markdown,
-    beyond_swap_table,
-    figure_beyond_limits,
-    figure_beyond_swap,
-    render_swap_row,
-)
-from .claims import CLAIMS, EVIDENCE, VERDICTS, Claim, Outcome, ids_for, tally, verdicts
-from .critical import (
-    critical_rows,
-    critical_rows_table,
-    diagnosis_first_pass,
-    diagnosis_markdown,
-    diagnosis_summary,
-    figure_critical_diagnosis,
-    required_rho,
-)
-from .distance import (
-    DISTANCE_NAMES,
-    critical_n_lines,
-    distance_length_fits,
-    distance_length_means,
-    distance_n_table,
-    mc_scan_words,
-)
+from ._common import CRITICAL_FORM_NAMES, KS_SAMPLING, label, sensitivity_curves
+from .beyond import beyond_limits_markdown, beyond_swap_table, figure_beyond_limits, figure_beyond_swap, render_swap_row
+from .critical import diagnosis_markdown, figure_critical_diagnosis
 from .figures import (
     FIGURES,
     figure_critical_n,
@@ -68,58 +34,27 @@ from .figures import (
     save_figure,
     write_figures,
 )
-from .multihead import figure_multihead_coverage, heads_needed_distribution, multihead_coverage_table
 from .output import markdown_report, results_json, write_report
 from .reproduction import (
-    PAPER_TABLE1,
     VERDICT_COLOURS,
     claim_details_markdown,
     figure_verdicts,
     model_column,
-    reproduction_markdown,
     reproduction_table,
-    rules_markdown,
-    runtime_table,
-    setting_differences,
     short_cause,
     side_by_side,
     side_by_side_markdown,
     tally_markdown,
 )
-from .sensitivity import sensitivity_bounds, sensitivity_findings, sensitivity_table
-from .separability import separability_per_n, separability_shape
-from .swap import figure_normaliser_swap, normaliser_swap_findings, normaliser_swap_markdown, normaliser_swap_summary
+from .separability import separability_per_n
 
 __all__ = [
-    "THRESHOLDS",
-    "CLAIMS",
-    "EVIDENCE",
-    "VERDICTS",
-    "Claim",
-    "Outcome",
-    "verdicts",
-    "tally",
-    "ids_for",
-    "linear_growth",
-    "critical_n_ratio",
     "CRITICAL_FORM_NAMES",
     "KS_SAMPLING",
-    "valid_ks_sampling",
     "sensitivity_curves",
     "label",
-    "diagnosis_summary",
-    "diagnosis_first_pass",
     "diagnosis_markdown",
-    "required_rho",
-    "critical_rows",
-    "critical_rows_table",
     "figure_critical_diagnosis",
-    "DISTANCE_NAMES",
-    "distance_length_means",
-    "distance_length_fits",
-    "distance_n_table",
-    "critical_n_lines",
-    "mc_scan_words",
     "FIGURES",
     "figure_distance_vs_length",
     "figure_distance_vs_n",
@@ -129,26 +64,10 @@ __all__ = [
     "write_figures",
     "save_figure",
     "separability_per_n",
-    "separability_shape",
-    "sensitivity_bounds",
-    "sensitivity_findings",
-    "sensitivity_table",
-    "normaliser_swap_summary",
-    "normaliser_swap_markdown",
-    "normaliser_swap_findings",
-    "figure_normaliser_swap",
-    "multihead_coverage_table",
-    "heads_needed_distribution",
-    "figure_multihead_coverage",
     "results_json",
     "markdown_report",
     "write_report",
-    "PAPER_TABLE1",
-    "setting_differences",
     "reproduction_table",
-    "runtime_table",
-    "reproduction_markdown",
-    "rules_markdown",
     "tally_markdown",
     "claim_details_markdown",
     "figure_verdicts",

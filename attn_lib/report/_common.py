@@ -1,59 +1,12 @@
-"""What every part of :mod:`attn_lib.report` shares: the thresholds of the verdicts, provenance labels, head
-aggregates, the linear-growth rule and the critical-N ratio."""
+"""What every part of :mod:`attn_lib.report` shares: provenance labels, display names, the curves of Fig. 4 and
+Markdown tables. The thresholds and statistics of the verdicts are :mod:`attn_lib.claims.stats`'s."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
-
-#: Explicit thresholds behind every verdict.
-THRESHOLDS = {
-    # growth with L at N=5: the exponent b of a log-log fit of the head mean against L has |b - 1| <= tol
-    "linear_exponent_tol": 0.2,
-    # plateau past N~20: |mean d~(N_max) - mean d~(20)| / mean d~(20) <= plateau_rel
-    "plateau_rel": 0.25,
-    "plateau_from_n": 20,
-    # convergence near N=100: relative gap |E - d~| / d~ at the largest N at most converge_rel, and below the gap at
-    # the smallest N
-    "converge_rel": 0.10,
-    # critical N ~ 0.06 L: least-squares ratio N*/L (uncensored L only) within a factor of 2 of 0.06
-    "crit_ratio_paper": 0.06,
-    "crit_ratio_factor": 2.0,
-    # separability 0.70-0.85 past N~16: the median over heads of N_s/N lies in [lo - tol, hi + tol] for every N >= 16
-    "sep_from_n": 16,
-    "sep_lo": 0.70,
-    "sep_hi": 0.85,
-    "sep_tol": 0.0,
-    # 1/T regime below T=0.1: log-log slope of g against T (T < 0.1, smallest eps, at least inv_t_min_points
-    # temperatures) in [-1.25, -0.75], for the max over heads (the paper's aggregate) and for the mean over heads
-    "inv_t_max_T": 0.1,
-    "inv_t_slope": (-1.25, -0.75),
-    "inv_t_min_points": 5,
-    # beyond T = 1: g(T=1) / g(T_max) (smallest eps) within [10^1.5, 10^2.5] ("about two orders of magnitude"), and
-    # the eps-curves merge: at every T >= 1 the largest over the smallest g across eps is at most merge_ratio
-    "drop_ratio": (10**1.5, 10**2.5),
-    "merge_ratio": 2.0,
-    # how many of the T grid's last points the fall beyond T = 1 is shown for (the verdict uses the last)
-    "drop_ends": 3,
-    # "safe but conservative": the median over heads and L of d_max / d~ is at least this
-    "conservative_ratio": 1.5,
-    # the Monte-Carlo critical N gets a verdict only where the relative standard error at N* is at most this
-    "mc_se_max": 0.02,
-    # KS level of the critical-N diagnosis (the scan's own level is in its trace)
-    "ks_alpha": 0.01,
-    # Theorem 2's upper bound "tracks" an aggregate when their gap is at most this at every N >= 2
-    "track_tol": 0.10,
-    # the multi-head rule of the Discussion: H independent heads that each separate p cover the target share
-    "multihead_p": 0.8,
-    "multihead_H": 3,
-    "multihead_target": 0.99,
-    # "near the theoretical limit": below T = 0.1 the head-max g is at least this fraction of min{1/(4T), sqrt 2}
-    "near_limit_ratio": 0.5,
-}
 
 
 def meta_of(df: pd.DataFrame | None) -> dict:
@@ -70,115 +23,14 @@ def label(meta: dict) -> str:
 # ----------------------------------------------------------------------------------------------------------------
 # aggregation helpers
 # ----------------------------------------------------------------------------------------------------------------
-def head_summary(df: pd.DataFrame, by: str, col: str) -> pd.DataFrame:
-    g = df.groupby(by)[col]
-    return pd.DataFrame(
-        {"mean": g.mean(), "q25": g.quantile(0.25), "q75": g.quantile(0.75), "median": g.median()}
-    ).reset_index()
-
-
-def linfit(x, y) -> tuple[float, float, float]:
-    """slope, intercept, R^2 of a least-squares line."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    if len(x) < 2 or np.ptp(x) == 0:
-        return float("nan"), float("nan"), float("nan")
-    A = np.vstack([x, np.ones_like(x)]).T
-    (a, b), *_ = np.linalg.lstsq(A, y, rcond=None)
-    ss_res = float(((y - (a * x + b)) ** 2).sum())
-    ss_tot = float(((y - y.mean()) ** 2).sum())
-    r2 = 1 - ss_res / ss_tot if ss_tot > 0 else 1.0
-    return float(a), float(b), float(r2)
-
-
 def sensitivity_curves(df: pd.DataFrame) -> pd.DataFrame:
     """The paper's ``g(T, eps)``: max over (layer, head) of the row-mean, per (T, eps)."""
     return df.groupby(["T", "eps"])["g"].max().reset_index()
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# verdicts
+# display names
 # ----------------------------------------------------------------------------------------------------------------
-def linear_growth(x, y, thresholds: dict | None = None) -> dict:
-    r"""How ``y`` grows with ``x``, and the rule "grows linearly" of :data:`THRESHOLDS`.
-
-    The paper says the distances grow "roughly linearly in L". A good straight-line fit alone does not show that
-    (a line with a large intercept fits a curve that barely grows), so the rule reads the **exponent**: the
-    least-squares slope :math:`b` of :math:`\log y` against :math:`\log x`. A quantity grows linearly when
-    :math:`|b-1|\le` ``THRESHOLDS["linear_exponent_tol"]``. The growth factor of ``y`` next to that of ``x`` and the
-    straight-line fit (slope, :math:`R^2`) are reported too. :func:`verdicts` and :func:`distance_length_fits` use
-    this one rule, so the book's table and the report agree.
-
-    Parameters
-    ----------
-    x, y : array-like (n,)
-        The points, finite; e.g. the lengths ``L`` and the head-mean distances.
-    thresholds : dict, optional
-        Overrides of :data:`THRESHOLDS` (only ``linear_exponent_tol`` is read).
-
-    Returns
-    -------
-    dict
-        ``slope``, ``intercept``, ``r2`` of the straight line (a constant ``y`` gives slope 0 and ``r2 = 1``);
-        ``exponent`` (NaN unless every ``y > 0``); ``growth`` (``y`` at the largest ``x`` over ``y`` at the smallest)
-        and ``x_growth`` (the same for ``x``); ``linear`` (bool). With fewer than two distinct ``x`` there is no fit:
-        the fitted numbers are NaN and ``linear`` is False.
-    """
-    th = dict(THRESHOLDS, **(thresholds or {}))
-    xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if xa.ndim != 1 or ya.shape != xa.shape:
-        raise ValueError(f"x and y must be 1-D arrays of the same length (got shapes {xa.shape} and {ya.shape})")
-    if not (np.all(np.isfinite(xa)) and np.all(np.isfinite(ya))):
-        raise ValueError("x and y must be finite (got NaN or inf)")
-    slope, intercept, r2 = linfit(xa, ya)
-    if math.isfinite(r2) and np.ptp(ya) == 0:  # a flat line: lstsq leaves a rounding-sized slope of either sign
-        slope, intercept = 0.0, float(ya[0])
-    exponent = float("nan")
-    if math.isfinite(r2) and np.all(ya > 0) and np.all(xa > 0):
-        exponent = 0.0 if np.ptp(ya) == 0 else linfit(np.log(xa), np.log(ya))[0]
-    order = np.argsort(xa, kind="stable")
-    growth = float(ya[order[-1]] / ya[order[0]]) if len(ya) and ya[order[0]] != 0 else float("nan")
-    x_growth = float(xa[order[-1]] / xa[order[0]]) if len(xa) and xa[order[0]] != 0 else float("nan")
-    linear = bool(abs(exponent - 1.0) <= th["linear_exponent_tol"])  # NaN compares False: not linear
-    return {
-        "slope": slope,
-        "intercept": intercept,
-        "r2": r2,
-        "exponent": exponent,
-        "growth": growth,
-        "x_growth": x_growth,
-        "linear": linear,
-    }
-
-
-def critical_n_ratio(summary: pd.DataFrame) -> pd.DataFrame:
-    r"""The least-squares ratio :math:`N^*/L` through the origin, per form (and KS sampling), over the uncensored
-    lengths.
-
-    :math:`\hat r=\sum_L N^*_L\,L/\sum_L L^2`, the number :func:`verdicts` compares with the paper's 0.06.
-
-    Parameters
-    ----------
-    summary : DataFrame
-        :func:`attn_lib.experiments.critical_n_summary` (columns ``form, L, n_star, censored``, and ``sampling``
-        when the KS test ran over all heads and over key/value groups).
-
-    Returns
-    -------
-    DataFrame
-        ``ratio`` (NaN when every ``L`` is censored), ``n_uncensored`` and ``n_lengths``; one row per form (index
-        ``form``), or per ``(form, sampling)`` when ``summary`` has a ``sampling`` column.
-    """
-    require_columns(summary, "summary", ("form", "L", "n_star", "censored"))
-    keys = ["form", "sampling"] if "sampling" in summary.columns else ["form"]
-    rows = []
-    for key, g in summary.groupby(keys):
-        u = g[~g["censored"].astype(bool)]
-        ratio = float((u["n_star"] * u["L"]).sum() / (u["L"] ** 2).sum()) if len(u) else float("nan")
-        key = key if isinstance(key, tuple) else (key,)
-        rows.append(dict(zip(keys, key), ratio=ratio, n_uncensored=len(u), n_lengths=len(g)))
-    return pd.DataFrame(rows).set_index(keys)
-
-
 #: Display names of the expectation forms of the critical-N scan.
 CRITICAL_FORM_NAMES = {"e1": "E1", "e2": "E2", "mc": "Monte Carlo"}
 
@@ -192,21 +44,6 @@ KS_SAMPLING = {
     "heads": "over all heads",
     "kv_groups": "one sample per key/value group",
 }
-
-
-def valid_ks_sampling(summary: pd.DataFrame) -> str:
-    """The KS sampling whose samples are independent: ``"kv_groups"`` when the summary has it (under grouped-query
-    attention the heads of a group share keys and values), else ``"heads"``."""
-    has = set(summary["sampling"]) if "sampling" in summary.columns else {"heads"}
-    return "kv_groups" if "kv_groups" in has else "heads"
-
-
-def require_columns(df: Any, name: str, columns: Sequence[str]) -> None:
-    if not isinstance(df, pd.DataFrame):
-        raise ValueError(f"{name} must be a pandas DataFrame (got {type(df).__name__})")
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise ValueError(f"{name} must have the columns {list(columns)} (missing: {missing})")
 
 
 # ----------------------------------------------------------------------------------------------------------------

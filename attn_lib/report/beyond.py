@@ -8,8 +8,9 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_choice, check_int
+from ..claims.stats import require_columns
 from ..layout import FIGURE_WIDTH_IN, wrap_text
-from ._common import label, meta_of, pipe_table, require_columns
+from ._common import label, meta_of, pipe_table
 
 # ---- chapter 7 (book/07_beyond_softmax.md): every normaliser on the paper's limits, and the live swap ------------
 

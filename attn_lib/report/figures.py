@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..claims.stats import THRESHOLDS, head_summary
 from ..layout import FIGURE_WIDTH_IN, MIN_FONT_PT, wrap_text
-from ._common import KS_SAMPLING, THRESHOLDS, form_name, head_summary, label, meta_of, sensitivity_curves
+from ._common import KS_SAMPLING, form_name, label, meta_of, sensitivity_curves
 from .separability import separability_per_n
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pandas as pd
 
+from ..claims import verdicts
 from ._common import md_cell, meta_of, pipe_table
-from .claims import verdicts
 from .critical import diagnosis_markdown, figure_critical_diagnosis
 from .figures import save_figure, sens_rows_note, write_figures
 from .reproduction import (

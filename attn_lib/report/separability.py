@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from ._common import THRESHOLDS, head_summary
+from ..claims.stats import head_summary
 
 # ----------------------------------------------------------------------------------------------------------------
 # chapter 3 (separability): the per-N table of Fig. 3 and the shape of the median curve
@@ -31,7 +31,7 @@ def separability_per_n(df: pd.DataFrame) -> pd.DataFrame:
         its bound is vacuous (an upper bound ``>= 1`` or a lower bound ``<= 0`` holds for any fraction, so it is no
         evidence), and ``vacuous bounds`` naming them.
     """
-    _check_separability_table(df)
+    check_separability_table(df)
     a = head_summary(df, "N", "fraction").set_index("N")
     g = df.groupby("N")
     out = pd.DataFrame(
@@ -54,43 +54,7 @@ def separability_per_n(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def separability_shape(df: pd.DataFrame, thresholds: dict | None = None) -> dict:
-    """The shape of the median N_s/N against N that the paper describes for Fig. 3: a decline up to
-    ``sep_from_n``, then saturation in ``[sep_lo, sep_hi]``.
-
-    ``saturates`` applies the same rule as the separability row of :func:`verdicts` (``True`` exactly when that
-    row says "reproduced"); ``declining`` is the descriptive part: the median over heads never increases (by more
-    than 1e-12) from one N to the next, for N up to ``sep_from_n``.
-
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        Separability rows, as :func:`separability_per_n`.
-    thresholds : dict, optional
-        Overrides of :data:`THRESHOLDS` (``sep_from_n``, ``sep_lo``, ``sep_hi``, ``sep_tol``).
-
-    Returns
-    -------
-    dict
-        ``from_n``, ``lo``, ``hi`` (the band, tolerance included); ``declining`` (bool; ``False`` with fewer
-        than two N up to ``from_n``); ``saturates`` (bool, or ``None`` when the grid has no N >= ``from_n``).
-    """
-    th = dict(THRESHOLDS, **(thresholds or {}))
-    per_n = separability_per_n(df)
-    n0 = th["sep_from_n"]
-    lo, hi = th["sep_lo"] - th["sep_tol"], th["sep_hi"] + th["sep_tol"]
-    tail = per_n.loc[per_n.index >= n0, "median"]
-    head = per_n.loc[per_n.index <= n0, "median"]
-    return {
-        "from_n": n0,
-        "lo": lo,
-        "hi": hi,
-        "declining": bool(len(head) > 1 and (head.diff().dropna() <= 1e-12).all()),
-        "saturates": bool(((tail >= lo) & (tail <= hi)).all()) if len(tail) else None,
-    }
-
-
-def _check_separability_table(df: Any) -> None:
+def check_separability_table(df: Any) -> None:
     need = {"N", "fraction", "lower", "upper"}
     if not isinstance(df, pd.DataFrame) or len(df) == 0 or not need <= set(df.columns):
         raise ValueError(

@@ -124,7 +124,7 @@ def theorem1_dmax(alpha: Any, X: Any, N: int, return_parts: bool = False):
     (:func:`attn_lib.metrics.distance_metrics`, column ``d_max``) are held to it by
     ``tests/test_metrics.py::test_distance_metrics_match_theory_rows`` and to each other by
     ``tests/test_metrics.py::test_distance_engines_agree``; the SymPy derivation
-    (:func:`attn_lib.symbolic.theorem1_steps`) by
+    (:func:`attn_lib.book.symbolic.theorem1_steps`) by
     ``tests/test_symbolic.py::test_theorem1_step5_sum_matches_numeric_sum_and_theory``.
     """
     a, x = alpha_and_X(alpha, X)

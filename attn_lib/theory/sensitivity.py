@@ -69,7 +69,7 @@ def lemma2_jacobian(F: Callable, dF: Callable | None, logits: Any) -> np.ndarray
     Chapter 4, ``lem-jacobian``: the numpy reference; tested by
     ``tests/test_theory.py::test_lemma2_jacobian_against_autograd``. The torch version
     :func:`attn_lib.jacobian.general_jacobian` is tested by ``tests/test_jacobian.py::test_general_jacobian_lemma2``,
-    the SymPy derivation (:func:`attn_lib.symbolic.lemma2_jacobian`) by
+    the SymPy derivation (:func:`attn_lib.book.symbolic.lemma2_jacobian`) by
     ``tests/test_symbolic.py::test_lemma2_symbolic``.
     """
     l = logits_array(logits)
@@ -120,7 +120,7 @@ def corollary3_corrected(T: Any, eps: Any = None) -> dict:
 
     Chapter 4, ``prop-softmax-constants``: the reference; tested by
     ``tests/test_theory.py::test_finite_difference_bound_20000_cases`` and, against the SymPy derivation
-    (:func:`attn_lib.symbolic.corollary3_bounds_symbolic`), by
+    (:func:`attn_lib.book.symbolic.corollary3_bounds_symbolic`), by
     ``tests/test_symbolic.py::test_corollary3_bounds_symbolic_for_several_L``.
     """
     t = positive_array(T)

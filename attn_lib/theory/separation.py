@@ -89,7 +89,7 @@ def theorem2_xi(alpha: Any, N: int, M: float, delta: float) -> np.ndarray:
 
     Chapter 3, ``thm-separability``; tested by ``tests/test_theory.py::test_theorem2_xi_matches_double_sum`` (and
     ``tests/test_symbolic.py::test_theorem2_expansion`` for the SymPy expansion,
-    :func:`attn_lib.symbolic.theorem2_expansion`).
+    :func:`attn_lib.book.symbolic.theorem2_expansion`).
     """
     a = alpha_array(alpha)
     N = check_N(N, a.shape[-1])

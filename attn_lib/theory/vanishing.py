@@ -30,7 +30,7 @@ def lemma1_constants(F: Callable, a: float, theta: Any = None, grid: int = 2049)
     ``[-a, a]`` and refined with ``scipy.optimize.minimize_scalar`` (bounded) around the best grid point. For
     ``F = exp(l/T)``, ``C2 = exp(2a/T)``. ``ValueError`` if ``F`` is not finite and > 0 on the interval.
 
-    Chapter 1, ``lem-vanishing``: the numerical reference for the constants (:func:`attn_lib.symbolic.lemma1_general`
+    Chapter 1, ``lem-vanishing``: the numerical reference for the constants (:func:`attn_lib.book.symbolic.lemma1_general`
     derives them); tested by ``tests/test_theory.py::test_lemma1_constants_and_bounds`` and
     ``tests/test_theory.py::test_lemma1_interior_extremum_and_torch_F``.
     """
@@ -99,7 +99,7 @@ def corollary1_bounds(L: Any, delta: float, temperature: float):
     Returns ``(lower, upper)``; ``L`` may be an int or an array of ints (the upper bound may exceed 1 or be
     ``inf`` when ``2 Delta / T`` is large: the bound is then vacuous, not wrong).
 
-    Chapter 1, ``cor-softmax-vanishing``: the reference (:func:`attn_lib.symbolic.corollary1_from_lemma1` derives it);
+    Chapter 1, ``cor-softmax-vanishing``: the reference (:func:`attn_lib.book.symbolic.corollary1_from_lemma1` derives it);
     tested by ``tests/test_theory.py::test_corollary1_bounds_hold``.
     """
     Ls = lengths_array(L)

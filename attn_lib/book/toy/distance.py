@@ -15,7 +15,7 @@ asserts the inequalities on those tables, so that a failing check shows in the c
 * :func:`top_n_curves`, :func:`figure_top_n` -- every quantity against ``N`` on one row, and the slider's figure;
 * :func:`theorem1_steps_latex`, :func:`random_variance_latex`, :func:`corollary2_limits_latex`,
   :func:`corollary2_remainder_latex` -- the SymPy
-  results of :mod:`attn_lib.symbolic` as display lines.
+  results of :mod:`attn_lib.book.symbolic` as display lines.
 """
 
 from __future__ import annotations
@@ -512,12 +512,12 @@ def _check_columns(name: str, df: Any, columns) -> None:
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# display lines of the SymPy derivations (attn_lib.symbolic)
+# display lines of the SymPy derivations (attn_lib.book.symbolic)
 # ----------------------------------------------------------------------------------------------------------------
 def _keys(name: str, d: Any, keys) -> None:
     if not isinstance(d, dict) or any(k not in d for k in keys):
         missing = [k for k in keys if not isinstance(d, dict) or k not in d]
-        raise ValueError(f"{name} must be the dict returned by attn_lib.symbolic (missing keys: {missing})")
+        raise ValueError(f"{name} must be the dict returned by attn_lib.book.symbolic (missing keys: {missing})")
 
 
 _PRETTY = {"abar": r"\bar{\alpha}_N", "Sigma_out": r"\Sigma_{\mathrm{out}}"}
@@ -530,7 +530,7 @@ def _pretty(expr):
     )
 
 
-#: The entries of :func:`attn_lib.symbolic.theorem1_steps` that :func:`theorem1_steps_latex` typesets.
+#: The entries of :func:`attn_lib.book.symbolic.theorem1_steps` that :func:`theorem1_steps_latex` typesets.
 _THEOREM1_KEYS = [
     "s",
     "abar",
@@ -622,12 +622,12 @@ def _theorem1_step5(t1: dict) -> list[str]:
 
 
 def theorem1_steps_latex(t1: dict) -> list[str]:
-    r"""The five proof steps of Theorem 1(a) as LaTeX lines, from :func:`attn_lib.symbolic.theorem1_steps`.
+    r"""The five proof steps of Theorem 1(a) as LaTeX lines, from :func:`attn_lib.book.symbolic.theorem1_steps`.
 
     Parameters
     ----------
     t1 : dict
-        The result of :func:`attn_lib.symbolic.theorem1_steps`.
+        The result of :func:`attn_lib.book.symbolic.theorem1_steps`.
 
     Returns
     -------
@@ -641,12 +641,12 @@ def theorem1_steps_latex(t1: dict) -> list[str]:
 
 
 def random_variance_latex(rv: dict, *, n: int, N: int) -> list[str]:
-    r"""Step 5 of the proof of Theorem 1(b) as LaTeX lines, from :func:`attn_lib.symbolic.theorem1_random_variance`.
+    r"""Step 5 of the proof of Theorem 1(b) as LaTeX lines, from :func:`attn_lib.book.symbolic.theorem1_random_variance`.
 
     Parameters
     ----------
     rv : dict
-        The result of :func:`attn_lib.symbolic.theorem1_random_variance` for ``n`` candidates and ``N`` drawn.
+        The result of :func:`attn_lib.book.symbolic.theorem1_random_variance` for ``n`` candidates and ``N`` drawn.
     n, N : int
         The sizes ``rv`` was computed for (shown in the first line).
 
@@ -691,12 +691,12 @@ def random_variance_latex(rv: dict, *, n: int, N: int) -> list[str]:
 
 def corollary2_limits_latex(c2: dict) -> list[str]:
     r"""The limits of Corollary 2's two regimes as LaTeX lines, from
-    :func:`attn_lib.symbolic.corollary2_limits_symbolic`.
+    :func:`attn_lib.book.symbolic.corollary2_limits_symbolic`.
 
     Parameters
     ----------
     c2 : dict
-        The result of :func:`attn_lib.symbolic.corollary2_limits_symbolic`.
+        The result of :func:`attn_lib.book.symbolic.corollary2_limits_symbolic`.
 
     Returns
     -------
@@ -736,12 +736,12 @@ def corollary2_limits_latex(c2: dict) -> list[str]:
 
 def corollary2_remainder_latex(rem: dict) -> list[str]:
     r"""The remainder bound of Corollary 2(i) as LaTeX lines, from
-    :func:`attn_lib.symbolic.corollary2_remainder_symbolic`.
+    :func:`attn_lib.book.symbolic.corollary2_remainder_symbolic`.
 
     Parameters
     ----------
     rem : dict
-        The result of :func:`attn_lib.symbolic.corollary2_remainder_symbolic`.
+        The result of :func:`attn_lib.book.symbolic.corollary2_remainder_symbolic`.
 
     Returns
     -------

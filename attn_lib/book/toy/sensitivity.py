@@ -7,7 +7,7 @@ into the tables the chapter shows. The references are :mod:`attn_lib.theory` (on
 :mod:`attn_lib.jacobian` (the library's Jacobians); see the book's appendix "Reading the paper", §Lemma 2 and
 §Corollary 3, for the reconstructed statements and the corrected constants.
 
-* :func:`tex` -- ``sympy.latex`` with readable names for the plain-text symbols of :mod:`attn_lib.symbolic`;
+* :func:`tex` -- ``sympy.latex`` with readable names for the plain-text symbols of :mod:`attn_lib.book.symbolic`;
 * :func:`sqrt5_table` -- the :math:`\sqrt5\,\varepsilon` example for several temperatures and lengths;
 * :func:`lemma2_families`, :func:`lemma2_instances`, :func:`lemma2_summary` -- Lemma 2 on random rows;
 * :func:`corollary3_random_norms`, :func:`corollary3_random_differences`, :func:`corollary3_random_summary` --
@@ -52,7 +52,7 @@ __all__ = [
 
 SQRT2 = math.sqrt(2)
 
-#: LaTeX for the plain-text symbol names that :mod:`attn_lib.symbolic` uses in its derivations.
+#: LaTeX for the plain-text symbol names that :mod:`attn_lib.book.symbolic` uses in its derivations.
 NICE_NAMES = {
     "||diag(F')||_2": r"\|\mathrm{diag}(F')\|_2",
     "max|F'|": r"\max_j|F'(l_j)|",

@@ -1,13 +1,13 @@
-"""The paper's claims of Fig. 3 and Theorem 2: separability (:class:`~attn_lib.report.claim.Claim` entries, registered in
-:data:`~attn_lib.report.claim.CLAIMS` in the report's order by :mod:`attn_lib.report.claims`)."""
+"""The paper's claims of Fig. 3 and Theorem 2: separability (:class:`~attn_lib.claims.claim.Claim` entries, registered
+in :data:`~attn_lib.claims.claim.CLAIMS` in the report's order by :mod:`attn_lib.claims`)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from ._common import linfit
 from .claim import Outcome, claim, prf_ref
+from .stats import linfit
 
 
 # ---- Fig. 3: separability -----------------------------------------------------------------------------------------

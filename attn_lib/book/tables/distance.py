@@ -1,18 +1,11 @@
-"""distance"""
+"""Chapter 2's tables of Algorithms 1-3 (distances against L and N, the critical N and its ratio to L)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from ._common import (
-    KS_SAMPLING,
-    THRESHOLDS,
-    critical_n_ratio,
-    form_name,
-    linear_growth,
-    require_columns,
-    valid_ks_sampling,
-)
+from attn_lib.claims.stats import THRESHOLDS, linear_growth, require_columns, valid_ks_sampling
+from attn_lib.report._common import KS_SAMPLING, form_name
 
 # ---- chapter 2 (book/02_distance_bound.md): the tables of Algorithms 1-3 -------------------------------------
 #: Display name of each distance column of Algorithms 1 and 2 (the names the chapter's tables use).
@@ -47,20 +40,21 @@ def distance_length_means(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def distance_length_fits(df: pd.DataFrame, thresholds: dict | None = None) -> pd.DataFrame:
-    """Algorithm 1's linear-fit table: each head-mean quantity against ``L``, judged by :func:`linear_growth`.
+    """Algorithm 1's linear-fit table: each head-mean quantity against ``L``, judged by
+    :func:`~attn_lib.claims.linear_growth`.
 
     Parameters
     ----------
     df : DataFrame
         :func:`attn_lib.experiments.distance_vs_length`.
     thresholds : dict, optional
-        Overrides of :data:`THRESHOLDS` (as in :func:`verdicts`).
+        Overrides of :data:`~attn_lib.claims.THRESHOLDS` (as in :func:`~attn_lib.claims.verdicts`).
 
     Returns
     -------
     DataFrame (6 rows, index ``quantity``: ``d~, E1, E1 + gap, E2, Monte Carlo, d_max``)
         ``slope`` (per token), ``R²``, ``growth L=a→b`` (head mean at the largest ``L`` over that at the smallest),
-        ``exponent`` (of ``L``, from a log-log fit) and ``linear`` (the rule of :func:`linear_growth`).
+        ``exponent`` (of ``L``, from a log-log fit) and ``linear`` (the rule of :func:`~attn_lib.claims.linear_growth`).
     """
     means = distance_length_means(df)
     L = means.index.to_numpy(float)
@@ -124,7 +118,7 @@ def mc_scan_words(profile) -> str:
         E.g. ``"3 pairs of random orders per row, stratified on the row's largest weight (16 pairs for rows of at most
         128 tokens)"``.
     """
-    from ..experiments.profiles import get_profile  # the experiments package imports torch
+    from attn_lib.experiments.profiles import get_profile  # the experiments package imports torch
 
     prof = get_profile(profile)
     unit = "pairs of random orders" if prof.crit_mc_stratify else "random orders"
@@ -194,3 +188,33 @@ def critical_n_lines(summary: pd.DataFrame, trace: pd.DataFrame | None = None) -
             f"{int(r.n_uncensored)} uncensored L (paper: {THRESHOLDS['crit_ratio_paper']:g}).{noise}"
         )
     return "\n".join(lines)
+
+
+def critical_n_ratio(summary: pd.DataFrame) -> pd.DataFrame:
+    r"""The least-squares ratio :math:`N^*/L` through the origin, per form (and KS sampling), over the uncensored
+    lengths.
+
+    :math:`\hat r=\sum_L N^*_L\,L/\sum_L L^2`, the number :func:`~attn_lib.claims.verdicts` compares with the
+    paper's 0.06.
+
+    Parameters
+    ----------
+    summary : DataFrame
+        :func:`attn_lib.experiments.critical_n_summary` (columns ``form, L, n_star, censored``, and ``sampling``
+        when the KS test ran over all heads and over key/value groups).
+
+    Returns
+    -------
+    DataFrame
+        ``ratio`` (NaN when every ``L`` is censored), ``n_uncensored`` and ``n_lengths``; one row per form (index
+        ``form``), or per ``(form, sampling)`` when ``summary`` has a ``sampling`` column.
+    """
+    require_columns(summary, "summary", ("form", "L", "n_star", "censored"))
+    keys = ["form", "sampling"] if "sampling" in summary.columns else ["form"]
+    rows = []
+    for key, g in summary.groupby(keys):
+        u = g[~g["censored"].astype(bool)]
+        ratio = float((u["n_star"] * u["L"]).sum() / (u["L"] ** 2).sum()) if len(u) else float("nan")
+        key = key if isinstance(key, tuple) else (key,)
+        rows.append(dict(zip(keys, key), ratio=ratio, n_uncensored=len(u), n_lengths=len(g)))
+    return pd.DataFrame(rows).set_index(keys)

@@ -6,7 +6,17 @@ behind its project decisions, and its rule: a small function of the results that
 (verdict, measured value, and for a row that differs from the paper the measured cause). :func:`verdicts` applies
 every rule; the chapters, the tests, the CLI's ``report.md`` and the appendix links find a row by its ``id``.
 
-Adding a claim is one :func:`claim` entry in the ``claims_*`` module of its figure (imported below, in the report's
+The package holds the registry and nothing that presents it (tables and figures are :mod:`attn_lib.report`'s):
+
+* :mod:`~attn_lib.claims.claim` -- the machinery: :class:`Claim`, :class:`Outcome`, the registry :data:`CLAIMS` and
+  the :func:`claim` decorator;
+* one module of rules per figure of the paper: :mod:`~attn_lib.claims.distance` (Figs. 2a, 2b),
+  :mod:`~attn_lib.claims.critical` (Fig. 2c), :mod:`~attn_lib.claims.separability` (Fig. 3, Theorem 2),
+  :mod:`~attn_lib.claims.sensitivity` (Fig. 4, Corollary 3) and :mod:`~attn_lib.claims.multihead` (the Discussion);
+* the statistics the rules read: :mod:`~attn_lib.claims.stats` (the thresholds :data:`THRESHOLDS`, head
+  aggregates, fits, the linear-growth rule) and :mod:`~attn_lib.claims.diagnosis` (the critical-N diagnosis).
+
+Adding a claim is one :func:`claim` entry in the module of its figure (imported below, in the report's
 order) and its test in ``tests/test_claims.py`` (a tiny table on which the
 rule passes and one on which it fails).
 """
@@ -18,16 +28,36 @@ import pandas as pd
 
 # the claim modules register their claims in CLAIMS when imported: this order is the report's order
 # isort: off
-from . import claims_distance  # noqa: F401  (Figs. 2a, 2b)
-from . import claims_critical  # noqa: F401  (Fig. 2c)
-from . import claims_separability  # noqa: F401  (Fig. 3, Theorem 2)
-from . import claims_sensitivity  # noqa: F401  (Fig. 4, Corollary 3)
-from . import claims_multihead  # noqa: F401  (the Discussion)
+from . import distance  # noqa: F401  (Figs. 2a, 2b)
+from . import critical  # noqa: F401  (Fig. 2c)
+from . import separability  # noqa: F401  (Fig. 3, Theorem 2)
+from . import sensitivity  # noqa: F401  (Fig. 4, Corollary 3)
+from . import multihead  # noqa: F401  (the Discussion)
 
 # isort: on
 from .claim import CLAIMS, COLUMNS, EVIDENCE, VERDICTS, Claim, Outcome, claim, claim_row
+from .diagnosis import critical_rows, diagnosis_first_pass, diagnosis_summary, required_rho
+from .stats import THRESHOLDS, linear_growth, valid_ks_sampling
 
-__all__ = ["EVIDENCE", "VERDICTS", "Claim", "Outcome", "CLAIMS", "claim", "verdicts", "tally", "claim_row", "ids_for"]
+__all__ = [
+    "EVIDENCE",
+    "VERDICTS",
+    "Claim",
+    "Outcome",
+    "CLAIMS",
+    "claim",
+    "verdicts",
+    "tally",
+    "claim_row",
+    "ids_for",
+    "THRESHOLDS",
+    "linear_growth",
+    "valid_ks_sampling",
+    "diagnosis_summary",
+    "diagnosis_first_pass",
+    "required_rho",
+    "critical_rows",
+]
 
 
 def ids_for(*experiments: str) -> list[str]:
@@ -46,7 +76,7 @@ def verdicts(results: dict, thresholds: dict | None = None, *, ids=None) -> pd.D
         :func:`attn_lib.experiments.run_all`'s results; ``"multihead_coverage"`` may be added (chapter 5's
         experiment).
     thresholds : dict, optional
-        Overrides of :data:`attn_lib.report.THRESHOLDS`.
+        Overrides of :data:`attn_lib.claims.stats.THRESHOLDS`.
     ids : sequence of str, optional
         Only these claims, in this order.
 
@@ -62,7 +92,7 @@ def verdicts(results: dict, thresholds: dict | None = None, *, ids=None) -> pd.D
     chosen = list(CLAIMS) if ids is None else list(ids)
     unknown = [i for i in chosen if i not in CLAIMS]
     if unknown:
-        raise ValueError(f"ids must be claim ids of attn_lib.report.CLAIMS (unknown: {unknown})")
+        raise ValueError(f"ids must be claim ids of attn_lib.claims.CLAIMS (unknown: {unknown})")
     return pd.DataFrame([claim_row(CLAIMS[i], results, thresholds) for i in chosen], columns=list(COLUMNS))
 
 

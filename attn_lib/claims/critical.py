@@ -1,5 +1,5 @@
-"""The paper's claims of Fig. 2c: the critical N (:class:`~attn_lib.report.claim.Claim` entries, registered in
-:data:`~attn_lib.report.claim.CLAIMS` in the report's order by :mod:`attn_lib.report.claims`)."""
+"""The paper's claims of Fig. 2c: the critical N (:class:`~attn_lib.claims.claim.Claim` entries, registered in
+:data:`~attn_lib.claims.claim.CLAIMS` in the report's order by :mod:`attn_lib.claims`)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import math
 
 import pandas as pd
 
-from ._common import head_summary, linear_growth, valid_ks_sampling
 from .claim import CLAIMS, Outcome, claim, claim_row, prf_ref
-from .claims_distance import length_fit
-from .critical import critical_rows, diagnosis_first_pass, diagnosis_summary, required_rho
+from .diagnosis import critical_rows, diagnosis_first_pass, diagnosis_summary, required_rho
+from .distance import length_fit
+from .stats import head_summary, linear_growth, valid_ks_sampling
 
 
 # ---- Fig. 2c: the critical N ----------------------------------------------------------------------------------------

@@ -7,9 +7,9 @@ simplified to ``0`` -- the machine-checked part of the derivation; the tests ass
 entries whose value is SymPy's own decision from the symbols' assumptions (``expr.is_nonnegative`` etc., a Python
 ``bool``), and sums are ``sympy.Sum(...).doit()`` results, never typed-in closed forms.
 Each function runs in well under two seconds. One module per topic (a chapter of the book):
-:mod:`~attn_lib.symbolic.vanishing` (chapter 1), :mod:`~attn_lib.symbolic.distance_bound` (chapters 2 and 6),
-:mod:`~attn_lib.symbolic.separation` (chapter 3), :mod:`~attn_lib.symbolic.sensitivity` (chapter 4) and
-:mod:`~attn_lib.symbolic.coverage` (chapter 5); every public name is re-exported here.
+:mod:`~attn_lib.book.symbolic.vanishing` (chapter 1), :mod:`~attn_lib.book.symbolic.distance_bound` (chapters 2 and 6),
+:mod:`~attn_lib.book.symbolic.separation` (chapter 3), :mod:`~attn_lib.book.symbolic.sensitivity` (chapter 4) and
+:mod:`~attn_lib.book.symbolic.coverage` (chapter 5); every public name is re-exported here.
 
 Section names refer to the book's appendix "Reading the paper".
 """

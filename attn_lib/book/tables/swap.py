@@ -1,12 +1,12 @@
-"""swap"""
+"""Chapter 5's normalisers swapped into the model: summary, table, findings and figure."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from .._validation import check_probability
-from ..layout import FIGURE_WIDTH_IN, wrap_text
-from ._common import meta_of
+from attn_lib._validation import check_probability
+from attn_lib.layout import FIGURE_WIDTH_IN, wrap_text
+from attn_lib.report._common import meta_of
 
 # ----------------------------------------------------------------------------------------------------------------
 # chapter 5 (multi-head coverage and remedies): the normaliser swapped inside a live model
@@ -126,7 +126,7 @@ def figure_normaliser_swap(layers: pd.DataFrame):
     """
     from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
 
-    from ..provenance import label_figure  # provenance imports matplotlib: only when a figure is drawn
+    from attn_lib.provenance import label_figure  # provenance imports matplotlib: only when a figure is drawn
 
     _check_swap_layers(layers)
     meta = meta_of(layers)

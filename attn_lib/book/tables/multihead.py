@@ -1,4 +1,4 @@
-"""multihead"""
+"""Chapter 5's multi-head coverage: the table, the heads needed, the figure."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import check_probability
-from ..layout import FIGURE_WIDTH_IN, MIN_FONT_PT, wrap_text
-from ._common import label, meta_of
+from attn_lib._validation import check_probability
+from attn_lib.layout import FIGURE_WIDTH_IN, MIN_FONT_PT, wrap_text
+from attn_lib.report._common import label, meta_of
 
 # ---- chapter 5 (multi-head coverage measured on the model): attn_lib.experiments.multihead_coverage -----------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from .._validation import check_int
+from attn_lib._validation import check_int
 
 __all__ = [
     "softmax_jacobian",

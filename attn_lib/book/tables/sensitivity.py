@@ -1,4 +1,4 @@
-"""sensitivity"""
+"""Chapter 4's sensitivity tables: Fig. 4's slopes and values against Corollary 3's bounds."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import theory
-from .._validation import check_probability
-from ._common import THRESHOLDS, linfit, sensitivity_curves
+from attn_lib import theory
+from attn_lib._validation import check_probability
+from attn_lib.claims.stats import THRESHOLDS, linfit
+from attn_lib.report._common import sensitivity_curves
 
 
 # --- chapter 4 (gradient sensitivity): the numbers behind Fig. 4, as the chapter tabulates and states them -------
@@ -57,15 +58,15 @@ def _nearest_T(curve: pd.DataFrame, T: float) -> tuple[float, float]:
 def sensitivity_findings(df: pd.DataFrame, thresholds: dict | None = None) -> dict:
     r"""The numbers behind the paper's statements on Fig. 4, read off the curves :math:`g(T,\varepsilon)`.
 
-    The slope and the ratio are those that :func:`verdicts` judges (same thresholds); this function only reports
-    them with their grid points.
+    The slope and the ratio are those that :func:`~attn_lib.claims.verdicts` judges (same thresholds); this function
+    only reports them with their grid points.
 
     Parameters
     ----------
     df : DataFrame
         Result of :func:`attn_lib.experiments.gradient_sensitivity`.
     thresholds : dict, optional
-        Overrides of :data:`THRESHOLDS` (``inv_t_max_T`` sets the low-temperature range of the slope).
+        Overrides of :data:`~attn_lib.claims.THRESHOLDS` (``inv_t_max_T`` sets the low-temperature range of the slope).
 
     Returns
     -------
@@ -134,6 +135,3 @@ def sensitivity_table(
     table["paper: min{1/(4T), √2}"] = np.atleast_1d(theory.corollary3_paper(Ts)) if len(Ts) else []
     table["1/(2T)"] = np.atleast_1d(theory.corollary3_corrected(Ts)["spectral"]) if len(Ts) else []
     return table
-
-
-#: File stems of the five figures, in the order :func:`write_figures` draws them.

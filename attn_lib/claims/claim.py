@@ -1,7 +1,6 @@
 """The machinery of the paper's claims as data: the kinds of evidence and verdicts, :class:`Claim`, :class:`Outcome`,
-the registry :data:`CLAIMS` and the :func:`claim` decorator that fills it. The claims themselves are in the modules
-``claims_*`` (one per figure or section); :mod:`attn_lib.report.claims` imports them in the report's order and
-applies them."""
+the registry :data:`CLAIMS` and the :func:`claim` decorator that fills it. The claims themselves are in the other modules
+of :mod:`attn_lib.claims` (one per figure or section), which imports them in the report's order and applies them."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ._common import THRESHOLDS
+from .stats import THRESHOLDS
 
 __all__ = [
     "EVIDENCE",

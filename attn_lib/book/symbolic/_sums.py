@@ -1,4 +1,4 @@
-"""SymPy helpers shared by the modules of :mod:`attn_lib.symbolic`."""
+"""SymPy helpers shared by the modules of :mod:`attn_lib.book.symbolic`."""
 
 from __future__ import annotations
 

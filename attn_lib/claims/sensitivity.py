@@ -1,5 +1,5 @@
-"""The paper's claims of Fig. 4 and Corollary 3: gradient sensitivity (:class:`~attn_lib.report.claim.Claim` entries, registered in
-:data:`~attn_lib.report.claim.CLAIMS` in the report's order by :mod:`attn_lib.report.claims`)."""
+"""The paper's claims of Fig. 4 and Corollary 3: gradient sensitivity (:class:`~attn_lib.claims.claim.Claim` entries,
+registered in :data:`~attn_lib.claims.claim.CLAIMS` in the report's order by :mod:`attn_lib.claims`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from ._common import linfit
 from .claim import Outcome, claim, prf_ref
+from .stats import linfit
 
 # ---- Fig. 4: gradient sensitivity -----------------------------------------------------------------------------------
 _BASES = {"scaled": "gradient_sensitivity", "raw": "gradient_sensitivity_raw"}

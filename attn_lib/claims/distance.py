@@ -1,14 +1,14 @@
-"""The paper's claims of Fig. 2a and 2b: the distance against L and against N (:class:`~attn_lib.report.claim.Claim` entries, registered in
-:data:`~attn_lib.report.claim.CLAIMS` in the report's order by :mod:`attn_lib.report.claims`)."""
+"""The paper's claims of Fig. 2a and 2b: the distance against L and against N (:class:`~attn_lib.claims.claim.Claim`
+entries, registered in :data:`~attn_lib.claims.claim.CLAIMS` in the report's order by :mod:`attn_lib.claims`)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from ._common import head_summary, linear_growth
 from .claim import Outcome, claim, has_results, prf_ref
-from .critical import diagnosis_summary
+from .diagnosis import diagnosis_summary
+from .stats import head_summary, linear_growth
 
 
 # ---- Fig. 2a: distance against L ----------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sympy as sp
 
-from .._validation import check_int
+from attn_lib._validation import check_int
+
 from ._sums import sum_linear
 
 __all__ = [

@@ -1,0 +1,184 @@
+r"""The statistics of the critical-N diagnosis (chapter 6, ``prop-e1-crossing``; Reading the paper, §The critical N),
+which the rules of Fig. 2c read.
+
+:func:`attn_lib.experiments.critical_n_diagnosis` measures, on the critical-N rows of one window, the quantities
+that decide where the KS test between d~ and E1 can pass. This module turns them into numbers:
+
+* :func:`diagnosis_summary` -- per counterfactual and ``N/L``: the median over heads of
+  :math:`\|s_N\|/\|z\|`, the ratio E1/d~ of the head means next to the ratio of their leading terms, the KS
+  p-values over heads and over key/value groups, and the rows where the proposition's bounds fail;
+* :func:`diagnosis_first_pass` -- per counterfactual, the first ``N/L`` of the grid where the KS test passes;
+* :func:`required_rho` -- the :math:`\|s_N\|/\|z\|` at which E1's leading term equals d~'s at ``N = f L``;
+* :func:`critical_rows` -- the rows and the Monte-Carlo standard error behind each critical ``N``.
+
+Their tables and figure are :mod:`attn_lib.report.critical`'s.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_choice, check_int, check_probability
+from .stats import require_columns
+
+__all__ = ["diagnosis_summary", "diagnosis_first_pass", "required_rho", "critical_rows"]
+
+
+_DIAG_COLUMNS = ("variant", "L", "N", "layer", "head", "kv_group", "d_tilde", "e1", "lead_d_tilde", "lead_e1")
+
+
+def _ks(a, b) -> float:
+    from scipy.stats import ks_2samp  # scipy.stats: imported only when the test runs
+
+    return float(ks_2samp(np.asarray(a, float), np.asarray(b, float)).pvalue)
+
+
+def diagnosis_summary(diag: pd.DataFrame) -> pd.DataFrame:
+    r"""Per counterfactual and ``N``: what controls the critical N.
+
+    Parameters
+    ----------
+    diag : pandas.DataFrame
+        :func:`attn_lib.experiments.critical_n_diagnosis`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per ``(variant, N)`` in the table's order: ``L, N, N/L``, ``heads``, ``rows`` (the median rows per
+        head), ``rho`` (median over heads of each head's median :math:`\|s_N\|/\|z\|`), ``rho q25``, ``rho q75``,
+        ``E1/d~`` (ratio of the head means, what the KS test compares), ``lead ratio`` (the same for the leading
+        terms :math:`(t-N)p\|z\|` and :math:`(t-N)\|s_N\|`), ``KS p (heads)``, ``KS p (kv groups)`` (the mean of
+        the heads of each key/value group, one sample per group), ``sink share`` (median over heads of the first
+        token's mean weight) and ``bound violations`` (rows, summed over heads).
+    """
+    require_columns(diag, "diag", _DIAG_COLUMNS)
+    rows = []
+    for variant in dict.fromkeys(diag["variant"]):
+        v = diag[diag["variant"] == variant]
+        for N, g in v.groupby("N", sort=True):
+            grp = g.groupby(["layer", "kv_group"])[["d_tilde", "e1"]].mean()
+            L = int(g["L"].iloc[0])
+            rows.append(
+                {
+                    "variant": variant,
+                    "L": L,
+                    "N": int(N),
+                    "N/L": N / L,
+                    "heads": len(g),
+                    "rows": float(g["n_rows"].median()) if "n_rows" in g else math.nan,
+                    "rho": float(g["rho_median"].median()) if "rho_median" in g else math.nan,
+                    "rho q25": float(g["rho_median"].quantile(0.25)) if "rho_median" in g else math.nan,
+                    "rho q75": float(g["rho_median"].quantile(0.75)) if "rho_median" in g else math.nan,
+                    "E1/d~": float(g["e1"].mean() / g["d_tilde"].mean()),
+                    "lead ratio": float(g["lead_e1"].mean() / g["lead_d_tilde"].mean()),
+                    "KS p (heads)": _ks(g["d_tilde"], g["e1"]),
+                    "KS p (kv groups)": _ks(grp["d_tilde"], grp["e1"]),
+                    "sink share": float(g["sink_share"].median()) if "sink_share" in g else math.nan,
+                    "sink output share": float(g["sink_output_share"].median())
+                    if "sink_output_share" in g
+                    else math.nan,
+                    "bound violations": int(g["bound_violations"].sum()) if "bound_violations" in g else 0,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def diagnosis_first_pass(summary: pd.DataFrame, alpha: float = 0.01, sampling: str = "kv groups") -> pd.DataFrame:
+    """Per counterfactual: the first ``N/L`` of the grid where the KS test passes (``p >= alpha``).
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        :func:`diagnosis_summary`.
+    alpha : float in (0, 1)
+    sampling : {"kv groups", "heads"}
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``variant``; ``first N/L`` (NaN when no grid point passes), ``last failing N/L`` (the grid point
+        before it, so the critical N lies in between), ``rho at 0.06 L`` (the median :math:`\\|s_N\\|/\\|z\\|` at
+        the grid point nearest 0.06 L).
+    """
+
+    require_columns(summary, "summary", ("variant", "N/L", "rho", "KS p (heads)", "KS p (kv groups)"))
+    alpha = check_probability("alpha", alpha, open_low=True, open_high=True)
+    col = f"KS p ({check_choice('sampling', sampling, ['kv groups', 'heads'])})"
+    out = {}
+    for variant, g in summary.groupby("variant", sort=False):
+        g = g.sort_values("N/L")
+        hit = g[g[col] >= alpha]
+        first = float(hit["N/L"].iloc[0]) if len(hit) else math.nan
+        before = g[g["N/L"] < first] if len(hit) else g
+        near = g.iloc[int(np.argmin(np.abs(g["N/L"].to_numpy() - 0.06)))]
+        out[variant] = {
+            "first N/L": first,
+            "last failing N/L": float(before["N/L"].iloc[-1]) if len(before) else math.nan,
+            "rho at 0.06 L": float(near["rho"]),
+            "E1/d~ at 0.06 L": float(near["E1/d~"]),
+        }
+    return pd.DataFrame.from_dict(out, orient="index").rename_axis("variant")
+
+
+def required_rho(L: int, fraction: float = 0.06) -> float:
+    r"""The :math:`\|s_N\|/\|z\|` at which E1's leading term :math:`(t-N)p\|z\|` equals d~'s
+    :math:`(t-N)\|s_N\|` in the last row (``t = L``) at ``N = round(fraction L)``: ``p = N/(L-1)``. A heuristic
+    scale: shorter rows have a larger ``p``, and the KS test can pass before the ratio of the means reaches 1.
+
+    Parameters
+    ----------
+    L : int >= 3
+    fraction : float in (0, 1)
+
+    Returns
+    -------
+    float
+    """
+
+    L = check_int("L", L, low=3)
+    f = check_probability("fraction", fraction, open_low=True, open_high=True)
+    N = max(1, round(f * L))
+    return N / (L - 1)
+
+
+def critical_rows(trace: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+    """The rows behind each critical ``N``, and the Monte-Carlo standard error there.
+
+    Parameters
+    ----------
+    trace : pandas.DataFrame
+        :func:`attn_lib.experiments.critical_n` (columns ``L, N, form, p_value, n_rows``; ``sampling`` and
+        ``mc_rel_se`` when present).
+    summary : pandas.DataFrame
+        :func:`attn_lib.experiments.critical_n_summary` of that trace.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``L, form, sampling, n_star, censored, rows`` (query rows per head at ``N*``: rows with ``t >= N* + 1``
+        among the scan's rows) and ``mc_rel_se`` (largest relative standard error of a Monte-Carlo sample value at
+        ``N*``; NaN for the other forms).
+    """
+    require_columns(trace, "trace", ("L", "N", "form", "n_rows"))
+    require_columns(summary, "summary", ("L", "form", "n_star", "censored"))
+    tr = trace if "sampling" in trace else trace.assign(sampling="heads")
+    sm = summary if "sampling" in summary else summary.assign(sampling="heads")
+    out = []
+    for r in sm.itertuples():
+        hit = tr[(tr["L"] == r.L) & (tr["form"] == r.form) & (tr["sampling"] == r.sampling) & (tr["N"] == r.n_star)]
+        se = float(hit["mc_rel_se"].iloc[0]) if len(hit) and "mc_rel_se" in hit else math.nan
+        out.append(
+            dict(
+                L=int(r.L),
+                form=r.form,
+                sampling=r.sampling,
+                n_star=int(r.n_star),
+                censored=bool(r.censored),
+                rows=int(hit["n_rows"].iloc[0]) if len(hit) else 0,
+                mc_rel_se=se,
+            )
+        )
+    return pd.DataFrame(out)

@@ -145,6 +145,7 @@ def _cmd_info(args) -> int:
     import torch  # lazy, with the three below (all import torch): `attn-lib --help` stays fast
     import transformers
 
+    from . import metrics  # with torch (lazy, as below)
     from .corpus import available_texts
     from .models import (
         STANDIN_NAME,
@@ -185,6 +186,7 @@ def _cmd_info(args) -> int:
     print(f"cache: {c['cache_dir']} ({format_bytes(c['cache_bytes'])}; set ATTN_LIB_CACHE_DIR to move it)")
     print(f"  models:  {c['model_dir']} ({format_bytes(c['model_bytes'])}; ATTN_LIB_MODEL_DIR)")
     print(f"  results: {c['results_dir']} ({format_bytes(c['results_bytes'])})")
+    print(f"accelerators: {metrics.accelerators()}")
     print(f"memory allocator: {allocator_state()}")
     print(f"OpenMP threads waiting: {openmp_state()}")
     return 0

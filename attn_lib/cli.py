@@ -352,7 +352,8 @@ _ENV_HELP = """environment variables:
   ATTN_LIB_CACHE_DIR  root of the caches (default: the user cache folder, e.g. ~/.cache/attn_lib)
   ATTN_LIB_MODEL_DIR  where the converted offline stand-in is kept (default: <cache>/models)
   ATTN_LIB_OFFLINE    1: never probe the network; GPT-2 then resolves to the offline stand-in
-  ATTN_LIB_ENGINE     auto (default: compiled numba kernels on CPU), torch (float64 tensor code) or numba
+  ATTN_LIB_ENGINE     auto (default: the compiled numba kernels of attn_lib.accel on CPU), torch (float64 tensor
+                      code) or numba
   ATTN_LIB_MODEL      model the book's chapters load (default gpt2; the CLI takes --model)
   ATTN_LIB_PROFILE    grids the book's chapters use, paper (default) or quick (the CLI takes --profile)
   ATTN_LIB_TUNE_MALLOC  0: leave glibc's allocator settings alone (default: tuned when a model loads; see info)

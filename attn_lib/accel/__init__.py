@@ -194,7 +194,8 @@ def warm_up(bar) -> list[str]:
         return kernels.warm_up(lambda name: b.update(1))
 
 
-#: what this package registers, by metric name (``"warm_up"`` is not a metric; see :data:`attn_lib.metrics._engine.ACCELERATED`).
+#: what this package registers, by metric name (``"warm_up"`` is not a metric; see
+#: :data:`attn_lib.metrics._engine.ACCELERATED`).
 IMPLEMENTATIONS = {
     "distance_metrics": distance_metrics,
     "topn_scan": topn_scan,

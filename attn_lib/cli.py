@@ -151,6 +151,7 @@ def _cmd_info(args) -> int:
     import torch  # lazy, with the three below (all import torch): `attn-lib --help` stays fast
     import transformers
 
+    from . import metrics  # with torch (lazy, as below)
     from .corpus import available_texts
     from .models import (
         STANDIN_NAME,
@@ -191,6 +192,7 @@ def _cmd_info(args) -> int:
     print(f"cache: {c['cache_dir']} ({format_bytes(c['cache_bytes'])}; set ATTN_LIB_CACHE_DIR to move it)")
     print(f"  models:  {c['model_dir']} ({format_bytes(c['model_bytes'])}; ATTN_LIB_MODEL_DIR)")
     print(f"  results: {c['results_dir']} ({format_bytes(c['results_bytes'])})")
+    print(f"accelerators: {metrics.accelerators()}")
     settings = process.state()
     print(f"memory allocator: {settings['allocator']}")
     print(f"OpenMP threads waiting: {settings['openmp']}")
@@ -357,7 +359,8 @@ _ENV_HELP = """environment variables:
   ATTN_LIB_CACHE_DIR  root of the caches (default: the user cache folder, e.g. ~/.cache/attn_lib)
   ATTN_LIB_MODEL_DIR  where the converted offline stand-in is kept (default: <cache>/models)
   ATTN_LIB_OFFLINE    1: never probe the network; GPT-2 then resolves to the offline stand-in
-  ATTN_LIB_ENGINE     auto (default: compiled numba kernels on CPU), torch (float64 tensor code) or numba
+  ATTN_LIB_ENGINE     auto (default: the compiled numba kernels of attn_lib.accel on CPU), torch (float64 tensor
+                      code) or numba
   ATTN_LIB_MODEL      model the book's chapters load (default gpt2; the CLI takes --model)
   ATTN_LIB_PROFILE    grids the book's chapters use, paper (default) or quick (the CLI takes --profile)
   GOMP_SPINCOUNT, GLIBC_TUNABLES  process settings, as --tune-process makes them (see info)

@@ -127,8 +127,8 @@ def main(argv=None) -> None:
 
     import torch
 
-    from attn_lib import _kernels
     from attn_lib import metrics as M
+    from attn_lib.accel import kernels
 
     jobs = _jobs(_layer(args.heads, args.length, args.dim, seed=0))
     ctx = contextlib.nullcontext if args.plain else M.block_parallel
@@ -137,7 +137,7 @@ def main(argv=None) -> None:
             fn()
     print(
         f"layer ({args.heads}, {args.length}, {args.length}), d = {args.dim}; cpus: {os.cpu_count()}; "
-        f"torch threads: {torch.get_num_threads()}; numba: {_kernels.threading_info()}; "
+        f"torch threads: {torch.get_num_threads()}; numba: {kernels.threading_info()}; "
         f"load average: {os.getloadavg()}; {'plain calls' if args.plain else 'inside metrics.block_parallel'}; "
         f"OpenMP threads waiting: {attn_lib.process.state()['openmp']}"
     )

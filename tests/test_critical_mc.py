@@ -12,14 +12,13 @@ import pytest
 import torch
 from scipy.stats import ks_2samp
 
-from attn_lib import _kernels
 from attn_lib import experiments as E
 from attn_lib import metrics as M
 from attn_lib import theory as T
 from attn_lib.experiments.critical import CriticalAnalysis
 from attn_lib.metrics import montecarlo as MC
 
-needs_numba = pytest.mark.skipif(not _kernels.available(), reason="numba not importable")
+needs_numba = pytest.mark.skipif(M.accelerated("expected_distance_mc_scan") is None, reason="no accelerator (numba)")
 
 
 def _layer(H=3, L=12, d=4, seed=0, mask=None):
@@ -291,11 +290,13 @@ def test_the_paper_profile_stratifies_and_gives_the_short_rows_more_orders():
 
 @needs_numba
 def test_the_kernel_checks_the_shape_of_its_stratum_tokens():
+    from attn_lib.accel import kernels
+
     ld = _layer(H=2, L=8)
     args = (ld.alpha.numpy(), ld.gram.numpy(), M.mc_permutations(ld.mask[0][[3, 7]], 2, 0).numpy())
     t = torch.broadcast_to(ld.t, (2, 8)).numpy()
     with pytest.raises(ValueError, match=r"pick must have shape \(H, R\) = \(2, 2\)"):
-        _kernels.mc_scan_prefix(*args, t, np.array([3, 7]), 1, 2, pick=np.zeros((1, 2), dtype=np.int64))
+        kernels.mc_scan_prefix(*args, t, np.array([3, 7]), 1, 2, pick=np.zeros((1, 2), dtype=np.int64))
 
 
 def test_critical_n_rejects_a_bad_sample_count(tiny_gpt2):
@@ -328,8 +329,8 @@ def test_control_variate_is_unbiased_and_reports_its_standard_error(engine):
     """The control-variate estimator has the exact expectation (its mean over 120 seeds is within 4.5 standard errors
     of the enumerated E[d~] in every cell), the standard error it reports matches the spread of its estimates over
     seeds, and on this layer its spread is smaller than the plain estimator's."""
-    if engine == "numba" and not _kernels.available():
-        pytest.skip("numba not importable")
+    if engine == "numba" and M.accelerated("expected_distance_mc_scan") is None:
+        pytest.skip("no accelerator (numba)")
     ld = _layer(H=2, L=10, d=3, seed=0)
     rows, n_values = [6, 9], list(range(1, 6))
     exact = _exact(ld, rows, n_values)
@@ -376,8 +377,8 @@ def test_stratified_estimator_is_unbiased_and_reports_its_standard_error(engine,
     standard errors of the enumerated E[d~] in every cell, the reported standard error matches the spread over
     seeds, and the spread is below the plain estimator's with as many orders (2K: the plain spread at K over
     sqrt(2))."""
-    if engine == "numba" and not _kernels.available():
-        pytest.skip("numba not importable")
+    if engine == "numba" and M.accelerated("expected_distance_mc_scan") is None:
+        pytest.skip("no accelerator (numba)")
     ld = _layer(H=2, L=10, d=3, seed=0)
     rows, n_values = [6, 9], list(range(1, 6))
     exact = _exact(ld, rows, n_values)

@@ -117,7 +117,7 @@ def _imports(path: Path):
 
 
 def test_no_module_of_the_package_imports_a_private_name():
-    # a private *module* of attn_lib (``_validation``, ``_kernels``) is a layer used through its public names
+    # a private *module* of attn_lib (``_validation``, ``_engine``) is a layer used through its public names
     for path in PACKAGE.glob("*.py"):
         for node in _imports(path):
             if node.module is None:

@@ -356,8 +356,7 @@ def test_warm_up_of_some_kernels_and_the_parallel_warm_up_tool(tmp_path):
     import sys
     from pathlib import Path
 
-    from attn_lib import _kernels as K
-
+    K = pytest.importorskip("attn_lib.accel.kernels", reason="numba not importable")
     with pytest.raises(ValueError, match=r"names must be kernels of .*\['no_such'\]"):
         K.warm_up(names=["no_such"])
     with pytest.raises(ValueError, match="names must be a list of kernel names .*got the string 'order_prefix'"):
@@ -372,8 +371,6 @@ def test_warm_up_of_some_kernels_and_the_parallel_warm_up_tool(tmp_path):
         assert sorted(k for g in groups for k in g) == sorted(K.KERNELS) and len(groups) == min(n, len(K.KERNELS))
     two = [sum(tool.COMPILE_S[k] for k in g) for g in tool.split(list(K.KERNELS), 2)]
     assert max(two) <= 0.55 * sum(two)
-    if not K.available():
-        pytest.skip("numba not importable")
     assert K.warm_up(names=["sep_prefix", "scan_prefix"]) == ["scan_prefix", "sep_prefix"]  # in KERNELS' order
     r = subprocess.run(
         [sys.executable, str(root / "tools" / "warm_kernels.py"), "--processes", "2"],
@@ -391,10 +388,7 @@ def test_warm_up_of_some_kernels_and_the_parallel_warm_up_tool(tmp_path):
 
 def test_kernel_warm_up_compiles_what_the_runs_use(gpt2_small, monkeypatch):
     """The progress bar's "kernels" step is honest: after warm_up a whole run adds no compiled signature."""
-    from attn_lib import _kernels as K
-
-    if not K.available():
-        pytest.skip("numba not importable")
+    K = pytest.importorskip("attn_lib.accel.kernels", reason="numba not importable")
     monkeypatch.setattr(M.settings, "default_engine", "numba")
     assert K.warm_up() == list(K.KERNELS) and len(K.KERNELS) == 11
     dispatchers = [

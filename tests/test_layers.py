@@ -78,6 +78,31 @@ def test_import_attn_lib_loads_nothing_of_the_book():
     assert out == "[]", out
 
 
+def test_no_core_module_imports_the_accelerator():
+    """The compiled kernels of ``attn_lib/accel/`` register themselves through the entry-point group
+    ``attn_lib.accelerators``; no other module imports ``attn_lib.accel`` (the scan is the one above)."""
+    accel = PACKAGE / "accel"
+    core = sorted(p for p in PACKAGE.rglob("*.py") if accel not in p.parents)
+    assert len(core) > 20, f"the scan found only {len(core)} core modules"
+    offenders = {}
+    for path in core:
+        found = imported_modules(path.read_text(encoding="utf-8"), _package_of(path))
+        found = sorted(m for m in found if m == "attn_lib.accel" or m.startswith("attn_lib.accel."))
+        if found:
+            offenders[str(path.relative_to(PACKAGE.parent))] = found
+    assert not offenders, f"modules that import attn_lib.accel (look it up in metrics._engine instead): {offenders}"
+    assert imported_modules("from ..accel import kernels", "attn_lib.metrics") >= {"attn_lib.accel"}
+
+
+def test_import_attn_lib_loads_neither_the_accelerator_nor_numba():
+    code = (
+        "import sys, attn_lib, attn_lib.experiments, attn_lib.report; "
+        "print(sorted(m for m in sys.modules if m.startswith('attn_lib.accel') or m.split('.')[0] == 'numba'))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]", out
+
+
 def test_every_subpackage_is_installed():
     """``[tool.setuptools.packages.find]`` finds every folder of Python modules (a folder without ``__init__.py``
     would import from a checkout but be missing from the wheel)."""

@@ -128,7 +128,7 @@ def test_top_n_order_ties_go_to_lower_index():
 
 
 #: tolerance of each scan engine against the float64 naive scan: torch is float64 throughout; the numba kernel
-#: takes its square roots in float32 (relative error < 1.2e-7 by construction, see attn_lib._kernels)
+#: takes its square roots in float32 (relative error < 1.2e-7 by construction, see attn_lib.accel.kernels)
 SCAN_RTOL = {"torch": 1e-9, "numba": 1e-6}
 
 
@@ -361,7 +361,7 @@ def test_kernel_exp_is_accurate():
     """The vectorised exp of the sensitivity kernel: a few ulp against numpy where it matters, 0 below -708."""
     import numba
 
-    from attn_lib import _kernels as K
+    K = pytest.importorskip("attn_lib.accel.kernels", reason="numba not importable")
 
     f = numba.njit(lambda x: K._exp_nonpos(x))
     xs = np.concatenate([-np.linspace(0, 40, 4001), -np.linspace(40, 707.9, 2001), [-1e-300, -708.5, -1e4]])
@@ -584,10 +584,7 @@ def test_monte_carlo_seed_outside_the_generator_range_is_a_value_error(seed):
 def test_kth_smallest_of_the_order_kernel_is_the_value_np_partition_puts_at_k():
     """The selection inside ``order_prefix`` (replacing ``np.partition``, slow to compile): the same value at every k,
     on rows of distinct values, of few repeated values, of one value and of negated weights with signed zeros."""
-    from attn_lib import _kernels as K
-
-    if not K.available():
-        pytest.skip("numba not importable")
+    K = pytest.importorskip("attn_lib.accel.kernels", reason="numba not importable")
     rng = np.random.default_rng(0)
     rows = [rng.random(37), rng.integers(0, 3, 41).astype(float), np.full(16, 0.25), -np.r_[rng.random(9), 0.0, 0.0]]
     rows += [np.array([2.0]), np.arange(30.0)[::-1], np.arange(30.0)]

@@ -1,4 +1,4 @@
-"""Compile attn_lib's numba kernels into numba's on-disk cache, in several processes at once.
+"""Compile the numba kernels of attn_lib.accel into numba's on-disk cache, in several processes at once.
 
 A fresh clone has no numba cache, and compiling the kernels takes about 28 s of one core on the 2-core VM (38 s, 15 s
 of it ``order_prefix``, while that kernel used ``np.partition``). ``make test-unit`` runs this first, so that its
@@ -55,17 +55,17 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.processes < 1:
         ap.error(f"--processes must be an integer >= 1 (got {args.processes})")
-    from attn_lib import _kernels
-
-    if not _kernels.available():
-        print("warm_kernels: numba is not available; nothing to compile")
+    try:
+        from attn_lib.accel import kernels
+    except ImportError as exc:  # numba missing or broken: attn_lib runs its torch code, nothing to compile
+        print(f"warm_kernels: the accelerator does not import ({exc}); nothing to compile")
         return 0
     t0 = time.perf_counter()
-    code = "import sys; from attn_lib import _kernels; _kernels.warm_up(names=sys.argv[1:])"
-    jobs = [subprocess.Popen([sys.executable, "-c", code, *g]) for g in split(list(_kernels.KERNELS), args.processes)]
+    code = "import sys; from attn_lib.accel import kernels; kernels.warm_up(names=sys.argv[1:])"
+    jobs = [subprocess.Popen([sys.executable, "-c", code, *g]) for g in split(list(kernels.KERNELS), args.processes)]
     codes = [j.wait() for j in jobs]
     rc = next((1 for c in codes if c != 0), 0)  # a child killed by a signal returns a negative code
-    print(f"warm_kernels: {len(_kernels.KERNELS)} kernels in {len(jobs)} processes, {time.perf_counter() - t0:.1f} s")
+    print(f"warm_kernels: {len(kernels.KERNELS)} kernels in {len(jobs)} processes, {time.perf_counter() - t0:.1f} s")
     return rc
 
 

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import _kernels, capture
+from .. import capture
 from .. import metrics as M
 from .._validation import check_int, check_int_list
 from ..cache import make_key
@@ -143,19 +143,13 @@ class Progress:
 
 
 def warm_up_kernels(handle, prog: Progress) -> None:
-    """Compile the numba kernels before the pass when they will run (CPU, engine auto/numba), with a progress bar:
-    the first run compiles them (about 30 s), later runs load them from numba's disk cache."""
-    if (
-        not prog.enabled
-        or handle.device.type != "cpu"
-        or M.settings.default_engine == "torch"
-        or not _kernels.available()
-    ):
+    """Compile the accelerator's kernels before the pass when they will run (CPU, engine auto/numba), with a progress
+    bar: the first run compiles them (about 30 s), later runs load them from numba's disk cache."""
+    if not prog.enabled or handle.device.type != "cpu" or M.settings.default_engine == "torch":
         return
-    with prog.bar(
-        total=len(_kernels.KERNELS), desc="kernels (compiled on first use, then cached)", unit="kernel"
-    ) as bar:
-        _kernels.warm_up(lambda name: bar.update(1))
+    warm_up = M.accelerated("warm_up")
+    if warm_up is not None:
+        warm_up(lambda total: prog.bar(total=total, desc="kernels (compiled on first use, then cached)", unit="kernel"))
 
 
 def run_pass(

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from .. import _kernels as _kern
 from .. import metrics as M
 from .._validation import check_int, check_int_list, check_positive
 
@@ -124,10 +123,11 @@ def row_metrics(
     unit : bool
         Put every ``x_i`` on the unit sphere first (the separability convention, ``M = 1``).
     engine : {"auto", "numba", "torch"}
-        Where the sums over each row run once the products ``s . x_i`` are formed: the compiled
-        :func:`attn_lib._kernels.row_metrics` (``"auto"`` on CPU with numba, unless ``ATTN_LIB_ENGINE=torch``) or
-        float64 tensor code. Each distance is the same expression in both, so ``N_s/N`` is identical and d~, E1
-        agree to rounding (``tests/test_beyond.py::test_row_metrics_engines_agree``).
+        Where the sums over each row run once the products ``s . x_i`` are formed: the accelerator (the compiled
+        ``row_metrics`` of :mod:`attn_lib.accel`; ``"auto"`` on CPU when it is registered, unless
+        ``ATTN_LIB_ENGINE=torch``) or float64 tensor code (:func:`_row_sums`, the definition). Each distance is the
+        same expression in both, so ``N_s/N`` is identical and d~, E1 agree to rounding
+        (``tests/test_beyond.py::test_row_metrics_engines_agree``).
 
     Returns
     -------
@@ -137,7 +137,7 @@ def row_metrics(
     """
     w, V, vis = _checked_rows(weights, values, mask)
     ns = [check_int("n_values", n, low=1) for n in n_values]
-    numba = M.uses_numba(engine, M.kernels_apply(w.device, prefix=True))  # the kernel takes any visibility
+    impl = M.choose("row_metrics", engine, w.device.type == "cpu")  # the kernel takes any visibility
     if unit:
         V = V / torch.linalg.vector_norm(V, dim=-1, keepdim=True).clamp(min=1e-300)
     w = torch.where(vis, w, torch.zeros((), dtype=w.dtype))
@@ -164,9 +164,8 @@ def row_metrics(
         s = torch.einsum("hrcl,hld->hrcd", wv * top, V)
         sx = torch.einsum("hld,hrcd->hrcl", V, s)
         s_sq = (s * s).sum(-1, keepdim=True)
-        if numba:
-            sums = _kern.row_metrics(vis, rank, a_sq, w, sx, wzx[:, :, 0], z_sq[..., 0], s_sq[..., 0], t, nb)
-            d_tilde, e1, sep = (torch.from_numpy(x) for x in sums)
+        if impl is not None:
+            d_tilde, e1, sep = impl(vis, rank, a_sq, w, sx, wzx[:, :, 0], z_sq[..., 0], s_sq[..., 0], t, nb)
         else:
             d_tilde, e1, sep = _row_sums(a_sq4, wv, visv, top, sx, s_sq, wzx, z_sq4, t3, n_f)
         valid = t3 >= n_f + 1

@@ -15,8 +15,9 @@ Row ``r`` uses only its ``t_r`` visible tokens (``L_t = t``, Reading the paper, 
 metric is defined for a row only if ``t_r >= N + 1``; every function returns a ``valid`` mask, and entries of rows
 that do not qualify are ``0.0`` (never NaN). Aggregate with :func:`masked_mean`.
 
-One module per experiment; each public function checks its input, picks the engine (the compiled numba kernels of
-:mod:`attn_lib._kernels` on CPU with prefix masks, float64 torch code elsewhere) and calls a named implementation:
+One module per experiment; each public function checks its input and runs its torch code, the definition of the
+metric, or -- on CPU with prefix masks -- a faster implementation registered by an accelerator (:mod:`attn_lib.accel`,
+the compiled numba kernels, which the tests hold to the torch definitions; :mod:`~attn_lib.metrics._engine`):
 
 * :mod:`~attn_lib.metrics.layer` -- :class:`LayerData` (one layer, Gram matrix, top-``N`` order, row blocks),
   :func:`top_n_order`, :func:`masked_mean`;
@@ -30,9 +31,9 @@ One module per experiment; each public function checks its input, picks the engi
 * :mod:`~attn_lib.metrics.sensitivity` -- :func:`sensitivity_rows` (``g(T, eps)`` per row);
 * :mod:`~attn_lib.metrics.coverage` -- :func:`separable_sets` (each head's separable top-``N`` tokens) and
   :func:`coverage_metrics` (multi-head coverage of the head-averaged top-``N``);
-* :mod:`~attn_lib.metrics._engine` -- the engine choice (:func:`uses_numba`, :func:`kernels_apply`, also for the
-  compiled passes of :mod:`attn_lib.experiments`), the settings below, :func:`block_parallel`, :func:`coarse_threads`
-  and :func:`large_ops`.
+* :mod:`~attn_lib.metrics._engine` -- the registry of accelerated implementations and the engine choice
+  (:func:`accelerated`, :func:`choose`, :func:`accelerators`, also for :mod:`attn_lib.experiments`), the settings
+  below, :func:`block_parallel`, :func:`coarse_threads` and :func:`large_ops`.
 
 Settings: :data:`settings`, one plain :class:`Settings` object that every module reads at call time --
 ``default_engine`` (what ``engine="auto"`` means; environment variable ``ATTN_LIB_ENGINE``), ``block_elems`` and
@@ -46,13 +47,14 @@ from __future__ import annotations
 from ._engine import F64 as F64
 from ._engine import (
     Settings,
+    accelerated,
+    accelerators,
     block_parallel,
+    choose,
     coarse_threads,
     configure,
-    kernels_apply,
     large_ops,
     settings,
-    uses_numba,
 )
 from .coverage import CoverageRows, SeparableSets, coverage_metrics, separable_sets
 from .crossing import CrossingRows, crossing_metrics
@@ -92,8 +94,9 @@ __all__ = [
     "block_parallel",
     "coarse_threads",
     "large_ops",
-    "kernels_apply",
-    "uses_numba",
+    "accelerated",
+    "accelerators",
+    "choose",
     "unit_layer",
     "running_min_distance",
 ]

@@ -1,8 +1,15 @@
-"""How the metrics run: the tunable settings, the choice between the numba kernels and the float64 torch code, and
-the threading of row blocks and kernels.
+"""How the metrics run: the tunable settings, the registry of accelerated implementations and the choice between
+them and the torch definitions, and the threading of row blocks and kernels.
 
 The settings are one plain object, :data:`settings` (a :class:`Settings`), that every module of the package reads
 at call time; :func:`configure` changes some of them for a ``with`` block.
+
+Each metric is defined once, by its torch code (any device, float64). A faster implementation of a metric for CPU
+tensors and prefix masks may be registered under the metric's name in :data:`ACCELERATED` (:func:`register`); the
+metric then asks :func:`choose` whether to run it. The core never imports an accelerator: the packages named in the
+entry-point group ``attn_lib.accelerators`` (``attn_lib.accel``, the compiled numba kernels, in this project's
+``pyproject.toml``) are imported the first time an implementation is looked up, and register theirs on import; one
+that fails to import (numba missing or broken) leaves the torch definitions in use, and :func:`accelerators` says why.
 """
 
 from __future__ import annotations
@@ -10,13 +17,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import importlib.metadata
 import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
-from .. import _kernels as _kern
 from .._validation import check_choice, check_int, max_threads
 
 __all__ = [
@@ -25,8 +32,11 @@ __all__ = [
     "configure",
     "F64",
     "ENGINES",
-    "kernels_apply",
-    "uses_numba",
+    "ACCELERATED",
+    "register",
+    "accelerated",
+    "accelerators",
+    "choose",
     "kernel_threads",
     "block_parallel",
     "coarse_threads",
@@ -53,9 +63,10 @@ class Settings:
     Attributes
     ----------
     default_engine : {"auto", "numba", "torch"}
-        What ``engine="auto"`` means: ``"auto"`` (numba on CPU with prefix masks, torch elsewhere), or ``"torch"`` /
-        ``"numba"`` everywhere they apply. Initial value: the environment variable ``ATTN_LIB_ENGINE`` (e.g.
-        ``torch`` for float64 square roots in the critical-N scan), else ``"auto"``. Checked where it is used.
+        What ``engine="auto"`` means: ``"auto"`` (the registered accelerator, :data:`ACCELERATED`, on CPU with
+        prefix masks, torch elsewhere), or ``"torch"`` / ``"numba"`` everywhere they apply. Initial value: the
+        environment variable ``ATTN_LIB_ENGINE`` (e.g. ``torch`` for float64 square roots in the critical-N scan),
+        else ``"auto"``. Checked where it is used.
     block_elems : int
         Target number of float64 elements of one (H, rows, W) work block of the torch code (~4 MB): keeps memory
         bounded and the working set in cache.
@@ -64,7 +75,7 @@ class Settings:
         enough to stay in the L2 cache.
     kernel_d1_max_n : int
         Largest N for which the compiled distance kernel also computes d_1 of Theorem 1(a) (cost N t per row); above
-        it the running-maximum kernel :func:`attn_lib._kernels.d1_cummax` is cheaper.
+        it the running-maximum kernel ``d1_cummax`` of :mod:`attn_lib.accel` is cheaper.
     order_prefetch_div : int
         When the compiled top-N order runs, it keeps at least ``L // order_prefetch_div`` columns per row. The
         critical-N scan of both profiles goes up to ``N = L - 1``, so the default 1 sorts each row once, fully,
@@ -118,41 +129,94 @@ _WORKERS: int | None = None
 # ----------------------------------------------------------------------------------------------------------
 # engine choice
 # ----------------------------------------------------------------------------------------------------------
-def kernels_apply(device: torch.device, prefix: bool) -> bool:
-    """Whether the compiled kernels of :mod:`attn_lib._kernels` can run: CPU tensors, prefix masks (row ``r`` sees
-    tokens ``0..t_r-1``), numba importable."""
-    return device.type == "cpu" and prefix and _kern.available()
+#: the accelerated implementations, by the name of the metric they implement (see the module doc). Each takes the
+#: arguments its metric passes at the call of :func:`choose`'s result, and returns what the metric's torch code
+#: would, to 1e-9 relative (1e-6 for the scans' float32 square roots); ``tests/test_accel.py`` holds every entry to
+#: its metric's torch definition. ``"warm_up"`` is not a metric: ``warm_up(bar)`` compiles the implementations now,
+#: inside ``with bar(total) as b`` and calling ``b.update(1)`` after each.
+ACCELERATED: dict[str, Callable] = {}
+#: the entry-point group whose packages register accelerated implementations when imported.
+GROUP = "attn_lib.accelerators"
+#: what the discovery of :data:`GROUP` found: ``None`` before it ran, then ``{entry-point name: None if it loaded,
+#: else the reason it did not}``.
+_FOUND: dict[str, str | None] | None = None
 
 
-def uses_numba(engine: str, applies: bool, needs: str = "") -> bool:
-    """Validate ``engine`` and say whether the compiled kernel runs.
+def register(name: str, fn: Callable) -> None:
+    """Register ``fn`` as the accelerated implementation of the metric ``name`` (an accelerator calls this when it
+    is imported; a later registration of the same name replaces the earlier one)."""
+    if not callable(fn):
+        raise ValueError(f"register: fn must be callable (got {fn!r} for {name!r})")
+    ACCELERATED[name] = fn
+
+
+def _discover() -> dict[str, str | None]:
+    """Import every accelerator of :data:`GROUP` once, remembering which failed and why (ImportError only: any
+    other error in an accelerator is a bug and propagates)."""
+    global _FOUND
+    if _FOUND is None:
+        found = {}
+        for ep in importlib.metadata.entry_points(group=GROUP):
+            try:
+                ep.load()
+                found[ep.name] = None
+            except ImportError as exc:
+                found[ep.name] = f"{ep.name}: {type(exc).__name__}: {exc}"
+        _FOUND = found
+    return _FOUND
+
+
+def accelerated(name: str) -> Callable | None:
+    """The registered accelerated implementation of the metric ``name``, or ``None`` (the first call imports the
+    accelerators of :data:`GROUP`)."""
+    _discover()
+    return ACCELERATED.get(name)
+
+
+def accelerators() -> str:
+    """The accelerators in use, for ``attn-lib info``: e.g. ``"numba (10 metrics)"``, or ``"none: <why>"``."""
+    found = _discover()
+    loaded = [name for name, why in found.items() if why is None]
+    n = len(set(ACCELERATED) - {"warm_up"})
+    if loaded and n:
+        return f"{', '.join(loaded)} ({n} metrics: {', '.join(sorted(set(ACCELERATED) - {'warm_up'}))})"
+    reasons = [why for why in found.values() if why] or [
+        f"no installed package declares the entry-point group {GROUP!r} (pip install -e . registers attn_lib.accel)"
+    ]
+    return "none: " + "; ".join(reasons)
+
+
+def choose(name: str, engine: str, applies: bool, needs: str = "") -> Callable | None:
+    """Validate ``engine`` and return the accelerated implementation of the metric ``name`` that should run, or
+    ``None`` for its torch definition.
 
     Parameters
     ----------
+    name : str
+        The metric (a key of :data:`ACCELERATED`).
     engine : {"auto", "numba", "torch"}
-        The caller's ``engine`` argument. ``"auto"`` follows ``settings.default_engine`` and picks numba where it applies.
+        The caller's ``engine`` argument: ``"torch"`` the torch definition, ``"numba"`` the registered accelerator
+        (a ValueError if none is registered or it does not apply), ``"auto"`` follows ``settings.default_engine``
+        and picks the accelerator where it applies.
     applies : bool
-        Whether the kernel can run on this input (see :func:`kernels_apply`, plus any condition of the caller).
+        Whether an accelerator can run on this input: CPU tensors and prefix masks (row ``r`` sees tokens
+        ``0..t_r-1``), plus any condition of the caller.
     needs : str
         The caller's extra condition, for the error message (e.g. ``" and form='sum'"``).
-
-    Returns
-    -------
-    bool
-        ``True`` for the numba kernel, ``False`` for the float64 torch code.
     """
     check_choice("engine", engine, ENGINES)
     if engine == "auto":
         default = settings.default_engine
         if default not in ENGINES:
             raise ValueError(f"ATTN_LIB_ENGINE must be one of 'auto', 'numba', 'torch' (got {default!r})")
-        return default != "torch" and applies
-    if engine == "numba" and not applies:
+        engine = "torch" if default == "torch" else "auto"
+    impl = accelerated(name) if applies and engine != "torch" else None
+    if engine == "numba" and impl is None:
         raise ValueError(
             f"engine='numba' needs numba, a CPU layer and prefix masks (row r sees tokens 0..t_r-1)"
             f"{needs}; use engine='torch'"
         )
-    return engine == "numba"
+    return impl
 
 
 # ----------------------------------------------------------------------------------------------------------

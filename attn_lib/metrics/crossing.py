@@ -23,9 +23,8 @@ from typing import Any
 
 import torch
 
-from .. import _kernels as _kern
 from .._validation import check_int
-from ._engine import F64, coarse_threads, kernel_threads, kernels_apply, large_ops, uses_numba
+from ._engine import F64, choose, coarse_threads
 from .layer import as_real_tensor, bool_mask
 
 __all__ = ["CrossingRows", "crossing_metrics"]
@@ -85,9 +84,10 @@ def crossing_metrics(
         ``True`` = visible, broadcastable to ``(H, R, L)``; default: every position with a positive weight or
         ``weights > 0`` is visible (pass the mask when a visible weight may be exactly 0).
     engine : {"auto", "numba", "torch"}
-        ``"numba"`` (the default on CPU): the per-row sums in one compiled pass per ``N``
-        (:func:`attn_lib._kernels.crossing_rows`); ``"torch"``: float64 tensor code, on any device. The two agree to
-        rounding (``tests/test_critical.py::TestCrossingMetrics::test_crossing_engines_agree``).
+        ``"numba"`` (the default on CPU): the accelerator, the per-row sums in one compiled pass per ``N``
+        (``crossing_rows`` of :mod:`attn_lib.accel`); ``"torch"``: float64 tensor code, on any device, the
+        definition. The two agree to rounding
+        (``tests/test_critical.py::TestCrossingMetrics::test_crossing_engines_agree``).
 
     Returns
     -------
@@ -95,7 +95,7 @@ def crossing_metrics(
         Ties in the top-``N`` choice go to the lower index, as everywhere in :mod:`attn_lib.metrics`.
     """
     a, v, ns, vis = _crossing_inputs(weights, values, n_values, mask)
-    numba = uses_numba(engine, kernels_apply(a.device, prefix=True))  # the kernel takes any visibility
+    impl = choose("crossing_metrics", engine, a.device.type == "cpu")  # the kernel takes any visibility
     t = vis.sum(-1).amax(0)  # (R,)
     norms = v.square().sum(-1).sqrt()  # (H, L)
     z = a @ v  # (H, R, d)
@@ -109,42 +109,8 @@ def crossing_metrics(
     rank.scatter_(-1, order, torch.arange(a.shape[-1]).expand_as(order))
     zdotx = torch.einsum("hrd,hld->hrl", z, v)  # z . x_i
     parts = dict(a=a, v=v, vis=vis, rank=rank, norms=norms, z_norm=z_norm, a_norm=a_norm, zdotx=zdotx, t=t)
-    stacked = _crossing_numba(ns, **parts) if numba else _crossing_torch(ns, **parts)
+    stacked = (impl or _crossing_torch)(ns, **parts)
     return CrossingRows(n_values=ns, t=t, z_norm=z_norm, a_sum=a_sum, **stacked)
-
-
-def _crossing_numba(ns, *, a, v, vis, rank, norms, z_norm, a_norm, zdotx, t) -> dict:
-    """The per-``N`` results of :func:`crossing_metrics` by the compiled kernel: ``s_N`` for every ``N`` by two
-    batched products, then one fused pass per (head, row, N)."""
-    H, R, L = a.shape
-    n_t = torch.as_tensor(ns).view(1, 1, -1, 1)
-    top = (rank.unsqueeze(2) < n_t) & vis.unsqueeze(2)  # (H, R, n, L)
-    with large_ops():  # two products over every row and N: worth the workers' threads
-        s = ((a.unsqueeze(2) * top).view(H, R * len(ns), L) @ v).view(H, R, len(ns), -1)  # (H, R, n, d)
-        sdotx = (s.view(H, R * len(ns), -1) @ v.transpose(1, 2)).view(H, R, len(ns), L)
-    s2 = s.square().sum(-1)
-    d_tilde, e1, a_out = _kern.crossing_rows(
-        a.numpy(),
-        vis.numpy(),
-        rank.numpy(),
-        norms.numpy(),
-        sdotx.numpy(),
-        zdotx.numpy(),
-        z_norm.square().numpy(),
-        s2.numpy(),
-        t.numpy(),
-        ns,
-        threads=kernel_threads(),
-    )
-    valid = (t.view(-1, 1) >= torch.as_tensor(ns).view(1, -1) + 1).unsqueeze(0).expand(H, R, len(ns))
-    zero = torch.zeros((), dtype=F64)
-    return dict(
-        valid=valid,
-        d_tilde=torch.from_numpy(d_tilde),
-        e1=torch.from_numpy(e1),
-        s_norm=torch.where(valid, s2.sqrt(), zero),
-        a_out=torch.from_numpy(a_out),
-    )
 
 
 def _crossing_torch(ns, *, a, v, vis, rank, norms, z_norm, a_norm, zdotx, t) -> dict:

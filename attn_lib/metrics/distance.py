@@ -8,9 +8,9 @@ Everything comes from the per-head Gram matrix :math:`G = VV^\top` of :class:`~a
 
 and for E1, :math:`\|(1+p)a_i-pz\|^2=(1+p)^2\alpha_i^2G_{ii}-2p(1+p)\alpha_i(z\cdot x_i)+p^2\|z\|^2`.
 
-:func:`distance_metrics` checks its input and runs :func:`_distance_numba` (compiled per-row sums) or
-:func:`_distance_torch` (float64 tensor code in row blocks, :func:`_distance_block`); d_max's ``d_1`` comes from
-the kernel or from :func:`_d1_and_norm`.
+:func:`distance_metrics` checks its input and runs :func:`_distance_torch` (float64 tensor code in row blocks,
+:func:`_distance_block`; d_max's ``d_1`` from :func:`_d1_and_norm`), the definition of these quantities, or on CPU
+the accelerated ``"distance_metrics"`` (:mod:`attn_lib.metrics._engine`), which ``tests/test_accel.py`` holds to it.
 """
 
 from __future__ import annotations
@@ -22,10 +22,9 @@ from typing import Any
 
 import torch
 
-from .. import _kernels as _kern
 from .._validation import check_choice
 from . import _engine
-from ._engine import F64, coarse_threads, kernel_threads, run_blocks, uses_numba
+from ._engine import F64, choose, coarse_threads, run_blocks
 from .layer import LayerData, as_layer, check_n
 
 __all__ = ["DistanceRows", "distance_metrics"]
@@ -155,9 +154,9 @@ def distance_metrics(
     with_dmax : bool
         Also compute ``d1``, ``max_norm`` and ``d_max``.
     engine : {"auto", "numba", "torch"}
-        ``"numba"``: the per-row sums by the compiled :func:`attn_lib._kernels.dist_prefix` (CPU, prefix masks,
-        ``form="sum"``; float64, same formulas); ``"torch"``: tensor operations (any device, mask and form);
-        ``"auto"`` (default): numba where it applies.
+        ``"numba"``: the per-row sums by the accelerator (the compiled ``dist_prefix`` of :mod:`attn_lib.accel`;
+        CPU, prefix masks, ``form="sum"``; float64, same formulas); ``"torch"``: tensor operations (any device,
+        mask and form); ``"auto"`` (default): the accelerator where it applies.
 
     Returns
     -------
@@ -166,10 +165,11 @@ def distance_metrics(
     """
     ld, N, p = as_layer(layer, values, mask), check_n(N), check_p(p)
     check_choice("form", form, ["sum", "vector"])
-    use_numba = uses_numba(engine, ld.kernels_apply and form == "sum", " and form='sum'")
+    impl = choose("distance_metrics", engine, ld.kernels_apply and form == "sum", " and form='sum'")
     order = ld.order(min(N, ld.L))  # (H, L, N)
-    if use_numba:
-        sums, d1_and_norm = _distance_numba(ld, N, p, order, with_dmax)
+    if impl is not None:  # the six sums of _SUMS, in order, and (d_1, max_norm) if with_dmax and a row is valid
+        sums, d1_and_norm = impl(ld, N, p, order, with_dmax)
+        sums = dict(zip(_SUMS, sums, strict=True))
     else:
         sums, d1_and_norm = _distance_torch(ld, N, p, order, form), None
     if with_dmax and d1_and_norm is None:
@@ -198,45 +198,6 @@ def _distance_rows(
         if value is not None:
             setattr(res, name, torch.where(valid, value, zero))
     return res
-
-
-# ----------------------------------------------------------------------------------------------------------
-# numba engine
-# ----------------------------------------------------------------------------------------------------------
-def _distance_numba(
-    ld: LayerData, N: int, p: str | float, order: torch.Tensor, with_dmax: bool
-) -> tuple[dict, tuple[torch.Tensor, torch.Tensor] | None]:
-    """The six per-row sums by :func:`attn_lib._kernels.dist_prefix`, and ``(d_1, max_norm)`` by a kernel when
-    ``with_dmax`` (``None`` when no row is valid: ``N >= L``)."""
-    H, L = ld.H, ld.L
-    sums = {name: torch.zeros(H, L, dtype=F64, device=ld.device) for name in _SUMS}
-    if N >= L:
-        return sums, None
-    counts = torch.broadcast_to(ld.t, (H, L)).numpy()
-    z_dot_x, z_sq = ld.zdot()
-    # d_1 in the kernel costs N t per row: cheaper than the running-maximum kernel for small N
-    d1_in_kernel = with_dmax and N <= _engine.settings.kernel_d1_max_n
-    out = _kern.dist_prefix(
-        ld.alpha.numpy(),
-        ld.gram.numpy(),
-        ld.values.numpy(),
-        order.numpy(),
-        z_dot_x.numpy(),
-        z_sq.numpy(),
-        counts,
-        N,
-        p,
-        with_d1=d1_in_kernel,
-        threads=kernel_threads(),
-    )
-    for i, name in enumerate(_SUMS):
-        sums[name] = torch.from_numpy(out[i])
-    if d1_in_kernel:
-        return sums, (torch.from_numpy(out[6]), torch.from_numpy(out[7]))
-    if with_dmax:
-        d1, max_norm = _kern.d1_cummax(ld.gram.numpy(), order.numpy(), counts, N, threads=kernel_threads())
-        return sums, (torch.from_numpy(d1), torch.from_numpy(max_norm))
-    return sums, None
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -15,11 +15,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from .. import _kernels as _kern
 from .. import normalizers as _nz
 from .._validation import check_int, check_positive
 from . import _engine
-from ._engine import F64, coarse_threads, kernel_threads, kernels_apply, large_ops, uses_numba
+from ._engine import F64, choose, coarse_threads, large_ops
 
 __all__ = ["LayerData", "as_layer", "top_n_order", "masked_mean"]
 
@@ -242,8 +241,9 @@ class LayerData:
 
     @property
     def kernels_apply(self) -> bool:
-        """Whether the compiled kernels can run on this layer (CPU, prefix masks, numba importable)."""
-        return kernels_apply(self.device, self.prefix)
+        """Whether an accelerated implementation (:mod:`attn_lib.metrics._engine`) may run on this layer: CPU
+        tensors and prefix masks."""
+        return self.device.type == "cpu" and self.prefix
 
     def zdot(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The products with the weighted sum ``z = sum_i a_i`` of each row (cached).
@@ -279,14 +279,12 @@ class LayerData:
         n = min(check_n(n, "n"), self.L)
         if self._order is None or self._order.shape[-1] < n:
             n_keep = max(n, min(self.L, 8))
-            if uses_numba("auto", self.kernels_apply):  # compiled sort
+            impl = choose("top_n_order", "auto", self.kernels_apply)
+            if impl is not None:  # an accelerated sort, as top_n_order(alpha, n_keep, mask)
                 # selecting more columns costs little: keep enough for every later request of the experiments
                 if _engine.settings.order_prefetch_div:
                     n_keep = max(n_keep, self.L // _engine.settings.order_prefetch_div)
-                counts = torch.broadcast_to(self.t, (self.H, self.L))
-                self._order = torch.from_numpy(
-                    _kern.order_prefix(self.alpha.numpy(), counts.numpy(), n_keep, threads=kernel_threads())
-                )
+                self._order = impl(self.alpha, torch.broadcast_to(self.t, (self.H, self.L)), n_keep)
             else:
                 self._order = top_n_order(self.alpha, n_keep, self.mask)
         return self._order[..., :n]
@@ -367,7 +365,8 @@ def top_n_order(alpha: torch.Tensor, n: int, mask: torch.Tensor | None = None) -
     :func:`attn_lib.theory.top_n_indices`); masked positions rank below every visible one, lowest index first.
 
     Uses ``torch.topk`` and repairs ties: inside the selection by a stable re-sort, at the selection boundary by
-    a full stable sort of the few affected rows.
+    a full stable sort of the few affected rows. The definition of the order: :meth:`LayerData.order`'s accelerated
+    sort (``"top_n_order"`` of :mod:`attn_lib.accel`) is held to it by ``tests/test_accel.py``.
 
     Parameters
     ----------

@@ -1,16 +1,16 @@
 r"""Monte-Carlo :math:`\mathbb E[\tilde d]` under uniformly random ``N``-subsets (Eq. 8), the ground truth that E1
 and E2 approximate. Reading the paper, §Expectation forms.
 
-:func:`expected_distance_mc` (one ``N``) checks its input and runs :func:`_mc_numba` (the compiled
-:func:`attn_lib._kernels.mc_prefix` on the subsets of :func:`_mc_subsets`) or :func:`_mc_torch`; both draw the same
-subsets.
+:func:`expected_distance_mc` (one ``N``) checks its input and runs :func:`_mc_torch`, the definition, or on CPU
+the accelerated ``"expected_distance_mc"`` (the compiled ``mc_prefix`` of :mod:`attn_lib.accel`, on the subsets of
+:func:`_mc_subsets`, held to it by ``tests/test_accel.py``); both draw the same subsets.
 
 :func:`expected_distance_mc_scan` (every ``N`` of a range at once, for the critical-N scan, Reading the paper,
 §The critical N) draws ``K`` random orders of each row's visible tokens (:func:`mc_permutations`) and takes the
 prefixes of length ``N`` as the subsets: adding one token to a subset updates ``s . x_i`` and ``||s||^2`` from one
 row of the Gram matrix, so all ``N`` cost ``O(K t^2)`` per row instead of ``O(K t d)`` for each ``N``. It runs
-:func:`_mc_scan_numba` (the compiled :func:`attn_lib._kernels.mc_scan_prefix`) or :func:`_mc_scan_torch`, on the
-same orders. With the same ``seed``, rows, ``n_samples`` and a row set ending at the layer's last row, the prefix
+:func:`_mc_scan_torch`, the definition, or the accelerated ``"expected_distance_mc_scan"`` (the compiled
+``mc_scan_prefix``), on the same orders. With the same ``seed``, rows, ``n_samples`` and a row set ending at the layer's last row, the prefix
 of length ``N`` is exactly the subset :func:`expected_distance_mc` draws at that ``N``.
 
 Variance reduction
@@ -43,10 +43,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .. import _kernels as _kern
 from .._validation import check_int, check_seed, check_size
 from . import _engine
-from ._engine import F64, coarse_threads, kernel_threads, uses_numba
+from ._engine import F64, choose, coarse_threads
 from .layer import LayerData, as_layer, check_n, check_rows
 
 __all__ = ["MCRows", "MCScanRows", "expected_distance_mc", "expected_distance_mc_scan", "mc_permutations"]
@@ -103,8 +102,9 @@ def expected_distance_mc(
     seed : int
         Seed of the subsets, ``>= 0``.
     engine : {"auto", "numba", "torch"}
-        ``"numba"`` (CPU, prefix masks: the compiled :func:`attn_lib._kernels.mc_prefix`, ``O(K t min(N, d))``
-        per row, same subsets, float64), ``"torch"`` (any device or mask), ``"auto"`` (numba where it applies).
+        ``"numba"`` (CPU, prefix masks: the accelerator, the compiled ``mc_prefix`` of :mod:`attn_lib.accel`,
+        ``O(K t min(N, d))`` per row, same subsets, float64), ``"torch"`` (any device or mask), ``"auto"`` (the
+        accelerator where it applies).
 
     Returns
     -------
@@ -120,33 +120,19 @@ def expected_distance_mc(
     if ld.mask.shape[0] != 1 and not bool((ld.mask == ld.mask[:1]).all()):
         raise ValueError("expected_distance_mc needs the same mask for every head")
     valid = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, rows.to(ld.device)] >= N + 1
-    if uses_numba(engine, ld.kernels_apply) and rows.numel() and N < ld.L:
-        mean, stderr = _mc_numba(ld, N, rows, n_samples, seed)
+    impl = choose("expected_distance_mc", engine, ld.kernels_apply)
+    if impl is not None and rows.numel() and N < ld.L:
+        # the subsets depend only on (seed, rows, t, N, K, L): drawn once, shared by every layer
+        counts = ld.t[0, rows]
+        mean, stderr = impl(
+            ld, rows, _mc_subsets(seed, tuple(rows.tolist()), tuple(counts.tolist()), ld.L, N, n_samples)
+        )
     else:
         mean, stderr = _mc_torch(ld, N, rows, n_samples, seed)
     zero = torch.zeros((), dtype=F64, device=ld.device)
     return MCRows(
         N=N, rows=rows, mean=torch.where(valid, mean, zero), stderr=torch.where(valid, stderr, zero), valid=valid
     )
-
-
-def _mc_numba(
-    ld: LayerData, N: int, rows: torch.Tensor, n_samples: int, seed: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(mean, stderr)`` ``(H, R)`` by the compiled kernel; the subsets depend only on ``(seed, rows, t, N, K, L)``:
-    drawn once (:func:`_mc_subsets`), shared by every layer."""
-    counts = ld.t[0, rows]
-    subsets = _mc_subsets(seed, tuple(rows.tolist()), tuple(counts.tolist()), ld.L, N, n_samples)
-    mean, stderr = _kern.mc_prefix(
-        ld.alpha.numpy(),
-        ld.gram.numpy(),
-        ld.values.numpy(),
-        torch.broadcast_to(ld.t, (ld.H, ld.L)).numpy(),
-        rows.numpy(),
-        subsets.numpy(),
-        threads=kernel_threads(),
-    )
-    return torch.from_numpy(mean), torch.from_numpy(stderr)
 
 
 def _mc_torch(
@@ -275,9 +261,10 @@ def expected_distance_mc_scan(
     seed : int
         Seed of the orders, in the generator's range (``0 <= seed < 2**64``).
     engine : {"auto", "numba", "torch"}
-        ``"numba"`` (CPU, prefix masks: the compiled :func:`attn_lib._kernels.mc_scan_prefix`, float64 state,
-        square roots in float32 as in the critical-N scan: relative error below ``1.2e-7``), ``"torch"`` (any
-        device or mask, float64 throughout), ``"auto"`` (numba where it applies). Both use the same orders.
+        ``"numba"`` (CPU, prefix masks: the accelerator, the compiled ``mc_scan_prefix`` of :mod:`attn_lib.accel`,
+        float64 state, square roots in float32 as in the critical-N scan: relative error below ``1.2e-7``),
+        ``"torch"`` (any device or mask, float64 throughout), ``"auto"`` (the accelerator where it applies). Both
+        use the same orders.
     control_variate : bool
         Subtract the control variate from every sample (module doc; default ``False``: the plain mean).
     stratify : bool
@@ -294,17 +281,16 @@ def expected_distance_mc_scan(
         ld, n_min, n_max, rows, n_samples, seed, control_variate=control_variate, stratify=stratify
     )
     n_values = torch.arange(n_min, n_max + 1, device=ld.device)
-    counts = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, rows.to(ld.device)]  # (H, R)
-    valid = counts.unsqueeze(-1) >= n_values.view(1, 1, -1) + 1
-    numba = uses_numba(engine, ld.kernels_apply) and bool(rows.numel())
+    valid = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, rows.to(ld.device), None] >= n_values.view(1, 1, -1) + 1
+    impl = choose("expected_distance_mc_scan", engine, ld.kernels_apply)
+    impl = impl if rows.numel() else None
     visible = ld.mask[0][rows.to(ld.device)].cpu()
     if stratify:
         perm = mc_permutations(visible, 2 * n_samples, seed)
-        mean, stderr = _mc_scan_stratified(ld, n_min, n_max, rows, perm, control_variate, numba)
+        mean, stderr = _mc_scan_stratified(ld, n_min, n_max, rows, perm, control_variate, impl)
     else:
         perm = mc_permutations(visible, n_samples, seed)
-        scan = _mc_scan_numba if numba else _mc_scan_torch
-        mean, stderr = scan(ld, n_min, n_max, rows, perm, control_variate)
+        mean, stderr = (impl or _mc_scan_torch)(ld, n_min, n_max, rows, perm, control_variate)
     zero = torch.zeros((), dtype=F64, device=ld.device)
     return MCScanRows(
         n_values=np.arange(n_min, n_max + 1),
@@ -387,20 +373,21 @@ def _move_token(perm: torch.Tensor, token: torch.Tensor, t: torch.Tensor, first:
 
 
 def _mc_scan_stratified(
-    ld: LayerData, n_min: int, n_max: int, rows: torch.Tensor, perm: torch.Tensor, control_variate: bool, numba: bool
+    ld: LayerData, n_min: int, n_max: int, rows: torch.Tensor, perm: torch.Tensor, control_variate: bool, impl
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(mean, stderr)`` ``(H, R, n)`` stratified on each head's largest weight: the first half of the orders
     ``perm`` ``(R, 2K, W)`` with that token first, the second half with it last (see
-    :func:`expected_distance_mc_scan`). The kernel moves the token itself, for every head in one call per half;
-    the torch path moves it by :func:`_move_token`, head by head (the same orders)."""
+    :func:`expected_distance_mc_scan`). The accelerated ``impl`` (``None``: the torch code) moves the token itself
+    (``pick``, ``first``), for every head in one call per half; the torch path moves it by :func:`_move_token`,
+    head by head (the same orders)."""
     K = perm.shape[1] // 2
     dev = ld.device
     t = torch.broadcast_to(ld.t, (ld.H, ld.L))[0, rows.to(dev)].cpu()  # (R,), the same for every head
     p = (torch.arange(n_min, n_max + 1, dtype=F64).view(1, -1) / t.to(F64).view(-1, 1)).to(dev)  # (R, n)
     top = ld.alpha[:, rows.to(dev)].argmax(-1).cpu()  # (H, R), first maximum: ties to the lower index
-    if numba:
+    if impl is not None:
         halves = [
-            _mc_scan_numba(ld, n_min, n_max, rows, part, control_variate, pick=top, first=first)
+            impl(ld, n_min, n_max, rows, part, control_variate, pick=top, first=first)
             for first, part in ((True, perm[:, :K]), (False, perm[:, K:]))
         ]
     else:
@@ -418,36 +405,6 @@ def _mc_scan_stratified(
     mean = p * m_in + (1 - p) * m_out
     stderr = (p.square() * se_in.square() + (1 - p).square() * se_out.square()).sqrt()
     return mean, stderr
-
-
-def _mc_scan_numba(
-    ld: LayerData,
-    n_min: int,
-    n_max: int,
-    rows: torch.Tensor,
-    perm: torch.Tensor,
-    control_variate: bool = False,
-    *,
-    pick: torch.Tensor | None = None,
-    first: bool = True,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(mean, stderr)`` ``(H, R, n)`` by the compiled kernel (prefix masks: an order's first ``t`` entries are the
-    row's columns ``0..t-1``); with ``pick`` ``(H, R)``, one stratum of :func:`_mc_scan_stratified` (that token
-    first, or last with ``first=False``)."""
-    mean, stderr = _kern.mc_scan_prefix(
-        ld.alpha.numpy(),
-        ld.gram.numpy(),
-        perm.numpy(),
-        torch.broadcast_to(ld.t, (ld.H, ld.L)).numpy(),
-        rows.numpy(),
-        n_min,
-        n_max,
-        threads=kernel_threads(),
-        control_variate=control_variate,
-        pick=None if pick is None else pick.numpy(),
-        first=first,
-    )
-    return torch.from_numpy(mean), torch.from_numpy(stderr)
 
 
 def _cv_terms(ld: LayerData, rows_block: torch.Tensor, W: int) -> tuple[torch.Tensor, ...]:

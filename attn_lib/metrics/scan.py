@@ -5,10 +5,10 @@ Per row, adding the ``N``-th top token ``j`` updates ``c_i = s . x_i`` by ``alph
 :math:`\|s\|^2` by :math:`2\alpha_jc_j+\alpha_j^2G_{jj}`, so one step costs ``O(t)`` per row and the whole scan
 ``O(H L^2 n)`` -- not ``O(H L^2 d\,n)`` as recomputing ``s`` for every ``N`` would.
 
-:func:`topn_scan` checks its input and runs :func:`_scan_numba` (the fused kernel
-:func:`attn_lib._kernels.scan_prefix`) or :func:`_scan_torch` (row blocks, :func:`_scan_block`: the incremental
-d~ and E2 in :func:`_scan_distances`, E1 in :func:`_scan_e1`). :func:`naive_scan` is the non-incremental
-reference.
+:func:`topn_scan` checks its input and runs :func:`_scan_torch` (row blocks, :func:`_scan_block`: the incremental
+d~ and E2 in :func:`_scan_distances`, E1 in :func:`_scan_e1`), the definition, or on CPU the accelerated
+``"topn_scan"`` (the fused kernel ``scan_prefix`` of :mod:`attn_lib.accel`, held to it by ``tests/test_accel.py``).
+:func:`naive_scan` is the non-incremental reference.
 """
 
 from __future__ import annotations
@@ -20,10 +20,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from .. import _kernels as _kern
 from .._validation import check_int
 from . import _engine
-from ._engine import F64, coarse_threads, kernel_threads, run_blocks, uses_numba
+from ._engine import F64, choose, coarse_threads, run_blocks
 from .distance import check_p, distance_metrics, inclusion_probability
 from .layer import LayerData, as_layer, check_n, check_rows
 
@@ -88,8 +87,8 @@ def topn_scan(
     rows : sequence of int or tensor, optional
         Compute only these rows (integers in ``[0, L - 1]``); the others are 0 and not valid. Default: all rows.
     engine : {"auto", "numba", "torch"}
-        ``"numba"``: the fused compiled kernel :func:`attn_lib._kernels.scan_prefix` (CPU tensors, prefix masks
-        such as causal ones; square roots in float32, relative error below ``1.2e-7``, see that module);
+        ``"numba"``: the accelerator (the fused compiled kernel ``scan_prefix`` of :mod:`attn_lib.accel`; CPU
+        tensors, prefix masks such as causal ones; square roots in float32, relative error below ``1.2e-7``);
         ``"torch"``: tensor code (any device and mask, float64 throughout); ``"auto"`` (default): numba where it
         applies.
 
@@ -104,7 +103,7 @@ def topn_scan(
     n_min = check_int("n_min", n_min, low=1, high=max(1, ld.L - 1))
     n_max = check_int("n_max", n_max, low=n_min, high=max(n_min, ld.L - 1))
     p = check_p(p)
-    use_numba = uses_numba(engine, ld.kernels_apply)
+    impl = choose("topn_scan", engine, ld.kernels_apply)
     if rows is not None:
         rows = check_rows(rows, ld.L).to(ld.device)
     counts = torch.broadcast_to(ld.t, (ld.H, ld.L))
@@ -114,7 +113,13 @@ def topn_scan(
         requested = torch.zeros(ld.L, dtype=torch.bool, device=ld.device)
         requested[rows] = True
         valid = valid & requested.view(1, ld.L, 1)
-    scanned = _scan_numba(ld, n_min, n_max, p, rows) if use_numba else _scan_torch(ld, n_min, n_max, p, rows, valid)
+    if impl is None:
+        scanned = _scan_torch(ld, n_min, n_max, p, rows, valid)
+    else:  # d~, E1, E2 (H, R, n) of the requested rows (default all), zero where t < N + 1
+        rows = torch.arange(ld.L) if rows is None else rows
+        scanned = {name: torch.zeros(ld.H, ld.L, n_max - n_min + 1, dtype=F64) for name in _SCANNED}
+        for name, out in zip(_SCANNED, impl(ld, n_min, n_max, p, rows), strict=True):
+            scanned[name][:, rows] = out
     return ScanRows(n_values=np.arange(n_min, n_max + 1), valid=valid, **scanned)
 
 
@@ -136,37 +141,6 @@ def naive_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None
     per_n = [distance_metrics(ld, N=N, p=p, with_dmax=False) for N in range(n_min, n_max + 1)]
     stacked = {name: torch.stack([getattr(rows, name) for rows in per_n], -1) for name in ("valid",) + _SCANNED}
     return ScanRows(n_values=np.arange(n_min, n_max + 1), **stacked)
-
-
-# ----------------------------------------------------------------------------------------------------------
-# numba engine
-# ----------------------------------------------------------------------------------------------------------
-def _scan_numba(ld: LayerData, n_min: int, n_max: int, p: str | float, rows: torch.Tensor | None) -> dict:
-    """d~, E1, E2 ``(H, L, n)`` by the fused kernel :func:`attn_lib._kernels.scan_prefix` (zero where
-    ``t < N + 1`` and at rows not requested)."""
-    H, L = ld.H, ld.L
-    order = ld.order(min(n_max, L))
-    z_dot_x, z_sq = ld.zdot()
-    rows = torch.arange(L) if rows is None else rows
-    counts = torch.broadcast_to(ld.t, (H, L))
-    outs = _kern.scan_prefix(
-        ld.alpha.numpy(),
-        ld.gram.numpy(),
-        order.numpy(),
-        z_dot_x.numpy(),
-        z_sq.numpy(),
-        counts.numpy(),
-        rows.numpy(),
-        n_min,
-        n_max,
-        p,
-        threads=kernel_threads(),
-    )
-    scanned = {}
-    for name, out in zip(_SCANNED, outs, strict=True):
-        scanned[name] = torch.zeros(H, L, n_max - n_min + 1, dtype=F64)
-        scanned[name][:, rows] = torch.from_numpy(out)
-    return scanned
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 r"""Gradient sensitivity ``g(T, eps)`` per row (Algorithm 5): finite differences of softmax along one seeded unit
 direction per row, for a grid of temperatures and step sizes. Reading the paper, §Gradient sensitivity.
 
-:func:`sensitivity_rows` checks its input (:func:`_sensitivity_inputs`) and runs :func:`_sensitivity_numba` (the
-fused compiled :func:`attn_lib._kernels.sens_rows`) or :func:`_sensitivity_torch` (causal row blocks,
-:func:`_sensitivity_block`, all temperatures at once).
+:func:`sensitivity_rows` checks its input (:func:`_sensitivity_inputs`) and runs :func:`_sensitivity_torch` (causal
+row blocks, :func:`_sensitivity_block`, all temperatures at once), the definition, or on CPU the accelerated
+``"sensitivity_rows"`` (the fused compiled ``sens_rows`` of :mod:`attn_lib.accel`, held to it by
+``tests/test_accel.py``).
 """
 
 from __future__ import annotations
@@ -15,11 +16,10 @@ from typing import Any
 
 import torch
 
-from .. import _kernels as _kern
 from .. import jacobian as _jac
 from .._validation import check_positive
 from . import _engine
-from ._engine import F64, coarse_threads, kernel_threads, kernels_apply, run_blocks, uses_numba
+from ._engine import F64, choose, coarse_threads, run_blocks
 from .layer import as_real_tensor, bool_mask, check_rows
 
 __all__ = ["sensitivity_rows"]
@@ -62,9 +62,9 @@ def sensitivity_rows(
         directions are then drawn for the ``(H, len(rows), L)`` sub-array (seeded, so they depend on ``seed`` and
         ``rows`` only). Default: all ``R = L`` rows.
     engine : {"auto", "numba", "torch"}
-        ``"numba"`` (CPU, every row seeing a prefix of the tokens: the fused compiled
-        :func:`attn_lib._kernels.sens_rows` with a vectorised exponential), ``"torch"`` (any device or mask) or
-        ``"auto"`` (numba where it applies); float64 either way.
+        ``"numba"`` (CPU, every row seeing a prefix of the tokens: the accelerator, the fused compiled
+        ``sens_rows`` of :mod:`attn_lib.accel` with a vectorised exponential), ``"torch"`` (any device or mask) or
+        ``"auto"`` (the accelerator where it applies); float64 either way.
 
     Returns
     -------
@@ -80,8 +80,9 @@ def sensitivity_rows(
     cols = torch.arange(x.shape[-1], device=x.device)
     prefix_rows = bool((visible == (cols.view(1, 1, -1) < counts.view(1, -1, 1))).all())
     valid = visible.sum(-1) >= 2
-    if uses_numba(engine, kernels_apply(x.device, prefix_rows)):
-        g = _sensitivity_numba(x, directions, counts, temps, eps_list)
+    impl = choose("sensitivity_rows", engine, x.device.type == "cpu" and prefix_rows)
+    if impl is not None:  # rows i see columns 0..counts[i]-1
+        g = impl(x, directions, counts, temps, eps_list)
         return torch.where(valid, g, torch.zeros((), dtype=F64)), valid
     g = _sensitivity_torch(x, directions, visible, temps, eps_list)
     g = torch.where(valid, g, torch.zeros((), dtype=F64, device=x.device))
@@ -128,15 +129,6 @@ def _sensitivity_inputs(logits, temperatures, eps_values, mask, seed, direction,
     else:
         directions = _jac.random_directions(x.shape, visible.cpu(), seed=seed, dtype=F64, device=x.device)
     return x, visible, directions, temps, eps_list
-
-
-def _sensitivity_numba(
-    x: torch.Tensor, directions: torch.Tensor, counts: torch.Tensor, temps: list, eps_list: list
-) -> torch.Tensor:
-    """``g`` ``(nT, nE, H, R)`` by the fused kernel (rows ``i`` see columns ``0..counts[i]-1``)."""
-    return torch.from_numpy(
-        _kern.sens_rows(x.numpy(), directions.numpy(), counts.numpy(), temps, eps_list, threads=kernel_threads())
-    )
 
 
 def _sensitivity_torch(

@@ -2,9 +2,10 @@ r"""Geometric separability (Definition, Theorem 2; Algorithm 4) for every head a
 §Separability.
 
 :func:`separability_metrics` checks its input, puts the value vectors on a sphere (:func:`unit_layer`), takes the
-running minimum pairwise distance (:func:`running_min_distance`), runs :func:`_separability_numba` (the compiled
-:func:`attn_lib._kernels.sep_prefix`) or :func:`_separability_torch` (row blocks, :func:`_separability_block`) for
-``N_s/N`` and ``rho_min``, and evaluates Theorem 2's bounds (:func:`_theorem2_bounds`).
+running minimum pairwise distance (:func:`running_min_distance`), runs :func:`_separability_torch` (row blocks,
+:func:`_separability_block`), the definition of ``N_s/N`` and ``rho_min``, or on CPU the accelerated
+``"separability_metrics"`` (the compiled ``sep_prefix`` of :mod:`attn_lib.accel`, held to it by
+``tests/test_accel.py``), and evaluates Theorem 2's bounds (:func:`_theorem2_bounds`).
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .. import _kernels as _kern
 from .._validation import check_positive
-from ._engine import F64, coarse_threads, kernel_threads, run_blocks, uses_numba
+from ._engine import F64, choose, coarse_threads, run_blocks
 from .layer import LayerData, as_layer, check_n
 
 __all__ = ["SeparabilityRows", "separability_metrics", "unit_layer", "running_min_distance"]
@@ -84,8 +84,8 @@ def unit_layer(layer: LayerData, M: float = 1.0) -> LayerData:
 def running_min_distance(layer: LayerData) -> torch.Tensor:
     """``delta`` per (head, row): the minimum pairwise distance among the tokens visible to the row.
 
-    For prefix masks a running minimum over rows (compiled :func:`attn_lib._kernels.running_min_sq` where the
-    kernels apply); other masks row by row.
+    For prefix masks a running minimum over rows (on CPU the accelerated ``"running_min_distance"``, the compiled
+    ``running_min_sq`` of :mod:`attn_lib.accel`, held to the torch code below); other masks row by row.
 
     Parameters
     ----------
@@ -99,8 +99,9 @@ def running_min_distance(layer: LayerData) -> torch.Tensor:
     """
     H, L = layer.H, layer.L
     last = torch.broadcast_to(layer.last, (H, L)).clamp(min=0)
-    if uses_numba("auto", layer.kernels_apply):  # compiled, no (H, L, L) temporaries
-        running = torch.from_numpy(_kern.running_min_sq(layer.gram.numpy(), threads=kernel_threads()))
+    impl = choose("running_min_distance", "auto", layer.kernels_apply)
+    if impl is not None:  # min_{j < k <= c} ||x_j - x_k||^2 per column c, without (H, L, L) temporaries
+        running = impl(layer)
         running[:, 0] = math.inf
         min_sq = running.gather(1, last)
     else:
@@ -155,8 +156,8 @@ def separability_metrics(
     delta : torch.Tensor, optional
         ``(H, L)`` minimum pairwise distances; default :func:`running_min_distance` of the (normalised) layer.
     engine : {"auto", "numba", "torch"}
-        ``"numba"`` (CPU, prefix masks: compiled :func:`attn_lib._kernels.sep_prefix`), ``"torch"`` (any device or
-        mask) or ``"auto"`` (numba where it applies); float64 either way.
+        ``"numba"`` (CPU, prefix masks: the accelerator, the compiled ``sep_prefix`` of :mod:`attn_lib.accel`),
+        ``"torch"`` (any device or mask) or ``"auto"`` (the accelerator where it applies); float64 either way.
 
     Returns
     -------
@@ -166,15 +167,14 @@ def separability_metrics(
     ld = as_layer(layer, values, mask)
     N = check_n(N)
     M = check_positive("M", M)
-    use_numba = uses_numba(engine, ld.kernels_apply)
+    impl = choose("separability_metrics", engine, ld.kernels_apply)
     if normalize:
         ld = unit_layer(ld, M)
     valid = torch.broadcast_to(ld.t, (ld.H, ld.L)) >= N + 1
     if delta is None:
         delta = running_min_distance(ld)
     order = ld.order(min(N, ld.L))
-    impl = _separability_numba if use_numba else _separability_torch
-    fraction, rho_min = impl(ld, N, order)
+    fraction, rho_min = (impl or _separability_torch)(ld, N, order)
     lower, upper = _theorem2_bounds(ld.alpha.gather(-1, order), delta, rho_min, N, M)
     zero = torch.zeros((), dtype=F64, device=ld.device)
     return SeparabilityRows(
@@ -202,20 +202,6 @@ def _theorem2_bounds(
     ).clamp(min=-1.0)
     upper = torch.exp(-((xi - rho_min.unsqueeze(-1)).clamp(min=0) ** 2) / (2 * M * M)).mean(-1)
     return lower, upper
-
-
-def _separability_numba(ld: LayerData, N: int, order: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(N_s/N, rho_min)`` ``(H, L)`` by :func:`attn_lib._kernels.sep_prefix` (``rho_min`` 0 where no token is
-    outside the selection)."""
-    H, L = ld.H, ld.L
-    if N >= L:  # no valid row
-        return torch.zeros(H, L, dtype=F64), torch.zeros(H, L, dtype=F64)
-    counts = torch.broadcast_to(ld.t, (H, L))
-    fraction, rho = _kern.sep_prefix(
-        ld.alpha.numpy(), ld.gram.numpy(), ld.values.numpy(), order.numpy(), counts.numpy(), N, threads=kernel_threads()
-    )
-    rho = torch.from_numpy(rho)
-    return torch.from_numpy(fraction), torch.where(torch.isfinite(rho), rho, torch.zeros((), dtype=F64))
 
 
 def _separability_torch(ld: LayerData, N: int, order: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -37,12 +37,11 @@ from __future__ import annotations
 import math
 import threading
 
+import numba as _nb  # an ImportError here leaves attn_lib on its torch definitions (attn_lib.metrics._engine)
 import numpy as np
-
-try:  # numba is a dependency; the torch code paths remain for other devices and if it is broken
-    import numba as _nb
-except Exception:  # pragma: no cover - exercised only without numba
-    _nb = None
+from llvmlite import ir as _ir
+from numba.core import types as _nbt
+from numba.extending import intrinsic as _intrinsic
 
 #: numba's threading layer is numba's own choice (``omp`` here, GNU OpenMP) unless the environment variable
 #: ``NUMBA_THREADING_LAYER`` names one. ``omp`` spins at its barriers, for as long as ``GOMP_SPINCOUNT`` says, which
@@ -57,7 +56,6 @@ except Exception:  # pragma: no cover - exercised only without numba
 _LAUNCH = threading.Lock()
 
 __all__ = [
-    "available",
     "scan_prefix",
     "mc_prefix",
     "mc_scan_prefix",
@@ -93,15 +91,8 @@ KERNELS = (
 P_MODES = {"L-1": 0, "L": 1}
 
 
-def available() -> bool:
-    """Whether the compiled kernels can be used (numba importable)."""
-    return _nb is not None
-
-
 def threading_info() -> str:
     """numba's threading layer in use (or requested, before the first kernel runs) and its thread count."""
-    if _nb is None:  # pragma: no cover
-        return "numba not available"
     try:
         layer = _nb.threading_layer()
     except ValueError:  # no parallel kernel has run yet
@@ -897,54 +888,42 @@ def _sens_rows_py(x, v, t, invT, eps, out):
                 out[a, b, h, ri] = math.sqrt(acc) / eps[b]
 
 
-if _nb is not None:
-    from llvmlite import ir as _ir
-    from numba.core import types as _nbt
-    from numba.extending import intrinsic as _intrinsic
+@_intrinsic
+def _bits_to_f64(typingctx, b):
+    """Reinterpret an int64 as a float64 (for 2^k in :func:`_exp_nonpos_py`)."""
+    sig = _nbt.float64(_nbt.int64)
 
-    @_intrinsic
-    def _bits_to_f64(typingctx, b):
-        """Reinterpret an int64 as a float64 (for 2^k in :func:`_exp_nonpos_py`)."""
-        sig = _nbt.float64(_nbt.int64)
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], _ir.DoubleType())
 
-        def codegen(context, builder, signature, args):
-            return builder.bitcast(args[0], _ir.DoubleType())
+    return sig, codegen
 
-        return sig, codegen
 
-    _prange = _nb.prange
-    _FAST = {"reassoc", "contract", "nsz", "arcp"}
-    _scan_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_scan_prefix_py)
-    _mc_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_mc_prefix_py)
-    _mc_order = _nb.njit(cache=True, inline="always")(_mc_order_py)
-    _mc_scan_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_mc_scan_prefix_py)
-    _mc_cv_weights = _nb.njit(cache=True)(_mc_cv_weights_py)
-    _mc_scan_cv_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_mc_scan_cv_prefix_py)
-    _row_dots = _nb.njit(cache=True, fastmath=_FAST)(_row_dots_py)
-    _row_state = _nb.njit(cache=True, fastmath=_FAST)(_row_state_py)
-    _p_incl = _nb.njit(cache=True, inline="always")(_p_incl_py)
-    _dist_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_dist_prefix_py)
-    _sep_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_sep_prefix_py)
-    _running_min = _nb.njit(parallel=True, cache=True)(_running_min_py)
-    _exp_nonpos = _nb.njit(cache=True, inline="always", fastmath={"contract"})(_exp_nonpos_py)
-    _sens_rows = _nb.njit(parallel=True, cache=True, fastmath={"reassoc", "contract", "nsz"})(_sens_rows_py)
-    _kth_smallest = _nb.njit(cache=True)(_kth_smallest_py)
-    _order_prefix = _nb.njit(parallel=True, cache=True)(_order_prefix_py)
-    _d1_cummax = _nb.njit(parallel=True, cache=True)(_d1_cummax_py)
-    _crossing_rows = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_crossing_rows_py)
-    _row_metrics = _nb.njit(parallel=True, cache=True)(_row_metrics_py)
-else:  # pragma: no cover
-    _prange = range
-    _row_dots = _row_state = _p_incl = _scan_prefix = _mc_prefix = _mc_scan_prefix = _dist_prefix = None
-    _mc_cv_weights = _mc_scan_cv_prefix = _mc_order = None
-    _order_prefix = _sep_prefix = _running_min = _kth_smallest = None
-    _exp_nonpos = _sens_rows = _d1_cummax = _crossing_rows = _row_metrics = None
+_prange = _nb.prange
+_FAST = {"reassoc", "contract", "nsz", "arcp"}
+_scan_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_scan_prefix_py)
+_mc_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_mc_prefix_py)
+_mc_order = _nb.njit(cache=True, inline="always")(_mc_order_py)
+_mc_scan_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_mc_scan_prefix_py)
+_mc_cv_weights = _nb.njit(cache=True)(_mc_cv_weights_py)
+_mc_scan_cv_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_mc_scan_cv_prefix_py)
+_row_dots = _nb.njit(cache=True, fastmath=_FAST)(_row_dots_py)
+_row_state = _nb.njit(cache=True, fastmath=_FAST)(_row_state_py)
+_p_incl = _nb.njit(cache=True, inline="always")(_p_incl_py)
+_dist_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_dist_prefix_py)
+_sep_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_sep_prefix_py)
+_running_min = _nb.njit(parallel=True, cache=True)(_running_min_py)
+_exp_nonpos = _nb.njit(cache=True, inline="always", fastmath={"contract"})(_exp_nonpos_py)
+_sens_rows = _nb.njit(parallel=True, cache=True, fastmath={"reassoc", "contract", "nsz"})(_sens_rows_py)
+_kth_smallest = _nb.njit(cache=True)(_kth_smallest_py)
+_order_prefix = _nb.njit(parallel=True, cache=True)(_order_prefix_py)
+_d1_cummax = _nb.njit(parallel=True, cache=True)(_d1_cummax_py)
+_crossing_rows = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_crossing_rows_py)
+_row_metrics = _nb.njit(parallel=True, cache=True)(_row_metrics_py)
 
 
 def _threads_call(fn, threads, *args):
     """Run compiled kernel ``fn(*args)`` on ``threads`` numba threads (then restore the previous count)."""
-    if fn is None:  # pragma: no cover
-        raise RuntimeError("numba is not available: use engine='torch' (or ATTN_LIB_ENGINE=torch)")
     with _LAUNCH:
         prev = set_threads(threads) if threads else None
         try:
@@ -1264,7 +1243,7 @@ def warm_up(callback=None, names=None) -> list[str]:
 
     ``callback(name)`` is called after each kernel (e.g. to advance a progress bar). ``names``: only these kernels
     (a subset of :data:`KERNELS`; ``tools/warm_kernels.py`` compiles them in several processes at once). Returns the
-    kernel names, in order; an empty list when numba is not available.
+    kernel names, in order.
     """
     if isinstance(names, str):
         raise ValueError(f"names must be a list of kernel names of {list(KERNELS)} (got the string {names!r})")
@@ -1272,8 +1251,6 @@ def warm_up(callback=None, names=None) -> list[str]:
     unknown = sorted(set(wanted) - set(KERNELS))
     if unknown:
         raise ValueError(f"names must be kernels of {list(KERNELS)} (got {unknown})")
-    if not available():
-        return []
     x = _tiny_inputs()
     a, G, vals, order, zv, zz, t, rows = (x[k] for k in ("alpha", "G", "values", "order", "zv", "zz", "t", "rows"))
     steps = [

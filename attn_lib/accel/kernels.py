@@ -45,7 +45,7 @@ from numba.extending import intrinsic as _intrinsic
 
 #: numba's threading layer is numba's own choice (``omp`` here, GNU OpenMP) unless the environment variable
 #: ``NUMBA_THREADING_LAYER`` names one. ``omp`` spins at its barriers, for as long as ``GOMP_SPINCOUNT`` says, which
-#: ``import attn_lib`` shortens (:mod:`attn_lib._openmp`); the collapse on a busy machine (a 10 ms call taking
+#: :func:`attn_lib.process.tune` shortens when asked; the collapse on a busy machine (a 10 ms call taking
 #: 250 ms) came from torch's OpenMP pool spinning next to it, which :func:`attn_lib.metrics.coarse_threads` removes
 #: (``benchmarks/bench_contention.py``). ``workqueue`` (idle
 #: threads sleep) was measured too: slightly better ratios under contention, but slower on idle cores, and its

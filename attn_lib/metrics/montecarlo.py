@@ -24,7 +24,7 @@ sampling without replacement, from the Gram matrix; :math:`\mathbb E[C] = \frac{
 d~ (for any fixed weights) and, where the linearisation holds, a smaller variance; ``stderr`` is then the standard error of ``Y``'s mean.
 Extra cost ``O(t^2 + n t)`` per row, independent of ``K``. It pays where the squares vary little around
 their means; on a row with a dominant token (an attention sink) ``Q_i`` jumps with that token's membership,
-the Taylor weights overshoot, and the variance can be larger than the plain mean's (``benchmarks/README.md``).
+the Taylor weights overshoot, and the variance can be larger than the plain mean's (the history of ``benchmarks/README.md``).
 
 With ``stratify=True`` each row is stratified on its largest weight ``j*`` (per head; ties to the lower index):
 sample ``k`` is a pair of independent orders, one with ``j*`` first (its ``N``-prefix: ``j*`` and a uniform

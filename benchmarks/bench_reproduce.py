@@ -191,19 +191,15 @@ def _reduced_workload(args) -> None:
     Es = [1e-3, 1e-1, 10.0]
     mc_samples, mc_rows = 8, 8
     sens_rows = min(L, 64)
+    mc = dict(mc_samples=mc_samples, mc_rows=mc_rows)
     prof = E.Profile(
         name="bench",
-        lengths=tuple(lengths),
-        n_alg1=5,
-        length_fixed=L,
-        n_alg2=tuple(n2),
-        n_alg4=tuple(n4),
-        temperatures=tuple(Ts),
-        eps_values=tuple(Es),
-        mc_samples=mc_samples,
-        mc_rows=mc_rows,
-        scan_stage=16,
-        sens_rows=sens_rows,
+        distance_vs_length=E.DistanceVsLengthParams(N=5, lengths=tuple(lengths), **mc),
+        distance_vs_n=E.DistanceVsNParams(L=L, n_values=tuple(n2), **mc),
+        critical_n=E.CriticalNParams(lengths=tuple(lengths), crit_fraction=0.25, stage=16),
+        separability=E.SeparabilityParams(L=L, n_values=tuple(n4)),
+        gradient_sensitivity=E.SensitivityParams(L=L, temperatures=tuple(Ts), eps_values=tuple(Es), rows=sens_rows),
+        critical_n_diagnosis=E.DiagnosisParams(L=L),
     )
     sens_idx = [int(r) for r in E.sens_row_indices(L, sens_rows)]
     params = E.profile_params(h, prof)

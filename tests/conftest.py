@@ -59,6 +59,25 @@ def tiny_llama_config(**overrides):
     return LlamaConfig(**kw)
 
 
+def small_profile(name, *, lengths, L, N, n_values, sep_n_values, temperatures, eps_values, mc, stage, crit_fraction):
+    """A small :class:`attn_lib.experiments.Profile` for the tests: the grid ``lengths`` (Figs. 2a, 2c), the fixed
+    window ``L`` (Figs. 2b, 3, 4, the diagnosis), ``N`` of Fig. 2a, the ``n_values`` of Figs. 2b and 3, the
+    Monte-Carlo ``mc = (samples, rows)`` of Figs. 2a and 2b, and the critical-N scan's ``stage`` and ``crit_fraction``;
+    every other parameter at its dataclass's default."""
+    from attn_lib import experiments as E
+
+    kw = dict(mc_samples=mc[0], mc_rows=mc[1])
+    return E.Profile(
+        name=name,
+        distance_vs_length=E.DistanceVsLengthParams(N=N, lengths=lengths, **kw),
+        distance_vs_n=E.DistanceVsNParams(L=L, n_values=n_values, **kw),
+        critical_n=E.CriticalNParams(lengths=lengths, crit_fraction=crit_fraction, stage=stage),
+        separability=E.SeparabilityParams(L=L, n_values=sep_n_values),
+        gradient_sensitivity=E.SensitivityParams(L=L, temperatures=temperatures, eps_values=eps_values),
+        critical_n_diagnosis=E.DiagnosisParams(L=L),
+    )
+
+
 @pytest.fixture(scope="session")
 def tiny_gpt2():
     from attn_lib.models import from_config

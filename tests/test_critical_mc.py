@@ -174,19 +174,8 @@ class _FakeShared:
 
 def _analysis(lengths, **kw) -> CriticalAnalysis:
     """A critical-N analysis of the ``"mc"`` form on synthetic layers (``mc_samples`` 4 and seed 0 unless given)."""
-    return CriticalAnalysis(
-        {"model": "synthetic", "text": "none", "device": "cpu"},
-        lengths,
-        alpha=0.01,
-        crit_fraction=1.0,
-        forms=["mc"],
-        p="L-1",
-        stage=max(lengths),
-        stop_early=True,
-        mc_samples=kw.pop("mc_samples", 4),
-        seed=kw.pop("seed", 0),
-        **kw,
-    )
+    params = E.CriticalNParams(lengths=lengths, forms=["mc"], stage=max(lengths), **{"mc_samples": 4, **kw})
+    return CriticalAnalysis(params, {"model": "synthetic", "text": "none", "device": "cpu"})
 
 
 def _critical(layers, lengths, **kw):
@@ -254,8 +243,7 @@ def test_short_rows_and_the_strata_are_the_scans_of_their_row_groups():
     long = M.expected_distance_mc_scan(ld, n_max=13, rows=rows[6:], n_samples=2, seed=4, stratify=True)
     assert torch.equal(mean[:, :6], short.mean) and torch.equal(mean[:, 6:], long.mean)
     assert torch.equal(stderr[:, :6], short.stderr) and torch.equal(stderr[:, 6:], long.stderr)
-    plain = dict(an.__dict__, mc_short_samples=0, mc_stratify=False)
-    an.__dict__.update(plain)
+    an.params = dataclasses.replace(an.params, mc_short_samples=0, mc_stratify=False)
     mean0, _ = an._mc_scan(ld, rows, 1, 13)
     assert torch.equal(mean0, M.expected_distance_mc_scan(ld, n_max=13, rows=rows, n_samples=2, seed=4).mean)
 
@@ -279,12 +267,12 @@ def test_the_paper_profile_stratifies_and_gives_the_short_rows_more_orders():
     the history of benchmarks/README.md, issue 23's fifth round), and that the cache key changes with each option."""
     prof = E.PROFILES["paper"]
     handle = type("H", (), {"max_length": 2048, "n_heads": 4, "n_kv_heads": 4, "head_dim": 8})()
-    params = E.CriticalNParams.from_profile(prof, handle)
+    params = prof.critical_n.fit(handle)
     assert params.mc_stratify and params.mc_short_t == 128 and params.mc_short_samples > params.mc_samples
     key = params.key_params()
     for change in (dict(mc_stratify=False), dict(mc_short_t=64), dict(mc_short_samples=8)):
         assert dataclasses.replace(params, **change).key_params() != key, change
-    quick = E.CriticalNParams.from_profile(E.PROFILES["quick"], handle).key_params()
+    quick = E.PROFILES["quick"].critical_n.fit(handle).key_params()
     assert "mc_short_t" not in quick and quick["mc_stratify"] is False
 
 
@@ -422,7 +410,7 @@ def _ks_one_call_per_n(an, lo, hi, found):
                         continue
                     res = ks_2samp(cat["d_tilde"][sampling][:, li, k], cat[f][sampling][:, li, k])
                     rows.append((L, N, sampling, f, float(res.statistic), float(res.pvalue)))
-                    if res.pvalue >= an.alpha and found.get((L, f, sampling)) is None:
+                    if res.pvalue >= an.params.alpha and found.get((L, f, sampling)) is None:
                         found[(L, f, sampling)] = N
     return rows
 
@@ -434,17 +422,8 @@ def test_vectorised_ks_equals_one_call_per_n(stop_early):
     from attn_lib.experiments.critical import CriticalAnalysis
 
     H, lengths, n = 30, [40, 200], 150
-    an = CriticalAnalysis(
-        {},
-        lengths,
-        alpha=0.01,
-        crit_fraction=1.0,
-        forms=("e1", "e2"),
-        p="L-1",
-        stage=n,
-        stop_early=stop_early,
-        groups=np.repeat(np.arange(10), 3),
-    )
+    params = E.CriticalNParams(lengths=lengths, forms=("e1", "e2"), stage=n, stop_early=stop_early)
+    an = CriticalAnalysis(params, {}, groups=np.repeat(np.arange(10), 3))
     rng = np.random.default_rng(0)
     d = rng.normal(size=(H, len(lengths), n))
     shift = np.linspace(4.0, 0.0, n)  # the forms approach d~ as N grows: the KS test passes somewhere
@@ -471,18 +450,7 @@ def test_per_length_means_equal_the_weighted_mean_over_every_row():
     causal = torch.ones(L, L, dtype=torch.bool).tril()
     ld = M.LayerData.from_logits(logits.masked_fill(~causal, -math.inf), torch.randn(H, L, 5, generator=g).double())
     lengths = [8, 16, 48]
-    an = CriticalAnalysis(
-        {},
-        lengths,
-        alpha=0.01,
-        crit_fraction=1.0,
-        forms=("e1", "e2", "mc"),
-        p="L-1",
-        stage=L,
-        stop_early=True,
-        crit_rows=6,
-        mc_samples=3,
-    )
+    an = CriticalAnalysis(E.CriticalNParams(lengths=lengths, stage=L, crit_rows=6, mc_samples=3), {})
     out = an._scan_layer(ld, 1, L - 1)
     sc = M.topn_scan(ld, n_max=L - 1, n_min=1, p="L-1", rows=an.rows)
     mc = M.expected_distance_mc_scan(ld, n_max=L - 1, n_min=1, rows=an.rows, n_samples=3, seed=0)

@@ -8,6 +8,7 @@ import importlib.util
 
 import pytest
 import torch
+from conftest import small_profile
 
 from attn_lib import experiments as E
 from attn_lib import metrics as M
@@ -63,18 +64,17 @@ def test_a_shorter_window_is_not_a_prefix_on_the_encoder(encoder):
 
 
 def test_run_all_passes_one_length_at_a_time(encoder, tmp_path):
-    prof = E.Profile(
-        name="tiny",
+    prof = small_profile(
+        "tiny",
         lengths=(16, 32),
-        n_alg1=3,
-        length_fixed=32,
-        n_alg2=(1, 3),
-        n_alg4=(1, 2),
+        L=32,
+        N=3,
+        n_values=(1, 3),
+        sep_n_values=(1, 2),
         temperatures=(0.01, 1.0),
         eps_values=(0.1,),
-        mc_samples=4,
-        mc_rows=4,
-        scan_stage=31,
+        mc=(4, 4),
+        stage=31,
         crit_fraction=1.0,
     )
     res = E.run_all(encoder, TEXT, prof)

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import small_profile
 
 from attn_lib import report as R
 
@@ -162,18 +163,17 @@ def test_cli_reproduce_compare_offline(tmp_path, tmp_cache, offline, monkeypatch
     from attn_lib import models as M
     from attn_lib.cli import main
 
-    tiny = E.Profile(
-        name="quick",
+    tiny = small_profile(
+        "quick",
         lengths=(16, 32),
-        n_alg1=3,
-        length_fixed=32,
-        n_alg2=(1, 3),
-        n_alg4=(1, 2),
+        L=32,
+        N=3,
+        n_values=(1, 3),
+        sep_n_values=(1, 2),
         temperatures=(0.01, 1.0),
         eps_values=(0.1,),
-        mc_samples=4,
-        mc_rows=4,
-        scan_stage=31,
+        mc=(4, 4),
+        stage=31,
         crit_fraction=1.0,
     )
     monkeypatch.setitem(E.PROFILES, "quick", tiny)

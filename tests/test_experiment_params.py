@@ -1,5 +1,5 @@
 """The experiments' parameter dataclasses (attn_lib.experiments.*Params): defaults in one place, checks that name the
-parameter, from_profile, the result-cache key content, and the package's import structure."""
+parameter, the profiles, the result-cache key content, and the package's import structure."""
 
 from __future__ import annotations
 
@@ -16,26 +16,35 @@ from attn_lib import experiments as E
 HANDLE = SimpleNamespace(max_length=512, n_heads=4, n_kv_heads=2, head_dim=16)
 PACKAGE = Path(E.__file__).parent
 
+#: each public function, its parameter class and overrides of some of its fields
 PUBLIC = {
-    E.distance_vs_length: E.DistanceVsLengthParams,
-    E.distance_vs_n: E.DistanceVsNParams,
-    E.critical_n: E.CriticalNParams,
-    E.separability: E.SeparabilityParams,
-    E.gradient_sensitivity: E.SensitivityParams,
-    E.critical_n_diagnosis: E.DiagnosisParams,
-    E.multihead_coverage: E.CoverageParams,
+    E.distance_vs_length: (E.DistanceVsLengthParams, dict(N=3)),
+    E.distance_vs_n: (E.DistanceVsNParams, dict(L=64, n_values=(1, 2))),
+    E.critical_n: (E.CriticalNParams, dict(alpha=0.05, forms="e1")),
+    E.separability: (E.SeparabilityParams, dict(M=2.0)),
+    E.gradient_sensitivity: (E.SensitivityParams, dict(rows=4)),
+    E.critical_n_diagnosis: (E.DiagnosisParams, dict(rows=8)),
+    E.multihead_coverage: (E.CoverageParams, dict(L=64, N=4)),
 }
 
 
 @pytest.mark.parametrize("fn", list(PUBLIC), ids=lambda f: f.__name__)
-def test_function_defaults_are_the_dataclass_defaults(fn):
-    cls = PUBLIC[fn]
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    params = inspect.signature(fn).parameters
-    for name, f in fields.items():
-        assert name in params, name
-        if f.default is not dataclasses.MISSING:
-            assert params[name].default == f.default, name
+def test_public_functions_run_the_dataclass_with_overrides_of_its_fields(fn, monkeypatch):
+    cls, overrides = PUBLIC[fn]
+    assert list(inspect.signature(fn).parameters) == ["handle", "text", "params", "start", "cache", "overrides"]
+    ran = []
+    monkeypatch.setattr(cls, "run", lambda self, handle, text, *, start=0, cache=None: ran.append((self, start)))
+    fn(HANDLE, "text", **overrides)
+    assert ran[-1] == (cls(**overrides), 0)
+    base = cls(L=32) if cls is E.CoverageParams else cls()
+    fn(HANDLE, "text", base, start=5)
+    assert ran[-1][0] is base and ran[-1][1] == 5
+    fn(HANDLE, "text", base, **overrides)
+    assert ran[-1][0] == dataclasses.replace(base, **overrides) != base
+    with pytest.raises(ValueError, match=f"params must be a {cls.__name__}"):
+        fn(HANDLE, "text", dict(overrides))
+    with pytest.raises(TypeError, match="not_a_field"):
+        fn(HANDLE, "text", not_a_field=1)
 
 
 def test_every_experiment_of_run_all_has_its_parameter_class_in_order():
@@ -89,15 +98,32 @@ def test_for_model_checks_the_context_and_the_heads():
     assert p.permutations == 10**5  # checked against the heads only by for_model
 
 
-def test_from_profile_cuts_the_grids_at_the_context_and_reads_the_profile():
+def test_profile_params_cut_the_grids_at_the_context_and_read_the_profile():
     prof = E.PROFILES["paper"]
     params = E.profile_params(HANDLE, prof, seed=3)
+    assert list(params) == list(E.EXPERIMENTS)
     assert params["distance_vs_length"].lengths == (32, 64, 128, 256, 512)
     assert params["distance_vs_n"].L == 512 and params["distance_vs_n"].n_values == (1, 5, 10, 20, 100)
-    assert params["critical_n"].mc_samples == prof.crit_mc_samples and params["critical_n"].seed == 3
-    assert params["gradient_sensitivity"].rows == prof.sens_rows
+    assert params["critical_n"].mc_samples == prof.critical_n.mc_samples and params["critical_n"].seed == 3
+    assert params["gradient_sensitivity"].rows == prof.gradient_sensitivity.rows
     assert params["gradient_sensitivity_raw"].head_dim == HANDLE.head_dim
-    assert params["critical_n_diagnosis"].rows == prof.diag_rows
+    assert params["gradient_sensitivity_raw"].temperatures == prof.gradient_sensitivity.temperatures
+    assert params["critical_n_diagnosis"].rows == prof.critical_n_diagnosis.rows
+    short = E.profile_params(SimpleNamespace(**{**vars(HANDLE), "max_length": 64}), prof)
+    assert short["distance_vs_n"].L == 64 and short["distance_vs_n"].n_values == (1, 5, 10, 20)
+    assert short["separability"].n_values == (1, 2, 4, 8, 16, 32) and short["critical_n"].lengths == (32, 64)
+    assert short["critical_n"].seed == 0 and short["critical_n_diagnosis"].L == 64
+
+
+def test_the_profiles_keep_their_grids():
+    paper, quick = E.PROFILES["paper"], E.PROFILES["quick"]
+    assert paper.lengths == paper.critical_n.lengths == (32, 64, 128, 256, 512, 1024)
+    assert quick.lengths == quick.critical_n.lengths == (16, 32, 64, 128)
+    assert {paper.distance_vs_n.L, paper.separability.L, paper.gradient_sensitivity.L} == {1024}
+    assert {quick.distance_vs_n.L, quick.separability.L, quick.gradient_sensitivity.L} == {128}
+    assert (paper.critical_n.stage, paper.critical_n.crit_rows, paper.gradient_sensitivity.rows) == (1023, 128, 128)
+    assert (quick.critical_n.stage, quick.critical_n.mc_samples, quick.distance_vs_n.mc_samples) == (127, 16, 16)
+    assert len(paper.gradient_sensitivity.temperatures) == 21 and len(quick.gradient_sensitivity.temperatures) == 6
 
 
 def test_cache_key_content_leaves_out_what_does_not_run():
@@ -137,4 +163,8 @@ def test_the_package_modules_import_downward_only():
         return any(d == b or (d not in seen and reaches(d, b, (*seen, d))) for d in deps.get(a, ()))
 
     assert not [m for m in deps if reaches(m, m)]
-    assert deps["passes"] <= {"inputs"} and not deps["profiles"] and not deps["inputs"]
+    assert deps["passes"] <= {"inputs"} and not deps["inputs"]
+    # a profile is a set of the experiments' parameters: it imports them, never the other way round
+    experiments = ("distance", "critical", "separability", "sensitivity", "diagnosis", "coverage")
+    assert deps["profiles"] == {*experiments} - {"coverage"}
+    assert not any("profiles" in deps[m] for m in (*experiments, "passes"))

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import small_profile
 
 from attn_lib import claims
 from attn_lib import experiments as E
@@ -20,20 +21,18 @@ TEXT = (
     "don't tell me that this means war, I will not believe it. "
 ) * 12
 
-PROFILE = E.Profile(
-    name="test",
+PROFILE = small_profile(
+    "test",
     lengths=(8, 16, 32),
-    n_alg1=2,
-    length_fixed=32,
-    n_alg2=(1, 2, 4, 20),
-    n_alg4=(1, 2, 4, 16),
+    L=32,
+    N=2,
+    n_values=(1, 2, 4, 20),
+    sep_n_values=(1, 2, 4, 16),
     temperatures=(1e-3, 1e-2, 0.1, 1.0, 10.0),
     eps_values=(1e-3, 0.1, 10.0),
-    ks_alpha=0.01,
+    mc=(4, 4),
+    stage=2,
     crit_fraction=0.25,
-    mc_samples=4,
-    mc_rows=4,
-    scan_stage=2,
 )
 
 
@@ -160,7 +159,7 @@ def test_separability_and_sensitivity_tables(llama_small):
 
 
 def test_sensitivity_row_subset(llama_small):
-    """``rows`` (profile field ``sens_rows``): every k-th row ending at the last; same g as the full metric on
+    """``rows`` (a profile's ``gradient_sensitivity.rows``): every k-th row ending at the last; same g as the full metric on
     those rows with the same directions."""
     assert E.sens_row_indices(32, 8).tolist() == [3, 7, 11, 15, 19, 23, 27, 31]
     assert E.sens_row_indices(32, 0).tolist() == list(range(32))

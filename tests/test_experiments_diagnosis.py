@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import small_profile
 
 from attn_lib import experiments as E
 
@@ -191,18 +192,17 @@ class TestGradientSensitivityRaw:
 
 def test_run_all_carries_both(tiny_gpt2):
     """The profile's pass runs both experiments with the others (the report's sensitivity and critical-N rows)."""
-    prof = E.Profile(
-        name="t",
+    prof = small_profile(
+        "t",
         lengths=(8, 16),
-        n_alg1=2,
-        length_fixed=16,
-        n_alg2=(1, 2),
-        n_alg4=(1, 2),
+        L=16,
+        N=2,
+        n_values=(1, 2),
+        sep_n_values=(1, 2),
         temperatures=(0.01, 1.0),
         eps_values=(0.1,),
-        mc_samples=2,
-        mc_rows=2,
-        scan_stage=15,
+        mc=(2, 2),
+        stage=15,
         crit_fraction=1.0,
     )
     res = E.run_all(tiny_gpt2, TEXT, prof, experiments=["critical_n_diagnosis", "gradient_sensitivity_raw"])

@@ -311,11 +311,13 @@ def test_mc_scan_words_name_the_sampling_of_each_profile_and_reject_an_unknown_o
     from attn_lib.book import tables
     from attn_lib.experiments import PROFILES
 
-    assert tables.mc_scan_words("quick") == f"{PROFILES['quick'].crit_mc_samples} random orders per row"
+    assert tables.mc_scan_words("quick") == f"{PROFILES['quick'].critical_n.mc_samples} random orders per row"
     paper = PROFILES["paper"]
     words = tables.mc_scan_words(paper)
-    assert words.startswith(f"{paper.crit_mc_samples} pairs of random orders per row, stratified")
-    assert f"({paper.crit_mc_short_samples} pairs for rows of at most {paper.crit_mc_short_t} tokens)" in words
+    assert words.startswith(f"{paper.critical_n.mc_samples} pairs of random orders per row, stratified")
+    assert (
+        f"({paper.critical_n.mc_short_samples} pairs for rows of at most {paper.critical_n.mc_short_t} tokens)" in words
+    )
     for bad in ("huge", 3, None):
         with pytest.raises(ValueError, match=r"profile must be one of \['paper', 'quick'\]"):
             tables.mc_scan_words(bad)

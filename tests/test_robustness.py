@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import small_profile
 
 import attn_lib.cache as K
 
@@ -81,22 +82,19 @@ def test_tilde_of_an_unknown_user_in_an_output_folder_is_a_value_error():
 # run_all: no call with unusual arguments stores a result that a normal call reads back
 # ------------------------------------------------------------------------------------------------------------------
 def _tiny_profile():
-    from attn_lib import experiments as E
 
-    return E.Profile(
-        name="robust",
+    return small_profile(
+        "robust",
         lengths=(8, 16),
-        n_alg1=2,
-        length_fixed=16,
-        n_alg2=(1, 2, 4),
-        n_alg4=(1, 2, 4),
+        L=16,
+        N=2,
+        n_values=(1, 2, 4),
+        sep_n_values=(1, 2, 4),
         temperatures=(0.1, 1.0),
         eps_values=(0.1,),
-        ks_alpha=0.01,
+        mc=(4, 4),
+        stage=2,
         crit_fraction=0.25,
-        mc_samples=4,
-        mc_rows=4,
-        scan_stage=2,
     )
 
 

@@ -190,7 +190,7 @@ def reproduction_results(cfg: Settings, handle, text) -> dict:
             f"cfg must be an attn_lib.book.chapter.Settings (from chapter.settings()), got {type(cfg).__name__}"
         )
     results = dict(run_all(handle, text, cfg.grid, cache=ResultCache(), seed=cfg.seed))
-    L = min(int(cfg.grid.length_fixed), int(handle.max_length))
+    L = min(int(cfg.grid.distance_vs_n.L), int(handle.max_length))
     results["multihead_coverage"] = multihead_coverage(
         handle, text, L=L, N=COVERAGE_N, permutations=COVERAGE_ORDERS, seed=cfg.seed, cache=ResultCache()
     )

@@ -4,7 +4,7 @@ every normaliser measured on the paper's limits and swapped into the live model 
 Every experiment needs the attention of one token window, and all of them share the **same forward pass**
 (:mod:`~attn_lib.experiments.passes`: nested prefixes of one causal window, one layer at a time). Each returns a
 :class:`pandas.DataFrame` whose every row carries ``model``, ``text`` and ``device``, and owns a frozen dataclass of
-its parameters (defaults, checks, ``from_profile``).
+its parameters (defaults, checks); its analysis reads that dataclass.
 
 Read top-down:
 

@@ -21,8 +21,8 @@ class CoverageAnalysis:
     coverage ``c(H)`` of the head-averaged top-``N`` after ``H`` heads, and the share of (row, order) samples fully
     covered by then, from :func:`attn_lib.metrics.coverage_metrics` (orders seeded with ``seed + layer``)."""
 
-    def __init__(self, meta, length, N, permutations, seed):
-        self.meta, self.length, self.N, self.P, self.seed = meta, length, N, permutations, seed
+    def __init__(self, params: CoverageParams, meta: dict):
+        self.meta, self.length, self.N, self.P, self.seed = meta, params.L, params.N, params.permutations, params.seed
         self.rows: list[dict] = []
 
     def layer(self, sh: SharedLayer):
@@ -65,10 +65,13 @@ class CoverageParams(Experiment):
     Attributes
     ----------
     L : int >= 2
+        Window length (at most the model's context, ``handle.max_length``).
     N : int in [1, L - 1]
+        Top-``N`` size.
     permutations : int >= 1
         Head orders per row (at most :data:`attn_lib._validation.MAX_DRAWS` draws with the model's heads).
     seed : int >= 0
+        Seed of the orders.
     """
 
     name: ClassVar[str] = "multihead_coverage"
@@ -87,11 +90,6 @@ class CoverageParams(Experiment):
             seed=check_int("seed", self.seed, low=0),
         )
 
-    @classmethod
-    def from_profile(cls, profile, handle, *, seed: int = 0) -> CoverageParams:
-        """The profile's ``length_fixed`` (cut at the model's context) with the default ``N`` and orders."""
-        return cls(L=min(profile.length_fixed, int(handle.max_length)), seed=seed)
-
     def for_model(self, handle) -> CoverageParams:
         """Checked against the model's context and its heads (the orders draw ``L * n_heads`` numbers each)."""
         super().for_model(handle)
@@ -99,19 +97,11 @@ class CoverageParams(Experiment):
         return self
 
     def analysis(self, handle, meta: dict) -> CoverageAnalysis:
-        return CoverageAnalysis(meta, self.L, self.N, self.permutations, self.seed)
+        return CoverageAnalysis(self, meta)
 
 
 def multihead_coverage(
-    handle,
-    text,
-    *,
-    L: int,
-    N: int = CoverageParams.N,
-    permutations: int = CoverageParams.permutations,
-    seed: int = CoverageParams.seed,
-    start: int = 0,
-    cache=None,
+    handle, text, params: CoverageParams | None = None, *, start: int = 0, cache=None, **overrides
 ) -> pd.DataFrame:
     """Multi-head coverage measured on the model (Reading the paper, §Multi-head coverage; one forward pass at
     ``L``).
@@ -125,14 +115,9 @@ def multihead_coverage(
     ----------
     handle, text
         Model handle and text, as for the other experiments.
-    L : int
-        Window length, ``2 <= L <= handle.max_length``.
-    N : int
-        Top-``N`` size, ``1 <= N <= L - 1``.
-    permutations : int
-        Head orders per row, ``>= 1``.
-    seed : int
-        Seed of the orders, ``>= 0``.
+    params : CoverageParams, optional
+        The parameters (defaults and ranges there; ``L``, the window length, has no default); ``**overrides``
+        replace its fields (e.g. ``L=64, N=4``).
     start : int
         First token of the window.
     cache : attn_lib.cache.ResultCache, optional
@@ -146,5 +131,4 @@ def multihead_coverage(
         (the layer's mean ``N_s/N`` over heads and rows), ``n_rows``, ``n_heads``, ``permutations``, ``L``, ``N``,
         ``layer`` and ``model``, ``text``, ``device``.
     """
-    params = CoverageParams(L=L, N=N, permutations=permutations, seed=seed)
-    return params.run(handle, text, start=start, cache=cache)
+    return CoverageParams.build(params, **overrides).run(handle, text, start=start, cache=cache)

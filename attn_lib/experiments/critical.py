@@ -17,8 +17,7 @@ import torch
 
 from .. import metrics as M
 from .._validation import check_choice, check_int, check_int_list, check_probability, check_seed, check_size
-from .passes import Experiment, SharedLayer, fitting_lengths, layer_mask, model_kv_groups, sens_row_indices
-from .profiles import Profile
+from .passes import Experiment, SharedLayer, layer_mask, model_kv_groups, sens_row_indices
 
 __all__ = ["CRITICAL_FORMS", "CriticalNParams", "CriticalAnalysis", "critical_n", "critical_n_summary"]
 
@@ -36,34 +35,14 @@ class CriticalAnalysis:
     """Algorithm 3: incremental scan and two-sample KS tests for every ``(L, N <= cap(L))``, over all heads and over
     key/value groups (Reading the paper, §The critical N)."""
 
-    def __init__(
-        self,
-        meta,
-        lengths,
-        *,
-        alpha,
-        crit_fraction,
-        forms,
-        p,
-        stage,
-        stop_early,
-        crit_rows=0,
-        groups=None,
-        mc_samples=0,
-        seed=0,
-        mc_stratify=False,
-        mc_short_t=0,
-        mc_short_samples=0,
-    ):
-        self.meta, self.lengths, self.alpha = meta, sorted(lengths), alpha
-        self.mc_samples, self.seed = mc_samples, seed
-        self.mc_stratify, self.mc_short_t, self.mc_short_samples = mc_stratify, mc_short_t, mc_short_samples
-        self.timing_parts = {"mc_scan_s": 0.0} if "mc" in forms else {}  # the Monte-Carlo scan's own time
-        self.caps = {L: max(1, min(L - 1, int(math.floor(L * crit_fraction)))) for L in self.lengths}
+    def __init__(self, params: CriticalNParams, meta: dict, groups=None):
+        self.params, self.meta, self.lengths = params, meta, list(params.lengths)
+        self.caps = {L: max(1, min(L - 1, int(math.floor(L * params.crit_fraction)))) for L in self.lengths}
         self.n_cap = max(self.caps.values())
-        self.forms, self.p, self.stage, self.stop_early = list(forms), p, stage, stop_early
+        self.forms, self.stop_early = list(params.forms), params.stop_early
+        self.timing_parts = {"mc_scan_s": 0.0} if "mc" in self.forms else {}  # the Monte-Carlo scan's own time
         self.Lmax = max(self.lengths)
-        self.row_sets = _crit_row_sets(self.lengths, crit_rows)
+        self.row_sets = _crit_row_sets(self.lengths, params.crit_rows)
         self.rows = torch.as_tensor(np.unique(np.concatenate(list(self.row_sets.values()))))
         self.row_masks = torch.zeros(len(self.lengths), self.Lmax, dtype=torch.bool)
         for i, L in enumerate(self.lengths):
@@ -71,13 +50,13 @@ class CriticalAnalysis:
         self.groups = groups  # per-layer key/value group of each head, or None (then every head is its own group)
         self.store: list = []  # per layer: (packed float32 causal logits, values, mask)
         self.stage_ranges: list[tuple[int, int]] = []
-        first_hi = min(self.n_cap, stage) if stop_early else self.n_cap
+        first_hi = min(self.n_cap, params.stage) if self.stop_early else self.n_cap
         self.stage_ranges.append((1, first_hi))
         self.per_layer: list[dict] = []  # index by layer order: form -> list of (H, nL, n) blocks
 
     def _scan_layer(self, ld: M.LayerData, lo: int, hi: int) -> dict:
         rows = self.rows[self.rows < ld.L]
-        sc = M.topn_scan(ld, n_max=hi, n_min=lo, p=self.p, rows=rows)
+        sc = M.topn_scan(ld, n_max=hi, n_min=lo, p=self.params.p, rows=rows)
         Lm = min(self.Lmax, ld.L)
         # validity depends only on the row and N (not on the head): one 0/1 weight per (L, row, N)
         weights = (sc.valid[0, :Lm].unsqueeze(0) & self.row_masks[:, :Lm].unsqueeze(-1)).to(torch.float64)
@@ -110,15 +89,16 @@ class CriticalAnalysis:
         """``(mean, stderr)`` ``(H, R, n)`` of the Monte-Carlo scan on ``rows``: ``mc_samples`` orders per row
         (stratified with ``mc_stratify``), and ``mc_short_samples`` for the rows with at most ``mc_short_t``
         visible tokens, which cost ``O(t^2)`` each and are few (one call per group of rows, the same seed)."""
+        pr = self.params
         t = torch.broadcast_to(ld.t, (ld.H, ld.L))[0, rows.to(ld.device)].cpu()
-        short = t <= self.mc_short_t if self.mc_short_samples else torch.zeros(rows.shape, dtype=torch.bool)
+        short = t <= pr.mc_short_t if pr.mc_short_samples else torch.zeros(rows.shape, dtype=torch.bool)
         mean = torch.zeros(ld.H, rows.numel(), hi - lo + 1, dtype=torch.float64, device=ld.device)
         stderr = torch.zeros_like(mean)
-        for sel, K in ((short, self.mc_short_samples), (~short, self.mc_samples)):
+        for sel, K in ((short, pr.mc_short_samples), (~short, pr.mc_samples)):
             if not bool(sel.any()):
                 continue
             mc = M.expected_distance_mc_scan(
-                ld, n_max=hi, n_min=lo, rows=rows[sel], n_samples=K, seed=self.seed, stratify=self.mc_stratify
+                ld, n_max=hi, n_min=lo, rows=rows[sel], n_samples=K, seed=pr.seed, stratify=pr.mc_stratify
             )
             idx = sel.nonzero().flatten().to(ld.device)
             mean[:, idx], stderr[:, idx] = mc.mean, mc.stderr
@@ -236,10 +216,10 @@ class CriticalAnalysis:
                         mean_d_tilde=float(a.mean()),
                         mean_form=float(b.mean()),
                         mc_rel_se=rel_se,
-                        alpha=self.alpha,
+                        alpha=self.params.alpha,
                     ),
                 )
-                if pv >= self.alpha and found.get((L, f, sampling)) is None:
+                if pv >= self.params.alpha and found.get((L, f, sampling)) is None:
                     found[(L, f, sampling)] = lo + k
                     if self.stop_early:
                         return
@@ -272,22 +252,40 @@ class CriticalAnalysis:
 
 @dataclasses.dataclass(frozen=True)
 class CriticalNParams(Experiment):
-    """Parameters of Algorithm 3 (:func:`critical_n`, where each is described).
+    r"""Parameters of Algorithm 3 (:func:`critical_n`).
 
     Attributes
     ----------
     lengths : tuple of int >= 4
+        Window lengths ``L`` (prefixes of one window).
     alpha : float in (0, 1)
+        KS level; the paper's text and caption say 0.01 (Reading the paper, §The KS test).
     crit_fraction : float in (0, 1]
+        Scan limit as a fraction of ``L``: ``N = 1..min(L - 1, floor(crit_fraction L))``; ``1.0`` (default) scans
+        up to ``N = L - 1``, so no result is censored by a scan limit.
     forms : tuple, a non-empty subset of :data:`CRITICAL_FORMS`
+        The expectation forms tested against d~; ``"mc"`` is the Monte-Carlo estimate of
+        :math:`\mathbb E_{I_N}[\tilde d]`, the ground truth of E1 (Reading the paper, §Expectation forms).
     p : {"L-1", "L"}
+        E1's inclusion probability.
     stage : int >= 1
+        ``N`` range of the first stage, scanned during the forward pass (a later stage, needed only if some
+        ``(L, form)`` has no critical ``N`` by then, rebuilds every layer from stored logits; ``paper`` scans the
+        whole range ``1..1023`` in the pass).
     stop_early : bool
+        End each trace at its first passing ``N``.
     crit_rows : int >= 0
+        Rows per ``L``: every ``max(1, L // crit_rows)``-th row, ending at the last; ``0`` = every row.
     mc_samples : int >= 1
+        Random subsets per row ``K`` of the ``"mc"`` form (fewer than Figs. 2a and 2b use, because the scan costs
+        ``O(K t^2)`` per row, Reading the paper, §The critical N).
     seed : int in [0, 2**64 - 1]
+        Seed of the Monte-Carlo subsets.
     mc_stratify : bool
+        Stratify the subsets on each row's largest weight (``K`` pairs of orders,
+        :func:`~attn_lib.metrics.expected_distance_mc_scan`).
     mc_short_t, mc_short_samples : int >= 0
+        ``mc_short_samples`` orders (``0``: ``mc_samples``) for the rows of at most ``mc_short_t`` visible tokens.
     """
 
     name: ClassVar[str] = "critical_n"
@@ -338,24 +336,6 @@ class CriticalNParams(Experiment):
             mc_short_samples=check_size("mc_short_samples", self.mc_short_samples, per_item=per_row, low=0),
         )
 
-    @classmethod
-    def from_profile(cls, profile: Profile, handle, *, seed: int = 0) -> CriticalNParams:
-        """Every form at the profile's ``lengths`` that fit the model's context, with its KS level, scan limit,
-        first stage, rows and Monte-Carlo subsets (``crit_mc_samples``, ``crit_mc_stratify``, ``crit_mc_short_t``,
-        ``crit_mc_short_samples``)."""
-        return cls(
-            lengths=fitting_lengths(profile.lengths, handle),
-            alpha=profile.ks_alpha,
-            crit_fraction=profile.crit_fraction,
-            stage=profile.scan_stage,
-            crit_rows=profile.crit_rows,
-            mc_samples=profile.crit_mc_samples,
-            seed=seed,
-            mc_stratify=profile.crit_mc_stratify,
-            mc_short_t=profile.crit_mc_short_t,
-            mc_short_samples=profile.crit_mc_short_samples,
-        )
-
     def key_params(self) -> dict:
         """Every field, except ``crit_rows`` when every row is used and the Monte-Carlo ones when ``"mc"`` does not
         run."""
@@ -369,44 +349,11 @@ class CriticalNParams(Experiment):
         return out
 
     def analysis(self, handle, meta: dict) -> CriticalAnalysis:
-        return CriticalAnalysis(
-            meta,
-            self.lengths,
-            alpha=self.alpha,
-            crit_fraction=self.crit_fraction,
-            forms=self.forms,
-            p=self.p,
-            stage=self.stage,
-            stop_early=self.stop_early,
-            crit_rows=self.crit_rows,
-            groups=model_kv_groups(handle),
-            mc_samples=self.mc_samples if "mc" in self.forms else 0,
-            seed=self.seed if "mc" in self.forms else 0,
-            mc_stratify=self.mc_stratify,
-            mc_short_t=self.mc_short_t,
-            mc_short_samples=self.mc_short_samples,
-        )
+        return CriticalAnalysis(self, meta, model_kv_groups(handle))
 
 
 def critical_n(
-    handle,
-    text,
-    *,
-    lengths: Sequence[int] = CriticalNParams.lengths,
-    alpha: float = CriticalNParams.alpha,
-    crit_fraction: float = CriticalNParams.crit_fraction,
-    forms: Sequence[str] = CriticalNParams.forms,
-    p: str = CriticalNParams.p,
-    stage: int = CriticalNParams.stage,
-    stop_early: bool = CriticalNParams.stop_early,
-    crit_rows: int = CriticalNParams.crit_rows,
-    mc_samples: int = CriticalNParams.mc_samples,
-    seed: int = CriticalNParams.seed,
-    mc_stratify: bool = CriticalNParams.mc_stratify,
-    mc_short_t: int = CriticalNParams.mc_short_t,
-    mc_short_samples: int = CriticalNParams.mc_short_samples,
-    start: int = 0,
-    cache=None,
+    handle, text, params: CriticalNParams | None = None, *, start: int = 0, cache=None, **overrides
 ) -> pd.DataFrame:
     r"""Algorithm 3 / Fig. 2c: the KS trace.
 
@@ -427,34 +374,13 @@ def critical_n(
     ----------
     handle, text
         Model handle and text (:func:`load_inputs`).
-    lengths : sequence of int >= 4
-        Window lengths ``L`` (prefixes of one window).
-    alpha : float in (0, 1)
-        KS level; the paper's text and caption say 0.01 (Reading the paper, §The KS test).
-    crit_fraction : float in (0, 1]
-        Scan limit as a fraction of ``L``; ``1.0`` (default) scans up to ``N = L - 1``, so no result is censored by
-        a scan limit.
-    forms : subset of {"e1", "e2", "mc"}
-        The expectation forms tested against d~; ``"mc"`` is the Monte-Carlo estimate of
-        :math:`\mathbb E_{I_N}[\tilde d]`, the ground truth of E1 (Reading the paper, §Expectation forms).
-    p : {"L-1", "L"}
-        E1's inclusion probability.
-    stage : int >= 1
-        ``N`` range scanned during the forward pass.
-    stop_early : bool
-        End each trace at its first passing ``N``.
-    crit_rows : int >= 0
-        Rows per ``L``: every ``max(1, L // crit_rows)``-th row, ending at the last; ``0`` = every row.
-    mc_samples : int >= 1
-        Random subsets per row ``K`` of the ``"mc"`` form.
-    seed : int
-        Seed of the Monte-Carlo subsets (``0 <= seed < 2**64``).
-    mc_stratify, mc_short_t, mc_short_samples
-        Stratify on each row's largest weight (``K`` pairs of orders, :func:`~attn_lib.metrics.expected_distance_mc_scan`);
-        ``mc_short_samples`` orders (``0``: ``mc_samples``) for rows of at most ``mc_short_t`` visible tokens.
+    params : CriticalNParams, optional
+        The parameters (each described there); default: its defaults.
     start : int
         Token offset of the window.
     cache : ResultCache, optional
+    **overrides
+        Fields of :class:`CriticalNParams` that replace those of ``params`` (e.g. ``lengths=[16], forms=["e1"]``).
 
     Returns
     -------
@@ -463,11 +389,7 @@ def critical_n(
         mc_rel_se`` (``"mc"`` only, else NaN: the largest standard error of a Monte-Carlo sample value relative to
         that value), ``alpha`` plus ``model, text, device``. :func:`critical_n_summary` extracts the critical ``N``.
     """
-    scan = dict(lengths=lengths, alpha=alpha, crit_fraction=crit_fraction, forms=forms, p=p, stage=stage)
-    mc = dict(mc_samples=mc_samples, seed=seed, mc_stratify=mc_stratify, mc_short_t=mc_short_t)
-    mc["mc_short_samples"] = mc_short_samples
-    params = CriticalNParams(**scan, stop_early=stop_early, crit_rows=crit_rows, **mc)
-    return params.run(handle, text, start=start, cache=cache)
+    return CriticalNParams.build(params, **overrides).run(handle, text, start=start, cache=cache)
 
 
 def critical_n_summary(trace: pd.DataFrame, alpha: float | None = None, crit_fraction: float = 1.0) -> pd.DataFrame:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
 from typing import ClassVar
 
 import pandas as pd
@@ -14,7 +13,6 @@ import torch
 from .. import metrics as M
 from .._validation import check_int, check_positive, check_probability
 from .passes import Experiment, SharedLayer, layer_mask, model_kv_groups, sens_row_indices
-from .profiles import Profile
 
 __all__ = ["DIAGNOSIS_VARIANTS", "DIAGNOSIS_FRACTIONS", "DiagnosisParams", "CrossingAnalysis", "critical_n_diagnosis"]
 
@@ -33,12 +31,11 @@ class CrossingAnalysis:
     share), and the number of rows where a bound of the proposition fails (:func:`attn_lib.metrics.crossing_metrics`).
     """
 
-    def __init__(self, meta, length, fractions, rows, variants, groups):
-        self.meta, self.L, self.groups = meta, length, groups
-        self.n_values = sorted({max(1, min(length - 1, round(f * length))) for f in fractions})
-        idx = sens_row_indices(length, rows)
+    def __init__(self, params: DiagnosisParams, meta: dict, groups):
+        self.meta, self.L, self.groups, self.variants = meta, params.L, groups, params.variants
+        self.n_values = sorted({max(1, min(params.L - 1, round(f * params.L))) for f in params.fractions})
+        idx = sens_row_indices(params.L, params.rows)
         self.rows = torch.as_tensor(idx[idx >= 2])  # t = r + 1 >= 3 visible tokens in a causal row
-        self.variants = dict(variants)
         self.out: list[dict] = []
 
     def layer(self, sh: SharedLayer):
@@ -150,35 +147,30 @@ class DiagnosisParams(Experiment):
             L=L, fractions=tuple(fr), rows=check_int("rows", self.rows, low=0), variants=_check_variants(self.variants)
         )
 
-    @classmethod
-    def from_profile(cls, profile: Profile, handle, *, seed: int = 0) -> DiagnosisParams:
-        """The profile's ``length_fixed`` (cut at the model's context) and ``diag_rows``; ``seed`` is unused."""
-        return cls(L=min(profile.length_fixed, int(handle.max_length)), rows=profile.diag_rows)
-
     def analysis(self, handle, meta: dict) -> CrossingAnalysis:
-        return CrossingAnalysis(meta, self.L, self.fractions, self.rows, self.variants, model_kv_groups(handle))
+        return CrossingAnalysis(self, meta, model_kv_groups(handle))
 
 
 def critical_n_diagnosis(
-    handle,
-    text,
-    *,
-    L: int = DiagnosisParams.L,
-    fractions: Sequence[float] = DiagnosisParams.fractions,
-    rows: int = DiagnosisParams.rows,
-    variants: dict | None = None,
-    start: int = 0,
-    cache=None,
+    handle, text, params: DiagnosisParams | None = None, *, start: int = 0, cache=None, **overrides
 ) -> pd.DataFrame:
     """Why the critical N is where it is (chapter 6, ``prop-e1-crossing``; Reading the paper, §The critical N).
 
-    On ``rows`` rows of the window of length ``L`` (every ``max(1, L // rows)``-th row, ending at the last; the
-    profile's ``diag_rows``, 32 by default: the cost is ``O(H rows L d)`` per ``N`` and variant), for ``N = round(f L)`` for each ``f`` of ``fractions`` and for each counterfactual of ``variants``
+    On ``rows`` rows of the window of length ``L`` (every ``max(1, L // rows)``-th row, ending at the last; 32 by
+    default: the cost is ``O(H rows L d)`` per ``N`` and variant), for ``N = round(f L)`` for each ``f`` of
+    ``fractions`` and for each counterfactual of ``variants``
     (default :data:`DIAGNOSIS_VARIANTS`: the model, its first token's value vector set to 0, and softmax at
     temperatures 4 and 16 on the model's logits): per (layer, head) the row means of d~, E1, their leading terms
     ``(t - N)||s_N||`` and ``(t - N) p ||z||`` (``p = N/(t-1)``), the median and mean of ``||s_N||/||z||``, the
     first token's mean weight ``sink_share`` and ``bound_violations``, the rows where a bound of the proposition
     fails (none, if the proposition is right).
+
+    Parameters
+    ----------
+    handle, text, start, cache
+        As for :meth:`~attn_lib.experiments.passes.Experiment.run`.
+    params : DiagnosisParams, optional
+        The parameters (defaults and ranges there); ``**overrides`` replace its fields (e.g. ``L=64, rows=8``).
 
     Returns
     -------
@@ -187,7 +179,4 @@ def critical_n_diagnosis(
         lead_e1, rho_mean, rho_median, bound_violations, sink_share, sink_output_share`` (the first token's
         ``alpha_0 ||x_0|| / ||z||``, mean over rows) plus ``model, text, device``.
     """
-    params = DiagnosisParams(
-        L=L, fractions=fractions, rows=rows, variants=DIAGNOSIS_VARIANTS if variants is None else variants
-    )
-    return params.run(handle, text, start=start, cache=cache)
+    return DiagnosisParams.build(params, **overrides).run(handle, text, start=start, cache=cache)

@@ -15,8 +15,7 @@ import torch
 
 from .. import metrics as M
 from .._validation import check_choice, check_int, check_int_list, check_seed, check_size
-from .passes import Experiment, SharedLayer, check_n_values, fitting_lengths
-from .profiles import Profile
+from .passes import Experiment, SharedLayer, check_n_values
 
 __all__ = ["DistanceVsLengthParams", "DistanceVsNParams", "DistanceAnalysis", "distance_vs_length", "distance_vs_n"]
 
@@ -49,17 +48,18 @@ def _mc_rows(lengths: Sequence[int], mc_rows: int) -> dict[int, np.ndarray]:
 class DistanceAnalysis:
     """Algorithms 1 and 2: per (L, N, layer, head) means of every distance quantity."""
 
-    def __init__(self, meta, lengths, n_values, *, p, mc_samples, mc_rows, seed, kind):
-        self.meta, self.lengths, self.n_values = meta, list(lengths), list(n_values)
-        self.p, self.mc_samples, self.seed, self.kind = p, mc_samples, seed, kind
-        self.mc_map = _mc_rows(self.lengths, mc_rows) if mc_samples > 0 else {}
+    def __init__(self, params: DistanceVsLengthParams | DistanceVsNParams, meta: dict):
+        self.params, self.meta, self.kind = params, meta, "length" if params.multi_length else "n"
+        self.lengths = list(params.lengths) if params.multi_length else [params.L]
+        self.n_values = [params.N] if params.multi_length else list(params.n_values)
+        self.mc_map = _mc_rows(self.lengths, params.mc_rows) if params.mc_samples > 0 else {}
         self.rows: list[dict] = []
 
     def layer(self, sh: SharedLayer):
         ld = sh.layer()
         Lmax = max(self.lengths)
         for N in self.n_values:
-            dm = sh.dist(N, self.p)
+            dm = sh.dist(N, self.params.p)
             valid = dm.valid[:, :Lmax]
             viol = valid & (dm.d_tilde[:, :Lmax] > dm.d_max[:, :Lmax] * (1 + 1e-9) + 1e-12)
             cols = {
@@ -82,10 +82,10 @@ class DistanceAnalysis:
             _, counts = _prefix_means(dm.d_tilde[:, :Lmax], valid, self.lengths)
             nviol, _ = _prefix_means(viol.to(torch.float64), torch.ones_like(viol), self.lengths)
             mc = {}
-            if self.mc_samples > 0:
+            if self.params.mc_samples > 0:
                 allrows = np.unique(np.concatenate([self.mc_map[L] for L in self.lengths]))
                 mcr = M.expected_distance_mc(
-                    ld, N=N, rows=torch.as_tensor(allrows), n_samples=self.mc_samples, seed=self.seed
+                    ld, N=N, rows=torch.as_tensor(allrows), n_samples=self.params.mc_samples, seed=self.params.seed
                 )
                 pos = {int(r): i for i, r in enumerate(allrows)}
                 for li, L in enumerate(self.lengths):
@@ -134,17 +134,8 @@ class _DistanceParams(Experiment):
         mc_samples = check_size("mc_samples", self.mc_samples, per_item=mc_rows * longest, low=0)
         self.set_checked(mc_rows=mc_rows, mc_samples=mc_samples, seed=check_seed("seed", self.seed))
 
-    def _analysis(self, meta: dict, lengths, n_values, kind: str) -> DistanceAnalysis:
-        return DistanceAnalysis(
-            meta,
-            lengths,
-            n_values,
-            p=self.p,
-            mc_samples=self.mc_samples,
-            mc_rows=self.mc_rows,
-            seed=self.seed,
-            kind=kind,
-        )
+    def analysis(self, handle, meta: dict) -> DistanceAnalysis:
+        return DistanceAnalysis(self, meta)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,20 +167,6 @@ class DistanceVsLengthParams(_DistanceParams):
         self.set_checked(lengths=lengths, N=check_int("N", self.N, low=1, high=min(lengths) - 1))
         self._check_shared(max(lengths))
 
-    @classmethod
-    def from_profile(cls, profile: Profile, handle, *, seed: int = 0) -> DistanceVsLengthParams:
-        """The profile's ``n_alg1`` at its ``lengths`` that fit the model's context; Monte-Carlo as the profile."""
-        return cls(
-            N=profile.n_alg1,
-            lengths=fitting_lengths(profile.lengths, handle),
-            mc_samples=profile.mc_samples,
-            mc_rows=profile.mc_rows,
-            seed=seed,
-        )
-
-    def analysis(self, handle, meta: dict) -> DistanceAnalysis:
-        return self._analysis(meta, self.lengths, [self.N], "length")
-
 
 @dataclasses.dataclass(frozen=True)
 class DistanceVsNParams(_DistanceParams):
@@ -214,34 +191,9 @@ class DistanceVsNParams(_DistanceParams):
         self.set_checked(L=L, n_values=tuple(check_n_values(self.n_values, L)))
         self._check_shared(L)
 
-    @classmethod
-    def from_profile(cls, profile: Profile, handle, *, seed: int = 0) -> DistanceVsNParams:
-        """The profile's ``n_alg2`` below its ``length_fixed`` (cut at the model's context)."""
-        L = min(profile.length_fixed, int(handle.max_length))
-        return cls(
-            L=L,
-            n_values=[n for n in profile.n_alg2 if n < L],
-            mc_samples=profile.mc_samples,
-            mc_rows=profile.mc_rows,
-            seed=seed,
-        )
-
-    def analysis(self, handle, meta: dict) -> DistanceAnalysis:
-        return self._analysis(meta, [self.L], self.n_values, "n")
-
 
 def distance_vs_length(
-    handle,
-    text,
-    *,
-    N: int = DistanceVsLengthParams.N,
-    lengths: Sequence[int] = DistanceVsLengthParams.lengths,
-    p: str = DistanceVsLengthParams.p,
-    mc_samples: int = DistanceVsLengthParams.mc_samples,
-    mc_rows: int = DistanceVsLengthParams.mc_rows,
-    seed: int = DistanceVsLengthParams.seed,
-    start: int = 0,
-    cache=None,
+    handle, text, params: DistanceVsLengthParams | None = None, *, start: int = 0, cache=None, **overrides
 ) -> pd.DataFrame:
     """Algorithm 1 / Fig. 2a: per (L, layer, head) row-means of d~, d_max, E1, E1 + gap, E2, Monte-Carlo E[d~]
     (``mc``, on every ``max(1, L // mc_rows)``-th row, ``mc_samples`` subsets; 0 disables it) and the number of rows
@@ -250,8 +202,8 @@ def distance_vs_length(
 
     Parameters
     ----------
-    N, lengths, p, mc_samples, mc_rows, seed
-        The fields of :class:`DistanceVsLengthParams` (defaults and ranges there).
+    params : DistanceVsLengthParams, optional
+        The parameters (defaults and ranges there); ``**overrides`` replace its fields (e.g. ``N=2``).
     handle, text, start, cache
         As for :meth:`~attn_lib.experiments.passes.Experiment.run`.
 
@@ -262,29 +214,18 @@ def distance_vs_length(
         s_norm, alpha_bar, x_max, dmax_violations`` (``mc, mc_rows`` when ``mc_samples > 0``) plus ``model, text,
         device``.
     """
-    params = DistanceVsLengthParams(N=N, lengths=lengths, p=p, mc_samples=mc_samples, mc_rows=mc_rows, seed=seed)
-    return params.run(handle, text, start=start, cache=cache)
+    return DistanceVsLengthParams.build(params, **overrides).run(handle, text, start=start, cache=cache)
 
 
 def distance_vs_n(
-    handle,
-    text,
-    *,
-    L: int = DistanceVsNParams.L,
-    n_values: Sequence[int] = DistanceVsNParams.n_values,
-    p: str = DistanceVsNParams.p,
-    mc_samples: int = DistanceVsNParams.mc_samples,
-    mc_rows: int = DistanceVsNParams.mc_rows,
-    seed: int = DistanceVsNParams.seed,
-    start: int = 0,
-    cache=None,
+    handle, text, params: DistanceVsNParams | None = None, *, start: int = 0, cache=None, **overrides
 ) -> pd.DataFrame:
     """Algorithm 2 / Fig. 2b: the quantities of :func:`distance_vs_length` at fixed ``L`` for each ``N``.
 
     Parameters
     ----------
-    L, n_values, p, mc_samples, mc_rows, seed
-        The fields of :class:`DistanceVsNParams` (defaults and ranges there).
+    params : DistanceVsNParams, optional
+        The parameters (defaults and ranges there); ``**overrides`` replace its fields (e.g. ``L=64``).
     handle, text, start, cache
         As for :meth:`~attn_lib.experiments.passes.Experiment.run`.
 
@@ -294,5 +235,4 @@ def distance_vs_n(
         One row per (N, layer, head): the columns of :func:`distance_vs_length`, and ``d_tilde_common``,
         ``d_max_common`` and ``n_rows_common`` on the rows valid at the largest ``N`` (the same rows at every ``N``).
     """
-    params = DistanceVsNParams(L=L, n_values=n_values, p=p, mc_samples=mc_samples, mc_rows=mc_rows, seed=seed)
-    return params.run(handle, text, start=start, cache=cache)
+    return DistanceVsNParams.build(params, **overrides).run(handle, text, start=start, cache=cache)

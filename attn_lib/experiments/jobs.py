@@ -73,28 +73,33 @@ EXPERIMENTS = tuple(ALGORITHMS)
 # ----------------------------------------------------------------------------------------------------------------
 # run_all
 # ----------------------------------------------------------------------------------------------------------------
-def profile_params(handle, profile, seed: int = 0) -> dict[str, Experiment]:
-    """The parameters of every experiment of :data:`EXPERIMENTS` for ``profile``, its grids cut at the model's
-    context.
+def profile_params(handle, profile: Profile, seed: int | None = None) -> dict[str, Experiment]:
+    """The parameters of every experiment of :data:`EXPERIMENTS` in ``profile``, its grids cut at the model's
+    context (:meth:`~attn_lib.experiments.passes.Experiment.fit`), with ``seed`` unless it is None.
 
     Parameters
     ----------
     handle : attn_lib.models.ModelHandle
-    profile : Profile or {"paper", "quick"}
-    seed : int
+    profile : Profile
+    seed : int, optional
+        Seed of every experiment that draws random numbers; default: each one's own in ``profile``.
 
     Returns
     -------
     dict
         Experiment name -> its parameters (checked against the model).
     """
-    prof = get_profile(profile)
-    return {name: cls.from_profile(prof, handle, seed=seed).for_model(handle) for name, cls in ALGORITHMS.items()}
+    params = {n: getattr(profile, n) for n in EXPERIMENTS if n != RawSensitivityParams.name}
+    params[RawSensitivityParams.name] = RawSensitivityParams.of(profile.gradient_sensitivity, handle)
+    return {n: params[n].fit(handle, seed).for_model(handle) for n in EXPERIMENTS}
 
 
 @contextlib.contextmanager
-def _torch_threads(threads: int):
-    """torch's intra-op threads set to ``threads`` for the block, restored afterwards."""
+def _torch_threads(threads: int | None):
+    """torch's intra-op threads set to ``threads`` for the block (``None``: left as they are), restored afterwards."""
+    if threads is None:
+        yield
+        return
     prev = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
@@ -155,7 +160,7 @@ def run_all(
     cache=None,
     *,
     start: int = 0,
-    seed: int = 0,
+    seed: int | None = None,
     experiments: Iterable[str] | None = None,
     timings: dict | None = None,
     threads: int | None = None,
@@ -170,12 +175,13 @@ def run_all(
     handle, text
         Model handle and text (:func:`~attn_lib.experiments.load_inputs`).
     profile : Profile or {"paper", "quick"}
-        The grids; each experiment reads its parameters with ``from_profile`` (:func:`profile_params`).
+        The parameters of each experiment, cut at the model's context (:func:`profile_params`).
     cache : attn_lib.cache.ResultCache, optional
     start : int >= 0
         First token of the window.
-    seed : int
-        Seed of the random parts (Monte-Carlo subsets, sensitivity directions).
+    seed : int, optional
+        Seed of the random parts (Monte-Carlo subsets, sensitivity directions) of every experiment; default: each
+        experiment's own in the profile (0 in :data:`PROFILES`).
     experiments : iterable of str, optional
         Names from :data:`EXPERIMENTS` (default: all of them).
     timings : dict, optional
@@ -194,13 +200,18 @@ def run_all(
     """
     prog = Progress(progress)
     cache = check_cache(cache)
-    if threads is not None:
-        with _torch_threads(check_threads("threads", threads)):
-            kw = dict(start=start, seed=seed, experiments=experiments, timings=timings, progress=prog.enabled)
-            return run_all(handle, text, profile, cache, **kw)
+    threads = None if threads is None else check_threads("threads", threads)
     prof = get_profile(profile)
     start = check_int("start", start, low=0)
     names = check_experiments(experiments)
+    with _torch_threads(threads):
+        return _run_all(handle, text, prof, cache, start, seed, names, timings, prog)
+
+
+def _run_all(
+    handle, text, prof: Profile, cache, start, seed, names, timings, prog: Progress
+) -> dict[str, pd.DataFrame]:
+    """:func:`run_all` with its arguments checked."""
     params = profile_params(handle, prof, seed)
     keys = {n: cache_key(n, handle, text, start=start, **params[n].key_params()) for n in names}
     results = _from_cache(keys, cache, prog)
@@ -339,7 +350,8 @@ def _run_compared(loaded: list, text_obj, prof: Profile, cache, threads, prog: P
     for h2, t_load in loaded:
         t0 = time.perf_counter() - t_load
         prog.say(f"model: {h2.describe()}; text: {text_obj.name}; profile: {prof.name}")
-        res2 = run_all(h2, text_obj, prof, cache, threads=threads, progress=prog.enabled)
+        with _torch_threads(threads):
+            res2 = _run_all(h2, text_obj, prof, cache, 0, None, list(EXPERIMENTS), None, prog)
         others[model_column(h2)] = {"handle": h2, "results": res2}
         timings[f"experiments {h2.model_id}"] = time.perf_counter() - t0
     return others
@@ -444,7 +456,8 @@ def run_reproduce(
     # the models to compare are loaded first: one that cannot be had must fail before the main run, not after it
     loaded = [_load_compared(name, device, prog, notes) for name in compare]
     t0 = time.perf_counter()
-    results = run_all(handle, text_obj, prof, cache, timings=timings, threads=threads, progress=prog.enabled)
+    with _torch_threads(threads):
+        results = _run_all(handle, text_obj, prof, cache, 0, None, list(EXPERIMENTS), timings, prog)
     timings["experiments"] = time.perf_counter() - t0
     prog.say(f"experiments done in {timings['experiments']:.1f} s")
     others = _run_compared(loaded, text_obj, prof, cache, threads, prog, timings)

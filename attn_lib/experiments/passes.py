@@ -299,8 +299,8 @@ class Experiment:
     """Base of the experiments' parameter dataclasses (one per module of :mod:`attn_lib.experiments`).
 
     A subclass is a ``@dataclass(frozen=True)`` whose fields are the experiment's parameters with their defaults,
-    checked in ``__post_init__`` (a ``ValueError`` naming the parameter and its range), and whose
-    ``from_profile(profile, handle, seed=0)`` reads them from a :class:`~attn_lib.experiments.Profile`.
+    checked in ``__post_init__`` (a ``ValueError`` naming the parameter and its range). Its analysis takes the
+    instance and reads its fields; a :class:`~attn_lib.experiments.Profile` holds one instance per experiment.
     """
 
     #: the experiment's name: its table in :func:`~attn_lib.experiments.run_all` and its result-cache key
@@ -324,6 +324,31 @@ class Experiment:
     def pass_length(self) -> int:
         """Tokens of the window the analysis reads."""
         return max(self.lengths) if self.multi_length else self.L
+
+    @classmethod
+    def build(cls, params: Experiment | None = None, **overrides) -> Experiment:
+        """``params`` (default: the class's defaults) with the fields named in ``overrides`` replaced, checked again:
+        what the public function of an experiment runs (``critical_n(handle, text, params, alpha=0.05)``)."""
+        if params is None:
+            return cls(**overrides)
+        if not isinstance(params, cls):
+            raise ValueError(f"params must be a {cls.__name__} (got {type(params).__name__})")
+        return dataclasses.replace(params, **overrides) if overrides else params
+
+    def fit(self, handle, seed: int | None = None) -> Experiment:
+        """These parameters with their grids cut at the model's context (``handle.max_length``): the lengths of a
+        grid that fit, or ``L`` cut at the context with the ``n_values`` below it; with ``seed``, that seed for the
+        experiments that draw random numbers (a field ``seed``)."""
+        cap, changes = int(handle.max_length), {}
+        if self.multi_length:
+            changes["lengths"] = fitting_lengths(self.lengths, handle)
+        elif self.L > cap:
+            changes["L"] = cap
+            if hasattr(self, "n_values"):
+                changes["n_values"] = [n for n in self.n_values if n < cap]
+        if seed is not None and hasattr(self, "seed"):
+            changes["seed"] = seed
+        return dataclasses.replace(self, **changes)
 
     def for_model(self, handle) -> Experiment:
         """These parameters, checked against the model: every window fits its context (``handle.max_length``)."""

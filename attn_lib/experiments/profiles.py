@@ -1,8 +1,9 @@
 """The grids of a reproduction (:class:`Profile`, :data:`PROFILES`) and of the chapter "Beyond softmax"
 (:class:`BeyondProfile`, :data:`BEYOND_PROFILES`).
 
-A profile holds only numbers; each experiment's parameter class reads the ones it needs in its ``from_profile``
-(e.g. :meth:`attn_lib.experiments.critical.CriticalN.from_profile`).
+A :class:`Profile` is one parameter instance per experiment of :func:`~attn_lib.experiments.run_all` (each
+parameter is a field of its experiment's dataclass, described and checked there);
+:func:`~attn_lib.experiments.profile_params` cuts its grids at a model's context.
 """
 
 from __future__ import annotations
@@ -12,92 +13,87 @@ import dataclasses
 import numpy as np
 
 from .._validation import check_choice
+from .critical import CriticalNParams
+from .diagnosis import DiagnosisParams
+from .distance import DistanceVsLengthParams, DistanceVsNParams
+from .sensitivity import SensitivityParams
+from .separability import SeparabilityParams
 
-__all__ = ["Profile", "PROFILES", "get_profile", "BeyondProfile", "BEYOND_PROFILES", "get_beyond_profile"]
+__all__ = [
+    "Profile",
+    "PROFILES",
+    "get_profile",
+    "BeyondProfile",
+    "BEYOND_PROFILES",
+    "get_beyond_profile",
+]
 
 
 @dataclasses.dataclass(frozen=True)
 class Profile:
-    """Grids of one reproduction (Reading the paper, §Grids). ``mc_rows``: rows per ``L`` for the Monte-Carlo
-    estimate (a fixed stride ``max(1, L // mc_rows)``); ``crit_fraction``: the critical-N scan runs over
-    ``N = 1..min(L - 1, floor(crit_fraction L))`` (``1.0``: up to ``L - 1``, never censored by a scan limit);
-    ``crit_rows``: rows per ``L`` of the critical-N scan, every ``max(1, L // crit_rows)``-th row ending at the last
-    (``0`` = every row); ``scan_stage``: ``N`` range of the first critical-N stage, scanned during the forward pass
-    (a later stage, needed only if some ``(L, form)`` has no critical ``N`` by then, rebuilds every layer from stored
-    logits; ``paper`` scans the whole range ``1..1023`` in the pass);
-    ``sens_rows``: the row set ``R`` of Algorithm 5 (Reading the paper, §The sensitivity metric): every
-    ``max(1, L // sens_rows)``-th row, ending at the last row (``0`` = every row); ``crit_mc_samples``: random
-    subsets per row ``K`` of the Monte-Carlo expectation in the critical-N scan (form ``"mc"``, every ``N`` at once;
-    fewer than ``mc_samples`` because the scan costs ``O(K t^2)`` per row, Reading the paper, §The critical N);
-    ``crit_mc_stratify``: those subsets stratified on each row's largest weight (``K`` pairs of orders);
-    ``crit_mc_short_samples``: ``K`` instead for the rows with at most ``crit_mc_short_t`` visible tokens
-    (``0``: none);
-    ``diag_rows``: rows of the critical-N diagnosis at the fixed length (:func:`critical_n_diagnosis`)."""
+    """The grids of one reproduction (Reading the paper, §Grids): the parameters of each experiment of
+    :func:`~attn_lib.experiments.run_all`, one field per experiment, named as the experiment (its table's name).
+    ``gradient_sensitivity_raw`` takes those of ``gradient_sensitivity`` with the model's head dimension."""
 
     name: str
-    lengths: tuple[int, ...]
-    n_alg1: int
-    length_fixed: int
-    n_alg2: tuple[int, ...]
-    n_alg4: tuple[int, ...]
-    temperatures: tuple[float, ...]
-    eps_values: tuple[float, ...]
-    ks_alpha: float = 0.01
-    crit_fraction: float = 0.25
-    mc_samples: int = 64
-    mc_rows: int = 32
-    scan_stage: int = 64
-    sens_rows: int = 0
-    crit_rows: int = 0
-    crit_mc_samples: int = 8
-    crit_mc_stratify: bool = False
-    crit_mc_short_t: int = 0
-    crit_mc_short_samples: int = 0
-    diag_rows: int = 32
+    distance_vs_length: DistanceVsLengthParams
+    distance_vs_n: DistanceVsNParams
+    critical_n: CriticalNParams
+    separability: SeparabilityParams
+    gradient_sensitivity: SensitivityParams
+    critical_n_diagnosis: DiagnosisParams
+
+    @property
+    def lengths(self) -> tuple[int, ...]:
+        """The window lengths ``L`` of the grids (Figs. 2a and 2c)."""
+        return self.distance_vs_length.lengths
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
 
 
-PROFILES: dict[str, Profile] = {
-    "paper": Profile(
+def _paper() -> Profile:
+    lengths, L, mc = (32, 64, 128, 256, 512, 1024), 1024, dict(mc_samples=64, mc_rows=32)
+    return Profile(
         name="paper",
-        lengths=(32, 64, 128, 256, 512, 1024),
-        n_alg1=5,
-        length_fixed=1024,
-        n_alg2=(1, 5, 10, 20, 100),
-        n_alg4=(1, 2, 4, 8, 16, 32, 64),
-        temperatures=tuple(float(x) for x in np.logspace(-3, 2, 21)),
-        eps_values=(1e-3, 1e-1, 10.0),
-        ks_alpha=0.01,
-        crit_fraction=1.0,
-        mc_samples=64,
-        mc_rows=32,
-        scan_stage=1023,
-        sens_rows=128,
-        crit_rows=128,
-        crit_mc_samples=3,
-        crit_mc_stratify=True,
-        crit_mc_short_t=128,
-        crit_mc_short_samples=16,
-    ),
-    "quick": Profile(
+        distance_vs_length=DistanceVsLengthParams(N=5, lengths=lengths, **mc),
+        distance_vs_n=DistanceVsNParams(L=L, n_values=(1, 5, 10, 20, 100), **mc),
+        critical_n=CriticalNParams(
+            lengths=lengths,
+            alpha=0.01,
+            crit_fraction=1.0,
+            stage=1023,
+            crit_rows=128,
+            mc_samples=3,
+            mc_stratify=True,
+            mc_short_t=128,
+            mc_short_samples=16,
+        ),
+        separability=SeparabilityParams(L=L, n_values=(1, 2, 4, 8, 16, 32, 64)),
+        gradient_sensitivity=SensitivityParams(
+            L=L, temperatures=tuple(float(x) for x in np.logspace(-3, 2, 21)), eps_values=(1e-3, 1e-1, 10.0), rows=128
+        ),
+        critical_n_diagnosis=DiagnosisParams(L=L, rows=32),
+    )
+
+
+def _quick() -> Profile:
+    lengths, L, mc = (16, 32, 64, 128), 128, dict(mc_samples=16, mc_rows=16)
+    return Profile(
         name="quick",
-        lengths=(16, 32, 64, 128),
-        n_alg1=5,
-        length_fixed=128,
-        n_alg2=(1, 5, 10, 20, 40),
-        n_alg4=(1, 2, 4, 8, 16, 32),
-        temperatures=tuple(float(x) for x in np.logspace(-3, 2, 6)),
-        eps_values=(1e-3, 1e-1, 10.0),
-        ks_alpha=0.01,
-        crit_fraction=1.0,
-        mc_samples=16,
-        mc_rows=16,
-        scan_stage=127,
-        crit_mc_samples=16,
-    ),
-}
+        distance_vs_length=DistanceVsLengthParams(N=5, lengths=lengths, **mc),
+        distance_vs_n=DistanceVsNParams(L=L, n_values=(1, 5, 10, 20, 40), **mc),
+        critical_n=CriticalNParams(lengths=lengths, alpha=0.01, crit_fraction=1.0, stage=127, mc_samples=16),
+        separability=SeparabilityParams(L=L, n_values=(1, 2, 4, 8, 16, 32)),
+        gradient_sensitivity=SensitivityParams(
+            L=L, temperatures=tuple(float(x) for x in np.logspace(-3, 2, 6)), eps_values=(1e-3, 1e-1, 10.0)
+        ),
+        critical_n_diagnosis=DiagnosisParams(L=L, rows=32),
+    )
+
+
+#: The reproduction's profiles: ``paper`` (the paper's grids, ``L`` up to 1024) and ``quick`` (``L`` up to 128).
+PROFILES: dict[str, Profile] = {"paper": _paper(), "quick": _quick()}
 
 
 def get_profile(profile) -> Profile:

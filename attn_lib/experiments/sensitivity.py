@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
@@ -16,7 +15,6 @@ import torch
 from .. import metrics as M
 from .._validation import SEED_MAX, check_int, check_positive_list, check_seed
 from .passes import Experiment, SharedLayer, layer_mask, sens_row_indices
-from .profiles import Profile
 
 __all__ = [
     "SensitivityParams",
@@ -31,10 +29,10 @@ __all__ = [
 class SensitivityAnalysis:
     """Algorithm 5: per (T, eps, layer, head) the row mean and maximum of ``g`` and the rows above the bounds."""
 
-    def __init__(self, meta, length, temperatures, eps_values, seed, sens_rows=0):
-        self.meta, self.length, self.T, self.E, self.seed = meta, length, list(temperatures), list(eps_values), seed
-        self.sens_rows = sens_rows
-        self.row_idx = sens_row_indices(length, sens_rows)
+    def __init__(self, params: SensitivityParams, meta: dict):
+        self.meta, self.length, self.seed, self.sens_rows = meta, params.L, params.seed, params.rows
+        self.T, self.E = list(params.temperatures), list(params.eps_values)
+        self.row_idx = sens_row_indices(self.length, self.sens_rows)
         self.rows: list[dict] = []
 
     def layer(self, sh: SharedLayer):
@@ -98,12 +96,10 @@ class RawSensitivityAnalysis(SensitivityAnalysis):
     softmax((l + (eps/sqrt d) v)/(T/sqrt d)), so the analysis runs at ``T/sqrt(d)`` and ``eps/sqrt(d)`` and reports
     ``g`` per unit of raw score (divided by ``sqrt d``) against the raw ``T`` and ``eps``."""
 
-    def __init__(self, meta, length, temperatures, eps_values, seed, sens_rows, head_dim):
-        self.scale = math.sqrt(head_dim)
-        self.raw_T, self.raw_E = list(temperatures), list(eps_values)
-        super().__init__(
-            meta, length, [T / self.scale for T in temperatures], [e / self.scale for e in eps_values], seed, sens_rows
-        )
+    def __init__(self, params: RawSensitivityParams, meta: dict):
+        super().__init__(params, meta)
+        self.scale = math.sqrt(params.head_dim)
+        self.T, self.E = [T / self.scale for T in self.T], [e / self.scale for e in self.E]
 
     def finish(self) -> pd.DataFrame:
         df = super().finish()
@@ -152,18 +148,6 @@ class SensitivityParams(Experiment):
             rows=check_int("rows", self.rows, low=0),
         )
 
-    @classmethod
-    def from_profile(cls, profile: Profile, handle, *, seed: int = 0) -> SensitivityParams:
-        """The profile's ``temperatures``, ``eps_values`` and ``sens_rows`` at its ``length_fixed`` (cut at the
-        model's context)."""
-        return cls(
-            L=min(profile.length_fixed, int(handle.max_length)),
-            temperatures=profile.temperatures,
-            eps_values=profile.eps_values,
-            seed=seed,
-            rows=profile.sens_rows,
-        )
-
     def key_params(self) -> dict:
         """Every field, except ``rows`` when every row is used (keeps older keys valid)."""
         out = super().key_params()
@@ -172,7 +156,7 @@ class SensitivityParams(Experiment):
         return out
 
     def analysis(self, handle, meta: dict) -> SensitivityAnalysis:
-        return SensitivityAnalysis(meta, self.L, self.temperatures, self.eps_values, self.seed, self.rows)
+        return SensitivityAnalysis(self, meta)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,28 +173,17 @@ class RawSensitivityParams(SensitivityParams):
         self.set_checked(head_dim=check_int("head_dim", self.head_dim, low=1))
 
     @classmethod
-    def from_profile(cls, profile: Profile, handle, *, seed: int = 0) -> RawSensitivityParams:
-        """As :meth:`SensitivityParams.from_profile`, with the model's head dimension."""
-        base = SensitivityParams.from_profile(profile, handle, seed=seed)
-        return cls(**dataclasses.asdict(base), head_dim=int(handle.head_dim))
+    def of(cls, params: SensitivityParams, handle) -> RawSensitivityParams:
+        """The fields of ``params`` with the head dimension of the model ``handle``."""
+        fields = {f.name: getattr(params, f.name) for f in dataclasses.fields(SensitivityParams)}
+        return cls(**fields, head_dim=int(handle.head_dim))
 
     def analysis(self, handle, meta: dict) -> RawSensitivityAnalysis:
-        return RawSensitivityAnalysis(
-            meta, self.L, self.temperatures, self.eps_values, self.seed, self.rows, self.head_dim
-        )
+        return RawSensitivityAnalysis(self, meta)
 
 
 def gradient_sensitivity(
-    handle,
-    text,
-    *,
-    L: int = SensitivityParams.L,
-    temperatures: Sequence[float] | float = SensitivityParams.temperatures,
-    eps_values: Sequence[float] = SensitivityParams.eps_values,
-    seed: int = SensitivityParams.seed,
-    rows: int = SensitivityParams.rows,
-    start: int = 0,
-    cache=None,
+    handle, text, params: SensitivityParams | None = None, *, start: int = 0, cache=None, **overrides
 ) -> pd.DataFrame:
     """Algorithm 5 / Fig. 4: per (T, eps, layer, head) the row-mean ``g`` of the finite-difference sensitivity
     (rows with ``t >= 2``; one seeded unit direction per row, reused for every ``T`` and ``eps``, seed
@@ -223,8 +196,8 @@ def gradient_sensitivity(
 
     Parameters
     ----------
-    L, temperatures, eps_values, seed, rows
-        The fields of :class:`SensitivityParams` (defaults and ranges there).
+    params : SensitivityParams, optional
+        The parameters (defaults and ranges there); ``**overrides`` replace its fields (e.g. ``L=64``).
     handle, text, start, cache
         As for :meth:`~attn_lib.experiments.passes.Experiment.run`.
 
@@ -234,11 +207,12 @@ def gradient_sensitivity(
         One row per (T, eps, layer, head): ``L, T, eps, layer, head, n_rows, g, g_row_max, bound_corrected,
         bound_paper, rows_violating_corrected, rows_above_paper, row_stride`` plus ``model, text, device``.
     """
-    params = SensitivityParams(L=L, temperatures=temperatures, eps_values=eps_values, seed=seed, rows=rows)
-    return params.run(handle, text, start=start, cache=cache)
+    return SensitivityParams.build(params, **overrides).run(handle, text, start=start, cache=cache)
 
 
-def gradient_sensitivity_raw(handle, text, *, start: int = 0, cache=None, **params) -> pd.DataFrame:
+def gradient_sensitivity_raw(
+    handle, text, params: SensitivityParams | None = None, *, start: int = 0, cache=None, **overrides
+) -> pd.DataFrame:
     """Algorithm 5 with the temperature and the perturbation on the raw scores ``q . k`` (the other reading of the
     base of Fig. 4's T axis; Reading the paper, §The sensitivity metric): the table of
     :func:`gradient_sensitivity` with ``T`` and ``eps`` in raw units, ``g`` per unit of raw score, and the bounds
@@ -249,9 +223,8 @@ def gradient_sensitivity_raw(handle, text, *, start: int = 0, cache=None, **para
     ----------
     handle, text, start, cache
         As for :func:`gradient_sensitivity`.
-    **params
-        ``L``, ``temperatures``, ``eps_values``, ``seed``, ``rows``: the fields of :class:`SensitivityParams`, with
-        its defaults; ``T`` and ``eps`` in raw units.
+    params, **overrides
+        As for :func:`gradient_sensitivity` (:class:`SensitivityParams`), with ``T`` and ``eps`` in raw units.
 
     Returns
     -------
@@ -259,5 +232,5 @@ def gradient_sensitivity_raw(handle, text, *, start: int = 0, cache=None, **para
         :func:`gradient_sensitivity`'s table in raw units, without ``rows_above_paper``, with ``temperature_base``
         and ``head_dim``.
     """
-    raw = RawSensitivityParams(**params, head_dim=int(handle.head_dim))
+    raw = RawSensitivityParams.of(SensitivityParams.build(params, **overrides), handle)
     return raw.run(handle, text, start=start, cache=cache)

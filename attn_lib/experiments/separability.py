@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from typing import ClassVar
 
 import pandas as pd
@@ -12,7 +11,6 @@ import pandas as pd
 from .. import metrics as M
 from .._validation import check_int, check_positive
 from .passes import Experiment, SharedLayer, check_n_values
-from .profiles import Profile
 
 __all__ = ["SeparabilityParams", "SeparabilityAnalysis", "separability"]
 
@@ -20,8 +18,8 @@ __all__ = ["SeparabilityParams", "SeparabilityAnalysis", "separability"]
 class SeparabilityAnalysis:
     """Algorithm 4: per (N, layer, head) row means of ``N_s/N``, Theorem 2's bounds, ``r`` and ``delta``."""
 
-    def __init__(self, meta, length, n_values, M_radius):
-        self.meta, self.length, self.n_values, self.M = meta, length, list(n_values), M_radius
+    def __init__(self, params: SeparabilityParams, meta: dict):
+        self.meta, self.length, self.n_values, self.M = meta, params.L, list(params.n_values), params.M
         self.rows: list[dict] = []
 
     def layer(self, sh: SharedLayer):
@@ -83,25 +81,12 @@ class SeparabilityParams(Experiment):
         L = check_int("L", self.L, low=2)
         self.set_checked(L=L, n_values=tuple(check_n_values(self.n_values, L)), M=check_positive("M", self.M))
 
-    @classmethod
-    def from_profile(cls, profile: Profile, handle, *, seed: int = 0) -> SeparabilityParams:
-        """The profile's ``n_alg4`` below its ``length_fixed`` (cut at the model's context); ``seed`` is unused."""
-        L = min(profile.length_fixed, int(handle.max_length))
-        return cls(L=L, n_values=[n for n in profile.n_alg4 if n < L])
-
     def analysis(self, handle, meta: dict) -> SeparabilityAnalysis:
-        return SeparabilityAnalysis(meta, self.L, self.n_values, self.M)
+        return SeparabilityAnalysis(self, meta)
 
 
 def separability(
-    handle,
-    text,
-    *,
-    L: int = SeparabilityParams.L,
-    n_values: Sequence[int] = SeparabilityParams.n_values,
-    M: float = SeparabilityParams.M,
-    start: int = 0,
-    cache=None,
+    handle, text, params: SeparabilityParams | None = None, *, start: int = 0, cache=None, **overrides
 ) -> pd.DataFrame:
     """Algorithm 4 / Fig. 3: per (N, layer, head) row-means of ``N_s/N`` (``fraction``), Theorem 2's ``lower`` and
     ``upper`` bounds (paper's form; upper is heuristic, §Theorem 2), radius ``r = rho_min`` and ``delta``; value vectors
@@ -109,8 +94,8 @@ def separability(
 
     Parameters
     ----------
-    L, n_values, M
-        The fields of :class:`SeparabilityParams` (defaults and ranges there).
+    params : SeparabilityParams, optional
+        The parameters (defaults and ranges there); ``**overrides`` replace its fields (e.g. ``L=64``).
     handle, text, start, cache
         As for :meth:`~attn_lib.experiments.passes.Experiment.run`.
 
@@ -120,4 +105,4 @@ def separability(
         One row per (N, layer, head): ``L, N, layer, head, n_rows, fraction, lower, upper, r, delta`` plus ``model,
         text, device``.
     """
-    return SeparabilityParams(L=L, n_values=n_values, M=M).run(handle, text, start=start, cache=cache)
+    return SeparabilityParams.build(params, **overrides).run(handle, text, start=start, cache=cache)

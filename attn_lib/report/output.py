@@ -209,7 +209,7 @@ def _profile_meta(profile, handle) -> dict[str, Any]:
         kept = [L for L in lengths if L <= cap]
         meta["grid_cut"] = (
             f"the profile's L grid is cut at the model's {cap} positions: L = {', '.join(map(str, kept))} "
-            f"(the paper goes to {max(lengths)}); Figs. 2b, 3 and 4 use L = {min(cap, profile.length_fixed)}."
+            f"(the paper goes to {max(lengths)}); Figs. 2b, 3 and 4 use L = {min(cap, profile.distance_vs_n.L)}."
         )
     return meta
 

@@ -106,7 +106,8 @@ def distance_n_table(df: pd.DataFrame) -> pd.DataFrame:
 
 def mc_scan_words(profile) -> str:
     """How the Monte-Carlo expectation of a profile's critical-N scan samples, in words: the random orders per row
-    (``crit_mc_samples``; pairs when ``crit_mc_stratify``) and the short rows' count (``crit_mc_short_samples``).
+    (``critical_n.mc_samples``; pairs when ``critical_n.mc_stratify``) and the short rows' count
+    (``critical_n.mc_short_samples``).
 
     Parameters
     ----------
@@ -120,14 +121,14 @@ def mc_scan_words(profile) -> str:
     """
     from attn_lib.experiments.profiles import get_profile  # the experiments package imports torch
 
-    prof = get_profile(profile)
-    unit = "pairs of random orders" if prof.crit_mc_stratify else "random orders"
-    out = f"{prof.crit_mc_samples} {unit} per row"
-    if prof.crit_mc_stratify:
+    crit = get_profile(profile).critical_n
+    unit = "pairs of random orders" if crit.mc_stratify else "random orders"
+    out = f"{crit.mc_samples} {unit} per row"
+    if crit.mc_stratify:
         out += ", stratified on the row's largest weight"
-    if prof.crit_mc_short_samples:
-        short = "pairs" if prof.crit_mc_stratify else "orders"
-        out += f" ({prof.crit_mc_short_samples} {short} for rows of at most {prof.crit_mc_short_t} tokens)"
+    if crit.mc_short_samples:
+        short = "pairs" if crit.mc_stratify else "orders"
+        out += f" ({crit.mc_short_samples} {short} for rows of at most {crit.mc_short_t} tokens)"
     return out
 
 

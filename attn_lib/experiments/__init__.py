@@ -12,8 +12,6 @@ Read top-down:
 module                    contents
 ========================  ==============================================================================================
 ``inputs``                :func:`load_inputs`, :func:`describe_inputs`, :func:`text_window`, the labels of every table
-``profiles``              :class:`Profile` / :data:`PROFILES` (the reproduction's grids), :class:`BeyondProfile` /
-                          :data:`BEYOND_PROFILES` (chapter 7's)
 ``passes``                the shared forward pass: :class:`~attn_lib.experiments.passes.Experiment` (what an experiment
                           provides), ``SharedLayer``, ``run_pass``, ``plan``/``run_units``, the result-cache key
 ``distance``              Algorithms 1-2: :func:`distance_vs_length` (Fig. 2a), :func:`distance_vs_n` (Fig. 2b)
@@ -22,6 +20,9 @@ module                    contents
 ``sensitivity``           Algorithm 5: :func:`gradient_sensitivity` (Fig. 4), :func:`gradient_sensitivity_raw`
 ``coverage``              :func:`multihead_coverage` (chapter 5)
 ``diagnosis``             :func:`critical_n_diagnosis` (chapter 6)
+``profiles``              :class:`Profile` / :data:`PROFILES` (the reproduction's grids: one parameter
+                          instance per experiment), :class:`BeyondProfile` /
+                          :data:`BEYOND_PROFILES` (chapter 7's)
 ``weights``               limits of any weights: :func:`row_sample`, :func:`row_metrics`,
                           :func:`softmax_type_spectral_norm`
 ``normalizers``           :func:`normalizer_settings`, :func:`compare_normalizers`, :func:`critical_n_from_heads`,

@@ -251,7 +251,7 @@ class ModelHandle:
 
 def text_config(config):
     """The language model's part of ``config`` (``config.get_text_config()`` for multimodal configs)."""
-    get = getattr(config, "gettext_config", None)
+    get = getattr(config, "get_text_config", None)
     return get() if callable(get) else config
 
 

@@ -283,29 +283,11 @@ class ResultCache:
     def __contains__(self, key: dict) -> bool:
         return self.enabled and self._read(self.path_for(key), self.full_key(key))[0]
 
-    def invalidate(self, key: dict) -> bool:
-        """Delete the entry for ``key``; True if there was one."""
-        path = self.path_for(key)
-        if path.exists() or path.is_symlink():
-            _remove_entry(path)
-            return True
-        return False
-
-    def clear(self) -> int:
-        """Delete every entry; returns how many there were."""
-        n = len(self.entries())
-        if self.root.exists():
-            shutil.rmtree(self.root, ignore_errors=True)
-        return n
-
     def entries(self) -> list[Path]:
         """Entry folders currently on disk."""
         if not self.root.exists():
             return []
         return sorted(p.parent for p in self.root.glob("??/*/meta.json"))
-
-    def size_bytes(self) -> int:
-        return dir_size(self.root)
 
     # -- storage --------------------------------------------------------------------------------------------------
     def _read(self, path: Path, full: dict) -> tuple[bool, Any]:

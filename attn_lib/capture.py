@@ -35,7 +35,6 @@ import contextvars
 import dataclasses
 import functools
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -45,6 +44,7 @@ import torch
 from . import normalizers
 from ._validation import check_int, check_positive
 from .models import resolve_dtype
+from .models.handle import text_config
 
 __all__ = [
     "IMPLEMENTATION",
@@ -54,7 +54,6 @@ __all__ = [
     "capture_attention",
     "collect_attention",
     "prepare_input_ids",
-    "timed_capture",
 ]
 
 #: Name under which the capture function is registered in ``transformers.AttentionInterface``.
@@ -415,7 +414,7 @@ def _model_of(handle_or_model):
 
 
 def _n_layers(model) -> int | None:
-    c = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    c = text_config(model.config)
     return getattr(c, "num_hidden_layers", None) or getattr(c, "n_layer", None)
 
 
@@ -675,10 +674,3 @@ def collect_attention(handle, input_ids, **kwargs) -> list[LayerAttention]:
     out: list[LayerAttention] = []
     capture_attention(handle, input_ids, out.append, **kwargs)
     return out
-
-
-def timed_capture(handle, input_ids, callback=None, **kwargs) -> tuple[Any, float]:
-    """:func:`capture_attention` plus the wall time in seconds."""
-    t0 = time.perf_counter()
-    out = capture_attention(handle, input_ids, callback, **kwargs)
-    return out, time.perf_counter() - t0

@@ -352,6 +352,22 @@ def sensitivity(
     return _out(g, was_numpy)
 
 
+def visible_unit_directions(v: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+    """The given directions ``v`` with 0 at the masked positions, checked: finite, and of unit 2-norm over the visible
+    positions of every row that has one (:func:`sensitivity` and :func:`attn_lib.metrics.sensitivity_rows`)."""
+    v = torch.where(visible, v.to(visible.device), torch.zeros((), dtype=v.dtype, device=visible.device))
+    if not bool(torch.isfinite(v).all()):
+        raise ValueError("direction must be finite")
+    norm = torch.linalg.vector_norm(v, dim=-1)
+    bad = visible.any(-1) & ~((norm - 1).abs() <= 1e-6)
+    if bool(bad.any()):
+        raise ValueError(
+            "direction must have unit 2-norm over the visible positions of each row (g divides by eps, so a "
+            f"direction of norm r scales g by r); a row has norm {float(norm[bad].flatten()[0]):.6g}"
+        )
+    return v
+
+
 def _sensitivity_inputs(logits, normalizer, mask, seed, direction, dtype):
     """Validated ``(xs, visible, v, f, was_numpy)`` of :func:`sensitivity`: logits with 0 at masked positions, the
     visibility, the unit direction per row (0 where masked) and the normaliser."""
@@ -371,17 +387,7 @@ def _sensitivity_inputs(logits, normalizer, mask, seed, direction, dtype):
         v, _ = _to_tensor(direction, "direction", dtype=x.dtype)
         if v.shape != x.shape:
             raise ValueError(f"direction must have the shape of logits {tuple(x.shape)} (got {tuple(v.shape)})")
-        v = torch.where(vis, v.to(x.device), torch.zeros((), dtype=x.dtype, device=x.device))
-        if not bool(torch.isfinite(v).all()):
-            raise ValueError("direction must be finite")
-        norm = torch.linalg.vector_norm(v, dim=-1)
-        has = vis.any(-1)
-        bad = has & ~((norm - 1).abs() <= 1e-6)
-        if bool(bad.any()):
-            raise ValueError(
-                "direction must have unit 2-norm over the visible positions of each row (g divides by eps, so a "
-                f"direction of norm r scales g by r); a row has norm {float(norm[bad].flatten()[0]):.6g}"
-            )
+        v = visible_unit_directions(v, vis)
     xs = torch.where(vis, x, torch.zeros((), dtype=x.dtype, device=x.device))
     return xs, vis, v, _checked(f), was_numpy
 

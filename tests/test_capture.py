@@ -591,11 +591,11 @@ def test_register_without_the_mask_interface(monkeypatch):
 
 
 def test_dtype_keyword_follows_the_transformers_version(monkeypatch):
-    import attn_lib.models.loading as M
+    import attn_lib.models.handle as M
 
     monkeypatch.setattr(M.importlib.metadata, "version", lambda name: "4.55.4")
-    assert M._dtype_kw(torch.float64) == {"torch_dtype": torch.float64}
+    assert M.dtype_keyword(torch.float64) == {"torch_dtype": torch.float64}
     monkeypatch.setattr(M.importlib.metadata, "version", lambda name: "4.56.0")
-    assert M._dtype_kw(torch.float64) == {"dtype": torch.float64}
+    assert M.dtype_keyword(torch.float64) == {"dtype": torch.float64}
     monkeypatch.setattr(M.importlib.metadata, "version", lambda name: "5.0.0.dev0")
-    assert M._dtype_kw(torch.float64) == {"dtype": torch.float64}
+    assert M.dtype_keyword(torch.float64) == {"dtype": torch.float64}

@@ -159,7 +159,7 @@ def test_unknown_model(capsys, offline):
 
 
 def test_gpt2_without_fallback(capsys, offline, monkeypatch):
-    monkeypatch.setattr(L, "_from_pretrained", lambda *a, **k: (_ for _ in ()).throw(OSError("not cached")))
+    monkeypatch.setattr(L, "load_pretrained", lambda *a, **k: (_ for _ in ()).throw(OSError("not cached")))
     assert main(["capture", "--no-fallback", "--device", "cpu", "-q"]) == 2
     assert "offline_fallback=False" in capsys.readouterr().err
 

@@ -109,7 +109,7 @@ def test_paper_grid_is_cut_at_512(encoder):
 
 def test_chapters_show_the_decoder_alone_when_the_encoder_is_missing(offline, monkeypatch, capsys):
     from attn_lib.book import chapter
-    from attn_lib.models import loading as Mo
+    from attn_lib.models import offline as Mo
 
     monkeypatch.setattr(Mo, "_ENCODER_PACKAGE", "no_such_package_attn_lib")
     assert chapter.encoder_results(chapter.settings(default_profile="quick")) == (None, None)

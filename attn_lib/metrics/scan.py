@@ -75,9 +75,7 @@ def topn_scan(
     Parameters
     ----------
     layer, values, mask
-        The layer: a :class:`~attn_lib.metrics.layer.LayerData` (then ``values`` and ``mask`` are ``None``), or raw
-        weights ``(H, L, L)`` with ``values`` ``(H, L, d)`` and an optional bool ``mask`` (default causal), as
-        :func:`~attn_lib.metrics.layer.as_layer` takes them.
+        The layer, as :func:`~attn_lib.metrics.layer.as_layer` takes it (a ``LayerData``, or raw weights and values).
     n_max : int
         Largest ``N``, in ``[n_min, L - 1]`` (no row is valid beyond ``L - 1``).
     n_min : int

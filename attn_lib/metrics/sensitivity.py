@@ -116,16 +116,7 @@ def _sensitivity_inputs(logits, temperatures, eps_values, mask, seed, direction,
         directions = as_real_tensor(direction, "direction").to(F64).to(x.device)
         if directions.shape != x.shape:
             raise ValueError(f"direction must have shape {tuple(x.shape)} (got {tuple(directions.shape)})")
-        directions = torch.where(visible, directions, torch.zeros((), dtype=F64, device=x.device))
-        if not bool(torch.isfinite(directions).all()):
-            raise ValueError("direction must be finite")
-        norm = torch.linalg.vector_norm(directions, dim=-1)
-        bad = visible.any(-1) & ~((norm - 1).abs() <= 1e-6)
-        if bool(bad.any()):
-            raise ValueError(
-                "direction must have unit 2-norm over the visible positions of each row (g divides by eps, so a "
-                f"direction of norm r scales g by r); a row has norm {float(norm[bad].flatten()[0]):.6g}"
-            )
+        directions = _jac.visible_unit_directions(directions, visible)
     else:
         directions = _jac.random_directions(x.shape, visible.cpu(), seed=seed, dtype=F64, device=x.device)
     return x, visible, directions, temps, eps_list

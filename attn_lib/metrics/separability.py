@@ -144,9 +144,7 @@ def separability_metrics(
     Parameters
     ----------
     layer, values, mask
-        The layer: a :class:`~attn_lib.metrics.layer.LayerData` (then ``values`` and ``mask`` are ``None``), or raw
-        weights ``(H, L, L)`` with ``values`` ``(H, L, d)`` and an optional bool ``mask`` (default causal), as
-        :func:`~attn_lib.metrics.layer.as_layer` takes them.
+        The layer, as :func:`~attn_lib.metrics.layer.as_layer` takes it (a ``LayerData``, or raw weights and values).
     N : int
         Top-``N`` size, ``>= 1``.
     M : float

@@ -45,9 +45,11 @@ models that resolve without the network.
 
 Devices: ``device="auto"`` picks CUDA, then Apple MPS, then CPU. Default dtype: float32.
 
-Modules: :mod:`.handle` (the handle, devices and dtypes, tokenizer checks: nothing is loaded there) and
-:mod:`.loading` (name resolution, the network probe, the stand-in's conversion, the packaged encoder). Every public
-name of both is importable from here.
+Modules: :mod:`.handle` (the handle, devices and dtypes, tokenizer checks, and the one ``from_pretrained`` call every
+loader makes), :mod:`.loading` (name resolution and plain Hugging Face loading: a local folder, the Hugging Face
+cache, the Hub, :func:`from_config`) and :mod:`.offline` (the network probe, the stand-in's conversion, the packaged
+encoder), imported in that order (``loading`` imports ``offline``, never the reverse). Every public name of the three
+is importable from here.
 """
 
 from __future__ import annotations
@@ -61,21 +63,17 @@ from .handle import (
     resolve_device,
     resolve_dtype,
 )
-from .loading import (
+from .loading import GPT2_SIZES, check_name, from_config, load_model, resolve_name
+from .offline import (
     ENCODER_ALIASES,
     ENCODER_NAME,
-    GPT2_SIZES,
     STANDIN_ALIASES,
     STANDIN_NAME,
-    check_name,
     encoder_package_path,
-    from_config,
     hub_reachable,
     load_encoder_packaged,
-    load_model,
     load_standin,
     offline_models,
-    resolve_name,
     standin_cache_path,
     standin_gguf_path,
 )

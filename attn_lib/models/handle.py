@@ -3,7 +3,10 @@
 :class:`ModelHandle` holds the model, its tokenizer and everything the experiments need to know about it (id and
 revision, layers, heads, head dimension, context length, device, dtype, whether it is the offline stand-in, causal or
 bidirectional). How a name becomes a handle (the Hugging Face cache, the Hub, the offline stand-in, the packaged
-encoder) is :mod:`attn_lib.models.loading`.
+encoder) is :mod:`attn_lib.models.loading` and :mod:`attn_lib.models.offline`; both load through
+:func:`load_pretrained` at the end of this module, the one ``from_pretrained`` call they share. The helpers they share
+(:func:`text_config`, :func:`is_encoder_config`, :func:`load_pretrained`, :func:`dtype_keyword`, :func:`in_hf_cache`)
+are public names outside ``__all__``: the package does not re-export them.
 
 Devices: ``device="auto"`` picks CUDA, then Apple MPS, then CPU. Default dtype: float32.
 """
@@ -11,6 +14,8 @@ Devices: ``device="auto"`` picks CUDA, then Apple MPS, then CPU. Default dtype: 
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
+import re
 from typing import Any
 
 import torch
@@ -25,8 +30,6 @@ __all__ = [
     "resolve_dtype",
     "check_tokenizer",
     "byte_tokenizer",
-    "text_config",
-    "is_encoder_config",
 ]
 
 # model types loaded with AutoModel (bidirectional encoders) rather than AutoModelForCausalLM
@@ -248,7 +251,7 @@ class ModelHandle:
 
 def text_config(config):
     """The language model's part of ``config`` (``config.get_text_config()`` for multimodal configs)."""
-    get = getattr(config, "gettext_config", None)
+    get = getattr(config, "get_text_config", None)
     return get() if callable(get) else config
 
 
@@ -334,3 +337,64 @@ def byte_tokenizer():
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     tok.decoder = decoders.ByteLevel()
     return PreTrainedTokenizerFast(tokenizer_object=tok, model_max_length=10**9)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# from_pretrained: the call every loader makes (in .loading and .offline)
+# ------------------------------------------------------------------------------------------------------------------
+def _transformers_version() -> tuple[int, int]:
+    """``(major, minor)`` of the installed transformers."""
+    v = importlib.metadata.version("transformers")
+    major, minor = (re.match(r"(\d+)\.(\d+)", v) or re.match(r"(\d+)()", v)).groups()
+    return int(major), int(minor or 0)
+
+
+def dtype_keyword(dtype: torch.dtype) -> dict:
+    """The dtype keyword of ``from_pretrained``/``from_config``: ``dtype`` since transformers 4.56, ``torch_dtype``
+    before (the compatibility shim for older 4.x releases, e.g. the one a Colab runtime ships)."""
+    return {"dtype": dtype} if _transformers_version() >= (4, 56) else {"torch_dtype": dtype}
+
+
+def load_pretrained(
+    repo: str,
+    device: torch.device,
+    dtype: torch.dtype,
+    *,
+    local_files_only: bool,
+    revision: str | None,
+    gguf_file: str | None = None,
+):
+    """``(model, tokenizer)`` of ``repo`` (a Hub id or a folder) on ``device`` in ``dtype``, in eval mode; a BERT-family
+    encoder as the bare ``AutoModel``, anything else as ``AutoModelForCausalLM``."""
+    # lazy: transformers is a heavy import; ``import attn_lib`` stays light
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
+
+    kw: dict[str, Any] = {"local_files_only": local_files_only}
+    if revision is not None:
+        kw["revision"] = revision
+    if gguf_file is not None:
+        kw["gguf_file"] = gguf_file
+    tok = AutoTokenizer.from_pretrained(repo, **kw)
+    check_tokenizer(tok, f"tokenizer of {repo!r}")
+    auto = AutoModelForCausalLM
+    if gguf_file is None:
+        try:
+            config = AutoConfig.from_pretrained(repo, **kw)
+        except (OSError, ValueError):  # the model loader below reports what is wrong
+            config = None
+        if config is not None and is_encoder_config(config):
+            auto = AutoModel  # a bidirectional encoder (BERT family): the bare model, no language-model head
+    model = auto.from_pretrained(repo, **dtype_keyword(dtype), **kw)
+    model.to(device)
+    model.eval()
+    return model, tok
+
+
+def in_hf_cache(repo_id: str) -> bool:
+    try:
+        from huggingface_hub import try_to_load_from_cache  # lazy: pulls in requests etc.; keeps attn_lib light
+
+        found = try_to_load_from_cache(repo_id, "config.json")
+        return isinstance(found, str)
+    except Exception:
+        return False

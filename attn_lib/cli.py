@@ -542,8 +542,8 @@ def _add_reproduce(sub) -> None:
         "--profile",
         choices=["paper", "quick"],
         default="paper",
-        help="paper (default): the paper's grids, L up to 1024, about 1.5-2 min on a 2-core CPU (a first "
-        "run adds ~30 s of kernel compilation); quick: small grids, L up to 128, for a smoke run",
+        help="paper (default): the paper's grids, L up to 1024, 1-2.5 min on an idle 2-core CPU (69-133 s "
+        "measured; a first run adds ~30 s of kernel compilation); quick: small grids, L up to 128, for a smoke run",
     )
     sp.add_argument(
         "--out", default="results", help="output folder (default ./results), created if needed; checked before any work"

@@ -172,6 +172,74 @@ def test_set_repository_fills_in_the_one_url_and_every_colab_cell(book_copy):
         chapters_tool.set_repository(book_copy, "github.com/no-scheme")
 
 
+INJECTED = 'https://github.com/a/b"; import os; os.system("touch PWNED"); x = "'
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        INJECTED,
+        "https://g\u0456thub.com/someone/fork",  # a Cyrillic i: a look-alike host
+        "https://github.com/someone/fork/",
+        "https://github.com/someone/..",
+        "https://user@github.com/someone/fork",
+        "https://github.com:8080/someone/fork",
+        "http://github.com/someone/fork",
+        "https://github.com/someone/fork?x=1",
+        "https://localhost/someone/fork",
+    ],
+)
+def test_set_repository_refuses_a_url_that_is_not_the_documented_form_in_one_line(book_copy, url):
+    before = (book_copy / "_config.yml").read_text()
+    with pytest.raises(ValueError, match="url must be https://HOST/OWNER/NAME"):
+        chapters_tool.set_repository(book_copy, url)
+    assert (book_copy / "_config.yml").read_text() == before
+    tool = str(ROOT / "tools" / "chapters.py")
+    run = subprocess.run(
+        [sys.executable, tool, "set-repository", url, "--root", str(book_copy)], capture_output=True, text=True
+    )
+    assert run.returncode == 2 and "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
+def test_a_hand_edited_url_never_reaches_a_cell_and_check_fails(book_copy):
+    """_config.yml edited by hand, past set-repository: every writer reads the one validated value, so sync and the
+    assignments' cell refuse it (one line, no traceback) and check fails, naming repository.url."""
+    import json
+
+    config = book_copy / "_config.yml"
+    config.write_text(config.read_text().replace('url: ""', "url: " + json.dumps(INJECTED), 1))
+    with pytest.raises(ValueError, match="repository.url"):
+        chapters_tool.colab_source(book_copy)
+    spec = importlib.util.spec_from_file_location("assignments_tool", ROOT / "tools" / "assignments.py")
+    assignments_tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(assignments_tool)
+    (book_copy / "assignments").mkdir()
+    shutil.copy(ROOT / "assignments" / "_colab_setup.py", book_copy / "assignments")
+    with pytest.raises(ValueError, match="repository.url"):
+        assignments_tool.colab_source(book_copy)
+    twin = _first_chapter(book_copy).with_suffix(".ipynb")
+    before = twin.read_text()
+    for command in ("sync", "check"):
+        run = subprocess.run(
+            [sys.executable, str(ROOT / "tools" / "chapters.py"), command, "--root", str(book_copy)],
+            capture_output=True,
+            text=True,
+        )
+        assert run.returncode != 0 and "repository.url" in run.stderr and "Traceback" not in run.stderr
+    assert twin.read_text() == before and "PWNED" not in before
+    assert not (book_copy / "PWNED").exists()
+
+
+def test_a_cell_holds_the_url_as_a_python_literal(book_copy):
+    import ast
+
+    url = "https://github.com/some_one/some.fork-2"
+    chapters_tool.set_repository(book_copy, url)
+    tree = ast.parse(chapters_tool.colab_source(book_copy))
+    repo = [n.value.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and n.targets[0].id == "REPO"]
+    assert repo == [url]
+
+
 def test_an_unpublished_book_stops_on_colab_with_a_message(monkeypatch):
     """With no repository URL, the Colab cell raises a plain message instead of a pip error."""
     import types

@@ -8,6 +8,7 @@ import importlib.util
 import shutil
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,3 +105,19 @@ def test_publication_turns_the_buttons_on_and_off_with_the_url():
     config.html_theme_options.pop("use_repository_button")
     publication._config_inited(None, config)
     assert "use_repository_button" not in config.html_theme_options
+
+
+def test_publication_refuses_an_invalid_repository_url():
+    """A hand-edited repository.url never reaches the links and the note: the build stops, naming the setting."""
+    from types import SimpleNamespace
+
+    from sphinx.errors import ConfigError
+
+    for url in ('https://github.com/o/r"><script>alert(1)</script>', "javascript:alert(1)", "https://github.com/o"):
+        config = SimpleNamespace(
+            html_theme_options={"repository_url": url, "repository_branch": "main", "launch_buttons": {}},
+            myst_substitutions={},
+            publication_repository_button=True,
+        )
+        with pytest.raises(ConfigError, match="repository.url"):
+            publication._config_inited(None, config)

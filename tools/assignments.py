@@ -37,9 +37,11 @@ from pathlib import Path
 
 import jupytext
 import nbformat
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+import repository_url as _repository  # noqa: E402  (the one validated reading of repository.url)
+
 OUT = ROOT / "_build" / "assignments"
 COLAB_TAG = "colab-setup"
 #: Notebook metadata that makes Colab open the notebook on a CPU runtime (its default): every assignment runs on a
@@ -54,9 +56,9 @@ def sources(root: Path = ROOT) -> list[Path]:
 
 def colab_source(root: Path = ROOT) -> str:
     """The assignments' Colab set-up cell, with ``repository.url`` of ``_config.yml`` filled in."""
-    url = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))["repository"]["url"]
+    url = _repository.read_url(root)
     template = (root / "assignments" / "_colab_setup.py").read_text(encoding="utf-8")
-    return template.replace("{repository_url}", url).rstrip("\n")
+    return _repository.fill_template(template, url).rstrip("\n")
 
 
 def master_notebook(md: Path, root: Path = ROOT) -> nbformat.NotebookNode:

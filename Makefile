@@ -22,6 +22,12 @@ STAMP := $(VENV)/.attn_lib-setup-$(shell cat pyproject.toml 2>/dev/null | sha256
 GOMP_SPINCOUNT ?= 3000
 GLIBC_TUNABLES ?= glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=1073741824
 export GOMP_SPINCOUNT GLIBC_TUNABLES
+# The chapters' kernels log at ERROR only: ipykernel warns at every start that its local TCP transport is not
+# encrypted, once per chapter and test. IPYTHONDIR points them at _build/ipython's profile (made by setup); set
+# IPYTHONDIR in the environment to use your own profile instead.
+IPYTHONDIR ?= $(abspath _build/ipython)
+export IPYTHONDIR
+KERNEL_CONFIG := _build/ipython/profile_default/ipython_kernel_config.py
 
 .PHONY: setup vendor book assignments lint test test-unit test-notebooks test-book test-browser screenshots clean clean-cache help
 # The stages of `make test` share _build/html (test-browser checks what test-book built): never run them in parallel.
@@ -64,7 +70,10 @@ $(VENDOR_STAMP): package.json package-lock.json tools/vendor_js.py | $(STAMP)
 
 vendor: $(VENDOR_STAMP)
 
-setup: $(STAMP) $(VENDOR_STAMP)
+$(KERNEL_CONFIG):
+	mkdir -p "$(@D)" && echo 'c.IPKernelApp.log_level = "ERROR"' > "$@"
+
+setup: $(STAMP) $(VENDOR_STAMP) $(KERNEL_CONFIG)
 
 # --all: a fresh Sphinx environment, so every chapter is re-read and re-executed (numbers always current).
 JB_BUILD := $(BIN)/jupyter-book build . --path-output . --builder html --all

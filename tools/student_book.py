@@ -201,8 +201,14 @@ def build(root: Path = ROOT, out: Path | None = None, overrides: dict | None = N
         "html",
         "--all",
     ]
-    subprocess.run(command, check=True, cwd=root)
     target = out / "html"
+    # Jupyter Book's closing banner names the work folder, which is moved away below: name the final one instead
+    built = str(work / "_build" / "html")
+    with subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, text=True, bufsize=1) as proc:
+        for line in proc.stdout:
+            print(line.replace(built, str(target)), end="", flush=True)
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, command)
     shutil.rmtree(target, ignore_errors=True)
     shutil.move(str(work / "_build" / "html"), str(target))
     shutil.rmtree(work, ignore_errors=True)

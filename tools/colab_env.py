@@ -295,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"colab-env: stage {name}", flush=True)
         try:
             stage()
-        except (RuntimeError, subprocess.CalledProcessError) as err:
+        except (RuntimeError, OSError, ValueError, subprocess.CalledProcessError) as err:  # one line, no traceback
             print(f"colab-env: stage {name} FAILED after {time.perf_counter() - t0:.0f} s: {err}", file=sys.stderr)
             return 1
         times[name] = time.perf_counter() - t0

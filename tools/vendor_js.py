@@ -75,7 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--node-modules", type=Path, default=ROOT / "node_modules")
     parser.add_argument("--dest", type=Path, default=ROOT / "book" / "_vendor")
     args = parser.parse_args(argv)
-    versions = vendor(args.node_modules, args.dest)
+    try:
+        versions = vendor(args.node_modules, args.dest)
+    except (OSError, ValueError) as err:  # an unreadable node_modules or an unwritable destination: one line
+        parser.exit(1, f"vendor_js: error: {err}\n")
     size = sum(p.stat().st_size for p in args.dest.rglob("*") if p.is_file())
     print(f"vendored {versions} into {args.dest} ({size / 1e6:.1f} MB)")
     return 0

@@ -17,6 +17,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("student_book", ROOT / "tools" / "student_book.py")
@@ -120,7 +121,8 @@ def test_student_config_hides_solutions_and_loads_the_extension():
 def test_overrides_merge_key_by_key():
     config = student_book.student_config(ROOT, {"execute": {"execute_notebooks": "off"}})
     assert config["execute"]["execute_notebooks"] == "off"
-    assert config["execute"]["timeout"] == 600  # the rest of the section is kept
+    kept = yaml.safe_load((ROOT / "_config.yml").read_text())["execute"]["timeout"]
+    assert config["execute"]["timeout"] == kept  # the rest of the section is kept
     assert config["sphinx"]["config"]["hide_solutions"] is True
 
 
@@ -319,3 +321,59 @@ def test_a_solution_fragment_that_stands_inside_a_chapter_line_is_not_a_solution
     lines = student_book.solution_lines(md)
     assert "normalizers.sparsemax(" not in lines
     assert "logits_of_the_solution_only_here" in lines
+
+
+FORMS = {  # the same solution in each form and fence MyST accepts
+    "gated, colons": ":::{solution-start} ex-90-add\n:::\n\n{body}\n:::{solution-end}\n:::\n",
+    "gated, tildes": "~~~{solution-start} ex-90-add\n~~~\n\n{body}\n~~~{solution-end}\n~~~\n",
+    "plain, backticks": "```{solution} ex-90-add\n{body}\n```\n",
+    "plain, colons": ":::{solution} ex-90-add\n{body}\n:::\n",
+}
+PROSE = "Both numbers are added and the total is forty two exactly."
+MATH = r"\alpha_{41} + \alpha_{1} = \frac{84}{2}"
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_every_solution_form_is_stripped_and_its_lines_are_known(form):
+    chapter = "# Demo\n\n```{exercise} Add\n:label: ex-90-add\nAdd 41 and 1.\n```\n\n" + FORMS[form].replace(
+        "{body}", PROSE
+    )
+    assert PROSE in student_book.solution_lines(chapter)
+    stripped = student_book._extension(ROOT).strip_solutions(chapter)
+    assert PROSE not in stripped and "Add 41 and 1." in stripped
+
+
+def test_an_all_math_solution_has_lines_to_look_for():
+    chapter = f"```{{exercise}} Sum\nAdd.\n```\n\n```{{solution}} ex\n$$\n{MATH}\n$$\n```\n"
+    assert MATH in student_book.solution_lines(chapter)
+    assert "Add." not in " ".join(student_book.solution_lines(chapter))
+
+
+@pytest.mark.parametrize(
+    "served",
+    ["searchindex.js", "_static/notes.js", "_images/figure.svg", "_static/data.json", "extra.html", "search.html"],
+)
+def test_a_solution_in_any_served_file_is_found(tmp_path, served):
+    """Every file the site serves is read, not only sources and downloads: the search index, static files, SVG and
+    JSON files, and HTML pages that are not chapters (as text, entities decoded, MathJax sources included)."""
+    root, html_dir = _leaky_site(tmp_path)
+    math_chapter = DEMO_CHAPTER.replace(
+        "The sum of the two numbers", f"The sum, ${MATH}$, of the two numbers"
+    )  # the solution's prose now carries math
+    (root / f"{DEMO}.md").write_text(math_chapter)
+    path = html_dir / served
+    path.parent.mkdir(parents=True, exist_ok=True)
+    escaped = MATH.replace("<", "&lt;")
+    text = f'<p>Solution: <span class="math">\\({escaped}\\)</span></p>' if served.endswith((".html", ".svg")) else MATH
+    path.write_text(f"Search.setIndex({{'x': {text!r}}})" if served.endswith(".js") else text)
+    problems = student_book.served_problems(html_dir, root)
+    assert any(p.startswith(f"served file {served} holds") for p in problems), problems
+
+
+def test_binary_files_are_skipped_and_a_clean_static_folder_passes(tmp_path):
+    root, html_dir = _leaky_site(tmp_path)
+    (html_dir / "_images").mkdir()
+    (html_dir / "_images" / "fig.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0" + MATH.encode())
+    (html_dir / "_static").mkdir()
+    (html_dir / "_static" / "theme.js").write_text("function solution() { return 42; }")
+    assert student_book.served_problems(html_dir, root) == []

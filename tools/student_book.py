@@ -48,6 +48,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import repository_url as _repo_url  # noqa: E402  (the one validated reading of repository.url)
+from student_edition import SOLUTION_BLOCK as _SOLUTION  # noqa: E402  (every fence and form of a solution)
 
 OUT = Path("_build") / "student"
 EXTENSION = "student_edition"
@@ -56,8 +57,12 @@ INSTRUCTOR_ONLY = ("book/instructor_guide",)
 #: The branch that holds the student notebooks (written by the Pages workflow); the student edition's Colab buttons
 #: open it.
 STUDENT_BRANCH = "student"
-#: Files of the student site that are read as text and must hold no solution (pages are checked on their own).
+#: Files of the student branch that are read as text and must hold no solution (the site's files are all read).
 SERVED_SUFFIXES = (".md", ".ipynb", ".txt", ".py", ".rst")
+#: Shortest solution line (or math of a solution) that counts: shorter ones are too common to be evidence.
+MIN_LINE = 20
+MIN_MATH = 12
+_MATH = re.compile(r"\$\$(.+?)\$\$|\$([^$\n]+?)\$", re.S)
 _HREF = re.compile(r'href="([^"]+)"')
 _REPO_LINK = re.compile(
     r"^https://(?:colab\.research\.google\.com/github|github\.com)/(?P<org>[^/]+)/(?P<repo>[^/]+)"
@@ -66,7 +71,6 @@ _REPO_LINK = re.compile(
 )
 _DIRECTIVE = re.compile(r"\{solution(?:-start|-end)?\}")
 
-_SOLUTION = re.compile(r"^```\{solution-start\}.*?^```\{solution-end\}\n```", re.M | re.S)
 _EXERCISE = re.compile(r"^```\{exercise\}", re.M)
 _TAG = re.compile(r"<[^>]+>")
 _SPACE = re.compile(r"\s+")
@@ -226,41 +230,56 @@ def _line(line: str) -> str:
 
 
 def solution_lines(md_text: str) -> list[str]:
-    """Lines of the solutions in a chapter source that would show verbatim on a page: code and plain prose.
+    """Lines of the solutions in a chapter source that would show verbatim on a page: code, plain prose and math.
 
     Parameters
     ----------
     md_text : str
-        A chapter's MyST Markdown.
+        A chapter's MyST Markdown; its solutions are every block of :data:`student_edition.SOLUTION_BLOCK` (gated
+        or plain, with backtick, colon or tilde fences).
 
     Returns
     -------
     list of str
-        Lines of at least 20 characters, whitespace collapsed; directive lines, options, comments and prose with
-        markup (math, roles, code spans) are left out, since they do not show verbatim, and so are lines that the
-        chapter also has outside its solutions (as a line or inside one).
+        Lines of at least :data:`MIN_LINE` characters, whitespace collapsed, and the TeX source of each math span
+        of at least :data:`MIN_MATH` characters (MathJax typesets it in the reader's browser, so a page holds it as
+        written); directive lines, options, comments and prose with markup are left out as lines (they do not
+        show verbatim), and so is anything the chapter also has outside its solutions (as a line or inside one).
     """
     # outside the solutions, as one text: a solution line that stands anywhere there (a fragment of a call split
     # across lines, say) shows on the page whatever the edition, so it is no evidence of a leak
     elsewhere = "\n".join(_line(line) for line in _SOLUTION.sub("", md_text).splitlines())
     lines = []
-    for block in _SOLUTION.findall(md_text):
-        for line in block.splitlines():
+    for block in _SOLUTION.finditer(md_text):
+        body = block[0]
+        for math in _MATH.finditer(body):
+            text = _SPACE.sub(" ", math[1] or math[2]).strip()
+            if len(text) >= MIN_MATH and text not in elsewhere:
+                lines.append(text)
+        for line in body.splitlines():
             text = _line(line)
             if (
-                len(text) < 20
-                or text.startswith(("```", ":", "#"))
+                len(text) < MIN_LINE
+                or text.startswith(("```", ":", "#", "~~~"))
                 or re.search(r"[$`{}\\*]", text)
                 or text in elsewhere
             ):
                 continue
             lines.append(text)
-    return lines
+    return list(dict.fromkeys(lines))
 
 
 def _served_text(path: Path) -> str:
-    """The text of a served file as a reader gets it: a notebook's cell sources and outputs, else the file."""
-    raw = path.read_text(encoding="utf-8", errors="replace")
+    """The text of a served file as a reader gets it: a notebook's cell sources and outputs, a page's text (tags
+    removed, entities decoded: what search and MathJax read), else the file; ``""`` for a binary file."""
+    data = path.read_bytes()
+    if b"\0" in data[:8192]:  # images, fonts: no text to read
+        return ""
+    raw = data.decode("utf-8", errors="replace")
+    if path.suffix in (".html", ".htm", ".svg", ".xml"):
+        return raw + "\n" + _page_text(raw)
+    if path.suffix in (".js", ".json"):  # strings there escape a backslash (TeX) as two
+        return raw + "\n" + raw.replace("\\\\", "\\")
     if path.suffix == ".ipynb":
         try:
             nb = json.loads(raw)
@@ -354,9 +373,12 @@ def served_problems(html_dir: Path, root: Path = ROOT, branch_dir: Path | None =
         if why:
             problems.append(f"{shown} {why}")
 
+    # every file the site serves: sources, downloads, search index, static files, images (SVG), other pages; the
+    # chapter pages themselves are checked by check() against their own sources
+    chapter_pages = {f"book/{md.stem}.html" for md in (root / "book").glob("[0-9][0-9]_*.md")}
     for path in sorted(html_dir.rglob("*")):
         rel = path.relative_to(html_dir)
-        if path.is_file() and path.suffix in SERVED_SUFFIXES and rel.parts[0] not in ("_static", "_images"):
+        if path.is_file() and rel.as_posix() not in chapter_pages:
             read_file(path.resolve(), f"served file {rel}")
     repository = _repository(html_dir, root)
     for page in sorted(html_dir.rglob("*.html")):

@@ -30,10 +30,11 @@ from sphinx.transforms import SphinxTransform
 from sphinx_exercise.directive import SolutionStartDirective
 from sphinx_exercise.nodes import solution_end_node
 
-#: A gated solution (``{solution-start}`` ... ``{solution-end}``) or a plain ``{solution}`` block, fence included.
+#: A gated solution (``{solution-start}`` ... ``{solution-end}``) or a plain ``{solution}`` block, fence included,
+#: with any of MyST's fences: backticks, colons or tildes.
 SOLUTION_BLOCK = re.compile(
-    r"^(?P<fence>`{3,}|:{3,})\{solution-start\}.*?^(?P=fence)\{solution-end\}[^\n]*\n(?P=fence)[ \t]*\n?"
-    r"|^(?P<plain>`{3,}|:{3,})\{solution\}.*?^(?P=plain)[ \t]*\n?",
+    r"^(?P<fence>`{3,}|:{3,}|~{3,})\{solution-start\}.*?^(?P=fence)\{solution-end\}[^\n]*\n(?P=fence)[ \t]*\n?"
+    r"|^(?P<plain>`{3,}|:{3,}|~{3,})\{solution\}.*?^(?P=plain)[ \t]*\n?",
     re.M | re.S,
 )
 

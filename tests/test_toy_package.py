@@ -26,6 +26,6 @@ def test_every_exported_name_is_reachable_from_the_package():
 
 
 def test_the_package_lists_exactly_its_modules_names():
-    """``attn_lib.book.toy.__all__`` is the union of its topic modules' ``__all__`` (nothing more)."""
+    """``attn_lib.book.toy.__all__`` is the union of its topic modules' ``__all__`` (no more, no less)."""
     exported = [name for topic in TOPICS for name in importlib.import_module(f"attn_lib.book.toy.{topic}").__all__]
     assert sorted(attn_lib.book.toy.__all__) == sorted(exported)

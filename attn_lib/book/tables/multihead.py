@@ -11,6 +11,8 @@ from attn_lib._validation import check_probability
 from attn_lib.layout import FIGURE_WIDTH_IN, MIN_FONT_PT, wrap_text
 from attn_lib.report._common import label, meta_of
 
+__all__ = ["multihead_coverage_table", "heads_needed_distribution", "figure_multihead_coverage"]
+
 # ---- chapter 5 (multi-head coverage measured on the model): attn_lib.experiments.multihead_coverage -----------
 
 _COVERAGE_COLUMNS = ("layer", "H", "n_heads", "coverage", "covered")

@@ -7,15 +7,23 @@ topic (the chapters call these functions; they define none of their own).
 * :mod:`attn_lib.book.toy.sensitivity` -- rows and perturbations for Lemma 2, Corollary 3 and the sqrt(5) example;
 * :mod:`attn_lib.book.toy.multihead` -- multi-head coverage and the normaliser comparison.
 
-Every public name of the five modules is also a name of this package (e.g. ``attn_lib.book.toy.random_row``), by
-star imports of their ``__all__``; ``tests/test_toy_package.py`` checks that no two modules export the same name.
+Every name in the five modules' ``__all__`` is also a name of this package (e.g. ``attn_lib.book.toy.random_row``);
+``tests/test_toy_package.py`` checks that no two modules export the same name.
 """
 
 from . import distance, multihead, sensitivity, separability, vanishing
-from .distance import *  # noqa: F403
-from .multihead import *  # noqa: F403
-from .sensitivity import *  # noqa: F403
-from .separability import *  # noqa: F403
-from .vanishing import *  # noqa: F403
 
-__all__ = [*distance.__all__, *multihead.__all__, *sensitivity.__all__, *separability.__all__, *vanishing.__all__]
+_MODULES = (vanishing, distance, separability, sensitivity, multihead)
+__all__ = [name for module in _MODULES for name in module.__all__]
+
+
+def __getattr__(name: str):
+    """``attn_lib.book.toy.<name>`` for every name in a module's ``__all__`` (PEP 562: looked up on first use)."""
+    for module in _MODULES:
+        if name in module.__all__:
+            return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

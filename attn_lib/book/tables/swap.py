@@ -10,9 +10,7 @@ from attn_lib.report._common import meta_of
 
 __all__ = ["normaliser_swap_summary", "normaliser_swap_markdown", "normaliser_swap_findings", "figure_normaliser_swap"]
 
-# ----------------------------------------------------------------------------------------------------------------
-# chapter 5 (multi-head coverage and remedies): the normaliser swapped inside a live model
-# ----------------------------------------------------------------------------------------------------------------
+# ---- chapter 5 (multi-head coverage and remedies): the normaliser swapped inside a live model ------------------
 _SWAP_COLUMNS = ("entropy", "max", "support")
 
 

@@ -93,9 +93,7 @@ def _lengths(lengths: Any, low: int = 1) -> np.ndarray:
     return np.array([check_int("lengths", v.item() if hasattr(v, "item") else v, low=low) for v in arr], dtype=int)
 
 
-# ----------------------------------------------------------------------------------------------------------
-# multi-head coverage
-# ----------------------------------------------------------------------------------------------------------
+# ---- multi-head coverage ---------------------------------------------------------------------------------
 def coverage_table(ps: Sequence[float], heads: Sequence[int], n_trials: int, seed: int = 0) -> pd.DataFrame:
     """Coverage ``1 - (1 - p)^H`` of ``H`` independent heads and its Bernoulli simulation.
 
@@ -136,9 +134,7 @@ def coverage_table(ps: Sequence[float], heads: Sequence[int], n_trials: int, see
     return pd.DataFrame(rows)
 
 
-# ----------------------------------------------------------------------------------------------------------
-# the remedies on synthetic rows
-# ----------------------------------------------------------------------------------------------------------
+# ---- the remedies on synthetic rows ----------------------------------------------------------------------
 def remedy_rows(lengths: Sequence[int], a: float, seed: int = 0) -> dict[str, dict[int, np.ndarray]]:
     """The chapter's two kinds of synthetic rows, one per length and kind.
 
@@ -294,9 +290,7 @@ def figure_max_weight(comparison: RemedyComparison) -> Figure:
     )
 
 
-# ----------------------------------------------------------------------------------------------------------
-# sensitivity against temperature
-# ----------------------------------------------------------------------------------------------------------
+# ---- sensitivity against temperature ---------------------------------------------------------------------
 def sensitivity_bound(name: str, temperature: float, eps: float, length: int, s: float = SSMAX_SCALE) -> float:
     r"""An upper bound on ``||f((l + eps v)/T) - f(l/T)||_2 / eps`` for a unit ``v`` and any row of ``length`` logits.
 
@@ -497,9 +491,7 @@ def render_normalisers(temperature: float, *, row, seed: int, names: Iterable[st
     )
 
 
-# ----------------------------------------------------------------------------------------------------------
-# the normaliser swapped inside a live model
-# ----------------------------------------------------------------------------------------------------------
+# ---- the normaliser swapped inside a live model ----------------------------------------------------------
 def row_stats(layer_attention, batch: int = 0) -> dict[str, torch.Tensor]:
     r"""Per-row statistics of one captured layer, in float64.
 

@@ -113,9 +113,7 @@ FAMILIES: Mapping[str, Family] = types.MappingProxyType(
 )
 
 
-# ----------------------------------------------------------------------------------------------------------
-# argument checks
-# ----------------------------------------------------------------------------------------------------------
+# ---- argument checks -------------------------------------------------------------------------------------
 def _lengths(lengths: Any) -> np.ndarray:
     try:
         arr = np.asarray(lengths).ravel()
@@ -147,9 +145,7 @@ def _data_label(a: float) -> str:
     return f"synthetic logits, uniform on [-{a:g}, {a:g}]"
 
 
-# ----------------------------------------------------------------------------------------------------------
-# rows
-# ----------------------------------------------------------------------------------------------------------
+# ---- rows ------------------------------------------------------------------------------------------------
 def random_logits(lengths: Sequence[int], a: float, seed: int = 0) -> dict[int, np.ndarray]:
     """One row of logits uniform on ``[-a, a]`` per length, drawn in order from ``default_rng(seed)``.
 
@@ -205,9 +201,7 @@ def extreme_logits(family: str | Family, L: int, a: float, largest: bool = True)
     return logits
 
 
-# ----------------------------------------------------------------------------------------------------------
-# constants and checks
-# ----------------------------------------------------------------------------------------------------------
+# ---- constants and checks --------------------------------------------------------------------------------
 def constants(a: float, temperature: float, families: Iterable[str] | None = None) -> pd.DataFrame:
     """Lemma 1's constants ``C1 = m_F / M_F`` and ``C2 = M_F / m_F`` of each family, found numerically.
 
@@ -372,9 +366,7 @@ def lmax_curves(
     )
 
 
-# ----------------------------------------------------------------------------------------------------------
-# figures
-# ----------------------------------------------------------------------------------------------------------
+# ---- figures ---------------------------------------------------------------------------------------------
 def _log_axes(ax, ylabel: str = r"$L\cdot\max_i \alpha_i$") -> None:
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -459,9 +451,7 @@ def render_temperature(temperature: float, *, a: float, lengths: Sequence[int], 
     return figure_temperature(lmax_curves(a, temperature, lengths, seed, families=[SOFTMAX]))
 
 
-# ----------------------------------------------------------------------------------------------------------
-# Corollary 1
-# ----------------------------------------------------------------------------------------------------------
+# ---- Corollary 1 -----------------------------------------------------------------------------------------
 def corollary1_table(dim: int, lengths: Sequence[int], temperature: float, seed: int = 0) -> pd.DataFrame:
     r"""Softmax on random queries and keys against Corollary 1's bounds.
 
@@ -516,9 +506,7 @@ def corollary1_table(dim: int, lengths: Sequence[int], temperature: float, seed:
     return pd.DataFrame(rows).set_index("L")
 
 
-# ----------------------------------------------------------------------------------------------------------
-# SymPy display helpers
-# ----------------------------------------------------------------------------------------------------------
+# ---- SymPy display helpers -------------------------------------------------------------------------------
 def _pick(node: sp.Basic) -> sp.Basic:
     """The argument of a ``Min``/``Max`` node that SymPy proves extreme, or the node itself if it cannot."""
     smaller = isinstance(node, sp.Min)

@@ -1,21 +1,12 @@
 r"""Synthetic instances, the sink-token sequence and their figures for the chapter on top-:math:`N` selection and
 the distance bound (Theorem 1 and Corollary 2; see the book's appendix "Reading the paper", §Theorem 1(a) and
-§Corollary 2).
+§Corollary 2): random rows and instances for Theorem 1(a) and fact 1 of Corollary 2, the tight case, small cases
+enumerated exactly for Theorem 1(b), a row with an attention sink for Corollary 2 as ``L`` grows, every quantity
+against ``N`` for the slider, and the SymPy results of :mod:`attn_lib.book.symbolic` as display lines.
 
 Everything here is float64 NumPy on the CPU with explicit seeds, built on the one-row references of
 :mod:`attn_lib.theory`; the functions only draw instances and collect the quantities into tables. The chapter
 asserts the inequalities on those tables, so that a failing check shows in the chapter itself.
-
-* :func:`random_row` -- one random row (softmax weights and Gaussian vectors) for the notation demo;
-* :func:`theorem1_instances` -- the random instances that check Theorem 1(a) and fact 1 of Corollary 2;
-* :func:`theorem1_tight_case` -- one sharp token, ``N = 1``: the ratio ``d~ / d_max`` tends to 1;
-* :func:`enumeration_cases`, :func:`enumeration_errors` -- small cases enumerated exactly for Theorem 1(b);
-* :func:`sink_row`, :func:`corollary2_sequence`, :func:`figure_corollary2_sequence` -- Corollary 2 on a row with an
-  attention sink, for growing ``L``;
-* :func:`top_n_curves`, :func:`figure_top_n` -- every quantity against ``N`` on one row, and the slider's figure;
-* :func:`theorem1_steps_latex`, :func:`random_variance_latex`, :func:`corollary2_limits_latex`,
-  :func:`corollary2_remainder_latex` -- the SymPy
-  results of :mod:`attn_lib.book.symbolic` as display lines.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 r"""Multi-head coverage and the remedies of the closing chapter (see the book's appendix "Reading the paper",
-§Multi-head coverage).
-
-* :func:`coverage_table` -- ``1 - (1 - p)^H`` next to a Bernoulli simulation of independent heads;
-* :func:`remedy_rows`, :func:`compare_remedies`, :func:`figure_max_weight` -- the compared normalisers
-  (``attn_lib.normalizers.available(compared=True)``) on bounded random rows and on rows with one separated logit,
-  as ``L`` grows;
-* :func:`sensitivity_bound`, :func:`sensitivity_sweep`, :func:`figure_sensitivity` -- finite-difference
-  sensitivity against temperature, with the bound each normaliser obeys;
-* :func:`render_normalisers` -- the temperature slider's figure (one row, every normaliser);
-* :func:`row_stats`, :func:`normaliser_swap` -- per-row entropy, largest weight and support of a live model whose
-  softmax is replaced by another normaliser (the figure and table are :mod:`attn_lib.report` functions).
+§Multi-head coverage): ``1 - (1 - p)^H`` next to a simulation of independent heads; the compared normalisers
+(``attn_lib.normalizers.available(compared=True)``) on bounded random rows and on rows with one separated logit as
+``L`` grows; their finite-difference sensitivity against temperature with the bound each obeys; the temperature
+slider's figure; and a live model whose softmax is replaced by another normaliser (its figure and table are
+:mod:`attn_lib.report` functions).
 
 The synthetic parts run on the CPU in float64; every random draw comes from an explicit ``seed``.
 """

@@ -1,19 +1,12 @@
 r"""Synthetic rows and perturbations for the chapter on gradient sensitivity (Lemma 2, Corollary 3 and the
-:math:`\sqrt5\,\varepsilon` example), the temperature slider's figure, and a LaTeX helper for SymPy output.
+:math:`\sqrt5\,\varepsilon` example), the paper's form of Corollary 3 next to the corrected one, the temperature
+slider's figure, and a LaTeX helper (:func:`tex`) for SymPy output.
 
 Everything here is float64 on the CPU and seeded. Each function returns the raw numbers (one row per random
 instance) so that the chapter asserts the bounds on them; the ``*_summary`` functions only condense those numbers
 into the tables the chapter shows. The references are :mod:`attn_lib.theory` (one-row closed forms) and
 :mod:`attn_lib.jacobian` (the library's Jacobians); see the book's appendix "Reading the paper", §Lemma 2 and
 §Corollary 3, for the reconstructed statements and the corrected constants.
-
-* :func:`tex` -- ``sympy.latex`` with readable names for the plain-text symbols of :mod:`attn_lib.book.symbolic`;
-* :func:`sqrt5_table` -- the :math:`\sqrt5\,\varepsilon` example for several temperatures and lengths;
-* :func:`lemma2_families`, :func:`lemma2_instances`, :func:`lemma2_summary` -- Lemma 2 on random rows;
-* :func:`corollary3_random_norms`, :func:`corollary3_random_differences`, :func:`corollary3_random_summary` --
-  the corrected constants of Corollary 3 on random rows and random finite differences;
-* :func:`counterexample_table`, :func:`corollary3_side_by_side` -- the paper's form next to the corrected one;
-* :func:`tie_row`, :func:`temperature_sweep`, :func:`render_temperature` -- the temperature slider.
 """
 
 from __future__ import annotations

@@ -2,17 +2,10 @@ r"""Synthetic rows for the chapter on vanishing attention: Lemma 1 and Corollary
 "Reading the paper", §Lemma 1 and §Corollary 1).
 
 Three positive normalisers ``alpha_j = F(z_j) / sum_k F(z_k)`` with ``z = l / T`` (:data:`FAMILIES`), bounded
-logits ``l_j in [-a, a]``, and:
-
-* :func:`random_logits`, :func:`extreme_logits` -- a uniform draw per length, and the configuration that puts one
-  logit where ``F`` is largest and the rest where it is smallest (it attains Lemma 1's constants as ``L`` grows);
-* :func:`constants`, :func:`random_check`, :func:`lmax_curves` -- the constants ``C1, C2`` and the quantities
-  ``L min_i alpha_i`` and ``L max_i alpha_i`` that the chapter checks against them;
-* :func:`corollary1_table` -- Corollary 1 on random queries and keys;
-* :func:`figure_lmax`, :func:`render_temperature` -- the chapter's figure and its temperature slider;
-* :func:`resolve_min_max`, :func:`latex_relations` -- display helpers for the SymPy derivation.
-
-Everything runs on the CPU in float64; every random draw comes from an explicit ``seed``.
+logits ``l_j in [-a, a]``: uniform draws and the extreme configuration that attains Lemma 1's constants as ``L``
+grows, the constants ``C1, C2`` and the quantities ``L min_i alpha_i`` and ``L max_i alpha_i`` checked against
+them, Corollary 1 on random queries and keys, the chapter's figure and its temperature slider, and display helpers
+for the SymPy derivation. Everything runs on the CPU in float64; every random draw comes from an explicit ``seed``.
 """
 
 from __future__ import annotations

@@ -26,11 +26,6 @@ def _check_coverage_table(df: Any) -> None:
         )
 
 
-def _check_p(p: Any) -> float:
-
-    return check_probability("p", p)
-
-
 def multihead_coverage_table(df: pd.DataFrame, p: float) -> pd.DataFrame:
     """The measured coverage of the head-averaged top-``N`` against ``H``, next to ``1 − (1 − p)^H``.
 
@@ -50,7 +45,7 @@ def multihead_coverage_table(df: pd.DataFrame, p: float) -> pd.DataFrame:
         ``fully covered`` (share of (row, order) samples with ``c(H) = 1``, mean over layers).
     """
     _check_coverage_table(df)
-    p = _check_p(p)
+    p = check_probability("p", p)
     g = df.groupby("H")
     out = pd.DataFrame(
         {

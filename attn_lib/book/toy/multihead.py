@@ -71,6 +71,11 @@ def _color(name: str):
     return colors[i] if i < len(colors) else None
 
 
+def _label(fig: Figure, text: str, seed: int) -> Figure:
+    """``fig`` with the provenance footer of synthetic data (:func:`attn_lib.provenance.label_figure`)."""
+    return label_figure(fig, model="none", text=text, device=DEVICE, seed=seed)
+
+
 def _names(names: Iterable[str] | None) -> list[str]:
     if names is None:
         return normalizers.available(compared=True)
@@ -275,13 +280,7 @@ def figure_max_weight(comparison: RemedyComparison) -> Figure:
     axes[1].legend(fontsize=7, loc="lower left")
     fig.suptitle(f"Max weight against L (T = {T:g}, a = {a:g})", fontsize=10)
     fig.tight_layout()
-    return label_figure(
-        fig,
-        model="none",
-        text=f"synthetic logits, uniform on [-{a:g}, {a:g}] / separated top logit",
-        device=DEVICE,
-        seed=comparison.seed,
-    )
+    return _label(fig, f"synthetic logits, uniform on [-{a:g}, {a:g}] / separated top logit", comparison.seed)
 
 
 # ---- sensitivity against temperature ---------------------------------------------------------------------
@@ -432,9 +431,7 @@ def figure_sensitivity(sweep: SensitivitySweep) -> Figure:
     )
     ax.legend(fontsize=7, ncol=2)
     ax.grid(alpha=0.3)
-    return label_figure(
-        fig, model="none", text=f"synthetic logits, N(0, 1), L = {sweep.length}", device=DEVICE, seed=sweep.seed
-    )
+    return _label(fig, f"synthetic logits, N(0, 1), L = {sweep.length}", sweep.seed)
 
 
 def render_normalisers(temperature: float, *, row, seed: int, names: Iterable[str] | None = None) -> Figure:
@@ -476,13 +473,7 @@ def render_normalisers(temperature: float, *, row, seed: int, names: Iterable[st
         ax.set_xlabel("token (logits in decreasing order)", fontsize=8)
     fig.suptitle(f"Weights of one row of {l.size} N(0,1) logits at T = {T:g}", fontsize=10)
     fig.tight_layout()
-    return label_figure(
-        fig,
-        model="none",
-        text=f"synthetic logit row, N(0, 1), L = {l.size}",
-        device=DEVICE,
-        seed=check_int("seed", seed, low=0),
-    )
+    return _label(fig, f"synthetic logit row, N(0, 1), L = {l.size}", check_int("seed", seed, low=0))
 
 
 # ---- the normaliser swapped inside a live model ----------------------------------------------------------

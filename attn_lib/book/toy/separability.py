@@ -306,14 +306,8 @@ def toy_stats(
         Trials (random rows) per temperature; trial ``k`` has the same vectors at every temperature.
     n_values : sequence of int in [1, L - 1]
         The N grid.
-    seed : int >= 0
-        Seed of every draw.
-    d : int >= 2
-        Dimension.
-    L : int >= 2
-        Number of tokens.
-    M : float > 0
-        Radius of the sphere.
+    seed, d, L, M
+        As in :func:`toy_row` (``seed`` seeds every draw).
     mc_draws : int >= 1
         Monte-Carlo redraws per (trial, N).
 

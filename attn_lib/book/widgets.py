@@ -45,15 +45,7 @@ from matplotlib.figure import Figure
 
 from ..provenance import figure_to_png
 
-__all__ = [
-    "IPYWIDGETS_MAJOR",
-    "PrecomputedSlider",
-    "Stack7",
-    "precomputed_slider",
-]
-
-#: Major version of the installed ipywidgets (7 on Colab, 8 elsewhere).
-IPYWIDGETS_MAJOR = int(widgets.__version__.split(".")[0])
+__all__ = ["PrecomputedSlider", "Stack7", "precomputed_slider"]
 
 
 class Stack7(widgets.Box):

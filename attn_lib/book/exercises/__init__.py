@@ -25,6 +25,7 @@ One module per chapter holds that chapter's checks (:mod:`~attn_lib.book.exercis
 in :mod:`~attn_lib.book.exercises.index`. This package names them all (``__all__``).
 """
 
+from .._names import module_names, package_names
 from . import grading, harness, index
 
 #: The checks chapter by chapter (:data:`~attn_lib.book.exercises.grading.CHECKS`), what the assignments' tests call,
@@ -34,17 +35,6 @@ _NAMES = {
     "feedback": grading.feedback,
     "listed_mistakes": grading.listed_mistakes,
     "SEED": harness.SEED,
-    **{name: getattr(index, name) for name in index.__all__},
+    **module_names(index),
 }
-__all__ = list(_NAMES)
-
-
-def __getattr__(name: str):
-    """``attn_lib.book.exercises.<name>`` for every name of ``__all__`` (PEP 562)."""
-    if name in _NAMES:
-        return _NAMES[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__all__, __getattr__, __dir__ = package_names(__name__, _NAMES)

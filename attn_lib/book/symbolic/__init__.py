@@ -16,19 +16,9 @@ Section names refer to the book's appendix "Reading the paper".
 
 from __future__ import annotations
 
+from .._names import module_names, package_names
 from . import coverage, distance_bound, sensitivity, separation, vanishing
 
-_MODULES = (vanishing, distance_bound, separation, sensitivity, coverage)
-__all__ = [name for module in _MODULES for name in module.__all__]
-
-
-def __getattr__(name: str):
-    """``attn_lib.book.symbolic.<name>`` for every name in a module's ``__all__`` (PEP 562: looked up on first use)."""
-    for module in _MODULES:
-        if name in module.__all__:
-            return getattr(module, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__all__, __getattr__, __dir__ = package_names(
+    __name__, module_names(vanishing, distance_bound, separation, sensitivity, coverage)
+)

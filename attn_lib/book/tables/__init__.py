@@ -14,19 +14,9 @@ Every public name is re-exported here (``from attn_lib.book import tables``; ``t
 
 from __future__ import annotations
 
+from .._names import module_names, package_names
 from . import critical, distance, multihead, reproduction, sensitivity, separability, swap
 
-_MODULES = (distance, separability, sensitivity, multihead, swap, critical, reproduction)
-__all__ = [name for module in _MODULES for name in module.__all__]
-
-
-def __getattr__(name: str):
-    """``attn_lib.book.tables.<name>`` for every name in a module's ``__all__`` (PEP 562: looked up on first use)."""
-    for module in _MODULES:
-        if name in module.__all__:
-            return getattr(module, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__all__, __getattr__, __dir__ = package_names(
+    __name__, module_names(distance, separability, sensitivity, multihead, swap, critical, reproduction)
+)

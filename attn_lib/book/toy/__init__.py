@@ -11,19 +11,9 @@ Every name in the five modules' ``__all__`` is also a name of this package (e.g.
 ``tests/test_toy_package.py`` checks that no two modules export the same name.
 """
 
+from .._names import module_names, package_names
 from . import distance, multihead, sensitivity, separability, vanishing
 
-_MODULES = (vanishing, distance, separability, sensitivity, multihead)
-__all__ = [name for module in _MODULES for name in module.__all__]
-
-
-def __getattr__(name: str):
-    """``attn_lib.book.toy.<name>`` for every name in a module's ``__all__`` (PEP 562: looked up on first use)."""
-    for module in _MODULES:
-        if name in module.__all__:
-            return getattr(module, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__all__, __getattr__, __dir__ = package_names(
+    __name__, module_names(vanishing, distance, separability, sensitivity, multihead)
+)

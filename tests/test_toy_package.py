@@ -1,5 +1,5 @@
-"""attn_lib.book.toy re-exports its topic modules' public names: no two modules may export the same name (the last
-star-import would silently shadow the others)."""
+"""attn_lib.book.toy re-exports its topic modules' public names: no two modules may export the same name (the later
+module's object would silently shadow the earlier one's)."""
 
 import collections
 import importlib

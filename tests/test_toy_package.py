@@ -1,5 +1,5 @@
-"""attn_lib.book.toy re-exports its topic modules' public names: no two modules may export the same name (the last
-star-import would silently shadow the others)."""
+"""attn_lib.book.toy re-exports its topic modules' public names: no two modules may export the same name (the later
+module's object would silently shadow the earlier one's)."""
 
 import collections
 import importlib
@@ -26,6 +26,6 @@ def test_every_exported_name_is_reachable_from_the_package():
 
 
 def test_the_package_lists_exactly_its_modules_names():
-    """``attn_lib.book.toy.__all__`` is the union of its topic modules' ``__all__`` (explicit imports, no star)."""
+    """``attn_lib.book.toy.__all__`` is the union of its topic modules' ``__all__`` (no more, no less)."""
     exported = [name for topic in TOPICS for name in importlib.import_module(f"attn_lib.book.toy.{topic}").__all__]
     assert sorted(attn_lib.book.toy.__all__) == sorted(exported)

@@ -96,6 +96,13 @@ def settings(*, seed: int = 0, default_profile: str = "paper") -> Settings:
     return Settings(model=model, profile=profile, text=DEFAULT_TEXT, seed=seed)
 
 
+def _check_settings(cfg: object) -> None:
+    if not isinstance(cfg, Settings):
+        raise ValueError(
+            f"cfg must be an attn_lib.book.chapter.Settings (from chapter.settings()), got {type(cfg).__name__}"
+        )
+
+
 def load_inputs(cfg: Settings, *, verbose: bool = True):
     """Load the model and text of ``cfg`` quietly (nothing on stderr) and print what actually runs.
 
@@ -113,10 +120,7 @@ def load_inputs(cfg: Settings, *, verbose: bool = True):
     from attn_lib.experiments import describe_inputs  # heavy (torch, transformers): imported when a model is loaded
     from attn_lib.experiments import load_inputs as _load
 
-    if not isinstance(cfg, Settings):
-        raise ValueError(
-            f"cfg must be an attn_lib.book.chapter.Settings (from chapter.settings()), got {type(cfg).__name__}"
-        )
+    _check_settings(cfg)
     handle, text, notes = _load(cfg.model, cfg.text)
     if verbose:
         for note in notes:
@@ -147,10 +151,7 @@ def encoder_results(cfg: Settings, *, verbose: bool = True):
     from attn_lib.experiments import run_all
     from attn_lib.models import ModelUnavailableError
 
-    if not isinstance(cfg, Settings):
-        raise ValueError(
-            f"cfg must be an attn_lib.book.chapter.Settings (from chapter.settings()), got {type(cfg).__name__}"
-        )
+    _check_settings(cfg)
     try:
         handle, text, _ = _load(ENCODER, cfg.text)  # the text's offline note was printed with the decoder
     except ModelUnavailableError as exc:
@@ -185,10 +186,7 @@ def reproduction_results(cfg: Settings, handle, text) -> dict:
     from attn_lib.cache import ResultCache  # heavy (torch, transformers): imported when results are computed
     from attn_lib.experiments import multihead_coverage, run_all
 
-    if not isinstance(cfg, Settings):
-        raise ValueError(
-            f"cfg must be an attn_lib.book.chapter.Settings (from chapter.settings()), got {type(cfg).__name__}"
-        )
+    _check_settings(cfg)
     results = dict(run_all(handle, text, cfg.grid, cache=ResultCache(), seed=cfg.seed))
     L = min(int(cfg.grid.distance_vs_n.L), int(handle.max_length))
     results["multihead_coverage"] = multihead_coverage(

@@ -45,15 +45,7 @@ from matplotlib.figure import Figure
 
 from ..provenance import figure_to_png
 
-__all__ = [
-    "IPYWIDGETS_MAJOR",
-    "PrecomputedSlider",
-    "Stack7",
-    "precomputed_slider",
-]
-
-#: Major version of the installed ipywidgets (7 on Colab, 8 elsewhere).
-IPYWIDGETS_MAJOR = int(widgets.__version__.split(".")[0])
+__all__ = ["PrecomputedSlider", "Stack7", "precomputed_slider"]
 
 
 class Stack7(widgets.Box):
@@ -81,6 +73,17 @@ def _stack(children: list[widgets.Widget], selected_index: int) -> widgets.Box:
     if hasattr(widgets, "Stack"):
         return widgets.Stack(children=children, selected_index=selected_index)
     return Stack7(children, selected_index=selected_index)
+
+
+def _png(fig: Any, call: str, *, dpi: float, close: bool = True) -> bytes:
+    """The PNG of ``fig``, which ``call`` returned and which must be a Figure; closed afterwards if ``close``."""
+    if not isinstance(fig, Figure):
+        raise ValueError(f"{call} must return a matplotlib Figure (got {type(fig).__name__})")
+    try:
+        return figure_to_png(fig, dpi=dpi)
+    finally:
+        if close:
+            plt.close(fig)
 
 
 def _format_label(fmt: str | Callable[[Any], str], value: Any) -> str:
@@ -150,13 +153,7 @@ class PrecomputedSlider(widgets.VBox):
         self.status.value = f"computing {html.escape(label)} in the kernel&hellip;"
         t0 = time.perf_counter()
         try:
-            fig = self.live(self.values[i])
-            if not isinstance(fig, Figure):
-                raise ValueError(f"live({self.values[i]!r}) must return a matplotlib Figure (got {type(fig).__name__})")
-            try:
-                png = figure_to_png(fig, dpi=self.dpi)
-            finally:
-                plt.close(fig)
+            png = _png(self.live(self.values[i]), f"live({self.values[i]!r})", dpi=self.dpi)
         except Exception as exc:  # a callback's exception would vanish into the widget log: show it instead
             shown = "the last figure computed live for it" if i in self.live_seconds else "the figure from the build"
             self.status.value = (
@@ -227,14 +224,7 @@ def _render_images(
     """One PNG image widget per slider position, from ``render(value)``."""
     images = []
     for v in values:
-        fig = render(v)
-        if not isinstance(fig, Figure):
-            raise ValueError(f"render({v!r}) must return a matplotlib Figure (got {type(fig).__name__})")
-        try:
-            png = figure_to_png(fig, dpi=dpi)
-        finally:
-            if close:
-                plt.close(fig)
+        png = _png(render(v), f"render({v!r})", dpi=dpi, close=close)
         layout = widgets.Layout(width=width, height="auto") if width else widgets.Layout(max_width="100%")
         images.append(widgets.Image(value=png, format="png", layout=layout))
     return images

@@ -22,45 +22,19 @@ One module per chapter holds that chapter's checks (:mod:`~attn_lib.book.exercis
 :mod:`~attn_lib.book.exercises.distance`, :mod:`~attn_lib.book.exercises.separability`,
 :mod:`~attn_lib.book.exercises.sensitivity`, :mod:`~attn_lib.book.exercises.multihead`); what they share is in
 :mod:`~attn_lib.book.exercises.harness`, :func:`feedback` in :mod:`~attn_lib.book.exercises.grading` and the indexes
-in :mod:`~attn_lib.book.exercises.index`. This package names them all.
+in :mod:`~attn_lib.book.exercises.index`. This package names them all (``__all__``).
 """
 
-from .distance import check_distance, check_dmax
-from .grading import feedback, listed_mistakes
-from .harness import SEED
-from .index import EXERCISE_DIFFICULTIES, EXERCISE_KINDS, assignment_index, coverage, exercise_index
-from .multihead import check_coverage, check_heads_for_coverage, check_sparsemax
-from .sensitivity import check_jacobian_norm_bound, check_softmax_jacobian, check_spectral_norm
-from .separability import check_distinguishable_count, check_markov_lower_bound, check_theorem2_xi
-from .vanishing import check_lemma1_bounds, check_stable_softmax
+from .._names import module_names, package_names
+from . import grading, harness, index
 
-__all__ = [
-    # chapter 1
-    "check_stable_softmax",
-    "check_lemma1_bounds",
-    # chapter 2
-    "check_distance",
-    "check_dmax",
-    # chapter 3
-    "check_distinguishable_count",
-    "check_theorem2_xi",
-    "check_markov_lower_bound",
-    # chapter 4
-    "check_softmax_jacobian",
-    "check_jacobian_norm_bound",
-    "check_spectral_norm",
-    # chapter 5
-    "check_sparsemax",
-    "check_coverage",
-    "check_heads_for_coverage",
-    # what the assignments' tests call, and the mistakes each check recognises
-    "feedback",
-    "listed_mistakes",
-    "SEED",
-    # indexes for the instructor page
-    "exercise_index",
-    "assignment_index",
-    "coverage",
-    "EXERCISE_KINDS",
-    "EXERCISE_DIFFICULTIES",
-]
+#: The checks chapter by chapter (:data:`~attn_lib.book.exercises.grading.CHECKS`), what the assignments' tests call,
+#: and the indexes for the instructor page.
+_NAMES = {
+    **grading.CHECKS,
+    "feedback": grading.feedback,
+    "listed_mistakes": grading.listed_mistakes,
+    "SEED": harness.SEED,
+    **module_names(index),
+}
+__all__, __getattr__, __dir__ = package_names(__name__, _NAMES)

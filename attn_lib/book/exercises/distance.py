@@ -11,7 +11,7 @@ from attn_lib import theory
 
 from . import harness
 
-__all__ = ["check_distance", "check_dmax", "CASES"]
+__all__ = ["check_distance", "check_dmax"]
 
 
 _ROW_CASES = ((12, 5, 1.5, 3), (12, 5, 1.5, 1), (20, 8, 3.0, 6))
@@ -145,10 +145,3 @@ check_dmax = harness.make_check(
               \qquad d_1=\max_{i\notin I_N,\,j\in I_N}\|x_i-x_j\|_2 .""",
     fn_doc=r"""``fn(alpha, X, N) -> float`` with ``alpha (L,)``, ``X (L, d)``, ``1 <= N < L``.""",
 )
-
-
-#: Each check of this chapter and the function that builds its cases at a seed.
-CASES = {
-    "check_distance": _cases_distance,
-    "check_dmax": _cases_dmax,
-}

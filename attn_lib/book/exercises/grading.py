@@ -10,14 +10,14 @@ from . import distance, harness, multihead, sensitivity, separability, vanishing
 
 __all__ = ["CASES", "CHECKS", "feedback", "listed_mistakes"]
 
-#: Each check and the function that builds its cases at a seed (the tests read the listed mistakes from here).
-CASES = {**vanishing.CASES, **distance.CASES, **separability.CASES, **sensitivity.CASES, **multihead.CASES}
-#: Each check by its name.
+#: Each check by its name, chapter by chapter.
 CHECKS = {
     name: getattr(module, name)
     for module in (vanishing, distance, separability, sensitivity, multihead)
-    for name in module.CASES
+    for name in module.__all__
 }
+#: Each check and the function that builds its cases at a seed (the tests read the listed mistakes from here).
+CASES = {name: check.cases for name, check in CHECKS.items()}
 
 
 def listed_mistakes(check: Any) -> list[str]:

@@ -212,12 +212,6 @@ def row(L: int, d: int, scale: float, rng: np.random.Generator) -> tuple[np.ndar
     return alpha, rng.standard_normal((L, d))
 
 
-def finite_or_none(v: Any) -> Any:
-    """A mistake's value, or None where that mistake gives inf or nan (it is then not judged on that case)."""
-    arr = np.asarray(v, dtype=np.float64)
-    return arr if np.all(np.isfinite(arr)) else None
-
-
 def sums_to_one(name: str, extra: str = "") -> Callable:
     def prop(got: np.ndarray) -> str | None:
         if not np.allclose(got.sum(-1), 1.0, rtol=0, atol=1e-9):
@@ -274,7 +268,8 @@ def make_check(name: str, cases: Callable[[Any], list[Case]], *, summary: str, f
     Returns
     -------
     callable
-        ``check(fn, seed=SEED) -> None``, raising ``AssertionError("HINT: ...")`` when the answer is wrong.
+        ``check(fn, seed=SEED) -> None``, raising ``AssertionError("HINT: ...")`` when the answer is wrong; its
+        attribute ``cases`` is ``cases``.
     """
 
     def check(fn: Callable, seed: int = SEED) -> None:
@@ -283,4 +278,5 @@ def make_check(name: str, cases: Callable[[Any], list[Case]], *, summary: str, f
     check.__name__ = check.__qualname__ = name
     check.__module__ = cases.__module__
     check.__doc__ = _CHECK_DOC.format(summary=summary, fn_doc=fn_doc)
+    check.cases = cases
     return check

@@ -11,7 +11,7 @@ from attn_lib import theory
 
 from . import harness
 
-__all__ = ["check_sparsemax", "check_coverage", "check_heads_for_coverage", "CASES"]
+__all__ = ["check_sparsemax", "check_coverage", "check_heads_for_coverage"]
 
 
 def _cases_sparsemax(seed: Any) -> list[harness.Case]:
@@ -133,11 +133,3 @@ check_heads_for_coverage = harness.make_check(
     summary="""Check ``fn(p, c)``: the smallest number of heads ``H >= 1`` with ``1 - (1 - p)^H >= c``.""",
     fn_doc="""``fn(p, c) -> int`` with ``p`` in ``(0, 1)`` and ``c`` in ``(0, 1)``.""",
 )
-
-
-#: Each check of this chapter and the function that builds its cases at a seed.
-CASES = {
-    "check_sparsemax": _cases_sparsemax,
-    "check_coverage": _cases_coverage,
-    "check_heads_for_coverage": _cases_heads_for_coverage,
-}

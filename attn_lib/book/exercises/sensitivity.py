@@ -11,7 +11,7 @@ from attn_lib import theory
 
 from . import harness
 
-__all__ = ["check_softmax_jacobian", "check_jacobian_norm_bound", "check_spectral_norm", "CASES"]
+__all__ = ["check_softmax_jacobian", "check_jacobian_norm_bound", "check_spectral_norm"]
 
 
 def _cases_softmax_jacobian(seed: Any) -> list[harness.Case]:
@@ -126,11 +126,3 @@ check_spectral_norm = harness.make_check(
     fn_doc="""``fn(logits, T) -> float`` with ``logits`` a float64 torch tensor of shape ``(L,)`` on the CPU and
         ``T > 0``; it may move the tensor to another device (``device="auto"``).""",
 )
-
-
-#: Each check of this chapter and the function that builds its cases at a seed.
-CASES = {
-    "check_softmax_jacobian": _cases_softmax_jacobian,
-    "check_jacobian_norm_bound": _cases_jacobian_norm_bound,
-    "check_spectral_norm": _cases_spectral_norm,
-}

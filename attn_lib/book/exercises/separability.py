@@ -10,7 +10,7 @@ from attn_lib import theory
 
 from . import harness
 
-__all__ = ["check_distinguishable_count", "check_theorem2_xi", "check_markov_lower_bound", "CASES"]
+__all__ = ["check_distinguishable_count", "check_theorem2_xi", "check_markov_lower_bound"]
 
 
 def _tie_row() -> tuple[np.ndarray, np.ndarray, int]:
@@ -170,11 +170,3 @@ check_markov_lower_bound = harness.make_check(
     fn_doc=r"""``fn(alpha, N, M, delta, r) -> float`` with the arguments of :func:`check_theorem2_xi` and a radius
         ``r > 0``.""",
 )
-
-
-#: Each check of this chapter and the function that builds its cases at a seed.
-CASES = {
-    "check_distinguishable_count": _cases_distinguishable_count,
-    "check_theorem2_xi": _cases_theorem2_xi,
-    "check_markov_lower_bound": _cases_markov_lower_bound,
-}

@@ -11,7 +11,7 @@ from attn_lib import theory
 
 from . import harness
 
-__all__ = ["check_stable_softmax", "check_lemma1_bounds", "CASES"]
+__all__ = ["check_stable_softmax", "check_lemma1_bounds"]
 
 
 def _softmax_rows(z: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -123,10 +123,3 @@ check_lemma1_bounds = harness.make_check(
     For ``F(l) = exp(l / T)``: ``C1 = exp(-2a/T)`` and ``C2 = exp(2a/T)``.""",
     fn_doc="""``fn(a, L, T) -> (lower, upper)``, two floats, with ``a >= 0``, ``L >= 1`` an int and ``T > 0``.""",
 )
-
-
-#: Each check of this chapter and the function that builds its cases at a seed.
-CASES = {
-    "check_stable_softmax": _cases_stable_softmax,
-    "check_lemma1_bounds": _cases_lemma1_bounds,
-}

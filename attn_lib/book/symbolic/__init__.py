@@ -16,50 +16,9 @@ Section names refer to the book's appendix "Reading the paper".
 
 from __future__ import annotations
 
-from .coverage import (
-    multihead_coverage_symbolic,
-)
-from .distance_bound import (
-    corollary2_limits_symbolic,
-    corollary2_remainder_symbolic,
-    e1_crossing_symbolic,
-    theorem1_random_variance,
-    theorem1_steps,
-)
-from .sensitivity import (
-    corollary3_bounds_symbolic,
-    lemma2_jacobian,
-    max_alpha_one_minus_alpha,
-    softmax_jacobian,
-    sqrt5_example_exact,
-    two_way_tie_spectral_norm,
-)
-from .separation import (
-    theorem2_expansion,
-    theorem2_tail_bounds,
-)
-from .vanishing import (
-    corollary1_from_lemma1,
-    lemma1_constants_symbolic,
-    lemma1_general,
-)
+from .._names import module_names, package_names
+from . import coverage, distance_bound, sensitivity, separation, vanishing
 
-__all__ = [
-    "softmax_jacobian",
-    "max_alpha_one_minus_alpha",
-    "lemma1_constants_symbolic",
-    "lemma1_general",
-    "corollary1_from_lemma1",
-    "two_way_tie_spectral_norm",
-    "corollary3_bounds_symbolic",
-    "e1_crossing_symbolic",
-    "theorem1_steps",
-    "theorem1_random_variance",
-    "corollary2_limits_symbolic",
-    "corollary2_remainder_symbolic",
-    "theorem2_expansion",
-    "theorem2_tail_bounds",
-    "sqrt5_example_exact",
-    "lemma2_jacobian",
-    "multihead_coverage_symbolic",
-]
+__all__, __getattr__, __dir__ = package_names(
+    __name__, module_names(vanishing, distance_bound, separation, sensitivity, coverage)
+)

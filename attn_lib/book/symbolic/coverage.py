@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-__all__ = [
-    "multihead_coverage_symbolic",
-]
+__all__ = ["multihead_coverage_symbolic"]
 
 
 def multihead_coverage_symbolic() -> dict:

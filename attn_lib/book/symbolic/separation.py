@@ -8,10 +8,7 @@ from attn_lib._validation import check_int
 
 from ._sums import sum_linear
 
-__all__ = [
-    "theorem2_expansion",
-    "theorem2_tail_bounds",
-]
+__all__ = ["theorem2_expansion", "theorem2_tail_bounds"]
 
 
 def theorem2_expansion(N: int = 3) -> dict:

@@ -5,11 +5,7 @@ from __future__ import annotations
 import sympy as sp
 from sympy.calculus.util import maximum, minimum
 
-__all__ = [
-    "lemma1_constants_symbolic",
-    "lemma1_general",
-    "corollary1_from_lemma1",
-]
+__all__ = ["lemma1_constants_symbolic", "lemma1_general", "corollary1_from_lemma1"]
 
 
 def lemma1_constants_symbolic(F_expr=None, l=None, a=None) -> dict:

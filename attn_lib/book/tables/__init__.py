@@ -14,45 +14,9 @@ Every public name is re-exported here (``from attn_lib.book import tables``; ``t
 
 from __future__ import annotations
 
-from .critical import critical_rows_table
-from .distance import (
-    DISTANCE_NAMES,
-    critical_n_lines,
-    critical_n_ratio,
-    distance_length_fits,
-    distance_length_means,
-    distance_n_table,
-    mc_scan_words,
-)
-from .multihead import figure_multihead_coverage, heads_needed_distribution, multihead_coverage_table
-from .reproduction import PAPER_TABLE1, reproduction_markdown, rules_markdown, runtime_table, setting_differences
-from .sensitivity import sensitivity_bounds, sensitivity_findings, sensitivity_table
-from .separability import separability_shape
-from .swap import figure_normaliser_swap, normaliser_swap_findings, normaliser_swap_markdown, normaliser_swap_summary
+from .._names import module_names, package_names
+from . import critical, distance, multihead, reproduction, sensitivity, separability, swap
 
-__all__ = [
-    "critical_rows_table",
-    "DISTANCE_NAMES",
-    "critical_n_lines",
-    "critical_n_ratio",
-    "distance_length_fits",
-    "distance_length_means",
-    "distance_n_table",
-    "mc_scan_words",
-    "figure_multihead_coverage",
-    "heads_needed_distribution",
-    "multihead_coverage_table",
-    "PAPER_TABLE1",
-    "reproduction_markdown",
-    "rules_markdown",
-    "runtime_table",
-    "setting_differences",
-    "sensitivity_bounds",
-    "sensitivity_findings",
-    "sensitivity_table",
-    "separability_shape",
-    "figure_normaliser_swap",
-    "normaliser_swap_findings",
-    "normaliser_swap_markdown",
-    "normaliser_swap_summary",
-]
+__all__, __getattr__, __dir__ = package_names(
+    __name__, module_names(distance, separability, sensitivity, multihead, swap, critical, reproduction)
+)

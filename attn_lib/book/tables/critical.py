@@ -8,6 +8,8 @@ from attn_lib.claims.diagnosis import critical_rows
 from attn_lib.claims.stats import valid_ks_sampling
 from attn_lib.report._common import form_name
 
+__all__ = ["critical_rows_table"]
+
 
 def critical_rows_table(trace: pd.DataFrame, summary: pd.DataFrame, sampling: str | None = None) -> pd.DataFrame:
     """:func:`~attn_lib.claims.critical_rows` as one row per ``L``: ``N*`` and the rows behind it for each form, and

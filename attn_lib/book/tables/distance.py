@@ -7,6 +7,16 @@ import pandas as pd
 from attn_lib.claims.stats import THRESHOLDS, linear_growth, require_columns, valid_ks_sampling
 from attn_lib.report._common import KS_SAMPLING, form_name
 
+__all__ = [
+    "DISTANCE_NAMES",
+    "distance_length_means",
+    "distance_length_fits",
+    "distance_n_table",
+    "mc_scan_words",
+    "critical_n_lines",
+    "critical_n_ratio",
+]
+
 # ---- chapter 2 (book/02_distance_bound.md): the tables of Algorithms 1-3 -------------------------------------
 #: Display name of each distance column of Algorithms 1 and 2 (the names the chapter's tables use).
 DISTANCE_NAMES = {

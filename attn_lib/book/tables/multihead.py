@@ -11,6 +11,8 @@ from attn_lib._validation import check_probability
 from attn_lib.layout import FIGURE_WIDTH_IN, MIN_FONT_PT, wrap_text
 from attn_lib.report._common import label, meta_of
 
+__all__ = ["multihead_coverage_table", "heads_needed_distribution", "figure_multihead_coverage"]
+
 # ---- chapter 5 (multi-head coverage measured on the model): attn_lib.experiments.multihead_coverage -----------
 
 _COVERAGE_COLUMNS = ("layer", "H", "n_heads", "coverage", "covered")
@@ -22,11 +24,6 @@ def _check_coverage_table(df: Any) -> None:
         raise ValueError(
             f"df must be the non-empty table of attn_lib.experiments.multihead_coverage (missing columns: {missing})"
         )
-
-
-def _check_p(p: Any) -> float:
-
-    return check_probability("p", p)
 
 
 def multihead_coverage_table(df: pd.DataFrame, p: float) -> pd.DataFrame:
@@ -48,7 +45,7 @@ def multihead_coverage_table(df: pd.DataFrame, p: float) -> pd.DataFrame:
         ``fully covered`` (share of (row, order) samples with ``c(H) = 1``, mean over layers).
     """
     _check_coverage_table(df)
-    p = _check_p(p)
+    p = check_probability("p", p)
     g = df.groupby("H")
     out = pd.DataFrame(
         {

@@ -10,6 +10,8 @@ from attn_lib.claims.stats import require_columns
 from attn_lib.report._common import md_cell, pipe_table
 from attn_lib.report.reproduction import claim_label, need_results, plain_roles, short_cause
 
+__all__ = ["PAPER_TABLE1", "setting_differences", "runtime_table", "reproduction_markdown", "rules_markdown"]
+
 #: The paper's Table 1: each algorithm's run time on an Apple M1 Pro (10-core CPU, 16 GB; PyTorch on the CPU,
 #: Joblib for parallelism), in seconds, with the figure it makes.
 PAPER_TABLE1 = {

@@ -14,6 +14,8 @@ from attn_lib._validation import check_probability
 from attn_lib.claims.stats import THRESHOLDS, linfit
 from attn_lib.report._common import sensitivity_curves
 
+__all__ = ["sensitivity_bounds", "sensitivity_findings", "sensitivity_table"]
+
 
 # --- chapter 4 (gradient sensitivity): the numbers behind Fig. 4, as the chapter tabulates and states them -------
 def _require_sensitivity(df: Any) -> None:

@@ -7,6 +7,8 @@ import pandas as pd
 from attn_lib.claims.stats import THRESHOLDS
 from attn_lib.report.separability import separability_per_n
 
+__all__ = ["separability_shape"]
+
 
 def separability_shape(df: pd.DataFrame, thresholds: dict | None = None) -> dict:
     """The shape of the median N_s/N against N that the paper describes for Fig. 3: a decline up to

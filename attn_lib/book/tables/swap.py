@@ -8,9 +8,9 @@ from attn_lib._validation import check_probability
 from attn_lib.layout import FIGURE_WIDTH_IN, wrap_text
 from attn_lib.report._common import meta_of
 
-# ----------------------------------------------------------------------------------------------------------------
-# chapter 5 (multi-head coverage and remedies): the normaliser swapped inside a live model
-# ----------------------------------------------------------------------------------------------------------------
+__all__ = ["normaliser_swap_summary", "normaliser_swap_markdown", "normaliser_swap_findings", "figure_normaliser_swap"]
+
+# ---- chapter 5 (multi-head coverage and remedies): the normaliser swapped inside a live model ------------------
 _SWAP_COLUMNS = ("entropy", "max", "support")
 
 

@@ -1,21 +1,12 @@
 r"""Synthetic instances, the sink-token sequence and their figures for the chapter on top-:math:`N` selection and
 the distance bound (Theorem 1 and Corollary 2; see the book's appendix "Reading the paper", §Theorem 1(a) and
-§Corollary 2).
+§Corollary 2): random rows and instances for Theorem 1(a) and fact 1 of Corollary 2, the tight case, small cases
+enumerated exactly for Theorem 1(b), a row with an attention sink for Corollary 2 as ``L`` grows, every quantity
+against ``N`` for the slider, and the SymPy results of :mod:`attn_lib.book.symbolic` as display lines.
 
 Everything here is float64 NumPy on the CPU with explicit seeds, built on the one-row references of
 :mod:`attn_lib.theory`; the functions only draw instances and collect the quantities into tables. The chapter
 asserts the inequalities on those tables, so that a failing check shows in the chapter itself.
-
-* :func:`random_row` -- one random row (softmax weights and Gaussian vectors) for the notation demo;
-* :func:`theorem1_instances` -- the random instances that check Theorem 1(a) and fact 1 of Corollary 2;
-* :func:`theorem1_tight_case` -- one sharp token, ``N = 1``: the ratio ``d~ / d_max`` tends to 1;
-* :func:`enumeration_cases`, :func:`enumeration_errors` -- small cases enumerated exactly for Theorem 1(b);
-* :func:`sink_row`, :func:`corollary2_sequence`, :func:`figure_corollary2_sequence` -- Corollary 2 on a row with an
-  attention sink, for growing ``L``;
-* :func:`top_n_curves`, :func:`figure_top_n` -- every quantity against ``N`` on one row, and the slider's figure;
-* :func:`theorem1_steps_latex`, :func:`random_variance_latex`, :func:`corollary2_limits_latex`,
-  :func:`corollary2_remainder_latex` -- the SymPy
-  results of :mod:`attn_lib.book.symbolic` as display lines.
 """
 
 from __future__ import annotations
@@ -66,9 +57,7 @@ def _seed(seed: Any) -> int:
     return check_int("seed", seed, low=0)
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# instances
-# ----------------------------------------------------------------------------------------------------------------
+# ---- instances -------------------------------------------------------------------------------------------------
 def random_row(L: int, d: int, *, logit_scale: float = 1.5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     r"""One random row: :math:`\alpha=\mathrm{softmax}(c\,g)` with :math:`g\sim\mathcal N(0,I_L)` and Gaussian vectors.
 
@@ -409,9 +398,7 @@ def top_n_curves(alpha, X, *, mc_samples: int = 64, seed: int = 0) -> pd.DataFra
     ).astype(float)
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# figures (each carries its provenance footer, attn_lib.provenance.label_figure)
-# ----------------------------------------------------------------------------------------------------------------
+# ---- figures (each carries its provenance footer, attn_lib.provenance.label_figure) ----------------------------
 def _figure(figsize, ncols=1):
     """A figure outside pyplot's state machine (shown with attn_lib.book.chapter.show_figure or a slider)."""
 
@@ -511,13 +498,18 @@ def _check_columns(name: str, df: Any, columns) -> None:
         raise ValueError(f"{name} must have the columns {list(columns)} (missing: {missing})")
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# display lines of the SymPy derivations (attn_lib.book.symbolic)
-# ----------------------------------------------------------------------------------------------------------------
-def _keys(name: str, d: Any, keys) -> None:
-    if not isinstance(d, dict) or any(k not in d for k in keys):
-        missing = [k for k in keys if not isinstance(d, dict) or k not in d]
-        raise ValueError(f"{name} must be the dict returned by attn_lib.book.symbolic (missing keys: {missing})")
+# ---- display lines of the SymPy derivations (attn_lib.book.symbolic) -------------------------------------------
+class _Result(dict):
+    """A result of :mod:`attn_lib.book.symbolic`, named ``name``: reading a key it lacks raises ``ValueError``."""
+
+    def __init__(self, name: str, d: Any):
+        if not isinstance(d, dict):
+            raise ValueError(f"{name} must be the dict returned by attn_lib.book.symbolic (got {type(d).__name__})")
+        super().__init__(d)
+        self.name = name
+
+    def __missing__(self, key: str):
+        raise ValueError(f"{self.name} must be the dict returned by attn_lib.book.symbolic (missing key: {key!r})")
 
 
 _PRETTY = {"abar": r"\bar{\alpha}_N", "Sigma_out": r"\Sigma_{\mathrm{out}}"}
@@ -528,33 +520,6 @@ def _pretty(expr):
     return expr.subs(
         {s: sp.Symbol(_PRETTY[s.name], positive=True) for s in expr.free_symbols if getattr(s, "name", "") in _PRETTY}
     )
-
-
-#: The entries of :func:`attn_lib.book.symbolic.theorem1_steps` that :func:`theorem1_steps_latex` typesets.
-_THEOREM1_KEYS = [
-    "s",
-    "abar",
-    "step1_check",
-    "step2_convex_combination",
-    "step2_check",
-    "step2_weights_sum",
-    "step2_norm_check",
-    "step3_triangle",
-    "step3_slack",
-    "step3_slack_nonnegative",
-    "step4_coefficient",
-    "step4_coefficient_nonnegative",
-    "step4_coefficient_at_most_one",
-    "step4_inserted",
-    "step4_check",
-    "step4_per_term",
-    "step5_sum",
-    "step5_evaluated",
-    "step5_expanded",
-    "d_max",
-    "step5_check",
-    "at_N_equals_L",
-]
 
 
 def _decided(flag) -> str:
@@ -636,7 +601,7 @@ def theorem1_steps_latex(t1: dict) -> list[str]:
         where the step is an identity, the slack it decided is non-negative where the step is an inequality, and
         the ``Sum`` it evaluated in step 5; :math:`d_{\max}` and its value at :math:`N=L`.
     """
-    _keys("t1", t1, _THEOREM1_KEYS)
+    t1 = _Result("t1", t1)
     return [*_theorem1_steps_1_2(t1), *_theorem1_steps_3_4(t1), *_theorem1_step5(t1)]
 
 
@@ -656,19 +621,7 @@ def random_variance_latex(rv: dict, *, n: int, N: int) -> list[str]:
         The inclusion probabilities and the indicator moments; the variance of the sum; the bracket form and
         its difference from the variance.
     """
-    _keys(
-        "rv",
-        rv,
-        [
-            "P_single",
-            "P_pair",
-            "variance_indicator",
-            "covariance_indicator",
-            "variance_of_sum",
-            "bracket_form",
-            "variance_check",
-        ],
-    )
+    rv = _Result("rv", rv)
     n, N = check_int("n", n, low=2), check_int("N", N, low=1, high=n)
     tex = sp.latex
     return [
@@ -703,19 +656,7 @@ def corollary2_limits_latex(c2: dict) -> list[str]:
     list of str (2 lines)
         Regime (i), :math:`L\to\infty`, and regime (ii), :math:`N\to L`.
     """
-    _keys(
-        "c2",
-        c2,
-        [
-            "p",
-            "p_limit_L_to_oo",
-            "outer_factor",
-            "outer_limit_L_to_oo",
-            "per_token_term",
-            "per_token_term_limit_p_to_0",
-            "outer_limit_N_to_L",
-        ],
-    )
+    c2 = _Result("c2", c2)
     tex = sp.latex
     return [
         r"\text{(i)}\quad p = "
@@ -749,22 +690,7 @@ def corollary2_remainder_latex(rem: dict) -> list[str]:
         The per-token identity and its difference; the reverse triangle inequality with ``|p| = p``; the outer
         factor's slack; the triangle-inequality sum SymPy evaluated and the bound after ``p = N/(L-1)``.
     """
-    _keys(
-        "rem",
-        rem,
-        [
-            "term",
-            "identity_check",
-            "reverse_triangle",
-            "homogeneity_check",
-            "outer_slack",
-            "outer_slack_nonnegative",
-            "triangle_sum",
-            "triangle_sum_evaluated",
-            "bound",
-            "bound_check",
-        ],
-    )
+    rem = _Result("rem", rem)
 
     def tex(expr) -> str:  # norm symbols are named in LaTeX already: print their names verbatim
         verbatim = {x: x.name for x in expr.free_symbols if getattr(x, "name", "").startswith("\\|")}

@@ -1,15 +1,9 @@
 r"""Multi-head coverage and the remedies of the closing chapter (see the book's appendix "Reading the paper",
-§Multi-head coverage).
-
-* :func:`coverage_table` -- ``1 - (1 - p)^H`` next to a Bernoulli simulation of independent heads;
-* :func:`remedy_rows`, :func:`compare_remedies`, :func:`figure_max_weight` -- the compared normalisers
-  (``attn_lib.normalizers.available(compared=True)``) on bounded random rows and on rows with one separated logit,
-  as ``L`` grows;
-* :func:`sensitivity_bound`, :func:`sensitivity_sweep`, :func:`figure_sensitivity` -- finite-difference
-  sensitivity against temperature, with the bound each normaliser obeys;
-* :func:`render_normalisers` -- the temperature slider's figure (one row, every normaliser);
-* :func:`row_stats`, :func:`normaliser_swap` -- per-row entropy, largest weight and support of a live model whose
-  softmax is replaced by another normaliser (the figure and table are :mod:`attn_lib.report` functions).
+§Multi-head coverage): ``1 - (1 - p)^H`` next to a simulation of independent heads; the compared normalisers
+(``attn_lib.normalizers.available(compared=True)``) on bounded random rows and on rows with one separated logit as
+``L`` grows; their finite-difference sensitivity against temperature with the bound each obeys; the temperature
+slider's figure; and a live model whose softmax is replaced by another normaliser (its figure and table are
+:mod:`attn_lib.report` functions).
 
 The synthetic parts run on the CPU in float64; every random draw comes from an explicit ``seed``.
 """
@@ -77,6 +71,11 @@ def _color(name: str):
     return colors[i] if i < len(colors) else None
 
 
+def _label(fig: Figure, text: str, seed: int) -> Figure:
+    """``fig`` with the provenance footer of synthetic data (:func:`attn_lib.provenance.label_figure`)."""
+    return label_figure(fig, model="none", text=text, device=DEVICE, seed=seed)
+
+
 def _names(names: Iterable[str] | None) -> list[str]:
     if names is None:
         return normalizers.available(compared=True)
@@ -93,9 +92,7 @@ def _lengths(lengths: Any, low: int = 1) -> np.ndarray:
     return np.array([check_int("lengths", v.item() if hasattr(v, "item") else v, low=low) for v in arr], dtype=int)
 
 
-# ----------------------------------------------------------------------------------------------------------
-# multi-head coverage
-# ----------------------------------------------------------------------------------------------------------
+# ---- multi-head coverage ---------------------------------------------------------------------------------
 def coverage_table(ps: Sequence[float], heads: Sequence[int], n_trials: int, seed: int = 0) -> pd.DataFrame:
     """Coverage ``1 - (1 - p)^H`` of ``H`` independent heads and its Bernoulli simulation.
 
@@ -136,9 +133,7 @@ def coverage_table(ps: Sequence[float], heads: Sequence[int], n_trials: int, see
     return pd.DataFrame(rows)
 
 
-# ----------------------------------------------------------------------------------------------------------
-# the remedies on synthetic rows
-# ----------------------------------------------------------------------------------------------------------
+# ---- the remedies on synthetic rows ----------------------------------------------------------------------
 def remedy_rows(lengths: Sequence[int], a: float, seed: int = 0) -> dict[str, dict[int, np.ndarray]]:
     """The chapter's two kinds of synthetic rows, one per length and kind.
 
@@ -285,18 +280,10 @@ def figure_max_weight(comparison: RemedyComparison) -> Figure:
     axes[1].legend(fontsize=7, loc="lower left")
     fig.suptitle(f"Max weight against L (T = {T:g}, a = {a:g})", fontsize=10)
     fig.tight_layout()
-    return label_figure(
-        fig,
-        model="none",
-        text=f"synthetic logits, uniform on [-{a:g}, {a:g}] / separated top logit",
-        device=DEVICE,
-        seed=comparison.seed,
-    )
+    return _label(fig, f"synthetic logits, uniform on [-{a:g}, {a:g}] / separated top logit", comparison.seed)
 
 
-# ----------------------------------------------------------------------------------------------------------
-# sensitivity against temperature
-# ----------------------------------------------------------------------------------------------------------
+# ---- sensitivity against temperature ---------------------------------------------------------------------
 def sensitivity_bound(name: str, temperature: float, eps: float, length: int, s: float = SSMAX_SCALE) -> float:
     r"""An upper bound on ``||f((l + eps v)/T) - f(l/T)||_2 / eps`` for a unit ``v`` and any row of ``length`` logits.
 
@@ -444,9 +431,7 @@ def figure_sensitivity(sweep: SensitivitySweep) -> Figure:
     )
     ax.legend(fontsize=7, ncol=2)
     ax.grid(alpha=0.3)
-    return label_figure(
-        fig, model="none", text=f"synthetic logits, N(0, 1), L = {sweep.length}", device=DEVICE, seed=sweep.seed
-    )
+    return _label(fig, f"synthetic logits, N(0, 1), L = {sweep.length}", sweep.seed)
 
 
 def render_normalisers(temperature: float, *, row, seed: int, names: Iterable[str] | None = None) -> Figure:
@@ -488,18 +473,10 @@ def render_normalisers(temperature: float, *, row, seed: int, names: Iterable[st
         ax.set_xlabel("token (logits in decreasing order)", fontsize=8)
     fig.suptitle(f"Weights of one row of {l.size} N(0,1) logits at T = {T:g}", fontsize=10)
     fig.tight_layout()
-    return label_figure(
-        fig,
-        model="none",
-        text=f"synthetic logit row, N(0, 1), L = {l.size}",
-        device=DEVICE,
-        seed=check_int("seed", seed, low=0),
-    )
+    return _label(fig, f"synthetic logit row, N(0, 1), L = {l.size}", check_int("seed", seed, low=0))
 
 
-# ----------------------------------------------------------------------------------------------------------
-# the normaliser swapped inside a live model
-# ----------------------------------------------------------------------------------------------------------
+# ---- the normaliser swapped inside a live model ----------------------------------------------------------
 def row_stats(layer_attention, batch: int = 0) -> dict[str, torch.Tensor]:
     r"""Per-row statistics of one captured layer, in float64.
 

@@ -1,19 +1,12 @@
 r"""Synthetic rows and perturbations for the chapter on gradient sensitivity (Lemma 2, Corollary 3 and the
-:math:`\sqrt5\,\varepsilon` example), the temperature slider's figure, and a LaTeX helper for SymPy output.
+:math:`\sqrt5\,\varepsilon` example), the paper's form of Corollary 3 next to the corrected one, the temperature
+slider's figure, and a LaTeX helper (:func:`tex`) for SymPy output.
 
 Everything here is float64 on the CPU and seeded. Each function returns the raw numbers (one row per random
 instance) so that the chapter asserts the bounds on them; the ``*_summary`` functions only condense those numbers
 into the tables the chapter shows. The references are :mod:`attn_lib.theory` (one-row closed forms) and
 :mod:`attn_lib.jacobian` (the library's Jacobians); see the book's appendix "Reading the paper", §Lemma 2 and
 §Corollary 3, for the reconstructed statements and the corrected constants.
-
-* :func:`tex` -- ``sympy.latex`` with readable names for the plain-text symbols of :mod:`attn_lib.book.symbolic`;
-* :func:`sqrt5_table` -- the :math:`\sqrt5\,\varepsilon` example for several temperatures and lengths;
-* :func:`lemma2_families`, :func:`lemma2_instances`, :func:`lemma2_summary` -- Lemma 2 on random rows;
-* :func:`corollary3_random_norms`, :func:`corollary3_random_differences`, :func:`corollary3_random_summary` --
-  the corrected constants of Corollary 3 on random rows and random finite differences;
-* :func:`counterexample_table`, :func:`corollary3_side_by_side` -- the paper's form next to the corrected one;
-* :func:`tie_row`, :func:`temperature_sweep`, :func:`render_temperature` -- the temperature slider.
 """
 
 from __future__ import annotations
@@ -30,8 +23,11 @@ from matplotlib.figure import Figure
 
 from attn_lib import jacobian, normalizers, theory
 from attn_lib._validation import check_int, check_nonnegative, check_positive, check_probability
+from attn_lib.claims.stats import require_columns
 from attn_lib.layout import FIGURE_WIDTH_IN
 from attn_lib.provenance import label_figure
+
+from .vanishing import rational
 
 __all__ = [
     "NICE_NAMES",
@@ -63,9 +59,7 @@ NICE_NAMES = {
 }
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# helpers
-# ----------------------------------------------------------------------------------------------------------------
+# ---- helpers ---------------------------------------------------------------------------------------------------
 def _rng(seed: Any) -> np.random.Generator:
     """``seed`` as a numpy Generator: an int >= 0 seeds a new one; a Generator is used (and advanced) as is."""
     if isinstance(seed, np.random.Generator):
@@ -89,9 +83,7 @@ def _row(row: Any) -> np.ndarray:
     return r
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# display
-# ----------------------------------------------------------------------------------------------------------------
+# ---- display ---------------------------------------------------------------------------------------------------
 def tex(expr: Any, names: dict[str, str] | None = None) -> str:
     r"""LaTeX of a SymPy expression, with readable names for plain-text symbols.
 
@@ -116,9 +108,7 @@ def tex(expr: Any, names: dict[str, str] | None = None) -> str:
     return sp.latex(expr, symbol_names=symbol_names)
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# the sqrt(5) eps example
-# ----------------------------------------------------------------------------------------------------------------
+# ---- the sqrt(5) eps example -----------------------------------------------------------------------------------
 def sqrt5_table(
     c: float = 1.0, eps: float = 1e-3, temperatures: Sequence[float] = (1.0, 0.1, 0.01), lengths: Sequence[int] = (2, 5)
 ) -> pd.DataFrame:
@@ -162,9 +152,7 @@ def sqrt5_table(
     return pd.DataFrame(rows).set_index(["L", "T"])
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Lemma 2 on random rows
-# ----------------------------------------------------------------------------------------------------------------
+# ---- Lemma 2 on random rows ------------------------------------------------------------------------------------
 def _sigmoid(z):
     return 1 / (1 + np.exp(-z))
 
@@ -173,16 +161,8 @@ def _softplus(z):
     return np.logaddexp(0, z)
 
 
-def _rational(z):
-    return 1 + z**2
-
-
 def _rational_derivative(z):
     return 2 * z
-
-
-def _rational_torch(z):
-    return 1 + z**2
 
 
 def lemma2_families() -> dict[str, tuple[Callable, Callable, Callable]]:
@@ -197,7 +177,7 @@ def lemma2_families() -> dict[str, tuple[Callable, Callable, Callable]]:
     return {
         "exp (softmax)": (np.exp, np.exp, normalizers.softmax),
         "softplus": (_softplus, _sigmoid, normalizers.get("general")),
-        "1 + z²": (_rational, _rational_derivative, normalizers.make_general(_rational_torch)),
+        "1 + z²": (rational, _rational_derivative, normalizers.make_general(rational)),
     }
 
 
@@ -274,7 +254,7 @@ def lemma2_summary(instances: pd.DataFrame, rtol: float = 1e-9) -> pd.DataFrame:
         Columns ``instances``, ``violations``, ``largest ‖J‖₂ / bound``, ``largest |J − J_lib|``.
     """
     rtol = check_nonnegative("rtol", rtol)
-    _require_columns("instances", instances, ("family", "spectral", "bound", "max_abs_diff"))
+    require_columns(instances, "instances", ("family", "spectral", "bound", "max_abs_diff"))
     d = instances.assign(
         ratio=instances["spectral"] / instances["bound"],
         violation=instances["spectral"] > instances["bound"] * (1 + rtol),
@@ -292,17 +272,7 @@ def lemma2_summary(instances: pd.DataFrame, rtol: float = 1e-9) -> pd.DataFrame:
     return out
 
 
-def _require_columns(name: str, df: Any, columns: Sequence[str]) -> None:
-    if not isinstance(df, pd.DataFrame):
-        raise ValueError(f"{name} must be a pandas DataFrame (got {type(df).__name__})")
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise ValueError(f"{name} lacks the columns {missing}")
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Corollary 3 on random rows
-# ----------------------------------------------------------------------------------------------------------------
+# ---- Corollary 3 on random rows --------------------------------------------------------------------------------
 def corollary3_random_norms(
     n: int = 5000, seed: Any = 0, *, tie_fraction: float = 0.3, temperature: float = 1.0
 ) -> pd.DataFrame:
@@ -412,8 +382,8 @@ def corollary3_random_summary(norms: pd.DataFrame, differences: pd.DataFrame, te
         Columns ``largest observed`` and ``bound``; the last row is the largest difference / bound ratio (bound 1).
     """
     T = check_positive("temperature", temperature)
-    _require_columns("norms", norms, ("spectral", "entrywise", "row"))
-    _require_columns("differences", differences, ("ratio",))
+    require_columns(norms, "norms", ("spectral", "entrywise", "row"))
+    require_columns(differences, "differences", ("ratio",))
     b = theory.corollary3_corrected(T)
     return pd.DataFrame(
         {
@@ -429,9 +399,7 @@ def corollary3_random_summary(norms: pd.DataFrame, differences: pd.DataFrame, te
     )
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# the paper's form next to the corrected constants
-# ----------------------------------------------------------------------------------------------------------------
+# ---- the paper's form next to the corrected constants ----------------------------------------------------------
 def counterexample_table(temperatures: Sequence[float] = (1.0, 0.1, 0.01), eps: float = 1e-6) -> pd.DataFrame:
     r"""The two-way tie :math:`\ell=(0,0)` at each temperature (:func:`attn_lib.theory.corollary3_counterexample`).
 
@@ -498,9 +466,7 @@ def corollary3_side_by_side(temperatures: Sequence[float], eps_values: Sequence[
     return side
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# the temperature slider
-# ----------------------------------------------------------------------------------------------------------------
+# ---- the temperature slider ------------------------------------------------------------------------------------
 def tie_row(L: int = 8, gap: float = 0.05, seed: Any = 0) -> np.ndarray:
     r"""A row of ``L`` standard-normal logits in decreasing order whose two largest entries differ by ``gap``.
 
@@ -593,7 +559,7 @@ def render_temperature(
     T = check_positive("temperature", temperature)
     r = _row(row)
     sw = temperature_sweep(r) if sweep is None else sweep
-    _require_columns("sweep", sw, ("T", "spectral", "entrywise", "row", "paper"))
+    require_columns(sw, "sweep", ("T", "spectral", "entrywise", "row", "paper"))
     if text is None:
         top = np.sort(r)[::-1]
         text = f"synthetic logit row ({r.size} tokens, top-2 gap {top[0] - top[1]:.3g})"

@@ -1,16 +1,8 @@
 r"""The toy sphere model of the chapter on geometric separability (Assumptions 1-2, the definition of :math:`N_s`
-and Theorem 2), and the figure of its temperature slider.
-
-* :func:`sphere_points` -- independent points uniform on the sphere :math:`S^{d-1}(M)` (Assumption 1);
-* :func:`rho_min` -- the experimental radius :math:`\rho_{\min}=\min_{j\notin I_N}\|\alpha_jx_j-s\|_2`;
-* :func:`convention_cases`, :func:`convention_table` -- three hand-made rows and what the strict convention
-  :math:`r\uparrow\rho_{\min}` and the literal closed ball give on them;
-* :func:`toy_row`, :func:`toy_stats`, :func:`toy_means`, :func:`toy_summary` -- the toy model (vectors on the
-  sphere, softmax weights from a random query) and its per-row and per-N statistics: the empirical
-  :math:`N_s/N`, Theorem 2's bounds in the paper's form and the valid Hoeffding form at a Monte-Carlo
-  :math:`\mathbb EX_i`;
-* :func:`render_temperature`, :func:`temperature_slider` -- the slider's figure for one temperature, and the
-  pre-rendered slider over the temperatures of a :func:`toy_stats` table.
+and Theorem 2): points uniform on the sphere, the experimental radius :math:`\rho_{\min}`, three hand-made rows for
+the strict convention :math:`r\uparrow\rho_{\min}`, the toy model's per-row and per-N statistics (the empirical
+:math:`N_s/N`, Theorem 2's bounds in the paper's form and the valid Hoeffding form at a Monte-Carlo
+:math:`\mathbb EX_i`), and the figure and pre-rendered slider over temperatures.
 
 The one-row quantities come from :mod:`attn_lib.theory` (its separability and Theorem 2 functions); this module
 only draws the instances and collects the numbers. Everything runs in float64 on the CPU, and every draw derives
@@ -314,14 +306,8 @@ def toy_stats(
         Trials (random rows) per temperature; trial ``k`` has the same vectors at every temperature.
     n_values : sequence of int in [1, L - 1]
         The N grid.
-    seed : int >= 0
-        Seed of every draw.
-    d : int >= 2
-        Dimension.
-    L : int >= 2
-        Number of tokens.
-    M : float > 0
-        Radius of the sphere.
+    seed, d, L, M
+        As in :func:`toy_row` (``seed`` seeds every draw).
     mc_draws : int >= 1
         Monte-Carlo redraws per (trial, N).
 

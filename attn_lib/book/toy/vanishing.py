@@ -2,17 +2,10 @@ r"""Synthetic rows for the chapter on vanishing attention: Lemma 1 and Corollary
 "Reading the paper", §Lemma 1 and §Corollary 1).
 
 Three positive normalisers ``alpha_j = F(z_j) / sum_k F(z_k)`` with ``z = l / T`` (:data:`FAMILIES`), bounded
-logits ``l_j in [-a, a]``, and:
-
-* :func:`random_logits`, :func:`extreme_logits` -- a uniform draw per length, and the configuration that puts one
-  logit where ``F`` is largest and the rest where it is smallest (it attains Lemma 1's constants as ``L`` grows);
-* :func:`constants`, :func:`random_check`, :func:`lmax_curves` -- the constants ``C1, C2`` and the quantities
-  ``L min_i alpha_i`` and ``L max_i alpha_i`` that the chapter checks against them;
-* :func:`corollary1_table` -- Corollary 1 on random queries and keys;
-* :func:`figure_lmax`, :func:`render_temperature` -- the chapter's figure and its temperature slider;
-* :func:`resolve_min_max`, :func:`latex_relations` -- display helpers for the SymPy derivation.
-
-Everything runs on the CPU in float64; every random draw comes from an explicit ``seed``.
+logits ``l_j in [-a, a]``: uniform draws and the extreme configuration that attains Lemma 1's constants as ``L``
+grows, the constants ``C1, C2`` and the quantities ``L min_i alpha_i`` and ``L max_i alpha_i`` checked against
+them, Corollary 1 on random queries and keys, the chapter's figure and its temperature slider, and display helpers
+for the SymPy derivation. Everything runs on the CPU in float64; every random draw comes from an explicit ``seed``.
 """
 
 from __future__ import annotations
@@ -113,9 +106,7 @@ FAMILIES: Mapping[str, Family] = types.MappingProxyType(
 )
 
 
-# ----------------------------------------------------------------------------------------------------------
-# argument checks
-# ----------------------------------------------------------------------------------------------------------
+# ---- argument checks -------------------------------------------------------------------------------------
 def _lengths(lengths: Any) -> np.ndarray:
     try:
         arr = np.asarray(lengths).ravel()
@@ -147,9 +138,7 @@ def _data_label(a: float) -> str:
     return f"synthetic logits, uniform on [-{a:g}, {a:g}]"
 
 
-# ----------------------------------------------------------------------------------------------------------
-# rows
-# ----------------------------------------------------------------------------------------------------------
+# ---- rows ------------------------------------------------------------------------------------------------
 def random_logits(lengths: Sequence[int], a: float, seed: int = 0) -> dict[int, np.ndarray]:
     """One row of logits uniform on ``[-a, a]`` per length, drawn in order from ``default_rng(seed)``.
 
@@ -205,9 +194,7 @@ def extreme_logits(family: str | Family, L: int, a: float, largest: bool = True)
     return logits
 
 
-# ----------------------------------------------------------------------------------------------------------
-# constants and checks
-# ----------------------------------------------------------------------------------------------------------
+# ---- constants and checks --------------------------------------------------------------------------------
 def constants(a: float, temperature: float, families: Iterable[str] | None = None) -> pd.DataFrame:
     """Lemma 1's constants ``C1 = m_F / M_F`` and ``C2 = M_F / m_F`` of each family, found numerically.
 
@@ -372,9 +359,7 @@ def lmax_curves(
     )
 
 
-# ----------------------------------------------------------------------------------------------------------
-# figures
-# ----------------------------------------------------------------------------------------------------------
+# ---- figures ---------------------------------------------------------------------------------------------
 def _log_axes(ax, ylabel: str = r"$L\cdot\max_i \alpha_i$") -> None:
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -459,9 +444,7 @@ def render_temperature(temperature: float, *, a: float, lengths: Sequence[int], 
     return figure_temperature(lmax_curves(a, temperature, lengths, seed, families=[SOFTMAX]))
 
 
-# ----------------------------------------------------------------------------------------------------------
-# Corollary 1
-# ----------------------------------------------------------------------------------------------------------
+# ---- Corollary 1 -----------------------------------------------------------------------------------------
 def corollary1_table(dim: int, lengths: Sequence[int], temperature: float, seed: int = 0) -> pd.DataFrame:
     r"""Softmax on random queries and keys against Corollary 1's bounds.
 
@@ -516,9 +499,7 @@ def corollary1_table(dim: int, lengths: Sequence[int], temperature: float, seed:
     return pd.DataFrame(rows).set_index("L")
 
 
-# ----------------------------------------------------------------------------------------------------------
-# SymPy display helpers
-# ----------------------------------------------------------------------------------------------------------
+# ---- SymPy display helpers -------------------------------------------------------------------------------
 def _pick(node: sp.Basic) -> sp.Basic:
     """The argument of a ``Min``/``Max`` node that SymPy proves extreme, or the node itself if it cannot."""
     smaller = isinstance(node, sp.Min)

@@ -3,7 +3,8 @@ files anyone edits) -> ``_build/assignments/<name>/`` with Otter's student noteb
 
     python tools/assignments.py build [NAME ...] [--out DIR]   # what `make assignments` runs (all by default)
     python tools/assignments.py list                          # the assignment names
-    python tools/assignments.py grade NAME FOLDER [--out DIR]  # grade FOLDER's notebooks (sub-folders too), as `otter run`
+    python tools/assignments.py grade NAME FOLDER [--out DIR] [--time-limit S] [--memory-limit MIB] [--jobs N]
+                                                              # grade FOLDER's notebooks (sub-folders too)
     python tools/assignments.py time [NAME ...]               # run each built solution notebook, print the times
 
 For each assignment, ``build`` writes
@@ -16,6 +17,15 @@ For each assignment, ``build`` writes
   (public and hidden tests, for ``otter run`` / ``otter grade``).
 
 The folder ``<out>/<name>`` is rebuilt from scratch, so the build is idempotent; ``otter assign`` runs offline.
+
+``grade`` does not use Otter (``tools/autograde.py`` says how and what it protects against): it reads the tests from
+``assignments/<NAME>.md``, runs each notebook in its own child process under a time, CPU and memory limit
+(``--time-limit`` seconds of wall clock per notebook, default 120; ``--memory-limit`` MiB, default 2048; ``--jobs``
+notebooks at once, default 1), judges the answers in its own process against references it computes itself, and
+writes ``FOLDER/graded/grades.csv`` (``--out`` elsewhere) with a row, and a ``status``, for every notebook, broken,
+endless or crashing ones included. A submission still runs as the grading user: for untrusted classes, grade as an
+unprivileged user or in a container. Bad input (an unknown assignment, a missing or empty folder, an option out of
+range) gives one line on stderr and exit status 2.
 """
 
 from __future__ import annotations

@@ -280,16 +280,20 @@ def read_notebook(path: Path, submissions: Path) -> tuple[nbformat.NotebookNode 
         return None, b"", "not graded: JSON, but not a Jupyter notebook"
     version = raw.get("nbformat")
     if version != 4 or isinstance(version, bool):
-        return None, b"", (
-            f"not graded: a notebook in format {version!r}; the grader reads format 4 (open it in Jupyter or Colab "
-            "and save it again)"
+        return (
+            None,
+            b"",
+            (
+                f"not graded: a notebook in format {version!r}; the grader reads format 4 (open it in Jupyter or Colab "
+                "and save it again)"
+            ),
         )
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             nb = nbformat.reads(text, as_version=4)
             nbformat.validate(nb)
-    except Exception as exc:  # noqa: BLE001 - nbformat raises several kinds; all mean "not a valid notebook"
+    except Exception as exc:  # nbformat raises several kinds; all mean "not a valid notebook"
         return None, b"", f"not graded: not a valid notebook (format 4): {_first_line(exc)}"
     return nb, data, None
 
@@ -363,8 +367,16 @@ class _Run:
     extra: dict = field(default_factory=dict)
 
 
-def _start(index: int, nb_bytes: bytes, nb_name: str, cells: list, tests: list[Test], args_blob: bytes,
-           time_limit: float, memory_mib: int) -> _Run:
+def _start(
+    index: int,
+    nb_bytes: bytes,
+    nb_name: str,
+    cells: list,
+    tests: list[Test],
+    args_blob: bytes,
+    time_limit: float,
+    memory_mib: int,
+) -> _Run:
     tmp = Path(tempfile.mkdtemp(prefix="attn_lib-grade-"))
     run = _Run(index, tmp)
     for part in ("job", "work", "out"):
@@ -390,7 +402,7 @@ def _start(index: int, nb_bytes: bytes, nb_name: str, cells: list, tests: list[T
             stdout=subprocess.DEVNULL,
             stderr=stderr,
             start_new_session=True,
-            preexec_fn=apply_limits,  # noqa: PLW1509 - the grader starts children from its one thread
+            preexec_fn=apply_limits,  # the grader starts children from its one thread
         )
     finally:
         stderr.close()
@@ -505,7 +517,7 @@ def _answers(run: _Run, status: dict, cases: list[list[harness.Case]]) -> tuple[
                         break
                     arrays.append(npz[f"t{t}_c{c}"])
                 out.append(("hint", hint) if hint else ("arrays", arrays))
-    except Exception:  # noqa: BLE001 - a damaged or forged archive: not the grader's format
+    except Exception:  # a damaged or forged archive: not the grader's format
         return [], "not graded: its answers are not in the grader's format"
     return out, None
 
@@ -521,7 +533,7 @@ def _judge(cases: list[harness.Case], arrays: list[np.ndarray]) -> str | None:
         harness.run(replay, cases)
     except AssertionError as exc:
         return str(exc)
-    except Exception as exc:  # noqa: BLE001 - never expected; the answer is then not accepted
+    except Exception as exc:  # never expected; the answer is then not accepted
         return f"HINT: the grader could not judge this answer ({type(exc).__name__})"
     return None
 
@@ -542,8 +554,16 @@ def _score(value: float) -> str:
     return f"{float(value):.2f}"
 
 
-def _report(rel: str, questions: list[Question], verdicts: list[str | None] | None, status: str,
-            cells: list[dict], nb: nbformat.NotebookNode | None, wall_s: float | None, limits: dict) -> dict:
+def _report(
+    rel: str,
+    questions: list[Question],
+    verdicts: list[str | None] | None,
+    status: str,
+    cells: list[dict],
+    nb: nbformat.NotebookNode | None,
+    wall_s: float | None,
+    limits: dict,
+) -> dict:
     """The ``results.json`` of one notebook (``verdicts``: per test ``None`` = passed or the hint; ``None`` for a
     notebook that was not graded)."""
     report_tests, t = [], 0
@@ -585,8 +605,11 @@ def _report(rel: str, questions: list[Question], verdicts: list[str | None] | No
         "max_score": sum(q.points for q in questions),
         "tests": report_tests,
         "cell_errors": [
-            {"cell": c["cell"], "first_line": (sources.get(c["cell"], "").splitlines() or [""])[0][:200],
-             "error": c["error"][:2000]}
+            {
+                "cell": c["cell"],
+                "first_line": (sources.get(c["cell"], "").splitlines() or [""])[0][:200],
+                "error": c["error"][:2000],
+            }
             for c in cells
         ],
         "wall_s": None if wall_s is None else round(wall_s, 2),
@@ -664,8 +687,9 @@ def grade(
                     if c.cell_type == "code" and COLAB_TAG not in c.metadata.get("tags", [])
                 ]
                 running.append(
-                    _start(i, loaded[i][2], f"{Path(source).stem}.ipynb", cells, tests, args_blob, time_limit,
-                           memory_mib)
+                    _start(
+                        i, loaded[i][2], f"{Path(source).stem}.ipynb", cells, tests, args_blob, time_limit, memory_mib
+                    )
                 )
             time.sleep(0.05)
             for run in list(running):
@@ -684,7 +708,7 @@ def grade(
         for run in running:
             _kill_group(run.proc)
             shutil.rmtree(run.tmp, ignore_errors=True)
-    for i, (rel, nb, _, reason) in enumerate(loaded):
+    for i, (rel, _, _, reason) in enumerate(loaded):
         if reason is not None:
             reports[i] = _report(rel, questions, None, reason, [], None, None, limits)
 

@@ -44,7 +44,7 @@ def _text(value: object) -> str:
     """``str(value)``, shortened; a value whose ``str`` fails gives a placeholder."""
     try:
         text = str(value)
-    except BaseException:  # noqa: BLE001 - the student's __str__ may raise anything
+    except BaseException:  # the student's __str__ may raise anything
         text = "(the message could not be printed)"
     return text if len(text) <= TEXT_MAX else text[: TEXT_MAX - 3] + "..."
 
@@ -52,7 +52,7 @@ def _text(value: object) -> str:
 def _error(exc: BaseException) -> str:
     try:
         name = type(exc).__name__
-    except BaseException:  # noqa: BLE001
+    except BaseException:
         name = "an exception"
     return _text(f"{name}: {_text(exc)}")
 
@@ -121,14 +121,14 @@ def main(job_dir: Path, out_dir: Path) -> None:
         try:
             code = compile(transform(source), f"<cell {index}>", "exec")
             exec(code, namespace)
-        except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt included: next cell
+        except BaseException as exc:  # SystemExit and KeyboardInterrupt included: next cell
             status["cells"].append({"cell": index, "error": _error(exc)})
 
     # what a cell may have left armed: an interval timer, an alarm handler
     try:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
-    except BaseException:  # noqa: BLE001
+    except BaseException:
         pass
     harness.TIME_LIMIT_S = float(job["call_limit"])
     answers = {}
@@ -144,7 +144,7 @@ def main(job_dir: Path, out_dir: Path) -> None:
             for c, (args, where) in enumerate(items):
                 try:
                     got = harness.call(_converted(fn, where, harness.as_array), where, *args)
-                except BaseException as exc:  # noqa: BLE001 - harness.call's hints, and anything past them
+                except BaseException as exc:  # harness.call's hints, and anything past them
                     hint = _text(exc) if isinstance(exc, AssertionError) else f"HINT: {_error(exc)} ({where})"
                     break
                 if isinstance(got, _Hint):
@@ -163,7 +163,7 @@ def main(job_dir: Path, out_dir: Path) -> None:
 if __name__ == "__main__":
     try:
         main(Path(sys.argv[1]), Path(sys.argv[2]))
-    except BaseException as exc:  # noqa: BLE001 - the grader reads the exit status
+    except BaseException as exc:  # the grader reads the exit status
         try:
             print(f"grade_notebook: {_error(exc)}", file=sys.stderr, flush=True)
         finally:

@@ -442,6 +442,15 @@ CATCH_ALL = """def stable_softmax(logits, T=1.0):
                 pass
         except BaseException:
             pass"""
+#: a function that disarms the per-call limit's alarm, then never returns
+DISARM = """import signal
+
+
+def lemma1_bounds(a, L, T=1.0):
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    while True:
+        pass"""
 #: a function whose result takes forever to become numbers
 SLOW_ARRAY = """class Slow:
     def __array__(self, dtype=None, copy=None):
@@ -465,8 +474,9 @@ def _with_cell(nb: nbformat.NotebookNode, source: str, after: str) -> nbformat.N
 @pytest.fixture(scope="module")
 def hostile(built, tmp_path_factory) -> dict:
     """Assignment 1's class: one honest notebook (the solution), the three cheats, an endless cell, a truncated
-    file, os._exit(), nbformat 3, a memory hog, a function catching BaseException in a loop, one returning a slow
-    ``__array__`` and a notebook named like a spreadsheet formula, graded two at a time with a 10 s limit.
+    file, os._exit(), nbformat 3, a memory hog, a function catching BaseException in a loop, one disarming the
+    alarm, one returning a slow ``__array__`` and a notebook named like a spreadsheet formula, graded two at a time
+    with a 10 s limit.
     ``{"rows": grades.csv by notebook, "graded": the output folder, "seconds": the grading's wall clock}``."""
     import time
 
@@ -489,6 +499,7 @@ def hostile(built, tmp_path_factory) -> dict:
     nbformat.write(_with_cell(student(), "hog = bytearray(64 * 2**30)", "import math"), subs / "memory.ipynb")
     nbformat.write(_with_cell(student(), CATCH_ALL, "def stable_softmax"), subs / "catch-all.ipynb")
     nbformat.write(_with_cell(student(), SLOW_ARRAY, "def stable_softmax"), subs / "slow-array.ipynb")
+    nbformat.write(_with_cell(student(), DISARM, "def lemma1_bounds"), subs / "disarm.ipynb")
     (subs / FORMULA_NAME).write_bytes(solution)
     t0 = time.perf_counter()
     csv_path = tool.grade(
@@ -500,9 +511,9 @@ def hostile(built, tmp_path_factory) -> dict:
 
 
 def test_hostile_class_finishes_within_its_limits(hostile):
-    """Two notebooks run into the 10 s limit (the endless cell, the catch-all function), graded two at a time with
-    the others: the whole class takes about 15 s."""
-    assert len(hostile["rows"]) == 12
+    """Three notebooks run into the 10 s limit (the endless cell, the catch-all function, the disarmed alarm),
+    graded two at a time with the others: the whole class takes about 25 s."""
+    assert len(hostile["rows"]) == 13
     assert hostile["seconds"] < 6 * HOSTILE_LIMIT_S, hostile["seconds"]
 
 
@@ -527,6 +538,7 @@ def test_cheats_get_no_marks(hostile, cheat):
     [
         ("endless", f"not graded: stopped at the time limit of {HOSTILE_LIMIT_S} s"),
         ("catch-all", f"not graded: stopped at the time limit of {HOSTILE_LIMIT_S} s"),
+        ("disarm", f"not graded: stopped at the time limit of {HOSTILE_LIMIT_S} s"),
         ("broken", "not graded: not a notebook (invalid JSON, a truncated file?"),
         ("exit", "not graded: its process ended (exit status 0) before writing its answers"),
         ("v3", "not graded: a notebook in format 3; the grader reads format 4"),
@@ -653,3 +665,14 @@ def test_cli_grade_on_an_empty_folder_prints_no_traceback(tmp_path):
     )
     assert run.returncode == 2 and run.stdout == "", run
     assert run.stderr.count("\n") == 1 and "found none in" in run.stderr and "Traceback" not in run.stderr, run.stderr
+
+
+def test_child_gets_no_secrets_from_the_environment(monkeypatch):
+    """A submission runs with the environment variables Python and the library need, not the grader's tokens."""
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_secret")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    env = tool._autograde._child_env()
+    assert "GITHUB_TOKEN" not in env and "AWS_SECRET_ACCESS_KEY" not in env
+    assert env["LC_ALL"] == "C.UTF-8" and env["PATH"] == os.environ["PATH"] and env["CUDA_VISIBLE_DEVICES"] == ""
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == str(ROOT)

@@ -14,7 +14,8 @@ For each assignment, ``build`` writes
 * ``<out>/<name>/student/<name>.ipynb``: what students get (``otter assign``: solutions replaced by ``...``,
   ``grader.check("qN")`` cells, the public tests in the notebook's metadata);
 * ``<out>/<name>/autograder/<name>.ipynb`` (the solution notebook) and ``<out>/<name>/autograder/autograder.zip``
-  (public and hidden tests, for ``otter run`` / ``otter grade``).
+  (public and hidden tests, for Otter's own ``otter run`` / ``otter grade``; ``grade`` below reads the tests from
+  the source instead).
 
 The folder ``<out>/<name>`` is rebuilt from scratch, so the build is idempotent; ``otter assign`` runs offline.
 

@@ -15,8 +15,8 @@ How it works:
    child process only the ARGUMENTS of each case (pickled by the grader), never an expected value or a listed
    mistake. Each notebook runs in its own child (``tools/grade_notebook.py``): a new session (process group), a fresh
    temporary folder holding a copy of the notebook as its working folder, the limits of :func:`_limits` (CPU time,
-   memory, file size, no core files) set before it starts, and a wall-clock limit per notebook after which the
-   grader kills the whole process group. The child runs the code cells (``otter`` is a stand-in that does nothing;
+   memory, file size, no core files) set before it starts, only the environment variables of :func:`_child_env`,
+   and a wall-clock limit per notebook after which the grader kills the whole process group. The child runs the code cells (``otter`` is a stand-in that does nothing;
    the cell tagged ``colab-setup`` is skipped), calls each test's function on each case under the per-call limit of
    ``harness.call`` and writes the answers as data only: ``status.json`` and float64 arrays in ``answers.npz``.
 4. **The grader judges in its own process**: it reads the answers with ``allow_pickle=False`` (checking types, sizes
@@ -338,8 +338,17 @@ def _limits(time_limit: float, memory_mib: int) -> dict[int, int]:
     return limits
 
 
+#: The grader's environment variables a child gets: these names, and the names starting with
+#: :data:`CHILD_ENV_PREFIXES` (what Python, the libraries and the locale need). The rest (tokens, keys, passwords the
+#: grading user may hold) stays out.
+CHILD_ENV_NAMES = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TMPDIR", "LD_LIBRARY_PATH", "VIRTUAL_ENV")
+CHILD_ENV_PREFIXES = ("LC_", "PYTHON", "NUMBA_", "ATTN_LIB_", "CONDA_", "SSL_CERT_")
+
+
 def _child_env() -> dict:
-    env = dict(os.environ)
+    """The child's environment: the variables of :data:`CHILD_ENV_NAMES` and :data:`CHILD_ENV_PREFIXES`, this
+    checkout first on ``PYTHONPATH``, no downloads, no accelerator, one thread per library, matplotlib's Agg."""
+    env = {k: v for k, v in os.environ.items() if k in CHILD_ENV_NAMES or k.startswith(CHILD_ENV_PREFIXES)}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     env.update(
         ATTN_LIB_OFFLINE="1",  # grading downloads nothing

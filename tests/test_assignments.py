@@ -676,3 +676,26 @@ def test_child_gets_no_secrets_from_the_environment(monkeypatch):
     assert "GITHUB_TOKEN" not in env and "AWS_SECRET_ACCESS_KEY" not in env
     assert env["LC_ALL"] == "C.UTF-8" and env["PATH"] == os.environ["PATH"] and env["CUDA_VISIBLE_DEVICES"] == ""
     assert env["PYTHONPATH"].split(os.pathsep)[0] == str(ROOT)
+
+
+def test_a_failing_child_is_named_in_the_status(built, tmp_path, monkeypatch):
+    """When the child process itself fails (here a stand-in that cannot import what it needs), the row says so, with
+    its last line, and results.json keeps the end of its stderr."""
+    child = tmp_path / "child.py"
+    child.write_text(
+        "import sys\nprint('some output', file=sys.stderr)\n"
+        "print('grade_notebook: ModuleNotFoundError: No module named attn_lib', file=sys.stderr)\nsys.exit(3)\n"
+    )
+    monkeypatch.setattr(tool._autograde, "CHILD", child)
+    subs = tmp_path / "submissions"
+    subs.mkdir()
+    (subs / "a.ipynb").write_bytes((built / HOSTILE / "autograder" / f"{HOSTILE}.ipynb").read_bytes())
+    csv_path = tool.grade(ROOT / "assignments" / f"{HOSTILE}.md", subs, tmp_path / "graded", time_limit=20)
+    row = next(csv.DictReader(csv_path.open(encoding="utf-8")))
+    assert (
+        row["status"]
+        == ("not graded: the grader's child process failed (ModuleNotFoundError: No module named attn_lib)")
+        and row["total"] == "0.00"
+    ), row
+    report = json.loads((tmp_path / "graded" / "a" / "results.json").read_text())
+    assert report["stderr"].startswith("some output\n"), report

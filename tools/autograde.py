@@ -71,6 +71,9 @@ from attn_lib.book.exercises.grading import CASES
 ROOT = Path(__file__).resolve().parents[1]
 #: The script each notebook runs in.
 CHILD = Path(__file__).resolve().with_name("grade_notebook.py")
+#: The child's exit status, and the start of its last line on stderr, when it fails itself (not the notebook).
+CHILD_FAILED = 3
+CHILD_MARK = "grade_notebook: "
 COLAB_TAG = "colab-setup"
 
 #: Seconds of wall clock one notebook may take, start-up and imports included (``--time-limit``).
@@ -449,6 +452,19 @@ def _read_child_file(out: Path, name: str, limit: int) -> bytes | None:
     return data if len(data) <= limit else None
 
 
+def _stderr_tail(tmp: Path, size: int = 2000) -> str:
+    """The last ``size`` bytes the child wrote to its stderr, as text."""
+    try:
+        fd = os.open(tmp / "stderr.txt", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return ""
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return ""
+        f.seek(max(0, os.fstat(f.fileno()).st_size - size))
+        return f.read(size).decode("utf-8", errors="replace")
+
+
 def _signal_reason(sig: int) -> str:
     try:
         name = signal.Signals(sig).name
@@ -680,9 +696,17 @@ def grade(
             if reason is None:
                 cells = status["cells"]
                 verdicts = [text if kind == "hint" else _judge(c, text) for (kind, text), c in zip(answers, cases)]
+        stderr = ""
         if reason is None:
             reason = "ok" if not cells else f"ok: {len(cells)} cell{'s' * (len(cells) > 1)} raised an error"
+        else:  # what the child printed last: the notebook's own output, or why the child itself failed
+            stderr = _stderr_tail(run.tmp)
+            last = (stderr.strip().splitlines() or [""])[-1]
+            if not run.timed_out and run.proc.returncode == CHILD_FAILED and last.startswith(CHILD_MARK):
+                reason = f"not graded: the grader's child process failed ({last[len(CHILD_MARK) :]})"
         reports[run.index] = _report(rel, questions, verdicts, reason, cells, nb, run.wall_s, limits)
+        if stderr:
+            reports[run.index]["stderr"] = stderr
 
     pending = deque(i for i, item in enumerate(loaded) if item[3] is None)
     running: list[_Run] = []

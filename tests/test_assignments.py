@@ -103,7 +103,7 @@ def _env() -> dict:
 
 
 def _results(graded: Path, stem: str) -> dict:
-    """``{question: (score, max_score, output)}`` from Otter's report of one graded notebook (``stem``: its path
+    """``{question: (score, max_score, output)}`` from the grader's report of one graded notebook (``stem``: its path
     below the submissions folder, without ``.ipynb``)."""
     tests = json.loads((graded / stem / "results.json").read_text())["tests"]
     return {t["name"]: (t["score"], t["max_score"], t["output"]) for t in tests if t["name"] != "Public Tests"}
@@ -235,7 +235,7 @@ def test_student_notebook_fails_every_question(graded, name):
 
 @pytest.mark.parametrize(("name", "fn", "body", "question", "hint"), WRONG_ANSWERS, ids=[w[1] for w in WRONG_ANSWERS])
 def test_wrong_answer_fails_with_its_hint(graded, name, fn, body, question, hint):
-    """Otter's results.json holds the hint, with the student's value and the expected one, and no traceback."""
+    """The grader's results.json holds the hint, with the student's value and the expected one, and no traceback."""
     score, _, output = _results(graded[name], f"wrong-{fn}")[question]
     assert score == 0 and hint in output, output
     lines = [line.strip() for line in output.splitlines() if line.strip().startswith("HINT: ")]

@@ -1,7 +1,9 @@
 """The autograded assignments (assignments/, tools/assignments.py): built with `otter assign` into a temporary
-folder, then graded locally with `otter run` (no Docker). The solution notebooks pass every test, the generated
-student notebooks fail every question, typical wrong answers fail with the hint that names the mistake, and a
-student notebook with its solutions filled in runs top to bottom under `jupyter nbconvert --execute`.
+folder, then graded with `tools/assignments.py grade` (tools/autograde.py: each notebook in its own limited child
+process, judged by the grader against the tests of the assignment's source). The solution notebooks pass every
+test, the generated student notebooks fail every question, typical wrong answers fail with the hint that names the
+mistake, and a student notebook with its solutions filled in runs top to bottom under `jupyter nbconvert
+--execute`. A class of cheating, endless and broken submissions is graded within its limits (issue 35).
 """
 
 from __future__ import annotations
@@ -101,7 +103,7 @@ def _env() -> dict:
 
 
 def _results(graded: Path, stem: str) -> dict:
-    """``{question: (score, max_score, output)}`` from Otter's report of one graded notebook (``stem``: its path
+    """``{question: (score, max_score, output)}`` from the grader's report of one graded notebook (``stem``: its path
     below the submissions folder, without ``.ipynb``)."""
     tests = json.loads((graded / stem / "results.json").read_text())["tests"]
     return {t["name"]: (t["score"], t["max_score"], t["output"]) for t in tests if t["name"] != "Public Tests"}
@@ -125,8 +127,8 @@ def built(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def graded(built, tmp_path_factory) -> dict:
-    """Each assignment's class, graded with tools/assignments.py grade (otter run, no Docker), two assignments at a
-    time: the solution notebook, the untouched student notebook and the wrong answers of WRONG_ANSWERS.
+    """Each assignment's class, graded with tools/assignments.py grade (each notebook in its own child process, two
+    at a time): the solution notebook, the untouched student notebook and the wrong answers of WRONG_ANSWERS.
     ``{name: folder with grades.csv and <notebook>/results.json}``."""
     work = tmp_path_factory.mktemp("classes")
     for name in NAMES:
@@ -143,11 +145,10 @@ def graded(built, tmp_path_factory) -> dict:
     student = (built / name / "student" / f"{name}.ipynb").read_bytes()
     (work / name / "submissions" / "alice" / f"{name}.ipynb").write_bytes(student)
     (work / name / "submissions" / "alice" / ".ipynb_checkpoints" / f"{name}-checkpoint.ipynb").write_bytes(student)
-    with pytest.MonkeyPatch.context() as mp, ThreadPoolExecutor(max_workers=2) as pool:
-        mp.setenv("PYTHONPATH", _env()["PYTHONPATH"])  # the grading kernels import this checkout's attn_lib
-        zips = {name: built / name / "autograder" / "autograder.zip" for name in NAMES}
-        jobs = {n: pool.submit(tool.grade, zips[n], work / n / "submissions", work / n / "graded") for n in NAMES}
-        return {name: job.result().parent for name, job in jobs.items()}
+    return {
+        n: tool.grade(ROOT / "assignments" / f"{n}.md", work / n / "submissions", work / n / "graded", jobs=2).parent
+        for n in NAMES
+    }
 
 
 def test_there_is_an_assignment_per_chapter():
@@ -234,7 +235,7 @@ def test_student_notebook_fails_every_question(graded, name):
 
 @pytest.mark.parametrize(("name", "fn", "body", "question", "hint"), WRONG_ANSWERS, ids=[w[1] for w in WRONG_ANSWERS])
 def test_wrong_answer_fails_with_its_hint(graded, name, fn, body, question, hint):
-    """Otter's results.json holds the hint, with the student's value and the expected one, and no traceback."""
+    """The grader's results.json holds the hint, with the student's value and the expected one, and no traceback."""
     score, _, output = _results(graded[name], f"wrong-{fn}")[question]
     assert score == 0 and hint in output, output
     lines = [line.strip() for line in output.splitlines() if line.strip().startswith("HINT: ")]
@@ -300,7 +301,8 @@ def test_grade_writes_one_csv_row_per_notebook(graded, name):
     assert float(rows["solution.ipynb"]["total"]) == float(rows["solution.ipynb"]["max"]) > 0
     assert float(rows["student.ipynb"]["total"]) == 0
     assert "q1" in rows["solution.ipynb"]
-    numbers = [v for row in rows.values() for k, v in row.items() if k != "notebook"]
+    assert all(row["status"].startswith("ok") for row in rows.values())
+    numbers = [v for row in rows.values() for k, v in row.items() if k not in ("notebook", "status")]
     assert numbers and all(re.fullmatch(r"\d+\.\d\d", v) for v in numbers), numbers
 
 
@@ -375,17 +377,325 @@ def test_cli_grade_needs_name_and_folder(capsys):
 
 def test_grade_rejects_a_folder_without_notebooks(tmp_path):
     with pytest.raises(ValueError, match="submissions must be a folder holding .ipynb files"):
-        tool.grade(tmp_path / "autograder.zip", tmp_path, tmp_path / "out")
+        tool.grade(ROOT / "assignments" / f"{NAMES[0]}.md", tmp_path, tmp_path / "out")
 
 
-def test_grade_names_the_notebook_otter_could_not_grade(built, tmp_path):
-    """Every notebook of a class is graded in one process; a failure still names its notebook and shows Otter's
-    output, and the notebooks before it were graded."""
+# --------------------------------------------------------------------------------------------------------------------
+# Grading a class that tries to cheat, or to stop the grading (issue 35): each submission in its own child process,
+# judged by the grader against the tests of the pristine source. The three cheats below each scored 4/4 with nothing
+# answered under the former `otter run` grading, and the endless, broken and os._exit notebooks stopped it.
+
+HOSTILE = "ch01_vanishing_attention"
+#: seconds per notebook while grading the hostile class (the honest notebook takes about one)
+HOSTILE_LIMIT_S = 10
+#: (a) replace the feedback function the tests call with a no-op; nothing answered
+CHEAT_FEEDBACK = """import attn_lib.book.exercises as _ex
+import attn_lib.book.exercises.grading as _gr
+
+_ex.feedback = _gr.feedback = lambda *args, **kwargs: None"""
+#: (b) answer with the expected value, read from the checker's call stack (this also passed the hidden tests)
+CHEAT_STACK = """import sys
+
+
+def _from_stack():
+    frame = sys._getframe(1)
+    while frame is not None:
+        for name in ("case", "expected"):
+            value = frame.f_locals.get(name)
+            if value is not None:
+                return getattr(value, "expected", value)
+        frame = frame.f_back
+    return None
+
+
+def stable_softmax(logits, T=1.0):
+    return _from_stack()
+
+
+def lemma1_bounds(a, L, T=1.0):
+    return _from_stack()"""
+#: (c) rewrite the test files it finds (Otter's tests/*.py, next to the notebook) into tests that always pass
+_PASSING = {
+    "points": 2,
+    "suites": [
+        {
+            "cases": [{"code": ">>> 1\n1\n", "hidden": False, "locked": False}],
+            "scored": True,
+            "setup": "",
+            "teardown": "",
+            "type": "doctest",
+        }
+    ],
+}
+CHEAT_TESTS = f"""import glob
+import os
+
+for path in glob.glob("tests/*.py") + glob.glob("*/tests/*.py"):
+    test = dict({_PASSING!r}, name=os.path.basename(path)[:-3])
+    with open(path, "w") as f:
+        f.write("OK_FORMAT = True\\n\\ntest = " + repr(test) + "\\n")"""
+#: a function that catches the per-call limit's exception, forever
+CATCH_ALL = """def stable_softmax(logits, T=1.0):
+    while True:
+        try:
+            while True:
+                pass
+        except BaseException:
+            pass"""
+#: a function that disarms the per-call limit's alarm, then never returns
+DISARM = """import signal
+
+
+def lemma1_bounds(a, L, T=1.0):
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    while True:
+        pass"""
+#: a function whose result takes forever to become numbers
+SLOW_ARRAY = """class Slow:
+    def __array__(self, dtype=None, copy=None):
+        import time
+
+        time.sleep(10**6)
+
+
+def stable_softmax(logits, T=1.0):
+    return Slow()"""
+FORMULA_NAME = '=HYPERLINK("http:evil";"click").ipynb'
+
+
+def _with_cell(nb: nbformat.NotebookNode, source: str, after: str) -> nbformat.NotebookNode:
+    """``nb`` with a code cell ``source`` inserted after the first cell whose source starts with ``after``."""
+    at = next(i for i, c in enumerate(nb.cells) if c.source.startswith(after))
+    nb.cells.insert(at + 1, nbformat.v4.new_code_cell(source))
+    return nb
+
+
+@pytest.fixture(scope="module")
+def hostile(built, tmp_path_factory) -> dict:
+    """Assignment 1's class: one honest notebook (the solution), the three cheats, an endless cell, a truncated
+    file, os._exit(), nbformat 3, a memory hog, a function catching BaseException in a loop, one disarming the
+    alarm, one returning a slow ``__array__`` and a notebook named like a spreadsheet formula, graded two at a time
+    with a 10 s limit.
+    ``{"rows": grades.csv by notebook, "graded": the output folder, "seconds": the grading's wall clock}``."""
+    import time
+
+    subs = tmp_path_factory.mktemp("hostile") / "submissions"
+    subs.mkdir()
+    name = HOSTILE
+    solution = (built / name / "autograder" / f"{name}.ipynb").read_bytes()
+    student = lambda: nbformat.read(built / name / "student" / f"{name}.ipynb", as_version=4)  # noqa: E731
+    (subs / "honest.ipynb").write_bytes(solution)
+    nbformat.write(_with_cell(student(), CHEAT_FEEDBACK, "import math"), subs / "cheat-feedback.ipynb")
+    unanswered = student()
+    unanswered.cells = [c for c in unanswered.cells if not c.source.startswith("def ")]
+    nbformat.write(_with_cell(unanswered, CHEAT_STACK, "import math"), subs / "cheat-stack.ipynb")
+    nbformat.write(_with_cell(student(), CHEAT_TESTS, "import math"), subs / "cheat-tests.ipynb")
+    nbformat.write(_with_cell(student(), "while True:\n    pass", "import math"), subs / "endless.ipynb")
+    (subs / "broken.ipynb").write_bytes(solution[: len(solution) // 2])
+    nbformat.write(_with_cell(student(), "import os\n\nos._exit(0)", "import math"), subs / "exit.ipynb")
+    v3 = nbformat.v3.new_notebook(worksheets=[nbformat.v3.new_worksheet(cells=[nbformat.v3.new_code_cell("x = 1")])])
+    (subs / "v3.ipynb").write_text(nbformat.writes(v3, version=3))
+    nbformat.write(_with_cell(student(), "hog = bytearray(64 * 2**30)", "import math"), subs / "memory.ipynb")
+    nbformat.write(_with_cell(student(), CATCH_ALL, "def stable_softmax"), subs / "catch-all.ipynb")
+    nbformat.write(_with_cell(student(), SLOW_ARRAY, "def stable_softmax"), subs / "slow-array.ipynb")
+    nbformat.write(_with_cell(student(), DISARM, "def lemma1_bounds"), subs / "disarm.ipynb")
+    (subs / FORMULA_NAME).write_bytes(solution)
+    t0 = time.perf_counter()
+    csv_path = tool.grade(
+        ROOT / "assignments" / f"{name}.md", subs, subs / "graded", time_limit=HOSTILE_LIMIT_S, jobs=2
+    )
+    seconds = time.perf_counter() - t0
+    rows = {r["notebook"]: r for r in csv.DictReader(csv_path.open(encoding="utf-8"))}
+    return {"rows": rows, "graded": csv_path.parent, "seconds": seconds, "csv": csv_path.read_text(encoding="utf-8")}
+
+
+def test_hostile_class_finishes_within_its_limits(hostile):
+    """Three notebooks run into the 10 s limit (the endless cell, the catch-all function, the disarmed alarm),
+    graded two at a time with the others: the whole class takes about 25 s."""
+    assert len(hostile["rows"]) == 13
+    assert hostile["seconds"] < 6 * HOSTILE_LIMIT_S, hostile["seconds"]
+
+
+def test_honest_submission_gets_full_marks(hostile):
+    row = hostile["rows"]["honest.ipynb"]
+    assert row["status"] == "ok" and row["total"] == row["max"] == "4.00", row
+
+
+@pytest.mark.parametrize("cheat", ["cheat-feedback", "cheat-stack", "cheat-tests"])
+def test_cheats_get_no_marks(hostile, cheat):
+    """The no-op feedback, the expected value read from the call stack and rewritten test files score nothing:
+    the tests come from assignments/<name>.md, the child that runs the notebook never holds an expected value, and
+    the grader judges the answers in its own process."""
+    row = hostile["rows"][f"{cheat}.ipynb"]
+    assert row["status"].startswith("ok") and row["q1"] == row["q2"] == row["total"] == "0.00", row
+    for question, (score, _, output) in _results(hostile["graded"], cheat).items():
+        assert score == 0 and "HINT: your function returned None" in output, (question, output)
+
+
+@pytest.mark.parametrize(
+    ("notebook", "reason"),
+    [
+        ("endless", f"not graded: stopped at the time limit of {HOSTILE_LIMIT_S} s"),
+        ("catch-all", f"not graded: stopped at the time limit of {HOSTILE_LIMIT_S} s"),
+        ("disarm", f"not graded: stopped at the time limit of {HOSTILE_LIMIT_S} s"),
+        ("broken", "not graded: not a notebook (invalid JSON, a truncated file?"),
+        ("exit", "not graded: its process ended (exit status 0) before writing its answers"),
+        ("v3", "not graded: a notebook in format 3; the grader reads format 4"),
+    ],
+)
+def test_broken_endless_and_crashing_submissions_get_their_own_rows(hostile, notebook, reason):
+    row = hostile["rows"][f"{notebook}.ipynb"]
+    assert row["status"].startswith(reason) and row["total"] == "0.00" and row["max"] == "4.00", row
+    report = json.loads((hostile["graded"] / notebook / "results.json").read_text())
+    assert report["status"] == row["status"] and report["score"] == 0
+
+
+def test_slow_array_is_stopped_by_the_per_call_limit(hostile):
+    """Turning the result into numbers runs inside the per-call limit: the question gets the time-out hint, the
+    notebook is graded."""
+    row = hostile["rows"]["slow-array.ipynb"]
+    assert row["status"].startswith("ok") and row["q1"] == "0.00", row
+    output = _results(hostile["graded"], "slow-array")["q1"][2]
+    assert "HINT: your function did not return within" in output, output
+
+
+def test_memory_limit_turns_a_huge_allocation_into_a_cell_error(hostile):
+    row = hostile["rows"]["memory.ipynb"]
+    assert row["status"] == "ok: 2 cells raised an error", row
+    errors = json.loads((hostile["graded"] / "memory" / "results.json").read_text())["cell_errors"]
+    assert errors[0]["first_line"] == "hog = bytearray(64 * 2**30)" and errors[0]["error"].startswith("MemoryError")
+
+
+def test_grades_csv_is_safe_to_open_in_a_spreadsheet(hostile):
+    """A notebook named like a formula is shown as text: its cell starts with a quote, not with =."""
+    assert f"'{FORMULA_NAME}" in hostile["rows"], list(hostile["rows"])
+    assert hostile["rows"][f"'{FORMULA_NAME}"]["total"] == "4.00"
+    cells = [cell for row in csv.reader(io.StringIO(hostile["csv"])) for cell in row]
+    assert not any(cell.startswith(tool._autograde.FORMULA_STARTS) for cell in cells), cells
+
+
+def test_invalid_files_get_their_own_rows(built, tmp_path):
+    """Files that are not notebooks are rows with a reason, next to a graded notebook; no child runs for them."""
     subs = tmp_path / "submissions"
-    (subs / "bob").mkdir(parents=True)
-    name = NAMES[0]
-    (subs / "alice.ipynb").write_bytes((built / name / "student" / f"{name}.ipynb").read_bytes())
-    (subs / "bob" / "broken.ipynb").write_text("this is not a notebook")
-    with pytest.raises(RuntimeError, match=r"otter run failed on bob/broken\.ipynb:\n(.|\n)*Traceback"):
-        tool.grade(built / name / "autograder" / "autograder.zip", subs, tmp_path / "graded")
-    assert (tmp_path / "graded" / "alice" / "results.json").is_file()
+    subs.mkdir()
+    (subs / "good.ipynb").write_bytes((built / HOSTILE / "student" / f"{HOSTILE}.ipynb").read_bytes())
+    (subs / "empty.ipynb").write_bytes(b"")
+    (subs / "list.ipynb").write_text("[1, 2]")
+    (subs / "latin1.ipynb").write_bytes(b'{"nbformat": 4, "x": "\xe9"}')
+    (subs / "invalid.ipynb").write_text('{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{"x": 1}]}')
+    outside = tmp_path / "passwords.txt"
+    outside.write_text("secret")
+    (subs / "link-out.ipynb").symlink_to(outside)
+    (subs / "dangling.ipynb").symlink_to(tmp_path / "nowhere.ipynb")
+    (subs / "link-in.ipynb").symlink_to(subs / "good.ipynb")
+    csv_path = tool.grade(ROOT / "assignments" / f"{HOSTILE}.md", subs, tmp_path / "graded", time_limit=20)
+    status = {r["notebook"]: r["status"] for r in csv.DictReader(csv_path.open(encoding="utf-8"))}
+    assert status == {
+        "dangling.ipynb": "not graded: a broken symbolic link",
+        "empty.ipynb": "not graded: an empty file",
+        "good.ipynb": "ok: 1 cell raised an error",
+        "invalid.ipynb": status["invalid.ipynb"],
+        "latin1.ipynb": "not graded: not a notebook (not UTF-8 text)",
+        "link-in.ipynb": "ok: 1 cell raised an error",
+        "link-out.ipynb": "not graded: a symbolic link to a file outside the submissions folder",
+        "list.ipynb": "not graded: JSON, but not a Jupyter notebook",
+    }, status
+    assert status["invalid.ipynb"].startswith("not graded: not a valid notebook (format 4): ")
+
+
+def test_read_questions_reads_the_tests_of_the_pristine_source():
+    """Assignment 1: two questions of 2 points, each a public test at the default seed and a hidden one."""
+    questions = tool._autograde.read_questions(ROOT / "assignments" / f"{HOSTILE}.md")
+    assert [(q.name, q.points) for q in questions] == [("q1", 2.0), ("q2", 2.0)]
+    assert [(t.check, t.function, t.seed, t.hidden) for t in questions[0].tests] == [
+        ("check_stable_softmax", "stable_softmax", exercises.SEED, False),
+        ("check_stable_softmax", "stable_softmax", 101, True),
+    ]
+    for name in NAMES:
+        assert all(
+            q.tests and q.points > 0 for q in tool._autograde.read_questions(ROOT / "assignments" / f"{name}.md")
+        )
+
+
+def test_read_questions_refuses_a_test_cell_it_does_not_understand(tmp_path):
+    src = (ROOT / "assignments" / f"{HOSTILE}.md").read_text()
+    broken = tmp_path / "ch09_broken.md"
+    broken.write_text(src.replace('feedback("check_stable_softmax", "stable_softmax")', "print('hello')", 1))
+    with pytest.raises(ValueError, match=r"a test cell of q1 may only import and call feedback"):
+        tool._autograde.read_questions(broken)
+
+
+@pytest.mark.parametrize("value", [0, 0.5, 3601, float("nan"), float("inf"), "abc", None, True])
+def test_grade_refuses_a_time_limit_out_of_range(tmp_path, value):
+    with pytest.raises(ValueError, match="the time limit must be a number of seconds from 1 to 3600"):
+        tool.grade(ROOT / "assignments" / f"{HOSTILE}.md", tmp_path, tmp_path / "out", time_limit=value)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["grade", HOSTILE, "{missing}"], "is not a folder"),
+        (["grade", HOSTILE, "{empty}"], "submissions must be a folder holding .ipynb files"),
+        (["grade", HOSTILE, "{empty}", "--time-limit", "0"], "the time limit must be a number of seconds"),
+        (["grade", HOSTILE, "{empty}", "--time-limit", "soon"], "--time-limit must be a number"),
+        (["grade", HOSTILE, "{empty}", "--jobs", "0"], "the number of jobs must be an integer from 1 to 64"),
+        (["grade", HOSTILE, "{empty}", "--memory-limit", "1"], "the memory limit (MiB) must be an integer"),
+        (["grade", "ch99_nope", "{empty}"], "grade needs NAME FOLDER"),
+        (["grade", HOSTILE, "{empty}", "--no-such-option"], "unrecognized arguments: --no-such-option"),
+        (["publish"], "invalid choice: 'publish'"),
+    ],
+)
+def test_cli_prints_one_line_for_bad_input(tmp_path, capsys, argv, message):
+    (tmp_path / "empty").mkdir()
+    argv = [a.format(missing=tmp_path / "missing", empty=tmp_path / "empty") for a in argv]
+    assert tool.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("assignments: ") and message in err and err.count("\n") == 1, err
+
+
+def test_cli_grade_on_an_empty_folder_prints_no_traceback(tmp_path):
+    """The command itself, in a process: one line on stderr, exit status 2."""
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "assignments.py"), "grade", HOSTILE, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=120,
+    )
+    assert run.returncode == 2 and run.stdout == "", run
+    assert run.stderr.count("\n") == 1 and "found none in" in run.stderr and "Traceback" not in run.stderr, run.stderr
+
+
+def test_child_gets_no_secrets_from_the_environment(monkeypatch):
+    """A submission runs with the environment variables Python and the library need, not the grader's tokens."""
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_secret")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    env = tool._autograde._child_env()
+    assert "GITHUB_TOKEN" not in env and "AWS_SECRET_ACCESS_KEY" not in env
+    assert env["LC_ALL"] == "C.UTF-8" and env["PATH"] == os.environ["PATH"] and env["CUDA_VISIBLE_DEVICES"] == ""
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == str(ROOT)
+
+
+def test_a_failing_child_is_named_in_the_status(built, tmp_path, monkeypatch):
+    """When the child process itself fails (here a stand-in that cannot import what it needs), the row says so, with
+    its last line, and results.json keeps the end of its stderr."""
+    child = tmp_path / "child.py"
+    child.write_text(
+        "import sys\nprint('some output', file=sys.stderr)\n"
+        "print('grade_notebook: ModuleNotFoundError: No module named attn_lib', file=sys.stderr)\nsys.exit(3)\n"
+    )
+    monkeypatch.setattr(tool._autograde, "CHILD", child)
+    subs = tmp_path / "submissions"
+    subs.mkdir()
+    (subs / "a.ipynb").write_bytes((built / HOSTILE / "autograder" / f"{HOSTILE}.ipynb").read_bytes())
+    csv_path = tool.grade(ROOT / "assignments" / f"{HOSTILE}.md", subs, tmp_path / "graded", time_limit=20)
+    row = next(csv.DictReader(csv_path.open(encoding="utf-8")))
+    assert (
+        row["status"]
+        == ("not graded: the grader's child process failed (ModuleNotFoundError: No module named attn_lib)")
+        and row["total"] == "0.00"
+    ), row
+    report = json.loads((tmp_path / "graded" / "a" / "results.json").read_text())
+    assert report["stderr"].startswith("some output\n"), report

@@ -3,7 +3,8 @@ files anyone edits) -> ``_build/assignments/<name>/`` with Otter's student noteb
 
     python tools/assignments.py build [NAME ...] [--out DIR]   # what `make assignments` runs (all by default)
     python tools/assignments.py list                          # the assignment names
-    python tools/assignments.py grade NAME FOLDER [--out DIR]  # grade FOLDER's notebooks (sub-folders too), as `otter run`
+    python tools/assignments.py grade NAME FOLDER [--out DIR] [--time-limit S] [--memory-limit MIB] [--jobs N]
+                                                              # grade FOLDER's notebooks (sub-folders too)
     python tools/assignments.py time [NAME ...]               # run each built solution notebook, print the times
 
 For each assignment, ``build`` writes
@@ -13,20 +14,27 @@ For each assignment, ``build`` writes
 * ``<out>/<name>/student/<name>.ipynb``: what students get (``otter assign``: solutions replaced by ``...``,
   ``grader.check("qN")`` cells, the public tests in the notebook's metadata);
 * ``<out>/<name>/autograder/<name>.ipynb`` (the solution notebook) and ``<out>/<name>/autograder/autograder.zip``
-  (public and hidden tests, for ``otter run`` / ``otter grade``).
+  (public and hidden tests, for Otter's own ``otter run`` / ``otter grade``; ``grade`` below reads the tests from
+  the source instead).
 
 The folder ``<out>/<name>`` is rebuilt from scratch, so the build is idempotent; ``otter assign`` runs offline.
+
+``grade`` does not use Otter (``tools/autograde.py`` says how and what it protects against): it reads the tests from
+``assignments/<NAME>.md``, runs each notebook in its own child process under a time, CPU and memory limit
+(``--time-limit`` seconds of wall clock per notebook, default 120; ``--memory-limit`` MiB, default 2048; ``--jobs``
+notebooks at once, default 1), judges the answers in its own process against references it computes itself, and
+writes ``FOLDER/graded/grades.csv`` (``--out`` elsewhere) with a row, and a ``status``, for every notebook, broken,
+endless or crashing ones included. A submission still runs as the grading user: for untrusted classes, grade as an
+unprivileged user or in a container. Bad input (an unknown assignment, a missing or empty folder, an option out of
+range) gives one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
-import csv
 import hashlib
-import json
 import os
-import re
 import resource
 import shutil
 import subprocess
@@ -41,6 +49,9 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import repository_url as _repository  # noqa: E402  (the one validated reading of repository.url)
+
+sys.path.insert(0, str(ROOT / "tools"))
+import autograde as _autograde  # noqa: E402  (grading: each notebook in a limited child, judged here)
 
 OUT = ROOT / "_build" / "assignments"
 COLAB_TAG = "colab-setup"
@@ -120,93 +131,30 @@ def _bin(name: str) -> str:
 
 def submitted_notebooks(submissions: Path, out: Path) -> list[Path]:
     """Every ``.ipynb`` in ``submissions`` and its sub-folders, sorted; Jupyter's checkpoints and anything under
-    ``out`` (where the grades go, ``submissions/graded`` by default) are left out."""
-    out = out.resolve()
-    found = []
-    for path in sorted(submissions.rglob("*.ipynb")):
-        if ".ipynb_checkpoints" in path.parts or path.resolve().is_relative_to(out):
-            continue
-        found.append(path)
-    return found
+    ``out`` (where the grades go, ``submissions/graded`` by default) are left out (:mod:`autograde`)."""
+    return _autograde.submitted_notebooks(submissions, out)
 
 
-def _score(value: float) -> str:
-    """Every number of grades.csv in one format: fixed point, two decimals."""
-    return f"{float(value):.2f}"
-
-
-def grade(autograder: Path, submissions: Path, out: Path) -> Path:
-    """Grade every notebook of ``submissions`` (sub-folders included) with ``otter run`` (no Docker) against
-    ``autograder`` (the zip).
+def grade(
+    source: Path,
+    submissions: Path,
+    out: Path,
+    *,
+    time_limit: float = _autograde.TIME_LIMIT_S,
+    memory_mib: int = _autograde.MEMORY_LIMIT_MIB,
+    jobs: int = 1,
+) -> Path:
+    """Grade every notebook of ``submissions`` (sub-folders included) against the tests of the assignment source
+    ``source`` (``assignments/<name>.md``), each notebook in its own child process under a time and memory limit,
+    judged in this process against references it computes itself (:func:`autograde.grade`, whose module says how).
 
     A notebook is identified by its path relative to ``submissions`` (``alice/ch04_gradient_sensitivity.ipynb``
     for a folder per student, ``alice.ipynb`` for a file per student). Writes ``out/<that path without
     .ipynb>/results.json`` per notebook and ``out/grades.csv``: one row per notebook, its path, the score of each
-    question, the total and the maximum, every number with two decimals. Returns the CSV's path.
+    question, the total and the maximum, every number with two decimals, and its status (``ok`` or why it was not
+    graded). Returns the CSV's path.
     """
-    notebooks = submitted_notebooks(submissions, out)
-    if not notebooks:
-        raise ValueError(
-            f"submissions must be a folder holding .ipynb files (found none in {submissions} or its sub-folders)"
-        )
-    rels = [nb.relative_to(submissions) for nb in notebooks]
-    dests = [out / rel.with_suffix("") for rel in rels]
-    for dest in dests:
-        dest.mkdir(parents=True, exist_ok=True)
-        (dest / "results.json").unlink(missing_ok=True)
-    _otter_run(autograder, list(zip(notebooks, dests)), rels)
-    rows, questions = [], []
-    for rel, dest in zip(rels, dests):
-        tests = json.loads((dest / "results.json").read_text())["tests"]
-        scores = {t["name"]: (t["score"], t["max_score"]) for t in tests if "max_score" in t}
-        questions += [q for q in scores if q not in questions]
-        rows.append((rel.as_posix(), scores))
-    path = out / "grades.csv"
-    with path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["notebook", *questions, "total", "max"])
-        for name, scores in rows:
-            total = sum(s for s, _ in scores.values())
-            maximum = sum(m for _, m in scores.values())
-            w.writerow([name, *(_score(scores.get(q, (0, 0))[0]) for q in questions), _score(total), _score(maximum)])
-    return path
-
-
-#: What ``otter run`` does for one notebook, for every notebook of a class in one process: Otter is imported once
-#: (2 s each time, as much as grading a short notebook; the history of ``benchmarks/README.md``). Each notebook still runs in its own
-#: fresh kernel, as with the command. argv: the autograder zip and the failure marker; stdin: JSON
-#: ``[[notebook, output folder], ...]``. On the first failure it prints the marker and the notebook's index on a line
-#: of stderr (the kernels write there too), then Otter's output, and exits with status 3.
-_OTTER_RUN = r"""
-import contextlib, io, json, sys, traceback
-from otter.run import main as otter_run
-
-autograder, failed = sys.argv[1:3]
-for i, (notebook, dest) in enumerate(json.loads(sys.stdin.read())):
-    log = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-            otter_run(notebook, autograder=autograder, output_dir=dest, no_logo=True)
-    except Exception:
-        print(file=sys.stderr)  # the marker on a line of its own, whatever a kernel wrote before it
-        print(f"{failed}{i}", file=sys.stderr)
-        print(log.getvalue() + traceback.format_exc(), file=sys.stderr)
-        sys.exit(3)
-"""
-_FAILED = "attn_lib-otter-run-failed: notebook "
-
-
-def _otter_run(autograder: Path, jobs: list[tuple[Path, Path]], rels: list[Path]) -> None:
-    """``otter run --no-logo -a autograder -o dest notebook`` for every ``(notebook, dest)`` of ``jobs``, in one
-    process; a ``RuntimeError`` naming the notebook (its path in ``rels``) and holding Otter's output if one fails."""
-    payload = json.dumps([[str(nb), str(dest)] for nb, dest in jobs])
-    cmd = [sys.executable, "-c", _OTTER_RUN, str(autograder), _FAILED]
-    run = subprocess.run(cmd, input=payload, capture_output=True, text=True)
-    if run.returncode == 0:
-        return
-    found = re.search(rf"^{re.escape(_FAILED)}(\d+)$", run.stderr, flags=re.M) if run.returncode == 3 else None
-    which = rels[int(found.group(1))].as_posix() if found else "a notebook (the grading process failed)"
-    raise RuntimeError(f"otter run failed on {which}:\n{run.stdout}\n{run.stderr}")
+    return _autograde.grade(source, submissions, out, time_limit=time_limit, memory_mib=memory_mib, jobs=jobs)
 
 
 def time_solutions(names: list[str], out: Path = OUT) -> list[dict]:
@@ -232,32 +180,74 @@ def time_solutions(names: list[str], out: Path = OUT) -> list[dict]:
     return rows
 
 
+class _UsageError(Exception):
+    """A bad command line: printed as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse prints the usage and exits; one line here instead
+        raise _UsageError(f"{message} (see --help)")
+
+
+def _number(kind: type, text: str, what: str):
+    try:
+        return kind(text)
+    except ValueError:
+        raise _UsageError(f"{what} must be a {'whole ' if kind is int else ''}number (got {text!r})") from None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = _Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["build", "list", "grade", "time"])
     parser.add_argument("names", nargs="*", help="assignments (default: all); for grade: NAME FOLDER")
     parser.add_argument("--out", type=Path, default=OUT, help=f"output folder (default: {OUT.relative_to(ROOT)})")
-    args = parser.parse_args(argv)
+    lo, hi = _autograde.TIME_LIMIT_RANGE
+    parser.add_argument(
+        "--time-limit",
+        default=str(_autograde.TIME_LIMIT_S),
+        metavar="SECONDS",
+        help=f"grade: wall clock per notebook, {lo:g} to {hi:g} s (default {_autograde.TIME_LIMIT_S:g})",
+    )
+    parser.add_argument(
+        "--memory-limit",
+        default=str(_autograde.MEMORY_LIMIT_MIB),
+        metavar="MIB",
+        help=f"grade: data memory per notebook, MiB (default {_autograde.MEMORY_LIMIT_MIB})",
+    )
+    parser.add_argument("--jobs", default="1", metavar="N", help="grade: notebooks graded at once (default 1)")
+    try:
+        return _main(parser, parser.parse_args(argv))
+    except (_UsageError, ValueError, OSError) as exc:
+        text = " ".join(str(exc).split()) if not isinstance(exc, OSError) else f"{exc.strerror}: {exc.filename}"
+        print(f"assignments: {text}", file=sys.stderr)
+        return 2
+
+
+def _main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     found = {md.stem: md for md in sources()}
     if args.command == "list":
         print("\n".join(found))
         return 0
     if args.command == "grade":
         if len(args.names) != 2 or args.names[0] not in found:
-            print(f"assignments: grade needs NAME FOLDER (NAME one of {', '.join(found)})", file=sys.stderr)
-            return 2
+            raise _UsageError(f"grade needs NAME FOLDER (NAME one of {', '.join(found)})")
         name, folder = args.names
-        autograder = OUT / name / "autograder" / "autograder.zip"
-        if not autograder.is_file():
-            print(f"assignments: {autograder} is missing (run make assignments first)", file=sys.stderr)
-            return 2
+        if not Path(folder).is_dir():
+            raise _UsageError(f"{folder} is not a folder (grade needs NAME FOLDER, FOLDER holding the notebooks)")
         out = args.out if args.out != OUT else Path(folder) / "graded"
-        print(f"assignments: grades in {grade(autograder, Path(folder), out.resolve())}")
+        path = grade(
+            found[name],
+            Path(folder),
+            out.resolve(),
+            time_limit=_autograde.check_time_limit(_number(float, args.time_limit, "--time-limit")),
+            memory_mib=_number(int, args.memory_limit, "--memory-limit"),
+            jobs=_number(int, args.jobs, "--jobs"),
+        )
+        print(f"assignments: grades in {path}")
         return 0
     unknown = [n for n in args.names if n not in found]
     if unknown:
-        print(f"assignments: unknown {', '.join(unknown)} (known: {', '.join(found)})", file=sys.stderr)
-        return 2
+        raise _UsageError(f"unknown {', '.join(unknown)} (known: {', '.join(found)})")
     if args.command == "time":
         print("| assignment | wall clock (s) | CPU time (s) |\n|---|---|---|")
         for row in time_solutions(args.names or list(found), args.out.resolve()):

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-TOOLS = sorted(p.name for p in (ROOT / "tools").glob("*.py"))
+#: The commands of tools/ (a module there without a ``__main__`` block, such as autograde.py, is a library).
+TOOLS = sorted(p.name for p in (ROOT / "tools").glob("*.py") if 'if __name__ == "__main__":' in p.read_text())
 
 #: (tool, arguments) that must be refused; ``{tmp}`` is a fresh empty folder.
 BAD = [
@@ -31,6 +32,11 @@ BAD = [
     ("assignments.py", ["nope"]),
     ("assignments.py", ["build", "no-such-assignment"]),
     ("assignments.py", ["grade", "no-such-assignment", "{tmp}"]),
+    ("assignments.py", ["grade", "ch01_vanishing_attention", "{tmp}"]),  # a folder without notebooks
+    ("assignments.py", ["grade", "ch01_vanishing_attention", "{tmp}/missing"]),
+    ("assignments.py", ["grade", "ch01_vanishing_attention", "{tmp}", "--time-limit", "0"]),
+    ("grade_notebook.py", []),
+    ("grade_notebook.py", ["{tmp}/missing", "{tmp}/out"]),
 ]
 
 

@@ -161,6 +161,9 @@ def main(job_dir: Path, out_dir: Path) -> None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        print("grade_notebook: usage: python tools/grade_notebook.py JOB_DIR OUT_DIR", file=sys.stderr)
+        sys.exit(2)
     try:
         main(Path(sys.argv[1]), Path(sys.argv[2]))
     except BaseException as exc:  # the grader reads the exit status

@@ -43,21 +43,7 @@ import platformdirs
 
 from ._validation import check_nonnegative, expand_path
 
-__all__ = [
-    "CACHE_ENV",
-    "MODEL_ENV",
-    "FORMAT_VERSION",
-    "cache_dir",
-    "model_dir",
-    "results_dir",
-    "dir_size",
-    "format_bytes",
-    "canonical_json",
-    "key_digest",
-    "make_key",
-    "ResultCache",
-    "describe_cache",
-]
+__all__ = ["ResultCache", "cache_dir", "model_dir", "results_dir"]
 
 log = logging.getLogger(__name__)
 

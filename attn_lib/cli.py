@@ -45,7 +45,7 @@ from ._validation import check_int, check_positive, check_threads, max_threads, 
 from .cache import describe_cache, format_bytes, results_dir
 from .errors import ModelUnavailableError, TextUnavailableError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main"]
 
 log = logging.getLogger("attn_lib.cli")
 

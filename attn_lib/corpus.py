@@ -49,18 +49,7 @@ from ._validation import check_int, expand_path
 from .cache import cache_dir
 from .errors import TextUnavailableError
 
-__all__ = [
-    "Text",
-    "TextUnavailableError",
-    "WAR_AND_PEACE",
-    "OFFLINE_DEFAULT",
-    "WAR_AND_PEACE_URLS",
-    "load_text",
-    "available_texts",
-    "strip_gutenberg",
-    "tokenize",
-    "token_windows",
-]
+__all__ = ["Text", "TextUnavailableError", "load_text", "available_texts", "strip_gutenberg", "token_windows"]
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from matplotlib.text import Text
 
 from .layout import FIGURE_DPI, PNG_KEY_DPI, PNG_KEY_MIN_FONT, PNG_KEY_WIDTH, smallest_font_pt, wrap_text
 
-__all__ = ["PROVENANCE_GID", "figure_provenance", "figure_to_png", "label_figure", "provenance"]
+__all__ = ["label_figure", "figure_to_png"]
 
 #: gid given to the footer text that :func:`label_figure` adds (lets tests and other helpers find it).
 PROVENANCE_GID = "attn_lib-provenance"

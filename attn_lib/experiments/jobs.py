@@ -38,19 +38,7 @@ from .sensitivity import RawSensitivityParams, SensitivityParams
 from .separability import SeparabilityParams
 from .swap import HELD_OUT_START, live_swap
 
-__all__ = [
-    "ALGORITHMS",
-    "EXPERIMENTS",
-    "profile_params",
-    "run_all",
-    "run_reproduce",
-    "ReproduceResult",
-    "run_compare",
-    "check_text_holds",
-    "check_formats",
-    "check_experiments",
-    "check_compare_names",
-]
+__all__ = ["run_all", "run_reproduce", "run_compare"]
 
 #: The experiments of :func:`run_all`, in the order they run in the pass: name -> parameter class. The last two are
 #: the reproduction report's diagnostics, in the same pass: why the critical N is where it is, and Fig. 4 with the

@@ -27,6 +27,7 @@ or link found where an entry folder belongs is removed and the entry rewritten.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -74,29 +75,25 @@ def results_dir() -> Path:
 
 def dir_size(path: str | os.PathLike) -> int:
     """Total size in bytes of the files below ``path`` (0 if it does not exist)."""
-    total = 0
     p = expand_path("path", path)
-    if not p.exists():
-        return 0
     if p.is_file():
         return p.stat().st_size
-    for root, _dirs, files in os.walk(p):
+    total = 0
+    for root, _dirs, files in os.walk(p):  # nothing when p does not exist
         for f in files:
-            try:
+            with contextlib.suppress(OSError):  # removed while walking
                 total += os.stat(os.path.join(root, f)).st_size
-            except OSError:  # removed while walking
-                pass
     return total
 
 
 def format_bytes(n: int) -> str:
     """``1536 -> '1.5 KiB'``."""
     size = check_nonnegative("n", n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
+    for unit in ("B", "KiB", "MiB"):
+        if size < 1024:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
-    return f"{size:.1f} GiB"  # pragma: no cover
+    return f"{size:.1f} GiB"
 
 
 def _jsonable(obj: Any) -> Any:
@@ -261,9 +258,7 @@ class ResultCache:
 
     def get(self, key: dict, default: Any = None) -> Any:
         """The verified cached value, or ``default``."""
-        if not self.enabled:
-            return default
-        found, value = self._read(self.path_for(key), self.full_key(key))
+        found, value = self._read(self.path_for(key), self.full_key(key)) if self.enabled else (False, None)
         return value if found else default
 
     def __contains__(self, key: dict) -> bool:
@@ -351,13 +346,9 @@ def _remove_entry(path: Path) -> None:
 
 def _encode(value: Any) -> tuple[str, bytes, Any]:
     """(kind, payload bytes, value as it will be read back)."""
-    try:
-        import pandas as pd  # pandas: only to encode a DataFrame, and slow to import
+    import pandas as pd  # pandas: only to encode a DataFrame, and slow to import
 
-        frame_types: tuple = (pd.DataFrame, pd.Series)
-    except ImportError:  # pragma: no cover
-        frame_types = ()
-    if frame_types and isinstance(value, frame_types):
+    if isinstance(value, (pd.DataFrame, pd.Series)):
         return "dataframe", pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), value
     try:
         if not _plain_json(value):  # e.g. {1: 'a', '1': 'b'}: JSON would turn 1 into '1' and lose an item

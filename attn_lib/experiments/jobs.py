@@ -108,14 +108,6 @@ def _from_cache(keys: dict[str, dict], cache, prog: Progress) -> dict[str, pd.Da
     return found
 
 
-def _finish(n: str, units, analysis_s: float, info: dict, timings: dict | None) -> pd.DataFrame:
-    """Experiment ``n``'s table, with how long it took kept in ``attrs["timing"]`` (and so in the result cache)."""
-    df, t_finish = finish_timed(units, analysis_s, info)
-    if timings is not None:
-        timings[f"finish_{n}"] = t_finish
-    return df
-
-
 def _compute(handle, text, params: dict[str, Experiment], start: int, prof: Profile, prog: Progress, timings):
     """The experiments of ``params``, all in the same passes: ``{name: table}``."""
     meta = table_meta(handle, text)
@@ -132,11 +124,13 @@ def _compute(handle, text, params: dict[str, Experiment], start: int, prof: Prof
     if timings is not None:
         timings["pass"] = t_pass
         timings["shared"] = info["shared_pass_s"]  # forward passes, capture and the layer set-up they share
-    out = {}
+    out = {}  # each table keeps how long it took in attrs["timing"] (and so in the result cache)
     with prog.bar(total=len(made), desc="finishing the experiments", unit="experiment") as bar:
         for n in made:
             bar.set_postfix_str(n)
-            out[n] = _finish(n, made[n], per_analysis[n], info, timings)
+            out[n], t_finish = finish_timed(made[n], per_analysis[n], info)
+            if timings is not None:
+                timings[f"finish_{n}"] = t_finish
             bar.update(1)
     return out
 
@@ -192,12 +186,11 @@ def run_all(
     prof = get_profile(profile)
     start = check_int("start", start, low=0)
     names = check_experiments(experiments)
-    with _torch_threads(threads):
-        return _run_all(handle, text, prof, cache, start, seed, names, timings, prog)
+    return _run_all(handle, text, prof, cache, start, seed, names, timings, prog, threads)
 
 
 def _run_all(
-    handle, text, prof: Profile, cache, start, seed, names, timings, prog: Progress
+    handle, text, prof: Profile, cache, start, seed, names, timings, prog: Progress, threads=None
 ) -> dict[str, pd.DataFrame]:
     """:func:`run_all` with its arguments checked."""
     params = profile_params(handle, prof, seed)
@@ -207,7 +200,9 @@ def _run_all(
     if not todo:
         prog.say("every experiment came from the result cache: no forward pass (--no-cache recomputes)")
     else:
-        for n, df in _compute(handle, text, todo, start, prof, prog, timings).items():
+        with _torch_threads(threads):
+            computed = _compute(handle, text, todo, start, prof, prog, timings)
+        for n, df in computed.items():
             results[n] = df if cache is None else cache.get_or_compute(keys[n], lambda df=df: df)
     if "critical_n" in results:
         cp = params["critical_n"]
@@ -338,8 +333,7 @@ def _run_compared(loaded: list, text_obj, prof: Profile, cache, threads, prog: P
     for h2, t_load in loaded:
         t0 = time.perf_counter() - t_load
         prog.say(f"model: {h2.describe()}; text: {text_obj.name}; profile: {prof.name}")
-        with _torch_threads(threads):
-            res2 = _run_all(h2, text_obj, prof, cache, 0, None, list(EXPERIMENTS), None, prog)
+        res2 = _run_all(h2, text_obj, prof, cache, 0, None, list(EXPERIMENTS), None, prog, threads)
         others[model_column(h2)] = {"handle": h2, "results": res2}
         timings[f"experiments {h2.model_id}"] = time.perf_counter() - t0
     return others
@@ -444,8 +438,7 @@ def run_reproduce(
     # the models to compare are loaded first: one that cannot be had must fail before the main run, not after it
     loaded = [_load_compared(name, device, prog, notes) for name in compare]
     t0 = time.perf_counter()
-    with _torch_threads(threads):
-        results = _run_all(handle, text_obj, prof, cache, 0, None, list(EXPERIMENTS), timings, prog)
+    results = _run_all(handle, text_obj, prof, cache, 0, None, list(EXPERIMENTS), timings, prog, threads)
     timings["experiments"] = time.perf_counter() - t0
     prog.say(f"experiments done in {timings['experiments']:.1f} s")
     others = _run_compared(loaded, text_obj, prof, cache, threads, prog, timings)

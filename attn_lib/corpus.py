@@ -30,6 +30,7 @@ offline for an uncached GPT-2 tokenizer) raise ``ValueError``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -129,11 +130,6 @@ def strip_gutenberg(raw: str) -> str:
     return text.strip() + "\n" if text.strip() else ""
 
 
-def _from_first_chapter(body: str, pattern: re.Pattern) -> str:
-    m = pattern.search(body)
-    return body[m.start() :] if m else body
-
-
 def _wp_first_chapter(body: str) -> str:
     """Start War and Peace at "BOOK ONE: 1805" in the text proper (skipping the table of contents)."""
     anchor = re.search(r"Well,\s+Prince,\s+so\s+Genoa\s+and\s+Lucca", body)
@@ -159,15 +155,11 @@ def available_texts() -> dict[str, str]:
     return out
 
 
-def _texts_dir() -> Path:
-
-    return cache_dir() / "texts"
-
-
 def _read_shipped(name: str) -> Text:
     info = _SHIPPED[name]
     raw = resources.files("attn_lib").joinpath("data", info["file"]).read_text(encoding="utf-8")
-    body = _from_first_chapter(strip_gutenberg(raw), info["first_chapter"])
+    body = strip_gutenberg(raw)
+    body = body[m.start() :] if (m := info["first_chapter"].search(body)) else body
     return Text.from_string(body, name=name, source=f"{info['title']}; shipped in attn_lib/data/{info['file']}")
 
 
@@ -201,7 +193,7 @@ def _download(url: str, dest: Path) -> None:
 
 def _cached_war_and_peace() -> Path | None:
     """Path of a verified cached download, or None (a corrupted one is deleted)."""
-    path = _texts_dir() / _WP_FILE
+    path = cache_dir() / "texts" / _WP_FILE
     side = path.with_suffix(".sha256.json")
     if not path.is_file():
         return None
@@ -215,10 +207,8 @@ def _cached_war_and_peace() -> Path | None:
             "attn_lib: cached War and Peace at %s failed verification (%s); it will be downloaded again", path, exc
         )
         for p in (path, side):
-            try:
+            with contextlib.suppress(OSError):
                 p.unlink()
-            except OSError:
-                pass
         return None
     return path
 
@@ -232,7 +222,7 @@ def _war_and_peace(offline_ok: bool) -> Text:
         elif not _host_reachable("www.gutenberg.org"):
             errors.append("www.gutenberg.org is unreachable")
         else:
-            dest = _texts_dir() / _WP_FILE
+            dest = cache_dir() / "texts" / _WP_FILE
             for url in WAR_AND_PEACE_URLS:
                 try:
                     _download(url, dest)
@@ -310,6 +300,14 @@ def _encode_plain(tokenizer, text: str) -> list[int]:
     return list(tokenizer.encode(text, add_special_tokens=False))
 
 
+def _as_str(text) -> str:
+    """The characters of ``text`` (a :class:`Text` or str); ``ValueError`` for anything else."""
+    s = text.text if isinstance(text, Text) else text
+    if not isinstance(s, str):
+        raise ValueError(f"text must be a Text or a str (got {type(text).__name__})")
+    return s
+
+
 def tokenize(tokenizer, text, max_tokens: int | None = None) -> list[int]:
     """Token ids of ``text`` (a :class:`Text` or str), without special tokens.
 
@@ -319,9 +317,7 @@ def tokenize(tokenizer, text, max_tokens: int | None = None) -> list[int]:
     from .models import check_tokenizer  # models loads the Hugging Face layer: only when tokenizing
 
     check_tokenizer(tokenizer)
-    s = text.text if isinstance(text, Text) else text
-    if not isinstance(s, str):
-        raise ValueError(f"text must be a Text or a str (got {type(text).__name__})")
+    s = _as_str(text)
     if max_tokens is None:
         return _encode_plain(tokenizer, s)
     max_tokens = check_int("max_tokens", max_tokens, low=1)  # -5 returned all ids but the last 5; 2.5 a TypeError
@@ -350,10 +346,8 @@ def token_windows(
     n_windows = check_int("n_windows", n_windows, low=1)
     start = check_int("start", start, low=0)
     stride = length if stride is None else check_int("stride", stride, low=1)
-    s = text.text if isinstance(text, Text) else text
+    s = _as_str(text)
     name = text.name if isinstance(text, Text) else "text"
-    if not isinstance(s, str):
-        raise ValueError(f"text must be a Text or a str (got {type(text).__name__})")
     if not s.strip():
         raise ValueError(f"text {name!r} is empty")
     needed = start + (n_windows - 1) * stride + length

@@ -94,9 +94,6 @@ class Text:
         return f"Text(name={self.name!r}, chars={len(self.text)}, sha256={self.sha256[:12]}..., source={self.source!r})"
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Gutenberg header/footer
-# ------------------------------------------------------------------------------------------------------------------
 # Line patterns (re.M): the leading and trailing blanks are ``[^\S\n]*`` (white space other than a newline), never
 # ``\s*``: at every line start ``\s*`` would run over all the blank lines that follow before failing, which made a search
 # quadratic in a run of blank lines (300,000 of them ran for minutes).
@@ -143,9 +140,6 @@ def _wp_first_chapter(body: str) -> str:
     return body[chapters[-1] :].lstrip() if chapters else body[anchor.start() :]
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Sources
-# ------------------------------------------------------------------------------------------------------------------
 def available_texts() -> dict[str, str]:
     """Names accepted by :func:`load_text` (besides file paths), with a description."""
     out = {
@@ -290,9 +284,6 @@ def load_text(source: str | os.PathLike = WAR_AND_PEACE, *, offline_ok: bool = T
     return text
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Tokens
-# ------------------------------------------------------------------------------------------------------------------
 def _encode_plain(tokenizer, text: str) -> list[int]:
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None:  # fast tokenizer: no "sequence longer than model_max_length" warning

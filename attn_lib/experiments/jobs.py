@@ -58,9 +58,6 @@ ALGORITHMS: dict[str, type[Experiment]] = {
 EXPERIMENTS = tuple(ALGORITHMS)
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# run_all
-# ----------------------------------------------------------------------------------------------------------------
 def profile_params(handle, profile: Profile, seed: int | None = None) -> dict[str, Experiment]:
     """The parameters of every experiment of :data:`EXPERIMENTS` in ``profile``, its grids cut at the model's
     context (:meth:`~attn_lib.experiments.passes.Experiment.fit`), with ``seed`` unless it is None.
@@ -275,9 +272,6 @@ def check_compare_names(names) -> None:
             )
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# run_reproduce
-# ----------------------------------------------------------------------------------------------------------------
 def _check_reproduce_args(profile, use_cache, formats, compare, threads) -> tuple:
     """``(profile, formats, compare, threads)`` of :func:`run_reproduce`, checked before any work."""
     prof = get_profile(profile)
@@ -480,9 +474,6 @@ class ReproduceResult(dict):
         return "\n".join(lines)
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# run_compare (python -m attn_lib compare-normalizers)
-# ----------------------------------------------------------------------------------------------------------------
 def _check_compare_text(handle, text, prof: BeyondProfile, start: int) -> None:
     """Before any work: the text must hold the comparison's window (tokens from 0) and the swap's (from ``start``)."""
     need = max(max(prof.lengths), start + prof.swap_length)

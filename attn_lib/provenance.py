@@ -55,13 +55,7 @@ def provenance(*, model: str, text: str, device: str, seed: int | None = None) -
 
 
 def label_figure(
-    fig: Figure,
-    *,
-    model: str,
-    text: str,
-    device: str,
-    seed: int | None = None,
-    fontsize: float = 7.0,
+    fig: Figure, *, model: str, text: str, device: str, seed: int | None = None, fontsize: float = 7.0
 ) -> Figure:
     """Add (or replace) a small footer on ``fig`` saying which model, text and device produced it.
 
@@ -81,14 +75,7 @@ def label_figure(
         renderer = fig._get_renderer()
     bottom = fig.get_tightbbox(renderer).y0 / fig.get_figheight()
     fig.text(
-        0.99,
-        min(bottom, 0.0) - 0.01,
-        label,
-        ha="right",
-        va="top",
-        fontsize=fontsize,
-        color="0.35",
-        gid=PROVENANCE_GID,
+        0.99, min(bottom, 0.0) - 0.01, label, ha="right", va="top", fontsize=fontsize, color="0.35", gid=PROVENANCE_GID
     )
     return fig
 

@@ -226,17 +226,7 @@ def check_formats(formats) -> tuple[str, ...]:
     import matplotlib.figure  # heavy: loaded only when a reproduction is checked
 
     supported = sorted(matplotlib.figure.Figure().canvas.get_supported_filetypes())
-    if isinstance(formats, str):
-        formats = (formats,)
-    try:
-        out = tuple(dict.fromkeys(formats))
-    except TypeError:
-        raise ValueError(f"formats must be a list of figure formats from {supported} (got {formats!r})") from None
-    if not out:
-        raise ValueError(f"formats must name at least one figure format from {supported}")
-    for f in out:
-        check_choice("formats", f, supported)
-    return out
+    return tuple(_check_names("formats", formats, supported, "a list of figure formats"))
 
 
 def check_experiments(experiments) -> list[str]:
@@ -244,17 +234,21 @@ def check_experiments(experiments) -> list[str]:
     the pass, and the doubled table stored under the normal key); a single name is a list of one."""
     if experiments is None:
         return list(EXPERIMENTS)
-    if isinstance(experiments, str):
-        experiments = [experiments]
+    return _check_names("experiments", experiments, EXPERIMENTS, "None or a list of names")
+
+
+def _check_names(name: str, values, choices, what: str) -> list:
+    """``values`` (one name, or an iterable of names from ``choices``) as a list without repeats, in the order given;
+    ``ValueError`` naming ``name`` when it is not iterable (saying it must be ``what``), holds a name not in
+    ``choices``, or is empty."""
+    choices = list(choices)
     try:
-        names = [check_choice("experiments", e, EXPERIMENTS) for e in experiments]
+        out = [check_choice(name, v, choices) for v in ([values] if isinstance(values, str) else values)]
     except TypeError:
-        raise ValueError(
-            f"experiments must be None or a list of names from {list(EXPERIMENTS)} (got {experiments!r})"
-        ) from None
-    if not names:
-        raise ValueError(f"experiments must name at least one of {list(EXPERIMENTS)} (got an empty list)")
-    return list(dict.fromkeys(names))
+        raise ValueError(f"{name} must be {what} from {choices} (got {values!r})") from None
+    if not out:
+        raise ValueError(f"{name} must name at least one of {choices} (got an empty list)")
+    return list(dict.fromkeys(out))
 
 
 def check_compare_names(names) -> None:

@@ -315,8 +315,7 @@ class ResultCache:
                 _remove_entry(path)  # a stale entry, or a file put where the entry folder belongs
                 os.replace(tmp, path)
             finally:
-                if tmp.exists():
-                    shutil.rmtree(tmp, ignore_errors=True)
+                shutil.rmtree(tmp, ignore_errors=True)  # left only when the rename did not happen
         except OSError as exc:  # a read-only or full disk must not lose the result
             log.warning("attn_lib cache: could not store %s (%s)", path, exc)
         return value

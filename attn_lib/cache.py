@@ -362,13 +362,9 @@ def _encode(value: Any) -> tuple[str, bytes, Any]:
 
 
 def describe_cache() -> dict:
-    """Locations and sizes, for ``attn-lib info``."""
-    return {
-        "cache_dir": str(cache_dir()),
-        "cache_bytes": dir_size(cache_dir()),
-        "model_dir": str(model_dir()),
-        "model_bytes": dir_size(model_dir()),
-        "results_dir": str(results_dir()),
-        "results_bytes": dir_size(results_dir()),
-        "env": {CACHE_ENV: os.environ.get(CACHE_ENV), MODEL_ENV: os.environ.get(MODEL_ENV)},
-    }
+    """Locations and sizes, for ``attn-lib info``: ``<what>_dir`` (the folder) and ``<what>_bytes`` (its size) for
+    ``what`` in ``cache`` (the root), ``model`` (:func:`model_dir`) and ``results`` (:func:`results_dir`)."""
+    out = {}
+    for what, folder in (("cache", cache_dir()), ("model", model_dir()), ("results", results_dir())):
+        out[f"{what}_dir"], out[f"{what}_bytes"] = str(folder), dir_size(folder)
+    return out

@@ -95,12 +95,9 @@ def _torch_threads(threads: int | None):
 
 def _from_cache(keys: dict[str, dict], cache, prog: Progress) -> dict[str, pd.DataFrame]:
     """The tables that ``cache`` holds already, saying so."""
-    found = {}
-    for n, key in keys.items():
-        if cache is None or key not in cache:
-            continue
-        found[n] = cache.get(key)
-        where = f" ({cache.path_for(key)})" if hasattr(cache, "path_for") else ""
+    found = {n: cache.get(key) for n, key in keys.items() if cache is not None and key in cache}
+    for n in found:
+        where = f" ({cache.path_for(keys[n])})" if hasattr(cache, "path_for") else ""
         prog.say(f"{n}: from the result cache{where}")
     return found
 

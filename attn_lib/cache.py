@@ -1,12 +1,6 @@
 """On-disk caches: experiment results, and where converted model weights live.
 
-Directories
------------
-* :func:`cache_dir` -- the root, ``platformdirs.user_cache_dir("attn_lib")`` unless the environment variable
-  ``ATTN_LIB_CACHE_DIR`` names another folder.
-* :func:`model_dir` -- converted model weights (the offline stand-in's safetensors copy), ``<cache_dir>/models``
-  unless ``ATTN_LIB_MODEL_DIR`` is set.
-* :func:`results_dir` -- experiment results, ``<cache_dir>/results``.
+Directories: :func:`cache_dir` (the root), :func:`model_dir` (converted model weights) and :func:`results_dir`.
 
 Result cache
 ------------
@@ -55,7 +49,8 @@ FORMAT_VERSION = 1
 
 
 def cache_dir() -> Path:
-    """Root of attn_lib's caches: ``$ATTN_LIB_CACHE_DIR`` or the platform's user cache folder."""
+    """Root of attn_lib's caches: ``$ATTN_LIB_CACHE_DIR`` or the platform's user cache folder
+    (``platformdirs.user_cache_dir("attn_lib")``)."""
     env = os.environ.get(CACHE_ENV, "").strip()
     if env:
         return expand_path(f"the environment variable {CACHE_ENV}", env)
@@ -63,7 +58,8 @@ def cache_dir() -> Path:
 
 
 def model_dir() -> Path:
-    """Folder for converted model weights: ``$ATTN_LIB_MODEL_DIR`` or ``<cache_dir>/models``."""
+    """Folder for converted model weights (the offline stand-in's safetensors copy): ``$ATTN_LIB_MODEL_DIR`` or
+    ``<cache_dir>/models``."""
     env = os.environ.get(MODEL_ENV, "").strip()
     return expand_path(f"the environment variable {MODEL_ENV}", env) if env else cache_dir() / "models"
 

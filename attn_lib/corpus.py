@@ -21,11 +21,7 @@ a path to a local ``.txt`` file
     270 kB, ~65,000 GPT-2 tokens: dozens of 1024-token windows. It is real English prose but *not* Tolstoy, and
     results on it are labelled with its name. ``attn_lib/data/README.md`` records the checksums.
 
-Windows (:func:`token_windows`)
--------------------------------
-Consecutive text is tokenised without special tokens (no BOS), and windows of exactly ``length`` tokens are cut at
-``start, start + stride, ...``. Fewer tokens than needed, an empty text or an empty tokenizer (what transformers returns
-offline for an uncached GPT-2 tokenizer) raise ``ValueError``.
+Windows of exactly ``length`` tokens: :func:`token_windows`.
 """
 
 from __future__ import annotations
@@ -327,11 +323,12 @@ def tokenize(tokenizer, text, max_tokens: int | None = None) -> list[int]:
 def token_windows(
     tokenizer, text, length: int, n_windows: int = 1, start: int = 0, stride: int | None = None
 ) -> torch.Tensor:
-    """``(n_windows, length)`` LongTensor of windows of exactly ``length`` consecutive tokens.
+    """``(n_windows, length)`` LongTensor of windows of exactly ``length`` consecutive tokens of the text, tokenised
+    without special tokens (no BOS).
 
     Window ``i`` holds tokens ``start + i*stride .. start + i*stride + length - 1`` of the text (``stride`` defaults
     to ``length``: adjacent, non-overlapping windows). Raises ``ValueError`` if the text has too few tokens, the text
-    is empty, or the tokenizer is empty.
+    is empty, or the tokenizer is empty (what transformers returns offline for an uncached GPT-2 tokenizer).
     """
     length = check_int("length", length, low=1)
     n_windows = check_int("n_windows", n_windows, low=1)

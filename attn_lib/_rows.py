@@ -14,16 +14,20 @@ import torch
 from ._validation import check_int, check_positive
 
 
+def _tensor(x: Any, message: str) -> torch.Tensor:
+    """``x`` as a tensor (arrays and nested lists converted), or ``ValueError(message)``."""
+    if isinstance(x, torch.Tensor):
+        return x
+    try:
+        return torch.as_tensor(np.asarray(x))
+    except (TypeError, ValueError, RuntimeError):
+        raise ValueError(message) from None
+
+
 def as_tensor(logits: Any) -> tuple[torch.Tensor, bool]:
     """Return ``(tensor, was_numpy)``; integer input is promoted to the default float dtype."""
     was_numpy = isinstance(logits, np.ndarray)
-    if isinstance(logits, torch.Tensor):
-        t = logits
-    else:
-        try:
-            t = torch.as_tensor(np.asarray(logits))
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"logits must be a tensor or array of real numbers (got {type(logits).__name__})") from exc
+    t = _tensor(logits, f"logits must be a tensor or array of real numbers (got {type(logits).__name__})")
     if t.dtype == torch.bool or t.is_complex():
         raise ValueError(f"logits must hold real numbers (got dtype {t.dtype})")
     if t.device.type == "meta":
@@ -37,13 +41,7 @@ def as_mask(mask: Any, shape: tuple, device, *, name: str = "mask", target: str 
     """``mask`` as a bool tensor on ``device`` broadcast to ``shape`` (True = visible), or a ``ValueError`` that says
     what is wrong: not bool, on a device it cannot be copied from (e.g. ``meta``), or a shape that does not
     broadcast. Shared by :mod:`attn_lib.jacobian`."""
-    if isinstance(mask, torch.Tensor):
-        m = mask
-    else:
-        try:
-            m = torch.as_tensor(np.asarray(mask))
-        except (TypeError, ValueError, RuntimeError):
-            raise ValueError(f"{name} must be a bool tensor with True = visible (got {type(mask).__name__})") from None
+    m = _tensor(mask, f"{name} must be a bool tensor with True = visible (got {type(mask).__name__})")
     if m.dtype != torch.bool:
         raise ValueError(f"{name} must be a bool tensor with True = visible (got dtype {m.dtype})")
     if m.device.type == "meta":

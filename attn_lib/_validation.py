@@ -80,17 +80,17 @@ def check_int(name: str, value: Any, *, low: int | None = None, high: int | None
     Python and NumPy integers, integer 0-d tensors and integral floats (``3.0``) are accepted; booleans, strings and
     fractional numbers (``2.7``, never silently truncated) are not.
     """
+    what = f"{name} must be an integer{_range_text(low, high)}"
     if _is_bool(value):
-        raise ValueError(f"{name} must be an integer{_range_text(low, high)} (got {value!r})")
+        raise ValueError(f"{what} (got {value!r})")
     try:
         v = operator.index(value)  # int, numpy integers, integer 0-d tensors
     except TypeError:
-        if isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer():
-            v = int(value)
-        else:
-            raise ValueError(f"{name} must be an integer{_range_text(low, high)} (got {value!r})") from None
+        if not (isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer()):
+            raise ValueError(f"{what} (got {value!r})") from None
+        v = int(value)
     if (low is not None and v < low) or (high is not None and v > high):
-        raise ValueError(f"{name} must be an integer{_range_text(low, high)} (got {v})")
+        raise ValueError(f"{what} (got {v})")
     return v
 
 
@@ -108,34 +108,29 @@ def check_threads(name: str, value: Any) -> int:
     return check_int(name, value, low=1, high=max_threads())
 
 
+def _items(name: str, values: Any, what: str) -> list:
+    """``values`` as a non-empty list; one value (a string, a bool, a 0-d tensor or array included) is a list of one,
+    checked by the caller (a string is then rejected as a number). ``ValueError`` naming ``name`` otherwise."""
+    one = isinstance(values, (str, bytes)) or _is_bool(values) or getattr(values, "ndim", None) == 0
+    try:
+        items = [values] if one or not hasattr(values, "__iter__") else list(values)
+    except TypeError:
+        items = []
+    if not items:
+        raise ValueError(f"{name} must be {what}")
+    return items
+
+
 def check_int_list(name: str, values: Any, *, low: int | None = None, high: int | None = None) -> list[int]:
     """One integer or a non-empty iterable of integers (each as :func:`check_int`), as a sorted list without repeats;
     ``ValueError`` naming ``name`` for anything else (None, a bool, a float, a string, a 0-d tensor of a float...)."""
-    if (
-        isinstance(values, (str, bytes))
-        or _is_bool(values)
-        or not hasattr(values, "__iter__")
-        or (getattr(values, "ndim", None) == 0)
-    ):
-        values = [values]  # one value (a 0-d tensor or array included), checked below as an integer
-    try:
-        items = list(values)
-    except TypeError:
-        raise ValueError(f"{name} must be an integer or a list of integers{_range_text(low, high)}") from None
-    out = sorted({check_int(name, v, low=low, high=high) for v in items})
-    if not out:
-        raise ValueError(f"{name} must be an integer or a non-empty list of integers{_range_text(low, high)}")
-    return out
+    items = _items(name, values, f"an integer or a non-empty list of integers{_range_text(low, high)}")
+    return sorted({check_int(name, v, low=low, high=high) for v in items})
 
 
 def check_positive_list(name: str, values: Any) -> list[float]:
     """A number or a non-empty sequence of numbers > 0, as a list of floats (``ValueError`` naming ``name``)."""
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__") or getattr(values, "ndim", None) == 0:
-        values = [values]  # one number (a 0-d tensor included); a string is checked (and rejected) as a number below
-    out = [check_positive(name, v) for v in values]
-    if not out:
-        raise ValueError(f"{name} must be a number or a non-empty list of numbers > 0")
-    return out
+    return [check_positive(name, v) for v in _items(name, values, "a number or a non-empty list of numbers > 0")]
 
 
 def check_probability(name: str, value: Any, *, open_low: bool = False, open_high: bool = False) -> float:
@@ -155,16 +150,13 @@ def check_seed(name: str, value: Any) -> int:
     return check_int(name, value, low=0, high=SEED_MAX)
 
 
-def expand_path(name: str, value: Any) -> Path:
-    """``value`` (a str or path) as a ``Path`` with ``~`` / ``~user`` expanded; ``ValueError`` naming ``name`` when it
-    is not a path, is empty, holds a NUL byte, or names a home folder that cannot be found (``~nosuchuser/...``)."""
-    if not isinstance(value, (str, os.PathLike)):
-        raise ValueError(f"{name} must be a path (got {value!r})")
-    raw = os.fspath(value)
-    if not isinstance(raw, str):  # a bytes path
-        raise ValueError(f"{name} must be a text path (got {value!r})")
-    if not raw.strip():
-        raise ValueError(f"{name} must be a non-empty path (got {value!r})")
+def expand_path(name: str, value: Any, what: str = "path") -> Path:
+    """``value`` (a str or path) as a ``Path`` with ``~`` / ``~user`` expanded; ``ValueError`` naming ``name`` (and
+    saying it must be a ``what``) when it is not a path, is a bytes path, is empty, holds a NUL byte, or names a home
+    folder that cannot be found (``~nosuchuser/...``)."""
+    raw = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+    if not isinstance(raw, str) or not raw.strip():  # not a path, a bytes path, or empty
+        raise ValueError(f"{name} must be a {what} (got {value!r})")
     if "\0" in raw:
         raise ValueError(f"{name} must not contain a NUL character (got {value!r})")
     try:
@@ -181,13 +173,7 @@ def prepare_output_dir(name: str, value: Any) -> Path:
     Meant to run *before* a long computation whose results go there, so a path that is a file, or a folder that
     cannot be created or written (permissions, a read-only or virtual file system), fails at once.
     """
-    if (
-        not isinstance(value, (str, os.PathLike))
-        or not isinstance(os.fspath(value), str)
-        or not os.fspath(value).strip()
-    ):
-        raise ValueError(f"{name} must be a folder path (got {value!r})")
-    path = expand_path(name, value)
+    path = expand_path(name, value, "folder path")
     if path.exists() and not path.is_dir():
         raise ValueError(f"{name} {str(path)!r} exists and is not a folder")
     try:
@@ -213,8 +199,4 @@ def check_choice(name: str, value: Any, choices) -> Any:
 def _range_text(low: int | None, high: int | None) -> str:
     if low is not None and high is not None:
         return f" in [{low}, {high}]"
-    if low is not None:
-        return f" >= {low}"
-    if high is not None:
-        return f" <= {high}"
-    return ""
+    return f" >= {low}" if low is not None else f" <= {high}" if high is not None else ""

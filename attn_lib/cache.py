@@ -1,12 +1,6 @@
 """On-disk caches: experiment results, and where converted model weights live.
 
-Directories
------------
-* :func:`cache_dir` -- the root, ``platformdirs.user_cache_dir("attn_lib")`` unless the environment variable
-  ``ATTN_LIB_CACHE_DIR`` names another folder.
-* :func:`model_dir` -- converted model weights (the offline stand-in's safetensors copy), ``<cache_dir>/models``
-  unless ``ATTN_LIB_MODEL_DIR`` is set.
-* :func:`results_dir` -- experiment results, ``<cache_dir>/results``.
+Directories: :func:`cache_dir` (the root), :func:`model_dir` (converted model weights) and :func:`results_dir`.
 
 Result cache
 ------------
@@ -27,6 +21,7 @@ or link found where an entry folder belongs is removed and the entry rewritten.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -43,21 +38,7 @@ import platformdirs
 
 from ._validation import check_nonnegative, expand_path
 
-__all__ = [
-    "CACHE_ENV",
-    "MODEL_ENV",
-    "FORMAT_VERSION",
-    "cache_dir",
-    "model_dir",
-    "results_dir",
-    "dir_size",
-    "format_bytes",
-    "canonical_json",
-    "key_digest",
-    "make_key",
-    "ResultCache",
-    "describe_cache",
-]
+__all__ = ["ResultCache", "cache_dir", "model_dir", "results_dir"]
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +49,8 @@ FORMAT_VERSION = 1
 
 
 def cache_dir() -> Path:
-    """Root of attn_lib's caches: ``$ATTN_LIB_CACHE_DIR`` or the platform's user cache folder."""
+    """Root of attn_lib's caches: ``$ATTN_LIB_CACHE_DIR`` or the platform's user cache folder
+    (``platformdirs.user_cache_dir("attn_lib")``)."""
     env = os.environ.get(CACHE_ENV, "").strip()
     if env:
         return expand_path(f"the environment variable {CACHE_ENV}", env)
@@ -76,7 +58,8 @@ def cache_dir() -> Path:
 
 
 def model_dir() -> Path:
-    """Folder for converted model weights: ``$ATTN_LIB_MODEL_DIR`` or ``<cache_dir>/models``."""
+    """Folder for converted model weights (the offline stand-in's safetensors copy): ``$ATTN_LIB_MODEL_DIR`` or
+    ``<cache_dir>/models``."""
     env = os.environ.get(MODEL_ENV, "").strip()
     return expand_path(f"the environment variable {MODEL_ENV}", env) if env else cache_dir() / "models"
 
@@ -88,29 +71,25 @@ def results_dir() -> Path:
 
 def dir_size(path: str | os.PathLike) -> int:
     """Total size in bytes of the files below ``path`` (0 if it does not exist)."""
-    total = 0
     p = expand_path("path", path)
-    if not p.exists():
-        return 0
     if p.is_file():
         return p.stat().st_size
-    for root, _dirs, files in os.walk(p):
+    total = 0
+    for root, _dirs, files in os.walk(p):  # nothing when p does not exist
         for f in files:
-            try:
+            with contextlib.suppress(OSError):  # removed while walking
                 total += os.stat(os.path.join(root, f)).st_size
-            except OSError:  # removed while walking
-                pass
     return total
 
 
 def format_bytes(n: int) -> str:
     """``1536 -> '1.5 KiB'``."""
     size = check_nonnegative("n", n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
+    for unit in ("B", "KiB", "MiB"):
+        if size < 1024:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
-    return f"{size:.1f} GiB"  # pragma: no cover
+    return f"{size:.1f} GiB"
 
 
 def _jsonable(obj: Any) -> Any:
@@ -275,9 +254,7 @@ class ResultCache:
 
     def get(self, key: dict, default: Any = None) -> Any:
         """The verified cached value, or ``default``."""
-        if not self.enabled:
-            return default
-        found, value = self._read(self.path_for(key), self.full_key(key))
+        found, value = self._read(self.path_for(key), self.full_key(key)) if self.enabled else (False, None)
         return value if found else default
 
     def __contains__(self, key: dict) -> bool:
@@ -334,8 +311,7 @@ class ResultCache:
                 _remove_entry(path)  # a stale entry, or a file put where the entry folder belongs
                 os.replace(tmp, path)
             finally:
-                if tmp.exists():
-                    shutil.rmtree(tmp, ignore_errors=True)
+                shutil.rmtree(tmp, ignore_errors=True)  # left only when the rename did not happen
         except OSError as exc:  # a read-only or full disk must not lose the result
             log.warning("attn_lib cache: could not store %s (%s)", path, exc)
         return value
@@ -365,13 +341,9 @@ def _remove_entry(path: Path) -> None:
 
 def _encode(value: Any) -> tuple[str, bytes, Any]:
     """(kind, payload bytes, value as it will be read back)."""
-    try:
-        import pandas as pd  # pandas: only to encode a DataFrame, and slow to import
+    import pandas as pd  # pandas: only to encode a DataFrame, and slow to import
 
-        frame_types: tuple = (pd.DataFrame, pd.Series)
-    except ImportError:  # pragma: no cover
-        frame_types = ()
-    if frame_types and isinstance(value, frame_types):
+    if isinstance(value, (pd.DataFrame, pd.Series)):
         return "dataframe", pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), value
     try:
         if not _plain_json(value):  # e.g. {1: 'a', '1': 'b'}: JSON would turn 1 into '1' and lose an item
@@ -386,13 +358,9 @@ def _encode(value: Any) -> tuple[str, bytes, Any]:
 
 
 def describe_cache() -> dict:
-    """Locations and sizes, for ``attn-lib info``."""
-    return {
-        "cache_dir": str(cache_dir()),
-        "cache_bytes": dir_size(cache_dir()),
-        "model_dir": str(model_dir()),
-        "model_bytes": dir_size(model_dir()),
-        "results_dir": str(results_dir()),
-        "results_bytes": dir_size(results_dir()),
-        "env": {CACHE_ENV: os.environ.get(CACHE_ENV), MODEL_ENV: os.environ.get(MODEL_ENV)},
-    }
+    """Locations and sizes, for ``attn-lib info``: ``<what>_dir`` (the folder) and ``<what>_bytes`` (its size) for
+    ``what`` in ``cache`` (the root), ``model`` (:func:`model_dir`) and ``results`` (:func:`results_dir`)."""
+    out = {}
+    for what, folder in (("cache", cache_dir()), ("model", model_dir()), ("results", results_dir())):
+        out[f"{what}_dir"], out[f"{what}_bytes"] = str(folder), dir_size(folder)
+    return out

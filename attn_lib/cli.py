@@ -1,23 +1,8 @@
 """Command line: ``python -m attn_lib`` (installed as ``attn-lib``).
 
-Subcommands
------------
-``info``
-    attn_lib/torch/transformers versions, the device ``auto`` picks, how a model name resolves (cached, download,
-    offline stand-in), the stand-in's status, the default text, and the cache locations and sizes. Loads no model.
-``capture --model gpt2 --text war-and-peace --length 1024``
-    One forward pass with attention capture; prints one line per layer: the largest attention weight, the mean
-    entropy of the attention rows (nats), and the mean attention mass on the first token (over heads and query rows
-    2..L; row 1 can only attend to itself). Says which model actually ran (the offline stand-in is named as such).
-    Results are cached (see :mod:`attn_lib.cache`); ``--no-cache`` recomputes.
-``reproduce --model gpt2 --profile {paper,quick} --out DIR [--compare MODEL]``
-    Runs the paper's experiments through :func:`attn_lib.experiments.run_reproduce` (the same default profile,
-    ``paper``; ``--compare sentence-transformers/all-MiniLM-L6-v2`` adds the encoder's column and figure panels),
-    with progress bars on stderr from the first second (``-q`` hides them).
-``compare-normalizers --model gpt2 --profile {paper,quick} --out DIR``
-    Every compared normaliser of the registry (``attn_lib.normalizers.available(compared=True)``) and top-k on the
-    paper's limits on the same model logits, and swapped into the live model (held-out loss), through
-    :func:`attn_lib.experiments.run_compare`: the table as Markdown, CSV and JSON, and the figures.
+Subcommands ``info``, ``capture``, ``reproduce`` and ``compare-normalizers``: what each does and every flag are in
+their help (``attn-lib <command> --help``, written in :func:`build_parser`); ``reproduce`` and
+``compare-normalizers`` run :func:`attn_lib.experiments.run_reproduce` and :func:`attn_lib.experiments.run_compare`.
 
 User errors (bad arguments, an unusable ``--out``, a model or text that cannot be had) end with one line on stderr
 and exit status 2, never a traceback. Warnings (e.g. the offline fallbacks) are printed as ``attn-lib: NOTE:`` lines.
@@ -41,22 +26,13 @@ from collections.abc import Sequence
 from tqdm.auto import tqdm
 
 from . import __version__, process
-from ._validation import check_int, check_positive, check_threads, max_threads, prepare_output_dir
+from ._validation import check_int, check_positive, max_threads, prepare_output_dir
 from .cache import describe_cache, format_bytes, results_dir
 from .errors import ModelUnavailableError, TextUnavailableError
 
-__all__ = ["main", "build_parser"]
-
-log = logging.getLogger("attn_lib.cli")
+__all__ = ["main"]
 
 
-class CLIError(Exception):
-    """A user error already explained in its message."""
-
-
-# ------------------------------------------------------------------------------------------------------------------
-# helpers
-# ------------------------------------------------------------------------------------------------------------------
 def _checked(check, name: str = "", *, convert=int, **limits):
     """An argparse ``type``: the flag's text through ``convert``, checked by ``check`` of :mod:`attn_lib._validation`.
 
@@ -78,13 +54,13 @@ def _checked(check, name: str = "", *, convert=int, **limits):
 
 
 def _threads(s: str) -> int:
+    """``--threads``: an integer in ``[1, max_threads()]``, said in the flag's terms."""
     v = _checked(check_int, "--threads", low=1)(s)
-    try:
-        return check_threads("--threads", v)
-    except ValueError:
+    if v > max_threads():
         raise argparse.ArgumentTypeError(
             f"--threads must be an integer in [1, {max_threads()}] (the CPUs this process may use) (got {v})"
-        ) from None
+        )
+    return v
 
 
 def _cli_names() -> list[str]:
@@ -107,12 +83,12 @@ def _cli_normalizer(value: str | None):
     if m:
         k = int(m.group(1))
         if k < 1:
-            raise CLIError(f"--normalizer {value}: k must be an integer >= 1, e.g. --normalizer top-16")
+            raise ValueError(f"--normalizer {value}: k must be an integer >= 1, e.g. --normalizer top-16")
         return nz.get("topk", k=k)
     if value == "topk":
-        raise CLIError("--normalizer topk needs k: write --normalizer top-<k>, e.g. --normalizer top-16")
+        raise ValueError("--normalizer topk needs k: write --normalizer top-<k>, e.g. --normalizer top-16")
     if value not in names:
-        raise CLIError(f"--normalizer {value!r} is not a normaliser; use one of {names}, or top-<k> (e.g. top-16)")
+        raise ValueError(f"--normalizer {value!r} is not a normaliser; use one of {names}, or top-<k> (e.g. top-16)")
     return value
 
 
@@ -128,11 +104,6 @@ def _note(message) -> None:
     tqdm.write(f"attn-lib: NOTE: {message}", file=sys.stderr)
 
 
-def _emit_warnings(caught) -> None:
-    for w in caught:
-        _note(w.message)
-
-
 @contextlib.contextmanager
 def _warnings_as_notes():
     """Show every warning raised inside as a NOTE line, when it is raised (no file name, line number or source)."""
@@ -144,22 +115,13 @@ def _warnings_as_notes():
         warnings.showwarning = previous
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# info
-# ------------------------------------------------------------------------------------------------------------------
 def _cmd_info(args) -> int:
     import torch  # lazy, with the three below (all import torch): `attn-lib --help` stays fast
     import transformers
 
     from . import metrics  # with torch (lazy, as below)
     from .corpus import available_texts
-    from .models import (
-        STANDIN_NAME,
-        available_devices,
-        offline_models,
-        resolve_device,
-        resolve_name,
-    )
+    from .models import STANDIN_NAME, available_devices, offline_models, resolve_device, resolve_name
 
     print(
         f"attn_lib {__version__}  (python {platform.python_version()}, torch {torch.__version__}, "
@@ -199,9 +161,6 @@ def _cmd_info(args) -> int:
     return 0
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# capture
-# ------------------------------------------------------------------------------------------------------------------
 def _cmd_capture(args) -> int:
     from . import capture_summary  # lazy: torch and transformers; `attn-lib --help` stays fast
 
@@ -211,9 +170,10 @@ def _cmd_capture(args) -> int:
         handle, text, t_load = capture_summary.load_inputs(  # the text first: a bad --text fails before the model
             args.model, args.text, device=args.device, dtype=args.dtype, offline_fallback=not args.no_fallback
         )
-    _emit_warnings(caught)
+    for w in caught:
+        _note(w.message)
     if args.length > handle.max_length:
-        raise CLIError(
+        raise ValueError(
             f"--length {args.length} exceeds the context of {handle.model_id} ({handle.max_length} "
             f"tokens): use --length <= {handle.max_length}; to cover more text use consecutive windows, "
             f"e.g. --length {handle.max_length} --windows {math.ceil(args.length / handle.max_length)}"
@@ -240,21 +200,15 @@ def _cmd_capture(args) -> int:
 
 def _print_capture_header(job, t_load: float, file) -> None:
     h, p = job.handle, job.params
-    print(
+    lines = [
         f"model: {h.describe()}" + ("   <-- OFFLINE STAND-IN, not the requested model" if h.is_standin else ""),
-        file=file,
-    )
-    print(
         f"       {h.n_layers} layers x {h.n_heads} heads ({h.n_kv_heads} key/value heads), "
         f"head dim {h.head_dim}, context {h.max_length}; revision {h.revision}; loaded in {t_load:.1f} s",
-        file=file,
-    )
-    print(
         f"text:  {job.text.name} ({job.text.source}); {p['windows']} window(s) of {p['length']} tokens from token "
         f"{p['start']}",
-        file=file,
-    )
-    print(f"normaliser: {p['normalizer'] or 'model softmax'}, temperature {p['temperature']:g}", file=file)
+        f"normaliser: {p['normalizer'] or 'model softmax'}, temperature {p['temperature']:g}",
+    ]
+    print("\n".join(lines), file=file)
 
 
 def _print_capture_table(job, result: dict) -> None:
@@ -278,9 +232,6 @@ def _print_capture_table(job, result: dict) -> None:
         print(f"NOTE: this ran on the offline stand-in {h.model_id}, not {h.requested}.")
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# reproduce
-# ------------------------------------------------------------------------------------------------------------------
 def _import_with_progress(modules: Sequence[str], enabled: bool) -> None:
     """Import the heavy libraries one by one behind a progress bar (torch alone takes seconds on a cold start)."""
     with tqdm(total=len(modules), desc="loading libraries", unit="module", file=sys.stderr, disable=not enabled) as bar:
@@ -294,18 +245,24 @@ def _import_with_progress(modules: Sequence[str], enabled: bool) -> None:
             bar.update(1)
 
 
+def _begin(args, modules: Sequence[str], tail: str = ""):
+    """The start of ``reproduce`` and ``compare-normalizers``: ``--out`` checked first (a bad one must not cost the
+    whole run), the first progress line, the heavy imports behind a bar. Returns ``(out folder, say)``; ``say``
+    prints one progress line on stderr unless ``--quiet``."""
+    out_dir = prepare_output_dir("--out", args.out)
+
+    def say(msg: str) -> None:
+        if not args.quiet:
+            print(f"attn-lib {args.command}: {msg}", file=sys.stderr, flush=True)
+
+    say(f"profile {args.profile!r}, model {args.model!r}, text {args.text!r} -> {out_dir}/{tail}")
+    _import_with_progress(modules, not args.quiet)
+    return out_dir, say
+
+
 def _cmd_reproduce(args) -> int:
-    out_dir = prepare_output_dir("--out", args.out)  # first: a bad --out must not cost the whole run
-    progress = not args.quiet
-    if progress:
-        print(
-            f"attn-lib reproduce: profile {args.profile!r}, model {args.model!r}, text {args.text!r} -> "
-            f"{out_dir}/ (progress on stderr, summary on stdout)",
-            file=sys.stderr,
-            flush=True,
-        )
-    _import_with_progress(["torch", "transformers", "numba", "attn_lib.experiments"], progress)
-    from . import experiments  # the experiments layer (imported above)
+    _begin(args, ["torch", "transformers", "numba", "attn_lib.experiments"], " (progress on stderr, summary on stdout)")
+    from . import experiments  # the experiments layer (imported by _begin)
 
     out = experiments.run_reproduce(
         model=args.model,
@@ -315,7 +272,7 @@ def _cmd_reproduce(args) -> int:
         text=args.text,
         use_cache=not args.no_cache,
         threads=args.threads,
-        progress=progress,
+        progress=not args.quiet,
         compare=args.compare or (),
     )
     if out is not None and not isinstance(out, int):
@@ -324,16 +281,8 @@ def _cmd_reproduce(args) -> int:
 
 
 def _cmd_compare_normalizers(args) -> int:
-    out_dir = prepare_output_dir("--out", args.out)  # first: a bad --out must not cost the whole run
-    progress = not args.quiet
-
-    def say(msg: str) -> None:
-        if progress:
-            print(f"attn-lib compare-normalizers: {msg}", file=sys.stderr, flush=True)
-
-    say(f"profile {args.profile!r}, model {args.model!r}, text {args.text!r} -> {out_dir}/")
-    _import_with_progress(["torch", "transformers", "attn_lib.experiments"], progress)
-    from . import experiments  # the experiments layer (imported above)
+    out_dir, say = _begin(args, ["torch", "transformers", "attn_lib.experiments"])
+    from . import experiments  # the experiments layer (imported by _begin)
 
     res = experiments.run_compare(
         args.model,
@@ -352,9 +301,6 @@ def _cmd_compare_normalizers(args) -> int:
     return 0
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# parser
-# ------------------------------------------------------------------------------------------------------------------
 _ENV_HELP = """environment variables:
   ATTN_LIB_CACHE_DIR  root of the caches (default: the user cache folder, e.g. ~/.cache/attn_lib)
   ATTN_LIB_MODEL_DIR  where the converted offline stand-in is kept (default: <cache>/models)
@@ -367,16 +313,14 @@ _ENV_HELP = """environment variables:
   HF_HOME, HF_HUB_OFFLINE, TRANSFORMERS_OFFLINE  as for Hugging Face transformers"""
 
 
-_RAW = argparse.RawDescriptionHelpFormatter
-
-
 class _Parser(argparse.ArgumentParser):
-    """argparse's parser, with help texts that may be written when the help is shown: ``later(parser)`` runs once,
-    before the first :meth:`format_help`. The texts that name the registered normalisers import
-    :mod:`attn_lib.normalizers`, hence torch (2 s or more), which a parse, a usage error or ``--version`` never needs
-    (``tests/test_cli.py::test_parsing_imports_no_torch``)."""
+    """argparse's parser (descriptions shown as written), with help texts that may be written when the help is
+    shown: ``later(parser)`` runs once, before the first :meth:`format_help`. The texts that name the registered
+    normalisers import :mod:`attn_lib.normalizers`, hence torch (2 s or more), which a parse, a usage error or
+    ``--version`` never needs (``tests/test_cli.py::test_parsing_imports_no_torch``)."""
 
     def __init__(self, *args, later=None, **kwargs):
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         super().__init__(*args, **kwargs)
         self._later = later
 
@@ -392,7 +336,6 @@ def build_parser() -> argparse.ArgumentParser:
     parsers are :class:`_Parser` too, the class argparse gives them by default)."""
     p = _Parser(
         prog="attn-lib",
-        formatter_class=_RAW,
         description="attn_lib: 'Limitations of Normalization in Attention Mechanism' (Mudarisov et al., 2025), "
         "executable.\n\ninfo shows what would run where, capture runs one forward pass with attention "
         "capture,\nreproduce runs the paper's five experiments and writes figures and a report,\n"
@@ -416,8 +359,8 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _model_args(sp, text_default="war-and-peace") -> None:
-    """--model, --device and --text, as every subcommand but info takes them."""
+def _model_args(sp, quiet_help: str) -> None:
+    """--model, --device, --text, --no-cache and -q/--quiet, as every subcommand but info takes them."""
     sp.add_argument(
         "--model",
         default="gpt2",
@@ -427,9 +370,11 @@ def _model_args(sp, text_default="war-and-peace") -> None:
     sp.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N, mps")
     sp.add_argument(
         "--text",
-        default=text_default,
+        default="war-and-peace",
         help="war-and-peace (default; offline: the shipped 'botchan'), botchan, or a path to a UTF-8 text file",
     )
+    sp.add_argument("--no-cache", action="store_true", help="bypass the result cache")
+    sp.add_argument("-q", "--quiet", action="store_true", help=quiet_help)
 
 
 def _add_info(sub) -> None:
@@ -437,7 +382,6 @@ def _add_info(sub) -> None:
     sp = sub.add_parser(
         "info",
         help="device, model resolution, cache location and size",
-        formatter_class=_RAW,
         description="Print the attn_lib, torch and transformers versions, the devices here, how --device and "
         "--model\nresolve, the offline stand-in's status, the texts and the cache folders with their "
         "sizes.\nNo model is loaded or downloaded.",
@@ -470,7 +414,6 @@ def _add_capture(sub) -> None:
         "capture",
         later=later,
         help="one forward pass with attention capture; per-layer summary",
-        formatter_class=_RAW,
         description="Run the model once over --windows windows of --length tokens of --text with attention "
         "capture,\nand print per layer: the largest attention weight, the mean row maximum, the mean "
         "row entropy\n(nats) and the mean weight on the first token (over heads and query rows 2..L). "
@@ -478,7 +421,7 @@ def _add_capture(sub) -> None:
         epilog="examples:\n  attn-lib capture --length 1024\n"
         "  attn-lib capture --length 256 --normalizer sparsemax --temperature 0.5 --layers 0,5 --json",
     )
-    _model_args(sp)
+    _model_args(sp, "no progress bar")
     sp.add_argument(
         "--length", type=_checked(check_int, "--length", low=1), default=1024, help="tokens per window (default 1024)"
     )
@@ -506,9 +449,7 @@ def _add_capture(sub) -> None:
     )
     sp.add_argument("--layers", type=_layers, default=None, help="comma-separated layers to report (default all)")
     sp.add_argument("--no-fallback", action="store_true", help="fail instead of using the offline stand-in")
-    sp.add_argument("--no-cache", action="store_true", help="bypass the result cache")
     sp.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     sp.set_defaults(func=_cmd_capture)
 
 
@@ -521,7 +462,6 @@ def _add_reproduce(sub) -> None:
     sp = sub.add_parser(
         "reproduce",
         help="run the paper's experiments (Algorithms 1-5) and write figures and a report",
-        formatter_class=_RAW,
         description="Run Algorithms 1-5 of the paper (distance vs L and vs N, critical N, separability, gradient\n"
         "sensitivity) on one model and text in a single forward pass, and write into --out:\n"
         "  fig2a_distance_vs_length, fig2b_distance_vs_n, fig2c_critical_n, fig3_separability,\n"
@@ -537,7 +477,7 @@ def _add_reproduce(sub) -> None:
         epilog="examples:\n  attn-lib reproduce --out results/\n"
         "  attn-lib reproduce --profile quick --model gpt2 --out results-quick/",
     )
-    _model_args(sp)
+    _model_args(sp, "no progress bars")
     sp.add_argument(
         "--profile",
         choices=["paper", "quick"],
@@ -557,14 +497,12 @@ def _add_reproduce(sub) -> None:
         "encoder, offline from its packaged copy): report.md gets one verdict column per model and the "
         "figures a second panel",
     )
-    sp.add_argument("--no-cache", action="store_true", help="bypass the result cache")
     sp.add_argument(
         "--threads",
         type=_threads,
         default=None,
         help="worker threads for the analyses, at most the CPUs of this process (default: torch's setting)",
     )
-    sp.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     sp.set_defaults(func=_cmd_reproduce)
 
 
@@ -586,7 +524,6 @@ def _add_compare_normalizers(sub) -> None:
         "compare-normalizers",
         later=later,
         help="every normaliser on the paper's limits and swapped into the live model; table and figures",
-        formatter_class=_RAW,
         description="{what}" + " Writes into --out:\n"
         "  limits.md, limits.csv, limits.json   the table (normalisers x limits)\n"
         "  compare.csv, critical_n.csv         the tidy per-head data and the critical N per L\n"
@@ -596,7 +533,7 @@ def _add_compare_normalizers(sub) -> None:
         epilog="examples:\n  attn-lib compare-normalizers --out beyond/\n"
         "  attn-lib compare-normalizers --profile quick --model gpt2 --out beyond-quick/",
     )
-    _model_args(sp)
+    _model_args(sp, "no progress lines")
     sp.add_argument(
         "--profile",
         choices=["paper", "quick"],
@@ -614,8 +551,6 @@ def _add_compare_normalizers(sub) -> None:
         "window's tokens; checked before any work). A shorter text can use e.g. --start 1024 (quick: 128), the "
         "first token after the comparison's window",
     )
-    sp.add_argument("--no-cache", action="store_true", help="bypass the result cache")
-    sp.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     sp.set_defaults(func=_cmd_compare_normalizers)
 
 
@@ -634,7 +569,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with _warnings_as_notes():
             return int(args.func(args) or 0)
-    except (CLIError, ValueError, ModelUnavailableError, TextUnavailableError) as exc:
+    except (ValueError, ModelUnavailableError, TextUnavailableError) as exc:
         print(f"attn-lib {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except OSError as exc:  # a file system the user pointed at (disk full, permissions): not a bug in attn_lib

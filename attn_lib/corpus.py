@@ -21,15 +21,12 @@ a path to a local ``.txt`` file
     270 kB, ~65,000 GPT-2 tokens: dozens of 1024-token windows. It is real English prose but *not* Tolstoy, and
     results on it are labelled with its name. ``attn_lib/data/README.md`` records the checksums.
 
-Windows (:func:`token_windows`)
--------------------------------
-Consecutive text is tokenised without special tokens (no BOS), and windows of exactly ``length`` tokens are cut at
-``start, start + stride, ...``. Fewer tokens than needed, an empty text or an empty tokenizer (what transformers returns
-offline for an uncached GPT-2 tokenizer) raise ``ValueError``.
+Windows of exactly ``length`` tokens: :func:`token_windows`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -49,18 +46,7 @@ from ._validation import check_int, expand_path
 from .cache import cache_dir
 from .errors import TextUnavailableError
 
-__all__ = [
-    "Text",
-    "TextUnavailableError",
-    "WAR_AND_PEACE",
-    "OFFLINE_DEFAULT",
-    "WAR_AND_PEACE_URLS",
-    "load_text",
-    "available_texts",
-    "strip_gutenberg",
-    "tokenize",
-    "token_windows",
-]
+__all__ = ["Text", "TextUnavailableError", "load_text", "available_texts", "strip_gutenberg", "token_windows"]
 
 log = logging.getLogger(__name__)
 
@@ -104,9 +90,6 @@ class Text:
         return f"Text(name={self.name!r}, chars={len(self.text)}, sha256={self.sha256[:12]}..., source={self.source!r})"
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Gutenberg header/footer
-# ------------------------------------------------------------------------------------------------------------------
 # Line patterns (re.M): the leading and trailing blanks are ``[^\S\n]*`` (white space other than a newline), never
 # ``\s*``: at every line start ``\s*`` would run over all the blank lines that follow before failing, which made a search
 # quadratic in a run of blank lines (300,000 of them ran for minutes).
@@ -140,11 +123,6 @@ def strip_gutenberg(raw: str) -> str:
     return text.strip() + "\n" if text.strip() else ""
 
 
-def _from_first_chapter(body: str, pattern: re.Pattern) -> str:
-    m = pattern.search(body)
-    return body[m.start() :] if m else body
-
-
 def _wp_first_chapter(body: str) -> str:
     """Start War and Peace at "BOOK ONE: 1805" in the text proper (skipping the table of contents)."""
     anchor = re.search(r"Well,\s+Prince,\s+so\s+Genoa\s+and\s+Lucca", body)
@@ -158,9 +136,6 @@ def _wp_first_chapter(body: str) -> str:
     return body[chapters[-1] :].lstrip() if chapters else body[anchor.start() :]
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Sources
-# ------------------------------------------------------------------------------------------------------------------
 def available_texts() -> dict[str, str]:
     """Names accepted by :func:`load_text` (besides file paths), with a description."""
     out = {
@@ -170,15 +145,11 @@ def available_texts() -> dict[str, str]:
     return out
 
 
-def _texts_dir() -> Path:
-
-    return cache_dir() / "texts"
-
-
 def _read_shipped(name: str) -> Text:
     info = _SHIPPED[name]
     raw = resources.files("attn_lib").joinpath("data", info["file"]).read_text(encoding="utf-8")
-    body = _from_first_chapter(strip_gutenberg(raw), info["first_chapter"])
+    body = strip_gutenberg(raw)
+    body = body[m.start() :] if (m := info["first_chapter"].search(body)) else body
     return Text.from_string(body, name=name, source=f"{info['title']}; shipped in attn_lib/data/{info['file']}")
 
 
@@ -212,7 +183,7 @@ def _download(url: str, dest: Path) -> None:
 
 def _cached_war_and_peace() -> Path | None:
     """Path of a verified cached download, or None (a corrupted one is deleted)."""
-    path = _texts_dir() / _WP_FILE
+    path = cache_dir() / "texts" / _WP_FILE
     side = path.with_suffix(".sha256.json")
     if not path.is_file():
         return None
@@ -226,10 +197,8 @@ def _cached_war_and_peace() -> Path | None:
             "attn_lib: cached War and Peace at %s failed verification (%s); it will be downloaded again", path, exc
         )
         for p in (path, side):
-            try:
+            with contextlib.suppress(OSError):
                 p.unlink()
-            except OSError:
-                pass
         return None
     return path
 
@@ -243,7 +212,7 @@ def _war_and_peace(offline_ok: bool) -> Text:
         elif not _host_reachable("www.gutenberg.org"):
             errors.append("www.gutenberg.org is unreachable")
         else:
-            dest = _texts_dir() / _WP_FILE
+            dest = cache_dir() / "texts" / _WP_FILE
             for url in WAR_AND_PEACE_URLS:
                 try:
                     _download(url, dest)
@@ -311,14 +280,19 @@ def load_text(source: str | os.PathLike = WAR_AND_PEACE, *, offline_ok: bool = T
     return text
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Tokens
-# ------------------------------------------------------------------------------------------------------------------
 def _encode_plain(tokenizer, text: str) -> list[int]:
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None:  # fast tokenizer: no "sequence longer than model_max_length" warning
         return backend.encode(text, add_special_tokens=False).ids
     return list(tokenizer.encode(text, add_special_tokens=False))
+
+
+def _as_str(text) -> str:
+    """The characters of ``text`` (a :class:`Text` or str); ``ValueError`` for anything else."""
+    s = text.text if isinstance(text, Text) else text
+    if not isinstance(s, str):
+        raise ValueError(f"text must be a Text or a str (got {type(text).__name__})")
+    return s
 
 
 def tokenize(tokenizer, text, max_tokens: int | None = None) -> list[int]:
@@ -330,9 +304,7 @@ def tokenize(tokenizer, text, max_tokens: int | None = None) -> list[int]:
     from .models import check_tokenizer  # models loads the Hugging Face layer: only when tokenizing
 
     check_tokenizer(tokenizer)
-    s = text.text if isinstance(text, Text) else text
-    if not isinstance(s, str):
-        raise ValueError(f"text must be a Text or a str (got {type(text).__name__})")
+    s = _as_str(text)
     if max_tokens is None:
         return _encode_plain(tokenizer, s)
     max_tokens = check_int("max_tokens", max_tokens, low=1)  # -5 returned all ids but the last 5; 2.5 a TypeError
@@ -351,20 +323,19 @@ def tokenize(tokenizer, text, max_tokens: int | None = None) -> list[int]:
 def token_windows(
     tokenizer, text, length: int, n_windows: int = 1, start: int = 0, stride: int | None = None
 ) -> torch.Tensor:
-    """``(n_windows, length)`` LongTensor of windows of exactly ``length`` consecutive tokens.
+    """``(n_windows, length)`` LongTensor of windows of exactly ``length`` consecutive tokens of the text, tokenised
+    without special tokens (no BOS).
 
     Window ``i`` holds tokens ``start + i*stride .. start + i*stride + length - 1`` of the text (``stride`` defaults
     to ``length``: adjacent, non-overlapping windows). Raises ``ValueError`` if the text has too few tokens, the text
-    is empty, or the tokenizer is empty.
+    is empty, or the tokenizer is empty (what transformers returns offline for an uncached GPT-2 tokenizer).
     """
     length = check_int("length", length, low=1)
     n_windows = check_int("n_windows", n_windows, low=1)
     start = check_int("start", start, low=0)
     stride = length if stride is None else check_int("stride", stride, low=1)
-    s = text.text if isinstance(text, Text) else text
+    s = _as_str(text)
     name = text.name if isinstance(text, Text) else "text"
-    if not isinstance(s, str):
-        raise ValueError(f"text must be a Text or a str (got {type(text).__name__})")
     if not s.strip():
         raise ValueError(f"text {name!r} is empty")
     needed = start + (n_windows - 1) * stride + length

@@ -28,7 +28,7 @@ import platform
 import re
 import sys
 
-__all__ = ["SPIN_COUNT", "TRIM_THRESHOLD", "ENVIRONMENT", "tune", "state"]
+__all__ = ["ENVIRONMENT", "tune", "state"]
 
 #: Iterations an idle libgomp thread spins before it sleeps (libgomp's default: 300,000).
 SPIN_COUNT = 3000

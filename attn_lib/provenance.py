@@ -9,15 +9,15 @@ Only matplotlib is imported here.
 from __future__ import annotations
 
 import io
-import numbers
 from typing import Any
 
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
+from ._validation import check_int, check_positive
 from .layout import FIGURE_DPI, PNG_KEY_DPI, PNG_KEY_MIN_FONT, PNG_KEY_WIDTH, smallest_font_pt, wrap_text
 
-__all__ = ["PROVENANCE_GID", "figure_provenance", "figure_to_png", "label_figure", "provenance"]
+__all__ = ["label_figure", "figure_to_png"]
 
 #: gid given to the footer text that :func:`label_figure` adds (lets tests and other helpers find it).
 PROVENANCE_GID = "attn_lib-provenance"
@@ -27,6 +27,13 @@ def _check_label(name: str, value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"{name} must be a non-empty string saying what produced the figure (got {value!r})")
     return value.strip()
+
+
+def _check_figure(fig: Any, name: str, size: Any) -> float:
+    """``size`` (the footer's font size or the resolution) checked as a number > 0, after ``fig`` as a Figure."""
+    if not isinstance(fig, Figure):
+        raise ValueError(f"fig must be a matplotlib Figure (got {type(fig).__name__})")
+    return check_positive(name, size)
 
 
 def provenance(*, model: str, text: str, device: str, seed: int | None = None) -> str:
@@ -43,20 +50,12 @@ def provenance(*, model: str, text: str, device: str, seed: int | None = None) -
         f"device: {_check_label('device', device)}",
     ]
     if seed is not None:
-        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-            raise ValueError(f"seed must be an integer or None (got {seed!r})")
-        parts.append(f"seed: {int(seed)}")
+        parts.append(f"seed: {check_int('seed', seed)}")
     return " \u00b7 ".join(parts)
 
 
 def label_figure(
-    fig: Figure,
-    *,
-    model: str,
-    text: str,
-    device: str,
-    seed: int | None = None,
-    fontsize: float = 7.0,
+    fig: Figure, *, model: str, text: str, device: str, seed: int | None = None, fontsize: float = 7.0
 ) -> Figure:
     """Add (or replace) a small footer on ``fig`` saying which model, text and device produced it.
 
@@ -64,10 +63,7 @@ def label_figure(
     :func:`figure_to_png`) keeps it in the saved image. Returns ``fig`` so that ``render`` functions can end with
     ``return label_figure(fig, ...)``.
     """
-    if not isinstance(fig, Figure):
-        raise ValueError(f"fig must be a matplotlib Figure (got {type(fig).__name__})")
-    if isinstance(fontsize, bool) or not isinstance(fontsize, numbers.Real) or not fontsize > 0:
-        raise ValueError(f"fontsize must be a number > 0 (got {fontsize!r})")
+    fontsize = _check_figure(fig, "fontsize", fontsize)
     # broken into lines that fit the figure, so the footer never widens the saved image
     label = wrap_text(provenance(model=model, text=text, device=device, seed=seed), 0.97 * fig.get_figwidth(), fontsize)
     for old in [t for t in fig.texts if t.get_gid() == PROVENANCE_GID]:
@@ -79,14 +75,7 @@ def label_figure(
         renderer = fig._get_renderer()
     bottom = fig.get_tightbbox(renderer).y0 / fig.get_figheight()
     fig.text(
-        0.99,
-        min(bottom, 0.0) - 0.01,
-        label,
-        ha="right",
-        va="top",
-        fontsize=fontsize,
-        color="0.35",
-        gid=PROVENANCE_GID,
+        0.99, min(bottom, 0.0) - 0.01, label, ha="right", va="top", fontsize=fontsize, color="0.35", gid=PROVENANCE_GID
     )
     return fig
 
@@ -105,10 +94,7 @@ def figure_to_png(fig: Figure, *, dpi: float = FIGURE_DPI) -> bytes:
 
     The PNG carries text chunks with the resolution, the figure's width in inches and its smallest font size in
     points (keys in :mod:`attn_lib.layout`), so the browser test can tell how large the smallest text is shown."""
-    if not isinstance(fig, Figure):
-        raise ValueError(f"fig must be a matplotlib Figure (got {type(fig).__name__})")
-    if isinstance(dpi, bool) or not isinstance(dpi, numbers.Real) or not dpi > 0:
-        raise ValueError(f"dpi must be a number > 0 (got {dpi!r})")
+    dpi = _check_figure(fig, "dpi", dpi)
     smallest = smallest_font_pt(fig)
     metadata = {PNG_KEY_DPI: f"{float(dpi):g}", PNG_KEY_WIDTH: f"{fig.get_figwidth():.3f}"}
     if smallest is not None:

@@ -38,19 +38,7 @@ from .sensitivity import RawSensitivityParams, SensitivityParams
 from .separability import SeparabilityParams
 from .swap import HELD_OUT_START, live_swap
 
-__all__ = [
-    "ALGORITHMS",
-    "EXPERIMENTS",
-    "profile_params",
-    "run_all",
-    "run_reproduce",
-    "ReproduceResult",
-    "run_compare",
-    "check_text_holds",
-    "check_formats",
-    "check_experiments",
-    "check_compare_names",
-]
+__all__ = ["run_all", "run_reproduce", "run_compare"]
 
 #: The experiments of :func:`run_all`, in the order they run in the pass: name -> parameter class. The last two are
 #: the reproduction report's diagnostics, in the same pass: why the critical N is where it is, and Fig. 4 with the
@@ -70,9 +58,6 @@ ALGORITHMS: dict[str, type[Experiment]] = {
 EXPERIMENTS = tuple(ALGORITHMS)
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# run_all
-# ----------------------------------------------------------------------------------------------------------------
 def profile_params(handle, profile: Profile, seed: int | None = None) -> dict[str, Experiment]:
     """The parameters of every experiment of :data:`EXPERIMENTS` in ``profile``, its grids cut at the model's
     context (:meth:`~attn_lib.experiments.passes.Experiment.fit`), with ``seed`` unless it is None.
@@ -110,22 +95,11 @@ def _torch_threads(threads: int | None):
 
 def _from_cache(keys: dict[str, dict], cache, prog: Progress) -> dict[str, pd.DataFrame]:
     """The tables that ``cache`` holds already, saying so."""
-    found = {}
-    for n, key in keys.items():
-        if cache is None or key not in cache:
-            continue
-        found[n] = cache.get(key)
-        where = f" ({cache.path_for(key)})" if hasattr(cache, "path_for") else ""
+    found = {n: cache.get(key) for n, key in keys.items() if cache is not None and key in cache}
+    for n in found:
+        where = f" ({cache.path_for(keys[n])})" if hasattr(cache, "path_for") else ""
         prog.say(f"{n}: from the result cache{where}")
     return found
-
-
-def _finish(n: str, units, analysis_s: float, info: dict, timings: dict | None) -> pd.DataFrame:
-    """Experiment ``n``'s table, with how long it took kept in ``attrs["timing"]`` (and so in the result cache)."""
-    df, t_finish = finish_timed(units, analysis_s, info)
-    if timings is not None:
-        timings[f"finish_{n}"] = t_finish
-    return df
 
 
 def _compute(handle, text, params: dict[str, Experiment], start: int, prof: Profile, prog: Progress, timings):
@@ -144,11 +118,13 @@ def _compute(handle, text, params: dict[str, Experiment], start: int, prof: Prof
     if timings is not None:
         timings["pass"] = t_pass
         timings["shared"] = info["shared_pass_s"]  # forward passes, capture and the layer set-up they share
-    out = {}
+    out = {}  # each table keeps how long it took in attrs["timing"] (and so in the result cache)
     with prog.bar(total=len(made), desc="finishing the experiments", unit="experiment") as bar:
         for n in made:
             bar.set_postfix_str(n)
-            out[n] = _finish(n, made[n], per_analysis[n], info, timings)
+            out[n], t_finish = finish_timed(made[n], per_analysis[n], info)
+            if timings is not None:
+                timings[f"finish_{n}"] = t_finish
             bar.update(1)
     return out
 
@@ -204,12 +180,11 @@ def run_all(
     prof = get_profile(profile)
     start = check_int("start", start, low=0)
     names = check_experiments(experiments)
-    with _torch_threads(threads):
-        return _run_all(handle, text, prof, cache, start, seed, names, timings, prog)
+    return _run_all(handle, text, prof, cache, start, seed, names, timings, prog, threads)
 
 
 def _run_all(
-    handle, text, prof: Profile, cache, start, seed, names, timings, prog: Progress
+    handle, text, prof: Profile, cache, start, seed, names, timings, prog: Progress, threads=None
 ) -> dict[str, pd.DataFrame]:
     """:func:`run_all` with its arguments checked."""
     params = profile_params(handle, prof, seed)
@@ -219,7 +194,9 @@ def _run_all(
     if not todo:
         prog.say("every experiment came from the result cache: no forward pass (--no-cache recomputes)")
     else:
-        for n, df in _compute(handle, text, todo, start, prof, prog, timings).items():
+        with _torch_threads(threads):
+            computed = _compute(handle, text, todo, start, prof, prog, timings)
+        for n, df in computed.items():
             results[n] = df if cache is None else cache.get_or_compute(keys[n], lambda df=df: df)
     if "critical_n" in results:
         cp = params["critical_n"]
@@ -246,17 +223,7 @@ def check_formats(formats) -> tuple[str, ...]:
     import matplotlib.figure  # heavy: loaded only when a reproduction is checked
 
     supported = sorted(matplotlib.figure.Figure().canvas.get_supported_filetypes())
-    if isinstance(formats, str):
-        formats = (formats,)
-    try:
-        out = tuple(dict.fromkeys(formats))
-    except TypeError:
-        raise ValueError(f"formats must be a list of figure formats from {supported} (got {formats!r})") from None
-    if not out:
-        raise ValueError(f"formats must name at least one figure format from {supported}")
-    for f in out:
-        check_choice("formats", f, supported)
-    return out
+    return tuple(_check_names("formats", formats, supported, "a list of figure formats"))
 
 
 def check_experiments(experiments) -> list[str]:
@@ -264,17 +231,21 @@ def check_experiments(experiments) -> list[str]:
     the pass, and the doubled table stored under the normal key); a single name is a list of one."""
     if experiments is None:
         return list(EXPERIMENTS)
-    if isinstance(experiments, str):
-        experiments = [experiments]
+    return _check_names("experiments", experiments, EXPERIMENTS, "None or a list of names")
+
+
+def _check_names(name: str, values, choices, what: str) -> list:
+    """``values`` (one name, or an iterable of names from ``choices``) as a list without repeats, in the order given;
+    ``ValueError`` naming ``name`` when it is not iterable (saying it must be ``what``), holds a name not in
+    ``choices``, or is empty."""
+    choices = list(choices)
     try:
-        names = [check_choice("experiments", e, EXPERIMENTS) for e in experiments]
+        out = [check_choice(name, v, choices) for v in ([values] if isinstance(values, str) else values)]
     except TypeError:
-        raise ValueError(
-            f"experiments must be None or a list of names from {list(EXPERIMENTS)} (got {experiments!r})"
-        ) from None
-    if not names:
-        raise ValueError(f"experiments must name at least one of {list(EXPERIMENTS)} (got an empty list)")
-    return list(dict.fromkeys(names))
+        raise ValueError(f"{name} must be {what} from {choices} (got {values!r})") from None
+    if not out:
+        raise ValueError(f"{name} must name at least one of {choices} (got an empty list)")
+    return list(dict.fromkeys(out))
 
 
 def check_compare_names(names) -> None:
@@ -292,9 +263,6 @@ def check_compare_names(names) -> None:
             )
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# run_reproduce
-# ----------------------------------------------------------------------------------------------------------------
 def _check_reproduce_args(profile, use_cache, formats, compare, threads) -> tuple:
     """``(profile, formats, compare, threads)`` of :func:`run_reproduce`, checked before any work."""
     prof = get_profile(profile)
@@ -350,8 +318,7 @@ def _run_compared(loaded: list, text_obj, prof: Profile, cache, threads, prog: P
     for h2, t_load in loaded:
         t0 = time.perf_counter() - t_load
         prog.say(f"model: {h2.describe()}; text: {text_obj.name}; profile: {prof.name}")
-        with _torch_threads(threads):
-            res2 = _run_all(h2, text_obj, prof, cache, 0, None, list(EXPERIMENTS), None, prog)
+        res2 = _run_all(h2, text_obj, prof, cache, 0, None, list(EXPERIMENTS), None, prog, threads)
         others[model_column(h2)] = {"handle": h2, "results": res2}
         timings[f"experiments {h2.model_id}"] = time.perf_counter() - t0
     return others
@@ -456,8 +423,7 @@ def run_reproduce(
     # the models to compare are loaded first: one that cannot be had must fail before the main run, not after it
     loaded = [_load_compared(name, device, prog, notes) for name in compare]
     t0 = time.perf_counter()
-    with _torch_threads(threads):
-        results = _run_all(handle, text_obj, prof, cache, 0, None, list(EXPERIMENTS), timings, prog)
+    results = _run_all(handle, text_obj, prof, cache, 0, None, list(EXPERIMENTS), timings, prog, threads)
     timings["experiments"] = time.perf_counter() - t0
     prog.say(f"experiments done in {timings['experiments']:.1f} s")
     others = _run_compared(loaded, text_obj, prof, cache, threads, prog, timings)
@@ -499,9 +465,6 @@ class ReproduceResult(dict):
         return "\n".join(lines)
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# run_compare (python -m attn_lib compare-normalizers)
-# ----------------------------------------------------------------------------------------------------------------
 def _check_compare_text(handle, text, prof: BeyondProfile, start: int) -> None:
     """Before any work: the text must hold the comparison's window (tokens from 0) and the swap's (from ``start``)."""
     need = max(max(prof.lengths), start + prof.swap_length)

@@ -140,7 +140,7 @@ def _separable_block(
     dist = torch.addcmul(alpha * alpha * sq_norms[:, None, :], alpha, s_dot_x, value=-2.0)
     dist = dist.add_((s * s).sum(-1, keepdim=True)).clamp_(min=0).sqrt_()  # ||a_i - s||
     selected = torch.zeros(alpha.shape, dtype=torch.bool, device=ld.device).scatter_(-1, top, True)
-    inf = torch.tensor(math.inf, dtype=F64, device=ld.device)
+    inf = torch.tensor(math.inf, dtype=ld.dtype, device=ld.device)
     rho = torch.where(visible & ~selected, dist, inf).amin(-1, keepdim=True)  # (H, B, 1); inf if none
     out[:, first:stop] = dist.gather(-1, top) < rho
 
@@ -194,10 +194,10 @@ def coverage_metrics(
     rows = torch.arange(L, device=ld.device).view(1, L, 1)
     ordered = hits.permute(1, 0, 2)[rows, perms]  # (P, L, H, n): the heads' hits in the order they are added
     count = (ordered.cumsum(dim=2) > 0).sum(-1)  # (P, L, H): |T ∩ union of the first k sets|
-    covered = count.to(F64) / N  # c(k)
+    covered = count.to(ld.dtype) / N  # c(k)
     full = count >= N
     needed = torch.where(full.any(-1), full.to(torch.int64).argmax(-1) + 1, torch.zeros((), dtype=torch.int64))
-    zero = torch.zeros((), dtype=F64, device=ld.device)
+    zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
     return CoverageRows(
         N=N,
         valid=valid,
@@ -206,5 +206,5 @@ def coverage_metrics(
         perms=perms,
         coverage=torch.where(valid.unsqueeze(-1), covered.mean(0), zero),
         needed=torch.where(valid.unsqueeze(0), needed, torch.zeros((), dtype=torch.int64)),
-        fraction=sets.separable.sum(-1).to(F64) / N,
+        fraction=sets.separable.sum(-1).to(ld.dtype) / N,
     )

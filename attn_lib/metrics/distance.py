@@ -100,10 +100,10 @@ def check_p(p: Any) -> str | float:
     return value
 
 
-def inclusion_probability(p: str | float, N: int, t: torch.Tensor) -> torch.Tensor:
+def inclusion_probability(p: str | float, N: int, t: torch.Tensor, dtype: torch.dtype = F64) -> torch.Tensor:
     """Per row: ``N/(t-1)`` (``p="L-1"``), ``N/t`` (``"L"``) or the number ``p`` (already checked by
-    :func:`check_p`), float64 of ``t``'s shape."""
-    tt = t.to(F64)
+    :func:`check_p`), in ``dtype``, of ``t``'s shape."""
+    tt = t.to(dtype)
     if p == "L-1":
         return N / (tt - 1).clamp(min=1)
     if p == "L":
@@ -189,8 +189,8 @@ def _distance_rows(
         # 1 - abar as the out-of-set mass (identical for rows summing to one), as in theory.theorem1_dmax
         out_mass = ld.alpha.sum(-1) - alpha_bar
         res.d1, res.max_norm = d1, max_norm
-        res.d_max = out_mass * d1 + ((counts.to(F64) - N) * alpha_bar - out_mass) * max_norm
-    zero = torch.zeros((), dtype=F64, device=ld.device)
+        res.d_max = out_mass * d1 + ((counts.to(ld.dtype) - N) * alpha_bar - out_mass) * max_norm
+    zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
     for name in _ROW_FIELDS:
         value = getattr(res, name)
         if value is not None:
@@ -204,7 +204,7 @@ def _distance_rows(
 def _distance_torch(ld: LayerData, N: int, p: str | float, order: torch.Tensor, form: str) -> dict:
     """The six per-row sums by float64 tensor operations, in row blocks (:func:`_distance_block`)."""
     H, L = ld.H, ld.L
-    sums = {name: torch.zeros(H, L, dtype=F64, device=ld.device) for name in _SUMS}
+    sums = {name: torch.zeros(H, L, dtype=ld.dtype, device=ld.device) for name in _SUMS}
     counts = torch.broadcast_to(ld.t, (H, L))
     z_dot_x, z_sq = ld.zdot()  # computed (and the Gram matrix cached) before the blocks run on worker threads
     block = functools.partial(
@@ -218,7 +218,7 @@ def _distance_torch(ld: LayerData, N: int, p: str | float, order: torch.Tensor, 
         z_dot_x=z_dot_x,
         z_sq=z_sq,
         counts=counts,
-        p_incl=inclusion_probability(p, N, counts),
+        p_incl=inclusion_probability(p, N, counts, ld.dtype),
         sums=sums,
     )
     run_blocks(block, ld.blocks(per_row=2))
@@ -248,7 +248,7 @@ def _distance_block(
     pass); a rounding-negative square gives NaN, which ``nansum`` counts as ``sqrt(0) = 0``.
     """
     first, stop = int(rows_block[0]), int(rows_block[-1]) + 1
-    zero = torch.zeros((), dtype=F64, device=ld.device)
+    zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
     alpha = ld.alpha[:, first:stop, :width]  # (H, B, W)
     visible = torch.broadcast_to(ld.mask[:, first:stop, :width], alpha.shape)
     top = order[:, first:stop].clamp(max=width - 1)  # past a row's count (invalid rows only)
@@ -259,14 +259,14 @@ def _distance_block(
     del top_only
     s_dot_x = s @ values.transpose(1, 2)  # (H, B, W)
     s_sq = (s * s).sum(-1, keepdim=True)  # (H, B, 1)
-    n_masked = (~visible).sum(-1, keepdim=True).to(F64)  # masked columns of the block (alpha = 0 there)
+    n_masked = (~visible).sum(-1, keepdim=True).to(ld.dtype)  # masked columns of the block (alpha = 0 there)
     alpha_g = alpha * gdiag[:, None, :width]  # alpha_i ||x_i||^2
     a_sq = alpha * alpha_g  # ||a_i||^2
     dist = torch.addcmul(s_sq, alpha, torch.add(alpha_g, s_dot_x, alpha=-2.0)).sqrt_()  # ||a_i - s||
     s_norm = s_sq.clamp(min=0).sqrt()
     dist_all = (dist.nansum(-1, keepdim=True) - n_masked * s_norm).squeeze(-1)
     dist_selected = dist.gather(-1, top).nan_to_num_(0.0).sum(-1)
-    t_rows = counts[:, first:stop].to(F64)
+    t_rows = counts[:, first:stop].to(ld.dtype)
     sums["s_norm"][:, first:stop] = s_norm.squeeze(-1)
     if form == "sum":
         sums["d_tilde"][:, first:stop] = dist_all - dist_selected
@@ -342,9 +342,11 @@ def _d1_and_norm(ld: LayerData, N: int, order: torch.Tensor) -> tuple[torch.Tens
     if ld.prefix:
         d1_sq = _d1_sq_prefix(ld, N, order)
     else:
-        d1_sq = torch.zeros(H, L, dtype=F64, device=ld.device)
+        d1_sq = torch.zeros(H, L, dtype=ld.dtype, device=ld.device)
         _d1_sq_rows(ld, N, order, torch.ones(H, L, dtype=torch.bool, device=ld.device).nonzero(), d1_sq)
-    d1 = torch.where(torch.isfinite(d1_sq), d1_sq, torch.zeros((), dtype=F64)).clamp(min=0).sqrt()
+    d1 = (
+        torch.where(torch.isfinite(d1_sq), d1_sq, torch.zeros((), dtype=ld.dtype, device=ld.device)).clamp(min=0).sqrt()
+    )
     return d1, max_norm
 
 
@@ -359,7 +361,9 @@ def _d1_sq_prefix(ld: LayerData, N: int, order: torch.Tensor) -> torch.Tensor:
     H, L = ld.H, ld.L
     G, g = ld.gram, ld.gdiag
     if getattr(ld, "_cummax", None) is None:
-        dist_sq = torch.addcmul(g.unsqueeze(-1) + g.unsqueeze(-2), G, torch.full((), -2.0, dtype=F64))
+        dist_sq = torch.addcmul(
+            g.unsqueeze(-1) + g.unsqueeze(-2), G, torch.full((), -2.0, dtype=ld.dtype, device=ld.device)
+        )
         ld._cummax = torch.cummax(dist_sq, dim=-1)
         del dist_sq
     running_max, running_arg = ld._cummax
@@ -374,7 +378,9 @@ def _d1_sq_prefix(ld: LayerData, N: int, order: torch.Tensor) -> torch.Tensor:
         selected = torch.zeros(H, L, L, dtype=torch.bool, device=ld.device).scatter_(-1, order, True)
         farthest_selected = selected.gather(-1, farthest)
         del selected
-    d1_sq = torch.where(farthest_selected, torch.tensor(-math.inf, dtype=F64, device=ld.device), candidate).amax(-1)
+    d1_sq = torch.where(farthest_selected, torch.tensor(-math.inf, dtype=ld.dtype, device=ld.device), candidate).amax(
+        -1
+    )
     recompute = farthest_selected & (candidate > d1_sq.unsqueeze(-1))
     counts = torch.broadcast_to(ld.t, (H, L))
     recompute &= (counts >= N + 1).unsqueeze(-1)  # rows that have a non-selected token
@@ -427,5 +433,5 @@ def _d1_sq_rows(ld: LayerData, N: int, order: torch.Tensor, head_rows: torch.Ten
         )  # (n, N, L)
         others = torch.broadcast_to(ld.mask, (H, L, L))[heads, rows].clone()  # (n, L)
         others.scatter_(1, selected, False)
-        dist_sq = torch.where(others.unsqueeze(1), dist_sq, torch.tensor(-math.inf, dtype=F64, device=ld.device))
+        dist_sq = torch.where(others.unsqueeze(1), dist_sq, torch.tensor(-math.inf, dtype=ld.dtype, device=ld.device))
         d1_sq[heads, rows] = dist_sq.amax(dim=(-2, -1))

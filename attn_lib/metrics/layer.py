@@ -1,4 +1,4 @@
-r"""One layer in float64 (:class:`LayerData`) and the input helpers every metric shares.
+r"""One layer (:class:`LayerData`, float64 by default) and the input helpers every metric shares.
 
 :class:`LayerData` holds a layer's attention weights ``alpha`` ``(H, L, L)``, value vectors ``(H, L, d)`` and mask,
 and computes once what several metrics need: the Gram matrix :math:`G = VV^\top`, the visible counts ``t``, the
@@ -51,9 +51,23 @@ def bool_mask(mask: Any, device) -> torch.Tensor:
     return m
 
 
+def check_dtype(dtype: Any) -> torch.dtype:
+    """A floating-point torch dtype (float64 by default; float32 where the device has no float64, as MPS)."""
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"dtype must be a floating-point torch dtype such as torch.float64 (got {dtype!r})")
+    return dtype
+
+
 def check_n(N: Any, name: str = "N") -> int:
     """A top-``N`` size: an integer ``>= 1``."""
     return check_int(name, N, low=1)
+
+
+def check_n_range(L: int, n_min: Any, n_max: Any) -> tuple[int, int]:
+    """A scan's range ``n_min..n_max``: integers with ``1 <= n_min <= n_max <= L - 1`` (``N = L - 1`` is the largest
+    ``N`` with a valid row, ``t >= N + 1``; ``n_min = n_max = 1`` when ``L = 1``)."""
+    n_min = check_int("n_min", check_n(n_min, "n_min"), low=1, high=max(1, L - 1))
+    return n_min, check_int("n_max", n_max, low=n_min, high=max(n_min, L - 1))
 
 
 def check_rows(rows: Any, n_rows: int, *, allow_empty: bool = True) -> torch.Tensor:
@@ -100,11 +114,11 @@ def check_rows(rows: Any, n_rows: int, *, allow_empty: bool = True) -> torch.Ten
 # one layer
 # ----------------------------------------------------------------------------------------------------------
 class LayerData:
-    """One layer's attention weights, value vectors and mask in float64, with cached derived quantities.
+    """One layer's attention weights, value vectors and mask in ``dtype``, with cached derived quantities.
 
     Build with ``LayerData(weights, values, mask=None)`` or :meth:`from_logits`. A single head (2-d input) is
-    promoted to ``H = 1``. Memory: a few ``H L^2`` float64 arrays (about 75 MB each for 9 heads at L = 1024); one
-    layer at a time.
+    promoted to ``H = 1``. Every metric computes in the layer's dtype on its device. Memory: a few ``H L^2`` arrays
+    (about 75 MB each in float64 for 9 heads at L = 1024); one layer at a time.
 
     Parameters
     ----------
@@ -116,13 +130,16 @@ class LayerData:
     mask : bool tensor or array, optional
         ``True`` = visible; broadcasts to ``(H, L, L)`` (shape ``(L, L)``, ``(1, L, L)`` or ``(H, L, L)``).
         Default: causal.
+    dtype : torch.dtype
+        Floating-point dtype of the computations: float64 (default; the accelerator runs only on it) or float32
+        (e.g. on MPS, which has no float64; agrees with float64 to about 1e-4 relative).
 
     Attributes
     ----------
     alpha : torch.Tensor
-        ``(H, L, L)`` float64 weights, exactly 0 where masked.
+        ``(H, L, L)`` weights, exactly 0 where masked.
     values : torch.Tensor
-        ``(H, L, d)`` float64.
+        ``(H, L, d)``.
     mask : torch.Tensor
         ``(Hm, L, L)`` bool, ``Hm`` 1 or ``H``.
     t : torch.Tensor
@@ -135,8 +152,9 @@ class LayerData:
         ``(H, L, L)`` Gram matrix :math:`G = VV^\\top` (computed on first use); :attr:`gdiag` its diagonal ``(H, L)``.
     """
 
-    def __init__(self, weights: Any, values: Any, mask: Any = None, *, _trusted: bool = False):
+    def __init__(self, weights: Any, values: Any, mask: Any = None, *, dtype=F64, _trusted: bool = False):
         # _trusted (from_logits only): weights are a softmax that is finite everywhere and exactly 0 where masked
+        dtype = check_dtype(dtype)
         alpha = as_real_tensor(weights, "weights")
         vals = as_real_tensor(values, "values")
         if alpha.dim() == 2:
@@ -152,8 +170,8 @@ class LayerData:
             raise ValueError(f"values must have shape ({H}, {L}, d) to match weights (got {tuple(vals.shape)})")
         if L < 1 or vals.shape[2] < 1:
             raise ValueError("weights and values must be non-empty")
-        alpha = alpha.to(F64)
-        vals = vals.to(F64)
+        alpha = alpha.to(dtype)
+        vals = vals.to(dtype)
         if not bool(torch.isfinite(vals).all()):
             raise ValueError("values must be finite")
         if mask is None:
@@ -165,14 +183,14 @@ class LayerData:
             if visible.dim() != 3 or visible.shape[-2:] != (L, L) or visible.shape[0] not in (1, H):
                 raise ValueError(f"mask must broadcast to ({H}, {L}, {L}) (got {tuple(visible.shape)})")
         if not _trusted:
-            alpha = torch.where(visible, alpha, torch.zeros((), dtype=F64, device=alpha.device))
+            alpha = torch.where(visible, alpha, torch.zeros((), dtype=dtype, device=alpha.device))
             if not bool(torch.isfinite(alpha).all()) or bool((alpha < 0).any()):
                 raise ValueError("weights must be finite and non-negative at visible positions")
         self.alpha = alpha
         self.values = vals
         self.mask = visible
         self.H, self.L, self.d = H, L, vals.shape[2]
-        self.device = alpha.device
+        self.device, self.dtype = alpha.device, dtype
         self.t = visible.sum(-1)
         cols = torch.arange(L, device=alpha.device)
         self.last = torch.where(visible, cols, -1).amax(-1)
@@ -184,8 +202,10 @@ class LayerData:
 
     @classmethod
     @coarse_threads
-    def from_logits(cls, logits: Any, values: Any, mask: Any = None, temperature: float = 1.0) -> LayerData:
-        """A layer whose weights are the float64 softmax of ``logits / temperature`` over the visible positions.
+    def from_logits(
+        cls, logits: Any, values: Any, mask: Any = None, temperature: float = 1.0, *, dtype=F64
+    ) -> LayerData:
+        """A layer whose weights are the softmax (in ``dtype``) of ``logits / temperature`` over the visible positions.
 
         Parameters
         ----------
@@ -197,13 +217,15 @@ class LayerData:
             Further masked positions (``True`` = visible), combined with the ``-inf`` logits.
         temperature : float
             Softmax temperature ``T > 0``.
+        dtype : torch.dtype
+            As for :class:`LayerData`.
 
         Returns
         -------
         LayerData
         """
         T = check_positive("temperature", temperature)
-        x = as_real_tensor(logits, "logits").to(F64)
+        x = as_real_tensor(logits, "logits").to(check_dtype(dtype))
         if x.dim() == 2:
             x = x.unsqueeze(0)
         visible = x != -math.inf
@@ -218,12 +240,11 @@ class LayerData:
             masked = x if mask is None else x.masked_fill(~visible, -math.inf)
             alpha = torch.softmax(masked if T == 1.0 else masked / T, dim=-1)
             if bool(torch.isfinite(alpha).all()):
-                return cls(alpha, values, mask=layer_mask, _trusted=True)
+                return cls(alpha, values, mask=layer_mask, dtype=dtype, _trusted=True)
         if not bool(torch.isfinite(x[visible]).all()):
             raise ValueError("logits must be finite at visible positions (-inf marks a masked position)")
-        zero = torch.zeros((), dtype=F64, device=x.device)
-        alpha = _nz.softmax(torch.where(visible, x, zero), T, dim=-1, mask=visible)
-        return cls(alpha, values, mask=layer_mask)
+        alpha = _nz.softmax(torch.where(visible, x, torch.zeros((), dtype=x.dtype, device=x.device)), T, -1, visible)
+        return cls(alpha, values, mask=layer_mask, dtype=dtype)
 
     # -- cached pieces ------------------------------------------------------------------------------------
     @property
@@ -242,8 +263,8 @@ class LayerData:
     @property
     def kernels_apply(self) -> bool:
         """Whether an accelerated implementation (:mod:`attn_lib.metrics._engine`) may run on this layer: CPU
-        tensors and prefix masks."""
-        return self.device.type == "cpu" and self.prefix
+        float64 tensors and prefix masks."""
+        return self.device.type == "cpu" and self.dtype == F64 and self.prefix
 
     def zdot(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The products with the weighted sum ``z = sum_i a_i`` of each row (cached).
@@ -384,8 +405,8 @@ def top_n_order(alpha: torch.Tensor, n: int, mask: torch.Tensor | None = None) -
     """
     L = alpha.shape[-1]
     n = min(n, L)
-    cols = torch.arange(L, device=alpha.device, dtype=F64)
-    key = alpha.to(F64)
+    key = alpha if alpha.is_floating_point() else alpha.to(F64)
+    cols = torch.arange(L, device=alpha.device, dtype=key.dtype)
     if mask is not None:
         key = torch.where(mask, key, -1.0 - cols / (L + 1))  # distinct, decreasing with index
     vals, idx = torch.topk(key, n, dim=-1, largest=True, sorted=True)

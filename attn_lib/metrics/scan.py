@@ -20,11 +20,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from .._validation import check_int
 from . import _engine
 from ._engine import F64, choose, coarse_threads, run_blocks
 from .distance import check_p, distance_metrics, inclusion_probability
-from .layer import LayerData, as_layer, check_n, check_rows
+from .layer import LayerData, as_layer, check_n_range, check_rows
 
 __all__ = ["ScanRows", "topn_scan", "naive_scan"]
 
@@ -96,10 +95,7 @@ def topn_scan(
         ``d_tilde``, ``e1``, ``e2`` and ``valid`` of shape ``(H, L, n_max - n_min + 1)``.
     """
     ld = as_layer(layer, values, mask)
-    n_min = check_n(n_min, "n_min")
-    # N = L - 1 is the largest N with a valid row (t >= N + 1): a larger n_max only allocates (H, L, n_max) zeros
-    n_min = check_int("n_min", n_min, low=1, high=max(1, ld.L - 1))
-    n_max = check_int("n_max", n_max, low=n_min, high=max(n_min, ld.L - 1))
+    n_min, n_max = check_n_range(ld.L, n_min, n_max)
     p = check_p(p)
     impl = choose("topn_scan", engine, ld.kernels_apply)
     if rows is not None:
@@ -152,7 +148,7 @@ def _scan_torch(
     H, L = ld.H, ld.L
     order = ld.order(min(n_max, L))
     z_dot_x, z_sq = ld.zdot()  # computed (and the Gram matrix cached) before the blocks run on worker threads
-    scanned = {name: torch.zeros(H, L, n_max - n_min + 1, dtype=F64, device=ld.device) for name in _SCANNED}
+    scanned = {name: torch.zeros(H, L, n_max - n_min + 1, dtype=ld.dtype, device=ld.device) for name in _SCANNED}
     block = functools.partial(
         _scan_block,
         ld=ld,
@@ -167,7 +163,7 @@ def _scan_torch(
         scanned=scanned,
     )
     run_blocks(block, ld.blocks(rows=rows, per_row=3, elems=_engine.settings.scan_block_elems))
-    zero = torch.zeros((), dtype=F64, device=ld.device)
+    zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
     return {name: torch.where(valid, value, zero) for name, value in scanned.items()}
 
 
@@ -189,10 +185,10 @@ def _scan_block(
     """Write d~, E1, E2 of the rows ``rows_block`` (which see at most ``width`` columns) into ``scanned``."""
     alpha = ld.alpha[:, rows_block, :width]  # (H, B, W) copy; zero at masked columns
     visible = torch.broadcast_to(ld.mask[:, rows_block, :width], alpha.shape)
-    n_masked = (~visible).sum(-1).to(F64).unsqueeze(-1)  # masked columns inside the block, (H, B, 1)
-    t_rows = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, rows_block].to(F64)
+    n_masked = (~visible).sum(-1).to(ld.dtype).unsqueeze(-1)  # masked columns inside the block, (H, B, 1)
+    t_rows = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, rows_block].to(ld.dtype)
     alpha_g = alpha * ld.gdiag[:, None, :width]  # alpha_i ||x_i||^2
-    n_values = torch.arange(n_min, n_max + 1, device=ld.device).to(F64)
+    n_values = torch.arange(n_min, n_max + 1, device=ld.device).to(ld.dtype)
     factor = (t_rows.unsqueeze(-1) - n_values) / t_rows.clamp(min=1).unsqueeze(-1)  # (H, B, n): (t - N) / t
     d_tilde, e2 = _scan_distances(
         ld, rows_block, width, alpha, alpha_g, n_masked, order, n_min, n_max, gram_rows, head_offset
@@ -232,7 +228,7 @@ def _scan_distances(
     # the state at n_min - 1, directly
     n_start = min(n_min - 1, n_ord)
     if n_start > 0:
-        start_weights = torch.zeros(H, n_rows, width, dtype=F64, device=ld.device)
+        start_weights = torch.zeros(H, n_rows, width, dtype=ld.dtype, device=ld.device)
         start_weights.scatter_(-1, top[..., :n_start], top_alpha[..., :n_start])
         s = torch.bmm(start_weights, ld.values[:, :width])  # (H, B, d)
         K = torch.baddbmm(alpha_g, s, ld.values[:, :width].transpose(1, 2), alpha=-2.0)
@@ -240,11 +236,11 @@ def _scan_distances(
         del start_weights, s
     else:
         K = alpha_g.clone()
-        s_sq = torch.zeros(H, n_rows, 1, dtype=F64, device=ld.device)
-    dist = torch.empty(H, n_rows, width, dtype=F64, device=ld.device)
-    gram_j = torch.empty(H * n_rows, width, dtype=F64, device=ld.device)
+        s_sq = torch.zeros(H, n_rows, 1, dtype=ld.dtype, device=ld.device)
+    dist = torch.empty(H, n_rows, width, dtype=ld.dtype, device=ld.device)
+    gram_j = torch.empty(H * n_rows, width, dtype=ld.dtype, device=ld.device)
     gram_cols = gram_rows[:, :width]
-    d_tilde = torch.empty(H, n_rows, n_max - n_min + 1, dtype=F64, device=ld.device)
+    d_tilde = torch.empty(H, n_rows, n_max - n_min + 1, dtype=ld.dtype, device=ld.device)
     e2 = torch.empty_like(d_tilde)
     for k, N in enumerate(range(n_min, n_max + 1)):
         if N <= n_ord:
@@ -285,12 +281,12 @@ def _scan_e1(
     H, n_rows, width = a_sq.shape
     n_count = n_max - n_min + 1
     terms = torch.stack([a_sq, a_dot_z, torch.ones_like(a_sq)], -2).view(H * n_rows, 3, width)
-    e1 = torch.empty(H, n_rows, n_count, dtype=F64, device=a_sq.device)
+    e1 = torch.empty(H, n_rows, n_count, dtype=a_sq.dtype, device=a_sq.device)
     step = max(1, min(n_count, 8))
     for first in range(0, n_count, step):
         stop = min(n_count, first + step)
         p_incl = torch.stack(
-            [inclusion_probability(p, N, t_rows) for N in range(n_min + first, n_min + stop)], -1
+            [inclusion_probability(p, N, t_rows, t_rows.dtype) for N in range(n_min + first, n_min + stop)], -1
         )  # (H, B, c)
         coef = torch.stack([(1 + p_incl) ** 2, -2 * p_incl * (1 + p_incl), p_incl * p_incl * z_sq], -1)
         roots = torch.bmm(coef.view(H * n_rows, stop - first, 3), terms).sqrt_()  # (H B, c, W)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from .._validation import check_positive
-from ._engine import F64, choose, coarse_threads, run_blocks
+from ._engine import choose, coarse_threads, run_blocks
 from .layer import LayerData, as_layer, check_n
 
 __all__ = ["SeparabilityRows", "separability_metrics", "unit_layer", "running_min_distance"]
@@ -108,7 +108,7 @@ def running_min_distance(layer: LayerData) -> torch.Tensor:
         G, g = layer.gram, layer.gdiag
         dist_sq = g.unsqueeze(-1) + g.unsqueeze(-2) - 2 * G
         below_diagonal = torch.ones(L, L, dtype=torch.bool, device=layer.device).tril_(-1)
-        inf = torch.tensor(math.inf, dtype=F64, device=layer.device)
+        inf = torch.tensor(math.inf, dtype=layer.dtype, device=layer.device)
         if layer.prefix:
             row_min = torch.where(below_diagonal, dist_sq, inf).amin(-1)  # (H, L): min over j < k, for each k
             # rows are ordered by their last visible column for causal masks; compute by column index
@@ -116,12 +116,16 @@ def running_min_distance(layer: LayerData) -> torch.Tensor:
             min_sq = running.gather(1, last)
         else:
             visible_all = torch.broadcast_to(layer.mask, (H, L, L))
-            min_sq = torch.empty(H, L, dtype=F64, device=layer.device)
+            min_sq = torch.empty(H, L, dtype=layer.dtype, device=layer.device)
             for r in range(L):  # general masks only (not used by the experiments)
                 visible = visible_all[:, r]
                 pairs = visible.unsqueeze(-1) & visible.unsqueeze(-2) & below_diagonal
                 min_sq[:, r] = torch.where(pairs, dist_sq, inf).amin(dim=(-2, -1))
-    return torch.where(torch.isfinite(min_sq), min_sq, torch.zeros((), dtype=F64)).clamp(min=0).sqrt()
+    return (
+        torch.where(torch.isfinite(min_sq), min_sq, torch.zeros((), dtype=layer.dtype, device=layer.device))
+        .clamp(min=0)
+        .sqrt()
+    )
 
 
 @coarse_threads
@@ -174,7 +178,7 @@ def separability_metrics(
     order = ld.order(min(N, ld.L))
     fraction, rho_min = (impl or _separability_torch)(ld, N, order)
     lower, upper = _theorem2_bounds(ld.alpha.gather(-1, order), delta, rho_min, N, M)
-    zero = torch.zeros((), dtype=F64, device=ld.device)
+    zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
     return SeparabilityRows(
         N=N,
         valid=valid,
@@ -204,8 +208,8 @@ def _theorem2_bounds(
 
 def _separability_torch(ld: LayerData, N: int, order: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``(N_s/N, rho_min)`` ``(H, L)`` by float64 tensor code in row blocks (:func:`_separability_block`)."""
-    fraction = torch.zeros(ld.H, ld.L, dtype=F64, device=ld.device)
-    rho_min = torch.zeros(ld.H, ld.L, dtype=F64, device=ld.device)
+    fraction = torch.zeros(ld.H, ld.L, dtype=ld.dtype, device=ld.device)
+    rho_min = torch.zeros(ld.H, ld.L, dtype=ld.dtype, device=ld.device)
     block = functools.partial(
         _separability_block, ld=ld, N=N, order=order, gram=ld.gram, fraction=fraction, rho_min=rho_min
     )
@@ -240,7 +244,7 @@ def _separability_block(
     dist = torch.addcmul(alpha * alpha * gdiag[:, None, :width], alpha, s_dot_x, value=-2.0)
     dist = dist.add_(s_sq).clamp_(min=0).sqrt_()  # ||a_i - s||
     selected = torch.zeros(alpha.shape, dtype=torch.bool, device=ld.device).scatter_(-1, top, True)
-    inf = torch.tensor(math.inf, dtype=F64, device=ld.device)
+    inf = torch.tensor(math.inf, dtype=ld.dtype, device=ld.device)
     rho = torch.where(visible & ~selected, dist, inf).amin(-1)  # (H, B)
-    fraction[:, first:stop] = (dist.gather(-1, top) < rho.unsqueeze(-1)).sum(-1).to(F64) / N
-    rho_min[:, first:stop] = torch.where(torch.isfinite(rho), rho, torch.zeros((), dtype=F64))
+    fraction[:, first:stop] = (dist.gather(-1, top) < rho.unsqueeze(-1)).sum(-1).to(ld.dtype) / N
+    rho_min[:, first:stop] = torch.where(torch.isfinite(rho), rho, torch.zeros((), dtype=rho.dtype, device=rho.device))

@@ -381,7 +381,7 @@ def _mc_scan_stratified(
     else:
         per_head = []
         for h in range(ld.H):
-            head = LayerData(ld.alpha[h : h + 1], ld.values[h : h + 1], ld.mask[:1])
+            head = LayerData(ld.alpha[h : h + 1], ld.values[h : h + 1], ld.mask[:1], dtype=ld.dtype)
             per_head.append(
                 [
                     _mc_scan_torch(head, n_min, n_max, rows, _move_token(part, top[h], t, first), control_variate)

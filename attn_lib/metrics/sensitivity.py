@@ -20,7 +20,7 @@ from .. import jacobian as _jac
 from .._validation import check_positive
 from . import _engine
 from ._engine import F64, choose, coarse_threads, run_blocks
-from .layer import as_real_tensor, bool_mask, check_rows
+from .layer import as_real_tensor, bool_mask, check_dtype, check_rows
 
 __all__ = ["sensitivity_rows"]
 
@@ -36,6 +36,7 @@ def sensitivity_rows(
     direction: torch.Tensor | None = None,
     rows: Any = None,
     engine: str = "auto",
+    dtype=F64,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     r"""Finite-difference sensitivity per row for a grid of ``T`` and ``eps``.
 
@@ -62,35 +63,38 @@ def sensitivity_rows(
         directions are then drawn for the ``(H, len(rows), L)`` sub-array (seeded, so they depend on ``seed`` and
         ``rows`` only). Default: all ``R = L`` rows.
     engine : {"auto", "numba", "torch"}
-        ``"numba"`` (CPU, every row seeing a prefix of the tokens: the accelerator, the fused compiled
-        ``sens_rows`` of :mod:`attn_lib.accel` with a vectorised exponential), ``"torch"`` (any device or mask) or
-        ``"auto"`` (the accelerator where it applies); float64 either way.
+        ``"numba"`` (CPU float64, every row seeing a prefix of the tokens: the accelerator, the fused compiled
+        ``sens_rows`` of :mod:`attn_lib.accel`), ``"torch"`` (any device, dtype or mask) or ``"auto"`` (the
+        accelerator where it applies).
+    dtype : torch.dtype
+        Dtype of the computation, float64 by default (float32: a difference of nearby weights loses ~3 digits at
+        ``eps = 1e-3``, see :func:`attn_lib.jacobian.sensitivity`).
 
     Returns
     -------
     g : torch.Tensor
-        ``(len(temperatures), len(eps_values), H, R)`` float64, 0 where not valid.
+        ``(len(temperatures), len(eps_values), H, R)`` in ``dtype``, 0 where not valid.
     valid : torch.Tensor
         ``(H, R)`` bool: rows with at least two visible tokens.
     """
     x, visible, directions, temps, eps_list = _sensitivity_inputs(
-        logits, temperatures, eps_values, mask, seed, direction, rows
+        logits, temperatures, eps_values, mask, seed, direction, rows, check_dtype(dtype)
     )
     counts = visible[0].sum(-1)  # (R,)
     cols = torch.arange(x.shape[-1], device=x.device)
     prefix_rows = bool((visible == (cols.view(1, 1, -1) < counts.view(1, -1, 1))).all())
     valid = visible.sum(-1) >= 2
-    impl = choose("sensitivity_rows", engine, x.device.type == "cpu" and prefix_rows)
+    impl = choose("sensitivity_rows", engine, x.device.type == "cpu" and x.dtype == F64 and prefix_rows)
     if impl is not None:  # rows i see columns 0..counts[i]-1
         g = impl(x, directions, counts, temps, eps_list)
-        return torch.where(valid, g, torch.zeros((), dtype=F64)), valid
+        return torch.where(valid, g, torch.zeros((), dtype=x.dtype)), valid
     g = _sensitivity_torch(x, directions, visible, temps, eps_list)
-    g = torch.where(valid, g, torch.zeros((), dtype=F64, device=x.device))
+    g = torch.where(valid, g, torch.zeros((), dtype=x.dtype, device=x.device))
     return g.nan_to_num_(0.0), valid
 
 
-def _sensitivity_inputs(logits, temperatures, eps_values, mask, seed, direction, rows):
-    """Checked inputs: ``(x, visible, directions, temperatures, eps_values)`` with ``x`` the float64 logits of the
+def _sensitivity_inputs(logits, temperatures, eps_values, mask, seed, direction, rows, dtype):
+    """Checked inputs: ``(x, visible, directions, temperatures, eps_values)`` with ``x`` the logits (in ``dtype``) of the
     requested rows ``(H, R, L)``, ``visible`` its bool mask and ``directions`` the unit directions, same shape."""
     x = as_real_tensor(logits, "logits")
     if x.dim() == 2:
@@ -106,35 +110,35 @@ def _sensitivity_inputs(logits, temperatures, eps_values, mask, seed, direction,
         rows = check_rows(rows, x.shape[1], allow_empty=False).to(x.device)
         x = x[:, rows]
         extra_mask = None if extra_mask is None else extra_mask[:, rows]
-    x = x.to(F64)
+    x = x.to(dtype)
     visible = x != -math.inf
     if extra_mask is not None:
         visible = visible & extra_mask
     if not bool(torch.isfinite(x[visible]).all()):
         raise ValueError("logits must be finite at visible positions")
     if direction is not None:
-        directions = as_real_tensor(direction, "direction").to(F64).to(x.device)
+        directions = as_real_tensor(direction, "direction").to(dtype).to(x.device)
         if directions.shape != x.shape:
             raise ValueError(f"direction must have shape {tuple(x.shape)} (got {tuple(directions.shape)})")
         directions = _jac.visible_unit_directions(directions, visible)
     else:
-        directions = _jac.random_directions(x.shape, visible.cpu(), seed=seed, dtype=F64, device=x.device)
+        directions = _jac.random_directions(x.shape, visible.cpu(), seed=seed, dtype=dtype, device=x.device)
     return x, visible, directions, temps, eps_list
 
 
 def _sensitivity_torch(
     x: torch.Tensor, directions: torch.Tensor, visible: torch.Tensor, temps: list, eps_list: list
 ) -> torch.Tensor:
-    """``g`` ``(nT, nE, H, R)`` by float64 tensor code in row blocks (:func:`_sensitivity_block`); rows without a
+    """``g`` ``(nT, nE, H, R)`` by tensor code in row blocks (:func:`_sensitivity_block`); rows without a
     visible position give NaN, zeroed by the caller."""
     H, n_rows, _L = x.shape
-    out = torch.zeros(len(temps), len(eps_list), H, n_rows, dtype=F64, device=x.device)
+    out = torch.zeros(len(temps), len(eps_list), H, n_rows, dtype=x.dtype, device=x.device)
     block = functools.partial(
         _sensitivity_block,
         x=x,
         directions=directions,
         visible=visible,
-        temps=torch.as_tensor(temps, dtype=F64, device=x.device).view(-1, 1, 1, 1),
+        temps=torch.as_tensor(temps, dtype=x.dtype, device=x.device).view(-1, 1, 1, 1),
         eps_list=eps_list,
         out=out,
     )
@@ -176,8 +180,8 @@ def _sensitivity_block(
     """Write ``g`` of rows ``first..stop-1`` (which see at most ``width`` columns) for every ``T`` and ``eps``:
     ``||softmax((x + eps v)/T) - softmax(x/T)|| / eps``."""
     visible_b = visible[:, first:stop, :width]
-    x_b = torch.where(visible_b, x[:, first:stop, :width], torch.tensor(-math.inf, dtype=F64, device=x.device))
-    v_b = torch.where(visible_b, directions[:, first:stop, :width], torch.zeros((), dtype=F64, device=x.device))
+    x_b = torch.where(visible_b, x[:, first:stop, :width], torch.tensor(-math.inf, dtype=x.dtype, device=x.device))
+    v_b = torch.where(visible_b, directions[:, first:stop, :width], torch.zeros((), dtype=x.dtype, device=x.device))
     # plain stable softmax over all T at once: torch.softmax subtracts the row max; rows with no visible
     # position give NaN and are zeroed by the caller (invalid)
     base = torch.softmax(x_b / temps, dim=-1)  # (nT, H, B, W)

@@ -14,6 +14,11 @@ the paper, §Distance) and ``mask`` (bool, ``True`` = visible, broadcastable to 
 ``t_r >= N + 1``. Every function returns a ``valid`` mask; entries of other rows are ``0.0`` (never NaN); aggregate
 with :func:`masked_mean`.
 
+Arguments shared by the metrics: ``layer, values, mask`` is a :class:`LayerData`, or raw weights and values with an
+optional mask (:func:`~attn_lib.metrics.layer.as_layer`); ``engine`` is ``"auto"`` (default: the accelerator where
+it applies -- CPU float64 tensors and prefix masks such as causal ones -- else torch), ``"numba"`` (the accelerator;
+a ``ValueError`` where it does not apply) or ``"torch"`` (the definition: any device, dtype and mask).
+
 Modules: :mod:`~attn_lib.metrics.layer` (:class:`LayerData`, :func:`top_n_order`, :func:`masked_mean`),
 :mod:`~attn_lib.metrics.distance` (d~, d_max, E1, E2 at one ``N``), :mod:`~attn_lib.metrics.scan` (the critical-N
 scan over a range of ``N``), :mod:`~attn_lib.metrics.montecarlo` (Monte-Carlo E[d~]),

@@ -18,16 +18,14 @@ Everything is float64 torch code, vectorised over rows (row blocks of :meth:`Lay
 
 from __future__ import annotations
 
-import functools
-import math
 from dataclasses import dataclass
 
 import torch
 
 from .._validation import check_seed, check_size
 from ._engine import F64, coarse_threads, run_blocks
-from .layer import LayerData, as_layer, check_n, top_n_order
-from .separability import unit_layer
+from .layer import as_layer, check_n, top_n_order
+from .separability import separation, unit_layer
 
 __all__ = ["SeparableSets", "CoverageRows", "separable_sets", "coverage_metrics"]
 
@@ -97,7 +95,7 @@ def separable_sets(layer, values=None, N: int = 16, *, mask=None, normalize: boo
     Parameters
     ----------
     layer, values, mask
-        The layer, as :func:`~attn_lib.metrics.layer.as_layer` takes it (a ``LayerData``, or raw weights and values).
+        The layer (:func:`~attn_lib.metrics.layer.as_layer`).
     N : int
         Top-``N`` size, ``>= 1``.
     normalize : bool
@@ -118,31 +116,13 @@ def separable_sets(layer, values=None, N: int = 16, *, mask=None, normalize: boo
     valid = torch.broadcast_to(ld.t, (ld.H, ld.L)) >= N + 1
     separable = torch.zeros(ld.H, ld.L, n, dtype=torch.bool, device=ld.device)
     if bool(valid.any()):
-        run_blocks(functools.partial(_separable_block, ld=ld, order=order, out=separable), ld.blocks(per_row=2))
+
+        def block(rows_block: torch.Tensor, width: int) -> None:
+            first, stop, flags, _rho = separation(ld, rows_block, width, order)
+            separable[:, first:stop] = flags
+
+        run_blocks(block, ld.blocks(per_row=2))
     return SeparableSets(N=N, order=order, separable=separable & valid.unsqueeze(-1), valid=valid)
-
-
-def _separable_block(
-    rows_block: torch.Tensor, width: int, *, ld: LayerData, order: torch.Tensor, out: torch.Tensor
-) -> None:
-    """Write the separable flags ``(H, B, N)`` of the consecutive rows ``rows_block`` (which see at most ``width``
-    columns): ``D_i = ||a_i - s||`` of each selected token against ``rho_min``, the smallest ``D_j`` of a visible
-    non-selected token (as :func:`attn_lib.metrics.separability._separability_block` counts them)."""
-    first, stop = int(rows_block[0]), int(rows_block[-1]) + 1
-    alpha = ld.alpha[:, first:stop, :width]
-    visible = torch.broadcast_to(ld.mask[:, first:stop, :width], alpha.shape)
-    top = order[:, first:stop].clamp(max=width - 1)
-    values = ld.values[:, :width]
-    top_only = torch.zeros_like(alpha).scatter_(-1, top, alpha.gather(-1, top))
-    s = torch.bmm(top_only, values)  # (H, B, d): the context vector of every row
-    s_dot_x = torch.bmm(s, values.transpose(1, 2))
-    sq_norms = (values * values).sum(-1)  # (H, W)
-    dist = torch.addcmul(alpha * alpha * sq_norms[:, None, :], alpha, s_dot_x, value=-2.0)
-    dist = dist.add_((s * s).sum(-1, keepdim=True)).clamp_(min=0).sqrt_()  # ||a_i - s||
-    selected = torch.zeros(alpha.shape, dtype=torch.bool, device=ld.device).scatter_(-1, top, True)
-    inf = torch.tensor(math.inf, dtype=ld.dtype, device=ld.device)
-    rho = torch.where(visible & ~selected, dist, inf).amin(-1, keepdim=True)  # (H, B, 1); inf if none
-    out[:, first:stop] = dist.gather(-1, top) < rho
 
 
 @coarse_threads

@@ -84,10 +84,8 @@ def crossing_metrics(
         ``True`` = visible, broadcastable to ``(H, R, L)``; default: every position with a positive weight or
         ``weights > 0`` is visible (pass the mask when a visible weight may be exactly 0).
     engine : {"auto", "numba", "torch"}
-        ``"numba"`` (the default on CPU in float64): the accelerator, the per-row sums in one compiled pass per
-        ``N`` (``crossing_rows`` of :mod:`attn_lib.accel`); ``"torch"``: tensor code, on any device, the
-        definition. The two agree to rounding
-        (``tests/test_critical.py::TestCrossingMetrics::test_crossing_engines_agree``).
+        As everywhere in :mod:`attn_lib.metrics` (the accelerator, ``crossing_rows``, takes any visibility); the two
+        agree to rounding (``tests/test_critical.py::TestCrossingMetrics::test_crossing_engines_agree``).
     dtype : torch.dtype
         Dtype of the computation, float64 by default.
 

@@ -140,7 +140,7 @@ def distance_metrics(
     Parameters
     ----------
     layer, values, mask
-        The layer, as :func:`~attn_lib.metrics.layer.as_layer` takes it (a ``LayerData``, or raw weights and values).
+        The layer (:func:`~attn_lib.metrics.layer.as_layer`).
     N : int
         Top-``N`` size, ``>= 1``.
     p : {"L-1", "L"} or float
@@ -152,9 +152,8 @@ def distance_metrics(
     with_dmax : bool
         Also compute ``d1``, ``max_norm`` and ``d_max``.
     engine : {"auto", "numba", "torch"}
-        ``"numba"``: the per-row sums by the accelerator (the compiled ``dist_prefix`` of :mod:`attn_lib.accel`;
-        CPU, prefix masks, ``form="sum"``; float64, same formulas); ``"torch"``: tensor operations (any device,
-        mask and form); ``"auto"`` (default): the accelerator where it applies.
+        As everywhere in :mod:`attn_lib.metrics`; the accelerator (``dist_prefix``, the same formulas) also needs
+        ``form="sum"``.
 
     Returns
     -------
@@ -202,25 +201,10 @@ def _distance_rows(
 # torch engine
 # ----------------------------------------------------------------------------------------------------------
 def _distance_torch(ld: LayerData, N: int, p: str | float, order: torch.Tensor, form: str) -> dict:
-    """The six per-row sums by float64 tensor operations, in row blocks (:func:`_distance_block`)."""
-    H, L = ld.H, ld.L
-    sums = {name: torch.zeros(H, L, dtype=ld.dtype, device=ld.device) for name in _SUMS}
-    counts = torch.broadcast_to(ld.t, (H, L))
-    z_dot_x, z_sq = ld.zdot()  # computed (and the Gram matrix cached) before the blocks run on worker threads
-    block = functools.partial(
-        _distance_block,
-        ld=ld,
-        N=N,
-        form=form,
-        order=order,
-        top_weights=ld.alpha.gather(-1, order),
-        gdiag=ld.gdiag,
-        z_dot_x=z_dot_x,
-        z_sq=z_sq,
-        counts=counts,
-        p_incl=inclusion_probability(p, N, counts, ld.dtype),
-        sums=sums,
-    )
+    """The six per-row sums by tensor operations, in row blocks (:func:`_distance_block`)."""
+    sums = {name: torch.zeros(ld.H, ld.L, dtype=ld.dtype, device=ld.device) for name in _SUMS}
+    _ = ld.gram, ld.zdot()  # computed (and cached) before the blocks run on worker threads
+    block = functools.partial(_distance_block, ld=ld, N=N, p=p, form=form, order=order, sums=sums)
     run_blocks(block, ld.blocks(per_row=2))
     return sums
 
@@ -231,14 +215,9 @@ def _distance_block(
     *,
     ld: LayerData,
     N: int,
+    p: str | float,
     form: str,
     order: torch.Tensor,
-    top_weights: torch.Tensor,
-    gdiag: torch.Tensor,
-    z_dot_x: torch.Tensor,
-    z_sq: torch.Tensor,
-    counts: torch.Tensor,
-    p_incl: torch.Tensor,
     sums: dict,
 ) -> None:
     """Write the six sums of the consecutive rows ``rows_block`` (which see at most ``width`` columns) into ``sums``.
@@ -254,19 +233,20 @@ def _distance_block(
     top = order[:, first:stop].clamp(max=width - 1)  # past a row's count (invalid rows only)
     values = ld.values[:, :width]
     # s = sum_{top N} alpha_j x_j of every row by one BLAS product of the top-N weights
-    top_only = torch.zeros_like(alpha).scatter_(-1, top, top_weights[:, first:stop])
+    top_only = torch.zeros_like(alpha).scatter_(-1, top, alpha.gather(-1, top))
     s = torch.bmm(top_only, values)  # (H, B, d)
     del top_only
     s_dot_x = s @ values.transpose(1, 2)  # (H, B, W)
     s_sq = (s * s).sum(-1, keepdim=True)  # (H, B, 1)
     n_masked = (~visible).sum(-1, keepdim=True).to(ld.dtype)  # masked columns of the block (alpha = 0 there)
-    alpha_g = alpha * gdiag[:, None, :width]  # alpha_i ||x_i||^2
+    alpha_g = alpha * ld.gdiag[:, None, :width]  # alpha_i ||x_i||^2
     a_sq = alpha * alpha_g  # ||a_i||^2
     dist = torch.addcmul(s_sq, alpha, torch.add(alpha_g, s_dot_x, alpha=-2.0)).sqrt_()  # ||a_i - s||
     s_norm = s_sq.clamp(min=0).sqrt()
     dist_all = (dist.nansum(-1, keepdim=True) - n_masked * s_norm).squeeze(-1)
     dist_selected = dist.gather(-1, top).nan_to_num_(0.0).sum(-1)
-    t_rows = counts[:, first:stop].to(ld.dtype)
+    t_rows = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, first:stop].to(ld.dtype)
+    z_dot_x, z_sq = ld.zdot()
     sums["s_norm"][:, first:stop] = s_norm.squeeze(-1)
     if form == "sum":
         sums["d_tilde"][:, first:stop] = dist_all - dist_selected
@@ -284,7 +264,7 @@ def _distance_block(
         a_sq,
         alpha * z_dot_x[:, first:stop, :width],
         z_sq[:, first:stop].unsqueeze(-1),
-        p_incl[:, first:stop].unsqueeze(-1),
+        inclusion_probability(p, N, t_rows, ld.dtype).unsqueeze(-1),
         t_rows.unsqueeze(-1),
         n_masked,
     )

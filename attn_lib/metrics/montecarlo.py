@@ -87,7 +87,7 @@ def expected_distance_mc(
     Parameters
     ----------
     layer, values, mask
-        The layer, as :func:`~attn_lib.metrics.layer.as_layer` takes it (a ``LayerData``, or raw weights and values).
+        The layer (:func:`~attn_lib.metrics.layer.as_layer`).
         Every head must have the same mask.
     N : int
         Subset size, ``>= 1``.
@@ -98,9 +98,8 @@ def expected_distance_mc(
     seed : int
         Seed of the subsets, ``>= 0``.
     engine : {"auto", "numba", "torch"}
-        ``"numba"`` (CPU, prefix masks: the accelerator, the compiled ``mc_prefix`` of :mod:`attn_lib.accel`,
-        ``O(K t min(N, d))`` per row, same subsets, float64), ``"torch"`` (any device or mask), ``"auto"`` (the
-        accelerator where it applies).
+        As everywhere in :mod:`attn_lib.metrics`; the accelerator (``mc_prefix``, ``O(K t min(N, d))`` per row)
+        uses the same subsets.
 
     Returns
     -------
@@ -241,7 +240,7 @@ def expected_distance_mc_scan(
     Parameters
     ----------
     layer, values, mask
-        The layer, as :func:`~attn_lib.metrics.layer.as_layer` takes it (a ``LayerData``, or raw weights and values).
+        The layer (:func:`~attn_lib.metrics.layer.as_layer`).
         Every head must have the same mask.
     n_max : int
         Largest ``N``, in ``[n_min, L - 1]`` (no row is valid beyond ``L - 1``).
@@ -254,10 +253,8 @@ def expected_distance_mc_scan(
     seed : int
         Seed of the orders, in the generator's range (``0 <= seed < 2**64``).
     engine : {"auto", "numba", "torch"}
-        ``"numba"`` (CPU, prefix masks: the accelerator, the compiled ``mc_scan_prefix`` of :mod:`attn_lib.accel`,
-        float64 state, square roots in float32 as in the critical-N scan: relative error below ``1.2e-7``),
-        ``"torch"`` (any device or mask, float64 throughout), ``"auto"`` (the accelerator where it applies). Both
-        use the same orders.
+        As everywhere in :mod:`attn_lib.metrics`; the accelerator (``mc_scan_prefix``) uses the same orders, a
+        float64 state and square roots in float32 as in the critical-N scan (relative error below ``1.2e-7``).
     control_variate : bool
         Subtract the control variate from every sample (module doc; default ``False``: the plain mean).
     stratify : bool

@@ -1,19 +1,13 @@
 r"""The critical-N scan (Algorithm 3): d~, E1 and E2 for every ``N`` in a range, incrementally. Reading the paper,
 §Critical N.
 
-Per row, adding the ``N``-th top token ``j`` updates ``c_i = s . x_i`` by ``alpha_j G_{j i}`` and
-:math:`\|s\|^2` by :math:`2\alpha_jc_j+\alpha_j^2G_{jj}`, so one step costs ``O(t)`` per row and the whole scan
-``O(H L^2 n)`` -- not ``O(H L^2 d\,n)`` as recomputing ``s`` for every ``N`` would.
-
-:func:`topn_scan` checks its input and runs :func:`_scan_torch` (row blocks, :func:`_scan_block`: the incremental
-d~ and E2 in :func:`_scan_distances`, E1 in :func:`_scan_e1`), the definition, or on CPU the accelerated
+:func:`topn_scan` checks its input and runs :func:`_scan_torch`, the definition, or on CPU the accelerated
 ``"topn_scan"`` (the fused kernel ``scan_prefix`` of :mod:`attn_lib.accel`, held to it by ``tests/test_accel.py``).
 :func:`naive_scan` is the non-incremental reference.
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,14 +61,13 @@ def topn_scan(
 
     Per row, adding the ``N``-th top token ``j`` updates ``c_i = s . x_i`` by ``alpha_j G_{j i}`` and
     :math:`\|s\|^2` by :math:`2\alpha_jc_j+\alpha_j^2G_{jj}`, so one step costs ``O(t)`` per row and the whole scan
-    ``O(H L^2 n)``. The state at ``n_min - 1`` is built directly (one BLAS product), so a scan can be continued in
-    stages. The torch code processes rows in blocks of about ``attn_lib.metrics.settings.scan_block_elems``
-    elements.
+    ``O(H L^2 n)``, not ``O(H L^2 d\,n)`` as recomputing ``s`` for every ``N`` would. The state at ``n_min - 1`` is
+    built directly (one BLAS product), so a scan can be continued in stages.
 
     Parameters
     ----------
     layer, values, mask
-        The layer, as :func:`~attn_lib.metrics.layer.as_layer` takes it (a ``LayerData``, or raw weights and values).
+        The layer (:func:`~attn_lib.metrics.layer.as_layer`).
     n_max : int
         Largest ``N``, in ``[n_min, L - 1]`` (no row is valid beyond ``L - 1``).
     n_min : int
@@ -84,10 +77,8 @@ def topn_scan(
     rows : sequence of int or tensor, optional
         Compute only these rows (integers in ``[0, L - 1]``); the others are 0 and not valid. Default: all rows.
     engine : {"auto", "numba", "torch"}
-        ``"numba"``: the accelerator (the fused compiled kernel ``scan_prefix`` of :mod:`attn_lib.accel`; CPU
-        tensors, prefix masks such as causal ones; square roots in float32, relative error below ``1.2e-7``);
-        ``"torch"``: tensor code (any device and mask, float64 throughout); ``"auto"`` (default): numba where it
-        applies.
+        As everywhere in :mod:`attn_lib.metrics`; the accelerator (``scan_prefix``) takes its square roots in
+        float32 (relative error below ``1.2e-7``), the torch code keeps the layer's dtype throughout.
 
     Returns
     -------
@@ -143,62 +134,33 @@ def naive_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None
 def _scan_torch(
     ld: LayerData, n_min: int, n_max: int, p: str | float, rows: torch.Tensor | None, valid: torch.Tensor
 ) -> dict:
-    """d~, E1, E2 ``(H, L, n)`` by float64 tensor code in row blocks (:func:`_scan_block`), 0 where not
-    ``valid``."""
-    H, L = ld.H, ld.L
-    order = ld.order(min(n_max, L))
+    """d~, E1, E2 ``(H, L, n)`` by tensor code in row blocks (d~ and E2 by :func:`_scan_distances`, E1 by
+    :func:`_scan_e1`), 0 where not ``valid``."""
+    order = ld.order(min(n_max, ld.L))
     z_dot_x, z_sq = ld.zdot()  # computed (and the Gram matrix cached) before the blocks run on worker threads
-    scanned = {name: torch.zeros(H, L, n_max - n_min + 1, dtype=ld.dtype, device=ld.device) for name in _SCANNED}
-    block = functools.partial(
-        _scan_block,
-        ld=ld,
-        n_min=n_min,
-        n_max=n_max,
-        p=p,
-        order=order,
-        z_dot_x=z_dot_x,
-        z_sq=z_sq,
-        gram_rows=ld.gram.reshape(H * L, L),
-        head_offset=(torch.arange(H, device=ld.device) * L).view(H, 1, 1),
-        scanned=scanned,
-    )
+    _ = ld.gram
+    shape = (ld.H, ld.L, n_max - n_min + 1)
+    scanned = {name: torch.zeros(shape, dtype=ld.dtype, device=ld.device) for name in _SCANNED}
+
+    def block(rows_block: torch.Tensor, width: int) -> None:  # the rows see at most ``width`` columns
+        alpha = ld.alpha[:, rows_block, :width]  # (H, B, W) copy; zero at masked columns
+        visible = torch.broadcast_to(ld.mask[:, rows_block, :width], alpha.shape)
+        n_masked = (~visible).sum(-1).to(ld.dtype).unsqueeze(-1)  # masked columns inside the block, (H, B, 1)
+        t_rows = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, rows_block].to(ld.dtype)
+        alpha_g = alpha * ld.gdiag[:, None, :width]  # alpha_i ||x_i||^2
+        n_values = torch.arange(n_min, n_max + 1, device=ld.device).to(ld.dtype)
+        factor = (t_rows.unsqueeze(-1) - n_values) / t_rows.clamp(min=1).unsqueeze(-1)  # (H, B, n): (t - N) / t
+        d_tilde, e2 = _scan_distances(ld, rows_block, width, alpha, alpha_g, n_masked, order, n_min, n_max)
+        scanned["d_tilde"][:, rows_block] = d_tilde
+        scanned["e2"][:, rows_block] = factor * e2
+        a_dot_z = alpha * z_dot_x[:, rows_block, :width]
+        z_sq_rows = z_sq[:, rows_block].unsqueeze(-1)
+        e1 = _scan_e1(alpha * alpha_g, a_dot_z, z_sq_rows, n_masked, t_rows, n_min, n_max, p)
+        scanned["e1"][:, rows_block] = factor * e1
+
     run_blocks(block, ld.blocks(rows=rows, per_row=3, elems=_engine.settings.scan_block_elems))
     zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
     return {name: torch.where(valid, value, zero) for name, value in scanned.items()}
-
-
-def _scan_block(
-    rows_block: torch.Tensor,
-    width: int,
-    *,
-    ld: LayerData,
-    n_min: int,
-    n_max: int,
-    p: str | float,
-    order: torch.Tensor,
-    z_dot_x: torch.Tensor,
-    z_sq: torch.Tensor,
-    gram_rows: torch.Tensor,
-    head_offset: torch.Tensor,
-    scanned: dict,
-) -> None:
-    """Write d~, E1, E2 of the rows ``rows_block`` (which see at most ``width`` columns) into ``scanned``."""
-    alpha = ld.alpha[:, rows_block, :width]  # (H, B, W) copy; zero at masked columns
-    visible = torch.broadcast_to(ld.mask[:, rows_block, :width], alpha.shape)
-    n_masked = (~visible).sum(-1).to(ld.dtype).unsqueeze(-1)  # masked columns inside the block, (H, B, 1)
-    t_rows = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, rows_block].to(ld.dtype)
-    alpha_g = alpha * ld.gdiag[:, None, :width]  # alpha_i ||x_i||^2
-    n_values = torch.arange(n_min, n_max + 1, device=ld.device).to(ld.dtype)
-    factor = (t_rows.unsqueeze(-1) - n_values) / t_rows.clamp(min=1).unsqueeze(-1)  # (H, B, n): (t - N) / t
-    d_tilde, e2 = _scan_distances(
-        ld, rows_block, width, alpha, alpha_g, n_masked, order, n_min, n_max, gram_rows, head_offset
-    )
-    scanned["d_tilde"][:, rows_block] = d_tilde
-    scanned["e2"][:, rows_block] = factor * e2
-    a_sq = alpha * alpha_g
-    a_dot_z = alpha * z_dot_x[:, rows_block, :width]
-    e1 = _scan_e1(a_sq, a_dot_z, z_sq[:, rows_block].unsqueeze(-1), n_masked, t_rows, n_min, n_max, p)
-    scanned["e1"][:, rows_block] = factor * e1
 
 
 def _scan_distances(
@@ -211,8 +173,6 @@ def _scan_distances(
     order: torch.Tensor,
     n_min: int,
     n_max: int,
-    gram_rows: torch.Tensor,
-    head_offset: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """d~ and the E2 sum (before its factor ``(t - N)/t``) of one row block for ``N = n_min..n_max``, each
     ``(H, B, n)``, adding one top token per step.
@@ -220,6 +180,8 @@ def _scan_distances(
     State: ``K_i = alpha_i ||x_i||^2 - 2 s . x_i`` and ``||s||^2``, so that ``||a_i - s||^2 = alpha_i K_i + ||s||^2``.
     """
     H, n_rows = alpha.shape[0], alpha.shape[1]
+    gram_rows = ld.gram.reshape(H * ld.L, ld.L)
+    head_offset = (torch.arange(H, device=ld.device) * ld.L).view(H, 1, 1)
     n_ord = order.shape[-1]
     top = order[:, rows_block].clamp(max=width - 1)  # (H, B, n_ord); past a row's count only reach invalid cells
     top_alpha = alpha.gather(-1, top)  # alpha of the k-th top token (0 where masked)

@@ -63,9 +63,7 @@ def sensitivity_rows(
         directions are then drawn for the ``(H, len(rows), L)`` sub-array (seeded, so they depend on ``seed`` and
         ``rows`` only). Default: all ``R = L`` rows.
     engine : {"auto", "numba", "torch"}
-        ``"numba"`` (CPU float64, every row seeing a prefix of the tokens: the accelerator, the fused compiled
-        ``sens_rows`` of :mod:`attn_lib.accel`), ``"torch"`` (any device, dtype or mask) or ``"auto"`` (the
-        accelerator where it applies).
+        As everywhere in :mod:`attn_lib.metrics` (the accelerator: the fused ``sens_rows``).
     dtype : torch.dtype
         Dtype of the computation, float64 by default (float32: a difference of nearby weights loses ~3 digits at
         ``eps = 1e-3``, see :func:`attn_lib.jacobian.sensitivity`).

@@ -3,14 +3,13 @@ r"""Geometric separability (Definition, Theorem 2; Algorithm 4) for every head a
 
 :func:`separability_metrics` checks its input, puts the value vectors on a sphere (:func:`unit_layer`), takes the
 running minimum pairwise distance (:func:`running_min_distance`), runs :func:`_separability_torch` (row blocks,
-:func:`_separability_block`), the definition of ``N_s/N`` and ``rho_min``, or on CPU the accelerated
+:func:`separation`), the definition of ``N_s/N`` and ``rho_min``, or on CPU the accelerated
 ``"separability_metrics"`` (the compiled ``sep_prefix`` of :mod:`attn_lib.accel`, held to it by
 ``tests/test_accel.py``), and evaluates Theorem 2's bounds (:func:`_theorem2_bounds`).
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -148,7 +147,7 @@ def separability_metrics(
     Parameters
     ----------
     layer, values, mask
-        The layer, as :func:`~attn_lib.metrics.layer.as_layer` takes it (a ``LayerData``, or raw weights and values).
+        The layer (:func:`~attn_lib.metrics.layer.as_layer`).
     N : int
         Top-``N`` size, ``>= 1``.
     M : float
@@ -158,8 +157,7 @@ def separability_metrics(
     delta : torch.Tensor, optional
         ``(H, L)`` minimum pairwise distances; default :func:`running_min_distance` of the (normalised) layer.
     engine : {"auto", "numba", "torch"}
-        ``"numba"`` (CPU, prefix masks: the accelerator, the compiled ``sep_prefix`` of :mod:`attn_lib.accel`),
-        ``"torch"`` (any device or mask) or ``"auto"`` (the accelerator where it applies); float64 either way.
+        As everywhere in :mod:`attn_lib.metrics` (the accelerator: ``sep_prefix``).
 
     Returns
     -------
@@ -207,44 +205,38 @@ def _theorem2_bounds(
 
 
 def _separability_torch(ld: LayerData, N: int, order: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(N_s/N, rho_min)`` ``(H, L)`` by float64 tensor code in row blocks (:func:`_separability_block`)."""
+    """``(N_s/N, rho_min)`` ``(H, L)`` by tensor code in row blocks (:func:`separation`)."""
     fraction = torch.zeros(ld.H, ld.L, dtype=ld.dtype, device=ld.device)
     rho_min = torch.zeros(ld.H, ld.L, dtype=ld.dtype, device=ld.device)
-    block = functools.partial(
-        _separability_block, ld=ld, N=N, order=order, gram=ld.gram, fraction=fraction, rho_min=rho_min
-    )
+
+    def block(rows_block: torch.Tensor, width: int) -> None:
+        first, stop, separable, rho = separation(ld, rows_block, width, order)
+        fraction[:, first:stop] = separable.sum(-1).to(ld.dtype) / N
+        rho_min[:, first:stop] = torch.where(
+            torch.isfinite(rho), rho, torch.zeros((), dtype=ld.dtype, device=ld.device)
+        )
+
     run_blocks(block, ld.blocks(per_row=2))
     return fraction, rho_min
 
 
-def _separability_block(
-    rows_block: torch.Tensor,
-    width: int,
-    *,
-    ld: LayerData,
-    N: int,
-    order: torch.Tensor,
-    gram: torch.Tensor,
-    fraction: torch.Tensor,
-    rho_min: torch.Tensor,
-) -> None:
-    """Write ``N_s/N`` and ``rho_min`` of the consecutive rows ``rows_block`` (which see at most ``width`` columns):
-    ``rho_min`` is the smallest ``||a_i - s||`` of a visible non-selected token, ``N_s`` counts the selected
-    tokens strictly closer to ``s``."""
+def separation(ld: LayerData, rows_block: torch.Tensor, width: int, order: torch.Tensor) -> tuple:
+    """``(first, stop, separable, rho)`` of the consecutive rows ``first..stop-1`` of ``rows_block`` (which see at
+    most ``width`` columns): ``rho`` ``(H, B)`` is ``rho_min``, the smallest ``D_i = ||a_i - s||`` of a visible
+    non-selected token (``inf`` if none), and ``separable`` ``(H, B, N)`` flags the selected tokens (``order``)
+    strictly closer to ``s`` (Algorithm 4)."""
     first, stop = int(rows_block[0]), int(rows_block[-1]) + 1
     alpha = ld.alpha[:, first:stop, :width]
     visible = torch.broadcast_to(ld.mask[:, first:stop, :width], alpha.shape)
     top = order[:, first:stop].clamp(max=width - 1)
-    # s of every row by one BLAS product of its top-N weights
+    values = ld.values[:, :width]
     top_only = torch.zeros_like(alpha).scatter_(-1, top, alpha.gather(-1, top))
-    s = torch.bmm(top_only, ld.values[:, :width])
-    s_dot_x = torch.bmm(s, ld.values[:, :width].transpose(1, 2))
-    s_sq = (s * s).sum(-1, keepdim=True)
-    gdiag = torch.diagonal(gram, dim1=1, dim2=2)
-    dist = torch.addcmul(alpha * alpha * gdiag[:, None, :width], alpha, s_dot_x, value=-2.0)
-    dist = dist.add_(s_sq).clamp_(min=0).sqrt_()  # ||a_i - s||
+    s = torch.bmm(top_only, values)  # (H, B, d): s of every row by one BLAS product of its top-N weights
+    s_dot_x = torch.bmm(s, values.transpose(1, 2))
+    sq_norms = (values * values).sum(-1)  # (H, W)
+    dist = torch.addcmul(alpha * alpha * sq_norms[:, None, :], alpha, s_dot_x, value=-2.0)
+    dist = dist.add_((s * s).sum(-1, keepdim=True)).clamp_(min=0).sqrt_()  # ||a_i - s||
     selected = torch.zeros(alpha.shape, dtype=torch.bool, device=ld.device).scatter_(-1, top, True)
     inf = torch.tensor(math.inf, dtype=ld.dtype, device=ld.device)
     rho = torch.where(visible & ~selected, dist, inf).amin(-1)  # (H, B)
-    fraction[:, first:stop] = (dist.gather(-1, top) < rho.unsqueeze(-1)).sum(-1).to(ld.dtype) / N
-    rho_min[:, first:stop] = torch.where(torch.isfinite(rho), rho, torch.zeros((), dtype=rho.dtype, device=rho.device))
+    return first, stop, dist.gather(-1, top) < rho.unsqueeze(-1), rho

@@ -71,24 +71,10 @@ def check_n_range(L: int, n_min: Any, n_max: Any) -> tuple[int, int]:
 
 
 def check_rows(rows: Any, n_rows: int, *, allow_empty: bool = True) -> torch.Tensor:
-    """Row indices, checked and sorted.
-
-    Parameters
-    ----------
-    rows : sequence of int, array or tensor
-        Row indices: integers (an integral float such as ``2.0`` counts, as in :func:`attn_lib._validation.check_int`)
-        in ``[0, n_rows - 1]``. A fractional, negative or too large index, a bool mask or a non-number is a
-        ``ValueError`` that names ``rows`` and the allowed range.
-    n_rows : int
-        Number of rows ``L``.
-    allow_empty : bool
-        Whether no rows at all is allowed.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(R,)`` int64 on the CPU, ascending.
-    """
+    """The row indices ``rows`` (a sequence, array or tensor of integers in ``[0, n_rows - 1]``; an integral float
+    such as ``2.0`` counts, as in :func:`attn_lib._validation.check_int`; none at all only if ``allow_empty``) as an
+    ascending ``(R,)`` int64 CPU tensor. A fractional, negative or too large index, a bool mask or a non-number is a
+    ``ValueError`` that names ``rows`` and the allowed range."""
     need = f"rows must be {'a' if allow_empty else 'a non-empty'} list of integer row indices in [0, {n_rows - 1}]"
     try:
         arr = np.asarray(rows.detach().cpu() if isinstance(rows, torch.Tensor) else rows).reshape(-1)
@@ -205,25 +191,10 @@ class LayerData:
     def from_logits(
         cls, logits: Any, values: Any, mask: Any = None, temperature: float = 1.0, *, dtype=F64
     ) -> LayerData:
-        """A layer whose weights are the softmax (in ``dtype``) of ``logits / temperature`` over the visible positions.
-
-        Parameters
-        ----------
-        logits : tensor or array, shape (H, L, L) or (L, L)
-            Attention logits; ``-inf`` marks a masked position. Finite at every visible position.
-        values : tensor or array, shape (H, L, d) or (L, d)
-            As for :class:`LayerData`.
-        mask : bool tensor or array, optional
-            Further masked positions (``True`` = visible), combined with the ``-inf`` logits.
-        temperature : float
-            Softmax temperature ``T > 0``.
-        dtype : torch.dtype
-            As for :class:`LayerData`.
-
-        Returns
-        -------
-        LayerData
-        """
+        """A layer whose weights are the softmax (in ``dtype``) of ``logits / temperature`` (``T > 0``) over the
+        visible positions. ``logits`` ``(H, L, L)`` or ``(L, L)``: ``-inf`` marks a masked position, finite at every
+        visible one; ``mask`` (``True`` = visible) masks further positions; ``values`` and ``dtype`` as for
+        :class:`LayerData`."""
         T = check_positive("temperature", temperature)
         x = as_real_tensor(logits, "logits").to(check_dtype(dtype))
         if x.dim() == 2:
@@ -267,15 +238,8 @@ class LayerData:
         return self.device.type == "cpu" and self.dtype == F64 and self.prefix
 
     def zdot(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """The products with the weighted sum ``z = sum_i a_i`` of each row (cached).
-
-        Returns
-        -------
-        zv : torch.Tensor
-            ``(H, L, L)``: ``z_r . x_i`` for row ``r``, column ``i``.
-        zz : torch.Tensor
-            ``(H, L)``: ``||z_r||^2``.
-        """
+        """``(z_r . x_i, ||z_r||^2)``, ``(H, L, L)`` and ``(H, L)``, with ``z_r = sum_i a_i`` the weighted sum of row
+        ``r`` (cached)."""
         if self._zdot is None:
             with large_ops():  # whole-layer products
                 z = self.alpha @ self.values  # (H, L, d)
@@ -284,19 +248,9 @@ class LayerData:
         return self._zdot
 
     def order(self, n: int) -> torch.Tensor:
-        """The ``n`` largest visible weights of every row, largest first, ties to the lower index (cached).
-
-        Parameters
-        ----------
-        n : int
-            How many (``>= 1``; more than ``L`` gives ``L``).
-
-        Returns
-        -------
-        torch.Tensor
-            ``(H, L, min(n, L))`` int64 column indices. Positions past a row's visible count are filled by masked
-            positions (lowest index first); they are never used by a valid row.
-        """
+        """The columns of the ``n >= 1`` largest visible weights of every row, largest first, ties to the lower index
+        (cached): ``(H, L, min(n, L))`` int64. Positions past a row's visible count are filled by masked positions
+        (lowest index first); they are never used by a valid row."""
         n = min(check_n(n, "n"), self.L)
         if self._order is None or self._order.shape[-1] < n:
             n_keep = max(n, min(self.L, 8))
@@ -313,26 +267,10 @@ class LayerData:
     def blocks(
         self, rows: torch.Tensor | None = None, per_row: int = 1, elems: int | None = None
     ) -> Iterator[tuple[torch.Tensor, int]]:
-        """Split rows into blocks of bounded size for the torch code paths.
-
-        Parameters
-        ----------
-        rows : torch.Tensor, optional
-            ``(R,)`` sorted row indices; default all ``L`` rows.
-        per_row : int
-            Work arrays per element (divides the budget).
-        elems : int, optional
-            Budget of ``H x rows x W`` elements per array; default
-            ``attn_lib.metrics.settings.block_elems``.
-
-        Yields
-        ------
-        rows_block : torch.Tensor
-            Sorted row indices of the block.
-        width : int
-            Columns they can see: ``W``, the widest row of the block (so causal blocks are near-triangular and stay
-            in cache).
-        """
+        """Split the sorted row indices ``rows`` ``(R,)`` (default all ``L``) into blocks of bounded size for the
+        torch code: yields ``(rows_block, width)``, ``width`` the columns the widest row of the block sees (so causal
+        blocks are near-triangular and stay in cache), with ``H x rows x width`` at most ``elems`` (default
+        ``settings.block_elems``) divided by ``per_row``, the work arrays per element."""
         if elems is None:
             elems = _engine.settings.block_elems
         if rows is None:
@@ -356,22 +294,9 @@ class LayerData:
 
 
 def as_layer(layer_or_weights: Any, values: Any = None, mask: Any = None) -> LayerData:
-    """The :class:`LayerData` a metric works on.
-
-    Parameters
-    ----------
-    layer_or_weights : LayerData or tensor
-        A layer (then ``values`` and ``mask`` must be ``None``), or raw weights ``(H, L, L)``.
-    values : tensor, shape (H, L, d), optional
-        Required with raw weights.
-    mask : bool tensor, optional
-        With raw weights; default causal.
-
-    Returns
-    -------
-    LayerData
-        ``layer_or_weights`` itself, or a new layer.
-    """
+    """The :class:`LayerData` a metric works on: ``layer_or_weights`` itself if it is one (then ``values`` and
+    ``mask`` must be ``None``), else a new float64 layer of the raw weights ``(H, L, L)``, the required ``values``
+    ``(H, L, d)`` and ``mask`` (default causal)."""
     if isinstance(layer_or_weights, LayerData):
         if values is not None or mask is not None:
             raise ValueError("values and mask must be None when a LayerData is given")
@@ -387,21 +312,9 @@ def top_n_order(alpha: torch.Tensor, n: int, mask: torch.Tensor | None = None) -
 
     Uses ``torch.topk`` and repairs ties: inside the selection by a stable re-sort, at the selection boundary by
     a full stable sort of the few affected rows. The definition of the order: :meth:`LayerData.order`'s accelerated
-    sort (``"top_n_order"`` of :mod:`attn_lib.accel`) is held to it by ``tests/test_accel.py``.
-
-    Parameters
-    ----------
-    alpha : torch.Tensor
-        ``(..., L)`` weights.
-    n : int
-        How many (more than ``L`` gives ``L``).
-    mask : torch.Tensor, optional
-        Bool, broadcastable to ``alpha``; ``True`` = visible.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(..., min(n, L))`` int64 indices.
+    sort (``"top_n_order"`` of :mod:`attn_lib.accel`) is held to it by ``tests/test_accel.py``. ``alpha``
+    ``(..., L)`` weights, ``mask`` bool broadcastable to it (``True`` = visible); returns ``(..., min(n, L))``
+    int64 indices.
     """
     L = alpha.shape[-1]
     n = min(n, L)
@@ -426,24 +339,8 @@ def top_n_order(alpha: torch.Tensor, n: int, mask: torch.Tensor | None = None) -
 
 
 def masked_mean(x: torch.Tensor | np.ndarray, valid: Any, dim: int = -1) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean of ``x`` over ``dim`` counting only ``valid`` entries.
-
-    Parameters
-    ----------
-    x : tensor or array
-        Any shape.
-    valid : bool tensor or array
-        Broadcastable to ``x``.
-    dim : int
-        The axis to average over.
-
-    Returns
-    -------
-    mean : torch.Tensor
-        ``x``'s shape without ``dim``; 0 where the count is 0 (check ``count``).
-    count : torch.Tensor
-        Same shape, the number of valid entries.
-    """
+    """``(mean, count)``: the mean of ``x`` over ``dim`` counting only the ``valid`` entries (bool, broadcastable
+    to ``x``; 0 where ``count``, the number of valid entries, is 0), each of ``x``'s shape without ``dim``."""
     xt = torch.as_tensor(x)
     vt = torch.broadcast_to(torch.as_tensor(valid).to(torch.bool), xt.shape)
     count = vt.sum(dim)

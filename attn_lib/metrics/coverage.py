@@ -13,7 +13,7 @@ For one layer and query row ``t`` (rows with ``t >= N + 1`` visible tokens):
   :math:`c(k)=|T\cap(S_{\pi_1}\cup\dots\cup S_{\pi_k})|/N`; "heads needed" is the smallest ``k`` with ``c(k) = 1``.
 
 :func:`separable_sets` gives the ``S_h`` of every head and row, :func:`coverage_metrics` the coverage curves.
-Everything is float64 torch code, vectorised over rows (row blocks of :meth:`LayerData.blocks`).
+Everything is torch code in the layer's dtype, vectorised over rows (row blocks of :meth:`LayerData.blocks`).
 """
 
 from __future__ import annotations
@@ -69,13 +69,13 @@ class CoverageRows:
     perms : torch.Tensor
         ``(P, L, H)`` int64: the order in which the heads are added, per permutation and row.
     coverage : torch.Tensor
-        ``(L, H)`` float64: ``c(k)`` for ``k = 1..H`` heads (column ``k - 1``), mean over the ``P`` orders; 0 in
+        ``(L, H)``: ``c(k)`` for ``k = 1..H`` heads (column ``k - 1``), mean over the ``P`` orders; 0 in
         rows that are not valid.
     needed : torch.Tensor
         ``(P, L)`` int64: the smallest ``k`` with ``c(k) = 1`` in each order; ``0`` if the union of all ``H`` heads
         does not cover ``T`` ("never" within the layer) or the row is not valid.
     fraction : torch.Tensor
-        ``(H, L)`` float64: each head's own ``N_s/N`` (``|S_h| / N``; 0 where not valid).
+        ``(H, L)``: each head's own ``N_s/N`` (``|S_h| / N``; 0 where not valid).
     """
 
     N: int

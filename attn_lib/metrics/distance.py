@@ -8,7 +8,7 @@ Everything comes from the per-head Gram matrix :math:`G = VV^\top` of :class:`~a
 
 and for E1, :math:`\|(1+p)a_i-pz\|^2=(1+p)^2\alpha_i^2G_{ii}-2p(1+p)\alpha_i(z\cdot x_i)+p^2\|z\|^2`.
 
-:func:`distance_metrics` checks its input and runs :func:`_distance_torch` (float64 tensor code in row blocks,
+:func:`distance_metrics` checks its input and runs :func:`_distance_torch` (tensor code in row blocks,
 :func:`_distance_block`; d_max's ``d_1`` from :func:`_d1_and_norm`), the definition of these quantities, or on CPU
 the accelerated ``"distance_metrics"`` (:mod:`attn_lib.metrics._engine`), which ``tests/test_accel.py`` holds to it.
 """
@@ -37,7 +37,7 @@ _ROW_FIELDS = _SUMS + ("alpha_bar", "d1", "max_norm", "d_max")
 
 @dataclass
 class DistanceRows:
-    """Per-(head, row) results of :func:`distance_metrics`; every tensor is ``(H, L)``, float64 unless noted, and 0
+    """Per-(head, row) results of :func:`distance_metrics`; every tensor is ``(H, L)``, in the layer's dtype unless noted, and 0
     at rows that are not ``valid``.
 
     Attributes

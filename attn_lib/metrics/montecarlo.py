@@ -59,7 +59,7 @@ class MCRows:
     rows : torch.Tensor
         ``(R,)`` int64, the rows, ascending.
     mean, stderr : torch.Tensor
-        ``(H, R)`` float64: the estimate and its standard error (0 where not valid).
+        ``(H, R)``: the estimate and its standard error (0 where not valid).
     valid : torch.Tensor
         ``(H, R)`` bool: ``t >= N + 1``.
     """
@@ -87,16 +87,11 @@ def expected_distance_mc(
     Parameters
     ----------
     layer, values, mask
-        The layer (:func:`~attn_lib.metrics.layer.as_layer`).
-        Every head must have the same mask.
-    N : int
-        Subset size, ``>= 1``.
+        The layer (:func:`~attn_lib.metrics.layer.as_layer`); every head must have the same mask.
+    N, n_samples, seed : int
+        Subset size ``N >= 1``, subsets per row ``K >= 1``, and their seed ``>= 0``.
     rows : sequence of int or tensor, optional
         Rows to estimate (integers in ``[0, L - 1]``; may be empty); default all rows.
-    n_samples : int
-        Subsets per row ``K``, ``>= 1``.
-    seed : int
-        Seed of the subsets, ``>= 0``.
     engine : {"auto", "numba", "torch"}
         As everywhere in :mod:`attn_lib.metrics`; the accelerator (``mc_prefix``, ``O(K t min(N, d))`` per row)
         uses the same subsets.
@@ -193,7 +188,7 @@ class MCScanRows:
     rows : torch.Tensor
         ``(R,)`` int64, the rows, ascending.
     mean, stderr : torch.Tensor
-        ``(H, R, n)`` float64: the estimate and its standard error ``std / sqrt(K)`` over the ``K`` samples (0 where
+        ``(H, R, n)``: the estimate and its standard error ``std / sqrt(K)`` over the ``K`` samples (0 where
         not valid; ``inf`` for ``K = 1``).
     valid : torch.Tensor
         ``(H, R, n)`` bool: ``t >= N + 1``.
@@ -239,19 +234,12 @@ def expected_distance_mc_scan(
 
     Parameters
     ----------
-    layer, values, mask
-        The layer (:func:`~attn_lib.metrics.layer.as_layer`).
-        Every head must have the same mask.
-    n_max : int
-        Largest ``N``, in ``[n_min, L - 1]`` (no row is valid beyond ``L - 1``).
-    n_min : int
-        Smallest ``N``, ``>= 1``.
-    rows : sequence of int or tensor, optional
-        Rows to estimate (integers in ``[0, L - 1]``; may be empty); default all rows.
-    n_samples : int
-        Random orders per row ``K``, ``>= 1``.
-    seed : int
-        Seed of the orders, in the generator's range (``0 <= seed < 2**64``).
+    layer, values, mask, rows, engine
+        As for :func:`expected_distance_mc`.
+    n_max, n_min : int
+        The range of ``N``, ``1 <= n_min <= n_max <= L - 1`` (no row is valid beyond ``L - 1``).
+    n_samples, seed : int
+        Random orders per row ``K >= 1``, and their seed (``0 <= seed < 2**64``).
     engine : {"auto", "numba", "torch"}
         As everywhere in :mod:`attn_lib.metrics`; the accelerator (``mc_scan_prefix``) uses the same orders, a
         float64 state and square roots in float32 as in the critical-N scan (relative error below ``1.2e-7``).
@@ -315,21 +303,9 @@ def mc_permutations(visible, n_samples: int, seed: int) -> torch.Tensor:
     rows, plus one) gives every (row, sample, column) a key; masked columns get the key 2; each order sorts the
     keys (stably). These are the keys :func:`expected_distance_mc` draws when ``W`` is the layer's length, so the
     first ``N`` tokens of an order are the subset it draws at ``N``. Cached (the orders depend only on the
-    arguments, and a pass reuses them for every layer).
-
-    Parameters
-    ----------
-    visible : bool tensor
-        ``(R, L)``: the visible columns of each row (``True`` = visible), on the CPU.
-    n_samples : int
-        ``K``.
-    seed : int
-        The generator's seed.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(R, K, W)`` int64: row ``i``'s ``k``-th order; its first ``t_i`` entries are its visible columns.
+    arguments, and a pass reuses them for every layer). ``visible``: ``(R, L)`` bool on the CPU, ``True`` =
+    visible; ``n_samples``: ``K``. Returns ``(R, K, W)`` int64: row ``i``'s ``k``-th order, its first ``t_i``
+    entries its visible columns.
     """
     visible = visible.to(torch.bool).cpu()
     last = torch.where(visible, torch.arange(visible.shape[1]), -1).amax(-1)
@@ -424,7 +400,7 @@ def _cv_weights(P, U, C, visible: torch.Tensor, N: int) -> tuple[torch.Tensor, t
 def _mc_scan_torch(
     ld: LayerData, n_min: int, n_max: int, rows: torch.Tensor, perm: torch.Tensor, control_variate: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(mean, stderr)`` ``(H, R, n)`` by float64 tensor code, a block of rows at a time: the state
+    """``(mean, stderr)`` ``(H, R, n)`` by tensor code, a block of rows at a time: the state
     ``K_i = alpha_i ||x_i||^2 - 2 s . x_i`` and ``||s||^2`` of every (head, row, sample), one token added per
     ``N``, ``d~ = sum over the visible tokens not yet added of sqrt(alpha_i K_i + ||s||^2)``."""
     H, L, K = ld.H, ld.L, perm.shape[1]

@@ -35,7 +35,7 @@ class ScanRows:
     valid : torch.Tensor
         ``(H, L, n)`` bool: ``t >= N + 1`` (and the row requested).
     d_tilde, e1, e2 : torch.Tensor
-        ``(H, L, n)`` float64, 0 where not valid.
+        ``(H, L, n)`` in the layer's dtype, 0 where not valid.
     """
 
     n_values: np.ndarray

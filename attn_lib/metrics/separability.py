@@ -24,7 +24,7 @@ __all__ = ["SeparabilityRows", "separability_metrics", "unit_layer", "running_mi
 
 @dataclass
 class SeparabilityRows:
-    """Per-(head, row) results of :func:`separability_metrics`; every tensor is ``(H, L)``, float64 unless noted.
+    """Per-(head, row) results of :func:`separability_metrics`; every tensor is ``(H, L)``, in the layer's dtype unless noted.
 
     Attributes
     ----------
@@ -94,7 +94,7 @@ def running_min_distance(layer: LayerData) -> torch.Tensor:
     Returns
     -------
     torch.Tensor
-        ``(H, L)`` float64; 0 for rows with fewer than two visible tokens.
+        ``(H, L)``; 0 for rows with fewer than two visible tokens.
     """
     H, L = layer.H, layer.L
     last = torch.broadcast_to(layer.last, (H, L)).clamp(min=0)

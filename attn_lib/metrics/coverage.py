@@ -27,7 +27,7 @@ from ._engine import F64, coarse_threads, run_blocks
 from .layer import as_layer, check_n, top_n_order
 from .separability import separation, unit_layer
 
-__all__ = ["SeparableSets", "CoverageRows", "separable_sets", "coverage_metrics"]
+__all__ = ["coverage_metrics"]
 
 
 @dataclass
@@ -90,22 +90,11 @@ class CoverageRows:
 
 @coarse_threads
 def separable_sets(layer, values=None, N: int = 16, *, mask=None, normalize: bool = True) -> SeparableSets:
-    r"""Each head's separable top-``N`` tokens: ``D_i < rho_min`` (the strict convention of Algorithm 4).
+    r"""Each head's separable top-``N`` tokens (``N >= 1``): ``D_i < rho_min`` (the strict convention of Algorithm 4).
 
-    Parameters
-    ----------
-    layer, values, mask
-        The layer (:func:`~attn_lib.metrics.layer.as_layer`).
-    N : int
-        Top-``N`` size, ``>= 1``.
-    normalize : bool
-        First scale every value vector to unit norm (Algorithm 4's "normalize"; ``N_s`` does not depend on the
-        radius). ``False`` when the layer already is a :func:`~attn_lib.metrics.unit_layer`.
-
-    Returns
-    -------
-    SeparableSets
-        ``order`` and ``separable`` ``(H, L, min(N, L))``, ``valid`` ``(H, L)``.
+    ``normalize`` first scales every value vector to unit norm (Algorithm 4's "normalize"; ``N_s`` does not depend
+    on the radius): ``False`` when the layer already is a :func:`~attn_lib.metrics.unit_layer`. Returns ``order`` and
+    ``separable`` ``(H, L, min(N, L))``, ``valid`` ``(H, L)``.
     """
     ld = as_layer(layer, values, mask)
     N = check_n(N)
@@ -138,24 +127,9 @@ def coverage_metrics(
     heads in a random order ``pi``; ``permutations`` orders per row, drawn with
     ``torch.Generator().manual_seed(seed)`` (as ``argsort`` of uniform draws, shape ``(P, L, H)``).
 
-    Parameters
-    ----------
-    layer, values, mask
-        The layer, as :func:`separable_sets` takes it: weights ``(H, L, L)``, values ``(H, L, d)``.
-    N : int
-        Top-``N`` size, ``>= 1``.
-    permutations : int
-        Random head orders per row, ``>= 1``.
-    seed : int
-        Seed of the orders, ``>= 0``.
-    normalize : bool
-        As :func:`separable_sets`.
-
-    Returns
-    -------
-    CoverageRows
-        ``coverage`` ``(L, H)`` (mean over orders), ``needed`` ``(P, L)`` (0 = never), ``hits`` ``(H, L, N)``,
-        ``target`` ``(L, N)``, ``perms`` ``(P, L, H)``, ``fraction`` ``(H, L)``, ``valid`` ``(L,)``.
+    ``layer, values, mask``, ``N`` and ``normalize`` as for :func:`separable_sets`; ``permutations >= 1`` random head
+    orders per row, ``seed >= 0``. Returns :class:`CoverageRows` (``coverage`` ``(L, H)``, the mean over orders;
+    ``needed`` ``(P, L)``, 0 = never; ``hits``, ``target``, ``perms``, ``fraction``, ``valid``).
     """
     ld = as_layer(layer, values, mask)
     N = check_n(N)

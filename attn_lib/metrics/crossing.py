@@ -27,7 +27,7 @@ from .._validation import check_int
 from ._engine import F64, choose, coarse_threads
 from .layer import as_real_tensor, bool_mask, check_dtype
 
-__all__ = ["CrossingRows", "crossing_metrics"]
+__all__ = ["crossing_metrics"]
 
 
 @dataclass

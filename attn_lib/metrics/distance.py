@@ -27,7 +27,7 @@ from . import _engine
 from ._engine import F64, choose, coarse_threads, run_blocks
 from .layer import LayerData, as_layer, check_n
 
-__all__ = ["DistanceRows", "distance_metrics"]
+__all__ = ["distance_metrics"]
 
 #: the per-row sums both engines compute (the other fields of :class:`DistanceRows` are shared).
 _SUMS = ("d_tilde", "e1", "e1_gap", "e1_gap_crude", "e2", "s_norm")

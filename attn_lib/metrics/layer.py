@@ -8,6 +8,7 @@ causal (row ``r`` sees ``0..r``, Reading the paper, §Causal masking).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator
 from typing import Any
@@ -20,7 +21,7 @@ from .._validation import check_int, check_positive
 from . import _engine
 from ._engine import F64, choose, coarse_threads, large_ops
 
-__all__ = ["LayerData", "as_layer", "top_n_order", "masked_mean"]
+__all__ = ["LayerData", "top_n_order", "masked_mean"]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -275,22 +276,23 @@ class LayerData:
             elems = _engine.settings.block_elems
         if rows is None:
             rows = torch.arange(self.L, device=self.device)
-        last_any_head = self.last.amax(0)  # (L,)
-        n_rows = rows.numel()
-        if n_rows == 0:
-            return
-        # widest row so far (prefix max): a block [i, j) has width W(j-1) <= widest[j-1] + 1
-        widest = torch.cummax(last_any_head[rows], 0).values.tolist()
-        budget = max(1, elems // max(1, self.H * per_row))  # rows * width per block
-        start = 0
-        while start < n_rows:
-            stop = start + 1  # grow the block while (rows in block) * (its widest row) stays within the budget
-            while stop < n_rows and (stop + 1 - start) * (widest[stop] + 1) <= budget:
-                stop += 1
-            rows_block = rows[start:stop]
-            width = int(last_any_head[rows_block].max()) + 1
-            yield rows_block, max(width, 1)
-            start = stop
+        budget = max(1, elems // max(1, self.H * per_row))
+        for start, stop, width in row_blocks(self.last.amax(0)[rows].tolist(), budget):
+            yield rows[start:stop], width
+
+
+def row_blocks(last: list[int], budget: int) -> Iterator[tuple[int, int, int]]:
+    """Consecutive blocks ``(start, stop, width)`` of the rows whose last visible columns are ``last`` (-1: none):
+    each grows while its rows x (the widest row so far + 1) stay within ``budget`` (at least one row); ``width`` is
+    its widest row + 1 (at least 1)."""
+    widest = list(itertools.accumulate(last, max))
+    start = 0
+    while start < len(last):
+        stop = start + 1
+        while stop < len(last) and (stop + 1 - start) * (widest[stop] + 1) <= budget:
+            stop += 1
+        yield start, stop, max(1, max(last[start:stop]) + 1)
+        start = stop
 
 
 def as_layer(layer_or_weights: Any, values: Any = None, mask: Any = None) -> LayerData:

@@ -1,15 +1,15 @@
 r"""Monte-Carlo :math:`\mathbb E[\tilde d]` under uniformly random ``N``-subsets (Eq. 8), the ground truth that E1
 and E2 approximate. Reading the paper, §Expectation forms.
 
-:func:`expected_distance_mc` (one ``N``) runs :func:`_mc_torch`, the definition, or on CPU the accelerated
-``"expected_distance_mc"`` (the compiled ``mc_prefix`` of :mod:`attn_lib.accel`, held to it by
-``tests/test_accel.py``), on the same subsets. :func:`expected_distance_mc_scan` (every ``N`` of a range, for the
-critical-N scan, §The critical N) takes the ``N``-prefixes of ``K`` random orders of each row's visible tokens
-(:func:`mc_permutations`) as the subsets: adding one token updates ``s . x_i`` and ``||s||^2`` from one row of the
-Gram matrix, so all ``N`` cost ``O(K t^2)`` per row instead of ``O(K t d)`` for each. It runs :func:`_mc_scan_torch`
-or the accelerated ``"expected_distance_mc_scan"`` (``mc_scan_prefix``) on the same orders. With the same ``seed``,
-rows, ``n_samples`` and a row set ending at the layer's last row, the prefix of length ``N`` is exactly the subset
-:func:`expected_distance_mc` draws at that ``N``.
+:func:`expected_distance_mc_scan` (every ``N`` of a range, for the critical-N scan, §The critical N) takes the
+``N``-prefixes of ``K`` random orders of each row's visible tokens (:func:`mc_permutations`) as the subsets: adding
+one token updates ``s . x_i`` and ``||s||^2`` from one row of the Gram matrix, so all ``N`` cost ``O(K t^2)`` per
+row instead of ``O(K t d)`` for each. Its torch definition is :func:`_mc_scan_torch`; the accelerated
+``"expected_distance_mc_scan"`` (``mc_scan_prefix`` of :mod:`attn_lib.accel`, held to it by ``tests/test_accel.py``)
+runs on the same orders. :func:`expected_distance_mc` (one ``N``) runs the same torch code on orders that start with
+its subsets (:func:`_draw_subsets`), or the accelerated ``"expected_distance_mc"`` (``mc_prefix``) on the same
+subsets. With the same ``seed``, rows, ``n_samples`` and a row set ending at the layer's last row, the scan's prefix
+of length ``N`` is exactly the subset :func:`expected_distance_mc` draws at that ``N``.
 
 Variance reduction
 ------------------
@@ -80,9 +80,9 @@ def expected_distance_mc(
     For each requested row, ``n_samples`` uniform ``N``-subsets of its visible tokens are drawn from a CPU
     generator seeded with ``seed`` (random keys, smallest ``N`` -- the same construction as
     :func:`attn_lib.theory.expected_distance_mc`). One ``rand(R, K, L)`` draw serves all requested rows, so the
-    subsets depend on ``seed``, the requested rows (their number and order), ``t``, ``N``, ``K`` and ``L``: the same call
-    draws the same subsets, and a row asked for together with other rows may get other subsets than alone. They are
-    shared by all heads (each head's estimate is a valid Monte-Carlo estimate). Cost per row: ``O(K t d)`` by BLAS.
+    subsets depend on ``seed``, the requested rows (their number and order), ``t``, ``N``, ``K`` and ``L``: the same
+    call draws the same subsets, and a row asked for together with other rows may get other subsets than alone. They
+    are shared by all heads (each head's estimate is a valid Monte-Carlo estimate). Cost per row: ``O(K t N)``.
 
     Parameters
     ----------
@@ -113,48 +113,13 @@ def expected_distance_mc(
             ld, rows, _mc_subsets(seed, tuple(rows.tolist()), tuple(counts.tolist()), ld.L, N, n_samples)
         )
     else:
-        mean, stderr = _mc_torch(ld, N, rows, n_samples, seed)
+        # the same estimate as the scan's at n_min = n_max = N, whose orders start with these subsets
+        subsets = _draw_subsets(seed, ld.mask[0][rows.to(ld.device)].cpu(), N, n_samples)
+        mean, stderr = (x[..., 0] for x in _mc_scan_torch(ld, N, N, rows, subsets))
     zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
     return MCRows(
         N=N, rows=rows, mean=torch.where(valid, mean, zero), stderr=torch.where(valid, stderr, zero), valid=valid
     )
-
-
-def _mc_torch(
-    ld: LayerData, N: int, rows: torch.Tensor, n_samples: int, seed: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(mean, stderr)`` ``(H, R)`` by tensor code, a block of rows at a time: the ``s`` of every subset by
-    one BLAS product, then ``d~ = sum over the visible non-selected tokens of ||a_i - s||``."""
-    H, L, n_rows, K = ld.H, ld.L, rows.numel(), n_samples
-    mean = torch.zeros(H, n_rows, dtype=ld.dtype, device=ld.device)
-    stderr = torch.zeros(H, n_rows, dtype=ld.dtype, device=ld.device)
-    subsets_all = _draw_subsets(seed, ld.mask[0][rows.to(ld.device)].cpu(), N, K)  # (R, K, min(N, L))
-    zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
-    per_block = max(1, _engine.settings.block_elems // max(1, H * K * L))
-    for first in range(0, n_rows, per_block):
-        rows_block = rows[first : first + per_block].to(ld.device)
-        B = rows_block.numel()
-        width = int(ld.last.amax(0)[rows_block].max()) + 1
-        visible = ld.mask[0][rows_block, :width]  # (B, W)
-        # past the block's width only in rows too short for a subset (not valid)
-        subsets = subsets_all[first : first + B].to(ld.device).clamp(max=width - 1)
-        n_take = subsets.shape[-1]
-        alpha = ld.alpha[:, rows_block, :width]  # (H, B, W)
-        subset_idx = subsets.unsqueeze(0).expand(H, B, K, n_take)
-        subset_alpha = alpha.unsqueeze(2).expand(H, B, K, width).gather(-1, subset_idx)  # (H, B, K, n)
-        weights = torch.zeros(H, B, K, width, dtype=ld.dtype, device=ld.device).scatter_(-1, subset_idx, subset_alpha)
-        s = torch.bmm(weights.view(H, B * K, width), ld.values[:, :width])  # (H, B K, d)
-        del weights
-        s_dot_x = torch.bmm(s, ld.values[:, :width].transpose(1, 2)).view(H, B, K, width)
-        s_sq = (s * s).sum(-1).view(H, B, K, 1)
-        alpha_k = alpha.unsqueeze(2)
-        dist = torch.addcmul(s_sq, alpha_k * ld.gdiag[:, None, None, :width] - 2 * s_dot_x, alpha_k)
-        dist = dist.clamp_(min=0).sqrt_()  # ||a_i - s||
-        # d~ = sum over visible non-selected = sum over visible - sum over the selected
-        d_tilde = torch.where(visible.view(1, B, 1, width), dist, zero).sum(-1) - dist.gather(-1, subset_idx).sum(-1)
-        mean[:, first : first + B] = d_tilde.mean(-1)
-        stderr[:, first : first + B] = d_tilde.std(-1) / math.sqrt(K) if K > 1 else math.inf
-    return mean, stderr
 
 
 def _draw_subsets(seed: int, visible: torch.Tensor, N: int, K: int) -> torch.Tensor:

@@ -19,7 +19,7 @@ from ._engine import F64, choose, coarse_threads, run_blocks
 from .distance import check_p, distance_metrics, inclusion_probability
 from .layer import LayerData, as_layer, check_n_range, check_rows
 
-__all__ = ["ScanRows", "topn_scan", "naive_scan"]
+__all__ = ["topn_scan"]
 
 _SCANNED = ("d_tilde", "e1", "e2")
 

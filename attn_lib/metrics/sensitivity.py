@@ -20,7 +20,7 @@ from .. import jacobian as _jac
 from .._validation import check_positive
 from . import _engine
 from ._engine import F64, choose, coarse_threads, run_blocks
-from .layer import as_real_tensor, bool_mask, check_dtype, check_rows
+from .layer import as_real_tensor, bool_mask, check_dtype, check_rows, row_blocks
 
 __all__ = ["sensitivity_rows"]
 
@@ -129,7 +129,7 @@ def _sensitivity_torch(
 ) -> torch.Tensor:
     """``g`` ``(nT, nE, H, R)`` by tensor code in row blocks (:func:`_sensitivity_block`); rows without a
     visible position give NaN, zeroed by the caller."""
-    H, n_rows, _L = x.shape
+    H, n_rows, L = x.shape
     out = torch.zeros(len(temps), len(eps_list), H, n_rows, dtype=x.dtype, device=x.device)
     block = functools.partial(
         _sensitivity_block,
@@ -140,27 +140,10 @@ def _sensitivity_torch(
         eps_list=eps_list,
         out=out,
     )
-    run_blocks(block, _row_blocks(visible, len(temps)))  # disjoint rows; on worker threads inside block_parallel
+    last = torch.where(visible, torch.arange(L, device=x.device), -1).amax(-1).amax(0).tolist()  # (R,)
+    budget = max(1, _engine.settings.block_elems // 2 // max(1, H * len(temps)))  # rows x width, all T at once
+    run_blocks(block, row_blocks(last, budget))  # disjoint rows; on worker threads inside block_parallel
     return out
-
-
-def _row_blocks(visible: torch.Tensor, n_temps: int) -> list[tuple[int, int, int]]:
-    """``(first, stop, width)`` blocks of consecutive rows of ``visible`` ``(H, R, L)``, each about
-    ``settings.block_elems / 2`` elements for all ``n_temps`` temperatures, ``width`` its widest visible column + 1."""
-    H, n_rows, L = visible.shape
-    cols = torch.arange(L, device=visible.device)
-    last = torch.where(visible, cols, -1).amax(-1).amax(0).tolist()  # (R,) widest visible column per row
-    budget = max(1, _engine.settings.block_elems // 2 // max(1, H * n_temps))  # rows x width per block (all T at once)
-    blocks = []
-    first = 0
-    while first < n_rows:
-        stop, width = first + 1, last[first] + 1
-        while stop < n_rows and (stop + 1 - first) * (max(width, last[stop] + 1)) <= budget:
-            width = max(width, last[stop] + 1)
-            stop += 1
-        blocks.append((first, stop, max(1, width)))
-        first = stop
-    return blocks
 
 
 def _sensitivity_block(

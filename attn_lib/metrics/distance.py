@@ -37,8 +37,8 @@ _ROW_FIELDS = _SUMS + ("alpha_bar", "d1", "max_norm", "d_max")
 
 @dataclass
 class DistanceRows:
-    """Per-(head, row) results of :func:`distance_metrics`; every tensor is ``(H, L)``, in the layer's dtype unless noted, and 0
-    at rows that are not ``valid``.
+    """Per-(head, row) results of :func:`distance_metrics`; every tensor is ``(H, L)``, in the layer's dtype unless
+    noted, and 0 at rows that are not ``valid``.
 
     Attributes
     ----------

@@ -48,16 +48,11 @@ def sensitivity_rows(
     ----------
     logits : tensor or array, shape (H, L, L) or (L, L)
         Attention logits; ``-inf`` marks a masked position. Finite at every visible position.
-    temperatures : sequence of float
-        The ``T`` grid, each ``> 0``, non-empty.
-    eps_values : sequence of float
-        The ``eps`` grid, each ``> 0``, non-empty.
-    mask : bool tensor, optional
-        Further masked positions (``True`` = visible), broadcastable to ``logits``.
-    seed : int
-        Seed of the random directions.
-    direction : torch.Tensor, optional
-        The directions instead, of shape ``(H, R, L)``.
+    temperatures, eps_values : sequence of float
+        The ``T`` and ``eps`` grids, each value ``> 0``, neither empty.
+    mask, seed, direction
+        Further masked positions (bool, ``True`` = visible, broadcastable to ``logits``); the seed of the random
+        directions, or the directions ``(H, R, L)`` themselves.
     rows : sequence of int or tensor, optional
         Evaluate only these rows (the set ``R`` of Algorithm 5; integers in ``[0, L - 1]``, non-empty); the
         directions are then drawn for the ``(H, len(rows), L)`` sub-array (seeded, so they depend on ``seed`` and
@@ -92,8 +87,8 @@ def sensitivity_rows(
 
 
 def _sensitivity_inputs(logits, temperatures, eps_values, mask, seed, direction, rows, dtype):
-    """Checked inputs: ``(x, visible, directions, temperatures, eps_values)`` with ``x`` the logits (in ``dtype``) of the
-    requested rows ``(H, R, L)``, ``visible`` its bool mask and ``directions`` the unit directions, same shape."""
+    """Checked inputs: ``(x, visible, directions, temperatures, eps_values)`` with ``x`` the logits (in ``dtype``) of
+    the requested rows ``(H, R, L)``, ``visible`` its bool mask and ``directions`` the unit directions, same shape."""
     x = as_real_tensor(logits, "logits")
     if x.dim() == 2:
         x = x.unsqueeze(0)

@@ -24,7 +24,8 @@ __all__ = ["separability_metrics", "unit_layer", "running_min_distance"]
 
 @dataclass
 class SeparabilityRows:
-    """Per-(head, row) results of :func:`separability_metrics`; every tensor is ``(H, L)``, in the layer's dtype unless noted.
+    """Per-(head, row) results of :func:`separability_metrics`; every tensor is ``(H, L)``, in the layer's dtype
+    unless noted.
 
     Attributes
     ----------
@@ -52,20 +53,8 @@ class SeparabilityRows:
 
 
 def unit_layer(layer: LayerData, M: float = 1.0) -> LayerData:
-    """The same weights with every value vector scaled to norm ``M`` (Assumption 1; zero vectors stay zero).
-
-    Parameters
-    ----------
-    layer : LayerData
-        Values ``(H, L, d)``.
-    M : float
-        The radius, ``> 0``.
-
-    Returns
-    -------
-    LayerData
-        A new layer sharing the weights, mask and top-``N`` order; values ``(H, L, d)`` of norm ``M``.
-    """
+    """A new layer sharing ``layer``'s weights, mask and top-``N`` order, with every value vector scaled to norm
+    ``M > 0`` (Assumption 1; zero vectors stay zero)."""
     M = check_positive("M", M)
     values = layer.values
     norms = torch.linalg.vector_norm(values, dim=-1, keepdim=True)
@@ -73,9 +62,7 @@ def unit_layer(layer: LayerData, M: float = 1.0) -> LayerData:
     out = LayerData.__new__(LayerData)
     out.__dict__.update(layer.__dict__)
     out.values = unit
-    out._gram = None
-    out._zdot = None
-    out._cummax = None
+    out._gram = out._zdot = out._cummax = None
     return out
 
 
@@ -84,17 +71,8 @@ def running_min_distance(layer: LayerData) -> torch.Tensor:
     """``delta`` per (head, row): the minimum pairwise distance among the tokens visible to the row.
 
     For prefix masks a running minimum over rows (on CPU the accelerated ``"running_min_distance"``, the compiled
-    ``running_min_sq`` of :mod:`attn_lib.accel`, held to the torch code below); other masks row by row.
-
-    Parameters
-    ----------
-    layer : LayerData
-        ``H`` heads, ``L`` rows.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(H, L)``; 0 for rows with fewer than two visible tokens.
+    ``running_min_sq`` of :mod:`attn_lib.accel`, held to the torch code below); other masks row by row. Returns
+    ``(H, L)``, 0 for rows with fewer than two visible tokens.
     """
     H, L = layer.H, layer.L
     last = torch.broadcast_to(layer.last, (H, L)).clamp(min=0)
@@ -148,10 +126,8 @@ def separability_metrics(
     ----------
     layer, values, mask
         The layer (:func:`~attn_lib.metrics.layer.as_layer`).
-    N : int
-        Top-``N`` size, ``>= 1``.
-    M : float
-        Sphere radius of Assumption 1, ``> 0``.
+    N, M
+        Top-``N`` size ``>= 1``; sphere radius of Assumption 1, ``> 0``.
     normalize : bool
         First put every value vector on the sphere of radius ``M`` (Algorithm 4's "normalize").
     delta : torch.Tensor, optional

@@ -74,10 +74,9 @@ def crossing_metrics(
 
     Parameters
     ----------
-    weights : tensor (H, R, L)
-        The attention weights of ``R`` query rows (finite, non-negative; masked positions are ignored).
-    values : tensor (H, L, d)
-        The vectors :math:`x_i` (per-head value vectors).
+    weights, values : tensor (H, R, L), tensor (H, L, d)
+        The attention weights of ``R`` query rows (finite, non-negative; masked positions are ignored) and the
+        vectors :math:`x_i` (per-head value vectors).
     n_values : sequence of int
         Top-``N`` sizes, each ``>= 1``.
     mask : bool tensor, optional
@@ -89,10 +88,8 @@ def crossing_metrics(
     dtype : torch.dtype
         Dtype of the computation, float64 by default.
 
-    Returns
-    -------
-    CrossingRows
-        Ties in the top-``N`` choice go to the lower index, as everywhere in :mod:`attn_lib.metrics`.
+    Returns :class:`CrossingRows`; ties in the top-``N`` choice go to the lower index, as everywhere in
+    :mod:`attn_lib.metrics`.
     """
     a, v, ns, vis = _crossing_inputs(weights, values, n_values, mask, dtype)
     impl = choose("crossing_metrics", engine, a.device.type == "cpu" and a.dtype == F64)  # any visibility

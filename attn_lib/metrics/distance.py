@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -60,8 +60,6 @@ class DistanceRows:
         The top-``N`` weight mass.
     d1, max_norm, d_max : torch.Tensor or None
         Theorem 1(a): ``d_1``, the largest selected norm and ``d_max`` (``None`` without ``with_dmax``).
-    extra : dict
-        Free room for callers.
     """
 
     N: int
@@ -77,12 +75,8 @@ class DistanceRows:
     d1: torch.Tensor | None = None
     max_norm: torch.Tensor | None = None
     d_max: torch.Tensor | None = None
-    extra: dict = field(default_factory=dict)
 
 
-# ----------------------------------------------------------------------------------------------------------
-# E1's inclusion probability
-# ----------------------------------------------------------------------------------------------------------
 def check_p(p: Any) -> str | float:
     """E1's inclusion probability argument: ``"L-1"``, ``"L"`` or a number in ``[0, 1]`` (returned as float); a
     ``ValueError`` naming ``p`` otherwise (also for ``None`` and booleans)."""
@@ -111,9 +105,6 @@ def inclusion_probability(p: str | float, N: int, t: torch.Tensor, dtype: torch.
     return torch.full_like(tt, p)
 
 
-# ----------------------------------------------------------------------------------------------------------
-# the public function
-# ----------------------------------------------------------------------------------------------------------
 @coarse_threads
 def distance_metrics(
     layer,
@@ -171,14 +162,7 @@ def distance_metrics(
         sums, d1_and_norm = _distance_torch(ld, N, p, order, form), None
     if with_dmax and d1_and_norm is None:
         d1_and_norm = _d1_and_norm(ld, order.shape[-1], order)
-    return _distance_rows(ld, N, order, sums, d1_and_norm)
-
-
-def _distance_rows(
-    ld: LayerData, N: int, order: torch.Tensor, sums: dict, d1_and_norm: tuple[torch.Tensor, torch.Tensor] | None
-) -> DistanceRows:
-    """Assemble :class:`DistanceRows`: the engine's sums, the top-``N`` mass, d_max from ``(d_1, max_norm)``, and
-    zeros at invalid rows."""
+    # the result: the engine's sums, the top-N mass, d_max from (d_1, max_norm), and zeros at invalid rows
     counts = torch.broadcast_to(ld.t, (ld.H, ld.L))
     valid = counts >= N + 1
     alpha_bar = ld.alpha.gather(-1, order).sum(-1)
@@ -197,9 +181,6 @@ def _distance_rows(
     return res
 
 
-# ----------------------------------------------------------------------------------------------------------
-# torch engine
-# ----------------------------------------------------------------------------------------------------------
 def _distance_torch(ld: LayerData, N: int, p: str | float, order: torch.Tensor, form: str) -> dict:
     """The six per-row sums by tensor operations, in row blocks (:func:`_distance_block`)."""
     sums = {name: torch.zeros(ld.H, ld.L, dtype=ld.dtype, device=ld.device) for name in _SUMS}
@@ -309,9 +290,6 @@ def _e1_and_gaps(
     return e1.squeeze(-1), gap.squeeze(-1), gap_crude.squeeze(-1)
 
 
-# ----------------------------------------------------------------------------------------------------------
-# d_1 and the largest selected norm of Theorem 1(a), torch
-# ----------------------------------------------------------------------------------------------------------
 def _d1_and_norm(ld: LayerData, N: int, order: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``d_1 = max_{i not in I_N, j in I_N} ||x_i - x_j||`` and ``max_{j in I_N} ||x_j||`` per (head, row), each
     ``(H, L)``; ``order`` ``(H, L, N)``. Prefix masks: :func:`_d1_sq_prefix`; other masks: :func:`_d1_sq_rows` on

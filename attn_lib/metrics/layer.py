@@ -24,9 +24,6 @@ from ._engine import F64, choose, coarse_threads, large_ops
 __all__ = ["LayerData", "top_n_order", "masked_mean"]
 
 
-# ----------------------------------------------------------------------------------------------------------
-# input checks
-# ----------------------------------------------------------------------------------------------------------
 def as_real_tensor(x: Any, name: str) -> torch.Tensor:
     """``x`` as a detached tensor of real numbers (any real dtype); a ``ValueError`` naming ``name`` otherwise."""
     if isinstance(x, torch.Tensor):
@@ -97,9 +94,6 @@ def check_rows(rows: Any, n_rows: int, *, allow_empty: bool = True) -> torch.Ten
     return torch.as_tensor(arr.astype(np.int64)).sort().values
 
 
-# ----------------------------------------------------------------------------------------------------------
-# one layer
-# ----------------------------------------------------------------------------------------------------------
 class LayerData:
     """One layer's attention weights, value vectors and mask in ``dtype``, with cached derived quantities.
 
@@ -218,7 +212,6 @@ class LayerData:
         alpha = _nz.softmax(torch.where(visible, x, torch.zeros((), dtype=x.dtype, device=x.device)), T, -1, visible)
         return cls(alpha, values, mask=layer_mask, dtype=dtype)
 
-    # -- cached pieces ------------------------------------------------------------------------------------
     @property
     def gram(self) -> torch.Tensor:
         """Gram matrix ``(H, L, L)``: ``G[h, i, j] = x_i . x_j`` (computed on first use)."""

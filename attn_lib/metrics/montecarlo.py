@@ -139,9 +139,6 @@ def _mc_subsets(seed: int, rows: tuple, t: tuple, L: int, N: int, K: int) -> tor
     return _draw_subsets(seed, torch.arange(L).view(1, L) < torch.as_tensor(t).view(-1, 1), N, K)
 
 
-# ----------------------------------------------------------------------------------------------------------
-# every N at once: prefixes of random orders
-# ----------------------------------------------------------------------------------------------------------
 @dataclass
 class MCScanRows:
     """Monte-Carlo ``E[d~]`` of :func:`expected_distance_mc_scan` for every ``N`` of a range, on a subset of rows.

@@ -109,28 +109,14 @@ def topn_scan(
 
 
 def naive_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None, p: Any = "L-1") -> ScanRows:
-    """Reference for :func:`topn_scan`: :func:`attn_lib.metrics.distance.distance_metrics` recomputed from scratch
-    for every ``N``.
-
-    Parameters
-    ----------
-    layer, values, n_max, n_min, mask, p
-        As for :func:`topn_scan`.
-
-    Returns
-    -------
-    ScanRows
-        Arrays of shape ``(H, L, n_max - n_min + 1)``.
-    """
+    """Reference for :func:`topn_scan` (same arguments and result): :func:`~attn_lib.metrics.distance_metrics`
+    recomputed from scratch for every ``N``."""
     ld = as_layer(layer, values, mask)
     per_n = [distance_metrics(ld, N=N, p=p, with_dmax=False) for N in range(n_min, n_max + 1)]
     stacked = {name: torch.stack([getattr(rows, name) for rows in per_n], -1) for name in ("valid",) + _SCANNED}
     return ScanRows(n_values=np.arange(n_min, n_max + 1), **stacked)
 
 
-# ----------------------------------------------------------------------------------------------------------
-# torch engine
-# ----------------------------------------------------------------------------------------------------------
 def _scan_torch(
     ld: LayerData, n_min: int, n_max: int, p: str | float, rows: torch.Tensor | None, valid: torch.Tensor
 ) -> dict:

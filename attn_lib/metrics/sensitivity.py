@@ -2,14 +2,13 @@ r"""Gradient sensitivity ``g(T, eps)`` per row (Algorithm 5): finite differences
 direction per row, for a grid of temperatures and step sizes. Reading the paper, §Gradient sensitivity.
 
 :func:`sensitivity_rows` checks its input (:func:`_sensitivity_inputs`) and runs :func:`_sensitivity_torch` (causal
-row blocks, :func:`_sensitivity_block`, all temperatures at once), the definition, or on CPU the accelerated
+row blocks, all temperatures at once), the definition, or on CPU the accelerated
 ``"sensitivity_rows"`` (the fused compiled ``sens_rows`` of :mod:`attn_lib.accel`, held to it by
 ``tests/test_accel.py``).
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -122,45 +121,24 @@ def _sensitivity_inputs(logits, temperatures, eps_values, mask, seed, direction,
 def _sensitivity_torch(
     x: torch.Tensor, directions: torch.Tensor, visible: torch.Tensor, temps: list, eps_list: list
 ) -> torch.Tensor:
-    """``g`` ``(nT, nE, H, R)`` by tensor code in row blocks (:func:`_sensitivity_block`); rows without a
-    visible position give NaN, zeroed by the caller."""
+    """``g`` ``(nT, nE, H, R)`` by tensor code in row blocks, all temperatures at once:
+    ``||softmax((x + eps v)/T) - softmax(x/T)|| / eps``; rows without a visible position give NaN, zeroed by the
+    caller."""
     H, n_rows, L = x.shape
     out = torch.zeros(len(temps), len(eps_list), H, n_rows, dtype=x.dtype, device=x.device)
-    block = functools.partial(
-        _sensitivity_block,
-        x=x,
-        directions=directions,
-        visible=visible,
-        temps=torch.as_tensor(temps, dtype=x.dtype, device=x.device).view(-1, 1, 1, 1),
-        eps_list=eps_list,
-        out=out,
-    )
+    temps_t = torch.as_tensor(temps, dtype=x.dtype, device=x.device).view(-1, 1, 1, 1)
+
+    def block(first: int, stop: int, width: int) -> None:  # rows first..stop-1 see at most ``width`` columns
+        visible_b = visible[:, first:stop, :width]
+        x_b = torch.where(visible_b, x[:, first:stop, :width], torch.tensor(-math.inf, dtype=x.dtype, device=x.device))
+        v_b = torch.where(visible_b, directions[:, first:stop, :width], torch.zeros((), dtype=x.dtype, device=x.device))
+        # plain stable softmax (torch.softmax subtracts the row max) over all T at once
+        base = torch.softmax(x_b / temps_t, dim=-1)  # (nT, H, B, W)
+        for k, eps in enumerate(eps_list):
+            moved = torch.softmax((x_b + eps * v_b) / temps_t, dim=-1)
+            out[:, k, :, first:stop] = torch.linalg.vector_norm(moved.sub_(base), dim=-1) / eps
+
     last = torch.where(visible, torch.arange(L, device=x.device), -1).amax(-1).amax(0).tolist()  # (R,)
     budget = max(1, _engine.settings.block_elems // 2 // max(1, H * len(temps)))  # rows x width, all T at once
     run_blocks(block, row_blocks(last, budget))  # disjoint rows; on worker threads inside block_parallel
     return out
-
-
-def _sensitivity_block(
-    first: int,
-    stop: int,
-    width: int,
-    *,
-    x: torch.Tensor,
-    directions: torch.Tensor,
-    visible: torch.Tensor,
-    temps: torch.Tensor,
-    eps_list: list,
-    out: torch.Tensor,
-) -> None:
-    """Write ``g`` of rows ``first..stop-1`` (which see at most ``width`` columns) for every ``T`` and ``eps``:
-    ``||softmax((x + eps v)/T) - softmax(x/T)|| / eps``."""
-    visible_b = visible[:, first:stop, :width]
-    x_b = torch.where(visible_b, x[:, first:stop, :width], torch.tensor(-math.inf, dtype=x.dtype, device=x.device))
-    v_b = torch.where(visible_b, directions[:, first:stop, :width], torch.zeros((), dtype=x.dtype, device=x.device))
-    # plain stable softmax over all T at once: torch.softmax subtracts the row max; rows with no visible
-    # position give NaN and are zeroed by the caller (invalid)
-    base = torch.softmax(x_b / temps, dim=-1)  # (nT, H, B, W)
-    for k, eps in enumerate(eps_list):
-        moved = torch.softmax((x_b + eps * v_b) / temps, dim=-1)
-        out[:, k, :, first:stop] = torch.linalg.vector_norm(moved.sub_(base), dim=-1) / eps

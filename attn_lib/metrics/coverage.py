@@ -121,11 +121,9 @@ def coverage_metrics(
     r"""Coverage of the head-averaged top-``N`` by the union of the heads' separable sets, heads added in random
     order.
 
-    For each valid row (every head sees ``t >= N + 1`` tokens), the target ``T`` is the top-``N`` of the
-    head-averaged weights (ties to the lower index, among the tokens visible to every head), ``S_h`` the separable
-    set of head ``h`` (:func:`separable_sets`), and ``c(k) = |T ∩ (S_{pi_1} ∪ ... ∪ S_{pi_k})| / N`` for the
-    heads in a random order ``pi``; ``permutations`` orders per row, drawn with
-    ``torch.Generator().manual_seed(seed)`` (as ``argsort`` of uniform draws, shape ``(P, L, H)``).
+    ``c(k)`` as in the module doc, on each valid row (every head sees ``t >= N + 1`` tokens; the target's ties go
+    to the lower index, among the tokens visible to every head), for ``permutations`` head orders per row, drawn
+    with ``torch.Generator().manual_seed(seed)`` (as ``argsort`` of uniform draws, shape ``(P, L, H)``).
 
     ``layer, values, mask``, ``N`` and ``normalize`` as for :func:`separable_sets`; ``permutations >= 1`` random head
     orders per row, ``seed >= 0``. Returns :class:`CoverageRows` (``coverage`` ``(L, H)``, the mean over orders;

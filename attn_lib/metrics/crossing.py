@@ -80,13 +80,12 @@ def crossing_metrics(
     n_values : sequence of int
         Top-``N`` sizes, each ``>= 1``.
     mask : bool tensor, optional
-        ``True`` = visible, broadcastable to ``(H, R, L)``; default: every position with a positive weight or
-        ``weights > 0`` is visible (pass the mask when a visible weight may be exactly 0).
-    engine : {"auto", "numba", "torch"}
-        As everywhere in :mod:`attn_lib.metrics` (the accelerator, ``crossing_rows``, takes any visibility); the two
-        agree to rounding (``tests/test_critical.py::TestCrossingMetrics::test_crossing_engines_agree``).
-    dtype : torch.dtype
-        Dtype of the computation, float64 by default.
+        ``True`` = visible, broadcastable to ``(H, R, L)``; default: the positions with ``weights > 0`` (pass the
+        mask when a visible weight may be exactly 0).
+    engine, dtype
+        As everywhere in :mod:`attn_lib.metrics` (the accelerator, ``crossing_rows``, takes any visibility; the two
+        agree to rounding, ``tests/test_critical.py::TestCrossingMetrics::test_crossing_engines_agree``); the dtype
+        of the computation, float64 by default.
 
     Returns :class:`CrossingRows`; ties in the top-``N`` choice go to the lower index, as everywhere in
     :mod:`attn_lib.metrics`.

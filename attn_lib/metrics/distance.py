@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from .._validation import check_choice
+from .._validation import check_choice, check_probability
 from . import _engine
 from ._engine import F64, choose, coarse_threads, run_blocks
 from .layer import LayerData, as_layer, check_n
@@ -82,16 +82,10 @@ def check_p(p: Any) -> str | float:
     ``ValueError`` naming ``p`` otherwise (also for ``None`` and booleans)."""
     if isinstance(p, str):
         return check_choice("p", p, ["L-1", "L"])
-    need = f"p must be 'L-1', 'L' or a number in [0, 1] (got {p!r})"
-    if isinstance(p, bool):
-        raise ValueError(need)
     try:
-        value = float(p)
-    except (TypeError, ValueError):
-        raise ValueError(need) from None
-    if not 0 <= value <= 1:
-        raise ValueError(need)
-    return value
+        return check_probability("p", p)
+    except ValueError:
+        raise ValueError(f"p must be 'L-1', 'L' or a number in [0, 1] (got {p!r})") from None
 
 
 def inclusion_probability(p: str | float, N: int, t: torch.Tensor, dtype: torch.dtype = F64) -> torch.Tensor:
@@ -146,10 +140,7 @@ def distance_metrics(
         As everywhere in :mod:`attn_lib.metrics`; the accelerator (``dist_prefix``, the same formulas) also needs
         ``form="sum"``.
 
-    Returns
-    -------
-    DistanceRows
-        Every field ``(H, L)``, 0 at invalid rows.
+    Returns :class:`DistanceRows`, every field ``(H, L)``, 0 at invalid rows.
     """
     ld, N, p = as_layer(layer, values, mask), check_n(N), check_p(p)
     check_choice("form", form, ["sum", "vector"])
@@ -359,9 +350,8 @@ def _d1_sq_recompute(
         head_triples = triples[triples[:, 0] == head]
         start = 0
         while start < head_triples.shape[0]:
-            # rows ascending: a chunk's width is that of its last row
-            width = int(last[head, head_triples[min(head_triples.shape[0], start + 1) - 1, 1]]) + 1
-            n_chunk = max(1, _engine.settings.block_elems // max(1, 2 * width))
+            # rows ascending: the first row's width sizes the chunk, whose width is that of its last row
+            n_chunk = max(1, _engine.settings.block_elems // (2 * int(last[head, head_triples[start, 1]]) + 2))
             width = int(last[head, head_triples[min(head_triples.shape[0], start + n_chunk) - 1, 1]]) + 1
             chunk = head_triples[start : start + n_chunk]
             start += n_chunk

@@ -103,11 +103,9 @@ class LayerData:
 
     Parameters
     ----------
-    weights : tensor or array, shape (H, L, L) or (L, L)
-        Attention weights; row ``r`` is the query. Finite and non-negative where visible; masked entries are
-        ignored (set to 0).
-    values : tensor or array, shape (H, L, d) or (L, d)
-        The vectors :math:`x_i` (per-head value vectors, Reading the paper, §Distance); finite.
+    weights, values : tensor or array, shapes (H, L, L) and (H, L, d), or (L, L) and (L, d)
+        Attention weights, row ``r`` the query (finite and non-negative where visible; masked entries are ignored,
+        set to 0), and the vectors :math:`x_i` (per-head value vectors, Reading the paper, §Distance; finite).
     mask : bool tensor or array, optional
         ``True`` = visible; broadcasts to ``(H, L, L)`` (shape ``(L, L)``, ``(1, L, L)`` or ``(H, L, L)``).
         Default: causal.
@@ -117,16 +115,12 @@ class LayerData:
 
     Attributes
     ----------
-    alpha : torch.Tensor
-        ``(H, L, L)`` weights, exactly 0 where masked.
-    values : torch.Tensor
-        ``(H, L, d)``.
+    alpha, values : torch.Tensor
+        ``(H, L, L)`` weights, exactly 0 where masked, and ``(H, L, d)`` values.
     mask : torch.Tensor
         ``(Hm, L, L)`` bool, ``Hm`` 1 or ``H``.
-    t : torch.Tensor
-        ``(Hm, L)`` visible count of each row.
-    last : torch.Tensor
-        ``(Hm, L)`` last visible column of each row (-1 if none).
+    t, last : torch.Tensor
+        ``(Hm, L)`` visible count and last visible column (-1 if none) of each row.
     prefix : bool
         Whether every row sees a prefix ``0..t_r-1`` of the tokens (causal masks do).
     gram : torch.Tensor

@@ -96,10 +96,7 @@ def expected_distance_mc(
         As everywhere in :mod:`attn_lib.metrics`; the accelerator (``mc_prefix``, ``O(K t min(N, d))`` per row)
         uses the same subsets.
 
-    Returns
-    -------
-    MCRows
-        ``mean``, ``stderr`` and ``valid`` of shape ``(H, R)``.
+    Returns :class:`MCRows`: ``mean``, ``stderr`` and ``valid`` of shape ``(H, R)``.
     """
     ld = as_layer(layer, values, mask)
     N = check_n(N)
@@ -108,10 +105,8 @@ def expected_distance_mc(
     impl = choose("expected_distance_mc", engine, ld.kernels_apply)
     if impl is not None and rows.numel() and N < ld.L:
         # the subsets depend only on (seed, rows, t, N, K, L): drawn once, shared by every layer
-        counts = ld.t[0, rows]
-        mean, stderr = impl(
-            ld, rows, _mc_subsets(seed, tuple(rows.tolist()), tuple(counts.tolist()), ld.L, N, n_samples)
-        )
+        subsets = _mc_subsets(seed, tuple(rows.tolist()), tuple(ld.t[0, rows].tolist()), ld.L, N, n_samples)
+        mean, stderr = impl(ld, rows, subsets)
     else:
         # the same estimate as the scan's at n_min = n_max = N, whose orders start with these subsets
         subsets = _draw_subsets(seed, ld.mask[0][rows.to(ld.device)].cpu(), N, n_samples)
@@ -124,12 +119,17 @@ def expected_distance_mc(
 
 def _draw_subsets(seed: int, visible: torch.Tensor, N: int, K: int) -> torch.Tensor:
     """``K`` uniform ``N``-subsets of the visible columns of each row of ``visible`` ``(R, L)`` (CPU), ``(R, K,
-    min(N, L))``: one ``rand(R, K, L)`` from a CPU generator seeded with ``seed``, key 2 at masked columns, the ``N``
-    smallest keys. Rows too short for a subset (``t < N + 1``, not valid) get masked indices, which are never read."""
+    min(N, L))``: the ``N`` smallest :func:`_keys`. Rows too short for a subset (``t < N + 1``, not valid) get masked
+    indices, which are never read."""
+    return torch.topk(_keys(seed, visible, K), min(N, visible.shape[1]), dim=-1, largest=False).indices
+
+
+def _keys(seed: int, visible: torch.Tensor, K: int) -> torch.Tensor:
+    """``K`` random keys per visible column of each row of ``visible`` ``(R, W)``: one ``rand(R, K, W)`` from a CPU
+    generator seeded with ``seed``, key 2 at masked columns."""
     gen = torch.Generator(device="cpu").manual_seed(seed)
     keys = torch.rand(visible.shape[0], K, visible.shape[1], generator=gen, dtype=F64)
-    keys.masked_fill_(~visible.unsqueeze(1), 2.0)
-    return torch.topk(keys, min(N, visible.shape[1]), dim=-1, largest=False).indices
+    return keys.masked_fill_(~visible.unsqueeze(1), 2.0)
 
 
 @functools.lru_cache(maxsize=8)
@@ -211,10 +211,7 @@ def expected_distance_mc_scan(
         Stratify on each head's largest weight (module doc, §Variance reduction): ``K`` pairs of orders, twice
         the work of the plain scan.
 
-    Returns
-    -------
-    MCScanRows
-        ``mean``, ``stderr`` and ``valid`` of shape ``(H, R, n_max - n_min + 1)``.
+    Returns :class:`MCScanRows`: ``mean``, ``stderr`` and ``valid`` of shape ``(H, R, n_max - n_min + 1)``.
     """
     ld = as_layer(layer, values, mask)
     n_min, n_max = check_n_range(ld.L, n_min, n_max)
@@ -278,12 +275,8 @@ def mc_permutations(visible, n_samples: int, seed: int) -> torch.Tensor:
 
 @functools.lru_cache(maxsize=4)
 def _mc_permutations_cached(visible_bytes: bytes, shape: tuple, K: int, seed: int) -> torch.Tensor:
-    R, width = shape
     visible = torch.from_numpy(np.frombuffer(visible_bytes, dtype=np.bool_).reshape(shape).copy())
-    gen = torch.Generator(device="cpu").manual_seed(seed)
-    keys = torch.rand(R, K, width, generator=gen, dtype=F64)
-    keys.masked_fill_(~visible.unsqueeze(1), 2.0)
-    return torch.argsort(keys, dim=-1, stable=True)
+    return torch.argsort(_keys(seed, visible, K), dim=-1, stable=True)
 
 
 def _move_token(perm: torch.Tensor, token: torch.Tensor, t: torch.Tensor, first: bool) -> torch.Tensor:
@@ -365,19 +358,16 @@ def _mc_scan_torch(
     """``(mean, stderr)`` ``(H, R, n)`` by tensor code, a block of rows at a time: the state
     ``K_i = alpha_i ||x_i||^2 - 2 s . x_i`` and ``||s||^2`` of every (head, row, sample), one token added per
     ``N``, ``d~ = sum over the visible tokens not yet added of sqrt(alpha_i K_i + ||s||^2)``."""
-    H, L, K = ld.H, ld.L, perm.shape[1]
-    n_count = n_max - n_min + 1
-    n_rows = rows.numel()
-    mean = torch.zeros(H, n_rows, n_count, dtype=ld.dtype, device=ld.device)
-    stderr = torch.zeros(H, n_rows, n_count, dtype=ld.dtype, device=ld.device)
+    H, L, K, n_rows = ld.H, ld.L, perm.shape[1], rows.numel()
+    mean = torch.zeros(H, n_rows, n_max - n_min + 1, dtype=ld.dtype, device=ld.device)
+    stderr = torch.zeros_like(mean)
     if n_rows == 0:
         return mean, stderr
     gram_rows = ld.gram.reshape(H * L, L)
     head_offset = (torch.arange(H, device=ld.device) * L).view(H, 1)
     zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
     last = ld.last.amax(0)
-    width_all = int(last[rows.to(ld.device)].max()) + 1
-    per_block = max(1, _engine.settings.block_elems // max(1, H * K * width_all))
+    per_block = max(1, _engine.settings.block_elems // max(1, H * K * (int(last[rows.to(ld.device)].max()) + 1)))
     for first in range(0, n_rows, per_block):
         rows_block = rows[first : first + per_block].to(ld.device)
         B = rows_block.numel()

@@ -80,10 +80,7 @@ def topn_scan(
         As everywhere in :mod:`attn_lib.metrics`; the accelerator (``scan_prefix``) takes its square roots in
         float32 (relative error below ``1.2e-7``), the torch code keeps the layer's dtype throughout.
 
-    Returns
-    -------
-    ScanRows
-        ``d_tilde``, ``e1``, ``e2`` and ``valid`` of shape ``(H, L, n_max - n_min + 1)``.
+    Returns :class:`ScanRows`: ``d_tilde``, ``e1``, ``e2`` and ``valid`` of shape ``(H, L, n_max - n_min + 1)``.
     """
     ld = as_layer(layer, values, mask)
     n_min, n_max = check_n_range(ld.L, n_min, n_max)
@@ -93,11 +90,9 @@ def topn_scan(
         rows = check_rows(rows, ld.L).to(ld.device)
     counts = torch.broadcast_to(ld.t, (ld.H, ld.L))
     n_values = torch.arange(n_min, n_max + 1, device=ld.device)
-    valid = counts.unsqueeze(-1) >= n_values.view(1, 1, -1) + 1
-    if rows is not None:
-        requested = torch.zeros(ld.L, dtype=torch.bool, device=ld.device)
-        requested[rows] = True
-        valid = valid & requested.view(1, ld.L, 1)
+    valid = counts.unsqueeze(-1) >= n_values + 1
+    if rows is not None:  # and the row requested
+        valid &= torch.zeros(ld.L, dtype=torch.bool, device=ld.device).index_fill_(0, rows, True).view(1, ld.L, 1)
     if impl is None:
         scanned = _scan_torch(ld, n_min, n_max, p, rows, valid)
     else:  # d~, E1, E2 (H, R, n) of the requested rows (default all), zero where t < N + 1
@@ -123,10 +118,8 @@ def _scan_torch(
     """d~, E1, E2 ``(H, L, n)`` by tensor code in row blocks (d~ and E2 by :func:`_scan_distances`, E1 by
     :func:`_scan_e1`), 0 where not ``valid``."""
     order = ld.order(min(n_max, ld.L))
-    z_dot_x, z_sq = ld.zdot()  # computed (and the Gram matrix cached) before the blocks run on worker threads
-    _ = ld.gram
-    shape = (ld.H, ld.L, n_max - n_min + 1)
-    scanned = {name: torch.zeros(shape, dtype=ld.dtype, device=ld.device) for name in _SCANNED}
+    (z_dot_x, z_sq), _ = ld.zdot(), ld.gram  # computed (and cached) before the blocks run on worker threads
+    scanned = {name: torch.zeros(ld.H, ld.L, n_max - n_min + 1, dtype=ld.dtype, device=ld.device) for name in _SCANNED}
 
     def block(rows_block: torch.Tensor, width: int) -> None:  # the rows see at most ``width`` columns
         alpha = ld.alpha[:, rows_block, :width]  # (H, B, W) copy; zero at masked columns

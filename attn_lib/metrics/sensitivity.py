@@ -62,12 +62,8 @@ def sensitivity_rows(
         Dtype of the computation, float64 by default (float32: a difference of nearby weights loses ~3 digits at
         ``eps = 1e-3``, see :func:`attn_lib.jacobian.sensitivity`).
 
-    Returns
-    -------
-    g : torch.Tensor
-        ``(len(temperatures), len(eps_values), H, R)`` in ``dtype``, 0 where not valid.
-    valid : torch.Tensor
-        ``(H, R)`` bool: rows with at least two visible tokens.
+    Returns ``(g, valid)``: ``g`` ``(len(temperatures), len(eps_values), H, R)`` in ``dtype``, 0 where not valid;
+    ``valid`` ``(H, R)`` bool, the rows with at least two visible tokens.
     """
     x, visible, directions, temps, eps_list = _sensitivity_inputs(
         logits, temperatures, eps_values, mask, seed, direction, rows, check_dtype(dtype)

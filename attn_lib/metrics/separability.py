@@ -135,10 +135,7 @@ def separability_metrics(
     engine : {"auto", "numba", "torch"}
         As everywhere in :mod:`attn_lib.metrics` (the accelerator: ``sep_prefix``).
 
-    Returns
-    -------
-    SeparabilityRows
-        Every field ``(H, L)``.
+    Returns :class:`SeparabilityRows`, every field ``(H, L)``.
     """
     ld = as_layer(layer, values, mask)
     N = check_n(N)

@@ -100,9 +100,7 @@ def crossing_metrics(
     a_sum = a_norm.sum(-1)
     # rank of each position in its row (descending weight; ties to the lower index; masked positions last)
     key = torch.where(vis, a, torch.full((), -1.0, dtype=a.dtype, device=a.device))
-    order = torch.sort(key, dim=-1, descending=True, stable=True).indices
-    rank = torch.empty_like(order)
-    rank.scatter_(-1, order, torch.arange(a.shape[-1], device=a.device).expand_as(order))
+    rank = torch.sort(key, dim=-1, descending=True, stable=True).indices.argsort(-1)  # the inverse permutation
     zdotx = torch.einsum("hrd,hld->hrl", z, v)  # z . x_i
     parts = dict(a=a, v=v, vis=vis, rank=rank, norms=norms, z_norm=z_norm, a_norm=a_norm, zdotx=zdotx, t=t)
     stacked = (impl or _crossing_torch)(ns, **parts)

@@ -27,11 +27,9 @@ from ._validation import MAX_DRAWS, check_int, check_positive, check_seed
 __all__ = [
     "jacobian",
     "softmax_jacobian",
-    "topk_jacobian",
     "general_jacobian",
     "autograd_jacobian",
     "sensitivity",
-    "sensitivity_grid",
     "random_directions",
     "jacobian_norms",
 ]
@@ -110,23 +108,8 @@ def topk_jacobian(logits, k, temperature=1.0, mask=None):
     (``alpha`` is 0 off the kept set, so every row and column of a dropped position vanishes.) Exact wherever the
     kept set is locally constant, i.e. everywhere except at a tie of the ``k``-th and ``(k+1)``-th largest logit,
     where top-k is not differentiable; there it is the Jacobian of the side :func:`attn_lib.normalizers.topk`
-    picks (lower index wins), which is what autograd returns too.
-
-    Parameters
-    ----------
-    logits : tensor or array, shape (..., L)
-        Logits (last axis).
-    k : int
-        Kept positions per row, ``>= 1``.
-    temperature : float
-        ``T > 0``.
-    mask : bool tensor, optional
-        ``True`` = visible.
-
-    Returns
-    -------
-    torch.Tensor or numpy.ndarray
-        ``(..., L, L)``.
+    picks (lower index wins), which is what autograd returns too. ``logits`` (..., L) -> (..., L, L), ``k >= 1``
+    kept positions per row, ``T > 0``, ``mask`` bool (``True`` = visible).
     """
     return _softmax_type_jacobian(_nz.get("topk", k=k), logits, temperature, mask)
 
@@ -266,9 +249,7 @@ def _gaussian(shape: tuple, seed: int) -> torch.Tensor:
     the process): a reproduction asks for the same draws once per layer (Algorithm 5 and its raw-score twin), and
     drawing them, 1.2 M normals per (9, 128, 1024) call, took 1.2 s of the paper profile. The caller never modifies
     the tensor in place and never returns it."""
-    if math.prod(shape) <= GAUSSIAN_CACHE_DRAWS:
-        return _gaussian_cached(shape, seed)
-    return _draw_gaussian(shape, seed)
+    return (_gaussian_cached if math.prod(shape) <= GAUSSIAN_CACHE_DRAWS else _draw_gaussian)(shape, seed)
 
 
 def _draw_gaussian(shape: tuple, seed: int) -> torch.Tensor:
@@ -282,26 +263,12 @@ _gaussian_cached = functools.lru_cache(maxsize=2)(_draw_gaussian)
 def random_directions(shape, mask=None, seed=0, dtype=torch.float64, device=None) -> torch.Tensor:
     """Seeded random unit directions ``v`` of ``shape`` (..., L), unit 2-norm over the *visible* positions.
 
-    Gaussian draws from a CPU ``torch.Generator`` seeded with ``seed`` (so the result depends only on
-    ``shape`` and ``seed``, not on the device), zeroed at masked positions and normalised per row. A row with no
-    visible position is all zeros. Reusing the seed reuses the directions for every ``T`` and ``eps``
-    (the book's appendix "Reading the paper").
-
-    Parameters
-    ----------
-    shape:
-        Sequence of integers ``(..., L)`` with ``L >= 1`` (e.g. a ``torch.Size``).
-    mask:
-        Optional bool mask broadcastable to ``shape``, ``True`` = visible.
-    seed:
-        Integer in ``[0, 2**64 - 1]``.
-    dtype, device:
-        Floating-point dtype and an available device of the result.
-
-    Returns
-    -------
-    torch.Tensor
-        ``shape``, unit 2-norm over the visible positions of each row (all zeros for a row with none).
+    ``shape``: integers ``(..., L)``, ``L >= 1`` (e.g. a ``torch.Size``); ``mask``: optional bool, broadcastable to
+    ``shape``, ``True`` = visible; ``seed`` in ``[0, 2**64 - 1]``; ``dtype``, ``device``: a floating-point dtype
+    and an available device of the result. Gaussian draws from a CPU ``torch.Generator`` seeded with ``seed`` (so
+    the result depends only on ``shape`` and ``seed``, not on the device), zeroed at masked positions and normalised
+    per row; a row with no visible position is all zeros. Reusing the seed reuses the directions for every ``T``
+    and ``eps`` (the book's appendix "Reading the paper").
     """
     if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__") or getattr(shape, "ndim", None) == 0:
         raise ValueError(f"shape must be a sequence of integers (..., L), e.g. (2, 5) (got {shape!r})")
@@ -340,16 +307,8 @@ def sensitivity(
     ``eps=1e-3``). Returns a tensor of shape ``logits.shape[:-1]`` (numpy in, numpy out). Rows with fewer than one
     visible position give 0. Corrected bound: ``g <= min(1/(2T), sqrt(2)/eps)`` for softmax (§Corollary 3).
     """
-    T = check_positive("temperature", temperature)
-    e = check_positive("eps", eps)
-    xs, vis, v, f, was_numpy = _sensitivity_inputs(logits, normalizer, mask, seed, direction, dtype)
-    moved = xs + e * v
-    if not bool(torch.isfinite(moved).all()):
-        raise ValueError(f"eps={eps!r} is too large for these logits: l + eps v overflows {xs.dtype}")
-    a0 = f(xs, temperature=T, dim=-1, mask=vis)
-    a1 = f(moved, temperature=T, dim=-1, mask=vis)
-    g = torch.linalg.vector_norm(a1 - a0, dim=-1) / e
-    return _out(g, was_numpy)
+    T, e = check_positive("temperature", temperature), check_positive("eps", eps)
+    return _grid(logits, [T], [e], f"eps={eps!r} is", normalizer, mask, seed, direction, dtype)[0, 0]
 
 
 def visible_unit_directions(v: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
@@ -415,28 +374,22 @@ def sensitivity_grid(
 ):
     r""":func:`sensitivity` at every ``(T, eps)`` of a grid, with the same direction ``v`` of each row throughout.
 
-    Equal to ``sensitivity(logits, T, eps, ...)`` for each pair (same arguments, same ``seed``), but the normaliser
-    runs once per temperature on the unperturbed and all perturbed logits together, instead of twice per pair.
-
-    Parameters
-    ----------
-    logits : tensor or array, shape (..., L)
-    temperatures, eps_values : sequence of float
-        Each ``> 0``; neither may be empty.
-    normalizer, mask, seed, direction, dtype
-        As for :func:`sensitivity`.
-
-    Returns
-    -------
-    tensor or numpy array
-        Shape ``(len(temperatures), len(eps_values), *logits.shape[:-1])`` (numpy in, numpy out).
+    Equal to ``sensitivity(logits, T, eps, ...)`` for each pair (same other arguments), but the normaliser runs once
+    per temperature on the unperturbed and all perturbed logits together. ``temperatures``, ``eps_values``:
+    non-empty sequences of numbers ``> 0``. Returns shape ``(len(temperatures), len(eps_values),
+    *logits.shape[:-1])`` (numpy in, numpy out).
     """
     Ts = [check_positive("temperatures", T) for T in _as_list("temperatures", temperatures)]
     es = [check_positive("eps_values", e) for e in _as_list("eps_values", eps_values)]
+    return _grid(logits, Ts, es, f"eps_values={es!r} are", normalizer, mask, seed, direction, dtype)
+
+
+def _grid(logits, Ts: list, es: list, too_large: str, normalizer, mask, seed, direction, dtype):
+    """``g`` ``(len(Ts), len(es), ...)`` of checked temperatures and steps (``too_large`` starts the overflow error)."""
     xs, vis, v, f, was_numpy = _sensitivity_inputs(logits, normalizer, mask, seed, direction, dtype)
     stacked = torch.stack([xs] + [xs + e * v for e in es])  # (1 + E, ..., L)
     if not bool(torch.isfinite(stacked).all()):
-        raise ValueError(f"eps_values={es!r} are too large for these logits: l + eps v overflows {xs.dtype}")
+        raise ValueError(f"{too_large} too large for these logits: l + eps v overflows {xs.dtype}")
     vis_all = vis.expand_as(stacked)
     e_t = torch.tensor(es, dtype=xs.dtype, device=xs.device).view(-1, *([1] * (xs.dim() - 1)))
     g = []

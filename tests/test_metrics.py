@@ -592,3 +592,36 @@ def test_kth_smallest_of_the_order_kernel_is_the_value_np_partition_puts_at_k():
         for k in range(x.size):
             got = K._kth_smallest(x.copy(), k)
             assert got == np.partition(x, k)[k], (x, k)
+
+
+def test_float32_layer_runs_and_agrees_with_float64():
+    """Issue 33: every metric computes in the caller's dtype (float32 where a device has no float64, as MPS),
+    float64 by default; float32 agrees with float64 to about 1e-4 relative."""
+    g = torch.Generator().manual_seed(3)
+    H, L = 2, 24
+    logits = (2 * torch.randn(H, L, L, generator=g)).masked_fill(~torch.ones(L, L, dtype=torch.bool).tril(), -math.inf)
+    values = torch.randn(H, L, 6, generator=g)
+    l32 = M.LayerData.from_logits(logits, values, dtype=torch.float32)
+    l64 = M.LayerData.from_logits(logits, values)
+    assert l32.alpha.dtype == torch.float32 and l64.alpha.dtype == torch.float64 and not l32.kernels_apply
+
+    def pairs(fn, *fields, **kw):
+        a, b = fn(l32, **kw), fn(l64, engine="torch", **kw)
+        return [(getattr(a, f), getattr(b, f)) for f in fields]
+
+    got = pairs(M.distance_metrics, "d_tilde", "e1", "e1_gap", "e2", "d_max", N=3)
+    got += pairs(M.topn_scan, "d_tilde", "e1", "e2", n_max=6)
+    got += pairs(M.expected_distance_mc, "mean", N=3, n_samples=8)
+    got += pairs(M.expected_distance_mc_scan, "mean", n_max=5, n_samples=4, stratify=True, control_variate=True)
+    got += pairs(M.separability_metrics, "fraction", "lower", "upper", "r", "delta", N=3)
+    got.append((M.coverage_metrics(l32, N=2).coverage, M.coverage_metrics(l64, N=2).coverage))
+    w32, w64 = l32.alpha[:, 18:], l64.alpha[:, 18:]
+    a = M.crossing_metrics(w32, l32.values, [2, 4], l32.mask[:, 18:], dtype=torch.float32)
+    b = M.crossing_metrics(w64, l64.values, [2, 4], l64.mask[:, 18:], engine="torch")
+    got += [(a.d_tilde, b.d_tilde), (a.e1, b.e1)]
+    s32, _ = M.sensitivity_rows(logits, [0.5, 2.0], [1e-2], dtype=torch.float32)
+    s64, _ = M.sensitivity_rows(logits, [0.5, 2.0], [1e-2], engine="torch")
+    got.append((s32, s64))
+    for x, y in got:
+        assert x.dtype == torch.float32 and y.dtype == torch.float64
+        assert float((x.double() - y).abs().max()) <= 1e-4 * float(y.abs().max()) + 1e-12

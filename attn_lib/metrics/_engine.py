@@ -1,15 +1,13 @@
-"""How the metrics run: the tunable settings, the registry of accelerated implementations and the choice between
-them and the torch definitions, and the threading of row blocks and kernels.
+"""How the metrics run: the settings (:data:`settings`, read at call time; :func:`configure` for a ``with``
+block), the registry of accelerated implementations and the choice between them and the torch definitions, and the
+threading of row blocks and kernels.
 
-The settings are one plain object, :data:`settings` (a :class:`Settings`), that every module of the package reads
-at call time; :func:`configure` changes some of them for a ``with`` block.
-
-Each metric is defined once, by its torch code (any device, float64). A faster implementation of a metric for CPU
+Each metric is defined once, by its torch code (any device and dtype). A faster implementation for CPU float64
 tensors and prefix masks may be registered under the metric's name in :data:`ACCELERATED` (:func:`register`); the
-metric then asks :func:`choose` whether to run it. The core never imports an accelerator: the packages named in the
-entry-point group ``attn_lib.accelerators`` (``attn_lib.accel``, the compiled numba kernels, in this project's
-``pyproject.toml``) are imported the first time an implementation is looked up, and register theirs on import; one
-that fails to import (numba missing or broken) leaves the torch definitions in use, and :func:`accelerators` says why.
+metric asks :func:`choose` whether to run it. The core never imports an accelerator: the packages of the
+entry-point group ``attn_lib.accelerators`` (``attn_lib.accel``, the compiled numba kernels, in ``pyproject.toml``)
+are imported at the first look-up and register theirs; one that fails to import (numba missing or broken) leaves
+the torch definitions in use, and :func:`accelerators` says why.
 """
 
 from __future__ import annotations
@@ -26,23 +24,7 @@ import torch
 
 from .._validation import check_choice, check_int, max_threads
 
-__all__ = [
-    "Settings",
-    "settings",
-    "configure",
-    "F64",
-    "ENGINES",
-    "ACCELERATED",
-    "register",
-    "accelerated",
-    "accelerators",
-    "choose",
-    "kernel_threads",
-    "block_parallel",
-    "coarse_threads",
-    "large_ops",
-    "run_blocks",
-]
+__all__ = ["settings", "configure", "block_parallel"]
 
 F64 = torch.float64
 #: the values of every ``engine`` argument.
@@ -55,33 +37,26 @@ def _env_engine() -> str:
 
 @dataclasses.dataclass
 class Settings:
-    """The tunable settings of :mod:`attn_lib.metrics`, read at call time from :data:`settings`.
-
-    Change them for a block of code with :func:`configure` (or, in a test,
-    ``monkeypatch.setattr(attn_lib.metrics.settings, "block_elems", 64)``).
+    """The tunable settings of :mod:`attn_lib.metrics`, read at call time from :data:`settings` (change them with
+    :func:`configure`, or ``monkeypatch.setattr(attn_lib.metrics.settings, "block_elems", 64)`` in a test).
 
     Attributes
     ----------
     default_engine : {"auto", "numba", "torch"}
-        What ``engine="auto"`` means: ``"auto"`` (the registered accelerator, :data:`ACCELERATED`, on CPU with
-        prefix masks, torch elsewhere), or ``"torch"`` / ``"numba"`` everywhere they apply. Initial value: the
-        environment variable ``ATTN_LIB_ENGINE`` (e.g. ``torch`` for float64 square roots in the critical-N scan),
-        else ``"auto"``. Checked where it is used.
+        What ``engine="auto"`` means: ``"auto"`` (the registered accelerator where it applies, torch elsewhere),
+        or ``"torch"`` / ``"numba"``. Initial value: the environment variable ``ATTN_LIB_ENGINE`` (e.g. ``torch``
+        for float64 square roots in the critical-N scan), else ``"auto"``. Checked where it is used.
     block_elems : int
-        Target number of float64 elements of one (H, rows, W) work block of the torch code (~4 MB): keeps memory
-        bounded and the working set in cache.
+        Target number of elements of one (H, rows, W) work block of the torch code (~4 MB in float64).
     scan_block_elems : int
-        Block size of the critical-N scan's torch code, whose ~6 work arrays are revisited for every N: small
-        enough to stay in the L2 cache.
+        The same for the critical-N scan, whose ~6 work arrays are revisited for every N (to stay in L2 cache).
     kernel_d1_max_n : int
         Largest N for which the compiled distance kernel also computes d_1 of Theorem 1(a) (cost N t per row); above
         it the running-maximum kernel ``d1_cummax`` of :mod:`attn_lib.accel` is cheaper.
     order_prefetch_div : int
-        When the compiled top-N order runs, it keeps at least ``L // order_prefetch_div`` columns per row. The
-        critical-N scan of both profiles goes up to ``N = L - 1``, so the default 1 sorts each row once, fully,
-        and that one sort serves every experiment of the layer (with 4, a partial sort of ``L/4`` columns came
-        first and the scan sorted again: 0.55 s instead of 0.35 s CPU per 9-head layer at L = 1024). 0 keeps
-        only the requested columns.
+        The compiled top-N order keeps at least ``L // order_prefetch_div`` columns per row (0: only those
+        requested). The default 1 sorts each row once, fully, for every experiment of the layer: the critical-N
+        scan goes up to ``N = L - 1`` (with 4, 0.55 s instead of 0.35 s CPU per 9-head layer at L = 1024).
     """
 
     default_engine: str = dataclasses.field(default_factory=_env_engine)
@@ -97,13 +72,8 @@ settings = Settings()
 
 @contextlib.contextmanager
 def configure(**changes):
-    """Context: the given :class:`Settings` fields take the given values inside, and their old values afterwards.
-
-    Parameters
-    ----------
-    **changes
-        Field names of :class:`Settings` and their values, e.g. ``configure(default_engine="torch")``.
-    """
+    """Context: the given :class:`Settings` fields (e.g. ``configure(default_engine="torch")``) take the given
+    values inside, and their old values afterwards; an unknown name or a bad value is a ``ValueError``."""
     names = {f.name for f in dataclasses.fields(Settings)}
     for name, value in changes.items():
         if name not in names:
@@ -126,19 +96,13 @@ def configure(**changes):
 _WORKERS: int | None = None
 
 
-# ----------------------------------------------------------------------------------------------------------
-# engine choice
-# ----------------------------------------------------------------------------------------------------------
-#: the accelerated implementations, by the name of the metric they implement (see the module doc). Each takes the
-#: arguments its metric passes at the call of :func:`choose`'s result, and returns what the metric's torch code
-#: would, to 1e-9 relative (1e-6 for the scans' float32 square roots); ``tests/test_accel.py`` holds every entry to
-#: its metric's torch definition. ``"warm_up"`` is not a metric: ``warm_up(bar)`` compiles the implementations now,
-#: inside ``with bar(total) as b`` and calling ``b.update(1)`` after each.
+#: the accelerated implementations, by metric name: each takes what its metric passes and returns what the metric's
+#: torch code would, to 1e-9 relative (1e-6 for the scans' float32 square roots; ``tests/test_accel.py``).
+#: ``"warm_up"`` is no metric: ``warm_up(bar)`` compiles them now, calling ``b.update(1)`` in ``with bar(total) as b``.
 ACCELERATED: dict[str, Callable] = {}
 #: the entry-point group whose packages register accelerated implementations when imported.
 GROUP = "attn_lib.accelerators"
-#: what the discovery of :data:`GROUP` found: ``None`` before it ran, then ``{entry-point name: None if it loaded,
-#: else the reason it did not}``.
+#: ``None`` before the discovery of :data:`GROUP`, then ``{entry-point name: None if it loaded, else why not}``.
 _FOUND: dict[str, str | None] | None = None
 
 
@@ -187,22 +151,14 @@ def accelerators() -> str:
 
 
 def choose(name: str, engine: str, applies: bool, needs: str = "") -> Callable | None:
-    """Validate ``engine`` and return the accelerated implementation of the metric ``name`` that should run, or
-    ``None`` for its torch definition.
+    """Validate ``engine`` and return the accelerated implementation of the metric ``name`` (a key of
+    :data:`ACCELERATED`) that should run, or ``None`` for its torch definition.
 
-    Parameters
-    ----------
-    name : str
-        The metric (a key of :data:`ACCELERATED`).
-    engine : {"auto", "numba", "torch"}
-        The caller's ``engine`` argument: ``"torch"`` the torch definition, ``"numba"`` the registered accelerator
-        (a ValueError if none is registered or it does not apply), ``"auto"`` follows ``settings.default_engine``
-        and picks the accelerator where it applies.
-    applies : bool
-        Whether an accelerator can run on this input: CPU tensors and prefix masks (row ``r`` sees tokens
-        ``0..t_r-1``), plus any condition of the caller.
-    needs : str
-        The caller's extra condition, for the error message (e.g. ``" and form='sum'"``).
+    ``engine`` is the caller's argument: ``"torch"``, ``"numba"`` (the registered accelerator; a ValueError if none
+    is registered or it does not apply) or ``"auto"`` (follows ``settings.default_engine``; the accelerator where it
+    applies). ``applies``: whether an accelerator can run on this input (CPU float64 tensors and prefix masks, row
+    ``r`` seeing tokens ``0..t_r-1``, plus any condition of the caller, which ``needs`` names for the error, e.g.
+    ``" and form='sum'"``).
     """
     check_choice("engine", engine, ENGINES)
     if engine == "auto":
@@ -213,15 +169,12 @@ def choose(name: str, engine: str, applies: bool, needs: str = "") -> Callable |
     impl = accelerated(name) if applies and engine != "torch" else None
     if engine == "numba" and impl is None:
         raise ValueError(
-            f"engine='numba' needs numba, a CPU layer and prefix masks (row r sees tokens 0..t_r-1)"
+            f"engine='numba' needs numba, a CPU float64 layer and prefix masks (row r sees tokens 0..t_r-1)"
             f"{needs}; use engine='torch'"
         )
     return impl
 
 
-# ----------------------------------------------------------------------------------------------------------
-# threads
-# ----------------------------------------------------------------------------------------------------------
 def kernel_threads() -> int:
     """Threads for a compiled kernel: the workers of :func:`block_parallel`, else torch's thread count."""
     return _WORKERS or torch.get_num_threads()
@@ -233,14 +186,10 @@ def block_parallel(workers: int | None = None):
     Python threads instead.
 
     Per-operation OpenMP parallelism pays a thread barrier for every tensor operation; on a shared or busy machine
-    a barrier waits for a descheduled thread (milliseconds), which made the layer analyses 10-50x slower than
-    single-threaded. Coarse-grained parallelism over row blocks (each milliseconds of work) has no such barriers.
-
-    Parameters
-    ----------
-    workers : int, optional
-        Worker threads for the row blocks and the compiled kernels, at most 8 per CPU of this process; default: the
-        workers of an enclosing ``block_parallel``, else the current ``torch.get_num_threads()``.
+    a barrier waits for a descheduled thread, which made the layer analyses 10-50x slower than single-threaded
+    (``benchmarks/bench_contention.py``); row blocks (milliseconds of work each) need no such barriers.
+    ``workers``: threads for the row blocks and compiled kernels, at most 8 per CPU of this process; default: those
+    of an enclosing ``block_parallel``, else ``torch.get_num_threads()``.
     """
     global _WORKERS
     prev_threads = torch.get_num_threads()
@@ -258,15 +207,8 @@ def block_parallel(workers: int | None = None):
 
 
 def coarse_threads(fn: Callable) -> Callable:
-    """Decorator of the public metrics: the call runs inside :func:`block_parallel` (single-threaded torch, row
-    blocks and kernels on the workers), unless it already does.
-
-    On a machine where another process holds a core, torch's per-operation OpenMP threads spin at their barriers
-    while the thread they wait for is descheduled: a plain call of ``distance_metrics`` on a (9, 256, 256) layer
-    went from 10 ms to 250 ms. Inside ``block_parallel`` only coarse work items are shared out (row blocks, whole
-    kernels), and the slowdown with one core taken stays near the 2x of losing half the machine
-    (``benchmarks/bench_contention.py``).
-    """
+    """Decorator of the public metrics: the call runs inside :func:`block_parallel` unless it already does (with
+    another process on a core, ``distance_metrics`` on a (9, 256, 256) layer went from 10 ms to 250 ms without)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):

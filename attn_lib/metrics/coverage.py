@@ -13,23 +13,21 @@ For one layer and query row ``t`` (rows with ``t >= N + 1`` visible tokens):
   :math:`c(k)=|T\cap(S_{\pi_1}\cup\dots\cup S_{\pi_k})|/N`; "heads needed" is the smallest ``k`` with ``c(k) = 1``.
 
 :func:`separable_sets` gives the ``S_h`` of every head and row, :func:`coverage_metrics` the coverage curves.
-Everything is float64 torch code, vectorised over rows (row blocks of :meth:`LayerData.blocks`).
+Everything is torch code in the layer's dtype, vectorised over rows (row blocks of :meth:`LayerData.blocks`).
 """
 
 from __future__ import annotations
 
-import functools
-import math
 from dataclasses import dataclass
 
 import torch
 
 from .._validation import check_seed, check_size
 from ._engine import F64, coarse_threads, run_blocks
-from .layer import LayerData, as_layer, check_n, top_n_order
-from .separability import unit_layer
+from .layer import as_layer, check_n, top_n_order
+from .separability import separation, unit_layer
 
-__all__ = ["SeparableSets", "CoverageRows", "separable_sets", "coverage_metrics"]
+__all__ = ["coverage_metrics"]
 
 
 @dataclass
@@ -71,13 +69,13 @@ class CoverageRows:
     perms : torch.Tensor
         ``(P, L, H)`` int64: the order in which the heads are added, per permutation and row.
     coverage : torch.Tensor
-        ``(L, H)`` float64: ``c(k)`` for ``k = 1..H`` heads (column ``k - 1``), mean over the ``P`` orders; 0 in
+        ``(L, H)``: ``c(k)`` for ``k = 1..H`` heads (column ``k - 1``), mean over the ``P`` orders; 0 in
         rows that are not valid.
     needed : torch.Tensor
         ``(P, L)`` int64: the smallest ``k`` with ``c(k) = 1`` in each order; ``0`` if the union of all ``H`` heads
         does not cover ``T`` ("never" within the layer) or the row is not valid.
     fraction : torch.Tensor
-        ``(H, L)`` float64: each head's own ``N_s/N`` (``|S_h| / N``; 0 where not valid).
+        ``(H, L)``: each head's own ``N_s/N`` (``|S_h| / N``; 0 where not valid).
     """
 
     N: int
@@ -92,22 +90,11 @@ class CoverageRows:
 
 @coarse_threads
 def separable_sets(layer, values=None, N: int = 16, *, mask=None, normalize: bool = True) -> SeparableSets:
-    r"""Each head's separable top-``N`` tokens: ``D_i < rho_min`` (the strict convention of Algorithm 4).
+    r"""Each head's separable top-``N`` tokens (``N >= 1``): ``D_i < rho_min`` (the strict convention of Algorithm 4).
 
-    Parameters
-    ----------
-    layer, values, mask
-        The layer, as :func:`~attn_lib.metrics.layer.as_layer` takes it (a ``LayerData``, or raw weights and values).
-    N : int
-        Top-``N`` size, ``>= 1``.
-    normalize : bool
-        First scale every value vector to unit norm (Algorithm 4's "normalize"; ``N_s`` does not depend on the
-        radius). ``False`` when the layer already is a :func:`~attn_lib.metrics.unit_layer`.
-
-    Returns
-    -------
-    SeparableSets
-        ``order`` and ``separable`` ``(H, L, min(N, L))``, ``valid`` ``(H, L)``.
+    ``normalize`` first scales every value vector to unit norm (Algorithm 4's "normalize"; ``N_s`` does not depend
+    on the radius): ``False`` when the layer already is a :func:`~attn_lib.metrics.unit_layer`. Returns ``order`` and
+    ``separable`` ``(H, L, min(N, L))``, ``valid`` ``(H, L)``.
     """
     ld = as_layer(layer, values, mask)
     N = check_n(N)
@@ -118,31 +105,13 @@ def separable_sets(layer, values=None, N: int = 16, *, mask=None, normalize: boo
     valid = torch.broadcast_to(ld.t, (ld.H, ld.L)) >= N + 1
     separable = torch.zeros(ld.H, ld.L, n, dtype=torch.bool, device=ld.device)
     if bool(valid.any()):
-        run_blocks(functools.partial(_separable_block, ld=ld, order=order, out=separable), ld.blocks(per_row=2))
+
+        def block(rows_block: torch.Tensor, width: int) -> None:
+            first, stop, flags, _rho = separation(ld, rows_block, width, order)
+            separable[:, first:stop] = flags
+
+        run_blocks(block, ld.blocks(per_row=2))
     return SeparableSets(N=N, order=order, separable=separable & valid.unsqueeze(-1), valid=valid)
-
-
-def _separable_block(
-    rows_block: torch.Tensor, width: int, *, ld: LayerData, order: torch.Tensor, out: torch.Tensor
-) -> None:
-    """Write the separable flags ``(H, B, N)`` of the consecutive rows ``rows_block`` (which see at most ``width``
-    columns): ``D_i = ||a_i - s||`` of each selected token against ``rho_min``, the smallest ``D_j`` of a visible
-    non-selected token (as :func:`attn_lib.metrics.separability._separability_block` counts them)."""
-    first, stop = int(rows_block[0]), int(rows_block[-1]) + 1
-    alpha = ld.alpha[:, first:stop, :width]
-    visible = torch.broadcast_to(ld.mask[:, first:stop, :width], alpha.shape)
-    top = order[:, first:stop].clamp(max=width - 1)
-    values = ld.values[:, :width]
-    top_only = torch.zeros_like(alpha).scatter_(-1, top, alpha.gather(-1, top))
-    s = torch.bmm(top_only, values)  # (H, B, d): the context vector of every row
-    s_dot_x = torch.bmm(s, values.transpose(1, 2))
-    sq_norms = (values * values).sum(-1)  # (H, W)
-    dist = torch.addcmul(alpha * alpha * sq_norms[:, None, :], alpha, s_dot_x, value=-2.0)
-    dist = dist.add_((s * s).sum(-1, keepdim=True)).clamp_(min=0).sqrt_()  # ||a_i - s||
-    selected = torch.zeros(alpha.shape, dtype=torch.bool, device=ld.device).scatter_(-1, top, True)
-    inf = torch.tensor(math.inf, dtype=F64, device=ld.device)
-    rho = torch.where(visible & ~selected, dist, inf).amin(-1, keepdim=True)  # (H, B, 1); inf if none
-    out[:, first:stop] = dist.gather(-1, top) < rho
 
 
 @coarse_threads
@@ -152,30 +121,13 @@ def coverage_metrics(
     r"""Coverage of the head-averaged top-``N`` by the union of the heads' separable sets, heads added in random
     order.
 
-    For each valid row (every head sees ``t >= N + 1`` tokens), the target ``T`` is the top-``N`` of the
-    head-averaged weights (ties to the lower index, among the tokens visible to every head), ``S_h`` the separable
-    set of head ``h`` (:func:`separable_sets`), and ``c(k) = |T ∩ (S_{pi_1} ∪ ... ∪ S_{pi_k})| / N`` for the
-    heads in a random order ``pi``; ``permutations`` orders per row, drawn with
-    ``torch.Generator().manual_seed(seed)`` (as ``argsort`` of uniform draws, shape ``(P, L, H)``).
+    ``c(k)`` as in the module doc, on each valid row (every head sees ``t >= N + 1`` tokens; the target's ties go
+    to the lower index, among the tokens visible to every head), for ``permutations`` head orders per row, drawn
+    with ``torch.Generator().manual_seed(seed)`` (as ``argsort`` of uniform draws, shape ``(P, L, H)``).
 
-    Parameters
-    ----------
-    layer, values, mask
-        The layer, as :func:`separable_sets` takes it: weights ``(H, L, L)``, values ``(H, L, d)``.
-    N : int
-        Top-``N`` size, ``>= 1``.
-    permutations : int
-        Random head orders per row, ``>= 1``.
-    seed : int
-        Seed of the orders, ``>= 0``.
-    normalize : bool
-        As :func:`separable_sets`.
-
-    Returns
-    -------
-    CoverageRows
-        ``coverage`` ``(L, H)`` (mean over orders), ``needed`` ``(P, L)`` (0 = never), ``hits`` ``(H, L, N)``,
-        ``target`` ``(L, N)``, ``perms`` ``(P, L, H)``, ``fraction`` ``(H, L)``, ``valid`` ``(L,)``.
+    ``layer, values, mask``, ``N`` and ``normalize`` as for :func:`separable_sets`; ``permutations >= 1`` random head
+    orders per row, ``seed >= 0``. Returns :class:`CoverageRows` (``coverage`` ``(L, H)``, the mean over orders;
+    ``needed`` ``(P, L)``, 0 = never; ``hits``, ``target``, ``perms``, ``fraction``, ``valid``).
     """
     ld = as_layer(layer, values, mask)
     N = check_n(N)
@@ -194,10 +146,10 @@ def coverage_metrics(
     rows = torch.arange(L, device=ld.device).view(1, L, 1)
     ordered = hits.permute(1, 0, 2)[rows, perms]  # (P, L, H, n): the heads' hits in the order they are added
     count = (ordered.cumsum(dim=2) > 0).sum(-1)  # (P, L, H): |T ∩ union of the first k sets|
-    covered = count.to(F64) / N  # c(k)
+    covered = count.to(ld.dtype) / N  # c(k)
     full = count >= N
     needed = torch.where(full.any(-1), full.to(torch.int64).argmax(-1) + 1, torch.zeros((), dtype=torch.int64))
-    zero = torch.zeros((), dtype=F64, device=ld.device)
+    zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
     return CoverageRows(
         N=N,
         valid=valid,
@@ -206,5 +158,5 @@ def coverage_metrics(
         perms=perms,
         coverage=torch.where(valid.unsqueeze(-1), covered.mean(0), zero),
         needed=torch.where(valid.unsqueeze(0), needed, torch.zeros((), dtype=torch.int64)),
-        fraction=sets.separable.sum(-1).to(F64) / N,
+        fraction=sets.separable.sum(-1).to(ld.dtype) / N,
     )

@@ -25,9 +25,9 @@ import torch
 
 from .._validation import check_int
 from ._engine import F64, choose, coarse_threads
-from .layer import as_real_tensor, bool_mask
+from .layer import as_real_tensor, bool_mask, check_dtype
 
-__all__ = ["CrossingRows", "crossing_metrics"]
+__all__ = ["crossing_metrics"]
 
 
 @dataclass
@@ -65,7 +65,7 @@ class CrossingRows:
 
 @coarse_threads
 def crossing_metrics(
-    weights: Any, values: Any, n_values: Any, mask: Any = None, *, engine: str = "auto"
+    weights: Any, values: Any, n_values: Any, mask: Any = None, *, engine: str = "auto", dtype=F64
 ) -> CrossingRows:
     r"""d~, E1, :math:`\|s_N\|`, :math:`\|z\|`, ``A`` and ``A_out`` on a set of query rows, for each ``N``.
 
@@ -74,28 +74,24 @@ def crossing_metrics(
 
     Parameters
     ----------
-    weights : tensor (H, R, L)
-        The attention weights of ``R`` query rows (finite, non-negative; masked positions are ignored).
-    values : tensor (H, L, d)
-        The vectors :math:`x_i` (per-head value vectors).
+    weights, values : tensor (H, R, L), tensor (H, L, d)
+        The attention weights of ``R`` query rows (finite, non-negative; masked positions are ignored) and the
+        vectors :math:`x_i` (per-head value vectors).
     n_values : sequence of int
         Top-``N`` sizes, each ``>= 1``.
     mask : bool tensor, optional
-        ``True`` = visible, broadcastable to ``(H, R, L)``; default: every position with a positive weight or
-        ``weights > 0`` is visible (pass the mask when a visible weight may be exactly 0).
-    engine : {"auto", "numba", "torch"}
-        ``"numba"`` (the default on CPU): the accelerator, the per-row sums in one compiled pass per ``N``
-        (``crossing_rows`` of :mod:`attn_lib.accel`); ``"torch"``: float64 tensor code, on any device, the
-        definition. The two agree to rounding
-        (``tests/test_critical.py::TestCrossingMetrics::test_crossing_engines_agree``).
+        ``True`` = visible, broadcastable to ``(H, R, L)``; default: the positions with ``weights > 0`` (pass the
+        mask when a visible weight may be exactly 0).
+    engine, dtype
+        As everywhere in :mod:`attn_lib.metrics` (the accelerator, ``crossing_rows``, takes any visibility; the two
+        agree to rounding, ``tests/test_critical.py::TestCrossingMetrics::test_crossing_engines_agree``); the dtype
+        of the computation, float64 by default.
 
-    Returns
-    -------
-    CrossingRows
-        Ties in the top-``N`` choice go to the lower index, as everywhere in :mod:`attn_lib.metrics`.
+    Returns :class:`CrossingRows`; ties in the top-``N`` choice go to the lower index, as everywhere in
+    :mod:`attn_lib.metrics`.
     """
-    a, v, ns, vis = _crossing_inputs(weights, values, n_values, mask)
-    impl = choose("crossing_metrics", engine, a.device.type == "cpu")  # the kernel takes any visibility
+    a, v, ns, vis = _crossing_inputs(weights, values, n_values, mask, dtype)
+    impl = choose("crossing_metrics", engine, a.device.type == "cpu" and a.dtype == F64)  # any visibility
     t = vis.sum(-1).amax(0)  # (R,)
     norms = v.square().sum(-1).sqrt()  # (H, L)
     z = a @ v  # (H, R, d)
@@ -103,10 +99,8 @@ def crossing_metrics(
     a_norm = a * norms.unsqueeze(1)  # alpha_i ||x_i||, (H, R, L)
     a_sum = a_norm.sum(-1)
     # rank of each position in its row (descending weight; ties to the lower index; masked positions last)
-    key = torch.where(vis, a, torch.full((), -1.0, dtype=F64))
-    order = torch.sort(key, dim=-1, descending=True, stable=True).indices
-    rank = torch.empty_like(order)
-    rank.scatter_(-1, order, torch.arange(a.shape[-1]).expand_as(order))
+    key = torch.where(vis, a, torch.full((), -1.0, dtype=a.dtype, device=a.device))
+    rank = torch.sort(key, dim=-1, descending=True, stable=True).indices.argsort(-1)  # the inverse permutation
     zdotx = torch.einsum("hrd,hld->hrl", z, v)  # z . x_i
     parts = dict(a=a, v=v, vis=vis, rank=rank, norms=norms, z_norm=z_norm, a_norm=a_norm, zdotx=zdotx, t=t)
     stacked = (impl or _crossing_torch)(ns, **parts)
@@ -114,8 +108,9 @@ def crossing_metrics(
 
 
 def _crossing_torch(ns, *, a, v, vis, rank, norms, z_norm, a_norm, zdotx, t) -> dict:
-    """The per-``N`` results of :func:`crossing_metrics` in float64 tensor code, one ``N`` at a time."""
-    tt = t.to(F64).view(1, -1)
+    """The per-``N`` results of :func:`crossing_metrics` in tensor code, one ``N`` at a time."""
+    tt = t.to(a.dtype).view(1, -1)
+    zero = torch.zeros((), dtype=a.dtype, device=a.device)
     out = {k: [] for k in ("valid", "d_tilde", "e1", "s_norm", "a_out")}
     for N in ns:
         top = (rank < N) & vis
@@ -125,7 +120,7 @@ def _crossing_torch(ns, *, a, v, vis, rank, norms, z_norm, a_norm, zdotx, t) -> 
         # ||alpha_i x_i - s||^2 over the visible non-selected i
         d2 = (a.square() * norms.square().unsqueeze(1) - 2 * a * sdotx + s2.unsqueeze(-1)).clamp(min=0)
         out_set = vis & ~top
-        d_tilde = torch.where(out_set, d2.sqrt(), torch.zeros((), dtype=F64)).sum(-1)
+        d_tilde = torch.where(out_set, d2.sqrt(), zero).sum(-1)
         p = (N / (tt - 1).clamp(min=1)).unsqueeze(-1)  # (1, R, 1)
         # ||(1+p) a_i - p z||^2 over every visible i
         e2_ = (
@@ -133,9 +128,8 @@ def _crossing_torch(ns, *, a, v, vis, rank, norms, z_norm, a_norm, zdotx, t) -> 
             - 2 * p * (1 + p) * a * zdotx
             + p.square() * z_norm.square().unsqueeze(-1)
         ).clamp(min=0)
-        e1 = ((tt - N) / tt) * torch.where(vis, e2_.sqrt(), torch.zeros((), dtype=F64)).sum(-1)
+        e1 = ((tt - N) / tt) * torch.where(vis, e2_.sqrt(), zero).sum(-1)
         valid = (t >= N + 1).view(1, -1).expand_as(d_tilde)
-        zero = torch.zeros((), dtype=F64)
         out["valid"].append(valid)
         out["d_tilde"].append(torch.where(valid, d_tilde, zero))
         out["e1"].append(torch.where(valid, e1, zero))
@@ -144,11 +138,11 @@ def _crossing_torch(ns, *, a, v, vis, rank, norms, z_norm, a_norm, zdotx, t) -> 
     return {k: torch.stack(x, -1) for k, x in out.items()}
 
 
-def _crossing_inputs(weights: Any, values: Any, n_values: Any, mask: Any):
-    """The checked inputs of :func:`crossing_metrics`: float64 weights (zero where masked), values, the ``N`` list
-    and the visibility mask."""
-    a = as_real_tensor(weights, "weights").to(F64)
-    v = as_real_tensor(values, "values").to(F64)
+def _crossing_inputs(weights: Any, values: Any, n_values: Any, mask: Any, dtype: Any):
+    """The checked inputs of :func:`crossing_metrics`: the weights in ``dtype`` (zero where masked), the values,
+    the ``N`` list and the visibility mask."""
+    a = as_real_tensor(weights, "weights").to(check_dtype(dtype))
+    v = as_real_tensor(values, "values").to(a.dtype)
     if a.dim() != 3 or v.dim() != 3 or v.shape[0] != a.shape[0] or v.shape[1] != a.shape[2]:
         raise ValueError(
             f"weights must be (H, R, L) and values (H, L, d) with matching H and L (got {tuple(a.shape)} and "
@@ -162,7 +156,7 @@ def _crossing_inputs(weights: Any, values: Any, n_values: Any, mask: Any):
     if not ns:
         raise ValueError("n_values must be a non-empty list of integers >= 1")
     vis = (a > 0) if mask is None else torch.broadcast_to(bool_mask(mask, a.device), a.shape)
-    a = torch.where(vis, a, torch.zeros((), dtype=F64))
+    a = torch.where(vis, a, torch.zeros((), dtype=a.dtype, device=a.device))
     if not bool(torch.isfinite(a).all()) or bool((a < 0).any()):
         raise ValueError("weights must be finite and non-negative at visible positions")
     return a, v, ns, vis

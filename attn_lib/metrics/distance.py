@@ -8,7 +8,7 @@ Everything comes from the per-head Gram matrix :math:`G = VV^\top` of :class:`~a
 
 and for E1, :math:`\|(1+p)a_i-pz\|^2=(1+p)^2\alpha_i^2G_{ii}-2p(1+p)\alpha_i(z\cdot x_i)+p^2\|z\|^2`.
 
-:func:`distance_metrics` checks its input and runs :func:`_distance_torch` (float64 tensor code in row blocks,
+:func:`distance_metrics` checks its input and runs :func:`_distance_torch` (tensor code in row blocks,
 :func:`_distance_block`; d_max's ``d_1`` from :func:`_d1_and_norm`), the definition of these quantities, or on CPU
 the accelerated ``"distance_metrics"`` (:mod:`attn_lib.metrics._engine`), which ``tests/test_accel.py`` holds to it.
 """
@@ -17,17 +17,17 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from .._validation import check_choice
+from .._validation import check_choice, check_probability
 from . import _engine
 from ._engine import F64, choose, coarse_threads, run_blocks
 from .layer import LayerData, as_layer, check_n
 
-__all__ = ["DistanceRows", "distance_metrics"]
+__all__ = ["distance_metrics"]
 
 #: the per-row sums both engines compute (the other fields of :class:`DistanceRows` are shared).
 _SUMS = ("d_tilde", "e1", "e1_gap", "e1_gap_crude", "e2", "s_norm")
@@ -37,8 +37,8 @@ _ROW_FIELDS = _SUMS + ("alpha_bar", "d1", "max_norm", "d_max")
 
 @dataclass
 class DistanceRows:
-    """Per-(head, row) results of :func:`distance_metrics`; every tensor is ``(H, L)``, float64 unless noted, and 0
-    at rows that are not ``valid``.
+    """Per-(head, row) results of :func:`distance_metrics`; every tensor is ``(H, L)``, in the layer's dtype unless
+    noted, and 0 at rows that are not ``valid``.
 
     Attributes
     ----------
@@ -60,8 +60,6 @@ class DistanceRows:
         The top-``N`` weight mass.
     d1, max_norm, d_max : torch.Tensor or None
         Theorem 1(a): ``d_1``, the largest selected norm and ``d_max`` (``None`` without ``with_dmax``).
-    extra : dict
-        Free room for callers.
     """
 
     N: int
@@ -77,33 +75,23 @@ class DistanceRows:
     d1: torch.Tensor | None = None
     max_norm: torch.Tensor | None = None
     d_max: torch.Tensor | None = None
-    extra: dict = field(default_factory=dict)
 
 
-# ----------------------------------------------------------------------------------------------------------
-# E1's inclusion probability
-# ----------------------------------------------------------------------------------------------------------
 def check_p(p: Any) -> str | float:
     """E1's inclusion probability argument: ``"L-1"``, ``"L"`` or a number in ``[0, 1]`` (returned as float); a
     ``ValueError`` naming ``p`` otherwise (also for ``None`` and booleans)."""
     if isinstance(p, str):
         return check_choice("p", p, ["L-1", "L"])
-    need = f"p must be 'L-1', 'L' or a number in [0, 1] (got {p!r})"
-    if isinstance(p, bool):
-        raise ValueError(need)
     try:
-        value = float(p)
-    except (TypeError, ValueError):
-        raise ValueError(need) from None
-    if not 0 <= value <= 1:
-        raise ValueError(need)
-    return value
+        return check_probability("p", p)
+    except ValueError:
+        raise ValueError(f"p must be 'L-1', 'L' or a number in [0, 1] (got {p!r})") from None
 
 
-def inclusion_probability(p: str | float, N: int, t: torch.Tensor) -> torch.Tensor:
+def inclusion_probability(p: str | float, N: int, t: torch.Tensor, dtype: torch.dtype = F64) -> torch.Tensor:
     """Per row: ``N/(t-1)`` (``p="L-1"``), ``N/t`` (``"L"``) or the number ``p`` (already checked by
-    :func:`check_p`), float64 of ``t``'s shape."""
-    tt = t.to(F64)
+    :func:`check_p`), in ``dtype``, of ``t``'s shape."""
+    tt = t.to(dtype)
     if p == "L-1":
         return N / (tt - 1).clamp(min=1)
     if p == "L":
@@ -111,9 +99,6 @@ def inclusion_probability(p: str | float, N: int, t: torch.Tensor) -> torch.Tens
     return torch.full_like(tt, p)
 
 
-# ----------------------------------------------------------------------------------------------------------
-# the public function
-# ----------------------------------------------------------------------------------------------------------
 @coarse_threads
 def distance_metrics(
     layer,
@@ -140,7 +125,7 @@ def distance_metrics(
     Parameters
     ----------
     layer, values, mask
-        The layer, as :func:`~attn_lib.metrics.layer.as_layer` takes it (a ``LayerData``, or raw weights and values).
+        The layer (:func:`~attn_lib.metrics.layer.as_layer`).
     N : int
         Top-``N`` size, ``>= 1``.
     p : {"L-1", "L"} or float
@@ -152,14 +137,10 @@ def distance_metrics(
     with_dmax : bool
         Also compute ``d1``, ``max_norm`` and ``d_max``.
     engine : {"auto", "numba", "torch"}
-        ``"numba"``: the per-row sums by the accelerator (the compiled ``dist_prefix`` of :mod:`attn_lib.accel`;
-        CPU, prefix masks, ``form="sum"``; float64, same formulas); ``"torch"``: tensor operations (any device,
-        mask and form); ``"auto"`` (default): the accelerator where it applies.
+        As everywhere in :mod:`attn_lib.metrics`; the accelerator (``dist_prefix``, the same formulas) also needs
+        ``form="sum"``.
 
-    Returns
-    -------
-    DistanceRows
-        Every field ``(H, L)``, 0 at invalid rows.
+    Returns :class:`DistanceRows`, every field ``(H, L)``, 0 at invalid rows.
     """
     ld, N, p = as_layer(layer, values, mask), check_n(N), check_p(p)
     check_choice("form", form, ["sum", "vector"])
@@ -172,14 +153,7 @@ def distance_metrics(
         sums, d1_and_norm = _distance_torch(ld, N, p, order, form), None
     if with_dmax and d1_and_norm is None:
         d1_and_norm = _d1_and_norm(ld, order.shape[-1], order)
-    return _distance_rows(ld, N, order, sums, d1_and_norm)
-
-
-def _distance_rows(
-    ld: LayerData, N: int, order: torch.Tensor, sums: dict, d1_and_norm: tuple[torch.Tensor, torch.Tensor] | None
-) -> DistanceRows:
-    """Assemble :class:`DistanceRows`: the engine's sums, the top-``N`` mass, d_max from ``(d_1, max_norm)``, and
-    zeros at invalid rows."""
+    # the result: the engine's sums, the top-N mass, d_max from (d_1, max_norm), and zeros at invalid rows
     counts = torch.broadcast_to(ld.t, (ld.H, ld.L))
     valid = counts >= N + 1
     alpha_bar = ld.alpha.gather(-1, order).sum(-1)
@@ -189,8 +163,8 @@ def _distance_rows(
         # 1 - abar as the out-of-set mass (identical for rows summing to one), as in theory.theorem1_dmax
         out_mass = ld.alpha.sum(-1) - alpha_bar
         res.d1, res.max_norm = d1, max_norm
-        res.d_max = out_mass * d1 + ((counts.to(F64) - N) * alpha_bar - out_mass) * max_norm
-    zero = torch.zeros((), dtype=F64, device=ld.device)
+        res.d_max = out_mass * d1 + ((counts.to(ld.dtype) - N) * alpha_bar - out_mass) * max_norm
+    zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
     for name in _ROW_FIELDS:
         value = getattr(res, name)
         if value is not None:
@@ -198,29 +172,11 @@ def _distance_rows(
     return res
 
 
-# ----------------------------------------------------------------------------------------------------------
-# torch engine
-# ----------------------------------------------------------------------------------------------------------
 def _distance_torch(ld: LayerData, N: int, p: str | float, order: torch.Tensor, form: str) -> dict:
-    """The six per-row sums by float64 tensor operations, in row blocks (:func:`_distance_block`)."""
-    H, L = ld.H, ld.L
-    sums = {name: torch.zeros(H, L, dtype=F64, device=ld.device) for name in _SUMS}
-    counts = torch.broadcast_to(ld.t, (H, L))
-    z_dot_x, z_sq = ld.zdot()  # computed (and the Gram matrix cached) before the blocks run on worker threads
-    block = functools.partial(
-        _distance_block,
-        ld=ld,
-        N=N,
-        form=form,
-        order=order,
-        top_weights=ld.alpha.gather(-1, order),
-        gdiag=ld.gdiag,
-        z_dot_x=z_dot_x,
-        z_sq=z_sq,
-        counts=counts,
-        p_incl=inclusion_probability(p, N, counts),
-        sums=sums,
-    )
+    """The six per-row sums by tensor operations, in row blocks (:func:`_distance_block`)."""
+    sums = {name: torch.zeros(ld.H, ld.L, dtype=ld.dtype, device=ld.device) for name in _SUMS}
+    _ = ld.gram, ld.zdot()  # computed (and cached) before the blocks run on worker threads
+    block = functools.partial(_distance_block, ld=ld, N=N, p=p, form=form, order=order, sums=sums)
     run_blocks(block, ld.blocks(per_row=2))
     return sums
 
@@ -231,14 +187,9 @@ def _distance_block(
     *,
     ld: LayerData,
     N: int,
+    p: str | float,
     form: str,
     order: torch.Tensor,
-    top_weights: torch.Tensor,
-    gdiag: torch.Tensor,
-    z_dot_x: torch.Tensor,
-    z_sq: torch.Tensor,
-    counts: torch.Tensor,
-    p_incl: torch.Tensor,
     sums: dict,
 ) -> None:
     """Write the six sums of the consecutive rows ``rows_block`` (which see at most ``width`` columns) into ``sums``.
@@ -248,25 +199,26 @@ def _distance_block(
     pass); a rounding-negative square gives NaN, which ``nansum`` counts as ``sqrt(0) = 0``.
     """
     first, stop = int(rows_block[0]), int(rows_block[-1]) + 1
-    zero = torch.zeros((), dtype=F64, device=ld.device)
+    zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
     alpha = ld.alpha[:, first:stop, :width]  # (H, B, W)
     visible = torch.broadcast_to(ld.mask[:, first:stop, :width], alpha.shape)
     top = order[:, first:stop].clamp(max=width - 1)  # past a row's count (invalid rows only)
     values = ld.values[:, :width]
     # s = sum_{top N} alpha_j x_j of every row by one BLAS product of the top-N weights
-    top_only = torch.zeros_like(alpha).scatter_(-1, top, top_weights[:, first:stop])
+    top_only = torch.zeros_like(alpha).scatter_(-1, top, alpha.gather(-1, top))
     s = torch.bmm(top_only, values)  # (H, B, d)
     del top_only
     s_dot_x = s @ values.transpose(1, 2)  # (H, B, W)
     s_sq = (s * s).sum(-1, keepdim=True)  # (H, B, 1)
-    n_masked = (~visible).sum(-1, keepdim=True).to(F64)  # masked columns of the block (alpha = 0 there)
-    alpha_g = alpha * gdiag[:, None, :width]  # alpha_i ||x_i||^2
+    n_masked = (~visible).sum(-1, keepdim=True).to(ld.dtype)  # masked columns of the block (alpha = 0 there)
+    alpha_g = alpha * ld.gdiag[:, None, :width]  # alpha_i ||x_i||^2
     a_sq = alpha * alpha_g  # ||a_i||^2
     dist = torch.addcmul(s_sq, alpha, torch.add(alpha_g, s_dot_x, alpha=-2.0)).sqrt_()  # ||a_i - s||
     s_norm = s_sq.clamp(min=0).sqrt()
     dist_all = (dist.nansum(-1, keepdim=True) - n_masked * s_norm).squeeze(-1)
     dist_selected = dist.gather(-1, top).nan_to_num_(0.0).sum(-1)
-    t_rows = counts[:, first:stop].to(F64)
+    t_rows = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, first:stop].to(ld.dtype)
+    z_dot_x, z_sq = ld.zdot()
     sums["s_norm"][:, first:stop] = s_norm.squeeze(-1)
     if form == "sum":
         sums["d_tilde"][:, first:stop] = dist_all - dist_selected
@@ -284,7 +236,7 @@ def _distance_block(
         a_sq,
         alpha * z_dot_x[:, first:stop, :width],
         z_sq[:, first:stop].unsqueeze(-1),
-        p_incl[:, first:stop].unsqueeze(-1),
+        inclusion_probability(p, N, t_rows, ld.dtype).unsqueeze(-1),
         t_rows.unsqueeze(-1),
         n_masked,
     )
@@ -329,9 +281,6 @@ def _e1_and_gaps(
     return e1.squeeze(-1), gap.squeeze(-1), gap_crude.squeeze(-1)
 
 
-# ----------------------------------------------------------------------------------------------------------
-# d_1 and the largest selected norm of Theorem 1(a), torch
-# ----------------------------------------------------------------------------------------------------------
 def _d1_and_norm(ld: LayerData, N: int, order: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``d_1 = max_{i not in I_N, j in I_N} ||x_i - x_j||`` and ``max_{j in I_N} ||x_j||`` per (head, row), each
     ``(H, L)``; ``order`` ``(H, L, N)``. Prefix masks: :func:`_d1_sq_prefix`; other masks: :func:`_d1_sq_rows` on
@@ -342,9 +291,11 @@ def _d1_and_norm(ld: LayerData, N: int, order: torch.Tensor) -> tuple[torch.Tens
     if ld.prefix:
         d1_sq = _d1_sq_prefix(ld, N, order)
     else:
-        d1_sq = torch.zeros(H, L, dtype=F64, device=ld.device)
+        d1_sq = torch.zeros(H, L, dtype=ld.dtype, device=ld.device)
         _d1_sq_rows(ld, N, order, torch.ones(H, L, dtype=torch.bool, device=ld.device).nonzero(), d1_sq)
-    d1 = torch.where(torch.isfinite(d1_sq), d1_sq, torch.zeros((), dtype=F64)).clamp(min=0).sqrt()
+    d1 = (
+        torch.where(torch.isfinite(d1_sq), d1_sq, torch.zeros((), dtype=ld.dtype, device=ld.device)).clamp(min=0).sqrt()
+    )
     return d1, max_norm
 
 
@@ -359,7 +310,9 @@ def _d1_sq_prefix(ld: LayerData, N: int, order: torch.Tensor) -> torch.Tensor:
     H, L = ld.H, ld.L
     G, g = ld.gram, ld.gdiag
     if getattr(ld, "_cummax", None) is None:
-        dist_sq = torch.addcmul(g.unsqueeze(-1) + g.unsqueeze(-2), G, torch.full((), -2.0, dtype=F64))
+        dist_sq = torch.addcmul(
+            g.unsqueeze(-1) + g.unsqueeze(-2), G, torch.full((), -2.0, dtype=ld.dtype, device=ld.device)
+        )
         ld._cummax = torch.cummax(dist_sq, dim=-1)
         del dist_sq
     running_max, running_arg = ld._cummax
@@ -374,7 +327,9 @@ def _d1_sq_prefix(ld: LayerData, N: int, order: torch.Tensor) -> torch.Tensor:
         selected = torch.zeros(H, L, L, dtype=torch.bool, device=ld.device).scatter_(-1, order, True)
         farthest_selected = selected.gather(-1, farthest)
         del selected
-    d1_sq = torch.where(farthest_selected, torch.tensor(-math.inf, dtype=F64, device=ld.device), candidate).amax(-1)
+    d1_sq = torch.where(farthest_selected, torch.tensor(-math.inf, dtype=ld.dtype, device=ld.device), candidate).amax(
+        -1
+    )
     recompute = farthest_selected & (candidate > d1_sq.unsqueeze(-1))
     counts = torch.broadcast_to(ld.t, (H, L))
     recompute &= (counts >= N + 1).unsqueeze(-1)  # rows that have a non-selected token
@@ -395,9 +350,8 @@ def _d1_sq_recompute(
         head_triples = triples[triples[:, 0] == head]
         start = 0
         while start < head_triples.shape[0]:
-            # rows ascending: a chunk's width is that of its last row
-            width = int(last[head, head_triples[min(head_triples.shape[0], start + 1) - 1, 1]]) + 1
-            n_chunk = max(1, _engine.settings.block_elems // max(1, 2 * width))
+            # rows ascending: the first row's width sizes the chunk, whose width is that of its last row
+            n_chunk = max(1, _engine.settings.block_elems // (2 * int(last[head, head_triples[start, 1]]) + 2))
             width = int(last[head, head_triples[min(head_triples.shape[0], start + n_chunk) - 1, 1]]) + 1
             chunk = head_triples[start : start + n_chunk]
             start += n_chunk
@@ -427,5 +381,5 @@ def _d1_sq_rows(ld: LayerData, N: int, order: torch.Tensor, head_rows: torch.Ten
         )  # (n, N, L)
         others = torch.broadcast_to(ld.mask, (H, L, L))[heads, rows].clone()  # (n, L)
         others.scatter_(1, selected, False)
-        dist_sq = torch.where(others.unsqueeze(1), dist_sq, torch.tensor(-math.inf, dtype=F64, device=ld.device))
+        dist_sq = torch.where(others.unsqueeze(1), dist_sq, torch.tensor(-math.inf, dtype=ld.dtype, device=ld.device))
         d1_sq[heads, rows] = dist_sq.amax(dim=(-2, -1))

@@ -1,4 +1,4 @@
-r"""One layer in float64 (:class:`LayerData`) and the input helpers every metric shares.
+r"""One layer (:class:`LayerData`, float64 by default) and the input helpers every metric shares.
 
 :class:`LayerData` holds a layer's attention weights ``alpha`` ``(H, L, L)``, value vectors ``(H, L, d)`` and mask,
 and computes once what several metrics need: the Gram matrix :math:`G = VV^\top`, the visible counts ``t``, the
@@ -8,6 +8,7 @@ causal (row ``r`` sees ``0..r``, Reading the paper, §Causal masking).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator
 from typing import Any
@@ -20,12 +21,9 @@ from .._validation import check_int, check_positive
 from . import _engine
 from ._engine import F64, choose, coarse_threads, large_ops
 
-__all__ = ["LayerData", "as_layer", "top_n_order", "masked_mean"]
+__all__ = ["LayerData", "top_n_order", "masked_mean"]
 
 
-# ----------------------------------------------------------------------------------------------------------
-# input checks
-# ----------------------------------------------------------------------------------------------------------
 def as_real_tensor(x: Any, name: str) -> torch.Tensor:
     """``x`` as a detached tensor of real numbers (any real dtype); a ``ValueError`` naming ``name`` otherwise."""
     if isinstance(x, torch.Tensor):
@@ -51,30 +49,30 @@ def bool_mask(mask: Any, device) -> torch.Tensor:
     return m
 
 
+def check_dtype(dtype: Any) -> torch.dtype:
+    """A floating-point torch dtype (float64 by default; float32 where the device has no float64, as MPS)."""
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"dtype must be a floating-point torch dtype such as torch.float64 (got {dtype!r})")
+    return dtype
+
+
 def check_n(N: Any, name: str = "N") -> int:
     """A top-``N`` size: an integer ``>= 1``."""
     return check_int(name, N, low=1)
 
 
+def check_n_range(L: int, n_min: Any, n_max: Any) -> tuple[int, int]:
+    """A scan's range ``n_min..n_max``: integers with ``1 <= n_min <= n_max <= L - 1`` (``N = L - 1`` is the largest
+    ``N`` with a valid row, ``t >= N + 1``; ``n_min = n_max = 1`` when ``L = 1``)."""
+    n_min = check_int("n_min", check_n(n_min, "n_min"), low=1, high=max(1, L - 1))
+    return n_min, check_int("n_max", n_max, low=n_min, high=max(n_min, L - 1))
+
+
 def check_rows(rows: Any, n_rows: int, *, allow_empty: bool = True) -> torch.Tensor:
-    """Row indices, checked and sorted.
-
-    Parameters
-    ----------
-    rows : sequence of int, array or tensor
-        Row indices: integers (an integral float such as ``2.0`` counts, as in :func:`attn_lib._validation.check_int`)
-        in ``[0, n_rows - 1]``. A fractional, negative or too large index, a bool mask or a non-number is a
-        ``ValueError`` that names ``rows`` and the allowed range.
-    n_rows : int
-        Number of rows ``L``.
-    allow_empty : bool
-        Whether no rows at all is allowed.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(R,)`` int64 on the CPU, ascending.
-    """
+    """The row indices ``rows`` (a sequence, array or tensor of integers in ``[0, n_rows - 1]``; an integral float
+    such as ``2.0`` counts, as in :func:`attn_lib._validation.check_int`; none at all only if ``allow_empty``) as an
+    ascending ``(R,)`` int64 CPU tensor. A fractional, negative or too large index, a bool mask or a non-number is a
+    ``ValueError`` that names ``rows`` and the allowed range."""
     need = f"rows must be {'a' if allow_empty else 'a non-empty'} list of integer row indices in [0, {n_rows - 1}]"
     try:
         arr = np.asarray(rows.detach().cpu() if isinstance(rows, torch.Tensor) else rows).reshape(-1)
@@ -96,47 +94,42 @@ def check_rows(rows: Any, n_rows: int, *, allow_empty: bool = True) -> torch.Ten
     return torch.as_tensor(arr.astype(np.int64)).sort().values
 
 
-# ----------------------------------------------------------------------------------------------------------
-# one layer
-# ----------------------------------------------------------------------------------------------------------
 class LayerData:
-    """One layer's attention weights, value vectors and mask in float64, with cached derived quantities.
+    """One layer's attention weights, value vectors and mask in ``dtype``, with cached derived quantities.
 
     Build with ``LayerData(weights, values, mask=None)`` or :meth:`from_logits`. A single head (2-d input) is
-    promoted to ``H = 1``. Memory: a few ``H L^2`` float64 arrays (about 75 MB each for 9 heads at L = 1024); one
-    layer at a time.
+    promoted to ``H = 1``. Every metric computes in the layer's dtype on its device. Memory: a few ``H L^2`` arrays
+    (about 75 MB each in float64 for 9 heads at L = 1024); one layer at a time.
 
     Parameters
     ----------
-    weights : tensor or array, shape (H, L, L) or (L, L)
-        Attention weights; row ``r`` is the query. Finite and non-negative where visible; masked entries are
-        ignored (set to 0).
-    values : tensor or array, shape (H, L, d) or (L, d)
-        The vectors :math:`x_i` (per-head value vectors, Reading the paper, §Distance); finite.
+    weights, values : tensor or array, shapes (H, L, L) and (H, L, d), or (L, L) and (L, d)
+        Attention weights, row ``r`` the query (finite and non-negative where visible; masked entries are ignored,
+        set to 0), and the vectors :math:`x_i` (per-head value vectors, Reading the paper, §Distance; finite).
     mask : bool tensor or array, optional
         ``True`` = visible; broadcasts to ``(H, L, L)`` (shape ``(L, L)``, ``(1, L, L)`` or ``(H, L, L)``).
         Default: causal.
+    dtype : torch.dtype
+        Floating-point dtype of the computations: float64 (default; the accelerator runs only on it) or float32
+        (e.g. on MPS, which has no float64; agrees with float64 to about 1e-4 relative).
 
     Attributes
     ----------
-    alpha : torch.Tensor
-        ``(H, L, L)`` float64 weights, exactly 0 where masked.
-    values : torch.Tensor
-        ``(H, L, d)`` float64.
+    alpha, values : torch.Tensor
+        ``(H, L, L)`` weights, exactly 0 where masked, and ``(H, L, d)`` values.
     mask : torch.Tensor
         ``(Hm, L, L)`` bool, ``Hm`` 1 or ``H``.
-    t : torch.Tensor
-        ``(Hm, L)`` visible count of each row.
-    last : torch.Tensor
-        ``(Hm, L)`` last visible column of each row (-1 if none).
+    t, last : torch.Tensor
+        ``(Hm, L)`` visible count and last visible column (-1 if none) of each row.
     prefix : bool
         Whether every row sees a prefix ``0..t_r-1`` of the tokens (causal masks do).
     gram : torch.Tensor
         ``(H, L, L)`` Gram matrix :math:`G = VV^\\top` (computed on first use); :attr:`gdiag` its diagonal ``(H, L)``.
     """
 
-    def __init__(self, weights: Any, values: Any, mask: Any = None, *, _trusted: bool = False):
+    def __init__(self, weights: Any, values: Any, mask: Any = None, *, dtype=F64, _trusted: bool = False):
         # _trusted (from_logits only): weights are a softmax that is finite everywhere and exactly 0 where masked
+        dtype = check_dtype(dtype)
         alpha = as_real_tensor(weights, "weights")
         vals = as_real_tensor(values, "values")
         if alpha.dim() == 2:
@@ -152,8 +145,8 @@ class LayerData:
             raise ValueError(f"values must have shape ({H}, {L}, d) to match weights (got {tuple(vals.shape)})")
         if L < 1 or vals.shape[2] < 1:
             raise ValueError("weights and values must be non-empty")
-        alpha = alpha.to(F64)
-        vals = vals.to(F64)
+        alpha = alpha.to(dtype)
+        vals = vals.to(dtype)
         if not bool(torch.isfinite(vals).all()):
             raise ValueError("values must be finite")
         if mask is None:
@@ -165,14 +158,14 @@ class LayerData:
             if visible.dim() != 3 or visible.shape[-2:] != (L, L) or visible.shape[0] not in (1, H):
                 raise ValueError(f"mask must broadcast to ({H}, {L}, {L}) (got {tuple(visible.shape)})")
         if not _trusted:
-            alpha = torch.where(visible, alpha, torch.zeros((), dtype=F64, device=alpha.device))
+            alpha = torch.where(visible, alpha, torch.zeros((), dtype=dtype, device=alpha.device))
             if not bool(torch.isfinite(alpha).all()) or bool((alpha < 0).any()):
                 raise ValueError("weights must be finite and non-negative at visible positions")
         self.alpha = alpha
         self.values = vals
         self.mask = visible
         self.H, self.L, self.d = H, L, vals.shape[2]
-        self.device = alpha.device
+        self.device, self.dtype = alpha.device, dtype
         self.t = visible.sum(-1)
         cols = torch.arange(L, device=alpha.device)
         self.last = torch.where(visible, cols, -1).amax(-1)
@@ -184,26 +177,15 @@ class LayerData:
 
     @classmethod
     @coarse_threads
-    def from_logits(cls, logits: Any, values: Any, mask: Any = None, temperature: float = 1.0) -> LayerData:
-        """A layer whose weights are the float64 softmax of ``logits / temperature`` over the visible positions.
-
-        Parameters
-        ----------
-        logits : tensor or array, shape (H, L, L) or (L, L)
-            Attention logits; ``-inf`` marks a masked position. Finite at every visible position.
-        values : tensor or array, shape (H, L, d) or (L, d)
-            As for :class:`LayerData`.
-        mask : bool tensor or array, optional
-            Further masked positions (``True`` = visible), combined with the ``-inf`` logits.
-        temperature : float
-            Softmax temperature ``T > 0``.
-
-        Returns
-        -------
-        LayerData
-        """
+    def from_logits(
+        cls, logits: Any, values: Any, mask: Any = None, temperature: float = 1.0, *, dtype=F64
+    ) -> LayerData:
+        """A layer whose weights are the softmax (in ``dtype``) of ``logits / temperature`` (``T > 0``) over the
+        visible positions. ``logits`` ``(H, L, L)`` or ``(L, L)``: ``-inf`` marks a masked position, finite at every
+        visible one; ``mask`` (``True`` = visible) masks further positions; ``values`` and ``dtype`` as for
+        :class:`LayerData`."""
         T = check_positive("temperature", temperature)
-        x = as_real_tensor(logits, "logits").to(F64)
+        x = as_real_tensor(logits, "logits").to(check_dtype(dtype))
         if x.dim() == 2:
             x = x.unsqueeze(0)
         visible = x != -math.inf
@@ -218,14 +200,12 @@ class LayerData:
             masked = x if mask is None else x.masked_fill(~visible, -math.inf)
             alpha = torch.softmax(masked if T == 1.0 else masked / T, dim=-1)
             if bool(torch.isfinite(alpha).all()):
-                return cls(alpha, values, mask=layer_mask, _trusted=True)
+                return cls(alpha, values, mask=layer_mask, dtype=dtype, _trusted=True)
         if not bool(torch.isfinite(x[visible]).all()):
             raise ValueError("logits must be finite at visible positions (-inf marks a masked position)")
-        zero = torch.zeros((), dtype=F64, device=x.device)
-        alpha = _nz.softmax(torch.where(visible, x, zero), T, dim=-1, mask=visible)
-        return cls(alpha, values, mask=layer_mask)
+        alpha = _nz.softmax(torch.where(visible, x, torch.zeros((), dtype=x.dtype, device=x.device)), T, -1, visible)
+        return cls(alpha, values, mask=layer_mask, dtype=dtype)
 
-    # -- cached pieces ------------------------------------------------------------------------------------
     @property
     def gram(self) -> torch.Tensor:
         """Gram matrix ``(H, L, L)``: ``G[h, i, j] = x_i . x_j`` (computed on first use)."""
@@ -242,19 +222,12 @@ class LayerData:
     @property
     def kernels_apply(self) -> bool:
         """Whether an accelerated implementation (:mod:`attn_lib.metrics._engine`) may run on this layer: CPU
-        tensors and prefix masks."""
-        return self.device.type == "cpu" and self.prefix
+        float64 tensors and prefix masks."""
+        return self.device.type == "cpu" and self.dtype == F64 and self.prefix
 
     def zdot(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """The products with the weighted sum ``z = sum_i a_i`` of each row (cached).
-
-        Returns
-        -------
-        zv : torch.Tensor
-            ``(H, L, L)``: ``z_r . x_i`` for row ``r``, column ``i``.
-        zz : torch.Tensor
-            ``(H, L)``: ``||z_r||^2``.
-        """
+        """``(z_r . x_i, ||z_r||^2)``, ``(H, L, L)`` and ``(H, L)``, with ``z_r = sum_i a_i`` the weighted sum of row
+        ``r`` (cached)."""
         if self._zdot is None:
             with large_ops():  # whole-layer products
                 z = self.alpha @ self.values  # (H, L, d)
@@ -263,19 +236,9 @@ class LayerData:
         return self._zdot
 
     def order(self, n: int) -> torch.Tensor:
-        """The ``n`` largest visible weights of every row, largest first, ties to the lower index (cached).
-
-        Parameters
-        ----------
-        n : int
-            How many (``>= 1``; more than ``L`` gives ``L``).
-
-        Returns
-        -------
-        torch.Tensor
-            ``(H, L, min(n, L))`` int64 column indices. Positions past a row's visible count are filled by masked
-            positions (lowest index first); they are never used by a valid row.
-        """
+        """The columns of the ``n >= 1`` largest visible weights of every row, largest first, ties to the lower index
+        (cached): ``(H, L, min(n, L))`` int64. Positions past a row's visible count are filled by masked positions
+        (lowest index first); they are never used by a valid row."""
         n = min(check_n(n, "n"), self.L)
         if self._order is None or self._order.shape[-1] < n:
             n_keep = max(n, min(self.L, 8))
@@ -292,65 +255,37 @@ class LayerData:
     def blocks(
         self, rows: torch.Tensor | None = None, per_row: int = 1, elems: int | None = None
     ) -> Iterator[tuple[torch.Tensor, int]]:
-        """Split rows into blocks of bounded size for the torch code paths.
-
-        Parameters
-        ----------
-        rows : torch.Tensor, optional
-            ``(R,)`` sorted row indices; default all ``L`` rows.
-        per_row : int
-            Work arrays per element (divides the budget).
-        elems : int, optional
-            Budget of ``H x rows x W`` elements per array; default
-            ``attn_lib.metrics.settings.block_elems``.
-
-        Yields
-        ------
-        rows_block : torch.Tensor
-            Sorted row indices of the block.
-        width : int
-            Columns they can see: ``W``, the widest row of the block (so causal blocks are near-triangular and stay
-            in cache).
-        """
+        """Split the sorted row indices ``rows`` ``(R,)`` (default all ``L``) into blocks of bounded size for the
+        torch code: yields ``(rows_block, width)``, ``width`` the columns the widest row of the block sees (so causal
+        blocks are near-triangular and stay in cache), with ``H x rows x width`` at most ``elems`` (default
+        ``settings.block_elems``) divided by ``per_row``, the work arrays per element."""
         if elems is None:
             elems = _engine.settings.block_elems
         if rows is None:
             rows = torch.arange(self.L, device=self.device)
-        last_any_head = self.last.amax(0)  # (L,)
-        n_rows = rows.numel()
-        if n_rows == 0:
-            return
-        # widest row so far (prefix max): a block [i, j) has width W(j-1) <= widest[j-1] + 1
-        widest = torch.cummax(last_any_head[rows], 0).values.tolist()
-        budget = max(1, elems // max(1, self.H * per_row))  # rows * width per block
-        start = 0
-        while start < n_rows:
-            stop = start + 1  # grow the block while (rows in block) * (its widest row) stays within the budget
-            while stop < n_rows and (stop + 1 - start) * (widest[stop] + 1) <= budget:
-                stop += 1
-            rows_block = rows[start:stop]
-            width = int(last_any_head[rows_block].max()) + 1
-            yield rows_block, max(width, 1)
-            start = stop
+        budget = max(1, elems // max(1, self.H * per_row))
+        for start, stop, width in row_blocks(self.last.amax(0)[rows].tolist(), budget):
+            yield rows[start:stop], width
+
+
+def row_blocks(last: list[int], budget: int) -> Iterator[tuple[int, int, int]]:
+    """Consecutive blocks ``(start, stop, width)`` of the rows whose last visible columns are ``last`` (-1: none):
+    each grows while its rows x (the widest row so far + 1) stay within ``budget`` (at least one row); ``width`` is
+    its widest row + 1 (at least 1)."""
+    widest = list(itertools.accumulate(last, max))
+    start = 0
+    while start < len(last):
+        stop = start + 1
+        while stop < len(last) and (stop + 1 - start) * (widest[stop] + 1) <= budget:
+            stop += 1
+        yield start, stop, max(1, max(last[start:stop]) + 1)
+        start = stop
 
 
 def as_layer(layer_or_weights: Any, values: Any = None, mask: Any = None) -> LayerData:
-    """The :class:`LayerData` a metric works on.
-
-    Parameters
-    ----------
-    layer_or_weights : LayerData or tensor
-        A layer (then ``values`` and ``mask`` must be ``None``), or raw weights ``(H, L, L)``.
-    values : tensor, shape (H, L, d), optional
-        Required with raw weights.
-    mask : bool tensor, optional
-        With raw weights; default causal.
-
-    Returns
-    -------
-    LayerData
-        ``layer_or_weights`` itself, or a new layer.
-    """
+    """The :class:`LayerData` a metric works on: ``layer_or_weights`` itself if it is one (then ``values`` and
+    ``mask`` must be ``None``), else a new float64 layer of the raw weights ``(H, L, L)``, the required ``values``
+    ``(H, L, d)`` and ``mask`` (default causal)."""
     if isinstance(layer_or_weights, LayerData):
         if values is not None or mask is not None:
             raise ValueError("values and mask must be None when a LayerData is given")
@@ -366,26 +301,14 @@ def top_n_order(alpha: torch.Tensor, n: int, mask: torch.Tensor | None = None) -
 
     Uses ``torch.topk`` and repairs ties: inside the selection by a stable re-sort, at the selection boundary by
     a full stable sort of the few affected rows. The definition of the order: :meth:`LayerData.order`'s accelerated
-    sort (``"top_n_order"`` of :mod:`attn_lib.accel`) is held to it by ``tests/test_accel.py``.
-
-    Parameters
-    ----------
-    alpha : torch.Tensor
-        ``(..., L)`` weights.
-    n : int
-        How many (more than ``L`` gives ``L``).
-    mask : torch.Tensor, optional
-        Bool, broadcastable to ``alpha``; ``True`` = visible.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(..., min(n, L))`` int64 indices.
+    sort (``"top_n_order"`` of :mod:`attn_lib.accel`) is held to it by ``tests/test_accel.py``. ``alpha``
+    ``(..., L)`` weights, ``mask`` bool broadcastable to it (``True`` = visible); returns ``(..., min(n, L))``
+    int64 indices.
     """
     L = alpha.shape[-1]
     n = min(n, L)
-    cols = torch.arange(L, device=alpha.device, dtype=F64)
-    key = alpha.to(F64)
+    key = alpha if alpha.is_floating_point() else alpha.to(F64)
+    cols = torch.arange(L, device=alpha.device, dtype=key.dtype)
     if mask is not None:
         key = torch.where(mask, key, -1.0 - cols / (L + 1))  # distinct, decreasing with index
     vals, idx = torch.topk(key, n, dim=-1, largest=True, sorted=True)
@@ -405,24 +328,8 @@ def top_n_order(alpha: torch.Tensor, n: int, mask: torch.Tensor | None = None) -
 
 
 def masked_mean(x: torch.Tensor | np.ndarray, valid: Any, dim: int = -1) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean of ``x`` over ``dim`` counting only ``valid`` entries.
-
-    Parameters
-    ----------
-    x : tensor or array
-        Any shape.
-    valid : bool tensor or array
-        Broadcastable to ``x``.
-    dim : int
-        The axis to average over.
-
-    Returns
-    -------
-    mean : torch.Tensor
-        ``x``'s shape without ``dim``; 0 where the count is 0 (check ``count``).
-    count : torch.Tensor
-        Same shape, the number of valid entries.
-    """
+    """``(mean, count)``: the mean of ``x`` over ``dim`` counting only the ``valid`` entries (bool, broadcastable
+    to ``x``; 0 where ``count``, the number of valid entries, is 0), each of ``x``'s shape without ``dim``."""
     xt = torch.as_tensor(x)
     vt = torch.broadcast_to(torch.as_tensor(valid).to(torch.bool), xt.shape)
     count = vt.sum(dim)

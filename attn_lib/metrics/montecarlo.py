@@ -1,16 +1,14 @@
 r"""Monte-Carlo :math:`\mathbb E[\tilde d]` under uniformly random ``N``-subsets (Eq. 8), the ground truth that E1
 and E2 approximate. Reading the paper, §Expectation forms.
 
-:func:`expected_distance_mc` (one ``N``) checks its input and runs :func:`_mc_torch`, the definition, or on CPU
-the accelerated ``"expected_distance_mc"`` (the compiled ``mc_prefix`` of :mod:`attn_lib.accel`, on the subsets of
-:func:`_mc_subsets`, held to it by ``tests/test_accel.py``); both draw the same subsets.
-
-:func:`expected_distance_mc_scan` (every ``N`` of a range at once, for the critical-N scan, Reading the paper,
-§The critical N) draws ``K`` random orders of each row's visible tokens (:func:`mc_permutations`) and takes the
-prefixes of length ``N`` as the subsets: adding one token to a subset updates ``s . x_i`` and ``||s||^2`` from one
-row of the Gram matrix, so all ``N`` cost ``O(K t^2)`` per row instead of ``O(K t d)`` for each ``N``. It runs
-:func:`_mc_scan_torch`, the definition, or the accelerated ``"expected_distance_mc_scan"`` (the compiled
-``mc_scan_prefix``), on the same orders. With the same ``seed``, rows, ``n_samples`` and a row set ending at the layer's last row, the prefix
+:func:`expected_distance_mc_scan` (every ``N`` of a range, for the critical-N scan, §The critical N) takes the
+``N``-prefixes of ``K`` random orders of each row's visible tokens (:func:`mc_permutations`) as the subsets: adding
+one token updates ``s . x_i`` and ``||s||^2`` from one row of the Gram matrix, so all ``N`` cost ``O(K t^2)`` per
+row instead of ``O(K t d)`` for each. Its torch definition is :func:`_mc_scan_torch`; the accelerated
+``"expected_distance_mc_scan"`` (``mc_scan_prefix`` of :mod:`attn_lib.accel`, held to it by ``tests/test_accel.py``)
+runs on the same orders. :func:`expected_distance_mc` (one ``N``) runs the same torch code on orders that start with
+its subsets (:func:`_draw_subsets`), or the accelerated ``"expected_distance_mc"`` (``mc_prefix``) on the same
+subsets. With the same ``seed``, rows, ``n_samples`` and a row set ending at the layer's last row, the scan's prefix
 of length ``N`` is exactly the subset :func:`expected_distance_mc` draws at that ``N``.
 
 Variance reduction
@@ -20,18 +18,17 @@ With ``control_variate=True`` each sample is :math:`Y = \tilde d - C + \mathbb E
 :math:`C = \sum_{i\notin I} w_i Q_i`, :math:`Q_i = \|\alpha_i x_i - s\|^2` is the square under the root of
 d~'s term ``i`` and :math:`w_i = 1/(2\sqrt{m_i})`, :math:`m_i = \mathbb E[Q_i \mid i\notin I]` (exact for
 sampling without replacement, from the Gram matrix; :math:`\mathbb E[C] = \frac{t-N}{t}\sum_i w_i m_i`).
-:math:`C` is the first-order Taylor expansion of d~ around the second moments, so ``Y`` has the expectation of
-d~ (for any fixed weights) and, where the linearisation holds, a smaller variance; ``stderr`` is then the standard error of ``Y``'s mean.
-Extra cost ``O(t^2 + n t)`` per row, independent of ``K``. It pays where the squares vary little around
-their means; on a row with a dominant token (an attention sink) ``Q_i`` jumps with that token's membership,
-the Taylor weights overshoot, and the variance can be larger than the plain mean's (the history of ``benchmarks/README.md``).
+:math:`C` is the first-order Taylor expansion of d~ around the second moments, so ``Y`` has d~'s expectation and,
+where the linearisation holds, a smaller variance (``stderr`` is then ``Y``'s). Extra cost ``O(t^2 + n t)`` per
+row, independent of ``K``. On a row with a dominant token (an attention sink) ``Q_i`` jumps with that token's
+membership, the Taylor weights overshoot, and the variance can be larger than the plain mean's.
 
 With ``stratify=True`` each row is stratified on its largest weight ``j*`` (per head; ties to the lower index):
 sample ``k`` is a pair of independent orders, one with ``j*`` first (its ``N``-prefix: ``j*`` and a uniform
 ``(N-1)``-subset of the others), one with ``j*`` last among the visible tokens (a uniform ``N``-subset without
-``j*``), combined with the weights ``N/t`` and ``1 - N/t``. Unbiased by construction; twice the orders of the
-plain scan, and less variance on rows with an attention sink. ``stderr`` is then
-``sqrt((N/t)^2 se_in^2 + (1 - N/t)^2 se_out^2)``. Both options can be combined.
+``j*``), combined with the weights ``N/t`` and ``1 - N/t``: unbiased, twice the orders of the plain scan, and less
+variance on rows with an attention sink; ``stderr = sqrt((N/t)^2 se_in^2 + (1 - N/t)^2 se_out^2)``. Both options
+can be combined.
 """
 
 from __future__ import annotations
@@ -43,12 +40,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validation import check_int, check_seed, check_size
+from .._validation import check_seed, check_size
 from . import _engine
 from ._engine import F64, choose, coarse_threads
-from .layer import LayerData, as_layer, check_n, check_rows
+from .layer import LayerData, as_layer, check_n, check_n_range, check_rows
 
-__all__ = ["MCRows", "MCScanRows", "expected_distance_mc", "expected_distance_mc_scan", "mc_permutations"]
+__all__ = ["expected_distance_mc", "expected_distance_mc_scan"]
 
 
 @dataclass
@@ -62,7 +59,7 @@ class MCRows:
     rows : torch.Tensor
         ``(R,)`` int64, the rows, ascending.
     mean, stderr : torch.Tensor
-        ``(H, R)`` float64: the estimate and its standard error (0 where not valid).
+        ``(H, R)``: the estimate and its standard error (0 where not valid).
     valid : torch.Tensor
         ``(H, R)`` bool: ``t >= N + 1``.
     """
@@ -83,111 +80,65 @@ def expected_distance_mc(
     For each requested row, ``n_samples`` uniform ``N``-subsets of its visible tokens are drawn from a CPU
     generator seeded with ``seed`` (random keys, smallest ``N`` -- the same construction as
     :func:`attn_lib.theory.expected_distance_mc`). One ``rand(R, K, L)`` draw serves all requested rows, so the
-    subsets depend on ``seed``, the requested rows (their number and order), ``t``, ``N``, ``K`` and ``L``: the same call
-    draws the same subsets, and a row asked for together with other rows may get other subsets than alone. They are
-    shared by all heads (each head's estimate is a valid Monte-Carlo estimate). Cost per row: ``O(K t d)`` by BLAS.
+    subsets depend on ``seed``, the requested rows (their number and order), ``t``, ``N``, ``K`` and ``L``: the same
+    call draws the same subsets, and a row asked for together with other rows may get other subsets than alone. They
+    are shared by all heads (each head's estimate is a valid Monte-Carlo estimate). Cost per row: ``O(K t N)``.
 
     Parameters
     ----------
     layer, values, mask
-        The layer, as :func:`~attn_lib.metrics.layer.as_layer` takes it (a ``LayerData``, or raw weights and values).
-        Every head must have the same mask.
-    N : int
-        Subset size, ``>= 1``.
+        The layer (:func:`~attn_lib.metrics.layer.as_layer`); every head must have the same mask.
+    N, n_samples, seed : int
+        Subset size ``N >= 1``, subsets per row ``K >= 1``, and their seed ``>= 0``.
     rows : sequence of int or tensor, optional
         Rows to estimate (integers in ``[0, L - 1]``; may be empty); default all rows.
-    n_samples : int
-        Subsets per row ``K``, ``>= 1``.
-    seed : int
-        Seed of the subsets, ``>= 0``.
     engine : {"auto", "numba", "torch"}
-        ``"numba"`` (CPU, prefix masks: the accelerator, the compiled ``mc_prefix`` of :mod:`attn_lib.accel`,
-        ``O(K t min(N, d))`` per row, same subsets, float64), ``"torch"`` (any device or mask), ``"auto"`` (the
-        accelerator where it applies).
+        As everywhere in :mod:`attn_lib.metrics`; the accelerator (``mc_prefix``, ``O(K t min(N, d))`` per row)
+        uses the same subsets.
 
-    Returns
-    -------
-    MCRows
-        ``mean``, ``stderr`` and ``valid`` of shape ``(H, R)``.
+    Returns :class:`MCRows`: ``mean``, ``stderr`` and ``valid`` of shape ``(H, R)``.
     """
     ld = as_layer(layer, values, mask)
     N = check_n(N)
-    seed = check_seed("seed", seed)
-    rows = torch.arange(ld.L) if rows is None else check_rows(rows, ld.L)
-    # (rows, samples, L) random keys
-    n_samples = check_size("n_samples", n_samples, per_item=max(1, int(rows.numel())) * ld.L)
-    if ld.mask.shape[0] != 1 and not bool((ld.mask == ld.mask[:1]).all()):
-        raise ValueError("expected_distance_mc needs the same mask for every head")
+    rows, n_samples, seed = _check_mc_args(ld, rows, n_samples, seed, "expected_distance_mc")
     valid = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, rows.to(ld.device)] >= N + 1
     impl = choose("expected_distance_mc", engine, ld.kernels_apply)
     if impl is not None and rows.numel() and N < ld.L:
         # the subsets depend only on (seed, rows, t, N, K, L): drawn once, shared by every layer
-        counts = ld.t[0, rows]
-        mean, stderr = impl(
-            ld, rows, _mc_subsets(seed, tuple(rows.tolist()), tuple(counts.tolist()), ld.L, N, n_samples)
-        )
+        subsets = _mc_subsets(seed, tuple(rows.tolist()), tuple(ld.t[0, rows].tolist()), ld.L, N, n_samples)
+        mean, stderr = impl(ld, rows, subsets)
     else:
-        mean, stderr = _mc_torch(ld, N, rows, n_samples, seed)
-    zero = torch.zeros((), dtype=F64, device=ld.device)
+        # the same estimate as the scan's at n_min = n_max = N, whose orders start with these subsets
+        subsets = _draw_subsets(seed, ld.mask[0][rows.to(ld.device)].cpu(), N, n_samples)
+        mean, stderr = (x[..., 0] for x in _mc_scan_torch(ld, N, N, rows, subsets))
+    zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
     return MCRows(
         N=N, rows=rows, mean=torch.where(valid, mean, zero), stderr=torch.where(valid, stderr, zero), valid=valid
     )
 
 
-def _mc_torch(
-    ld: LayerData, N: int, rows: torch.Tensor, n_samples: int, seed: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(mean, stderr)`` ``(H, R)`` by float64 tensor code, a block of rows at a time: the ``s`` of every subset by
-    one BLAS product, then ``d~ = sum over the visible non-selected tokens of ||a_i - s||``."""
-    H, L, n_rows, K = ld.H, ld.L, rows.numel(), n_samples
-    mean = torch.zeros(H, n_rows, dtype=F64, device=ld.device)
-    stderr = torch.zeros(H, n_rows, dtype=F64, device=ld.device)
+def _draw_subsets(seed: int, visible: torch.Tensor, N: int, K: int) -> torch.Tensor:
+    """``K`` uniform ``N``-subsets of the visible columns of each row of ``visible`` ``(R, L)`` (CPU), ``(R, K,
+    min(N, L))``: the ``N`` smallest :func:`_keys`. Rows too short for a subset (``t < N + 1``, not valid) get masked
+    indices, which are never read."""
+    return torch.topk(_keys(seed, visible, K), min(N, visible.shape[1]), dim=-1, largest=False).indices
+
+
+def _keys(seed: int, visible: torch.Tensor, K: int) -> torch.Tensor:
+    """``K`` random keys per visible column of each row of ``visible`` ``(R, W)``: one ``rand(R, K, W)`` from a CPU
+    generator seeded with ``seed``, key 2 at masked columns."""
     gen = torch.Generator(device="cpu").manual_seed(seed)
-    keys_all = torch.rand(n_rows, K, L, generator=gen, dtype=F64)  # one draw per (row, sample, position)
-    zero = torch.zeros((), dtype=F64, device=ld.device)
-    per_block = max(1, _engine.settings.block_elems // max(1, H * K * L))
-    for first in range(0, n_rows, per_block):
-        rows_block = rows[first : first + per_block].to(ld.device)
-        B = rows_block.numel()
-        width = int(ld.last.amax(0)[rows_block].max()) + 1
-        visible = ld.mask[0][rows_block, :width]  # (B, W)
-        keys = keys_all[first : first + B, :, :width].to(ld.device)
-        keys = torch.where(visible.unsqueeze(1), keys, torch.tensor(2.0, dtype=F64, device=ld.device))
-        n_take = min(N, width)
-        subsets = torch.topk(keys, n_take, dim=-1, largest=False).indices  # (B, K, N)
-        alpha = ld.alpha[:, rows_block, :width]  # (H, B, W)
-        subset_idx = subsets.unsqueeze(0).expand(H, B, K, n_take)
-        subset_alpha = alpha.unsqueeze(2).expand(H, B, K, width).gather(-1, subset_idx)  # (H, B, K, n)
-        weights = torch.zeros(H, B, K, width, dtype=F64, device=ld.device).scatter_(-1, subset_idx, subset_alpha)
-        s = torch.bmm(weights.view(H, B * K, width), ld.values[:, :width])  # (H, B K, d)
-        del weights
-        s_dot_x = torch.bmm(s, ld.values[:, :width].transpose(1, 2)).view(H, B, K, width)
-        s_sq = (s * s).sum(-1).view(H, B, K, 1)
-        alpha_k = alpha.unsqueeze(2)
-        dist = torch.addcmul(s_sq, alpha_k * ld.gdiag[:, None, None, :width] - 2 * s_dot_x, alpha_k)
-        dist = dist.clamp_(min=0).sqrt_()  # ||a_i - s||
-        # d~ = sum over visible non-selected = sum over visible - sum over the selected
-        d_tilde = torch.where(visible.view(1, B, 1, width), dist, zero).sum(-1) - dist.gather(-1, subset_idx).sum(-1)
-        mean[:, first : first + B] = d_tilde.mean(-1)
-        stderr[:, first : first + B] = d_tilde.std(-1) / math.sqrt(K) if K > 1 else math.inf
-    return mean, stderr
+    keys = torch.rand(visible.shape[0], K, visible.shape[1], generator=gen, dtype=F64)
+    return keys.masked_fill_(~visible.unsqueeze(1), 2.0)
 
 
 @functools.lru_cache(maxsize=8)
 def _mc_subsets(seed: int, rows: tuple, t: tuple, L: int, N: int, K: int) -> torch.Tensor:
-    """The ``K`` uniform ``N``-subsets of each row's visible prefix ``0..t-1``, ``(R, K, N)`` -- the same draws as
-    :func:`_mc_torch` (keys from one seeded ``rand(R, K, L)``, the ``N`` smallest visible ones). Rows too short for
-    a subset (``t < N + 1``, invalid) get masked indices, which are never read."""
-    gen = torch.Generator(device="cpu").manual_seed(seed)
-    keys = torch.rand(len(rows), K, L, generator=gen, dtype=F64)
-    counts = torch.as_tensor(t).view(-1, 1, 1)
-    keys.masked_fill_(torch.arange(L).view(1, 1, L) >= counts, 2.0)
-    return torch.topk(keys, N, dim=-1, largest=False).indices
+    """The subsets of :func:`_draw_subsets` for rows that see the prefixes ``0..t-1`` (cached for the accelerator:
+    they depend only on the arguments, and a pass reuses them for every layer)."""
+    return _draw_subsets(seed, torch.arange(L).view(1, L) < torch.as_tensor(t).view(-1, 1), N, K)
 
 
-# ----------------------------------------------------------------------------------------------------------
-# every N at once: prefixes of random orders
-# ----------------------------------------------------------------------------------------------------------
 @dataclass
 class MCScanRows:
     """Monte-Carlo ``E[d~]`` of :func:`expected_distance_mc_scan` for every ``N`` of a range, on a subset of rows.
@@ -199,7 +150,7 @@ class MCScanRows:
     rows : torch.Tensor
         ``(R,)`` int64, the rows, ascending.
     mean, stderr : torch.Tensor
-        ``(H, R, n)`` float64: the estimate and its standard error ``std / sqrt(K)`` over the ``K`` samples (0 where
+        ``(H, R, n)``: the estimate and its standard error ``std / sqrt(K)`` over the ``K`` samples (0 where
         not valid; ``inf`` for ``K = 1``).
     valid : torch.Tensor
         ``(H, R, n)`` bool: ``t >= N + 1``.
@@ -245,39 +196,29 @@ def expected_distance_mc_scan(
 
     Parameters
     ----------
-    layer, values, mask
-        The layer, as :func:`~attn_lib.metrics.layer.as_layer` takes it (a ``LayerData``, or raw weights and values).
-        Every head must have the same mask.
-    n_max : int
-        Largest ``N``, in ``[n_min, L - 1]`` (no row is valid beyond ``L - 1``).
-    n_min : int
-        Smallest ``N``, ``>= 1``.
-    rows : sequence of int or tensor, optional
-        Rows to estimate (integers in ``[0, L - 1]``; may be empty); default all rows.
-    n_samples : int
-        Random orders per row ``K``, ``>= 1``.
-    seed : int
-        Seed of the orders, in the generator's range (``0 <= seed < 2**64``).
+    layer, values, mask, rows, engine
+        As for :func:`expected_distance_mc`.
+    n_max, n_min : int
+        The range of ``N``, ``1 <= n_min <= n_max <= L - 1`` (no row is valid beyond ``L - 1``).
+    n_samples, seed : int
+        Random orders per row ``K >= 1``, and their seed (``0 <= seed < 2**64``).
     engine : {"auto", "numba", "torch"}
-        ``"numba"`` (CPU, prefix masks: the accelerator, the compiled ``mc_scan_prefix`` of :mod:`attn_lib.accel`,
-        float64 state, square roots in float32 as in the critical-N scan: relative error below ``1.2e-7``),
-        ``"torch"`` (any device or mask, float64 throughout), ``"auto"`` (the accelerator where it applies). Both
-        use the same orders.
+        As everywhere in :mod:`attn_lib.metrics`; the accelerator (``mc_scan_prefix``) uses the same orders, a
+        float64 state and square roots in float32 as in the critical-N scan (relative error below ``1.2e-7``).
     control_variate : bool
         Subtract the control variate from every sample (module doc; default ``False``: the plain mean).
     stratify : bool
         Stratify on each head's largest weight (module doc, §Variance reduction): ``K`` pairs of orders, twice
         the work of the plain scan.
 
-    Returns
-    -------
-    MCScanRows
-        ``mean``, ``stderr`` and ``valid`` of shape ``(H, R, n_max - n_min + 1)``.
+    Returns :class:`MCScanRows`: ``mean``, ``stderr`` and ``valid`` of shape ``(H, R, n_max - n_min + 1)``.
     """
     ld = as_layer(layer, values, mask)
-    n_min, n_max, rows, n_samples, seed = _check_scan_args(
-        ld, n_min, n_max, rows, n_samples, seed, control_variate=control_variate, stratify=stratify
-    )
+    n_min, n_max = check_n_range(ld.L, n_min, n_max)
+    rows, n_samples, seed = _check_mc_args(ld, rows, n_samples, seed, "expected_distance_mc_scan")
+    for name, flag in (("control_variate", control_variate), ("stratify", stratify)):
+        if not isinstance(flag, bool):
+            raise ValueError(f"{name} must be True or False (got {flag!r})")
     n_values = torch.arange(n_min, n_max + 1, device=ld.device)
     valid = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, rows.to(ld.device), None] >= n_values.view(1, 1, -1) + 1
     impl = choose("expected_distance_mc_scan", engine, ld.kernels_apply)
@@ -289,7 +230,7 @@ def expected_distance_mc_scan(
     else:
         perm = mc_permutations(visible, n_samples, seed)
         mean, stderr = (impl or _mc_scan_torch)(ld, n_min, n_max, rows, perm, control_variate)
-    zero = torch.zeros((), dtype=F64, device=ld.device)
+    zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
     return MCScanRows(
         n_values=np.arange(n_min, n_max + 1),
         rows=rows,
@@ -302,23 +243,16 @@ def expected_distance_mc_scan(
     )
 
 
-def _check_scan_args(ld: LayerData, n_min, n_max, rows, n_samples, seed, **flags) -> tuple:
-    """The checked ``(n_min, n_max, rows, n_samples, seed)`` of :func:`expected_distance_mc_scan`; its boolean
-    ``flags`` and the one mask for every head are checked too."""
-    n_min = check_n(n_min, "n_min")
-    # N = L - 1 is the largest N with a valid row (t >= N + 1)
-    n_min = check_int("n_min", n_min, low=1, high=max(1, ld.L - 1))
-    n_max = check_int("n_max", n_max, low=n_min, high=max(n_min, ld.L - 1))
+def _check_mc_args(ld: LayerData, rows, n_samples, seed, caller: str) -> tuple[torch.Tensor, int, int]:
+    """The checked ``(rows, n_samples, seed)`` of a Monte-Carlo estimate (``rows`` ascending, on the CPU); the one
+    mask for every head is checked too."""
     seed = check_seed("seed", seed)
     rows = torch.arange(ld.L) if rows is None else check_rows(rows, ld.L)
     # (rows, samples, L) random keys
     n_samples = check_size("n_samples", n_samples, per_item=max(1, int(rows.numel())) * ld.L)
     if ld.mask.shape[0] != 1 and not bool((ld.mask == ld.mask[:1]).all()):
-        raise ValueError("expected_distance_mc_scan needs the same mask for every head")
-    for name, flag in flags.items():
-        if not isinstance(flag, bool):
-            raise ValueError(f"{name} must be True or False (got {flag!r})")
-    return n_min, n_max, rows, n_samples, seed
+        raise ValueError(f"{caller} needs the same mask for every head")
+    return rows, n_samples, seed
 
 
 def mc_permutations(visible, n_samples: int, seed: int) -> torch.Tensor:
@@ -328,21 +262,9 @@ def mc_permutations(visible, n_samples: int, seed: int) -> torch.Tensor:
     rows, plus one) gives every (row, sample, column) a key; masked columns get the key 2; each order sorts the
     keys (stably). These are the keys :func:`expected_distance_mc` draws when ``W`` is the layer's length, so the
     first ``N`` tokens of an order are the subset it draws at ``N``. Cached (the orders depend only on the
-    arguments, and a pass reuses them for every layer).
-
-    Parameters
-    ----------
-    visible : bool tensor
-        ``(R, L)``: the visible columns of each row (``True`` = visible), on the CPU.
-    n_samples : int
-        ``K``.
-    seed : int
-        The generator's seed.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(R, K, W)`` int64: row ``i``'s ``k``-th order; its first ``t_i`` entries are its visible columns.
+    arguments, and a pass reuses them for every layer). ``visible``: ``(R, L)`` bool on the CPU, ``True`` =
+    visible; ``n_samples``: ``K``. Returns ``(R, K, W)`` int64: row ``i``'s ``k``-th order, its first ``t_i``
+    entries its visible columns.
     """
     visible = visible.to(torch.bool).cpu()
     last = torch.where(visible, torch.arange(visible.shape[1]), -1).amax(-1)
@@ -353,12 +275,8 @@ def mc_permutations(visible, n_samples: int, seed: int) -> torch.Tensor:
 
 @functools.lru_cache(maxsize=4)
 def _mc_permutations_cached(visible_bytes: bytes, shape: tuple, K: int, seed: int) -> torch.Tensor:
-    R, width = shape
     visible = torch.from_numpy(np.frombuffer(visible_bytes, dtype=np.bool_).reshape(shape).copy())
-    gen = torch.Generator(device="cpu").manual_seed(seed)
-    keys = torch.rand(R, K, width, generator=gen, dtype=F64)
-    keys.masked_fill_(~visible.unsqueeze(1), 2.0)
-    return torch.argsort(keys, dim=-1, stable=True)
+    return torch.argsort(_keys(seed, visible, K), dim=-1, stable=True)
 
 
 def _move_token(perm: torch.Tensor, token: torch.Tensor, t: torch.Tensor, first: bool) -> torch.Tensor:
@@ -381,7 +299,7 @@ def _mc_scan_stratified(
     K = perm.shape[1] // 2
     dev = ld.device
     t = torch.broadcast_to(ld.t, (ld.H, ld.L))[0, rows.to(dev)].cpu()  # (R,), the same for every head
-    p = (torch.arange(n_min, n_max + 1, dtype=F64).view(1, -1) / t.to(F64).view(-1, 1)).to(dev)  # (R, n)
+    p = (torch.arange(n_min, n_max + 1, dtype=F64).view(1, -1) / t.to(F64).view(-1, 1)).to(ld.dtype).to(dev)  # (R, n)
     top = ld.alpha[:, rows.to(dev)].argmax(-1).cpu()  # (H, R), first maximum: ties to the lower index
     if impl is not None:
         halves = [
@@ -391,7 +309,7 @@ def _mc_scan_stratified(
     else:
         per_head = []
         for h in range(ld.H):
-            head = LayerData(ld.alpha[h : h + 1], ld.values[h : h + 1], ld.mask[:1])
+            head = LayerData(ld.alpha[h : h + 1], ld.values[h : h + 1], ld.mask[:1], dtype=ld.dtype)
             per_head.append(
                 [
                     _mc_scan_torch(head, n_min, n_max, rows, _move_token(part, top[h], t, first), control_variate)
@@ -422,33 +340,34 @@ def _cv_terms(ld: LayerData, rows_block: torch.Tensor, W: int) -> tuple[torch.Te
 def _cv_weights(P, U, C, visible: torch.Tensor, N: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Weights ``w`` ``(H, B, W)`` (``1 / (2 sqrt(m_i))``, 0 where ``m_i <= 0`` or ``i`` is masked) and ``E[C]``
     ``(H, B)`` at ``N`` for rows with visible columns ``visible`` ``(B, W)``."""
-    tf = visible.sum(-1).to(F64).view(1, -1, 1)
+    tf = visible.sum(-1).to(P.dtype).view(1, -1, 1)
     q = N / (tf - 1).clamp(min=1)
-    q2 = N * (N - 1) / ((tf - 1) * (tf - 2)).clamp(min=1) if N >= 2 else torch.zeros((), dtype=F64)
+    q2 = N * (N - 1) / ((tf - 1) * (tf - 2)).clamp(min=1) if N >= 2 else torch.zeros((), dtype=P.dtype, device=P.device)
     m = P + q * U + q2 * C
-    w = torch.where((m > 0) & visible.unsqueeze(0), 0.5 / m.clamp(min=1e-300).sqrt(), torch.zeros((), dtype=F64))
+    w = torch.where(
+        (m > 0) & visible.unsqueeze(0),
+        0.5 / m.clamp(min=1e-300).sqrt(),
+        torch.zeros((), dtype=m.dtype, device=m.device),
+    )
     return w, (w * m).sum(-1) * ((tf - N) / tf).squeeze(-1)
 
 
 def _mc_scan_torch(
     ld: LayerData, n_min: int, n_max: int, rows: torch.Tensor, perm: torch.Tensor, control_variate: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(mean, stderr)`` ``(H, R, n)`` by float64 tensor code, a block of rows at a time: the state
+    """``(mean, stderr)`` ``(H, R, n)`` by tensor code, a block of rows at a time: the state
     ``K_i = alpha_i ||x_i||^2 - 2 s . x_i`` and ``||s||^2`` of every (head, row, sample), one token added per
     ``N``, ``d~ = sum over the visible tokens not yet added of sqrt(alpha_i K_i + ||s||^2)``."""
-    H, L, K = ld.H, ld.L, perm.shape[1]
-    n_count = n_max - n_min + 1
-    n_rows = rows.numel()
-    mean = torch.zeros(H, n_rows, n_count, dtype=F64, device=ld.device)
-    stderr = torch.zeros(H, n_rows, n_count, dtype=F64, device=ld.device)
+    H, L, K, n_rows = ld.H, ld.L, perm.shape[1], rows.numel()
+    mean = torch.zeros(H, n_rows, n_max - n_min + 1, dtype=ld.dtype, device=ld.device)
+    stderr = torch.zeros_like(mean)
     if n_rows == 0:
         return mean, stderr
     gram_rows = ld.gram.reshape(H * L, L)
     head_offset = (torch.arange(H, device=ld.device) * L).view(H, 1)
-    zero = torch.zeros((), dtype=F64, device=ld.device)
+    zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
     last = ld.last.amax(0)
-    width_all = int(last[rows.to(ld.device)].max()) + 1
-    per_block = max(1, _engine.settings.block_elems // max(1, H * K * width_all))
+    per_block = max(1, _engine.settings.block_elems // max(1, H * K * (int(last[rows.to(ld.device)].max()) + 1)))
     for first in range(0, n_rows, per_block):
         rows_block = rows[first : first + per_block].to(ld.device)
         B = rows_block.numel()
@@ -462,7 +381,7 @@ def _mc_scan_torch(
         alpha = ld.alpha[:, rows_block, :W]  # (H, B, W)
         alpha_k = alpha.unsqueeze(2)  # (H, B, 1, W)
         state = (alpha * ld.gdiag[:, None, :W]).unsqueeze(2).expand(H, B, K, W).clone()
-        s_sq = torch.zeros(H, B, K, 1, dtype=F64, device=ld.device)
+        s_sq = torch.zeros(H, B, K, 1, dtype=ld.dtype, device=ld.device)
         keep = visible.unsqueeze(1).expand(B, K, W).clone()  # visible and not yet added
         cv = _cv_terms(ld, rows_block, W) if control_variate else None
         for N in range(1, top + 1):

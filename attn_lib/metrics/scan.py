@@ -1,32 +1,25 @@
 r"""The critical-N scan (Algorithm 3): d~, E1 and E2 for every ``N`` in a range, incrementally. Reading the paper,
 §Critical N.
 
-Per row, adding the ``N``-th top token ``j`` updates ``c_i = s . x_i`` by ``alpha_j G_{j i}`` and
-:math:`\|s\|^2` by :math:`2\alpha_jc_j+\alpha_j^2G_{jj}`, so one step costs ``O(t)`` per row and the whole scan
-``O(H L^2 n)`` -- not ``O(H L^2 d\,n)`` as recomputing ``s`` for every ``N`` would.
-
-:func:`topn_scan` checks its input and runs :func:`_scan_torch` (row blocks, :func:`_scan_block`: the incremental
-d~ and E2 in :func:`_scan_distances`, E1 in :func:`_scan_e1`), the definition, or on CPU the accelerated
+:func:`topn_scan` checks its input and runs :func:`_scan_torch`, the definition, or on CPU the accelerated
 ``"topn_scan"`` (the fused kernel ``scan_prefix`` of :mod:`attn_lib.accel`, held to it by ``tests/test_accel.py``).
 :func:`naive_scan` is the non-incremental reference.
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from .._validation import check_int
 from . import _engine
 from ._engine import F64, choose, coarse_threads, run_blocks
 from .distance import check_p, distance_metrics, inclusion_probability
-from .layer import LayerData, as_layer, check_n, check_rows
+from .layer import LayerData, as_layer, check_n_range, check_rows
 
-__all__ = ["ScanRows", "topn_scan", "naive_scan"]
+__all__ = ["topn_scan"]
 
 _SCANNED = ("d_tilde", "e1", "e2")
 
@@ -42,7 +35,7 @@ class ScanRows:
     valid : torch.Tensor
         ``(H, L, n)`` bool: ``t >= N + 1`` (and the row requested).
     d_tilde, e1, e2 : torch.Tensor
-        ``(H, L, n)`` float64, 0 where not valid.
+        ``(H, L, n)`` in the layer's dtype, 0 where not valid.
     """
 
     n_values: np.ndarray
@@ -68,14 +61,13 @@ def topn_scan(
 
     Per row, adding the ``N``-th top token ``j`` updates ``c_i = s . x_i`` by ``alpha_j G_{j i}`` and
     :math:`\|s\|^2` by :math:`2\alpha_jc_j+\alpha_j^2G_{jj}`, so one step costs ``O(t)`` per row and the whole scan
-    ``O(H L^2 n)``. The state at ``n_min - 1`` is built directly (one BLAS product), so a scan can be continued in
-    stages. The torch code processes rows in blocks of about ``attn_lib.metrics.settings.scan_block_elems``
-    elements.
+    ``O(H L^2 n)``, not ``O(H L^2 d\,n)`` as recomputing ``s`` for every ``N`` would. The state at ``n_min - 1`` is
+    built directly (one BLAS product), so a scan can be continued in stages.
 
     Parameters
     ----------
     layer, values, mask
-        The layer, as :func:`~attn_lib.metrics.layer.as_layer` takes it (a ``LayerData``, or raw weights and values).
+        The layer (:func:`~attn_lib.metrics.layer.as_layer`).
     n_max : int
         Largest ``N``, in ``[n_min, L - 1]`` (no row is valid beyond ``L - 1``).
     n_min : int
@@ -85,32 +77,22 @@ def topn_scan(
     rows : sequence of int or tensor, optional
         Compute only these rows (integers in ``[0, L - 1]``); the others are 0 and not valid. Default: all rows.
     engine : {"auto", "numba", "torch"}
-        ``"numba"``: the accelerator (the fused compiled kernel ``scan_prefix`` of :mod:`attn_lib.accel`; CPU
-        tensors, prefix masks such as causal ones; square roots in float32, relative error below ``1.2e-7``);
-        ``"torch"``: tensor code (any device and mask, float64 throughout); ``"auto"`` (default): numba where it
-        applies.
+        As everywhere in :mod:`attn_lib.metrics`; the accelerator (``scan_prefix``) takes its square roots in
+        float32 (relative error below ``1.2e-7``), the torch code keeps the layer's dtype throughout.
 
-    Returns
-    -------
-    ScanRows
-        ``d_tilde``, ``e1``, ``e2`` and ``valid`` of shape ``(H, L, n_max - n_min + 1)``.
+    Returns :class:`ScanRows`: ``d_tilde``, ``e1``, ``e2`` and ``valid`` of shape ``(H, L, n_max - n_min + 1)``.
     """
     ld = as_layer(layer, values, mask)
-    n_min = check_n(n_min, "n_min")
-    # N = L - 1 is the largest N with a valid row (t >= N + 1): a larger n_max only allocates (H, L, n_max) zeros
-    n_min = check_int("n_min", n_min, low=1, high=max(1, ld.L - 1))
-    n_max = check_int("n_max", n_max, low=n_min, high=max(n_min, ld.L - 1))
+    n_min, n_max = check_n_range(ld.L, n_min, n_max)
     p = check_p(p)
     impl = choose("topn_scan", engine, ld.kernels_apply)
     if rows is not None:
         rows = check_rows(rows, ld.L).to(ld.device)
     counts = torch.broadcast_to(ld.t, (ld.H, ld.L))
     n_values = torch.arange(n_min, n_max + 1, device=ld.device)
-    valid = counts.unsqueeze(-1) >= n_values.view(1, 1, -1) + 1
-    if rows is not None:
-        requested = torch.zeros(ld.L, dtype=torch.bool, device=ld.device)
-        requested[rows] = True
-        valid = valid & requested.view(1, ld.L, 1)
+    valid = counts.unsqueeze(-1) >= n_values + 1
+    if rows is not None:  # and the row requested
+        valid &= torch.zeros(ld.L, dtype=torch.bool, device=ld.device).index_fill_(0, rows, True).view(1, ld.L, 1)
     if impl is None:
         scanned = _scan_torch(ld, n_min, n_max, p, rows, valid)
     else:  # d~, E1, E2 (H, R, n) of the requested rows (default all), zero where t < N + 1
@@ -122,87 +104,42 @@ def topn_scan(
 
 
 def naive_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None, p: Any = "L-1") -> ScanRows:
-    """Reference for :func:`topn_scan`: :func:`attn_lib.metrics.distance.distance_metrics` recomputed from scratch
-    for every ``N``.
-
-    Parameters
-    ----------
-    layer, values, n_max, n_min, mask, p
-        As for :func:`topn_scan`.
-
-    Returns
-    -------
-    ScanRows
-        Arrays of shape ``(H, L, n_max - n_min + 1)``.
-    """
+    """Reference for :func:`topn_scan` (same arguments and result): :func:`~attn_lib.metrics.distance_metrics`
+    recomputed from scratch for every ``N``."""
     ld = as_layer(layer, values, mask)
     per_n = [distance_metrics(ld, N=N, p=p, with_dmax=False) for N in range(n_min, n_max + 1)]
     stacked = {name: torch.stack([getattr(rows, name) for rows in per_n], -1) for name in ("valid",) + _SCANNED}
     return ScanRows(n_values=np.arange(n_min, n_max + 1), **stacked)
 
 
-# ----------------------------------------------------------------------------------------------------------
-# torch engine
-# ----------------------------------------------------------------------------------------------------------
 def _scan_torch(
     ld: LayerData, n_min: int, n_max: int, p: str | float, rows: torch.Tensor | None, valid: torch.Tensor
 ) -> dict:
-    """d~, E1, E2 ``(H, L, n)`` by float64 tensor code in row blocks (:func:`_scan_block`), 0 where not
-    ``valid``."""
-    H, L = ld.H, ld.L
-    order = ld.order(min(n_max, L))
-    z_dot_x, z_sq = ld.zdot()  # computed (and the Gram matrix cached) before the blocks run on worker threads
-    scanned = {name: torch.zeros(H, L, n_max - n_min + 1, dtype=F64, device=ld.device) for name in _SCANNED}
-    block = functools.partial(
-        _scan_block,
-        ld=ld,
-        n_min=n_min,
-        n_max=n_max,
-        p=p,
-        order=order,
-        z_dot_x=z_dot_x,
-        z_sq=z_sq,
-        gram_rows=ld.gram.reshape(H * L, L),
-        head_offset=(torch.arange(H, device=ld.device) * L).view(H, 1, 1),
-        scanned=scanned,
-    )
+    """d~, E1, E2 ``(H, L, n)`` by tensor code in row blocks (d~ and E2 by :func:`_scan_distances`, E1 by
+    :func:`_scan_e1`), 0 where not ``valid``."""
+    order = ld.order(min(n_max, ld.L))
+    (z_dot_x, z_sq), _ = ld.zdot(), ld.gram  # computed (and cached) before the blocks run on worker threads
+    scanned = {name: torch.zeros(ld.H, ld.L, n_max - n_min + 1, dtype=ld.dtype, device=ld.device) for name in _SCANNED}
+
+    def block(rows_block: torch.Tensor, width: int) -> None:  # the rows see at most ``width`` columns
+        alpha = ld.alpha[:, rows_block, :width]  # (H, B, W) copy; zero at masked columns
+        visible = torch.broadcast_to(ld.mask[:, rows_block, :width], alpha.shape)
+        n_masked = (~visible).sum(-1).to(ld.dtype).unsqueeze(-1)  # masked columns inside the block, (H, B, 1)
+        t_rows = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, rows_block].to(ld.dtype)
+        alpha_g = alpha * ld.gdiag[:, None, :width]  # alpha_i ||x_i||^2
+        n_values = torch.arange(n_min, n_max + 1, device=ld.device).to(ld.dtype)
+        factor = (t_rows.unsqueeze(-1) - n_values) / t_rows.clamp(min=1).unsqueeze(-1)  # (H, B, n): (t - N) / t
+        d_tilde, e2 = _scan_distances(ld, rows_block, width, alpha, alpha_g, n_masked, order, n_min, n_max)
+        scanned["d_tilde"][:, rows_block] = d_tilde
+        scanned["e2"][:, rows_block] = factor * e2
+        a_dot_z = alpha * z_dot_x[:, rows_block, :width]
+        z_sq_rows = z_sq[:, rows_block].unsqueeze(-1)
+        e1 = _scan_e1(alpha * alpha_g, a_dot_z, z_sq_rows, n_masked, t_rows, n_min, n_max, p)
+        scanned["e1"][:, rows_block] = factor * e1
+
     run_blocks(block, ld.blocks(rows=rows, per_row=3, elems=_engine.settings.scan_block_elems))
-    zero = torch.zeros((), dtype=F64, device=ld.device)
+    zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
     return {name: torch.where(valid, value, zero) for name, value in scanned.items()}
-
-
-def _scan_block(
-    rows_block: torch.Tensor,
-    width: int,
-    *,
-    ld: LayerData,
-    n_min: int,
-    n_max: int,
-    p: str | float,
-    order: torch.Tensor,
-    z_dot_x: torch.Tensor,
-    z_sq: torch.Tensor,
-    gram_rows: torch.Tensor,
-    head_offset: torch.Tensor,
-    scanned: dict,
-) -> None:
-    """Write d~, E1, E2 of the rows ``rows_block`` (which see at most ``width`` columns) into ``scanned``."""
-    alpha = ld.alpha[:, rows_block, :width]  # (H, B, W) copy; zero at masked columns
-    visible = torch.broadcast_to(ld.mask[:, rows_block, :width], alpha.shape)
-    n_masked = (~visible).sum(-1).to(F64).unsqueeze(-1)  # masked columns inside the block, (H, B, 1)
-    t_rows = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, rows_block].to(F64)
-    alpha_g = alpha * ld.gdiag[:, None, :width]  # alpha_i ||x_i||^2
-    n_values = torch.arange(n_min, n_max + 1, device=ld.device).to(F64)
-    factor = (t_rows.unsqueeze(-1) - n_values) / t_rows.clamp(min=1).unsqueeze(-1)  # (H, B, n): (t - N) / t
-    d_tilde, e2 = _scan_distances(
-        ld, rows_block, width, alpha, alpha_g, n_masked, order, n_min, n_max, gram_rows, head_offset
-    )
-    scanned["d_tilde"][:, rows_block] = d_tilde
-    scanned["e2"][:, rows_block] = factor * e2
-    a_sq = alpha * alpha_g
-    a_dot_z = alpha * z_dot_x[:, rows_block, :width]
-    e1 = _scan_e1(a_sq, a_dot_z, z_sq[:, rows_block].unsqueeze(-1), n_masked, t_rows, n_min, n_max, p)
-    scanned["e1"][:, rows_block] = factor * e1
 
 
 def _scan_distances(
@@ -215,8 +152,6 @@ def _scan_distances(
     order: torch.Tensor,
     n_min: int,
     n_max: int,
-    gram_rows: torch.Tensor,
-    head_offset: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """d~ and the E2 sum (before its factor ``(t - N)/t``) of one row block for ``N = n_min..n_max``, each
     ``(H, B, n)``, adding one top token per step.
@@ -224,6 +159,8 @@ def _scan_distances(
     State: ``K_i = alpha_i ||x_i||^2 - 2 s . x_i`` and ``||s||^2``, so that ``||a_i - s||^2 = alpha_i K_i + ||s||^2``.
     """
     H, n_rows = alpha.shape[0], alpha.shape[1]
+    gram_rows = ld.gram.reshape(H * ld.L, ld.L)
+    head_offset = (torch.arange(H, device=ld.device) * ld.L).view(H, 1, 1)
     n_ord = order.shape[-1]
     top = order[:, rows_block].clamp(max=width - 1)  # (H, B, n_ord); past a row's count only reach invalid cells
     top_alpha = alpha.gather(-1, top)  # alpha of the k-th top token (0 where masked)
@@ -232,7 +169,7 @@ def _scan_distances(
     # the state at n_min - 1, directly
     n_start = min(n_min - 1, n_ord)
     if n_start > 0:
-        start_weights = torch.zeros(H, n_rows, width, dtype=F64, device=ld.device)
+        start_weights = torch.zeros(H, n_rows, width, dtype=ld.dtype, device=ld.device)
         start_weights.scatter_(-1, top[..., :n_start], top_alpha[..., :n_start])
         s = torch.bmm(start_weights, ld.values[:, :width])  # (H, B, d)
         K = torch.baddbmm(alpha_g, s, ld.values[:, :width].transpose(1, 2), alpha=-2.0)
@@ -240,11 +177,11 @@ def _scan_distances(
         del start_weights, s
     else:
         K = alpha_g.clone()
-        s_sq = torch.zeros(H, n_rows, 1, dtype=F64, device=ld.device)
-    dist = torch.empty(H, n_rows, width, dtype=F64, device=ld.device)
-    gram_j = torch.empty(H * n_rows, width, dtype=F64, device=ld.device)
+        s_sq = torch.zeros(H, n_rows, 1, dtype=ld.dtype, device=ld.device)
+    dist = torch.empty(H, n_rows, width, dtype=ld.dtype, device=ld.device)
+    gram_j = torch.empty(H * n_rows, width, dtype=ld.dtype, device=ld.device)
     gram_cols = gram_rows[:, :width]
-    d_tilde = torch.empty(H, n_rows, n_max - n_min + 1, dtype=F64, device=ld.device)
+    d_tilde = torch.empty(H, n_rows, n_max - n_min + 1, dtype=ld.dtype, device=ld.device)
     e2 = torch.empty_like(d_tilde)
     for k, N in enumerate(range(n_min, n_max + 1)):
         if N <= n_ord:
@@ -285,12 +222,12 @@ def _scan_e1(
     H, n_rows, width = a_sq.shape
     n_count = n_max - n_min + 1
     terms = torch.stack([a_sq, a_dot_z, torch.ones_like(a_sq)], -2).view(H * n_rows, 3, width)
-    e1 = torch.empty(H, n_rows, n_count, dtype=F64, device=a_sq.device)
+    e1 = torch.empty(H, n_rows, n_count, dtype=a_sq.dtype, device=a_sq.device)
     step = max(1, min(n_count, 8))
     for first in range(0, n_count, step):
         stop = min(n_count, first + step)
         p_incl = torch.stack(
-            [inclusion_probability(p, N, t_rows) for N in range(n_min + first, n_min + stop)], -1
+            [inclusion_probability(p, N, t_rows, t_rows.dtype) for N in range(n_min + first, n_min + stop)], -1
         )  # (H, B, c)
         coef = torch.stack([(1 + p_incl) ** 2, -2 * p_incl * (1 + p_incl), p_incl * p_incl * z_sq], -1)
         roots = torch.bmm(coef.view(H * n_rows, stop - first, 3), terms).sqrt_()  # (H B, c, W)

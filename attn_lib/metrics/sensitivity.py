@@ -2,14 +2,13 @@ r"""Gradient sensitivity ``g(T, eps)`` per row (Algorithm 5): finite differences
 direction per row, for a grid of temperatures and step sizes. Reading the paper, §Gradient sensitivity.
 
 :func:`sensitivity_rows` checks its input (:func:`_sensitivity_inputs`) and runs :func:`_sensitivity_torch` (causal
-row blocks, :func:`_sensitivity_block`, all temperatures at once), the definition, or on CPU the accelerated
+row blocks, all temperatures at once), the definition, or on CPU the accelerated
 ``"sensitivity_rows"`` (the fused compiled ``sens_rows`` of :mod:`attn_lib.accel`, held to it by
 ``tests/test_accel.py``).
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -20,7 +19,7 @@ from .. import jacobian as _jac
 from .._validation import check_positive
 from . import _engine
 from ._engine import F64, choose, coarse_threads, run_blocks
-from .layer import as_real_tensor, bool_mask, check_rows
+from .layer import as_real_tensor, bool_mask, check_dtype, check_rows, row_blocks
 
 __all__ = ["sensitivity_rows"]
 
@@ -36,6 +35,7 @@ def sensitivity_rows(
     direction: torch.Tensor | None = None,
     rows: Any = None,
     engine: str = "auto",
+    dtype=F64,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     r"""Finite-difference sensitivity per row for a grid of ``T`` and ``eps``.
 
@@ -47,51 +47,43 @@ def sensitivity_rows(
     ----------
     logits : tensor or array, shape (H, L, L) or (L, L)
         Attention logits; ``-inf`` marks a masked position. Finite at every visible position.
-    temperatures : sequence of float
-        The ``T`` grid, each ``> 0``, non-empty.
-    eps_values : sequence of float
-        The ``eps`` grid, each ``> 0``, non-empty.
-    mask : bool tensor, optional
-        Further masked positions (``True`` = visible), broadcastable to ``logits``.
-    seed : int
-        Seed of the random directions.
-    direction : torch.Tensor, optional
-        The directions instead, of shape ``(H, R, L)``.
+    temperatures, eps_values : sequence of float
+        The ``T`` and ``eps`` grids, each value ``> 0``, neither empty.
+    mask, seed, direction
+        Further masked positions (bool, ``True`` = visible, broadcastable to ``logits``); the seed of the random
+        directions, or the directions ``(H, R, L)`` themselves.
     rows : sequence of int or tensor, optional
         Evaluate only these rows (the set ``R`` of Algorithm 5; integers in ``[0, L - 1]``, non-empty); the
         directions are then drawn for the ``(H, len(rows), L)`` sub-array (seeded, so they depend on ``seed`` and
         ``rows`` only). Default: all ``R = L`` rows.
     engine : {"auto", "numba", "torch"}
-        ``"numba"`` (CPU, every row seeing a prefix of the tokens: the accelerator, the fused compiled
-        ``sens_rows`` of :mod:`attn_lib.accel` with a vectorised exponential), ``"torch"`` (any device or mask) or
-        ``"auto"`` (the accelerator where it applies); float64 either way.
+        As everywhere in :mod:`attn_lib.metrics` (the accelerator: the fused ``sens_rows``).
+    dtype : torch.dtype
+        Dtype of the computation, float64 by default (float32: a difference of nearby weights loses ~3 digits at
+        ``eps = 1e-3``, see :func:`attn_lib.jacobian.sensitivity`).
 
-    Returns
-    -------
-    g : torch.Tensor
-        ``(len(temperatures), len(eps_values), H, R)`` float64, 0 where not valid.
-    valid : torch.Tensor
-        ``(H, R)`` bool: rows with at least two visible tokens.
+    Returns ``(g, valid)``: ``g`` ``(len(temperatures), len(eps_values), H, R)`` in ``dtype``, 0 where not valid;
+    ``valid`` ``(H, R)`` bool, the rows with at least two visible tokens.
     """
     x, visible, directions, temps, eps_list = _sensitivity_inputs(
-        logits, temperatures, eps_values, mask, seed, direction, rows
+        logits, temperatures, eps_values, mask, seed, direction, rows, check_dtype(dtype)
     )
     counts = visible[0].sum(-1)  # (R,)
     cols = torch.arange(x.shape[-1], device=x.device)
     prefix_rows = bool((visible == (cols.view(1, 1, -1) < counts.view(1, -1, 1))).all())
     valid = visible.sum(-1) >= 2
-    impl = choose("sensitivity_rows", engine, x.device.type == "cpu" and prefix_rows)
+    impl = choose("sensitivity_rows", engine, x.device.type == "cpu" and x.dtype == F64 and prefix_rows)
     if impl is not None:  # rows i see columns 0..counts[i]-1
         g = impl(x, directions, counts, temps, eps_list)
-        return torch.where(valid, g, torch.zeros((), dtype=F64)), valid
+        return torch.where(valid, g, torch.zeros((), dtype=x.dtype)), valid
     g = _sensitivity_torch(x, directions, visible, temps, eps_list)
-    g = torch.where(valid, g, torch.zeros((), dtype=F64, device=x.device))
+    g = torch.where(valid, g, torch.zeros((), dtype=x.dtype, device=x.device))
     return g.nan_to_num_(0.0), valid
 
 
-def _sensitivity_inputs(logits, temperatures, eps_values, mask, seed, direction, rows):
-    """Checked inputs: ``(x, visible, directions, temperatures, eps_values)`` with ``x`` the float64 logits of the
-    requested rows ``(H, R, L)``, ``visible`` its bool mask and ``directions`` the unit directions, same shape."""
+def _sensitivity_inputs(logits, temperatures, eps_values, mask, seed, direction, rows, dtype):
+    """Checked inputs: ``(x, visible, directions, temperatures, eps_values)`` with ``x`` the logits (in ``dtype``) of
+    the requested rows ``(H, R, L)``, ``visible`` its bool mask and ``directions`` the unit directions, same shape."""
     x = as_real_tensor(logits, "logits")
     if x.dim() == 2:
         x = x.unsqueeze(0)
@@ -106,81 +98,43 @@ def _sensitivity_inputs(logits, temperatures, eps_values, mask, seed, direction,
         rows = check_rows(rows, x.shape[1], allow_empty=False).to(x.device)
         x = x[:, rows]
         extra_mask = None if extra_mask is None else extra_mask[:, rows]
-    x = x.to(F64)
+    x = x.to(dtype)
     visible = x != -math.inf
     if extra_mask is not None:
         visible = visible & extra_mask
     if not bool(torch.isfinite(x[visible]).all()):
         raise ValueError("logits must be finite at visible positions")
     if direction is not None:
-        directions = as_real_tensor(direction, "direction").to(F64).to(x.device)
+        directions = as_real_tensor(direction, "direction").to(dtype).to(x.device)
         if directions.shape != x.shape:
             raise ValueError(f"direction must have shape {tuple(x.shape)} (got {tuple(directions.shape)})")
         directions = _jac.visible_unit_directions(directions, visible)
     else:
-        directions = _jac.random_directions(x.shape, visible.cpu(), seed=seed, dtype=F64, device=x.device)
+        directions = _jac.random_directions(x.shape, visible.cpu(), seed=seed, dtype=dtype, device=x.device)
     return x, visible, directions, temps, eps_list
 
 
 def _sensitivity_torch(
     x: torch.Tensor, directions: torch.Tensor, visible: torch.Tensor, temps: list, eps_list: list
 ) -> torch.Tensor:
-    """``g`` ``(nT, nE, H, R)`` by float64 tensor code in row blocks (:func:`_sensitivity_block`); rows without a
-    visible position give NaN, zeroed by the caller."""
-    H, n_rows, _L = x.shape
-    out = torch.zeros(len(temps), len(eps_list), H, n_rows, dtype=F64, device=x.device)
-    block = functools.partial(
-        _sensitivity_block,
-        x=x,
-        directions=directions,
-        visible=visible,
-        temps=torch.as_tensor(temps, dtype=F64, device=x.device).view(-1, 1, 1, 1),
-        eps_list=eps_list,
-        out=out,
-    )
-    run_blocks(block, _row_blocks(visible, len(temps)))  # disjoint rows; on worker threads inside block_parallel
+    """``g`` ``(nT, nE, H, R)`` by tensor code in row blocks, all temperatures at once:
+    ``||softmax((x + eps v)/T) - softmax(x/T)|| / eps``; rows without a visible position give NaN, zeroed by the
+    caller."""
+    H, n_rows, L = x.shape
+    out = torch.zeros(len(temps), len(eps_list), H, n_rows, dtype=x.dtype, device=x.device)
+    temps_t = torch.as_tensor(temps, dtype=x.dtype, device=x.device).view(-1, 1, 1, 1)
+
+    def block(first: int, stop: int, width: int) -> None:  # rows first..stop-1 see at most ``width`` columns
+        visible_b = visible[:, first:stop, :width]
+        x_b = torch.where(visible_b, x[:, first:stop, :width], torch.tensor(-math.inf, dtype=x.dtype, device=x.device))
+        v_b = torch.where(visible_b, directions[:, first:stop, :width], torch.zeros((), dtype=x.dtype, device=x.device))
+        # plain stable softmax (torch.softmax subtracts the row max) over all T at once
+        base = torch.softmax(x_b / temps_t, dim=-1)  # (nT, H, B, W)
+        for k, eps in enumerate(eps_list):
+            moved = torch.softmax((x_b + eps * v_b) / temps_t, dim=-1)
+            out[:, k, :, first:stop] = torch.linalg.vector_norm(moved.sub_(base), dim=-1) / eps
+
+    last = torch.where(visible, torch.arange(L, device=x.device), -1).amax(-1).amax(0).tolist()  # (R,)
+    budget = max(1, _engine.settings.block_elems // 2 // max(1, H * len(temps)))  # rows x width, all T at once
+    run_blocks(block, row_blocks(last, budget))  # disjoint rows; on worker threads inside block_parallel
     return out
-
-
-def _row_blocks(visible: torch.Tensor, n_temps: int) -> list[tuple[int, int, int]]:
-    """``(first, stop, width)`` blocks of consecutive rows of ``visible`` ``(H, R, L)``, each about
-    ``settings.block_elems / 2`` elements for all ``n_temps`` temperatures, ``width`` its widest visible column + 1."""
-    H, n_rows, L = visible.shape
-    cols = torch.arange(L, device=visible.device)
-    last = torch.where(visible, cols, -1).amax(-1).amax(0).tolist()  # (R,) widest visible column per row
-    budget = max(1, _engine.settings.block_elems // 2 // max(1, H * n_temps))  # rows x width per block (all T at once)
-    blocks = []
-    first = 0
-    while first < n_rows:
-        stop, width = first + 1, last[first] + 1
-        while stop < n_rows and (stop + 1 - first) * (max(width, last[stop] + 1)) <= budget:
-            width = max(width, last[stop] + 1)
-            stop += 1
-        blocks.append((first, stop, max(1, width)))
-        first = stop
-    return blocks
-
-
-def _sensitivity_block(
-    first: int,
-    stop: int,
-    width: int,
-    *,
-    x: torch.Tensor,
-    directions: torch.Tensor,
-    visible: torch.Tensor,
-    temps: torch.Tensor,
-    eps_list: list,
-    out: torch.Tensor,
-) -> None:
-    """Write ``g`` of rows ``first..stop-1`` (which see at most ``width`` columns) for every ``T`` and ``eps``:
-    ``||softmax((x + eps v)/T) - softmax(x/T)|| / eps``."""
-    visible_b = visible[:, first:stop, :width]
-    x_b = torch.where(visible_b, x[:, first:stop, :width], torch.tensor(-math.inf, dtype=F64, device=x.device))
-    v_b = torch.where(visible_b, directions[:, first:stop, :width], torch.zeros((), dtype=F64, device=x.device))
-    # plain stable softmax over all T at once: torch.softmax subtracts the row max; rows with no visible
-    # position give NaN and are zeroed by the caller (invalid)
-    base = torch.softmax(x_b / temps, dim=-1)  # (nT, H, B, W)
-    for k, eps in enumerate(eps_list):
-        moved = torch.softmax((x_b + eps * v_b) / temps, dim=-1)
-        out[:, k, :, first:stop] = torch.linalg.vector_norm(moved.sub_(base), dim=-1) / eps

@@ -3,29 +3,29 @@ r"""Geometric separability (Definition, Theorem 2; Algorithm 4) for every head a
 
 :func:`separability_metrics` checks its input, puts the value vectors on a sphere (:func:`unit_layer`), takes the
 running minimum pairwise distance (:func:`running_min_distance`), runs :func:`_separability_torch` (row blocks,
-:func:`_separability_block`), the definition of ``N_s/N`` and ``rho_min``, or on CPU the accelerated
+:func:`separation`), the definition of ``N_s/N`` and ``rho_min``, or on CPU the accelerated
 ``"separability_metrics"`` (the compiled ``sep_prefix`` of :mod:`attn_lib.accel`, held to it by
 ``tests/test_accel.py``), and evaluates Theorem 2's bounds (:func:`_theorem2_bounds`).
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
 import torch
 
 from .._validation import check_positive
-from ._engine import F64, choose, coarse_threads, run_blocks
+from ._engine import choose, coarse_threads, run_blocks
 from .layer import LayerData, as_layer, check_n
 
-__all__ = ["SeparabilityRows", "separability_metrics", "unit_layer", "running_min_distance"]
+__all__ = ["separability_metrics", "unit_layer", "running_min_distance"]
 
 
 @dataclass
 class SeparabilityRows:
-    """Per-(head, row) results of :func:`separability_metrics`; every tensor is ``(H, L)``, float64 unless noted.
+    """Per-(head, row) results of :func:`separability_metrics`; every tensor is ``(H, L)``, in the layer's dtype
+    unless noted.
 
     Attributes
     ----------
@@ -53,20 +53,8 @@ class SeparabilityRows:
 
 
 def unit_layer(layer: LayerData, M: float = 1.0) -> LayerData:
-    """The same weights with every value vector scaled to norm ``M`` (Assumption 1; zero vectors stay zero).
-
-    Parameters
-    ----------
-    layer : LayerData
-        Values ``(H, L, d)``.
-    M : float
-        The radius, ``> 0``.
-
-    Returns
-    -------
-    LayerData
-        A new layer sharing the weights, mask and top-``N`` order; values ``(H, L, d)`` of norm ``M``.
-    """
+    """A new layer sharing ``layer``'s weights, mask and top-``N`` order, with every value vector scaled to norm
+    ``M > 0`` (Assumption 1; zero vectors stay zero)."""
     M = check_positive("M", M)
     values = layer.values
     norms = torch.linalg.vector_norm(values, dim=-1, keepdim=True)
@@ -74,9 +62,7 @@ def unit_layer(layer: LayerData, M: float = 1.0) -> LayerData:
     out = LayerData.__new__(LayerData)
     out.__dict__.update(layer.__dict__)
     out.values = unit
-    out._gram = None
-    out._zdot = None
-    out._cummax = None
+    out._gram = out._zdot = out._cummax = None
     return out
 
 
@@ -85,17 +71,8 @@ def running_min_distance(layer: LayerData) -> torch.Tensor:
     """``delta`` per (head, row): the minimum pairwise distance among the tokens visible to the row.
 
     For prefix masks a running minimum over rows (on CPU the accelerated ``"running_min_distance"``, the compiled
-    ``running_min_sq`` of :mod:`attn_lib.accel`, held to the torch code below); other masks row by row.
-
-    Parameters
-    ----------
-    layer : LayerData
-        ``H`` heads, ``L`` rows.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(H, L)`` float64; 0 for rows with fewer than two visible tokens.
+    ``running_min_sq`` of :mod:`attn_lib.accel`, held to the torch code below); other masks row by row. Returns
+    ``(H, L)``, 0 for rows with fewer than two visible tokens.
     """
     H, L = layer.H, layer.L
     last = torch.broadcast_to(layer.last, (H, L)).clamp(min=0)
@@ -108,7 +85,7 @@ def running_min_distance(layer: LayerData) -> torch.Tensor:
         G, g = layer.gram, layer.gdiag
         dist_sq = g.unsqueeze(-1) + g.unsqueeze(-2) - 2 * G
         below_diagonal = torch.ones(L, L, dtype=torch.bool, device=layer.device).tril_(-1)
-        inf = torch.tensor(math.inf, dtype=F64, device=layer.device)
+        inf = torch.tensor(math.inf, dtype=layer.dtype, device=layer.device)
         if layer.prefix:
             row_min = torch.where(below_diagonal, dist_sq, inf).amin(-1)  # (H, L): min over j < k, for each k
             # rows are ordered by their last visible column for causal masks; compute by column index
@@ -116,12 +93,16 @@ def running_min_distance(layer: LayerData) -> torch.Tensor:
             min_sq = running.gather(1, last)
         else:
             visible_all = torch.broadcast_to(layer.mask, (H, L, L))
-            min_sq = torch.empty(H, L, dtype=F64, device=layer.device)
+            min_sq = torch.empty(H, L, dtype=layer.dtype, device=layer.device)
             for r in range(L):  # general masks only (not used by the experiments)
                 visible = visible_all[:, r]
                 pairs = visible.unsqueeze(-1) & visible.unsqueeze(-2) & below_diagonal
                 min_sq[:, r] = torch.where(pairs, dist_sq, inf).amin(dim=(-2, -1))
-    return torch.where(torch.isfinite(min_sq), min_sq, torch.zeros((), dtype=F64)).clamp(min=0).sqrt()
+    return (
+        torch.where(torch.isfinite(min_sq), min_sq, torch.zeros((), dtype=layer.dtype, device=layer.device))
+        .clamp(min=0)
+        .sqrt()
+    )
 
 
 @coarse_threads
@@ -144,23 +125,17 @@ def separability_metrics(
     Parameters
     ----------
     layer, values, mask
-        The layer, as :func:`~attn_lib.metrics.layer.as_layer` takes it (a ``LayerData``, or raw weights and values).
-    N : int
-        Top-``N`` size, ``>= 1``.
-    M : float
-        Sphere radius of Assumption 1, ``> 0``.
+        The layer (:func:`~attn_lib.metrics.layer.as_layer`).
+    N, M
+        Top-``N`` size ``>= 1``; sphere radius of Assumption 1, ``> 0``.
     normalize : bool
         First put every value vector on the sphere of radius ``M`` (Algorithm 4's "normalize").
     delta : torch.Tensor, optional
         ``(H, L)`` minimum pairwise distances; default :func:`running_min_distance` of the (normalised) layer.
     engine : {"auto", "numba", "torch"}
-        ``"numba"`` (CPU, prefix masks: the accelerator, the compiled ``sep_prefix`` of :mod:`attn_lib.accel`),
-        ``"torch"`` (any device or mask) or ``"auto"`` (the accelerator where it applies); float64 either way.
+        As everywhere in :mod:`attn_lib.metrics` (the accelerator: ``sep_prefix``).
 
-    Returns
-    -------
-    SeparabilityRows
-        Every field ``(H, L)``.
+    Returns :class:`SeparabilityRows`, every field ``(H, L)``.
     """
     ld = as_layer(layer, values, mask)
     N = check_n(N)
@@ -174,7 +149,7 @@ def separability_metrics(
     order = ld.order(min(N, ld.L))
     fraction, rho_min = (impl or _separability_torch)(ld, N, order)
     lower, upper = _theorem2_bounds(ld.alpha.gather(-1, order), delta, rho_min, N, M)
-    zero = torch.zeros((), dtype=F64, device=ld.device)
+    zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
     return SeparabilityRows(
         N=N,
         valid=valid,
@@ -203,44 +178,38 @@ def _theorem2_bounds(
 
 
 def _separability_torch(ld: LayerData, N: int, order: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(N_s/N, rho_min)`` ``(H, L)`` by float64 tensor code in row blocks (:func:`_separability_block`)."""
-    fraction = torch.zeros(ld.H, ld.L, dtype=F64, device=ld.device)
-    rho_min = torch.zeros(ld.H, ld.L, dtype=F64, device=ld.device)
-    block = functools.partial(
-        _separability_block, ld=ld, N=N, order=order, gram=ld.gram, fraction=fraction, rho_min=rho_min
-    )
+    """``(N_s/N, rho_min)`` ``(H, L)`` by tensor code in row blocks (:func:`separation`)."""
+    fraction = torch.zeros(ld.H, ld.L, dtype=ld.dtype, device=ld.device)
+    rho_min = torch.zeros(ld.H, ld.L, dtype=ld.dtype, device=ld.device)
+
+    def block(rows_block: torch.Tensor, width: int) -> None:
+        first, stop, separable, rho = separation(ld, rows_block, width, order)
+        fraction[:, first:stop] = separable.sum(-1).to(ld.dtype) / N
+        rho_min[:, first:stop] = torch.where(
+            torch.isfinite(rho), rho, torch.zeros((), dtype=ld.dtype, device=ld.device)
+        )
+
     run_blocks(block, ld.blocks(per_row=2))
     return fraction, rho_min
 
 
-def _separability_block(
-    rows_block: torch.Tensor,
-    width: int,
-    *,
-    ld: LayerData,
-    N: int,
-    order: torch.Tensor,
-    gram: torch.Tensor,
-    fraction: torch.Tensor,
-    rho_min: torch.Tensor,
-) -> None:
-    """Write ``N_s/N`` and ``rho_min`` of the consecutive rows ``rows_block`` (which see at most ``width`` columns):
-    ``rho_min`` is the smallest ``||a_i - s||`` of a visible non-selected token, ``N_s`` counts the selected
-    tokens strictly closer to ``s``."""
+def separation(ld: LayerData, rows_block: torch.Tensor, width: int, order: torch.Tensor) -> tuple:
+    """``(first, stop, separable, rho)`` of the consecutive rows ``first..stop-1`` of ``rows_block`` (which see at
+    most ``width`` columns): ``rho`` ``(H, B)`` is ``rho_min``, the smallest ``D_i = ||a_i - s||`` of a visible
+    non-selected token (``inf`` if none), and ``separable`` ``(H, B, N)`` flags the selected tokens (``order``)
+    strictly closer to ``s`` (Algorithm 4)."""
     first, stop = int(rows_block[0]), int(rows_block[-1]) + 1
     alpha = ld.alpha[:, first:stop, :width]
     visible = torch.broadcast_to(ld.mask[:, first:stop, :width], alpha.shape)
     top = order[:, first:stop].clamp(max=width - 1)
-    # s of every row by one BLAS product of its top-N weights
+    values = ld.values[:, :width]
     top_only = torch.zeros_like(alpha).scatter_(-1, top, alpha.gather(-1, top))
-    s = torch.bmm(top_only, ld.values[:, :width])
-    s_dot_x = torch.bmm(s, ld.values[:, :width].transpose(1, 2))
-    s_sq = (s * s).sum(-1, keepdim=True)
-    gdiag = torch.diagonal(gram, dim1=1, dim2=2)
-    dist = torch.addcmul(alpha * alpha * gdiag[:, None, :width], alpha, s_dot_x, value=-2.0)
-    dist = dist.add_(s_sq).clamp_(min=0).sqrt_()  # ||a_i - s||
+    s = torch.bmm(top_only, values)  # (H, B, d): s of every row by one BLAS product of its top-N weights
+    s_dot_x = torch.bmm(s, values.transpose(1, 2))
+    sq_norms = (values * values).sum(-1)  # (H, W)
+    dist = torch.addcmul(alpha * alpha * sq_norms[:, None, :], alpha, s_dot_x, value=-2.0)
+    dist = dist.add_((s * s).sum(-1, keepdim=True)).clamp_(min=0).sqrt_()  # ||a_i - s||
     selected = torch.zeros(alpha.shape, dtype=torch.bool, device=ld.device).scatter_(-1, top, True)
-    inf = torch.tensor(math.inf, dtype=F64, device=ld.device)
+    inf = torch.tensor(math.inf, dtype=ld.dtype, device=ld.device)
     rho = torch.where(visible & ~selected, dist, inf).amin(-1)  # (H, B)
-    fraction[:, first:stop] = (dist.gather(-1, top) < rho.unsqueeze(-1)).sum(-1).to(F64) / N
-    rho_min[:, first:stop] = torch.where(torch.isfinite(rho), rho, torch.zeros((), dtype=F64))
+    return first, stop, dist.gather(-1, top) < rho.unsqueeze(-1), rho

@@ -11,19 +11,6 @@ import pandas as pd
 
 from .stats import THRESHOLDS
 
-__all__ = [
-    "EVIDENCE",
-    "VERDICTS",
-    "Claim",
-    "Outcome",
-    "CLAIMS",
-    "COLUMNS",
-    "claim",
-    "claim_row",
-    "prf_ref",
-    "has_results",
-]
-
 #: The kinds of evidence a verdict can be; the report counts them apart.
 EVIDENCE = {
     "informative": "a test that could have failed on this model",

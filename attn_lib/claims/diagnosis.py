@@ -24,9 +24,6 @@ import pandas as pd
 from .._validation import check_choice, check_int, check_probability
 from .stats import require_columns
 
-__all__ = ["diagnosis_summary", "diagnosis_first_pass", "required_rho", "critical_rows"]
-
-
 _DIAG_COLUMNS = ("variant", "L", "N", "layer", "head", "kv_group", "d_tilde", "e1", "lead_d_tilde", "lead_e1")
 
 

@@ -91,8 +91,9 @@ class Claim:
 CLAIMS: dict[str, Claim] = {}
 
 
-def claim(id, *, where, title, words, evidence, section, needs, rule, reading="", basis="", fails_if=""):
-    """Register the decorated ``evaluate(results, thresholds) -> Outcome`` as claim ``id``."""
+def claim(id, *, where, title, words, evidence, section, needs, rule, reading="", basis="", fails_if="", evaluate=None):
+    """Register ``evaluate(results, thresholds) -> Outcome`` as claim ``id``: the function given, or (without
+    ``evaluate``) the decorated one."""
     if evidence not in EVIDENCE:
         raise ValueError(f"evidence must be one of {list(EVIDENCE)} (got {evidence!r})")
     if evidence == "informative" and not fails_if:
@@ -106,7 +107,7 @@ def claim(id, *, where, title, words, evidence, section, needs, rule, reading=""
         CLAIMS[id] = Claim(id, where, title, words, reading, evidence, basis, section, tuple(needs), rule, fails_if, fn)
         return fn
 
-    return register
+    return register if evaluate is None else register(evaluate)
 
 
 def prf_ref(label: str) -> str:

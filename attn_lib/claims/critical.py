@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import pandas as pd
 
@@ -11,6 +12,8 @@ from .claim import CLAIMS, Outcome, claim, claim_row, prf_ref
 from .diagnosis import critical_rows, diagnosis_first_pass, diagnosis_summary, required_rho
 from .distance import length_fit
 from .stats import head_summary, linear_growth, valid_ks_sampling
+
+_fig2c = partial(claim, where="Fig. 2c, §4.3", needs=("critical_n_summary",))
 
 
 # ---- Fig. 2c: the critical N ----------------------------------------------------------------------------------------
@@ -66,15 +69,13 @@ def _diagnosis_cause(results, th, ratio: float) -> str:
     return "; ".join(parts)
 
 
-@claim(
+@_fig2c(
     "fig2c-critical-e1",
-    where="Fig. 2c, §4.3",
     title="critical N ≈ 0.06 L",
     words="“fewer than 6%” of the tokens: N* ≈ 0.06 L (KS, α = 0.01)",
     reading="E1 against d~",
     evidence="informative",
     section="app-critical-n",
-    needs=("critical_n_summary",),
     rule="least-squares N*/L over the uncensored L within a factor {crit_ratio_factor:g} of {crit_ratio_paper}",
     fails_if="N*/L outside [0.03, 0.12]",
 )
@@ -90,15 +91,13 @@ def _fig2c_e1(results, th):
     return Outcome("not reproduced", meas, _diagnosis_cause(results, th, ratio), numbers={"ratio": ratio})
 
 
-@claim(
+@_fig2c(
     "fig2c-critical-mc",
-    where="Fig. 2c, §4.3",
     title="critical N ≈ 0.06 L",
     words="(same claim)",
     reading="the Monte-Carlo E[d~] against d~",
     evidence="informative",
     section="app-critical-n",
-    needs=("critical_n_summary",),
     rule=(
         "least-squares N*/L within a factor {crit_ratio_factor:g} of {crit_ratio_paper}, judged only where the "
         "relative standard error of the Monte-Carlo values at N* is at most {mc_se_max:.0%}"
@@ -134,16 +133,14 @@ def _fig2c_mc(results, th):
     )
 
 
-@claim(
+@_fig2c(
     "fig2c-critical-e2",
-    where="Fig. 2c, §4.3",
     title="critical N ≈ 0.06 L",
     words="(same claim)",
     reading="E2 against d~",
     evidence="forced",
     basis="prop-e2-tracks",
     section="app-cor2",
-    needs=("critical_n_summary",),
     rule="E2 = d~ (1 + O(N/L)): indistinguishable from the first N, whatever the model",
 )
 def _fig2c_e2(results, th):

@@ -32,6 +32,11 @@ def _crit(results, th, form: str):
     return sm, valid, ratio, rows
 
 
+def _near_paper(ratio: float, th: dict) -> bool:
+    """Whether ``N*/L`` lies within a factor ``crit_ratio_factor`` of the paper's ``crit_ratio_paper``."""
+    return th["crit_ratio_paper"] / th["crit_ratio_factor"] <= ratio <= th["crit_ratio_paper"] * th["crit_ratio_factor"]
+
+
 def _crit_text(sm, valid, ratio, rows) -> str:
     g = sm[sm["sampling"] == valid].sort_values("L")
     per = []
@@ -84,9 +89,8 @@ def _fig2c_e1(results, th):
     if got is None:
         return Outcome("n/a", "no E1 rows in the critical-N scan")
     sm, valid, ratio, rows = got
-    lo, hi = th["crit_ratio_paper"] / th["crit_ratio_factor"], th["crit_ratio_paper"] * th["crit_ratio_factor"]
     meas = _crit_text(sm, valid, ratio, rows)
-    if lo <= ratio <= hi:
+    if _near_paper(ratio, th):
         return Outcome("reproduced", meas)
     return Outcome("not reproduced", meas, _diagnosis_cause(results, th, ratio), numbers={"ratio": ratio})
 
@@ -122,8 +126,7 @@ def _fig2c_mc(results, th):
         )
         return Outcome("no verdict", meas + f"; standard error at N* up to {se:.0%}", cause)
     meas += f"; standard error at N* up to {se:.1%}"
-    lo, hi = th["crit_ratio_paper"] / th["crit_ratio_factor"], th["crit_ratio_paper"] * th["crit_ratio_factor"]
-    if lo <= ratio <= hi:
+    if _near_paper(ratio, th):
         return Outcome("reproduced", meas)
     return Outcome(
         "not reproduced",
@@ -151,8 +154,7 @@ def _fig2c_e2(results, th):
     g = sm[sm["sampling"] == valid]
     firsts = sorted(set(int(x) for x in g["n_star"]))
     cause = f"E2 tracks d~ ({prf_ref('prop-e2-tracks')}): the KS test passes at N = {', '.join(map(str, firsts))}"
-    lo, hi = th["crit_ratio_paper"] / th["crit_ratio_factor"], th["crit_ratio_paper"] * th["crit_ratio_factor"]
-    verdict = "agrees (forced)" if lo <= ratio <= hi else "differs (forced)"
+    verdict = "agrees (forced)" if _near_paper(ratio, th) else "differs (forced)"
     return Outcome(verdict, _crit_text(sm, valid, ratio, rows), cause)
 
 
@@ -170,7 +172,6 @@ def _fig2c_e2(results, th):
 def _fig2_inconsistent(results, th):
     df = results["distance_vs_length"]
     parts, both = [], []
-    lo, hi = th["crit_ratio_paper"] / th["crit_ratio_factor"], th["crit_ratio_paper"] * th["crit_ratio_factor"]
     for col, name in (("e1", "E1"), ("e2", "E2"), ("mc", "Monte Carlo")):
         if col not in df:
             continue
@@ -182,11 +183,10 @@ def _fig2_inconsistent(results, th):
                 f"{name}: {'linear' if fit['linear'] else 'not linear'} (b = {fit['exponent']:.2f}), N* not placed"
             )
             continue
-        ok2c = lo <= ratio <= hi
         parts.append(
             f"{name}: {'linear' if fit['linear'] else 'not linear'} (b = {fit['exponent']:.2f}), N*/L = {ratio:.3f}"
         )
-        if fit["linear"] and ok2c:
+        if fit["linear"] and _near_paper(ratio, th):
             both.append(name)
     meas = "; ".join(parts)
     if both:

@@ -12,7 +12,7 @@ import pandas as pd
 from ..claims import verdicts
 from ._common import md_cell, meta_of, pipe_table
 from .critical import diagnosis_markdown, figure_critical_diagnosis
-from .figures import save_figure, sens_rows_note, write_figures
+from .figures import save_formats, sens_rows_note, write_figures
 from .reproduction import (
     claim_details_markdown,
     figure_verdicts,
@@ -255,11 +255,4 @@ def _write_report_figures(results, out: Path, formats, handle, vt, compare) -> d
     for lab, item in (compare or {}).items():
         tables[lab] = reproduction_table(item["results"])
     made["fig_verdicts"] = figure_verdicts(tables)
-    written = {}
-    for stem, fig in made.items():
-        written[stem] = []
-        for fmt in formats:
-            path = out / f"{stem}.{fmt}"
-            save_figure(fig, path)
-            written[stem].append(str(path))
-    return written
+    return {stem: save_formats(fig, out, stem, formats) for stem, fig in made.items()}

@@ -32,6 +32,17 @@ def _curve(results, base: str, agg: str) -> pd.DataFrame | None:
     return df.groupby(["T", "eps"])[col].max().rename("g").reset_index()
 
 
+def _loglog_slope(c: pd.DataFrame) -> tuple[float, float, float]:
+    """:func:`~attn_lib.claims.stats.linfit` of ``log10 g`` against ``log10 T``."""
+    return linfit(np.log10(c["T"]), np.log10(c["g"].clip(lower=1e-300)))
+
+
+def _row_max(results, base: str, e0: float, T0: float) -> float:
+    """g of the largest single row (max over heads) at ``eps = e0``, ``T = T0``."""
+    rmax = _curve(results, base, "max")
+    return float(rmax[(rmax["eps"] == e0) & (np.isclose(rmax["T"], T0))]["g"].iloc[0])
+
+
 def _inv_t(results, th, base, agg):
     cur = _curve(results, base, agg)
     if cur is None:
@@ -41,7 +52,7 @@ def _inv_t(results, th, base, agg):
     low = c[c["T"] < th["inv_t_max_T"] * (1 + 1e-9)]
     if len(low) < th["inv_t_min_points"]:
         return Outcome("n/a", f"{len(low)} temperatures up to 0.1 (fewer than {th['inv_t_min_points']})")
-    slope, _, r2 = linfit(np.log10(low["T"]), np.log10(low["g"].clip(lower=1e-300)))
+    slope, _, r2 = _loglog_slope(low)
     meas = f"log-log slope {slope:.2f} (R² {r2:.2f}) over {len(low)} T in {low['T'].min():.3g}…{low['T'].max():.3g}, ε={e0:g}"
     s0, s1 = th["inv_t_slope"]
     if s0 <= slope <= s1:
@@ -49,9 +60,7 @@ def _inv_t(results, th, base, agg):
     T0 = float(low["T"].min())
     g0 = float(low["g"].iloc[0])
     if agg == "mean":
-        rmax = _curve(results, base, "max")
-        gm = float(rmax[(rmax["eps"] == e0) & (np.isclose(rmax["T"], T0))]["g"].iloc[0])
-        row_text = f" while the largest single row reaches {gm * 2 * T0:.1%}"
+        row_text = f" while the largest single row reaches {_row_max(results, base, e0, T0) * 2 * T0:.1%}"
     else:
         row_text = ""
     cause = (
@@ -92,7 +101,7 @@ def _drop(results, th, base):
     meas = ", ".join(f"g(1)/g({T:.3g}) = {f:.3g}" for T, f in falls.items()) + f" (ε={e0:g})"
     fall = falls[max(falls)]
     inside = [T for T, f in falls.items() if r0 <= f <= r1]
-    slope = linfit(np.log10(c.loc[c["T"] >= 1, "T"]), np.log10(c.loc[c["T"] >= 1, "g"].clip(lower=1e-300)))[0]
+    slope = _loglog_slope(c[c["T"] >= 1])[0]
     if r0 <= fall <= r1:
         cause = ""
         if len(inside) < len(falls):
@@ -144,7 +153,7 @@ def _fig4_other(results, th):
     r0, r1 = th["drop_ratio"]
     if r0 <= ratio <= r1:
         return Outcome("reproduced", meas)
-    slope = linfit(np.log10(c.loc[c["T"] <= 1, "T"]), np.log10(c.loc[c["T"] <= 1, "g"].clip(lower=1e-300)))[0]
+    slope = _loglog_slope(c[c["T"] <= 1])[0]
     return Outcome("not reproduced", meas, f"between T = 0.01 and 1 the curve falls like T^{slope:.2f}, not 1/T")
 
 
@@ -230,8 +239,7 @@ def _fig4_near(results, th):
     if (ratio >= th["near_limit_ratio"]).all():
         return Outcome("reproduced", meas)
     T0 = float(c["T"].iloc[int(np.argmin(ratio.to_numpy()))])
-    rmax = _curve(results, "scaled", "max")
-    gm = float(rmax[(rmax["eps"] == e0) & (np.isclose(rmax["T"], T0))]["g"].iloc[0])
+    gm = _row_max(results, "scaled", e0, T0)
     cause = (
         f"farthest at T = {T0:.3g} (ratio {ratio.min():.3g}), where the largest single row reaches "
         f"{gm / min(1 / (4 * T0), math.sqrt(2)):.3g} × the dashed bound: the head means lie far below the rows at the limit"

@@ -1,5 +1,4 @@
-"""The paper's claims of Fig. 2c: the critical N (:class:`~attn_lib.claims.claim.Claim` entries, registered in
-:data:`~attn_lib.claims.claim.CLAIMS` in the report's order by :mod:`attn_lib.claims`)."""
+"""The claims of Fig. 2c, the critical N (registered by :mod:`attn_lib.claims`)."""
 
 from __future__ import annotations
 

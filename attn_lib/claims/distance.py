@@ -1,5 +1,4 @@
-"""The paper's claims of Fig. 2a and 2b: the distance against L and against N (:class:`~attn_lib.claims.claim.Claim`
-entries, registered in :data:`~attn_lib.claims.claim.CLAIMS` in the report's order by :mod:`attn_lib.claims`)."""
+"""The claims of Figs. 2a and 2b, the distance against L and against N (registered by :mod:`attn_lib.claims`)."""
 
 from __future__ import annotations
 

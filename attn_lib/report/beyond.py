@@ -1,4 +1,5 @@
-"""beyond"""
+"""Chapter 7 (book/07_beyond_softmax.md) and ``compare-normalizers``: every normaliser on the paper's limits, and
+the live swap."""
 
 from __future__ import annotations
 
@@ -11,8 +12,6 @@ from .._validation import check_choice, check_int
 from ..claims.stats import require_columns
 from ..layout import FIGURE_WIDTH_IN, wrap_text
 from ._common import label, meta_of, pipe_table
-
-# ---- chapter 7 (book/07_beyond_softmax.md): every normaliser on the paper's limits, and the live swap ------------
 
 _BEYOND_METRICS = ("max_alpha", "d_tilde", "e1", "sep_fraction", "g")
 

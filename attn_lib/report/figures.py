@@ -19,9 +19,6 @@ from ._common import KS_SAMPLING, form_name, label, meta_of, sensitivity_curves
 from .separability import separability_per_n
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# figures
-# ----------------------------------------------------------------------------------------------------------------
 def _panel_figure(draw, frames: list, *, height: float = 4.2):
     """A figure with one panel per result set in ``frames`` (one model each: e.g. the decoder and the encoder).
 

@@ -1,4 +1,4 @@
-"""output"""
+"""What ``reproduce`` writes: ``report.md``, ``results.json`` and the figures, in one folder."""
 
 from __future__ import annotations
 
@@ -26,9 +26,6 @@ from .reproduction import (
 )
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# JSON and markdown
-# ----------------------------------------------------------------------------------------------------------------
 def _records(df: pd.DataFrame) -> list[dict]:
     return json.loads(df.to_json(orient="records"))
 

@@ -1,4 +1,5 @@
-"""reproduction"""
+"""The reproduction report's tables (one model, or several side by side), the tally and the verdict figure
+(book/06_reproduction_report.md)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,6 @@ from ..claims import EVIDENCE, tally, verdicts
 from ..claims.stats import need_results, require_columns  # noqa: F401  (need_results: for book.tables)
 from ..layout import FIGURE_WIDTH_IN, MIN_FONT_PT, wrap_text
 from ._common import md_cell, pipe_table
-
-# ---- the reproduction report (book/06_reproduction_report.md) --------------------------------------------------
 
 
 def reproduction_table(results: dict[str, pd.DataFrame], *, thresholds: dict | None = None) -> pd.DataFrame:

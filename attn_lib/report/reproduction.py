@@ -235,7 +235,7 @@ def figure_verdicts(tables: dict[str, pd.DataFrame]):
     matplotlib.figure.Figure
     """
     from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
-    from matplotlib.patches import Patch  # matplotlib: imported only when a figure is drawn
+    from matplotlib.patches import Patch, Rectangle  # matplotlib: imported only when a figure is drawn
 
     sbs = side_by_side(tables)
     models = list(tables)
@@ -247,7 +247,8 @@ def figure_verdicts(tables: dict[str, pd.DataFrame]):
     ax = fig.subplots()
     for i, (_, r) in enumerate(sbs.iterrows()):
         for j, m in enumerate(models):
-            ax.add_patch(_cell_patch(j, n - 1 - i, VERDICT_COLOURS.get(r[m], "#ffffff")))
+            colour = VERDICT_COLOURS.get(r[m], "#ffffff")
+            ax.add_patch(Rectangle((j, n - 1 - i), 1, 1, facecolor=colour, edgecolor="white", lw=1.5))
             ax.text(j + 0.5, n - 0.5 - i, r[m], ha="center", va="center", fontsize=MIN_FONT_PT)
     ax.set_xlim(0, len(models))
     ax.set_ylim(0, n)
@@ -281,10 +282,3 @@ def figure_verdicts(tables: dict[str, pd.DataFrame]):
     )
     fig.tight_layout(rect=(0, 0.02, 1, 1))
     return fig
-
-
-def _cell_patch(x, y, colour):
-    """One cell of :func:`figure_verdicts`."""
-    from matplotlib.patches import Rectangle  # matplotlib: imported only when a figure is drawn
-
-    return Rectangle((x, y), 1, 1, facecolor=colour, edgecolor="white", lw=1.5)

@@ -35,27 +35,22 @@ from . import sensitivity  # noqa: F401  (Fig. 4, Corollary 3)
 from . import multihead  # noqa: F401  (the Discussion)
 
 # isort: on
-from .claim import CLAIMS, COLUMNS, EVIDENCE, VERDICTS, Claim, Outcome, claim, claim_row
-from .diagnosis import critical_rows, diagnosis_first_pass, diagnosis_summary, required_rho
-from .stats import THRESHOLDS, linear_growth, valid_ks_sampling
+from .claim import CLAIMS, COLUMNS, EVIDENCE, VERDICTS, Claim, Outcome, claim, claim_row  # noqa: F401
+from .diagnosis import critical_rows, diagnosis_first_pass, diagnosis_summary, required_rho  # noqa: F401
+from .stats import THRESHOLDS, linear_growth, need_results, valid_ks_sampling
 
+# what the book shows; the rest (EVIDENCE, VERDICTS, COLUMNS, Outcome, claim_row, tally, diagnosis_first_pass,
+# required_rho, ...) is importable from here or from its module
 __all__ = [
-    "EVIDENCE",
-    "VERDICTS",
-    "Claim",
-    "Outcome",
     "CLAIMS",
+    "Claim",
     "claim",
     "verdicts",
-    "tally",
-    "claim_row",
     "ids_for",
     "THRESHOLDS",
     "linear_growth",
     "valid_ks_sampling",
     "diagnosis_summary",
-    "diagnosis_first_pass",
-    "required_rho",
     "critical_rows",
 ]
 
@@ -85,10 +80,7 @@ def verdicts(results: dict, thresholds: dict | None = None, *, ids=None) -> pd.D
     pandas.DataFrame
         The :data:`COLUMNS`; index 0..n-1 (look a row up with ``table.set_index("id")``).
     """
-    if not isinstance(results, dict):
-        raise ValueError(
-            f"results must be the dict that attn_lib.experiments.run_all returns (got {type(results).__name__})"
-        )
+    need_results(results)
     chosen = list(CLAIMS) if ids is None else list(ids)
     unknown = [i for i in chosen if i not in CLAIMS]
     if unknown:

@@ -11,19 +11,6 @@ import pandas as pd
 
 from .stats import THRESHOLDS
 
-__all__ = [
-    "EVIDENCE",
-    "VERDICTS",
-    "Claim",
-    "Outcome",
-    "CLAIMS",
-    "COLUMNS",
-    "claim",
-    "claim_row",
-    "prf_ref",
-    "has_results",
-]
-
 #: The kinds of evidence a verdict can be; the report counts them apart.
 EVIDENCE = {
     "informative": "a test that could have failed on this model",
@@ -56,56 +43,29 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim of the paper, or one reading of it.
+    """One claim of the paper, or one reading of it (the fields of a row of :func:`claim_row`)."""
 
-    Attributes
-    ----------
-    id : str
-        Stable identifier (``"fig2c-critical-e1"``); rows, links and tests use it.
-    where : str
-        Where the paper says it (``"Fig. 2c"``, ``"§4.4"``, ``"Discussion"``).
-    title : str
-        The claim in a few words.
-    words : str
-        The paper's words (short quote or paraphrase).
-    reading : str
-        The reading this row tests, where the paper allows several.
-    evidence : str
-        A key of :data:`EVIDENCE`.
-    basis : str
-        The book's block (``prf`` label) that forces or guarantees the verdict; ``""`` for an informative test.
-    section : str
-        The label of the appendix section behind the row's project decisions.
-    needs : tuple of str
-        The results the rule reads.
-    rule : str
-        The rule in words.
-    fails_if : str
-        For an informative row: the outcome that would have failed it.
-    evaluate : callable
-        ``evaluate(results, thresholds) -> Outcome``.
-    """
-
-    id: str
-    where: str
-    title: str
-    words: str
-    reading: str
-    evidence: str
-    basis: str
-    section: str
-    needs: tuple
-    rule: str
-    fails_if: str
-    evaluate: Callable
+    id: str  #: stable identifier (``"fig2c-critical-e1"``); rows, links and tests use it
+    where: str  #: where the paper says it (``"Fig. 2c"``, ``"§4.4"``, ``"Discussion"``)
+    title: str  #: the claim in a few words
+    words: str  #: the paper's words (short quote or paraphrase)
+    reading: str  #: the reading this row tests, where the paper allows several
+    evidence: str  #: a key of :data:`EVIDENCE`
+    basis: str  #: the book's block (``prf`` label) forcing or guaranteeing the verdict; ``""`` if informative
+    section: str  #: the label of the appendix section behind the row's project decisions
+    needs: tuple  #: the results the rule reads
+    rule: str  #: the rule in words
+    fails_if: str  #: for an informative row: the outcome that would have failed it
+    evaluate: Callable  #: ``evaluate(results, thresholds) -> Outcome``
 
 
 #: Every claim, by id, in the report's order.
 CLAIMS: dict[str, Claim] = {}
 
 
-def claim(id, *, where, title, words, evidence, section, needs, rule, reading="", basis="", fails_if=""):
-    """Register the decorated ``evaluate(results, thresholds) -> Outcome`` as claim ``id``."""
+def claim(id, *, where, title, words, evidence, section, needs, rule, reading="", basis="", fails_if="", evaluate=None):
+    """Register ``evaluate(results, thresholds) -> Outcome`` as claim ``id``: the function given, or (without
+    ``evaluate``) the decorated one."""
     if evidence not in EVIDENCE:
         raise ValueError(f"evidence must be one of {list(EVIDENCE)} (got {evidence!r})")
     if evidence == "informative" and not fails_if:
@@ -119,7 +79,7 @@ def claim(id, *, where, title, words, evidence, section, needs, rule, reading=""
         CLAIMS[id] = Claim(id, where, title, words, reading, evidence, basis, section, tuple(needs), rule, fails_if, fn)
         return fn
 
-    return register
+    return register if evaluate is None else register(evaluate)
 
 
 def prf_ref(label: str) -> str:

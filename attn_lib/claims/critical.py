@@ -1,9 +1,9 @@
-"""The paper's claims of Fig. 2c: the critical N (:class:`~attn_lib.claims.claim.Claim` entries, registered in
-:data:`~attn_lib.claims.claim.CLAIMS` in the report's order by :mod:`attn_lib.claims`)."""
+"""The claims of Fig. 2c, the critical N (registered by :mod:`attn_lib.claims`)."""
 
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import pandas as pd
 
@@ -11,6 +11,8 @@ from .claim import CLAIMS, Outcome, claim, claim_row, prf_ref
 from .diagnosis import critical_rows, diagnosis_first_pass, diagnosis_summary, required_rho
 from .distance import length_fit
 from .stats import head_summary, linear_growth, valid_ks_sampling
+
+_fig2c = partial(claim, where="Fig. 2c, §4.3", needs=("critical_n_summary",))
 
 
 # ---- Fig. 2c: the critical N ----------------------------------------------------------------------------------------
@@ -27,6 +29,11 @@ def _crit(results, th, form: str):
     tr = results.get("critical_n")
     rows = critical_rows(tr, sm) if isinstance(tr, pd.DataFrame) and len(tr) else None
     return sm, valid, ratio, rows
+
+
+def _near_paper(ratio: float, th: dict) -> bool:
+    """Whether ``N*/L`` lies within a factor ``crit_ratio_factor`` of the paper's ``crit_ratio_paper``."""
+    return th["crit_ratio_paper"] / th["crit_ratio_factor"] <= ratio <= th["crit_ratio_paper"] * th["crit_ratio_factor"]
 
 
 def _crit_text(sm, valid, ratio, rows) -> str:
@@ -66,15 +73,13 @@ def _diagnosis_cause(results, th, ratio: float) -> str:
     return "; ".join(parts)
 
 
-@claim(
+@_fig2c(
     "fig2c-critical-e1",
-    where="Fig. 2c, §4.3",
     title="critical N ≈ 0.06 L",
     words="“fewer than 6%” of the tokens: N* ≈ 0.06 L (KS, α = 0.01)",
     reading="E1 against d~",
     evidence="informative",
     section="app-critical-n",
-    needs=("critical_n_summary",),
     rule="least-squares N*/L over the uncensored L within a factor {crit_ratio_factor:g} of {crit_ratio_paper}",
     fails_if="N*/L outside [0.03, 0.12]",
 )
@@ -83,22 +88,19 @@ def _fig2c_e1(results, th):
     if got is None:
         return Outcome("n/a", "no E1 rows in the critical-N scan")
     sm, valid, ratio, rows = got
-    lo, hi = th["crit_ratio_paper"] / th["crit_ratio_factor"], th["crit_ratio_paper"] * th["crit_ratio_factor"]
     meas = _crit_text(sm, valid, ratio, rows)
-    if lo <= ratio <= hi:
+    if _near_paper(ratio, th):
         return Outcome("reproduced", meas)
     return Outcome("not reproduced", meas, _diagnosis_cause(results, th, ratio), numbers={"ratio": ratio})
 
 
-@claim(
+@_fig2c(
     "fig2c-critical-mc",
-    where="Fig. 2c, §4.3",
     title="critical N ≈ 0.06 L",
     words="(same claim)",
     reading="the Monte-Carlo E[d~] against d~",
     evidence="informative",
     section="app-critical-n",
-    needs=("critical_n_summary",),
     rule=(
         "least-squares N*/L within a factor {crit_ratio_factor:g} of {crit_ratio_paper}, judged only where the "
         "relative standard error of the Monte-Carlo values at N* is at most {mc_se_max:.0%}"
@@ -123,8 +125,7 @@ def _fig2c_mc(results, th):
         )
         return Outcome("no verdict", meas + f"; standard error at N* up to {se:.0%}", cause)
     meas += f"; standard error at N* up to {se:.1%}"
-    lo, hi = th["crit_ratio_paper"] / th["crit_ratio_factor"], th["crit_ratio_paper"] * th["crit_ratio_factor"]
-    if lo <= ratio <= hi:
+    if _near_paper(ratio, th):
         return Outcome("reproduced", meas)
     return Outcome(
         "not reproduced",
@@ -134,16 +135,14 @@ def _fig2c_mc(results, th):
     )
 
 
-@claim(
+@_fig2c(
     "fig2c-critical-e2",
-    where="Fig. 2c, §4.3",
     title="critical N ≈ 0.06 L",
     words="(same claim)",
     reading="E2 against d~",
     evidence="forced",
     basis="prop-e2-tracks",
     section="app-cor2",
-    needs=("critical_n_summary",),
     rule="E2 = d~ (1 + O(N/L)): indistinguishable from the first N, whatever the model",
 )
 def _fig2c_e2(results, th):
@@ -154,8 +153,7 @@ def _fig2c_e2(results, th):
     g = sm[sm["sampling"] == valid]
     firsts = sorted(set(int(x) for x in g["n_star"]))
     cause = f"E2 tracks d~ ({prf_ref('prop-e2-tracks')}): the KS test passes at N = {', '.join(map(str, firsts))}"
-    lo, hi = th["crit_ratio_paper"] / th["crit_ratio_factor"], th["crit_ratio_paper"] * th["crit_ratio_factor"]
-    verdict = "agrees (forced)" if lo <= ratio <= hi else "differs (forced)"
+    verdict = "agrees (forced)" if _near_paper(ratio, th) else "differs (forced)"
     return Outcome(verdict, _crit_text(sm, valid, ratio, rows), cause)
 
 
@@ -173,7 +171,6 @@ def _fig2c_e2(results, th):
 def _fig2_inconsistent(results, th):
     df = results["distance_vs_length"]
     parts, both = [], []
-    lo, hi = th["crit_ratio_paper"] / th["crit_ratio_factor"], th["crit_ratio_paper"] * th["crit_ratio_factor"]
     for col, name in (("e1", "E1"), ("e2", "E2"), ("mc", "Monte Carlo")):
         if col not in df:
             continue
@@ -185,11 +182,10 @@ def _fig2_inconsistent(results, th):
                 f"{name}: {'linear' if fit['linear'] else 'not linear'} (b = {fit['exponent']:.2f}), N* not placed"
             )
             continue
-        ok2c = lo <= ratio <= hi
         parts.append(
             f"{name}: {'linear' if fit['linear'] else 'not linear'} (b = {fit['exponent']:.2f}), N*/L = {ratio:.3f}"
         )
-        if fit["linear"] and ok2c:
+        if fit["linear"] and _near_paper(ratio, th):
             both.append(name)
     meas = "; ".join(parts)
     if both:

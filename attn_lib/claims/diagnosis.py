@@ -24,9 +24,6 @@ import pandas as pd
 from .._validation import check_choice, check_int, check_probability
 from .stats import require_columns
 
-__all__ = ["diagnosis_summary", "diagnosis_first_pass", "required_rho", "critical_rows"]
-
-
 _DIAG_COLUMNS = ("variant", "L", "N", "layer", "head", "kv_group", "d_tilde", "e1", "lead_d_tilde", "lead_e1")
 
 
@@ -34,6 +31,13 @@ def _ks(a, b) -> float:
     from scipy.stats import ks_2samp  # scipy.stats: imported only when the test runs
 
     return float(ks_2samp(np.asarray(a, float), np.asarray(b, float)).pvalue)
+
+
+def _quantile(g: pd.DataFrame, col: str, q: float | None = None) -> float:
+    """The median (or the ``q`` quantile) over heads of an optional column; NaN without it."""
+    if col not in g:
+        return math.nan
+    return float(g[col].median() if q is None else g[col].quantile(q))
 
 
 def diagnosis_summary(diag: pd.DataFrame) -> pd.DataFrame:
@@ -68,18 +72,16 @@ def diagnosis_summary(diag: pd.DataFrame) -> pd.DataFrame:
                     "N": int(N),
                     "N/L": N / L,
                     "heads": len(g),
-                    "rows": float(g["n_rows"].median()) if "n_rows" in g else math.nan,
-                    "rho": float(g["rho_median"].median()) if "rho_median" in g else math.nan,
-                    "rho q25": float(g["rho_median"].quantile(0.25)) if "rho_median" in g else math.nan,
-                    "rho q75": float(g["rho_median"].quantile(0.75)) if "rho_median" in g else math.nan,
+                    "rows": _quantile(g, "n_rows"),
+                    "rho": _quantile(g, "rho_median"),
+                    "rho q25": _quantile(g, "rho_median", 0.25),
+                    "rho q75": _quantile(g, "rho_median", 0.75),
                     "E1/d~": float(g["e1"].mean() / g["d_tilde"].mean()),
                     "lead ratio": float(g["lead_e1"].mean() / g["lead_d_tilde"].mean()),
                     "KS p (heads)": _ks(g["d_tilde"], g["e1"]),
                     "KS p (kv groups)": _ks(grp["d_tilde"], grp["e1"]),
-                    "sink share": float(g["sink_share"].median()) if "sink_share" in g else math.nan,
-                    "sink output share": float(g["sink_output_share"].median())
-                    if "sink_output_share" in g
-                    else math.nan,
+                    "sink share": _quantile(g, "sink_share"),
+                    "sink output share": _quantile(g, "sink_output_share"),
                     "bound violations": int(g["bound_violations"].sum()) if "bound_violations" in g else 0,
                 }
             )

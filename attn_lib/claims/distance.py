@@ -1,7 +1,8 @@
-"""The paper's claims of Fig. 2a and 2b: the distance against L and against N (:class:`~attn_lib.claims.claim.Claim`
-entries, registered in :data:`~attn_lib.claims.claim.CLAIMS` in the report's order by :mod:`attn_lib.claims`)."""
+"""The claims of Figs. 2a and 2b, the distance against L and against N (registered by :mod:`attn_lib.claims`)."""
 
 from __future__ import annotations
+
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -9,6 +10,14 @@ import pandas as pd
 from .claim import Outcome, claim, has_results, prf_ref
 from .diagnosis import diagnosis_summary
 from .stats import head_summary, linear_growth
+
+_fig2a = partial(claim, where="Fig. 2a, §4.1", needs=("distance_vs_length",))
+_fig2b = partial(claim, where="Fig. 2b, §4.2", needs=("distance_vs_n",))
+
+
+def _means(df: pd.DataFrame, by: str, col: str) -> pd.Series:
+    """The head means of ``col`` per value of ``by``."""
+    return head_summary(df, by, col).set_index(by)["mean"]
 
 
 # ---- Fig. 2a: distance against L ----------------------------------------------------------------------------------
@@ -24,14 +33,12 @@ def _growth_text(name: str, fit: dict, a: pd.DataFrame) -> str:
     )
 
 
-@claim(
+@_fig2a(
     "fig2a-dtilde-linear",
-    where="Fig. 2a, §4.1",
     title="d~ grows roughly linearly with L (N = 5)",
     words="“the true distance … grow[s] roughly linearly in L”",
     evidence="informative",
     section="app-distance",
-    needs=("distance_vs_length",),
     rule="exponent b of L in a log-log fit of the head means, |b − 1| ≤ {linear_exponent_tol}",
     fails_if="an exponent outside [0.8, 1.2], as when ‖s_N‖ shrinks with L (weights vanishing like 1/L)",
 )
@@ -66,7 +73,7 @@ def _bounded_growth(results, th, col: str, name: str, bound: str, extra: int):
             numbers=fit,
         )
     e = a.set_index("L")["mean"]
-    xm = head_summary(df, "L", "x_max").set_index("L")["mean"]
+    xm = _means(df, "L", "x_max")
     L0, L1 = int(min(e.index)), int(max(e.index))
     cap = (N + extra) * float(xm[L1])  # the bound at the largest L (p <= 1 in every valid row)
     need = float(e[L0]) * (L1 / L0) ** (1 - th["linear_exponent_tol"])
@@ -81,32 +88,27 @@ def _bounded_growth(results, th, col: str, name: str, bound: str, extra: int):
     )
 
 
-@claim(
+_fig2a(
     "fig2a-e1-linear",
-    where="Fig. 2a, §4.1",
     title="the expectation grows roughly linearly with L",
     words="“the true distance and the expectation grow roughly linearly in L”",
     reading="E1, the exact-expectation form",
     evidence="forced",
     basis="prop-random-bounded",
     section="app-expectation",
-    needs=("distance_vs_length",),
     rule="exponent b of L, |b − 1| ≤ {linear_exponent_tol}; forced, given the measured max‖x‖, where (N+2)·max‖x‖ at the largest L is below what b ≥ 0.8 from the smallest L needs",
+    evaluate=lambda results, th: _bounded_growth(results, th, "e1", "E1", "(1+p+N)·max‖x‖", 2),
 )
-def _fig2a_e1(results, th):
-    return _bounded_growth(results, th, "e1", "E1", "(1+p+N)·max‖x‖", 2)
 
 
-@claim(
+@_fig2a(
     "fig2a-mc-linear",
-    where="Fig. 2a, §4.1",
     title="the expectation grows roughly linearly with L",
     words="(same sentence)",
     reading="the Monte-Carlo E[d~] over random top-N sets",
     evidence="forced",
     basis="prop-random-bounded",
     section="app-expectation",
-    needs=("distance_vs_length",),
     rule="exponent b of L, |b − 1| ≤ {linear_exponent_tol}; forced, given the measured max‖x‖, where (N+1)·max‖x‖ at the largest L is below what b ≥ 0.8 from the smallest L needs",
 )
 def _fig2a_mc(results, th):
@@ -115,22 +117,20 @@ def _fig2a_mc(results, th):
     return _bounded_growth(results, th, "mc", "E[d~] (Monte Carlo)", "(1+N)·max‖x‖", 1)
 
 
-@claim(
+@_fig2a(
     "fig2a-e2-linear",
-    where="Fig. 2a, §4.1",
     title="the expectation grows roughly linearly with L",
     words="(same sentence)",
     reading="E2, the exclusion-indicator reading",
     evidence="forced",
     basis="prop-e2-tracks",
     section="app-cor2",
-    needs=("distance_vs_length",),
     rule="exponent b of L, |b − 1| ≤ {linear_exponent_tol}; E2 = d~ (1 + O(N/L)) follows d~",
 )
 def _fig2a_e2(results, th):
     df = results["distance_vs_length"]
     fit, a = length_fit(df, "e2", th)
-    d = head_summary(df, "L", "d_tilde").set_index("L")["mean"]
+    d = _means(df, "L", "d_tilde")
     gap = float((a.set_index("L")["mean"] - d).abs().div(d).max())
     cause = f"E2 follows d~ ({prf_ref('prop-e2-tracks')}): |E2 − d~|/d~ ≤ {gap:.1%} at every L of the grid"
     return Outcome("agrees (forced)" if fit["linear"] else "differs (forced)", _growth_text("E2", fit, a), cause)
@@ -167,14 +167,12 @@ def _thm1_holds(results, th):
     )
 
 
-@claim(
+@_fig2a(
     "fig2a-bound-conservative",
-    where="Fig. 2a, §4.1",
     title="the bound d_max is conservative",
     words="“safe but conservative”",
     evidence="informative",
     section="app-thm1",
-    needs=("distance_vs_length",),
     rule="median over heads and L of d_max/d~ ≥ {conservative_ratio}",
     fails_if="a median d_max/d~ below 1.5 (a bound close to d~)",
 )
@@ -191,7 +189,7 @@ def _fig2a_conservative(results, th):
 def _n_means(df: pd.DataFrame, col: str) -> tuple[pd.Series, bool]:
     """Head means per N on the rows common to every N (``<col>_common``) when the table has them."""
     common = f"{col}_common" in df
-    return head_summary(df, "N", f"{col}_common" if common else col).set_index("N")["mean"], common
+    return _means(df, "N", f"{col}_common" if common else col), common
 
 
 def _plateau_ns(df, th):
@@ -200,14 +198,12 @@ def _plateau_ns(df, th):
     return (n0, int(Ns[-1])) if n0 in Ns and Ns[-1] > n0 else (None, None)
 
 
-@claim(
+@_fig2b(
     "fig2b-plateau",
-    where="Fig. 2b, §4.2",
     title="d~ plateaus past N ≈ 20",
     words="“beyond N≈20 returns diminish: the distance plateaus”",
     evidence="informative",
     section="app-grids",
-    needs=("distance_vs_n",),
     rule="|d~(N_max) − d~(20)| / d~(20) ≤ {plateau_rel:.0%}, head means on the same rows at every N",
     fails_if="a change of more than 25 % between N = 20 and the largest N",
 )
@@ -222,19 +218,17 @@ def _fig2b_plateau(results, th):
     meas = f"mean d~ ({rows}): N={n0}: {a[n0]:.4g}, N={n1}: {a[n1]:.4g} (change {rel:.1%})"
     if rel <= th["plateau_rel"]:
         return Outcome("reproduced", meas)
-    s = head_summary(df, "N", "s_norm").set_index("N")["mean"]
+    s = _means(df, "N", "s_norm")
     cause = f"d~ ≈ (L − N)‖s_N‖ ({prf_ref('prop-topn-linear')}): mean ‖s_N‖ went {s[n0]:.3g} → {s[n1]:.3g}"
     return Outcome("not reproduced", meas, cause)
 
 
-@claim(
+@_fig2b(
     "fig2b-bound-tightens",
-    where="Fig. 2b, §4.2",
     title="the bound tightens past N ≈ 20",
     words="“… while the bound tightens”",
     evidence="informative",
     section="app-thm1",
-    needs=("distance_vs_n",),
     rule="d_max/d~ (head means, same rows) at the largest N below its value at N = 20",
     fails_if="d_max/d~ at the largest N not below its value at N = 20",
 )
@@ -262,8 +256,8 @@ def _converge(results, th, col: str, name: str):
     if col not in df:
         return Outcome("n/a", f"no {name} column in this run")
     Ns = sorted(df["N"].unique())
-    d = head_summary(df, "N", "d_tilde").set_index("N")["mean"]
-    e = head_summary(df, "N", col).set_index("N")["mean"]
+    d = _means(df, "N", "d_tilde")
+    e = _means(df, "N", col)
     g0 = abs(e[Ns[0]] - d[Ns[0]]) / max(d[Ns[0]], 1e-300)
     g1 = abs(e[Ns[-1]] - d[Ns[-1]]) / max(d[Ns[-1]], 1e-300)
     meas = f"|{name} − d~|/d~: N={Ns[0]}: {g0:.0%}, N={Ns[-1]}: {g1:.0%}"
@@ -272,7 +266,7 @@ def _converge(results, th, col: str, name: str):
         return Outcome("reproduced", meas)
     if col == "mc" and "e1_plus_gap" in df:
         n1 = Ns[-1]
-        ub = float(head_summary(df, "N", "e1_plus_gap").set_index("N")["mean"][n1])
+        ub = float(_means(df, "N", "e1_plus_gap")[n1])
         if ub < (1 - th["converge_rel"]) * d[n1]:
             cause = (
                 f"E[d~] ≤ E1 + its Jensen-gap bound = {ub:.4g} at N={n1} ({prf_ref('thm-distance')} (b)), below "
@@ -283,7 +277,7 @@ def _converge(results, th, col: str, name: str):
     if "x_max" in df:
         n1 = Ns[-1]
         L = int(df["L"].iloc[0])
-        xm = head_summary(df, "N", "x_max").set_index("N")["mean"][n1]
+        xm = _means(df, "N", "x_max")[n1]
         bound = (1 + n1 / (L - 1) + n1) * xm if col == "e1" else (1 + n1) * xm
         if bound < (1 - th["converge_rel"]) * d[n1]:
             cause = (
@@ -310,55 +304,47 @@ def _converge(results, th, col: str, name: str):
     )
 
 
-@claim(
+_fig2b(
     "fig2b-converge-e1",
-    where="Fig. 2b, §4.2",
     title="true and expected distance converge as N grows",
     words="“as N approaches 100 the true and expected distances converge”",
     reading="E1",
     evidence="informative",
     section="app-expectation",
-    needs=("distance_vs_n",),
     rule="relative gap at the largest N ≤ {converge_rel:.0%} and below the gap at the smallest N",
     fails_if="a gap above 10 % at the largest N, or no smaller than at the smallest N",
+    evaluate=lambda results, th: _converge(results, th, "e1", "E1"),
 )
-def _fig2b_conv_e1(results, th):
-    return _converge(results, th, "e1", "E1")
 
 
-@claim(
+_fig2b(
     "fig2b-converge-mc",
-    where="Fig. 2b, §4.2",
     title="true and expected distance converge as N grows",
     words="(same sentence)",
     reading="the Monte-Carlo E[d~]",
     evidence="informative",
     section="app-expectation",
-    needs=("distance_vs_n",),
     rule="relative gap at the largest N ≤ {converge_rel:.0%} and below the gap at the smallest N",
     fails_if="a gap above 10 % at the largest N, or no smaller than at the smallest N",
+    evaluate=lambda results, th: _converge(results, th, "mc", "E[d~] (Monte Carlo)"),
 )
-def _fig2b_conv_mc(results, th):
-    return _converge(results, th, "mc", "E[d~] (Monte Carlo)")
 
 
-@claim(
+@_fig2b(
     "fig2b-converge-e2",
-    where="Fig. 2b, §4.2",
     title="true and expected distance converge as N grows",
     words="(same sentence)",
     reading="E2",
     evidence="forced",
     basis="prop-e2-tracks",
     section="app-cor2",
-    needs=("distance_vs_n",),
     rule="E2 − d~ = O(N max‖x‖): equal to d~ at every N, so there is no convergence to observe",
 )
 def _fig2b_conv_e2(results, th):
     df = results["distance_vs_n"]
     Ns = sorted(df["N"].unique())
-    d = head_summary(df, "N", "d_tilde").set_index("N")["mean"]
-    e = head_summary(df, "N", "e2").set_index("N")["mean"]
+    d = _means(df, "N", "d_tilde")
+    e = _means(df, "N", "e2")
     gaps = (e - d).abs() / d
     meas = f"|E2 − d~|/d~: N={Ns[0]}: {gaps[Ns[0]]:.1%}, N={Ns[-1]}: {gaps[Ns[-1]]:.1%}"
     cause = f"E2 tracks d~ from the first N ({prf_ref('prop-e2-tracks')}): largest gap {gaps.max():.1%} over N"

@@ -1,5 +1,4 @@
-"""The paper's claims of the Discussion: multi-head coverage (:class:`~attn_lib.claims.claim.Claim` entries, registered
-in :data:`~attn_lib.claims.claim.CLAIMS` in the report's order by :mod:`attn_lib.claims`)."""
+"""The claims of the Discussion, multi-head coverage (registered by :mod:`attn_lib.claims`)."""
 
 from __future__ import annotations
 

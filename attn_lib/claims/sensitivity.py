@@ -1,15 +1,18 @@
-"""The paper's claims of Fig. 4 and Corollary 3: gradient sensitivity (:class:`~attn_lib.claims.claim.Claim` entries,
-registered in :data:`~attn_lib.claims.claim.CLAIMS` in the report's order by :mod:`attn_lib.claims`)."""
+"""The claims of Fig. 4 and Corollary 3, gradient sensitivity (registered by :mod:`attn_lib.claims`)."""
 
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
 from .claim import Outcome, claim, prf_ref
 from .stats import linfit
+
+_fig4 = partial(claim, where="Fig. 4, §4.5", evidence="informative", section="app-sensitivity-metric")
+_corollary3 = partial(claim, where="Corollary 3, Fig. 4", section="app-cor3", needs=("gradient_sensitivity",))
 
 # ---- Fig. 4: gradient sensitivity -----------------------------------------------------------------------------------
 _BASES = {"scaled": "gradient_sensitivity", "raw": "gradient_sensitivity_raw"}
@@ -28,6 +31,17 @@ def _curve(results, base: str, agg: str) -> pd.DataFrame | None:
     return df.groupby(["T", "eps"])[col].max().rename("g").reset_index()
 
 
+def _loglog_slope(c: pd.DataFrame) -> tuple[float, float, float]:
+    """:func:`~attn_lib.claims.stats.linfit` of ``log10 g`` against ``log10 T``."""
+    return linfit(np.log10(c["T"]), np.log10(c["g"].clip(lower=1e-300)))
+
+
+def _row_max(results, base: str, e0: float, T0: float) -> float:
+    """g of the largest single row (max over heads) at ``eps = e0``, ``T = T0``."""
+    rmax = _curve(results, base, "max")
+    return float(rmax[(rmax["eps"] == e0) & (np.isclose(rmax["T"], T0))]["g"].iloc[0])
+
+
 def _inv_t(results, th, base, agg):
     cur = _curve(results, base, agg)
     if cur is None:
@@ -37,7 +51,7 @@ def _inv_t(results, th, base, agg):
     low = c[c["T"] < th["inv_t_max_T"] * (1 + 1e-9)]
     if len(low) < th["inv_t_min_points"]:
         return Outcome("n/a", f"{len(low)} temperatures up to 0.1 (fewer than {th['inv_t_min_points']})")
-    slope, _, r2 = linfit(np.log10(low["T"]), np.log10(low["g"].clip(lower=1e-300)))
+    slope, _, r2 = _loglog_slope(low)
     meas = f"log-log slope {slope:.2f} (R² {r2:.2f}) over {len(low)} T in {low['T'].min():.3g}…{low['T'].max():.3g}, ε={e0:g}"
     s0, s1 = th["inv_t_slope"]
     if s0 <= slope <= s1:
@@ -45,9 +59,7 @@ def _inv_t(results, th, base, agg):
     T0 = float(low["T"].min())
     g0 = float(low["g"].iloc[0])
     if agg == "mean":
-        rmax = _curve(results, base, "max")
-        gm = float(rmax[(rmax["eps"] == e0) & (np.isclose(rmax["T"], T0))]["g"].iloc[0])
-        row_text = f" while the largest single row reaches {gm * 2 * T0:.1%}"
+        row_text = f" while the largest single row reaches {_row_max(results, base, e0, T0) * 2 * T0:.1%}"
     else:
         row_text = ""
     cause = (
@@ -59,24 +71,16 @@ def _inv_t(results, th, base, agg):
 
 for _base in ("scaled", "raw"):
     for _agg in ("mean", "max"):
-
-        def _make_inv_t(base=_base, agg=_agg):
-            @claim(
-                f"fig4-inv-t-{agg}-{base}",
-                where="Fig. 4, §4.5",
-                title="g follows 1/T below T = 0.1",
-                words="“for T < 0.1 the curves follow 1/T”",
-                reading=f"{_AGG[agg][1]}; {_BASE_WORDS[base]}",
-                evidence="informative",
-                section="app-sensitivity-metric",
-                needs=(_BASES[base],),
-                rule="slope of log g against log T over ≥ {inv_t_min_points} T ≤ {inv_t_max_T} in {inv_t_slope}",
-                fails_if="a slope outside [−1.25, −0.75]",
-            )
-            def _rule(results, th):
-                return _inv_t(results, th, base, agg)
-
-        _make_inv_t()
+        _fig4(
+            f"fig4-inv-t-{_agg}-{_base}",
+            title="g follows 1/T below T = 0.1",
+            words="“for T < 0.1 the curves follow 1/T”",
+            reading=f"{_AGG[_agg][1]}; {_BASE_WORDS[_base]}",
+            needs=(_BASES[_base],),
+            rule="slope of log g against log T over ≥ {inv_t_min_points} T ≤ {inv_t_max_T} in {inv_t_slope}",
+            fails_if="a slope outside [−1.25, −0.75]",
+            evaluate=partial(_inv_t, base=_base, agg=_agg),
+        )
 
 
 def _drop(results, th, base):
@@ -96,7 +100,7 @@ def _drop(results, th, base):
     meas = ", ".join(f"g(1)/g({T:.3g}) = {f:.3g}" for T, f in falls.items()) + f" (ε={e0:g})"
     fall = falls[max(falls)]
     inside = [T for T, f in falls.items() if r0 <= f <= r1]
-    slope = linfit(np.log10(c.loc[c["T"] >= 1, "T"]), np.log10(c.loc[c["T"] >= 1, "g"].clip(lower=1e-300)))[0]
+    slope = _loglog_slope(c[c["T"] >= 1])[0]
     if r0 <= fall <= r1:
         cause = ""
         if len(inside) < len(falls):
@@ -113,34 +117,23 @@ def _drop(results, th, base):
 
 
 for _base in ("scaled", "raw"):
-
-    def _make_drop(base=_base):
-        @claim(
-            f"fig4-drop-{base}",
-            where="Fig. 4, §4.5",
-            title="beyond T = 1, g falls by about two orders of magnitude",
-            words="“for T ≥ 1 they … fall by about two orders of magnitude”",
-            reading=f"g(1)/g(T_max) over the plotted range; {_BASE_WORDS[base]}",
-            evidence="informative",
-            section="app-sensitivity-metric",
-            needs=(_BASES[base],),
-            rule="g(1)/g(T_max) in [10^1.5, 10^2.5], row means, max over heads, smallest ε",
-            fails_if="a fall below 31.6× or above 316× to the end of the grid",
-        )
-        def _rule(results, th):
-            return _drop(results, th, base)
-
-    _make_drop()
+    _fig4(
+        f"fig4-drop-{_base}",
+        title="beyond T = 1, g falls by about two orders of magnitude",
+        words="“for T ≥ 1 they … fall by about two orders of magnitude”",
+        reading=f"g(1)/g(T_max) over the plotted range; {_BASE_WORDS[_base]}",
+        needs=(_BASES[_base],),
+        rule="g(1)/g(T_max) in [10^1.5, 10^2.5], row means, max over heads, smallest ε",
+        fails_if="a fall below 31.6× or above 316× to the end of the grid",
+        evaluate=partial(_drop, base=_base),
+    )
 
 
-@claim(
+@_fig4(
     "fig4-drop-0.01-to-1",
-    where="Fig. 4, §4.5",
     title="g falls about 100× from T = 0.01 to T = 1",
     words="(the same sentence, read against the 1/T regime)",
     reading="g(0.01)/g(1); T on the model's scaled logits",
-    evidence="informative",
-    section="app-sensitivity-metric",
     needs=("gradient_sensitivity",),
     rule="g(0.01)/g(1) in [10^1.5, 10^2.5]",
     fails_if="a ratio below 31.6 or above 316",
@@ -159,17 +152,14 @@ def _fig4_other(results, th):
     r0, r1 = th["drop_ratio"]
     if r0 <= ratio <= r1:
         return Outcome("reproduced", meas)
-    slope = linfit(np.log10(c.loc[c["T"] <= 1, "T"]), np.log10(c.loc[c["T"] <= 1, "g"].clip(lower=1e-300)))[0]
+    slope = _loglog_slope(c[c["T"] <= 1])[0]
     return Outcome("not reproduced", meas, f"between T = 0.01 and 1 the curve falls like T^{slope:.2f}, not 1/T")
 
 
-@claim(
+@_fig4(
     "fig4-merge",
-    where="Fig. 4, §4.5",
     title="beyond T = 1 the ε-curves merge",
     words="“for T ≥ 1 they merge”",
-    evidence="informative",
-    section="app-sensitivity-metric",
     needs=("gradient_sensitivity",),
     rule="at every T ≥ 1, max_ε g / min_ε g ≤ {merge_ratio:g}",
     fails_if="a ratio between the ε-curves above 2 at some T ≥ 1",
@@ -188,13 +178,10 @@ def _fig4_merge(results, th):
     )
 
 
-@claim(
+@_fig4(
     "fig4-smaller-eps-larger",
-    where="Fig. 4, §4.5",
     title="below T = 0.1, g is larger for smaller ε",
     words="“for T < 0.1 the curves follow 1/T, larger for smaller ε”",
-    evidence="informative",
-    section="app-sensitivity-metric",
     needs=("gradient_sensitivity",),
     rule="at every T ≤ 0.1, g decreases from the smallest ε to the largest (max over heads of the row means)",
     fails_if="some T < 0.1 where a smaller ε gives a smaller g",
@@ -230,13 +217,11 @@ def _fig4_eps(results, th):
     )
 
 
-@claim(
+@_fig4(
     "fig4-near-limit",
-    where="Fig. 4, §4.5",
     title="below T = 0.1 the model operates near the theoretical limit",
     words="GPT-2 “operates near the theoretical limit” for T < 0.1",
     reading="the head-max curve against the paper's dashed min{1/(4T), √2}",
-    evidence="informative",
     section="app-cor3",
     needs=("gradient_sensitivity",),
     rule="at every T ≤ 0.1, g (smallest ε, max over heads) ≥ {near_limit_ratio} × min{{1/(4T), √2}}",
@@ -253,8 +238,7 @@ def _fig4_near(results, th):
     if (ratio >= th["near_limit_ratio"]).all():
         return Outcome("reproduced", meas)
     T0 = float(c["T"].iloc[int(np.argmin(ratio.to_numpy()))])
-    rmax = _curve(results, "scaled", "max")
-    gm = float(rmax[(rmax["eps"] == e0) & (np.isclose(rmax["T"], T0))]["g"].iloc[0])
+    gm = _row_max(results, "scaled", e0, T0)
     cause = (
         f"farthest at T = {T0:.3g} (ratio {ratio.min():.3g}), where the largest single row reaches "
         f"{gm / min(1 / (4 * T0), math.sqrt(2)):.3g} × the dashed bound: the head means lie far below the rows at the limit"
@@ -262,15 +246,12 @@ def _fig4_near(results, th):
     return Outcome("not reproduced", meas, cause)
 
 
-@claim(
+@_corollary3(
     "cor3-corrected-bound",
-    where="Corollary 3, Fig. 4",
     title="g ≤ min{1/(2T), √2/ε} in every row",
     words="(the project's corrected Corollary 3)",
     evidence="guarantee",
     basis="prop-softmax-constants",
-    section="app-cor3",
-    needs=("gradient_sensitivity",),
     rule="no row above the corrected bound",
 )
 def _cor3(results, th):
@@ -282,15 +263,12 @@ def _cor3(results, th):
     return Outcome("violated", meas, f"the corrected bound fails in {viol} rows: a defect of this build's code")
 
 
-@claim(
+@_corollary3(
     "cor3-paper-form-exceeded",
-    where="Corollary 3, Fig. 4",
     title="rows exceed the paper's dashed min{1/(4T), √2}",
     words="the dashed curve min{1/(4T), √2} of Fig. 4",
     evidence="finding",
     basis="rem-cor3-side-by-side",
-    section="app-cor3",
-    needs=("gradient_sensitivity",),
     rule="count the rows with g above the paper's form; a two-way tie reaches 1/(2T)",
 )
 def _cor3_paper(results, th):

@@ -1,13 +1,16 @@
-"""The paper's claims of Fig. 3 and Theorem 2: separability (:class:`~attn_lib.claims.claim.Claim` entries, registered
-in :data:`~attn_lib.claims.claim.CLAIMS` in the report's order by :mod:`attn_lib.claims`)."""
+"""The claims of Fig. 3 and Theorem 2, separability (registered by :mod:`attn_lib.claims`)."""
 
 from __future__ import annotations
+
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
 from .claim import Outcome, claim, prf_ref
 from .stats import linfit
+
+_fig3 = partial(claim, where="Fig. 3, §4.4", evidence="informative", needs=("separability",))
 
 
 # ---- Fig. 3: separability -----------------------------------------------------------------------------------------
@@ -24,14 +27,11 @@ def _sep_table(df) -> pd.DataFrame:
     )
 
 
-@claim(
+@_fig3(
     "fig3-saturates",
-    where="Fig. 3, §4.4",
     title="separability saturates at 0.70–0.85 past N ≈ 16",
     words="“Geometric separability saturates at 70-85%”",
-    evidence="informative",
     section="app-separability-def",
-    needs=("separability",),
     rule="median over heads of N_s/N in [{sep_lo:.2f}, {sep_hi:.2f}] at every N ≥ {sep_from_n}",
     fails_if="a median outside [0.70, 0.85] at some N ≥ 16",
 )
@@ -53,14 +53,11 @@ def _fig3_sat(results, th):
     return Outcome("not reproduced", "median N_s/N: " + meas, cause)
 
 
-@claim(
+@_fig3(
     "fig3-declines",
-    where="Fig. 3, §4.4",
     title="separability declines up to N ≈ 16",
     words="the fraction declines up to N≈16, then saturates",
-    evidence="informative",
     section="app-separability-def",
-    needs=("separability",),
     rule="median at N = {sep_from_n} below the median at N = 2 (at N = 1, N_s/N = 1 by definition)",
     fails_if="a median at N = 16 not below the median at N = 2",
 )
@@ -102,46 +99,35 @@ def _tracks(results, th, col: str, name: str):
     return Outcome("not reproduced", meas, cause)
 
 
-@claim(
+_fig3(
     "thm2-upper-tracks-max",
-    where="Fig. 3, §4.4",
     title="Theorem 2's upper bound tracks the empirical maxima",
     words="the upper bound is “tight on the high side”",
     reading="the maximum over heads",
-    evidence="informative",
     section="app-thm2",
-    needs=("separability",),
     rule="|median upper bound − max over heads of N_s/N| ≤ {track_tol} at every N ≥ 2 where the bound is below 0.999",
     fails_if="a gap above 0.1 at some N ≥ 2",
+    evaluate=lambda results, th: _tracks(results, th, "max", "max"),
 )
-def _thm2_max(results, th):
-    return _tracks(results, th, "max", "max")
 
 
-@claim(
+_fig3(
     "thm2-upper-tracks-p90",
-    where="Fig. 3, §4.4",
     title="Theorem 2's upper bound tracks the empirical maxima",
     words="(same sentence)",
     reading="the 90th percentile over heads",
-    evidence="informative",
     section="app-thm2",
-    needs=("separability",),
     rule="|median upper bound − 90th percentile over heads of N_s/N| ≤ {track_tol} at every N ≥ 2 where the bound is below 0.999",
     fails_if="a gap above 0.1 at some N ≥ 2",
+    evaluate=lambda results, th: _tracks(results, th, "p90", "p90"),
 )
-def _thm2_p90(results, th):
-    return _tracks(results, th, "p90", "p90")
 
 
-@claim(
+@_fig3(
     "thm2-lower-conservative",
-    where="Fig. 3, §4.4",
     title="Theorem 2's lower bound is conservative",
     words="the lower bound is “intentionally conservative”",
-    evidence="informative",
     section="app-thm2",
-    needs=("separability",),
     rule="median lower bound ≤ median N_s/N at every N ≥ 2 where the bound is positive (elsewhere it says nothing)",
     fails_if="a positive median lower bound above the median N_s/N",
 )

@@ -135,6 +135,14 @@ def valid_ks_sampling(summary: pd.DataFrame) -> str:
     return "kv_groups" if "kv_groups" in has else "heads"
 
 
+def need_results(results: Any) -> None:
+    """``ValueError`` unless ``results`` is a dict (of result tables, as :func:`attn_lib.experiments.run_all` returns)."""
+    if not isinstance(results, dict):
+        raise ValueError(
+            f"results must be the dict that attn_lib.experiments.run_all returns (got {type(results).__name__})"
+        )
+
+
 def require_columns(df: Any, name: str, columns: Sequence[str]) -> None:
     if not isinstance(df, pd.DataFrame):
         raise ValueError(f"{name} must be a pandas DataFrame (got {type(df).__name__})")

@@ -20,17 +20,13 @@ def label(meta: dict) -> str:
     return " \u00b7 ".join(f"{k}: {meta[k]}" for k in ("model", "text", "device") if k in meta)
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# aggregation helpers
-# ----------------------------------------------------------------------------------------------------------------
+# ---- aggregation helpers ---------------------------------------------------------------------------------------------
 def sensitivity_curves(df: pd.DataFrame) -> pd.DataFrame:
     """The paper's ``g(T, eps)``: max over (layer, head) of the row-mean, per (T, eps)."""
     return df.groupby(["T", "eps"])["g"].max().reset_index()
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# display names
-# ----------------------------------------------------------------------------------------------------------------
+# ---- display names ---------------------------------------------------------------------------------------------------
 #: Display names of the expectation forms of the critical-N scan.
 CRITICAL_FORM_NAMES = {"e1": "E1", "e2": "E2", "mc": "Monte Carlo"}
 
@@ -46,41 +42,23 @@ KS_SAMPLING = {
 }
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Markdown tables
-# ----------------------------------------------------------------------------------------------------------------
+# ---- Markdown tables -------------------------------------------------------------------------------------------------
 def md_cell(x: Any) -> str:
     """``x`` as the text of one Markdown table cell: a line break becomes a space and ``|`` is escaped."""
     return str(x).replace("\n", " ").replace("|", "\\|")
 
 
-def _pipe_rule(widths, aligns) -> str:
-    return "|" + "---|" * len(widths)
-
-
 def pipe_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A Markdown pipe table of ready-made cells through :meth:`pandas.DataFrame.to_markdown` (tabulate).
+    """A Markdown pipe table of ready-made cells: ``| a | b |`` per line, the rule under the header ``|---|`` per column.
 
     Every cell is written as given (its ``str``): no padding to the column's width, no number parsing, and ``|``
-    not escaped (:func:`md_cell` does that); the rule under the header is ``|---|`` per column.
-
-    Parameters
-    ----------
-    headers : sequence of str
-        The column titles (n).
-    rows : sequence of sequences
-        The cells, n per row.
-
-    Returns
-    -------
-    str
-        The table's lines, without a final line break.
+    not escaped (:func:`md_cell` does that). Returns the table's lines without a final line break; ``ValueError``
+    when a row does not have one cell per header.
     """
-    from tabulate import DataRow, TableFormat  # pandas' optional dependency of to_markdown, needed only here
-
-    row = DataRow("|", "|", "|")
-    fmt = TableFormat(None, _pipe_rule, None, None, row, row, 1, None)
-    df = pd.DataFrame([[str(c) for c in r] for r in rows], columns=range(len(headers)), dtype=object)
-    return df.to_markdown(
-        index=False, headers=list(headers), tablefmt=fmt, stralign=None, numalign=None, disable_numparse=True
-    )
+    n = len(headers)
+    if any(len(r) != n for r in rows):
+        raise ValueError(
+            f"rows must have {n} cells each, one per header (got lengths {sorted({len(r) for r in rows})})"
+        )
+    lines = ["| " + " | ".join(str(c) for c in r) + " |" for r in [headers, *rows]]
+    return "\n".join([lines[0], "|" + "---|" * n, *lines[1:]])

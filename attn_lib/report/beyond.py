@@ -1,4 +1,5 @@
-"""beyond"""
+"""Chapter 7 (book/07_beyond_softmax.md) and ``compare-normalizers``: every normaliser on the paper's limits, and
+the live swap."""
 
 from __future__ import annotations
 
@@ -12,9 +13,14 @@ from ..claims.stats import require_columns
 from ..layout import FIGURE_WIDTH_IN, wrap_text
 from ._common import label, meta_of, pipe_table
 
-# ---- chapter 7 (book/07_beyond_softmax.md): every normaliser on the paper's limits, and the live swap ------------
-
 _BEYOND_METRICS = ("max_alpha", "d_tilde", "e1", "sep_fraction", "g")
+
+
+def _labelled(fig, meta: dict):
+    """``fig`` with the provenance footer of ``meta`` (:func:`attn_lib.provenance.label_figure`)."""
+    from ..provenance import label_figure  # provenance imports matplotlib: only when a figure is drawn
+
+    return label_figure(fig, model=meta.get("model", "?"), text=meta.get("text", "?"), device=meta.get("device", "?"))
 
 
 def _check_beyond_table(df: Any) -> None:
@@ -74,8 +80,6 @@ def figure_beyond_limits(df: pd.DataFrame, crit: pd.DataFrame):
     from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
     from matplotlib.ticker import NullFormatter  # matplotlib: imported only when a figure is drawn
 
-    from ..provenance import label_figure  # provenance imports matplotlib: only when a figure is drawn
-
     _check_beyond_table(df)
     meta = meta_of(df)
     fig = Figure(figsize=(FIGURE_WIDTH_IN, 9.6))
@@ -121,7 +125,7 @@ def figure_beyond_limits(df: pd.DataFrame, crit: pd.DataFrame):
     legend_ax.legend(*axes[0].get_legend_handles_labels(), loc="center", fontsize=9, title="normaliser")
     fig.suptitle(wrap_text(f"Every normaliser on the same logits: {label(meta)}", FIGURE_WIDTH_IN, 10), fontsize=10)
     fig.tight_layout()
-    return label_figure(fig, model=meta.get("model", "?"), text=meta.get("text", "?"), device=meta.get("device", "?"))
+    return _labelled(fig, meta)
 
 
 def _check_swap_losses(losses: Any) -> None:
@@ -168,8 +172,6 @@ def figure_beyond_swap(losses: pd.DataFrame):
     """
     from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
 
-    from ..provenance import label_figure  # provenance imports matplotlib: only when a figure is drawn
-
     _check_swap_losses(losses)
     meta = meta_of(losses)
     Lm = int(losses["L"].max())
@@ -206,7 +208,7 @@ def figure_beyond_swap(losses: pd.DataFrame):
     title = f"Normalisers swapped into every head, no retraining: {label(meta)}"
     fig.suptitle(wrap_text(title, FIGURE_WIDTH_IN, 10), fontsize=10)
     fig.tight_layout()
-    return label_figure(fig, model=meta.get("model", "?"), text=meta.get("text", "?"), device=meta.get("device", "?"))
+    return _labelled(fig, meta)
 
 
 def render_swap_row(rows: pd.DataFrame, setting: str, sweep: str = "k"):
@@ -227,8 +229,6 @@ def render_swap_row(rows: pd.DataFrame, setting: str, sweep: str = "k"):
     matplotlib Figure (outside pyplot) with the provenance footer.
     """
     from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
-
-    from ..provenance import label_figure  # provenance imports matplotlib: only when a figure is drawn
 
     require_columns(rows, "rows", ("setting", "attention", "d_tilde", "loss", "layer", "head", "row", "k", "T", "N"))
     check_choice("setting", setting, list(rows["setting"]))
@@ -267,4 +267,4 @@ def render_swap_row(rows: pd.DataFrame, setting: str, sweep: str = "k"):
     bx.set_ylabel("held-out loss (nats)")
     bx.grid(alpha=0.3)
     fig.tight_layout()
-    return label_figure(fig, model=meta.get("model", "?"), text=meta.get("text", "?"), device=meta.get("device", "?"))
+    return _labelled(fig, meta)

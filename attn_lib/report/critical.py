@@ -14,8 +14,6 @@ from ..claims.diagnosis import diagnosis_first_pass, diagnosis_summary, required
 from ..layout import FIGURE_WIDTH_IN, MIN_FONT_PT, wrap_text
 from ._common import label, meta_of
 
-__all__ = ["figure_critical_diagnosis", "diagnosis_markdown"]
-
 
 def figure_critical_diagnosis(diag: pd.DataFrame, n_star_ratio: float | None = None):
     r"""Why the critical N is where it is: two panels against ``N/L``, one line per counterfactual.

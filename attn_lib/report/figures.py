@@ -1,4 +1,8 @@
-"""figures"""
+"""The paper's Figs. 2a, 2b, 2c, 3 and 4, drawn from the experiments' tables.
+
+Each ``figure_*`` takes a second model's table as ``other`` (e.g. the bidirectional encoder's), drawn as a second,
+labelled panel, and returns a matplotlib Figure outside pyplot, one panel per model, each titled with model, text and
+device (:func:`_panel_figure`)."""
 
 from __future__ import annotations
 
@@ -15,9 +19,6 @@ from ._common import KS_SAMPLING, form_name, label, meta_of, sensitivity_curves
 from .separability import separability_per_n
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# figures
-# ----------------------------------------------------------------------------------------------------------------
 def _panel_figure(draw, frames: list, *, height: float = 4.2):
     """A figure with one panel per result set in ``frames`` (one model each: e.g. the decoder and the encoder).
 
@@ -51,6 +52,16 @@ def _frames(df, other, name: str) -> list:
     return [df, other]
 
 
+def _model_panels(df, other, axes, title):
+    """One panel per model: ``axes(ax, d)`` draws it and ``title(d)`` names it."""
+
+    def draw(ax, d):
+        axes(ax, d)
+        return title(d), meta_of(d)
+
+    return _panel_figure(draw, _frames(df, other, "other"))
+
+
 _LINES = (
     ("d_tilde", "true d~", "tab:green", "-"),
     ("e1", "E1 (exact-expectation form)", "tab:blue", "-"),
@@ -77,49 +88,25 @@ def _distance_plot(ax, df: pd.DataFrame, by: str, xlabel: str) -> None:
 
 
 def figure_distance_vs_length(df: pd.DataFrame, other: pd.DataFrame | None = None):
-    """Fig. 2a: every distance quantity against ``L`` at ``N`` (mean over heads, band: interquartile range).
-
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        :func:`attn_lib.experiments.distance_vs_length` rows, one per (L, layer, head).
-    other : pandas.DataFrame, optional
-        The same table for a second model (e.g. the bidirectional encoder): drawn as a second, labelled panel.
-
-    Returns
-    -------
-    matplotlib Figure (outside pyplot), one panel per model, each titled with model, text and device.
-    """
-
-    def draw(ax, d):
-        _distance_plot(ax, d, "L", "context length L")
-        N = int(d["N"].iloc[0]) if len(d) else 5
-        return f"Fig. 2a: distance vs L (N={N})", meta_of(d)
-
-    return _panel_figure(draw, _frames(df, other, "other"))
+    """Fig. 2a: every distance quantity against ``L`` at ``N`` (mean over heads, band: interquartile range), from
+    :func:`attn_lib.experiments.distance_vs_length`'s rows (one per L, layer, head); ``other``: a second model's."""
+    return _model_panels(
+        df,
+        other,
+        lambda ax, d: _distance_plot(ax, d, "L", "context length L"),
+        lambda d: f"Fig. 2a: distance vs L (N={int(d['N'].iloc[0]) if len(d) else 5})",
+    )
 
 
 def figure_distance_vs_n(df: pd.DataFrame, other: pd.DataFrame | None = None):
-    """Fig. 2b: every distance quantity against ``N`` at fixed ``L``.
-
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        :func:`attn_lib.experiments.distance_vs_n` rows, one per (N, layer, head).
-    other : pandas.DataFrame, optional
-        The same table for a second model: drawn as a second, labelled panel.
-
-    Returns
-    -------
-    matplotlib Figure (outside pyplot), one panel per model.
-    """
-
-    def draw(ax, d):
-        _distance_plot(ax, d, "N", "selected tokens N")
-        L = int(d["L"].iloc[0]) if len(d) else 0
-        return f"Fig. 2b: distance vs N (L={L})", meta_of(d)
-
-    return _panel_figure(draw, _frames(df, other, "other"))
+    """Fig. 2b: every distance quantity against ``N`` at fixed ``L``, from
+    :func:`attn_lib.experiments.distance_vs_n`'s rows (one per N, layer, head); ``other``: a second model's."""
+    return _model_panels(
+        df,
+        other,
+        lambda ax, d: _distance_plot(ax, d, "N", "selected tokens N"),
+        lambda d: f"Fig. 2b: distance vs N (L={int(d['L'].iloc[0]) if len(d) else 0})",
+    )
 
 
 def figure_critical_n(
@@ -139,11 +126,7 @@ def figure_critical_n(
     trace : pandas.DataFrame, optional
         The :func:`attn_lib.experiments.critical_n` trace (for the labels).
     other, other_trace : pandas.DataFrame, optional
-        A second model's summary and trace: drawn as a second, labelled panel.
-
-    Returns
-    -------
-    matplotlib Figure (outside pyplot), one panel per model.
+        A second model's summary and trace.
     """
     frames = [(summary, trace)]
     if other is not None:
@@ -214,25 +197,15 @@ def figure_separability(df: pd.DataFrame, other: pd.DataFrame | None = None):
     are drawn per ``N`` as their medians over heads (:func:`separability_per_n`), and the paper's 0.70–0.85 band is
     shaded.
 
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        :func:`attn_lib.experiments.separability` rows, one per (N, layer, head): ``N``, ``fraction``, ``lower``,
-        ``upper`` (and ``L``, ``model``, ``text``, ``device`` for the labels).
-    other : pandas.DataFrame, optional
-        The same table for a second model (e.g. the bidirectional encoder): drawn as a second, labelled panel.
-
-    Returns
-    -------
-    matplotlib Figure (outside pyplot), one panel per model, titled and footed with model, text and device.
+    ``df``: :func:`attn_lib.experiments.separability` rows, one per (N, layer, head): ``N``, ``fraction``, ``lower``,
+    ``upper`` (and ``L``, ``model``, ``text``, ``device`` for the labels); ``other``: a second model's.
     """
-
-    def draw(ax, d):
-        _separability_axes(ax, d)
-        L = int(d["L"].iloc[0]) if "L" in d else 0
-        return f"Fig. 3: geometric separability (L={L})", meta_of(d)
-
-    return _panel_figure(draw, _frames(df, other, "other"))
+    return _model_panels(
+        df,
+        other,
+        _separability_axes,
+        lambda d: f"Fig. 3: geometric separability (L={int(d['L'].iloc[0]) if 'L' in d else 0})",
+    )
 
 
 def _separability_axes(ax, df: pd.DataFrame) -> None:
@@ -295,26 +268,15 @@ def _separability_axes(ax, df: pd.DataFrame) -> None:
 
 def figure_sensitivity(df: pd.DataFrame, other: pd.DataFrame | None = None):
     """Fig. 4: ``g(T, eps)``, the maximum over heads of the row mean, against ``T`` for each ``eps``, with the
-    paper's ``min{1/(4T), sqrt2}`` and the corrected ``1/(2T)``, ``sqrt2/eps``.
-
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        :func:`attn_lib.experiments.gradient_sensitivity` rows, one per (T, eps, layer, head).
-    other : pandas.DataFrame, optional
-        The same table for a second model: drawn as a second, labelled panel.
-
-    Returns
-    -------
-    matplotlib Figure (outside pyplot), one panel per model.
+    paper's ``min{1/(4T), sqrt2}`` and the corrected ``1/(2T)``, ``sqrt2/eps``, from
+    :func:`attn_lib.experiments.gradient_sensitivity`'s rows (one per T, eps, layer, head); ``other``: a second model's.
     """
-
-    def draw(ax, d):
-        _sensitivity_axes(ax, d)
-        L = int(d["L"].iloc[0]) if len(d) else 0
-        return f"Fig. 4: gradient sensitivity (L={L}{sens_rows_note(d)})", meta_of(d)
-
-    return _panel_figure(draw, _frames(df, other, "other"))
+    return _model_panels(
+        df,
+        other,
+        _sensitivity_axes,
+        lambda d: f"Fig. 4: gradient sensitivity (L={int(d['L'].iloc[0]) if len(d) else 0}{sens_rows_note(d)})",
+    )
 
 
 def _sensitivity_axes(ax, df: pd.DataFrame) -> None:
@@ -368,6 +330,14 @@ def save_figure(fig, path, dpi: int = 130, **kwargs) -> None:
         fig.savefig(path, dpi=dpi, metadata=metadata, **kwargs)
 
 
+def save_formats(fig, out: Path, stem: str, formats: Sequence[str]) -> list[str]:
+    """``fig`` saved (:func:`save_figure`) as ``out/stem.fmt`` for each of ``formats``; returns the paths."""
+    paths = [out / f"{stem}.{fmt}" for fmt in formats]
+    for path in paths:
+        save_figure(fig, path)
+    return [str(path) for path in paths]
+
+
 def write_figures(
     results: dict[str, pd.DataFrame],
     out: str | Path,
@@ -399,13 +369,7 @@ def write_figures(
         df = results.get(key)
         if df is not None and len(df) > 0:
             od = o.get(key)
-            fig = fn(df, od if od is not None and len(od) else None)
-            paths = []
-            for fmt in formats:
-                p = out / f"{stem}.{fmt}"
-                save_figure(fig, p)
-                paths.append(str(p))
-            written[stem] = paths
+            written[stem] = save_formats(fn(df, od if od is not None and len(od) else None), out, stem, formats)
         if on_figure is not None:
             on_figure(stem)
     return written

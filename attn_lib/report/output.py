@@ -1,4 +1,4 @@
-"""output"""
+"""What ``reproduce`` writes: ``report.md``, ``results.json`` and the figures, in one folder."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ import pandas as pd
 from ..claims import verdicts
 from ._common import md_cell, meta_of, pipe_table
 from .critical import diagnosis_markdown, figure_critical_diagnosis
-from .figures import save_figure, sens_rows_note, write_figures
+from .figures import save_formats, sens_rows_note, write_figures
 from .reproduction import (
     claim_details_markdown,
+    claim_label,
     figure_verdicts,
     model_column,
     plain_roles,
@@ -25,9 +26,6 @@ from .reproduction import (
 )
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# JSON and markdown
-# ----------------------------------------------------------------------------------------------------------------
 def _records(df: pd.DataFrame) -> list[dict]:
     return json.loads(df.to_json(orient="records"))
 
@@ -48,8 +46,7 @@ def _claims_table(vt: pd.DataFrame) -> str:
     """The claims with their verdict, measured value and cause, one row each (``report.md``)."""
     rows = []
     for _, r in vt.iterrows():
-        label_ = r["claim"] + (f" — {r['reading']}" if r["reading"] else "")
-        cells = [md_cell(r["id"]), md_cell(label_), r["evidence"], f"**{md_cell(r['verdict'])}**"]
+        cells = [md_cell(r["id"]), md_cell(claim_label(r)), r["evidence"], f"**{md_cell(r['verdict'])}**"]
         rows.append([*cells, md_cell(r["measured"]), md_cell(plain_roles(r["cause"]))])
     return pipe_table(["id", "claim", "kind", "verdict", "measured", "cause"], rows)
 
@@ -138,12 +135,17 @@ def write_report(
     meta = _report_meta(results, handle, text, profile, timings)
     vt = verdicts(results)
     compare = compare or {}
+    if compare and handle is None:
+        raise ValueError("write_report(compare=...) needs handle (the column label of the main model)")
+    # {model column: reproduction_table} of the main model and the compared ones
+    tables = {model_column(handle) if handle is not None else "this run": vt}
+    tables.update({lab: reproduction_table(item["results"]) for lab, item in compare.items()})
+    sbs = side_by_side(tables) if compare else None
     first_other = next(iter(compare.values()), {}).get("results") if compare else None
     figs = write_figures(results, out, formats, on_figure=on_figure, other=first_other)
-    figs.update(_write_report_figures(results, out, formats, handle, vt, compare))
+    figs.update(_write_report_figures(results, out, formats, tables))
     data = results_json(results, meta=meta, verdict_table=vt)
     data["figures"] = figs
-    tables, sbs = _compared_tables(results, handle, compare)
     if sbs is not None:
         data["compare"] = {
             lab: {
@@ -214,19 +216,6 @@ def _profile_meta(profile, handle) -> dict[str, Any]:
     return meta
 
 
-def _compared_tables(results, handle, compare: dict) -> tuple[dict, pd.DataFrame | None]:
-    """``({model column: reproduction_table}, side_by_side)`` of the main model and the compared ones; ``({}, None)``
-    without ``compare``."""
-    if not compare:
-        return {}, None
-    if handle is None:
-        raise ValueError("write_report(compare=...) needs handle (the column label of the main model)")
-    tables = {model_column(handle): reproduction_table(results)}
-    for lab, item in compare.items():
-        tables[lab] = reproduction_table(item["results"])
-    return tables, side_by_side(tables)
-
-
 def _side_by_side_section(tables: dict, sbs: pd.DataFrame) -> str:
     """The section of ``report.md`` with one verdict column per model that ran."""
     return (
@@ -243,23 +232,11 @@ def _side_by_side_section(tables: dict, sbs: pd.DataFrame) -> str:
     )
 
 
-def _write_report_figures(results, out: Path, formats, handle, vt, compare) -> dict[str, list[str]]:
-    """The report's own figures: the critical-N diagnosis (when it ran) and the verdicts at a glance."""
-
+def _write_report_figures(results, out: Path, formats, tables: dict) -> dict[str, list[str]]:
+    """The report's own figures: the critical-N diagnosis (when it ran) and the verdicts at a glance of ``tables``."""
     made = {}
     diag = results.get("critical_n_diagnosis")
     if isinstance(diag, pd.DataFrame) and len(diag):
         made["fig2c_critical_diagnosis"] = figure_critical_diagnosis(diag)
-    label_ = model_column(handle) if handle is not None else "this run"
-    tables = {label_: vt}
-    for lab, item in (compare or {}).items():
-        tables[lab] = reproduction_table(item["results"])
     made["fig_verdicts"] = figure_verdicts(tables)
-    written = {}
-    for stem, fig in made.items():
-        written[stem] = []
-        for fmt in formats:
-            path = out / f"{stem}.{fmt}"
-            save_figure(fig, path)
-            written[stem].append(str(path))
-    return written
+    return {stem: save_formats(fig, out, stem, formats) for stem, fig in made.items()}

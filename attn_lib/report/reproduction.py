@@ -1,58 +1,28 @@
-"""reproduction"""
+"""The reproduction report's tables (one model, or several side by side), the tally and the verdict figure
+(book/06_reproduction_report.md)."""
 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import pandas as pd
 
 from ..claims import EVIDENCE, tally, verdicts
-from ..claims.stats import require_columns
+from ..claims.stats import need_results, require_columns  # noqa: F401  (need_results: for book.tables)
 from ..layout import FIGURE_WIDTH_IN, MIN_FONT_PT, wrap_text
 from ._common import md_cell, pipe_table
 
-# ---- the reproduction report (book/06_reproduction_report.md) --------------------------------------------------
-
-
-def need_results(results: Any) -> None:
-    if not isinstance(results, dict):
-        raise ValueError(
-            f"results must be the dict that attn_lib.experiments.run_all returns (got {type(results).__name__})"
-        )
-
 
 def reproduction_table(results: dict[str, pd.DataFrame], *, thresholds: dict | None = None) -> pd.DataFrame:
-    """Every claim of :data:`attn_lib.claims.CLAIMS` on one model's results: :func:`attn_lib.claims.verdicts`.
-
-    Parameters
-    ----------
-    results : dict
-        :func:`attn_lib.experiments.run_all`'s results (``"multihead_coverage"`` may be added).
-    thresholds : dict, optional
-        Overrides of :data:`~attn_lib.claims.THRESHOLDS`.
-
-    Returns
-    -------
-    DataFrame
-        The columns of :data:`attn_lib.claims.COLUMNS`, one row per claim id.
-    """
-    need_results(results)
+    """Every claim of :data:`attn_lib.claims.CLAIMS` on one model's results: :func:`attn_lib.claims.verdicts`, whose
+    arguments, checks and table (one row per claim id) it shares."""
     return verdicts(results, thresholds)
 
 
 def model_column(handle) -> str:
-    """The column label of a model in :func:`side_by_side`: ``"decoder: <model>"`` for a causal model,
-    ``"encoder: <model>"`` for a bidirectional one (the model as the result tables name it).
-
-    Parameters
-    ----------
-    handle : attn_lib.models.ModelHandle
-
-    Returns
-    -------
-    str
-    """
+    """The column label of a model (an :class:`attn_lib.models.ModelHandle`) in :func:`side_by_side`:
+    ``"decoder: <model>"`` for a causal model, ``"encoder: <model>"`` for a bidirectional one (the model as the
+    result tables name it)."""
     kind = "decoder" if getattr(handle, "causal", True) else "encoder"
     name = handle.model_id
     if getattr(handle, "is_standin", False):
@@ -265,7 +235,7 @@ def figure_verdicts(tables: dict[str, pd.DataFrame]):
     matplotlib.figure.Figure
     """
     from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
-    from matplotlib.patches import Patch  # matplotlib: imported only when a figure is drawn
+    from matplotlib.patches import Patch, Rectangle  # matplotlib: imported only when a figure is drawn
 
     sbs = side_by_side(tables)
     models = list(tables)
@@ -277,7 +247,8 @@ def figure_verdicts(tables: dict[str, pd.DataFrame]):
     ax = fig.subplots()
     for i, (_, r) in enumerate(sbs.iterrows()):
         for j, m in enumerate(models):
-            ax.add_patch(_cell_patch(j, n - 1 - i, VERDICT_COLOURS.get(r[m], "#ffffff")))
+            colour = VERDICT_COLOURS.get(r[m], "#ffffff")
+            ax.add_patch(Rectangle((j, n - 1 - i), 1, 1, facecolor=colour, edgecolor="white", lw=1.5))
             ax.text(j + 0.5, n - 0.5 - i, r[m], ha="center", va="center", fontsize=MIN_FONT_PT)
     ax.set_xlim(0, len(models))
     ax.set_ylim(0, n)
@@ -311,10 +282,3 @@ def figure_verdicts(tables: dict[str, pd.DataFrame]):
     )
     fig.tight_layout(rect=(0, 0.02, 1, 1))
     return fig
-
-
-def _cell_patch(x, y, colour):
-    """One cell of :func:`figure_verdicts`."""
-    from matplotlib.patches import Rectangle  # matplotlib: imported only when a figure is drawn
-
-    return Rectangle((x, y), 1, 1, facecolor=colour, edgecolor="white", lw=1.5)

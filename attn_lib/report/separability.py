@@ -1,4 +1,4 @@
-"""separability"""
+"""The per-N table over heads behind Fig. 3 (chapter 3, separability)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,6 @@ from typing import Any
 import pandas as pd
 
 from ..claims.stats import head_summary
-
-# ----------------------------------------------------------------------------------------------------------------
-# chapter 3 (separability): the per-N table of Fig. 3 and the shape of the median curve
-# ----------------------------------------------------------------------------------------------------------------
 
 
 def separability_per_n(df: pd.DataFrame) -> pd.DataFrame:

@@ -23,11 +23,7 @@ These are readable reference definitions; :mod:`attn_lib.metrics` holds the fast
 
 from __future__ import annotations
 
-from .coverage import (
-    heads_for_coverage,
-    multihead_coverage,
-    multihead_coverage_simulation,
-)
+from .coverage import heads_for_coverage, multihead_coverage, multihead_coverage_simulation
 from .distance_bound import (
     context_vector,
     corollary2_e1_bound,
@@ -36,7 +32,7 @@ from .distance_bound import (
     corollary2_linear_bounds,
     corollary2_random_bound,
     distance,
-    dmax_from_parts,
+    dmax_from_parts,  # noqa: F401  (helper)
     expectation_e1,
     expectation_e2,
     expected_distance_exact,
@@ -53,8 +49,8 @@ from .sensitivity import (
     corollary3_paper,
     lemma2_jacobian,
     lemma2_jacobian_bound,
-    softmax_jacobian_np,
-    softmax_np,
+    softmax_jacobian_np,  # noqa: F401  (helper)
+    softmax_np,  # noqa: F401  (helper)
     sqrt5_example,
 )
 from .separation import (
@@ -65,13 +61,9 @@ from .separation import (
     theorem2_hoeffding_upper,
     theorem2_xi,
 )
-from .vanishing import (
-    corollary1_bounds,
-    corollary1_delta,
-    lemma1_bounds,
-    lemma1_constants,
-)
+from .vanishing import corollary1_bounds, corollary1_delta, lemma1_bounds, lemma1_constants
 
+# the results of the paper (softmax_np, softmax_jacobian_np and dmax_from_parts, importable here, are helpers)
 __all__ = [
     # Lemma 1 / Corollary 1
     "lemma1_constants",
@@ -85,7 +77,6 @@ __all__ = [
     "distance",
     # Theorem 1
     "theorem1_dmax",
-    "dmax_from_parts",
     "expectation_e1",
     "jensen_gap_bound",
     "expectation_e2",
@@ -106,14 +97,13 @@ __all__ = [
     "theorem2_bounds",
     "theorem2_hoeffding_upper",
     # Lemma 2 / Corollary 3 / examples
-    "softmax_np",
-    "softmax_jacobian_np",
     "lemma2_jacobian",
     "lemma2_jacobian_bound",
     "corollary3_paper",
     "corollary3_corrected",
     "corollary3_counterexample",
     "sqrt5_example",
+    # the Discussion's multi-head coverage
     "multihead_coverage",
     "heads_for_coverage",
     "multihead_coverage_simulation",

@@ -66,6 +66,12 @@ def check_N(N: Any, L: int, low: int = 1) -> int:
     return check_int("N", N, low=low, high=L)
 
 
+def rows_and_N(alpha: Any, X: Any, N: Any) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """``(a, x, L, N)``: the checked rows of :func:`alpha_and_X`, their length ``L`` and ``N`` in ``[1, L]``."""
+    a, x = alpha_and_X(alpha, X)
+    return a, x, a.shape[-1], check_N(N, a.shape[-1])
+
+
 def as_output(v: np.ndarray):
     """A Python float for a single row, an array of shape ``(...)`` for a batch."""
     v = np.asarray(v, dtype=np.float64)

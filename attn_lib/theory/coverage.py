@@ -8,12 +8,6 @@ import numpy as np
 
 from .._validation import check_int, check_probability, check_seed
 
-__all__ = [
-    "multihead_coverage",
-    "heads_for_coverage",
-    "multihead_coverage_simulation",
-]
-
 
 def multihead_coverage(p: float, H: int) -> float:
     r"""Coverage of ``H`` independent heads that each separate a fraction ``p`` (the paper's multi-head argument):

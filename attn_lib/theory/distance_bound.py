@@ -10,27 +10,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_choice, check_int, check_size
-from ._inputs import alpha_and_X, alpha_array, as_output, check_N, inclusion_p, row_norms
-
-__all__ = [
-    "top_n_indices",
-    "top_n_mask",
-    "context_vector",
-    "distance",
-    "theorem1_dmax",
-    "dmax_from_parts",
-    "expectation_e1",
-    "jensen_gap_bound",
-    "expectation_e2",
-    "expected_distance_mc",
-    "expected_distance_exact",
-    "jensen_gap_exact",
-    "corollary2_linear_bounds",
-    "corollary2_random_bound",
-    "corollary2_e1_bound",
-    "corollary2_limits",
-    "corollary2_e2_identity",
-]
+from ._inputs import alpha_and_X, alpha_array, as_output, check_N, inclusion_p, row_norms, rows_and_N
 
 
 def top_n_indices(alpha: Any, N: int) -> np.ndarray:
@@ -50,6 +30,13 @@ def top_n_mask(alpha: Any, N: int) -> np.ndarray:
     m = np.zeros(a.shape, dtype=bool)
     np.put_along_axis(m, idx, True, axis=-1)
     return m
+
+
+def top_n_sum(a: np.ndarray, x: np.ndarray, N: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(m, A, s)`` of checked rows: the top-N mask, ``A = alpha_i x_i`` ``(..., L, d)`` and ``s`` of Eq. (6)."""
+    m = top_n_mask(a, N)
+    A = a[..., None] * x
+    return m, A, np.einsum("...l,...ld->...d", m.astype(np.float64), A)
 
 
 def _selection(a: np.ndarray, N: Any, selected: Any) -> tuple[np.ndarray, int]:
@@ -127,9 +114,7 @@ def theorem1_dmax(alpha: Any, X: Any, N: int, return_parts: bool = False):
     (:func:`attn_lib.book.symbolic.theorem1_steps`) by
     ``tests/test_symbolic.py::test_theorem1_step5_sum_matches_numeric_sum_and_theory``.
     """
-    a, x = alpha_and_X(alpha, X)
-    L = a.shape[-1]
-    N = check_N(N, L)
+    a, x, L, N = rows_and_N(alpha, X, N)
     m = top_n_mask(a, N)
     abar = np.where(m, a, 0.0).sum(-1)
     out_mass = np.where(m, 0.0, a).sum(-1)
@@ -183,9 +168,7 @@ def expectation_e1(alpha: Any, X: Any, N: int, p: Any = "L-1"):
     held to it by ``tests/test_metrics.py::test_distance_metrics_match_theory_rows``); tested by
     ``tests/test_theory.py::test_e1_closed_form_matches_definition_and_gap_zero_at_n_equals_l_minus_1``.
     """
-    a, x = alpha_and_X(alpha, X)
-    L = a.shape[-1]
-    N = check_N(N, L)
+    a, x, L, N = rows_and_N(alpha, X, N)
     if N == L:
         return as_output(np.zeros(a.shape[:-1]))
     pv = inclusion_p(p, N, L)
@@ -208,9 +191,7 @@ def jensen_gap_bound(alpha: Any, X: Any, N: int, p: Any = "L-1", crude: bool = F
     Chapter 2, ``thm-distance`` (b): the reference (batched in :func:`attn_lib.metrics.distance_metrics`); tested by
     ``tests/test_theory.py::test_jensen_gap_bound_by_enumeration_300_cases``.
     """
-    a, x = alpha_and_X(alpha, X)
-    L = a.shape[-1]
-    N = check_N(N, L)
+    a, x, L, N = rows_and_N(alpha, X, N)
     if N >= L - 1:
         return as_output(np.zeros(a.shape[:-1]))
     pv = inclusion_p(p, N, L)
@@ -236,12 +217,8 @@ def expectation_e2(alpha: Any, X: Any, N: int):
     Chapter 2, ``prop-e2-tracks``: the reference for ``E2`` (batched in :func:`attn_lib.metrics.distance_metrics`);
     tested by ``tests/test_theory.py::test_e2_identity_and_bound``.
     """
-    a, x = alpha_and_X(alpha, X)
-    L = a.shape[-1]
-    N = check_N(N, L)
-    m = top_n_mask(a, N)
-    A = a[..., None] * x
-    s = np.einsum("...l,...ld->...d", m.astype(np.float64), A)
+    a, x, L, N = rows_and_N(alpha, X, N)
+    _, A, s = top_n_sum(a, x, N)
     return as_output((L - N) / L * row_norms(A - s[..., None, :]).sum(-1))
 
 
@@ -263,9 +240,7 @@ def expected_distance_mc(alpha: Any, X: Any, N: int, n_samples: int = 64, seed: 
     :func:`attn_lib.metrics.expected_distance_mc`, held to it by
     ``tests/test_metrics.py::test_monte_carlo_matches_brute_force_with_same_subsets``.
     """
-    a, x = alpha_and_X(alpha, X)
-    L = a.shape[-1]
-    N = check_N(N, L)
+    a, x, _, N = rows_and_N(alpha, X, N)
     K = check_size("n_samples", n_samples, per_item=max(1, np.size(alpha)))
     seed = check_int("seed", seed, low=0)
     rng = np.random.default_rng(seed)
@@ -289,9 +264,7 @@ def expected_distance_exact(alpha: Any, X: Any, N: int, max_subsets: int = 200_0
     ``tests/test_theory.py::test_exact_enumeration_matches_brute_force``.
     """
     max_subsets = check_int("max_subsets", max_subsets, low=1, high=10**7)  # enumerated one by one
-    a, x = alpha_and_X(alpha, X)
-    L = a.shape[-1]
-    N = check_N(N, L)
+    a, x, L, N = rows_and_N(alpha, X, N)
     C = math.comb(L, N)
     if C > max_subsets:
         raise ValueError(
@@ -318,11 +291,8 @@ def corollary2_linear_bounds(alpha: Any, X: Any, N: int):
 
     Chapter 2, ``prop-topn-linear``; tested by ``tests/test_theory.py::test_corollary2_facts_hold``.
     """
-    a, x = alpha_and_X(alpha, X)
-    L = a.shape[-1]
-    N = check_N(N, L)
-    m = top_n_mask(a, N)
-    s = np.einsum("...l,...ld->...d", m.astype(np.float64), a[..., None] * x)
+    a, x, L, N = rows_and_N(alpha, X, N)
+    m, _, s = top_n_sum(a, x, N)
     out_mass = np.where(m, 0.0, a).sum(-1)
     mx = row_norms(x).max(-1)
     c = (L - N) * row_norms(s)
@@ -336,8 +306,7 @@ def corollary2_random_bound(alpha: Any, X: Any, N: int):
     Chapter 2, ``prop-random-bounded``, one of the bounds of chapter 6's ``prop-fig2-readings``; tested by
     ``tests/test_theory.py::test_corollary2_facts_hold``.
     """
-    a, x = alpha_and_X(alpha, X)
-    N = check_N(N, a.shape[-1])
+    a, x, _, N = rows_and_N(alpha, X, N)
     return as_output((1 + N) * a.sum(-1) * row_norms(x).max(-1))
 
 
@@ -349,9 +318,7 @@ def corollary2_e1_bound(alpha: Any, X: Any, N: int, p: Any = "L-1"):
     Chapter 2, ``prop-random-bounded``, one of the bounds of chapter 6's ``prop-fig2-readings``; tested by
     ``tests/test_theory.py::test_corollary2_facts_hold``.
     """
-    a, x = alpha_and_X(alpha, X)
-    L = a.shape[-1]
-    N = check_N(N, L)
+    a, x, L, N = rows_and_N(alpha, X, N)
     pv = 0.0 if N == L else inclusion_p(p, N, L)
     return as_output((1 + pv + N) * a.sum(-1) * row_norms(x).max(-1))
 
@@ -374,9 +341,7 @@ def corollary2_limits(alpha: Any, X: Any, N: int, p: Any = "L-1") -> dict:
 
     Chapter 2, ``cor-two-regimes``; tested by ``tests/test_theory.py::test_corollary2_regimes``.
     """
-    a, x = alpha_and_X(alpha, X)
-    L = a.shape[-1]
-    N = check_N(N, L)
+    a, x, L, N = rows_and_N(alpha, X, N)
     A = a[..., None] * x
     z = A.sum(-2)
     pv = 0.0 if N == L else inclusion_p(p, N, L)
@@ -410,12 +375,8 @@ def corollary2_e2_identity(alpha: Any, X: Any, N: int) -> dict:
     Chapter 2, ``prop-e2-tracks``, one of the bounds of chapter 6's ``prop-fig2-readings``; tested by
     ``tests/test_theory.py::test_e2_identity_and_bound``.
     """
-    a, x = alpha_and_X(alpha, X)
-    L = a.shape[-1]
-    N = check_N(N, L)
-    m = top_n_mask(a, N)
-    A = a[..., None] * x
-    s = np.einsum("...l,...ld->...d", m.astype(np.float64), A)
+    a, x, L, N = rows_and_N(alpha, X, N)
+    m, A, s = top_n_sum(a, x, N)
     D = row_norms(A - s[..., None, :])
     dt = np.where(m, 0.0, D).sum(-1)
     e2 = (L - N) / L * D.sum(-1)

@@ -12,17 +12,6 @@ import numpy as np
 from .._validation import check_finite, check_positive, check_size
 from ._inputs import as_output, eval_F, logits_array, positive_array
 
-__all__ = [
-    "softmax_np",
-    "softmax_jacobian_np",
-    "lemma2_jacobian",
-    "lemma2_jacobian_bound",
-    "corollary3_paper",
-    "corollary3_corrected",
-    "corollary3_counterexample",
-    "sqrt5_example",
-]
-
 
 def softmax_np(logits: Any, temperature: float = 1.0) -> np.ndarray:
     """Stable float64 softmax over the last axis (log-sum-exp shift), for the theory checks."""

@@ -8,17 +8,8 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_nonnegative, check_positive
-from ._inputs import alpha_and_X, alpha_array, as_array, as_output, check_N, row_norms
-from .distance_bound import top_n_indices, top_n_mask
-
-__all__ = [
-    "selected_offsets",
-    "distinguishable_count",
-    "separability",
-    "theorem2_xi",
-    "theorem2_bounds",
-    "theorem2_hoeffding_upper",
-]
+from ._inputs import alpha_and_X, alpha_array, as_array, as_output, check_N, row_norms, rows_and_N
+from .distance_bound import top_n_indices, top_n_sum
 
 
 def selected_offsets(alpha: Any, X: Any, N: int) -> np.ndarray:
@@ -27,9 +18,7 @@ def selected_offsets(alpha: Any, X: Any, N: int) -> np.ndarray:
     """
     a, x = alpha_and_X(alpha, X)
     idx = top_n_indices(a, N)
-    m = top_n_mask(a, N)
-    A = a[..., None] * x
-    s = np.einsum("...l,...ld->...d", m.astype(np.float64), A)
+    _, A, s = top_n_sum(a, x, N)
     As = np.take_along_axis(A, idx[..., None], axis=-2)
     return row_norms(s[..., None, :] - As)
 
@@ -44,11 +33,8 @@ def distinguishable_count(alpha: Any, X: Any, N: int, r: float | None = None):
     ``r=None`` uses the experimental radius ``r = rho_min = min_{j not in I_N} D_j`` with the strict convention
     ``r`` ↑ ``rho_min`` (project decision): ``N_s = |{i in I_N : D_i < rho_min}|`` (``rho_min = inf`` when ``N = L``).
     """
-    a, x = alpha_and_X(alpha, X)
-    N = check_N(N, a.shape[-1])
-    m = top_n_mask(a, N)
-    A = a[..., None] * x
-    s = np.einsum("...l,...ld->...d", m.astype(np.float64), A)
+    a, x, _, N = rows_and_N(alpha, X, N)
+    m, A, s = top_n_sum(a, x, N)
     D = row_norms(A - s[..., None, :])
     rho = np.where(m, np.inf, D).min(-1)
     if r is None:

@@ -11,13 +11,6 @@ import numpy as np
 from .._validation import check_nonnegative, check_positive, check_size
 from ._inputs import as_array, as_output, eval_F, lengths_array
 
-__all__ = [
-    "lemma1_constants",
-    "lemma1_bounds",
-    "corollary1_delta",
-    "corollary1_bounds",
-]
-
 
 def lemma1_constants(F: Callable, a: float, theta: Any = None, grid: int = 2049) -> tuple[float, float]:
     r"""Lemma 1 constants (Reading the paper, §Lemma 1 (reconstructed)): ``C1 = m_F / M_F``, ``C2 = M_F / m_F``.

@@ -119,6 +119,8 @@ TEST_WORKERS ?= auto
 test-unit: setup
 	$(PY) tools/warm_kernels.py
 	$(BIN)/pytest tests -m "not browser" -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile
+	# the same numerical tests as on a machine without numba: every metric through its torch definition
+	$(BIN)/pytest tests -m "numerical" --without-numba -q -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile
 
 test-notebooks: setup
 	$(if $(EXECUTED_CACHE),rm -rf "$(EXECUTED_CACHE)")

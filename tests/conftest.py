@@ -19,7 +19,45 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ATTN_LIB_OFFLINE", "1")
 
+import sys
+
 import pytest
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--without-numba",
+        action="store_true",
+        help="run as on a machine without numba (sys.modules['numba'] = None before attn_lib is imported): every "
+        "metric runs its torch definition; `make test` runs the tests marked `numerical` this way too",
+    )
+
+
+def pytest_configure(config):
+    if config.getoption("--without-numba"):
+        if any(name == "attn_lib" or name.startswith("attn_lib.") for name in sys.modules):
+            raise pytest.UsageError("--without-numba: attn_lib was imported before the option could take effect")
+        sys.modules["numba"] = None  # `import numba` now raises ImportError: attn_lib.accel registers nothing
+
+
+def pytest_collection_modifyitems(config, items):
+    """With --without-numba, a test that compares the compiled kernels with the torch definitions (marked ``accel``,
+    or parametrised with ``"numba"``) has nothing to compare: it is skipped, and says why."""
+    if not config.getoption("--without-numba"):
+        return
+    skip = pytest.mark.skip(reason="compares the compiled kernels with torch: nothing to compare without numba")
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if item.get_closest_marker("accel") or any(isinstance(v, str) and v == "numba" for v in params.values()):
+            item.add_marker(skip)
+
+
+def pytest_report_header(config):
+    return (
+        "numba: blocked (--without-numba), every metric runs its torch definition"
+        if config.getoption("--without-numba")
+        else None
+    )
 
 
 def tiny_gpt2_config(**overrides):

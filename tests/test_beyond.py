@@ -18,6 +18,8 @@ from attn_lib import theory as th
 from attn_lib.experiments import weights
 from attn_lib.experiments.normalizers import CompareAnalysis
 
+pytestmark = pytest.mark.numerical  # run twice by `make test`: with the accelerator, and --without-numba
+
 SETTINGS = B.normalizer_settings((2, 5))
 LABELS = list(SETTINGS)
 
@@ -466,6 +468,7 @@ def test_live_renderer_draws_the_recomputed_row(tiny_gpt2, swap):
         B.live_renderer(tiny_gpt2, TEXT, swap.rows, sweep="N")
 
 
+@pytest.mark.accel
 @pytest.mark.parametrize("unit", [False, True])
 def test_row_metrics_engines_agree(unit):
     """The compiled row sums and the float64 tensor code: N_s/N identical (each distance is the same expression),

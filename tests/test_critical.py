@@ -17,6 +17,8 @@ from attn_lib import claims
 from attn_lib import metrics as M
 from attn_lib.metrics.crossing import crossing_metrics
 
+pytestmark = pytest.mark.numerical  # run twice by `make test`: with the accelerator, and --without-numba
+
 
 # ---- report.critical ------------------------------------------------------------------------------------------------
 def _diag(variants=("model", "first value 0"), Ns=(4, 8, 16), heads=4, L=64):
@@ -295,6 +297,7 @@ class TestCrossingMetrics:
         for name in ("d_tilde", "e1", "s_norm", "a_out"):
             assert (getattr(cr, name)[~cr.valid] == 0).all()
 
+    @pytest.mark.accel
     @pytest.mark.parametrize("visibility", ["causal", "every token", "random"])
     def test_crossing_engines_agree(self, visibility):
         """The compiled kernel and the float64 tensor code give the same results to rounding, on a causal layer, a

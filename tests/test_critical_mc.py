@@ -18,6 +18,8 @@ from attn_lib import theory as T
 from attn_lib.experiments.critical import CriticalAnalysis
 from attn_lib.metrics import montecarlo as MC
 
+pytestmark = pytest.mark.numerical  # run twice by `make test`: with the accelerator, and --without-numba
+
 needs_numba = pytest.mark.skipif(M.accelerated("expected_distance_mc_scan") is None, reason="no accelerator (numba)")
 
 

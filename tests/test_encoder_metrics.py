@@ -14,6 +14,8 @@ from attn_lib import jacobian as J
 from attn_lib import metrics as M
 from attn_lib import theory as th
 
+pytestmark = pytest.mark.numerical  # run twice by `make test`: with the accelerator, and --without-numba
+
 TOL = 1e-6
 ENGINES = ["numba", "torch"]
 
@@ -138,6 +140,7 @@ def test_sensitivity_on_full_masks_matches_jacobian(engine):
             assert torch.allclose(g[a, b], ref, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.accel
 def test_engines_agree_on_a_padded_full_mask():
     ld, *_ = _full_layer(H=3, L=24, d=6, seed=9, n_real=19)
     for N in (1, 4, 18):

@@ -13,6 +13,8 @@ from attn_lib import metrics as M
 from attn_lib.capture import collect_attention
 from attn_lib.experiments import passes
 
+pytestmark = pytest.mark.numerical  # run twice by `make test`: with the accelerator, and --without-numba
+
 TEXT = (
     "Well, Prince, so Genoa and Lucca are now just family estates of the Buonapartes. But I warn you, if you "
     "don't tell me that this means war, I will not believe it. "

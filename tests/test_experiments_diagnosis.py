@@ -12,6 +12,8 @@ from conftest import small_profile
 
 from attn_lib import experiments as E
 
+pytestmark = pytest.mark.numerical  # run twice by `make test`: with the accelerator, and --without-numba
+
 TEXT = (
     "Well, Prince, so Genoa and Lucca are now just family estates of the Buonapartes. But I warn you, if you "
     "don't tell me that this means war, I will not believe it. "

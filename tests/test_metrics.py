@@ -12,6 +12,8 @@ from attn_lib import jacobian as J
 from attn_lib import metrics as M
 from attn_lib import theory as th
 
+pytestmark = pytest.mark.numerical  # run twice by `make test`: with the accelerator, and --without-numba
+
 TOL = 1e-6
 
 
@@ -143,6 +145,7 @@ def test_incremental_scan_matches_naive(n_min, n_max, engine):
         assert torch.allclose(getattr(sc, k), getattr(nv, k), rtol=SCAN_RTOL[engine], atol=1e-10), k
 
 
+@pytest.mark.accel
 @pytest.mark.parametrize("p", ["L-1", "L", 0.3])
 def test_numba_scan_matches_naive_on_larger_layer(p):
     """The fused kernel (float32 roots) against the float64 per-N reference, to 1e-6 relative, on a wider layer
@@ -336,6 +339,7 @@ def test_sensitivity_rows_subset_matches_jacobian_sensitivity():
         M.sensitivity_rows(x, Ts, Es, rows=[12])
 
 
+@pytest.mark.accel
 @pytest.mark.parametrize("scale", [1.0, 30.0])
 def test_sensitivity_engines_agree_on_the_paper_grid(scale):
     """The fused kernel (own vectorised exp) against the tensor path on the paper's T and eps grid, with large
@@ -357,6 +361,7 @@ def test_sensitivity_engines_agree_on_the_paper_grid(scale):
             assert torch.allclose(a[:, k], b[:, k], rtol=1e-9, atol=2e-14 / e), e
 
 
+@pytest.mark.accel
 def test_kernel_exp_is_accurate():
     """The vectorised exp of the sensitivity kernel: a few ulp against numpy where it matters, 0 below -708."""
     import numba
@@ -445,6 +450,7 @@ def test_bad_inputs_raise_value_error():
         M.distance_metrics(torch.ones(1, 3, 3))
 
 
+@pytest.mark.accel
 @pytest.mark.parametrize("p", ["L-1", "L", 0.25])
 @pytest.mark.parametrize("N", [1, 3, 9])  # N=9 > d=6: the kernel forms s first
 def test_distance_engines_agree(N, p):
@@ -458,6 +464,7 @@ def test_distance_engines_agree(N, p):
     assert torch.equal(M.LayerData(ld.alpha, ld.values).order(12), ref)
 
 
+@pytest.mark.accel
 @pytest.mark.parametrize("quantised", [False, True])
 def test_d1_kernels_agree_with_torch_for_large_n(quantised, monkeypatch):
     """d_max through the running-maximum kernel (used above settings.kernel_d1_max_n) and through the per-row kernel equal the
@@ -494,6 +501,7 @@ def test_order_kernel_breaks_ties_like_theory():
             assert order[h, r, n:].tolist() == list(range(r + 1, r + 1 + 6 - n))
 
 
+@pytest.mark.accel
 @pytest.mark.parametrize("N", [1, 4, 9])
 def test_separability_engines_agree(N):
     ld, *_ = _layer(H=2, L=36, d=6, seed=41)

@@ -12,6 +12,8 @@ import torch
 from attn_lib import metrics as M
 from attn_lib import theory as th
 
+pytestmark = pytest.mark.numerical  # run twice by `make test`: with the accelerator, and --without-numba
+
 
 def _layer(H=3, L=14, d=5, scale=2.0, seed=0):
     g = torch.Generator().manual_seed(seed)

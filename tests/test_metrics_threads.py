@@ -11,6 +11,8 @@ import torch
 
 from attn_lib import metrics as M
 
+pytestmark = pytest.mark.numerical  # run twice by `make test`: with the accelerator, and --without-numba
+
 
 def _layer(H=3, L=40, d=6, seed=0):
     g = torch.Generator().manual_seed(seed)

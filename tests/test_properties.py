@@ -174,7 +174,7 @@ def test_topn_scan_or_a_value_error(L, n_max, seed):
 )
 def test_spectral_norm_of_a_distribution_or_a_value_error(w, T):
     try:
-        r = B.softmax_type_spectral_norm([w], T)
+        r = B.weights.softmax_type_spectral_norm([w], T)
     except ValueError as exc:
         assert "weights" in str(exc) or "temperature" in str(exc), exc
         return

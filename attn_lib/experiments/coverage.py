@@ -13,7 +13,7 @@ from .. import metrics as M
 from .._validation import check_int, check_size
 from .passes import Experiment, SharedLayer
 
-__all__ = ["CoverageParams", "CoverageAnalysis", "multihead_coverage"]
+__all__ = ["CoverageParams", "multihead_coverage"]
 
 
 class CoverageAnalysis:
@@ -100,28 +100,14 @@ class CoverageParams(Experiment):
         return CoverageAnalysis(self, meta)
 
 
-def multihead_coverage(
-    handle, text, params: CoverageParams | None = None, *, start: int = 0, cache=None, **overrides
-) -> pd.DataFrame:
+multihead_coverage = CoverageParams.public(
     """Multi-head coverage measured on the model (Reading the paper, §Multi-head coverage; one forward pass at
-    ``L``).
+    ``L``, the window length, which has no default).
 
     For every layer and query row with ``t >= N + 1`` visible tokens, the target is the top-``N`` of the row's
     head-averaged weights; head ``h`` covers the target tokens in its separable set (its own top-``N`` tokens with
     ``D_i < rho_min``, unit value vectors, as Algorithm 4 counts ``N_s``); heads are added in ``permutations``
     random orders per row (seeded with ``seed + layer``). See :func:`attn_lib.metrics.coverage_metrics`.
-
-    Parameters
-    ----------
-    handle, text
-        Model handle and text, as for the other experiments.
-    params : CoverageParams, optional
-        The parameters (defaults and ranges there; ``L``, the window length, has no default); ``**overrides``
-        replace its fields (e.g. ``L=64, N=4``).
-    start : int
-        First token of the window.
-    cache : attn_lib.cache.ResultCache, optional
-        Result cache (keyed by model, text, parameters and library code).
 
     Returns
     -------
@@ -130,5 +116,6 @@ def multihead_coverage(
         ``covered`` (share of (row, order) samples with ``c(H) = 1``, i.e. heads needed ``<= H``), ``fraction``
         (the layer's mean ``N_s/N`` over heads and rows), ``n_rows``, ``n_heads``, ``permutations``, ``L``, ``N``,
         ``layer`` and ``model``, ``text``, ``device``.
-    """
-    return CoverageParams.build(params, **overrides).run(handle, text, start=start, cache=cache)
+    """,
+    example="``L=64, N=4``",
+)

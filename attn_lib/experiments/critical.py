@@ -19,7 +19,7 @@ from .. import metrics as M
 from .._validation import check_choice, check_int, check_int_list, check_probability, check_seed, check_size
 from .passes import Experiment, SharedLayer, layer_mask, model_kv_groups, sens_row_indices
 
-__all__ = ["CRITICAL_FORMS", "CriticalNParams", "CriticalAnalysis", "critical_n", "critical_n_summary"]
+__all__ = ["CriticalNParams", "critical_n", "critical_n_summary"]
 
 #: The expectation forms of the critical-N scan: E1, E2 and the Monte-Carlo estimate of E[d~].
 CRITICAL_FORMS = ("e1", "e2", "mc")
@@ -352,9 +352,7 @@ class CriticalNParams(Experiment):
         return CriticalAnalysis(self, meta, model_kv_groups(handle))
 
 
-def critical_n(
-    handle, text, params: CriticalNParams | None = None, *, start: int = 0, cache=None, **overrides
-) -> pd.DataFrame:
+critical_n = CriticalNParams.public(
     r"""Algorithm 3 / Fig. 2c: the KS trace.
 
     For every ``L``, every ``N = 1..min(L - 1, floor(crit_fraction L))`` and every form (E1, E2, the Monte-Carlo
@@ -370,26 +368,15 @@ def critical_n(
     scan runs in stages (``1..stage`` during the forward pass, then doubling, rebuilding each layer from its stored
     float32 logits) until every ``(L, form, sampling)`` has its critical ``N`` or reached ``L - 1``.
 
-    Parameters
-    ----------
-    handle, text
-        Model handle and text (:func:`load_inputs`).
-    params : CriticalNParams, optional
-        The parameters (each described there); default: its defaults.
-    start : int
-        Token offset of the window.
-    cache : ResultCache, optional
-    **overrides
-        Fields of :class:`CriticalNParams` that replace those of ``params`` (e.g. ``lengths=[16], forms=["e1"]``).
-
     Returns
     -------
     pandas.DataFrame
         One row per test: ``L, N, form, sampling, statistic, p_value, n_samples, n_rows, mean_d_tilde, mean_form,
         mc_rel_se`` (``"mc"`` only, else NaN: the largest standard error of a Monte-Carlo sample value relative to
         that value), ``alpha`` plus ``model, text, device``. :func:`critical_n_summary` extracts the critical ``N``.
-    """
-    return CriticalNParams.build(params, **overrides).run(handle, text, start=start, cache=cache)
+    """,
+    example="``lengths=[16], forms=['e1']``",
+)
 
 
 def critical_n_summary(trace: pd.DataFrame, alpha: float | None = None, crit_fraction: float = 1.0) -> pd.DataFrame:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -39,13 +40,7 @@ from .inputs import require_causal, table_meta
 from .profiles import BeyondProfile, get_beyond_profile
 from .weights import row_metrics, row_sample, softmax_type_spectral_norm
 
-__all__ = [
-    "normalizer_settings",
-    "CompareAnalysis",
-    "compare_normalizers",
-    "critical_n_from_heads",
-    "limits_summary",
-]
+__all__ = ["normalizer_settings", "compare_normalizers", "critical_n_from_heads", "limits_summary"]
 
 
 def _k_list(k_values) -> list[int]:
@@ -211,7 +206,8 @@ def compare_normalizers(handle, text, *, profile="quick", seed: int = 0, start: 
 
     def compute():
         a = CompareAnalysis(table_meta(handle, text), prof, settings, seed)
-        passes.run_pass(handle, text, [_LayerOnly(a)], max(prof.lengths), start)
+        only_layer = SimpleNamespace(layer=lambda sh: a.layer(sh.la))  # this analysis needs the captured layer only
+        passes.run_pass(handle, text, [only_layer], max(prof.lengths), start)
         return a.finish()
 
     if cache is None:
@@ -220,16 +216,6 @@ def compare_normalizers(handle, text, *, profile="quick", seed: int = 0, start: 
         "compare_normalizers", handle, text, start=start, seed=seed, profile=prof.as_dict(), settings=settings
     )
     return cache.get_or_compute(key, compute)
-
-
-class _LayerOnly:
-    """Adapter: experiments' passes hand a per-layer memo; this analysis needs only the captured layer."""
-
-    def __init__(self, a):
-        self.a = a
-
-    def layer(self, sh) -> None:
-        self.a.layer(sh.la)
 
 
 def critical_n_from_heads(df: pd.DataFrame, alpha: float = 0.01) -> pd.DataFrame:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -33,29 +33,7 @@ from .._validation import check_int, check_int_list
 from ..cache import make_key
 from .inputs import as_text, is_causal, table_meta, text_window
 
-__all__ = [
-    "SCHEMA",
-    "Experiment",
-    "SharedLayer",
-    "layer_mask",
-    "Progress",
-    "warm_up_kernels",
-    "run_pass",
-    "plan",
-    "run_units",
-    "finish_units",
-    "finish_timed",
-    "pass_info",
-    "timing_parts",
-    "cache_key",
-    "check_cache",
-    "sens_row_indices",
-    "kv_groups",
-    "model_kv_groups",
-    "check_lengths",
-    "fitting_lengths",
-    "check_n_values",
-]
+__all__: list[str] = []  # the machinery of the experiments: imported by name, not by a user
 
 SCHEMA = 1  # bump when the tables change (part of every cache key)
 
@@ -161,25 +139,9 @@ def run_pass(
     prog: Progress | None = None,
     analysis_seconds: list | None = None,
 ) -> float:
-    """One forward pass at ``length``; every analysis sees every layer.
-
-    Parameters
-    ----------
-    handle, text
-        Model handle and text (:func:`attn_lib.experiments.load_inputs`).
-    analyses : list
-        Objects with ``layer(shared: SharedLayer)``.
-    length, start : int
-        The window: ``length`` tokens from token ``start``.
-    prog : Progress, optional
-    analysis_seconds : list of float, optional
-        One entry per analysis; each analysis' own time is added to it.
-
-    Returns
-    -------
-    float
-        The seconds spent.
-    """
+    """One forward pass over ``length`` tokens of ``text`` from token ``start``; every analysis (an object with
+    ``layer(shared: SharedLayer)``) sees every layer. Returns the seconds spent; ``analysis_seconds`` (one entry per
+    analysis), if given, gets each analysis' own time added."""
     prog = prog or Progress(False)
     ids = text_window(handle, text, length, start)
     t0 = time.perf_counter()
@@ -295,6 +257,22 @@ def check_cache(result_cache):
 # ----------------------------------------------------------------------------------------------------------------
 # what an experiment provides
 # ----------------------------------------------------------------------------------------------------------------
+_PARAMETERS = """
+    Parameters
+    ----------
+    handle, text
+        Model handle and text (:func:`~attn_lib.experiments.load_inputs`).
+    params : {cls}, optional
+        The parameters (defaults and ranges there); default: its defaults.
+    start : int >= 0
+        The window's first token.
+    cache : attn_lib.cache.ResultCache, optional
+        Looked up first; a computed table is stored there (keyed by model, text, parameters and library code).
+    **overrides
+        Fields of :class:`{cls}` that replace those of ``params`` (e.g. {example}).
+"""
+
+
 class Experiment:
     """Base of the experiments' parameter dataclasses (one per module of :mod:`attn_lib.experiments`).
 
@@ -335,6 +313,22 @@ class Experiment:
             raise ValueError(f"params must be a {cls.__name__} (got {type(params).__name__})")
         return dataclasses.replace(params, **overrides) if overrides else params
 
+    @classmethod
+    def public(cls, doc: str, example: str) -> Callable[..., pd.DataFrame]:
+        """The experiment's public function ``f(handle, text, params=None, *, start=0, cache=None, **overrides)``: runs
+        :meth:`build` ``(params, **overrides)`` with :meth:`run`. ``doc`` is its docstring, completed with the
+        description of these parameters before its ``Returns`` (``example``: overrides shown there)."""
+
+        def run(handle, text, params: Experiment | None = None, *, start: int = 0, cache=None, **overrides):
+            return cls.build(params, **overrides).run(handle, text, start=start, cache=cache)
+
+        run.__name__ = run.__qualname__ = cls.name
+        run.__module__ = cls.__module__
+        run.__doc__ = doc.replace(
+            "\n    Returns\n", _PARAMETERS.format(cls=cls.__name__, example=example) + "\n    Returns\n"
+        )
+        return run
+
     def fit(self, handle, seed: int | None = None) -> Experiment:
         """These parameters with their grids cut at the model's context (``handle.max_length``): the lengths of a
         grid that fit, or ``L`` cut at the context with the ``n_values`` below it; with ``seed``, that seed for the
@@ -371,22 +365,9 @@ class Experiment:
         return [(dataclasses.replace(self, lengths=(L,)).analysis(handle, meta), L) for L in self.lengths]
 
     def run(self, handle, text, *, start: int = 0, cache=None) -> pd.DataFrame:
-        """The experiment's table on ``text`` from token ``start``, from ``cache`` when it holds it.
-
-        Parameters
-        ----------
-        handle, text
-            Model handle and text (:func:`~attn_lib.experiments.load_inputs`).
-        start : int >= 0
-            The window's first token (the window holds :meth:`pass_length` tokens from there).
-        cache : attn_lib.cache.ResultCache, optional
-            Looked up first; a computed table is stored there under :func:`cache_key`.
-
-        Returns
-        -------
-        pandas.DataFrame
-            The analysis' table; every row carries ``model``, ``text`` and ``device``.
-        """
+        """The experiment's table on ``text`` from token ``start`` (a window of :meth:`pass_length` tokens), from
+        ``cache`` when it holds it, else computed and stored there under :func:`cache_key`; every row carries
+        ``model``, ``text`` and ``device``. The arguments are those of the public functions (:meth:`public`)."""
         params = self.for_model(handle)
         result_cache = check_cache(cache)
         start = check_int("start", start, low=0)

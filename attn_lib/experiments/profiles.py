@@ -3,7 +3,7 @@
 
 A :class:`Profile` is one parameter instance per experiment of :func:`~attn_lib.experiments.run_all` (each
 parameter is a field of its experiment's dataclass, described and checked there);
-:func:`~attn_lib.experiments.profile_params` cuts its grids at a model's context.
+:func:`~attn_lib.experiments.jobs.profile_params` cuts its grids at a model's context.
 """
 
 from __future__ import annotations
@@ -19,14 +19,7 @@ from .distance import DistanceVsLengthParams, DistanceVsNParams
 from .sensitivity import SensitivityParams
 from .separability import SeparabilityParams
 
-__all__ = [
-    "Profile",
-    "PROFILES",
-    "get_profile",
-    "BeyondProfile",
-    "BEYOND_PROFILES",
-    "get_beyond_profile",
-]
+__all__ = ["Profile", "PROFILES", "BeyondProfile", "BEYOND_PROFILES"]
 
 
 @dataclasses.dataclass(frozen=True)

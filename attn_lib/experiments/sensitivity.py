@@ -16,14 +16,7 @@ from .. import metrics as M
 from .._validation import SEED_MAX, check_int, check_positive_list, check_seed
 from .passes import Experiment, SharedLayer, layer_mask, sens_row_indices
 
-__all__ = [
-    "SensitivityParams",
-    "RawSensitivityParams",
-    "SensitivityAnalysis",
-    "RawSensitivityAnalysis",
-    "gradient_sensitivity",
-    "gradient_sensitivity_raw",
-]
+__all__ = ["SensitivityParams", "RawSensitivityParams", "gradient_sensitivity", "gradient_sensitivity_raw"]
 
 
 class SensitivityAnalysis:
@@ -182,9 +175,7 @@ class RawSensitivityParams(SensitivityParams):
         return RawSensitivityAnalysis(self, meta)
 
 
-def gradient_sensitivity(
-    handle, text, params: SensitivityParams | None = None, *, start: int = 0, cache=None, **overrides
-) -> pd.DataFrame:
+gradient_sensitivity = SensitivityParams.public(
     """Algorithm 5 / Fig. 4: per (T, eps, layer, head) the row-mean ``g`` of the finite-difference sensitivity
     (rows with ``t >= 2``; one seeded unit direction per row, reused for every ``T`` and ``eps``, seed
     ``seed + layer``), its row maximum, the corrected bound ``min(1/(2T), sqrt2/eps)`` with the number of rows
@@ -194,20 +185,14 @@ def gradient_sensitivity(
     "Reading the paper") to every ``max(1, L // rows)``-th row ending at the last (:func:`sens_row_indices`; column
     ``row_stride``); the directions are then drawn for those rows only.
 
-    Parameters
-    ----------
-    params : SensitivityParams, optional
-        The parameters (defaults and ranges there); ``**overrides`` replace its fields (e.g. ``L=64``).
-    handle, text, start, cache
-        As for :meth:`~attn_lib.experiments.passes.Experiment.run`.
-
     Returns
     -------
     pandas.DataFrame
         One row per (T, eps, layer, head): ``L, T, eps, layer, head, n_rows, g, g_row_max, bound_corrected,
         bound_paper, rows_violating_corrected, rows_above_paper, row_stride`` plus ``model, text, device``.
-    """
-    return SensitivityParams.build(params, **overrides).run(handle, text, start=start, cache=cache)
+    """,
+    example="``L=64``",
+)
 
 
 def gradient_sensitivity_raw(

@@ -1,6 +1,6 @@
 """The live swap (chapter 7, "Beyond softmax"): a normaliser replaces softmax in every head of every layer at
-inference, with no retraining (:func:`live_swap`), one setting at a time for the book's sliders (:func:`swap_setting`,
-:func:`live_renderer`).
+inference, with no retraining (:func:`live_swap`), one setting at a time for the book's sliders (:func:`swap_setting`;
+their live mode is :func:`attn_lib.book.swap_view.live_renderer`).
 
 One forward pass per setting on **held-out** text (tokens from :data:`HELD_OUT_START` on, which no other experiment of
 the book reads); the next-token loss and perplexity at every ``L`` of a grid up to the window length (nested prefixes of
@@ -19,14 +19,14 @@ import torch
 
 from .. import capture
 from .. import normalizers as nz
-from .._validation import check_choice, check_int, check_positive
+from .._validation import check_int, check_positive
 from .inputs import require_causal, table_meta, text_window
 from .normalizers import normalizer_settings
 from .passes import cache_key, check_cache
 from .profiles import BeyondProfile, get_beyond_profile
 from .weights import row_metrics
 
-__all__ = ["HELD_OUT_START", "SwapResult", "live_swap", "setting_of", "swap_setting", "live_renderer"]
+__all__ = ["SwapResult", "live_swap", "swap_setting"]
 
 #: First token of the held-out text of :func:`live_swap` (the other experiments read the first windows of the text).
 HELD_OUT_START = 32768
@@ -253,24 +253,3 @@ def swap_setting(
     ids = text_window(handle, text, Lw, start)
     _, rec = _swap_pass(handle, ids, s, table_meta(handle, text), layer=layer, head=head, N=N, swap_lengths=())
     return pd.DataFrame([rec])
-
-
-def live_renderer(handle, text, rows: pd.DataFrame, *, sweep: str = "k", **swap_kw):
-    """``render(setting) -> Figure`` that computes the setting now with :func:`swap_setting`, for the ``live`` argument
-    of :func:`attn_lib.book.widgets.precomputed_slider`: in a live kernel, moving the slider reruns the model.
-
-    The figure is :func:`attn_lib.report.render_swap_row` with the freshly computed row in place of the stored one in
-    ``rows`` (a :attr:`SwapResult.rows`; the rest of the sweep panel comes from it). ``swap_kw`` are passed to
-    :func:`swap_setting` (``profile``, ``layer``, ``head``, ``start``, ``N``); use the values ``rows`` was made with.
-    """
-    from ..report import render_swap_row  # matplotlib: loaded only when a live figure is wanted
-
-    check_choice("sweep", sweep, ["k", "T"])
-
-    def render(setting: str):
-        new = swap_setting(handle, text, setting, **swap_kw)
-        label = new["setting"].iloc[0]
-        merged = pd.concat([rows[rows["setting"] != label], new], ignore_index=True)
-        return render_swap_row(merged, label, sweep=sweep)
-
-    return render

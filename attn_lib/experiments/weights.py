@@ -21,7 +21,7 @@ import torch
 from .. import metrics as M
 from .._validation import check_int, check_int_list, check_positive
 
-__all__ = ["BLOCK_ELEMS", "row_sample", "row_metrics", "softmax_type_spectral_norm"]
+__all__: list[str] = []  # helpers of compare_normalizers, reached as attn_lib.experiments.row_metrics etc.
 
 #: Largest (H, R, C, L) block of :func:`row_metrics` (entries; 4M float64 = 32 MB per tensor).
 BLOCK_ELEMS = 1 << 22

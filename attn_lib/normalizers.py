@@ -25,12 +25,9 @@ sparse maps are evaluated on shifted logits clipped below at a value that provab
 (the output is unchanged), so every normaliser is finite for ``T`` in ``[1e-4, 1e4]`` and logits up to
 ``±1e4`` in float32 and float64.
 
-The registry. Each normaliser is one :class:`Normalizer` entry (its function, family, whether its rows sum to one,
-its analytic Jacobian if any, its display name, whether the book's comparisons use it), added with :func:`register`.
-Every list of names elsewhere is read from it with :func:`available` (``available(compared=True)``: chapter 5's
-remedies and chapter 7's comparison; ``available(sums_to_one=True)``), as are the CLI's help and the Jacobian's
-dispatch. Use :func:`get` to look a normaliser up by name, :func:`spec` for its entry and :func:`available` to list
-the names.
+The registry. Each normaliser is one :class:`Normalizer` entry, added with :func:`register`; every list of names
+elsewhere (chapter 5's remedies, chapter 7's comparison, the CLI's help, the Jacobian's dispatch) is read from it with
+:func:`available`. :func:`get` looks a normaliser up by name, :func:`spec` gives its entry.
 """
 
 from __future__ import annotations
@@ -483,23 +480,13 @@ JACOBIANS = ("softmax", "general")
 class Normalizer:
     """One registered normaliser: what the library, the CLI, the book and the tests read about it.
 
-    Attributes
-    ----------
-    name : str
-        The name :func:`get` takes (an identifier).
-    fn : callable
-        ``fn(logits, temperature=1.0, dim=-1, mask=None, **params) -> weights`` (the module's common signature).
-    family : str
-        A key of :data:`FAMILIES`.
-    sums_to_one : bool
-        Every non-empty row sums to one (``available(sums_to_one=True)``).
-    display : str
-        The name in prose, tables and help texts (e.g. ``"1.5-entmax"``).
-    compared : bool
-        In the book's comparisons (``available(compared=True)``: chapter 5's remedies, chapter 7's limits and live
-        swap, the CLI's ``compare-normalizers``); needs to run without parameters.
-    jacobian : str or None
-        The analytic Jacobian of :func:`attn_lib.jacobian.jacobian`, one of :data:`JACOBIANS`; ``None``: autograd.
+    ``name``: the name :func:`get` takes (an identifier); ``fn``: the function, in the module's common signature
+    ``fn(logits, temperature=1.0, dim=-1, mask=None, **params) -> weights``; ``family``: a key of :data:`FAMILIES`;
+    ``sums_to_one``: every non-empty row sums to one (``available(sums_to_one=True)``); ``display``: the name in
+    prose, tables and help texts (e.g. ``"1.5-entmax"``); ``compared``: in the book's comparisons
+    (``available(compared=True)``: chapter 5's remedies, chapter 7's limits and live swap, the CLI's
+    ``compare-normalizers``), so it must run without parameters; ``jacobian``: the analytic Jacobian of
+    :func:`attn_lib.jacobian.jacobian`, one of :data:`JACOBIANS` (``None``: autograd).
     """
 
     name: str

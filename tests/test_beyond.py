@@ -15,7 +15,7 @@ from attn_lib import experiments as B
 from attn_lib import jacobian as jb
 from attn_lib import normalizers as nz
 from attn_lib import theory as th
-from attn_lib.book.swap_view import live_renderer
+from attn_lib.book.swap_view import live_renderer, swap_setting
 from attn_lib.experiments import weights
 from attn_lib.experiments.normalizers import CompareAnalysis
 
@@ -386,7 +386,7 @@ def test_live_swap_top_k_as_long_as_the_window_reuses_softmax_and_equals_its_own
     computed for top-16 itself (swap_setting) gives the same bits."""
     r = swap.rows.set_index("setting")
     assert r.loc["top-16", "normalizer"] == "topk" and r.loc["top-16", "k"] == 16 and r.loc["top-16", "T"] == 1.0
-    fresh = B.swap_setting(tiny_gpt2, TEXT, "top-16", **SWAP_KW).iloc[0]
+    fresh = swap_setting(tiny_gpt2, TEXT, "top-16", **SWAP_KW).iloc[0]
     np.testing.assert_array_equal(r.loc["top-16", "attention"], fresh["attention"])
     assert r.loc["top-16", "loss"] == fresh["loss"] and r.loc["top-16", "d_tilde"] == fresh["d_tilde"]
     top = swap.losses.query("setting == 'top-16'")
@@ -419,7 +419,7 @@ SWAP_KW = dict(profile=TOY_PROFILE, start=0, layer=1, head=2)
 
 @pytest.mark.parametrize("setting", ["top-4", "softmax T=0.5", "sparsemax", "softmax (model)"])
 def test_swap_setting_equals_the_live_swap_row(tiny_gpt2, swap, setting):
-    one = B.swap_setting(tiny_gpt2, TEXT, setting, **SWAP_KW)
+    one = swap_setting(tiny_gpt2, TEXT, setting, **SWAP_KW)
     assert list(one["setting"]) == [setting] and set(swap.rows.columns) <= set(one.columns)
     ref = swap.rows.set_index("setting").loc[setting]
     got = one.iloc[0]
@@ -430,10 +430,10 @@ def test_swap_setting_equals_the_live_swap_row(tiny_gpt2, swap, setting):
 
 def test_swap_setting_off_the_grid(tiny_gpt2):
     kw = dict(SWAP_KW, layer=0)  # layer 0's logits do not depend on the swap, so its row is softmax(logits / T)
-    top3 = B.swap_setting(tiny_gpt2, TEXT, "top-3", **kw).iloc[0]
+    top3 = swap_setting(tiny_gpt2, TEXT, "top-3", **kw).iloc[0]
     assert top3["k"] == 3 and (top3["attention"] > 0).sum() == 3
-    model = B.swap_setting(tiny_gpt2, TEXT, "softmax (model)", **kw).iloc[0]["attention"]
-    t07 = B.swap_setting(tiny_gpt2, TEXT, "softmax T=0.7", **kw).iloc[0]
+    model = swap_setting(tiny_gpt2, TEXT, "softmax (model)", **kw).iloc[0]["attention"]
+    t07 = swap_setting(tiny_gpt2, TEXT, "softmax T=0.7", **kw).iloc[0]
     assert t07["T"] == 0.7
     want = torch.softmax(torch.log(torch.as_tensor(model)) / 0.7, dim=-1).numpy()  # softmax(l/T), l up to a shift
     np.testing.assert_allclose(t07["attention"], want, rtol=1e-4, atol=1e-7)
@@ -452,7 +452,7 @@ def test_swap_setting_off_the_grid(tiny_gpt2):
 )
 def test_swap_setting_rejects_bad_settings(tiny_gpt2, setting, match):
     with pytest.raises(ValueError, match=match):
-        B.swap_setting(tiny_gpt2, TEXT, setting, **SWAP_KW)
+        swap_setting(tiny_gpt2, TEXT, setting, **SWAP_KW)
 
 
 def test_live_renderer_draws_the_recomputed_row(tiny_gpt2, swap):

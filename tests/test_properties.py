@@ -19,7 +19,7 @@ from attn_lib import metrics as M  # noqa: E402
 from attn_lib import normalizers as nz  # noqa: E402
 from attn_lib import theory as th  # noqa: E402
 from attn_lib._validation import check_int, check_positive, check_probability  # noqa: E402
-from attn_lib.experiments.swap import setting_of  # noqa: E402
+from attn_lib.book.swap_view import setting_of  # noqa: E402
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 

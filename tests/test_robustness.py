@@ -311,12 +311,13 @@ def fake_encoder(tiny_gpt2):
 @pytest.mark.parametrize("fn", ["compare_normalizers", "live_swap", "swap_setting"])
 def test_beyond_refuses_a_bidirectional_encoder_up_front(fake_encoder, fn, monkeypatch):
     from attn_lib import experiments as B
+    from attn_lib.book import swap_view
     from attn_lib.experiments import passes
 
     monkeypatch.setattr(passes, "run_pass", lambda *a, **k: pytest.fail("ran a pass before refusing the encoder"))
     args = ("top-2",) if fn == "swap_setting" else ()
     with pytest.raises(ValueError, match="needs a causal language model.*tiny-encoder is a bidirectional encoder"):
-        getattr(B, fn)(fake_encoder, TEXT, *args, profile=_beyond_toy())
+        getattr(swap_view if fn == "swap_setting" else B, fn)(fake_encoder, TEXT, *args, profile=_beyond_toy())
 
 
 def test_spectral_norm_refuses_weights_that_are_not_a_distribution():
@@ -361,19 +362,19 @@ def test_row_metrics_mask_must_be_boolean_or_zero_one():
     ],
 )
 def test_swap_setting_labels_are_parsed_strictly(tiny_gpt2, setting, match):
-    from attn_lib import experiments as B
+    from attn_lib.book import swap_view
 
     with pytest.raises(ValueError, match=match):
-        B.swap_setting(tiny_gpt2, TEXT, setting, profile=_beyond_toy(), start=0)
+        swap_view.swap_setting(tiny_gpt2, TEXT, setting, profile=_beyond_toy(), start=0)
 
 
 def test_swap_setting_accepts_well_formed_off_grid_labels(tiny_gpt2):
-    from attn_lib import experiments as B
+    from attn_lib.book import swap_view
 
     kw = dict(profile=_beyond_toy(), start=0)
-    assert B.swap_setting(tiny_gpt2, TEXT, "top-16", **kw).iloc[0]["k"] == 16
-    assert B.swap_setting(tiny_gpt2, TEXT, "softmax T=.5", **kw).iloc[0]["T"] == 0.5
-    assert B.swap_setting(tiny_gpt2, TEXT, "softmax T=2e-1", **kw).iloc[0]["T"] == 0.2
+    assert swap_view.swap_setting(tiny_gpt2, TEXT, "top-16", **kw).iloc[0]["k"] == 16
+    assert swap_view.swap_setting(tiny_gpt2, TEXT, "softmax T=.5", **kw).iloc[0]["T"] == 0.5
+    assert swap_view.swap_setting(tiny_gpt2, TEXT, "softmax T=2e-1", **kw).iloc[0]["T"] == 0.2
 
 
 @pytest.mark.parametrize("alpha", [5, 1, 0, -0.1, float("nan"), True])

@@ -23,7 +23,7 @@ module                    contents
 ``profiles``              the grids: :data:`PROFILES` (the reproduction's), :data:`BEYOND_PROFILES` (chapter 7's)
 ``weights``               limits of any weights: ``row_sample``, ``row_metrics``, ``softmax_type_spectral_norm``
 ``normalizers``           :func:`compare_normalizers` and its summaries (chapter 7)
-``swap``                  :func:`live_swap`, :func:`swap_setting` (chapter 7)
+``swap``                  :func:`live_swap` (chapter 7; its sliders: :mod:`attn_lib.book.swap_view`)
 ``jobs``                  :func:`run_all` (every experiment of a profile in one pass, cached), :func:`run_reproduce`
                           (the ``reproduce`` command), :func:`run_compare` (``compare-normalizers``)
 ========================  ==============================================================================================
@@ -44,7 +44,7 @@ from .normalizers import compare_normalizers, critical_n_from_heads, limits_summ
 from .profiles import BEYOND_PROFILES, PROFILES, BeyondProfile, Profile
 from .sensitivity import RawSensitivityParams, SensitivityParams, gradient_sensitivity, gradient_sensitivity_raw
 from .separability import SeparabilityParams, separability
-from .swap import SwapResult, live_swap, swap_setting
+from .swap import SwapResult, live_swap
 
 __all__ = [
     # grids and inputs
@@ -79,7 +79,6 @@ __all__ = [
     "critical_n_from_heads",
     "limits_summary",
     "live_swap",
-    "swap_setting",
     "SwapResult",
     # jobs
     "run_all",

@@ -38,21 +38,9 @@ class CoverageAnalysis:
         p_layer = float(cov.fraction[:, : self.length][:, valid].mean())
         for k in range(1, ld.H + 1):
             covered = float(((needed >= 1) & (needed <= k)).to(torch.float64).mean())
-            self.rows.append(
-                dict(
-                    self.meta,
-                    L=self.length,
-                    N=self.N,
-                    layer=sh.la.layer,
-                    H=k,
-                    n_heads=ld.H,
-                    n_rows=n_rows,
-                    permutations=self.P,
-                    coverage=float(curve[k - 1]),
-                    covered=covered,
-                    fraction=p_layer,
-                )
-            )
+            row = dict(self.meta, L=self.length, N=self.N, layer=sh.la.layer, H=k, n_heads=ld.H, n_rows=n_rows)
+            row.update(permutations=self.P, coverage=float(curve[k - 1]), covered=covered, fraction=p_layer)
+            self.rows.append(row)
 
     def finish(self) -> pd.DataFrame:
         return pd.DataFrame(self.rows)
@@ -75,6 +63,7 @@ class CoverageParams(Experiment):
     """
 
     name: ClassVar[str] = "multihead_coverage"
+    analysis_class: ClassVar[type] = CoverageAnalysis
 
     L: int
     N: int = 16
@@ -95,9 +84,6 @@ class CoverageParams(Experiment):
         super().for_model(handle)
         check_size("permutations", self.permutations, per_item=self.L * int(handle.n_heads))
         return self
-
-    def analysis(self, handle, meta: dict) -> CoverageAnalysis:
-        return CoverageAnalysis(self, meta)
 
 
 multihead_coverage = CoverageParams.public(

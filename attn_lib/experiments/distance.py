@@ -58,16 +58,9 @@ class DistanceAnalysis:
             dm = sh.dist(N, self.params.p)
             valid = dm.valid[:, :Lmax]
             viol = valid & (dm.d_tilde[:, :Lmax] > dm.d_max[:, :Lmax] * (1 + 1e-9) + 1e-12)
-            cols = {
-                "d_tilde": dm.d_tilde,
-                "d_max": dm.d_max,
-                "e1": dm.e1,
-                "e1_plus_gap": dm.e1 + dm.e1_gap,
-                "e1_gap": dm.e1_gap,
-                "e2": dm.e2,
-                "s_norm": dm.s_norm,
-                "alpha_bar": dm.alpha_bar,
-            }
+            cols = {k: getattr(dm, k) for k in ("d_tilde", "d_max", "e1")}
+            cols["e1_plus_gap"] = dm.e1 + dm.e1_gap
+            cols.update({k: getattr(dm, k) for k in ("e1_gap", "e2", "s_norm", "alpha_bar")})
             cols["x_max"] = sh.get("x_max", lambda: _row_max_norm(ld))
             means = {k: _prefix_means(v[:, :Lmax], valid, self.lengths)[0] for k, v in cols.items()}
             if self.kind == "n":  # the same rows at every N: those valid at the largest N of the grid
@@ -117,6 +110,8 @@ def _row_max_norm(ld: M.LayerData) -> torch.Tensor:
 class _DistanceParams(Experiment):
     """What Algorithms 1 and 2 share: E1's inclusion probability and the Monte-Carlo estimate of E[d~]."""
 
+    analysis_class: ClassVar[type] = DistanceAnalysis
+
     p: str = "L-1"
     mc_samples: int = 64
     mc_rows: int = 32
@@ -129,9 +124,6 @@ class _DistanceParams(Experiment):
         # MemoryError
         mc_samples = check_size("mc_samples", self.mc_samples, per_item=mc_rows * longest, low=0)
         self.set_checked(mc_rows=mc_rows, mc_samples=mc_samples, seed=check_seed("seed", self.seed))
-
-    def analysis(self, handle, meta: dict) -> DistanceAnalysis:
-        return DistanceAnalysis(self, meta)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -102,8 +102,7 @@ class Progress:
     """
 
     def __init__(self, enabled: Any = False):
-        if enabled is None:
-            enabled = False
+        enabled = False if enabled is None else enabled
         if not isinstance(enabled, bool):
             raise ValueError(f"progress must be True or False (got {enabled!r})")
         self.enabled = enabled
@@ -212,12 +211,13 @@ def pass_info(handle, units, names, pass_s: float, analysis_s: float) -> dict:
 
 
 def finish_timed(units, analysis_s: float, info: dict) -> tuple[pd.DataFrame, float]:
-    """:func:`finish_units`, with how long the experiment took in ``attrs["timing"]`` (kept with the table in the
-    result cache, read by :func:`attn_lib.book.tables.runtime_table`): ``analysis_s`` (its own time in the passes plus the
-    finishing step), ``info`` (:func:`pass_info`), threads, when, and :func:`timing_parts`. Returns the table and the
-    finishing step's seconds."""
+    """The experiment's table from its analyses ``units``, with how long the experiment took in ``attrs["timing"]``
+    (kept with the table in the result cache, read by :func:`attn_lib.book.tables.runtime_table`): ``analysis_s`` (its
+    own time in the passes plus the finishing step), ``info`` (:func:`pass_info`), threads, when, and
+    :func:`timing_parts`. Returns the table and the finishing step's seconds."""
     t0 = time.perf_counter()
-    df = finish_units(units)
+    # one experiment's table from its analyses (several, one per length, on a bidirectional model)
+    df = units[0][0].finish() if len(units) == 1 else pd.concat([a.finish() for a, _ in units], ignore_index=True)
     t_finish = time.perf_counter() - t0
     df.attrs["timing"] = {
         "analysis_s": analysis_s + t_finish,
@@ -227,13 +227,6 @@ def finish_timed(units, analysis_s: float, info: dict) -> tuple[pd.DataFrame, fl
         **timing_parts(units),  # parts of analysis_s (critical_n: mc_scan_s)
     }
     return df, t_finish
-
-
-def finish_units(units) -> pd.DataFrame:
-    """One experiment's table from its analyses (several, one per length, on a bidirectional model)."""
-    if len(units) == 1:
-        return units[0][0].finish()
-    return pd.concat([a.finish() for a, _ in units], ignore_index=True)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -285,6 +278,8 @@ class Experiment:
     name: ClassVar[str]
     #: a grid of window lengths (field ``lengths``): on a bidirectional model each length needs its own pass
     multi_length: ClassVar[bool] = False
+    #: the analysis' class, built by :meth:`analysis` as ``analysis_class(params, meta)``
+    analysis_class: ClassVar[type]
 
     def set_checked(self, **values) -> None:
         """Store checked values in the frozen fields (for ``__post_init__``)."""
@@ -293,11 +288,8 @@ class Experiment:
 
     def key_params(self) -> dict:
         """The parameters in the result-cache key: every field, tuples as lists."""
-        return {
-            f.name: list(v) if isinstance(v, tuple) else v
-            for f in dataclasses.fields(self)
-            for v in [getattr(self, f.name)]
-        }
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
 
     def pass_length(self) -> int:
         """Tokens of the window the analysis reads."""
@@ -335,7 +327,7 @@ class Experiment:
         experiments that draw random numbers (a field ``seed``)."""
         cap, changes = int(handle.max_length), {}
         if self.multi_length:
-            changes["lengths"] = fitting_lengths(self.lengths, handle)
+            changes["lengths"] = [L for L in self.lengths if L <= cap]
         elif self.L > cap:
             changes["L"] = cap
             if hasattr(self, "n_values"):
@@ -346,13 +338,13 @@ class Experiment:
 
     def for_model(self, handle) -> Experiment:
         """These parameters, checked against the model: every window fits its context (``handle.max_length``)."""
-        name = "lengths" if self.multi_length else "L"
-        check_lengths(handle, self.lengths if self.multi_length else [self.L], name)
+        name, lengths = ("lengths", self.lengths) if self.multi_length else ("L", [self.L])
+        check_int_list(name, lengths, low=2, high=int(handle.max_length))
         return self
 
     def analysis(self, handle, meta: dict):
         """The analysis object of one pass (``layer(shared)``, ``finish()``); ``meta`` labels its rows."""
-        raise NotImplementedError
+        return self.analysis_class(self, meta)
 
     def units(self, handle, meta: dict) -> list[tuple[Any, int]]:
         """The ``(analysis, pass length)`` pairs of the experiment.
@@ -391,24 +383,16 @@ class Experiment:
 # ----------------------------------------------------------------------------------------------------------------
 def sens_row_indices(L: int, sens_rows: int = 0) -> np.ndarray:
     """Rows of Algorithm 5's set ``R`` at window length ``L``: every ``max(1, L // sens_rows)``-th row, counted back
-    from the last one (so ``t = L, L - stride, ...``); all rows if ``sens_rows`` is 0 or ``>= L``.
-
-    Returns
-    -------
-    numpy.ndarray (R,) of int, ascending.
-    """
+    from the last one (so ``t = L, L - stride, ...``); all rows if ``sens_rows`` is 0 or ``>= L``. An ascending
+    ``(R,)`` int array."""
     st = max(1, L // sens_rows) if sens_rows > 0 else 1
     return np.arange(L - 1, -1, -st)[::-1].copy()
 
 
 def kv_groups(n_heads: int, n_kv_heads: int) -> np.ndarray:
     """Key/value group of each query head: head ``h`` reads key/value head ``h // (n_heads // n_kv_heads)``
-    (grouped-query attention as in Llama; ``n_kv_heads == n_heads`` is plain multi-head attention).
-
-    Returns
-    -------
-    numpy.ndarray (n_heads,) of int.
-    """
+    (grouped-query attention as in Llama; ``n_kv_heads == n_heads`` is plain multi-head attention): ``(n_heads,)``
+    int array."""
     n_kv = n_kv_heads if n_kv_heads and n_heads % n_kv_heads == 0 else n_heads
     return np.arange(n_heads) // (n_heads // n_kv)
 
@@ -419,19 +403,9 @@ def model_kv_groups(handle) -> np.ndarray:
     return kv_groups(n_heads, int(getattr(handle, "n_kv_heads", 0) or n_heads))
 
 
-def check_lengths(handle, lengths, name="lengths") -> list[int]:
-    """Window lengths in ``[2, handle.max_length]``, sorted, without repeats."""
-    return check_int_list(name, lengths, low=2, high=int(handle.max_length))
-
-
 def check_n_values(values, L: int | None = None, name: str = "n_values") -> list[int]:
     """``N`` values ``>= 1``, sorted without repeats; with ``L``, each at most ``L - 1``."""
     out = check_int_list(name, values, low=1)
     if L is not None and max(out) > L - 1:
         raise ValueError(f"{name} must be integers in [1, L-1] = [1, {L - 1}] (got {max(out)})")
     return out
-
-
-def fitting_lengths(lengths: Sequence[int], handle) -> list[int]:
-    """The lengths of a profile's grid that fit the model's context."""
-    return [L for L in lengths if L <= int(handle.max_length)]

@@ -60,24 +60,11 @@ class SensitivityAnalysis:
         for a, T in enumerate(self.T):
             for b, e in enumerate(self.E):
                 for h in range(H):
-                    self.rows.append(
-                        dict(
-                            self.meta,
-                            L=L,
-                            T=T,
-                            eps=e,
-                            layer=la.layer,
-                            head=h,
-                            n_rows=int(n_rows[h]),
-                            g=float(mean_[a, b, h]),
-                            g_row_max=float(gmax_[a, b, h]),
-                            bound_corrected=float(corr_[a][b]),
-                            bound_paper=float(paper_[a]),
-                            rows_violating_corrected=int(viol_[a, b, h]),
-                            rows_above_paper=int(over_[a, b, h]),
-                            row_stride=stride,
-                        )
-                    )
+                    row = dict(self.meta, L=L, T=T, eps=e, layer=la.layer, head=h, n_rows=int(n_rows[h]))
+                    row.update(g=float(mean_[a, b, h]), g_row_max=float(gmax_[a, b, h]))
+                    row.update(bound_corrected=float(corr_[a][b]), bound_paper=float(paper_[a]))
+                    row.update(rows_violating_corrected=int(viol_[a, b, h]), rows_above_paper=int(over_[a, b, h]))
+                    self.rows.append(dict(row, row_stride=stride))
 
     def finish(self) -> pd.DataFrame:
         return pd.DataFrame(self.rows)
@@ -125,6 +112,7 @@ class SensitivityParams(Experiment):
     """
 
     name: ClassVar[str] = "gradient_sensitivity"
+    analysis_class: ClassVar[type] = SensitivityAnalysis
 
     L: int = 1024
     temperatures: tuple[float, ...] = tuple(np.logspace(-3, 2, 21))
@@ -148,9 +136,6 @@ class SensitivityParams(Experiment):
             del out["rows"]
         return out
 
-    def analysis(self, handle, meta: dict) -> SensitivityAnalysis:
-        return SensitivityAnalysis(self, meta)
-
 
 @dataclasses.dataclass(frozen=True)
 class RawSensitivityParams(SensitivityParams):
@@ -158,6 +143,7 @@ class RawSensitivityParams(SensitivityParams):
     dimension ``head_dim`` (>= 1), which converts raw scores to the model's logits."""
 
     name: ClassVar[str] = "gradient_sensitivity_raw"
+    analysis_class: ClassVar[type] = RawSensitivityAnalysis
 
     head_dim: int = 64
 
@@ -170,9 +156,6 @@ class RawSensitivityParams(SensitivityParams):
         """The fields of ``params`` with the head dimension of the model ``handle``."""
         fields = {f.name: getattr(params, f.name) for f in dataclasses.fields(SensitivityParams)}
         return cls(**fields, head_dim=int(handle.head_dim))
-
-    def analysis(self, handle, meta: dict) -> RawSensitivityAnalysis:
-        return RawSensitivityAnalysis(self, meta)
 
 
 gradient_sensitivity = SensitivityParams.public(
@@ -202,20 +185,9 @@ def gradient_sensitivity_raw(
     base of Fig. 4's T axis; Reading the paper, §The sensitivity metric): the table of
     :func:`gradient_sensitivity` with ``T`` and ``eps`` in raw units, ``g`` per unit of raw score, and the bounds
     in those units; ``temperature_base`` and ``head_dim`` say so. The model's own scale is taken as
-    ``1/sqrt(head_dim)`` (GPT-2, Llama and BERT use it).
-
-    Parameters
-    ----------
-    handle, text, start, cache
-        As for :func:`gradient_sensitivity`.
-    params, **overrides
-        As for :func:`gradient_sensitivity` (:class:`SensitivityParams`), with ``T`` and ``eps`` in raw units.
-
-    Returns
-    -------
-    pandas.DataFrame
-        :func:`gradient_sensitivity`'s table in raw units, without ``rows_above_paper``, with ``temperature_base``
-        and ``head_dim``.
+    ``1/sqrt(head_dim)`` (GPT-2, Llama and BERT use it). The arguments are those of :func:`gradient_sensitivity`
+    (:class:`SensitivityParams`), with ``T`` and ``eps`` in raw units; the table is its table in raw units, without
+    ``rows_above_paper``, with ``temperature_base`` and ``head_dim``.
     """
     raw = RawSensitivityParams.of(SensitivityParams.build(params, **overrides), handle)
     return raw.run(handle, text, start=start, cache=cache)

@@ -59,6 +59,7 @@ class SeparabilityParams(Experiment):
     """
 
     name: ClassVar[str] = "separability"
+    analysis_class: ClassVar[type] = SeparabilityAnalysis
 
     L: int = 1024
     n_values: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
@@ -67,9 +68,6 @@ class SeparabilityParams(Experiment):
     def __post_init__(self):
         L = check_int("L", self.L, low=2)
         self.set_checked(L=L, n_values=tuple(check_n_values(self.n_values, L)), M=check_positive("M", self.M))
-
-    def analysis(self, handle, meta: dict) -> SeparabilityAnalysis:
-        return SeparabilityAnalysis(self, meta)
 
 
 separability = SeparabilityParams.public(

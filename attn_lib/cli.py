@@ -291,7 +291,7 @@ def _cmd_compare_normalizers(args) -> int:
         out=out_dir,
         text=args.text,
         use_cache=not args.no_cache,
-        start=experiments.HELD_OUT_START if args.start is None else args.start,
+        start=experiments.swap.HELD_OUT_START if args.start is None else args.start,
         say=say,
     )
     for note in res["notes"]:

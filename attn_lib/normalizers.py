@@ -25,12 +25,9 @@ sparse maps are evaluated on shifted logits clipped below at a value that provab
 (the output is unchanged), so every normaliser is finite for ``T`` in ``[1e-4, 1e4]`` and logits up to
 ``±1e4`` in float32 and float64.
 
-The registry. Each normaliser is one :class:`Normalizer` entry (its function, family, whether its rows sum to one,
-its analytic Jacobian if any, its display name, whether the book's comparisons use it), added with :func:`register`.
-Every list of names elsewhere is read from it with :func:`available` (``available(compared=True)``: chapter 5's
-remedies and chapter 7's comparison; ``available(sums_to_one=True)``), as are the CLI's help and the Jacobian's
-dispatch. Use :func:`get` to look a normaliser up by name, :func:`spec` for its entry and :func:`available` to list
-the names.
+The registry. Each normaliser is one :class:`Normalizer` entry, added with :func:`register`; every list of names
+elsewhere (chapter 5's remedies, chapter 7's comparison, the CLI's help, the Jacobian's dispatch) is read from it with
+:func:`available`. :func:`get` looks a normaliser up by name, :func:`spec` gives its entry.
 """
 
 from __future__ import annotations
@@ -48,27 +45,18 @@ from . import _rows
 from ._validation import check_choice, check_finite, check_int, check_positive
 
 __all__ = [
+    # the registry (every normaliser by name)
     "Normalizer",
-    "NormalizerFn",
-    "FAMILIES",
-    "JACOBIANS",
     "register",
     "unregister",
     "spec",
     "available",
     "get",
-    "describe",
+    # the normalisers the book calls directly; the others by get(name)
     "softmax",
     "general",
-    "make_general",
     "sparsemax",
-    "entmax15",
-    "entmax_alpha",
     "ssmax",
-    "sa_softmax",
-    "softmax1",
-    "sigmoid",
-    "softpick",
     "topk",
 ]
 
@@ -103,10 +91,6 @@ def _log_softplus(z: torch.Tensor) -> torch.Tensor:
     sp = torch.nn.functional.softplus(z)
     safe = torch.where(z > -30, sp, torch.ones_like(sp))
     return torch.where(z > -30, torch.log(safe), z + torch.log1p(-0.5 * torch.exp(torch.clamp(z, max=-30))))
-
-
-def _softplus(z: torch.Tensor) -> torch.Tensor:
-    return torch.nn.functional.softplus(z)
 
 
 def _check_F(F: Any, log_F: Any, theta: Any) -> None:
@@ -409,22 +393,8 @@ def topk_support(logits, k, dim=-1, mask=None):
 
     Ties are broken deterministically: among equal logits the **lower index wins** (a stable descending sort).
     A row with ``t <= k`` visible positions keeps all of them; masked positions and ``-inf`` logits are never kept.
-
-    Parameters
-    ----------
-    logits : tensor or array, shape (..., L)
-        Logits (the reduced axis is ``dim``).
-    k : int
-        Number of positions kept per row, an integer ``>= 1``.
-    dim : int
-        The reduced axis.
-    mask : bool tensor, optional
-        ``True`` = visible, broadcastable to ``logits``.
-
-    Returns
-    -------
-    torch.Tensor or numpy.ndarray
-        Bool, the shape of ``logits`` (numpy in, numpy out).
+    ``logits``, ``dim`` and ``mask`` as in the common signature (module docstring), ``k`` as for :func:`topk`; the
+    result has the shape of ``logits`` (numpy in, numpy out).
     """
     k = _check_k(k)
     x, visible, _, was_numpy, dim = _rows.prepare(logits, 1.0, dim, mask)
@@ -476,24 +446,6 @@ def topk(logits, temperature=1.0, dim=-1, mask=None, k=None):
     everywhere (away from ties at the ``k``-th logit) the Jacobian is softmax's on the kept set and 0 elsewhere,
     :math:`J = (\mathrm{diag}\,\alpha - \alpha\alpha^\top)/T` (:func:`attn_lib.jacobian.topk_jacobian`).
 
-    Parameters
-    ----------
-    logits : tensor or array, shape (..., L)
-        Logits; any leading dimensions.
-    temperature : float
-        ``T > 0``.
-    dim : int
-        The reduced axis.
-    mask : bool tensor, optional
-        ``True`` = visible, broadcastable to ``logits``.
-    k : int
-        Number of kept positions per row, ``>= 1``.
-
-    Returns
-    -------
-    torch.Tensor or numpy.ndarray
-        Weights of the shape of ``logits``.
-
     Reference: top-k attention as in Gupta et al. 2021, "Memory-efficient Transformers via Top-k Attention",
     arXiv:2106.06899; recommended by the paper for ``L >> k`` (the book's appendix "Reading the paper").
     """
@@ -528,23 +480,13 @@ JACOBIANS = ("softmax", "general")
 class Normalizer:
     """One registered normaliser: what the library, the CLI, the book and the tests read about it.
 
-    Attributes
-    ----------
-    name : str
-        The name :func:`get` takes (an identifier).
-    fn : callable
-        ``fn(logits, temperature=1.0, dim=-1, mask=None, **params) -> weights`` (the module's common signature).
-    family : str
-        A key of :data:`FAMILIES`.
-    sums_to_one : bool
-        Every non-empty row sums to one (``available(sums_to_one=True)``).
-    display : str
-        The name in prose, tables and help texts (e.g. ``"1.5-entmax"``).
-    compared : bool
-        In the book's comparisons (``available(compared=True)``: chapter 5's remedies, chapter 7's limits and live
-        swap, the CLI's ``compare-normalizers``); needs to run without parameters.
-    jacobian : str or None
-        The analytic Jacobian of :func:`attn_lib.jacobian.jacobian`, one of :data:`JACOBIANS`; ``None``: autograd.
+    ``name``: the name :func:`get` takes (an identifier); ``fn``: the function, in the module's common signature
+    ``fn(logits, temperature=1.0, dim=-1, mask=None, **params) -> weights``; ``family``: a key of :data:`FAMILIES`;
+    ``sums_to_one``: every non-empty row sums to one (``available(sums_to_one=True)``); ``display``: the name in
+    prose, tables and help texts (e.g. ``"1.5-entmax"``); ``compared``: in the book's comparisons
+    (``available(compared=True)``: chapter 5's remedies, chapter 7's limits and live swap, the CLI's
+    ``compare-normalizers``), so it must run without parameters; ``jacobian``: the analytic Jacobian of
+    :func:`attn_lib.jacobian.jacobian`, one of :data:`JACOBIANS` (``None``: autograd).
     """
 
     name: str
@@ -576,17 +518,8 @@ _BUILT_IN: frozenset[str] = frozenset()
 def register(entry: Normalizer) -> Normalizer:
     """Add ``entry`` to the registry (after every normaliser already there); it reaches :func:`get`,
     :func:`available` and everything that reads it (chapter 5's remedies, chapter 7's comparison, the CLI's help,
-    the report's tables). Sets ``entry.fn.name = entry.name``.
-
-    Parameters
-    ----------
-    entry : Normalizer
-        Its ``name`` must not be registered yet.
-
-    Returns
-    -------
-    Normalizer
-        ``entry``.
+    the report's tables). Sets ``entry.fn.name = entry.name`` and returns ``entry``, whose ``name`` must not be
+    registered yet.
     """
     if not isinstance(entry, Normalizer):
         raise ValueError(f"entry must be an attn_lib.normalizers.Normalizer (got {type(entry).__name__})")
@@ -598,13 +531,8 @@ def register(entry: Normalizer) -> Normalizer:
 
 
 def unregister(name: str) -> Normalizer:
-    """Remove the normaliser ``name`` added by :func:`register` (for tests); the built-in ones stay.
-
-    Returns
-    -------
-    Normalizer
-        The removed entry.
-    """
+    """Remove the normaliser ``name`` added by :func:`register` and return its entry (for tests); the built-in ones
+    stay."""
     if name in _BUILT_IN:
         raise ValueError(f"name {name!r} is a built-in normaliser, which cannot be unregistered")
     added = [n for n in _REGISTRY if n not in _BUILT_IN]
@@ -614,37 +542,19 @@ def unregister(name: str) -> Normalizer:
 
 
 def spec(name: str) -> Normalizer:
-    """The registry entry of a normaliser.
-
-    Parameters
-    ----------
-    name : str
-        One of :func:`available`.
-
-    Returns
-    -------
-    Normalizer
-    """
+    """The registry entry (a :class:`Normalizer`) of the normaliser ``name``, one of :func:`available`."""
     check_choice("name", name, available())
     return _REGISTRY[name]
 
 
 def available(**where) -> list[str]:
-    """Names accepted by :func:`get`, in registration order, read from the registry at every call (a normaliser
-    registered later is in it).
+    """The names :func:`get` accepts (a list of str), in registration order, read from the registry at every call (a
+    normaliser registered later is in it).
 
-    Parameters
-    ----------
-    **where
-        Keep the entries whose :class:`Normalizer` fields have these values, e.g. ``available(compared=True)`` (the
-        book's comparisons: chapter 5's remedies, chapter 7's limits and live swap, the CLI's
-        ``compare-normalizers``, in display order), ``available(sums_to_one=True)`` (non-empty rows sum to one),
-        ``available(jacobian="softmax")`` (Jacobian ``(diag alpha - alpha alpha^T) / T`` of their own weights; the
-        top-k form holds off ties), ``available(family="sparse")``.
-
-    Returns
-    -------
-    list of str
+    ``**where`` keeps the entries whose :class:`Normalizer` fields have these values, e.g. ``available(compared=True)``
+    (the book's comparisons, in display order), ``available(sums_to_one=True)``, ``available(jacobian="softmax")``
+    (Jacobian ``(diag alpha - alpha alpha^T) / T`` of their own weights; the top-k form holds off ties),
+    ``available(family="sparse")``.
     """
     fields = [f.name for f in dataclasses.fields(Normalizer) if f.name not in ("name", "fn")]
     for key in where:
@@ -653,18 +563,8 @@ def available(**where) -> list[str]:
 
 
 def describe(names) -> str:
-    """The display names of registered normalisers as prose, for help texts and captions.
-
-    Parameters
-    ----------
-    names : iterable of str
-        Names of :func:`available` (e.g. ``available(compared=True)``).
-
-    Returns
-    -------
-    str
-        ``"softmax, sparsemax and 1.5-entmax"`` (``""`` for no name).
-    """
+    """The display names of the registered normalisers ``names`` (e.g. ``available(compared=True)``) as prose, for
+    help texts and captions: ``"softmax, sparsemax and 1.5-entmax"`` (``""`` for no name)."""
     shown = [spec(n).display for n in names]
     return ", ".join(shown[:-1]) + (" and " if len(shown) > 1 else "") + (shown[-1] if shown else "")
 

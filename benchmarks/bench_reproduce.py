@@ -201,8 +201,8 @@ def _reduced_workload(args) -> None:
         gradient_sensitivity=E.SensitivityParams(L=L, temperatures=tuple(Ts), eps_values=tuple(Es), rows=sens_rows),
         critical_n_diagnosis=E.DiagnosisParams(L=L),
     )
-    sens_idx = [int(r) for r in E.sens_row_indices(L, sens_rows)]
-    params = E.profile_params(h, prof)
+    sens_idx = [int(r) for r in E.passes.sens_row_indices(L, sens_rows)]
+    params = E.jobs.profile_params(h, prof)
     meta = inputs.table_meta(h, text)
     jobs = {
         "1 distance vs L": (

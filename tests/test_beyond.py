@@ -15,6 +15,7 @@ from attn_lib import experiments as B
 from attn_lib import jacobian as jb
 from attn_lib import normalizers as nz
 from attn_lib import theory as th
+from attn_lib.book.swap_view import live_renderer, swap_setting
 from attn_lib.experiments import weights
 from attn_lib.experiments.normalizers import CompareAnalysis
 
@@ -55,7 +56,7 @@ def test_normalizer_settings_rejects_bad_k():
 
 
 def test_row_sample_takes_rows_with_t_in_upper_half_ending_at_L():
-    rs = B.row_sample([8, 32], 4)
+    rs = B.weights.row_sample([8, 32], 4)
     for L, r in rs.items():
         t = r + 1
         assert t.max() == L and (t > L / 2).all() and len(r) == 4
@@ -63,9 +64,9 @@ def test_row_sample_takes_rows_with_t_in_upper_half_ending_at_L():
 
 def test_row_sample_rejects_bad_input():
     with pytest.raises(ValueError, match="rows_per_length"):
-        B.row_sample([8], 0)
+        B.weights.row_sample([8], 0)
     with pytest.raises(ValueError, match="lengths"):
-        B.row_sample([1], 2)
+        B.weights.row_sample([1], 2)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -76,7 +77,7 @@ def test_row_metrics_match_theory_for_every_normaliser(label):
     logits, causal, values = toy()
     w = weights_of(label, logits, causal)
     ns = [1, 3, 6]
-    m = B.row_metrics(w, values, causal, ns)
+    m = B.weights.row_metrics(w, values, causal, ns)
     for h in range(2):
         for r in range(12):
             t = r + 1
@@ -93,7 +94,7 @@ def test_row_metrics_match_theory_for_every_normaliser(label):
 def test_row_metrics_separability_matches_theory_on_unit_vectors(label):
     logits, causal, values = toy(seed=3)
     w = weights_of(label, logits, causal)
-    m = B.row_metrics(w, values, causal, [2, 4], unit=True)
+    m = B.weights.row_metrics(w, values, causal, [2, 4], unit=True)
     unit = values / values.norm(dim=-1, keepdim=True)
     for h in range(2):
         for r in range(5, 12):
@@ -106,7 +107,7 @@ def test_row_metrics_topk_zero_weights_put_every_dropped_token_at_norm_s():
     # top-k with N = k: every dropped token has a_i = 0, so d~ = (t - k) ||s||
     logits, causal, values = toy(seed=5)
     w = nz.topk(logits, k=2, mask=causal)
-    m = B.row_metrics(w, values, causal, [2])
+    m = B.weights.row_metrics(w, values, causal, [2])
     r = 11
     s = (w[0, r, :, None] * values[0]).sum(0)
     assert m["d_tilde"][0, r, 0].item() == pytest.approx((12 - 2) * s.norm().item(), rel=1e-12)
@@ -117,9 +118,9 @@ def test_row_metrics_blocks_of_n_give_the_same_result(monkeypatch):
     logits, causal, values = toy(seed=7)
     w = nz.sparsemax(logits, mask=causal)
     ns = [1, 2, 3, 5, 8]
-    whole = B.row_metrics(w, values, causal, ns)
+    whole = B.weights.row_metrics(w, values, causal, ns)
     monkeypatch.setattr(weights, "BLOCK_ELEMS", 1)
-    split = B.row_metrics(w, values, causal, ns)
+    split = B.weights.row_metrics(w, values, causal, ns)
     for k in ("d_tilde", "e1", "sep", "valid"):
         assert torch.allclose(whole[k].double(), split[k].double(), rtol=1e-12, atol=0), k
     assert whole["valid"].any() and not whole["valid"].all()
@@ -129,11 +130,11 @@ def test_row_metrics_rejects_bad_input():
     logits, causal, values = toy()
     w = nz.softmax(logits, mask=causal)
     with pytest.raises(ValueError, match="weights must be"):
-        B.row_metrics(w[0], values, causal, [1])
+        B.weights.row_metrics(w[0], values, causal, [1])
     with pytest.raises(ValueError, match="non-negative"):
-        B.row_metrics(-w, values, causal, [1])
+        B.weights.row_metrics(-w, values, causal, [1])
     with pytest.raises(ValueError, match="n_values"):
-        B.row_metrics(w, values, causal, [0])
+        B.weights.row_metrics(w, values, causal, [0])
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -146,17 +147,17 @@ def test_spectral_norm_matches_the_dense_jacobian(k, T):
     J = jb.softmax_jacobian(x, T) if k is None else jb.topk_jacobian(x, k, T)
     w = nz.softmax(x, T) if k is None else nz.topk(x, T, k=k)
     ref = torch.linalg.matrix_norm(J, ord=2)
-    torch.testing.assert_close(B.softmax_type_spectral_norm(w, T), ref, atol=1e-12, rtol=1e-10)
+    torch.testing.assert_close(B.weights.softmax_type_spectral_norm(w, T), ref, atol=1e-12, rtol=1e-10)
 
 
 def test_spectral_norm_at_a_two_way_tie_is_half_over_T():
     w = torch.tensor([0.5, 0.5, 0.0], dtype=torch.float64)
-    assert B.softmax_type_spectral_norm(w, 2.0).item() == pytest.approx(0.25, abs=1e-14)
+    assert B.weights.softmax_type_spectral_norm(w, 2.0).item() == pytest.approx(0.25, abs=1e-14)
 
 
 def test_spectral_norm_rejects_negative_weights():
     with pytest.raises(ValueError, match="weights"):
-        B.softmax_type_spectral_norm(torch.tensor([-0.1, 1.1]))
+        B.weights.softmax_type_spectral_norm(torch.tensor([-0.1, 1.1]))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -223,7 +224,7 @@ def test_at_n_equal_l_minus_one_d_tilde_and_e1_are_the_same_kind_of_term():
     logits, causal, values = toy(seed=9)
     w = nz.softmax(logits, mask=causal)
     L = w.shape[-1]
-    m = B.row_metrics(w, values, causal, [L - 1])
+    m = B.weights.row_metrics(w, values, causal, [L - 1])
     for h in range(w.shape[0]):
         a = w[h, L - 1].double()[:, None] * values[h].double()
         z = a.sum(0)
@@ -236,7 +237,7 @@ def test_at_n_equal_l_minus_one_d_tilde_and_e1_are_the_same_kind_of_term():
 
 def test_compare_max_alpha_is_the_row_sample_mean(table):
     logits, causal, _ = toy(H=4, L=16, seed=10)
-    rows = B.row_sample([8, 16], 3)[16]
+    rows = B.weights.row_sample([8, 16], 3)[16]
     w = nz.sparsemax(logits, mask=causal)
     ref = w[:, rows].amax(-1).mean(-1)
     got = table.query("normalizer == 'sparsemax' and metric == 'max_alpha' and layer == 0 and L == 16")
@@ -245,7 +246,7 @@ def test_compare_max_alpha_is_the_row_sample_mean(table):
 
 def test_compare_g_matches_jacobian_sensitivity(table):
     logits, causal, _ = toy(H=4, L=16, seed=11)
-    rows = torch.as_tensor(B.row_sample([8, 16], 3)[16])
+    rows = torch.as_tensor(B.weights.row_sample([8, 16], 3)[16])
     g = jb.sensitivity(logits[:, rows], 0.1, 1e-3, normalizer=nz.softpick, mask=causal[rows], seed=1)
     got = table.query("normalizer == 'softpick' and metric == 'g' and layer == 1 and T == 0.1")
     np.testing.assert_allclose(got.sort_values("head")["value"].to_numpy(), g.mean(-1).numpy(), rtol=1e-12)
@@ -347,7 +348,7 @@ def test_compare_normalizers_softmax_is_the_models_attention(tiny_llama):
 
     df = B.compare_normalizers(tiny_llama, TEXT, profile=TOY_PROFILE)
     la = collect_attention(tiny_llama, text_window(tiny_llama, TEXT, 16), keep_qk=False)[1]
-    rows = B.row_sample([8, 16], 3)[16]
+    rows = B.weights.row_sample([8, 16], 3)[16]
     ref = la.weights[0][:, rows].double().amax(-1).mean(-1)
     got = df.query("normalizer == 'softmax' and metric == 'max_alpha' and layer == 1 and L == 16")
     np.testing.assert_allclose(got.sort_values("head")["value"].to_numpy(), ref.numpy(), rtol=1e-5)
@@ -387,7 +388,7 @@ def test_live_swap_top_k_as_long_as_the_window_reuses_softmax_and_equals_its_own
     computed for top-16 itself (swap_setting) gives the same bits."""
     r = swap.rows.set_index("setting")
     assert r.loc["top-16", "normalizer"] == "topk" and r.loc["top-16", "k"] == 16 and r.loc["top-16", "T"] == 1.0
-    fresh = B.swap_setting(tiny_gpt2, TEXT, "top-16", **SWAP_KW).iloc[0]
+    fresh = swap_setting(tiny_gpt2, TEXT, "top-16", **SWAP_KW).iloc[0]
     np.testing.assert_array_equal(r.loc["top-16", "attention"], fresh["attention"])
     assert r.loc["top-16", "loss"] == fresh["loss"] and r.loc["top-16", "d_tilde"] == fresh["d_tilde"]
     top = swap.losses.query("setting == 'top-16'")
@@ -420,7 +421,7 @@ SWAP_KW = dict(profile=TOY_PROFILE, start=0, layer=1, head=2)
 
 @pytest.mark.parametrize("setting", ["top-4", "softmax T=0.5", "sparsemax", "softmax (model)"])
 def test_swap_setting_equals_the_live_swap_row(tiny_gpt2, swap, setting):
-    one = B.swap_setting(tiny_gpt2, TEXT, setting, **SWAP_KW)
+    one = swap_setting(tiny_gpt2, TEXT, setting, **SWAP_KW)
     assert list(one["setting"]) == [setting] and set(swap.rows.columns) <= set(one.columns)
     ref = swap.rows.set_index("setting").loc[setting]
     got = one.iloc[0]
@@ -431,10 +432,10 @@ def test_swap_setting_equals_the_live_swap_row(tiny_gpt2, swap, setting):
 
 def test_swap_setting_off_the_grid(tiny_gpt2):
     kw = dict(SWAP_KW, layer=0)  # layer 0's logits do not depend on the swap, so its row is softmax(logits / T)
-    top3 = B.swap_setting(tiny_gpt2, TEXT, "top-3", **kw).iloc[0]
+    top3 = swap_setting(tiny_gpt2, TEXT, "top-3", **kw).iloc[0]
     assert top3["k"] == 3 and (top3["attention"] > 0).sum() == 3
-    model = B.swap_setting(tiny_gpt2, TEXT, "softmax (model)", **kw).iloc[0]["attention"]
-    t07 = B.swap_setting(tiny_gpt2, TEXT, "softmax T=0.7", **kw).iloc[0]
+    model = swap_setting(tiny_gpt2, TEXT, "softmax (model)", **kw).iloc[0]["attention"]
+    t07 = swap_setting(tiny_gpt2, TEXT, "softmax T=0.7", **kw).iloc[0]
     assert t07["T"] == 0.7
     want = torch.softmax(torch.log(torch.as_tensor(model)) / 0.7, dim=-1).numpy()  # softmax(l/T), l up to a shift
     np.testing.assert_allclose(t07["attention"], want, rtol=1e-4, atol=1e-7)
@@ -453,19 +454,19 @@ def test_swap_setting_off_the_grid(tiny_gpt2):
 )
 def test_swap_setting_rejects_bad_settings(tiny_gpt2, setting, match):
     with pytest.raises(ValueError, match=match):
-        B.swap_setting(tiny_gpt2, TEXT, setting, **SWAP_KW)
+        swap_setting(tiny_gpt2, TEXT, setting, **SWAP_KW)
 
 
 def test_live_renderer_draws_the_recomputed_row(tiny_gpt2, swap):
     from matplotlib.figure import Figure
 
-    render = B.live_renderer(tiny_gpt2, TEXT, swap.rows, sweep="k", **SWAP_KW)
+    render = live_renderer(tiny_gpt2, TEXT, swap.rows, sweep="k", **SWAP_KW)
     fig = render("top-4")
     assert isinstance(fig, Figure)
     title = fig.axes[0].get_title()
     assert title.startswith("top-4: layer 1, head 2, row 15") and "4 tokens > 0" in title
     with pytest.raises(ValueError, match="sweep"):
-        B.live_renderer(tiny_gpt2, TEXT, swap.rows, sweep="N")
+        live_renderer(tiny_gpt2, TEXT, swap.rows, sweep="N")
 
 
 @pytest.mark.accel
@@ -482,8 +483,8 @@ def test_row_metrics_engines_agree(unit):
     w = torch.softmax(logits.masked_fill(~mask, -math.inf), -1)
     V = torch.randn(H, L, d, generator=g, dtype=torch.float64)
     ns = [1, 2, 5, 17, 40]
-    a = B.row_metrics(w, V, mask, ns, unit=unit, engine="torch")
-    b = B.row_metrics(w, V, mask, ns, unit=unit, engine="numba")
+    a = B.weights.row_metrics(w, V, mask, ns, unit=unit, engine="torch")
+    b = B.weights.row_metrics(w, V, mask, ns, unit=unit, engine="numba")
     assert torch.equal(a["valid"], b["valid"]) and torch.equal(a["sep"], b["sep"])
     for k in ("d_tilde", "e1"):
         torch.testing.assert_close(b[k], a[k], rtol=1e-12, atol=1e-14)
@@ -494,4 +495,4 @@ def test_row_metrics_engine_must_be_known():
     w = torch.full((1, 2, 3), 1 / 3, dtype=torch.float64)
     V = torch.randn(1, 3, 2, dtype=torch.float64)
     with pytest.raises(ValueError, match="engine must be one of"):
-        B.row_metrics(w, V, torch.ones(2, 3, dtype=torch.bool), [1], engine="gpu")
+        B.weights.row_metrics(w, V, torch.ones(2, 3, dtype=torch.bool), [1], engine="gpu")

@@ -100,7 +100,7 @@ def test_run_all_passes_one_length_at_a_time(encoder, tmp_path):
 
 
 def test_paper_grid_is_cut_at_512(encoder):
-    params = E.profile_params(encoder, E.PROFILES["paper"])
+    params = E.jobs.profile_params(encoder, E.PROFILES["paper"])
     assert list(params["distance_vs_length"].lengths) == [32, 64, 128, 256, 512]
     assert list(params["critical_n"].lengths) == [32, 64, 128, 256, 512]
     assert params["distance_vs_n"].L == 512 and params["separability"].L == 512

@@ -48,7 +48,7 @@ def test_public_functions_run_the_dataclass_with_overrides_of_its_fields(fn, mon
 
 
 def test_every_experiment_of_run_all_has_its_parameter_class_in_order():
-    assert E.EXPERIMENTS == (
+    assert E.jobs.EXPERIMENTS == (
         "distance_vs_length",
         "distance_vs_n",
         "critical_n",
@@ -57,7 +57,7 @@ def test_every_experiment_of_run_all_has_its_parameter_class_in_order():
         "critical_n_diagnosis",
         "gradient_sensitivity_raw",
     )
-    assert all(E.ALGORITHMS[n].name == n for n in E.EXPERIMENTS)
+    assert all(E.jobs.ALGORITHMS[n].name == n for n in E.jobs.EXPERIMENTS)
 
 
 @pytest.mark.parametrize(
@@ -100,8 +100,8 @@ def test_for_model_checks_the_context_and_the_heads():
 
 def test_profile_params_cut_the_grids_at_the_context_and_read_the_profile():
     prof = E.PROFILES["paper"]
-    params = E.profile_params(HANDLE, prof, seed=3)
-    assert list(params) == list(E.EXPERIMENTS)
+    params = E.jobs.profile_params(HANDLE, prof, seed=3)
+    assert list(params) == list(E.jobs.EXPERIMENTS)
     assert params["distance_vs_length"].lengths == (32, 64, 128, 256, 512)
     assert params["distance_vs_n"].L == 512 and params["distance_vs_n"].n_values == (1, 5, 10, 20, 100)
     assert params["critical_n"].mc_samples == prof.critical_n.mc_samples and params["critical_n"].seed == 3
@@ -109,7 +109,7 @@ def test_profile_params_cut_the_grids_at_the_context_and_read_the_profile():
     assert params["gradient_sensitivity_raw"].head_dim == HANDLE.head_dim
     assert params["gradient_sensitivity_raw"].temperatures == prof.gradient_sensitivity.temperatures
     assert params["critical_n_diagnosis"].rows == prof.critical_n_diagnosis.rows
-    short = E.profile_params(SimpleNamespace(**{**vars(HANDLE), "max_length": 64}), prof)
+    short = E.jobs.profile_params(SimpleNamespace(**{**vars(HANDLE), "max_length": 64}), prof)
     assert short["distance_vs_n"].L == 64 and short["distance_vs_n"].n_values == (1, 5, 10, 20)
     assert short["separability"].n_values == (1, 2, 4, 8, 16, 32) and short["critical_n"].lengths == (32, 64)
     assert short["critical_n"].seed == 0 and short["critical_n_diagnosis"].L == 64

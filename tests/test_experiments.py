@@ -161,9 +161,9 @@ def test_separability_and_sensitivity_tables(llama_small):
 def test_sensitivity_row_subset(llama_small):
     """``rows`` (a profile's ``gradient_sensitivity.rows``): every k-th row ending at the last; same g as the full metric on
     those rows with the same directions."""
-    assert E.sens_row_indices(32, 8).tolist() == [3, 7, 11, 15, 19, 23, 27, 31]
-    assert E.sens_row_indices(32, 0).tolist() == list(range(32))
-    assert E.sens_row_indices(10, 64).tolist() == list(range(10))
+    assert E.passes.sens_row_indices(32, 8).tolist() == [3, 7, 11, 15, 19, 23, 27, 31]
+    assert E.passes.sens_row_indices(32, 0).tolist() == list(range(32))
+    assert E.passes.sens_row_indices(10, 64).tolist() == list(range(10))
     gs = E.gradient_sensitivity(llama_small, TEXT, L=32, temperatures=[0.01, 1.0], eps_values=[1e-3], rows=8)
     assert (gs["row_stride"] == 4).all() and (gs["n_rows"] == 8).all()
     assert (gs["rows_violating_corrected"] == 0).all()
@@ -171,7 +171,7 @@ def test_sensitivity_row_subset(llama_small):
 
     las = collect_attention(llama_small, E.text_window(llama_small, TEXT, 32), keep_qk=False)
     la = las[0]
-    rows = torch.as_tensor(E.sens_row_indices(32, 8))
+    rows = torch.as_tensor(E.passes.sens_row_indices(32, 8))
     g, valid = M.sensitivity_rows(
         la.logits[0], [0.01, 1.0], [1e-3], mask=passes.layer_mask(la), seed=0 + la.layer, rows=rows
     )
@@ -197,13 +197,13 @@ def test_run_all_one_pass_and_cache(tmp_path, gpt2_small, monkeypatch):
     cache = ResultCache(root=tmp_path / "c")
     res = E.run_all(gpt2_small, TEXT, PROFILE, cache)
     assert len(calls) == 1  # all five experiments in one forward pass
-    assert set(res) == set(E.EXPERIMENTS) | {"critical_n_summary"}
+    assert set(res) == set(E.jobs.EXPERIMENTS) | {"critical_n_summary"}
     for k, v in res.items():
         assert isinstance(v, pd.DataFrame) and len(v) > 0, k
         assert {"model", "text", "device"} <= set(v.columns), k
     res2 = E.run_all(gpt2_small, TEXT, PROFILE, cache)
     assert len(calls) == 1  # everything from the cache
-    for k in E.EXPERIMENTS:
+    for k in E.jobs.EXPERIMENTS:
         pd.testing.assert_frame_equal(res[k].reset_index(drop=True), res2[k].reset_index(drop=True), check_dtype=False)
     monkeypatch.setattr(M.settings, "default_engine", "torch")  # another engine: not served from the cache
     E.run_all(gpt2_small, TEXT, PROFILE, cache)
@@ -341,7 +341,7 @@ def test_progress_is_silent_by_default_and_on_stderr_when_asked(tmp_path, tmp_ca
     # the first run above filled the result cache: now every experiment says it came from there
     E.run_all(gpt2_small, text, PROFILE, ResultCache(), progress=True)
     err = capfd.readouterr().err
-    assert all(f"{n}: from the result cache (" in err for n in E.EXPERIMENTS)
+    assert all(f"{n}: from the result cache (" in err for n in E.jobs.EXPERIMENTS)
     assert "no forward pass" in err and "forward pass at" not in err
     with pytest.raises(ValueError, match="progress must be True or False"):
         E.run_all(gpt2_small, text, PROFILE, progress="yes")
@@ -469,7 +469,7 @@ def test_engines_give_the_same_tables(gpt2_small, monkeypatch):
     a = E.run_all(gpt2_small, TEXT, PROFILE)
     monkeypatch.setattr(M.settings, "default_engine", "torch")
     b = E.run_all(gpt2_small, TEXT, PROFILE)
-    for name in [*E.EXPERIMENTS, "critical_n_summary"]:
+    for name in [*E.jobs.EXPERIMENTS, "critical_n_summary"]:
         x, y = a[name], b[name]
         assert list(x.columns) == list(y.columns) and len(x) == len(y) > 0, name
         for c in x.columns:

@@ -55,13 +55,13 @@ class TestCriticalNDiagnosis:
         assert set(want) <= set(diag.columns)
 
     def test_one_row_per_variant_layer_head_and_n(self, tiny_gpt2, diag):
-        assert set(diag["variant"]) == set(E.DIAGNOSIS_VARIANTS) and set(diag["N"]) == {3, 10, 16}
-        n = len(E.DIAGNOSIS_VARIANTS) * tiny_gpt2.n_layers * tiny_gpt2.n_heads * 3
+        assert set(diag["variant"]) == set(E.diagnosis.DIAGNOSIS_VARIANTS) and set(diag["N"]) == {3, 10, 16}
+        n = len(E.diagnosis.DIAGNOSIS_VARIANTS) * tiny_gpt2.n_layers * tiny_gpt2.n_heads * 3
         assert len(diag) == n and not diag.duplicated(["variant", *KEY]).any()
 
     def test_variants_carry_their_settings(self, diag):
         got = diag.groupby("variant")[["temperature", "first_value_zero"]].first()
-        for name, (T, zero) in E.DIAGNOSIS_VARIANTS.items():
+        for name, (T, zero) in E.diagnosis.DIAGNOSIS_VARIANTS.items():
             assert (got.loc[name, "temperature"], bool(got.loc[name, "first_value_zero"])) == (T, zero)
 
     def test_no_bound_violations(self, diag):
@@ -75,7 +75,7 @@ class TestCriticalNDiagnosis:
         """On every row with t >= N + 1 (N >= 2), the model's d~ and E1 are Algorithm 2's head means."""
         ref = E.distance_vs_n(tiny_gpt2, TEXT, L=L, n_values=[3, 10, 16], mc_samples=1, mc_rows=1)
         m = diag[diag["variant"] == "model"].merge(ref, on=KEY, suffixes=("", "_ref"))
-        assert len(m) == len(diag) // len(E.DIAGNOSIS_VARIANTS)
+        assert len(m) == len(diag) // len(E.diagnosis.DIAGNOSIS_VARIANTS)
         np.testing.assert_allclose(m["d_tilde"], m["d_tilde_ref"], rtol=1e-5)
         np.testing.assert_allclose(m["e1"], m["e1_ref"], rtol=1e-5)
 

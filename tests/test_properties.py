@@ -21,7 +21,7 @@ from attn_lib import metrics as M  # noqa: E402
 from attn_lib import normalizers as nz  # noqa: E402
 from attn_lib import theory as th  # noqa: E402
 from attn_lib._validation import check_int, check_positive, check_probability  # noqa: E402
-from attn_lib.experiments.swap import setting_of  # noqa: E402
+from attn_lib.book.swap_view import setting_of  # noqa: E402
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 
@@ -176,7 +176,7 @@ def test_topn_scan_or_a_value_error(L, n_max, seed):
 )
 def test_spectral_norm_of_a_distribution_or_a_value_error(w, T):
     try:
-        r = B.softmax_type_spectral_norm([w], T)
+        r = B.weights.softmax_type_spectral_norm([w], T)
     except ValueError as exc:
         assert "weights" in str(exc) or "temperature" in str(exc), exc
         return

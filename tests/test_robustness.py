@@ -122,7 +122,7 @@ def test_run_all_duplicated_experiments_analyse_once_and_do_not_poison_the_cache
     assert list(odd) == ["critical_n", "separability", "critical_n_summary"]
     _same_tables(odd, plain_results, ["critical_n", "separability", "critical_n_summary"])
     later = E.run_all(tiny_gpt2, TEXT, _tiny_profile(), cache)  # reads the two stored tables back
-    _same_tables(later, plain_results, [*E.EXPERIMENTS, "critical_n_summary"])
+    _same_tables(later, plain_results, [*E.jobs.EXPERIMENTS, "critical_n_summary"])
 
 
 def test_an_experiment_run_alone_is_timed_like_run_alls(tiny_gpt2, tmp_path, plain_results):
@@ -134,13 +134,13 @@ def test_an_experiment_run_alone_is_timed_like_run_alls(tiny_gpt2, tmp_path, pla
     from attn_lib.cache import ResultCache
 
     cache = ResultCache(tmp_path)
-    for name in E.EXPERIMENTS:  # each alone, through its own Experiment.run
-        alone = E.profile_params(tiny_gpt2, _tiny_profile(), 0)[name].run(tiny_gpt2, TEXT, cache=cache)
+    for name in E.jobs.EXPERIMENTS:  # each alone, through its own Experiment.run
+        alone = E.jobs.profile_params(tiny_gpt2, _tiny_profile(), 0)[name].run(tiny_gpt2, TEXT, cache=cache)
         timing = alone.attrs["timing"]
         assert set(timing) >= set(plain_results[name].attrs["timing"]), name
         assert timing["experiments_in_pass"] == [name] and timing["analysis_s"] > 0, name
     later = E.run_all(tiny_gpt2, TEXT, _tiny_profile(), cache)
-    _same_tables(later, plain_results, list(E.EXPERIMENTS))
+    _same_tables(later, plain_results, list(E.jobs.EXPERIMENTS))
     times = tables.runtime_table(later)
     assert len(times) == len(tables.PAPER_TABLE1) and (times["here: analysis (s)"] > 0).all()
 
@@ -180,7 +180,7 @@ except ImportError:  # pragma: no cover
 
 
 if given is not None:
-    from attn_lib.experiments import EXPERIMENTS as _EXPS
+    from attn_lib.experiments.jobs import EXPERIMENTS as _EXPS
 
     @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
     @given(
@@ -311,24 +311,25 @@ def fake_encoder(tiny_gpt2):
 @pytest.mark.parametrize("fn", ["compare_normalizers", "live_swap", "swap_setting"])
 def test_beyond_refuses_a_bidirectional_encoder_up_front(fake_encoder, fn, monkeypatch):
     from attn_lib import experiments as B
+    from attn_lib.book import swap_view
     from attn_lib.experiments import passes
 
     monkeypatch.setattr(passes, "run_pass", lambda *a, **k: pytest.fail("ran a pass before refusing the encoder"))
     args = ("top-2",) if fn == "swap_setting" else ()
     with pytest.raises(ValueError, match="needs a causal language model.*tiny-encoder is a bidirectional encoder"):
-        getattr(B, fn)(fake_encoder, TEXT, *args, profile=_beyond_toy())
+        getattr(swap_view if fn == "swap_setting" else B, fn)(fake_encoder, TEXT, *args, profile=_beyond_toy())
 
 
 def test_spectral_norm_refuses_weights_that_are_not_a_distribution():
     from attn_lib import experiments as B
 
     with pytest.raises(ValueError, match="weights must form a distribution.*sums to 10"):
-        B.softmax_type_spectral_norm([[5.0, 5.0]])
+        B.weights.softmax_type_spectral_norm([[5.0, 5.0]])
     # a distribution, and a fully masked (all-zero) row, are fine: [0.5, 0.5] has lambda = 1/2
-    got = B.softmax_type_spectral_norm([[0.5, 0.5], [0.0, 0.0]])
+    got = B.weights.softmax_type_spectral_norm([[0.5, 0.5], [0.0, 0.0]])
     assert got[0].item() == pytest.approx(0.5) and got[1].item() == 0.0
     with pytest.raises(ValueError, match="L >= 1"):
-        B.softmax_type_spectral_norm(torch.zeros(2, 0))
+        B.weights.softmax_type_spectral_norm(torch.zeros(2, 0))
 
 
 def test_row_metrics_mask_must_be_boolean_or_zero_one():
@@ -337,11 +338,11 @@ def test_row_metrics_mask_must_be_boolean_or_zero_one():
     w = torch.full((1, 2, 3), 1 / 3, dtype=torch.float64)
     V = torch.randn(1, 3, 2, dtype=torch.float64)
     with pytest.raises(ValueError, match="mask must be boolean"):
-        B.row_metrics(w, V, 0.5 * torch.ones(2, 3), [1])
+        B.weights.row_metrics(w, V, 0.5 * torch.ones(2, 3), [1])
     with pytest.raises(ValueError, match="mask must be"):
-        B.row_metrics(w, V, torch.ones(5, 7, dtype=torch.bool), [1])
-    a = B.row_metrics(w, V, torch.ones(2, 3), [1])
-    b = B.row_metrics(w, V, torch.ones(2, 3, dtype=torch.bool), [1])
+        B.weights.row_metrics(w, V, torch.ones(5, 7, dtype=torch.bool), [1])
+    a = B.weights.row_metrics(w, V, torch.ones(2, 3), [1])
+    b = B.weights.row_metrics(w, V, torch.ones(2, 3, dtype=torch.bool), [1])
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
@@ -361,19 +362,19 @@ def test_row_metrics_mask_must_be_boolean_or_zero_one():
     ],
 )
 def test_swap_setting_labels_are_parsed_strictly(tiny_gpt2, setting, match):
-    from attn_lib import experiments as B
+    from attn_lib.book import swap_view
 
     with pytest.raises(ValueError, match=match):
-        B.swap_setting(tiny_gpt2, TEXT, setting, profile=_beyond_toy(), start=0)
+        swap_view.swap_setting(tiny_gpt2, TEXT, setting, profile=_beyond_toy(), start=0)
 
 
 def test_swap_setting_accepts_well_formed_off_grid_labels(tiny_gpt2):
-    from attn_lib import experiments as B
+    from attn_lib.book import swap_view
 
     kw = dict(profile=_beyond_toy(), start=0)
-    assert B.swap_setting(tiny_gpt2, TEXT, "top-16", **kw).iloc[0]["k"] == 16
-    assert B.swap_setting(tiny_gpt2, TEXT, "softmax T=.5", **kw).iloc[0]["T"] == 0.5
-    assert B.swap_setting(tiny_gpt2, TEXT, "softmax T=2e-1", **kw).iloc[0]["T"] == 0.2
+    assert swap_view.swap_setting(tiny_gpt2, TEXT, "top-16", **kw).iloc[0]["k"] == 16
+    assert swap_view.swap_setting(tiny_gpt2, TEXT, "softmax T=.5", **kw).iloc[0]["T"] == 0.5
+    assert swap_view.swap_setting(tiny_gpt2, TEXT, "softmax T=2e-1", **kw).iloc[0]["T"] == 0.2
 
 
 @pytest.mark.parametrize("alpha", [5, 1, 0, -0.1, float("nan"), True])
@@ -910,11 +911,11 @@ def test_spectral_norm_of_a_list_is_computed_in_float64():
     """Found by the property tests: torch.as_tensor rounded a list of Python floats to float32 first."""
     from attn_lib import experiments as B
 
-    got = B.softmax_type_spectral_norm([[1 / 3, 1 / 3, 1 / 3]], 0.5)
+    got = B.weights.softmax_type_spectral_norm([[1 / 3, 1 / 3, 1 / 3]], 0.5)
     assert got.dtype == torch.float64 and abs(got.item() - 2 / 3) < 1e-12
     for bad in ("abc", [[1 + 1j, 0]], torch.tensor([[True, False]])):
         with pytest.raises(ValueError, match="weights"):
-            B.softmax_type_spectral_norm(bad)
+            B.weights.softmax_type_spectral_norm(bad)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -930,7 +931,7 @@ def test_grid_parameters_are_value_errors_naming_them(tiny_gpt2, bad):
     with pytest.raises(ValueError, match="n_values"):
         E.distance_vs_n(tiny_gpt2, TEXT, L=16, n_values=bad)
     with pytest.raises(ValueError, match="lengths"):
-        B.row_sample(bad, 2)
+        B.weights.row_sample(bad, 2)
     if not (isinstance(bad, list) and not bad):  # no top-k at all is allowed
         with pytest.raises(ValueError, match="k_values"):
             B.normalizer_settings(bad)
@@ -943,7 +944,7 @@ def test_grid_parameters_accept_one_integer(tiny_gpt2):
 
     assert check_int_list("x", np.int64(4)) == [4] and check_int_list("x", torch.tensor(5)) == [5]
     assert check_int_list("x", (3, 1, 3)) == [1, 3]
-    assert list(B.row_sample(8, 2)) == [8]
+    assert list(B.weights.row_sample(8, 2)) == [8]
     assert list(B.normalizer_settings(3)) == ["softmax", "top-3", *nz.available(compared=True)[1:]]
 
 

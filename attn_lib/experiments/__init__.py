@@ -12,69 +12,54 @@ Read top-down:
 module                    contents
 ========================  ==============================================================================================
 ``inputs``                :func:`load_inputs`, :func:`describe_inputs`, :func:`text_window`, the labels of every table
-``passes``                the shared forward pass: :class:`~attn_lib.experiments.passes.Experiment` (what an experiment
-                          provides), ``SharedLayer``, ``run_pass``, ``plan``/``run_units``, the result-cache key
+``passes``                the shared forward pass and :class:`~attn_lib.experiments.passes.Experiment` (what an
+                          experiment provides), the result-cache key
 ``distance``              Algorithms 1-2: :func:`distance_vs_length` (Fig. 2a), :func:`distance_vs_n` (Fig. 2b)
 ``critical``              Algorithm 3: :func:`critical_n` (the KS trace, Fig. 2c), :func:`critical_n_summary`
 ``separability``          Algorithm 4: :func:`separability` (Fig. 3)
 ``sensitivity``           Algorithm 5: :func:`gradient_sensitivity` (Fig. 4), :func:`gradient_sensitivity_raw`
 ``coverage``              :func:`multihead_coverage` (chapter 5)
 ``diagnosis``             :func:`critical_n_diagnosis` (chapter 6)
-``profiles``              :class:`Profile` / :data:`PROFILES` (the reproduction's grids: one parameter
-                          instance per experiment), :class:`BeyondProfile` /
-                          :data:`BEYOND_PROFILES` (chapter 7's)
-``weights``               limits of any weights: :func:`row_sample`, :func:`row_metrics`,
-                          :func:`softmax_type_spectral_norm`
-``normalizers``           :func:`normalizer_settings`, :func:`compare_normalizers`, :func:`critical_n_from_heads`,
-                          :func:`limits_summary` (chapter 7)
-``swap``                  :func:`live_swap`, :func:`swap_setting`, :func:`live_renderer` (chapter 7)
+``profiles``              the grids: :data:`PROFILES` (the reproduction's), :data:`BEYOND_PROFILES` (chapter 7's)
+``weights``               limits of any weights: ``row_sample``, ``row_metrics``, ``softmax_type_spectral_norm``
+``normalizers``           :func:`compare_normalizers` and its summaries (chapter 7)
+``swap``                  :func:`live_swap` (chapter 7; its sliders: :mod:`attn_lib.book.swap_view`)
 ``jobs``                  :func:`run_all` (every experiment of a profile in one pass, cached), :func:`run_reproduce`
                           (the ``reproduce`` command), :func:`run_compare` (``compare-normalizers``)
 ========================  ==============================================================================================
 
-Every public name is re-exported here: ``from attn_lib import experiments; experiments.run_all(...)``.
+``from attn_lib import experiments; experiments.run_all(...)``; a module's helpers by its name
+(``experiments.swap.HELD_OUT_START``).
 """
 
 from __future__ import annotations
 
 from .coverage import CoverageParams, multihead_coverage
-from .critical import CRITICAL_FORMS, CriticalNParams, critical_n, critical_n_summary
-from .diagnosis import DIAGNOSIS_FRACTIONS, DIAGNOSIS_VARIANTS, DiagnosisParams, critical_n_diagnosis
+from .critical import CriticalNParams, critical_n, critical_n_summary
+from .diagnosis import DiagnosisParams, critical_n_diagnosis
 from .distance import DistanceVsLengthParams, DistanceVsNParams, distance_vs_length, distance_vs_n
 from .inputs import describe_inputs, load_inputs, text_window
-from .jobs import ALGORITHMS, EXPERIMENTS, ReproduceResult, profile_params, run_all, run_compare, run_reproduce
-from .normalizers import (
-    compare_normalizers,
-    critical_n_from_heads,
-    limits_summary,
-    normalizer_settings,
-)
-from .passes import SCHEMA, Experiment, sens_row_indices
+from .jobs import run_all, run_compare, run_reproduce
+from .normalizers import compare_normalizers, critical_n_from_heads, limits_summary, normalizer_settings
 from .profiles import BEYOND_PROFILES, PROFILES, BeyondProfile, Profile
 from .sensitivity import RawSensitivityParams, SensitivityParams, gradient_sensitivity, gradient_sensitivity_raw
 from .separability import SeparabilityParams, separability
-from .swap import HELD_OUT_START, SwapResult, live_renderer, live_swap, swap_setting
-from .weights import row_metrics, row_sample, softmax_type_spectral_norm
+from .swap import SwapResult, live_swap
 
 __all__ = [
-    # grids
+    # grids and inputs
     "Profile",
     "PROFILES",
     "BeyondProfile",
     "BEYOND_PROFILES",
-    # inputs
-    "text_window",
     "load_inputs",
     "describe_inputs",
-    "sens_row_indices",
+    "text_window",
     # the experiments and their parameters
-    "Experiment",
-    "SCHEMA",
     "distance_vs_length",
     "DistanceVsLengthParams",
     "distance_vs_n",
     "DistanceVsNParams",
-    "CRITICAL_FORMS",
     "critical_n",
     "CriticalNParams",
     "critical_n_summary",
@@ -88,27 +73,15 @@ __all__ = [
     "CoverageParams",
     "critical_n_diagnosis",
     "DiagnosisParams",
-    "DIAGNOSIS_VARIANTS",
-    "DIAGNOSIS_FRACTIONS",
     # beyond softmax
-    "HELD_OUT_START",
     "normalizer_settings",
-    "row_sample",
-    "row_metrics",
-    "softmax_type_spectral_norm",
     "compare_normalizers",
     "critical_n_from_heads",
     "limits_summary",
     "live_swap",
-    "swap_setting",
-    "live_renderer",
     "SwapResult",
     # jobs
     "run_all",
     "run_reproduce",
     "run_compare",
-    "ReproduceResult",
-    "EXPERIMENTS",
-    "ALGORITHMS",
-    "profile_params",
 ]

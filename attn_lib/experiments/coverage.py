@@ -13,7 +13,7 @@ from .. import metrics as M
 from .._validation import check_int, check_size
 from .passes import Experiment, SharedLayer
 
-__all__ = ["CoverageParams", "CoverageAnalysis", "multihead_coverage"]
+__all__ = ["CoverageParams", "multihead_coverage"]
 
 
 class CoverageAnalysis:
@@ -38,21 +38,9 @@ class CoverageAnalysis:
         p_layer = float(cov.fraction[:, : self.length][:, valid].mean())
         for k in range(1, ld.H + 1):
             covered = float(((needed >= 1) & (needed <= k)).to(torch.float64).mean())
-            self.rows.append(
-                dict(
-                    self.meta,
-                    L=self.length,
-                    N=self.N,
-                    layer=sh.la.layer,
-                    H=k,
-                    n_heads=ld.H,
-                    n_rows=n_rows,
-                    permutations=self.P,
-                    coverage=float(curve[k - 1]),
-                    covered=covered,
-                    fraction=p_layer,
-                )
-            )
+            row = dict(self.meta, L=self.length, N=self.N, layer=sh.la.layer, H=k, n_heads=ld.H, n_rows=n_rows)
+            row.update(permutations=self.P, coverage=float(curve[k - 1]), covered=covered, fraction=p_layer)
+            self.rows.append(row)
 
     def finish(self) -> pd.DataFrame:
         return pd.DataFrame(self.rows)
@@ -75,6 +63,7 @@ class CoverageParams(Experiment):
     """
 
     name: ClassVar[str] = "multihead_coverage"
+    analysis_class: ClassVar[type] = CoverageAnalysis
 
     L: int
     N: int = 16
@@ -96,32 +85,15 @@ class CoverageParams(Experiment):
         check_size("permutations", self.permutations, per_item=self.L * int(handle.n_heads))
         return self
 
-    def analysis(self, handle, meta: dict) -> CoverageAnalysis:
-        return CoverageAnalysis(self, meta)
 
-
-def multihead_coverage(
-    handle, text, params: CoverageParams | None = None, *, start: int = 0, cache=None, **overrides
-) -> pd.DataFrame:
+multihead_coverage = CoverageParams.public(
     """Multi-head coverage measured on the model (Reading the paper, §Multi-head coverage; one forward pass at
-    ``L``).
+    ``L``, the window length, which has no default).
 
     For every layer and query row with ``t >= N + 1`` visible tokens, the target is the top-``N`` of the row's
     head-averaged weights; head ``h`` covers the target tokens in its separable set (its own top-``N`` tokens with
     ``D_i < rho_min``, unit value vectors, as Algorithm 4 counts ``N_s``); heads are added in ``permutations``
     random orders per row (seeded with ``seed + layer``). See :func:`attn_lib.metrics.coverage_metrics`.
-
-    Parameters
-    ----------
-    handle, text
-        Model handle and text, as for the other experiments.
-    params : CoverageParams, optional
-        The parameters (defaults and ranges there; ``L``, the window length, has no default); ``**overrides``
-        replace its fields (e.g. ``L=64, N=4``).
-    start : int
-        First token of the window.
-    cache : attn_lib.cache.ResultCache, optional
-        Result cache (keyed by model, text, parameters and library code).
 
     Returns
     -------
@@ -130,5 +102,6 @@ def multihead_coverage(
         ``covered`` (share of (row, order) samples with ``c(H) = 1``, i.e. heads needed ``<= H``), ``fraction``
         (the layer's mean ``N_s/N`` over heads and rows), ``n_rows``, ``n_heads``, ``permutations``, ``L``, ``N``,
         ``layer`` and ``model``, ``text``, ``device``.
-    """
-    return CoverageParams.build(params, **overrides).run(handle, text, start=start, cache=cache)
+    """,
+    example="``L=64, N=4``",
+)

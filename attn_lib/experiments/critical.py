@@ -8,7 +8,6 @@ import dataclasses
 import math
 import time
 import warnings
-from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
@@ -19,16 +18,10 @@ from .. import metrics as M
 from .._validation import check_choice, check_int, check_int_list, check_probability, check_seed, check_size
 from .passes import Experiment, SharedLayer, layer_mask, model_kv_groups, sens_row_indices
 
-__all__ = ["CRITICAL_FORMS", "CriticalNParams", "CriticalAnalysis", "critical_n", "critical_n_summary"]
+__all__ = ["CriticalNParams", "critical_n", "critical_n_summary"]
 
 #: The expectation forms of the critical-N scan: E1, E2 and the Monte-Carlo estimate of E[d~].
 CRITICAL_FORMS = ("e1", "e2", "mc")
-
-
-def _crit_row_sets(lengths: Sequence[int], crit_rows: int) -> dict[int, np.ndarray]:
-    """Rows of the critical-N scan at each ``L``: :func:`sens_row_indices` (every ``max(1, L // crit_rows)``-th row,
-    ending at the last one; all rows when ``crit_rows`` is 0 or ``>= L``)."""
-    return {int(L): sens_row_indices(int(L), crit_rows) for L in lengths}
 
 
 class CriticalAnalysis:
@@ -42,16 +35,16 @@ class CriticalAnalysis:
         self.forms, self.stop_early = list(params.forms), params.stop_early
         self.timing_parts = {"mc_scan_s": 0.0} if "mc" in self.forms else {}  # the Monte-Carlo scan's own time
         self.Lmax = max(self.lengths)
-        self.row_sets = _crit_row_sets(self.lengths, params.crit_rows)
+        # the scan's rows at each L: every max(1, L // crit_rows)-th row, ending at the last (all when crit_rows is 0)
+        self.row_sets = {int(L): sens_row_indices(int(L), params.crit_rows) for L in self.lengths}
         self.rows = torch.as_tensor(np.unique(np.concatenate(list(self.row_sets.values()))))
         self.row_masks = torch.zeros(len(self.lengths), self.Lmax, dtype=torch.bool)
         for i, L in enumerate(self.lengths):
             self.row_masks[i, torch.as_tensor(self.row_sets[L])] = True
         self.groups = groups  # per-layer key/value group of each head, or None (then every head is its own group)
         self.store: list = []  # per layer: (packed float32 causal logits, values, mask)
-        self.stage_ranges: list[tuple[int, int]] = []
         first_hi = min(self.n_cap, params.stage) if self.stop_early else self.n_cap
-        self.stage_ranges.append((1, first_hi))
+        self.stage_ranges: list[tuple[int, int]] = [(1, first_hi)]
         self.per_layer: list[dict] = []  # index by layer order: form -> list of (H, nL, n) blocks
 
     def _scan_layer(self, ld: M.LayerData, lo: int, hi: int) -> dict:
@@ -122,20 +115,13 @@ class CriticalAnalysis:
             tri = torch.tril_indices(Lm, Lm)
             causal = bool((layer_mask(la)[..., :Lm, :Lm] == torch.ones(Lm, Lm, dtype=torch.bool).tril()).all())
             packed = lg[:, tri[0], tri[1]].clone() if causal else lg.clone()
-            self.store.append(
-                (
-                    packed,
-                    la.values[0, :, :Lm].float().clone(),
-                    causal,
-                    None if causal else layer_mask(la)[..., :Lm, :Lm].clone(),
-                )
-            )
+            mask = None if causal else layer_mask(la)[..., :Lm, :Lm].clone()
+            self.store.append((packed, la.values[0, :, :Lm].float().clone(), causal, mask))
 
     def _rebuild(self, i) -> M.LayerData:
         packed, vals, causal, mask = self.store[i]
         if causal:
-            H = packed.shape[0]
-            Lm = vals.shape[1]
+            H, Lm = packed.shape[0], vals.shape[1]
             tri = torch.tril_indices(Lm, Lm)
             lg = torch.full((H, Lm, Lm), -math.inf, dtype=torch.float32)
             lg[:, tri[0], tri[1]] = packed
@@ -201,24 +187,9 @@ class CriticalAnalysis:
                     rel_se = float(np.max(se / np.maximum(np.abs(b), 1e-300)))
                 else:
                     rel_se = float("nan")
-                yield (
-                    k,
-                    dict(
-                        self.meta,
-                        L=L,
-                        N=lo + k,
-                        form=f,
-                        sampling=sampling,
-                        statistic=stat,
-                        p_value=pv,
-                        n_samples=len(a),
-                        n_rows=int(cnt[0, li, k]),
-                        mean_d_tilde=float(a.mean()),
-                        mean_form=float(b.mean()),
-                        mc_rel_se=rel_se,
-                        alpha=self.params.alpha,
-                    ),
-                )
+                row = dict(self.meta, L=L, N=lo + k, form=f, sampling=sampling, statistic=stat, p_value=pv)
+                row.update(n_samples=len(a), n_rows=int(cnt[0, li, k]), mean_d_tilde=float(a.mean()))
+                yield k, dict(row, mean_form=float(b.mean()), mc_rel_se=rel_se, alpha=self.params.alpha)
                 if pv >= self.params.alpha and found.get((L, f, sampling)) is None:
                     found[(L, f, sampling)] = lo + k
                     if self.stop_early:
@@ -352,9 +323,7 @@ class CriticalNParams(Experiment):
         return CriticalAnalysis(self, meta, model_kv_groups(handle))
 
 
-def critical_n(
-    handle, text, params: CriticalNParams | None = None, *, start: int = 0, cache=None, **overrides
-) -> pd.DataFrame:
+critical_n = CriticalNParams.public(
     r"""Algorithm 3 / Fig. 2c: the KS trace.
 
     For every ``L``, every ``N = 1..min(L - 1, floor(crit_fraction L))`` and every form (E1, E2, the Monte-Carlo
@@ -370,45 +339,24 @@ def critical_n(
     scan runs in stages (``1..stage`` during the forward pass, then doubling, rebuilding each layer from its stored
     float32 logits) until every ``(L, form, sampling)`` has its critical ``N`` or reached ``L - 1``.
 
-    Parameters
-    ----------
-    handle, text
-        Model handle and text (:func:`load_inputs`).
-    params : CriticalNParams, optional
-        The parameters (each described there); default: its defaults.
-    start : int
-        Token offset of the window.
-    cache : ResultCache, optional
-    **overrides
-        Fields of :class:`CriticalNParams` that replace those of ``params`` (e.g. ``lengths=[16], forms=["e1"]``).
-
     Returns
     -------
     pandas.DataFrame
         One row per test: ``L, N, form, sampling, statistic, p_value, n_samples, n_rows, mean_d_tilde, mean_form,
         mc_rel_se`` (``"mc"`` only, else NaN: the largest standard error of a Monte-Carlo sample value relative to
         that value), ``alpha`` plus ``model, text, device``. :func:`critical_n_summary` extracts the critical ``N``.
-    """
-    return CriticalNParams.build(params, **overrides).run(handle, text, start=start, cache=cache)
+    """,
+    example="``lengths=[16], forms=['e1']``",
+)
 
 
 def critical_n_summary(trace: pd.DataFrame, alpha: float | None = None, crit_fraction: float = 1.0) -> pd.DataFrame:
-    """Critical ``N`` per ``(L, form, sampling)`` of a :func:`critical_n` trace.
+    """Critical ``N`` per ``(L, form, sampling)`` of a :func:`critical_n` trace (one without a ``sampling`` column
+    counts as ``"heads"``), at the KS level ``alpha`` (default: the trace's), for the scan limit ``crit_fraction`` the
+    trace was made with (``N <= min(L - 1, floor(crit_fraction L))``).
 
-    Parameters
-    ----------
-    trace : pandas.DataFrame
-        Output of :func:`critical_n` (a trace without a ``sampling`` column counts as ``"heads"``).
-    alpha : float, optional
-        KS level; default: the trace's.
-    crit_fraction : float
-        The scan limit the trace was made with (``N <= min(L - 1, floor(crit_fraction L))``).
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``L, form, sampling, n_star`` (first ``N`` with ``p >= alpha``), ``censored`` (no such ``N`` up to the scan
-        limit; ``n_star`` is then the limit), ``ratio = n_star / L``, ``n_scanned``, ``limit`` (the scan limit).
+    Returns a table ``L, form, sampling, n_star`` (first ``N`` with ``p >= alpha``), ``censored`` (no such ``N`` up to
+    the scan limit; ``n_star`` is then the limit), ``ratio = n_star / L``, ``n_scanned``, ``limit`` (the scan limit).
     """
     columns = ["L", "form", "sampling", "n_star", "censored", "ratio", "n_scanned", "limit"]
     if alpha is not None:
@@ -421,34 +369,20 @@ def critical_n_summary(trace: pd.DataFrame, alpha: float | None = None, crit_fra
     need = {"L", "form", "N", "p_value"} | ({"alpha"} if alpha is None else set())
     if not need <= set(trace.columns):
         raise ValueError(f"trace must be critical_n's table (missing columns {sorted(need - set(trace.columns))})")
-    a = (
-        check_probability("trace's alpha", trace["alpha"].iloc[0], open_low=True, open_high=True)
-        if alpha is None
-        else alpha
-    )
+    if alpha is None:
+        alpha = check_probability("trace's alpha", trace["alpha"].iloc[0], open_low=True, open_high=True)
     if "sampling" not in trace:
         trace = trace.assign(sampling="heads")
     out = []
     meta = {k: trace[k].iloc[0] for k in ("model", "text", "device") if k in trace}
     for (L, f, sampling), g in trace.groupby(["L", "form", "sampling"], sort=True):
         g = g.sort_values("N")
-        hit = g[g["p_value"] >= a]
+        hit = g[g["p_value"] >= alpha]
         cap = max(1, min(int(L) - 1, int(math.floor(L * crit_fraction))))
         if len(hit):
             n_star, cens = int(hit["N"].iloc[0]), False
         else:
             n_star, cens = cap, True
-        out.append(
-            dict(
-                meta,
-                L=int(L),
-                form=f,
-                sampling=sampling,
-                n_star=n_star,
-                censored=cens,
-                ratio=n_star / L,
-                n_scanned=int(g["N"].max()),
-                limit=cap,
-            )
-        )
+        row = dict(meta, L=int(L), form=f, sampling=sampling, n_star=n_star, censored=cens, ratio=n_star / L)
+        out.append(dict(row, n_scanned=int(g["N"].max()), limit=cap))
     return pd.DataFrame(out)

@@ -14,7 +14,7 @@ from .. import metrics as M
 from .._validation import check_int, check_positive, check_probability
 from .passes import Experiment, SharedLayer, layer_mask, model_kv_groups, sens_row_indices
 
-__all__ = ["DIAGNOSIS_VARIANTS", "DIAGNOSIS_FRACTIONS", "DiagnosisParams", "CrossingAnalysis", "critical_n_diagnosis"]
+__all__ = ["DiagnosisParams", "critical_n_diagnosis"]
 
 #: Counterfactual layers of the critical-N diagnosis: name -> (softmax temperature on the model's logits, whether
 #: the value vector of the first token is set to 0). "model" is the model as it is; "first value 0" removes the
@@ -151,9 +151,7 @@ class DiagnosisParams(Experiment):
         return CrossingAnalysis(self, meta, model_kv_groups(handle))
 
 
-def critical_n_diagnosis(
-    handle, text, params: DiagnosisParams | None = None, *, start: int = 0, cache=None, **overrides
-) -> pd.DataFrame:
+critical_n_diagnosis = DiagnosisParams.public(
     """Why the critical N is where it is (chapter 6, ``prop-e1-crossing``; Reading the paper, §The critical N).
 
     On ``rows`` rows of the window of length ``L`` (every ``max(1, L // rows)``-th row, ending at the last; 32 by
@@ -165,18 +163,12 @@ def critical_n_diagnosis(
     first token's mean weight ``sink_share`` and ``bound_violations``, the rows where a bound of the proposition
     fails (none, if the proposition is right).
 
-    Parameters
-    ----------
-    handle, text, start, cache
-        As for :meth:`~attn_lib.experiments.passes.Experiment.run`.
-    params : DiagnosisParams, optional
-        The parameters (defaults and ranges there); ``**overrides`` replace its fields (e.g. ``L=64, rows=8``).
-
     Returns
     -------
     pandas.DataFrame
         ``variant, temperature, first_value_zero, L, N, layer, head, kv_group, n_rows, d_tilde, e1, lead_d_tilde,
         lead_e1, rho_mean, rho_median, bound_violations, sink_share, sink_output_share`` (the first token's
         ``alpha_0 ||x_0|| / ||z||``, mean over rows) plus ``model, text, device``.
-    """
-    return DiagnosisParams.build(params, **overrides).run(handle, text, start=start, cache=cache)
+    """,
+    example="``L=64, rows=8``",
+)

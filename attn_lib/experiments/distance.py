@@ -17,7 +17,7 @@ from .. import metrics as M
 from .._validation import check_choice, check_int, check_int_list, check_seed, check_size
 from .passes import Experiment, SharedLayer, check_n_values
 
-__all__ = ["DistanceVsLengthParams", "DistanceVsNParams", "DistanceAnalysis", "distance_vs_length", "distance_vs_n"]
+__all__ = ["DistanceVsLengthParams", "DistanceVsNParams", "distance_vs_length", "distance_vs_n"]
 
 
 def _prefix_means(x: torch.Tensor, valid: torch.Tensor, lengths: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -38,11 +38,7 @@ def _prefix_means(x: torch.Tensor, valid: torch.Tensor, lengths: Sequence[int]) 
 
 def _mc_rows(lengths: Sequence[int], mc_rows: int) -> dict[int, np.ndarray]:
     """Rows used for the Monte-Carlo estimate at each ``L``: every ``max(1, L // mc_rows)``-th row."""
-    out = {}
-    for L in lengths:
-        st = max(1, L // mc_rows)
-        out[L] = np.arange(0, L, st)
-    return out
+    return {L: np.arange(0, L, max(1, L // mc_rows)) for L in lengths}
 
 
 class DistanceAnalysis:
@@ -62,16 +58,9 @@ class DistanceAnalysis:
             dm = sh.dist(N, self.params.p)
             valid = dm.valid[:, :Lmax]
             viol = valid & (dm.d_tilde[:, :Lmax] > dm.d_max[:, :Lmax] * (1 + 1e-9) + 1e-12)
-            cols = {
-                "d_tilde": dm.d_tilde,
-                "d_max": dm.d_max,
-                "e1": dm.e1,
-                "e1_plus_gap": dm.e1 + dm.e1_gap,
-                "e1_gap": dm.e1_gap,
-                "e2": dm.e2,
-                "s_norm": dm.s_norm,
-                "alpha_bar": dm.alpha_bar,
-            }
+            cols = {k: getattr(dm, k) for k in ("d_tilde", "d_max", "e1")}
+            cols["e1_plus_gap"] = dm.e1 + dm.e1_gap
+            cols.update({k: getattr(dm, k) for k in ("e1_gap", "e2", "s_norm", "alpha_bar")})
             cols["x_max"] = sh.get("x_max", lambda: _row_max_norm(ld))
             means = {k: _prefix_means(v[:, :Lmax], valid, self.lengths)[0] for k, v in cols.items()}
             if self.kind == "n":  # the same rows at every N: those valid at the largest N of the grid
@@ -121,6 +110,8 @@ def _row_max_norm(ld: M.LayerData) -> torch.Tensor:
 class _DistanceParams(Experiment):
     """What Algorithms 1 and 2 share: E1's inclusion probability and the Monte-Carlo estimate of E[d~]."""
 
+    analysis_class: ClassVar[type] = DistanceAnalysis
+
     p: str = "L-1"
     mc_samples: int = 64
     mc_rows: int = 32
@@ -133,9 +124,6 @@ class _DistanceParams(Experiment):
         # MemoryError
         mc_samples = check_size("mc_samples", self.mc_samples, per_item=mc_rows * longest, low=0)
         self.set_checked(mc_rows=mc_rows, mc_samples=mc_samples, seed=check_seed("seed", self.seed))
-
-    def analysis(self, handle, meta: dict) -> DistanceAnalysis:
-        return DistanceAnalysis(self, meta)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,20 +180,11 @@ class DistanceVsNParams(_DistanceParams):
         self._check_shared(L)
 
 
-def distance_vs_length(
-    handle, text, params: DistanceVsLengthParams | None = None, *, start: int = 0, cache=None, **overrides
-) -> pd.DataFrame:
+distance_vs_length = DistanceVsLengthParams.public(
     """Algorithm 1 / Fig. 2a: per (L, layer, head) row-means of d~, d_max, E1, E1 + gap, E2, Monte-Carlo E[d~]
     (``mc``, on every ``max(1, L // mc_rows)``-th row, ``mc_samples`` subsets; 0 disables it) and the number of rows
     with ``d~ > d_max`` (must be 0). Rows with ``t < N + 1`` are skipped (§Causal masking). One forward pass at
     ``max(lengths)``.
-
-    Parameters
-    ----------
-    params : DistanceVsLengthParams, optional
-        The parameters (defaults and ranges there); ``**overrides`` replace its fields (e.g. ``N=2``).
-    handle, text, start, cache
-        As for :meth:`~attn_lib.experiments.passes.Experiment.run`.
 
     Returns
     -------
@@ -213,26 +192,19 @@ def distance_vs_length(
         One row per (L, layer, head): ``L, N, layer, head, n_rows, d_tilde, d_max, e1, e1_plus_gap, e1_gap, e2,
         s_norm, alpha_bar, x_max, dmax_violations`` (``mc, mc_rows`` when ``mc_samples > 0``) plus ``model, text,
         device``.
-    """
-    return DistanceVsLengthParams.build(params, **overrides).run(handle, text, start=start, cache=cache)
+    """,
+    example="``N=2``",
+)
 
 
-def distance_vs_n(
-    handle, text, params: DistanceVsNParams | None = None, *, start: int = 0, cache=None, **overrides
-) -> pd.DataFrame:
+distance_vs_n = DistanceVsNParams.public(
     """Algorithm 2 / Fig. 2b: the quantities of :func:`distance_vs_length` at fixed ``L`` for each ``N``.
-
-    Parameters
-    ----------
-    params : DistanceVsNParams, optional
-        The parameters (defaults and ranges there); ``**overrides`` replace its fields (e.g. ``L=64``).
-    handle, text, start, cache
-        As for :meth:`~attn_lib.experiments.passes.Experiment.run`.
 
     Returns
     -------
     pandas.DataFrame
         One row per (N, layer, head): the columns of :func:`distance_vs_length`, and ``d_tilde_common``,
         ``d_max_common`` and ``n_rows_common`` on the rows valid at the largest ``N`` (the same rows at every ``N``).
-    """
-    return DistanceVsNParams.build(params, **overrides).run(handle, text, start=start, cache=cache)
+    """,
+    example="``L=64``",
+)

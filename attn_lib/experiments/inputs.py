@@ -13,7 +13,7 @@ import torch
 from .. import corpus, models
 from .._validation import check_int
 
-__all__ = ["as_text", "load_inputs", "describe_inputs", "text_window", "table_meta", "is_causal", "require_causal"]
+__all__ = ["load_inputs", "describe_inputs", "text_window"]
 
 
 def as_text(text):
@@ -31,22 +31,14 @@ def as_text(text):
 def load_inputs(
     model: str = "gpt2", text: str = "war-and-peace", *, device: str = "auto", dtype=None, quiet: bool = True
 ):
-    """Load a model and a text for an experiment; by default without writing to stderr (the book build forbids it).
+    """Load a model and a text for an experiment (``model``, ``text``, ``device``, ``dtype`` as for
+    :func:`attn_lib.models.load_model` and :func:`attn_lib.corpus.load_text`, which validate them); with ``quiet``
+    (default) nothing is written to stderr (the book build forbids it), else transformers' progress bars (e.g. the
+    stand-in's one-off conversion) are shown.
 
-    Parameters
-    ----------
-    model, text, device, dtype:
-        As for :func:`attn_lib.models.load_model` and :func:`attn_lib.corpus.load_text`, which validate them.
-    quiet:
-        ``True`` (default): nothing on stderr. ``False``: transformers' progress bars (e.g. the stand-in's one-off
-        conversion) are shown; the notices are still returned, not printed.
-
-    Returns
-    -------
-    tuple
-        ``(handle, text, notes)``: ``notes`` is a list of str, the one-off notices (the stand-in's first conversion,
-        the offline stand-in model, the offline default text) that would otherwise be warnings, for the caller to
-        show.
+    Returns ``(handle, text, notes)``: ``notes`` is a list of str, the one-off notices (the stand-in's first
+    conversion, the offline stand-in model, the offline default text) that would otherwise be warnings, for the
+    caller to show.
     """
     if not isinstance(quiet, bool):
         raise ValueError(f"quiet must be True or False (got {quiet!r})")
@@ -70,19 +62,8 @@ def describe_inputs(handle, text) -> str:
 
 
 def text_window(handle, text, length: int, start: int = 0) -> torch.Tensor:
-    """The first window of ``length`` tokens of ``text`` from token ``start``.
-
-    Parameters
-    ----------
-    handle : attn_lib.models.ModelHandle
-    text : attn_lib.corpus.Text or str
-    length : int in [2, handle.max_length]
-    start : int >= 0
-
-    Returns
-    -------
-    torch.Tensor (1, length) of token ids (int64).
-    """
+    """The first window of ``length`` (in ``[2, handle.max_length]``) tokens of ``text`` (a
+    :class:`attn_lib.corpus.Text` or str) from token ``start`` (``>= 0``): ``(1, length)`` int64 token ids."""
     length = check_int("length", length, low=2, high=int(handle.max_length))
     start = check_int("start", start, low=0)
     t = as_text(text)

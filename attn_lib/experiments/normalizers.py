@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -39,13 +40,7 @@ from .inputs import require_causal, table_meta
 from .profiles import BeyondProfile, get_beyond_profile
 from .weights import row_metrics, row_sample, softmax_type_spectral_norm
 
-__all__ = [
-    "normalizer_settings",
-    "CompareAnalysis",
-    "compare_normalizers",
-    "critical_n_from_heads",
-    "limits_summary",
-]
+__all__ = ["normalizer_settings", "compare_normalizers", "critical_n_from_heads", "limits_summary"]
 
 
 def _k_list(k_values) -> list[int]:
@@ -57,18 +52,9 @@ def _k_list(k_values) -> list[int]:
 
 def normalizer_settings(k_values: Sequence[int] = (4, 16, 64)) -> dict[str, tuple[str, dict]]:
     """Label -> (name, params) of every compared normaliser (``attn_lib.normalizers.available(compared=True)``, the
-    label is the name and no parameter is bound), with top-k at each ``k`` of ``k_values`` after softmax. The top-k
-    values are set per profile (``BeyondProfile.k_values``).
-
-    Parameters
-    ----------
-    k_values : sequence of int
-        The ``k`` of top-k (each ``>= 1``).
-
-    Returns
-    -------
-    dict
-        ``{"softmax": ("softmax", {}), "top-4": ("topk", {"k": 4}), ..., "sparsemax": ("sparsemax", {}), ...}``.
+    label is the name and no parameter is bound), with top-k at each ``k`` (``>= 1``) of ``k_values`` after softmax:
+    ``{"softmax": ("softmax", {}), "top-4": ("topk", {"k": 4}), ..., "sparsemax": ("sparsemax", {}), ...}``. The
+    top-k values are set per profile (``BeyondProfile.k_values``).
     """
     ks = _k_list(k_values)
     out = {"softmax": ("softmax", {})}
@@ -174,29 +160,16 @@ class CompareAnalysis:
 def compare_normalizers(handle, text, *, profile="quick", seed: int = 0, start: int = 0, cache=None) -> pd.DataFrame:
     """The paper's limits for every normaliser on the same model logits (one forward pass; see the module docstring).
 
-    Parameters
-    ----------
-    handle : attn_lib.models.ModelHandle
-        The model (its own softmax runs; the logits are captured).
-    text : attn_lib.corpus.Text or str
-        The text; the window is its first ``max(profile.lengths)`` tokens from ``start``.
-    profile : {"paper", "quick"} or BeyondProfile
-        Grids (:data:`BEYOND_PROFILES`).
-    seed : int
-        Seed of the sensitivity directions (``seed + layer``).
-    start : int
-        First token of the window.
-    cache : attn_lib.cache.ResultCache, optional
-        Reuse a stored result of the same code, model, text and parameters.
+    The model's own softmax runs and its logits are captured; the window is the first ``max(profile.lengths)`` tokens
+    of ``text`` from ``start``; ``profile``: ``"paper"``, ``"quick"`` or a :class:`BeyondProfile` (the grids);
+    ``seed``: of the sensitivity directions (``seed + layer``); ``cache``: a
+    :class:`attn_lib.cache.ResultCache` (a stored result of the same code, model, text and parameters is reused).
 
-    Returns
-    -------
-    pandas.DataFrame
-        Tidy, one row per (normaliser, metric, layer, head and grid point): columns ``model, text, device,
-        normalizer`` (label, e.g. ``"top-16"``), ``family`` (name in :mod:`attn_lib.normalizers`), ``metric``
-        (``max_alpha``, ``L_max_alpha``, ``d_tilde``, ``e1``, ``sep_fraction``, ``g``, ``jac_norm``), ``layer, head,
-        value`` and the grid columns ``L, N, T, eps`` (missing where they do not apply). Per-head values are means
-        over the sampled rows of that ``L``.
+    Returns a tidy table, one row per (normaliser, metric, layer, head and grid point): columns ``model, text,
+    device, normalizer`` (label, e.g. ``"top-16"``), ``family`` (name in :mod:`attn_lib.normalizers`), ``metric``
+    (``max_alpha``, ``L_max_alpha``, ``d_tilde``, ``e1``, ``sep_fraction``, ``g``, ``jac_norm``), ``layer, head,
+    value`` and the grid columns ``L, N, T, eps`` (missing where they do not apply). Per-head values are means over
+    the sampled rows of that ``L``.
     """
     prof = get_beyond_profile(profile)
     require_causal(handle, "compare_normalizers")
@@ -211,7 +184,8 @@ def compare_normalizers(handle, text, *, profile="quick", seed: int = 0, start: 
 
     def compute():
         a = CompareAnalysis(table_meta(handle, text), prof, settings, seed)
-        passes.run_pass(handle, text, [_LayerOnly(a)], max(prof.lengths), start)
+        only_layer = SimpleNamespace(layer=lambda sh: a.layer(sh.la))  # this analysis needs the captured layer only
+        passes.run_pass(handle, text, [only_layer], max(prof.lengths), start)
         return a.finish()
 
     if cache is None:
@@ -222,32 +196,13 @@ def compare_normalizers(handle, text, *, profile="quick", seed: int = 0, start: 
     return cache.get_or_compute(key, compute)
 
 
-class _LayerOnly:
-    """Adapter: experiments' passes hand a per-layer memo; this analysis needs only the captured layer."""
-
-    def __init__(self, a):
-        self.a = a
-
-    def layer(self, sh) -> None:
-        self.a.layer(sh.la)
-
-
 def critical_n_from_heads(df: pd.DataFrame, alpha: float = 0.01) -> pd.DataFrame:
     """Critical ``N`` per (normaliser, ``L``): the first ``N`` of the scanned grid at which the two-sample KS test
-    over heads does not separate the per-head means of ``d~`` and ``E1`` (``p >= alpha``).
+    over heads does not separate the per-head means of ``d~`` and ``E1`` (``p >= alpha``, the KS level), from
+    :func:`compare_normalizers`' table ``df`` (its rows with ``metric`` ``d_tilde`` and ``e1``).
 
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        :func:`compare_normalizers`' table (rows with ``metric`` ``d_tilde`` and ``e1``).
-    alpha : float
-        KS level.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``normalizer, L, n_star, censored`` (no scanned ``N`` passed; ``n_star`` is then the largest scanned),
-        ``ratio = n_star / L``, ``n_heads``.
+    Returns a table ``normalizer, L, n_star, censored`` (no scanned ``N`` passed; ``n_star`` is then the largest
+    scanned), ``ratio = n_star / L``, ``n_heads``.
     """
     from scipy.stats import ks_2samp  # scipy.stats takes a while to import: loaded only when the tests run
 
@@ -266,16 +221,8 @@ def critical_n_from_heads(df: pd.DataFrame, alpha: float = 0.01) -> pd.DataFrame
                 n_star, cens = int(N), False
                 break
         n_star = last if n_star is None else n_star
-        rows.append(
-            dict(
-                normalizer=lab,
-                L=int(L),
-                n_star=n_star,
-                censored=cens,
-                ratio=n_star / int(L),
-                n_heads=len(g.xs(last, level="N")),
-            )
-        )
+        row = dict(normalizer=lab, L=int(L), n_star=n_star, censored=cens, ratio=n_star / int(L))
+        rows.append(dict(row, n_heads=len(g.xs(last, level="N"))))
     return pd.DataFrame(rows)
 
 
@@ -288,19 +235,8 @@ def limits_summary(df: pd.DataFrame, alpha: float = 0.01) -> pd.DataFrame:
     ``n_star_ratio`` (critical ``N`` at the largest ``L``, ``censored`` if no grid ``N`` passed), ``sep_fraction``
     (median over heads of ``N_s/N`` at the largest ``N`` of the grid), ``g_low_T`` and ``g_T1`` (the paper's ``g``:
     max over heads of the row mean, at the smallest ``T`` and at ``T = 1``, smallest ``eps``), ``jac_norm_T1``
-    (largest analytic spectral norm at ``T = 1``, NaN where no analytic Jacobian is used).
-
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        :func:`compare_normalizers`' table.
-    alpha : float
-        KS level of the critical ``N``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Indexed by normaliser label, in the table's order.
+    (largest analytic spectral norm at ``T = 1``, NaN where no analytic Jacobian is used). Indexed by normaliser
+    label, in the table's order; ``alpha`` is the KS level of the critical ``N``.
     """
     crit = critical_n_from_heads(df, alpha)
     if not {"T", "eps"} <= set(df.columns):
@@ -328,22 +264,10 @@ def limits_summary(df: pd.DataFrame, alpha: float = 0.01) -> pd.DataFrame:
         gmax = g[g["eps"] == e0].groupby("T")["value"].max()
         jn = d[(d["metric"] == "jac_norm") & (d["T"] == 1.0)]["value"]
         c = crit[(crit["normalizer"] == lab) & (crit["L"] == Lmax)].iloc[0]
-        out.append(
-            dict(
-                normalizer=lab,
-                max_alpha_slope=slope,
-                d_tilde=float(dL.loc[Lmax]),
-                d_tilde_slope=d_slope,
-                n_star=int(c["n_star"]),
-                n_star_censored=bool(c["censored"]),
-                n_star_ratio=float(c["ratio"]),
-                sep_n=n_sep,
-                sep_fraction=float(sp[sp["N"] == n_sep]["value"].median()),
-                g_low_T=float(gmax.iloc[0]),
-                low_T=float(gmax.index[0]),
-                g_T1=float(gmax.loc[1.0]) if 1.0 in gmax.index else math.nan,
-                eps=e0,
-                jac_norm_T1=float(jn.max()) if len(jn) else math.nan,
-            )
-        )
+        row = dict(normalizer=lab, max_alpha_slope=slope, d_tilde=float(dL.loc[Lmax]), d_tilde_slope=d_slope)
+        row.update(n_star=int(c["n_star"]), n_star_censored=bool(c["censored"]), n_star_ratio=float(c["ratio"]))
+        row.update(sep_n=n_sep, sep_fraction=float(sp[sp["N"] == n_sep]["value"].median()))
+        row.update(g_low_T=float(gmax.iloc[0]), low_T=float(gmax.index[0]))
+        row.update(g_T1=float(gmax.loc[1.0]) if 1.0 in gmax.index else math.nan, eps=e0)
+        out.append(dict(row, jac_norm_T1=float(jn.max()) if len(jn) else math.nan))
     return pd.DataFrame(out).set_index("normalizer")

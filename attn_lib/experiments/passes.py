@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -33,29 +33,7 @@ from .._validation import check_int, check_int_list
 from ..cache import make_key
 from .inputs import as_text, is_causal, table_meta, text_window
 
-__all__ = [
-    "SCHEMA",
-    "Experiment",
-    "SharedLayer",
-    "layer_mask",
-    "Progress",
-    "warm_up_kernels",
-    "run_pass",
-    "plan",
-    "run_units",
-    "finish_units",
-    "finish_timed",
-    "pass_info",
-    "timing_parts",
-    "cache_key",
-    "check_cache",
-    "sens_row_indices",
-    "kv_groups",
-    "model_kv_groups",
-    "check_lengths",
-    "fitting_lengths",
-    "check_n_values",
-]
+__all__: list[str] = []  # the machinery of the experiments: imported by name, not by a user
 
 SCHEMA = 1  # bump when the tables change (part of every cache key)
 
@@ -124,8 +102,7 @@ class Progress:
     """
 
     def __init__(self, enabled: Any = False):
-        if enabled is None:
-            enabled = False
+        enabled = False if enabled is None else enabled
         if not isinstance(enabled, bool):
             raise ValueError(f"progress must be True or False (got {enabled!r})")
         self.enabled = enabled
@@ -161,25 +138,9 @@ def run_pass(
     prog: Progress | None = None,
     analysis_seconds: list | None = None,
 ) -> float:
-    """One forward pass at ``length``; every analysis sees every layer.
-
-    Parameters
-    ----------
-    handle, text
-        Model handle and text (:func:`attn_lib.experiments.load_inputs`).
-    analyses : list
-        Objects with ``layer(shared: SharedLayer)``.
-    length, start : int
-        The window: ``length`` tokens from token ``start``.
-    prog : Progress, optional
-    analysis_seconds : list of float, optional
-        One entry per analysis; each analysis' own time is added to it.
-
-    Returns
-    -------
-    float
-        The seconds spent.
-    """
+    """One forward pass over ``length`` tokens of ``text`` from token ``start``; every analysis (an object with
+    ``layer(shared: SharedLayer)``) sees every layer. Returns the seconds spent; ``analysis_seconds`` (one entry per
+    analysis), if given, gets each analysis' own time added."""
     prog = prog or Progress(False)
     ids = text_window(handle, text, length, start)
     t0 = time.perf_counter()
@@ -250,12 +211,13 @@ def pass_info(handle, units, names, pass_s: float, analysis_s: float) -> dict:
 
 
 def finish_timed(units, analysis_s: float, info: dict) -> tuple[pd.DataFrame, float]:
-    """:func:`finish_units`, with how long the experiment took in ``attrs["timing"]`` (kept with the table in the
-    result cache, read by :func:`attn_lib.book.tables.runtime_table`): ``analysis_s`` (its own time in the passes plus the
-    finishing step), ``info`` (:func:`pass_info`), threads, when, and :func:`timing_parts`. Returns the table and the
-    finishing step's seconds."""
+    """The experiment's table from its analyses ``units``, with how long the experiment took in ``attrs["timing"]``
+    (kept with the table in the result cache, read by :func:`attn_lib.book.tables.runtime_table`): ``analysis_s`` (its
+    own time in the passes plus the finishing step), ``info`` (:func:`pass_info`), threads, when, and
+    :func:`timing_parts`. Returns the table and the finishing step's seconds."""
     t0 = time.perf_counter()
-    df = finish_units(units)
+    # one experiment's table from its analyses (several, one per length, on a bidirectional model)
+    df = units[0][0].finish() if len(units) == 1 else pd.concat([a.finish() for a, _ in units], ignore_index=True)
     t_finish = time.perf_counter() - t0
     df.attrs["timing"] = {
         "analysis_s": analysis_s + t_finish,
@@ -265,13 +227,6 @@ def finish_timed(units, analysis_s: float, info: dict) -> tuple[pd.DataFrame, fl
         **timing_parts(units),  # parts of analysis_s (critical_n: mc_scan_s)
     }
     return df, t_finish
-
-
-def finish_units(units) -> pd.DataFrame:
-    """One experiment's table from its analyses (several, one per length, on a bidirectional model)."""
-    if len(units) == 1:
-        return units[0][0].finish()
-    return pd.concat([a.finish() for a, _ in units], ignore_index=True)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -295,6 +250,22 @@ def check_cache(result_cache):
 # ----------------------------------------------------------------------------------------------------------------
 # what an experiment provides
 # ----------------------------------------------------------------------------------------------------------------
+_PARAMETERS = """
+    Parameters
+    ----------
+    handle, text
+        Model handle and text (:func:`~attn_lib.experiments.load_inputs`).
+    params : {cls}, optional
+        The parameters (defaults and ranges there); default: its defaults.
+    start : int >= 0
+        The window's first token.
+    cache : attn_lib.cache.ResultCache, optional
+        Looked up first; a computed table is stored there (keyed by model, text, parameters and library code).
+    **overrides
+        Fields of :class:`{cls}` that replace those of ``params`` (e.g. {example}).
+"""
+
+
 class Experiment:
     """Base of the experiments' parameter dataclasses (one per module of :mod:`attn_lib.experiments`).
 
@@ -307,6 +278,8 @@ class Experiment:
     name: ClassVar[str]
     #: a grid of window lengths (field ``lengths``): on a bidirectional model each length needs its own pass
     multi_length: ClassVar[bool] = False
+    #: the analysis' class, built by :meth:`analysis` as ``analysis_class(params, meta)``
+    analysis_class: ClassVar[type]
 
     def set_checked(self, **values) -> None:
         """Store checked values in the frozen fields (for ``__post_init__``)."""
@@ -315,11 +288,8 @@ class Experiment:
 
     def key_params(self) -> dict:
         """The parameters in the result-cache key: every field, tuples as lists."""
-        return {
-            f.name: list(v) if isinstance(v, tuple) else v
-            for f in dataclasses.fields(self)
-            for v in [getattr(self, f.name)]
-        }
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
 
     def pass_length(self) -> int:
         """Tokens of the window the analysis reads."""
@@ -335,13 +305,29 @@ class Experiment:
             raise ValueError(f"params must be a {cls.__name__} (got {type(params).__name__})")
         return dataclasses.replace(params, **overrides) if overrides else params
 
+    @classmethod
+    def public(cls, doc: str, example: str) -> Callable[..., pd.DataFrame]:
+        """The experiment's public function ``f(handle, text, params=None, *, start=0, cache=None, **overrides)``: runs
+        :meth:`build` ``(params, **overrides)`` with :meth:`run`. ``doc`` is its docstring, completed with the
+        description of these parameters before its ``Returns`` (``example``: overrides shown there)."""
+
+        def run(handle, text, params: Experiment | None = None, *, start: int = 0, cache=None, **overrides):
+            return cls.build(params, **overrides).run(handle, text, start=start, cache=cache)
+
+        run.__name__ = run.__qualname__ = cls.name
+        run.__module__ = cls.__module__
+        run.__doc__ = doc.replace(
+            "\n    Returns\n", _PARAMETERS.format(cls=cls.__name__, example=example) + "\n    Returns\n"
+        )
+        return run
+
     def fit(self, handle, seed: int | None = None) -> Experiment:
         """These parameters with their grids cut at the model's context (``handle.max_length``): the lengths of a
         grid that fit, or ``L`` cut at the context with the ``n_values`` below it; with ``seed``, that seed for the
         experiments that draw random numbers (a field ``seed``)."""
         cap, changes = int(handle.max_length), {}
         if self.multi_length:
-            changes["lengths"] = fitting_lengths(self.lengths, handle)
+            changes["lengths"] = [L for L in self.lengths if L <= cap]
         elif self.L > cap:
             changes["L"] = cap
             if hasattr(self, "n_values"):
@@ -352,13 +338,13 @@ class Experiment:
 
     def for_model(self, handle) -> Experiment:
         """These parameters, checked against the model: every window fits its context (``handle.max_length``)."""
-        name = "lengths" if self.multi_length else "L"
-        check_lengths(handle, self.lengths if self.multi_length else [self.L], name)
+        name, lengths = ("lengths", self.lengths) if self.multi_length else ("L", [self.L])
+        check_int_list(name, lengths, low=2, high=int(handle.max_length))
         return self
 
     def analysis(self, handle, meta: dict):
         """The analysis object of one pass (``layer(shared)``, ``finish()``); ``meta`` labels its rows."""
-        raise NotImplementedError
+        return self.analysis_class(self, meta)
 
     def units(self, handle, meta: dict) -> list[tuple[Any, int]]:
         """The ``(analysis, pass length)`` pairs of the experiment.
@@ -371,22 +357,9 @@ class Experiment:
         return [(dataclasses.replace(self, lengths=(L,)).analysis(handle, meta), L) for L in self.lengths]
 
     def run(self, handle, text, *, start: int = 0, cache=None) -> pd.DataFrame:
-        """The experiment's table on ``text`` from token ``start``, from ``cache`` when it holds it.
-
-        Parameters
-        ----------
-        handle, text
-            Model handle and text (:func:`~attn_lib.experiments.load_inputs`).
-        start : int >= 0
-            The window's first token (the window holds :meth:`pass_length` tokens from there).
-        cache : attn_lib.cache.ResultCache, optional
-            Looked up first; a computed table is stored there under :func:`cache_key`.
-
-        Returns
-        -------
-        pandas.DataFrame
-            The analysis' table; every row carries ``model``, ``text`` and ``device``.
-        """
+        """The experiment's table on ``text`` from token ``start`` (a window of :meth:`pass_length` tokens), from
+        ``cache`` when it holds it, else computed and stored there under :func:`cache_key`; every row carries
+        ``model``, ``text`` and ``device``. The arguments are those of the public functions (:meth:`public`)."""
         params = self.for_model(handle)
         result_cache = check_cache(cache)
         start = check_int("start", start, low=0)
@@ -410,24 +383,16 @@ class Experiment:
 # ----------------------------------------------------------------------------------------------------------------
 def sens_row_indices(L: int, sens_rows: int = 0) -> np.ndarray:
     """Rows of Algorithm 5's set ``R`` at window length ``L``: every ``max(1, L // sens_rows)``-th row, counted back
-    from the last one (so ``t = L, L - stride, ...``); all rows if ``sens_rows`` is 0 or ``>= L``.
-
-    Returns
-    -------
-    numpy.ndarray (R,) of int, ascending.
-    """
+    from the last one (so ``t = L, L - stride, ...``); all rows if ``sens_rows`` is 0 or ``>= L``. An ascending
+    ``(R,)`` int array."""
     st = max(1, L // sens_rows) if sens_rows > 0 else 1
     return np.arange(L - 1, -1, -st)[::-1].copy()
 
 
 def kv_groups(n_heads: int, n_kv_heads: int) -> np.ndarray:
     """Key/value group of each query head: head ``h`` reads key/value head ``h // (n_heads // n_kv_heads)``
-    (grouped-query attention as in Llama; ``n_kv_heads == n_heads`` is plain multi-head attention).
-
-    Returns
-    -------
-    numpy.ndarray (n_heads,) of int.
-    """
+    (grouped-query attention as in Llama; ``n_kv_heads == n_heads`` is plain multi-head attention): ``(n_heads,)``
+    int array."""
     n_kv = n_kv_heads if n_kv_heads and n_heads % n_kv_heads == 0 else n_heads
     return np.arange(n_heads) // (n_heads // n_kv)
 
@@ -438,19 +403,9 @@ def model_kv_groups(handle) -> np.ndarray:
     return kv_groups(n_heads, int(getattr(handle, "n_kv_heads", 0) or n_heads))
 
 
-def check_lengths(handle, lengths, name="lengths") -> list[int]:
-    """Window lengths in ``[2, handle.max_length]``, sorted, without repeats."""
-    return check_int_list(name, lengths, low=2, high=int(handle.max_length))
-
-
 def check_n_values(values, L: int | None = None, name: str = "n_values") -> list[int]:
     """``N`` values ``>= 1``, sorted without repeats; with ``L``, each at most ``L - 1``."""
     out = check_int_list(name, values, low=1)
     if L is not None and max(out) > L - 1:
         raise ValueError(f"{name} must be integers in [1, L-1] = [1, {L - 1}] (got {max(out)})")
     return out
-
-
-def fitting_lengths(lengths: Sequence[int], handle) -> list[int]:
-    """The lengths of a profile's grid that fit the model's context."""
-    return [L for L in lengths if L <= int(handle.max_length)]

@@ -3,7 +3,7 @@
 
 A :class:`Profile` is one parameter instance per experiment of :func:`~attn_lib.experiments.run_all` (each
 parameter is a field of its experiment's dataclass, described and checked there);
-:func:`~attn_lib.experiments.profile_params` cuts its grids at a model's context.
+:func:`~attn_lib.experiments.jobs.profile_params` cuts its grids at a model's context.
 """
 
 from __future__ import annotations
@@ -19,14 +19,7 @@ from .distance import DistanceVsLengthParams, DistanceVsNParams
 from .sensitivity import SensitivityParams
 from .separability import SeparabilityParams
 
-__all__ = [
-    "Profile",
-    "PROFILES",
-    "get_profile",
-    "BeyondProfile",
-    "BEYOND_PROFILES",
-    "get_beyond_profile",
-]
+__all__ = ["Profile", "PROFILES", "BeyondProfile", "BEYOND_PROFILES"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,16 +90,8 @@ PROFILES: dict[str, Profile] = {"paper": _paper(), "quick": _quick()}
 
 
 def get_profile(profile) -> Profile:
-    """``profile`` itself if it is a :class:`Profile`, else the entry of :data:`PROFILES` it names.
-
-    Parameters
-    ----------
-    profile : Profile or {"paper", "quick"}
-
-    Returns
-    -------
-    Profile
-    """
+    """``profile`` itself if it is a :class:`Profile`, else the entry of :data:`PROFILES` it names (``"paper"``,
+    ``"quick"``)."""
     return _named(profile, Profile, PROFILES)
 
 
@@ -114,31 +99,15 @@ def get_profile(profile) -> Profile:
 class BeyondProfile:
     """Grids of the chapter "Beyond softmax".
 
-    Attributes
-    ----------
-    lengths : tuple of int
-        Row lengths ``L`` of the limits comparison (rows with ``t`` in ``(L/2, L]``).
-    rows_per_length : int
-        Rows sampled per ``L``.
-    n_distance : int
-        ``N`` of the distance ``d~`` against ``L`` (the paper's ``N = 5``).
-    crit_grid : tuple of int
-        ``N`` values scanned for the critical ``N`` (those ``< L`` at each ``L``). Not ``N = L - 1``: there ``d~`` and
-        ``E1`` nearly coincide by construction (``p = 1``, one token left out), so a KS pass would say little.
-    sep_n : tuple of int
-        ``N`` values of ``N_s/N`` (at the largest ``L``).
-    temperatures, eps_values : tuple of float
-        Grid of ``g(T, eps)``.
-    k_values : tuple of int
-        The ``k`` of top-k in the comparison.
-    swap_length : int
-        Window of :func:`live_swap`.
-    swap_lengths : tuple of int
-        ``L`` at which the swap's loss is reported (prefixes of the window).
-    k_grid, t_grid : tuple
-        The top-k and temperature sweeps of :func:`live_swap` (the sliders' positions).
-    ks_alpha : float
-        Level of the KS test.
+    ``lengths``: row lengths ``L`` of the limits comparison (rows with ``t`` in ``(L/2, L]``), ``rows_per_length``
+    rows sampled per ``L``; ``n_distance``: ``N`` of the distance ``d~`` against ``L`` (the paper's ``N = 5``);
+    ``crit_grid``: ``N`` values scanned for the critical ``N`` (those ``< L`` at each ``L``; not ``N = L - 1``: there
+    ``d~`` and ``E1`` nearly coincide by construction, ``p = 1`` and one token left out, so a KS pass would say
+    little); ``sep_n``: ``N`` values of ``N_s/N`` (at the largest ``L``); ``temperatures``, ``eps_values``: the grid of
+    ``g(T, eps)``; ``k_values``: the ``k`` of top-k in the comparison; ``swap_length``: the window of
+    :func:`~attn_lib.experiments.live_swap`, ``swap_lengths`` the ``L`` at which its loss is reported (prefixes of
+    the window), ``k_grid`` and ``t_grid`` its top-k and temperature sweeps (the sliders' positions); ``ks_alpha``:
+    the level of the KS test.
     """
 
     name: str
@@ -161,52 +130,41 @@ class BeyondProfile:
 
 
 _CRIT = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768)
+# the grids of both profiles: d~ at the paper's N = 5, g(T, eps), and the temperature sweep of the live swap
+_BEYOND_SHARED = dict(n_distance=5, temperatures=(0.01, 0.1, 1.0, 10.0), eps_values=(1e-3, 1e-1, 10.0))
+_BEYOND_SHARED.update(t_grid=(0.25, 0.5, 1.0, 2.0, 4.0))
 
 BEYOND_PROFILES: dict[str, BeyondProfile] = {
     "paper": BeyondProfile(
         name="paper",
         lengths=(32, 64, 128, 256, 512, 1024),
         rows_per_length=8,
-        n_distance=5,
+        **_BEYOND_SHARED,
         crit_grid=_CRIT,
         sep_n=(1, 2, 4, 8, 16, 32, 64),
-        temperatures=(0.01, 0.1, 1.0, 10.0),
-        eps_values=(1e-3, 1e-1, 10.0),
         k_values=(4, 16, 64),
         swap_length=1024,
         swap_lengths=(32, 64, 128, 256, 512, 1024),
         k_grid=(1, 4, 16, 64, 256, 1024),
-        t_grid=(0.25, 0.5, 1.0, 2.0, 4.0),
     ),
     "quick": BeyondProfile(
         name="quick",
         lengths=(16, 32, 64, 128),
         rows_per_length=4,
-        n_distance=5,
+        **_BEYOND_SHARED,
         crit_grid=tuple(n for n in _CRIT if n < 128),
         sep_n=(1, 2, 4, 8, 16, 32),
-        temperatures=(0.01, 0.1, 1.0, 10.0),
-        eps_values=(1e-3, 1e-1, 10.0),
         k_values=(4, 16),
         swap_length=128,
         swap_lengths=(16, 32, 64, 128),
         k_grid=(1, 2, 4, 8, 16, 32, 64, 128),
-        t_grid=(0.25, 0.5, 1.0, 2.0, 4.0),
     ),
 }
 
 
 def get_beyond_profile(profile) -> BeyondProfile:
-    """``profile`` itself if it is a :class:`BeyondProfile`, else the entry of :data:`BEYOND_PROFILES` it names.
-
-    Parameters
-    ----------
-    profile : BeyondProfile or {"paper", "quick"}
-
-    Returns
-    -------
-    BeyondProfile
-    """
+    """``profile`` itself if it is a :class:`BeyondProfile`, else the entry of :data:`BEYOND_PROFILES` it names
+    (``"paper"``, ``"quick"``)."""
     return _named(profile, BeyondProfile, BEYOND_PROFILES)
 
 

@@ -16,14 +16,7 @@ from .. import metrics as M
 from .._validation import SEED_MAX, check_int, check_positive_list, check_seed
 from .passes import Experiment, SharedLayer, layer_mask, sens_row_indices
 
-__all__ = [
-    "SensitivityParams",
-    "RawSensitivityParams",
-    "SensitivityAnalysis",
-    "RawSensitivityAnalysis",
-    "gradient_sensitivity",
-    "gradient_sensitivity_raw",
-]
+__all__ = ["SensitivityParams", "RawSensitivityParams", "gradient_sensitivity", "gradient_sensitivity_raw"]
 
 
 class SensitivityAnalysis:
@@ -67,24 +60,11 @@ class SensitivityAnalysis:
         for a, T in enumerate(self.T):
             for b, e in enumerate(self.E):
                 for h in range(H):
-                    self.rows.append(
-                        dict(
-                            self.meta,
-                            L=L,
-                            T=T,
-                            eps=e,
-                            layer=la.layer,
-                            head=h,
-                            n_rows=int(n_rows[h]),
-                            g=float(mean_[a, b, h]),
-                            g_row_max=float(gmax_[a, b, h]),
-                            bound_corrected=float(corr_[a][b]),
-                            bound_paper=float(paper_[a]),
-                            rows_violating_corrected=int(viol_[a, b, h]),
-                            rows_above_paper=int(over_[a, b, h]),
-                            row_stride=stride,
-                        )
-                    )
+                    row = dict(self.meta, L=L, T=T, eps=e, layer=la.layer, head=h, n_rows=int(n_rows[h]))
+                    row.update(g=float(mean_[a, b, h]), g_row_max=float(gmax_[a, b, h]))
+                    row.update(bound_corrected=float(corr_[a][b]), bound_paper=float(paper_[a]))
+                    row.update(rows_violating_corrected=int(viol_[a, b, h]), rows_above_paper=int(over_[a, b, h]))
+                    self.rows.append(dict(row, row_stride=stride))
 
     def finish(self) -> pd.DataFrame:
         return pd.DataFrame(self.rows)
@@ -132,6 +112,7 @@ class SensitivityParams(Experiment):
     """
 
     name: ClassVar[str] = "gradient_sensitivity"
+    analysis_class: ClassVar[type] = SensitivityAnalysis
 
     L: int = 1024
     temperatures: tuple[float, ...] = tuple(np.logspace(-3, 2, 21))
@@ -155,9 +136,6 @@ class SensitivityParams(Experiment):
             del out["rows"]
         return out
 
-    def analysis(self, handle, meta: dict) -> SensitivityAnalysis:
-        return SensitivityAnalysis(self, meta)
-
 
 @dataclasses.dataclass(frozen=True)
 class RawSensitivityParams(SensitivityParams):
@@ -165,6 +143,7 @@ class RawSensitivityParams(SensitivityParams):
     dimension ``head_dim`` (>= 1), which converts raw scores to the model's logits."""
 
     name: ClassVar[str] = "gradient_sensitivity_raw"
+    analysis_class: ClassVar[type] = RawSensitivityAnalysis
 
     head_dim: int = 64
 
@@ -178,13 +157,8 @@ class RawSensitivityParams(SensitivityParams):
         fields = {f.name: getattr(params, f.name) for f in dataclasses.fields(SensitivityParams)}
         return cls(**fields, head_dim=int(handle.head_dim))
 
-    def analysis(self, handle, meta: dict) -> RawSensitivityAnalysis:
-        return RawSensitivityAnalysis(self, meta)
 
-
-def gradient_sensitivity(
-    handle, text, params: SensitivityParams | None = None, *, start: int = 0, cache=None, **overrides
-) -> pd.DataFrame:
+gradient_sensitivity = SensitivityParams.public(
     """Algorithm 5 / Fig. 4: per (T, eps, layer, head) the row-mean ``g`` of the finite-difference sensitivity
     (rows with ``t >= 2``; one seeded unit direction per row, reused for every ``T`` and ``eps``, seed
     ``seed + layer``), its row maximum, the corrected bound ``min(1/(2T), sqrt2/eps)`` with the number of rows
@@ -194,20 +168,14 @@ def gradient_sensitivity(
     "Reading the paper") to every ``max(1, L // rows)``-th row ending at the last (:func:`sens_row_indices`; column
     ``row_stride``); the directions are then drawn for those rows only.
 
-    Parameters
-    ----------
-    params : SensitivityParams, optional
-        The parameters (defaults and ranges there); ``**overrides`` replace its fields (e.g. ``L=64``).
-    handle, text, start, cache
-        As for :meth:`~attn_lib.experiments.passes.Experiment.run`.
-
     Returns
     -------
     pandas.DataFrame
         One row per (T, eps, layer, head): ``L, T, eps, layer, head, n_rows, g, g_row_max, bound_corrected,
         bound_paper, rows_violating_corrected, rows_above_paper, row_stride`` plus ``model, text, device``.
-    """
-    return SensitivityParams.build(params, **overrides).run(handle, text, start=start, cache=cache)
+    """,
+    example="``L=64``",
+)
 
 
 def gradient_sensitivity_raw(
@@ -217,20 +185,9 @@ def gradient_sensitivity_raw(
     base of Fig. 4's T axis; Reading the paper, §The sensitivity metric): the table of
     :func:`gradient_sensitivity` with ``T`` and ``eps`` in raw units, ``g`` per unit of raw score, and the bounds
     in those units; ``temperature_base`` and ``head_dim`` say so. The model's own scale is taken as
-    ``1/sqrt(head_dim)`` (GPT-2, Llama and BERT use it).
-
-    Parameters
-    ----------
-    handle, text, start, cache
-        As for :func:`gradient_sensitivity`.
-    params, **overrides
-        As for :func:`gradient_sensitivity` (:class:`SensitivityParams`), with ``T`` and ``eps`` in raw units.
-
-    Returns
-    -------
-    pandas.DataFrame
-        :func:`gradient_sensitivity`'s table in raw units, without ``rows_above_paper``, with ``temperature_base``
-        and ``head_dim``.
+    ``1/sqrt(head_dim)`` (GPT-2, Llama and BERT use it). The arguments are those of :func:`gradient_sensitivity`
+    (:class:`SensitivityParams`), with ``T`` and ``eps`` in raw units; the table is its table in raw units, without
+    ``rows_above_paper``, with ``temperature_base`` and ``head_dim``.
     """
     raw = RawSensitivityParams.of(SensitivityParams.build(params, **overrides), handle)
     return raw.run(handle, text, start=start, cache=cache)

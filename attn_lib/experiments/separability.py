@@ -12,7 +12,11 @@ from .. import metrics as M
 from .._validation import check_int, check_positive
 from .passes import Experiment, SharedLayer, check_n_values
 
-__all__ = ["SeparabilityParams", "SeparabilityAnalysis", "separability"]
+__all__ = ["SeparabilityParams", "separability"]
+
+
+#: The row means of each (N, layer, head), in the table's column order.
+_COLUMNS = ("fraction", "lower", "upper", "r", "delta")
 
 
 class SeparabilityAnalysis:
@@ -29,30 +33,13 @@ class SeparabilityAnalysis:
         L = self.length
         for N in self.n_values:
             sp = M.separability_metrics(u, N=N, M=self.M, normalize=False, delta=delta)
-            v = sp.valid[:, :L]
-            f, cnt = M.masked_mean(sp.fraction[:, :L], v)
-            lo, _ = M.masked_mean(sp.lower[:, :L], v)
-            up, _ = M.masked_mean(sp.upper[:, :L], v)
-            r, _ = M.masked_mean(sp.r[:, :L], v)
-            dl, _ = M.masked_mean(sp.delta[:, :L], v)
+            means = {k: M.masked_mean(getattr(sp, k)[:, :L], sp.valid[:, :L]) for k in _COLUMNS}
+            cnt = means["fraction"][1]
             for h in range(ld.H):
                 if int(cnt[h]) == 0:
                     continue
-                self.rows.append(
-                    dict(
-                        self.meta,
-                        L=L,
-                        N=N,
-                        layer=sh.la.layer,
-                        head=h,
-                        n_rows=int(cnt[h]),
-                        fraction=float(f[h]),
-                        lower=float(lo[h]),
-                        upper=float(up[h]),
-                        r=float(r[h]),
-                        delta=float(dl[h]),
-                    )
-                )
+                cols = {k: float(m[h]) for k, (m, _) in means.items()}
+                self.rows.append(dict(self.meta, L=L, N=N, layer=sh.la.layer, head=h, n_rows=int(cnt[h]), **cols))
 
     def finish(self) -> pd.DataFrame:
         return pd.DataFrame(self.rows)
@@ -72,6 +59,7 @@ class SeparabilityParams(Experiment):
     """
 
     name: ClassVar[str] = "separability"
+    analysis_class: ClassVar[type] = SeparabilityAnalysis
 
     L: int = 1024
     n_values: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
@@ -81,28 +69,17 @@ class SeparabilityParams(Experiment):
         L = check_int("L", self.L, low=2)
         self.set_checked(L=L, n_values=tuple(check_n_values(self.n_values, L)), M=check_positive("M", self.M))
 
-    def analysis(self, handle, meta: dict) -> SeparabilityAnalysis:
-        return SeparabilityAnalysis(self, meta)
 
-
-def separability(
-    handle, text, params: SeparabilityParams | None = None, *, start: int = 0, cache=None, **overrides
-) -> pd.DataFrame:
+separability = SeparabilityParams.public(
     """Algorithm 4 / Fig. 3: per (N, layer, head) row-means of ``N_s/N`` (``fraction``), Theorem 2's ``lower`` and
     ``upper`` bounds (paper's form; upper is heuristic, §Theorem 2), radius ``r = rho_min`` and ``delta``; value vectors
     normalised to radius ``M``; ``delta`` the running minimum pairwise distance (§Which vectors (project decision)).
-
-    Parameters
-    ----------
-    params : SeparabilityParams, optional
-        The parameters (defaults and ranges there); ``**overrides`` replace its fields (e.g. ``L=64``).
-    handle, text, start, cache
-        As for :meth:`~attn_lib.experiments.passes.Experiment.run`.
 
     Returns
     -------
     pandas.DataFrame
         One row per (N, layer, head): ``L, N, layer, head, n_rows, fraction, lower, upper, r, delta`` plus ``model,
         text, device``.
-    """
-    return SeparabilityParams.build(params, **overrides).run(handle, text, start=start, cache=cache)
+    """,
+    example="``L=64``",
+)

@@ -1,6 +1,6 @@
 """The live swap (chapter 7, "Beyond softmax"): a normaliser replaces softmax in every head of every layer at
-inference, with no retraining (:func:`live_swap`), one setting at a time for the book's sliders (:func:`swap_setting`,
-:func:`live_renderer`).
+inference, with no retraining (:func:`live_swap`); one setting at a time, for the book's sliders, is
+:mod:`attn_lib.book.swap_view`.
 
 One forward pass per setting on **held-out** text (tokens from :data:`HELD_OUT_START` on, which no other experiment of
 the book reads); the next-token loss and perplexity at every ``L`` of a grid up to the window length (nested prefixes of
@@ -12,21 +12,20 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 
 import pandas as pd
 import torch
 
 from .. import capture
 from .. import normalizers as nz
-from .._validation import check_choice, check_int, check_positive
+from .._validation import check_int
 from .inputs import require_causal, table_meta, text_window
 from .normalizers import normalizer_settings
 from .passes import cache_key, check_cache
 from .profiles import BeyondProfile, get_beyond_profile
 from .weights import row_metrics
 
-__all__ = ["HELD_OUT_START", "SwapResult", "live_swap", "setting_of", "swap_setting", "live_renderer"]
+__all__ = ["SwapResult", "live_swap"]
 
 #: First token of the held-out text of :func:`live_swap` (the other experiments read the first windows of the text).
 HELD_OUT_START = 32768
@@ -50,7 +49,7 @@ class SwapResult:
     rows: pd.DataFrame
 
 
-def _swap_settings(prof: BeyondProfile) -> list[dict]:
+def swap_settings(prof: BeyondProfile) -> list[dict]:
     out = [dict(setting="softmax (model)", normalizer=None, params={}, k=None, T=1.0)]
     for lab, (name, params) in normalizer_settings(prof.k_values).items():
         if lab != "softmax":
@@ -63,7 +62,7 @@ def _swap_settings(prof: BeyondProfile) -> list[dict]:
     return out
 
 
-def _swap_args(handle, profile, layer, head, start, N) -> tuple:
+def swap_args(handle, profile, layer, head, start, N) -> tuple:
     """Validated ``(profile, window length, layer, head, start, N)`` of :func:`live_swap` and :func:`swap_setting`."""
     prof = get_beyond_profile(profile)
     require_causal(handle, "live_swap")
@@ -75,7 +74,7 @@ def _swap_args(handle, profile, layer, head, start, N) -> tuple:
     return prof, Lw, layer, head, start, N
 
 
-def _swap_pass(handle, ids, s: dict, meta: dict, *, layer: int, head: int, N: int, swap_lengths) -> tuple:
+def swap_pass(handle, ids, s: dict, meta: dict, *, layer: int, head: int, N: int, swap_lengths) -> tuple:
     """One forward pass of :func:`live_swap` with the setting ``s``: (loss rows per ``L``, the recorded row)."""
     Lw = ids.shape[-1]
     kept = {}
@@ -97,16 +96,8 @@ def _swap_pass(handle, ids, s: dict, meta: dict, *, layer: int, head: int, N: in
         losses.append(dict(base, L=int(L), loss=loss, perplexity=math.exp(loss), n_predictions=L - 1))
     w = kept["w"]
     m = row_metrics(w.view(1, 1, -1), kept["v"].unsqueeze(0), torch.ones(1, 1, Lw, dtype=torch.bool), [N])
-    rec = dict(
-        base,
-        layer=layer,
-        head=head,
-        row=Lw - 1,
-        attention=w.numpy(),
-        N=N,
-        d_tilde=float(m["d_tilde"][0, 0, 0]),
-        loss=float(nll.mean()),
-    )
+    rec = dict(base, layer=layer, head=head, row=Lw - 1, attention=w.numpy(), N=N)
+    rec.update(d_tilde=float(m["d_tilde"][0, 0, 0]), loss=float(nll.mean()))
     return losses, rec
 
 
@@ -145,28 +136,13 @@ def live_swap(
     with ``k`` at least the window is softmax on every row, bit for bit: it reuses the pass of softmax at ``T = 1`` when
     the sweep has one.
 
-    Parameters
-    ----------
-    handle : attn_lib.models.ModelHandle
-    text : attn_lib.corpus.Text or str
-    profile : {"paper", "quick"} or BeyondProfile
-    layer : int, optional
-        Layer of the recorded attention row (default: the middle layer).
-    head : int
-        Head of the recorded row.
-    start : int
-        First token of the window (default :data:`HELD_OUT_START`).
-    N : int
-        ``N`` of the recorded row's ``d~``.
-    cache : attn_lib.cache.ResultCache, optional
-
-    Returns
-    -------
-    SwapResult
+    ``profile``: ``"paper"``, ``"quick"`` or a :class:`BeyondProfile`; the attention row recorded is the last row of
+    ``head`` in ``layer`` (default: the middle layer), with its ``d~`` at ``N``; ``start`` defaults to
+    :data:`HELD_OUT_START`; ``cache``: an :class:`attn_lib.cache.ResultCache`, or None. Returns a :class:`SwapResult`.
     """
-    prof, Lw, layer, head, start, N = _swap_args(handle, profile, layer, head, start, N)
+    prof, Lw, layer, head, start, N = swap_args(handle, profile, layer, head, start, N)
     cache = check_cache(cache)
-    settings = _swap_settings(prof)
+    settings = swap_settings(prof)
 
     def compute():
         meta = table_meta(handle, text)
@@ -177,7 +153,7 @@ def live_swap(
             if same in done:  # the weights of a pass already made, in every head of every layer: relabel its rows
                 lo, rec = (_relabel(r, s) for r in done[same])
             else:
-                lo, rec = _swap_pass(handle, ids, s, meta, layer=layer, head=head, N=N, swap_lengths=prof.swap_lengths)
+                lo, rec = swap_pass(handle, ids, s, meta, layer=layer, head=head, N=N, swap_lengths=prof.swap_lengths)
                 done[same] = (lo, rec)
             losses.extend(lo)
             recs.append(rec)
@@ -185,92 +161,6 @@ def live_swap(
 
     if cache is None:
         return compute()
-    key = cache_key(
-        "live_swap",
-        handle,
-        text,
-        start=start,
-        layer=layer,
-        head=head,
-        N=N,
-        profile=prof.as_dict(),
-        settings=[{k: v for k, v in s.items()} for s in settings],
-    )
+    where = dict(start=start, layer=layer, head=head, N=N)
+    key = cache_key("live_swap", handle, text, **where, profile=prof.as_dict(), settings=[dict(s) for s in settings])
     return cache.get_or_compute(key, compute)
-
-
-def setting_of(label: str, prof: BeyondProfile) -> dict:
-    """The :func:`live_swap` setting named ``label``: one of the profile's, ``"top-<k>"`` or ``"softmax T=<T>"``."""
-    known = {s["setting"]: s for s in _swap_settings(prof)}
-    allowed = (
-        f"one of {list(known)}, 'top-<k>' with an integer k in [1, {prof.swap_length}] (the window), or "
-        "'softmax T=<T>' with a number T > 0 (digits, no spaces or sign)"
-    )
-    if not isinstance(label, str):
-        raise ValueError(f"setting must be {allowed} (got {label!r})")
-    if label in known:
-        return known[label]
-    m = re.fullmatch(r"top-([0-9]+)", label)
-    if m:
-        # k >= the window is softmax on every row: refuse a label that would claim to be something else
-        k = check_int("setting's k", int(m.group(1)), low=1, high=prof.swap_length)
-        return dict(setting=f"top-{k}", normalizer="topk", params={"k": k}, k=k, T=1.0)
-    m = re.fullmatch(r"softmax T=(-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)", label)
-    if m:
-        T = check_positive("setting's T", float(m.group(1)))
-        return dict(setting=f"softmax T={T:g}", normalizer="softmax", params={}, k=None, T=T)
-    raise ValueError(f"setting must be {allowed} (got {label!r})")
-
-
-def swap_setting(
-    handle,
-    text,
-    setting: str,
-    *,
-    profile="quick",
-    layer: int | None = None,
-    head: int = 0,
-    start: int = HELD_OUT_START,
-    N: int = 5,
-) -> pd.DataFrame:
-    """One setting of :func:`live_swap`, computed now (one forward pass, no cache): the row :func:`live_swap` records.
-
-    Parameters
-    ----------
-    setting : str
-        A setting of ``live_swap`` for this profile (e.g. ``"top-16"``, ``"sparsemax"``, ``"softmax T=0.5"``), or any
-        ``"top-<k>"`` or ``"softmax T=<T>"`` off the profile's grids.
-    handle, text, profile, layer, head, start, N
-        As for :func:`live_swap` (the window is ``profile.swap_length`` tokens from ``start``).
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row with the columns of :attr:`SwapResult.rows`.
-    """
-    prof, Lw, layer, head, start, N = _swap_args(handle, profile, layer, head, start, N)
-    s = setting_of(setting, prof)
-    ids = text_window(handle, text, Lw, start)
-    _, rec = _swap_pass(handle, ids, s, table_meta(handle, text), layer=layer, head=head, N=N, swap_lengths=())
-    return pd.DataFrame([rec])
-
-
-def live_renderer(handle, text, rows: pd.DataFrame, *, sweep: str = "k", **swap_kw):
-    """``render(setting) -> Figure`` that computes the setting now with :func:`swap_setting`, for the ``live`` argument
-    of :func:`attn_lib.book.widgets.precomputed_slider`: in a live kernel, moving the slider reruns the model.
-
-    The figure is :func:`attn_lib.report.render_swap_row` with the freshly computed row in place of the stored one in
-    ``rows`` (a :attr:`SwapResult.rows`; the rest of the sweep panel comes from it). ``swap_kw`` are passed to
-    :func:`swap_setting` (``profile``, ``layer``, ``head``, ``start``, ``N``); use the values ``rows`` was made with.
-    """
-    from ..report import render_swap_row  # matplotlib: loaded only when a live figure is wanted
-
-    check_choice("sweep", sweep, ["k", "T"])
-
-    def render(setting: str):
-        new = swap_setting(handle, text, setting, **swap_kw)
-        label = new["setting"].iloc[0]
-        merged = pd.concat([rows[rows["setting"] != label], new], ignore_index=True)
-        return render_swap_row(merged, label, sweep=sweep)
-
-    return render

@@ -21,27 +21,16 @@ import torch
 from .. import metrics as M
 from .._validation import check_int, check_int_list, check_positive
 
-__all__ = ["BLOCK_ELEMS", "row_sample", "row_metrics", "softmax_type_spectral_norm"]
+__all__: list[str] = []  # helpers of compare_normalizers, reached as attn_lib.experiments.row_metrics etc.
 
 #: Largest (H, R, C, L) block of :func:`row_metrics` (entries; 4M float64 = 32 MB per tensor).
 BLOCK_ELEMS = 1 << 22
 
 
 def row_sample(lengths: Sequence[int], rows_per_length: int) -> dict[int, np.ndarray]:
-    """Rows (0-based query indices, row ``r`` sees ``t = r + 1`` tokens) sampled for each ``L``.
-
-    Parameters
-    ----------
-    lengths : sequence of int
-        Each ``>= 2``.
-    rows_per_length : int
-        ``>= 1``; at most ``ceil(L/2)`` rows are taken for a given ``L``.
-
-    Returns
-    -------
-    dict
-        ``L -> (R_L,)`` int array: rows with ``t`` evenly spaced in ``(L/2, L]``, the last one ``t = L``.
-    """
+    """Rows (0-based query indices, row ``r`` sees ``t = r + 1`` tokens) sampled for each ``L`` of ``lengths`` (each
+    ``>= 2``): ``L -> (R_L,)`` int array of ``rows_per_length`` (``>= 1``; at most ``ceil(L/2)``) rows with ``t``
+    evenly spaced in ``(L/2, L]``, the last one ``t = L``."""
     n = check_int("rows_per_length", rows_per_length, low=1)
     out = {}
     for L in check_int_list("lengths", lengths, low=2):
@@ -110,30 +99,17 @@ def row_metrics(
 
     (the sums over visible ``i``; Reading the paper, §Distance, §The expectation, §The separability definition).
 
-    Parameters
-    ----------
-    weights : tensor, shape (H, R, L)
-        Non-negative, finite weights (0 where masked).
-    values : tensor, shape (H, L, d)
-        The vectors ``x_i`` of each head.
-    mask : bool tensor, shape (R, L) or (H, R, L)
-        ``True`` = visible (a numeric mask must hold only 0 and 1).
-    n_values : sequence of int
-        ``N`` values, each ``>= 1``.
-    unit : bool
-        Put every ``x_i`` on the unit sphere first (the separability convention, ``M = 1``).
-    engine : {"auto", "numba", "torch"}
-        Where the sums over each row run once the products ``s . x_i`` are formed: the accelerator (the compiled
-        ``row_metrics`` of :mod:`attn_lib.accel`; ``"auto"`` on CPU when it is registered, unless
-        ``ATTN_LIB_ENGINE=torch``) or float64 tensor code (:func:`_row_sums`, the definition). Each distance is the
-        same expression in both, so ``N_s/N`` is identical and d~, E1 agree to rounding
-        (``tests/test_beyond.py::test_row_metrics_engines_agree``).
+    ``weights`` ``(H, R, L)``: non-negative, finite (0 where masked); ``values`` ``(H, L, d)``: the vectors ``x_i`` of
+    each head; ``mask`` ``(R, L)`` or ``(H, R, L)``: ``True`` = visible (a numeric mask must hold only 0 and 1);
+    ``n_values``: the ``N``, each ``>= 1``; ``unit``: put every ``x_i`` on the unit sphere first (the separability
+    convention, ``M = 1``). ``engine`` (``"auto"``, ``"numba"``, ``"torch"``): where the sums over each row run once
+    the products ``s . x_i`` are formed: the accelerator (the compiled ``row_metrics`` of :mod:`attn_lib.accel`;
+    ``"auto"`` on CPU when it is registered, unless ``ATTN_LIB_ENGINE=torch``) or float64 tensor code
+    (:func:`_row_sums`, the definition). Each distance is the same expression in both, so ``N_s/N`` is identical and
+    d~, E1 agree to rounding (``tests/test_beyond.py::test_row_metrics_engines_agree``).
 
-    Returns
-    -------
-    dict
-        ``d_tilde``, ``e1``, ``sep`` (``N_s/N``), ``valid`` (``t >= N + 1``): each ``(H, R, len(n_values))``
-        float64 (``valid`` bool); invalid entries are 0.
+    Returns a dict: ``d_tilde``, ``e1``, ``sep`` (``N_s/N``), ``valid`` (``t >= N + 1``), each ``(H, R,
+    len(n_values))`` float64 (``valid`` bool); invalid entries are 0.
     """
     w, V, vis = _checked_rows(weights, values, mask)
     ns = [check_int("n_values", n, low=1) for n in n_values]
@@ -205,21 +181,10 @@ def softmax_type_spectral_norm(weights, temperature: float = 1.0, *, iterations:
     :math:`\sum_i \alpha_i^2/(\alpha_i - \lambda) = 1` (``alpha_(1) >= alpha_(2)`` the two largest weights), found by
     bisection in float64 in ``O(L)`` per row and step; no ``L x L`` matrix is formed.
 
-    Parameters
-    ----------
-    weights : tensor, shape (..., L)
-        Softmax or top-k weights (non-negative, each row summing to one within 1e-4, or all zero for a fully masked
-        row); anything else is a ``ValueError``, since the formula holds only for a distribution.
-    temperature : float
-        ``T > 0``.
-    iterations : int
-        Most bisection steps (100 reach float64 resolution; it stops early once every interval is down to two
-        adjacent floats).
-
-    Returns
-    -------
-    torch.Tensor
-        ``(...)`` float64: ``lambda / T``.
+    ``weights`` ``(..., L)``: softmax or top-k weights (non-negative, each row summing to one within 1e-4, or all zero
+    for a fully masked row); anything else is a ``ValueError``, since the formula holds only for a distribution.
+    ``temperature``: ``T > 0``. ``iterations``: most bisection steps (100 reach float64 resolution; it stops early once
+    every interval is down to two adjacent floats). Returns ``lambda / T``, ``(...)`` float64.
     """
     T = check_positive("temperature", temperature)
     iterations = check_int("iterations", iterations, low=1)

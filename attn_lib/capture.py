@@ -9,10 +9,8 @@ mask it receives is eager attention's additive float mask), that:
    (same operations in the same order, so the result is bit-identical);
 2. normalises them: with the model's own softmax (``softmax(., dim=-1, dtype=float32)`` cast back to the value dtype,
    as eager attention does), or -- when asked -- with any normaliser of :mod:`attn_lib.normalizers` at a temperature,
-   which then *replaces* softmax inside the live model, so later layers see its effect (on the CPU a built-in
-   normaliser on float32/float64 logits runs on blocks of query rows cut after their last visible key, bit for bit
-   the weights of one call on the whole layer and up to 20-30 % faster per forward pass at 1024 tokens; a user's
-   callable gets the whole layer: :func:`_replaced_weights`);
+   which then *replaces* softmax inside the live model, so later layers see its effect (how, on the CPU in blocks
+   of query rows: :func:`_replaced_weights`);
 3. hands a :class:`LayerAttention` (logits, visibility mask, weights, per-head values, queries, keys) to a user
    callback, then lets the tensors go, so memory stays at one layer however deep the model is;
 4. returns the attention output (and the weights, so ``output_attentions=True`` still works) to the model.
@@ -43,18 +41,9 @@ import torch
 
 from . import normalizers
 from ._validation import check_int, check_positive
-from .models import resolve_dtype
-from .models.handle import text_config
+from .models.handle import resolve_dtype, text_config
 
-__all__ = [
-    "IMPLEMENTATION",
-    "LayerAttention",
-    "register",
-    "patched_attention",
-    "capture_attention",
-    "collect_attention",
-    "prepare_input_ids",
-]
+__all__ = ["LayerAttention", "patched_attention", "capture_attention", "collect_attention"]
 
 #: Name under which the capture function is registered in ``transformers.AttentionInterface``.
 IMPLEMENTATION = "attn_lib_capture"
@@ -117,15 +106,8 @@ class LayerAttention:
                 return None
             return t.to(device=device, dtype=dtype) if t.is_floating_point() else t.to(device=device)
 
-        return dataclasses.replace(
-            self,
-            logits=conv(self.logits),
-            mask=conv(self.mask),
-            weights=conv(self.weights),
-            values=conv(self.values),
-            queries=conv(self.queries),
-            keys=conv(self.keys),
-        )
+        names = ("logits", "mask", "weights", "values", "queries", "keys")
+        return dataclasses.replace(self, **{name: conv(getattr(self, name)) for name in names})
 
     def __repr__(self) -> str:
         return (
@@ -172,9 +154,7 @@ def _visibility(attention_mask, module, q_len: int, k_len: int, device, kwargs) 
     """(visible bool mask or None for 'all visible', additive float mask or None)."""
     if attention_mask is None:
         is_causal = kwargs.get("is_causal")
-        if is_causal is None:
-            is_causal = getattr(module, "is_causal", False)
-        if is_causal:
+        if is_causal or (is_causal is None and getattr(module, "is_causal", False)):
             offset = k_len - q_len
             i = torch.arange(q_len, device=device)[:, None]
             j = torch.arange(k_len, device=device)[None, :]
@@ -559,8 +539,6 @@ def prepare_input_ids(handle, input_ids) -> torch.Tensor:
     if input_ids.ndim != 2:
         raise ValueError(f"input_ids must be 1-D (length,) or 2-D (batch, length) (got shape {tuple(input_ids.shape)})")
     length = input_ids.shape[1]
-    if input_ids.shape[0] == 0 or length == 0:
-        raise ValueError(f"input_ids must contain at least one token (got shape {tuple(input_ids.shape)})")
     model = _model_of(handle)
     max_len = getattr(handle, "max_length", None)
     if max_len and length > max_len:
@@ -659,12 +637,9 @@ def capture_attention(
     if options.get("stop_early") and options.get("layers") is None:
         raise ValueError("stop_early=True needs layers (otherwise every layer must run anyway)")
     with patched_attention(handle, callback, **options):
-        kwargs = {"use_cache": False}
-        if am is not None:
-            kwargs["attention_mask"] = am
         try:
             with torch.no_grad():
-                return model(input_ids=ids, **kwargs)
+                return model(input_ids=ids, attention_mask=am, use_cache=False)
         except _StopForward:
             return None
 

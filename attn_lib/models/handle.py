@@ -1,14 +1,9 @@
-"""Model handles, devices and dtypes, and tokenizer checks: what a loaded model is, and where it runs.
+"""Model handles, devices and dtypes, tokenizer checks, and the one ``from_pretrained`` call every loader makes.
 
-:class:`ModelHandle` holds the model, its tokenizer and everything the experiments need to know about it (id and
-revision, layers, heads, head dimension, context length, device, dtype, whether it is the offline stand-in, causal or
-bidirectional). How a name becomes a handle (the Hugging Face cache, the Hub, the offline stand-in, the packaged
-encoder) is :mod:`attn_lib.models.loading` and :mod:`attn_lib.models.offline`; both load through
-:func:`load_pretrained` at the end of this module, the one ``from_pretrained`` call they share. The helpers they share
-(:func:`text_config`, :func:`is_encoder_config`, :func:`load_pretrained`, :func:`dtype_keyword`, :func:`in_hf_cache`)
-are public names outside ``__all__``: the package does not re-export them.
-
-Devices: ``device="auto"`` picks CUDA, then Apple MPS, then CPU. Default dtype: float32.
+How a name becomes a handle is :mod:`attn_lib.models` (the package's docstring), :mod:`.loading` and :mod:`.offline`.
+The helpers they share (:func:`text_config`, :func:`is_encoder_config`, :func:`load_pretrained`,
+:func:`dtype_keyword`, :func:`in_hf_cache`, :func:`resolve_dtype`, :func:`check_tokenizer`, :func:`byte_tokenizer`)
+are importable from here; the package re-exports only :class:`ModelHandle` and :func:`resolve_device`.
 """
 
 from __future__ import annotations
@@ -20,32 +15,15 @@ from typing import Any
 
 import torch
 
-from ..errors import ModelUnavailableError
-
-__all__ = [
-    "ModelHandle",
-    "ModelUnavailableError",
-    "available_devices",
-    "resolve_device",
-    "resolve_dtype",
-    "check_tokenizer",
-    "byte_tokenizer",
-]
+__all__ = ["ModelHandle", "resolve_device"]
 
 # model types loaded with AutoModel (bidirectional encoders) rather than AutoModelForCausalLM
 _ENCODER_TYPES = ("bert", "roberta", "xlm-roberta", "distilbert", "mpnet", "electra", "albert", "camembert")
 _DTYPES = {
-    "float32": torch.float32,
-    "fp32": torch.float32,
-    "float": torch.float32,
-    "float64": torch.float64,
-    "fp64": torch.float64,
-    "double": torch.float64,
-    "bfloat16": torch.bfloat16,
-    "bf16": torch.bfloat16,
-    "float16": torch.float16,
-    "fp16": torch.float16,
-    "half": torch.float16,
+    **dict.fromkeys(("float32", "fp32", "float"), torch.float32),
+    **dict.fromkeys(("float64", "fp64", "double"), torch.float64),
+    **dict.fromkeys(("bfloat16", "bf16"), torch.bfloat16),
+    **dict.fromkeys(("float16", "fp16", "half"), torch.float16),
 }
 
 
@@ -92,22 +70,15 @@ def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
     here = ", ".join(available_devices())
     if dev.type == "cpu":
         return torch.device("cpu")
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
+    if dev.type in ("cuda", "mps"):
+        if not (torch.cuda.is_available() if dev.type == "cuda" else _mps_available()):
             raise ValueError(
-                f"device={device!r} requested but CUDA is not available on this machine "
-                f"(available: {here}); use device='auto' or 'cpu'"
+                f"device={device!r} requested but {'CUDA' if dev.type == 'cuda' else 'Apple MPS'} is not available "
+                f"on this machine (available: {here}); use device='auto' or 'cpu'"
             )
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
+        if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
             raise ValueError(
                 f"device={device!r}: only {torch.cuda.device_count()} CUDA device(s) present (available: {here})"
-            )
-        return dev
-    if dev.type == "mps":
-        if not _mps_available():
-            raise ValueError(
-                f"device={device!r} requested but Apple MPS is not available on this machine "
-                f"(available: {here}); use device='auto' or 'cpu'"
             )
         return dev
     backend = getattr(torch, dev.type, None)
@@ -165,72 +136,34 @@ class ModelHandle:
     notes: list = dataclasses.field(default_factory=list)
 
     @classmethod
-    def from_model(
-        cls, model, tokenizer, *, requested, model_id, revision, device, dtype, is_standin, source, note=""
-    ) -> ModelHandle:
-        """Wrap a loaded transformers ``model`` (switched to eval mode), reading its architecture from its config.
+    def from_model(cls, model, tokenizer, **fields) -> ModelHandle:
+        """Wrap a loaded transformers ``model`` (already on its device in its dtype; switched to eval mode) and its
+        ``tokenizer`` (or ``None`` for token ids only), reading the architecture from the model's config.
 
-        Parameters
-        ----------
-        model : transformers ``PreTrainedModel`` already on ``device`` in ``dtype``
-        tokenizer : its tokenizer (or ``None`` for token ids only)
-        requested, model_id, revision, device, dtype, is_standin, source, note :
-            The fields of the same names.
-
-        Returns
-        -------
-        ModelHandle
-            ``causal`` False for a bidirectional encoder config (:func:`is_encoder_config`), True otherwise.
+        ``fields`` are the other fields by name (``requested``, ``model_id``, ``revision``, ``device``, ``dtype``,
+        ``is_standin``, ``source``); ``causal`` is False for a bidirectional encoder config (:func:`is_encoder_config`).
         """
         model.eval()
-        return cls(
-            causal=not is_encoder_config(model.config),
-            model=model,
-            tokenizer=tokenizer,
-            requested=requested,
-            model_id=model_id,
-            revision=revision,
-            device=device,
-            dtype=dtype,
-            is_standin=is_standin,
-            source=source,
-            note=note,
-            **_architecture(model.config),
-        )
+        causal = not is_encoder_config(model.config)
+        return cls(model=model, tokenizer=tokenizer, causal=causal, **fields, **_architecture(model.config))
 
     def describe(self) -> str:
         """Short human string, e.g. ``"SmolLM2-135M-Instruct (offline stand-in for gpt2) on cpu, float32"``."""
-        dt = str(self.dtype).removeprefix("torch.")
-        name = self.model_id
         if self.is_standin:
             extra = f" (offline stand-in for {self.requested})"
         elif not self.causal:
             extra = f" (bidirectional encoder; {self.source})" if self.source else " (bidirectional encoder)"
-        elif self.source:
-            extra = f" ({self.source})"
         else:
-            extra = ""
-        return f"{name}{extra} on {self.device}, {dt}"
+            extra = f" ({self.source})" if self.source else ""
+        return f"{self.model_id}{extra} on {self.device}, {str(self.dtype).removeprefix('torch.')}"
 
     def summary(self) -> dict:
         """JSON-able description (for result tables and ``attn-lib info``)."""
-        return {
-            "requested": self.requested,
-            "model_id": self.model_id,
-            "revision": self.revision,
-            "is_standin": self.is_standin,
-            "source": self.source,
-            "family": self.family,
-            "attention": "causal" if self.causal else "bidirectional",
-            "n_layers": self.n_layers,
-            "n_heads": self.n_heads,
-            "n_kv_heads": self.n_kv_heads,
-            "head_dim": self.head_dim,
-            "max_length": self.max_length,
-            "device": str(self.device),
-            "dtype": str(self.dtype).removeprefix("torch."),
-            "description": self.describe(),
-        }
+        out = {k: getattr(self, k) for k in ("requested", "model_id", "revision", "is_standin", "source", "family")}
+        out["attention"] = "causal" if self.causal else "bidirectional"
+        out.update({k: getattr(self, k) for k in ("n_layers", "n_heads", "n_kv_heads", "head_dim", "max_length")})
+        dtype = str(self.dtype).removeprefix("torch.")
+        return {**out, "device": str(self.device), "dtype": dtype, "description": self.describe()}
 
     def cache_key(self) -> dict:
         """The part of a result-cache key that identifies this model."""

@@ -27,9 +27,9 @@ import torch
 
 from .._validation import prepare_output_dir
 from ..cache import MODEL_ENV, model_dir
+from ..errors import ModelUnavailableError
 from .handle import (
     ModelHandle,
-    ModelUnavailableError,
     check_tokenizer,
     dtype_keyword,
     in_hf_cache,
@@ -38,19 +38,7 @@ from .handle import (
     resolve_dtype,
 )
 
-__all__ = [
-    "STANDIN_NAME",
-    "STANDIN_ALIASES",
-    "ENCODER_NAME",
-    "ENCODER_ALIASES",
-    "hub_reachable",
-    "load_standin",
-    "load_encoder_packaged",
-    "standin_gguf_path",
-    "standin_cache_path",
-    "encoder_package_path",
-    "offline_models",
-]
+__all__ = ["hub_reachable", "load_standin", "load_encoder_packaged", "offline_models"]
 
 log = logging.getLogger(__name__)
 
@@ -153,13 +141,9 @@ def standin_gguf_path() -> Path:
     return path
 
 
-def _standin_version() -> str:
-    return _dist_version(_STANDIN_DIST)
-
-
 def standin_cache_path() -> Path:
     """Folder of the converted (safetensors, float32) copy of the stand-in."""
-    return model_dir() / f"{STANDIN_NAME}-Q4_1-{_standin_version()}"
+    return model_dir() / f"{STANDIN_NAME}-Q4_1-{_dist_version(_STANDIN_DIST)}"
 
 
 def _standin_meta_ok(folder: Path, gguf: Path) -> dict | None:
@@ -233,7 +217,7 @@ def _convert_standin(gguf: Path, target: Path) -> dict:
         st = gguf.stat()
         meta = {
             "format": 1,
-            "source": f"{_STANDIN_DIST} {_standin_version()}: {gguf.name}",
+            "source": f"{_STANDIN_DIST} {_dist_version(_STANDIN_DIST)}: {gguf.name}",
             "gguf_sha256": _file_sha256(gguf),
             "gguf_size": st.st_size,
             "converted_with": {"transformers": importlib.metadata.version("transformers"), "torch": torch.__version__},
@@ -375,7 +359,6 @@ def load_encoder_packaged(
     dt = resolve_dtype(dtype, dev)
     path = encoder_package_path()
     model, tok = load_pretrained(str(path), dev, dt, local_files_only=True, revision=None)
-    version = _dist_version(ENCODER_DIST)
     return ModelHandle.from_model(
         model,
         tok,
@@ -384,8 +367,7 @@ def load_encoder_packaged(
         revision="sha256:" + _memo_sha256(path / "model.safetensors"),
         device=dev,
         dtype=dt,
-        is_standin=False,
-        source=f"packaged copy from PyPI {ENCODER_DIST} {version}",
+        source=f"packaged copy from PyPI {ENCODER_DIST} {_dist_version(ENCODER_DIST)}",
     )
 
 

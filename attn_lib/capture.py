@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from . import normalizers
-from ._validation import check_int, check_positive
+from ._validation import check_int_list, check_positive
 from .models.handle import resolve_dtype, text_config
 
 __all__ = ["LayerAttention", "patched_attention", "capture_attention", "collect_attention"]
@@ -117,9 +117,6 @@ class LayerAttention:
         )
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# The session (what the registered function should do right now)
-# ------------------------------------------------------------------------------------------------------------------
 @dataclasses.dataclass
 class _Session:
     callback: Callable[[LayerAttention], Any] | None
@@ -142,14 +139,6 @@ class _StopForward(Exception):
     """Raised inside the forward pass once every requested layer was captured (``stop_early=True``)."""
 
 
-def _repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
-    # identical to transformers' repeat_kv
-    if n_rep == 1:
-        return x
-    b, h_kv, s, d = x.shape
-    return x[:, :, None, :, :].expand(b, h_kv, n_rep, s, d).reshape(b, h_kv * n_rep, s, d)
-
-
 def _visibility(attention_mask, module, q_len: int, k_len: int, device, kwargs) -> tuple[torch.Tensor | None, Any]:
     """(visible bool mask or None for 'all visible', additive float mask or None)."""
     if attention_mask is None:
@@ -169,12 +158,14 @@ def _visibility(attention_mask, module, q_len: int, k_len: int, device, kwargs) 
 
 def _capture_attention_forward(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
     """The function registered as ``attn_lib_capture`` in ``transformers.AttentionInterface``."""
+    from transformers.integrations.sdpa_attention import repeat_kv  # as in every model's eager code
+
     sess = _ACTIVE.get()
     if kwargs.get("s_aux") is not None or kwargs.get("sinks") is not None:
         raise NotImplementedError("attn_lib capture does not support attention sinks (e.g. gpt-oss)")
     n_rep = query.shape[1] // key.shape[1]
-    key_r = _repeat_kv(key, n_rep)
-    value_r = _repeat_kv(value, n_rep)
+    key_r = repeat_kv(key, n_rep)
+    value_r = repeat_kv(value, n_rep)
     scores, scaling = _scores(module, query, key_r, value, scaling, kwargs.get("softcap"))
     q_len, k_len = scores.shape[-2], scores.shape[-1]
     visible, add = _visibility(attention_mask, module, q_len, k_len, scores.device, kwargs)
@@ -386,9 +377,6 @@ def register() -> str:
     return IMPLEMENTATION
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Public API
-# ------------------------------------------------------------------------------------------------------------------
 def _model_of(handle_or_model):
     return getattr(handle_or_model, "model", handle_or_model)
 
@@ -411,22 +399,13 @@ def _resolve_normalizer(normalizer, temperature: float) -> tuple[Callable | None
 
 
 def _layer_set(name: str, layers, n_layers: int | None) -> frozenset[int] | None:
+    """``layers`` (an int or a non-empty iterable; negative counts from the end) as a set of layer indices, or None
+    (every layer)."""
     if layers is None:
         return None
-    if isinstance(layers, int):
-        layers = [layers]
-    try:
-        items = list(layers)
-    except TypeError:
-        raise ValueError(f"{name} must be None, an int or an iterable of ints (got {layers!r})") from None
-    if not items:
-        raise ValueError(f"{name} must not be empty (use None for all layers)")
     high = None if n_layers is None else n_layers - 1
-    out = set()
-    for v in items:
-        v = check_int(name, v, low=-(n_layers or 10**9), high=high)
-        out.add(v % n_layers if (v < 0 and n_layers) else v)
-    return frozenset(out)
+    items = check_int_list(name, layers, low=-(n_layers or 10**9), high=high)
+    return frozenset(v % n_layers if (v < 0 and n_layers) else v for v in items)
 
 
 def _set_attn_implementation(model, name: str) -> None:

@@ -65,7 +65,7 @@ def test_hf_cache_is_preferred_over_the_packaged_copy(offline, monkeypatch):
     seen = []
     real = L.load_pretrained
 
-    def fake(repo, dev, dt, *, local_files_only, revision, gguf_file=None):
+    def fake(repo, dev, dt, *, local_files_only, revision):
         seen.append((repo, local_files_only))
         if repo == O.ENCODER_NAME:  # "found in the Hugging Face cache": the packaged folder stands in for it
             return real(str(O.encoder_package_path()), dev, dt, local_files_only=True, revision=None)

@@ -1,8 +1,7 @@
 """Loading language models, choosing a device, and the offline stand-in.
 
-:func:`load_model` returns a :class:`ModelHandle`: the model, its tokenizer and everything the experiments need to know
-about it (id and revision, layers, heads, head dimension, context length, device, dtype, and whether it is the offline
-stand-in).
+:func:`load_model` returns a :class:`ModelHandle`: the model, its tokenizer and what the experiments need to know about
+it (see its fields).
 
 How a name resolves
 -------------------
@@ -45,11 +44,9 @@ models that resolve without the network.
 
 Devices: ``device="auto"`` picks CUDA, then Apple MPS, then CPU. Default dtype: float32.
 
-Modules: :mod:`.handle` (the handle, devices and dtypes, tokenizer checks, the one ``from_pretrained`` call of every
-loader), :mod:`.loading` (name resolution and plain Hugging Face loading) and :mod:`.offline` (the network probe, the
-stand-in, the packaged encoder), imported in that order. The package re-exports what a user calls; the names the
-modules share (e.g. ``offline.STANDIN_NAME``, ``offline.ENCODER_NAME``, ``handle.resolve_dtype``) are imported from
-them.
+Modules (each imports only those before it): :mod:`.handle`, :mod:`.offline`, :mod:`.loading`. The package
+re-exports what a user calls; other shared names (``offline.STANDIN_NAME``, ``handle.resolve_dtype``, ...) are
+imported from their module.
 """
 
 from __future__ import annotations

@@ -27,9 +27,6 @@ _DTYPES = {
 }
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Devices and dtypes
-# ------------------------------------------------------------------------------------------------------------------
 def _mps_available() -> bool:
     mps = getattr(torch.backends, "mps", None)
     return bool(mps is not None and mps.is_available())
@@ -53,11 +50,7 @@ def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
     without a GPU), listing the devices that are.
     """
     if device is None or (isinstance(device, str) and device.strip().lower() == "auto"):
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if _mps_available():
-            return torch.device("mps")
-        return torch.device("cpu")
+        return torch.device("cuda" if torch.cuda.is_available() else "mps" if _mps_available() else "cpu")
     if isinstance(device, torch.device):
         dev = device
     elif isinstance(device, str):
@@ -105,9 +98,6 @@ def resolve_dtype(
     raise ValueError(f"{name} must be None or one of {sorted(set(_DTYPES))} (got {dtype!r})")
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# The handle
-# ------------------------------------------------------------------------------------------------------------------
 @dataclasses.dataclass
 class ModelHandle:
     """A loaded model plus what the experiments need to know about it."""
@@ -167,13 +157,8 @@ class ModelHandle:
 
     def cache_key(self) -> dict:
         """The part of a result-cache key that identifies this model."""
-        return {
-            "model_id": self.model_id,
-            "revision": self.revision,
-            "is_standin": self.is_standin,
-            "dtype": str(self.dtype),
-            "device_type": self.device.type,
-        }
+        out = {k: getattr(self, k) for k in ("model_id", "revision", "is_standin")}
+        return {**out, "dtype": str(self.dtype), "device_type": self.device.type}
 
     def __repr__(self) -> str:  # the dataclass repr would print the whole model
         return (
@@ -198,14 +183,8 @@ def _architecture(config) -> dict:
     max_len = getattr(c, "max_position_embeddings", None) or getattr(c, "n_positions", None) or 0
     if not (n_layers and n_heads and head_dim):
         raise ValueError(f"cannot read layers/heads/head_dim from config of type {type(config).__name__}")
-    return {
-        "n_layers": int(n_layers),
-        "n_heads": int(n_heads),
-        "n_kv_heads": int(n_kv),
-        "head_dim": int(head_dim),
-        "max_length": int(max_len),
-        "family": getattr(c, "model_type", ""),
-    }
+    sizes = dict(n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv, head_dim=head_dim, max_length=max_len)
+    return {**{k: int(v) for k, v in sizes.items()}, "family": getattr(c, "model_type", "")}
 
 
 def is_encoder_config(config) -> bool:
@@ -214,9 +193,6 @@ def is_encoder_config(config) -> bool:
     return getattr(c, "model_type", "") in _ENCODER_TYPES and not getattr(c, "is_decoder", False)
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Tokenizers
-# ------------------------------------------------------------------------------------------------------------------
 _PROBE_SENTENCE = "Well, Prince, so Genoa and Lucca are now just family estates."
 
 
@@ -272,30 +248,16 @@ def byte_tokenizer():
     return PreTrainedTokenizerFast(tokenizer_object=tok, model_max_length=10**9)
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# from_pretrained: the call every loader makes (in .loading and .offline)
-# ------------------------------------------------------------------------------------------------------------------
-def _transformers_version() -> tuple[int, int]:
-    """``(major, minor)`` of the installed transformers."""
-    v = importlib.metadata.version("transformers")
-    major, minor = (re.match(r"(\d+)\.(\d+)", v) or re.match(r"(\d+)()", v)).groups()
-    return int(major), int(minor or 0)
-
-
 def dtype_keyword(dtype: torch.dtype) -> dict:
     """The dtype keyword of ``from_pretrained``/``from_config``: ``dtype`` since transformers 4.56, ``torch_dtype``
     before (the compatibility shim for older 4.x releases, e.g. the one a Colab runtime ships)."""
-    return {"dtype": dtype} if _transformers_version() >= (4, 56) else {"torch_dtype": dtype}
+    v = importlib.metadata.version("transformers")
+    major, minor = (re.match(r"(\d+)\.(\d+)", v) or re.match(r"(\d+)()", v)).groups()
+    return {"dtype": dtype} if (int(major), int(minor or 0)) >= (4, 56) else {"torch_dtype": dtype}
 
 
 def load_pretrained(
-    repo: str,
-    device: torch.device,
-    dtype: torch.dtype,
-    *,
-    local_files_only: bool,
-    revision: str | None,
-    gguf_file: str | None = None,
+    repo: str, device: torch.device, dtype: torch.dtype, *, local_files_only: bool, revision: str | None
 ):
     """``(model, tokenizer)`` of ``repo`` (a Hub id or a folder) on ``device`` in ``dtype``, in eval mode; a BERT-family
     encoder as the bare ``AutoModel``, anything else as ``AutoModelForCausalLM``."""
@@ -305,18 +267,14 @@ def load_pretrained(
     kw: dict[str, Any] = {"local_files_only": local_files_only}
     if revision is not None:
         kw["revision"] = revision
-    if gguf_file is not None:
-        kw["gguf_file"] = gguf_file
     tok = AutoTokenizer.from_pretrained(repo, **kw)
     check_tokenizer(tok, f"tokenizer of {repo!r}")
-    auto = AutoModelForCausalLM
-    if gguf_file is None:
-        try:
-            config = AutoConfig.from_pretrained(repo, **kw)
-        except (OSError, ValueError):  # the model loader below reports what is wrong
-            config = None
-        if config is not None and is_encoder_config(config):
-            auto = AutoModel  # a bidirectional encoder (BERT family): the bare model, no language-model head
+    try:
+        config = AutoConfig.from_pretrained(repo, **kw)
+    except (OSError, ValueError):  # the model loader below reports what is wrong
+        config = None
+    # a bidirectional encoder (BERT family): the bare model, no language-model head
+    auto = AutoModel if config is not None and is_encoder_config(config) else AutoModelForCausalLM
     model = auto.from_pretrained(repo, **dtype_keyword(dtype), **kw)
     model.to(device)
     model.eval()

@@ -46,9 +46,6 @@ GPT2_SIZES = ("gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl")
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*(/[A-Za-z0-9][A-Za-z0-9._\-]*)?$")
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Random-init handles (tests)
-# ------------------------------------------------------------------------------------------------------------------
 def from_config(
     config,
     tokenizer=None,
@@ -69,15 +66,11 @@ def from_config(
     dt = resolve_dtype(dtype, dev)
     if tokenizer is None and getattr(text_config(config), "vocab_size", 0) >= 256:
         tokenizer = byte_tokenizer()
-    gen_state = torch.random.get_rng_state()
-    try:
+    with torch.random.fork_rng(devices=[]):  # the caller's CPU random state is left as it was
         torch.manual_seed(seed)
         model = AutoModelForCausalLM.from_config(config, **dtype_keyword(dt))
-    finally:
-        torch.random.set_rng_state(gen_state)
     model.to(dev)
-    model_type = getattr(config, "model_type", "model")
-    model_id = name or f"random-init-{model_type}"
+    model_id = name or f"random-init-{getattr(config, 'model_type', 'model')}"
     return ModelHandle.from_model(
         model,
         tokenizer,
@@ -90,9 +83,6 @@ def from_config(
     )
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Name resolution and loading
-# ------------------------------------------------------------------------------------------------------------------
 def resolve_name(name: str) -> dict:
     """How ``name`` will be resolved, without loading anything: ``{"kind": ..., "target": ..., ...}``.
 
@@ -125,18 +115,9 @@ def resolve_name(name: str) -> dict:
 
 
 def check_name(name) -> str:
-    """``name`` stripped, if it can name a model (see :func:`load_model`); else a ``ValueError`` saying what can.
-
-    Parameters
-    ----------
-    name : str
-        A GPT-2 size, a Hugging Face id ``owner/model``, an existing local folder, ``"smollm2"`` or the encoder's name.
-
-    Returns
-    -------
-    str
-        ``name`` without surrounding white space. Nothing is loaded and the network is not asked.
-    """
+    """``name`` without surrounding white space, if it can name a model (a GPT-2 size, a Hugging Face id
+    ``owner/model``, an existing local folder, ``"smollm2"`` or the encoder's name); else a ``ValueError`` saying what
+    can. Nothing is loaded and the network is not asked."""
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"name must be a non-empty model name such as 'gpt2' (got {name!r})")
     name = name.strip()

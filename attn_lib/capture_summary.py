@@ -81,22 +81,14 @@ class CaptureJob:
     normalizer: str | Callable | None = None
 
     def run(self, *, use_cache: bool = True, progress: bool = True) -> dict:
-        """The per-layer summary over every window, from the result cache when it holds it.
+        """The per-layer summary over every window, from the result cache when it holds it (``use_cache=False``
+        recomputes and stores nothing), with a progress bar on stderr (layers x windows) when stderr is a terminal
+        and ``progress`` is True.
 
-        Parameters
-        ----------
-        use_cache : bool
-            False recomputes (and stores nothing).
-        progress : bool
-            A progress bar on stderr (over layers x windows) when stderr is a terminal; False never shows one.
-
-        Returns
-        -------
-        dict
-            ``rows``: one dict per reported layer, in layer order (``layer``, ``max_weight`` the largest over the
-            windows; ``mean_row_max``, ``entropy``, ``first_token_mass`` the means over the windows); ``seconds``:
-            the capture's wall time when it was computed; ``cache``: ``"hit"``, ``"disabled"`` or another status
-            of :class:`~attn_lib.cache.ResultCache` (``last_status``).
+        Returns ``rows``: one dict per reported layer, in layer order (``layer``, ``max_weight`` the largest over the
+        windows; ``mean_row_max``, ``entropy``, ``first_token_mass`` the means over the windows); ``seconds``: the
+        capture's wall time when it was computed; ``cache``: ``"hit"``, ``"disabled"`` or another status of
+        :class:`~attn_lib.cache.ResultCache` (``last_status``).
         """
         results = cache.ResultCache(enabled=use_cache)
         key = cache.make_key("cli-capture", handle=self.handle, text=self.text, **self.params)

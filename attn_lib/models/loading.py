@@ -168,13 +168,10 @@ def load_model(
     Parameters
     ----------
     name:
-        ``"gpt2"`` (default), ``"gpt2-medium"``, ``"gpt2-large"``, ``"gpt2-xl"``, any Hugging Face causal LM id, a
-        local folder, ``"smollm2"`` for the offline stand-in, or ``"sentence-transformers/all-MiniLM-L6-v2"`` for
-        the bidirectional encoder (offline: its packaged copy).
-    device:
-        ``"auto"`` (CUDA, then MPS, then CPU), ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``.
-    dtype:
-        ``None`` -> float32.
+        A GPT-2 size (default ``"gpt2"``), any Hugging Face causal LM id, a local folder, ``"smollm2"`` for the
+        offline stand-in, or ``"sentence-transformers/all-MiniLM-L6-v2"`` for the bidirectional encoder.
+    device, dtype:
+        As for :func:`resolve_device` (``"auto"``: CUDA, then MPS, then CPU) and ``resolve_dtype`` (None: float32).
     offline_fallback:
         Use the stand-in when a GPT-2 size is neither cached nor downloadable. ``False`` raises instead.
     revision:

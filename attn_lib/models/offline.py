@@ -149,12 +149,10 @@ def _standin_meta_ok(folder: Path, gguf: Path) -> dict | None:
 def _gguf_read_once():
     """While converting: one ``gguf.GGUFReader`` per file and one tensor-name map per (architecture, blocks).
 
-    transformers parses the GGUF file three times (tokenizer, config, weights; each parse walks the 49 152-token
-    vocabulary field by field) and rebuilds gguf's ``TensorNameMap`` for every module it maps (397 times). Both are
-    pure functions of their arguments, read only afterwards, and transformers imports them from ``gguf`` at each
-    call, so they are shared here for the duration of the conversion: 23-24 s -> 10.4-10.7 s on the 2-core VM, the
-    same files byte for byte (``tests/test_models.py::test_standin_conversion_is_a_note_not_stderr``).
-    Without ``gguf`` (transformers then fails with its own message) nothing is changed.
+    transformers parses the GGUF file three times (tokenizer, config, weights) and rebuilds gguf's ``TensorNameMap``
+    for every module it maps (397 times); both are pure functions that transformers imports from ``gguf`` at each
+    call, so they are shared while converting: 23-24 s -> 10.4-10.7 s on the 2-core VM, the same files byte for byte
+    (``tests/test_models.py::test_standin_conversion_is_a_note_not_stderr``). Without ``gguf`` nothing is changed.
     """
     try:
         import gguf as _gguf  # only while converting: the stand-in's loader needs it, import attn_lib does not

@@ -9,10 +9,8 @@ mask it receives is eager attention's additive float mask), that:
    (same operations in the same order, so the result is bit-identical);
 2. normalises them: with the model's own softmax (``softmax(., dim=-1, dtype=float32)`` cast back to the value dtype,
    as eager attention does), or -- when asked -- with any normaliser of :mod:`attn_lib.normalizers` at a temperature,
-   which then *replaces* softmax inside the live model, so later layers see its effect (on the CPU a built-in
-   normaliser on float32/float64 logits runs on blocks of query rows cut after their last visible key, bit for bit
-   the weights of one call on the whole layer and up to 20-30 % faster per forward pass at 1024 tokens; a user's
-   callable gets the whole layer: :func:`_replaced_weights`);
+   which then *replaces* softmax inside the live model, so later layers see its effect (how, on the CPU in blocks
+   of query rows: :func:`_replaced_weights`);
 3. hands a :class:`LayerAttention` (logits, visibility mask, weights, per-head values, queries, keys) to a user
    callback, then lets the tensors go, so memory stays at one layer however deep the model is;
 4. returns the attention output (and the weights, so ``output_attentions=True`` still works) to the model.
@@ -42,19 +40,10 @@ import numpy as np
 import torch
 
 from . import normalizers
-from ._validation import check_int, check_positive
-from .models import resolve_dtype
-from .models.handle import text_config
+from ._validation import check_int_list, check_positive
+from .models.handle import resolve_dtype, text_config
 
-__all__ = [
-    "IMPLEMENTATION",
-    "LayerAttention",
-    "register",
-    "patched_attention",
-    "capture_attention",
-    "collect_attention",
-    "prepare_input_ids",
-]
+__all__ = ["LayerAttention", "patched_attention", "capture_attention", "collect_attention"]
 
 #: Name under which the capture function is registered in ``transformers.AttentionInterface``.
 IMPLEMENTATION = "attn_lib_capture"
@@ -117,15 +106,8 @@ class LayerAttention:
                 return None
             return t.to(device=device, dtype=dtype) if t.is_floating_point() else t.to(device=device)
 
-        return dataclasses.replace(
-            self,
-            logits=conv(self.logits),
-            mask=conv(self.mask),
-            weights=conv(self.weights),
-            values=conv(self.values),
-            queries=conv(self.queries),
-            keys=conv(self.keys),
-        )
+        names = ("logits", "mask", "weights", "values", "queries", "keys")
+        return dataclasses.replace(self, **{name: conv(getattr(self, name)) for name in names})
 
     def __repr__(self) -> str:
         return (
@@ -135,9 +117,6 @@ class LayerAttention:
         )
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# The session (what the registered function should do right now)
-# ------------------------------------------------------------------------------------------------------------------
 @dataclasses.dataclass
 class _Session:
     callback: Callable[[LayerAttention], Any] | None
@@ -160,21 +139,11 @@ class _StopForward(Exception):
     """Raised inside the forward pass once every requested layer was captured (``stop_early=True``)."""
 
 
-def _repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
-    # identical to transformers' repeat_kv
-    if n_rep == 1:
-        return x
-    b, h_kv, s, d = x.shape
-    return x[:, :, None, :, :].expand(b, h_kv, n_rep, s, d).reshape(b, h_kv * n_rep, s, d)
-
-
 def _visibility(attention_mask, module, q_len: int, k_len: int, device, kwargs) -> tuple[torch.Tensor | None, Any]:
     """(visible bool mask or None for 'all visible', additive float mask or None)."""
     if attention_mask is None:
         is_causal = kwargs.get("is_causal")
-        if is_causal is None:
-            is_causal = getattr(module, "is_causal", False)
-        if is_causal:
+        if is_causal or (is_causal is None and getattr(module, "is_causal", False)):
             offset = k_len - q_len
             i = torch.arange(q_len, device=device)[:, None]
             j = torch.arange(k_len, device=device)[None, :]
@@ -189,12 +158,14 @@ def _visibility(attention_mask, module, q_len: int, k_len: int, device, kwargs) 
 
 def _capture_attention_forward(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
     """The function registered as ``attn_lib_capture`` in ``transformers.AttentionInterface``."""
+    from transformers.integrations.sdpa_attention import repeat_kv  # as in every model's eager code
+
     sess = _ACTIVE.get()
     if kwargs.get("s_aux") is not None or kwargs.get("sinks") is not None:
         raise NotImplementedError("attn_lib capture does not support attention sinks (e.g. gpt-oss)")
     n_rep = query.shape[1] // key.shape[1]
-    key_r = _repeat_kv(key, n_rep)
-    value_r = _repeat_kv(value, n_rep)
+    key_r = repeat_kv(key, n_rep)
+    value_r = repeat_kv(value, n_rep)
     scores, scaling = _scores(module, query, key_r, value, scaling, kwargs.get("softcap"))
     q_len, k_len = scores.shape[-2], scores.shape[-1]
     visible, add = _visibility(attention_mask, module, q_len, k_len, scores.device, kwargs)
@@ -406,9 +377,6 @@ def register() -> str:
     return IMPLEMENTATION
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Public API
-# ------------------------------------------------------------------------------------------------------------------
 def _model_of(handle_or_model):
     return getattr(handle_or_model, "model", handle_or_model)
 
@@ -431,22 +399,13 @@ def _resolve_normalizer(normalizer, temperature: float) -> tuple[Callable | None
 
 
 def _layer_set(name: str, layers, n_layers: int | None) -> frozenset[int] | None:
+    """``layers`` (an int or a non-empty iterable; negative counts from the end) as a set of layer indices, or None
+    (every layer)."""
     if layers is None:
         return None
-    if isinstance(layers, int):
-        layers = [layers]
-    try:
-        items = list(layers)
-    except TypeError:
-        raise ValueError(f"{name} must be None, an int or an iterable of ints (got {layers!r})") from None
-    if not items:
-        raise ValueError(f"{name} must not be empty (use None for all layers)")
     high = None if n_layers is None else n_layers - 1
-    out = set()
-    for v in items:
-        v = check_int(name, v, low=-(n_layers or 10**9), high=high)
-        out.add(v % n_layers if (v < 0 and n_layers) else v)
-    return frozenset(out)
+    items = check_int_list(name, layers, low=-(n_layers or 10**9), high=high)
+    return frozenset(v % n_layers if (v < 0 and n_layers) else v for v in items)
 
 
 def _set_attn_implementation(model, name: str) -> None:
@@ -559,8 +518,6 @@ def prepare_input_ids(handle, input_ids) -> torch.Tensor:
     if input_ids.ndim != 2:
         raise ValueError(f"input_ids must be 1-D (length,) or 2-D (batch, length) (got shape {tuple(input_ids.shape)})")
     length = input_ids.shape[1]
-    if input_ids.shape[0] == 0 or length == 0:
-        raise ValueError(f"input_ids must contain at least one token (got shape {tuple(input_ids.shape)})")
     model = _model_of(handle)
     max_len = getattr(handle, "max_length", None)
     if max_len and length > max_len:
@@ -659,12 +616,9 @@ def capture_attention(
     if options.get("stop_early") and options.get("layers") is None:
         raise ValueError("stop_early=True needs layers (otherwise every layer must run anyway)")
     with patched_attention(handle, callback, **options):
-        kwargs = {"use_cache": False}
-        if am is not None:
-            kwargs["attention_mask"] = am
         try:
             with torch.no_grad():
-                return model(input_ids=ids, **kwargs)
+                return model(input_ids=ids, attention_mask=am, use_cache=False)
         except _StopForward:
             return None
 

@@ -24,7 +24,7 @@ from .capture import LayerAttention
 from .corpus import Text
 from .models import ModelHandle
 
-__all__ = ["layer_summary", "load_inputs", "prepare_capture", "CaptureJob"]
+__all__ = ["layer_summary", "prepare_capture"]
 
 #: Version of the summary's definition, part of every cache key (change it when :func:`layer_summary` changes).
 METRIC = "layer_summary/v1"
@@ -59,20 +59,8 @@ def layer_summary(rec: LayerAttention) -> dict:
 def load_inputs(
     model: str, text: str, *, device: str = "auto", dtype: str | None = None, offline_fallback: bool = True
 ) -> tuple[ModelHandle, Text, float]:
-    """The text, then the model (a bad ``text`` fails before the model loads).
-
-    Parameters
-    ----------
-    model, device, dtype, offline_fallback :
-        As for :func:`attn_lib.models.load_model`.
-    text : str
-        As for :func:`attn_lib.corpus.load_text`.
-
-    Returns
-    -------
-    (ModelHandle, Text, float)
-        The handle, the text and the model's load time in seconds.
-    """
+    """``(handle, text, seconds the model took to load)``: :func:`attn_lib.corpus.load_text` of ``text``, then
+    :func:`attn_lib.models.load_model` with the other arguments (a bad ``text`` fails before the model loads)."""
     loaded = corpus.load_text(text)
     t0 = time.perf_counter()
     handle = models.load_model(model, device=device, dtype=dtype, offline_fallback=offline_fallback)
@@ -93,22 +81,14 @@ class CaptureJob:
     normalizer: str | Callable | None = None
 
     def run(self, *, use_cache: bool = True, progress: bool = True) -> dict:
-        """The per-layer summary over every window, from the result cache when it holds it.
+        """The per-layer summary over every window, from the result cache when it holds it (``use_cache=False``
+        recomputes and stores nothing), with a progress bar on stderr (layers x windows) when stderr is a terminal
+        and ``progress`` is True.
 
-        Parameters
-        ----------
-        use_cache : bool
-            False recomputes (and stores nothing).
-        progress : bool
-            A progress bar on stderr (over layers x windows) when stderr is a terminal; False never shows one.
-
-        Returns
-        -------
-        dict
-            ``rows``: one dict per reported layer, in layer order (``layer``, ``max_weight`` the largest over the
-            windows; ``mean_row_max``, ``entropy``, ``first_token_mass`` the means over the windows); ``seconds``:
-            the capture's wall time when it was computed; ``cache``: ``"hit"``, ``"disabled"`` or another status
-            of :class:`~attn_lib.cache.ResultCache` (``last_status``).
+        Returns ``rows``: one dict per reported layer, in layer order (``layer``, ``max_weight`` the largest over the
+        windows; ``mean_row_max``, ``entropy``, ``first_token_mass`` the means over the windows); ``seconds``: the
+        capture's wall time when it was computed; ``cache``: ``"hit"``, ``"disabled"`` or another status of
+        :class:`~attn_lib.cache.ResultCache` (``last_status``).
         """
         results = cache.ResultCache(enabled=use_cache)
         key = cache.make_key("cli-capture", handle=self.handle, text=self.text, **self.params)
@@ -138,7 +118,7 @@ class CaptureJob:
             per_layer.setdefault(rec.layer, []).append(layer_summary(rec))
             bar.update(1)
 
-        try:
+        with bar:
             for w in range(windows):
                 capture.capture_attention(
                     self.handle,
@@ -148,8 +128,6 @@ class CaptureJob:
                     temperature=self.params["temperature"],
                     layers=layers,
                 )
-        finally:
-            bar.close()
         seconds = time.perf_counter() - t
         return {"rows": [_over_windows(layer, per_layer[layer]) for layer in sorted(per_layer)], "seconds": seconds}
 
@@ -176,25 +154,11 @@ def prepare_capture(
 ) -> CaptureJob:
     """Cut ``windows`` consecutive windows of ``length`` tokens from ``start`` of ``text`` for one capture run.
 
-    Parameters
-    ----------
-    handle : ModelHandle
-        ``length`` must not exceed ``handle.max_length`` (checked by :func:`~attn_lib.capture.capture_attention`).
-    text : Text
-        It must hold ``start + windows * length`` tokens (:func:`attn_lib.corpus.token_windows` says so otherwise).
-    length, windows, start : int
-        Tokens per window (>= 1), windows (>= 1), first token (>= 0).
-    normalizer : str, callable or None
-        Replaces softmax in the live model (None: the model's own softmax).
-    normalizer_name : str or None
-        The name that keys the cache and the JSON document (default: ``normalizer`` when it is a string).
-    temperature : float > 0
-    layers : list of int or None
-        Layers to report (None: all).
-
-    Returns
-    -------
-    CaptureJob
+    ``length`` must not exceed ``handle.max_length`` (checked by :func:`~attn_lib.capture.capture_attention`) and
+    ``text`` must hold ``start + windows * length`` tokens (checked by :func:`attn_lib.corpus.token_windows`);
+    ``length`` and ``windows`` are >= 1, ``start`` >= 0. ``normalizer``, ``temperature`` and ``layers`` are
+    :func:`~attn_lib.capture.capture_attention`'s (None: the model's own softmax, every layer); ``normalizer_name``
+    keys the cache and the JSON document (default: ``normalizer`` when it is a string).
     """
     if normalizer_name is None and isinstance(normalizer, str):
         normalizer_name = normalizer

@@ -121,7 +121,9 @@ def _cmd_info(args) -> int:
 
     from . import metrics  # with torch (lazy, as below)
     from .corpus import available_texts
-    from .models import STANDIN_NAME, available_devices, offline_models, resolve_device, resolve_name
+    from .models import offline_models, resolve_device, resolve_name
+    from .models.handle import available_devices
+    from .models.offline import STANDIN_NAME
 
     print(
         f"attn_lib {__version__}  (python {platform.python_version()}, torch {torch.__version__}, "

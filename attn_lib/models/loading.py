@@ -17,9 +17,9 @@ from pathlib import Path
 import torch
 
 from .._validation import check_int
+from ..errors import ModelUnavailableError
 from .handle import (
     ModelHandle,
-    ModelUnavailableError,
     byte_tokenizer,
     dtype_keyword,
     in_hf_cache,
@@ -40,15 +40,12 @@ from .offline import (
     load_standin,
 )
 
-__all__ = ["GPT2_SIZES", "load_model", "from_config", "resolve_name", "check_name"]
+__all__ = ["load_model", "from_config", "resolve_name"]
 
 GPT2_SIZES = ("gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl")
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*(/[A-Za-z0-9][A-Za-z0-9._\-]*)?$")
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Random-init handles (tests)
-# ------------------------------------------------------------------------------------------------------------------
 def from_config(
     config,
     tokenizer=None,
@@ -69,15 +66,11 @@ def from_config(
     dt = resolve_dtype(dtype, dev)
     if tokenizer is None and getattr(text_config(config), "vocab_size", 0) >= 256:
         tokenizer = byte_tokenizer()
-    gen_state = torch.random.get_rng_state()
-    try:
+    with torch.random.fork_rng(devices=[]):  # the caller's CPU random state is left as it was
         torch.manual_seed(seed)
         model = AutoModelForCausalLM.from_config(config, **dtype_keyword(dt))
-    finally:
-        torch.random.set_rng_state(gen_state)
     model.to(dev)
-    model_type = getattr(config, "model_type", "model")
-    model_id = name or f"random-init-{model_type}"
+    model_id = name or f"random-init-{getattr(config, 'model_type', 'model')}"
     return ModelHandle.from_model(
         model,
         tokenizer,
@@ -86,14 +79,10 @@ def from_config(
         revision=f"seed={seed}",
         device=dev,
         dtype=dt,
-        is_standin=False,
         source="random init",
     )
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Name resolution and loading
-# ------------------------------------------------------------------------------------------------------------------
 def resolve_name(name: str) -> dict:
     """How ``name`` will be resolved, without loading anything: ``{"kind": ..., "target": ..., ...}``.
 
@@ -126,18 +115,9 @@ def resolve_name(name: str) -> dict:
 
 
 def check_name(name) -> str:
-    """``name`` stripped, if it can name a model (see :func:`load_model`); else a ``ValueError`` saying what can.
-
-    Parameters
-    ----------
-    name : str
-        A GPT-2 size, a Hugging Face id ``owner/model``, an existing local folder, ``"smollm2"`` or the encoder's name.
-
-    Returns
-    -------
-    str
-        ``name`` without surrounding white space. Nothing is loaded and the network is not asked.
-    """
+    """``name`` without surrounding white space, if it can name a model (a GPT-2 size, a Hugging Face id
+    ``owner/model``, an existing local folder, ``"smollm2"`` or the encoder's name); else a ``ValueError`` saying what
+    can. Nothing is loaded and the network is not asked."""
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"name must be a non-empty model name such as 'gpt2' (got {name!r})")
     name = name.strip()
@@ -188,13 +168,10 @@ def load_model(
     Parameters
     ----------
     name:
-        ``"gpt2"`` (default), ``"gpt2-medium"``, ``"gpt2-large"``, ``"gpt2-xl"``, any Hugging Face causal LM id, a
-        local folder, ``"smollm2"`` for the offline stand-in, or ``"sentence-transformers/all-MiniLM-L6-v2"`` for
-        the bidirectional encoder (offline: its packaged copy).
-    device:
-        ``"auto"`` (CUDA, then MPS, then CPU), ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``.
-    dtype:
-        ``None`` -> float32.
+        A GPT-2 size (default ``"gpt2"``), any Hugging Face causal LM id, a local folder, ``"smollm2"`` for the
+        offline stand-in, or ``"sentence-transformers/all-MiniLM-L6-v2"`` for the bidirectional encoder.
+    device, dtype:
+        As for :func:`resolve_device` (``"auto"``: CUDA, then MPS, then CPU) and ``resolve_dtype`` (None: float32).
     offline_fallback:
         Use the stand-in when a GPT-2 size is neither cached nor downloadable. ``False`` raises instead.
     revision:
@@ -259,35 +236,28 @@ def _check_revision(name: str, revision) -> None:
 
 
 def _loaded(model, tok, *, requested: str, model_id: str, device, dtype, source: str) -> ModelHandle:
-    """The handle of a model loaded by ``from_pretrained`` (never the stand-in), its revision read off the model."""
+    """The handle of a model loaded by ``from_pretrained`` (never the stand-in), its revision read off the model:
+    the Hub's commit, else (a local folder) a digest of its weight files' names, sizes and times."""
+    revision = getattr(model.config, "_commit_hash", None) or None
+    path = Path(model_id)
+    weights = sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")) if path.is_dir() else []
+    if revision is None and weights:
+        h = hashlib.sha256()
+        for f in weights:
+            h.update(f.name.encode())
+            h.update(str(f.stat().st_size).encode())
+            h.update(str(f.stat().st_mtime_ns).encode())
+        revision = "files:" + h.hexdigest()[:16]
     return ModelHandle.from_model(
-        model,
-        tok,
-        requested=requested,
-        model_id=model_id,
-        revision=_revision_of(model, model_id),
-        device=device,
-        dtype=dtype,
-        is_standin=False,
-        source=source,
+        model, tok, requested=requested, model_id=model_id, revision=revision, device=device, dtype=dtype, source=source
     )
 
 
-def _revision_of(model, fallback_id: str) -> str | None:
-    rev = getattr(model.config, "_commit_hash", None)
-    if rev:
-        return rev
-    path = Path(fallback_id)
-    if path.is_dir():
-        st = [f for f in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin"))]
-        if st:
-            h = hashlib.sha256()
-            for f in st:
-                h.update(f.name.encode())
-                h.update(str(f.stat().st_size).encode())
-                h.update(str(f.stat().st_mtime_ns).encode())
-            return "files:" + h.hexdigest()[:16]
-    return None
+def _load_hf(repo: str, requested: str, dev, dt, revision: str | None, *, local: bool) -> ModelHandle:
+    """``repo`` from the Hugging Face cache (``local``, never the network) or from the Hub."""
+    model, tok = load_pretrained(repo, dev, dt, local_files_only=local, revision=revision)
+    source = "Hugging Face cache" if local else "Hugging Face Hub"
+    return _loaded(model, tok, requested=requested, model_id=repo, device=dev, dtype=dt, source=source)
 
 
 def _load_local_dir(name: str, dev: torch.device, dt: torch.dtype) -> ModelHandle:
@@ -303,19 +273,14 @@ def _load_local_dir(name: str, dev: torch.device, dt: torch.dtype) -> ModelHandl
 def _load_from_hf_cache(name: str, dev: torch.device, dt: torch.dtype, revision: str | None) -> ModelHandle | None:
     """The first of ``name``'s Hub ids found in the local Hugging Face cache, or ``None`` (no network)."""
     for candidate in _hub_candidates(name):
-        try:
-            model, tok = load_pretrained(candidate, dev, dt, local_files_only=True, revision=revision)
-        except (OSError, ValueError):
-            continue
-        return _loaded(
-            model, tok, requested=name, model_id=candidate, device=dev, dtype=dt, source="Hugging Face cache"
-        )
+        with contextlib.suppress(OSError, ValueError):
+            return _load_hf(candidate, name, dev, dt, revision, local=True)
     return None
 
 
 def _load_from_hub(name: str, dev: torch.device, dt: torch.dtype, revision: str | None) -> ModelHandle:
     try:
-        model, tok = load_pretrained(name, dev, dt, local_files_only=False, revision=revision)
+        return _load_hf(name, name, dev, dt, revision, local=False)
     except OSError as exc:
         msg = str(exc)
         if "not a valid model identifier" in msg or "does not exist" in msg or "404" in msg:
@@ -323,7 +288,6 @@ def _load_from_hub(name: str, dev: torch.device, dt: torch.dtype, revision: str 
                 f"unknown model name={name!r}: the Hugging Face Hub has no such model (GPT-2 sizes: {list(GPT2_SIZES)})"
             ) from exc
         raise ModelUnavailableError(f"could not download {name!r} from the Hugging Face Hub: {msg}") from exc
-    return _loaded(model, tok, requested=name, model_id=name, device=dev, dtype=dt, source="Hugging Face Hub")
 
 
 def _load_offline(name: str, dev: torch.device, dt: torch.dtype, offline_fallback: bool) -> ModelHandle:
@@ -360,24 +324,17 @@ def _load_offline(name: str, dev: torch.device, dt: torch.dtype, offline_fallbac
 
 def _load_encoder(requested: str, dev: torch.device, dt: torch.dtype, revision: str | None) -> ModelHandle:
     """all-MiniLM-L6-v2: the local Hugging Face cache, else the Hub (when reachable), else the packaged copy."""
-    common = dict(requested=requested, model_id=ENCODER_NAME, device=dev, dtype=dt)
-    try:
-        model, tok = load_pretrained(ENCODER_NAME, dev, dt, local_files_only=True, revision=revision)
-    except (OSError, ValueError):
-        pass
-    else:
-        return _loaded(model, tok, source="Hugging Face cache", **common)
+    with contextlib.suppress(OSError, ValueError):
+        return _load_hf(ENCODER_NAME, requested, dev, dt, revision, local=True)
     notes = []
     if hub_reachable():
         try:
-            model, tok = load_pretrained(ENCODER_NAME, dev, dt, local_files_only=False, revision=revision)
+            return _load_hf(ENCODER_NAME, requested, dev, dt, revision, local=False)
         except OSError as exc:  # Hub up but the download failed: the packaged copy is the same model
             notes.append(
                 f"could not download {ENCODER_NAME} from the Hugging Face Hub ({str(exc).splitlines()[0]}); "
                 f"using the copy packaged by {ENCODER_DIST}"
             )
-        else:
-            return _loaded(model, tok, source="Hugging Face Hub", **common)
     if revision is not None:  # the packaged copy is one fixed revision: never claim another
         raise ModelUnavailableError(
             f"revision {revision!r} of {ENCODER_NAME} is neither in the local Hugging Face cache nor downloadable; "

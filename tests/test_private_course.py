@@ -211,6 +211,7 @@ def test_each_student_gets_feedback_in_plain_words(course):
     hidden = json.loads((course["graded"] / "dave" / NAME / "results.json").read_text())["tests"][1]["tests"][1]
     assert hidden["hidden"] and hidden["hint"].startswith("HINT: ")  # in results.json, for the instructor ...
     assert hidden["hint"] not in dave and "the hint of a hidden test is not shown" in dave  # ... not for the student
+    assert "is right on the public inputs only" in dave
     assert "## Cells that raised an error" in dave and "ZeroDivisionError" in dave
     bob = _feedback(course, "bob")
     assert "Score: 0.00 out of 4.00" in bob
@@ -263,3 +264,18 @@ def test_bad_course_options_get_one_line(argv, message, capsys):
     assert tool.main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_wheel_url_refuses_an_install_cell_it_cannot_rewrite(tmp_path):
+    """--wheel-url rewrites the one git+ requirement of assignments/_colab_setup.py; a cell written otherwise (the
+    template changed) is an error, not a notebook that still installs from the repository."""
+    (tmp_path / "assignments").mkdir()
+    (tmp_path / "_config.yml").write_text(f"repository:\n  url: {small.REPO}\n")
+    template = (ROOT / "assignments" / "_colab_setup.py").read_text()
+    (tmp_path / "assignments" / "_colab_setup.py").write_text(template)
+    url = "https://course.example.org/attn_lib-0.1.0-py3-none-any.whl"
+    cell = tool.colab_source(tmp_path, url)
+    assert f'"{url}"' in cell and "git+" not in cell and f'REPO = "{small.REPO}"' in cell
+    (tmp_path / "assignments" / "_colab_setup.py").write_text(template.replace('f"attn_lib @ git+{REPO}"', "spec"))
+    with pytest.raises(ValueError, match="installs attn_lib otherwise than from git"):
+        tool.colab_source(tmp_path, url)

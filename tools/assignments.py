@@ -288,6 +288,7 @@ def feedback_text(report: dict, assignment: str, hidden_hints: bool = False) -> 
         lines += ["Each test of a question earns an equal share of its points.", ""]
     for q in report["tests"]:
         lines += [f"## Question {q['name']}: {_num(q['score'])} out of {_num(q['max_score'])}", ""]
+        public_failed = any(not t["hidden"] and t["hint"] is not None for t in q["tests"])
         for t in q["tests"]:
             kind = "hidden test (other inputs)" if t["hidden"] else "public test (what grader.check runs)"
             if not graded:
@@ -299,9 +300,12 @@ def feedback_text(report: dict, assignment: str, hidden_hints: bool = False) -> 
             lines.append(f"- {kind} of {t['function']}: {verdict}")
             if t["hint"] is not None and (hidden_hints or not t["hidden"]):
                 lines += [f"  {line}" for line in t["hint"].splitlines()]
+            elif t["hint"] is not None and public_failed:
+                lines.append("  (the hint of a hidden test is not shown: it would give its inputs away; start with")
+                lines.append("  the public test's hint above)")
             elif t["hint"] is not None:
-                lines.append("  (the hint of a hidden test is not shown: it would give its inputs away; fix what the")
-                lines.append("  public test's hint says, or check your function on other inputs)")
+                lines.append("  (the hint of a hidden test is not shown: it would give its inputs away; your function")
+                lines.append("  is right on the public inputs only: try it on others)")
         lines.append("")
     if report.get("cell_errors"):
         lines += ["## Cells that raised an error", ""]

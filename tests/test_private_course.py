@@ -249,7 +249,9 @@ def test_library_use_reads_the_code_and_skips_what_the_assignment_uses():
         ),
         nbformat.v4.new_code_cell("def broken(:"),
     ]
-    assert tool.library_use(nb) == {"attn_lib.theory.vanishing.lemma1_bounds"}
+    assert tool.library_use(nb) == {"attn_lib.theory.vanishing.lemma1_bounds"}  # feedback is the tests' own
+    nb.cells.append(nbformat.v4.new_code_cell("from attn_lib.book.exercises import grading\ngrading.CASES"))
+    assert "attn_lib.book.exercises.grading.CASES" in tool.library_use(nb)  # the cases compute expected values
 
 
 @pytest.mark.parametrize(

@@ -34,8 +34,8 @@ student (:func:`feedback_text`). Credit (``--credit``): ``per-test`` (the defaul
 equal share of its points; ``all-or-nothing`` gives a question its points only when all its tests pass. A hidden
 test's hint (it quotes the hidden inputs and the expected values) is left out of ``feedback.md`` unless
 ``--hidden-hints``. ``--report-library`` names, in the status, the ``attn_lib`` functions a notebook uses that the
-assignment itself does not (:func:`library_use`: read from the code, never run). A submission still runs as the grading user: for untrusted classes, grade as an
-unprivileged user or in a container. Bad input (an unknown assignment, a missing or empty folder, an option out of
+assignment itself does not (:func:`library_use`: read from the code, never run). A submission still runs as the
+grading user: for untrusted classes, grade as an unprivileged user or in a container. Bad input (an unknown assignment, a missing or empty folder, an option out of
 range) gives one line on stderr and exit status 2.
 """
 
@@ -183,8 +183,9 @@ def submitted_notebooks(submissions: Path, out: Path) -> list[Path]:
 
 #: How a question's points are shared among its tests (``--credit``; the first is the default).
 CREDIT = ("per-test", "all-or-nothing")
-#: The attn_lib modules a submission may use without being named by ``--report-library``: the checks' ``feedback``.
-LIBRARY_ALLOWED = ("attn_lib.book.exercises",)
+#: The attn_lib names a submission may use without being named by ``--report-library``: the tests' ``feedback`` (the
+#: checks themselves and their cases, which compute the expected values, are named).
+LIBRARY_ALLOWED = ("attn_lib.book.exercises.feedback",)
 
 
 def grade(
@@ -357,8 +358,8 @@ def library_use(nb: nbformat.NotebookNode) -> set[str]:
                 base = base.value
             if isinstance(base, ast.Name) and base.id in aliases:
                 names.add(".".join([aliases[base.id], *reversed(parts)]))
-    names = {n for n in names if not any(n == m or n.startswith(m + ".") for m in LIBRARY_ALLOWED)}
-    return {n for n in names if not any(m.startswith(n + ".") for m in names)}  # the most specific names only
+    specific = {n for n in names if not any(m.startswith(n + ".") for m in names)}  # attn_lib.theory.x, not theory
+    return specific - set(LIBRARY_ALLOWED)
 
 
 def time_solutions(names: list[str], out: Path = OUT) -> list[dict]:

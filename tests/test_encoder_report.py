@@ -162,6 +162,7 @@ def test_cli_reproduce_compare_offline(tmp_path, tmp_cache, offline, monkeypatch
     from attn_lib import experiments as E
     from attn_lib import models as M
     from attn_lib.cli import main
+    from attn_lib.models.offline import ENCODER_NAME
 
     tiny = small_profile(
         "quick",
@@ -180,7 +181,7 @@ def test_cli_reproduce_compare_offline(tmp_path, tmp_cache, offline, monkeypatch
     real = M.load_model
     monkeypatch.setattr(M, "load_model", lambda name, **kw: tiny_gpt2 if name == "gpt2" else real(name, **kw))
     out = tmp_path / "res"
-    rc = main(["reproduce", "--model", "gpt2", "--compare", M.ENCODER_NAME, "--profile", "quick", "--out", str(out)])
+    rc = main(["reproduce", "--model", "gpt2", "--compare", ENCODER_NAME, "--profile", "quick", "--out", str(out)])
     assert rc == 0
     md = (out / "report.md").read_text()
     sbs = md[md.index("## Side by side") :]

@@ -621,6 +621,31 @@ class TestFeedback:
         with pytest.raises(ValueError, match="name must be"):
             E.feedback("check_coverage", 3)
 
+    def _kernel(self, monkeypatch, shell):
+        import IPython
+        import IPython.display
+
+        shown = []
+        monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+        monkeypatch.setattr(IPython.display, "publish_display_data", lambda data, **kw: shown.append(data))
+        return shown
+
+    def test_in_a_kernel_the_hint_is_also_shown_first_as_its_own_output(self, monkeypatch, capsys):
+        """Otter's report under grader.check ends with what the test printed; the hint published as a display output
+        comes above it (tests/test_assignments.py checks this in a real kernel)."""
+        shown = self._kernel(monkeypatch, type("Shell", (), {"kernel": object()})())
+        E.feedback("check_coverage", "wrong_coverage")
+        printed = capsys.readouterr().out
+        assert shown == [{"text/plain": printed.rstrip("\n")}] and printed.startswith("HINT: p**H")
+        E.feedback("check_coverage", "right_coverage")
+        assert len(shown) == 1 and capsys.readouterr().out == ""
+
+    def test_outside_a_kernel_the_hint_is_only_printed(self, monkeypatch, capsys):
+        for shell in (None, type("TerminalShell", (), {})()):
+            shown = self._kernel(monkeypatch, shell)
+            E.feedback("check_coverage", "wrong_coverage")
+            assert shown == [] and capsys.readouterr().out.startswith("HINT: p**H")
+
 
 class TestOtherHints:
     """Hints that come from a property of the answer, not from a listed mistake."""

@@ -16,7 +16,8 @@ the student's value next to the expected one, at the inputs where they first dif
 The student's function runs under a time limit (:data:`attn_lib.book.exercises.harness.TIME_LIMIT_S`), with its printed output and its warnings
 swallowed; whatever it raises (``sys.exit()`` included) and whatever it returns (``None``, complex numbers,
 strings) becomes a hint. :func:`feedback` runs a check and *prints* its hint instead of raising it: the assignments'
-Otter tests call it, so that a failing test shows the hint and nothing else, never a traceback.
+Otter tests call it, so that a failing test shows the hint and nothing else, never a traceback; in a Jupyter kernel
+it also shows the hint as an output of its own, the first line under ``grader.check``.
 
 :func:`exercise_index` reads the exercises of the book's chapters (the ``{exercise}`` blocks) and
 :func:`assignment_index` the questions of the assignments; the instructor page builds its tables from both.

@@ -70,6 +70,15 @@ WRONG_ANSWERS = [
         "q2",
         "L - N tokens lie outside I_N, not L - N - 1",
     ),
+    (  # no listed mistake: the slip "twice the right answer" of issue 36, named by the grader too
+        "ch02_distance_bound",
+        "d_max",
+        "    L = len(alpha)\n    top = np.argsort(-alpha, kind='stable')[:N]\n    rest = np.setdiff1d(np.arange(L), top)\n"
+        "    abar = alpha[top].sum()\n    d1 = np.linalg.norm(X[rest][:, None, :] - X[top][None, :, :], axis=-1).max()\n"
+        "    return 2 * float((1 - abar) * d1 + ((L - N) * abar - (1 - abar)) * np.linalg.norm(X[top], axis=1).max())",
+        "q2",
+        "your answer is exactly twice the right one",
+    ),
     (
         "ch03_separability",
         "n_s",
@@ -136,9 +145,9 @@ def graded(built, tmp_path_factory) -> dict:
         subs.mkdir(parents=True)
         (subs / "solution.ipynb").write_bytes((built / name / "autograder" / f"{name}.ipynb").read_bytes())
         (subs / "student.ipynb").write_bytes((built / name / "student" / f"{name}.ipynb").read_bytes())
-    for name, fn, body, _, _ in WRONG_ANSWERS:
+    for i, (name, fn, body, _, _) in enumerate(WRONG_ANSWERS):
         nb = nbformat.read(built / name / "autograder" / f"{name}.ipynb", as_version=4)
-        nbformat.write(_replace_solution(nb, fn, body), work / name / "submissions" / f"wrong-{fn}.ipynb")
+        nbformat.write(_replace_solution(nb, fn, body), work / name / "submissions" / f"wrong{i}-{fn}.ipynb")
     # a class handed in as one folder per student, with a Jupyter checkpoint that must not be graded
     name = SUBFOLDER_CLASS
     (work / name / "submissions" / "alice" / ".ipynb_checkpoints").mkdir(parents=True)
@@ -236,7 +245,8 @@ def test_student_notebook_fails_every_question(graded, name):
 @pytest.mark.parametrize(("name", "fn", "body", "question", "hint"), WRONG_ANSWERS, ids=[w[1] for w in WRONG_ANSWERS])
 def test_wrong_answer_fails_with_its_hint(graded, name, fn, body, question, hint):
     """The grader's results.json holds the hint, with the student's value and the expected one, and no traceback."""
-    score, _, output = _results(graded[name], f"wrong-{fn}")[question]
+    i = WRONG_ANSWERS.index((name, fn, body, question, hint))
+    score, _, output = _results(graded[name], f"wrong{i}-{fn}")[question]
     assert score == 0 and hint in output, output
     lines = [line.strip() for line in output.splitlines() if line.strip().startswith("HINT: ")]
     assert lines and all(re.search(r": yours .+, expected .+\.$", line) for line in lines), output
@@ -278,7 +288,7 @@ def test_student_notebook_runs_with_solutions_filled_in(built, tmp_path):
 
 def test_grader_check_in_the_student_notebook_shows_the_hint_and_no_traceback(built, tmp_path):
     """What a student sees: the chapter 1 student notebook as handed out, executed with nbconvert; each
-    grader.check cell shows the hint for the unanswered question, with no traceback or file path."""
+    grader.check cell shows the hint for the unanswered question first, with no traceback or file path."""
     name = "ch01_vanishing_attention"
     path = tmp_path / f"{name}.ipynb"
     path.write_bytes((built / name / "student" / f"{name}.ipynb").read_bytes())
@@ -292,6 +302,11 @@ def test_grader_check_in_the_student_notebook_shows_the_hint_and_no_traceback(bu
         shown = "".join(o.get("data", {}).get("text/plain", "") + o.get("text", "") for o in cell.outputs)
         assert "HINT: your function returned None" in shown, shown
         assert not TRACEBACK.search(shown), shown
+        # the first line under the cell is the hint (shown above Otter's report, which ends with it)
+        first = cell.outputs[0]
+        assert first.output_type == "display_data", cell.outputs
+        assert first.data["text/plain"].startswith("HINT: your function returned None"), first
+        assert first.data["text/plain"].strip() in cell.outputs[-1].data["text/plain"], cell.outputs
 
 
 @pytest.mark.parametrize("name", NAMES)

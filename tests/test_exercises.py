@@ -621,6 +621,31 @@ class TestFeedback:
         with pytest.raises(ValueError, match="name must be"):
             E.feedback("check_coverage", 3)
 
+    def _kernel(self, monkeypatch, shell):
+        import IPython
+        import IPython.display
+
+        shown = []
+        monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+        monkeypatch.setattr(IPython.display, "publish_display_data", lambda data, **kw: shown.append(data))
+        return shown
+
+    def test_in_a_kernel_the_hint_is_also_shown_first_as_its_own_output(self, monkeypatch, capsys):
+        """Otter's report under grader.check ends with what the test printed; the hint published as a display output
+        comes above it (tests/test_assignments.py checks this in a real kernel)."""
+        shown = self._kernel(monkeypatch, type("Shell", (), {"kernel": object()})())
+        E.feedback("check_coverage", "wrong_coverage")
+        printed = capsys.readouterr().out
+        assert shown == [{"text/plain": printed.rstrip("\n")}] and printed.startswith("HINT: p**H")
+        E.feedback("check_coverage", "right_coverage")
+        assert len(shown) == 1 and capsys.readouterr().out == ""
+
+    def test_outside_a_kernel_the_hint_is_only_printed(self, monkeypatch, capsys):
+        for shell in (None, type("TerminalShell", (), {})()):
+            shown = self._kernel(monkeypatch, shell)
+            E.feedback("check_coverage", "wrong_coverage")
+            assert shown == [] and capsys.readouterr().out.startswith("HINT: p**H")
+
 
 class TestOtherHints:
     """Hints that come from a property of the answer, not from a listed mistake."""
@@ -867,3 +892,177 @@ def test_every_assignment_question_names_a_result_of_the_book():
     assert rows
     missing = {r for q in rows for r in q["results"] if r not in labels}
     assert not missing, f"labels named by the assignments but absent from the book: {missing}"
+
+
+# ---- the transformations of the right answer: tried after the listed mistakes, before the generic hint ---------
+def _d_tilde_wrong_axis(alpha, X, N):
+    """d~ with each norm taken over the tokens (axis=0) and the norms of the coordinates summed."""
+    I = top(alpha, N)
+    s = sum(alpha[j] * X[j] for j in I)
+    rows = np.array([alpha[i] * X[i] - s for i in range(len(alpha)) if i not in I]).reshape(-1, X.shape[1])
+    return np.linalg.norm(rows, axis=0).sum()
+
+
+def _d_max_wrong_axis(which):
+    """d_max with the norms of the max term (``"norm"``) or of d1 (``"d1"``) taken over the tokens."""
+
+    def f(alpha, X, N):
+        L, I = len(alpha), top(alpha, N)
+        out = [i for i in range(L) if i not in I]
+        abar = sum(alpha[j] for j in I)
+        if which == "d1":  # ||x_i - x_j|| over the selected tokens j, for each i and coordinate
+            d1 = max(np.linalg.norm(np.array([X[i] - X[j] for j in I]), axis=0).max() for i in out)
+        else:
+            d1 = max(np.linalg.norm(X[i] - X[j]) for i in out for j in I)
+        mx = np.linalg.norm(X[I], axis=0).max() if which == "norm" else max(np.linalg.norm(X[j]) for j in I)
+        return (1 - abar) * d1 + ((L - N) * abar - (1 - abar)) * mx
+
+    return f
+
+
+RIGHT = {check.__name__: right for check, right, _ in REFERENCES}
+#: check -> the generic transformations (harness.TRANSFORMS) it offers: every one that fits its answers' shape, less
+#: those that give the right answer or a listed mistake's values (the Jacobian is symmetric and its sign flip is
+#: listed; the norm bound's 1/T and 1/(4T) are listed; Lemma 1's swapped pair is the listed (upper, lower))
+GENERIC = {name: ("twice", "half", "sign") for name in RIGHT}
+GENERIC["check_theorem2_xi"] = ("twice", "half", "sign", "reversed")
+GENERIC["check_softmax_jacobian"] = ("twice", "half")
+GENERIC["check_jacobian_norm_bound"] = ("sign",)
+#: how each generic transformation turns the right answer into the wrong one, written here independently
+SLIPS = {
+    "twice": lambda v: 2 * np.asarray(v, dtype=float),
+    "half": lambda v: np.asarray(v, dtype=float) / 2,
+    "sign": lambda v: -np.asarray(v, dtype=float),
+    "reversed": lambda v: np.asarray(v, dtype=float)[::-1],
+}
+#: check -> [(the opening words of a case's own transformation's hint, a wrong answer that makes that slip)]
+OWN = {
+    "check_distance": [("a norm along the wrong axis: ||alpha_i x_i - s||", _d_tilde_wrong_axis)],
+    "check_dmax": [
+        ("a norm along the wrong axis: ||x_j||", _d_max_wrong_axis("norm")),
+        ("a norm along the wrong axis: d1", _d_max_wrong_axis("d1")),
+    ],
+    "check_softmax_jacobian": [("you swapped T and 1/T", lambda l, T: jac(l, 1 / T))],
+    "check_spectral_norm": [
+        ("you swapped T and 1/T", lambda l, T: np.linalg.norm(jac(l.numpy(), 1 / T), 2)),
+    ],
+}
+
+
+def _slipped(right, slip):
+    return lambda *args: slip(right(*args))
+
+
+TRANSFORM_CASES = [
+    (check, harness.TRANSFORMS[name].hint, _slipped(RIGHT[check], SLIPS[name]))
+    for check, names in GENERIC.items()
+    for name in names
+] + [(check, prefix, wrong) for check, rows in OWN.items() for prefix, wrong in rows]
+
+
+def test_each_check_offers_the_transformations_listed_here():
+    for check in grading.CASES:
+        for seed in SEEDS[check]:
+            offered = [h for h, _ in harness.transformations(grading.CASES[check](seed))]
+            own = [prefix for prefix, _ in OWN.get(check, [])]
+            assert len(offered) == len(own) + len(GENERIC[check]), (check, seed, offered)
+            assert all(h.startswith(p) for h, p in zip(offered, own)), (check, seed, offered)
+            assert offered[len(own) :] == [harness.TRANSFORMS[n].hint for n in GENERIC[check]], (check, seed)
+
+
+@pytest.mark.parametrize("check", list(grading.CASES))
+def test_no_transformation_gives_the_values_of_the_answer_a_mistake_or_another_one(check):
+    """At the public and the hidden seeds, and at a few others: each transformation a check offers differs from the
+    right answer on some case, from each listed mistake and from each other transformation on some case where both
+    are judged (else its hint could never be the one that names the slip)."""
+
+    def differ(a, b):
+        both = [(x, y) for x, y in zip(a, b) if x is not None and y is not None]
+        return any(not harness.close(np.asarray(x, float), y) for x, y in both)
+
+    for seed in [*SEEDS[check], 0, 1, 2]:
+        cases = grading.CASES[check](seed)
+        listed = [(h, [c.mistakes.get(h) for c in cases]) for h in harness.hints(cases)]
+        offered = harness.transformations(cases)
+        for i, (hint, values) in enumerate(offered):
+            assert differ(values, [c.expected for c in cases]), f"{check} seed {seed}: {hint!r} is the right answer"
+            for other, other_values in listed + offered[:i]:
+                assert differ(values, other_values), f"{check} seed {seed}: {hint!r} gives the values of {other!r}"
+
+
+@pytest.mark.parametrize("check", list(grading.CASES))
+def test_each_skipped_transformation_gives_the_answer_or_a_listed_mistake(check):
+    """A case skips a generic transformation only where it would never be the hint: on every case it fits it gives
+    the right answer or the values of one listed mistake (so skipping it hides no slip)."""
+    for seed in SEEDS[check]:
+        cases = grading.CASES[check](seed)
+        for name in set().union(*(c.skip for c in cases)):
+            t = harness.TRANSFORMS[name]
+            values = [t.apply(np.asarray(c.expected, float)) if t.fits(tuple(c.shape)) else None for c in cases]
+            rows = [[c.expected for c in cases]] + [[c.mistakes.get(h) for c in cases] for h in harness.hints(cases)]
+            assert any(
+                all(harness.close(v, r) for v, r in zip(values, row) if v is not None and r is not None) for row in rows
+            ), f"{check} seed {seed}: {name} is skipped but names a slip of its own"
+
+
+@pytest.mark.parametrize(
+    ("check", "hint", "wrong"), TRANSFORM_CASES, ids=[f"{c}-{h[:30]}" for c, h, _ in TRANSFORM_CASES]
+)
+def test_each_transformation_gets_its_own_hint_with_the_students_value(check, hint, wrong):
+    for seed in SEEDS[check]:
+        with pytest.raises(AssertionError) as info:
+            getattr(E, check)(wrong, seed=seed)
+        message = str(info.value)
+        assert message.startswith(f"HINT: {hint}"), f"seed {seed}: expected the hint {hint!r}, got {message}"
+        assert ": yours " in message and ", expected " in message, message
+
+
+def test_a_flipped_exponent_sign_in_lemma1_is_named_with_the_swapped_pair():
+    """exp(+2a/T)/L and exp(-2a/T)/L are the pair swapped: one hint names both readings."""
+    flipped = _lemma1(lambda a, T: -2 * a / T, lambda L: 1 / L)
+    _fails(E.check_lemma1_bounds, flipped, "either the two are swapped or the exponent's sign is flipped")
+
+
+def _synthetic(expected, **kw):
+    shape = np.shape(expected)
+    return harness.Case((), np.asarray(expected, float), {}, "at x", shape, "it", "does not match", **kw)
+
+
+@pytest.mark.parametrize(
+    ("name", "expected", "got"),
+    [
+        ("transpose", [[1.0, 2.0], [3.0, 4.0]], [[1.0, 3.0], [2.0, 4.0]]),
+        ("swapped", [1.0, 2.0], [2.0, 1.0]),
+        ("reversed", [3.0, 2.0, 1.0], [1.0, 2.0, 3.0]),
+        ("twice", [[1.0, 2.0], [3.0, 4.0]], [[2.0, 4.0], [6.0, 8.0]]),
+    ],
+)
+def test_generic_transformations_on_a_case_of_their_shape(name, expected, got):
+    """Every entry of harness.TRANSFORMS, the ones no check offers today (transpose, swapped) included."""
+    with pytest.raises(AssertionError, match=re.escape(f"HINT: {harness.TRANSFORMS[name].hint}. At x: yours")):
+        harness.run(lambda: got, [_synthetic(expected)])
+
+
+def test_a_skipped_or_unfitting_transformation_is_not_offered():
+    square = [[1.0, 2.0], [2.0, 5.0]]
+    names = {h for h, _ in harness.transformations([_synthetic(square)])}
+    assert harness.TRANSFORMS["transpose"].hint in names and harness.TRANSFORMS["swapped"].hint not in names
+    names = {h for h, _ in harness.transformations([_synthetic(square, skip=frozenset({"transpose"}))])}
+    assert harness.TRANSFORMS["transpose"].hint not in names
+    with pytest.raises(AssertionError, match="HINT: does not match"):  # a symmetric matrix: its transpose is right
+        harness.run(lambda: [[1.0, 2.0], [2.0, 6.0]], [_synthetic(square, skip=frozenset({"transpose"}))])
+
+
+def test_a_skip_naming_no_transformation_is_a_value_error():
+    with pytest.raises(ValueError, match=r"skip must name transformations of TRANSFORMS .*\['transposed'\]"):
+        harness.transformations([_synthetic([1.0, 2.0], skip=frozenset({"transposed"}))])
+
+
+def test_a_listed_mistake_comes_before_a_transformation_and_a_case_own_one_before_a_generic():
+    own = {"a slip of this case": np.array([2.0, 4.0])}
+    case = _synthetic([1.0, 2.0], transforms=own)
+    with pytest.raises(AssertionError, match="HINT: a slip of this case"):
+        harness.run(lambda: [2.0, 4.0], [case])
+    listed = case._replace(mistakes={"a listed mistake": np.array([2.0, 4.0])})
+    with pytest.raises(AssertionError, match="HINT: a listed mistake"):
+        harness.run(lambda: [2.0, 4.0], [listed])

@@ -42,6 +42,16 @@ def _distance_mistakes(alpha: np.ndarray, X: np.ndarray, N: int) -> dict:
     }
 
 
+def _distance_transforms(alpha: np.ndarray, X: np.ndarray, N: int) -> dict:
+    """d~ with each norm taken over the tokens (axis=0) instead of over each token's coordinates."""
+    top = theory.top_n_mask(alpha, N)
+    A = alpha[:, None] * X
+    return {
+        "a norm along the wrong axis: ||alpha_i x_i - s|| runs over the coordinates of each token (axis=-1), "
+        "not over the tokens (axis=0)": np.linalg.norm(A[~top] - A[top].sum(0), axis=0).sum()
+    }
+
+
 def _cases_distance(seed: Any) -> list[harness.Case]:
     rng = harness.rng(seed)
     cases = []
@@ -56,6 +66,7 @@ def _cases_distance(seed: Any) -> list[harness.Case]:
                 (),
                 "one number per row",
                 "your d~ does not match sum_{i not in I_N} ||alpha_i x_i - s||",
+                transforms=_distance_transforms(alpha, X, N),
             )
         )
     alpha, X = harness.row(6, 3, 1.0, rng)
@@ -68,6 +79,7 @@ def _cases_distance(seed: Any) -> list[harness.Case]:
             (),
             "one number per row",
             "with N = L nothing is left out, so d~ must be 0",
+            transforms=_distance_transforms(alpha, X, 6),
         )
     )
     return cases
@@ -103,6 +115,7 @@ def _cases_dmax(seed: Any) -> list[harness.Case]:
         D = np.linalg.norm(X[:, None, :] - X[None, :, :], axis=-1)
         d1_min = D[~top][:, top].min()
         norms = np.linalg.norm(X, axis=1)
+        d1_axis1 = np.linalg.norm(X[~top][:, None, :] - X[top][None, :, :], axis=1).max()
         cases.append(
             harness.Case(
                 (alpha.copy(), X.copy(), N),
@@ -131,6 +144,12 @@ def _cases_dmax(seed: Any) -> list[harness.Case]:
                 (),
                 "one number per row",
                 "your d_max does not match (1-abar) d1 + ((L-N) abar - (1-abar)) max_{j in I_N} ||x_j||",
+                transforms={
+                    "a norm along the wrong axis: ||x_j|| runs over the coordinates of token j (axis=-1), not over "
+                    "the tokens (axis=0)": dmax(out, d1, abar, np.linalg.norm(X[top], axis=0).max()),
+                    "a norm along the wrong axis: d1 takes ||x_i - x_j|| over the coordinates (the last axis, -1), "
+                    "not over the tokens (axis=1)": dmax(out, d1_axis1, abar, mx),
+                },
             )
         )
     return cases

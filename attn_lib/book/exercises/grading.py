@@ -66,7 +66,8 @@ def feedback(check: Any, name: Any, seed: int = harness.SEED, namespace: dict | 
     Returns
     -------
     None
-        Prints one line ``HINT: ...`` when the answer is wrong.
+        Prints one line ``HINT: ...`` when the answer is wrong; in a Jupyter kernel it also shows that line as an
+        output of its own, so that it is the first line under ``grader.check`` (see :func:`_show_first`).
 
     Raises
     ------
@@ -93,4 +94,24 @@ def feedback(check: Any, name: Any, seed: int = harness.SEED, namespace: dict | 
     try:
         fn_check(fn, seed=seed)
     except AssertionError as exc:
+        _show_first(str(exc))
         print(str(exc))
+
+
+def _show_first(hint: str) -> None:
+    """In a Jupyter kernel, show ``hint`` as an output of its own, above the result ``grader.check`` returns.
+
+    Otter's report of a failing test starts with lines of its own (``q1 results:``, ``q1 - 1 result:``, ``Test case
+    failed``, the doctest's ``Trying:``/``Expecting``/``Failed example:``) and ends with what the test printed, the
+    hint; nothing a test prints or returns can come first in it. A display output published while the test runs is
+    shown before the report: IPython's ``publish_display_data`` sends it to the notebook directly (Otter hides
+    ``display()`` during a test by emptying the display formatters, which this does not use). Outside a kernel
+    (the autograder, a script, a terminal IPython, whose display would go to the captured stdout) nothing is shown.
+    """
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None or getattr(shell, "kernel", None) is None:
+        return
+    from IPython.display import publish_display_data
+
+    publish_display_data({"text/plain": hint})

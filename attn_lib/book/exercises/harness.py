@@ -32,8 +32,13 @@ class Case(NamedTuple):
     """One input of a check: the arguments, the right answer and the value of each listed mistake.
 
     ``mistakes`` maps each hint to the value that mistake gives here; a mistake missing from a case (or ``None``)
-    is not judged on it. ``properties`` are functions ``got -> hint or None``, asked when the answer matches no
-    listed mistake (rows that do not sum to one, inf or nan, ...); ``generic`` is the hint when none applies.
+    is not judged on it. When the answer matches no listed mistake, the check tries the transformations of the right
+    answer: ``transforms``, this case's own (hint -> value, like ``mistakes``: a norm along the other axis, the
+    answer at ``1/T`` instead of ``T``), then the generic ones of :data:`TRANSFORMS` that fit ``shape``, except
+    those named in ``skip`` (one that gives the same values as the right answer or a listed mistake on every case,
+    such as the transpose of a symmetric matrix). ``properties`` are functions ``got -> hint or None``, asked when
+    no transformation matches either (rows that do not sum to one, inf or nan, ...); ``generic`` is the hint when
+    none applies.
     """
 
     args: tuple
@@ -44,6 +49,76 @@ class Case(NamedTuple):
     what: str
     generic: str
     properties: tuple = ()
+    transforms: dict | None = None
+    skip: frozenset = frozenset()
+
+
+class Transform(NamedTuple):
+    """A generic transformation of the right answer: the hint it gets, the shapes it fits and how it changes the
+    answer."""
+
+    hint: str
+    fits: Callable[[tuple], bool]
+    apply: Callable[[np.ndarray], np.ndarray]
+
+
+#: The usual slips that turn the right answer into another, by name (the name a :class:`Case` skips them by), in the
+#: order the checks try them: after the listed mistakes and the case's own transformations.
+TRANSFORMS = {
+    "twice": Transform(
+        "your answer is exactly twice the right one: look for a factor 2 too many, or a term counted twice",
+        lambda shape: True,
+        lambda e: 2 * e,
+    ),
+    "half": Transform(
+        "your answer is exactly half the right one: look for a missing factor 2, or a sum over half of the terms",
+        lambda shape: True,
+        lambda e: e / 2,
+    ),
+    "sign": Transform(
+        "your answer has the opposite sign: look for a sign error, such as a difference taken the wrong way round",
+        lambda shape: True,
+        lambda e: -e,
+    ),
+    "transpose": Transform(
+        "your answer is the transpose of the right one: swap its two axes (the first index is the row)",
+        lambda shape: len(shape) == 2 and shape[0] == shape[1] > 1,
+        lambda e: e.T,
+    ),
+    "swapped": Transform(
+        "you returned the two values in the wrong order: swap them",
+        lambda shape: tuple(shape) == (2,),
+        lambda e: e[::-1],
+    ),
+    "reversed": Transform(
+        "your values are the right ones in reverse order: check the direction of your sort or loop",
+        lambda shape: len(shape) == 1 and shape[0] > 2,
+        lambda e: e[::-1],
+    ),
+}
+
+
+def transformations(cases: list[Case]) -> list[tuple[str, list]]:
+    """The transformations a check tries, in order: ``(hint, [value on each case, or None where not judged])``.
+
+    The case's own (:attr:`Case.transforms`) come first, then the generic ones of :data:`TRANSFORMS` that fit a
+    case's shape and that it does not skip; one judged on no case is left out.
+    """
+    unknown = set().union(*(c.skip for c in cases)) - TRANSFORMS.keys()
+    if unknown:
+        raise ValueError(
+            f"skip must name transformations of TRANSFORMS ({', '.join(TRANSFORMS)}); got {sorted(unknown)}"
+        )
+    own = list(dict.fromkeys(h for c in cases for h in (c.transforms or {})))
+    rows = [(h, [(c.transforms or {}).get(h) for c in cases]) for h in own]
+    for name, t in TRANSFORMS.items():
+        values = [
+            t.apply(np.asarray(c.expected, dtype=np.float64)) if t.fits(tuple(c.shape)) and name not in c.skip else None
+            for c in cases
+        ]
+        if any(v is not None for v in values):
+            rows.append((t.hint, values))
+    return rows
 
 
 class _TimeUp(BaseException):
@@ -171,7 +246,12 @@ def shown(got: np.ndarray, expected: Any) -> str:
 
 
 def run(fn: Callable, cases: list[Case]) -> None:
-    """Call ``fn`` on every case and raise the hint of the answer (see :mod:`attn_lib.book.exercises`)."""
+    """Call ``fn`` on every case and raise the hint of the answer (see :mod:`attn_lib.book.exercises`).
+
+    The hint is the first that fits: a wrong shape; a listed mistake; a transformation of the right answer
+    (:func:`transformations`); a property of the first case that differs; its generic hint. A mistake or a
+    transformation fits when the answer gives its value on every case where it is judged.
+    """
     check_callable(fn)
     gots = []
     for case in cases:
@@ -186,8 +266,9 @@ def run(fn: Callable, cases: list[Case]) -> None:
         return
     first, got = cases[bad[0]], gots[bad[0]]
     values = f"{first.where[0].upper()}{first.where[1:]}: {shown(got, first.expected)}."
-    for hint in hints(cases):
-        judged = [(g, c.mistakes[hint]) for g, c in zip(gots, cases) if c.mistakes.get(hint) is not None]
+    tried = [(hint, [c.mistakes.get(hint) for c in cases]) for hint in hints(cases)] + transformations(cases)
+    for hint, on_cases in tried:
+        judged = [(g, value) for g, value in zip(gots, on_cases) if value is not None]
         if judged and all(close(g, value) for g, value in judged):
             raise AssertionError(f"HINT: {hint}. {values}")
     for prop in first.properties:

@@ -21,6 +21,7 @@ def _cases_softmax_jacobian(seed: Any) -> list[harness.Case]:
         a = theory.softmax_np(l, T)
         a1 = theory.softmax_np(l)
         core = np.diag(a) - np.outer(a, a)
+        at_inverse_T = theory.softmax_jacobian_np(l, 1 / T)
         cases.append(
             harness.Case(
                 (l.copy(), T),
@@ -37,6 +38,12 @@ def _cases_softmax_jacobian(seed: Any) -> list[harness.Case]:
                 (l.size, l.size),
                 "J[i, j] = d alpha_i / d l_j",
                 "your Jacobian does not match (diag(alpha) - alpha alpha^T) / T",
+                transforms={
+                    "you swapped T and 1/T: alpha = softmax(l / T) and the factor is 1/T, so J = "
+                    "(diag(alpha) - alpha alpha^T) / T": at_inverse_T
+                },
+                # J is symmetric (its transpose is itself) and its sign flip is a listed mistake
+                skip=frozenset({"transpose", "sign"}),
             )
         )
     return cases
@@ -72,6 +79,8 @@ def _cases_jacobian_norm_bound(seed: Any) -> list[harness.Case]:
                 (),
                 "one number",
                 "expected 1/(2T)",
+                # twice the answer is 1/T and half of it 1/(4T): both listed, with the hint that names them
+                skip=frozenset({"twice", "half"}),
             )
         )
     return cases
@@ -114,6 +123,11 @@ def _cases_spectral_norm(seed: Any) -> list[harness.Case]:
                 (),
                 "one number",
                 "your spectral norm does not match the largest singular value of J",
+                transforms={
+                    "you swapped T and 1/T: the Jacobian is taken at softmax(l / T) and carries a factor 1/T": (
+                        np.linalg.norm(theory.softmax_jacobian_np(l_np, 1 / T), 2)
+                    )
+                },
             )
         )
     return cases

@@ -358,6 +358,14 @@ def _own_file(entry: Path, name: str) -> Path:
     return f
 
 
+def _libs() -> tuple[Any, Any]:
+    """numpy and pandas, imported when an entry is encoded or decoded (the CLI imports this module; pandas is slow)."""
+    import numpy  # lazy: see the docstring
+    import pandas
+
+    return numpy, pandas
+
+
 def _encode(value: Any) -> tuple[str, bytes, Any]:
     """(kind, payload bytes, value as it will be read back); ``ValueError`` for a value no safe format holds."""
     try:
@@ -372,8 +380,7 @@ def _encode(value: Any) -> tuple[str, bytes, Any]:
 def _to_npz(value: Any) -> bytes:
     """``value`` as an ``.npz`` archive read back without pickle: the numeric arrays, and the rest as a JSON tree of
     ``[tag, ...]`` nodes. Raises ``ValueError`` unless it reads back the same (:func:`_same`)."""
-    import numpy as np
-
+    np, _ = _libs()
     arrays: dict = {}
     try:
         tree = json.dumps(_node(value, arrays), allow_nan=True).encode("utf-8")
@@ -388,8 +395,7 @@ def _to_npz(value: Any) -> bytes:
 
 
 def _node(v: Any, arrays: dict) -> Any:
-    import numpy as np
-    import pandas as pd
+    np, pd = _libs()
 
     def n(x):
         return _node(x, arrays)
@@ -430,24 +436,20 @@ def _node(v: Any, arrays: dict) -> Any:
 
 def _column(x: Any) -> Any:
     """The values of a Series or Index: a NumPy array for a NumPy numeric or date dtype, else its pandas array."""
-    import numpy as np
-
+    np, _ = _libs()
     return x.to_numpy() if isinstance(x.dtype, np.dtype) and x.dtype.kind in "biufcmM" else x.array
 
 
 def _from_npz(payload: bytes) -> Any:
     """The value of :func:`_to_npz`'s archive, read with ``allow_pickle=False``."""
-    import numpy as np
-
+    np, _ = _libs()
     with np.load(io.BytesIO(payload), allow_pickle=False) as z:
         arrays = {k: z[k] for k in z.files}
     return _value(json.loads(arrays.pop("__tree__").tobytes().decode("utf-8")), arrays)
 
 
 def _value(t: Any, arrays: dict) -> Any:
-    import numpy as np
-    import pandas as pd
-
+    np, pd = _libs()
     if not isinstance(t, list):
         return t
     tag, *a = t
@@ -493,8 +495,7 @@ def _with_attrs(obj: Any, attrs: dict) -> Any:
 
 
 def _frame(columns: list, index: Any, names: Any, attrs: dict) -> Any:
-    import pandas as pd
-
+    _, pd = _libs()
     dtypes = {i: c.dtype for i, c in enumerate(columns)}  # as stored: an object column of strings stays object
     df = pd.DataFrame(dict(enumerate(columns)), index=index, copy=False).astype(dtypes)
     df.columns = names
@@ -503,9 +504,7 @@ def _frame(columns: list, index: Any, names: Any, attrs: dict) -> Any:
 
 def _same(a: Any, b: Any) -> bool:
     """Whether ``b`` is ``a`` read back exactly: same types, dtypes, values (NaN where NaN), names and attrs."""
-    import numpy as np
-    import pandas as pd
-
+    np, pd = _libs()
     if type(a) is not type(b):
         return False
     if isinstance(a, (pd.DataFrame, pd.Series, pd.Index)):

@@ -10,6 +10,7 @@ import math
 import numbers
 import operator
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -200,3 +201,50 @@ def _range_text(low: int | None, high: int | None) -> str:
     if low is not None and high is not None:
         return f" in [{low}, {high}]"
     return f" >= {low}" if low is not None else f" <= {high}" if high is not None else ""
+
+
+_FOLDER = (
+    "an absolute folder path, or one starting with ~ (a relative path or a $VARIABLE is not expanded)",
+    lambda v: v.startswith("~") or Path(v).is_absolute(),
+)
+
+
+def _words(*words: str) -> tuple[str, Any]:
+    return "one of " + ", ".join(words), lambda v: v.lower() in words
+
+
+#: The library's environment variables: name -> (allowed values in words, test of a stripped value). Unset or empty
+#: means the default; :func:`env` reads them, :func:`check_environment` checks them all (``attn-lib`` at start-up).
+ENVIRONMENT = {
+    "ATTN_LIB_CACHE_DIR": _FOLDER,
+    "ATTN_LIB_MODEL_DIR": _FOLDER,
+    "ATTN_LIB_OFFLINE": _words("1", "true", "yes", "on", "0", "false", "no", "off"),
+    "ATTN_LIB_ENGINE": _words("auto", "numba", "torch"),
+    "ATTN_LIB_PROFILE": _words("paper", "quick"),
+    "ATTN_LIB_MODEL": ("a model name or folder such as gpt2", bool),
+    "GOMP_SPINCOUNT": (
+        "a count (digits, optionally followed by k, K, M or G) or INFINITE / INFINITY",
+        lambda v: re.fullmatch(r"\d+[kKMG]?|INFINITE|INFINITY", v) is not None,
+    ),
+}
+
+
+def env(name: str) -> str:
+    """The stripped value of the environment variable ``name`` of :data:`ENVIRONMENT` (``""`` when unset or empty);
+    ``ValueError`` naming the variable and its allowed values when the value is outside them (blanks included)."""
+    raw = os.environ.get(name, "")
+    what, ok = ENVIRONMENT[name]
+    if raw and not ok(raw.strip()):
+        raise ValueError(f"the environment variable {name} must be {what}, or unset (got {raw!r})")
+    return raw.strip()
+
+
+def env_flag(name: str) -> bool:
+    """A yes/no variable of :data:`ENVIRONMENT` through :func:`env`: True for 1, true, yes or on."""
+    return env(name).lower() in ("1", "true", "yes", "on")
+
+
+def check_environment() -> None:
+    """Every variable of :data:`ENVIRONMENT` through :func:`env` (the first bad one raises)."""
+    for name in ENVIRONMENT:
+        env(name)

@@ -13,8 +13,11 @@ payload cannot be decoded, is treated as absent: the value is recomputed and the
 
 Values may be JSON-able (dicts with string keys, lists, numbers, strings; they come back as JSON gives them, so tuples
 become lists -- the first call returns the same round-tripped value, so a cached and an uncached run look identical),
-pandas DataFrames or Series (stored as pickles, unpickled only after the checksum matched), or any other picklable
-object. A dict with a non-string key (``{1: 'a', '1': 'b'}``, which JSON would merge into ``{'1': 'b'}``) is pickled.
+or pandas DataFrames, Series, NumPy arrays and scalars, attn_lib dataclasses, and dicts, lists and tuples of them: those
+are stored as a ``.npz`` archive (the arrays, and the rest as JSON) read with ``allow_pickle=False``, and stored only
+if they read back exactly the same. Nothing is unpickled, so an entry forged in a writable cache folder runs no code of its
+own (at most it builds an attn_lib dataclass from its data); an entry reads only its own ``meta.json`` and payload file (a fixed name, no symbolic link). A value of any
+other type (or a DataFrame with a MultiIndex, say) is returned but not stored, with a warning.
 Writes are atomic (a temporary folder renamed into place), so an interrupted run leaves no half-written entry; a file
 or link found where an entry folder belongs is removed and the entry rewritten.
 """
@@ -22,11 +25,14 @@ or link found where an entry folder belongs is removed and the entry rewritten.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import hashlib
+import importlib
+import io
 import json
 import logging
 import os
-import pickle
 import shutil
 import tempfile
 import time
@@ -36,7 +42,7 @@ from typing import Any
 
 import platformdirs
 
-from ._validation import check_nonnegative, expand_path
+from ._validation import check_nonnegative, env, expand_path
 
 __all__ = ["ResultCache", "cache_dir", "model_dir", "results_dir"]
 
@@ -45,23 +51,23 @@ log = logging.getLogger(__name__)
 CACHE_ENV = "ATTN_LIB_CACHE_DIR"
 MODEL_ENV = "ATTN_LIB_MODEL_DIR"
 #: Bumped whenever the on-disk layout of an entry changes; part of every key.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 def cache_dir() -> Path:
     """Root of attn_lib's caches: ``$ATTN_LIB_CACHE_DIR`` or the platform's user cache folder
     (``platformdirs.user_cache_dir("attn_lib")``)."""
-    env = os.environ.get(CACHE_ENV, "").strip()
-    if env:
-        return expand_path(f"the environment variable {CACHE_ENV}", env)
+    value = env(CACHE_ENV)
+    if value:
+        return expand_path(f"the environment variable {CACHE_ENV}", value)
     return Path(platformdirs.user_cache_dir("attn_lib", appauthor=False))
 
 
 def model_dir() -> Path:
     """Folder for converted model weights (the offline stand-in's safetensors copy): ``$ATTN_LIB_MODEL_DIR`` or
     ``<cache_dir>/models``."""
-    env = os.environ.get(MODEL_ENV, "").strip()
-    return expand_path(f"the environment variable {MODEL_ENV}", env) if env else cache_dir() / "models"
+    value = env(MODEL_ENV)
+    return expand_path(f"the environment variable {MODEL_ENV}", value) if value else cache_dir() / "models"
 
 
 def results_dir() -> Path:
@@ -268,34 +274,35 @@ class ResultCache:
 
     # -- storage --------------------------------------------------------------------------------------------------
     def _read(self, path: Path, full: dict) -> tuple[bool, Any]:
-        meta_path = path / "meta.json"
-        if not meta_path.is_file():
+        if not (path / "meta.json").is_file():
             return False, None
         try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            meta = json.loads(_own_file(path, "meta.json").read_text(encoding="utf-8"))
             if canonical_json(meta.get("key")) != canonical_json(full):  # as strings: NaN != NaN as floats
                 raise ValueError("stored key differs (stale entry or hash collision)")
-            kind = meta["kind"]
-            payload = (path / meta["payload"]).read_bytes()
+            if _PAYLOADS.get(meta["kind"]) != meta["payload"]:
+                raise ValueError(
+                    f"kind {meta['kind']!r} with payload {meta['payload']!r} is not an entry of this format"
+                )
+            payload = _own_file(path, meta["payload"]).read_bytes()
             if hashlib.sha256(payload).hexdigest() != meta["sha256"]:
                 raise ValueError("checksum mismatch (corrupted payload)")
-            if kind == "json":
-                value = json.loads(payload.decode("utf-8"))
-            elif kind in ("dataframe", "pickle"):
-                value = pickle.loads(payload)
-            else:
-                raise ValueError(f"unknown kind {kind!r}")
+            value = json.loads(payload.decode("utf-8")) if meta["kind"] == "json" else _from_npz(payload)
         except Exception as exc:  # anything wrong: recompute, never trust
             log.warning("attn_lib cache: ignoring invalid entry %s (%s); recomputing", path, exc)
             return False, None
         return True, value
 
     def _write(self, path: Path, full: dict, value: Any) -> Any:
-        kind, payload, value = _encode(value)
+        try:
+            kind, payload, value = _encode(value)
+        except ValueError as exc:  # a value no safe format holds exactly: returned, not stored
+            log.warning("attn_lib cache: not storing %s (%s)", path, exc)
+            return value
         meta = {
             "key": json.loads(canonical_json(full)),
             "kind": kind,
-            "payload": "value.json" if kind == "json" else "value.pkl",
+            "payload": _PAYLOADS[kind],
             "sha256": hashlib.sha256(payload).hexdigest(),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "attn_lib_version": _attn_lib_version(),
@@ -339,22 +346,197 @@ def _remove_entry(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _encode(value: Any) -> tuple[str, bytes, Any]:
-    """(kind, payload bytes, value as it will be read back)."""
-    import pandas as pd  # pandas: only to encode a DataFrame, and slow to import
+#: The payload file of each kind of entry: a name in the entry's folder, never a path.
+_PAYLOADS = {"json": "value.json", "tree": "value.npz"}
 
-    if isinstance(value, (pd.DataFrame, pd.Series)):
-        return "dataframe", pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), value
+
+def _own_file(entry: Path, name: str) -> Path:
+    """``entry/name``, a regular file of the entry itself: no link on the way out of the cache folder."""
+    f = entry / name
+    if name not in (*_PAYLOADS.values(), "meta.json") or any(p.is_symlink() for p in (entry.parent, entry, f)):
+        raise ValueError(f"{name!r} is not a file of the entry itself")
+    return f
+
+
+def _libs() -> tuple[Any, Any]:
+    """numpy and pandas, imported when an entry is encoded or decoded (the CLI imports this module; pandas is slow)."""
+    import numpy  # lazy: see the docstring
+    import pandas
+
+    return numpy, pandas
+
+
+def _encode(value: Any) -> tuple[str, bytes, Any]:
+    """(kind, payload bytes, value as it will be read back); ``ValueError`` for a value no safe format holds."""
     try:
         if not _plain_json(value):  # e.g. {1: 'a', '1': 'b'}: JSON would turn 1 into '1' and lose an item
             raise TypeError("not plain JSON")
         text = json.dumps(value, allow_nan=True)
     except (TypeError, ValueError, RecursionError):
-        try:
-            return "pickle", pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), value
-        except Exception as exc:
-            raise ValueError(f"compute() returned a value that can be neither JSON-encoded nor pickled: {exc}") from exc
+        return "tree", _to_npz(value), value
     return "json", text.encode("utf-8"), json.loads(text)
+
+
+def _to_npz(value: Any) -> bytes:
+    """``value`` as an ``.npz`` archive read back without pickle: the numeric arrays, and the rest as a JSON tree of
+    ``[tag, ...]`` nodes. Raises ``ValueError`` unless it reads back the same (:func:`_same`)."""
+    np, _ = _libs()
+    arrays: dict = {}
+    try:
+        tree = json.dumps(_node(value, arrays), allow_nan=True).encode("utf-8")
+    except RecursionError:
+        raise ValueError("the value is nested too deeply") from None
+    buf = io.BytesIO()
+    np.savez(buf, __tree__=np.frombuffer(tree, dtype=np.uint8), **arrays)
+    payload = buf.getvalue()
+    if not _same(value, _from_npz(payload)):
+        raise ValueError(f"a {type(value).__name__} that does not read back the same")
+    return payload
+
+
+def _node(v: Any, arrays: dict) -> Any:
+    np, pd = _libs()
+
+    def n(x):
+        return _node(x, arrays)
+
+    if v is None or type(v) in (bool, int, float, str):
+        return v
+    if isinstance(v, np.ndarray):
+        if v.dtype.hasobject:
+            return ["objarray", list(v.shape), [n(x) for x in v.ravel()]]
+        arrays[f"a{len(arrays)}"] = v
+        return ["array", f"a{len(arrays) - 1}"]
+    if isinstance(v, np.generic) and v.dtype.kind in "biuf":
+        return ["scalar", v.dtype.str, v.item()]
+    if v is pd.NA:
+        return ["NA"]
+    if isinstance(v, (list, tuple)):
+        return [type(v).__name__, [n(x) for x in v]]
+    if isinstance(v, dict):
+        return ["dict", [[n(k), n(x)] for k, x in v.items()]]
+    if isinstance(v, pd.RangeIndex):
+        return ["range", v.start, v.stop, v.step, n(v.name)]
+    if isinstance(v, pd.Categorical):
+        return ["cat", n(v.codes), n(v.categories), v.ordered]
+    if isinstance(v, pd.api.extensions.ExtensionArray):
+        return ["ext", str(v.dtype), [n(x) for x in v]]
+    if type(v) is pd.Index:
+        return ["index", n(_column(v)), n(v.name)]
+    if type(v) is pd.Series:
+        return ["series", n(_column(v)), n(v.index), n(v.name), n(v.attrs)]
+    if type(v) is pd.DataFrame:
+        cols = [n(_column(v.iloc[:, i])) for i in range(v.shape[1])]
+        return ["frame", cols, n(v.index), n(v.columns), n(v.attrs)]
+    if dataclasses.is_dataclass(v) and type(v).__module__.startswith("attn_lib."):
+        fields = {f.name: n(getattr(v, f.name)) for f in dataclasses.fields(v) if f.init}
+        return ["dataclass", f"{type(v).__module__}:{type(v).__qualname__}", fields]
+    raise ValueError(f"a {type(v).__name__} has no safe format here")
+
+
+def _column(x: Any) -> Any:
+    """The values of a Series or Index: a NumPy array for a NumPy numeric or date dtype, else its pandas array."""
+    np, _ = _libs()
+    return x.to_numpy() if isinstance(x.dtype, np.dtype) and x.dtype.kind in "biufcmM" else x.array
+
+
+def _from_npz(payload: bytes) -> Any:
+    """The value of :func:`_to_npz`'s archive, read with ``allow_pickle=False``."""
+    np, _ = _libs()
+    with np.load(io.BytesIO(payload), allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    return _value(json.loads(arrays.pop("__tree__").tobytes().decode("utf-8")), arrays)
+
+
+def _value(t: Any, arrays: dict) -> Any:
+    np, pd = _libs()
+    if not isinstance(t, list):
+        return t
+    tag, *a = t
+    v = functools.partial(_value, arrays=arrays)
+    if tag == "array":
+        return arrays[a[0]]
+    if tag == "objarray":
+        out = np.empty(len(a[1]), dtype=object)
+        for i, x in enumerate(a[1]):  # one by one: a list of equal-length arrays would be broadcast
+            out[i] = v(x)
+        return out.reshape(a[0])
+    if tag == "scalar":
+        return np.dtype(a[0]).type(a[1])
+    if tag in ("list", "tuple"):
+        return (list if tag == "list" else tuple)(v(x) for x in a[0])
+    if tag == "dict":
+        return {v(k): v(x) for k, x in a[0]}
+    if tag == "dataclass":
+        module, _, name = a[0].partition(":")
+        cls = importlib.import_module(module) if module.startswith("attn_lib.") else None
+        for part in name.split("."):
+            cls = getattr(cls, part, None)
+        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+            raise ValueError(f"{a[0]!r} is not a dataclass of attn_lib")
+        return cls(**{k: v(x) for k, x in a[1].items()})
+    pandas_nodes = {
+        "NA": lambda: pd.NA,
+        "range": lambda: pd.RangeIndex(a[0], a[1], a[2], name=v(a[3])),
+        "cat": lambda: pd.Categorical.from_codes(v(a[0]), categories=v(a[1]), ordered=a[2]),
+        "ext": lambda: pd.array([v(x) for x in a[1]], dtype=a[0]),
+        "index": lambda: pd.Index(x := v(a[0]), dtype=x.dtype, name=v(a[1])),
+        "series": lambda: _with_attrs(pd.Series(x := v(a[0]), index=v(a[1]), dtype=x.dtype, name=v(a[2])), v(a[3])),
+        "frame": lambda: _frame([v(c) for c in a[0]], v(a[1]), v(a[2]), v(a[3])),
+    }
+    if tag not in pandas_nodes:
+        raise ValueError(f"unknown node {tag!r}")
+    return pandas_nodes[tag]()
+
+
+def _with_attrs(obj: Any, attrs: dict) -> Any:
+    obj.attrs = attrs
+    return obj
+
+
+def _frame(columns: list, index: Any, names: Any, attrs: dict) -> Any:
+    _, pd = _libs()
+    dtypes = {i: c.dtype for i, c in enumerate(columns)}  # as stored: an object column of strings stays object
+    df = pd.DataFrame(dict(enumerate(columns)), index=index, copy=False).astype(dtypes)
+    df.columns = names
+    return _with_attrs(df, attrs)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether ``b`` is ``a`` read back exactly: same types, dtypes, values (NaN where NaN), names and attrs."""
+    np, pd = _libs()
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (pd.DataFrame, pd.Series, pd.Index)):
+        check, kw = {
+            pd.DataFrame: (pd.testing.assert_frame_equal, {"check_column_type": True, "check_index_type": True}),
+            pd.Series: (pd.testing.assert_series_equal, {"check_index_type": True}),
+        }.get(type(a), (pd.testing.assert_index_equal, {"exact": True}))
+        try:
+            check(a, b, check_exact=True, **kw)
+        except AssertionError:
+            return False
+        cols = [(a.iloc[:, i], b.iloc[:, i]) for i in range(a.shape[1])] if a.ndim == 2 else [(a, b)]
+        objects = all(_same(list(x), list(y)) for x, y in cols if x.dtype == object)  # nested arrays, exact types
+        return objects and _same(getattr(a, "attrs", None), getattr(b, "attrs", None))
+    if isinstance(a, np.ndarray):
+        if a.dtype != b.dtype or a.shape != b.shape:
+            return False
+        if a.dtype.hasobject:
+            return all(map(_same, a.ravel(), b.ravel()))
+        return np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+    if isinstance(a, dict):
+        return _same(list(a), list(b)) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(map(_same, a, b))
+    if dataclasses.is_dataclass(a):
+        return all(_same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
+    if a is pd.NA:
+        return True
+    try:
+        return bool(a == b) or bool(a != a and b != b)  # NaN reads back as NaN
+    except (TypeError, ValueError):
+        return False
 
 
 def describe_cache() -> dict:

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from tqdm.auto import tqdm
 
 from . import __version__, process
-from ._validation import check_int, check_positive, max_threads, prepare_output_dir
+from ._validation import check_environment, check_int, check_positive, max_threads, prepare_output_dir
 from .cache import describe_cache, format_bytes, results_dir
 from .errors import ModelUnavailableError, TextUnavailableError
 
@@ -306,13 +306,14 @@ def _cmd_compare_normalizers(args) -> int:
 _ENV_HELP = """environment variables:
   ATTN_LIB_CACHE_DIR  root of the caches (default: the user cache folder, e.g. ~/.cache/attn_lib)
   ATTN_LIB_MODEL_DIR  where the converted offline stand-in is kept (default: <cache>/models)
-  ATTN_LIB_OFFLINE    1: never probe the network; GPT-2 then resolves to the offline stand-in
+  ATTN_LIB_OFFLINE    1 (or true, yes, on): never probe the network; GPT-2 then resolves to the offline stand-in
   ATTN_LIB_ENGINE     auto (default: the compiled numba kernels of attn_lib.accel on CPU), torch (float64 tensor
                       code) or numba
   ATTN_LIB_MODEL      model the book's chapters load (default gpt2; the CLI takes --model)
   ATTN_LIB_PROFILE    grids the book's chapters use, paper (default) or quick (the CLI takes --profile)
   GOMP_SPINCOUNT, GLIBC_TUNABLES  process settings, as --tune-process makes them (see info)
-  HF_HOME, HF_HUB_OFFLINE, TRANSFORMERS_OFFLINE  as for Hugging Face transformers"""
+  HF_HOME, HF_HUB_OFFLINE, TRANSFORMERS_OFFLINE  as for Hugging Face transformers
+A value outside its set (e.g. a relative cache folder) stops every command with one line naming the variable."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -373,7 +374,8 @@ def _model_args(sp, quiet_help: str) -> None:
     sp.add_argument(
         "--text",
         default="war-and-peace",
-        help="war-and-peace (default; offline: the shipped 'botchan'), botchan, or a path to a UTF-8 text file",
+        help="war-and-peace (default; offline: the shipped 'botchan'), botchan, or a path to a UTF-8 text file "
+        "(at most 32 MiB)",
     )
     sp.add_argument("--no-cache", action="store_true", help="bypass the result cache")
     sp.add_argument("-q", "--quiet", action="store_true", help=quiet_help)
@@ -566,9 +568,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="attn-lib: %(message)s", stream=sys.stderr
     )
-    if args.tune_process:  # before the command imports torch, which loads OpenMP
-        process.tune()
     try:
+        check_environment()  # every ATTN_LIB_* (and GOMP_SPINCOUNT) value in its set, before any work
+        if args.tune_process:  # before the command imports torch, which loads OpenMP
+            process.tune()
         with _warnings_as_notes():
             return int(args.func(args) or 0)
     except (ValueError, ModelUnavailableError, TextUnavailableError) as exc:

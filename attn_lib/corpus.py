@@ -11,7 +11,8 @@ Sources (:func:`load_text`)
     returned instead, with a warning and a ``source`` that says so; ``offline_ok=False`` raises
     :class:`TextUnavailableError`.
 a path to a local ``.txt`` file
-    Read as UTF-8; if it is a Project Gutenberg file its header and footer are stripped.
+    Read as UTF-8 (:func:`read_text_file`: at most :data:`MAX_TEXT_BYTES`, 32 MiB; a larger file, or one with NUL
+    bytes or not UTF-8, is a ``ValueError``); if it is a Project Gutenberg file its header and footer are stripped.
 ``"botchan"`` -- the offline default, shipped with attn_lib
     Natsume Soseki (as "Kin-nosuke Natsume"), *Botchan (Master Darling)*, English translation by Yasotaro Morri,
     revised by J. R. Kennedy, 1919: public domain; Project Gutenberg ebook #8868. The copy is the one distributed in
@@ -42,8 +43,8 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from ._validation import check_int, expand_path
-from .cache import cache_dir
+from ._validation import check_int, env_flag, expand_path
+from .cache import cache_dir, format_bytes
 from .errors import TextUnavailableError
 
 __all__ = ["Text", "TextUnavailableError", "load_text", "available_texts", "strip_gutenberg", "token_windows"]
@@ -60,6 +61,8 @@ WAR_AND_PEACE_URLS = (
 _WP_FILE = "pg2600.txt"
 _DOWNLOAD_TIMEOUT_S = 30.0
 _PROBE_TIMEOUT_S = 3.0
+#: Largest text file read (bytes): 32 MiB, ten times War and Peace; a larger file is refused, not read.
+MAX_TEXT_BYTES = 32 << 20
 
 _SHIPPED = {
     OFFLINE_DEFAULT: {
@@ -145,6 +148,23 @@ def available_texts() -> dict[str, str]:
     return out
 
 
+def read_text_file(name: str, path: Path) -> str:
+    """The UTF-8 text of the file ``path``, read only up to :data:`MAX_TEXT_BYTES`; ``ValueError`` naming ``name``
+    for a larger file or one that is not text (NUL bytes, or not UTF-8)."""
+    with open(path, "rb") as f:
+        data = f.read(MAX_TEXT_BYTES + 1)
+    if len(data) > MAX_TEXT_BYTES:
+        size = max(len(data), path.stat().st_size)
+        raise ValueError(f"{name} is {format_bytes(size)}, over the {format_bytes(MAX_TEXT_BYTES)} cap on a text")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{name} is not a text file: not UTF-8 ({exc})") from None
+    if "\0" in text:
+        raise ValueError(f"{name} is not a text file: it holds NUL bytes, as binary files do")
+    return text
+
+
 def _read_shipped(name: str) -> Text:
     info = _SHIPPED[name]
     raw = resources.files("attn_lib").joinpath("data", info["file"]).read_text(encoding="utf-8")
@@ -189,7 +209,7 @@ def _cached_war_and_peace() -> Path | None:
         return None
     try:
         meta = json.loads(side.read_text())
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        digest = hashlib.sha256(read_text_file("the cached War and Peace", path).encode("utf-8")).hexdigest()
         if digest != meta["sha256"]:
             raise ValueError("checksum mismatch")
     except (OSError, ValueError, KeyError) as exc:
@@ -207,7 +227,7 @@ def _war_and_peace(offline_ok: bool) -> Text:
     path = _cached_war_and_peace()
     if path is None:
         errors = []
-        if os.environ.get("ATTN_LIB_OFFLINE", "").strip().lower() in ("1", "true", "yes"):
+        if env_flag("ATTN_LIB_OFFLINE"):
             errors.append("ATTN_LIB_OFFLINE is set")
         elif not _host_reachable("www.gutenberg.org"):
             errors.append("www.gutenberg.org is unreachable")
@@ -237,7 +257,7 @@ def _war_and_peace(offline_ok: bool) -> Text:
             )
             warnings.warn(msg, UserWarning, stacklevel=3)
             return dataclasses.replace(fallback, source=fallback.source + " (offline fallback for war-and-peace)")
-    raw = path.read_text(encoding="utf-8", errors="replace")
+    raw = read_text_file("the cached War and Peace", path)
     body = _wp_first_chapter(strip_gutenberg(raw))
     return Text.from_string(
         body, name=WAR_AND_PEACE, source=f"Tolstoy, War and Peace, Project Gutenberg #2600, cached at {path}"
@@ -269,10 +289,7 @@ def load_text(source: str | os.PathLike = WAR_AND_PEACE, *, offline_ok: bool = T
             raise ValueError(f"source={key!r} is neither a known text {sorted(available_texts())} nor an existing file")
         if not path.is_file():
             raise ValueError(f"source={key!r} is not a regular file")
-        try:
-            raw = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise ValueError(f"source={key!r} is not UTF-8 text ({exc})") from None
+        raw = read_text_file(f"source={key!r}", path)
         body = strip_gutenberg(raw) if _START.search(raw) else _normalise(raw)
         text = Text.from_string(body, name=path.stem, source=f"local file {path.resolve()}")
     if not text.text.strip():

@@ -25,8 +25,9 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
-import re
 import sys
+
+from ._validation import env as check_env
 
 __all__ = ["ENVIRONMENT", "tune", "state"]
 
@@ -60,6 +61,7 @@ def _libgomp_loaded() -> str | None:
 
 def _tune_openmp() -> str:
     given = [f"{v}={os.environ[v]}" for v in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY") if os.environ.get(v, "").strip()]
+    check_env("GOMP_SPINCOUNT")  # a value libgomp ignores is an error, not a setting "left as the environment sets it"
     if given:
         return f"left as the environment sets it ({', '.join(given)})"
     if platform.system() != "Linux":
@@ -113,11 +115,10 @@ def tune(*, openmp: bool = True, allocator: bool = True) -> dict[str, str]:
 
 
 def state() -> dict[str, str]:
-    """What is in effect in this process, one line per setting (``python -m attn_lib info`` prints them)."""
-    env = {v: os.environ.get(v, "").strip() for v in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY", "GLIBC_TUNABLES")}
-    spin = env["GOMP_SPINCOUNT"]
-    if spin and not re.fullmatch(r"\d+[kKMG]?|INFINITE|INFINITY", spin):
-        env["GOMP_SPINCOUNT"] += ", not a count: libgomp ignores it"
+    """What is in effect in this process, one line per setting (``python -m attn_lib info`` prints them); ``ValueError``
+    for a ``GOMP_SPINCOUNT`` that libgomp would ignore."""
+    env = {v: os.environ.get(v, "").strip() for v in ("OMP_WAIT_POLICY", "GLIBC_TUNABLES")}
+    env["GOMP_SPINCOUNT"] = check_env("GOMP_SPINCOUNT")  # ValueError for a value libgomp ignores
     openmp = _DONE.get("openmp") or (
         ", ".join(f"{v}={env[v]} (from the environment)" for v in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY") if env[v])
         or "libgomp defaults (not tuned; attn_lib.process.tune() or attn-lib --tune-process)"

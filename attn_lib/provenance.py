@@ -21,6 +21,8 @@ __all__ = ["label_figure", "figure_to_png"]
 
 #: gid given to the footer text that :func:`label_figure` adds (lets tests and other helpers find it).
 PROVENANCE_GID = "attn_lib-provenance"
+#: Most pixels :func:`figure_to_png` renders (5 * 10^7, 200 MB of RGBA): a larger ``dpi`` is a ValueError.
+MAX_PIXELS = 5 * 10**7
 
 
 def _check_label(name: str, value: Any) -> str:
@@ -93,8 +95,14 @@ def figure_to_png(fig: Figure, *, dpi: float = FIGURE_DPI) -> bytes:
     """Render ``fig`` to PNG bytes (tight bounding box, so the provenance footer is kept).
 
     The PNG carries text chunks with the resolution, the figure's width in inches and its smallest font size in
-    points (keys in :mod:`attn_lib.layout`), so the browser test can tell how large the smallest text is shown."""
+    points (keys in :mod:`attn_lib.layout`), so the browser test can tell how large the smallest text is shown.
+    ``ValueError`` for a ``dpi`` that would render more than :data:`MAX_PIXELS`."""
     dpi = _check_figure(fig, "dpi", dpi)
+    w, h = fig.get_size_inches()
+    if dpi > (top := (MAX_PIXELS / (w * h)) ** 0.5):  # the tight box may add a footer: a margin, not an exact count
+        raise ValueError(
+            f"dpi={dpi:g} renders this {w:g} x {h:g} in figure as over {MAX_PIXELS:,} pixels; dpi must be <= {top:.0f}"
+        )
     smallest = smallest_font_pt(fig)
     metadata = {PNG_KEY_DPI: f"{float(dpi):g}", PNG_KEY_WIDTH: f"{fig.get_figwidth():.3f}"}
     if smallest is not None:

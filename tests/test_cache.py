@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
+import os
+import pickle
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import attn_lib
 import attn_lib.cache as K
@@ -87,14 +93,78 @@ def test_dataframe_roundtrip(tmp_path):
     pd.testing.assert_series_equal(cache.get_or_compute({"k": "series"}, lambda: series), series)
 
 
-def test_other_picklable_values(tmp_path):
+def test_other_values_are_stored_without_pickle_and_read_back_exactly(tmp_path):
+    from attn_lib.experiments.swap import SwapResult
+
     cache = K.ResultCache(tmp_path)
-    value = {"frame": pd.DataFrame({"x": [1]}), "array": np.arange(3)}
-    cache.get_or_compute({"k": 1}, lambda: value)
-    got = cache.get_or_compute({"k": 1}, lambda: pytest.fail("should be cached"))
-    assert np.array_equal(got["array"], value["array"])
-    with pytest.raises(ValueError, match="neither JSON-encoded nor pickled"):
-        cache.get_or_compute({"k": 2}, lambda: lambda: 0)
+    frame = pd.DataFrame(
+        {
+            "s": ["a", None, "c"],
+            "o": pd.array(["x", 1, 2.5], dtype=object),
+            "I": pd.array([1, None, 3], dtype="Int64"),
+            "att": [np.arange(3.0), np.arange(2.0), np.arange(3.0)],  # like live_swap's rows
+        },
+        index=pd.Index([5, 6, 7], name="i"),
+    )
+    frame.attrs["timing"] = {"s": 1.25, "pair": (1, 2)}
+    value = {"frame": frame, "array": np.arange(6, dtype=np.float32).reshape(2, 3), 1: (np.int64(3), None)}
+    for i, v in enumerate([value, SwapResult(frame, frame.iloc[:1])]):
+        assert K._same(cache.get_or_compute({"k": i}, lambda v=v: v), v)
+        got = cache.get_or_compute({"k": i}, lambda: pytest.fail("should be cached"))
+        assert cache.last_status == "hit" and K._same(got, v)
+        path, meta = _entry(cache, {"k": i})
+        assert meta["kind"] == "tree" and sorted(p.name for p in path.iterdir()) == ["meta.json", "value.npz"]
+    pd.testing.assert_frame_equal(got.losses, frame)
+
+
+def test_a_value_without_a_safe_format_is_returned_not_stored(tmp_path, caplog):
+    cache = K.ResultCache(tmp_path)
+    for v in (lambda: 0, {"x": object()}, pd.DataFrame({"x": [1]}, index=pd.MultiIndex.from_tuples([(1, 2)]))):
+        c = Counter(v)
+        assert cache.get_or_compute({"k": 2}, c) is v and cache.get_or_compute({"k": 2}, c) is v
+        assert c.n == 2 and not cache.entries()
+    assert "not storing" in caplog.text
+
+
+def _frames():
+    from hypothesis.extra import pandas as hpd
+
+    cols = [
+        hpd.column("f", dtype=float),
+        hpd.column("i", dtype=np.int64),
+        hpd.column("b", dtype=bool),
+        hpd.column("s", elements=st.one_of(st.none(), st.text(max_size=5))),
+    ]
+    return hpd.data_frames(cols, index=hpd.range_indexes(max_size=6))
+
+
+@given(
+    value=st.recursive(
+        st.one_of(
+            st.none(),
+            st.floats(),
+            st.integers(),
+            st.text(max_size=5),
+            _frames(),
+            st.builds(np.arange, st.integers(0, 5)),
+        ),
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=3),
+            st.tuples(inner, inner),
+            st.dictionaries(st.one_of(st.text(max_size=3), st.integers()), inner, max_size=3),
+        ),
+        max_leaves=6,
+    )
+)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_property_every_stored_value_reads_back_the_same(tmp_path, value):
+    """Stored values (frames, arrays, NaN, str/None columns, nested containers) come back exactly, or as JSON gives
+    plain values (tuples as lists) -- the same the first call returned."""
+    cache = K.ResultCache(tmp_path)
+    key = {"v": repr(value)[:200], "n": np.random.default_rng().integers(1 << 62)}
+    first = cache.get_or_compute(key, lambda: value)
+    got = cache.get_or_compute(key, lambda: pytest.fail("should be cached"))
+    assert cache.last_status == "hit" and K._same(got, first)
 
 
 @pytest.mark.parametrize(
@@ -140,10 +210,10 @@ def _entry(cache, key):
     return path, meta
 
 
-@pytest.mark.parametrize("corrupt", ["payload", "meta-garbage", "stale-key", "missing-payload", "truncated-pickle"])
+@pytest.mark.parametrize("corrupt", ["payload", "meta-garbage", "stale-key", "missing-payload", "truncated-archive"])
 def test_corrupted_or_stale_entries_are_recomputed(tmp_path, corrupt):
     cache = K.ResultCache(tmp_path)
-    value = pd.DataFrame({"x": [1.0, 2.0]}) if corrupt == "truncated-pickle" else {"answer": 42}
+    value = pd.DataFrame({"x": [1.0, 2.0]}) if corrupt == "truncated-archive" else {"answer": 42}
     c = Counter(value)
     cache.get_or_compute(KEY, c)
     path, meta = _entry(cache, KEY)
@@ -167,6 +237,59 @@ def test_corrupted_or_stale_entries_are_recomputed(tmp_path, corrupt):
     # rewritten: a hit again
     cache.get_or_compute(KEY, c)
     assert cache.last_status == "hit" and c.n == 2
+
+
+class _Boom:
+    """Unpickling it creates ``marker``: code run by reading an entry."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (os.mkdir, (self.marker,))
+
+
+def _forge(path, meta, name, data):
+    (path / "value.json").unlink(missing_ok=True)
+    if not os.path.isabs(name):
+        (path / name).write_bytes(data)
+    meta.update(payload=name, sha256=hashlib.sha256(data).hexdigest())
+    (path / "meta.json").write_text(json.dumps(meta))
+
+
+@pytest.mark.parametrize("forgery", ["absolute", "dotdot", "symlink", "pickle", "dataframe", "npz-object", "class"])
+def test_forged_entries_are_never_read_nor_run(tmp_path, forgery):
+    """The cache reads only its own payload file, a fixed name (no path, no link out), and never unpickles: a forged
+    entry whose checksum matches is recomputed, and no code of it runs."""
+    cache = K.ResultCache(tmp_path / "results")
+    c = Counter({"answer": 42})
+    cache.get_or_compute(KEY, c)
+    path, meta = _entry(cache, KEY)
+    outside, marker = tmp_path / "outside.json", tmp_path / "ran"
+    outside.write_text('{"answer": 666}')
+    if forgery == "absolute":
+        _forge(path, meta, str(outside), outside.read_bytes())
+    elif forgery == "dotdot":
+        _forge(path, meta, "../../../outside.json", outside.read_bytes())
+    elif forgery == "symlink":
+        (path / "value.json").unlink()
+        (path / "value.json").symlink_to(outside)
+        meta["sha256"] = hashlib.sha256(outside.read_bytes()).hexdigest()
+        (path / "meta.json").write_text(json.dumps(meta))
+    elif forgery in ("pickle", "dataframe"):  # the entries of format 1
+        meta["kind"] = forgery
+        _forge(path, meta, "value.pkl", pickle.dumps(_Boom(marker)))
+    else:
+        meta["kind"] = "tree"
+        buf = io.BytesIO()
+        if forgery == "npz-object":
+            np.savez(buf, __tree__=np.frombuffer(b'["array", "a0"]', np.uint8), a0=np.array([_Boom(marker)], object))
+        else:
+            tree = json.dumps(["dataclass", "os:system", {"command": f"mkdir {marker}"}]).encode()
+            np.savez(buf, __tree__=np.frombuffer(tree, np.uint8))
+        _forge(path, meta, "value.npz", buf.getvalue())
+    assert cache.get_or_compute(KEY, c) == {"answer": 42}
+    assert cache.last_status == "invalid" and c.n == 2 and not marker.exists()
 
 
 def test_disabled_cache_bypasses_everything(tmp_path):

@@ -377,6 +377,59 @@ def test_user_errors_never_show_a_traceback(args, tmp_path):
     assert len(errors) == 1, r.stderr
 
 
+def _text_file(tmp_path, kind):
+    f = tmp_path / f"{kind}.txt"
+    if kind == "sparse":
+        with open(f, "wb") as out:
+            out.truncate(64 << 30)  # 64 GiB, no disk: it was read whole (MemoryError under a memory cap)
+    else:
+        f.write_bytes({"binary": b"\x00\x01ELF\x00" * 100, "latin1": "Tolstoï, Guerre et paix".encode("latin-1")}[kind])
+    return f
+
+
+@pytest.mark.parametrize(
+    "env, args, named",
+    [
+        ({"ATTN_LIB_OFFLINE": "perhaps"}, ["info"], "ATTN_LIB_OFFLINE"),
+        ({"ATTN_LIB_ENGINE": "gpu"}, ["capture", "--model", "smollm2", "-q"], "ATTN_LIB_ENGINE"),
+        ({"GOMP_SPINCOUNT": "abc"}, ["info"], "GOMP_SPINCOUNT"),
+        ({"GOMP_SPINCOUNT": "abc"}, ["--tune-process", "info"], "GOMP_SPINCOUNT"),
+        ({"ATTN_LIB_CACHE_DIR": "relative/cache"}, ["info"], "ATTN_LIB_CACHE_DIR"),
+        ({"ATTN_LIB_CACHE_DIR": "$HOME/cache"}, ["reproduce", "--out", "o", "-q"], "ATTN_LIB_CACHE_DIR"),
+        ({"ATTN_LIB_MODEL_DIR": "models"}, ["info"], "ATTN_LIB_MODEL_DIR"),
+        ({"ATTN_LIB_PROFILE": "huge"}, ["info"], "ATTN_LIB_PROFILE"),
+        ({}, ["capture", "--text", "{sparse}", "--model", "smollm2", "-q"], "over the 32.0 MiB cap"),
+        ({}, ["capture", "--text", "{binary}", "--model", "smollm2", "-q"], "NUL bytes"),
+        ({}, ["capture", "--text", "{latin1}", "--model", "smollm2", "-q"], "not UTF-8"),
+    ],
+    ids=lambda a: (
+        " ".join(f"{k}={v}" for k, v in a.items())
+        if isinstance(a, dict)
+        else " ".join(a)
+        if isinstance(a, list)
+        else ""
+    ),
+)
+def test_bad_environment_values_and_texts_are_one_line(env, args, named, tmp_path):
+    """Environment variables outside their set and files that are not texts (or are too large): one error line that
+    names the problem, exit 2, no traceback (issue 35)."""
+    import os
+
+    args = [a.format(**{k: _text_file(tmp_path, k) for k in ("sparse", "binary", "latin1")}) for a in args]
+    base = dict(os.environ, ATTN_LIB_CACHE_DIR=str(tmp_path / "cache"), HF_HUB_OFFLINE="1", ATTN_LIB_OFFLINE="1")
+    r = subprocess.run(
+        [sys.executable, "-m", "attn_lib", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**base, **env},
+        cwd=tmp_path,
+    )
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    errors = [ln for ln in r.stderr.splitlines() if "error:" in ln]
+    assert len(errors) == 1 and named in errors[0], r.stderr
+
+
 def test_module_entry_point():
     r = subprocess.run([sys.executable, "-m", "attn_lib", "--version"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.startswith("attn_lib ")

@@ -11,6 +11,8 @@ from importlib import resources
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import attn_lib.corpus as C
 from attn_lib.models.handle import byte_tokenizer
@@ -182,6 +184,40 @@ def test_local_files(tmp_path):
 def test_bad_sources(tmp_path, make, match):
     with pytest.raises(ValueError, match=match):
         C.load_text(str(make(tmp_path)))
+
+
+def test_a_file_over_the_cap_is_refused_unread(tmp_path, monkeypatch):
+    """A 64 GiB sparse file ended in a MemoryError (or took the machine's memory): now a ValueError naming the source,
+    the size and the cap, before reading more than the cap."""
+    big = tmp_path / "big.txt"
+    with open(big, "wb") as f:
+        f.truncate(64 << 30)
+    with pytest.raises(ValueError, match=r"^source='.*big.txt' is 64.0 GiB, over the 32.0 MiB cap on a text$"):
+        C.load_text(str(big))
+    monkeypatch.setattr(C, "MAX_TEXT_BYTES", 10)
+    (tmp_path / "ten.txt").write_text("0123456789")
+    assert C.load_text(str(tmp_path / "ten.txt")).text == "0123456789"  # the cap itself is allowed
+    (tmp_path / "eleven.txt").write_text("0123456789a")
+    with pytest.raises(ValueError, match="eleven.txt' is 11 B, over the 10 B cap"):
+        C.load_text(str(tmp_path / "eleven.txt"))
+
+
+@given(st.binary(min_size=1, max_size=200))
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_property_files_that_are_not_text_are_value_errors(tmp_path, data):
+    """Any bytes: text (UTF-8, no NUL) loads as its characters; anything else is a ValueError saying why."""
+    f = tmp_path / "f.txt"
+    f.write_bytes(data)
+    try:
+        text = data.decode("utf-8")
+        ok = "\0" not in text
+    except UnicodeDecodeError:
+        ok = False
+    if not ok:
+        with pytest.raises(ValueError, match=r"is not a text file: (not UTF-8|it holds NUL bytes)"):
+            C.load_text(str(f))
+    elif text.strip():
+        assert C.load_text(str(f)).text == C._normalise(text)
 
 
 @pytest.mark.parametrize("bad", ["", 42, None])

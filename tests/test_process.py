@@ -94,12 +94,15 @@ def test_the_environment_wins(var, value):
     assert out.stdout.splitlines() == [f"left as the environment sets it ({var}={value})", value]
 
 
-def test_state_reports_the_environment_and_flags_a_spin_count_that_is_no_count():
+def test_state_reports_the_environment_and_refuses_a_spin_count_that_is_no_count():
     out = _run(
-        "import attn_lib.process as p; print(p.state())", GOMP_SPINCOUNT="abc", GLIBC_TUNABLES="glibc.malloc.mmap_max=0"
+        "import attn_lib.process as p; print(p.state())", GOMP_SPINCOUNT="5k", GLIBC_TUNABLES="glibc.malloc.mmap_max=0"
     )
-    assert "GOMP_SPINCOUNT=abc, not a count: libgomp ignores it" in out.stdout
+    assert "GOMP_SPINCOUNT=5k (from the environment)" in out.stdout
     assert "GLIBC_TUNABLES=glibc.malloc.mmap_max=0 (from the environment)" in out.stdout
+    for call in ("state()", "tune()"):  # a value libgomp ignores was reported as in effect
+        code = f"import attn_lib.process as p\ntry:\n    p.{call}\nexcept ValueError as e:\n    print(e)"
+        assert "GOMP_SPINCOUNT must be a count" in _run(code, GOMP_SPINCOUNT="abc").stdout
 
 
 @pytest.mark.parametrize("kw", [{"openmp": 1}, {"allocator": "yes"}])

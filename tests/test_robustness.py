@@ -7,6 +7,7 @@ work, and the inputs that were accepted silently or raised the wrong exception t
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -1089,3 +1090,39 @@ def test_blank_attn_lib_model_names_the_variable(monkeypatch):
         chapter.settings()
     monkeypatch.setenv("ATTN_LIB_MODEL", " gpt2 ")
     assert chapter.settings().model == "gpt2"
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# issue 35: a figure's dpi is bounded by the pixels it renders (dpi=1e6 was std::bad_alloc)
+# ------------------------------------------------------------------------------------------------------------------
+def test_property_figure_resolution_is_bounded_by_its_pixel_count():
+    import matplotlib.pyplot as plt
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from attn_lib.provenance import MAX_PIXELS, figure_to_png
+
+    fig = plt.figure(figsize=(2.0, 1.5))
+    fig.add_subplot().plot([0, 1])
+    top = (MAX_PIXELS / 3.0) ** 0.5  # the largest dpi for a 2 x 1.5 in figure
+
+    @given(st.floats(min_value=top * 1.0001, max_value=1e300))
+    @settings(max_examples=50, deadline=None)
+    def too_large(dpi):
+        with pytest.raises(ValueError, match=rf"^{re.escape(f'dpi={dpi:g}')} renders this 2 x 1.5 in figure as over "):
+            figure_to_png(fig, dpi=dpi)
+
+    try:
+        too_large()
+        assert figure_to_png(fig, dpi=20).startswith(b"\x89PNG")
+    finally:
+        plt.close(fig)
+
+
+def test_widget_dpi_of_a_million_is_a_value_error_naming_dpi():
+    import matplotlib.pyplot as plt
+
+    from attn_lib.book import widgets
+
+    with pytest.raises(ValueError, match="^dpi=1e[+]06 renders"):
+        widgets.precomputed_slider([1], lambda v: plt.figure(figsize=(3, 2)), description="x", dpi=1e6)

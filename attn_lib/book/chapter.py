@@ -14,9 +14,9 @@ copied into every chapter.
 from __future__ import annotations
 
 import dataclasses
-import os
 
-from attn_lib._validation import check_choice, check_int
+from attn_lib._validation import check_choice, check_int, env
+from attn_lib.errors import ModelUnavailableError
 
 __all__ = ["Settings", "settings", "load_inputs", "show_figure", "ENCODER", "encoder_results"]
 
@@ -85,14 +85,9 @@ def settings(*, seed: int = 0, default_profile: str = "paper") -> Settings:
     from attn_lib.experiments import PROFILES  # heavy (torch): the settings cell stays light
 
     seed = check_int("seed", seed, low=0)
-    profile = os.environ.get("ATTN_LIB_PROFILE", "") or default_profile
+    profile = env("ATTN_LIB_PROFILE").lower() or default_profile
     check_choice("ATTN_LIB_PROFILE", profile, tuple(PROFILES))
-    raw = os.environ.get("ATTN_LIB_MODEL", "")
-    if raw and not raw.strip():
-        raise ValueError(
-            f"ATTN_LIB_MODEL must be a model name or folder such as 'gpt2', or unset (got {raw!r}, only blanks)"
-        )
-    model = raw.strip() or "gpt2"
+    model = env("ATTN_LIB_MODEL") or "gpt2"
     return Settings(model=model, profile=profile, text=DEFAULT_TEXT, seed=seed)
 
 
@@ -121,7 +116,13 @@ def load_inputs(cfg: Settings, *, verbose: bool = True):
     from attn_lib.experiments import load_inputs as _load
 
     _check_settings(cfg)
-    handle, text, notes = _load(cfg.model, cfg.text)
+    try:
+        handle, text, notes = _load(cfg.model, cfg.text)
+    except (ValueError, ModelUnavailableError) as exc:  # a bad model name came from the environment: say so
+        if cfg.model != env("ATTN_LIB_MODEL"):
+            raise
+        kind = ModelUnavailableError if isinstance(exc, ModelUnavailableError) else ValueError
+        raise kind(f"the model of the environment variable ATTN_LIB_MODEL={cfg.model!r}: {exc}") from None
     if verbose:
         for note in notes:
             print("note:", note)

@@ -44,7 +44,7 @@ import platformdirs
 
 from ._validation import check_nonnegative, env, expand_path
 
-__all__ = ["ResultCache", "cache_dir", "model_dir", "results_dir"]
+__all__ = ["ResultCache", "cache_dir"]
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from .capture import LayerAttention
 from .corpus import Text
 from .models import ModelHandle
 
-__all__ = ["layer_summary", "prepare_capture"]
+__all__: list[str] = []  # internal helpers of the command line (attn_lib.cli)
 
 #: Version of the summary's definition, part of every cache key (change it when :func:`layer_summary` changes).
 METRIC = "layer_summary/v1"

@@ -47,7 +47,7 @@ from ._validation import check_int, env_flag, expand_path
 from .cache import cache_dir, format_bytes
 from .errors import TextUnavailableError
 
-__all__ = ["Text", "TextUnavailableError", "load_text", "available_texts", "strip_gutenberg", "token_windows"]
+__all__ = ["Text", "TextUnavailableError", "load_text", "available_texts", "token_windows"]
 
 log = logging.getLogger(__name__)
 

@@ -38,7 +38,7 @@ from .coverage import CoverageParams, multihead_coverage
 from .critical import CriticalNParams, critical_n, critical_n_summary
 from .diagnosis import DiagnosisParams, critical_n_diagnosis
 from .distance import DistanceVsLengthParams, DistanceVsNParams, distance_vs_length, distance_vs_n
-from .inputs import describe_inputs, load_inputs, text_window
+from .inputs import describe_inputs, load_inputs, text_window  # noqa: F401  (the names not in __all__: importable, internal)
 from .jobs import run_all, run_compare, run_reproduce
 from .normalizers import compare_normalizers, critical_n_from_heads, limits_summary, normalizer_settings
 from .profiles import BEYOND_PROFILES, PROFILES, BeyondProfile, Profile
@@ -53,7 +53,6 @@ __all__ = [
     "BeyondProfile",
     "BEYOND_PROFILES",
     "load_inputs",
-    "describe_inputs",
     "text_window",
     # the experiments and their parameters
     "distance_vs_length",

@@ -13,7 +13,7 @@ import torch
 from .. import corpus, models
 from .._validation import check_int
 
-__all__ = ["load_inputs", "describe_inputs", "text_window"]
+__all__ = ["load_inputs", "text_window"]
 
 
 def as_text(text):

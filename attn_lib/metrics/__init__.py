@@ -51,7 +51,7 @@ from .distance import (
     DistanceRows,  # noqa: F401
     distance_metrics,
 )
-from .layer import LayerData, masked_mean, top_n_order
+from .layer import LayerData, masked_mean, top_n_order  # noqa: F401  (the names not in __all__: importable, internal)
 from .montecarlo import (
     expected_distance_mc,
     expected_distance_mc_scan,
@@ -62,23 +62,18 @@ from .scan import (
     topn_scan,
 )
 from .sensitivity import sensitivity_rows
-from .separability import running_min_distance, separability_metrics, unit_layer
+from .separability import running_min_distance, separability_metrics, unit_layer  # noqa: F401  (the names not in __all__: importable, internal)
 
 __all__ = [
     "LayerData",
-    "top_n_order",
-    "masked_mean",
     "distance_metrics",
     "topn_scan",
     "expected_distance_mc",
     "expected_distance_mc_scan",
     "separability_metrics",
-    "unit_layer",
-    "running_min_distance",
     "coverage_metrics",
     "crossing_metrics",
     "sensitivity_rows",
     "settings",
     "configure",
-    "block_parallel",
 ]

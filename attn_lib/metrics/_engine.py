@@ -24,7 +24,7 @@ import torch
 
 from .._validation import check_choice, check_int, max_threads
 
-__all__ = ["settings", "configure", "block_parallel"]
+__all__ = ["settings", "configure"]
 
 F64 = torch.float64
 #: the values of every ``engine`` argument.

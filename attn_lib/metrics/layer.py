@@ -21,7 +21,7 @@ from .._validation import check_int, check_positive
 from . import _engine
 from ._engine import F64, choose, coarse_threads, large_ops
 
-__all__ = ["LayerData", "top_n_order", "masked_mean"]
+__all__ = ["LayerData"]
 
 
 def as_real_tensor(x: Any, name: str) -> torch.Tensor:

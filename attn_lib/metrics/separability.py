@@ -19,7 +19,7 @@ from .._validation import check_positive
 from ._engine import choose, coarse_threads, run_blocks
 from .layer import LayerData, as_layer, check_n
 
-__all__ = ["separability_metrics", "unit_layer", "running_min_distance"]
+__all__ = ["separability_metrics"]
 
 
 @dataclass

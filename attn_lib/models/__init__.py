@@ -53,8 +53,8 @@ from __future__ import annotations
 
 from ..errors import ModelUnavailableError
 from .handle import ModelHandle, resolve_device
-from .loading import from_config, load_model, resolve_name
-from .offline import hub_reachable, load_encoder_packaged, load_standin, offline_models
+from .loading import from_config, load_model, resolve_name  # noqa: F401  (the names not in __all__: importable, internal)
+from .offline import hub_reachable, load_encoder_packaged, load_standin, offline_models  # noqa: F401  (the names not in __all__: importable, internal)
 
 __all__ = [
     "ModelHandle",
@@ -62,9 +62,5 @@ __all__ = [
     "load_model",
     "from_config",
     "resolve_device",
-    "resolve_name",
     "load_standin",
-    "load_encoder_packaged",
-    "hub_reachable",
-    "offline_models",
 ]

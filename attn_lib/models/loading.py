@@ -40,7 +40,7 @@ from .offline import (
     load_standin,
 )
 
-__all__ = ["load_model", "from_config", "resolve_name"]
+__all__ = ["load_model", "from_config"]
 
 GPT2_SIZES = ("gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl")
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*(/[A-Za-z0-9][A-Za-z0-9._\-]*)?$")

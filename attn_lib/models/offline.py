@@ -38,7 +38,7 @@ from .handle import (
     resolve_dtype,
 )
 
-__all__ = ["hub_reachable", "load_standin", "load_encoder_packaged", "offline_models"]
+__all__ = ["load_standin"]
 
 log = logging.getLogger(__name__)
 

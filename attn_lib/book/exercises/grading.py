@@ -112,6 +112,6 @@ def _show_first(hint: str) -> None:
     shell = ipython.get_ipython() if ipython is not None else None
     if shell is None or getattr(shell, "kernel", None) is None:
         return
-    from IPython.display import publish_display_data
+    from IPython.display import publish_display_data  # lazy: only inside a notebook kernel
 
     publish_display_data({"text/plain": hint})

@@ -66,10 +66,11 @@ def sources(root: Path = ROOT) -> list[Path]:
 
 
 def colab_source(root: Path = ROOT) -> str:
-    """The assignments' Colab set-up cell, with ``repository.url`` of ``_config.yml`` filled in."""
-    url = _repository.read_url(root)
+    """The assignments' Colab set-up cell, with ``repository.url`` and ``repository.ref`` of ``_config.yml`` filled
+    in."""
+    url, ref = _repository.read_url(root), _repository.read_ref(root)
     template = (root / "assignments" / "_colab_setup.py").read_text(encoding="utf-8")
-    return _repository.fill_template(template, url).rstrip("\n")
+    return _repository.fill_template(template, url, ref).rstrip("\n")
 
 
 def master_notebook(md: Path, root: Path = ROOT) -> nbformat.NotebookNode:

@@ -207,7 +207,11 @@ def record_cell(venv: Path, template: Path) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         cell = Path(tmp) / template.name
         cell.write_text(source, encoding="utf-8")
-        out = _run([venv / "bin" / "python", "-c", RECORD_CELL, cell], cwd=tmp, env=_env(venv), capture_output=True)
+        cmd = [venv / "bin" / "python", "-c", RECORD_CELL, cell]
+        out = _run(cmd, cwd=tmp, env=_env(venv), capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        last = (out.stderr.strip().splitlines() or ["(nothing on stderr)"])[-1]
+        raise RuntimeError(f"the install cell {template.relative_to(ROOT)} failed on a stand-in Colab: {last}")
     return json.loads(out.stdout)
 
 

@@ -38,7 +38,7 @@ help:
 	@echo "make test   run the whole test suite (starts with make lint)"
 	@echo "make lint   ruff check, ruff format --check, actionlint, chapter pairing check"
 	@echo "make assignments  build the Otter assignments (student notebooks, autograders) into _build/assignments"
-	@echo "make test-colab   chapter 1, assignment 1 and a slider in a venv with Google Colab's package versions"
+	@echo "make test-colab   every chapter (quick profile) and assignment, the install cells, a slider, with Colab's versions"
 	@echo "make screenshots  the browser checks of the built book, with a full-page screenshot of each page in _build/screenshots"
 
 $(PY):
@@ -139,9 +139,11 @@ screenshots: setup
 	ATTN_LIB_SCREENSHOTS=full $(BIN)/pytest tests -m browser
 
 # The Colab-versions environment (tools/colab_env.py): a separate venv (.cache/colab-env, rebuilt on every run) on
-# $(COLAB_PYTHON) with torch $(TORCH_SPEC) and Google Colab's pins (ipywidgets 7.7.1, transformers 5.15.0, numpy,
-# pandas, matplotlib, scipy, ipykernel, notebook), the built wheel of attn_lib, chapter 1 and assignment 1 executed, a
-# slider rendered. Not part of `make test` (it takes minutes, most of them installing); .ci/run runs it after.
+# $(COLAB_PYTHON) with torch $(TORCH_SPEC) and Google Colab's pins (ipywidgets 7.7.1, widgetsnbextension, transformers
+# 5.15.0, numpy, pandas, matplotlib, scipy, ipykernel, notebook); the chapters' and assignments' install cells checked
+# with pip's dry-run reports (none may change a pin) and run; a slider; all seven chapters (quick profile, offline
+# stand-in) and all five assignments (solutions executed, then graded) executed. Not part of `make test` (it takes
+# minutes); .ci/run runs it after.
 COLAB_PYTHON ?= python3.11
 .PHONY: test-colab
 test-colab: $(STAMP)

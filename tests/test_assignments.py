@@ -641,6 +641,18 @@ def test_read_questions_refuses_a_test_cell_it_does_not_understand(tmp_path):
         tool._autograde.read_questions(broken)
 
 
+def test_grade_runs_the_children_on_another_python_with_its_own_packages(tmp_path, monkeypatch):
+    """tools/colab_env.py grades under Colab's versions: the children run that venv's Python, which imports attn_lib
+    from its own installation (no PYTHONPATH of this checkout or of the grader); a missing interpreter is refused."""
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.setenv("VIRTUAL_ENV", str(ROOT / ".venv"))
+    own, other = tool._autograde._child_env(), tool._autograde._child_env(own_python=False)
+    assert own["PYTHONPATH"].split(os.pathsep)[0] == str(tool._autograde.ROOT)
+    assert "PYTHONPATH" not in other and "VIRTUAL_ENV" not in other and other["ATTN_LIB_OFFLINE"] == "1"
+    with pytest.raises(ValueError, match="python must be an executable Python interpreter"):
+        tool._autograde.grade(ROOT / "assignments" / f"{HOSTILE}.md", tmp_path, tmp_path / "out", python="/no/python")
+
+
 @pytest.mark.parametrize("value", [0, 0.5, 3601, float("nan"), float("inf"), "abc", None, True])
 def test_grade_refuses_a_time_limit_out_of_range(tmp_path, value):
     with pytest.raises(ValueError, match="the time limit must be a number of seconds from 1 to 3600"):

@@ -154,22 +154,80 @@ def test_a_chapter_without_a_model_asks_for_a_cpu(book_copy):
     assert "accelerator" not in meta and meta["colab"] == {"provenance": []}  # Colab's CPU runtime
 
 
-def test_set_repository_fills_in_the_one_url_and_every_colab_cell(book_copy):
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def test_set_repository_fills_in_the_one_url_and_commit_and_every_colab_cell(book_copy):
     url = "https://github.com/someone/some-fork"
-    chapters_tool.set_repository(book_copy, url)
-    assert chapters_tool.repository_url(book_copy) == url
+    chapters_tool.set_repository(book_copy, url, COMMIT)
+    assert chapters_tool.repository_url(book_copy) == url and chapters_tool.repository_ref(book_copy) == COMMIT
     import yaml
 
-    assert yaml.safe_load((book_copy / "_config.yml").read_text())["repository"]["branch"] == "notebooks"
+    repository = yaml.safe_load((book_copy / "_config.yml").read_text())["repository"]
+    assert repository["branch"] == "notebooks" and repository["ref"] == COMMIT
     assert "# The repository URL" in (book_copy / "_config.yml").read_text()  # the comments are kept
     for path in (_first_chapter(book_copy), _first_chapter(book_copy).with_suffix(".ipynb")):
-        assert f'REPO = \\"{url}\\"' in path.read_text() or f'REPO = "{url}"' in path.read_text()
+        text = path.read_text().replace('\\"', '"')
+        assert f'REPO = "{url}"' in text and f'REF = "{COMMIT}"' in text
+        assert 'f"attn_lib @ git+{REPO}@{REF}"' in text  # the library at the book's commit, not the default branch
     assert chapters_tool.problems(book_copy) == []
     chapters_tool.set_repository(book_copy, "")  # back to "not published"
-    assert 'REPO = ""' in _first_chapter(book_copy).read_text() and chapters_tool.problems(book_copy) == []
+    text = _first_chapter(book_copy).read_text()
+    assert 'REPO = ""' in text and 'REF = ""' in text and chapters_tool.problems(book_copy) == []
     assert (book_copy / "_config.yml").read_text() == (ROOT / "_config.yml").read_text()  # as committed again
     with pytest.raises(ValueError, match="url must be"):
-        chapters_tool.set_repository(book_copy, "github.com/no-scheme")
+        chapters_tool.set_repository(book_copy, "github.com/no-scheme", COMMIT)
+
+
+@pytest.mark.parametrize("ref", ["v1.2.0", "course/2026-fall", "release_3"])
+def test_set_repository_takes_a_tag(book_copy, ref):
+    chapters_tool.set_repository(book_copy, "https://github.com/o/r", ref)
+    assert chapters_tool.repository_ref(book_copy) == ref and chapters_tool.problems(book_copy) == []
+
+
+@pytest.mark.parametrize(
+    ("url", "ref", "match"),
+    [
+        ("https://github.com/o/r", "", "must name the commit or tag"),  # a published book never floats
+        ("", COMMIT, "must be '' while the repository URL is ''"),
+        ("https://github.com/o/r", COMMIT.upper(), "must be a commit"),  # neither a commit as git writes it nor a tag
+        ("https://github.com/o/r", "v1 ", "must be a commit"),
+        ("https://github.com/o/r", 'v1"; import os; x="', "must be a commit"),
+        ("https://github.com/o/r", "-v1", "must be a commit"),
+        ("https://github.com/o/r", "v1..2", "must be a commit"),
+        ("https://github.com/o/r", "v1/", "must be a commit"),
+        ("https://github.com/o/r", "v1.lock", "must be a commit"),
+        ("https://github.com/o/r", "v\u0131", "must be a commit"),  # a dotless i: not ASCII
+        ("https://github.com/o/r", "v" * 101, "must be a commit"),
+    ],
+)
+def test_set_repository_refuses_a_ref_that_is_not_a_commit_or_tag_in_one_line(book_copy, url, ref, match):
+    before = (book_copy / "_config.yml").read_text()
+    with pytest.raises(ValueError, match=match):
+        chapters_tool.set_repository(book_copy, url, ref)
+    assert (book_copy / "_config.yml").read_text() == before
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tools" / "chapters.py"),
+            "--root",
+            str(book_copy),
+            "--",  # then a ref starting with "-" is not taken for an option
+            "set-repository",
+            url,
+            ref,
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 2 and "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1
+    assert "ref" in run.stderr and (book_copy / "_config.yml").read_text() == before
+
+
+def test_the_pages_workflow_fills_in_the_commit_it_builds():
+    workflow = (ROOT / ".github" / "workflows" / "pages.yml").read_text()
+    assert "BUILT_FROM: ${{ github.sha }}" in workflow
+    assert 'tools/chapters.py set-repository "$REPOSITORY_URL" "$BUILT_FROM"' in workflow
 
 
 INJECTED = 'https://github.com/a/b"; import os; os.system("touch PWNED"); x = "'
@@ -192,11 +250,11 @@ INJECTED = 'https://github.com/a/b"; import os; os.system("touch PWNED"); x = "'
 def test_set_repository_refuses_a_url_that_is_not_the_documented_form_in_one_line(book_copy, url):
     before = (book_copy / "_config.yml").read_text()
     with pytest.raises(ValueError, match="url must be https://HOST/OWNER/NAME"):
-        chapters_tool.set_repository(book_copy, url)
+        chapters_tool.set_repository(book_copy, url, COMMIT)
     assert (book_copy / "_config.yml").read_text() == before
     tool = str(ROOT / "tools" / "chapters.py")
     run = subprocess.run(
-        [sys.executable, tool, "set-repository", url, "--root", str(book_copy)], capture_output=True, text=True
+        [sys.executable, tool, "set-repository", url, COMMIT, "--root", str(book_copy)], capture_output=True, text=True
     )
     assert run.returncode == 2 and "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1
 
@@ -234,10 +292,14 @@ def test_a_cell_holds_the_url_as_a_python_literal(book_copy):
     import ast
 
     url = "https://github.com/some_one/some.fork-2"
-    chapters_tool.set_repository(book_copy, url)
+    chapters_tool.set_repository(book_copy, url, "v1.0")
     tree = ast.parse(chapters_tool.colab_source(book_copy))
-    repo = [n.value.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and n.targets[0].id == "REPO"]
-    assert repo == [url]
+    values = {
+        n.targets[0].id: n.value.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
+    }
+    assert values["REPO"] == url and values["REF"] == "v1.0"
 
 
 def test_an_unpublished_book_stops_on_colab_with_a_message(monkeypatch):
@@ -270,3 +332,17 @@ def test_a_notebook_with_merge_conflict_markers_is_reported_not_a_crash(book_cop
     assert any("not a readable notebook" in p for p in found), found
     chapters_tool.sync(book_copy)
     assert chapters_tool.problems(book_copy) == []
+
+
+def test_a_hand_edited_ref_never_reaches_a_cell_and_check_fails(book_copy):
+    """A ref edited by hand into _config.yml past set-repository (code, not a commit or tag): refused by every
+    writer of the cells, naming repository.ref."""
+    config = book_copy / "_config.yml"
+    text = config.read_text().replace('url: ""', 'url: "https://github.com/o/r"', 1)
+    config.write_text(text.replace('ref: ""', 'ref: "main\\"; import os; x=\\""', 1))
+    with pytest.raises(ValueError, match="repository.ref"):
+        chapters_tool.colab_source(book_copy)
+    assert any("repository.ref" in p for p in chapters_tool.problems(book_copy))
+    config.write_text(text)  # a URL without the commit it was built from
+    with pytest.raises(ValueError, match="repository.ref .* must name the commit or tag"):
+        chapters_tool.colab_source(book_copy)

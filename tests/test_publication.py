@@ -28,7 +28,7 @@ WORKFLOW = yaml.safe_load((ROOT / ".github" / "workflows" / "pages.yml").read_te
 
 
 def test_the_committed_book_is_not_published():
-    assert chapters_tool.repository_url(ROOT) == ""
+    assert chapters_tool.repository_url(ROOT) == "" and chapters_tool.repository_ref(ROOT) == ""
     assert "not published" in publication.publication_note("", "main")
     note = publication.publication_note("https://github.com/o/r", "student")
     assert "not published" not in note and "(https://github.com/o/r/tree/student)" in note
@@ -37,9 +37,10 @@ def test_the_committed_book_is_not_published():
 def test_the_pages_workflow_fills_in_this_repository_before_it_builds():
     build = WORKFLOW["jobs"]["build"]
     assert build["env"]["REPOSITORY_URL"] == "${{ github.server_url }}/${{ github.repository }}"
+    assert build["env"]["BUILT_FROM"] == "${{ github.sha }}"  # the install cells take attn_lib at this commit
     runs = [step.get("run", "") for step in build["steps"]]
     at = {name: next(i for i, run in enumerate(runs) if name in run) for name in ("set-repository", "make book")}
-    assert 'tools/chapters.py set-repository "$REPOSITORY_URL"' in runs[at["set-repository"]]
+    assert 'tools/chapters.py set-repository "$REPOSITORY_URL" "$BUILT_FROM"' in runs[at["set-repository"]]
     assert at["set-repository"] < at["make book"] and any("make book-student" in run for run in runs)
     uploads = {step.get("with", {}).get("path") for step in build["steps"] if "upload" in step.get("uses", "")}
     assert {"_build/html", "_build/student/branch", "_build/notebooks-branch"} <= uploads
@@ -64,18 +65,20 @@ def test_the_pages_workflow_pushes_the_branches_the_colab_buttons_open():
 
 def test_what_the_workflow_writes_is_what_the_student_edition_reads(tmp_path):
     """set-repository on a copy of the book (as the workflow does): the student edition's configuration then names
-    the repository, opens the branch student, and every install cell installs from the repository."""
+    the repository, opens the branch student, and every install cell installs from the repository at the commit
+    the book was built from."""
     shutil.copy(ROOT / "_config.yml", tmp_path / "_config.yml")
     (tmp_path / "book").mkdir()
     shutil.copytree(ROOT / "book" / "_shared", tmp_path / "book" / "_shared")
     shutil.copy(ROOT / "book" / "01_vanishing_attention.md", tmp_path / "book")
-    url = "https://github.com/a-school/attn-course"
-    chapters_tool.set_repository(tmp_path, url)
+    url, commit = "https://github.com/a-school/attn-course", "89abcdef0123456789abcdef0123456789abcdef"
+    chapters_tool.set_repository(tmp_path, url, commit)
     config = student_book.student_config(tmp_path)
     assert config["repository"]["url"] == url and config["repository"]["branch"] == "student"
     # the instructors' edition opens the notebooks the workflow pushes to the branch notebooks (filled-in cells)
     assert yaml.safe_load((tmp_path / "_config.yml").read_text())["repository"]["branch"] == "notebooks"
-    assert f'REPO = "{url}"' in (tmp_path / "book" / "01_vanishing_attention.md").read_text()
+    cell = (tmp_path / "book" / "01_vanishing_attention.md").read_text()
+    assert f'REPO = "{url}"' in cell and f'REF = "{commit}"' in cell and "git+{REPO}@{REF}" in cell
     assert chapters_tool.problems(tmp_path) == []
 
 

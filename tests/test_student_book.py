@@ -79,7 +79,7 @@ def _small_book(root: Path) -> Path:
     shutil.copytree(ROOT / "book" / "_shared", root / "book" / "_shared")
     shutil.copy(ROOT / "book" / "intro.md", root / "book" / "intro.md")
     shutil.copy(ROOT / f"{CHAPTER_1}.md", root / f"{CHAPTER_1}.md")
-    chapters_tool.set_repository(root, REPO)  # as the Pages workflow does; writes the twin Colab opens
+    chapters_tool.set_repository(root, REPO, "v1.0")  # as the Pages workflow does; writes the twin Colab opens
     (root / f"{DEMO}.md").write_text(DEMO_CHAPTER, encoding="utf-8")
     (root / f"{GUIDE}.md").write_text("# Instructor guide\n\nFor instructors only.\n", encoding="utf-8")
     (root / "_toc.yml").write_text(

@@ -20,7 +20,7 @@ BAD = [
     ("chapters.py", ["set-repository"]),
     ("chapters.py", ["check", "--root", "{tmp}/missing"]),
     ("colab_env.py", ["--stages", "nope"]),
-    ("colab_env.py", ["--python", "{tmp}/no-python", "--reuse", "--stages", "chapter", "--work", "{tmp}"]),
+    ("colab_env.py", ["--python", "{tmp}/no-python", "--reuse", "--stages", "chapters", "--work", "{tmp}"]),
     ("sizes.py", ["{tmp}"]),
     ("sizes.py", ["--nope"]),
     ("student_book.py", ["nope"]),

@@ -98,15 +98,18 @@ def check_wheel_url(url: object) -> str:
 
 
 def colab_source(root: Path = ROOT, wheel_url: str | None = None) -> str:
-    """The assignments' Colab set-up cell, with ``repository.url`` of ``_config.yml`` filled in; with ``wheel_url``
-    (:func:`check_wheel_url`) it installs ``attn_lib`` from that wheel instead of ``git+`` the repository."""
-    url = _repository.read_url(root)
+    """The assignments' Colab set-up cell, with ``repository.url`` and ``repository.ref`` of ``_config.yml`` filled
+    in; with ``wheel_url`` (:func:`check_wheel_url`) it installs ``attn_lib`` from that wheel instead of ``git+`` the
+    repository."""
+    url, ref = _repository.read_url(root), _repository.read_ref(root)
     template = (root / "assignments" / "_colab_setup.py").read_text(encoding="utf-8")
-    source = _repository.fill_template(template, url).rstrip("\n")
+    source = _repository.fill_template(template, url, ref).rstrip("\n")
     if wheel_url is not None:
         literal = json.dumps(check_wheel_url(wheel_url))
         if not url:  # the cell stops on Colab when it names no repository, whatever it installs
-            raise ValueError("--wheel-url needs repository.url set first (python tools/chapters.py set-repository URL)")
+            raise ValueError(
+                "--wheel-url needs repository.url set first (python tools/chapters.py set-repository URL REF)"
+            )
         source, found = _GIT_REQUIREMENT.subn(lambda _: literal, source)
         if found != 1:
             raise ValueError(

@@ -348,11 +348,17 @@ CHILD_ENV_NAMES = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TMPDIR", "L
 CHILD_ENV_PREFIXES = ("LC_", "PYTHON", "NUMBA_", "ATTN_LIB_", "CONDA_", "SSL_CERT_")
 
 
-def _child_env() -> dict:
+def _child_env(own_python: bool = True) -> dict:
     """The child's environment: the variables of :data:`CHILD_ENV_NAMES` and :data:`CHILD_ENV_PREFIXES`, this
-    checkout first on ``PYTHONPATH``, no downloads, no accelerator, one thread per library, matplotlib's Agg."""
+    checkout first on ``PYTHONPATH`` (with ``own_python``; for another environment's Python, no ``PYTHONPATH`` and no
+    ``VIRTUAL_ENV``: it imports attn_lib from its own installation), no downloads, no accelerator, one thread per
+    library, matplotlib's Agg."""
     env = {k: v for k, v in os.environ.items() if k in CHILD_ENV_NAMES or k.startswith(CHILD_ENV_PREFIXES)}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    if own_python:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    else:
+        for name in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"):
+            env.pop(name, None)
     env.update(
         ATTN_LIB_OFFLINE="1",  # grading downloads nothing
         CUDA_VISIBLE_DEVICES="",  # on the CPU: the memory limit cannot bound an accelerator's memory
@@ -388,6 +394,7 @@ def _start(
     args_blob: bytes,
     time_limit: float,
     memory_mib: int,
+    python: str | None = None,
 ) -> _Run:
     tmp = Path(tempfile.mkdtemp(prefix="attn_lib-grade-"))
     run = _Run(index, tmp)
@@ -407,9 +414,9 @@ def _start(
     stderr = open(tmp / "stderr.txt", "wb")  # noqa: SIM115 - closed below, once the child has it
     try:
         run.proc = subprocess.Popen(
-            [sys.executable, str(CHILD), str(tmp / "job"), str(tmp / "out")],
+            [python or sys.executable, str(CHILD), str(tmp / "job"), str(tmp / "out")],
             cwd=tmp / "work",
-            env=_child_env(),
+            env=_child_env(own_python=python is None),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=stderr,
@@ -650,9 +657,14 @@ def grade(
     time_limit: float = TIME_LIMIT_S,
     memory_mib: int = MEMORY_LIMIT_MIB,
     jobs: int = 1,
+    python: str | os.PathLike | None = None,
 ) -> Path:
     """Grade every notebook of ``submissions`` (sub-folders included) against the tests of the assignment source
     ``source`` (``assignments/<name>.md``), each notebook in its own limited child process (see the module).
+
+    ``python`` is the interpreter the children run, by default this one with this checkout first on its path;
+    another environment's Python runs the notebooks with that environment's packages, attn_lib included
+    (``tools/colab_env.py`` grades the solutions so under Google Colab's versions). The judging stays here.
 
     A notebook is identified by its path relative to ``submissions``. Writes ``out/<that path without
     .ipynb>/results.json`` per notebook and ``out/grades.csv``: one row per notebook, its path, the score of each
@@ -664,6 +676,10 @@ def grade(
     time_limit = check_time_limit(time_limit)
     memory_mib = _check_int("the memory limit (MiB)", memory_mib, MEMORY_LIMIT_RANGE)
     jobs = _check_int("the number of jobs", jobs, JOBS_RANGE)
+    if python is not None:
+        if not (Path(python).is_file() and os.access(python, os.X_OK)):
+            raise ValueError(f"python must be an executable Python interpreter (got {str(python)!r})")
+        python = str(python)
     submissions, out = Path(submissions), Path(out)
     if not submissions.is_dir():
         raise ValueError(f"submissions must be a folder holding .ipynb files ({submissions} is not a folder)")
@@ -721,7 +737,15 @@ def grade(
                 ]
                 running.append(
                     _start(
-                        i, loaded[i][2], f"{Path(source).stem}.ipynb", cells, tests, args_blob, time_limit, memory_mib
+                        i,
+                        loaded[i][2],
+                        f"{Path(source).stem}.ipynb",
+                        cells,
+                        tests,
+                        args_blob,
+                        time_limit,
+                        memory_mib,
+                        python,
                     )
                 )
             time.sleep(0.05)

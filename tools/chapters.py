@@ -4,7 +4,7 @@ edits) and its twin ``book/NN_topic.ipynb`` (written from it, without outputs, f
     python tools/chapters.py sync            # write every .ipynb twin from its .md (and the shared Colab cell)
     python tools/chapters.py check           # fail if a twin is missing or stale, or a chapter breaks a rule
     python tools/chapters.py check --outputs # only: no notebook in book/ carries outputs (pre-commit hook)
-    python tools/chapters.py set-repository URL  # set repository.url of _config.yml, then sync (the Pages workflow)
+    python tools/chapters.py set-repository URL REF  # repository.url and .ref of _config.yml, then sync (Pages workflow)
     python tools/chapters.py format          # ruff-format every code cell to CODE_LINE_LENGTH, then sync
 
 Rules that ``check`` enforces (tests/test_chapters.py runs it, and shows each rule failing on a broken copy):
@@ -20,7 +20,7 @@ Rules that ``check`` enforces (tests/test_chapters.py runs it, and shows each ru
   1280 px (ruff cannot split a long string or comment: split those by hand); the shared Colab cell is exempt
   (hidden in the book, written from ``book/_shared/colab_setup.py``), and so is a cell with IPython magics;
 * the chapter's first code cell is the Colab set-up cell of ``book/_shared/colab_setup.py`` (with the repository
-  URL of ``_config.yml``, empty in a book that is not published);
+  URL and ref of ``_config.yml``, both empty in a book that is not published);
 * the chapter asks Colab for the runtime it needs: a GPU (``accelerator: GPU`` in its header) when it runs a model
   outside its solutions (:func:`needs_gpu`), a CPU (no ``accelerator``) otherwise. ``sync`` writes the Colab
   metadata of the runtime the header names.
@@ -62,6 +62,7 @@ _MODEL_CALL = re.compile(r"\bchapter\.(load_inputs|encoder_results)\(|\bload_mod
 _SOLUTION = re.compile(r"^```\{solution-start\}.*?^```\{solution-end\}\n```", re.M | re.S)
 _CONFIG_URL = re.compile(r"^(repository:\n(?:[ \t]+.*\n)*?[ \t]+url:)[^\n]*$", re.M)
 _CONFIG_BRANCH = re.compile(r"^(repository:\n(?:[ \t]+.*\n)*?[ \t]+branch:)[^\n]*$", re.M)
+_CONFIG_REF = re.compile(r"^(repository:\n(?:[ \t]+.*\n)*?[ \t]+ref:)[^\n]*$", re.M)
 #: The branch the published book's Colab buttons open: the Pages workflow pushes the chapter notebooks there once
 #: ``set-repository`` has filled in their install cells (the committed ones name no repository). The student edition
 #: opens its own branch (tools/student_book.py).
@@ -79,24 +80,37 @@ def repository_url(root: Path) -> str:
     return _repository.read_url(root)
 
 
-def set_repository(root: Path, url: str) -> list[Path]:
-    """Write ``url`` as ``repository.url`` of ``root/_config.yml`` (comments kept), then :func:`sync`.
+def repository_ref(root: Path) -> str:
+    """``repository.ref`` of ``_config.yml``: the commit or tag the install cells take ``attn_lib`` at (``""`` in a
+    book that is not published), validated (``book/_ext/repository_url.py``)."""
+    return _repository.read_ref(root)
 
-    The Pages workflow runs this with ``${{ github.server_url }}/${{ github.repository }}`` before it builds, so the
-    published book's buttons and install cells point at the repository that built it. ``url`` is ``https://HOST/
-    OWNER/NAME`` or ``""`` (not published). With a URL, ``repository.branch`` becomes :data:`PUBLISHED_BRANCH`, the
-    branch where the workflow puts the notebooks written here; without one, ``main``. Returns the files written.
+
+def set_repository(root: Path, url: str, ref: str = "") -> list[Path]:
+    """Write ``url`` and ``ref`` as ``repository.url`` and ``repository.ref`` of ``root/_config.yml`` (comments
+    kept), then :func:`sync`.
+
+    The Pages workflow runs this with ``${{ github.server_url }}/${{ github.repository }}`` and ``${{ github.sha }}``
+    before it builds, so the published book's buttons and install cells point at the repository that built it, and
+    the cells install ``attn_lib`` at the commit it was built from (``attn_lib @ git+URL@REF``), not from a default
+    branch that may move during a course. ``url`` is ``https://HOST/OWNER/NAME`` and ``ref`` a 40-hex commit or a
+    tag name, or both ``""`` (not published). With a URL, ``repository.branch`` becomes :data:`PUBLISHED_BRANCH`,
+    the branch where the workflow puts the notebooks written here; without one, ``main``. Returns the files written.
     """
-    _repository.check_url(url)
+    _repository.check_ref(ref, _repository.check_url(url))
     config = root / "_config.yml"
     text = config.read_text(encoding="utf-8")
     new, n = _CONFIG_URL.subn(lambda m: f"{m[1]} {json.dumps(url)}", text, count=1)
+    new, n_ref = _CONFIG_REF.subn(lambda m: f"{m[1]} {json.dumps(ref)}", new, count=1)
     new, n_branch = _CONFIG_BRANCH.subn(lambda m: f"{m[1]} {PUBLISHED_BRANCH if url else 'main'}", new, count=1)
-    if n != 1 or n_branch != 1:
-        raise ValueError(f"{config}: no repository.url and repository.branch lines to set")
+    if n != 1 or n_ref != 1 or n_branch != 1:
+        raise ValueError(f"{config}: no repository.url, repository.ref and repository.branch lines to set")
     config.write_text(new, encoding="utf-8")
-    if repository_url(root) != url:
-        raise ValueError(f"{config}: repository.url reads back as {repository_url(root)!r}, not {url!r}")
+    if (repository_url(root), repository_ref(root)) != (url, ref):
+        raise ValueError(
+            f"{config}: repository.url and .ref read back as {repository_url(root)!r}, {repository_ref(root)!r}, "
+            f"not {url!r}, {ref!r}"
+        )
     return [config, *sync(root)]
 
 
@@ -106,10 +120,10 @@ def needs_gpu(md_text: str) -> bool:
 
 
 def colab_source(root: Path) -> str:
-    """The shared Colab set-up cell, with ``repository.url`` of ``_config.yml`` filled in."""
-    url = repository_url(root)
+    """The shared Colab set-up cell, with ``repository.url`` and ``repository.ref`` of ``_config.yml`` filled in."""
+    url, ref = repository_url(root), repository_ref(root)
     template = (root / "book" / "_shared" / "colab_setup.py").read_text(encoding="utf-8")
-    return _repository.fill_template(template, url).replace("{{", "{").replace("}}", "}").rstrip("\n")
+    return _repository.fill_template(template, url, ref).replace("{{", "{").replace("}}", "}").rstrip("\n")
 
 
 def _with_shared_parts(nb, root: Path):
@@ -260,8 +274,8 @@ def output_problems(book: Path) -> list[str]:
 def problems(root: Path = ROOT) -> list[str]:
     """Every violation of the rules in the module docstring (empty when the book is in order)."""
     book = root / "book"
-    try:  # every install cell holds the URL: an invalid one is the only problem worth reporting
-        repository_url(root)
+    try:  # every install cell holds the URL and ref: an invalid one is the only problem worth reporting
+        repository_ref(root)
     except ValueError as err:
         return [str(err)]
     found = output_problems(book)
@@ -311,6 +325,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["sync", "check", "set-repository", "format"])
     parser.add_argument("url", nargs="?", help="set-repository: the repository URL (empty: not published)")
+    parser.add_argument(
+        "ref", nargs="?", help="set-repository: the commit (40 hex) or tag the book is built from (empty with '')"
+    )
     parser.add_argument("--outputs", action="store_true", help="check only that notebooks carry no outputs")
     parser.add_argument("--root", type=Path, default=ROOT, help="repository root (default: this checkout)")
     args = parser.parse_args(argv)
@@ -324,8 +341,8 @@ def main(argv: list[str] | None = None) -> int:
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, root: Path) -> int:
     if args.command == "set-repository":
         if args.url is None:
-            parser.error("set-repository needs a URL (or '' for a book that is not published)")
-        for path in set_repository(root, args.url):
+            parser.error("set-repository needs URL REF (REF the commit or tag the book is built from), or ''")
+        for path in set_repository(root, args.url, args.ref or ""):
             print("wrote", path.relative_to(root))
         return 0
     if args.command in ("sync", "format"):

@@ -307,7 +307,7 @@ def test_the_check_fails_on_a_student_notebook_that_installs_from_elsewhere(stud
     problems = student_book.served_problems(copy / "html", small_book)
     assert problems == [
         f"student branch notebook {CHAPTER_1}.ipynb installs attn_lib from '', not from the edition's repository "
-        f"{REPO} (run tools/chapters.py set-repository URL before the build)"
+        f"{REPO} (run tools/chapters.py set-repository URL REF before the build)"
     ]
 
 

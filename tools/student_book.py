@@ -334,7 +334,7 @@ def _install_problems(branch_dir: Path, url: str) -> list[str]:
             problems.append(
                 f"student branch notebook {path.relative_to(branch_dir)} installs attn_lib from "
                 f"{found[1] if found else 'nowhere'!r}, not from the edition's repository {url} "
-                "(run tools/chapters.py set-repository URL before the build)"
+                "(run tools/chapters.py set-repository URL REF before the build)"
             )
     return problems
 

@@ -134,10 +134,6 @@ def required_rho(L: int, fraction: float = 0.06) -> float:
     ----------
     L : int >= 3
     fraction : float in (0, 1)
-
-    Returns
-    -------
-    float
     """
 
     L = check_int("L", L, low=3)

@@ -48,9 +48,8 @@ def distinguishable_count(alpha: Any, X: Any, N: int, r: float | None = None):
 
 def separability(alpha: Any, X: Any, N: int, r: float | None = None):
     """Separability fraction ``N_s / N`` (Reading the paper, §Distinguishable tokens; ``r=None``: ``r`` ↑ ``rho_min``, the strict convention)."""
-    a = alpha_array(alpha)
-    N = check_N(N, a.shape[-1])
-    return as_output(np.asarray(distinguishable_count(alpha, X, N, r), dtype=np.float64) / N)
+    count = distinguishable_count(alpha, X, N, r)  # checks alpha, X, N (an integer in [1, L]) and r
+    return as_output(np.asarray(count, dtype=np.float64) / int(N))
 
 
 def _M_delta(M: Any, delta: Any) -> tuple[float, float]:

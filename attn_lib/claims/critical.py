@@ -10,7 +10,7 @@ import pandas as pd
 from .claim import CLAIMS, Outcome, claim, claim_row, prf_ref
 from .diagnosis import critical_rows, diagnosis_first_pass, diagnosis_summary, required_rho
 from .distance import length_fit
-from .stats import head_summary, linear_growth, valid_ks_sampling
+from .stats import valid_ks_sampling
 
 _fig2c = partial(claim, where="Fig. 2c, §4.3", needs=("critical_n_summary",))
 
@@ -192,8 +192,7 @@ def _fig2_inconsistent(results, th):
         return Outcome("refuted", meas, f"{', '.join(both)} fits both on this model")
     xm_text = ""
     if "x_max" in df:
-        xm = head_summary(df, "L", "x_max")
-        xm_text = f" (max‖x‖ has exponent {linear_growth(xm['L'], xm['mean'], th)['exponent']:.2f} in L here)"
+        xm_text = f" (max‖x‖ has exponent {length_fit(df, 'x_max', th)[0]['exponent']:.2f} in L here)"
     cause = (
         f"E1 and E[d~] are at most (N+2)·max‖x‖ ({prf_ref('prop-random-bounded')}), which grows with L only as "
         f"max‖x‖ does{xm_text}; E2 stays within (N+1)·max‖x‖ of d~ ({prf_ref('prop-e2-tracks')}) and the KS test "

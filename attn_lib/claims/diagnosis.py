@@ -2,18 +2,10 @@ r"""The statistics of the critical-N diagnosis (chapter 6, ``prop-e1-crossing``;
 which the rules of Fig. 2c read.
 
 :func:`attn_lib.experiments.critical_n_diagnosis` measures, on the critical-N rows of one window, the quantities
-that decide where the KS test between d~ and E1 can pass. This module turns them into numbers:
-
-* :func:`diagnosis_summary` -- per counterfactual and ``N/L``: the median over heads of
-  :math:`\|s_N\|/\|z\|`, the ratio E1/d~ of the head means next to the ratio of their leading terms, the KS
-  p-values over heads and over key/value groups, and the rows where the proposition's bounds fail;
-* :func:`diagnosis_first_pass` -- per counterfactual, the first ``N/L`` of the grid where the KS test passes;
-* :func:`required_rho` -- the :math:`\|s_N\|/\|z\|` at which E1's leading term equals d~'s at ``N = f L``;
-* :func:`critical_rows` -- the rows and the Monte-Carlo standard error behind each critical ``N``.
-
-Their tables and figure are :mod:`attn_lib.report.critical`'s.
+that decide where the KS test between d~ and E1 can pass; :func:`diagnosis_summary`, :func:`diagnosis_first_pass`,
+:func:`required_rho` and :func:`critical_rows` (the rows and Monte-Carlo error behind each critical ``N``) turn them
+into numbers. Their tables and figure are :mod:`attn_lib.report.critical`'s.
 """
-
 from __future__ import annotations
 
 import math
@@ -134,10 +126,6 @@ def required_rho(L: int, fraction: float = 0.06) -> float:
     ----------
     L : int >= 3
     fraction : float in (0, 1)
-
-    Returns
-    -------
-    float
     """
 
     L = check_int("L", L, low=3)

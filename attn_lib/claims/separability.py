@@ -5,26 +5,11 @@ from __future__ import annotations
 from functools import partial
 
 import numpy as np
-import pandas as pd
 
 from .claim import Outcome, claim, prf_ref
-from .stats import linfit
+from .stats import linfit, separability_stats
 
 _fig3 = partial(claim, where="Fig. 3, §4.4", evidence="informative", needs=("separability",))
-
-
-# ---- Fig. 3: separability -----------------------------------------------------------------------------------------
-def _sep_table(df) -> pd.DataFrame:
-    g = df.groupby("N")
-    return pd.DataFrame(
-        {
-            "median": g["fraction"].median(),
-            "max": g["fraction"].max(),
-            "p90": g["fraction"].quantile(0.9),
-            "upper": g["upper"].median(),
-            "lower": g["lower"].median(),
-        }
-    )
 
 
 @_fig3(
@@ -36,7 +21,7 @@ def _sep_table(df) -> pd.DataFrame:
     fails_if="a median outside [0.70, 0.85] at some N ≥ 16",
 )
 def _fig3_sat(results, th):
-    a = _sep_table(results["separability"])
+    a = separability_stats(results["separability"])
     tail = a[a.index >= th["sep_from_n"]]
     if not len(tail):
         return Outcome("n/a", "no N ≥ 16 in the grid")
@@ -62,7 +47,7 @@ def _fig3_sat(results, th):
     fails_if="a median at N = 16 not below the median at N = 2",
 )
 def _fig3_decl(results, th):
-    a = _sep_table(results["separability"])
+    a = separability_stats(results["separability"])
     n0 = th["sep_from_n"]
     if 2 not in a.index or n0 not in a.index:
         return Outcome("n/a", f"the N grid lacks N = 2 or N = {n0}")
@@ -74,7 +59,7 @@ def _fig3_decl(results, th):
 
 
 def _tracks(results, th, col: str, name: str):
-    a = _sep_table(results["separability"])
+    a = separability_stats(results["separability"])
     a = a[a.index >= 2]
     if not len(a):
         return Outcome("n/a", "no N ≥ 2 in the grid")
@@ -132,7 +117,7 @@ _fig3(
     fails_if="a positive median lower bound above the median N_s/N",
 )
 def _thm2_lower(results, th):
-    a = _sep_table(results["separability"])
+    a = separability_stats(results["separability"])
     a = a[a.index >= 2]
     pos = a[a["lower"] > 0]
     vac = [int(n) for n in a.index[a["lower"] <= 0]]

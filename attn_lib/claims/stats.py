@@ -63,6 +63,25 @@ def head_summary(df: pd.DataFrame, by: str, col: str) -> pd.DataFrame:
     ).reset_index()
 
 
+def separability_stats(df: pd.DataFrame) -> pd.DataFrame:
+    """Per N (the index), over heads: ``median``, ``q25``, ``q75``, ``p90``, ``max`` of ``fraction``, the medians
+    ``upper`` and ``lower`` of Theorem 2's bounds, and ``heads``; read by Fig. 3's claims and its per-N table."""
+    g = df.groupby("N")
+    f = g["fraction"]
+    return pd.DataFrame(
+        {
+            "median": f.median(),
+            "q25": f.quantile(0.25),
+            "q75": f.quantile(0.75),
+            "p90": f.quantile(0.9),
+            "max": f.max(),
+            "upper": g["upper"].median(),
+            "lower": g["lower"].median(),
+            "heads": f.size(),
+        }
+    )
+
+
 def linfit(x, y) -> tuple[float, float, float]:
     """slope, intercept, R^2 of a least-squares line."""
     x, y = np.asarray(x, float), np.asarray(y, float)

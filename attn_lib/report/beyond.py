@@ -1,5 +1,6 @@
 """Chapter 7 (book/07_beyond_softmax.md) and ``compare-normalizers``: every normaliser on the paper's limits, and
-the live swap."""
+the live swap. Each ``figure_*`` and :func:`render_swap_row` returns a matplotlib Figure outside pyplot, with the
+provenance footer."""
 
 from __future__ import annotations
 
@@ -72,10 +73,6 @@ def figure_beyond_limits(df: pd.DataFrame, crit: pd.DataFrame):
         :func:`attn_lib.experiments.compare_normalizers`' table.
     crit : DataFrame
         :func:`attn_lib.experiments.critical_n_from_heads` of ``df``.
-
-    Returns
-    -------
-    matplotlib Figure (outside pyplot) with the provenance footer.
     """
     from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
     from matplotlib.ticker import NullFormatter  # matplotlib: imported only when a figure is drawn
@@ -165,10 +162,6 @@ def figure_beyond_swap(losses: pd.DataFrame):
     ----------
     losses : DataFrame
         ``attn_lib.experiments.SwapResult.losses``.
-
-    Returns
-    -------
-    matplotlib Figure (outside pyplot) with the provenance footer.
     """
     from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
 
@@ -223,10 +216,6 @@ def render_swap_row(rows: pd.DataFrame, setting: str, sweep: str = "k"):
         A setting of ``rows`` (e.g. ``"top-16"`` or ``"softmax T=0.5"``).
     sweep : {"k", "T"}
         Which sweep the right-hand panel shows (top-k over ``k`` or softmax over ``T``).
-
-    Returns
-    -------
-    matplotlib Figure (outside pyplot) with the provenance footer.
     """
     from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
 

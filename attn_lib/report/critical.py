@@ -79,10 +79,6 @@ def diagnosis_markdown(diag: pd.DataFrame, alpha: float = 0.01) -> str:
         :func:`attn_lib.experiments.critical_n_diagnosis`.
     alpha : float
         KS level.
-
-    Returns
-    -------
-    str
     """
     summ = diagnosis_summary(diag)
     first = diagnosis_first_pass(summ, alpha)

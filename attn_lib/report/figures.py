@@ -308,13 +308,15 @@ def sens_rows_note(df: pd.DataFrame) -> str:
     return f", R: every {k}th row ({n} rows/head)"
 
 
-FIGURES = (
-    "fig2a_distance_vs_length",
-    "fig2b_distance_vs_n",
-    "fig2c_critical_n",
-    "fig3_separability",
-    "fig4_sensitivity",
-)
+#: The paper's five figures: file stem -> (the result table drawn, the function drawing it).
+_FIGURE_TABLES = {
+    "fig2a_distance_vs_length": ("distance_vs_length", figure_distance_vs_length),
+    "fig2b_distance_vs_n": ("distance_vs_n", figure_distance_vs_n),
+    "fig2c_critical_n": ("critical_n_summary", figure_critical_n),
+    "fig3_separability": ("separability", figure_separability),
+    "fig4_sensitivity": ("gradient_sensitivity", figure_sensitivity),
+}
+FIGURES = tuple(_FIGURE_TABLES)
 
 
 def save_figure(fig, path, dpi: int = 130, **kwargs) -> None:
@@ -354,22 +356,15 @@ def write_figures(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     o = other or {}
-    makers = {
-        "fig2a_distance_vs_length": ("distance_vs_length", figure_distance_vs_length),
-        "fig2b_distance_vs_n": ("distance_vs_n", figure_distance_vs_n),
-        "fig2c_critical_n": (
-            "critical_n_summary",
-            lambda d, od: figure_critical_n(d, results.get("critical_n"), od, o.get("critical_n")),
-        ),
-        "fig3_separability": ("separability", figure_separability),
-        "fig4_sensitivity": ("gradient_sensitivity", figure_sensitivity),
-    }
     written: dict[str, list[str]] = {}
-    for stem, (key, fn) in makers.items():
+    for stem, (key, fn) in _FIGURE_TABLES.items():
         df = results.get(key)
         if df is not None and len(df) > 0:
             od = o.get(key)
-            written[stem] = save_formats(fn(df, od if od is not None and len(od) else None), out, stem, formats)
+            od = od if od is not None and len(od) else None
+            traces = {"trace": results.get("critical_n"), "other_trace": o.get("critical_n")}  # they label Fig. 2c
+            fig = fn(df, other=od, **(traces if fn is figure_critical_n else {}))
+            written[stem] = save_formats(fig, out, stem, formats)
         if on_figure is not None:
             on_figure(stem)
     return written

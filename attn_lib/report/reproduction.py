@@ -94,10 +94,6 @@ def claim_details_markdown(tables: dict[str, pd.DataFrame] | pd.DataFrame, *, li
         One :func:`reproduction_table`, or ``{model column label: table}`` (as for :func:`side_by_side`).
     links : bool
         ``True`` for the book (MyST dropdowns and cross-references); ``False`` for plain Markdown.
-
-    Returns
-    -------
-    str
     """
     if isinstance(tables, pd.DataFrame):
         tables = {"": tables}

@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..claims.stats import head_summary
+from ..claims.stats import separability_stats
 
 
 def separability_per_n(df: pd.DataFrame) -> pd.DataFrame:
@@ -28,18 +28,8 @@ def separability_per_n(df: pd.DataFrame) -> pd.DataFrame:
         evidence), and ``vacuous bounds`` naming them.
     """
     check_separability_table(df)
-    a = head_summary(df, "N", "fraction").set_index("N")
-    g = df.groupby("N")
-    out = pd.DataFrame(
-        {
-            "median": a["median"],
-            "q25": a["q25"],
-            "q75": a["q75"],
-            "lower_median": g["lower"].median(),
-            "upper_median": g["upper"].median(),
-            "heads": g["fraction"].size(),
-        }
-    )
+    a = separability_stats(df)
+    out = a[["median", "q25", "q75"]].assign(lower_median=a["lower"], upper_median=a["upper"], heads=a["heads"])
     out["IQR"] = out["q75"] - out["q25"]
     up_vac, lo_vac = out["upper_median"] >= 1, out["lower_median"] <= 0
     out["upper ≥ median"] = (out["upper_median"] >= out["median"]).astype(object).where(~up_vac, None)

@@ -26,10 +26,9 @@ def as_array(x: Any, name: str) -> np.ndarray:
     """``x`` (array-like or torch tensor) as a float64 numpy array; ``ValueError`` naming ``name`` otherwise."""
     x = from_torch(x)
     try:
-        arr = np.asarray(x, dtype=np.float64)
+        return np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be an array of real numbers") from None
-    return arr
 
 
 def alpha_array(alpha: Any) -> np.ndarray:
@@ -105,8 +104,7 @@ def eval_F(F: Callable, z: np.ndarray, theta: Any) -> np.ndarray:
         import torch  # only for an F that needs tensors: attn_lib.theory itself needs numpy only
 
         out = call(torch.as_tensor(z))
-    out = np.broadcast_to(np.asarray(from_torch(out), dtype=np.float64), np.shape(z))
-    return out
+    return np.broadcast_to(np.asarray(from_torch(out), dtype=np.float64), np.shape(z))
 
 
 def lengths_array(L: Any) -> np.ndarray:

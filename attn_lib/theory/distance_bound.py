@@ -105,14 +105,9 @@ def theorem1_dmax(alpha: Any, X: Any, N: int, return_parts: bool = False):
     one; for other non-negative weights this is the form the proof gives). ``N = L`` gives 0 (``d1 := 0``).
     ``return_parts=True`` returns a dict with ``d_max``, ``d1``, ``abar``, ``out_mass``, ``max_norm``.
 
-    Chapter 2, ``thm-distance`` (a). This is the reference for ``d_max``; tested by
-    ``tests/test_theory.py::test_theorem1_dmax_holds_on_20000_instances`` and
-    ``tests/test_theory.py::test_theorem1_d1_and_parts_against_brute_force``. The batched torch and numba versions
-    (:func:`attn_lib.metrics.distance_metrics`, column ``d_max``) are held to it by
-    ``tests/test_metrics.py::test_distance_metrics_match_theory_rows`` and to each other by
-    ``tests/test_metrics.py::test_distance_engines_agree``; the SymPy derivation
-    (:func:`attn_lib.book.symbolic.theorem1_steps`) by
-    ``tests/test_symbolic.py::test_theorem1_step5_sum_matches_numeric_sum_and_theory``.
+    Chapter 2, ``thm-distance`` (a): the reference for ``d_max`` (of :func:`attn_lib.metrics.distance_metrics` and
+    :func:`attn_lib.book.symbolic.theorem1_steps`, whose docstrings name their tests); tested by
+    ``tests/test_theory.py::test_theorem1_dmax_holds_on_20000_instances``.
     """
     a, x, L, N = rows_and_N(alpha, X, N)
     m = top_n_mask(a, N)
@@ -164,8 +159,8 @@ def expectation_e1(alpha: Any, X: Any, N: int, p: Any = "L-1"):
     ``E[d~] = E1 + eps`` with ``0 <= eps <=`` :func:`jensen_gap_bound`) or ``p = N/L`` (``p="L"``), or a number.
     ``N = L`` gives 0.
 
-    Chapter 2, ``thm-distance`` (b): the reference for ``E1`` (batched in :func:`attn_lib.metrics.distance_metrics`,
-    held to it by ``tests/test_metrics.py::test_distance_metrics_match_theory_rows``); tested by
+    Chapter 2, ``thm-distance`` (b): the reference for ``E1`` (batched in :func:`attn_lib.metrics.distance_metrics`);
+    tested by
     ``tests/test_theory.py::test_e1_closed_form_matches_definition_and_gap_zero_at_n_equals_l_minus_1``.
     """
     a, x, L, N = rows_and_N(alpha, X, N)
@@ -235,10 +230,8 @@ def expected_distance_mc(alpha: Any, X: Any, N: int, n_samples: int = 64, seed: 
     ``n_samples`` uniform N-subsets per row drawn with ``numpy.random.default_rng(seed)``; returns the mean (and,
     with ``return_stderr=True``, the standard error ``std / sqrt(K)``).
 
-    Chapter 2, ``thm-distance`` (b); tested by
-    ``tests/test_theory.py::test_monte_carlo_matches_enumeration_within_standard_error``. The reference for
-    :func:`attn_lib.metrics.expected_distance_mc`, held to it by
-    ``tests/test_metrics.py::test_monte_carlo_matches_brute_force_with_same_subsets``.
+    Chapter 2, ``thm-distance`` (b): the reference for :func:`attn_lib.metrics.expected_distance_mc`; tested by
+    ``tests/test_theory.py::test_monte_carlo_matches_enumeration_within_standard_error``.
     """
     a, x, _, N = rows_and_N(alpha, X, N)
     K = check_size("n_samples", n_samples, per_item=max(1, np.size(alpha)))

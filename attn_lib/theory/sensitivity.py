@@ -55,11 +55,9 @@ def lemma2_jacobian(F: Callable, dF: Callable | None, logits: Any) -> np.ndarray
 
     ``dF = None`` uses a central finite difference for ``F'``. ``logits (..., L)`` -> ``(..., L, L)``.
 
-    Chapter 4, ``lem-jacobian``: the numpy reference; tested by
-    ``tests/test_theory.py::test_lemma2_jacobian_against_autograd``. The torch version
-    :func:`attn_lib.jacobian.general_jacobian` is tested by ``tests/test_jacobian.py::test_general_jacobian_lemma2``,
-    the SymPy derivation (:func:`attn_lib.book.symbolic.lemma2_jacobian`) by
-    ``tests/test_symbolic.py::test_lemma2_symbolic``.
+    Chapter 4, ``lem-jacobian``: the numpy reference (of :func:`attn_lib.jacobian.general_jacobian` and
+    :func:`attn_lib.book.symbolic.lemma2_jacobian`); tested by
+    ``tests/test_theory.py::test_lemma2_jacobian_against_autograd``.
     """
     l = logits_array(logits)
     Fv, dFv = _F_dF(F, dF, l)
@@ -77,8 +75,7 @@ def lemma2_jacobian_bound(F: Callable, dF: Callable | None, logits: Any):
 
     For softmax it reads ``e^{(l_max - l_min)/T} / T (1/L + 1/sqrt(L))``, so Corollary 3 does not follow from it.
 
-    Chapter 4, ``lem-jacobian``; tested by ``tests/test_theory.py::test_lemma2_bound_5000_cases`` and
-    ``tests/test_symbolic.py::test_lemma2_computed_bound_matches_theory``.
+    Chapter 4, ``lem-jacobian``; tested by ``tests/test_theory.py::test_lemma2_bound_5000_cases``.
     """
     l = logits_array(logits)
     Fv, dFv = _F_dF(F, dF, l)
@@ -107,10 +104,8 @@ def corollary3_corrected(T: Any, eps: Any = None) -> dict:
     * with ``eps``: ``finite_difference`` :math:`\|\alpha(\ell+\varepsilon v)-\alpha(\ell)\|_2\le\min\{\varepsilon/(2T),\sqrt2\}`
       and ``sensitivity`` :math:`g(T,\varepsilon)\le\min\{1/(2T),\sqrt2/\varepsilon\}`.
 
-    Chapter 4, ``prop-softmax-constants``: the reference; tested by
-    ``tests/test_theory.py::test_finite_difference_bound_20000_cases`` and, against the SymPy derivation
-    (:func:`attn_lib.book.symbolic.corollary3_bounds_symbolic`), by
-    ``tests/test_symbolic.py::test_corollary3_bounds_symbolic_for_several_L``.
+    Chapter 4, ``prop-softmax-constants``: the reference (of :func:`attn_lib.book.symbolic.corollary3_bounds_symbolic`);
+    tested by ``tests/test_theory.py::test_finite_difference_bound_20000_cases``.
     """
     t = positive_array(T)
     out = {

@@ -48,9 +48,8 @@ def distinguishable_count(alpha: Any, X: Any, N: int, r: float | None = None):
 
 def separability(alpha: Any, X: Any, N: int, r: float | None = None):
     """Separability fraction ``N_s / N`` (Reading the paper, §Distinguishable tokens; ``r=None``: ``r`` ↑ ``rho_min``, the strict convention)."""
-    a = alpha_array(alpha)
-    N = check_N(N, a.shape[-1])
-    return as_output(np.asarray(distinguishable_count(alpha, X, N, r), dtype=np.float64) / N)
+    count = distinguishable_count(alpha, X, N, r)  # checks alpha, X, N (an integer in [1, L]) and r
+    return as_output(np.asarray(count, dtype=np.float64) / int(N))
 
 
 def _M_delta(M: Any, delta: Any) -> tuple[float, float]:
@@ -73,9 +72,8 @@ def theorem2_xi(alpha: Any, N: int, M: float, delta: float) -> np.ndarray:
     ``0 <= delta <= 2M`` are required; a negative ``xi^2`` (only possible when no configuration has that ``delta``)
     is clipped to 0.
 
-    Chapter 3, ``thm-separability``; tested by ``tests/test_theory.py::test_theorem2_xi_matches_double_sum`` (and
-    ``tests/test_symbolic.py::test_theorem2_expansion`` for the SymPy expansion,
-    :func:`attn_lib.book.symbolic.theorem2_expansion`).
+    Chapter 3, ``thm-separability`` (SymPy expansion: :func:`attn_lib.book.symbolic.theorem2_expansion`); tested by
+    ``tests/test_theory.py::test_theorem2_xi_matches_double_sum``.
     """
     a = alpha_array(alpha)
     N = check_N(N, a.shape[-1])
@@ -98,8 +96,7 @@ def theorem2_bounds(alpha: Any, N: int, M: float, delta: float, r: float):
     bound is heuristic**: the Hoeffding step needs a *lower* estimate of ``E X_i``, but ``xi_i`` is an upper one
     (rigour caveat of §Theorem 2); :func:`theorem2_hoeffding_upper` evaluates the valid form at a given ``E X_i``.
 
-    Chapter 3, ``thm-separability``: the reference; tested by ``tests/test_theory.py::test_theorem2_bounds_formula`` and
-    ``tests/test_theory.py::test_theorem2_monte_carlo_on_sphere``.
+    Chapter 3, ``thm-separability``: the reference; tested by ``tests/test_theory.py::test_theorem2_bounds_formula``.
     """
     xi = theorem2_xi(alpha, N, M, delta)
     rv = check_positive("r", r)
@@ -119,8 +116,7 @@ def theorem2_hoeffding_upper(mean_X: Any, r: float, M: float, value_range: float
     ``exp(-(mu - r)^2 / (2M^2))``; ``R = M`` is also valid since ``X_i <= M beta_i <= M``). ``mean_X`` has shape
     ``(..., N)``.
 
-    Chapter 3, ``prop-valid-upper``; tested by ``tests/test_theory.py::test_theorem2_monte_carlo_on_sphere`` and
-    ``tests/test_symbolic.py::test_theorem2_hoeffding_exponent_matches_theory``.
+    Chapter 3, ``prop-valid-upper``; tested by ``tests/test_theory.py::test_theorem2_monte_carlo_on_sphere``.
     """
     mu = as_array(mean_X, "mean_X")
     if mu.ndim == 0 or mu.shape[-1] == 0:

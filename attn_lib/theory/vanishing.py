@@ -24,8 +24,7 @@ def lemma1_constants(F: Callable, a: float, theta: Any = None, grid: int = 2049)
     ``F = exp(l/T)``, ``C2 = exp(2a/T)``. ``ValueError`` if ``F`` is not finite and > 0 on the interval.
 
     Chapter 1, ``lem-vanishing``: the numerical reference for the constants (:func:`attn_lib.book.symbolic.lemma1_general`
-    derives them); tested by ``tests/test_theory.py::test_lemma1_constants_and_bounds`` and
-    ``tests/test_theory.py::test_lemma1_interior_extremum_and_torch_F``.
+    derives them); tested by ``tests/test_theory.py::test_lemma1_constants_and_bounds``.
     """
     from scipy.optimize import minimize_scalar  # here, not at the top: keeps import attn_lib.theory light
 

@@ -259,7 +259,7 @@ def test_resolve_device_or_a_value_error(dev):
 def test_resolve_dtype_or_a_value_error(dt):
     from attn_lib.models.handle import resolve_dtype
 
-    r = _raises_value_error_naming(lambda: resolve_dtype(dt, torch.device("cpu")), "dtype")
+    r = _raises_value_error_naming(lambda: resolve_dtype(dt), "dtype")
     assert r is None or (isinstance(r, torch.dtype) and r.is_floating_point)
 
 
@@ -327,7 +327,7 @@ def test_cli_capture_flags_never_give_a_traceback(tiny_gpt2, tmp_path_factory, f
     real = models.load_model
 
     def fake(name="gpt2", device="auto", dtype=None, **kw):
-        models.handle.resolve_dtype(dtype, torch.device("cpu"))  # the real checks of --dtype
+        models.handle.resolve_dtype(dtype)  # the real checks of --dtype
         return tiny_gpt2
 
     models.load_model = fake

@@ -80,9 +80,7 @@ def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
     raise ValueError(f"device={device!r} is not present on this machine (available: {here})")
 
 
-def resolve_dtype(
-    dtype: str | torch.dtype | None, device: torch.device | None = None, *, name: str = "dtype"
-) -> torch.dtype:
+def resolve_dtype(dtype: str | torch.dtype | None, *, name: str = "dtype") -> torch.dtype:
     """``None`` -> float32 (on every device: the analyses compare weights exactly). Strings like ``"bfloat16"``.
 
     ``name`` is the parameter named in the ``ValueError`` for anything else.

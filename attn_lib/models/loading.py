@@ -63,7 +63,7 @@ def from_config(
 
     seed = check_int("seed", seed, low=0)
     dev = resolve_device(device)
-    dt = resolve_dtype(dtype, dev)
+    dt = resolve_dtype(dtype)
     if tokenizer is None and getattr(text_config(config), "vocab_size", 0) >= 256:
         tokenizer = byte_tokenizer()
     with torch.random.fork_rng(devices=[]):  # the caller's CPU random state is left as it was
@@ -210,7 +210,7 @@ def _load_model(name, device, dtype, offline_fallback, *, revision) -> ModelHand
     if not isinstance(offline_fallback, bool):
         raise ValueError(f"offline_fallback must be True or False (got {offline_fallback!r})")
     dev = resolve_device(device)
-    dt = resolve_dtype(dtype, dev)
+    dt = resolve_dtype(dtype)
     _check_revision(name, revision)
     if is_standin_name(name):
         return load_standin(device=dev, dtype=dt, requested=name, as_standin=False)

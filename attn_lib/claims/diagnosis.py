@@ -6,6 +6,7 @@ that decide where the KS test between d~ and E1 can pass; :func:`diagnosis_summa
 :func:`required_rho` and :func:`critical_rows` (the rows and Monte-Carlo error behind each critical ``N``) turn them
 into numbers. Their tables and figure are :mod:`attn_lib.report.critical`'s.
 """
+
 from __future__ import annotations
 
 import math

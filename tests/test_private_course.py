@@ -274,12 +274,12 @@ def test_wheel_url_refuses_an_install_cell_it_cannot_rewrite(tmp_path):
     """--wheel-url rewrites the one git+ requirement of assignments/_colab_setup.py; a cell written otherwise (the
     template changed) is an error, not a notebook that still installs from the repository."""
     (tmp_path / "assignments").mkdir()
-    (tmp_path / "_config.yml").write_text(f"repository:\n  url: {small.REPO}\n")
+    (tmp_path / "_config.yml").write_text(f"repository:\n  url: {small.REPO}\n  ref: v1.0\n")
     template = (ROOT / "assignments" / "_colab_setup.py").read_text()
     (tmp_path / "assignments" / "_colab_setup.py").write_text(template)
     url = "https://course.example.org/attn_lib-0.1.0-py3-none-any.whl"
     cell = tool.colab_source(tmp_path, url)
     assert f'"{url}"' in cell and "git+" not in cell and f'REPO = "{small.REPO}"' in cell
-    (tmp_path / "assignments" / "_colab_setup.py").write_text(template.replace('f"attn_lib @ git+{REPO}"', "spec"))
+    (tmp_path / "assignments" / "_colab_setup.py").write_text(template.replace('f"attn_lib @ git+{REPO}@{REF}"', "spec"))
     with pytest.raises(ValueError, match="installs attn_lib otherwise than from git"):
         tool.colab_source(tmp_path, url)

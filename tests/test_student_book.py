@@ -206,7 +206,7 @@ def test_student_config_opens_the_student_branch_and_has_no_repository_button():
 
 def test_build_writes_the_config_the_student_branch_and_stripped_downloads(student_html, small_book):
     written = student_book.yaml.safe_load((student_html.parent / "_config.yml").read_text())
-    assert written["repository"] == {"url": REPO, "path_to_book": "", "branch": "student"}
+    assert written["repository"] == {"url": REPO, "ref": "v1.0", "path_to_book": "", "branch": "student"}
     assert f'href="{REPO}"' not in _page(student_html, CHAPTER_1)  # no repository button
     chapter = _page(student_html, CHAPTER_1)
     colab = re.findall(r'href="(https://colab\.research\.google\.com/[^"]+)"', chapter)

@@ -175,12 +175,12 @@ class FakeHub:
         self.tokenizer = tokenizer
         hub = self
 
-        def model_fp(repo, local_files_only=False, **kw):
+        def model_fp(repo, local_files_only=False, output_loading_info=False, **kw):
             hub.calls.append(("model", repo, local_files_only))
             hub._check(repo, local_files_only)
             m = M.from_config(tiny_gpt2_config(), seed=0).model
             m.config._commit_hash = "0123abcd" * 5
-            return m
+            return (m, {"missing_keys": [], "unexpected_keys": [], "mismatched_keys": []}) if output_loading_info else m
 
         def tok_fp(repo, local_files_only=False, **kw):
             hub.calls.append(("tokenizer", repo, local_files_only))
@@ -308,6 +308,32 @@ def test_load_model_from_local_folder(tmp_path, tiny_gpt2):
     assert h.source == "local folder" and h.revision.startswith("files:")
     for pa, pb in zip(h.model.parameters(), tiny_gpt2.model.parameters()):
         assert torch.equal(pa, pb)
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_a_folder_with_missing_or_extra_weights_is_refused_naming_them(tmp_path, tiny_gpt2, quiet):
+    """A folder whose weights lack layer 1 (left at random init by transformers) or carry a tensor the model does not
+    have is a different model than its name says: a ValueError naming the tensors, also with quiet=True."""
+    from safetensors.torch import load_file, save_file
+
+    tiny_gpt2.model.save_pretrained(tmp_path)
+    tiny_gpt2.tokenizer.save_pretrained(tmp_path)
+    weights = load_file(tmp_path / "model.safetensors")
+    save_file({k: v for k, v in weights.items() if ".h.1." not in k}, tmp_path / "model.safetensors")
+    with pytest.raises(ValueError, match=r"missing keys \(.*h\.1\."):
+        M.load_model(str(tmp_path), device="cpu", quiet=quiet)
+    save_file({**weights, "transformer.h.9.extra": torch.zeros(2)}, tmp_path / "model.safetensors")
+    with pytest.raises(ValueError, match=r"unexpected keys \(transformer\.h\.9\.extra"):
+        M.load_model(str(tmp_path), device="cpu", quiet=quiet)
+
+
+def test_a_truncated_weights_file_is_a_value_error_naming_the_folder(tmp_path, tiny_gpt2):
+    tiny_gpt2.model.save_pretrained(tmp_path)
+    tiny_gpt2.tokenizer.save_pretrained(tmp_path)
+    data = (tmp_path / "model.safetensors").read_bytes()
+    (tmp_path / "model.safetensors").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match=str(tmp_path)):
+        M.load_model(str(tmp_path), device="cpu", quiet=True)
 
 
 # ------------------------------------------------------------------------------------------------------------------

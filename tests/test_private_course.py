@@ -280,6 +280,8 @@ def test_wheel_url_refuses_an_install_cell_it_cannot_rewrite(tmp_path):
     url = "https://course.example.org/attn_lib-0.1.0-py3-none-any.whl"
     cell = tool.colab_source(tmp_path, url)
     assert f'"{url}"' in cell and "git+" not in cell and f'REPO = "{small.REPO}"' in cell
-    (tmp_path / "assignments" / "_colab_setup.py").write_text(template.replace('f"attn_lib @ git+{REPO}@{REF}"', "spec"))
+    (tmp_path / "assignments" / "_colab_setup.py").write_text(
+        template.replace('f"attn_lib @ git+{REPO}@{REF}"', "spec")
+    )
     with pytest.raises(ValueError, match="installs attn_lib otherwise than from git"):
         tool.colab_source(tmp_path, url)

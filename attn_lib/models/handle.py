@@ -260,6 +260,7 @@ def load_pretrained(
     """``(model, tokenizer)`` of ``repo`` (a Hub id or a folder) on ``device`` in ``dtype``, in eval mode; a BERT-family
     encoder as the bare ``AutoModel``, anything else as ``AutoModelForCausalLM``."""
     # lazy: transformers is a heavy import; ``import attn_lib`` stays light
+    from safetensors import SafetensorError
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
 
     kw: dict[str, Any] = {"local_files_only": local_files_only}
@@ -273,7 +274,20 @@ def load_pretrained(
         config = None
     # a bidirectional encoder (BERT family): the bare model, no language-model head
     auto = AutoModel if config is not None and is_encoder_config(config) else AutoModelForCausalLM
-    model = auto.from_pretrained(repo, **dtype_keyword(dtype), **kw)
+    try:
+        model, info = auto.from_pretrained(repo, output_loading_info=True, **dtype_keyword(dtype), **kw)
+    except SafetensorError as exc:  # a truncated or corrupt weights file
+        raise ValueError(f"the weights of {repo!r} cannot be read: {exc}") from None
+    # weights that are missing (left at random init), unexpected or of the wrong shape make a different model than
+    # the name says: an error, also with quiet=True, which hides transformers' own report of them
+    wrong = {k: list(info.get(k) or ()) for k in ("missing_keys", "unexpected_keys", "mismatched_keys")}
+    if any(wrong.values()):
+        found = "; ".join(
+            f"{len(v)} {k.replace('_', ' ')} ({', '.join(map(str, v[:4]))}{', ...' if len(v) > 4 else ''})"
+            for k, v in wrong.items()
+            if v
+        )
+        raise ValueError(f"the weights of {repo!r} do not match its config: {found}")
     model.to(device)
     model.eval()
     return model, tok

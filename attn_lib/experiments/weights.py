@@ -113,7 +113,7 @@ def row_metrics(
     """
     w, V, vis = _checked_rows(weights, values, mask)
     ns = [check_int("n_values", n, low=1) for n in n_values]
-    impl = M.choose("row_metrics", engine, w.device.type == "cpu")  # the kernel takes any visibility
+    impl = M._engine.choose("row_metrics", engine, w.device.type == "cpu")  # the kernel takes any visibility
     if unit:
         V = V / torch.linalg.vector_norm(V, dim=-1, keepdim=True).clamp(min=1e-300)
     w = torch.where(vis, w, torch.zeros((), dtype=w.dtype))

@@ -128,19 +128,12 @@ def _log_F_derivative(f, z: torch.Tensor) -> torch.Tensor:
     torch; otherwise (F computed in numpy, or on a detached tensor, which autograd cannot see through) by a central
     difference in float64 with step ``1e-6 max(1, |z|)`` (relative error about 1e-10 for smooth F)."""
     zz = z.detach().clone().requires_grad_(True)
-    lw = None
     with torch.enable_grad():
-        theta = getattr(f, "theta", None)
         try:
-            if getattr(f, "log_F", None) is not None:
-                lw = f.log_F(zz) if theta is None else f.log_F(zz, theta)
-            else:
-                w = f.F(zz) if theta is None else f.F(zz, theta)
-                lw = torch.log(w) if isinstance(w, torch.Tensor) else None
-        except (TypeError, RuntimeError):  # numpy on a tensor that requires grad
+            lw = _log_F_of(f, zz)  # no gradient when F went through numpy
+        except (TypeError, RuntimeError, ValueError):  # numpy on a tensor that requires grad
             lw = None
-        if isinstance(lw, torch.Tensor) and lw.requires_grad:
-            lw = torch.broadcast_to(lw.to(zz.dtype), zz.shape)
+        if lw is not None and lw.requires_grad:
             (g,) = torch.autograd.grad(lw.sum(), zz, allow_unused=True)
             if g is not None:
                 return g.detach()

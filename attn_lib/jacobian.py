@@ -22,7 +22,7 @@ import torch
 
 from . import _rows
 from . import normalizers as _nz
-from ._validation import MAX_DRAWS, check_int, check_positive, check_seed
+from ._validation import MAX_DRAWS, check_int, check_positive, check_positive_list, check_seed
 
 __all__ = [
     "jacobian",
@@ -372,8 +372,7 @@ def sensitivity_grid(
     non-empty sequences of numbers ``> 0``. Returns shape ``(len(temperatures), len(eps_values),
     *logits.shape[:-1])`` (numpy in, numpy out).
     """
-    Ts = [check_positive("temperatures", T) for T in _as_list("temperatures", temperatures)]
-    es = [check_positive("eps_values", e) for e in _as_list("eps_values", eps_values)]
+    Ts, es = check_positive_list("temperatures", temperatures), check_positive_list("eps_values", eps_values)
     return _grid(logits, Ts, es, f"eps_values={es!r} are", normalizer, mask, seed, direction, dtype)
 
 
@@ -390,16 +389,6 @@ def _grid(logits, Ts: list, es: list, too_large: str, normalizer, mask, seed, di
         a = f(stacked, temperature=T, dim=-1, mask=vis_all)
         g.append(torch.linalg.vector_norm(a[1:] - a[:1], dim=-1) / e_t)
     return _out(torch.stack(g), was_numpy)
-
-
-def _as_list(name: str, values) -> list:
-    try:
-        out = list(np.atleast_1d(np.asarray(values, dtype=object)).ravel())
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a non-empty sequence of numbers > 0 (got {values!r})") from None
-    if not out:
-        raise ValueError(f"{name} must be a non-empty sequence of numbers > 0 (got an empty sequence)")
-    return out
 
 
 def jacobian_norms(J) -> dict:

@@ -156,7 +156,7 @@ def _cmd_info(args) -> int:
     print(f"cache: {c['cache_dir']} ({format_bytes(c['cache_bytes'])}; set ATTN_LIB_CACHE_DIR to move it)")
     print(f"  models:  {c['model_dir']} ({format_bytes(c['model_bytes'])}; ATTN_LIB_MODEL_DIR)")
     print(f"  results: {c['results_dir']} ({format_bytes(c['results_bytes'])})")
-    print(f"accelerators: {metrics.accelerators()}")
+    print(f"accelerators: {metrics._engine.accelerators()}")
     settings = process.state()
     print(f"memory allocator: {settings['allocator']}")
     print(f"OpenMP threads waiting: {settings['openmp']}")

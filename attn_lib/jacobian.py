@@ -22,7 +22,7 @@ import torch
 
 from . import _rows
 from . import normalizers as _nz
-from ._validation import MAX_DRAWS, check_int, check_positive, check_seed
+from ._validation import MAX_DRAWS, check_int, check_positive, check_positive_list, check_seed
 
 __all__ = [
     "jacobian",
@@ -128,19 +128,12 @@ def _log_F_derivative(f, z: torch.Tensor) -> torch.Tensor:
     torch; otherwise (F computed in numpy, or on a detached tensor, which autograd cannot see through) by a central
     difference in float64 with step ``1e-6 max(1, |z|)`` (relative error about 1e-10 for smooth F)."""
     zz = z.detach().clone().requires_grad_(True)
-    lw = None
     with torch.enable_grad():
-        theta = getattr(f, "theta", None)
         try:
-            if getattr(f, "log_F", None) is not None:
-                lw = f.log_F(zz) if theta is None else f.log_F(zz, theta)
-            else:
-                w = f.F(zz) if theta is None else f.F(zz, theta)
-                lw = torch.log(w) if isinstance(w, torch.Tensor) else None
-        except (TypeError, RuntimeError):  # numpy on a tensor that requires grad
+            lw = _log_F_of(f, zz)  # no gradient when F went through numpy
+        except (TypeError, RuntimeError, ValueError):  # numpy on a tensor that requires grad
             lw = None
-        if isinstance(lw, torch.Tensor) and lw.requires_grad:
-            lw = torch.broadcast_to(lw.to(zz.dtype), zz.shape)
+        if lw is not None and lw.requires_grad:
             (g,) = torch.autograd.grad(lw.sum(), zz, allow_unused=True)
             if g is not None:
                 return g.detach()
@@ -379,8 +372,7 @@ def sensitivity_grid(
     non-empty sequences of numbers ``> 0``. Returns shape ``(len(temperatures), len(eps_values),
     *logits.shape[:-1])`` (numpy in, numpy out).
     """
-    Ts = [check_positive("temperatures", T) for T in _as_list("temperatures", temperatures)]
-    es = [check_positive("eps_values", e) for e in _as_list("eps_values", eps_values)]
+    Ts, es = check_positive_list("temperatures", temperatures), check_positive_list("eps_values", eps_values)
     return _grid(logits, Ts, es, f"eps_values={es!r} are", normalizer, mask, seed, direction, dtype)
 
 
@@ -397,16 +389,6 @@ def _grid(logits, Ts: list, es: list, too_large: str, normalizer, mask, seed, di
         a = f(stacked, temperature=T, dim=-1, mask=vis_all)
         g.append(torch.linalg.vector_norm(a[1:] - a[:1], dim=-1) / e_t)
     return _out(torch.stack(g), was_numpy)
-
-
-def _as_list(name: str, values) -> list:
-    try:
-        out = list(np.atleast_1d(np.asarray(values, dtype=object)).ravel())
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a non-empty sequence of numbers > 0 (got {values!r})") from None
-    if not out:
-        raise ValueError(f"{name} must be a non-empty sequence of numbers > 0 (got an empty sequence)")
-    return out
 
 
 def jacobian_norms(J) -> dict:

@@ -79,10 +79,8 @@ def softmax(logits, temperature=1.0, dim=-1, mask=None):
     """
     x, visible, T, was_numpy, dim = _rows.prepare(logits, temperature, dim, mask)
     m = _rows.row_max(x, visible)
-    z = _rows.scale(x - m, T)  # <= 0 at visible positions, no overflow for any finite input
-    e = torch.where(visible, torch.exp(z), torch.zeros((), dtype=x.dtype, device=x.device))
-    s = e.sum(dim=-1, keepdim=True)
-    out = e / torch.where(s > 0, s, torch.ones_like(s))
+    # z <= 0 at visible positions, no overflow for any finite input (its row maximum 0 is subtracted again: exact)
+    out = _rows.masked_softmax_lastdim(_rows.scale(x - m, T), visible)
     return _rows.finish(out, visible, dim, was_numpy)
 
 
@@ -301,9 +299,7 @@ def sa_softmax(logits, temperature=1.0, dim=-1, mask=None, variant="normalized")
     check_choice("variant", variant, ["normalized", "plain"])
     x, visible, T, was_numpy, dim = _rows.prepare(logits, temperature, dim, mask)
     m = _rows.row_max(x, visible)
-    p = torch.where(visible, torch.exp(_rows.scale(x - m, T)), torch.zeros((), dtype=x.dtype, device=x.device))
-    ssum = p.sum(dim=-1, keepdim=True)
-    p = p / torch.where(ssum > 0, ssum, torch.ones_like(ssum))
+    p = _rows.masked_softmax_lastdim(_rows.scale(x - m, T), visible)
     if variant == "plain":
         out = _rows.scale_unshifted(x, visible, T, "sa_softmax(variant='plain')") * p
     else:

@@ -103,16 +103,16 @@ CASES = {
 def test_every_registered_metric_has_a_case():
     """A newly registered implementation fails here until it has a case in :data:`CASES` (``"warm_up"`` is not a
     metric: ``tests/test_experiments.py`` checks that it compiles what the runs use)."""
-    if M.accelerated("distance_metrics") is None:
-        pytest.skip(f"no accelerator: {M.accelerators()}")
+    if M._engine.accelerated("distance_metrics") is None:
+        pytest.skip(f"no accelerator: {M._engine.accelerators()}")
     assert set(_engine.ACCELERATED) - {"warm_up"} == set(CASES)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_each_accelerated_metric_matches_its_torch_definition(name, monkeypatch):
-    impl = M.accelerated(name)
+    impl = M._engine.accelerated(name)
     if impl is None:
-        pytest.skip(f"no accelerator: {M.accelerators()}")
+        pytest.skip(f"no accelerator: {M._engine.accelerators()}")
     calls = []
 
     def counted(*args, **kwargs):
@@ -152,7 +152,7 @@ from test_experiments import PROFILE, TEXT
 g = torch.Generator().manual_seed(0)
 x = torch.randn(2, 16, 16, generator=g, dtype=torch.float64).masked_fill(~torch.ones(16, 16).bool().tril(), -torch.inf)
 ld = M.LayerData.from_logits(x, torch.randn(2, 16, 4, generator=g, dtype=torch.float64))
-out = {"accelerated": M.accelerated("distance_metrics"), "info": M.accelerators()}
+out = {"accelerated": M._engine.accelerated("distance_metrics"), "info": M._engine.accelerators()}
 out["d_tilde"] = M.distance_metrics(ld, N=3).d_tilde
 out["scan"] = M.topn_scan(ld, n_max=6).e1
 try:

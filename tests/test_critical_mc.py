@@ -20,7 +20,9 @@ from attn_lib.metrics import montecarlo as MC
 
 pytestmark = pytest.mark.numerical  # run twice by `make test`: with the accelerator, and --without-numba
 
-needs_numba = pytest.mark.skipif(M.accelerated("expected_distance_mc_scan") is None, reason="no accelerator (numba)")
+needs_numba = pytest.mark.skipif(
+    M._engine.accelerated("expected_distance_mc_scan") is None, reason="no accelerator (numba)"
+)
 
 
 def _layer(H=3, L=12, d=4, seed=0, mask=None):
@@ -62,7 +64,7 @@ class TestMCScan:
         ld = _layer()
         rows = [0, 3, 7, 11]
         res = M.expected_distance_mc_scan(ld, n_max=11, rows=rows, n_samples=5, seed=3, engine="torch")
-        perm = M.mc_permutations(ld.mask[0][rows], 5, 3).numpy()
+        perm = M.montecarlo.mc_permutations(ld.mask[0][rows], 5, 3).numpy()
         mean, se = _brute_force(ld, rows, perm, res.n_values)
         assert np.allclose(res.mean.numpy(), mean, rtol=1e-10, atol=1e-12)
         assert np.allclose(res.stderr.numpy(), se, rtol=1e-8, atol=1e-12)
@@ -84,7 +86,7 @@ class TestMCScan:
         """With all rows, the prefix of length N of each order is exactly the subset expected_distance_mc draws at
         N (same seed and K), so the two estimates agree to rounding."""
         ld = _layer(L=10)
-        perm = M.mc_permutations(ld.mask[0], 7, 11)
+        perm = M.montecarlo.mc_permutations(ld.mask[0], 7, 11)
         res = M.expected_distance_mc_scan(ld, n_max=9, n_samples=7, seed=11, engine="torch")
         t = tuple(ld.t[0].tolist())
         for N in (1, 4, 9):
@@ -99,7 +101,7 @@ class TestMCScan:
     def test_orders_put_the_visible_columns_first(self):
         mask = torch.rand(9, 9, generator=torch.Generator().manual_seed(2)) < 0.6
         mask[:, 0] = True
-        perm = M.mc_permutations(mask, 4, 0)
+        perm = M.montecarlo.mc_permutations(mask, 4, 0)
         width = int(torch.where(mask, torch.arange(9), -1).max()) + 1
         assert perm.shape == (9, 4, width)
         for r in range(9):
@@ -116,7 +118,7 @@ class TestMCScan:
         assert not ld.prefix
         rows = list(range(L))
         res = M.expected_distance_mc_scan(ld, n_max=L - 1, n_samples=4, seed=0)  # auto: torch (not a prefix mask)
-        mean, _ = _brute_force(ld, rows, M.mc_permutations(ld.mask[0], 4, 0).numpy(), res.n_values)
+        mean, _ = _brute_force(ld, rows, M.montecarlo.mc_permutations(ld.mask[0], 4, 0).numpy(), res.n_values)
         assert np.allclose(res.mean.numpy(), mean, rtol=1e-10, atol=1e-12)
 
     @pytest.mark.parametrize("engine", ["torch", pytest.param("numba", marks=needs_numba)])
@@ -194,7 +196,7 @@ def _reference_n_star(layers, L, K, seed, alpha=0.01):
     for N in range(1, L):
         a, b = [], []
         for ld in layers:
-            perm = M.mc_permutations(ld.mask[0][:L], K, seed).numpy()
+            perm = M.montecarlo.mc_permutations(ld.mask[0][:L], K, seed).numpy()
             mc, _ = _brute_force(ld, rows, perm, [N])
             for h in range(ld.H):
                 top = [T.distance(ld.alpha[h, r, : r + 1].numpy(), ld.values[h, : r + 1].numpy(), N) for r in rows[N:]]
@@ -283,7 +285,7 @@ def test_the_kernel_checks_the_shape_of_its_stratum_tokens():
     from attn_lib.accel import kernels
 
     ld = _layer(H=2, L=8)
-    args = (ld.alpha.numpy(), ld.gram.numpy(), M.mc_permutations(ld.mask[0][[3, 7]], 2, 0).numpy())
+    args = (ld.alpha.numpy(), ld.gram.numpy(), M.montecarlo.mc_permutations(ld.mask[0][[3, 7]], 2, 0).numpy())
     t = torch.broadcast_to(ld.t, (2, 8)).numpy()
     with pytest.raises(ValueError, match=r"pick must have shape \(H, R\) = \(2, 2\)"):
         kernels.mc_scan_prefix(*args, t, np.array([3, 7]), 1, 2, pick=np.zeros((1, 2), dtype=np.int64))
@@ -319,7 +321,7 @@ def test_control_variate_is_unbiased_and_reports_its_standard_error(engine):
     """The control-variate estimator has the exact expectation (its mean over 120 seeds is within 4.5 standard errors
     of the enumerated E[d~] in every cell), the standard error it reports matches the spread of its estimates over
     seeds, and on this layer its spread is smaller than the plain estimator's."""
-    if engine == "numba" and M.accelerated("expected_distance_mc_scan") is None:
+    if engine == "numba" and M._engine.accelerated("expected_distance_mc_scan") is None:
         pytest.skip("no accelerator (numba)")
     ld = _layer(H=2, L=10, d=3, seed=0)
     rows, n_values = [6, 9], list(range(1, 6))
@@ -367,7 +369,7 @@ def test_stratified_estimator_is_unbiased_and_reports_its_standard_error(engine,
     standard errors of the enumerated E[d~] in every cell, the reported standard error matches the spread over
     seeds, and the spread is below the plain estimator's with as many orders (2K: the plain spread at K over
     sqrt(2))."""
-    if engine == "numba" and M.accelerated("expected_distance_mc_scan") is None:
+    if engine == "numba" and M._engine.accelerated("expected_distance_mc_scan") is None:
         pytest.skip("no accelerator (numba)")
     ld = _layer(H=2, L=10, d=3, seed=0)
     rows, n_values = [6, 9], list(range(1, 6))

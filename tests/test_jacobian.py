@@ -340,7 +340,7 @@ def test_sensitivity_grid_numpy_and_bad_input():
     np.testing.assert_allclose(g[0, 1], jb.sensitivity(x, 0.5, 1e-1, normalizer="sparsemax"), rtol=1e-12)
     with pytest.raises(ValueError, match="temperatures must be a finite number > 0"):
         jb.sensitivity_grid(x, [1.0, 0.0], [0.1])
-    with pytest.raises(ValueError, match="eps_values must be a non-empty sequence"):
+    with pytest.raises(ValueError, match="eps_values must be a number or a non-empty list"):
         jb.sensitivity_grid(x, [1.0], [])
     with pytest.raises(ValueError, match="eps_values=.* too large"):
         jb.sensitivity_grid(x, [1.0], [1e39], dtype=torch.float32)

@@ -89,7 +89,7 @@ def test_separable_fraction_equals_separability_metrics(engine):
 
 def test_separable_sets_are_within_each_heads_top_n():
     ld = _layer(seed=4)
-    sets = M.separable_sets(ld, N=4)
+    sets = M.coverage.separable_sets(ld, N=4)
     np.testing.assert_array_equal(sets.order.numpy(), ld.order(4).numpy())
     assert not bool(sets.separable[~sets.valid].any())
 
@@ -147,6 +147,6 @@ def test_bad_weights_are_refused():
 
 def test_a_head_covers_at_most_its_own_separable_tokens():
     cov = M.coverage_metrics(_layer(H=4, L=30, seed=9), N=5)
-    sets = M.separable_sets(_layer(H=4, L=30, seed=9), N=5)
+    sets = M.coverage.separable_sets(_layer(H=4, L=30, seed=9), N=5)
     assert bool((cov.hits.sum(-1) <= sets.separable.sum(-1)).all())
     assert bool((cov.hits.sum(-1) < sets.separable.sum(-1)).any())  # the target differs from some head's top-N

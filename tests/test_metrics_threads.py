@@ -56,7 +56,7 @@ def test_public_metrics_run_single_threaded_torch_and_restore_it():
     before = torch.get_num_threads()
     seen = []
 
-    @M.coarse_threads
+    @M._engine.coarse_threads
     def probe():
         seen.append(torch.get_num_threads())
 
@@ -82,7 +82,7 @@ def test_settings_object_and_configure():
         pass
     with pytest.raises(AttributeError):
         M.NO_SUCH_SETTING  # noqa: B018
-    assert isinstance(M.settings, M.Settings)
+    assert isinstance(M.settings, M._engine.Settings)
 
 
 def test_numba_threading_layer_is_the_one_the_environment_names():

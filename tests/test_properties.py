@@ -134,7 +134,7 @@ def test_distance_of_one_row_or_a_value_error(L, d, N, seed):
     L=st.integers(2, 10),
     N=st.integers(-2, 12) | ODD_SCALARS,
     seed=st.integers(0, 10**6),
-    engine=st.sampled_from(["auto", "torch", *(["numba"] if M.accelerated("distance_metrics") else [])]),
+    engine=st.sampled_from(["auto", "torch", *(["numba"] if M._engine.accelerated("distance_metrics") else [])]),
 )
 def test_distance_metrics_or_a_value_error(H, L, N, seed, engine):
     g = torch.Generator().manual_seed(seed)

@@ -46,7 +46,7 @@ from numba.extending import intrinsic as _intrinsic
 #: numba's threading layer is numba's own choice (``omp`` here, GNU OpenMP) unless the environment variable
 #: ``NUMBA_THREADING_LAYER`` names one. ``omp`` spins at its barriers, for as long as ``GOMP_SPINCOUNT`` says, which
 #: :func:`attn_lib.process.tune` shortens when asked; the collapse on a busy machine (a 10 ms call taking
-#: 250 ms) came from torch's OpenMP pool spinning next to it, which :func:`attn_lib.metrics.coarse_threads` removes
+#: 250 ms) came from torch's OpenMP pool spinning next to it, which :func:`attn_lib.metrics._engine.coarse_threads` removes
 #: (``benchmarks/bench_contention.py``). ``workqueue`` (idle
 #: threads sleep) was measured too: slightly better ratios under contention, but slower on idle cores, and its
 #: Algorithm 5 values differ from ``omp``'s in the last bits (1e-11 relative), so the default stays. Kernel

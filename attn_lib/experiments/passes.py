@@ -70,7 +70,7 @@ class SharedLayer:
         la = self.la
 
         def build():
-            with M.large_ops():  # whole-layer softmax and Gram products: multi-threaded torch pays off here
+            with M._engine.large_ops():  # whole-layer softmax and Gram products: multi-threaded torch pays off here
                 ld = M.LayerData.from_logits(la.logits[0], la.values[0], mask=layer_mask(la))
                 ld.gram, ld.zdot()
             return ld
@@ -82,12 +82,12 @@ class SharedLayer:
         if "ld" in self._memo:
             return self._memo["ld"]
         la = self.la
-        with M.large_ops():
+        with M._engine.large_ops():
             return self.get(
                 "ld_weights", lambda: M.LayerData.from_logits(la.logits[0], la.values[0], mask=layer_mask(la))
             )
 
-    def dist(self, N: int, p="L-1") -> M.DistanceRows:
+    def dist(self, N: int, p="L-1") -> M.distance.DistanceRows:
         """:func:`attn_lib.metrics.distance_metrics` of the layer at ``N``."""
         return self.get(("dist", N, p), lambda: M.distance_metrics(self.layer(), N=N, p=p))
 
@@ -124,7 +124,7 @@ def warm_up_kernels(handle, prog: Progress) -> None:
     bar: the first run compiles them (about 30 s), later runs load them from numba's disk cache."""
     if not prog.enabled or handle.device.type != "cpu" or M.settings.default_engine == "torch":
         return
-    warm_up = M.accelerated("warm_up")
+    warm_up = M._engine.accelerated("warm_up")
     if warm_up is not None:
         warm_up(lambda total: prog.bar(total=total, desc="kernels (compiled on first use, then cached)", unit="kernel"))
 

@@ -40,15 +40,6 @@ def row_sample(lengths: Sequence[int], rows_per_length: int) -> dict[int, np.nda
     return out
 
 
-def _top_rank(w: torch.Tensor, vis: torch.Tensor) -> torch.Tensor:
-    """Rank of each entry in its row by weight, descending, ties to the lower index; invisible entries last."""
-    key = torch.where(vis, w, torch.full((), -1.0, dtype=w.dtype))
-    order = torch.sort(key, dim=-1, descending=True, stable=True).indices
-    rank = torch.empty_like(order)
-    rank.scatter_(-1, order, torch.arange(w.shape[-1]).expand_as(order))
-    return rank
-
-
 def _bool_mask(mask) -> torch.Tensor:
     """``mask`` as a bool tensor; a numeric mask must hold only 0 and 1 (0.5 is not 'visible')."""
     m = torch.as_tensor(mask)
@@ -113,7 +104,7 @@ def row_metrics(
     """
     w, V, vis = _checked_rows(weights, values, mask)
     ns = [check_int("n_values", n, low=1) for n in n_values]
-    impl = M.choose("row_metrics", engine, w.device.type == "cpu")  # the kernel takes any visibility
+    impl = M._engine.choose("row_metrics", engine, w.device.type == "cpu")  # the kernel takes any visibility
     if unit:
         V = V / torch.linalg.vector_norm(V, dim=-1, keepdim=True).clamp(min=1e-300)
     w = torch.where(vis, w, torch.zeros((), dtype=w.dtype))
@@ -123,11 +114,10 @@ def row_metrics(
     z = torch.einsum("hrl,hld->hrd", w, V)
     zx = torch.einsum("hld,hrd->hrl", V, z)  # z . x_i
     z_sq = (z * z).sum(-1, keepdim=True)
-    rank = _top_rank(w, vis)
+    rank = M.layer.top_rank(w, vis)
     H, R, L = w.shape
     out = {k: torch.zeros(H, R, len(ns), dtype=torch.float64) for k in ("d_tilde", "e1", "sep")}
     out["valid"] = torch.zeros(H, R, len(ns), dtype=torch.bool)
-    zero = torch.zeros((), dtype=torch.float64)
     # every N of a block at once, on (H, R, C, L) tensors (a block holds at most BLOCK_ELEMS entries)
     per_block = max(1, BLOCK_ELEMS // max(1, H * R * L))
     wv, visv, a_sq4, wzx = w.unsqueeze(2), vis.unsqueeze(2), a_sq.unsqueeze(2), (w * zx).unsqueeze(2)
@@ -146,9 +136,8 @@ def row_metrics(
             d_tilde, e1, sep = _row_sums(a_sq4, wv, visv, top, sx, s_sq, wzx, z_sq4, t3, n_f)
         valid = t3 >= n_f + 1
         sl = slice(c0, c0 + len(nb))
-        out["d_tilde"][..., sl] = torch.where(valid, d_tilde, zero)
-        out["e1"][..., sl] = torch.where(valid, e1, zero)
-        out["sep"][..., sl] = torch.where(valid, sep, zero)
+        for k, x in M.layer.zero_invalid(valid, d_tilde=d_tilde, e1=e1, sep=sep).items():
+            out[k][..., sl] = x
         out["valid"][..., sl] = valid
     return out
 

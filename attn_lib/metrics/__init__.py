@@ -30,39 +30,17 @@ block by ``with attn_lib.metrics.configure(default_engine="torch"): ...``, and :
 
 from __future__ import annotations
 
-# the names with noqa are internal (engine choice, threads, test references): importable, not in __all__
-from ._engine import (  # noqa: F401
-    Settings,
-    accelerated,
-    accelerators,
-    block_parallel,
-    choose,
-    coarse_threads,
-    configure,
-    large_ops,
-    settings,
-)
-from .coverage import (
-    coverage_metrics,
-    separable_sets,  # noqa: F401
-)
+# block_parallel, masked_mean, top_n_order, running_min_distance and unit_layer: importable here, not in __all__;
+# the other internals (engine choice, threads, test references) are read from their submodules
+from ._engine import block_parallel, configure, settings  # noqa: F401
+from .coverage import coverage_metrics
 from .crossing import crossing_metrics
-from .distance import (
-    DistanceRows,  # noqa: F401
-    distance_metrics,
-)
-from .layer import LayerData, masked_mean, top_n_order  # noqa: F401  (the names not in __all__: importable, internal)
-from .montecarlo import (
-    expected_distance_mc,
-    expected_distance_mc_scan,
-    mc_permutations,  # noqa: F401
-)
-from .scan import (
-    naive_scan,  # noqa: F401
-    topn_scan,
-)
+from .distance import distance_metrics
+from .layer import LayerData, masked_mean, top_n_order  # noqa: F401
+from .montecarlo import expected_distance_mc, expected_distance_mc_scan
+from .scan import topn_scan
 from .sensitivity import sensitivity_rows
-from .separability import running_min_distance, separability_metrics, unit_layer  # noqa: F401  (the names not in __all__: importable, internal)
+from .separability import running_min_distance, separability_metrics, unit_layer  # noqa: F401
 
 __all__ = [
     "LayerData",

@@ -25,7 +25,7 @@ import torch
 
 from .._validation import check_int
 from ._engine import F64, choose, coarse_threads
-from .layer import as_real_tensor, bool_mask, check_dtype
+from .layer import as_real_tensor, bool_mask, check_dtype, top_rank
 
 __all__ = ["crossing_metrics"]
 
@@ -98,9 +98,7 @@ def crossing_metrics(
     z_norm = z.square().sum(-1).sqrt()
     a_norm = a * norms.unsqueeze(1)  # alpha_i ||x_i||, (H, R, L)
     a_sum = a_norm.sum(-1)
-    # rank of each position in its row (descending weight; ties to the lower index; masked positions last)
-    key = torch.where(vis, a, torch.full((), -1.0, dtype=a.dtype, device=a.device))
-    rank = torch.sort(key, dim=-1, descending=True, stable=True).indices.argsort(-1)  # the inverse permutation
+    rank = top_rank(a, vis)
     zdotx = torch.einsum("hrd,hld->hrl", z, v)  # z . x_i
     parts = dict(a=a, v=v, vis=vis, rank=rank, norms=norms, z_norm=z_norm, a_norm=a_norm, zdotx=zdotx, t=t)
     stacked = (impl or _crossing_torch)(ns, **parts)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -25,7 +25,7 @@ import torch
 from .._validation import check_choice, check_probability
 from . import _engine
 from ._engine import F64, choose, coarse_threads, run_blocks
-from .layer import LayerData, as_layer, check_n
+from .layer import LayerData, as_layer, check_n, zero_invalid
 
 __all__ = ["distance_metrics"]
 
@@ -164,12 +164,7 @@ def distance_metrics(
         out_mass = ld.alpha.sum(-1) - alpha_bar
         res.d1, res.max_norm = d1, max_norm
         res.d_max = out_mass * d1 + ((counts.to(ld.dtype) - N) * alpha_bar - out_mass) * max_norm
-    zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
-    for name in _ROW_FIELDS:
-        value = getattr(res, name)
-        if value is not None:
-            setattr(res, name, torch.where(valid, value, zero))
-    return res
+    return replace(res, **zero_invalid(valid, **{name: getattr(res, name) for name in _ROW_FIELDS}))
 
 
 def _distance_torch(ld: LayerData, N: int, p: str | float, order: torch.Tensor, form: str) -> dict:

@@ -282,6 +282,22 @@ def row_blocks(last: list[int], budget: int) -> Iterator[tuple[int, int, int]]:
         start = stop
 
 
+def zero_invalid(valid: torch.Tensor, **fields: torch.Tensor | None) -> dict:
+    """``fields`` with 0 where ``valid`` is ``False`` (every metric's convention for the rows it does not define;
+    ``None`` stays ``None``)."""
+    return {
+        k: None if x is None else torch.where(valid, x, torch.zeros((), dtype=x.dtype, device=x.device))
+        for k, x in fields.items()
+    }
+
+
+def top_rank(alpha: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+    """Rank (int64) of each entry of the non-negative ``alpha`` in its row by weight, descending, ties to the lower
+    index, invisible entries last: the inverse permutation of the top-``N`` order (rank ``< N``: selected)."""
+    key = torch.where(visible, alpha, torch.full((), -1.0, dtype=alpha.dtype, device=alpha.device))
+    return torch.sort(key, dim=-1, descending=True, stable=True).indices.argsort(-1)
+
+
 def as_layer(layer_or_weights: Any, values: Any = None, mask: Any = None) -> LayerData:
     """The :class:`LayerData` a metric works on: ``layer_or_weights`` itself if it is one (then ``values`` and
     ``mask`` must be ``None``), else a new float64 layer of the raw weights ``(H, L, L)``, the required ``values``

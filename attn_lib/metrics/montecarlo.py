@@ -43,7 +43,7 @@ import torch
 from .._validation import check_seed, check_size
 from . import _engine
 from ._engine import F64, choose, coarse_threads
-from .layer import LayerData, as_layer, check_n, check_n_range, check_rows
+from .layer import LayerData, as_layer, check_n, check_n_range, check_rows, zero_invalid
 
 __all__ = ["expected_distance_mc", "expected_distance_mc_scan"]
 
@@ -111,10 +111,7 @@ def expected_distance_mc(
         # the same estimate as the scan's at n_min = n_max = N, whose orders start with these subsets
         subsets = _draw_subsets(seed, ld.mask[0][rows.to(ld.device)].cpu(), N, n_samples)
         mean, stderr = (x[..., 0] for x in _mc_scan_torch(ld, N, N, rows, subsets))
-    zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
-    return MCRows(
-        N=N, rows=rows, mean=torch.where(valid, mean, zero), stderr=torch.where(valid, stderr, zero), valid=valid
-    )
+    return MCRows(N=N, rows=rows, valid=valid, **zero_invalid(valid, mean=mean, stderr=stderr))
 
 
 def _draw_subsets(seed: int, visible: torch.Tensor, N: int, K: int) -> torch.Tensor:
@@ -230,12 +227,10 @@ def expected_distance_mc_scan(
     else:
         perm = mc_permutations(visible, n_samples, seed)
         mean, stderr = (impl or _mc_scan_torch)(ld, n_min, n_max, rows, perm, control_variate)
-    zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
     return MCScanRows(
         n_values=np.arange(n_min, n_max + 1),
         rows=rows,
-        mean=torch.where(valid, mean, zero),
-        stderr=torch.where(valid, stderr, zero),
+        **zero_invalid(valid, mean=mean, stderr=stderr),
         valid=valid,
         n_samples=n_samples,
         control_variate=control_variate,

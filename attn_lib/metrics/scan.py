@@ -17,7 +17,7 @@ import torch
 from . import _engine
 from ._engine import F64, choose, coarse_threads, run_blocks
 from .distance import check_p, distance_metrics, inclusion_probability
-from .layer import LayerData, as_layer, check_n_range, check_rows
+from .layer import LayerData, as_layer, check_n_range, check_rows, zero_invalid
 
 __all__ = ["topn_scan"]
 
@@ -138,8 +138,7 @@ def _scan_torch(
         scanned["e1"][:, rows_block] = factor * e1
 
     run_blocks(block, ld.blocks(rows=rows, per_row=3, elems=_engine.settings.scan_block_elems))
-    zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
-    return {name: torch.where(valid, value, zero) for name, value in scanned.items()}
+    return zero_invalid(valid, **scanned)
 
 
 def _scan_distances(

@@ -75,10 +75,9 @@ def sensitivity_rows(
     impl = choose("sensitivity_rows", engine, x.device.type == "cpu" and x.dtype == F64 and prefix_rows)
     if impl is not None:  # rows i see columns 0..counts[i]-1
         g = impl(x, directions, counts, temps, eps_list)
-        return torch.where(valid, g, torch.zeros((), dtype=x.dtype)), valid
-    g = _sensitivity_torch(x, directions, visible, temps, eps_list)
-    g = torch.where(valid, g, torch.zeros((), dtype=x.dtype, device=x.device))
-    return g.nan_to_num_(0.0), valid
+    else:
+        g = _sensitivity_torch(x, directions, visible, temps, eps_list)
+    return torch.where(valid, g, torch.zeros((), dtype=x.dtype, device=x.device)).nan_to_num_(0.0), valid
 
 
 def _sensitivity_inputs(logits, temperatures, eps_values, mask, seed, direction, rows, dtype):

@@ -17,7 +17,7 @@ import torch
 
 from .._validation import check_positive
 from ._engine import choose, coarse_threads, run_blocks
-from .layer import LayerData, as_layer, check_n
+from .layer import LayerData, as_layer, check_n, zero_invalid
 
 __all__ = ["separability_metrics"]
 
@@ -149,16 +149,8 @@ def separability_metrics(
     order = ld.order(min(N, ld.L))
     fraction, rho_min = (impl or _separability_torch)(ld, N, order)
     lower, upper = _theorem2_bounds(ld.alpha.gather(-1, order), delta, rho_min, N, M)
-    zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
-    return SeparabilityRows(
-        N=N,
-        valid=valid,
-        fraction=torch.where(valid, fraction, zero),
-        lower=torch.where(valid, lower, zero),
-        upper=torch.where(valid, upper, zero),
-        r=torch.where(valid, rho_min, zero),
-        delta=delta,
-    )
+    rows = zero_invalid(valid, fraction=fraction, lower=lower, upper=upper, r=rho_min)
+    return SeparabilityRows(N=N, valid=valid, delta=delta, **rows)
 
 
 def _theorem2_bounds(

@@ -741,3 +741,28 @@ class TestVerdicts:
         vt = _realistic_table()
         assert (vt.loc[vt["evidence"] != "informative", "fails_if"] == "").all()
         assert (vt.loc[vt["evidence"] == "informative", "fails_if"] != "").all()
+
+
+def test_a_rule_that_fails_leaves_its_row_saying_so_and_every_other_row_stands(monkeypatch):
+    """One broken rule (an exception, or a verdict outside its kind's set) is one n/a row naming what failed; the
+    report's other rows are judged as before."""
+    import dataclasses
+
+    from attn_lib.claims.claim import Outcome
+
+    results = {"distance_vs_length": pd.DataFrame({"L": [8, 16]})}
+    ids = list(CLAIMS)[:3]
+    before = claims.verdicts(results, ids=ids)
+
+    def broken(results, thresholds):
+        raise ZeroDivisionError("division by zero in the rule")
+
+    monkeypatch.setitem(CLAIMS, ids[0], dataclasses.replace(CLAIMS[ids[0]], needs=(), evaluate=broken))
+    monkeypatch.setitem(
+        CLAIMS, ids[1], dataclasses.replace(CLAIMS[ids[1]], needs=(), evaluate=lambda r, t: Outcome("maybe", "x"))
+    )
+    after = claims.verdicts(results, ids=ids).set_index("id")
+    assert after.loc[ids[0], "verdict"] == "n/a"
+    assert "the rule failed (ZeroDivisionError: division by zero in the rule)" in after.loc[ids[0], "measured"]
+    assert after.loc[ids[1], "verdict"] == "n/a" and "'maybe'" in after.loc[ids[1], "measured"]
+    assert after.loc[ids[2]].to_dict() == before.set_index("id").loc[ids[2]].to_dict()

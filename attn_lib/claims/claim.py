@@ -118,11 +118,14 @@ def claim_row(c: Claim, results: dict, thresholds: dict | None = None) -> dict:
             out = c.evaluate(results, th)
         except KeyError as exc:  # a table without a column the rule reads
             out = Outcome("n/a", f"not judged: the results lack the column {exc.args[0]!r}")
+        except Exception as exc:  # one failing rule: its row says so, and every other row stands
+            out = Outcome("n/a", f"not judged: the rule failed ({type(exc).__name__}: {exc})")
     else:
         out = Outcome("n/a", "not run: needs " + ", ".join(n for n in c.needs if not has_results(results, n)))
     evidence = out.evidence or c.evidence
-    if out.verdict != "n/a" and out.verdict not in VERDICTS[evidence]:
-        raise AssertionError(f"claim {c.id!r}: verdict {out.verdict!r} is not one of {VERDICTS[evidence]}")
+    if out.verdict != "n/a" and (evidence not in VERDICTS or out.verdict not in VERDICTS[evidence]):
+        out = Outcome("n/a", f"not judged: the rule gave the verdict {out.verdict!r} for evidence {evidence!r}")
+        evidence = c.evidence
     return {
         "id": c.id,
         "where": c.where,

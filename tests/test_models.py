@@ -504,3 +504,9 @@ def test_standin_conversion_is_a_note_not_stderr(tmp_path, monkeypatch, capfd):
     _, _, again = E.load_inputs("gpt2", "botchan", device="cpu")  # the copy exists: no conversion note
     assert capfd.readouterr().err == ""
     assert not any("converted" in n for n in again) and any("NOT GPT-2" in n for n in again)
+
+
+@pytest.mark.parametrize("device", ["cpu:3", torch.device("cpu", 2), "meta", torch.device("meta"), "xla"])
+def test_a_device_this_machine_lacks_or_that_holds_no_data_is_refused(device):
+    with pytest.raises(ValueError, match="device="):
+        M.resolve_device(device)

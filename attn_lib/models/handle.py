@@ -62,6 +62,8 @@ def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
         raise ValueError(f"device must be a string such as 'auto', 'cpu', 'cuda' or 'mps' (got {device!r})")
     here = ", ".join(available_devices())
     if dev.type == "cpu":
+        if dev.index not in (None, 0):  # one CPU device: "cpu:3" names nothing here
+            raise ValueError(f"device={device!r}: the CPU is one device, 'cpu' (available: {here})")
         return torch.device("cpu")
     if dev.type in ("cuda", "mps"):
         if not (torch.cuda.is_available() if dev.type == "cuda" else _mps_available()):

@@ -1066,3 +1066,13 @@ def test_a_listed_mistake_comes_before_a_transformation_and_a_case_own_one_befor
     listed = case._replace(mistakes={"a listed mistake": np.array([2.0, 4.0])})
     with pytest.raises(AssertionError, match="HINT: a listed mistake"):
         harness.run(lambda: [2.0, 4.0], [listed])
+
+
+@pytest.mark.parametrize("offset", [4e-7, -1e-9])
+def test_a_count_must_be_a_whole_number_not_one_within_the_tolerance(offset):
+    """check_heads_for_coverage's answer is a number of heads: H + 4e-7 (inside the float tolerance) is wrong."""
+    from attn_lib import theory
+
+    with pytest.raises(AssertionError, match="HINT"):
+        E.check_heads_for_coverage(lambda p, c: theory.heads_for_coverage(p, c) + offset)
+    E.check_heads_for_coverage(lambda p, c: float(theory.heads_for_coverage(p, c)))  # 3.0 is 3

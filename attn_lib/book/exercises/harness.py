@@ -223,8 +223,13 @@ def call(fn: Callable, where: str, *args) -> Any:
 
 
 def close(a: np.ndarray, b: Any) -> bool:
+    """Whether the answer ``a`` is ``b``: to :data:`RTOL`/:data:`ATOL`, or exactly where ``b`` is a whole number (a
+    count of heads or tokens: ``H + 4e-7`` is not ``H``)."""
+    exact = np.asarray(b).dtype.kind in "iu"
     b = np.asarray(b, dtype=np.float64)
-    return a.shape == b.shape and bool(np.all(np.isfinite(a))) and np.allclose(a, b, rtol=RTOL, atol=ATOL)
+    if a.shape != b.shape or not np.all(np.isfinite(a)):
+        return False
+    return bool(np.array_equal(a, b)) if exact else bool(np.allclose(a, b, rtol=RTOL, atol=ATOL))
 
 
 def num(v: float) -> str:

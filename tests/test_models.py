@@ -393,6 +393,20 @@ def test_standin_corrupted_copy_is_converted_again(fake_gguf):
     assert fake_gguf["gguf"] == 3
 
 
+def test_a_same_size_gguf_with_other_content_is_converted_again(fake_gguf):
+    """The conversion is reused only for the very GGUF file it came from (its SHA-256, not only its size)."""
+    M.load_standin(device="cpu")
+    gguf = O.standin_gguf_path()
+    data = gguf.read_bytes()
+    gguf.write_bytes(data[::-1])  # same size, other bytes
+    h = M.load_standin(device="cpu")
+    assert fake_gguf["gguf"] == 2
+    assert (
+        h.revision
+        == "sha256:" + json.loads((O.standin_cache_path() / "attn_lib_standin.json").read_text())["gguf_sha256"]
+    )
+
+
 def test_standin_missing_package_is_a_clear_error(monkeypatch):
     import importlib.util
 

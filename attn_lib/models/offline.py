@@ -140,6 +140,8 @@ def _standin_meta_ok(folder: Path, gguf: Path) -> dict | None:
     st = gguf.stat()
     if meta.get("gguf_size") != st.st_size or meta.get("format") != 1:
         return None
+    if meta.get("gguf_sha256") != _memo_sha256(str(gguf), st.st_size, st.st_mtime_ns):  # same size, other file
+        return None
     if not any(folder.glob("*.safetensors")) or not (folder / "config.json").is_file():
         return None
     return meta

@@ -168,3 +168,11 @@ def test_the_package_modules_import_downward_only():
     experiments = ("distance", "critical", "separability", "sensitivity", "diagnosis", "coverage")
     assert deps["profiles"] == {*experiments} - {"coverage"}
     assert not any("profiles" in deps[m] for m in (*experiments, "passes"))
+
+
+def test_a_window_too_long_for_the_monte_carlo_draws_is_named_with_them():
+    """lengths=[10**6] with the default Monte-Carlo draws: the error names the window, not only mc_samples."""
+    from attn_lib import experiments as E
+
+    with pytest.raises(ValueError, match=r"mc_samples.*longest window \(1000000\).*window lengths"):
+        E.DistanceVsLengthParams(lengths=(10**6,))

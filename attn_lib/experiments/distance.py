@@ -122,7 +122,13 @@ class _DistanceParams(Experiment):
         mc_rows = check_int("mc_rows", self.mc_rows, low=1)
         # Monte-Carlo draws: (rows, samples, L) random keys per layer, capped so a typo is a ValueError, not a
         # MemoryError
-        mc_samples = check_size("mc_samples", self.mc_samples, per_item=mc_rows * longest, low=0)
+        try:
+            mc_samples = check_size("mc_samples", self.mc_samples, per_item=mc_rows * longest, low=0)
+        except ValueError as exc:  # the cap depends on the window too: name every parameter that sets it
+            raise ValueError(
+                f"{exc}: the draws grow as mc_samples x mc_rows ({mc_rows}) x the longest window ({longest}); lower "
+                "mc_samples, mc_rows or the window lengths"
+            ) from None
         self.set_checked(mc_rows=mc_rows, mc_samples=mc_samples, seed=check_seed("seed", self.seed))
 
 

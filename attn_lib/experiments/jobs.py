@@ -204,7 +204,7 @@ def _run_all(
     return {k: results[k] for k in [*names, "critical_n_summary"] if k in results}
 
 
-def check_text_holds(handle, text, length: int, start: int, prof: Profile) -> None:
+def check_text_holds(handle, text, length: int, start: int, prof: Profile | BeyondProfile) -> None:
     """``ValueError`` up front when ``text`` has fewer than ``start + length`` tokens (the profile's longest window),
     said in the profile's terms rather than as a window ``length`` the user never gave."""
     t = as_text(text)

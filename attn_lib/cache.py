@@ -98,12 +98,13 @@ def format_bytes(n: int) -> str:
     return f"{size:.1f} GiB"
 
 
-def _jsonable(obj: Any) -> Any:
+def _jsonable(obj: Any, exact: bool = False) -> Any:
     """Convert keys' values to plain JSON types (tuples, numpy scalars, torch dtypes/devices, paths).
 
     Non-finite floats stay floats (JSON's ``NaN`` / ``Infinity`` tokens), so ``float("nan")`` and the string ``"nan"``
     are different keys. Sets become lists sorted by each element's canonical JSON, so any set of JSON-able values has
-    one canonical order (``{1, "x"}`` included).
+    one canonical order (``{1, "x"}`` included). ``exact=True`` (a value stored as JSON) converts only tuples: all but
+    None, bools, numbers, strings, lists and dicts with *string* keys (JSON writes 1 and '1' both as "1") is an error.
     """
     if obj is None or isinstance(obj, (bool, int, str, float)):
         return obj
@@ -112,10 +113,12 @@ def _jsonable(obj: Any) -> Any:
         for k, v in obj.items():
             if not isinstance(k, str):
                 raise ValueError(f"key: dict keys must be strings (got {k!r})")
-            out[k] = _jsonable(v)
+            out[k] = _jsonable(v, exact)
         return out
     if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
+        return [_jsonable(v, exact) for v in obj]
+    if exact:
+        raise ValueError(f"a {type(obj).__name__} is not plain JSON")
     if isinstance(obj, (set, frozenset)):
         return sorted((_jsonable(v) for v in obj), key=lambda v: json.dumps(v, sort_keys=True))
     if isinstance(obj, os.PathLike):
@@ -182,25 +185,20 @@ def _attn_lib_version() -> str:
     return __version__
 
 
-_CODE_FINGERPRINT: str | None = None
-
-
+@functools.cache
 def code_fingerprint() -> str:
     """SHA-256 (first 16 hex digits) of every ``.py`` file of the installed attn_lib package.
 
     Part of every cache key, so a result computed by other code (an edited checkout between two builds, say) is never
     reused, even when the version number did not change.
     """
-    global _CODE_FINGERPRINT
-    if _CODE_FINGERPRINT is None:
-        pkg = Path(__file__).resolve().parent
-        h = hashlib.sha256()
-        for path in sorted(pkg.rglob("*.py")):
-            h.update(path.relative_to(pkg).as_posix().encode())
-            h.update(b"\0")
-            h.update(path.read_bytes())
-        _CODE_FINGERPRINT = h.hexdigest()[:16]
-    return _CODE_FINGERPRINT
+    pkg = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(pkg.rglob("*.py")):
+        h.update(path.relative_to(pkg).as_posix().encode())
+        h.update(b"\0")
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
 
 
 class ResultCache:
@@ -324,20 +322,6 @@ class ResultCache:
         return value
 
 
-def _plain_json(value: Any, depth: int = 0) -> bool:
-    """Whether JSON round-trips ``value`` without merging or renaming anything: None, bools, ints, floats, strings,
-    lists/tuples of them and dicts with *string* keys (JSON writes the keys 1 and '1' both as "1")."""
-    if depth > 200:
-        return False
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return True
-    if isinstance(value, (list, tuple)):
-        return all(_plain_json(v, depth + 1) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _plain_json(v, depth + 1) for k, v in value.items())
-    return False
-
-
 def _remove_entry(path: Path) -> None:
     """Remove whatever is at ``path``: an entry folder, or a file or link put in its place."""
     if path.is_symlink() or (path.exists() and not path.is_dir()):
@@ -368,11 +352,9 @@ def _libs() -> tuple[Any, Any]:
 
 def _encode(value: Any) -> tuple[str, bytes, Any]:
     """(kind, payload bytes, value as it will be read back); ``ValueError`` for a value no safe format holds."""
-    try:
-        if not _plain_json(value):  # e.g. {1: 'a', '1': 'b'}: JSON would turn 1 into '1' and lose an item
-            raise TypeError("not plain JSON")
-        text = json.dumps(value, allow_nan=True)
-    except (TypeError, ValueError, RecursionError):
+    try:  # not {1: 'a', '1': 'b'}, say: JSON would turn 1 into '1' and lose an item
+        text = json.dumps(_jsonable(value, exact=True), allow_nan=True)
+    except (ValueError, RecursionError):
         return "tree", _to_npz(value), value
     return "json", text.encode("utf-8"), json.loads(text)
 

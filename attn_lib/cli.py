@@ -574,19 +574,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             process.tune()
         with _warnings_as_notes():
             return int(args.func(args) or 0)
-    except (ValueError, ModelUnavailableError, TextUnavailableError) as exc:
-        print(f"attn-lib {args.command}: error: {_one_line(exc)}", file=sys.stderr)
-        return 2
-    except OSError as exc:  # a file system the user pointed at (disk full, permissions): not a bug in attn_lib
-        print(f"attn-lib {args.command}: error: {_one_line(exc)}", file=sys.stderr)
-        return 1
+    except (ValueError, ModelUnavailableError, TextUnavailableError, OSError) as exc:
+        print(f"attn-lib {args.command}: error: {' '.join(str(exc).split()) or type(exc).__name__}", file=sys.stderr)
+        return 1 if isinstance(exc, OSError) else 2  # OSError: a file system the user pointed at, not a bad argument
     except KeyboardInterrupt:
         print("attn-lib: interrupted", file=sys.stderr)
         return 130
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 if __name__ == "__main__":  # pragma: no cover

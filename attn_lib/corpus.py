@@ -113,15 +113,11 @@ def strip_gutenberg(raw: str) -> str:
     Text without Gutenberg markers is returned unchanged (apart from a BOM and CRLF line ends).
     """
     text = _normalise(raw)
-    m = _START.search(text)
-    if m:
+    if m := _START.search(text):
         text = text[m.end() :]
-    m = _END.search(text)
-    if m:
-        text = text[: m.start()]
-    m = _END_OLD.search(text)
-    if m:
-        text = text[: m.start()]
+    for end in (_END, _END_OLD):  # the current footer, then the old one
+        if m := end.search(text):
+            text = text[: m.start()]
     text = _PRODUCED.sub("", text, count=1)
     return text.strip() + "\n" if text.strip() else ""
 

@@ -370,7 +370,7 @@ def test_code_fingerprint_is_part_of_the_key(tmp_path, monkeypatch):
     assert c.last_status == "hit" and len(calls) == 1
     fp = cache_mod.code_fingerprint()
     assert len(fp) == 16 and int(fp, 16) >= 0
-    monkeypatch.setattr(cache_mod, "_CODE_FINGERPRINT", "0" * 16)
+    monkeypatch.setattr(cache_mod, "code_fingerprint", lambda: "0" * 16)
     assert c.get_or_compute({"x": 1}, lambda: calls.append(1) or {"v": 3}) == {"v": 3}
     assert c.last_status == "miss" and len(calls) == 2
 

@@ -204,7 +204,7 @@ def _run_all(
     return {k: results[k] for k in [*names, "critical_n_summary"] if k in results}
 
 
-def check_text_holds(handle, text, length: int, start: int, prof: Profile) -> None:
+def check_text_holds(handle, text, length: int, start: int, prof: Profile | BeyondProfile) -> None:
     """``ValueError`` up front when ``text`` has fewer than ``start + length`` tokens (the profile's longest window),
     said in the profile's terms rather than as a window ``length`` the user never gave."""
     t = as_text(text)
@@ -248,10 +248,19 @@ def _check_names(name: str, values, choices, what: str) -> list:
     return list(dict.fromkeys(out))
 
 
-def check_compare_names(names) -> None:
-    """Before any work: each model to compare must be a model name that can be had now (the local cache, the Hub
-    when it is reachable, the packaged encoder, the stand-in), not only after the main model's experiments."""
-    for name in names:
+def _check_reproduce_args(profile, use_cache, formats, compare, threads) -> tuple:
+    """``(profile, formats, compare, threads)`` of :func:`run_reproduce`, checked before any work."""
+    prof = get_profile(profile)
+    if not isinstance(use_cache, bool):
+        raise ValueError(f"use_cache must be True or False (got {use_cache!r})")
+    formats = check_formats(formats)
+    compare = [compare] if isinstance(compare, str) else list(compare or ())
+    if not all(isinstance(c, str) and c.strip() for c in compare):
+        raise ValueError(f"compare must be a list of model names (got {compare!r})")
+    threads = None if threads is None else check_threads("threads", threads)  # as run_all
+    # each model to compare must be a name that can be had now (the local cache, the Hub when it is reachable, the
+    # packaged encoder, the stand-in), not only after the main model's experiments
+    for name in compare:
         try:
             kind = models.resolve_name(name)["kind"]
         except ValueError as exc:
@@ -261,22 +270,6 @@ def check_compare_names(names) -> None:
                 f"compare: model {name!r} is not in the local Hugging Face cache and the Hub is unreachable, so it "
                 "cannot be loaded (checked before running anything)"
             )
-
-
-def _check_reproduce_args(profile, use_cache, formats, compare, threads) -> tuple:
-    """``(profile, formats, compare, threads)`` of :func:`run_reproduce`, checked before any work."""
-    prof = get_profile(profile)
-    if not isinstance(use_cache, bool):
-        raise ValueError(f"use_cache must be True or False (got {use_cache!r})")
-    formats = check_formats(formats)
-    if isinstance(compare, str):
-        compare = [compare]
-    compare = list(compare or ())
-    if not all(isinstance(c, str) and c.strip() for c in compare):
-        raise ValueError(f"compare must be a list of model names (got {compare!r})")
-    if threads is not None:
-        threads = check_threads("threads", threads)
-    check_compare_names(compare)
     return prof, formats, compare, threads
 
 
@@ -466,18 +459,15 @@ class ReproduceResult(dict):
 
 
 def _check_compare_text(handle, text, prof: BeyondProfile, start: int) -> None:
-    """Before any work: the text must hold the comparison's window (tokens from 0) and the swap's (from ``start``)."""
-    need = max(max(prof.lengths), start + prof.swap_length)
+    """Before any work: the text must hold the comparison's window (tokens from 0, :func:`check_text_holds`) and the
+    swap's (from ``start``)."""
+    lc = max(prof.lengths)
+    check_text_holds(handle, text, lc, 0, prof)
+    need = start + prof.swap_length
     have = len(corpus.tokenize(handle.tokenizer, text, max_tokens=need))
     if have >= need:
         return
-    name = getattr(text, "name", "text")
-    if have < max(prof.lengths):
-        raise ValueError(
-            f"text {name!r} has {have} tokens; the comparison needs {max(prof.lengths)} (profile {prof.name!r}): "
-            "use a longer text or --profile quick"
-        )
-    room, lc = have - prof.swap_length, max(prof.lengths)
+    room = have - prof.swap_length
     if room >= lc:
         hint = f"use --start between {lc} (the first token after the comparison's window) and {room}"
     elif room >= 0:
@@ -485,7 +475,7 @@ def _check_compare_text(handle, text, prof: BeyondProfile, start: int) -> None:
     else:
         hint = f"use a text of at least {prof.swap_length} tokens"
     raise ValueError(
-        f"text {name!r} has {have} tokens; the live swap's held-out window needs tokens {start}..{need - 1} "
+        f"text {as_text(text).name!r} has {have} tokens; the live swap's held-out window needs tokens {start}..{need - 1} "
         f"(--start {start} plus the window of {prof.swap_length}): {hint}"
     )
 

@@ -56,6 +56,7 @@ def test_every_experiment_of_run_all_has_its_parameter_class_in_order():
         "gradient_sensitivity",
         "critical_n_diagnosis",
         "gradient_sensitivity_raw",
+        "critical_n_mc_seeds",
     )
     assert all(E.jobs.ALGORITHMS[n].name == n for n in E.jobs.EXPERIMENTS)
 

@@ -18,7 +18,7 @@ from .. import metrics as M
 from .._validation import check_choice, check_int, check_int_list, check_probability, check_seed, check_size
 from .passes import Experiment, SharedLayer, layer_mask, model_kv_groups, sens_row_indices
 
-__all__ = ["CriticalNParams", "critical_n", "critical_n_summary"]
+__all__ = ["CriticalNParams", "CriticalSeedsParams", "critical_n", "critical_n_summary", "critical_n_mc_seeds"]
 
 #: The expectation forms of the critical-N scan: E1, E2 and the Monte-Carlo estimate of E[d~].
 CRITICAL_FORMS = ("e1", "e2", "mc")
@@ -33,7 +33,7 @@ class CriticalAnalysis:
         self.caps = {L: max(1, min(L - 1, int(math.floor(L * params.crit_fraction)))) for L in self.lengths}
         self.n_cap = max(self.caps.values())
         self.forms, self.stop_early = list(params.forms), params.stop_early
-        self.timing_parts = {"mc_scan_s": 0.0} if "mc" in self.forms else {}  # the Monte-Carlo scan's own time
+        self.timing_parts = {"mc_scan_s": 0.0} if self._mc_forms() else {}  # the Monte-Carlo scan's own time
         self.Lmax = max(self.lengths)
         # the scan's rows at each L: every max(1, L // crit_rows)-th row, ending at the last (all when crit_rows is 0)
         self.row_sets = {int(L): sens_row_indices(int(L), params.crit_rows) for L in self.lengths}
@@ -46,6 +46,15 @@ class CriticalAnalysis:
         first_hi = min(self.n_cap, params.stage) if self.stop_early else self.n_cap
         self.stage_ranges: list[tuple[int, int]] = [(1, first_hi)]
         self.per_layer: list[dict] = []  # index by layer order: form -> list of (H, nL, n) blocks
+
+    def _mc_seed(self, form: str) -> int | None:
+        """The seed of a Monte-Carlo form (``"mc"``: the parameters' own; ``"mc@s"``: ``s``), ``None`` for E1, E2."""
+        if form == "mc":
+            return self.params.seed
+        return int(form[3:]) if form.startswith("mc@") else None
+
+    def _mc_forms(self) -> list[str]:
+        return [f for f in self.forms if self._mc_seed(f) is not None]
 
     def _scan_layer(self, ld: M.LayerData, lo: int, hi: int) -> dict:
         rows = self.rows[self.rows < ld.L]
@@ -64,24 +73,24 @@ class CriticalAnalysis:
             return torch.stack([(x.index_select(1, p_) * m).sum(1) for p_, m in zip(pos, masks, strict=True)], 1)
 
         for f in ["d_tilde", *self.forms]:
-            if f == "mc":
+            if f != "d_tilde" and self._mc_seed(f) is not None:
                 continue
             out[f] = (per_length_sums(getattr(sc, f)[:, rows]) / count.clamp(min=1)).cpu().numpy()
-        if "mc" in self.forms:
+        for f in self._mc_forms():
             # Monte-Carlo E[d~] on the same rows and N (same validity t >= N + 1): per-head means over the rows of
             # each L, and the standard error of each mean (the rows' samples are independent)
             t0 = time.perf_counter()
-            mc_mean, mc_se = self._mc_scan(ld, rows, lo, hi)
-            out["mc"] = (per_length_sums(mc_mean) / count.clamp(min=1)).cpu().numpy()
+            mc_mean, mc_se = self._mc_scan(ld, rows, lo, hi, self._mc_seed(f))
+            out[f] = (per_length_sums(mc_mean) / count.clamp(min=1)).cpu().numpy()
             var = per_length_sums(mc_se.square()) / count.clamp(min=1).square()
-            out["mc_var"] = var.cpu().numpy()  # variance of each per-head mean
+            out[f"{f}_var"] = var.cpu().numpy()  # variance of each per-head mean
             self.timing_parts["mc_scan_s"] += time.perf_counter() - t0
         return out  # each (H, nL, n)
 
-    def _mc_scan(self, ld: M.LayerData, rows: torch.Tensor, lo: int, hi: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def _mc_scan(self, ld: M.LayerData, rows: torch.Tensor, lo: int, hi: int, seed: int) -> tuple:
         """``(mean, stderr)`` ``(H, R, n)`` of the Monte-Carlo scan on ``rows``: ``mc_samples`` orders per row
         (stratified with ``mc_stratify``), and ``mc_short_samples`` for the rows with at most ``mc_short_t``
-        visible tokens, which cost ``O(t^2)`` each and are few (one call per group of rows, the same seed)."""
+        visible tokens, which cost ``O(t^2)`` each and are few (one call per group of rows, the same ``seed``)."""
         pr = self.params
         t = torch.broadcast_to(ld.t, (ld.H, ld.L))[0, rows.to(ld.device)].cpu()
         short = t <= pr.mc_short_t if pr.mc_short_samples else torch.zeros(rows.shape, dtype=torch.bool)
@@ -91,7 +100,7 @@ class CriticalAnalysis:
             if not bool(sel.any()):
                 continue
             mc = M.expected_distance_mc_scan(
-                ld, n_max=hi, n_min=lo, rows=rows[sel], n_samples=K, seed=pr.seed, stratify=pr.mc_stratify
+                ld, n_max=hi, n_min=lo, rows=rows[sel], n_samples=K, seed=seed, stratify=pr.mc_stratify
             )
             idx = sel.nonzero().flatten().to(ld.device)
             mean[:, idx], stderr[:, idx] = mc.mean, mc.stderr
@@ -150,7 +159,7 @@ class CriticalAnalysis:
         passing ``N``. The tests of one (L, sampling, form) run as one vectorised ``ks_2samp`` per block of ``N``
         (the same p-values as one call per ``N``), up to the first passing ``N`` with ``stop_early``."""
         cat = {f: self._samples(f) for f in ["d_tilde", *self.forms]}
-        mc_var = self._samples("mc_var", variance=True) if "mc" in self.forms else None
+        mc_var = {f: self._samples(f"{f}_var", variance=True) for f in self._mc_forms()}
         cnt = np.concatenate([pl["blocks"][-1]["count"] for pl in self.per_layer], axis=0)
         keyed = []
         for li, L in enumerate(self.lengths):
@@ -182,8 +191,8 @@ class CriticalAnalysis:
                 else:
                     stat, pv = float(res.statistic[j]), float(res.pvalue[j])
                 a, b = a_all[:, k], b_all[:, k]
-                if f == "mc":  # largest standard error of a Monte-Carlo sample value, relative to it
-                    se = np.sqrt(mc_var[sampling][:, li, k])
+                if f in mc_var:  # largest standard error of a Monte-Carlo sample value, relative to it
+                    se = np.sqrt(mc_var[f][sampling][:, li, k])
                     rel_se = float(np.max(se / np.maximum(np.abs(b), 1e-300)))
                 else:
                     rel_se = float("nan")
@@ -386,3 +395,67 @@ def critical_n_summary(trace: pd.DataFrame, alpha: float | None = None, crit_fra
         row = dict(meta, L=int(L), form=f, sampling=sampling, n_star=n_star, censored=cens, ratio=n_star / L)
         out.append(dict(row, n_scanned=int(g["N"].max()), limit=cap))
     return pd.DataFrame(out)
+
+
+class CriticalSeedsAnalysis(CriticalAnalysis):
+    """The Monte-Carlo form of Algorithm 3 for the extra seeds ``seed + 1, ..., seed + mc_seeds - 1`` (forms
+    ``"mc@s"``, d~ scanned once for all of them); :meth:`finish` gives the critical ``N`` of each seed."""
+
+    def __init__(self, params: CriticalSeedsParams, meta: dict, groups=None):
+        super().__init__(params, meta, groups)
+        self.forms = [f"mc@{params.seed + k}" for k in range(1, params.mc_seeds)]
+
+    def finish(self) -> pd.DataFrame:
+        trace = super().finish()
+        pr = self.params
+        sm = critical_n_summary(trace, pr.alpha, pr.crit_fraction)
+        if not len(sm):
+            return sm
+        se = []
+        for r in sm.itertuples():
+            hit = trace[(trace["L"] == r.L) & (trace["form"] == r.form) & (trace["sampling"] == r.sampling)]
+            hit = hit[hit["N"] == r.n_star]
+            se.append(float(hit["mc_rel_se"].iloc[0]) if len(hit) else math.nan)
+        seeds = sm["form"].str.slice(3).astype(int)
+        return sm.assign(form="mc", seed=seeds, mc_rel_se=se).sort_values(["seed", "L", "sampling"], ignore_index=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class CriticalSeedsParams(CriticalNParams):
+    """Parameters of :func:`critical_n_mc_seeds`: those of :class:`CriticalNParams` (its ``forms`` are not read) and
+    ``mc_seeds``, the number of seeds of the Monte-Carlo verdict (>= 2): :func:`critical_n`'s own ``seed`` and the
+    ``mc_seeds - 1`` seeds after it, scanned here."""
+
+    name: ClassVar[str] = "critical_n_mc_seeds"
+    analysis_class: ClassVar[type] = CriticalSeedsAnalysis
+
+    forms: tuple[str, ...] = ("mc",)
+    mc_seeds: int = 5
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.set_checked(forms=("mc",), mc_seeds=check_int("mc_seeds", self.mc_seeds, low=2, high=64))
+
+    @classmethod
+    def of(cls, params: CriticalNParams, mc_seeds: int) -> CriticalSeedsParams:
+        """The parameters of ``params`` (a :class:`CriticalNParams`) with ``mc_seeds`` seeds in all."""
+        keep = {f.name: getattr(params, f.name) for f in dataclasses.fields(CriticalNParams) if f.name != "forms"}
+        return cls(**keep, mc_seeds=mc_seeds)
+
+    def analysis(self, handle, meta: dict) -> CriticalSeedsAnalysis:
+        return CriticalSeedsAnalysis(self, meta, model_kv_groups(handle))
+
+
+critical_n_mc_seeds = CriticalSeedsParams.public(
+    """The critical ``N`` of the Monte-Carlo form for the seeds ``seed + 1, ..., seed + mc_seeds - 1`` of the random
+    subsets (the rows, ``N`` grid, KS test and samples of :func:`critical_n`, whose own trace holds ``seed``): the
+    spread of the Monte-Carlo critical ``N`` over seeds (Reading the paper, §The critical N).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per ``(seed, L, sampling)``: the columns of :func:`critical_n_summary` (``form`` is ``"mc"``),
+        ``seed`` and ``mc_rel_se`` (the largest relative standard error of a Monte-Carlo sample value at ``n_star``).
+    """,
+    example="``lengths=[16], mc_seeds=3``",
+)

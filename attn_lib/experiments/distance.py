@@ -62,11 +62,12 @@ class DistanceAnalysis:
             cols["e1_plus_gap"] = dm.e1 + dm.e1_gap
             cols.update({k: getattr(dm, k) for k in ("e1_gap", "e2", "s_norm", "alpha_bar")})
             cols["x_max"] = sh.get("x_max", lambda: _row_max_norm(ld))
+            cols["indiv"] = _individual_terms(ld, N)
             means = {k: _prefix_means(v[:, :Lmax], valid, self.lengths)[0] for k, v in cols.items()}
             if self.kind == "n":  # the same rows at every N: those valid at the largest N of the grid
                 common = valid & (ld.t[:, :Lmax] >= max(self.n_values) + 1)
-                for k in ("d_tilde", "d_max"):
-                    means[f"{k}_common"] = _prefix_means(cols[k][:, :Lmax], common, self.lengths)[0]
+                for k, v in _bound_factors(dm, cols).items():
+                    means[f"{k}_common"] = _prefix_means(v[:, :Lmax], common, self.lengths)[0]
                 common_counts = _prefix_means(cols["d_tilde"][:, :Lmax], common, self.lengths)[1]
             _, counts = _prefix_means(dm.d_tilde[:, :Lmax], valid, self.lengths)
             nviol, _ = _prefix_means(viol.to(torch.float64), torch.ones_like(viol), self.lengths)
@@ -97,6 +98,23 @@ class DistanceAnalysis:
     def finish(self) -> pd.DataFrame:
         df = pd.DataFrame(self.rows)
         return df[df["n_rows"] > 0].reset_index(drop=True) if len(df) else df
+
+
+def _individual_terms(ld: M.LayerData, N: int) -> torch.Tensor:
+    r"""``(H, L)``: Corollary 2 (i)'s leading term :math:`\frac{t-N}{t}\sum_i\|\alpha_ix_i\|_2` of each row (E1 minus
+    its remainder ``R``, chapter 2)."""
+    norms = ld.gdiag.clamp(min=0).sqrt().unsqueeze(1)  # (H, 1, L)
+    t = torch.broadcast_to(ld.t, (ld.H, ld.L)).to(norms.dtype)
+    return (t - N).clamp(min=0) / t.clamp(min=1) * (ld.alpha * norms).sum(-1)
+
+
+def _bound_factors(dm, cols: dict) -> dict:
+    r"""The quantities averaged on the rows common to every ``N``: d~ and d_max, and the factors of d_max's leading
+    term :math:`(t-N)\,\bar\alpha_N\max_{i\in I_N}\|x_i\|` (Theorem 1 (a)) with ``||s_N||`` (d~'s slope)."""
+    out = {k: cols[k] for k in ("d_tilde", "d_max", "alpha_bar", "s_norm")}
+    tmn = (dm.t - dm.N).clamp(min=0).to(dm.d_tilde.dtype)
+    out.update(t_minus_n=tmn, max_norm=dm.max_norm, dmax_lead=tmn * dm.alpha_bar * dm.max_norm)
+    return out
 
 
 def _row_max_norm(ld: M.LayerData) -> torch.Tensor:
@@ -196,8 +214,8 @@ distance_vs_length = DistanceVsLengthParams.public(
     -------
     pandas.DataFrame
         One row per (L, layer, head): ``L, N, layer, head, n_rows, d_tilde, d_max, e1, e1_plus_gap, e1_gap, e2,
-        s_norm, alpha_bar, x_max, dmax_violations`` (``mc, mc_rows`` when ``mc_samples > 0``) plus ``model, text,
-        device``.
+        s_norm, alpha_bar, x_max, indiv, dmax_violations`` (``mc, mc_rows`` when ``mc_samples > 0``) plus ``model,
+        text, device``; ``indiv`` is Corollary 2 (i)'s leading term (t − N)/t · Σ_i ‖α_i x_i‖.
     """,
     example="``N=2``",
 )
@@ -210,7 +228,10 @@ distance_vs_n = DistanceVsNParams.public(
     -------
     pandas.DataFrame
         One row per (N, layer, head): the columns of :func:`distance_vs_length`, and ``d_tilde_common``,
-        ``d_max_common`` and ``n_rows_common`` on the rows valid at the largest ``N`` (the same rows at every ``N``).
+        ``d_max_common`` and ``n_rows_common`` on the rows valid at the largest ``N`` (the same rows at every ``N``),
+        with, on those rows, the factors of d_max's leading term (t − N)·ᾱ_N·max_{i∈I_N} ‖x_i‖:
+        ``t_minus_n_common``, ``alpha_bar_common``, ``max_norm_common``, their product ``dmax_lead_common``, and
+        ``s_norm_common`` (d~'s slope ``||s_N||``).
     """,
     example="``L=64``",
 )

@@ -17,7 +17,7 @@ import torch
 from .. import corpus, models
 from .._validation import check_choice, check_int, check_threads, prepare_output_dir
 from ..cache import ResultCache
-from .critical import CriticalNParams, critical_n_summary
+from .critical import CriticalNParams, CriticalSeedsParams, critical_n_summary
 from .diagnosis import DiagnosisParams
 from .distance import DistanceVsLengthParams, DistanceVsNParams
 from .inputs import as_text, load_inputs, require_causal, table_meta
@@ -53,6 +53,7 @@ ALGORITHMS: dict[str, type[Experiment]] = {
         SensitivityParams,
         DiagnosisParams,
         RawSensitivityParams,
+        CriticalSeedsParams,
     )
 }
 EXPERIMENTS = tuple(ALGORITHMS)
@@ -74,8 +75,10 @@ def profile_params(handle, profile: Profile, seed: int | None = None) -> dict[st
     dict
         Experiment name -> its parameters (checked against the model).
     """
-    params = {n: getattr(profile, n) for n in EXPERIMENTS if n != RawSensitivityParams.name}
+    derived = (RawSensitivityParams.name, CriticalSeedsParams.name)
+    params = {n: getattr(profile, n) for n in EXPERIMENTS if n not in derived}
     params[RawSensitivityParams.name] = RawSensitivityParams.of(profile.gradient_sensitivity, handle)
+    params[CriticalSeedsParams.name] = CriticalSeedsParams.of(profile.critical_n, profile.mc_seeds)
     return {n: params[n].fit(handle, seed).for_model(handle) for n in EXPERIMENTS}
 
 

@@ -26,7 +26,8 @@ __all__ = ["Profile", "PROFILES", "BeyondProfile", "BEYOND_PROFILES"]
 class Profile:
     """The grids of one reproduction (Reading the paper, §Grids): the parameters of each experiment of
     :func:`~attn_lib.experiments.run_all`, one field per experiment, named as the experiment (its table's name).
-    ``gradient_sensitivity_raw`` takes those of ``gradient_sensitivity`` with the model's head dimension."""
+    ``gradient_sensitivity_raw`` takes those of ``gradient_sensitivity`` with the model's head dimension;
+    ``critical_n_mc_seeds`` those of ``critical_n`` with ``mc_seeds``, the seeds of the Monte-Carlo critical N."""
 
     name: str
     distance_vs_length: DistanceVsLengthParams
@@ -35,6 +36,7 @@ class Profile:
     separability: SeparabilityParams
     gradient_sensitivity: SensitivityParams
     critical_n_diagnosis: DiagnosisParams
+    mc_seeds: int = 5
 
     @property
     def lengths(self) -> tuple[int, ...]:

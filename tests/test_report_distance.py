@@ -270,10 +270,10 @@ class TestCriticalN:
         assert "one sample per key/value group" in row["measured"]
         assert "(the valid test for this model)" in tables.critical_n_lines(both).splitlines()[1]
 
-    def test_e2_is_a_forced_row_not_a_reproduction(self):
+    def test_e2_is_an_informative_row_judged_by_the_data(self):
         summary = _summary([("e1", 64, 8, False), ("e2", 64, 1, False)])
         row = claims.verdicts({"critical_n_summary": summary}).set_index("id").loc["fig2c-critical-e2"]
-        assert (row["evidence"], row["verdict"], row["basis"]) == ("forced", "differs (forced)", "prop-e2-tracks")
+        assert (row["evidence"], row["verdict"], row["basis"]) == ("informative", "not reproduced", "")
 
     def test_missing_columns(self):
         with pytest.raises(ValueError, match="censored"):
@@ -284,7 +284,10 @@ class TestCriticalN:
         its own fitted ratio (here E1 at 0.0625, within a factor 2 of 0.06, and Monte Carlo at 0.75)."""
         summary = _summary([("e1", 64, 4, False), ("e1", 128, 8, False), ("mc", 64, 48, False), ("mc", 128, 96, False)])
         trace = pd.DataFrame(dict(form="mc", L=[64, 128], N=[48, 96], n_rows=[16, 32], mc_rel_se=[0.01, 0.015]))
-        vt = claims.verdicts({"critical_n_summary": summary, "critical_n": trace}).set_index("id")
+        seeds = _summary([("mc", L, n, False) for _ in range(4) for L, n in ((64, 48), (128, 96))])
+        seeds = seeds.assign(seed=[1, 1, 2, 2, 3, 3, 4, 4])
+        vt = claims.verdicts({"critical_n_summary": summary, "critical_n": trace, "critical_n_mc_seeds": seeds})
+        vt = vt.set_index("id")
         e1, mc = vt.loc["fig2c-critical-e1"], vt.loc["fig2c-critical-mc"]
         assert e1["verdict"] == "reproduced" and mc["verdict"] == "not reproduced"
         assert f"N*/L = {tables.critical_n_ratio(summary).loc['mc', 'ratio']:.3f}" in mc["measured"]

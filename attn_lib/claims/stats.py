@@ -39,10 +39,14 @@ THRESHOLDS = {
     "merge_ratio": 2.0,
     # how many of the T grid's last points the fall beyond T = 1 is shown for (the verdict uses the last)
     "drop_ends": 3,
+    # "the Jensen gap is small": E1's Jensen-gap bound is at most this fraction of E1 (head means) at every L
+    "jensen_small_rel": 0.10,
     # "safe but conservative": the median over heads and L of d_max / d~ is at least this
     "conservative_ratio": 1.5,
     # the Monte-Carlo critical N gets a verdict only where the relative standard error at N* is at most this
     "mc_se_max": 0.02,
+    # ... and only over at least this many seeds of its random subsets, all giving the same verdict
+    "mc_min_seeds": 5,
     # KS level of the critical-N diagnosis (the scan's own level is in its trace)
     "ks_alpha": 0.01,
     # Theorem 2's upper bound "tracks" an aggregate when their gap is at most this at every N >= 2

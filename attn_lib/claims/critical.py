@@ -140,7 +140,9 @@ def _fig2c_mc(results, th):
     sm, valid, ratio, rows = got
     meas = _crit_text(sm, valid, ratio, rows)
     if rows is not None:
-        meas += f"; relative standard error at N* up to {float(rows.loc[rows['sampling'] == valid, 'mc_rel_se'].max()):.1%}"
+        meas += (
+            f"; relative standard error at N* up to {float(rows.loc[rows['sampling'] == valid, 'mc_rel_se'].max()):.1%}"
+        )
     ratios = mc_seed_ratios(results).dropna()
     near = [_near_paper(float(r), th) for r in ratios]
     meas += (
@@ -148,7 +150,9 @@ def _fig2c_mc(results, th):
         f"sd {ratios.std(ddof=1) if len(ratios) > 1 else math.nan:.3f})"
     )
     if len(ratios) < th["mc_min_seeds"]:
-        return Outcome("no verdict", meas, f"only {len(ratios)} seeds of the random subsets (the rule needs {th['mc_min_seeds']})")
+        return Outcome(
+            "no verdict", meas, f"only {len(ratios)} seeds of the random subsets (the rule needs {th['mc_min_seeds']})"
+        )
     if 0 < sum(near) < len(near):
         return Outcome(
             "no verdict", meas, f"the seeds disagree: {sum(near)} of {len(near)} put N*/L within the paper's range"
@@ -207,7 +211,7 @@ def _fig2c_sublinear(results, th):
     got = _crit(results, th, "e1")
     if got is None:
         return Outcome("n/a", "no E1 rows in the critical-N scan")
-    sm, valid, ratio, rows = got
+    sm, valid, _, _ = got
     u = sm[(sm["sampling"] == valid) & ~sm["censored"].astype(bool)].sort_values("L")
     if u["L"].nunique() < 3:
         return Outcome("n/a", f"only {u['L'].nunique()} uncensored L (the fit needs 3)")

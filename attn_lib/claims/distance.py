@@ -415,7 +415,9 @@ def _converge(results, th, col: str, name: str):
     if g[n0] > th["converge_rel"] >= g[n1]:
         return Outcome("reproduced", meas)
     if g[n0] <= th["converge_rel"]:
-        cause = f"{name} is within {th['converge_rel']:.0%} of d~ from N = {n0} on ({g[n0]:.1%}): there is no gap to close"
+        cause = (
+            f"{name} is within {th['converge_rel']:.0%} of d~ from N = {n0} on ({g[n0]:.1%}): there is no gap to close"
+        )
         if col == "e2":
             cause += f", and none at any N (largest {g.max():.1%})"
         extra = _e2_bound_text(df, "N", n1, float(d[n1])) if col == "e2" else ""

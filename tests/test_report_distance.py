@@ -249,7 +249,7 @@ class TestCriticalN:
             f"{tables.critical_n_ratio(_summary(self.SUMMARY)).loc['e1', 'ratio']:.3f} over 2 uncensored L "
             "(paper: 0.06)."
         )
-        assert e2.startswith("- **E2**: N* per L: 16→4 (censored), 32→8 (censored).") and "by construction" in e2
+        assert e2.startswith("- **E2**: N* per L: 16→4 (censored), 32→8 (censored).") and "measured" in e2
 
     def test_lines_of_a_form_censored_at_every_L(self):
         text = tables.critical_n_lines(_summary([("e1", 16, 15, True), ("e1", 32, 31, True)]))

@@ -116,7 +116,7 @@ def figure_critical_n(
     other_trace: pd.DataFrame | None = None,
 ):
     """Fig. 2c: the critical ``N`` of E1 and of the Monte-Carlo expectation against ``L`` (both KS samplings), E2's
-    ``N* = 1`` (indistinguishable by construction) and the paper's ``0.06 L``; a censored point (no passing ``N`` up
+    first passing ``N`` and the paper's ``0.06 L``; a censored point (no passing ``N`` up
     to the scan limit) is an open marker at the limit.
 
     Parameters
@@ -161,7 +161,7 @@ def _critical_n_axes(ax, summary: pd.DataFrame) -> None:
                     marker="x",
                     color="0.5",
                     zorder=3,
-                    label="E2: first passing N (indistinguishable by construction)",
+                    label="E2: first passing N",
                 )
             continue
         color, ls, marker = styles.get((f, sampling), ("tab:green", ":", "^"))

@@ -87,11 +87,13 @@ class CriticalAnalysis:
             self.timing_parts["mc_scan_s"] += time.perf_counter() - t0
         return out  # each (H, nL, n)
 
-    def _mc_scan(self, ld: M.LayerData, rows: torch.Tensor, lo: int, hi: int, seed: int) -> tuple:
+    def _mc_scan(self, ld: M.LayerData, rows: torch.Tensor, lo: int, hi: int, seed: int | None = None) -> tuple:
         """``(mean, stderr)`` ``(H, R, n)`` of the Monte-Carlo scan on ``rows``: ``mc_samples`` orders per row
         (stratified with ``mc_stratify``), and ``mc_short_samples`` for the rows with at most ``mc_short_t``
-        visible tokens, which cost ``O(t^2)`` each and are few (one call per group of rows, the same ``seed``)."""
+        visible tokens, which cost ``O(t^2)`` each and are few (one call per group of rows, the same ``seed``, by default
+        the parameters')."""
         pr = self.params
+        seed = pr.seed if seed is None else seed
         t = torch.broadcast_to(ld.t, (ld.H, ld.L))[0, rows.to(ld.device)].cpu()
         short = t <= pr.mc_short_t if pr.mc_short_samples else torch.zeros(rows.shape, dtype=torch.bool)
         mean = torch.zeros(ld.H, rows.numel(), hi - lo + 1, dtype=torch.float64, device=ld.device)

@@ -81,6 +81,11 @@ def _dvn(d=lambda N: 10 * (1 - math.exp(-N / 5)), dmax=lambda d: 2 * d + 1, e1=N
     return pd.DataFrame(rows)
 
 
+def _mc_seeds(df, seeds=5):
+    """``df`` with the Monte-Carlo column repeated for ``seeds - 1`` more seeds (``mc_seed1``, ...)."""
+    return df.assign(**{f"mc_seed{k}": df["mc"] for k in range(1, seeds)})
+
+
 def _summ(ratios):
     """critical_n_summary: {form: N*/L or a list of N* per L in (64, 128, 256)}."""
     rows = []
@@ -225,9 +230,9 @@ CASES = {
     ),
     "fig2a-mc-linear": (
         "reproduced",
-        lambda: {"distance_vs_length": _dvl(mc=_linear, x_max=1.0)},
+        lambda: {"distance_vs_length": _mc_seeds(_dvl(mc=_linear, x_max=1.0))},
         "not reproduced",
-        lambda: {"distance_vs_length": _dvl(mc=_flat, x_max=0.1)},
+        lambda: {"distance_vs_length": _mc_seeds(_dvl(mc=_flat, x_max=0.1))},
     ),
     "fig2a-e2-linear": (
         "reproduced",
@@ -285,9 +290,9 @@ CASES = {
     ),
     "fig2b-converge-mc": (
         "reproduced",
-        lambda: {"distance_vs_n": _dvn(mc=lambda N, d: d * (1 - 0.5 / N))},
+        lambda: {"distance_vs_n": _mc_seeds(_dvn(mc=lambda N, d: d * (1 - 0.5 / N)))},
         "not reproduced",
-        lambda: {"distance_vs_n": _dvn(mc=lambda N, d: d / 2)},
+        lambda: {"distance_vs_n": _mc_seeds(_dvn(mc=lambda N, d: d / 2))},
     ),
     "fig2b-converge-e2": (
         "reproduced",

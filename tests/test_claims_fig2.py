@@ -107,6 +107,20 @@ def test_e1_linear_cause_quotes_the_bound_and_the_endpoint_exponent():
     assert "caps the endpoint exponent" in row["cause"] and "least-squares exponent 0.30" in row["cause"]
 
 
+def test_monte_carlo_rows_of_figs_2a_2b_are_judged_over_the_seeds():
+    df = _dvl().assign(**{f"mc_seed{k}": lambda d: d["mc"] for k in range(1, 5)})
+    row = claims.verdicts({"distance_vs_length": df}, ids=["fig2a-mc-linear"]).iloc[0]
+    assert row["verdict"] == "reproduced" and "over 5 seeds the exponent is 1.00 … 1.00" in row["measured"]
+    flat = df.assign(mc_seed3=1.0)  # one seed that does not grow
+    row = claims.verdicts({"distance_vs_length": flat}, ids=["fig2a-mc-linear"]).iloc[0]
+    assert row["verdict"] == "no verdict" and "4 of 5 pass" in row["cause"]
+    row = claims.verdicts({"distance_vs_length": _dvl()}, ids=["fig2a-mc-linear"]).iloc[0]
+    assert row["verdict"] == "no verdict" and "only 1 seeds" in row["cause"]
+    dvn = _dvn().assign(**{f"mc_seed{k}": lambda d: d["mc"] for k in range(1, 5)})
+    row = claims.verdicts({"distance_vs_n": dvn}, ids=["fig2b-converge-mc"]).iloc[0]
+    assert row["verdict"] == "not reproduced" and "over 5 seeds the gap at N=40 is 50.0% … 50.0%" in row["measured"]
+
+
 # ---- fig2b-bound-tightens: d_max's factors ---------------------------------------------------------------------------
 def test_bound_tightens_cause_quotes_each_factor_on_the_same_rows():
     df = _dvn()

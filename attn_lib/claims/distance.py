@@ -120,13 +120,45 @@ _fig2a(
     reading="the Monte-Carlo E[d~] over random top-N sets",
     evidence="informative",
     section="app-expectation",
-    rule="exponent b of L in a log-log fit of the head means, |b − 1| ≤ {linear_exponent_tol}",
-    fails_if="an exponent outside [0.8, 1.2], as when max‖x‖ grows slower than L (E[d~] ≤ (N+1)·max‖x‖)",
+    rule=(
+        "exponent b of L in a log-log fit of the head means, |b − 1| ≤ {linear_exponent_tol}, for each of at least "
+        "{mc_min_seeds} seeds of the Monte-Carlo subsets; no verdict when the seeds disagree"
+    ),
+    fails_if="an exponent outside [0.8, 1.2] for every seed, as when max‖x‖ grows slower than L (E[d~] ≤ (N+1)·max‖x‖)",
 )
 def _fig2a_mc(results, th):
-    if "mc" not in results["distance_vs_length"]:
+    df = results["distance_vs_length"]
+    if "mc" not in df:
         return Outcome("n/a", "no Monte-Carlo column in this run")
-    return _bounded_growth(results, th, "mc", "E[d~] (Monte Carlo)", "(1+N)·max‖x‖", 1)
+    out = _bounded_growth(results, th, "mc", "E[d~] (Monte Carlo)", "(1+N)·max‖x‖", 1)
+    fits = {c: length_fit(df, c, th)[0] for c in mc_columns(df)}
+    spread = (
+        f"; over {len(fits)} seeds the exponent is {min(f['exponent'] for f in fits.values()):.2f} … "
+        f"{max(f['exponent'] for f in fits.values()):.2f}"
+    )
+    return _over_seeds(out, [f["linear"] for f in fits.values()], spread, th, "distance_vs_length")
+
+
+def mc_columns(df: pd.DataFrame) -> list[str]:
+    """The Monte-Carlo columns of a distance table, one per seed: ``mc``, ``mc_seed1``, ..."""
+    return ["mc", *sorted((c for c in df.columns if c.startswith("mc_seed")), key=lambda c: int(c[7:]))]
+
+
+def _over_seeds(out: Outcome, passes: list, spread: str, th: dict, table: str) -> Outcome:
+    """``out`` (the first seed's outcome) judged over every seed: its spread added, "no verdict" when there are fewer
+    than ``mc_min_seeds`` seeds or they disagree."""
+    meas = out.measured + spread
+    if len(passes) < th["mc_min_seeds"]:
+        return Outcome(
+            "no verdict",
+            meas,
+            f"only {len(passes)} seeds of the Monte-Carlo subsets in {table} (the rule needs {th['mc_min_seeds']})",
+        )
+    if 0 < sum(passes) < len(passes):
+        return Outcome(
+            "no verdict", meas, f"the seeds disagree: {sum(passes)} of {len(passes)} pass the rule on {table}"
+        )
+    return Outcome(out.verdict, meas, out.cause, numbers=out.numbers)
 
 
 def _e2_bound_text(df: pd.DataFrame, by: str, at: int, d: float) -> str:
@@ -457,6 +489,24 @@ def _converge(results, th, col: str, name: str):
     return Outcome("not reproduced", meas, "; ".join(parts))
 
 
+def _converge_mc(results, th):
+    df = results["distance_vs_n"]
+    out = _converge(results, th, "mc", "E[d~] (Monte Carlo)")
+    if out.verdict == "n/a":
+        return out
+    Ns = sorted(df["N"].unique())
+    gaps = {c: _gaps(df, c)[2] for c in mc_columns(df)}
+    passes = [bool(g[Ns[0]] > th["converge_rel"] >= g[Ns[-1]]) for g in gaps.values()]
+    g1 = [float(g[Ns[-1]]) for g in gaps.values()]
+    return _over_seeds(
+        out,
+        passes,
+        f"; over {len(g1)} seeds the gap at N={Ns[-1]} is {min(g1):.1%} … {max(g1):.1%}",
+        th,
+        "distance_vs_n",
+    )
+
+
 _fig2b(
     "fig2b-converge-e1",
     title="true and expected distance converge as N grows",
@@ -477,9 +527,12 @@ _fig2b(
     reading="the Monte-Carlo E[d~]",
     evidence="informative",
     section="app-expectation",
-    rule="relative gap |E − d~|/d~ (head means) above {converge_rel:.0%} at the smallest N and at most {converge_rel:.0%} at the largest",
-    fails_if="a gap above 10 % at the largest N, or no gap above 10 % to close at the smallest N",
-    evaluate=lambda results, th: _converge(results, th, "mc", "E[d~] (Monte Carlo)"),
+    rule=(
+        "relative gap |E − d~|/d~ (head means) above {converge_rel:.0%} at the smallest N and at most "
+        "{converge_rel:.0%} at the largest, for each of at least {mc_min_seeds} seeds; no verdict when they disagree"
+    ),
+    fails_if="for every seed, a gap above 10 % at the largest N or no gap above 10 % to close at the smallest N",
+    evaluate=_converge_mc,
 )
 
 

@@ -71,17 +71,7 @@ class DistanceAnalysis:
                 common_counts = _prefix_means(cols["d_tilde"][:, :Lmax], common, self.lengths)[1]
             _, counts = _prefix_means(dm.d_tilde[:, :Lmax], valid, self.lengths)
             nviol, _ = _prefix_means(viol.to(torch.float64), torch.ones_like(viol), self.lengths)
-            mc = {}
-            if self.params.mc_samples > 0:
-                allrows = np.unique(np.concatenate([self.mc_map[L] for L in self.lengths]))
-                mcr = M.expected_distance_mc(
-                    ld, N=N, rows=torch.as_tensor(allrows), n_samples=self.params.mc_samples, seed=self.params.seed
-                )
-                pos = {int(r): i for i, r in enumerate(allrows)}
-                for li, L in enumerate(self.lengths):
-                    sel = torch.as_tensor([pos[int(r)] for r in self.mc_map[L]])
-                    mv, mcnt = M.masked_mean(mcr.mean[:, sel], mcr.valid[:, sel])
-                    mc[li] = (mv.cpu().numpy(), mcnt.cpu().numpy())
+            mc = self._mc_means(ld, N) if self.params.mc_samples > 0 else {}
             for li, L in enumerate(self.lengths):
                 for h in range(ld.H):
                     row = dict(self.meta, L=L, N=N, layer=sh.la.layer, head=h, n_rows=int(counts[h, li]))
@@ -91,9 +81,27 @@ class DistanceAnalysis:
                         row["n_rows_common"] = int(common_counts[h, li])
                     row["dmax_violations"] = int(round(nviol[h, li] * L))
                     if mc:
-                        row["mc"] = float(mc[li][0][h])
-                        row["mc_rows"] = int(mc[li][1][h])
+                        row["mc_rows"] = int(mc["mc"][li][1][h])
+                        row.update({k: float(v[li][0][h]) for k, v in mc.items()})
                     self.rows.append(row)
+
+    def _mc_means(self, ld: M.LayerData, N: int) -> dict:
+        """The Monte-Carlo E[d~] per length: ``{"mc": ..., "mc_seed1": ..., ...}`` for the seeds ``seed``,
+        ``seed + 1``, ... (``mc_seeds`` in all), each ``{L index: (head means, row counts)}``."""
+        allrows = np.unique(np.concatenate([self.mc_map[L] for L in self.lengths]))
+        pos = {int(r): i for i, r in enumerate(allrows)}
+        out = {}
+        for k in range(self.params.mc_seeds):
+            mcr = M.expected_distance_mc(
+                ld, N=N, rows=torch.as_tensor(allrows), n_samples=self.params.mc_samples, seed=self.params.seed + k
+            )
+            per = {}
+            for li, L in enumerate(self.lengths):
+                sel = torch.as_tensor([pos[int(r)] for r in self.mc_map[L]])
+                mv, mcnt = M.masked_mean(mcr.mean[:, sel], mcr.valid[:, sel])
+                per[li] = (mv.cpu().numpy(), mcnt.cpu().numpy())
+            out["mc" if k == 0 else f"mc_seed{k}"] = per
+        return out
 
     def finish(self) -> pd.DataFrame:
         df = pd.DataFrame(self.rows)
@@ -134,6 +142,7 @@ class _DistanceParams(Experiment):
     mc_samples: int = 64
     mc_rows: int = 32
     seed: int = 0
+    mc_seeds: int = 1
 
     def _check_shared(self, longest: int) -> None:
         check_choice("p", self.p, ["L-1", "L"])
@@ -147,7 +156,8 @@ class _DistanceParams(Experiment):
                 f"{exc}: the draws grow as mc_samples x mc_rows ({mc_rows}) x the longest window ({longest}); lower "
                 "mc_samples, mc_rows or the window lengths"
             ) from None
-        self.set_checked(mc_rows=mc_rows, mc_samples=mc_samples, seed=check_seed("seed", self.seed))
+        mc_seeds = check_int("mc_seeds", self.mc_seeds, low=1, high=64)
+        self.set_checked(mc_rows=mc_rows, mc_samples=mc_samples, seed=check_seed("seed", self.seed), mc_seeds=mc_seeds)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,6 +176,9 @@ class DistanceVsLengthParams(_DistanceParams):
     mc_rows : int >= 1
         Monte-Carlo rows per ``L``: every ``max(1, L // mc_rows)``-th row.
     seed : int in [0, 2**64 - 1]
+    mc_seeds : int in [1, 64]
+        Seeds of the Monte-Carlo subsets: ``mc`` uses ``seed``, ``mc_seed1 ... mc_seed{mc_seeds-1}`` the seeds after
+        it (the spread of the verdicts that read ``mc``).
     """
 
     name: ClassVar[str] = "distance_vs_length"
@@ -189,7 +202,7 @@ class DistanceVsNParams(_DistanceParams):
     L : int >= 2
         Window length.
     n_values : tuple of int in [1, L - 1]
-    p, mc_samples, mc_rows, seed
+    p, mc_samples, mc_rows, seed, mc_seeds
         As for :class:`DistanceVsLengthParams`.
     """
 
@@ -214,7 +227,7 @@ distance_vs_length = DistanceVsLengthParams.public(
     -------
     pandas.DataFrame
         One row per (L, layer, head): ``L, N, layer, head, n_rows, d_tilde, d_max, e1, e1_plus_gap, e1_gap, e2,
-        s_norm, alpha_bar, x_max, indiv, dmax_violations`` (``mc, mc_rows`` when ``mc_samples > 0``) plus ``model,
+        s_norm, alpha_bar, x_max, indiv, dmax_violations`` (``mc, mc_rows`` when ``mc_samples > 0``, and ``mc_seed1, ...`` with ``mc_seeds > 1``) plus ``model,
         text, device``; ``indiv`` is Corollary 2 (i)'s leading term (t − N)/t · Σ_i ‖α_i x_i‖.
     """,
     example="``N=2``",

@@ -48,7 +48,7 @@ class Profile:
 
 
 def _paper() -> Profile:
-    lengths, L, mc = (32, 64, 128, 256, 512, 1024), 1024, dict(mc_samples=64, mc_rows=32)
+    lengths, L, mc = (32, 64, 128, 256, 512, 1024), 1024, dict(mc_samples=64, mc_rows=32, mc_seeds=5)
     return Profile(
         name="paper",
         distance_vs_length=DistanceVsLengthParams(N=5, lengths=lengths, **mc),
@@ -73,7 +73,7 @@ def _paper() -> Profile:
 
 
 def _quick() -> Profile:
-    lengths, L, mc = (16, 32, 64, 128), 128, dict(mc_samples=16, mc_rows=16)
+    lengths, L, mc = (16, 32, 64, 128), 128, dict(mc_samples=16, mc_rows=16, mc_seeds=5)
     return Profile(
         name="quick",
         distance_vs_length=DistanceVsLengthParams(N=5, lengths=lengths, **mc),

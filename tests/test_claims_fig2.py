@@ -225,3 +225,18 @@ def test_sublinear_needs_three_uncensored_lengths():
     assert claims.verdicts({"critical_n_summary": s}, ids=["fig2c-critical-sublinear"]).iloc[0]["verdict"] == "n/a"
     row = claims.verdicts({"critical_n_summary": _summ({"e1": 0.5})}, ids=["fig2c-critical-sublinear"]).iloc[0]
     assert row["verdict"] == "not reproduced" and "N*/L stays within 0.500" in row["cause"]
+
+
+def test_distance_monte_carlo_seeds_are_the_runs_with_those_seeds(tiny_llama):
+    from attn_lib import experiments as E
+
+    text, kw = "War and peace. " * 40, dict(N=2, lengths=[8, 16], mc_samples=4, mc_rows=4)
+    df = E.distance_vs_length(tiny_llama, text, mc_seeds=3, **kw)
+    one = E.distance_vs_length(tiny_llama, text, seed=2, **kw)
+    assert {"mc", "mc_seed1", "mc_seed2", "indiv"} <= set(df.columns)
+    assert np.allclose(df["mc_seed2"], one["mc"]) and not np.allclose(df["mc_seed1"], df["mc"])
+    with pytest.raises(ValueError, match="mc_seeds"):
+        E.distance_vs_length(tiny_llama, text, mc_seeds=0, **kw)
+    dn = E.distance_vs_n(tiny_llama, text, L=16, n_values=[1, 4], mc_samples=0)
+    f = CD.bound_factors(dn)
+    assert (f["d_max"] >= f["d~"]).all() and set(CD.BOUND_FACTORS.values()) <= set(f.columns)

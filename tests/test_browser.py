@@ -13,10 +13,13 @@ with every non-``file://`` request aborted and recorded: a page that asked for t
 * embedded widgets rendered (one view per embedded widget-view script) and, for the pre-rendered sliders of
   :mod:`attn_lib.book.widgets`, moving the slider changes the displayed figure;
 * each chapter shows the paper's results as numbered sphinx-proof blocks (Lemma 1, Theorem 1, ...), numbered as
-  in the paper, and has at least one ``{prf:ref}`` link that leads to its block.
+  in the paper, and has at least one ``{prf:ref}`` link that leads to its block;
+* every page fits a 1280 px window and a 390 px phone: the page never scrolls sideways, nothing is cut by a box
+  that does not scroll, and a wide code cell, equation, table or figure scrolls inside its own box with a visible
+  cue (book/_ext/static/scroll-cue.js); chapter 6's verdict summary is a list of cards on the phone.
 
-A screenshot of every page goes to ``_build/screenshots/`` (its first screen; the whole page with
-``ATTN_LIB_SCREENSHOTS=full``). Each page is opened once and every check reads that one visit. Run after ``make
+A screenshot of every page goes to ``_build/screenshots/`` (its first screen, at 1280 px and at 390 px; the whole
+page with ``ATTN_LIB_SCREENSHOTS=full``). Each page is opened once per width and every check reads that visit. Run after ``make
 book`` (``make test`` builds the book first). With ``CI=true`` a missing browser or a missing built book is a
 failure; otherwise it is a skip that says why.
 """
@@ -128,11 +131,17 @@ def chromium():
 class PageVisit:
     """One page opened offline, with the errors and network requests it produced."""
 
-    def __init__(self, browser, rel: str):
+    def __init__(self, browser, rel: str, width: int = 1280):
         self.rel = rel
+        self.width = width
         self.blocked: list[str] = []
         self.js_errors: list[str] = []
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+        # a phone (PHONE_WIDTH) lays the page out as a mobile browser does: the meta viewport is honoured and
+        # scrollbars are overlays, so a box that scrolls shows no scrollbar
+        phone = {"is_mobile": True, "has_touch": True} if width < 800 else {}
+        self.context = browser.new_context(
+            viewport={"width": width, "height": 844 if phone else 900}, service_workers="block", **phone
+        )
         self.context.route("**/*", self._route)
         self.page = self.context.new_page()
         self.page.on("pageerror", lambda exc: self.js_errors.append(f"uncaught: {exc}"))
@@ -166,12 +175,12 @@ class PageVisit:
 def visits(browser):
     """Open every page once; the checks below share the visits. (Not ``opened.setdefault(rel, PageVisit(...))``:
     that opens the page again on every call, and left each copy loading in the background.)"""
-    opened: dict[str, PageVisit] = {}
+    opened: dict[tuple[str, int], PageVisit] = {}
 
-    def visit(rel: str) -> PageVisit:
-        if rel not in opened:
-            opened[rel] = PageVisit(browser, rel)
-        return opened[rel]
+    def visit(rel: str, width: int = 1280) -> PageVisit:
+        if (rel, width) not in opened:
+            opened[(rel, width)] = PageVisit(browser, rel, width)
+        return opened[(rel, width)]
 
     yield visit
     for v in opened.values():
@@ -688,3 +697,208 @@ def test_the_width_checks_fail_on_a_page_that_overflows(chromium, tmp_path):
     assert any("px tall" in f for f in found["figures"]) and "display" in found["equations"][0], found
     # the book's stylesheet wraps printed output; this page has none, so its long printed line scrolls
     assert found["outputs"], found
+
+
+# ------------------------------------------------------------------------------------------------ phone width
+# Issue 36: every page fits a phone (PHONE_WIDTH) as well as a 1280 px window. The page never scrolls sideways;
+# what is wider than the column (a code cell, a display equation, a table, a figure) scrolls inside its own box,
+# and every such box carries the visible cue of book/_ext/static/scroll-cue.js (class attn-lib-scroll-x: a faded
+# edge, and a "scroll sideways" hint above it); nothing is clipped by a box that does not scroll (an admonition,
+# inline math); figure text stays READABLE_PX tall (on a phone a figure keeps its natural size and scrolls).
+
+#: an iPhone 12-15's width in CSS px
+PHONE_WIDTH = 390
+#: px a box may hide without a cue or a clip being reported: a MathJax glyph's box passes its formula's box by a
+#: few px with no ink outside it (the tilde of d~: 3.1 px); book/_ext/static/scroll-cue.js uses the same slack
+SLACK_PX = 4
+#: the pages whose verdict summary is a list of cards on a phone (a code cell tagged attn-lib-cards)
+CARD_PAGES = {"book/06_reproduction_report.html"}
+
+FIT_PROBLEMS = """(slack) => {
+  const root = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
+  const label = el => `${el.tagName.toLowerCase()}.${[...el.classList].slice(0, 2).join('.')}: ` +
+    (el.innerText || el.textContent || '').trim().split('\\n')[0].slice(0, 70);
+  // the right edge of what an element shows, from its text and children (MathJax's assistive MathML, a
+  // zero-size copy for screen readers, does not count; a child that is itself a box bounds its content)
+  const extent = (el) => {
+    let right = -Infinity;
+    const walk = (n) => {
+      for (const c of n.childNodes) {
+        if (c.nodeType === Node.TEXT_NODE) {
+          if (!c.textContent.trim()) continue;
+          const r = document.createRange(); r.selectNodeContents(c);
+          for (const q of r.getClientRects()) right = Math.max(right, q.right);
+        } else if (c.nodeType === Node.ELEMENT_NODE && c.tagName !== 'MJX-ASSISTIVE-MML') {
+          const cs = getComputedStyle(c);
+          if (cs.display === 'none') continue;
+          const q = c.getBoundingClientRect();
+          if (q.width) right = Math.max(right, q.right);
+          if (cs.overflowX === 'visible') walk(c);
+        }
+      }
+    };
+    walk(el);
+    return right;
+  };
+  const inScroller = el => {
+    for (let a = el.parentElement; a && a !== root; a = a.parentElement) if (getComputedStyle(a).overflowX !== 'visible') return true;
+    return false;
+  };
+  const rootRight = root.getBoundingClientRect().right;
+  const clipped = [], uncued = [], spills = [], cued = [];
+  for (const el of root.querySelectorAll('*')) {
+    if (el.closest('mjx-assistive-mml') || (el.parentElement && el.parentElement.closest('mjx-container'))) continue;
+    const cs = getComputedStyle(el);
+    if (cs.display === 'none' || cs.visibility === 'hidden') continue;
+    const r = el.getBoundingClientRect();
+    if (r.width && r.right > rootRight + 1 && !inScroller(el)) spills.push(`${Math.round(r.right - rootRight)} px: ${label(el)}`);
+    if (el.clientWidth === 0 || el.scrollWidth <= el.clientWidth + slack || cs.overflowX === 'visible') continue;
+    if (cs.overflowX === 'hidden' || cs.overflowX === 'clip') {
+      const over = extent(el) - (r.left + el.clientLeft + el.clientWidth);
+      if (over > slack) clipped.push(`${Math.round(over)} px: ${label(el)}`);
+      continue;
+    }
+    // a box that scrolls: its cue is the class and its visible hint (named by data-attn-lib-hint)
+    const hint = el.dataset.attnLibHint ? document.getElementById(el.dataset.attnLibHint) : null;
+    const shown = hint && !hint.hidden && hint.getBoundingClientRect().height > 0;
+    if (el.classList.contains('attn-lib-scroll-x') && shown) cued.push(label(el));
+    else uncued.push(`${el.scrollWidth - el.clientWidth} px: ${label(el)}` + (hint ? ' (hint hidden)' : ''));
+  }
+  // the page's width (on a phone a wider page makes the browser zoom out: innerWidth grows with it)
+  return {scroll_width: document.documentElement.scrollWidth, clipped, uncued, spills, cued};
+}"""
+
+
+def _fit_report(page, width: int) -> dict:
+    page.evaluate(WAIT_MATHJAX)
+    page.evaluate(WAIT_IMAGES)
+    # scroll-cue.js updates on the next animation frame after a change of size: give it two
+    page.wait_for_timeout(300)
+    found = page.evaluate(FIT_PROBLEMS, SLACK_PX)
+    found["page"] = found["scroll_width"] - width  # px the page scrolls sideways in a window `width` px wide
+    return found
+
+
+def _assert_fits(rel: str, width: int, found: dict) -> None:
+    assert found["page"] <= 0, f"{rel} at {width} px: the page scrolls sideways by {found['page']} px"
+    assert not found["spills"], f"{rel} at {width} px: content that runs out of the article: {found['spills'][:5]}"
+    assert not found["clipped"], (
+        f"{rel} at {width} px: content cut by a box that does not scroll: {found['clipped'][:5]}"
+    )
+    assert not found["uncued"], f"{rel} at {width} px: boxes that scroll sideways with no cue: {found['uncued'][:5]}"
+
+
+@pytest.mark.parametrize("rel", PAGES or ["<no built book>"])
+def test_page_fits_the_1280px_window_with_no_cut_content(visits, rel):
+    """At 1280 px, as at a phone's width: the page does not scroll sideways, nothing is cut, and a box that
+    scrolls (a long command in a code block) shows its cue."""
+    if rel not in PAGES:
+        _unavailable(f"no built book at {HTML} (run `make book` first)")
+    v = visits(rel)
+    if _embedded_widget_views(v):
+        v.page.wait_for_selector(".widget-subarea > *", state="attached", timeout=60_000)
+    _assert_fits(rel, 1280, _fit_report(v.page, 1280))
+
+
+@pytest.mark.parametrize("rel", PAGES or ["<no built book>"])
+def test_page_fits_a_phone(visits, rel):
+    """At 390 px: offline and without JavaScript errors, no sideways scroll of the page, every wide box scrolls
+    inside itself with a visible cue, nothing is cut, and figure text is as readable as at 1280 px."""
+    if rel not in PAGES:
+        _unavailable(f"no built book at {HTML} (run `make book` first)")
+    v = visits(rel, PHONE_WIDTH)
+    page = v.page
+    n_views = _embedded_widget_views(v)
+    if n_views:
+        page.wait_for_function(
+            "n => document.querySelectorAll('.widget-subarea > *').length >= n", arg=n_views, timeout=60_000
+        )
+    found = _fit_report(page, PHONE_WIDTH)
+    page.screenshot(path=str(_shot_name(rel, f"__{PHONE_WIDTH}px")), full_page=FULL_PAGE_SHOTS)
+    assert not v.blocked, f"{rel} at {PHONE_WIDTH} px needed the network: {v.blocked}"
+    assert not v.js_errors, f"{rel} at {PHONE_WIDTH} px: JavaScript errors: {v.js_errors}"
+    _assert_fits(rel, PHONE_WIDTH, found)
+    figures = _figure_problems(page)
+    assert not figures, f"{rel} at {PHONE_WIDTH} px: figures whose text is shrunk: {figures}"
+
+
+# One claim per card: the header of each column in front of each cell, no cell wider than the card.
+CARDS = """() => Array.from(document.querySelectorAll('.tag_attn-lib-cards table')).map(t => {
+  const box = t.closest('.pst-scrollable-table-container') || t.parentElement;
+  const rows = Array.from(t.querySelectorAll('tbody tr'));
+  return {
+    thead: getComputedStyle(t.querySelector('thead')).display,
+    rowDisplay: rows.length ? getComputedStyle(rows[0]).display : '',
+    rows: rows.length,
+    unlabelled: rows.flatMap(r => Array.from(r.cells)).filter(c => !c.dataset.label).length,
+    label: rows.length ? getComputedStyle(rows[0].cells[1], '::before').content : '',
+    scrolls: box.scrollWidth > box.clientWidth + 1,
+    tooWide: rows.filter(r => r.getBoundingClientRect().right > box.getBoundingClientRect().right + 1).length,
+  };
+})"""
+
+
+@pytest.mark.parametrize("rel", sorted(CARD_PAGES))
+def test_the_verdict_summary_is_a_list_of_cards_on_a_phone(visits, rel):
+    if rel not in PAGES:
+        _unavailable(f"{rel} is not in the built book at {HTML} (run `make book` first)")
+    phone = visits(rel, PHONE_WIDTH).page
+    phone.wait_for_load_state("load")
+    tables = phone.evaluate(CARDS)
+    assert len(tables) == 1, f"{rel}: {len(tables)} tables in a cell tagged attn-lib-cards, expected the summary"
+    t = tables[0]
+    assert t["rows"] > 0 and t["thead"] == "none" and t["rowDisplay"] == "block", t
+    assert t["unlabelled"] == 0 and t["label"].startswith('"'), t  # every cell names its column
+    assert not t["scrolls"] and t["tooWide"] == 0, t
+    phone.locator(".tag_attn-lib-cards table").first.screenshot(
+        path=str(_shot_name(rel, f"__{PHONE_WIDTH}px_cards")), timeout=60_000
+    )
+    # at 1280 px it is the ordinary table
+    wide = visits(rel).page.evaluate(CARDS)[0]
+    assert wide["thead"] != "none" and wide["rowDisplay"] == "table-row", wide
+
+
+FIT_FIXTURE = """<!doctype html><html><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="stylesheet" href="{css}">{script}</head>
+<body><main><article class="bd-article" style="margin: 0 16px">
+<div class="highlight"><pre style="overflow-x: auto">{long_code}</pre></div>
+<div class="admonition" style="overflow: hidden"><p>{clipped}</p></div>
+{extra}
+</article></main></body></html>"""
+
+
+def _fit_fixture(chromium, tmp_path, *, cue: bool, extra: str = "") -> dict:
+    static = ROOT / "book" / "_ext" / "static"
+    script = f'<script defer src="{(static / "scroll-cue.js").as_uri()}"></script>' if cue else ""
+    page_file = tmp_path / f"fit_{cue}.html"
+    page_file.write_text(
+        FIT_FIXTURE.format(
+            css=(static / "page-width.css").as_uri(),
+            script=script,
+            long_code="x = " + " + ".join(f"value_{i}" for i in range(30)),
+            clipped='<span style="display: inline-block; width: 600px">a box 600 px wide</span>',
+            extra=extra,
+        ),
+        encoding="utf-8",
+    )
+    context = chromium.new_context(viewport={"width": PHONE_WIDTH, "height": 844}, is_mobile=True, has_touch=True)
+    try:
+        page = context.new_page()
+        page.goto(page_file.as_uri(), wait_until="load")
+        return _fit_report(page, PHONE_WIDTH)
+    finally:
+        context.close()
+
+
+def test_the_phone_checks_fail_on_a_page_that_does_not_fit(chromium, tmp_path):
+    """The checks above flag a box that scrolls with no cue, content cut by a box that does not scroll, and a page
+    that scrolls sideways; with scroll-cue.js the same code block passes, with its hint shown."""
+    wide = '<div style="width: 700px">a block 700 px wide</div>'
+    bare = _fit_fixture(chromium, tmp_path, cue=False, extra=wide)
+    assert bare["uncued"] and "value_0" in bare["uncued"][0], bare
+    assert bare["clipped"] and "600 px wide" in bare["clipped"][0], bare
+    assert bare["page"] > 0 and bare["spills"], bare
+    cued = _fit_fixture(chromium, tmp_path, cue=True)
+    assert not cued["uncued"] and cued["cued"] and "value_0" in cued["cued"][0], cued
+    assert cued["clipped"] and cued["page"] <= 0 and not cued["spills"], cued

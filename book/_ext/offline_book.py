@@ -59,5 +59,7 @@ def setup(app: Sphinx) -> dict:
     # run after myst-nb and the themes have added their per-page assets
     # book/_ext/static is on html_static_path: printed output wraps at the column (issue 20, 1280 px pages)
     app.add_css_file("page-width.css")
+    # ... and at 390 px (issue 36): every box that scrolls sideways gets a visible cue (see the file's comment)
+    app.add_js_file("scroll-cue.js", loading_method="defer")
     app.connect("html-page-context", clean_page_assets, priority=900)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -19,7 +19,7 @@ from .._validation import check_positive
 from ._engine import choose, coarse_threads, run_blocks
 from .layer import LayerData, as_layer, check_n, zero_invalid
 
-__all__ = ["separability_metrics"]
+__all__ = ["separability_metrics", "separable_flags"]
 
 
 @dataclass
@@ -205,3 +205,22 @@ def separation(ld: LayerData, rows_block: torch.Tensor, width: int, order: torch
     inf = torch.tensor(math.inf, dtype=ld.dtype, device=ld.device)
     rho = torch.where(visible & ~selected, dist, inf).amin(-1)  # (H, B)
     return first, stop, dist.gather(-1, top) < rho.unsqueeze(-1), rho
+
+
+def separable_flags(layer: LayerData, N: int) -> torch.Tensor:
+    """``(H, L, N)`` bool: whether the rank-``k`` selected token (``k = 1..N``, largest weight first) of each row lies
+    strictly inside the ball of radius ``rho_min`` around ``s`` (Algorithm 4's count, token by token: the mean over
+    ``k`` is ``N_s/N``). Computed by the tensor code of :func:`separation` on ``layer`` as given (normalise it first
+    with :func:`unit_layer`); rows with fewer than ``N + 1`` visible tokens are ``False``."""
+    ld = as_layer(layer)
+    N = check_n(N)
+    order = ld.order(min(N, ld.L))
+    flags = torch.zeros(ld.H, ld.L, N, dtype=torch.bool, device=ld.device)
+
+    def block(rows_block: torch.Tensor, width: int) -> None:
+        first, stop, separable, _ = separation(ld, rows_block, width, order)
+        flags[:, first:stop, : separable.shape[-1]] = separable
+
+    run_blocks(block, ld.blocks(per_row=2))
+    valid = torch.broadcast_to(ld.t, (ld.H, ld.L)) >= N + 1
+    return flags & valid.unsqueeze(-1)

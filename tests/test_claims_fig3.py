@@ -148,9 +148,9 @@ class TestMeasurements:
         logits = torch.randn(2, 24, 24, generator=g, dtype=torch.float64)
         logits = logits.masked_fill(~torch.ones(24, 24, dtype=torch.bool).tril(), -np.inf)
         ld = unit_layer(LayerData.from_logits(logits, torch.randn(2, 24, 5, generator=g, dtype=torch.float64)))
-        for N in (1, 3, 8):
-            sp = separability_metrics(ld, N=N, normalize=False, engine="torch")
-            flags = separable_flags(ld, N)
+        for N, engine in ((1, "torch"), (3, "torch"), (8, "torch"), (3, "auto"), (8, "auto")):
+            sp = separability_metrics(ld, N=N, normalize=False, engine=engine)
+            flags = separable_flags(ld, N, sp.r)
             assert torch.allclose(flags.to(torch.float64).sum(-1)[sp.valid] / N, sp.fraction[sp.valid])
 
     def test_rank_columns_and_params(self):

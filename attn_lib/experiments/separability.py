@@ -10,7 +10,7 @@ import pandas as pd
 import torch
 
 from .. import metrics as M
-from .._validation import check_int, check_positive, check_positive_list
+from .._validation import check_int, check_int_list, check_positive, check_positive_list
 from ..metrics.separability import separable_flags
 from .passes import Experiment, SharedLayer, check_n_values, layer_mask
 
@@ -51,7 +51,7 @@ def _mechanisms(u, sp, N: int, L: int) -> dict:
         "fraction_sink": M.masked_mean(frac, valid & sink),
         "fraction_nonsink": M.masked_mean(frac, valid & ~sink),
     }
-    flags = separable_flags(u, N)[:, :L].to(frac.dtype)
+    flags = separable_flags(u, N, sp.r)[:, :L].to(frac.dtype)
     for k in rank_columns(N):
         out[f"in_ball_rank_{k}"] = M.masked_mean(flags[..., k - 1], valid)
     return out
@@ -63,6 +63,7 @@ class SeparabilityAnalysis:
     def __init__(self, params: SeparabilityParams, meta: dict):
         self.meta, self.length, self.n_values, self.M = meta, params.L, list(params.n_values), params.M
         self.temperatures = list(params.temperatures)
+        self.temperature_n = set(params.temperature_n)
         self.rows: list[dict] = []
 
     def layer(self, sh: SharedLayer):
@@ -78,7 +79,7 @@ class SeparabilityAnalysis:
             sp = M.separability_metrics(u, N=N, M=self.M, normalize=False, delta=delta)
             means = {k: M.masked_mean(getattr(sp, k)[:, :L], sp.valid[:, :L]) for k in _COLUMNS}
             means.update(_mechanisms(u, sp, N, L))
-            for T, lt in at_T.items():
+            for T, lt in at_T.items() if N in self.temperature_n else ():
                 fT = M.separability_metrics(lt, N=N, M=self.M, normalize=False, delta=delta).fraction[:, :L]
                 means[temperature_column(T)] = M.masked_mean(fT, sp.valid[:, :L])
             cnt = means["fraction"][1]
@@ -105,7 +106,9 @@ class SeparabilityParams(Experiment):
         Radius of the normalised value vectors.
     temperatures : tuple of float > 0
         Extra temperatures at which ``N_s/N`` is also computed (weights ``softmax(logits / T)``, the same vectors;
-        columns ``fraction_T=<T>``); ``()`` for none.
+        columns ``fraction_T=<T>``, NaN at the ``N`` outside ``temperature_n``); ``()`` for none.
+    temperature_n : tuple of int >= 1
+        The ``N`` of ``n_values`` at which the extra temperatures are computed (each costs a full count).
     """
 
     name: ClassVar[str] = "separability"
@@ -115,13 +118,18 @@ class SeparabilityParams(Experiment):
     n_values: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
     M: float = 1.0
     temperatures: tuple[float, ...] = (0.01, 0.1)
+    temperature_n: tuple[int, ...] = (2, 8, 32)
 
     def __post_init__(self):
         L = check_int("L", self.L, low=2)
         empty = isinstance(self.temperatures, (tuple, list)) and not self.temperatures
         temps = () if empty else tuple(check_positive_list("temperatures", self.temperatures))
         self.set_checked(
-            L=L, n_values=tuple(check_n_values(self.n_values, L)), M=check_positive("M", self.M), temperatures=temps
+            L=L,
+            n_values=tuple(check_n_values(self.n_values, L)),
+            M=check_positive("M", self.M),
+            temperatures=temps,
+            temperature_n=tuple(check_int_list("temperature_n", self.temperature_n, low=1)),
         )
 
 

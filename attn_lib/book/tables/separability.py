@@ -33,12 +33,12 @@ def separability_mechanisms(df: pd.DataFrame) -> pd.DataFrame | None:
 
 def separability_by_temperature(df: pd.DataFrame) -> pd.DataFrame | None:
     """Per N >= 2, the median over heads of ``N_s/N`` at the model's temperature (``T = 1``) and at each extra
-    temperature of the experiment (columns ``T = ...``); ``None`` without those columns."""
+    temperature of the experiment (columns ``T = ...``), at the N of its temperature sweep; ``None`` without those columns."""
     found = [c for c in df.columns if c.startswith("fraction_T=")]
     cols = {c: "T = " + c.split("=", 1)[1] for c in sorted(found, key=lambda c: -float(c.split("=", 1)[1]))}
     if not cols:
         return None
-    out = df[df["N"] >= 2].groupby("N")[["fraction", *cols]].median()
+    out = df[df["N"] >= 2].groupby("N")[["fraction", *cols]].median().dropna()
     return out.rename(columns={"fraction": "T = 1", **cols})
 
 

@@ -7,16 +7,54 @@ import dataclasses
 from typing import ClassVar
 
 import pandas as pd
+import torch
 
 from .. import metrics as M
-from .._validation import check_int, check_positive
-from .passes import Experiment, SharedLayer, check_n_values
+from .._validation import check_int, check_int_list, check_positive, check_positive_list
+from ..metrics.separability import separable_flags
+from .passes import Experiment, SharedLayer, check_n_values, layer_mask
 
 __all__ = ["SeparabilityParams", "separability"]
 
 
 #: The row means of each (N, layer, head), in the table's column order.
 _COLUMNS = ("fraction", "lower", "upper", "r", "delta")
+#: A row is an attention-sink row when its first visible token takes more than this share of the weight.
+SINK_WEIGHT = 0.5
+
+
+def rank_columns(N: int) -> list[int]:
+    """The ranks ``k`` (1, 2, 4, ..., and ``N``) at which the table reports the share of rank-``k`` tokens inside the
+    ball (column ``in_ball_rank_<k>``)."""
+    ks = [1 << i for i in range(N.bit_length()) if 1 << i <= N]
+    return ks if ks[-1] == N else [*ks, N]
+
+
+def temperature_column(T: float) -> str:
+    """The column of ``N_s/N`` at temperature ``T`` (the model's logits divided by ``T``)."""
+    return f"fraction_T={T:g}"
+
+
+def _mechanisms(u, sp, N: int, L: int) -> dict:
+    """The candidate causes of a falling ``N_s/N`` for one ``N``: per-head ``(mean, count)`` pairs of the fraction on
+    short (``t <= L/2``) and long rows, of the sink-row share and the fraction on sink / other rows, and of the
+    share of each rank inside the ball (:func:`rank_columns`)."""
+    valid = sp.valid[:, :L]
+    frac = sp.fraction[:, :L]
+    t = torch.broadcast_to(u.t, (u.H, u.L))[:, :L]
+    first = torch.broadcast_to(u.mask, (u.H, u.L, u.L))[:, :L].to(torch.int8).argmax(-1, keepdim=True)
+    sink = u.alpha[:, :L].gather(-1, first).squeeze(-1) > SINK_WEIGHT
+    out = {
+        "fraction_short": M.masked_mean(frac, valid & (t <= L // 2)),
+        "fraction_long": M.masked_mean(frac, valid & (t > L // 2)),
+        "sink_share": M.masked_mean(sink.to(frac.dtype), valid),
+        "fraction_sink": M.masked_mean(frac, valid & sink),
+        "fraction_nonsink": M.masked_mean(frac, valid & ~sink),
+    }
+    flags = separable_flags(u, N, sp.r)[:, :L].to(frac.dtype)
+    for k in rank_columns(N):
+        out[f"in_ball_rank_{k}"] = M.masked_mean(flags[..., k - 1], valid)
+    return out
 
 
 class SeparabilityAnalysis:
@@ -24,6 +62,8 @@ class SeparabilityAnalysis:
 
     def __init__(self, params: SeparabilityParams, meta: dict):
         self.meta, self.length, self.n_values, self.M = meta, params.L, list(params.n_values), params.M
+        self.temperatures = list(params.temperatures)
+        self.temperature_n = set(params.temperature_n)
         self.rows: list[dict] = []
 
     def layer(self, sh: SharedLayer):
@@ -31,14 +71,22 @@ class SeparabilityAnalysis:
         u = sh.get(("unit", self.M), lambda: M.unit_layer(ld, self.M))
         delta = sh.get(("delta", self.M), lambda: M.running_min_distance(u))
         L = self.length
+        at_T = {  # the same unit vectors (so the same delta), weights softmax(logits / T)
+            T: M.LayerData.from_logits(sh.la.logits[0], u.values, mask=layer_mask(sh.la), temperature=T)
+            for T in self.temperatures
+        }
         for N in self.n_values:
             sp = M.separability_metrics(u, N=N, M=self.M, normalize=False, delta=delta)
             means = {k: M.masked_mean(getattr(sp, k)[:, :L], sp.valid[:, :L]) for k in _COLUMNS}
+            means.update(_mechanisms(u, sp, N, L))
+            for T, lt in at_T.items() if N in self.temperature_n else ():
+                fT = M.separability_metrics(lt, N=N, M=self.M, normalize=False, delta=delta).fraction[:, :L]
+                means[temperature_column(T)] = M.masked_mean(fT, sp.valid[:, :L])
             cnt = means["fraction"][1]
             for h in range(ld.H):
                 if int(cnt[h]) == 0:
                     continue
-                cols = {k: float(m[h]) for k, (m, _) in means.items()}
+                cols = {k: float(m[h]) if int(c[h]) else float("nan") for k, (m, c) in means.items()}
                 self.rows.append(dict(self.meta, L=L, N=N, layer=sh.la.layer, head=h, n_rows=int(cnt[h]), **cols))
 
     def finish(self) -> pd.DataFrame:
@@ -56,6 +104,11 @@ class SeparabilityParams(Experiment):
     n_values : tuple of int in [1, L - 1]
     M : float > 0
         Radius of the normalised value vectors.
+    temperatures : tuple of float > 0
+        Extra temperatures at which ``N_s/N`` is also computed (weights ``softmax(logits / T)``, the same vectors;
+        columns ``fraction_T=<T>``, NaN at the ``N`` outside ``temperature_n``); ``()`` for none.
+    temperature_n : tuple of int >= 1
+        The ``N`` of ``n_values`` at which the extra temperatures are computed (each costs a full count).
     """
 
     name: ClassVar[str] = "separability"
@@ -64,10 +117,20 @@ class SeparabilityParams(Experiment):
     L: int = 1024
     n_values: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
     M: float = 1.0
+    temperatures: tuple[float, ...] = (0.01, 0.1)
+    temperature_n: tuple[int, ...] = (2, 8, 32)
 
     def __post_init__(self):
         L = check_int("L", self.L, low=2)
-        self.set_checked(L=L, n_values=tuple(check_n_values(self.n_values, L)), M=check_positive("M", self.M))
+        empty = isinstance(self.temperatures, (tuple, list)) and not self.temperatures
+        temps = () if empty else tuple(check_positive_list("temperatures", self.temperatures))
+        self.set_checked(
+            L=L,
+            n_values=tuple(check_n_values(self.n_values, L)),
+            M=check_positive("M", self.M),
+            temperatures=temps,
+            temperature_n=tuple(check_int_list("temperature_n", self.temperature_n, low=1)),
+        )
 
 
 separability = SeparabilityParams.public(

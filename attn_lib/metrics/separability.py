@@ -19,7 +19,7 @@ from .._validation import check_positive
 from ._engine import choose, coarse_threads, run_blocks
 from .layer import LayerData, as_layer, check_n, zero_invalid
 
-__all__ = ["separability_metrics"]
+__all__ = ["separability_metrics", "separable_flags"]
 
 
 @dataclass
@@ -205,3 +205,27 @@ def separation(ld: LayerData, rows_block: torch.Tensor, width: int, order: torch
     inf = torch.tensor(math.inf, dtype=ld.dtype, device=ld.device)
     rho = torch.where(visible & ~selected, dist, inf).amin(-1)  # (H, B)
     return first, stop, dist.gather(-1, top) < rho.unsqueeze(-1), rho
+
+
+def separable_flags(layer: LayerData, N: int, rho: torch.Tensor) -> torch.Tensor:
+    """``(H, L, N)`` bool: whether the rank-``k`` selected token (``k = 1..N``, largest weight first) of each row lies
+    strictly inside the ball of radius ``rho`` ``(H, L)`` around ``s`` (with ``rho = rho_min``, the ``r`` of
+    :func:`separability_metrics`, Algorithm 4's count token by token: the mean over ``k`` is ``N_s/N``). Reads only
+    the ``N`` selected vectors of each row (``D_i = ||a_i - s||``), in row blocks; ``layer`` as given (normalise it
+    first with :func:`unit_layer`). Rows with fewer than ``N + 1`` visible tokens are ``False``."""
+    ld = as_layer(layer)
+    N = check_n(N)
+    order = ld.order(min(N, ld.L))
+    n = order.shape[-1]
+    flags = torch.zeros(ld.H, ld.L, N, dtype=torch.bool, device=ld.device)
+    step = max(1, (1 << 22) // max(1, ld.H * n * ld.d))
+    for first in range(0, ld.L, step):
+        idx = order[:, first : first + step]  # (H, B, n)
+        B = idx.shape[1]
+        w = ld.alpha[:, first : first + step].gather(-1, idx)
+        x = ld.values.gather(1, idx.reshape(ld.H, B * n, 1).expand(-1, -1, ld.d)).reshape(ld.H, B, n, ld.d)
+        a = w.unsqueeze(-1) * x
+        dist = torch.linalg.vector_norm(a - a.sum(-2, keepdim=True), dim=-1)  # ||a_i - s||
+        flags[:, first : first + B, :n] = dist < rho[:, first : first + B].unsqueeze(-1)
+    valid = torch.broadcast_to(ld.t, (ld.H, ld.L)) >= N + 1
+    return flags & valid.unsqueeze(-1)

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_nonnegative, check_positive
+from .._validation import check_int, check_int_list, check_nonnegative, check_positive
 from ._inputs import alpha_and_X, alpha_array, as_array, as_output, check_N, row_norms, rows_and_N
 from .distance_bound import top_n_indices, top_n_sum
 
@@ -127,3 +127,27 @@ def theorem2_hoeffding_upper(mean_X: Any, r: float, M: float, value_range: float
     M = check_positive("M", M)
     R = 2 * M if value_range is None else check_positive("value_range", value_range)
     return as_output(np.exp(-2 * np.clip(mu - rv, 0.0, None) ** 2 / R**2).mean(-1))
+
+
+def sphere_separability(
+    n_values, temperature: float = 1.0, *, seed: int = 0, trials: int = 64, d: int = 64, L: int = 256
+) -> dict[int, float]:
+    r"""Mean ``N_s/N`` (:func:`separability`, ``r`` ↑ ``rho_min``) for *ideal spherical embeddings*, in float64:
+    per trial, ``L`` vectors independent and uniform on the unit sphere in ``d`` dimensions (Assumption 1) and fixed
+    weights ``softmax(l / T)`` with logits ``l_j`` standard normal, drawn independently of the vectors (the weights
+    are fixed in Theorem 2). Trials come from ``numpy.random.default_rng(seed)``.
+
+    Returns ``{N: mean over trials of N_s/N}`` for every ``N`` of ``n_values`` (each in ``[1, L]``).
+    """
+    T = check_positive("temperature", temperature)
+    seed = check_int("seed", seed, low=0)
+    trials = check_int("trials", trials, low=1)
+    d, L = check_int("d", d, low=2), check_int("L", L, low=2)
+    ns = check_int_list("n_values", n_values, low=1, high=L)
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((trials, L, d))
+    X /= np.linalg.norm(X, axis=-1, keepdims=True)
+    logits = rng.standard_normal((trials, L)) / T
+    alpha = np.exp(logits - logits.max(-1, keepdims=True))  # stable softmax
+    alpha /= alpha.sum(-1, keepdims=True)
+    return {n: float(np.mean(separability(alpha, X, n))) for n in ns}

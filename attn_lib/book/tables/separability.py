@@ -4,10 +4,42 @@ from __future__ import annotations
 
 import pandas as pd
 
+from attn_lib.claims.separability import mechanism_table
 from attn_lib.claims.stats import THRESHOLDS
 from attn_lib.report.separability import separability_per_n
 
-__all__ = ["separability_shape"]
+__all__ = ["separability_shape", "separability_mechanisms", "separability_by_temperature"]
+
+
+def separability_mechanisms(df: pd.DataFrame) -> pd.DataFrame | None:
+    """Chapter 3's table of the candidate causes of the falling fraction (the rule of ``fig3-saturates``): per N, the
+    medians over heads of ``N_s/N`` on all, short (``t <= L/2``) and long rows, on attention-sink rows and the others,
+    the share of sink rows, and the share of each rank ``k`` inside the ball (``rank k``); ``None`` for a table
+    without these columns."""
+    m = mechanism_table(df)
+    if m is None:
+        return None
+    names = {
+        "fraction": "all rows",
+        "fraction_short": "rows t ≤ L/2",
+        "fraction_long": "rows t > L/2",
+        "sink_share": "share of sink rows",
+        "fraction_sink": "sink rows",
+        "fraction_nonsink": "other rows",
+    }
+    names.update({c: f"rank {c.rsplit('_', 1)[1]}" for c in m.columns if c.startswith("in_ball_rank_")})
+    return m.rename(columns=names)
+
+
+def separability_by_temperature(df: pd.DataFrame) -> pd.DataFrame | None:
+    """Per N >= 2, the median over heads of ``N_s/N`` at the model's temperature (``T = 1``) and at each extra
+    temperature of the experiment (columns ``T = ...``), at the N of its temperature sweep; ``None`` without those columns."""
+    found = [c for c in df.columns if c.startswith("fraction_T=")]
+    cols = {c: "T = " + c.split("=", 1)[1] for c in sorted(found, key=lambda c: -float(c.split("=", 1)[1]))}
+    if not cols:
+        return None
+    out = df[df["N"] >= 2].groupby("N")[["fraction", *cols]].median().dropna()
+    return out.rename(columns={"fraction": "T = 1", **cols})
 
 
 def separability_shape(df: pd.DataFrame, thresholds: dict | None = None) -> dict:

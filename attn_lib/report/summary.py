@@ -24,6 +24,7 @@ GROUP_TITLES = {
     "Fig. 3": "geometric separability (Fig. 3, Theorem 2)",
     "Fig. 4": "gradient sensitivity against the temperature (Fig. 4, Corollary 3)",
     "Discussion": "multi-head coverage (Discussion)",
+    "§4": "the paper's setting (§4)",
 }
 
 

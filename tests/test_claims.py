@@ -199,6 +199,18 @@ def _drop_case(base, passes):
     return {CS._BASES[base]: _gs(g=g)}
 
 
+def _variants(on_medium):
+    """Claims tables of GPT-2 small and gpt2-medium: fig3-saturates reproduced on small, ``on_medium`` on medium."""
+    return pd.DataFrame(
+        [
+            dict(model="gpt2", id="fig3-saturates", verdict="reproduced"),
+            dict(model="gpt2-medium", id="fig3-saturates", verdict=on_medium),
+            dict(model="gpt2", id="multihead-rule-model", verdict="reproduced"),
+            dict(model="gpt2-medium", id="multihead-rule-model", verdict="not reproduced"),  # not a row of Figs. 2-4
+        ]
+    )
+
+
 CASES = {
     # id: (passing verdict, passing results, failing verdict, failing results)
     "fig2a-dtilde-linear": (
@@ -390,6 +402,12 @@ CASES = {
         lambda: {"multihead_coverage": _cov(0.995)},
         "not reproduced",
         lambda: {"multihead_coverage": _cov(0.9)},
+    ),
+    "gpt2-variants-same-trends": (
+        "reproduced",
+        lambda: {"gpt2_variant_verdicts": _variants("reproduced")},
+        "not reproduced",
+        lambda: {"gpt2_variant_verdicts": _variants("not reproduced")},
     ),
 }
 

@@ -394,10 +394,8 @@ def run_reproduce(
     model, device, text:
         As for :func:`~attn_lib.experiments.load_inputs`.
     profile:
-        ``"paper"`` (default, as the CLI: the paper's grids, L up to 1024; for its run time see the measured figures
-        of ``benchmarks/README.md``, row "whole paper profile", plus the one-off kernel compilation and stand-in
-        conversion on a first run) or ``"quick"`` (small grids, L up to 128), or a
-        :class:`~attn_lib.experiments.Profile`.
+        ``"paper"`` (default, as the CLI: the paper's grids, L up to 1024; run times measured in
+        ``benchmarks/README.md``) or ``"quick"`` (small grids, L up to 128), or a :class:`~attn_lib.experiments.Profile`.
     out:
         Output folder; created (and checked to be writable) *before* any work, so a bad path fails at once.
     use_cache:

@@ -470,7 +470,9 @@ class ReproduceResult(dict):
         sbs = self.get("side_by_side")
         if sbs is not None and len(sbs):
             models = [
-                c for c in sbs.columns if c not in ("id", "claim", "reading", "evidence", "agree", "cause", "section")
+                c
+                for c in sbs.columns
+                if c not in ("id", "claim", "reading", "evidence", "weak", "agree", "cause", "section")
             ]
             lines.append("side by side (verdict per model): " + ", ".join(models))
             lines += [f"  [{' | '.join(str(r[m]) for m in models)}] {r['id']}" for _, r in sbs.iterrows()]

@@ -47,7 +47,12 @@ class TestRow:
         row = claims.verdicts(res, ids=["multihead-rule-model"]).iloc[0]
         assert row["verdict"] == "not reproduced"
         assert "p = 0.700" in row["measured"] and "c(1) = 0.350" in row["measured"] and "share 0.50" in row["measured"]
-        for part in ("1 − (1 − p)³ = 0.973", "1 − (1 − c(1))³ = 0.725", "+0.175"):
+        for part in (
+            "= +0.017 (p = 0.700, not 0.8)",
+            "1 − (1 − p)³ = 0.973",
+            "1 − (1 − c(1))³ = 0.725",
+            "+0.175 (overlap",
+        ):
             assert part in row["cause"], part
         assert "cause not identified" not in row["cause"]
 

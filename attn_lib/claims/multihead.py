@@ -87,12 +87,11 @@ def _mh_model(results, th):
     if d["c3"] >= 0.99:
         return Outcome("reproduced", meas)
     cause = (
-        f"the shortfall 0.99 − c(3) = {0.99 - d['c3']:.3f} is the sum of three measured parts "
-        f"({prf_ref('rem-coverage')}): p = {d['p']:.3f} below the paper's 0.8 ({d['from_p']:+.3f}), one head covering "
-        f"only {d['share']:.2f} of its own p inside the head-averaged target ({d['from_share']:+.3f}) and the heads' "
-        f"overlap ({d['from_overlap']:+.3f}; positive: more than independent heads); independent heads give "
-        f"1 − (1 − p)³ = {d['indep_p']:.3f} with the measured p and 1 − (1 − c(1))³ = {d['indep_c1']:.3f} with the "
-        f"measured c(1) = {d['c1']:.3f}"
+        f"0.99 − c(3) = {0.99 - d['c3']:.3f} = {d['from_p']:+.3f} (p = {d['p']:.3f}, not 0.8) "
+        f"{d['from_share']:+.3f} (one head covers {d['share']:.2f} of its own p inside the target) "
+        f"{d['from_overlap']:+.3f} (overlap between heads, beyond independence) ({prf_ref('rem-coverage')}); "
+        f"independent heads give 1 − (1 − p)³ = {d['indep_p']:.3f} with the measured p and "
+        f"1 − (1 − c(1))³ = {d['indep_c1']:.3f} with the measured c(1) = {d['c1']:.3f}"
     )
     return Outcome("not reproduced", meas, cause)
 

@@ -60,7 +60,7 @@ def _found(t: pd.DataFrame) -> str:
             parts.append(f"{kind}: " + ", ".join(counts))
     na = kinds[kinds["verdict"] == "n/a"]
     if len(na):
-        parts.append(f"not judged on this run: {', '.join(f'`{i}`' for i in na['id'])}")
+        parts.append(f"n/a on this run (the table says why): {', '.join(f'`{i}`' for i in na['id'])}")
     return "; ".join(parts) or "no rows"
 
 

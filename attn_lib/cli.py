@@ -467,12 +467,14 @@ def _add_reproduce(sub) -> None:
         "reproduce",
         help="run the paper's experiments (Algorithms 1-5) and write figures and a report",
         description="Run Algorithms 1-5 of the paper (distance vs L and vs N, critical N, separability, gradient\n"
-        "sensitivity) on one model and text in a single forward pass, and write into --out:\n"
+        "sensitivity) on one model and text in a single forward pass, and chapter 5's multi-head coverage in a\n"
+        "second one, and write into --out:\n"
         "  fig2a_distance_vs_length, fig2b_distance_vs_n, fig2c_critical_n, fig3_separability,\n"
         "  fig4_sensitivity   the five figures, as .png and .svg\n"
         "  results.json       every table, the verdicts, the model, text, profile and timings\n"
-        "  report.md          the claims (id, claim, kind of evidence, verdict, measured, cause), the critical-N\n"
-        "                     diagnosis, each claim in detail, and the figures\n"
+        "  report.md          a summary in words by figure, the tally by kind of evidence, the claims (id,\n"
+        "                     the paper's words, kind, verdict, measured, cause) and the critical-N diagnosis\n"
+        "                     of every model that ran, each claim in detail, and the figures\n"
         "Each experiment's result is cached under the result cache folder,\n"
         f"  {results_folder}\n"
         "(<ATTN_LIB_CACHE_DIR>/results), keyed by model, text, parameters and the attn_lib code, so "
@@ -486,8 +488,10 @@ def _add_reproduce(sub) -> None:
         "--profile",
         choices=["paper", "quick"],
         default="paper",
-        help="paper (default): the paper's grids, L up to 1024, 1-2.5 min on an idle 2-core CPU (69-133 s "
-        "measured; a first run adds ~30 s of kernel compilation); quick: small grids, L up to 128, for a smoke run",
+        help="paper (default): the paper's grids, L up to 1024; benchmarks/README.md ('whole paper profile', "
+        "--no-cache, offline stand-in, kernels cached) measured 110-133 s on an idle 2-core machine on 2026-12-03 and "
+        "69-74 s on 2026-12-02, before the multi-head coverage pass was added; quick: small grids, L up to 128, for "
+        "a smoke run (no idle figure measured)",
     )
     sp.add_argument(
         "--out", default="results", help="output folder (default ./results), created if needed; checked before any work"

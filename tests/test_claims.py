@@ -215,6 +215,18 @@ def _drop_case(base, passes):
     return {CS._BASES[base]: _gs(g=g)}
 
 
+def _variants(on_medium):
+    """Claims tables of GPT-2 small and gpt2-medium: fig3-saturates reproduced on small, ``on_medium`` on medium."""
+    return pd.DataFrame(
+        [
+            dict(model="gpt2", id="fig3-saturates", verdict="reproduced"),
+            dict(model="gpt2-medium", id="fig3-saturates", verdict=on_medium),
+            dict(model="gpt2", id="multihead-rule-model", verdict="reproduced"),
+            dict(model="gpt2-medium", id="multihead-rule-model", verdict="not reproduced"),  # not a row of Figs. 2-4
+        ]
+    )
+
+
 CASES = {
     # id: (passing verdict, passing results, failing verdict, failing results)
     "fig2a-dtilde-linear": (
@@ -430,6 +442,12 @@ CASES = {
         lambda: {"multihead_coverage": _cov(0.995)},
         "not reproduced",
         lambda: {"multihead_coverage": _cov(0.9)},
+    ),
+    "gpt2-variants-same-trends": (
+        "reproduced",
+        lambda: {"gpt2_variant_verdicts": _variants("reproduced")},
+        "not reproduced",
+        lambda: {"gpt2_variant_verdicts": _variants("not reproduced")},
     ),
 }
 
@@ -715,6 +733,11 @@ class TestTally:
         """fig2b-converge-e1 stays informative where a measured bound lies below d~ (issue 34: kinds fixed before data)."""
         vt = claims.verdicts({"distance_vs_n": _dvn(e1=lambda N, d: d / 2, x_max=0.01)}, ids=["fig2b-converge-e1"])
         assert claims.tally(vt).loc["informative", "not reproduced"] == 1
+
+    def test_a_near_empty_row_is_counted_apart(self):
+        t = _table([("informative", "reproduced"), ("informative", "reproduced")]).assign(weak=["", "why"])
+        out = claims.tally(t)
+        assert out.loc["informative", "reproduced"] == 1 and out.loc[claims.NEAR_EMPTY, "reproduced"] == 1
 
 
 # ---- ids_for --------------------------------------------------------------------------------------------------------

@@ -67,7 +67,7 @@ class TestSideBySide:
 
     def test_one_column_per_model_and_claims_matched_by_id(self):
         t = self._sbs()
-        assert list(t.columns) == ["id", "claim", "reading", "evidence", DEC, ENC, "agree", "cause", "section"]
+        assert list(t.columns) == ["id", "claim", "reading", "evidence", "weak", DEC, ENC, "agree", "cause", "section"]
         assert list(t["id"]) == list(CLAIMS_DEC)
         b = t.set_index("id").loc["b-neither"]
         assert b[DEC] == "not reproduced" and b[ENC] == "not reproduced"
@@ -109,7 +109,7 @@ class TestSideBySide:
         md = R.side_by_side_markdown(self._sbs())
         lines = md.splitlines()
         assert len(lines) == 2 + len(CLAIMS_DEC)
-        assert lines[0].count("|") == 6 and all(line.count("|") - line.count("\\|") == 6 for line in lines)
+        assert lines[0].count("|") == 8 and all(line.count("|") - line.count("\\|") == 8 for line in lines)
         assert "| decoder | encoder |" in lines[0]
 
     def test_markdown_plain_roles_without_links(self):

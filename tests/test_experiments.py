@@ -232,7 +232,10 @@ def test_run_reproduce_writes_outputs(tmp_path, llama_small):
     data = json.loads((out / "results.json").read_text())
     assert data["meta"]["model"] == llama_small.model_id and "timings_s" in data
     md = (out / "report.md").read_text()
-    assert llama_small.model_id in md and "| id | claim | kind | verdict | measured | cause |" in md
+    assert (
+        llama_small.model_id in md
+        and "| id | the paper's words | this row tests | kind | verdict | measured | cause |" in md
+    )
     assert list(info["verdicts"]["id"]) == list(claims.CLAIMS)
 
 

@@ -191,7 +191,7 @@ def test_write_report_files_and_labels(tmp_path):
     assert set(data["results"]) >= {"distance_vs_length", "separability"}
     assert [r["id"] for r in data["verdicts"]] == list(claims.CLAIMS)
     md = (tmp_path / "report.md").read_text()
-    assert "| id | claim | kind | verdict | measured | cause |" in md and "toy-model" in md
+    assert "| id | the paper's words | this row tests | kind | verdict | measured | cause |" in md and "toy-model" in md
     assert "## Each claim in detail" in md and md.count("<details>") == len(claims.CLAIMS)
 
 

@@ -35,7 +35,7 @@ from . import sensitivity  # noqa: F401  (Fig. 4, Corollary 3)
 from . import multihead  # noqa: F401  (the Discussion)
 
 # isort: on
-from .claim import CLAIMS, COLUMNS, EVIDENCE, VERDICTS, Claim, Outcome, claim, claim_row  # noqa: F401
+from .claim import CLAIMS, COLUMNS, EVIDENCE, NEAR_EMPTY, VERDICTS, Claim, Outcome, claim, claim_row  # noqa: F401
 from .diagnosis import critical_rows, diagnosis_first_pass, diagnosis_summary, required_rho  # noqa: F401
 from .stats import THRESHOLDS, linear_growth, need_results, valid_ks_sampling
 
@@ -89,9 +89,12 @@ def verdicts(results: dict, thresholds: dict | None = None, *, ids=None) -> pd.D
 
 
 def tally(table: pd.DataFrame) -> pd.DataFrame:
-    """Verdicts counted apart by kind of evidence: index ``evidence`` (in :data:`EVIDENCE`'s order, plus ``n/a``),
-    one column per verdict."""
-    t = table.assign(evidence=np.where(table["verdict"] == "n/a", "n/a", table["evidence"]))
+    """Verdicts counted apart by kind of evidence: index ``evidence`` (in :data:`EVIDENCE`'s order, then
+    :data:`~attn_lib.claims.claim.NEAR_EMPTY` and ``n/a``), one column per verdict. An informative row marked as a
+    near-empty test (a non-empty ``weak`` column) is counted under ``NEAR_EMPTY``, not with the informative ones."""
+    weak = table["weak"].fillna("").astype(str).str.len() > 0 if "weak" in table else np.zeros(len(table), bool)
+    kind = np.where(weak & (table["evidence"] == "informative"), NEAR_EMPTY, table["evidence"])
+    t = table.assign(evidence=np.where(table["verdict"] == "n/a", "n/a", kind))
     out = t.groupby(["evidence", "verdict"]).size().unstack(fill_value=0)
-    order = [e for e in [*EVIDENCE, "n/a"] if e in out.index]
+    order = [e for e in [*EVIDENCE, NEAR_EMPTY, "n/a"] if e in out.index]
     return out.loc[order]

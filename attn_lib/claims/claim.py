@@ -31,13 +31,11 @@ VERDICTS = {
 class Outcome:
     """What a rule found: the verdict, the measured value, and (for a row that differs, or has no verdict) its cause.
 
-    ``evidence`` overrides the claim's kind where the data decide it (a convergence that a proposition rules out on
-    this model is forced, not informative)."""
+    A rule cannot change its row's kind of evidence: the kind is the :class:`Claim`'s, fixed before any data."""
 
     verdict: str
     measured: str
     cause: str = ""
-    evidence: str | None = None
     numbers: dict = field(default_factory=dict)
 
 
@@ -57,26 +55,48 @@ class Claim:
     rule: str  #: the rule in words
     fails_if: str  #: for an informative row: the outcome that would have failed it
     evaluate: Callable  #: ``evaluate(results, thresholds) -> Outcome``
+    #: why an informative row is a near-empty test (it could hardly have failed); ``""`` for an ordinary row. Such
+    #: rows are counted apart from the informative ones (:func:`attn_lib.claims.tally`) and labelled in the report
+    weak: str = ""
 
 
 #: Every claim, by id, in the report's order.
 CLAIMS: dict[str, Claim] = {}
 
 
-def claim(id, *, where, title, words, evidence, section, needs, rule, reading="", basis="", fails_if="", evaluate=None):
+def claim(
+    id,
+    *,
+    where,
+    title,
+    words,
+    evidence,
+    section,
+    needs,
+    rule,
+    reading="",
+    basis="",
+    fails_if="",
+    weak="",
+    evaluate=None,
+):
     """Register ``evaluate(results, thresholds) -> Outcome`` as claim ``id``: the function given, or (without
-    ``evaluate``) the decorated one."""
+    ``evaluate``) the decorated one. ``weak``: why an informative claim is a near-empty test (see :class:`Claim`)."""
     if evidence not in EVIDENCE:
         raise ValueError(f"evidence must be one of {list(EVIDENCE)} (got {evidence!r})")
     if evidence == "informative" and not fails_if:
         raise ValueError(f"claim {id!r}: an informative claim says what outcome would have failed it")
     if evidence != "informative" and not basis:
         raise ValueError(f"claim {id!r}: a {evidence} row names the book's block it rests on")
+    if weak and evidence != "informative":
+        raise ValueError(f"claim {id!r}: only an informative claim can be a near-empty test (weak=...)")
 
     def register(fn):
         if id in CLAIMS:
             raise ValueError(f"claim {id!r} is registered twice")
-        CLAIMS[id] = Claim(id, where, title, words, reading, evidence, basis, section, tuple(needs), rule, fails_if, fn)
+        CLAIMS[id] = Claim(
+            id, where, title, words, reading, evidence, basis, section, tuple(needs), rule, fails_if, fn, str(weak)
+        )
         return fn
 
     return register if evaluate is None else register(evaluate)
@@ -107,7 +127,11 @@ COLUMNS = (
     "fails_if",
     "basis",
     "section",
+    "weak",
 )
+
+#: The tally's label of an informative row marked as a near-empty test (:attr:`Claim.weak`).
+NEAR_EMPTY = "near-empty test"
 
 
 def claim_row(c: Claim, results: dict, thresholds: dict | None = None) -> dict:
@@ -116,16 +140,22 @@ def claim_row(c: Claim, results: dict, thresholds: dict | None = None) -> dict:
     if all(has_results(results, n) for n in c.needs):
         try:
             out = c.evaluate(results, th)
+        except TypeError as exc:
+            if "evidence" in str(exc):  # the kind is the claim's: a rule that still sets it fails loudly
+                raise TypeError(
+                    f"claim {c.id!r}: its rule passes Outcome(evidence=...), which was removed: a row's kind of "
+                    "evidence is its Claim's, fixed before any data"
+                ) from exc
+            out = Outcome("n/a", f"not judged: the rule failed ({type(exc).__name__}: {exc})")
         except KeyError as exc:  # a table without a column the rule reads
             out = Outcome("n/a", f"not judged: the results lack the column {exc.args[0]!r}")
         except Exception as exc:  # one failing rule: its row says so, and every other row stands
             out = Outcome("n/a", f"not judged: the rule failed ({type(exc).__name__}: {exc})")
     else:
         out = Outcome("n/a", "not run: needs " + ", ".join(n for n in c.needs if not has_results(results, n)))
-    evidence = out.evidence or c.evidence
-    if out.verdict != "n/a" and (evidence not in VERDICTS or out.verdict not in VERDICTS[evidence]):
+    evidence = c.evidence
+    if out.verdict != "n/a" and out.verdict not in VERDICTS[evidence]:
         out = Outcome("n/a", f"not judged: the rule gave the verdict {out.verdict!r} for evidence {evidence!r}")
-        evidence = c.evidence
     return {
         "id": c.id,
         "where": c.where,
@@ -140,4 +170,5 @@ def claim_row(c: Claim, results: dict, thresholds: dict | None = None) -> dict:
         "fails_if": c.fails_if if evidence == "informative" else "",
         "basis": c.basis,
         "section": c.section,
+        "weak": c.weak,
     }

@@ -17,6 +17,7 @@ import torch
 from .. import corpus, models
 from .._validation import check_choice, check_int, check_threads, prepare_output_dir
 from ..cache import ResultCache
+from .coverage import report_coverage_params
 from .critical import CriticalNParams, CriticalSeedsParams, critical_n_summary
 from .diagnosis import DiagnosisParams
 from .distance import DistanceVsLengthParams, DistanceVsNParams
@@ -315,9 +316,29 @@ def _run_compared(loaded: list, text_obj, prof: Profile, cache, threads, prog: P
         t0 = time.perf_counter() - t_load
         prog.say(f"model: {h2.describe()}; text: {text_obj.name}; profile: {prof.name}")
         res2 = _run_all(h2, text_obj, prof, cache, 0, None, list(EXPERIMENTS), None, prog, threads)
+        res2["multihead_coverage"] = _run_coverage(h2, text_obj, prof, cache, prog, threads)
         others[model_column(h2)] = {"handle": h2, "results": res2}
         timings[f"experiments {h2.model_id}"] = time.perf_counter() - t0
     return others
+
+
+def _run_coverage(handle, text_obj, prof: Profile, cache, prog: Progress, threads=None, timings=None) -> pd.DataFrame:
+    """Chapter 5's multi-head coverage (:func:`~attn_lib.experiments.coverage.report_coverage_params`, seed 0, as the
+    chapters run it), from the result cache when it holds it: the table behind the row ``multihead-rule-model``."""
+    params = report_coverage_params(handle, prof)
+    key = cache_key(params.name, handle, text_obj, start=0, **params.key_params())
+    if cache is not None and key in cache:
+        prog.say(f"{params.name}: from the result cache")
+    else:
+        prog.say(
+            f"{params.name}: one forward pass at L = {params.L} (N = {params.N}, {params.permutations} head orders)"
+        )
+    t0 = time.perf_counter()
+    with _torch_threads(threads):
+        df = params.run(handle, text_obj, start=0, cache=cache)
+    if timings is not None:
+        timings["multihead_coverage"] = time.perf_counter() - t0
+    return df
 
 
 def _write_outputs(results, out: Path, handle, text_obj, prof, timings, formats, others, prog: Progress) -> dict:
@@ -368,16 +389,16 @@ def run_reproduce(
     compare: Sequence[str] = (),
 ) -> ReproduceResult:
     """The ``reproduce`` command: load ``model`` (offline stand-in if needed) and ``text``, run :func:`run_all`
-    with ``profile``, write the five figures (PNG + SVG), ``results.json`` and ``report.md`` into ``out``.
+    with ``profile`` and chapter 5's multi-head coverage, write the five figures (PNG + SVG), ``results.json`` and
+    ``report.md`` into ``out``.
 
     Parameters
     ----------
     model, device, text:
         As for :func:`~attn_lib.experiments.load_inputs`.
     profile:
-        ``"paper"`` (default, as the CLI: the paper's grids, L up to 1024; 1.5-2 min on an idle 2-core CPU, plus the
-        one-off kernel compilation and stand-in conversion on a first run) or ``"quick"`` (small grids, L up to 128),
-        or a :class:`~attn_lib.experiments.Profile`.
+        ``"paper"`` (default, as the CLI: the paper's grids, L up to 1024; run times measured in
+        ``benchmarks/README.md``) or ``"quick"`` (small grids, L up to 128), or a :class:`~attn_lib.experiments.Profile`.
     out:
         Output folder; created (and checked to be writable) *before* any work, so a bad path fails at once.
     use_cache:
@@ -420,6 +441,7 @@ def run_reproduce(
     loaded = [_load_compared(name, device, prog, notes) for name in compare]
     t0 = time.perf_counter()
     results = _run_all(handle, text_obj, prof, cache, 0, None, list(EXPERIMENTS), timings, prog, threads)
+    results["multihead_coverage"] = _run_coverage(handle, text_obj, prof, cache, prog, threads, timings)
     timings["experiments"] = time.perf_counter() - t0
     prog.say(f"experiments done in {timings['experiments']:.1f} s")
     others = _run_compared(loaded, text_obj, prof, cache, threads, prog, timings)
@@ -451,7 +473,9 @@ class ReproduceResult(dict):
         sbs = self.get("side_by_side")
         if sbs is not None and len(sbs):
             models = [
-                c for c in sbs.columns if c not in ("id", "claim", "reading", "evidence", "agree", "cause", "section")
+                c
+                for c in sbs.columns
+                if c not in ("id", "claim", "reading", "evidence", "weak", "agree", "cause", "section")
             ]
             lines.append("side by side (verdict per model): " + ", ".join(models))
             lines += [f"  [{' | '.join(str(r[m]) for m in models)}] {r['id']}" for _, r in sbs.iterrows()]

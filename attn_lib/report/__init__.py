@@ -7,6 +7,8 @@ The package reads top-down:
 
 * :mod:`~attn_lib.report.reproduction` -- the reproduction report's tables (one model, or several side by side),
   the tally and the verdict figure;
+* :mod:`~attn_lib.report.summary` -- the summary in words that opens the report, and :func:`say`, through which
+  prose states a claim's outcome;
 * :mod:`~attn_lib.report.critical` -- the critical-N diagnosis' figure and tables (``prop-e1-crossing`` of
   chapter 6);
 * :mod:`~attn_lib.report.figures` -- the paper's Figs. 2a, 2b, 2c, 3 and 4, each labelled with model, text and
@@ -47,6 +49,7 @@ from .reproduction import (  # noqa: F401
     tally_markdown,
 )
 from .separability import separability_per_n
+from .summary import say, summary_markdown
 
 # what the book and the CLI show; the helpers imported above (label, save_figure, FIGURES, ...) are not listed
 __all__ = [
@@ -64,6 +67,8 @@ __all__ = [
     # the reproduction report
     "reproduction_table",
     "tally_markdown",
+    "summary_markdown",
+    "say",
     "claim_details_markdown",
     "figure_verdicts",
     "model_column",

@@ -17,6 +17,7 @@ from .reproduction import (
     claim_details_markdown,
     claim_label,
     figure_verdicts,
+    kind_label,
     model_column,
     plain_roles,
     reproduction_table,
@@ -24,6 +25,7 @@ from .reproduction import (
     side_by_side_markdown,
     tally_markdown,
 )
+from .summary import summary_markdown
 
 
 def _records(df: pd.DataFrame) -> list[dict]:
@@ -43,12 +45,13 @@ def results_json(
 
 
 def _claims_table(vt: pd.DataFrame) -> str:
-    """The claims with their verdict, measured value and cause, one row each (``report.md``)."""
+    """The claims with the paper's words, their verdict, measured value and cause, one row each (``report.md``)."""
     rows = []
     for _, r in vt.iterrows():
-        cells = [md_cell(r["id"]), md_cell(claim_label(r)), r["evidence"], f"**{md_cell(r['verdict'])}**"]
+        paper = f"{md_cell(r['where'])}: {md_cell(r['paper'])}"
+        cells = [md_cell(r["id"]), paper, md_cell(claim_label(r)), kind_label(r), f"**{md_cell(r['verdict'])}**"]
         rows.append([*cells, md_cell(r["measured"]), md_cell(plain_roles(r["cause"]))])
-    return pipe_table(["id", "claim", "kind", "verdict", "measured", "cause"], rows)
+    return pipe_table(["id", "the paper's words", "this row tests", "kind", "verdict", "measured", "cause"], rows)
 
 
 def markdown_report(
@@ -57,12 +60,59 @@ def markdown_report(
     meta: dict | None = None,
     verdict_table: pd.DataFrame | None = None,
     figures: dict | None = None,
+    compare: dict[str, dict] | None = None,
+    label: str = "this run",
 ) -> str:
-    """The report: which model/text/device produced it, the claim table, the thresholds, the figures."""
+    """The report: which model/text/device produced it, a summary in words, the tally, the claim table, the
+    critical-N diagnosis and the details of every claim, on the main model (``label``) and on each model of
+    ``compare`` (``{label: {"results": ..., "table": reproduction_table(...)}}``), the thresholds, the figures."""
     meta = dict(meta or {})
     vt = verdicts(results) if verdict_table is None else verdict_table
+    tables = {label: vt, **{lab: item["table"] for lab, item in (compare or {}).items()}}
+    all_results = {label: results, **{lab: item["results"] for lab, item in (compare or {}).items()}}
     lines = ["# Reproduction report: Limitations of Normalization in Attention (arXiv:2508.17821)", ""]
-    lines.append(f"- **Model:** {meta.get('model_description', meta.get('model', '?'))}")
+    lines += _header_lines(meta)
+    lines += ["", "## Summary: the paper's claims and what this build found", ""]
+    lines += [
+        "Grouped by the paper's figures, generated from the claims table below: the paper's words, the verdicts on "
+        "each model that ran (counted by kind of evidence, with the rows' ids) and the first clause of the cause of "
+        "every row that differs from the paper.",
+        "",
+        summary_markdown(tables, links=False),
+    ]
+    lines += ["", "## Claims against measurements", ""]
+    lines += [
+        "Verdicts counted apart by kind of evidence, one column per model (a near-empty test is an informative row "
+        "that could hardly have failed; it is counted apart from the informative ones):",
+        "",
+        tally_markdown(tables),
+        "",
+    ]
+    for lab, t in tables.items():
+        if len(tables) > 1:
+            lines += [f"### {lab}", ""]
+        lines.append(_claims_table(t))
+        lines.append("")
+    for lab, res in all_results.items():
+        diag = res.get("critical_n_diagnosis")
+        if isinstance(diag, pd.DataFrame) and len(diag):
+            lines += [f"The critical-N diagnosis on **{lab}**:", ""] if len(tables) > 1 else []
+            lines += [diagnosis_markdown(diag), ""]
+    lines += ["## Each claim in detail", "", claim_details_markdown(tables if len(tables) > 1 else vt, links=False)]
+    lines += ["", _conventions(results), ""]
+    if figures:
+        lines += ["## Figures", ""]
+        for stem, paths in figures.items():
+            png = [p for p in paths if p.endswith(".png")]
+            if png:
+                lines.append(f"![{stem}]({Path(png[0]).name})")
+                lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def _header_lines(meta: dict) -> list[str]:
+    """The report's first lines: model, stand-in note, text, device, profile, attention, grid, times."""
+    lines = [f"- **Model:** {meta.get('model_description', meta.get('model', '?'))}"]
     if meta.get("is_standin"):
         lines.append(
             "- **Note:** this is the offline stand-in, *not* GPT-2; the paper's numbers are for GPT-2 "
@@ -81,34 +131,22 @@ def markdown_report(
     if "timings_s" in meta:
         t = meta["timings_s"]
         lines.append("- **Time:** " + ", ".join(f"{k} {v:.1f} s" for k, v in t.items()))
-    lines += ["", "## Claims against measurements", ""]
-    lines += ["Verdicts counted apart by kind of evidence:", "", tally_markdown({"this run": vt}), ""]
-    lines.append(_claims_table(vt))
-    diag = results.get("critical_n_diagnosis")
-    if isinstance(diag, pd.DataFrame) and len(diag):
-        lines += ["", diagnosis_markdown(diag)]
-    lines += ["", "## Each claim in detail", "", claim_details_markdown(vt, links=False)]
-    lines += [
-        "",
-        "Conventions (Reading the paper, §Decisions for the experiments): x_i = per-head value vectors; causal rows use L_t = t visible tokens "
-        "and rows with t < N+1 are skipped; model's own logits (T=1 for Figs. 2–3); E1 with p = N/(t−1); "
-        "KS at α = 0.01; separability on unit-normalised values, r ↑ ρ_min."
+    return lines
+
+
+def _conventions(results: dict) -> str:
+    note = sens_rows_note(results.get("gradient_sensitivity"))
+    return (
+        "Conventions (Reading the paper, §Decisions for the experiments): x_i = per-head value vectors; causal rows "
+        "use L_t = t visible tokens and rows with t < N+1 are skipped; model's own logits (T=1 for Figs. 2–3); E1 "
+        "with p = N/(t−1); KS at α = 0.01; separability on unit-normalised values, r ↑ ρ_min."
         + (
-            f" Gradient sensitivity (Fig. 4) on a row set R{sens_rows_note(results.get('gradient_sensitivity'))}"
+            f" Gradient sensitivity (Fig. 4) on a row set R{note}"
             " (§The sensitivity metric (project decision)), one seeded direction per row."
-            if sens_rows_note(results.get("gradient_sensitivity"))
+            if note
             else ""
-        ),
-        "",
-    ]
-    if figures:
-        lines += ["## Figures", ""]
-        for stem, paths in figures.items():
-            png = [p for p in paths if p.endswith(".png")]
-            if png:
-                lines.append(f"![{stem}]({Path(png[0]).name})")
-                lines.append("")
-    return "\n".join(lines) + "\n"
+        )
+    )
 
 
 def write_report(
@@ -158,7 +196,9 @@ def write_report(
         data["side_by_side"] = _records(sbs)
     jp = out / "results.json"
     jp.write_text(json.dumps(data, indent=1, default=str))
-    md = markdown_report(results, meta=meta, verdict_table=vt, figures=figs)
+    main_label = next(iter(tables))
+    compared = {lab: {"results": item["results"], "table": tables[lab]} for lab, item in compare.items()}
+    md = markdown_report(results, meta=meta, verdict_table=vt, figures=figs, compare=compared, label=main_label)
     if sbs is not None:
         md += _side_by_side_section(tables, sbs)
     mp = out / "report.md"

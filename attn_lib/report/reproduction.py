@@ -7,7 +7,7 @@ import re
 
 import pandas as pd
 
-from ..claims import EVIDENCE, tally, verdicts
+from ..claims import EVIDENCE, NEAR_EMPTY, tally, verdicts
 from ..claims.stats import need_results, require_columns  # noqa: F401  (need_results: for book.tables)
 from ..layout import FIGURE_WIDTH_IN, MIN_FONT_PT, wrap_text
 from ._common import md_cell, pipe_table
@@ -44,6 +44,13 @@ def short_cause(cause: str) -> str:
 
 def claim_label(row) -> str:
     return f"{row['claim']}" + (f" — {row['reading']}" if row.get("reading") else "")
+
+
+def kind_label(row) -> str:
+    """A row's kind of evidence as the report prints it: ``"informative (near-empty test)"`` for an informative row
+    marked as a near-empty test (its ``weak`` reason, :attr:`attn_lib.claims.Claim.weak`), else the kind."""
+    weak = row.get("weak") if hasattr(row, "get") else ""
+    return f"{row['evidence']} ({NEAR_EMPTY})" if isinstance(weak, str) and weak else str(row["evidence"])
 
 
 def tally_markdown(tables: dict[str, pd.DataFrame]) -> str:
@@ -107,6 +114,8 @@ def claim_details_markdown(tables: dict[str, pd.DataFrame] | pd.DataFrame, *, li
         if r["reading"]:
             body.append(f"- **Reading:** {r['reading']}")
         body.append(f"- **Kind of evidence:** {r['evidence']} ({EVIDENCE.get(r['evidence'], '')})")
+        if isinstance(r.get("weak"), str) and r["weak"]:
+            body.append(f"- **Near-empty test** (counted apart from the informative rows): {r['weak']}")
         if r["basis"]:
             body.append(f"- **Rests on:** {_plain('{prf:ref}`' + r['basis'] + '`', links)}")
         body.append(f"- **Rule:** {r['rule']}")
@@ -142,7 +151,8 @@ def side_by_side(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        ``id, claim, reading, evidence``, one column per model (its verdict), ``agree`` (whether every model that
+        ``id, claim, reading, evidence, weak`` (why a row is a near-empty test, or ``""``), one column per model
+        (its verdict), ``agree`` (whether every model that
         measured the claim gave the same verdict), ``cause`` (the one-line cause of the first model that has one,
         labelled with its kind of model; every model's full cause is in :func:`claim_details_markdown`),
         ``section``.
@@ -158,6 +168,7 @@ def side_by_side(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     for cid in order:
         first = next(keyed[m].loc[cid] for m in labels if cid in keyed[m].index)
         row = {"id": cid, "claim": first["claim"], "reading": first["reading"], "evidence": first["evidence"]}
+        row["weak"] = first["weak"] if isinstance(first.get("weak"), str) else ""
         got = {}
         causes = []
         for m in labels:
@@ -174,7 +185,8 @@ def side_by_side(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
         row["cause"] = causes[0] + (" (other models: see the details)" if len(causes) > 1 else "") if causes else ""
         row["section"] = first["section"]
         rows.append(row)
-    return pd.DataFrame(rows, columns=["id", "claim", "reading", "evidence", *labels, "agree", "cause", "section"])
+    cols = ["id", "claim", "reading", "evidence", "weak", *labels, "agree", "cause", "section"]
+    return pd.DataFrame(rows, columns=cols)
 
 
 def side_by_side_markdown(table: pd.DataFrame, *, links: bool = True) -> str:
@@ -193,12 +205,16 @@ def side_by_side_markdown(table: pd.DataFrame, *, links: bool = True) -> str:
         The table; ``|`` inside a cell is escaped.
     """
     require_columns(table, "table", ("id", "claim", "reading", "evidence", "agree", "cause", "section"))
-    models = [c for c in table.columns if c not in ("id", "claim", "reading", "evidence", "agree", "cause", "section")]
-    head = ["claim", "kind", *(m.split(":", 1)[0] for m in models), "cause (first model; details below)"]
-    rows = [
-        [md_cell(claim_label(r)), r["evidence"], *(f"**{r[m]}**" for m in models), md_cell(_plain(r["cause"], links))]
-        for _, r in table.iterrows()
-    ]
+    fixed = ("id", "claim", "reading", "evidence", "weak", "agree", "cause", "section")
+    models = [c for c in table.columns if c not in fixed]
+    head = ["id", "claim", "kind", *(m.split(":", 1)[0] for m in models)]
+    head += ["agree"] if len(models) > 1 else []
+    head.append("cause (first model; details below)")
+    rows = []
+    for _, r in table.iterrows():
+        cells = [md_cell(r["id"]), md_cell(claim_label(r)), kind_label(r), *(f"**{r[m]}**" for m in models)]
+        cells += (["yes" if r["agree"] else "**no**"] if len(models) > 1 else []) + [md_cell(_plain(r["cause"], links))]
+        rows.append(cells)
     return pipe_table(head, rows)
 
 
@@ -252,7 +268,7 @@ def figure_verdicts(tables: dict[str, pd.DataFrame]):
     ax.xaxis.tick_top()
     ax.set_yticks(
         [n - 0.5 - i for i in range(n)],
-        [f"{r['id']} ({r['evidence']})" for _, r in sbs.iterrows()],
+        [f"{r['id']} ({kind_label(r)})" for _, r in sbs.iterrows()],
         fontsize=MIN_FONT_PT,
     )
     ax.tick_params(length=0)

@@ -1,0 +1,140 @@
+"""The reproduction report's summary in words, grouped by the paper's figures (what the paper claims, what this build
+found, why the two differ), and the one helper through which prose states a claim's outcome. Everything here is
+generated from the claims table (:func:`attn_lib.claims.verdicts`): no verdict is typed.
+
+:func:`say` is the only way a chapter states what happened to a claim; ``tests/test_book_verdicts.py`` fails on a
+sentence of ``book/*.md`` that pairs a claim id with a verdict word outside a code cell."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from ..claims import EVIDENCE, NEAR_EMPTY
+from ..claims.stats import require_columns
+from .reproduction import plain_roles, short_cause
+
+#: Verdicts that differ from the paper (their rows get a "why" line in the summary).
+DIFFERS = ("not reproduced", "differs (forced)", "no verdict", "violated", "refuted")
+
+#: What each group of rows is about, by the paper's figure (rows whose ``where`` names no figure form their own group).
+GROUP_TITLES = {
+    "Fig. 2": "distances between the top-N context and the other tokens (Fig. 2, Theorem 1, Corollary 2)",
+    "Fig. 3": "geometric separability (Fig. 3, Theorem 2)",
+    "Fig. 4": "gradient sensitivity against the temperature (Fig. 4, Corollary 3)",
+    "Discussion": "multi-head coverage (Discussion)",
+    "§4": "the paper's setting (§4)",
+}
+
+
+def figure_of(where: str) -> str:
+    """The group of a row: the first ``"Fig. N"`` its ``where`` names (``"Theorem 1, Fig. 2a–b"``: ``"Fig. 2"``), else
+    the first part of ``where`` (``"Discussion"``)."""
+    m = re.search(r"Fig\.\s*(\d+)", str(where))
+    return f"Fig. {m.group(1)}" if m else str(where).split(",")[0].strip()
+
+
+def _clip(text: str, limit: int = 220) -> str:
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0] + " …"
+
+
+def _kind(row) -> str:
+    weak = row.get("weak", "")
+    return NEAR_EMPTY if row["evidence"] == "informative" and isinstance(weak, str) and weak else row["evidence"]
+
+
+def _found(t: pd.DataFrame) -> str:
+    """``"informative: 2 reproduced (`a`, `b`), 1 not reproduced (`c`); guarantee: 1 holds (`d`)"``."""
+    parts = []
+    kinds = t.assign(_kind=[_kind(r) for _, r in t.iterrows()])
+    for kind in [*EVIDENCE, NEAR_EMPTY]:
+        rows = kinds[(kinds["_kind"] == kind) & (kinds["verdict"] != "n/a")]
+        if len(rows):
+            counts = [
+                f"{len(g)} {v} ({', '.join(f'`{i}`' for i in g['id'])})" for v, g in rows.groupby("verdict", sort=False)
+            ]
+            parts.append(f"{kind}: " + ", ".join(counts))
+    na = kinds[kinds["verdict"] == "n/a"]
+    if len(na):
+        parts.append(f"n/a on this run (the table says why): {', '.join(f'`{i}`' for i in na['id'])}")
+    return "; ".join(parts) or "no rows"
+
+
+def summary_markdown(tables: dict[str, pd.DataFrame] | pd.DataFrame, *, links: bool = True) -> str:
+    """The summary in words that opens chapter 6 and ``report.md``: per group of the paper's figures, the paper's
+    words, what each model's rows found (verdicts counted by kind, with their ids) and, for every row that differs
+    from the paper, the first clause of its cause.
+
+    Parameters
+    ----------
+    tables : DataFrame or dict
+        One :func:`attn_lib.report.reproduction_table`, or ``{model column label: table}``.
+    links : bool
+        ``True``: MyST roles stay (the book); ``False``: plain labels (``report.md``).
+
+    Returns
+    -------
+    str
+        Markdown: one ``###`` section per group, in the order the groups first appear.
+    """
+    if isinstance(tables, pd.DataFrame):
+        tables = {"this run": tables}
+    if not isinstance(tables, dict) or not tables:
+        raise ValueError("tables must be a reproduction table or a non-empty dict {model label: table}")
+    for lab, t in tables.items():
+        require_columns(t, f"tables[{lab!r}]", ("id", "where", "paper", "evidence", "verdict", "cause"))
+    first = next(iter(tables.values()))
+    groups = list(dict.fromkeys(figure_of(w) for w in first["where"]))
+    out = []
+    for g in groups:
+        ids = [i for i, w in zip(first["id"], first["where"]) if figure_of(w) == g]
+        # the paper's words, each once ("(same sentence)" and the like point back at the words before them)
+        words = [w for w in dict.fromkeys(first.set_index("id").loc[ids, "paper"]) if not str(w).startswith("(same")]
+        lines = [f"### {g}: {GROUP_TITLES.get(g, g)}", ""]
+        lines.append("- **The paper:** " + "; ".join(words) + ".")
+        for lab, t in tables.items():
+            sub = t[t["id"].isin(ids)]
+            who = lab.split(":", 1)[0] if len(tables) > 1 else "this build"
+            lines.append(f"- **Found ({who}):** {_found(sub)}.")
+        why = _why(tables, ids, links)
+        if why:
+            lines.append("- **Why they differ:**")
+            lines += [f"  - {w}" for w in why]
+        out.append("\n".join(lines))
+    return "\n\n".join(out)
+
+
+def _why(tables: dict, ids: list, links: bool) -> list[str]:
+    """One line per row of ``ids`` that differs from the paper on some model: its id and the first clause of each
+    model's cause (one cause when every model gives the same)."""
+    lines = []
+    keyed = {lab: t.set_index("id") for lab, t in tables.items()}
+    for cid in ids:
+        causes = {}
+        for lab, t in keyed.items():
+            if cid in t.index and t.loc[cid, "verdict"] in DIFFERS:
+                c = short_cause(t.loc[cid, "cause"])
+                causes[lab.split(":", 1)[0]] = _clip(c if links else plain_roles(c)) or "no cause given"
+        if not causes:
+            continue
+        if len(set(causes.values())) == 1 and len(causes) == len(keyed):
+            lines.append(f"`{cid}`: {next(iter(causes.values()))}")
+        else:
+            lines.append(f"`{cid}`: " + "; ".join(f"{k}: {v}" if len(keyed) > 1 else v for k, v in causes.items()))
+    return lines
+
+
+def say(table: pd.DataFrame, cid: str) -> str:
+    """How prose states claim ``cid``'s outcome: ``"the row `cid` (kind) reads **verdict**"``, from the claims
+    ``table`` (:func:`attn_lib.claims.verdicts`); chapters call it in a code cell instead of typing a verdict."""
+    require_columns(table, "table", ("id", "evidence", "verdict"))
+    t = table.set_index("id")
+    if cid not in t.index:
+        raise ValueError(f"cid must be a claim id of the table (got {cid!r})")
+    r = t.loc[cid]
+    kind = _kind(pd.Series({**r.to_dict(), "id": cid}))
+    return f"the row `{cid}` ({kind}) reads **{r['verdict']}**"

@@ -35,6 +35,8 @@ import torch
 from . import capture
 from . import normalizers as nz
 from ._validation import check_choice, check_int, check_positive, check_seed
+from .cache import make_key
+from .models.handle import ModelHandle, byte_tokenizer, resolve_device
 
 __all__ = ["TrainSize", "SIZES", "TrainRun", "train", "trained_handle", "LEARNABLE", "DEFAULT_PARAMS"]
 
@@ -99,8 +101,8 @@ class TrainRun:
 
 @functools.cache
 def _token_ids() -> np.ndarray:
+    # lazy: the corpus module reads files and the tokenizer imports transformers; importing attn_lib stays light
     from .corpus import load_text
-    from .models.handle import byte_tokenizer
 
     text = load_text("botchan")
     return np.asarray(byte_tokenizer().encode(str(text.text), add_special_tokens=False), dtype=np.int64)
@@ -137,6 +139,7 @@ def _check(normalizer, temperature, seed, size, params) -> tuple:
 
 
 def _build(size: TrainSize, normalizer: str):
+    # lazy: transformers is a heavy import; importing attn_lib stays light
     from transformers import GPT2Config, GPT2LMHeadModel
 
     cfg = GPT2Config(
@@ -203,7 +206,6 @@ def train(normalizer="softmax", temperature=1.0, *, seed=0, size="book", params=
     device :func:`attn_lib.models.resolve_device` accepts. Returns a :class:`TrainRun`; :func:`trained_handle` makes it
     a :class:`~attn_lib.models.ModelHandle`.
     """
-    from .models.handle import resolve_device
 
     T, seed, size, params = _check(normalizer, temperature, seed, size, params)
     dev = resolve_device(device)
@@ -279,7 +281,6 @@ def trained_handle(run: TrainRun, device="cpu"):
     softmax); the handle's ``note`` says so, and ``capture_attention(handle, ..., normalizer=...)`` runs the trained
     map (SSMax and sigmoid with their learned parameters: ``run.summary["learned"]``).
     """
-    from .models.handle import ModelHandle, byte_tokenizer, resolve_device
 
     s = run.summary
     size = TrainSize(**s["size"])
@@ -334,8 +335,6 @@ def run_sweep(profile="quick", *, device="cpu", size=None, cache=None, workers=1
     steps), each cached in ``cache`` (an :class:`attn_lib.cache.ResultCache` or None); ``workers`` processes train the
     missing runs in parallel (one thread each, so the results are those of one process). Returns
     ``{(normaliser, T, seed): TrainRun}``."""
-    from .cache import make_key
-    from .models.handle import resolve_device
 
     dev = resolve_device(device)
     size = ("gpu" if dev.type == "cuda" else "book") if size is None else size
@@ -349,6 +348,7 @@ def run_sweep(profile="quick", *, device="cpu", size=None, cache=None, workers=1
     keys = {s: make_key("train", name=s[0], T=s[1], seed=s[2], size=size.as_dict(), device=dev.type) for s in settings}
     out = {s: cache.get(keys[s]) for s in settings} if cache is not None else dict.fromkeys(settings)
     todo = [s for s in settings if out[s] is None]
+    # lazy: tqdm is needed by the sweep only
     from tqdm.auto import tqdm
 
     bar = tqdm(
@@ -356,6 +356,7 @@ def run_sweep(profile="quick", *, device="cpu", size=None, cache=None, workers=1
     )
     jobs = [(*s, size, str(dev)) for s in todo]
     if workers > 1 and len(todo) > 1 and dev.type == "cpu":
+        # lazy: process pools only for a parallel sweep
         import concurrent.futures as cf
         import multiprocessing as mp
 

@@ -104,3 +104,26 @@ def test_the_sweeps_settings_cover_every_normaliser_and_temperature():
     assert len(runs) == len(set(runs))
     with pytest.raises(ValueError, match="profile"):
         tr.sweep_settings("slow")
+
+
+def test_the_sweep_writes_results_json_figures_and_a_report_section(tmp_path):
+    import json
+
+    from attn_lib.report import training as rt
+
+    runs = {
+        (n, T, s): tr.train(n, T, seed=s, size=TINY) for n, T in (("softmax", 0.1), ("softmax", 1.0)) for s in (0, 1)
+    }
+    for name in ("sigmoid", "softpick"):  # one normaliser without exact zeros, one with them
+        runs[(name, 1.0, 0)] = tr.train(name, 1.0, seed=0, size=TINY)
+    tables = tr.sweep_tables(runs)
+    assert len(tables["train_runs"]) == 6 and len(tables["train_curves"]) == 6 * TINY.steps
+    made = rt.write_sweep(tmp_path, tables, profile="quick")
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert {v["id"] for v in doc["verdicts"]} == set(rt.CLAIM_IDS) and len(doc["results"]["train_runs"]) == 6
+    assert [v["verdict"] for v in doc["verdicts"] if v["verdict"] == "n/a"] == [], [
+        v["measured"] for v in doc["verdicts"]
+    ]
+    report = (tmp_path / "report.md").read_text()
+    assert all(i in report for i in rt.CLAIM_IDS) and "GPT-2 architecture trained here" in report
+    assert all(p.exists() and p.stat().st_size > 0 for p in made.values())

@@ -128,11 +128,13 @@ def nonvanishing_stabler(results, th) -> Outcome:
         return Outcome("n/a", "needs runs at T = 1 of normalisers with and without exact zeros")
     per = at1.groupby(["seed", at1["normalizer"].isin(ZERO_WEIGHT)])["unstable"].median().unstack()
     per = per.dropna()
+    pm = pos.groupby("normalizer")[["unstable", "final_val_loss"]].median().median()  # each normaliser once
+    zm = zero.groupby("normalizer")[["unstable", "final_val_loss"]].median().median()
     meas = (
-        f"median share of clipped or non-finite steps at T = 1: {pos['unstable'].median():.3f} for the "
-        f"{pos['normalizer'].nunique()} normalisers without exact zeros, {zero['unstable'].median():.3f} for the "
-        f"{zero['normalizer'].nunique()} with them; final validation loss {pos['final_val_loss'].median():.3f} and "
-        f"{zero['final_val_loss'].median():.3f}; {len(per)} seed(s)"
+        f"median over normalisers of the share of clipped or non-finite steps at T = 1: {pm['unstable']:.3f} for the "
+        f"{pos['normalizer'].nunique()} without exact zeros, {zm['unstable']:.3f} for the "
+        f"{zero['normalizer'].nunique()} with them; final validation loss {pm['final_val_loss']:.3f} and "
+        f"{zm['final_val_loss']:.3f}; {len(per)} seed(s) with both kinds"
     )
     if len(per) < 2:
         return Outcome("no verdict", meas, "one seed per normaliser: the spread over seeds is not measured")

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from test_claims_training import CASES as TRAINING_CASES  # tests/ is on sys.path (no package)
 
 from attn_lib import claims
 from attn_lib.claims import CLAIMS
@@ -392,6 +393,7 @@ CASES = {
         lambda: {"multihead_coverage": _cov(0.9)},
     ),
 }
+CASES.update(TRAINING_CASES)  # chapter 8's claims: their tables are built in tests/test_claims_training.py
 
 #: Rules that read no input, so no table can give their failing verdict (reported; xfail strict until it changes).
 CANNOT_FAIL: dict[str, str] = {}

@@ -26,6 +26,18 @@ def _runs(low_loss, low_grad, zero_unstable, pos_unstable, seeds=(0, 1, 2)):
     return pd.DataFrame(rows)
 
 
+#: ``tests/test_claims.py::CASES`` entries: (passing verdict, passing results, failing verdict, failing results).
+CASES = {
+    cid: (
+        "reproduced",
+        lambda: {"train_runs": _runs([3.0, 3.1, 2.9], [1e-6, 2e-6, 5e-7], [0.5, 0.4, 0.6], [0.1, 0.2, 0.1])},
+        "not reproduced",
+        lambda: {"train_runs": _runs([2.4, 2.3, 2.5], [1e-3, 2e-3, 5e-4], [0.1, 0.1, 0.0], [0.3, 0.2, 0.4])},
+    )
+    for cid in IDS
+}
+
+
 def _verdicts(runs):
     return verdicts({"train_runs": runs}, ids=IDS).set_index("id")["verdict"]
 

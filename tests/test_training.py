@@ -127,3 +127,26 @@ def test_the_sweep_writes_results_json_figures_and_a_report_section(tmp_path):
     report = (tmp_path / "report.md").read_text()
     assert all(i in report for i in rt.CLAIM_IDS) and "GPT-2 architecture trained here" in report
     assert all(p.exists() and p.stat().st_size > 0 for p in made.values())
+
+
+def test_the_train_sweep_command_writes_its_outputs(tmp_path, monkeypatch, capsys):
+    from attn_lib.cli import main
+
+    runs = {
+        (n, T, 0): tr.train(n, T, seed=0, size=TINY) for n, T in (("softmax", 0.1), ("softmax", 1.0), ("softpick", 1.0))
+    }
+    seen = {}
+
+    def fake(profile, **kw):  # the wiring, not the sweep: tiny runs stand in for the profile's
+        seen.update(kw, profile=profile)
+        return runs
+
+    monkeypatch.setattr(tr, "run_sweep", fake)
+    assert main(["train-sweep", "--out", str(tmp_path / "out"), "--workers", "2", "-q", "--no-cache"]) == 0
+    assert seen["profile"] == "quick" and seen["workers"] == 2 and seen["device"] == "cpu"
+    assert (tmp_path / "out" / "report.md").exists() and (tmp_path / "out" / "results.json").exists()
+    for bad in (["--workers", "0"], ["--profile", "huge"]):  # argparse names the flag and exits with 2
+        with pytest.raises(SystemExit) as exc:
+            main(["train-sweep", *bad, "--out", str(tmp_path / "o2")])
+        assert exc.value.code == 2
+    assert "--workers must be an integer in [1, 64]" in capsys.readouterr().err

@@ -41,7 +41,7 @@ CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
 #: ATTN_LIB_SCREENSHOTS=full (`make screenshots`; about 3 s a page on two cores, so not part of `make test`).
 FULL_PAGE_SHOTS = os.environ.get("ATTN_LIB_SCREENSHOTS", "").strip().lower() == "full"
 #: the chapter whose temperature slider is moved
-SLIDER_PAGES = {"book/01_vanishing_attention.html"}
+SLIDER_PAGES = {"book/01_vanishing_attention.html", "book/08_training_with_each_normaliser.html"}
 #: the numbered statements each chapter must show, with the paper's numbers
 NUMBERED_BLOCKS = {
     "book/01_vanishing_attention.html": ["Lemma 1", "Corollary 1"],

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from test_claims_fig3 import FIG3_CASES
+from test_claims_training import CASES as TRAINING_CASES  # tests/ is on sys.path (no package)
 
 from attn_lib import claims
 from attn_lib.claims import CLAIMS
@@ -450,6 +451,7 @@ CASES = {
         lambda: {"gpt2_variant_verdicts": _variants("not reproduced")},
     ),
 }
+CASES.update(TRAINING_CASES)  # chapter 8's claims: their tables are built in tests/test_claims_training.py
 
 #: Rules that read no input, so no table can give their failing verdict (reported; xfail strict until it changes).
 CANNOT_FAIL: dict[str, str] = {

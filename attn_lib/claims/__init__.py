@@ -33,6 +33,7 @@ from . import critical  # noqa: F401  (Fig. 2c)
 from . import separability  # noqa: F401  (Fig. 3, Theorem 2)
 from . import sensitivity  # noqa: F401  (Fig. 4, Corollary 3)
 from . import multihead  # noqa: F401  (the Discussion)
+from . import training  # noqa: F401  (the abstract's training claim, chapter 8)
 
 # isort: on
 from .claim import CLAIMS, COLUMNS, EVIDENCE, NEAR_EMPTY, VERDICTS, Claim, Outcome, claim, claim_row  # noqa: F401

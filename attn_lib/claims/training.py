@@ -1,0 +1,155 @@
+"""The abstract's training claim, tested by training (issue 37, chapter 8; registered by :mod:`attn_lib.claims`).
+
+The paper says that softmax's "gradient sensitivity ... presents challenges during training, especially at low
+temperature settings" but never trains. :mod:`attn_lib.training` trains GPT-2-architecture models with each normaliser
+and temperature; these rules read its table ``train_runs`` (one row per run: ``normalizer, temperature, seed,
+final_val_loss, logit_grad, weight_grad, gain, gain_max, clipped_share, nonfinite_share``). A verdict that rests on the
+seeds needs every seed to agree (paired by seed); otherwise the row says "no verdict" and shows the spread.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+import pandas as pd
+
+from .claim import Outcome, claim
+
+#: The reference temperature (plain GPT-2: ``T = 1`` on top of its 1/sqrt(d)).
+T_REF = 1.0
+#: "vanishes or explodes": the median logit-gradient norm at the smallest T is below 1/FACTOR or above FACTOR times its
+#: value at ``T_REF`` in every seed.
+GRAD_FACTOR = 10.0
+#: Normalisers whose weights can be exactly 0 at finite logits (a vanishing minimum): the projections onto the
+#: simplex, top-k, softpick (ReLU) and SA-softmax (its factor is 0 at the smallest logit). Every other registered
+#: normaliser keeps every visible weight above 0 (fixed from the definitions in :mod:`attn_lib.normalizers`).
+ZERO_WEIGHT = ("sparsemax", "entmax15", "entmax_alpha", "topk", "softpick", "sa_softmax")
+
+_train = partial(
+    claim,
+    where="Abstract",
+    evidence="informative",
+    section="app-sensitivity-metric",
+    needs=("train_runs",),
+    reading="trained here from scratch: GPT-2 architecture, bytes of the shipped text, T a factor on 1/sqrt(d)",
+)
+
+
+def _paired(runs: pd.DataFrame, col: str, T_low: float) -> pd.DataFrame:
+    """Softmax runs at ``T_low`` and at :data:`T_REF`, side by side per seed: columns ``low, ref``."""
+    sm = runs[runs["normalizer"] == "softmax"]
+    lo = sm[np.isclose(sm["temperature"], T_low)].set_index("seed")[col]
+    ref = sm[np.isclose(sm["temperature"], T_REF)].set_index("seed")[col]
+    return pd.DataFrame({"low": lo, "ref": ref}).dropna()
+
+
+def _seeds_verdict(ok: pd.Series, bad: pd.Series) -> str:
+    if len(ok) < 2:
+        return "no verdict"
+    return "reproduced" if ok.all() else "not reproduced" if bad.all() else "no verdict"
+
+
+def _lowest(runs: pd.DataFrame) -> float:
+    return float(runs.loc[runs["normalizer"] == "softmax", "temperature"].min())
+
+
+def low_t_harder(results, th) -> Outcome:
+    runs = results["train_runs"]
+    T0 = _lowest(runs)
+    p = _paired(runs, "final_val_loss", T0)
+    if T0 >= T_REF or not len(p):
+        return Outcome("n/a", f"needs softmax runs below T = {T_REF:g} and at it, with the same seeds")
+    d = p["low"] - p["ref"]
+    meas = (
+        f"validation loss at T = {T0:g}: {p['low'].mean():.3f} (seeds {p['low'].min():.3f}–{p['low'].max():.3f}); "
+        f"at T = {T_REF:g}: {p['ref'].mean():.3f} ({p['ref'].min():.3f}–{p['ref'].max():.3f}); "
+        f"paired difference {d.min():+.3f} to {d.max():+.3f} over {len(p)} seeds"
+    )
+    v = _seeds_verdict(d > 0, d <= 0)
+    cause = "" if v == "reproduced" else "the seeds disagree in sign" if v == "no verdict" else "low T trained as well"
+    return Outcome(v, meas, cause, numbers=dict(T_low=T0, diff_min=float(d.min()), diff_max=float(d.max())))
+
+
+_train(
+    "train-low-t-harder",
+    title="training at low temperature is harder",
+    words="gradient sensitivity under softmax normalization presents challenges during training, especially at low "
+    "temperature settings",
+    rule="the validation loss after the fixed budget at the smallest T exceeds that at T = 1 in every seed (paired by "
+    "seed); 'no verdict' when the seeds disagree",
+    fails_if="the validation loss at the smallest T is at most that at T = 1 in every seed",
+    evaluate=low_t_harder,
+)
+
+
+def logit_grad_extreme(results, th) -> Outcome:
+    runs = results["train_runs"]
+    T0 = _lowest(runs)
+    p = _paired(runs, "logit_grad", T0)
+    g = _paired(runs, "gain", T0)
+    if T0 >= T_REF or not len(p):
+        return Outcome("n/a", f"needs softmax runs below T = {T_REF:g} and at it, with the same seeds")
+    r = p["low"] / p["ref"]
+    gmax = float(runs.loc[runs["normalizer"] == "softmax"].eval("gain_max * 2 * temperature").max())
+    meas = (
+        f"median ‖∂loss/∂l‖ at T = {T0:g} over that at T = {T_REF:g}: {r.min():.3g}–{r.max():.3g} over {len(p)} seeds; "
+        f"its gain ‖∂loss/∂l‖/‖∂loss/∂α‖ at T = {T0:g}: {g['low'].median():.3g} against Lemma 2's 1/(4T) = "
+        f"{1 / (4 * T0):.3g} and the corrected 1/(2T) = {1 / (2 * T0):.3g}; largest gain x 2T over all softmax runs "
+        f"{gmax:.3g} (the bound needs <= 1)"
+    )
+    extreme = (r < 1 / GRAD_FACTOR) | (r > GRAD_FACTOR)
+    v = _seeds_verdict(extreme, ~extreme)
+    cause = ""
+    if v != "reproduced":
+        cause = "the seeds disagree" if v == "no verdict" else f"the ratio stays within a factor {GRAD_FACTOR:g}"
+    return Outcome(v, meas, cause, numbers=dict(ratio_min=float(r.min()), ratio_max=float(r.max()), gain_x2T=gmax))
+
+
+_train(
+    "train-logit-grad-low-t",
+    title="the gradient through the attention logits vanishes or explodes at low T",
+    words="gradient sensitivity ... presents challenges during training, especially at low temperature settings",
+    rule=f"the median over steps of the logit-gradient norm at the smallest T is below 1/{GRAD_FACTOR:g} or above "
+    f"{GRAD_FACTOR:g} times that at T = 1 in every seed; the gain is shown against Lemma 2's 1/(4T) "
+    "and the corrected 1/(2T)",
+    fails_if=f"the ratio lies within a factor {GRAD_FACTOR:g} of 1 in every seed",
+    evaluate=logit_grad_extreme,
+)
+
+
+def nonvanishing_stabler(results, th) -> Outcome:
+    runs = results["train_runs"]
+    at1 = runs[np.isclose(runs["temperature"], T_REF)].copy()
+    at1["unstable"] = at1["clipped_share"] + at1["nonfinite_share"]
+    zero = at1[at1["normalizer"].isin(ZERO_WEIGHT)]
+    pos = at1[~at1["normalizer"].isin(ZERO_WEIGHT)]
+    if not len(zero) or not len(pos):
+        return Outcome("n/a", "needs runs at T = 1 of normalisers with and without exact zeros")
+    per = at1.groupby(["seed", at1["normalizer"].isin(ZERO_WEIGHT)])["unstable"].median().unstack()
+    per = per.dropna()
+    pm = pos.groupby("normalizer")[["unstable", "final_val_loss"]].median().median()  # each normaliser once
+    zm = zero.groupby("normalizer")[["unstable", "final_val_loss"]].median().median()
+    meas = (
+        f"median over normalisers of the share of clipped or non-finite steps at T = 1: {pm['unstable']:.3f} for the "
+        f"{pos['normalizer'].nunique()} without exact zeros, {zm['unstable']:.3f} for the "
+        f"{zero['normalizer'].nunique()} with them; final validation loss {pm['final_val_loss']:.3f} and "
+        f"{zm['final_val_loss']:.3f}; {len(per)} seed(s) with both kinds"
+    )
+    if len(per) < 2:
+        return Outcome("no verdict", meas, "one seed per normaliser: the spread over seeds is not measured")
+    d = per[True] - per[False]
+    v = _seeds_verdict(d > 0, d <= 0)
+    cause = "" if v == "reproduced" else "the seeds disagree" if v == "no verdict" else "no more stable"
+    return Outcome(v, meas, cause, numbers=dict(diff_min=float(d.min()), diff_max=float(d.max())))
+
+
+_train(
+    "train-nonvanishing-stabler",
+    title="normalisers without a vanishing minimum train more stably",
+    words="(a reading of the Discussion's remedies; the paper does not train)",
+    rule="at T = 1, the median share of steps with a clipped or non-finite gradient is lower for the normalisers "
+    "whose weights stay > 0 than for those with exact zeros (" + ", ".join(ZERO_WEIGHT) + "), in every seed",
+    fails_if="that share is at least as low for the normalisers with exact zeros in every seed",
+    evaluate=nonvanishing_stabler,
+)

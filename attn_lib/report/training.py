@@ -1,0 +1,217 @@
+"""The training sweep's figures, ``results.json`` and ``report.md`` section (chapter 8, ``attn-lib train-sweep``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..claims import verdicts
+from ..provenance import label_figure
+from ._common import md_cell, pipe_table
+from .figures import save_figure
+
+__all__ = ["model_words", "figure_loss_curves", "figure_gradients", "figure_normalizers", "write_sweep"]
+
+#: The ids of the training claims (:mod:`attn_lib.claims.training`), in the report's order.
+CLAIM_IDS = ("train-low-t-harder", "train-logit-grad-low-t", "train-nonvanishing-stabler")
+TEXT = "botchan (bytes), first 90% train / last 10% validation"
+
+
+def model_words(runs: pd.DataFrame) -> str:
+    """``"GPT-2 architecture trained here: 2 layers, 64 dims, ..."`` for a figure's footer."""
+    r = runs.iloc[0]
+    return (
+        f"GPT-2 architecture trained here ({int(r['n_layer'])} layers, head dim {int(r['head_dim'])}, "
+        f"{int(r['n_parameters'])} parameters, {int(r['steps'])} steps)"
+    )
+
+
+def _label(fig, runs: pd.DataFrame):
+    return label_figure(fig, model=model_words(runs), text=TEXT, device=str(runs["device"].iloc[0]))
+
+
+def figure_loss_curves(curves: pd.DataFrame, runs: pd.DataFrame, T: float):
+    """Training (thin) and validation (dots) loss against step of softmax at temperature ``T``, every seed, with the
+    runs at ``T = 1`` in grey for reference."""
+    import matplotlib.pyplot as plt  # matplotlib: imported only when a figure is drawn
+
+    sm = curves[curves["normalizer"] == "softmax"]
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    for temp, colour in ((1.0, "0.7"), (T, "C0")):
+        for _, c in sm[np.isclose(sm["temperature"], temp)].groupby("seed"):
+            ax.plot(c["step"], c["train_loss"], color=colour, lw=0.8)
+            v = c.dropna(subset=["val_loss"])
+            ax.plot(v["step"], v["val_loss"], "o", color=colour, ms=3)
+    ax.set(xlabel="step", ylabel="loss (nats per byte)", ylim=(1.5, 6.0))
+    ax.set_title(f"softmax at T = {T:g} (blue; grey: T = 1), every seed; dots: validation", fontsize=9)
+    return _label(fig, runs)
+
+
+def figure_gradients(runs: pd.DataFrame):
+    """Left: the median logit-gradient norm of each softmax run against T. Right: its gain
+    ``||dL/dl|| / ||dL/dalpha||`` (median and largest over steps and layers) against Lemma 2's ``1/(4T)`` and the
+    corrected ``1/(2T)``."""
+    import matplotlib.pyplot as plt  # matplotlib: imported only when a figure is drawn
+
+    sm = runs[runs["normalizer"] == "softmax"].sort_values("temperature")
+    fig, (a, b) = plt.subplots(1, 2, figsize=(8.4, 3.4))
+    a.loglog(sm["temperature"], sm["logit_grad"], "o", color="C0", ms=4)
+    a.loglog(*sm.groupby("temperature")["logit_grad"].median().reset_index().to_numpy().T, "-", color="C0")
+    a.set(xlabel="T (factor on 1/√d)", ylabel="median ‖∂loss/∂l‖ per step")
+    T = np.geomspace(sm["temperature"].min(), sm["temperature"].max(), 100)
+    b.loglog(T, 1 / (4 * T), "k--", lw=1, label="1/(4T) (Lemma 2, paper)")
+    b.loglog(T, 1 / (2 * T), "k-", lw=1, label="1/(2T) (corrected)")
+    b.loglog(sm["temperature"], sm["gain"], "o", color="C0", ms=4, label="median gain")
+    b.loglog(sm["temperature"], sm["gain_max"], "^", color="C3", ms=4, label="largest gain")
+    b.set(xlabel="T (factor on 1/√d)", ylabel="‖∂loss/∂l‖ / ‖∂loss/∂α‖")
+    b.legend(fontsize=7)
+    fig.tight_layout()
+    return _label(fig, runs)
+
+
+def figure_normalizers(runs: pd.DataFrame):
+    """Each normaliser at ``T = 1``: the final validation loss and the share of clipped or non-finite steps."""
+    import matplotlib.pyplot as plt  # matplotlib: imported only when a figure is drawn
+
+    at1 = runs[np.isclose(runs["temperature"], 1.0)]
+    g = at1.assign(unstable=at1["clipped_share"] + at1["nonfinite_share"]).groupby("normalizer", sort=False)
+    m = g[["final_val_loss", "unstable"]].median()
+    fig, (a, b) = plt.subplots(1, 2, figsize=(8.4, 3.4), sharey=True)
+    y = np.arange(len(m))
+    a.barh(y, m["final_val_loss"], color="C0")
+    a.set(yticks=y, yticklabels=m.index, xlabel="validation loss after the budget")
+    a.set_xlim(m["final_val_loss"].min() - 0.2, m["final_val_loss"].max() + 0.1)
+    b.barh(y, m["unstable"], color="C3")
+    b.set(xlabel="share of steps clipped or non-finite")
+    a.invert_yaxis()
+    fig.tight_layout()
+    return _label(fig, runs)
+
+
+def sweep_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per (normaliser, T): the median and range over seeds of the final validation loss, the logit-gradient
+    norm and gain, and the shares of clipped and non-finite steps."""
+    g = runs.groupby(["normalizer", "temperature"], sort=False)
+    out = g.agg(
+        seeds=("seed", "count"), val_loss=("final_val_loss", "median"), val_min=("final_val_loss", "min"),
+        val_max=("final_val_loss", "max"), logit_grad=("logit_grad", "median"), gain=("gain", "median"),
+        clipped=("clipped_share", "mean"), nonfinite=("nonfinite_share", "mean"), cpu_s=("cpu_s", "median"),
+    )  # fmt: skip
+    return out.reset_index()
+
+
+def claims_markdown(vt: pd.DataFrame) -> str:
+    rows = [
+        [md_cell(r["id"]), md_cell(r["claim"]), f"**{r['verdict']}**", md_cell(r["measured"]), md_cell(r["cause"])]
+        for _, r in vt.iterrows()
+    ]
+    return pipe_table(["id", "claim", "verdict", "measured", "cause"], rows)
+
+
+def write_sweep(out, tables: dict, *, profile: str) -> dict:
+    """Write ``results.json`` (meta, verdicts, the tables), ``train_runs.csv``, ``train_curves.csv``, the figures
+    (PNG and SVG) and ``report.md`` (a section with the claim rows) into ``out``. Returns ``{name: path}``."""
+    out = Path(out)
+    runs, curves = tables["train_runs"], tables["train_curves"]
+    vt = verdicts(tables, ids=CLAIM_IDS)
+    meta = dict(profile=profile, model=model_words(runs), text=TEXT, device=str(runs["device"].iloc[0]))
+    meta.update(runs=len(runs), cpu_s=float(runs["cpu_s"].sum()), wall_s=float(runs["wall_s"].sum()))
+    made = {}
+    doc = {
+        "meta": meta,
+        "verdicts": json.loads(vt.to_json(orient="records")),
+        "results": {"train_runs": json.loads(runs.to_json(orient="records"))},
+    }
+    (out / "results.json").write_text(json.dumps(doc, indent=1))
+    made["results.json"] = out / "results.json"
+    for name, df in (("train_runs", runs), ("train_curves", curves)):
+        df.to_csv(out / f"{name}.csv", index=False)
+        made[f"{name}.csv"] = out / f"{name}.csv"
+    lows = sorted(runs.loc[runs["normalizer"] == "softmax", "temperature"].unique())
+    figs = {
+        "train_loss_lowT": figure_loss_curves(curves, runs, lows[0]),
+        "train_gradients": figure_gradients(runs),
+        "train_normalizers": figure_normalizers(runs),
+    }
+    import matplotlib.pyplot as plt  # matplotlib: imported only when a figure is drawn
+
+    for name, fig in figs.items():
+        for ext in ("png", "svg"):
+            save_figure(fig, out / f"{name}.{ext}", bbox_inches="tight")
+            made[f"{name}.{ext}"] = out / f"{name}.{ext}"
+        plt.close(fig)
+    t = sweep_table(runs)
+    rows = [[md_cell(r["normalizer"]), f"{r['temperature']:g}", int(r["seeds"]),
+             f"{r['val_loss']:.3f} ({r['val_min']:.3f}–{r['val_max']:.3f})", f"{r['logit_grad']:.3g}",
+             f"{r['gain']:.3g}", f"{r['clipped']:.2f}", f"{r['nonfinite']:.2f}"] for _, r in t.iterrows()]  # fmt: skip
+    md = [
+        "## Training with each normaliser (beyond the paper)",
+        "",
+        f"{meta['model']}; text: {TEXT}; device: {meta['device']}; profile {profile!r}, {len(runs)} runs, "
+        f"{meta['cpu_s']:.0f} s of CPU time in all. T is a factor on GPT-2's 1/√d (T_paper = T √d).",
+        "",
+        claims_markdown(vt),
+        "",
+        pipe_table(
+            ["normaliser", "T", "seeds", "val. loss (range)", "‖∂loss/∂l‖", "gain", "clipped", "non-finite"], rows
+        ),
+        "",
+        *[f"![{n}]({n}.png)" for n in figs],
+        "",
+    ]
+    (out / "report.md").write_text("\n".join(md))
+    made["report.md"] = out / "report.md"
+    return made
+
+
+def finite_words(runs: pd.DataFrame) -> str:
+    """Which normalisers at ``T = 1`` had steps with a non-finite gradient (Markdown)."""
+    at1 = runs[np.isclose(runs["temperature"], 1.0)]
+    bad = at1[at1["nonfinite_share"] > 0]
+    if bad.empty:
+        return f"All {at1['normalizer'].nunique()} registered normalisers trained without a non-finite gradient."
+    return "Non-finite gradients in: " + ", ".join(
+        f"{r.normalizer} ({r.nonfinite_share:.0%} of steps, seed {r.seed})" for r in bad.itertuples()
+    )
+
+
+def temperature_words(runs: pd.DataFrame) -> str:
+    """The temperatures with the lowest and highest median validation loss of softmax (Markdown)."""
+    t = sweep_table(runs[runs["normalizer"] == "softmax"]).set_index("temperature")
+    best, worst = t["val_loss"].idxmin(), t["val_loss"].idxmax()
+    at1 = t.loc[t.index[np.isclose(t.index, 1.0)][0], "val_loss"]
+    return (
+        f"After {int(runs['steps'].iloc[0])} steps the lowest median validation loss is at $T={best:g}$ "
+        f"({t.loc[best, 'val_loss']:.3f} nats per byte), the highest at $T={worst:g}$ ({t.loc[worst, 'val_loss']:.3f}); "
+        f"at $T=1$ it is {at1:.3f}."
+    )
+
+
+def swap_question_words(runs: pd.DataFrame) -> str:
+    """Each normaliser's validation loss at ``T = 1`` against softmax's range over seeds (Markdown): the question
+    chapter 7's ``rem-training-free-swap`` leaves open, as far as these runs answer it."""
+    at1 = runs[np.isclose(runs["temperature"], 1.0)]
+    sm = at1[at1["normalizer"] == "softmax"]["final_val_loss"]
+    lo, hi = sm.min(), sm.max()
+    others = at1[at1["normalizer"] != "softmax"].groupby("normalizer")["final_val_loss"].median()
+    seeds = at1[at1["normalizer"] != "softmax"].groupby("normalizer")["seed"].nunique().min()
+
+    def names(mask):
+        return ", ".join(f"{n} ({v:.3f})" for n, v in others[mask].sort_values().items()) or "none"
+
+    verdict = (
+        "One seed per normaliser gives no spread, so a loss outside softmax's range is a measurement, not yet a "
+        "verdict (the `full` profile trains five seeds of each)."
+        if seeds < 2
+        else f"Each normaliser has {seeds} seeds or more; the medians are compared."
+    )
+    return (
+        f"Trained with it ({int(runs['steps'].iloc[0])} steps), each normaliser reaches a validation loss that lies, "
+        f"against softmax's range over {len(sm)} seeds ({lo:.3f}–{hi:.3f}), within it: {names((others >= lo) & (others <= hi))}; "
+        f"below it: {names(others < lo)}; above it: {names(others > hi)}. Chapter 7 swapped these normalisers into a "
+        "model trained with softmax; here each model learned its logits under its own normaliser, which is the "
+        "comparison {prf:ref}`rem-training-free-swap` asked for, at this size and budget. " + verdict
+    )

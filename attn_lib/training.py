@@ -1,0 +1,399 @@
+"""Training GPT-2-architecture causal LMs from scratch with any registered normaliser at any temperature (chapter 8).
+
+The model is transformers' ``GPT2LMHeadModel`` on a byte-level vocabulary of 256 (:func:`attn_lib.models.handle.
+byte_tokenizer`), trained on the shipped text (``botchan``) with a fixed split: the first 90% of its tokens train, the
+last 10% validate. The normaliser enters through the live swap's attention interface (:func:`attn_lib.capture.
+patched_attention`): every head of every layer computes ``f(l, T)`` on ``l = q.k / sqrt(d)`` (GPT-2's own scaling), so
+the temperature ``T`` here is a factor **on top of** the usual ``1/sqrt(d)``: in the paper's notation (logits ``q.k``,
+softmax at temperature ``T_paper``) ``T_paper = T * sqrt(d)``, and ``T = 1`` is plain GPT-2.
+
+Learnable parameters of the normalisers: the registry declares none, so this module declares them
+(:data:`LEARNABLE`): SSMax's scale ``s`` (one per head and layer, as in the SSMax paper; kept positive through
+``log s``, started at the registry's default 0.43) and an offset ``b`` added to sigmoid attention's ``-log n`` bias (one
+per head and layer, started at 0). Both reach the registered function unchanged: ``ssmax(s l, T, s=1)`` is SSMax with
+scale ``s``, ``sigmoid(l + b T, T)`` is ``sigma(l/T + b - log n)``.
+
+Recorded per step: the training loss, the norm of the gradient of the loss through the attention logits ``l`` and
+through the weights ``alpha`` of each layer (hooks on the tensors of the attention function), whether the gradient was
+non-finite (the step is then skipped) or clipped; the validation loss every ``eval_every`` steps; the wall time.
+Deterministic on the CPU: a seed fixes the initial weights and the batches, and the run uses torch's deterministic
+algorithms, so two runs with one seed give identical losses (``tests/test_training.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import math
+import time
+
+import numpy as np
+import pandas as pd
+import torch
+
+from . import capture
+from . import normalizers as nz
+from ._validation import check_choice, check_int, check_positive, check_seed
+from .cache import make_key
+from .models.handle import ModelHandle, byte_tokenizer, resolve_device
+
+__all__ = ["TrainSize", "SIZES", "TrainRun", "train", "trained_handle", "LEARNABLE", "DEFAULT_PARAMS"]
+
+#: Normaliser parameters this module learns (the registry declares none): name -> (parameter, initial value).
+LEARNABLE = {"ssmax": ("s", 0.43), "sigmoid": ("b", 0.0)}
+#: Parameters a normaliser needs to run at all ("its defaults"): top-k has no default k.
+#: Parameters a normaliser is trained with ("its defaults"): top-k has no default k; alpha-entmax's bisection stops
+#: after 25 halvings (its interval, at most 1/(alpha-1) = 2 wide at alpha = 1.5, is then below 1e-7: float32's
+#: resolution; the registry's 60 cost 2.5x the time for no change of a float32 weight).
+DEFAULT_PARAMS = {"topk": {"k": 8}, "entmax_alpha": {"n_iter": 25}}
+#: Share of the shipped text's tokens used for training (the rest, the end of the text, validates).
+TRAIN_SHARE = 0.9
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainSize:
+    """A model size and training budget. ``n_positions`` is the training window; ``eval_batches`` fixed validation
+    batches of ``batch`` windows each are scored every ``eval_every`` steps; ``clip`` is the gradient-norm clip."""
+
+    n_layer: int = 2
+    n_head: int = 2
+    n_embd: int = 64
+    n_positions: int = 64
+    batch: int = 16
+    steps: int = 150
+    lr: float = 3e-3
+    eval_every: int = 25
+    eval_batches: int = 4
+    clip: float = 1.0
+
+    def __post_init__(self) -> None:
+        for f in ("n_layer", "n_head", "n_positions", "batch", "steps", "eval_every", "eval_batches"):
+            check_int(f, getattr(self, f), low=1, high=1 << 20)
+        check_int("n_embd", self.n_embd, low=self.n_head, high=1 << 16)
+        if self.n_embd % self.n_head:
+            raise ValueError(f"n_embd must be a multiple of n_head={self.n_head} (got {self.n_embd})")
+        check_positive("lr", self.lr)
+        check_positive("clip", self.clip)
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+#: ``"book"``: the chapter's size (CPU); ``"cpu"``: the issue's feasibility size (0.84M parameters); ``"gpu"``: larger.
+SIZES = {
+    "book": TrainSize(),
+    "cpu": TrainSize(n_layer=4, n_head=4, n_embd=128, n_positions=128, batch=16, steps=400, eval_every=50),
+    "gpu": TrainSize(n_layer=6, n_head=8, n_embd=256, n_positions=256, batch=32, steps=2000, lr=1e-3, eval_every=100),
+}
+
+
+@dataclasses.dataclass
+class TrainRun:
+    """What :func:`train` measured: ``history`` (one row per step: ``step, train_loss, val_loss`` (NaN between
+    evaluations), ``nonfinite, clipped, grad_norm`` and per layer ``i`` ``logit_grad_i``, ``weight_grad_i``),
+    ``summary`` (a dict of scalars and settings) and ``state`` (the trained weights as float32 arrays, by name)."""
+
+    history: pd.DataFrame
+    summary: dict
+    state: dict
+
+
+@functools.cache
+def _token_ids() -> np.ndarray:
+    # lazy: the corpus module reads files and the tokenizer imports transformers; importing attn_lib stays light
+    from .corpus import load_text
+
+    text = load_text("botchan")
+    return np.asarray(byte_tokenizer().encode(str(text.text), add_special_tokens=False), dtype=np.int64)
+
+
+def split_tokens() -> tuple[torch.Tensor, torch.Tensor]:
+    """(training tokens, validation tokens) of the shipped text: its first :data:`TRAIN_SHARE` and the rest."""
+    ids = torch.from_numpy(_token_ids())
+    cut = int(len(ids) * TRAIN_SHARE)
+    return ids[:cut], ids[cut:]
+
+
+def _windows(ids: torch.Tensor, starts: torch.Tensor, n: int) -> torch.Tensor:
+    return torch.stack([ids[s : s + n + 1] for s in starts.tolist()])
+
+
+def _check(normalizer, temperature, seed, size, params) -> tuple:
+    check_choice("normalizer", normalizer, nz.available())
+    T = check_positive("temperature", temperature)
+    if not 1e-3 <= T <= 1e3:
+        raise ValueError(f"temperature must be in [0.001, 1000] (got {temperature!r})")
+    seed = check_seed("seed", seed)
+    if isinstance(size, str):
+        size = SIZES[check_choice("size", size, list(SIZES))]
+    if not isinstance(size, TrainSize):
+        raise ValueError(f"size must be one of {list(SIZES)} or a TrainSize (got {size!r})")
+    if params is not None and not isinstance(params, dict):
+        raise ValueError(f"params must be None or a dict of the normaliser's parameters (got {params!r})")
+    params = dict(DEFAULT_PARAMS.get(normalizer, {}), **(params or {}))
+    if normalizer in LEARNABLE and params:
+        raise ValueError(f"params must be empty for {normalizer!r}: its {LEARNABLE[normalizer][0]} is learned")
+    nz.get(normalizer, **params)  # the registry checks the parameters
+    return T, seed, size, params
+
+
+def _build(size: TrainSize, normalizer: str):
+    # lazy: transformers is a heavy import; importing attn_lib stays light
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    cfg = GPT2Config(
+        vocab_size=256, n_positions=size.n_positions, n_embd=size.n_embd, n_layer=size.n_layer, n_head=size.n_head,
+        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0,
+    )  # fmt: skip
+    model = GPT2LMHeadModel(cfg)
+    if normalizer in LEARNABLE:
+        init = LEARNABLE[normalizer][1]
+        start = math.log(init) if normalizer == "ssmax" else init
+        model.attn_lib_norm = torch.nn.Parameter(torch.full((size.n_layer, size.n_head, 1, 1), float(start)))
+    return model
+
+
+def _normaliser(model, name: str, params: dict):
+    """The callable handed to the attention interface: the registered function, with the learned parameters of
+    ``model`` (one call per layer per forward pass, in layer order; ``calls`` counts them)."""
+    if name not in LEARNABLE:
+        return nz.get(name, **params)
+    calls = [0]
+    n_layer = model.config.n_layer
+
+    def learned(logits, temperature=1.0, dim=-1, mask=None):
+        p = model.attn_lib_norm[calls[0] % n_layer]
+        calls[0] += 1
+        if name == "ssmax":
+            # -inf (invisible) logits are zeroed first: -inf * s would make the gradient of s NaN (0 * -inf)
+            return nz.ssmax(logits.masked_fill(~mask, 0.0) * torch.exp(p), temperature, dim, mask, s=1.0)
+        return nz.sigmoid(logits + p * temperature, temperature, dim, mask)
+
+    return learned
+
+
+def _hooks(grads: dict):
+    """A capture callback that records ``||dloss/dl||`` and ``||dloss/dalpha||`` of each layer into ``grads``."""
+
+    def cb(rec):
+        if rec.logits.requires_grad:
+            i = rec.layer
+            rec.logits.register_hook(lambda g: grads.__setitem__(f"logit_grad_{i}", float(g.norm())))
+            rec.weights.register_hook(lambda g: grads.__setitem__(f"weight_grad_{i}", float(g.norm())))
+
+    return cb
+
+
+def _loss(model, x: torch.Tensor) -> torch.Tensor:
+    logits = model(input_ids=x[:, :-1]).logits
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1))
+
+
+def _evaluate(model, val: torch.Tensor, starts: torch.Tensor, size: TrainSize) -> float:
+    model.eval()
+    with torch.no_grad():
+        losses = [float(_loss(model, _windows(val, s, size.n_positions))) for s in starts.split(size.batch)]
+    model.train()
+    return float(np.mean(losses))
+
+
+def train(normalizer="softmax", temperature=1.0, *, seed=0, size="book", params=None, device="cpu") -> TrainRun:
+    """Train a GPT-2-architecture model from scratch with ``normalizer`` at ``temperature`` (module docstring).
+
+    ``size``: a key of :data:`SIZES` or a :class:`TrainSize`; ``params``: the normaliser's fixed parameters (default
+    :data:`DEFAULT_PARAMS`; none for a normaliser with learned ones); ``device``: ``"cpu"`` (deterministic) or any
+    device :func:`attn_lib.models.resolve_device` accepts. Returns a :class:`TrainRun`; :func:`trained_handle` makes it
+    a :class:`~attn_lib.models.ModelHandle`.
+    """
+
+    T, seed, size, params = _check(normalizer, temperature, seed, size, params)
+    dev = resolve_device(device)
+    was_det, threads = torch.are_deterministic_algorithms_enabled(), torch.get_num_threads()
+    torch.use_deterministic_algorithms(True, warn_only=dev.type != "cpu")
+    torch.set_num_threads(1)  # one thread: the same rounding on every machine, and no spinning on a busy one
+    t0, c0 = time.perf_counter(), time.process_time()
+    try:
+        torch.manual_seed(seed)
+        model = _build(size, normalizer).to(dev)
+        model.train()
+        tr, va = split_tokens()
+        gen = torch.Generator().manual_seed(seed)
+        val_starts = torch.randint(0, len(va) - size.n_positions - 1, (size.batch * size.eval_batches,), generator=gen)
+        opt = torch.optim.AdamW(model.parameters(), lr=size.lr, weight_decay=0.01)
+        norm_fn = _normaliser(model, normalizer, params)
+        rows = []
+        with capture.patched_attention(model, _hooks(grads := {}), normalizer=norm_fn, temperature=T, keep_qk=False):
+            for step in range(1, size.steps + 1):
+                starts = torch.randint(0, len(tr) - size.n_positions - 1, (size.batch,), generator=gen)
+                rows.append(_step(model, opt, _windows(tr, starts, size.n_positions).to(dev), size, grads, step))
+                if step % size.eval_every == 0 or step == size.steps:
+                    rows[-1]["val_loss"] = _evaluate(model, va.to(dev), val_starts, size)
+    finally:
+        torch.use_deterministic_algorithms(was_det)
+        torch.set_num_threads(threads)
+    times = dict(wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0)
+    hist = pd.DataFrame(rows)
+    return TrainRun(hist, _summary(hist, normalizer, T, seed, size, params, times, dev, model), _state(model))
+
+
+def _step(model, opt, x: torch.Tensor, size: TrainSize, grads: dict, step: int) -> dict:
+    grads.clear()
+    opt.zero_grad(set_to_none=True)
+    loss = _loss(model, x)
+    row = dict(step=step, train_loss=float(loss.detach()), val_loss=math.nan)
+    if not math.isfinite(row["train_loss"]):
+        return dict(row, nonfinite=True, clipped=False, grad_norm=math.nan, **grads)
+    loss.backward()
+    gn = float(torch.nn.utils.clip_grad_norm_(model.parameters(), size.clip))
+    finite = math.isfinite(gn)
+    if finite:
+        opt.step()
+    return dict(row, nonfinite=not finite, clipped=finite and gn > size.clip, grad_norm=gn, **grads)
+
+
+def _summary(hist, normalizer, T, seed, size, params, times, dev, model) -> dict:
+    ev = hist.dropna(subset=["val_loss"])
+    learned = {}
+    if normalizer in LEARNABLE:
+        p = model.attn_lib_norm.detach().double().cpu()
+        learned = (torch.exp(p) if normalizer == "ssmax" else p).flatten().tolist()
+    return dict(
+        normalizer=normalizer, temperature=T, seed=seed, params=params, size=size.as_dict(), device=str(dev),
+        n_parameters=int(sum(p.numel() for p in model.parameters())), head_dim=size.n_embd // size.n_head,
+        first_loss=float(hist["train_loss"].iloc[0]), final_train_loss=float(hist["train_loss"].iloc[-10:].mean()),
+        final_val_loss=float(ev["val_loss"].iloc[-1]) if len(ev) else math.nan,
+        nonfinite_share=float(hist["nonfinite"].mean()), clipped_share=float(hist["clipped"].mean()),
+        **times, learned=learned,
+    )  # fmt: skip
+
+
+def _state(model) -> dict:
+    return {k: v.detach().cpu().float().numpy().copy() for k, v in model.state_dict().items()}
+
+
+def trained_handle(run: TrainRun, device="cpu"):
+    """The trained model of ``run`` as a :class:`~attn_lib.models.ModelHandle` (byte tokenizer, float32, eval mode).
+
+    The temperature is folded into the query projection (``q -> q / T``), so the logits every experiment reads are
+    the scaled logits ``l / T`` that the normaliser saw, and for softmax the handle's own forward pass *is* the trained
+    model. For another normaliser the handle's forward pass uses softmax on those logits (the paper's limits are about
+    softmax); the handle's ``note`` says so, and ``capture_attention(handle, ..., normalizer=...)`` runs the trained
+    map (SSMax and sigmoid with their learned parameters: ``run.summary["learned"]``).
+    """
+
+    s = run.summary
+    size = TrainSize(**s["size"])
+    model = _build(size, s["normalizer"])
+    model.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in run.state.items()})
+    with torch.no_grad():
+        for block in model.transformer.h:  # Conv1D: weight (n_embd, 3 n_embd), the query is the first third
+            block.attn.c_attn.weight[:, : size.n_embd] /= s["temperature"]
+            block.attn.c_attn.bias[: size.n_embd] /= s["temperature"]
+    dev = resolve_device(device)
+    model.to(dev)
+    digest = hashlib.sha256(
+        repr(sorted((k, v) for k, v in s.items() if k not in ("wall_s", "cpu_s"))).encode()
+    ).hexdigest()[:12]
+    name = f"gpt2-arch-{s['normalizer']}-T{s['temperature']:g}-seed{s['seed']}"
+    shown = nz.spec(s["normalizer"]).display
+    note = "" if s["normalizer"] == "softmax" else f"trained with {shown}: the handle's own forward pass uses softmax"
+    return ModelHandle.from_model(
+        model, byte_tokenizer(), requested=name, model_id=name, revision=digest, device=dev, dtype=torch.float32,
+        is_standin=False, source=f"trained here on botchan, {s['n_parameters']} parameters", note=note,
+    )  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the sweep of chapter 8 and ``attn-lib train-sweep``
+# ----------------------------------------------------------------------------------------------------------------
+#: Softmax temperatures of the sweep (a factor on GPT-2's 1/sqrt(d): ``T_paper = T sqrt(d)``, module docstring).
+TEMPERATURES = (0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
+#: ``quick`` (chapter 8, the CPU): softmax at every temperature with 5 seeds, every other normaliser at ``T = 1`` with
+#: one; ``full``: every normaliser with 5 seeds and 4x the steps. ``steps`` replaces the size's own.
+PROFILES = {
+    "quick": dict(t_seeds=(0, 1, 2, 3, 4), norm_seeds=(0,), steps=100),
+    "full": dict(t_seeds=(0, 1, 2, 3, 4), norm_seeds=(0, 1, 2, 3, 4), steps=400),
+}
+
+
+def sweep_settings(profile: str = "quick") -> list[tuple[str, float, int]]:
+    """``(normaliser, T, seed)`` of every run of ``profile``, each once (softmax at ``T = 1`` is in both grids)."""
+    p = PROFILES[check_choice("profile", profile, list(PROFILES))]
+    runs = [("softmax", T, s) for T in TEMPERATURES for s in p["t_seeds"]]
+    runs += [(n, 1.0, s) for n in nz.available() for s in p["norm_seeds"]]
+    return list(dict.fromkeys(runs))
+
+
+def _one(args: tuple) -> TrainRun:
+    name, T, seed, size, device = args
+    return train(name, T, seed=seed, size=size, device=device)
+
+
+def run_sweep(profile="quick", *, device="cpu", size=None, cache=None, workers=1, progress=False) -> dict:
+    """Every run of :func:`sweep_settings` (``size``: default ``"gpu"`` on a GPU, else ``"book"``, with the profile's
+    steps), each cached in ``cache`` (an :class:`attn_lib.cache.ResultCache` or None); ``workers`` processes train the
+    missing runs in parallel (one thread each, so the results are those of one process). Returns
+    ``{(normaliser, T, seed): TrainRun}``."""
+
+    dev = resolve_device(device)
+    size = ("gpu" if dev.type == "cuda" else "book") if size is None else size
+    size = SIZES[check_choice("size", size, list(SIZES))] if isinstance(size, str) else size
+    if not isinstance(size, TrainSize):
+        raise ValueError(f"size must be one of {list(SIZES)} or a TrainSize (got {size!r})")
+    size = dataclasses.replace(size, steps=PROFILES[check_choice("profile", profile, list(PROFILES))]["steps"])
+    size = dataclasses.replace(size, eval_every=max(1, size.steps // 4))
+    workers = check_int("workers", workers, low=1, high=64)
+    settings = sweep_settings(profile)
+    keys = {s: make_key("train", name=s[0], T=s[1], seed=s[2], size=size.as_dict(), device=dev.type) for s in settings}
+    out = {s: cache.get(keys[s]) for s in settings} if cache is not None else dict.fromkeys(settings)
+    todo = [s for s in settings if out[s] is None]
+    # lazy: tqdm is needed by the sweep only
+    from tqdm.auto import tqdm
+
+    bar = tqdm(
+        total=len(settings), initial=len(settings) - len(todo), desc="training", unit="run", disable=not progress
+    )
+    jobs = [(*s, size, str(dev)) for s in todo]
+    if workers > 1 and len(todo) > 1 and dev.type == "cpu":
+        # lazy: process pools only for a parallel sweep
+        import concurrent.futures as cf
+        import multiprocessing as mp
+
+        with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as ex:
+            done = ex.map(_one, jobs)
+            for s, run in zip(todo, done, strict=True):
+                out[s] = run
+                bar.update()
+    else:
+        for s, job in zip(todo, jobs, strict=True):
+            out[s] = _one(job)
+            bar.update()
+    bar.close()
+    if cache is not None:
+        for s in todo:
+            out[s] = cache.get_or_compute(keys[s], lambda s=s: out[s])
+    return out
+
+
+def sweep_tables(runs: dict) -> dict:
+    """The sweep's tables: ``train_runs`` (one row per run: its summary, the median over steps of the logit and
+    weight gradient norms averaged over layers, and ``gain``, the median over steps and layers of
+    ``||dL/dl|| / ||dL/dalpha||``) and ``train_curves`` (one row per run and step)."""
+    rows, curves = [], []
+    for (name, T, seed), run in runs.items():
+        h = run.history
+        lg = h.filter(like="logit_grad_").to_numpy(dtype=float)
+        wg = h.filter(like="weight_grad_").to_numpy(dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gain = lg / wg
+        s = {k: v for k, v in run.summary.items() if k not in ("size", "params", "learned")}
+        s.update(
+            n_layer=run.summary["size"]["n_layer"], steps=len(h), logit_grad=float(np.nanmedian(lg.mean(1))),
+            weight_grad=float(np.nanmedian(wg.mean(1))), gain=float(np.nanmedian(gain)),
+            gain_max=float(np.nanmax(gain)), learned=str(run.summary["learned"] or ""),
+        )  # fmt: skip
+        rows.append(s)
+        c = h[["step", "train_loss", "val_loss"]].assign(normalizer=name, temperature=T, seed=seed)
+        curves.append(c.assign(logit_grad=lg.mean(1), weight_grad=wg.mean(1), gain=np.nanmax(gain, axis=1)))
+    return {"train_runs": pd.DataFrame(rows), "train_curves": pd.concat(curves, ignore_index=True)}

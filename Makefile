@@ -116,6 +116,8 @@ test: EXECUTED_CACHE := $(abspath _build/.executed-by-nbval)
 # chapters stay serial: two at once on 2 cores took longer (7 min 23 s against 6 min 53 s; the history of benchmarks/README.md)
 TEST_WORKERS ?= auto
 # tools/warm_kernels.py first: a fresh clone compiles the numba kernels once, in parallel, instead of in every worker
+# The bare install's clean venv (tests/test_bare_install.py) is built in the background while the other tests run
+# (pip mostly waits on downloads and the disk); its two tests are handed out late and wait for it.
 test-unit: setup
 	$(PY) tools/warm_kernels.py
 	$(BIN)/pytest tests -m "not browser" -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile

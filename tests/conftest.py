@@ -40,9 +40,22 @@ def pytest_configure(config):
         sys.modules["numba"] = None  # `import numba` now raises ImportError: attn_lib.accel registers nothing
 
 
+def _background_modules(items) -> list:
+    """The test modules among ``items`` that define ``start_background(config)``: a slow setup that mostly waits
+    (tests/test_bare_install.py: pip building a clean venv), started once the session has collected them."""
+    mods = {getattr(item, "module", None) for item in items}
+    return [m for m in mods if m is not None and callable(getattr(m, "start_background", None))]
+
+
 def pytest_collection_modifyitems(config, items):
-    """With --without-numba, a test that compares the compiled kernels with the torch definitions (marked ``accel``,
+    """The tests of a module with a background setup go last (a stable sort), so that its setup overlaps the other
+    tests (pytest-xdist's ``--dist loadfile`` hands out the files with the most tests first, and this one has two).
+
+    With --without-numba, a test that compares the compiled kernels with the torch definitions (marked ``accel``,
     or parametrised with ``"numba"``) has nothing to compare: it is skipped, and says why."""
+    background = set(_background_modules(items))
+    if background:
+        items.sort(key=lambda item: getattr(item, "module", None) in background)
     if not config.getoption("--without-numba"):
         return
     skip = pytest.mark.skip(reason="compares the compiled kernels with torch: nothing to compare without numba")
@@ -50,6 +63,15 @@ def pytest_collection_modifyitems(config, items):
         params = getattr(getattr(item, "callspec", None), "params", {})
         if item.get_closest_marker("accel") or any(isinstance(v, str) and v == "numba" for v in params.values()):
             item.add_marker(skip)
+
+
+def pytest_collection_finish(session):
+    """Start the background setups of the modules this session will run (after ``-m``/``-k`` deselection; each
+    setup runs once per test run, under pytest-xdist too: the module keys it by the run's id)."""
+    if session.config.option.collectonly:
+        return
+    for module in _background_modules(session.items):
+        module.start_background(session.config)
 
 
 def pytest_report_header(config):

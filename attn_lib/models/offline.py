@@ -25,7 +25,7 @@ from urllib.parse import urlparse
 
 import torch
 
-from .._validation import prepare_output_dir
+from .._validation import env_flag, prepare_output_dir
 from ..cache import MODEL_ENV, model_dir
 from ..errors import ModelUnavailableError
 from .handle import (
@@ -59,9 +59,13 @@ def hub_reachable(timeout: float = _PROBE_TIMEOUT_S) -> bool:
     """True if the Hugging Face Hub accepts a TCP connection within ``timeout`` seconds.
 
     False at once when ``HF_HUB_OFFLINE``, ``TRANSFORMERS_OFFLINE`` or ``ATTN_LIB_OFFLINE`` is set. Respects ``HF_ENDPOINT``.
+    ``ATTN_LIB_OFFLINE`` is read through :func:`attn_lib._validation.env_flag`: a value outside its set (``perhaps``) is
+    a ``ValueError`` naming the variable, not "online"; the Hugging Face variables are read as Hugging Face reads them.
     """
-    offline = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "ATTN_LIB_OFFLINE")
-    if any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on") for v in offline):
+    if env_flag("ATTN_LIB_OFFLINE"):
+        return False
+    hugging_face = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    if any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on") for v in hugging_face):
         return False
     parsed = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
     host = parsed.hostname or "huggingface.co"

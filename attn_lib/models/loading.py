@@ -21,7 +21,6 @@ from ..errors import ModelUnavailableError
 from .handle import (
     ModelHandle,
     byte_tokenizer,
-    dtype_keyword,
     in_hf_cache,
     load_pretrained,
     resolve_device,
@@ -68,7 +67,7 @@ def from_config(
         tokenizer = byte_tokenizer()
     with torch.random.fork_rng(devices=[]):  # the caller's CPU random state is left as it was
         torch.manual_seed(seed)
-        model = AutoModelForCausalLM.from_config(config, **dtype_keyword(dt))
+        model = AutoModelForCausalLM.from_config(config, dtype=dt)
     model.to(dev)
     model_id = name or f"random-init-{getattr(config, 'model_type', 'model')}"
     return ModelHandle.from_model(

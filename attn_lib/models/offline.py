@@ -31,7 +31,6 @@ from ..errors import ModelUnavailableError
 from .handle import (
     ModelHandle,
     check_tokenizer,
-    dtype_keyword,
     in_hf_cache,
     load_pretrained,
     resolve_device,
@@ -189,9 +188,7 @@ def _convert_standin(gguf: Path, target: Path) -> dict:
     with _gguf_read_once():
         tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         check_tokenizer(tok, f"tokenizer of {gguf.name}")
-        model = AutoModelForCausalLM.from_pretrained(
-            str(gguf.parent), gguf_file=gguf.name, **dtype_keyword(torch.float32)
-        )
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
     # The weights are dequantised float32 tensors now; drop the GGUF "quantizer" so the model saves as plain weights.
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):

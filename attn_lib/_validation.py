@@ -189,6 +189,13 @@ def prepare_output_dir(name: str, value: Any) -> Path:
     return path
 
 
+def check_bool(name: str, value: Any) -> bool:
+    """``value`` if it is ``True`` or ``False`` (a 0/1, a string or None is not); ``ValueError`` naming ``name``."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False (got {value!r})")
+    return value
+
+
 def check_choice(name: str, value: Any, choices) -> Any:
     """Require ``value`` to be one of ``choices``."""
     choices = list(choices)

@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from . import normalizers
-from ._validation import check_int_list, check_positive
+from ._validation import check_bool, check_int_list, check_positive
 from .models.handle import resolve_dtype, text_config
 
 __all__ = ["LayerAttention", "patched_attention", "capture_attention", "collect_attention"]
@@ -449,9 +449,8 @@ def patched_attention(
     fn, fn_name = _resolve_normalizer(normalizer, temperature)
     if callback is not None and not callable(callback):
         raise ValueError(f"callback must be callable or None (got {callback!r})")
-    for flag, v in (("keep_qk", keep_qk), ("stop_early", stop_early)):
-        if not isinstance(v, bool):
-            raise ValueError(f"{flag} must be True or False (got {v!r})")
+    check_bool("keep_qk", keep_qk)
+    check_bool("stop_early", stop_early)
     sess = _Session(
         callback=callback,
         normalizer=fn,

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from .. import corpus, models
-from .._validation import check_int
+from .._validation import check_bool, check_int
 
 __all__ = ["load_inputs", "text_window"]
 
@@ -40,8 +40,7 @@ def load_inputs(
     conversion, the offline stand-in model, the offline default text) that would otherwise be warnings, for the
     caller to show.
     """
-    if not isinstance(quiet, bool):
-        raise ValueError(f"quiet must be True or False (got {quiet!r})")
+    check_bool("quiet", quiet)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         text_obj = corpus.load_text(text)  # first: a bad text must fail before the model loads

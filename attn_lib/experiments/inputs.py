@@ -3,9 +3,7 @@ carries (``model``, ``text``, ``device``)."""
 
 from __future__ import annotations
 
-import hashlib
 import warnings
-from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -19,9 +17,7 @@ __all__ = ["load_inputs", "text_window"]
 def as_text(text):
     """A :class:`attn_lib.corpus.Text` (or anything with ``name``/``text``/``sha256``); a str is wrapped."""
     if isinstance(text, str):
-        return SimpleNamespace(
-            name="custom", text=text, sha256=hashlib.sha256(text.encode()).hexdigest(), source="string"
-        )
+        return corpus.Text.from_string(text, name="custom", source="string")
     for a in ("name", "text", "sha256"):
         if not hasattr(text, a):
             raise ValueError(f"text must be a corpus.Text or a str (missing attribute {a!r})")

@@ -46,16 +46,6 @@ def load_inputs(
     return handle, text_obj, notes
 
 
-def describe_inputs(handle, text) -> str:
-    """Two lines saying which model (and its shape) and which text an experiment runs on."""
-    t = as_text(text)
-    return (
-        f"model: {handle.describe()}\n"
-        f"       {handle.n_layers} layers x {handle.n_heads} heads, head dimension {handle.head_dim}\n"
-        f"text:  {t.name} - {t.source}"
-    )
-
-
 def text_window(handle, text, length: int, start: int = 0) -> torch.Tensor:
     """The first window of ``length`` (in ``[2, handle.max_length]``) tokens of ``text`` (a
     :class:`attn_lib.corpus.Text` or str) from token ``start`` (``>= 0``): ``(1, length)`` int64 token ids."""

@@ -24,12 +24,19 @@ def _tensor(x: Any, message: str) -> torch.Tensor:
         raise ValueError(message) from None
 
 
+def real_tensor(x: Any, name: str) -> torch.Tensor:
+    """``x`` as a tensor of real numbers, any real dtype (arrays and nested lists converted); ``ValueError`` naming
+    ``name`` otherwise. Shared by :mod:`attn_lib.metrics`."""
+    t = _tensor(x, f"{name} must be a tensor or array of real numbers (got {type(x).__name__})")
+    if t.dtype == torch.bool or t.is_complex():
+        raise ValueError(f"{name} must hold real numbers (got dtype {t.dtype})")
+    return t
+
+
 def as_tensor(logits: Any) -> tuple[torch.Tensor, bool]:
     """Return ``(tensor, was_numpy)``; integer input is promoted to the default float dtype."""
     was_numpy = isinstance(logits, np.ndarray)
-    t = _tensor(logits, f"logits must be a tensor or array of real numbers (got {type(logits).__name__})")
-    if t.dtype == torch.bool or t.is_complex():
-        raise ValueError(f"logits must hold real numbers (got dtype {t.dtype})")
+    t = real_tensor(logits, "logits")
     if t.device.type == "meta":
         raise ValueError("logits are on the 'meta' device, which holds no values; pass a tensor with data")
     if not t.is_floating_point():

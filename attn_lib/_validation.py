@@ -122,11 +122,15 @@ def _items(name: str, values: Any, what: str) -> list:
     return items
 
 
-def check_int_list(name: str, values: Any, *, low: int | None = None, high: int | None = None) -> list[int]:
-    """One integer or a non-empty iterable of integers (each as :func:`check_int`), as a sorted list without repeats;
-    ``ValueError`` naming ``name`` for anything else (None, a bool, a float, a string, a 0-d tensor of a float...)."""
+def check_int_list(
+    name: str, values: Any, *, low: int | None = None, high: int | None = None, keep_order: bool = False
+) -> list[int]:
+    """One integer or a non-empty iterable of integers (each as :func:`check_int`), as a sorted list without repeats
+    (``keep_order``: as given, repeats included); ``ValueError`` naming ``name`` for anything else (None, a bool, a
+    float, a string, a 0-d tensor of a float...)."""
     items = _items(name, values, f"an integer or a non-empty list of integers{_range_text(low, high)}")
-    return sorted({check_int(name, v, low=low, high=high) for v in items})
+    ints = [check_int(name, v, low=low, high=high) for v in items]
+    return ints if keep_order else sorted(set(ints))
 
 
 def check_positive_list(name: str, values: Any) -> list[float]:
@@ -187,6 +191,13 @@ def prepare_output_dir(name: str, value: Any) -> Path:
         where = f" ({exc.filename})" if exc.filename and os.fspath(exc.filename) != os.fspath(path) else ""
         raise ValueError(f"{name} {str(path)!r} cannot be used as an output folder: {why}{where}") from None
     return path
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """``value`` if it is ``True`` or ``False`` (a 0/1, a string or None is not); ``ValueError`` naming ``name``."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False (got {value!r})")
+    return value
 
 
 def check_choice(name: str, value: Any, choices) -> Any:

@@ -42,7 +42,7 @@ from typing import Any
 
 import platformdirs
 
-from ._validation import check_nonnegative, env, expand_path
+from ._validation import check_bool, check_nonnegative, env, expand_path
 
 __all__ = ["ResultCache", "cache_dir"]
 
@@ -216,10 +216,8 @@ class ResultCache:
     """
 
     def __init__(self, root: str | os.PathLike | None = None, enabled: bool = True):
-        if not isinstance(enabled, bool):
-            raise ValueError(f"enabled must be True or False (got {enabled!r})")
+        self.enabled = check_bool("enabled", enabled)
         self.root = expand_path("root", root) if root is not None else results_dir()
-        self.enabled = enabled
         self.last_status: str | None = None
 
     # -- keys -----------------------------------------------------------------------------------------------------

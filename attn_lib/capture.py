@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from . import normalizers
-from ._validation import check_int_list, check_positive
+from ._validation import check_bool, check_int_list, check_positive
 from .models.handle import resolve_dtype, text_config
 
 __all__ = ["LayerAttention", "patched_attention", "capture_attention", "collect_attention"]
@@ -166,7 +166,7 @@ def _capture_attention_forward(module, query, key, value, attention_mask, scalin
     n_rep = query.shape[1] // key.shape[1]
     key_r = repeat_kv(key, n_rep)
     value_r = repeat_kv(value, n_rep)
-    scores, scaling = _scores(module, query, key_r, value, scaling, kwargs.get("softcap"))
+    scores, scaling = _scores(query, key_r, scaling, kwargs.get("softcap"))
     q_len, k_len = scores.shape[-2], scores.shape[-1]
     visible, add = _visibility(attention_mask, module, q_len, k_len, scores.device, kwargs)
     layer, wanted, replace = _route(sess, module)
@@ -200,23 +200,12 @@ def _capture_attention_forward(module, query, key, value, attention_mask, scalin
     return attn_output, weights
 
 
-def _scores(module, query, key_r, value, scaling, softcap) -> tuple[torch.Tensor, float]:
+def _scores(query, key_r, scaling, softcap) -> tuple[torch.Tensor, float]:
     """Eager attention's scores ``query @ key^T * scaling`` (soft-capped as Gemma-2's eager code when asked), and
-    the scaling that was applied."""
-    if scaling is None and hasattr(module, "scale_attn_weights"):
-        # transformers 4.x GPT-2 passes no scaling; its eager code divides (bit-identical only when done the same way)
-        scores = torch.matmul(query, key_r.transpose(2, 3))
-        scaling = 1.0
-        if module.scale_attn_weights:
-            scores = scores / torch.full([], value.size(-1) ** 0.5, dtype=scores.dtype, device=scores.device)
-            scaling = value.size(-1) ** -0.5
-        if getattr(module, "scale_attn_by_inverse_layer_idx", False):
-            scores = scores / float(module.layer_idx + 1)
-            scaling /= float(module.layer_idx + 1)
-    else:
-        if scaling is None:
-            scaling = query.size(-1) ** -0.5
-        scores = torch.matmul(query, key_r.transpose(2, 3)) * scaling
+    the scaling that was applied (``1 / sqrt(head dim)`` where the model passes none)."""
+    if scaling is None:
+        scaling = query.size(-1) ** -0.5
+    scores = torch.matmul(query, key_r.transpose(2, 3)) * scaling
     if softcap is not None:  # Gemma-2 style logit soft-capping, as in its eager code
         scores = torch.tanh(scores / softcap) * softcap
     return scores, scaling
@@ -364,15 +353,11 @@ def register() -> str:
     global _REGISTERED
     if not _REGISTERED:
         from transformers import AttentionInterface  # lazy: heavy; keeps ``import attn_lib`` light
+        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface, eager_mask
 
         AttentionInterface.register(IMPLEMENTATION, _capture_attention_forward)
-        try:  # lazy, as above
-            from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface, eager_mask
-        except ImportError:  # transformers before 4.53: models build eager's 4-D mask for a custom implementation
-            pass
-        else:
-            if IMPLEMENTATION not in ALL_MASK_ATTENTION_FUNCTIONS._global_mapping:
-                AttentionMaskInterface.register(IMPLEMENTATION, eager_mask)
+        if IMPLEMENTATION not in ALL_MASK_ATTENTION_FUNCTIONS._global_mapping:
+            AttentionMaskInterface.register(IMPLEMENTATION, eager_mask)
         _REGISTERED = True
     return IMPLEMENTATION
 
@@ -408,15 +393,6 @@ def _layer_set(name: str, layers, n_layers: int | None) -> frozenset[int] | None
     return frozenset(v % n_layers if (v < 0 and n_layers) else v for v in items)
 
 
-def _set_attn_implementation(model, name: str) -> None:
-    """``model.set_attn_implementation(name)``; transformers before 4.54 lacks it, and its models read
-    ``config._attn_implementation`` at every forward pass, so setting that is the equivalent there."""
-    if hasattr(model, "set_attn_implementation"):
-        model.set_attn_implementation(name)
-    else:  # compatibility shim for older transformers 4.x
-        model.config._attn_implementation = name
-
-
 #: model id -> [captures in progress, the model's own attention implementation]; guarded by _LOCK. Captures from
 #: several threads (or nested ones) share one switch of the model: the first switches it to the capture function, the
 #: last one out restores the model's own implementation. Each thread's session lives in a context variable, so every
@@ -430,7 +406,7 @@ def _enter(model) -> None:
         entry = _USERS.get(id(model))
         if entry is None:
             previous = model.config._attn_implementation
-            _set_attn_implementation(model, IMPLEMENTATION)
+            model.set_attn_implementation(IMPLEMENTATION)
             _USERS[id(model)] = [1, previous]
         else:
             entry[0] += 1
@@ -443,7 +419,7 @@ def _leave(model) -> None:
         if entry[0] == 0:
             del _USERS[id(model)]
             previous = entry[1]
-            _set_attn_implementation(model, previous if previous not in (None, IMPLEMENTATION) else "eager")
+            model.set_attn_implementation(previous if previous not in (None, IMPLEMENTATION) else "eager")
 
 
 @contextlib.contextmanager
@@ -473,9 +449,8 @@ def patched_attention(
     fn, fn_name = _resolve_normalizer(normalizer, temperature)
     if callback is not None and not callable(callback):
         raise ValueError(f"callback must be callable or None (got {callback!r})")
-    for flag, v in (("keep_qk", keep_qk), ("stop_early", stop_early)):
-        if not isinstance(v, bool):
-            raise ValueError(f"{flag} must be True or False (got {v!r})")
+    check_bool("keep_qk", keep_qk)
+    check_bool("stop_early", stop_early)
     sess = _Session(
         callback=callback,
         normalizer=fn,

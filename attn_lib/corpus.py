@@ -43,7 +43,7 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from ._validation import check_int, env_flag, expand_path
+from ._validation import check_bool, check_int, env_flag, expand_path
 from .cache import cache_dir, format_bytes
 from .errors import TextUnavailableError
 
@@ -266,8 +266,7 @@ def load_text(source: str | os.PathLike = WAR_AND_PEACE, *, offline_ok: bool = T
     Raises ``ValueError`` for an unknown name, a missing file or an empty text; :class:`TextUnavailableError` when
     War and Peace cannot be had and ``offline_ok=False``.
     """
-    if not isinstance(offline_ok, bool):
-        raise ValueError(f"offline_ok must be True or False (got {offline_ok!r})")
+    check_bool("offline_ok", offline_ok)
     if isinstance(source, Text):
         return source
     if not isinstance(source, (str, os.PathLike)) or (isinstance(source, str) and not source.strip()):

@@ -37,16 +37,10 @@ __all__ = [
 
 def _to_tensor(x: Any, name: str = "logits", dtype: torch.dtype | None = None) -> tuple[torch.Tensor, bool]:
     was_numpy = isinstance(x, np.ndarray)
-    if isinstance(x, torch.Tensor):
-        t = x
-    else:
-        try:
-            t = torch.as_tensor(np.asarray(x, dtype=np.float64))
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{name} must be a tensor or array of real numbers") from exc
-    if t.dtype == torch.bool or t.is_complex():
-        raise ValueError(f"{name} must hold real numbers (got dtype {t.dtype})")
-    if not t.is_floating_point():
+    t = _rows.real_tensor(x, name)
+    if not isinstance(x, torch.Tensor):  # arrays and lists in float64
+        t = t.to(torch.float64)
+    elif not t.is_floating_point():
         t = t.to(torch.get_default_dtype())
     if dtype is not None:
         t = t.to(dtype)

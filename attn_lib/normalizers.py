@@ -42,7 +42,7 @@ from typing import Any
 import torch
 
 from . import _rows
-from ._validation import check_choice, check_finite, check_int, check_positive
+from ._validation import check_bool, check_choice, check_finite, check_int, check_positive
 
 __all__ = [
     # the registry (every normaliser by name)
@@ -501,8 +501,7 @@ class Normalizer:
         check_choice("family", self.family, list(FAMILIES))
         check_choice("jacobian", self.jacobian, [*JACOBIANS, None])
         for flag in ("sums_to_one", "compared"):
-            if not isinstance(getattr(self, flag), bool):
-                raise ValueError(f"{flag} must be True or False (got {getattr(self, flag)!r})")
+            check_bool(flag, getattr(self, flag))
         if not (isinstance(self.display, str) and self.display.strip()):
             raise ValueError(f"display must be a non-empty string (got {self.display!r})")
 

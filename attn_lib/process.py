@@ -27,6 +27,7 @@ import os
 import platform
 import sys
 
+from ._validation import check_bool
 from ._validation import env as check_env
 
 __all__ = ["ENVIRONMENT", "tune", "state"]
@@ -107,9 +108,7 @@ def tune(*, openmp: bool = True, allocator: bool = True) -> dict[str, str]:
         ``{"openmp": line, "allocator": line}`` for the settings asked for: what was done, or why nothing was.
     """
     for name, wanted, apply in (("openmp", openmp, _tune_openmp), ("allocator", allocator, _tune_allocator)):
-        if not isinstance(wanted, bool):
-            raise ValueError(f"{name} must be True or False (got {wanted!r})")
-        if wanted and name not in _DONE:
+        if check_bool(name, wanted) and name not in _DONE:
             _DONE[name] = apply()
     return {name: _DONE[name] for name, wanted in (("openmp", openmp), ("allocator", allocator)) if wanted}
 

@@ -13,7 +13,6 @@ from attn_lib.capture import (
     IMPLEMENTATION,
     LayerAttention,
     _capture_attention_forward,
-    _set_attn_implementation,
     capture_attention,
     collect_attention,
     patched_attention,
@@ -30,12 +29,12 @@ def eager_reference(handle, ids):
     """The model's own eager attention with ``output_attentions=True`` (implementation restored afterwards)."""
     model = handle.model
     prev = model.config._attn_implementation
-    _set_attn_implementation(model, "eager")  # the library's shim: also on transformers 4.x without the method
+    model.set_attn_implementation("eager")
     try:
         with torch.no_grad():
             return model(ids, output_attentions=True, use_cache=False)
     finally:
-        _set_attn_implementation(model, prev)
+        model.set_attn_implementation(prev)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -205,14 +204,9 @@ def test_register_is_idempotent():
     from transformers import AttentionInterface
 
     assert IMPLEMENTATION in AttentionInterface._global_mapping
-    try:  # the mask interface exists from transformers 4.53 (earlier models build eager's mask themselves)
-        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
-    except ImportError:
-        import transformers
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
 
-        assert transformers.__version__.startswith("4.")
-    else:
-        assert IMPLEMENTATION in ALL_MASK_ATTENTION_FUNCTIONS._global_mapping
+    assert IMPLEMENTATION in ALL_MASK_ATTENTION_FUNCTIONS._global_mapping
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -515,87 +509,3 @@ def test_normaliser_returning_the_wrong_shape_inside_the_model(tiny_gpt2):
     with pytest.raises(ValueError, match="got float"):
         capture_attention(tiny_gpt2, [1, 2, 3], None, normalizer=lambda logits, **kw: 0.5)
     assert tiny_gpt2.model.config._attn_implementation == before
-
-
-# ------------------------------------------------------------------------------------------------------------------
-# compatibility shims for transformers 4.x (the suite also runs there; these check the shims on any version)
-# ------------------------------------------------------------------------------------------------------------------
-class _Gpt2Module4x(torch.nn.Module):
-    """What transformers 4.x GPT-2 hands the attention function: no ``scaling``, its own scale flags."""
-
-    def __init__(self, layer_idx=0, by_layer=False):
-        super().__init__()
-        self.layer_idx, self.scale_attn_weights, self.scale_attn_by_inverse_layer_idx = layer_idx, True, by_layer
-        self.is_causal = True
-
-
-def _gpt2_4x_eager_weights(module, q, k, v, mask):
-    """transformers 4.57's GPT-2 eager_attention_forward, as written there (the reference)."""
-    w = torch.matmul(q, k.transpose(-1, -2))
-    if module.scale_attn_weights:
-        w = w / torch.full([], v.size(-1) ** 0.5, dtype=w.dtype, device=w.device)
-    if module.scale_attn_by_inverse_layer_idx:
-        w = w / float(module.layer_idx + 1)
-    w = w + mask
-    return torch.nn.functional.softmax(w, dim=-1).type(v.dtype)
-
-
-@pytest.mark.parametrize("by_layer", [False, True])
-def test_gpt2_4x_scaling_is_bit_identical(by_layer):
-    g = torch.Generator().manual_seed(1)
-    q, k, v = (torch.randn(1, 4, 6, 8, generator=g) for _ in range(3))  # head dim 8: 1/sqrt(8) is inexact
-    mod = _Gpt2Module4x(layer_idx=2, by_layer=by_layer).eval()
-    vis = torch.ones(6, 6, dtype=torch.bool).tril().view(1, 1, 6, 6)
-    mask = torch.where(vis, 0.0, torch.finfo(torch.float32).min)
-    _, w = _capture_attention_forward(mod, q, k, v, mask)  # no scaling argument, as 4.x GPT-2 calls it
-    assert torch.equal(w, _gpt2_4x_eager_weights(mod, q, k, v, mask))
-    seen = []
-    from attn_lib.capture import _ACTIVE, _Session
-
-    token = _ACTIVE.set(
-        _Session(
-            callback=seen.append,
-            normalizer=None,
-            normalizer_name="model",
-            temperature=1.0,
-            layers=None,
-            normalizer_layers=None,
-            output_dtype=None,
-            keep_qk=False,
-            stop_after=None,
-        )
-    )
-    try:
-        _capture_attention_forward(mod, q, k, v, mask)
-    finally:
-        _ACTIVE.reset(token)
-    assert seen[0].scaling == pytest.approx(8**-0.5 / (3 if by_layer else 1))
-
-
-def test_set_attn_implementation_without_the_method():
-    import types
-
-    model = types.SimpleNamespace(config=types.SimpleNamespace(_attn_implementation="eager"))
-    _set_attn_implementation(model, IMPLEMENTATION)  # transformers < 4.54: no model.set_attn_implementation
-    assert model.config._attn_implementation == IMPLEMENTATION
-
-
-def test_register_without_the_mask_interface(monkeypatch):
-    import sys
-
-    import attn_lib.capture as C
-
-    monkeypatch.setattr(C, "_REGISTERED", False)
-    monkeypatch.setitem(sys.modules, "transformers.masking_utils", None)  # transformers < 4.53: no such module
-    assert C.register() == IMPLEMENTATION and C._REGISTERED
-
-
-def test_dtype_keyword_follows_the_transformers_version(monkeypatch):
-    import attn_lib.models.handle as M
-
-    monkeypatch.setattr(M.importlib.metadata, "version", lambda name: "4.55.4")
-    assert M.dtype_keyword(torch.float64) == {"torch_dtype": torch.float64}
-    monkeypatch.setattr(M.importlib.metadata, "version", lambda name: "4.56.0")
-    assert M.dtype_keyword(torch.float64) == {"dtype": torch.float64}
-    monkeypatch.setattr(M.importlib.metadata, "version", lambda name: "5.0.0.dev0")
-    assert M.dtype_keyword(torch.float64) == {"dtype": torch.float64}

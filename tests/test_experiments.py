@@ -14,6 +14,7 @@ from conftest import small_profile
 from attn_lib import claims
 from attn_lib import experiments as E
 from attn_lib import metrics as M
+from attn_lib.book.chapter import describe_inputs
 from attn_lib.experiments import inputs, jobs, passes
 
 TEXT = (
@@ -447,7 +448,7 @@ def test_tables_name_the_offline_standin(gpt2_small, monkeypatch):
 
 
 def test_describe_inputs_names_model_and_text(gpt2_small):
-    lines = E.describe_inputs(gpt2_small, TEXT).splitlines()
+    lines = describe_inputs(gpt2_small, inputs.as_text(TEXT)).splitlines()
     assert lines[0] == f"model: {gpt2_small.describe()}"
     assert f"{gpt2_small.n_layers} layers x {gpt2_small.n_heads} heads" in lines[1]
     assert lines[2].startswith("text:  ")

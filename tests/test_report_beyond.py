@@ -9,6 +9,7 @@ from test_beyond import TEXT, TOY_PROFILE, toy_table
 
 from attn_lib import experiments as B
 from attn_lib import report as R
+from attn_lib.book.swap_view import render_swap_row
 from attn_lib.provenance import figure_provenance, figure_to_png
 
 
@@ -79,14 +80,14 @@ def test_figure_beyond_swap_is_labelled(swap):
 
 
 def test_render_swap_row_changes_with_the_setting(swap):
-    a = figure_to_png(R.render_swap_row(swap.rows, "top-1", "k"))
-    b = figure_to_png(R.render_swap_row(swap.rows, "top-16", "k"))
-    c = figure_to_png(R.render_swap_row(swap.rows, "softmax T=0.5", "T"))
+    a = figure_to_png(render_swap_row(swap.rows, "top-1", "k"))
+    b = figure_to_png(render_swap_row(swap.rows, "top-16", "k"))
+    c = figure_to_png(render_swap_row(swap.rows, "softmax T=0.5", "T"))
     assert a != b and b != c
 
 
 def test_render_swap_row_rejects_unknown_setting(swap):
     with pytest.raises(ValueError, match="setting"):
-        R.render_swap_row(swap.rows, "top-999")
+        render_swap_row(swap.rows, "top-999")
     with pytest.raises(ValueError, match="sweep"):
-        R.render_swap_row(swap.rows, "top-1", "q")
+        render_swap_row(swap.rows, "top-1", "q")

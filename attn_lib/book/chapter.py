@@ -112,7 +112,7 @@ def load_inputs(cfg: Settings, *, verbose: bool = True):
     (ModelHandle, Text)
         As :func:`attn_lib.experiments.load_inputs`, without the notes (they are printed).
     """
-    from attn_lib.experiments import describe_inputs  # heavy (torch, transformers): imported when a model is loaded
+    # heavy (torch, transformers): imported when a model is loaded
     from attn_lib.experiments import load_inputs as _load
 
     _check_settings(cfg)
@@ -128,6 +128,16 @@ def load_inputs(cfg: Settings, *, verbose: bool = True):
             print("note:", note)
         print(describe_inputs(handle, text))
     return handle, text
+
+
+def describe_inputs(handle, text) -> str:
+    """Two lines saying which model (and its shape) and which text (a :class:`attn_lib.corpus.Text`) a chapter
+    runs on."""
+    return (
+        f"model: {handle.describe()}\n"
+        f"       {handle.n_layers} layers x {handle.n_heads} heads, head dimension {handle.head_dim}\n"
+        f"text:  {text.name} - {text.source}"
+    )
 
 
 def encoder_results(cfg: Settings, *, verbose: bool = True):

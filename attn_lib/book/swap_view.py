@@ -1,20 +1,23 @@
-"""Chapter 7's model sliders: one setting of :func:`attn_lib.experiments.live_swap` computed now
-(:func:`swap_setting`), and the sliders' live mode (:func:`live_renderer`): moving a slider in a live kernel reruns the
-model at that setting."""
+"""Chapter 7's model sliders: their figure (:func:`render_swap_row`), one setting of
+:func:`attn_lib.experiments.live_swap` computed now (:func:`swap_setting`), and the sliders' live mode
+(:func:`live_renderer`): moving a slider in a live kernel reruns the model at that setting."""
 
 from __future__ import annotations
 
 import re
 
+import numpy as np
 import pandas as pd
 
 from .._validation import check_choice, check_int, check_positive
+from ..claims.stats import require_columns
 from ..experiments.inputs import table_meta, text_window
 from ..experiments.profiles import BeyondProfile
 from ..experiments.swap import HELD_OUT_START, swap_args, swap_pass, swap_settings
-from ..report import render_swap_row
+from ..layout import FIGURE_WIDTH_IN
+from ..report._common import meta_of
 
-__all__ = ["swap_setting", "live_renderer"]
+__all__ = ["swap_setting", "live_renderer", "render_swap_row"]
 
 
 def setting_of(label: str, prof: BeyondProfile) -> dict:
@@ -70,7 +73,7 @@ def live_renderer(handle, text, rows: pd.DataFrame, *, sweep: str = "k", **swap_
     """``render(setting) -> Figure`` that computes the setting now with :func:`swap_setting`, for the ``live``
     argument of :func:`attn_lib.book.widgets.precomputed_slider`: in a live kernel, moving the slider reruns the model.
 
-    The figure is :func:`attn_lib.report.render_swap_row` with the freshly computed row in place of the stored one in
+    The figure is :func:`render_swap_row` with the freshly computed row in place of the stored one in
     ``rows`` (a :attr:`~attn_lib.experiments.SwapResult.rows`; the rest of the sweep panel comes from it). ``swap_kw``
     are passed to ``swap_setting`` (``profile``, ``layer``, ``head``, ``start``, ``N``); use the values ``rows`` was
     made with. ``sweep`` is ``"k"`` or ``"T"``.
@@ -84,3 +87,60 @@ def live_renderer(handle, text, rows: pd.DataFrame, *, sweep: str = "k", **swap_
         return render_swap_row(merged, label, sweep=sweep)
 
     return render
+
+
+def render_swap_row(rows: pd.DataFrame, setting: str, sweep: str = "k"):
+    """The slider's figure: one head's attention row in the live model at one setting, its ``d~`` and the loss,
+    next to the whole sweep (the current setting marked).
+
+    Parameters
+    ----------
+    rows : DataFrame
+        ``attn_lib.experiments.SwapResult.rows``.
+    setting : str
+        A setting of ``rows`` (e.g. ``"top-16"`` or ``"softmax T=0.5"``).
+    sweep : {"k", "T"}
+        Which sweep the right-hand panel shows (top-k over ``k`` or softmax over ``T``).
+    """
+    from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
+
+    from ..provenance import label_figure  # provenance imports matplotlib: as above
+
+    require_columns(rows, "rows", ("setting", "attention", "d_tilde", "loss", "layer", "head", "row", "k", "T", "N"))
+    check_choice("setting", setting, list(rows["setting"]))
+    check_choice("sweep", sweep, ["k", "T"])
+    meta = meta_of(rows)
+    r = rows.set_index("setting").loc[setting]
+    w = np.asarray(r["attention"], dtype=float)
+    fig = Figure(figsize=(FIGURE_WIDTH_IN, 3.6))
+    ax, bx = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.8, 1]})
+    # one filled step artist instead of a bar per key (1024 rectangles took ~1 s per slider figure to draw)
+    ax.stairs(w, np.arange(len(w) + 1) - 0.5, fill=True, color="tab:blue", linewidth=1.0, edgecolor="tab:blue")
+    ax.set_xlabel("key position")
+    ax.set_ylabel("attention weight")
+    ax.set_ylim(0, max(1e-3, float(w.max()) * 1.1))
+    ax.set_title(
+        f"{setting}: layer {int(r['layer'])}, head {int(r['head'])}, row {int(r['row'])}\n"
+        f"d~ (N={int(r['N'])}) = {r['d_tilde']:.3g}, loss = {r['loss']:.3f}, {int((w > 0).sum())} tokens > 0",
+        fontsize=9,
+    )
+    if sweep == "k":
+        sw = rows[rows["normalizer"] == "topk"].sort_values("k")
+        x = sw["k"].astype(float)
+        bx.set_xlabel("k")
+    else:
+        sw = rows[rows["setting"].str.startswith("softmax T=")].sort_values("T")
+        x = sw["T"].astype(float)
+        bx.set_xlabel("T")
+    bx.plot(x, sw["loss"], "o-", color="0.5")
+    cur = sw[sw["setting"] == setting]
+    bx.plot(cur[sweep].astype(float), cur["loss"], "o", ms=10, color="tab:red")
+    model = rows[rows["setting"] == "softmax (model)"]
+    if len(model):
+        bx.axhline(float(model["loss"].iloc[0]), color="k", ls=":", lw=1, label="model's own softmax")
+        bx.legend(fontsize=7)
+    bx.set_xscale("log", base=2)
+    bx.set_ylabel("held-out loss (nats)")
+    bx.grid(alpha=0.3)
+    fig.tight_layout()
+    return label_figure(fig, model=meta.get("model", "?"), text=meta.get("text", "?"), device=meta.get("device", "?"))

@@ -11,7 +11,7 @@ Read top-down:
 ========================  ==============================================================================================
 module                    contents
 ========================  ==============================================================================================
-``inputs``                :func:`load_inputs`, :func:`describe_inputs`, :func:`text_window`, the labels of every table
+``inputs``                :func:`load_inputs`, :func:`text_window`, the labels of every table
 ``passes``                the shared forward pass and :class:`~attn_lib.experiments.passes.Experiment` (what an
                           experiment provides), the result-cache key
 ``distance``              Algorithms 1-2: :func:`distance_vs_length` (Fig. 2a), :func:`distance_vs_n` (Fig. 2b)
@@ -38,7 +38,7 @@ from .coverage import CoverageParams, multihead_coverage
 from .critical import CriticalNParams, critical_n, critical_n_summary
 from .diagnosis import DiagnosisParams, critical_n_diagnosis
 from .distance import DistanceVsLengthParams, DistanceVsNParams, distance_vs_length, distance_vs_n
-from .inputs import describe_inputs, load_inputs, text_window  # noqa: F401  (the names not in __all__: importable, internal)
+from .inputs import load_inputs, text_window
 from .jobs import run_all, run_compare, run_reproduce
 from .normalizers import compare_normalizers, critical_n_from_heads, limits_summary, normalizer_settings
 from .profiles import BEYOND_PROFILES, PROFILES, BeyondProfile, Profile

@@ -3,15 +3,13 @@ carries (``model``, ``text``, ``device``)."""
 
 from __future__ import annotations
 
-import hashlib
 import warnings
-from types import SimpleNamespace
 
 import numpy as np
 import torch
 
 from .. import corpus, models
-from .._validation import check_int
+from .._validation import check_bool, check_int
 
 __all__ = ["load_inputs", "text_window"]
 
@@ -19,9 +17,7 @@ __all__ = ["load_inputs", "text_window"]
 def as_text(text):
     """A :class:`attn_lib.corpus.Text` (or anything with ``name``/``text``/``sha256``); a str is wrapped."""
     if isinstance(text, str):
-        return SimpleNamespace(
-            name="custom", text=text, sha256=hashlib.sha256(text.encode()).hexdigest(), source="string"
-        )
+        return corpus.Text.from_string(text, name="custom", source="string")
     for a in ("name", "text", "sha256"):
         if not hasattr(text, a):
             raise ValueError(f"text must be a corpus.Text or a str (missing attribute {a!r})")
@@ -40,8 +36,7 @@ def load_inputs(
     conversion, the offline stand-in model, the offline default text) that would otherwise be warnings, for the
     caller to show.
     """
-    if not isinstance(quiet, bool):
-        raise ValueError(f"quiet must be True or False (got {quiet!r})")
+    check_bool("quiet", quiet)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         text_obj = corpus.load_text(text)  # first: a bad text must fail before the model loads
@@ -49,16 +44,6 @@ def load_inputs(
     notes = list(handle.notes)
     notes += [m for m in (str(w.message) for w in caught) if m not in notes]
     return handle, text_obj, notes
-
-
-def describe_inputs(handle, text) -> str:
-    """Two lines saying which model (and its shape) and which text an experiment runs on."""
-    t = as_text(text)
-    return (
-        f"model: {handle.describe()}\n"
-        f"       {handle.n_layers} layers x {handle.n_heads} heads, head dimension {handle.head_dim}\n"
-        f"text:  {t.name} - {t.source}"
-    )
 
 
 def text_window(handle, text, length: int, start: int = 0) -> torch.Tensor:

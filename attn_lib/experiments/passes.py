@@ -29,7 +29,7 @@ import torch
 
 from .. import capture
 from .. import metrics as M
-from .._validation import check_int, check_int_list
+from .._validation import check_bool, check_int, check_int_list
 from ..cache import make_key
 from .inputs import as_text, is_causal, table_meta, text_window
 
@@ -102,10 +102,7 @@ class Progress:
     """
 
     def __init__(self, enabled: Any = False):
-        enabled = False if enabled is None else enabled
-        if not isinstance(enabled, bool):
-            raise ValueError(f"progress must be True or False (got {enabled!r})")
-        self.enabled = enabled
+        self.enabled = check_bool("progress", False if enabled is None else enabled)
 
     def bar(self, **kw):
         from tqdm.auto import tqdm  # tqdm.auto probes for a notebook: loaded only when a bar is made

@@ -68,9 +68,9 @@ def _checked_rows(weights, values, mask) -> tuple[torch.Tensor, torch.Tensor, to
             f"weights must be (H, R, L) and values (H, L, d) with the same H and L "
             f"(got {tuple(w.shape)} and {tuple(V.shape)})"
         )
-    vis = torch.broadcast_to(_bool_mask(mask), w.shape) if _mask_fits(mask, w.shape) else None
-    if vis is None:
+    if not _mask_fits(mask, w.shape):
         raise ValueError(f"mask must be (R, L) or (H, R, L) for weights of shape {tuple(w.shape)}")
+    vis = torch.broadcast_to(_bool_mask(mask), w.shape)
     if not bool(torch.isfinite(w).all()) or bool((w[vis] < 0).any()):
         raise ValueError("weights must be finite and non-negative")
     return w, V, vis

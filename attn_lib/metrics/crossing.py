@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from .._validation import check_int
+from .._validation import check_int_list
 from ._engine import F64, choose, coarse_threads
 from .layer import as_real_tensor, bool_mask, check_dtype, top_rank
 
@@ -148,11 +148,7 @@ def _crossing_inputs(weights: Any, values: Any, n_values: Any, mask: Any, dtype:
         )
     if not bool(torch.isfinite(v).all()):
         raise ValueError("values must be finite")
-    if isinstance(n_values, (int,)) and not isinstance(n_values, bool):
-        n_values = [n_values]
-    ns = [check_int("n_values", n, low=1) for n in n_values]
-    if not ns:
-        raise ValueError("n_values must be a non-empty list of integers >= 1")
+    ns = check_int_list("n_values", n_values, low=1, keep_order=True)
     vis = (a > 0) if mask is None else torch.broadcast_to(bool_mask(mask, a.device), a.shape)
     a = torch.where(vis, a, torch.zeros((), dtype=a.dtype, device=a.device))
     if not bool(torch.isfinite(a).all()) or bool((a < 0).any()):

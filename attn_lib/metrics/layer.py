@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from .. import _rows
 from .. import normalizers as _nz
 from .._validation import check_int, check_positive
 from . import _engine
@@ -26,16 +27,7 @@ __all__ = ["LayerData"]
 
 def as_real_tensor(x: Any, name: str) -> torch.Tensor:
     """``x`` as a detached tensor of real numbers (any real dtype); a ``ValueError`` naming ``name`` otherwise."""
-    if isinstance(x, torch.Tensor):
-        tensor = x
-    else:
-        try:
-            tensor = torch.as_tensor(np.asarray(x))
-        except (TypeError, ValueError):
-            raise ValueError(f"{name} must be a tensor or array of real numbers") from None
-    if tensor.dtype == torch.bool or tensor.is_complex():
-        raise ValueError(f"{name} must hold real numbers (got dtype {tensor.dtype})")
-    return tensor.detach()
+    return _rows.real_tensor(x, name).detach()
 
 
 def bool_mask(mask: Any, device) -> torch.Tensor:

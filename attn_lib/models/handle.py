@@ -1,16 +1,14 @@
 """Model handles, devices and dtypes, tokenizer checks, and the one ``from_pretrained`` call every loader makes.
 
 How a name becomes a handle is :mod:`attn_lib.models` (the package's docstring), :mod:`.loading` and :mod:`.offline`.
-The helpers they share (:func:`text_config`, :func:`is_encoder_config`, :func:`load_pretrained`,
-:func:`dtype_keyword`, :func:`in_hf_cache`, :func:`resolve_dtype`, :func:`check_tokenizer`, :func:`byte_tokenizer`)
-are importable from here; the package re-exports only :class:`ModelHandle` and :func:`resolve_device`.
+The helpers they share (:func:`text_config`, :func:`is_encoder_config`, :func:`load_pretrained`, :func:`in_hf_cache`,
+:func:`resolve_dtype`, :func:`check_tokenizer`, :func:`byte_tokenizer`) are importable from here; the package
+re-exports only :class:`ModelHandle` and :func:`resolve_device`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
-import re
 from typing import Any
 
 import torch
@@ -248,14 +246,6 @@ def byte_tokenizer():
     return PreTrainedTokenizerFast(tokenizer_object=tok, model_max_length=10**9)
 
 
-def dtype_keyword(dtype: torch.dtype) -> dict:
-    """The dtype keyword of ``from_pretrained``/``from_config``: ``dtype`` since transformers 4.56, ``torch_dtype``
-    before (the compatibility shim for older 4.x releases, e.g. the one a Colab runtime ships)."""
-    v = importlib.metadata.version("transformers")
-    major, minor = (re.match(r"(\d+)\.(\d+)", v) or re.match(r"(\d+)()", v)).groups()
-    return {"dtype": dtype} if (int(major), int(minor or 0)) >= (4, 56) else {"torch_dtype": dtype}
-
-
 def load_pretrained(
     repo: str, device: torch.device, dtype: torch.dtype, *, local_files_only: bool, revision: str | None
 ):
@@ -277,7 +267,7 @@ def load_pretrained(
     # a bidirectional encoder (BERT family): the bare model, no language-model head
     auto = AutoModel if config is not None and is_encoder_config(config) else AutoModelForCausalLM
     try:
-        model, info = auto.from_pretrained(repo, output_loading_info=True, **dtype_keyword(dtype), **kw)
+        model, info = auto.from_pretrained(repo, output_loading_info=True, dtype=dtype, **kw)
     except SafetensorError as exc:  # a truncated or corrupt weights file
         raise ValueError(f"the weights of {repo!r} cannot be read: {exc}") from None
     # weights that are missing (left at random init), unexpected or of the wrong shape make a different model than

@@ -16,12 +16,11 @@ from pathlib import Path
 
 import torch
 
-from .._validation import check_int
+from .._validation import check_bool, check_int
 from ..errors import ModelUnavailableError
 from .handle import (
     ModelHandle,
     byte_tokenizer,
-    dtype_keyword,
     in_hf_cache,
     load_pretrained,
     resolve_device,
@@ -68,7 +67,7 @@ def from_config(
         tokenizer = byte_tokenizer()
     with torch.random.fork_rng(devices=[]):  # the caller's CPU random state is left as it was
         torch.manual_seed(seed)
-        model = AutoModelForCausalLM.from_config(config, **dtype_keyword(dt))
+        model = AutoModelForCausalLM.from_config(config, dtype=dt)
     model.to(dev)
     model_id = name or f"random-init-{getattr(config, 'model_type', 'model')}"
     return ModelHandle.from_model(
@@ -184,9 +183,7 @@ def load_model(
     ModelUnavailableError
         Not cached, no network, and no fallback applies.
     """
-    if not isinstance(quiet, bool):
-        raise ValueError(f"quiet must be True or False (got {quiet!r})")
-    if not quiet:
+    if not check_bool("quiet", quiet):
         return _load_model(name, device, dtype, offline_fallback, revision=revision)
     from transformers.utils import logging as hf_logging  # lazy: heavy; keeps ``import attn_lib`` light
 
@@ -207,8 +204,7 @@ def load_model(
 
 def _load_model(name, device, dtype, offline_fallback, *, revision) -> ModelHandle:
     name = check_name(name)
-    if not isinstance(offline_fallback, bool):
-        raise ValueError(f"offline_fallback must be True or False (got {offline_fallback!r})")
+    check_bool("offline_fallback", offline_fallback)
     dev = resolve_device(device)
     dt = resolve_dtype(dtype)
     _check_revision(name, revision)

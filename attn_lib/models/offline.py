@@ -31,7 +31,6 @@ from ..errors import ModelUnavailableError
 from .handle import (
     ModelHandle,
     check_tokenizer,
-    dtype_keyword,
     in_hf_cache,
     load_pretrained,
     resolve_device,
@@ -158,13 +157,10 @@ def _gguf_read_once():
     transformers parses the GGUF file three times (tokenizer, config, weights) and rebuilds gguf's ``TensorNameMap``
     for every module it maps (397 times); both are pure functions that transformers imports from ``gguf`` at each
     call, so they are shared while converting: 23-24 s -> 10.4-10.7 s on the 2-core VM, the same files byte for byte
-    (``tests/test_models.py::test_standin_conversion_is_a_note_not_stderr``). Without ``gguf`` nothing is changed.
+    (``tests/test_models.py::test_standin_conversion_is_a_note_not_stderr``).
     """
-    try:
-        import gguf as _gguf  # only while converting: the stand-in's loader needs it, import attn_lib does not
-    except ImportError:  # pragma: no cover - gguf comes with the dependencies
-        yield
-        return
+    import gguf as _gguf  # a dependency, imported only while converting: import attn_lib stays light
+
     real_reader, real_map = _gguf.GGUFReader, _gguf.get_tensor_name_map
     open_once = functools.cache(real_reader)
 
@@ -193,9 +189,7 @@ def _convert_standin(gguf: Path, target: Path) -> dict:
     with _gguf_read_once():
         tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         check_tokenizer(tok, f"tokenizer of {gguf.name}")
-        model = AutoModelForCausalLM.from_pretrained(
-            str(gguf.parent), gguf_file=gguf.name, **dtype_keyword(torch.float32)
-        )
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
     # The weights are dequantised float32 tensors now; drop the GGUF "quantizer" so the model saves as plain weights.
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):

@@ -24,7 +24,7 @@ produced it.
 from __future__ import annotations
 
 from ._common import CRITICAL_FORM_NAMES, KS_SAMPLING, label, sensitivity_curves  # noqa: F401
-from .beyond import beyond_limits_markdown, beyond_swap_table, figure_beyond_limits, figure_beyond_swap, render_swap_row
+from .beyond import beyond_limits_markdown, beyond_swap_table, figure_beyond_limits, figure_beyond_swap
 from .critical import diagnosis_markdown, figure_critical_diagnosis
 from .figures import (  # noqa: F401
     FIGURES,
@@ -80,5 +80,4 @@ __all__ = [
     "beyond_swap_table",
     "figure_beyond_limits",
     "figure_beyond_swap",
-    "render_swap_row",
 ]

@@ -1,6 +1,6 @@
 """Chapter 7 (book/07_beyond_softmax.md) and ``compare-normalizers``: every normaliser on the paper's limits, and
-the live swap. Each ``figure_*`` and :func:`render_swap_row` returns a matplotlib Figure outside pyplot, with the
-provenance footer."""
+the live swap (its slider's figure is the book's: :func:`attn_lib.book.swap_view.render_swap_row`). Each ``figure_*``
+returns a matplotlib Figure outside pyplot, with the provenance footer."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import check_choice, check_int
+from .._validation import check_int
 from ..claims.stats import require_columns
 from ..layout import FIGURE_WIDTH_IN, wrap_text
 from ._common import label, meta_of, pipe_table
@@ -200,60 +200,5 @@ def figure_beyond_swap(losses: pd.DataFrame):
         ax.grid(alpha=0.3)
     title = f"Normalisers swapped into every head, no retraining: {label(meta)}"
     fig.suptitle(wrap_text(title, FIGURE_WIDTH_IN, 10), fontsize=10)
-    fig.tight_layout()
-    return _labelled(fig, meta)
-
-
-def render_swap_row(rows: pd.DataFrame, setting: str, sweep: str = "k"):
-    """The slider's figure: one head's attention row in the live model at one setting, its ``d~`` and the loss,
-    next to the whole sweep (the current setting marked).
-
-    Parameters
-    ----------
-    rows : DataFrame
-        ``attn_lib.experiments.SwapResult.rows``.
-    setting : str
-        A setting of ``rows`` (e.g. ``"top-16"`` or ``"softmax T=0.5"``).
-    sweep : {"k", "T"}
-        Which sweep the right-hand panel shows (top-k over ``k`` or softmax over ``T``).
-    """
-    from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
-
-    require_columns(rows, "rows", ("setting", "attention", "d_tilde", "loss", "layer", "head", "row", "k", "T", "N"))
-    check_choice("setting", setting, list(rows["setting"]))
-    check_choice("sweep", sweep, ["k", "T"])
-    meta = meta_of(rows)
-    r = rows.set_index("setting").loc[setting]
-    w = np.asarray(r["attention"], dtype=float)
-    fig = Figure(figsize=(FIGURE_WIDTH_IN, 3.6))
-    ax, bx = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.8, 1]})
-    # one filled step artist instead of a bar per key (1024 rectangles took ~1 s per slider figure to draw)
-    ax.stairs(w, np.arange(len(w) + 1) - 0.5, fill=True, color="tab:blue", linewidth=1.0, edgecolor="tab:blue")
-    ax.set_xlabel("key position")
-    ax.set_ylabel("attention weight")
-    ax.set_ylim(0, max(1e-3, float(w.max()) * 1.1))
-    ax.set_title(
-        f"{setting}: layer {int(r['layer'])}, head {int(r['head'])}, row {int(r['row'])}\n"
-        f"d~ (N={int(r['N'])}) = {r['d_tilde']:.3g}, loss = {r['loss']:.3f}, {int((w > 0).sum())} tokens > 0",
-        fontsize=9,
-    )
-    if sweep == "k":
-        sw = rows[rows["normalizer"] == "topk"].sort_values("k")
-        x = sw["k"].astype(float)
-        bx.set_xlabel("k")
-    else:
-        sw = rows[rows["setting"].str.startswith("softmax T=")].sort_values("T")
-        x = sw["T"].astype(float)
-        bx.set_xlabel("T")
-    bx.plot(x, sw["loss"], "o-", color="0.5")
-    cur = sw[sw["setting"] == setting]
-    bx.plot(cur[sweep].astype(float), cur["loss"], "o", ms=10, color="tab:red")
-    model = rows[rows["setting"] == "softmax (model)"]
-    if len(model):
-        bx.axhline(float(model["loss"].iloc[0]), color="k", ls=":", lw=1, label="model's own softmax")
-        bx.legend(fontsize=7)
-    bx.set_xscale("log", base=2)
-    bx.set_ylabel("held-out loss (nats)")
-    bx.grid(alpha=0.3)
     fig.tight_layout()
     return _labelled(fig, meta)

@@ -38,11 +38,10 @@ from ._validation import check_choice, check_int, check_positive, check_seed
 from .cache import make_key
 from .models.handle import ModelHandle, byte_tokenizer, resolve_device
 
-__all__ = ["TrainSize", "SIZES", "TrainRun", "train", "trained_handle", "LEARNABLE", "DEFAULT_PARAMS"]
+__all__ = ["TrainSize", "train", "trained_handle"]
 
 #: Normaliser parameters this module learns (the registry declares none): name -> (parameter, initial value).
 LEARNABLE = {"ssmax": ("s", 0.43), "sigmoid": ("b", 0.0)}
-#: Parameters a normaliser needs to run at all ("its defaults"): top-k has no default k.
 #: Parameters a normaliser is trained with ("its defaults"): top-k has no default k; alpha-entmax's bisection stops
 #: after 25 halvings (its interval, at most 1/(alpha-1) = 2 wide at alpha = 1.5, is then below 1e-7: float32's
 #: resolution; the registry's 60 cost 2.5x the time for no change of a float32 weight).

@@ -13,7 +13,7 @@ from .. import metrics as M
 from .._validation import check_int, check_size
 from .passes import Experiment, SharedLayer
 
-__all__ = ["CoverageParams", "multihead_coverage", "report_coverage_params"]
+__all__ = ["CoverageParams", "multihead_coverage"]
 
 #: The multi-head coverage that the reproduction report judges (chapter 5's run): the top-``N`` size (where the paper
 #: says separability saturates) and the random head orders per row.

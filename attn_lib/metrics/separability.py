@@ -19,7 +19,7 @@ from .._validation import check_positive
 from ._engine import choose, coarse_threads, run_blocks
 from .layer import LayerData, as_layer, check_n, zero_invalid
 
-__all__ = ["separability_metrics", "separable_flags"]
+__all__ = ["separability_metrics"]
 
 
 @dataclass

@@ -13,7 +13,7 @@ from ..provenance import label_figure
 from ._common import md_cell, pipe_table
 from .figures import save_figure
 
-__all__ = ["model_words", "figure_loss_curves", "figure_gradients", "figure_normalizers", "write_sweep"]
+__all__ = ["figure_loss_curves", "figure_gradients", "figure_normalizers"]
 
 #: The ids of the training claims (:mod:`attn_lib.claims.training`), in the report's order.
 CLAIM_IDS = ("train-low-t-harder", "train-logit-grad-low-t", "train-nonvanishing-stabler")

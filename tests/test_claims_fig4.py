@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from attn_lib import metrics as M
-from attn_lib.metrics.sensitivity import _weight_change
+from attn_lib.metrics.sensitivity import softmax_change
 
 pytestmark = pytest.mark.numerical
 
@@ -52,7 +52,7 @@ def test_weight_change_keeps_its_digits_where_the_plain_difference_loses_them():
         ref = _exact_change_norm(y, c)
         if ref < 1e-140:
             continue
-        new = float(torch.linalg.vector_norm(_weight_change(y, c)))
+        new = float(torch.linalg.vector_norm(softmax_change(y, c)))
         old = float(torch.linalg.vector_norm(torch.softmax(y + c, -1) - torch.softmax(y, -1)))
         worst_new = max(worst_new, abs(new - ref) / ref)
         worst_old = max(worst_old, abs(old - ref) / ref)
@@ -63,14 +63,14 @@ def test_weight_change_keeps_its_digits_where_the_plain_difference_loses_them():
 def test_weight_change_handles_overflow_masks_and_a_one_hot_row():
     y = torch.tensor([0.0, -1e4, -math.inf, -3.0], dtype=torch.float64)
     c = torch.tensor([0.0, 2e4, 0.0, 1.0], dtype=torch.float64)  # exp(y + c) overflows: the log-sum-exp branch
-    d = _weight_change(y, c)
+    d = softmax_change(y, c)
     assert torch.isfinite(d).all() and d[2] == 0
     ref = torch.softmax(y + c, -1) - torch.softmax(y, -1)
     assert torch.allclose(d, ref, rtol=1e-12, atol=1e-300)
     # a weight of 1 - 1e-95: the plain difference is 0 or a rounding error; the change of the top weight balances
     y = torch.tensor([0.0, -218.0], dtype=torch.float64)
     c = torch.tensor([0.0, 1.0], dtype=torch.float64)
-    d = _weight_change(y, c)
+    d = softmax_change(y, c)
     assert d[0] == pytest.approx(-float(d[1]), rel=1e-14) and float(d[1]) > 0
 
 

@@ -840,7 +840,7 @@ def _exp_nonpos_py(x):
 
 def _sens_rows_py(x, v, t, invT, eps, out):
     # finite-difference sensitivity ||softmax((l + eps v)/T) - softmax(l/T)|| / eps per (T, eps, head, row), the
-    # difference formed without cancellation as in attn_lib.metrics.sensitivity._weight_change:
+    # difference formed without cancellation as in attn_lib.metrics.sensitivity.softmax_change:
     # p_i expm1(z_i), z_i = d_i - log1p(sum_j p_j expm1(d_j)), d = c - c_k measured from the row maximum's token k
     H = x.shape[0]
     R = x.shape[1]
@@ -1132,7 +1132,7 @@ def sens_rows(x, v, t, temperatures, eps_values, threads: int | None = None):
     ``x`` ``(H, R, Lx)`` logits of the rows, ``v`` the unit directions of the same shape, ``t`` ``(R,)`` the number
     of visible tokens of each row (row ``i`` sees columns ``0..t_i-1``). Rows with ``t < 2`` stay 0. Returns
     ``(nT, nE, H, R)``. The difference of the two softmaxes is formed without cancellation, as
-    :func:`attn_lib.metrics.sensitivity._weight_change` does (``expm1``/``log1p`` from the row maximum's token);
+    :func:`attn_lib.metrics.sensitivity.softmax_change` does (``expm1``/``log1p`` from the row maximum's token);
     the weights' exponentials by :func:`_exp_nonpos_py` (relative error below 3e-15 above ``e^-40``).
     """
     H, R = x.shape[0], x.shape[1]

@@ -15,7 +15,7 @@ import torch
 from .. import jacobian as _jac
 from .. import metrics as M
 from .._validation import SEED_MAX, check_int, check_positive_list, check_seed
-from ..metrics.sensitivity import _weight_change  # the cancellation-free difference of two softmaxes
+from ..metrics.sensitivity import softmax_change
 from .passes import Experiment, SharedLayer, layer_mask, sens_row_indices
 
 __all__ = ["SensitivityParams", "RawSensitivityParams", "gradient_sensitivity", "gradient_sensitivity_raw"]
@@ -139,7 +139,7 @@ def _model_examples(x: torch.Tensor, visible: torch.Tensor, top2: torch.Tensor, 
     for a, T in enumerate(temps):
         y = (x - x.amax(-1, keepdim=True)) / T
         for b, e in enumerate(eps_list):
-            r = torch.linalg.vector_norm(_weight_change(y, e * unit / T), dim=-1) / (3 * math.sqrt(2) * e / (4 * T))
+            r = torch.linalg.vector_norm(softmax_change(y, e * unit / T), dim=-1) / (3 * math.sqrt(2) * e / (4 * T))
             r = torch.where(valid, r, 0.0)
             rmax[a, b] = r.amax(-1).cpu()
             half[a, b] = (r >= 0.5).sum(-1).cpu()

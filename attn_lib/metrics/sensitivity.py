@@ -21,7 +21,7 @@ from . import _engine
 from ._engine import F64, choose, coarse_threads, run_blocks
 from .layer import as_real_tensor, bool_mask, check_dtype, check_rows, row_blocks
 
-__all__ = ["sensitivity_rows"]
+__all__ = ["sensitivity_rows", "softmax_change"]
 
 
 @coarse_threads
@@ -118,7 +118,7 @@ def _sensitivity_torch(
 ) -> torch.Tensor:
     """``g`` ``(nT, nE, H, R)`` by tensor code in row blocks, all temperatures at once:
     ``||softmax((x + eps v)/T) - softmax(x/T)|| / eps`` with the difference formed without cancellation
-    (:func:`_weight_change`); rows without a visible position give NaN, zeroed by the caller."""
+    (:func:`softmax_change`); rows without a visible position give NaN, zeroed by the caller."""
     H, n_rows, L = x.shape
     out = torch.zeros(len(temps), len(eps_list), H, n_rows, dtype=x.dtype, device=x.device)
     temps_t = torch.as_tensor(temps, dtype=x.dtype, device=x.device).view(-1, 1, 1, 1)
@@ -129,7 +129,7 @@ def _sensitivity_torch(
         v_b = torch.where(visible_b, directions[:, first:stop, :width], torch.zeros((), dtype=x.dtype, device=x.device))
         y = (x_b - x_b.amax(-1, keepdim=True)) / temps_t  # (nT, H, B, W), <= 0, -inf where masked
         for k, eps in enumerate(eps_list):
-            out[:, k, :, first:stop] = torch.linalg.vector_norm(_weight_change(y, eps * v_b / temps_t), dim=-1) / eps
+            out[:, k, :, first:stop] = torch.linalg.vector_norm(softmax_change(y, eps * v_b / temps_t), dim=-1) / eps
 
     last = torch.where(visible, torch.arange(L, device=x.device), -1).amax(-1).amax(0).tolist()  # (R,)
     budget = max(1, _engine.settings.block_elems // 6 // max(1, H * len(temps)))  # rows x width, all T at once
@@ -137,7 +137,7 @@ def _sensitivity_torch(
     return out
 
 
-def _weight_change(y: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+def softmax_change(y: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
     r"""``softmax(y + c) - softmax(y)`` over the last axis, without the cancellation of subtracting two nearby weights.
 
     With :math:`p = \mathrm{softmax}(y)`, the change of weight ``i`` is exactly :math:`p_i\,\mathrm{expm1}(z_i)`,

@@ -452,6 +452,10 @@ CASES = {
     ),
 }
 CASES.update(TRAINING_CASES)  # chapter 8's claims: their tables are built in tests/test_claims_training.py
+# the rows of Fig. 4, Lemma 2 and the sqrt5 example added with their own tests (tests/test_claims_fig4.py)
+from test_claims_fig4 import CASES as _FIG4_CASES  # noqa: E402
+
+CASES.update(_FIG4_CASES)
 
 #: Rules that read no input, so no table can give their failing verdict (reported; xfail strict until it changes).
 CANNOT_FAIL: dict[str, str] = {

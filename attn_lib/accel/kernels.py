@@ -839,7 +839,9 @@ def _exp_nonpos_py(x):
 
 
 def _sens_rows_py(x, v, t, invT, eps, out):
-    # finite-difference sensitivity ||softmax((l + eps v)/T) - softmax(l/T)|| / eps per (T, eps, head, row)
+    # finite-difference sensitivity ||softmax((l + eps v)/T) - softmax(l/T)|| / eps per (T, eps, head, row), the
+    # difference formed without cancellation as in attn_lib.metrics.sensitivity.softmax_change:
+    # p_i expm1(z_i), z_i = d_i - log1p(sum_j p_j expm1(d_j)), d = c - c_k measured from the row maximum's token k
     H = x.shape[0]
     R = x.shape[1]
     nT = invT.shape[0]
@@ -853,37 +855,52 @@ def _sens_rows_py(x, v, t, invT, eps, out):
         xr = x[h, ri]
         vr = v[h, ri]
         m = -math.inf
+        k = 0
         for i in range(W):
-            m = max(m, xr[i])
+            if xr[i] > m:
+                m = xr[i]
+                k = i
         y = np.empty(W)
-        a0 = np.empty(W)
-        e1 = np.empty(W)
+        e0 = np.empty(W)
+        p0 = np.empty(W)
+        d = np.empty(W)
         for a in range(nT):
             s0 = 0.0
             for i in range(W):
-                yi = (xr[i] - m) * invT[a]  # <= 0, the largest is 0
+                yi = (xr[i] - m) * invT[a]  # <= 0, the largest (at k) is 0
                 y[i] = yi
                 ei = _exp_nonpos(yi)
-                a0[i] = ei
+                e0[i] = ei
                 s0 += ei
-            r0 = 1.0 / s0
+            log_s = math.log(s0)
             for i in range(W):
-                a0[i] *= r0
+                p0[i] = e0[i] / s0
             for b in range(nE):
                 c = eps[b] * invT[a]
-                # shift by the exact maximum, as a stable softmax: the largest term is exactly exp(0) = 1
-                sh = -math.inf
+                ck = c * vr[k]
+                top = -math.inf
                 for i in range(W):
-                    sh = max(sh, y[i] + c * vr[i])
-                s1 = 0.0
-                for i in range(W):
-                    ei = _exp_nonpos(y[i] + c * vr[i] - sh)
-                    e1[i] = ei
-                    s1 += ei
-                r1 = 1.0 / s1
+                    d[i] = c * vr[i] - ck
+                    top = max(top, y[i] + d[i])
+                d[k] = 0.0  # exactly (a fused multiply-add would leave the rounding of ck)
+                acc = 0.0
+                if top > 700.0:  # exp(y + d) would overflow: a log-sum-exp (no digits to save there)
+                    for i in range(W):
+                        acc += _exp_nonpos(y[i] + d[i] - top)
+                    shift = top + math.log(acc) - log_s
+                else:
+                    for i in range(W):
+                        di = d[i]
+                        if di <= 1.0:
+                            acc += e0[i] * math.expm1(di)
+                        else:
+                            acc += math.exp(y[i] + di) - e0[i]
+                    shift = math.log1p(acc / s0)
                 acc = 0.0
                 for i in range(W):
-                    dlt = e1[i] * r1 - a0[i]
+                    z = d[i] - shift
+                    # the new weight is > e times the old one when z > 1: formed directly, no cancellation
+                    dlt = p0[i] * math.expm1(z) if z <= 1.0 else _exp_nonpos(min(y[i] - log_s + z, 0.0)) - p0[i]
                     acc += dlt * dlt
                 out[a, b, h, ri] = math.sqrt(acc) / eps[b]
 
@@ -1114,8 +1131,9 @@ def sens_rows(x, v, t, temperatures, eps_values, threads: int | None = None):
 
     ``x`` ``(H, R, Lx)`` logits of the rows, ``v`` the unit directions of the same shape, ``t`` ``(R,)`` the number
     of visible tokens of each row (row ``i`` sees columns ``0..t_i-1``). Rows with ``t < 2`` stay 0. Returns
-    ``(nT, nE, H, R)``. Exponentials by :func:`_exp_nonpos_py` (vectorised; relative error below 3e-15 for every
-    weight above ``e^-40`` of the row maximum); shifts as a stable softmax.
+    ``(nT, nE, H, R)``. The difference of the two softmaxes is formed without cancellation, as
+    :func:`attn_lib.metrics.sensitivity.softmax_change` does (``expm1``/``log1p`` from the row maximum's token);
+    the weights' exponentials by :func:`_exp_nonpos_py` (relative error below 3e-15 above ``e^-40``).
     """
     H, R = x.shape[0], x.shape[1]
     invT = 1.0 / np.asarray(temperatures, dtype=np.float64)

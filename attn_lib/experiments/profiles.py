@@ -66,7 +66,11 @@ def _paper() -> Profile:
         ),
         separability=SeparabilityParams(L=L, n_values=(1, 2, 4, 8, 16, 32, 64)),
         gradient_sensitivity=SensitivityParams(
-            L=L, temperatures=tuple(float(x) for x in np.logspace(-3, 2, 21)), eps_values=(1e-3, 1e-1, 10.0), rows=128
+            L=L,
+            temperatures=tuple(float(x) for x in np.logspace(-3, 2, 21)),
+            eps_values=(1e-3, 1e-1, 10.0),
+            rows=128,
+            direction_seeds=5,  # Fig. 4's verdicts over 5 draws of the random directions (their spread)
         ),
         critical_n_diagnosis=DiagnosisParams(L=L, rows=32),
     )
@@ -81,7 +85,10 @@ def _quick() -> Profile:
         critical_n=CriticalNParams(lengths=lengths, alpha=0.01, crit_fraction=1.0, stage=127, mc_samples=16),
         separability=SeparabilityParams(L=L, n_values=(1, 2, 4, 8, 16, 32)),
         gradient_sensitivity=SensitivityParams(
-            L=L, temperatures=tuple(float(x) for x in np.logspace(-3, 2, 6)), eps_values=(1e-3, 1e-1, 10.0)
+            L=L,
+            temperatures=tuple(float(x) for x in np.logspace(-3, 2, 6)),
+            eps_values=(1e-3, 1e-1, 10.0),
+            direction_seeds=5,
         ),
         critical_n_diagnosis=DiagnosisParams(L=L, rows=32),
     )

@@ -12,18 +12,27 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .. import jacobian as _jac
 from .. import metrics as M
 from .._validation import SEED_MAX, check_int, check_positive_list, check_seed
+from ..metrics.sensitivity import softmax_change
 from .passes import Experiment, SharedLayer, layer_mask, sens_row_indices
 
 __all__ = ["SensitivityParams", "RawSensitivityParams", "gradient_sensitivity", "gradient_sensitivity_raw"]
 
 
+#: Seeds of the direction draws: draw ``k`` of layer ``l`` uses ``seed + l + DRAW_STRIDE * k`` (draw 0: ``seed + l``).
+DRAW_STRIDE = 1000
+
+
 class SensitivityAnalysis:
-    """Algorithm 5: per (T, eps, layer, head) the row mean and maximum of ``g`` and the rows above the bounds."""
+    """Algorithm 5: per (direction draw, T, eps, layer, head) the row mean and maximum of ``g``, the rows above the
+    bounds, and the near-tie measurements (the rows whose top-two logit gap is below ``T``, the share of ``g`` they
+    carry, and the two-token prediction of the row mean)."""
 
     def __init__(self, params: SensitivityParams, meta: dict):
         self.meta, self.length, self.seed, self.sens_rows = meta, params.L, params.seed, params.rows
+        self.draws = params.direction_seeds
         self.T, self.E = list(params.temperatures), list(params.eps_values)
         self.row_idx = sens_row_indices(self.length, self.sens_rows)
         self.rows: list[dict] = []
@@ -31,17 +40,26 @@ class SensitivityAnalysis:
     def layer(self, sh: SharedLayer):
         la = sh.la
         L = self.length
-        logits = la.logits[0, :, :L, :L]
+        logits = la.logits[0, :, :L, :L].to(torch.float64)
+        mask = torch.broadcast_to(layer_mask(la)[..., :L, :L].to(logits.device), logits.shape)
         sub = None if len(self.row_idx) == L else torch.as_tensor(self.row_idx)
-        g, valid = M.sensitivity_rows(
-            logits,
-            self.T,
-            self.E,
-            mask=layer_mask(la)[..., :L, :L],
-            seed=(self.seed + la.layer) % (SEED_MAX + 1),
-            rows=sub,
-        )
-        stride = 1 if sub is None else max(1, L // self.sens_rows)
+        x = logits if sub is None else logits[:, sub]
+        visible = (x != -math.inf) & (mask if sub is None else mask[:, sub])
+        gap, top2 = _top_two(x, visible)
+        self._extra = _model_examples(x, visible, top2, self.T, self.E)
+        self._extra["gap_min"] = torch.where(visible.sum(-1) >= 2, gap, math.inf).amin(-1)  # (H,)
+        self._extra["log10_range"] = _log10_lemma2_factor(x, visible)  # (H, R)
+        for k in range(self.draws):
+            seed = (self.seed + la.layer + DRAW_STRIDE * k) % (SEED_MAX + 1)
+            v = _jac.random_directions(x.shape, visible.cpu(), seed=seed, dtype=torch.float64, device=x.device)
+            g, valid = M.sensitivity_rows(logits, self.T, self.E, mask=mask, direction=v, rows=sub)
+            self._add(la.layer, k, g.cpu(), valid.cpu(), gap.cpu(), _two_token(v, top2).cpu())
+
+    def _add(self, layer: int, draw: int, g, valid, gap, v_diff) -> None:
+        """Table rows of one layer and draw: ``g`` ``(nT, nE, H, R)``, ``valid`` ``(H, R)``, ``gap`` ``(H, R)`` the
+        top-two logit gap, ``v_diff`` ``(H, R)`` the two-token factor ``|v_1 - v_2|`` of the direction."""
+        L = self.length
+        stride = 1 if len(self.row_idx) == L else max(1, L // self.sens_rows)
         H = g.shape[2]
         cnt = valid.sum(-1).clamp(min=1).to(torch.float64)
         mean = g.sum(-1) / cnt  # (nT, nE, H)
@@ -52,22 +70,86 @@ class SensitivityAnalysis:
         viol = ((g > corr * (1 + 1e-9) + 1e-12) & valid).sum(-1)
         over = ((g > paper * (1 + 1e-9)) & valid).sum(-1)
         gmax = torch.where(valid, g, torch.zeros((), dtype=g.dtype)).amax(-1)
-        # plain numpy/python values once (not a tensor operation per table row)
+        # near ties: rows whose top-two gap (in the units of T) is below T, and the share of sum g they carry
+        T3 = Tt.view(-1, 1, 1)
+        tied = (gap.unsqueeze(0) < T3) & valid  # (nT, H, R)
+        g_tied = (g * tied.unsqueeze(1)).sum(-1) / g.sum(-1).clamp(min=1e-300)  # (nT, nE, H)
+        # two-token prediction (only the top two weights respond, linear regime): sqrt2 q(1-q) |v1 - v2| / T
+        q = torch.sigmoid(-gap.unsqueeze(0) / T3)
+        pred = torch.where(valid, math.sqrt(2) * q * (1 - q) * v_diff / T3, 0).sum(-1) / cnt
+        # Lemma 2 along the step: g <= max over the path of ||J||_2 <= e^{(range + 2 eps)/T} / T (1/t + 1/sqrt t)
+        ex = self._extra
+        log10_bound = (ex["log10_range"][0] + 2 * Et * math.log10(math.e)) / Tt - torch.log10(Tt) + ex["log10_range"][1]
+        log10_g = torch.log10(g.clamp(min=1e-300))
+        above_l2 = ((log10_g > log10_bound + 1e-9) & valid & (g > 0)).sum(-1)
+        margin = torch.where(valid & (g > 0), log10_bound - log10_g, math.nan).nanmedian(-1).values
         n_rows = valid.sum(-1).tolist()
-        mean_, gmax_, viol_, over_ = (t.numpy() for t in (mean, gmax, viol, over))
+        above_l2_, margin_ = above_l2.numpy(), margin.numpy()
+        s5max_, s5half_ = ex["sqrt5_max"].numpy(), ex["sqrt5_half"].numpy()
+        gap_min_ = ex["gap_min"].tolist()
+        mean_, gmax_, viol_, over_, g_tied_ = (t.numpy() for t in (mean, gmax, viol, over, g_tied))
+        tied_, pred_ = tied.sum(-1).numpy(), pred.numpy()
         corr_ = corr.view(len(self.T), len(self.E)).tolist()
         paper_ = paper.view(-1).tolist()
         for a, T in enumerate(self.T):
             for b, e in enumerate(self.E):
                 for h in range(H):
-                    row = dict(self.meta, L=L, T=T, eps=e, layer=la.layer, head=h, n_rows=int(n_rows[h]))
+                    row = dict(self.meta, L=L, T=T, eps=e, layer=layer, head=h, n_rows=int(n_rows[h]))
                     row.update(g=float(mean_[a, b, h]), g_row_max=float(gmax_[a, b, h]))
                     row.update(bound_corrected=float(corr_[a][b]), bound_paper=float(paper_[a]))
                     row.update(rows_violating_corrected=int(viol_[a, b, h]), rows_above_paper=int(over_[a, b, h]))
+                    row.update(rows_gap_below_T=int(tied_[a, h]), g_share_gap_below_T=float(g_tied_[a, b, h]))
+                    row.update(g_two_token=float(pred_[a, h]), gap_min=float(gap_min_[h]), draw=draw)
+                    row.update(rows_above_lemma2=int(above_l2_[a, b, h]), lemma2_log10_margin=float(margin_[a, b, h]))
+                    row.update(sqrt5_ratio_max=float(s5max_[a, b, h]), rows_sqrt5_half=int(s5half_[a, b, h]))
                     self.rows.append(dict(row, row_stride=stride))
 
     def finish(self) -> pd.DataFrame:
         return pd.DataFrame(self.rows)
+
+
+def _top_two(x: torch.Tensor, visible: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The gap between the two largest visible logits of each row ``(H, R)`` (``inf`` with fewer than two), and their
+    positions ``(H, R, 2)``."""
+    top = torch.where(visible, x, torch.tensor(-math.inf, dtype=x.dtype, device=x.device)).topk(2, dim=-1)
+    return (top.values[..., 0] - top.values[..., 1]).nan_to_num(math.inf), top.indices
+
+
+def _log10_lemma2_factor(x: torch.Tensor, visible: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per row ``(H, R)``: ``log10(e) (l_max - l_min)`` over the visible logits, and ``log10(1/t + 1/sqrt t)``
+    (Lemma 2's bound for softmax is ``e^{(l_max - l_min)/T} / T (1/t + 1/sqrt t)``)."""
+    big = torch.where(visible, x, -math.inf).amax(-1)
+    small = torch.where(visible, x, math.inf).amin(-1)
+    t = visible.sum(-1).clamp(min=1).to(x.dtype)
+    rng = torch.where(visible.sum(-1) >= 2, big - small, 0.0)
+    return rng * math.log10(math.e), torch.log10(1 / t + 1 / t.sqrt())
+
+
+def _model_examples(x: torch.Tensor, visible: torch.Tensor, top2: torch.Tensor, temps: list, eps_list: list) -> dict:
+    """The paper's sqrt(5) eps example on the model's rows: the largest logit lowered by ``2 eps`` and the second
+    raised by ``eps`` (a change of norm ``sqrt5 eps``); per ``(T, eps, head)`` the row maximum of
+    ``||Delta alpha|| / (3 sqrt2 eps / (4T))`` and the number of rows where it is at least 1/2."""
+    valid = visible.sum(-1) >= 2
+    x = torch.where(visible, x, torch.tensor(-math.inf, dtype=x.dtype, device=x.device))
+    unit = torch.zeros_like(x, dtype=x.dtype).scatter_(-1, top2[..., :1], -2.0).scatter_(-1, top2[..., 1:], 1.0)
+    unit = torch.where(visible, unit, 0.0)
+    H = x.shape[0]
+    rmax = torch.zeros(len(temps), len(eps_list), H, dtype=x.dtype)
+    half = torch.zeros(len(temps), len(eps_list), H, dtype=torch.long)
+    for a, T in enumerate(temps):
+        y = (x - x.amax(-1, keepdim=True)) / T
+        for b, e in enumerate(eps_list):
+            r = torch.linalg.vector_norm(softmax_change(y, e * unit / T), dim=-1) / (3 * math.sqrt(2) * e / (4 * T))
+            r = torch.where(valid, r, 0.0)
+            rmax[a, b] = r.amax(-1).cpu()
+            half[a, b] = (r >= 0.5).sum(-1).cpu()
+    return {"sqrt5_max": rmax, "sqrt5_half": half}
+
+
+def _two_token(v: torch.Tensor, top2: torch.Tensor) -> torch.Tensor:
+    """``|v_1 - v_2|`` of the direction at the two largest logits of each row ``(H, R)``."""
+    w = v.gather(-1, top2)
+    return (w[..., 0] - w[..., 1]).abs()
 
 
 class RawSensitivityAnalysis(SensitivityAnalysis):
@@ -87,6 +169,8 @@ class RawSensitivityAnalysis(SensitivityAnalysis):
             return df
         c = self.scale
         df = df.assign(T=df["T"] * c, eps=df["eps"] * c, g=df["g"] / c, g_row_max=df["g_row_max"] / c)
+        df["g_two_token"] = df["g_two_token"] / c
+        df["gap_min"] = df["gap_min"] * c  # the top-two gap in raw units
         # the bounds in raw units: min{1/(2T), sqrt2/eps} and min{1/(4T), sqrt2} of the raw T and eps
         df["bound_corrected"] = np.minimum(1 / (2 * df["T"]), math.sqrt(2) / df["eps"])
         df["bound_paper"] = np.minimum(1 / (4 * df["T"]), math.sqrt(2))
@@ -109,6 +193,9 @@ class SensitivityParams(Experiment):
         Seed of the directions (``seed + layer``).
     rows : int >= 0
         Row set ``R``: every ``max(1, L // rows)``-th row ending at the last (:func:`sens_row_indices`); 0: every row.
+    direction_seeds : int >= 1
+        Number of independent draws of the directions (column ``draw``; draw ``k`` of layer ``l`` is seeded with
+        ``seed + l + 1000 k``), so that a verdict can report its spread over the draws.
     """
 
     name: ClassVar[str] = "gradient_sensitivity"
@@ -119,6 +206,7 @@ class SensitivityParams(Experiment):
     eps_values: tuple[float, ...] = (1e-3, 1e-1, 10.0)
     seed: int = 0
     rows: int = 0
+    direction_seeds: int = 1
 
     def __post_init__(self):
         self.set_checked(
@@ -127,13 +215,16 @@ class SensitivityParams(Experiment):
             eps_values=tuple(check_positive_list("eps_values", self.eps_values)),
             seed=check_seed("seed", self.seed),
             rows=check_int("rows", self.rows, low=0),
+            direction_seeds=check_int("direction_seeds", self.direction_seeds, low=1, high=1000),
         )
 
     def key_params(self) -> dict:
-        """Every field, except ``rows`` when every row is used (keeps older keys valid)."""
+        """Every field, except ``rows`` when every row is used and ``direction_seeds`` when 1 (keeps older keys valid)."""
         out = super().key_params()
         if not self.rows:
             del out["rows"]
+        if self.direction_seeds == 1:
+            del out["direction_seeds"]
         return out
 
 
@@ -166,13 +257,18 @@ gradient_sensitivity = SensitivityParams.public(
     paper's ``g(T, eps)`` is the max over heads of ``g``. ``temperatures`` and ``eps_values`` are sequences of
     numbers ``> 0`` (a single number is one value). ``rows`` > 0 subsamples the row set ``R`` (the book's appendix
     "Reading the paper") to every ``max(1, L // rows)``-th row ending at the last (:func:`sens_row_indices`; column
-    ``row_stride``); the directions are then drawn for those rows only.
+    ``row_stride``); the directions are then drawn for those rows only. ``direction_seeds`` > 1 repeats it all
+    for independent draws of the directions (column ``draw``, 0 = the seed above). Near ties: ``rows_gap_below_T``
+    counts the rows whose two largest logits differ by less than ``T``, ``g_share_gap_below_T`` is the share of the
+    head's summed ``g`` they carry, and ``g_two_token`` the row mean predicted when only the top two weights respond
+    (``sqrt2 q (1 - q) |v_1 - v_2| / T``, ``q`` the sigmoid of minus the gap over ``T``).
 
     Returns
     -------
     pandas.DataFrame
-        One row per (T, eps, layer, head): ``L, T, eps, layer, head, n_rows, g, g_row_max, bound_corrected,
-        bound_paper, rows_violating_corrected, rows_above_paper, row_stride`` plus ``model, text, device``.
+        One row per (draw, T, eps, layer, head): ``L, T, eps, layer, head, n_rows, g, g_row_max, bound_corrected,
+        bound_paper, rows_violating_corrected, rows_above_paper, rows_gap_below_T, g_share_gap_below_T,
+        g_two_token, draw, row_stride`` plus ``model, text, device``.
     """,
     example="``L=64``",
 )

@@ -21,7 +21,7 @@ from . import _engine
 from ._engine import F64, choose, coarse_threads, run_blocks
 from .layer import as_real_tensor, bool_mask, check_dtype, check_rows, row_blocks
 
-__all__ = ["sensitivity_rows"]
+__all__ = ["sensitivity_rows", "softmax_change"]
 
 
 @coarse_threads
@@ -117,8 +117,8 @@ def _sensitivity_torch(
     x: torch.Tensor, directions: torch.Tensor, visible: torch.Tensor, temps: list, eps_list: list
 ) -> torch.Tensor:
     """``g`` ``(nT, nE, H, R)`` by tensor code in row blocks, all temperatures at once:
-    ``||softmax((x + eps v)/T) - softmax(x/T)|| / eps``; rows without a visible position give NaN, zeroed by the
-    caller."""
+    ``||softmax((x + eps v)/T) - softmax(x/T)|| / eps`` with the difference formed without cancellation
+    (:func:`softmax_change`); rows without a visible position give NaN, zeroed by the caller."""
     H, n_rows, L = x.shape
     out = torch.zeros(len(temps), len(eps_list), H, n_rows, dtype=x.dtype, device=x.device)
     temps_t = torch.as_tensor(temps, dtype=x.dtype, device=x.device).view(-1, 1, 1, 1)
@@ -127,13 +127,41 @@ def _sensitivity_torch(
         visible_b = visible[:, first:stop, :width]
         x_b = torch.where(visible_b, x[:, first:stop, :width], torch.tensor(-math.inf, dtype=x.dtype, device=x.device))
         v_b = torch.where(visible_b, directions[:, first:stop, :width], torch.zeros((), dtype=x.dtype, device=x.device))
-        # plain stable softmax (torch.softmax subtracts the row max) over all T at once
-        base = torch.softmax(x_b / temps_t, dim=-1)  # (nT, H, B, W)
+        y = (x_b - x_b.amax(-1, keepdim=True)) / temps_t  # (nT, H, B, W), <= 0, -inf where masked
         for k, eps in enumerate(eps_list):
-            moved = torch.softmax((x_b + eps * v_b) / temps_t, dim=-1)
-            out[:, k, :, first:stop] = torch.linalg.vector_norm(moved.sub_(base), dim=-1) / eps
+            out[:, k, :, first:stop] = torch.linalg.vector_norm(softmax_change(y, eps * v_b / temps_t), dim=-1) / eps
 
     last = torch.where(visible, torch.arange(L, device=x.device), -1).amax(-1).amax(0).tolist()  # (R,)
-    budget = max(1, _engine.settings.block_elems // 2 // max(1, H * len(temps)))  # rows x width, all T at once
+    budget = max(1, _engine.settings.block_elems // 6 // max(1, H * len(temps)))  # rows x width, all T at once
     run_blocks(block, row_blocks(last, budget))  # disjoint rows; on worker threads inside block_parallel
     return out
+
+
+def softmax_change(y: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    r"""``softmax(y + c) - softmax(y)`` over the last axis, without the cancellation of subtracting two nearby weights.
+
+    With :math:`p = \mathrm{softmax}(y)`, the change of weight ``i`` is exactly :math:`p_i\,\mathrm{expm1}(z_i)`,
+    :math:`z_i = c_i - \Delta`, :math:`\Delta = \log\sum_j p_j e^{c_j}`. Measured from the token ``k`` of the row
+    maximum, :math:`\Delta = c_k + \mathrm{log1p}(\sum_{j \ne k} p_j\,\mathrm{expm1}(c_j - c_k))` (a log-sum-exp where
+    :math:`e^{y_j + c_j - c_k}` would overflow), so that :math:`z_k` keeps its digits when ``p_k`` is close to 1.
+    Where :math:`z_i > 1` the new weight is more than ``e`` times the old one and is formed directly,
+    :math:`e^{\log p_i + z_i} - p_i` (a weight below the float range can still grow). ``y``: logits with a row
+    maximum of 0 (``-inf`` = masked); ``c``: the perturbation (0 where masked). A plain difference of the two
+    softmaxes loses about ``log10(p_i / |change_i|)`` digits of each component instead.
+    """
+    e = torch.exp(y)
+    s = e.sum(-1, keepdim=True)
+    log_s = torch.log(s)
+    p = e / s
+    c_k = c.gather(-1, y.argmax(-1, keepdim=True))  # the perturbation of the row maximum's token
+    d = torch.where(y == -math.inf, torch.zeros((), dtype=c.dtype, device=c.device), c - c_k)
+    yd = y + d
+    big = yd.amax(-1, keepdim=True) > 700  # exp(y + d) would overflow: no digits to save there
+    terms = torch.where(d <= 1, e * torch.expm1(d.clamp(max=1.0)), torch.exp(yd.clamp(max=700.0)) - e)
+    shift = torch.where(
+        big, torch.logsumexp(yd, dim=-1, keepdim=True) - log_s, torch.log1p(terms.sum(-1, keepdim=True) / s)
+    )
+    z = d - shift  # c - Delta
+    near = p * torch.expm1(z.clamp(max=1.0))
+    far = torch.exp((y - log_s + z).clamp(max=0.0)) - p
+    return torch.where(z <= 1, near, far)

@@ -267,7 +267,8 @@ def _separability_axes(ax, df: pd.DataFrame) -> None:
 
 
 def figure_sensitivity(df: pd.DataFrame, other: pd.DataFrame | None = None):
-    """Fig. 4: ``g(T, eps)``, the maximum over heads of the row mean, against ``T`` for each ``eps``, with the
+    """Fig. 4: ``g(T, eps)``, the maximum over heads of the row mean, against ``T`` for each ``eps`` (direction draw
+    0, with the band between the smallest and largest curve over the draws where the table has several), with the
     paper's ``min{1/(4T), sqrt2}`` and the corrected ``1/(2T)``, ``sqrt2/eps``, from
     :func:`attn_lib.experiments.gradient_sensitivity`'s rows (one per T, eps, layer, head); ``other``: a second model's.
     """
@@ -280,12 +281,20 @@ def figure_sensitivity(df: pd.DataFrame, other: pd.DataFrame | None = None):
 
 
 def _sensitivity_axes(ax, df: pd.DataFrame) -> None:
-    cur = sensitivity_curves(df)
+    draws = sorted(df["draw"].unique()) if "draw" in df else [None]
+    per_draw = [sensitivity_curves(df if k is None else df[df["draw"] == k]).assign(draw=k) for k in draws]
+    allc = pd.concat(per_draw)
+    cur = per_draw[0]  # draw 0: the seed of the paper profile
     colors = ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown"]
     for i, (e, g) in enumerate(cur.groupby("eps")):
         g = g.sort_values("T")
-        ax.plot(g["T"], g["g"], "o-", ms=3, color=colors[i % len(colors)], label=f"ε = {e:g}")
-        ax.axhline(math.sqrt(2) / e, color=colors[i % len(colors)], ls=":", lw=0.8)
+        col = colors[i % len(colors)]
+        ax.plot(g["T"], g["g"], "o-", ms=3, color=col, label=f"ε = {e:g}")
+        if len(draws) > 1:
+            band = allc[allc["eps"] == e].groupby("T")["g"].agg(["min", "max"])
+            label = f"band: {len(draws)} direction draws" if i == 0 else None
+            ax.fill_between(band.index, band["min"], band["max"], color=col, alpha=0.25, lw=0, label=label)
+        ax.axhline(math.sqrt(2) / e, color=col, ls=":", lw=0.8)
     T = np.logspace(np.log10(cur["T"].min()), np.log10(cur["T"].max()), 200)
     ax.plot(T, np.minimum(1 / (4 * T), math.sqrt(2)), "k--", lw=1, label="paper: min{1/(4T), √2}")
     ax.plot(T, 1 / (2 * T), color="0.5", ls="-.", lw=1, label="1/(2T) (dotted: √2/ε)")

@@ -14,7 +14,7 @@ from attn_lib._validation import check_probability
 from attn_lib.claims.stats import THRESHOLDS, linfit
 from attn_lib.report._common import sensitivity_curves
 
-__all__ = ["sensitivity_bounds", "sensitivity_findings", "sensitivity_table"]
+__all__ = ["sensitivity_bounds", "sensitivity_draws", "sensitivity_findings", "sensitivity_table", "sensitivity_ties"]
 
 
 # --- chapter 4 (gradient sensitivity): the numbers behind Fig. 4, as the chapter tabulates and states them -------
@@ -27,8 +27,14 @@ def _require_sensitivity(df: Any) -> None:
         raise ValueError(f"df must be a non-empty result of experiments.gradient_sensitivity (missing {missing})")
 
 
+def _draw0(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the first direction draw (the whole table where it has no ``draw`` column)."""
+    return df[df["draw"] == df["draw"].min()] if "draw" in df else df
+
+
 def sensitivity_bounds(df: pd.DataFrame) -> pd.DataFrame:
-    r"""The curves :math:`g(T,\varepsilon)` of :func:`sensitivity_curves` with both forms of Corollary 3.
+    r"""The curves :math:`g(T,\varepsilon)` of :func:`sensitivity_curves` (first direction draw) with both forms of
+    Corollary 3.
 
     Parameters
     ----------
@@ -43,7 +49,7 @@ def sensitivity_bounds(df: pd.DataFrame) -> pd.DataFrame:
     """
 
     _require_sensitivity(df)
-    cur = sensitivity_curves(df)
+    cur = sensitivity_curves(_draw0(df))
     T, e = cur["T"].to_numpy(float), cur["eps"].to_numpy(float)
     cur["paper bound"] = np.atleast_1d(theory.corollary3_paper(T))
     cur["corrected bound"] = np.atleast_1d(theory.corollary3_corrected(T, eps=e)["sensitivity"])
@@ -82,6 +88,7 @@ def sensitivity_findings(df: pd.DataFrame, thresholds: dict | None = None) -> di
     """
     th = dict(THRESHOLDS, **(thresholds or {}))
     cur = sensitivity_bounds(df)
+    df = _draw0(df)
     above = cur[cur["g"] > cur["paper bound"]]
     e0 = float(cur["eps"].min())
     c0 = cur[cur["eps"] == e0].sort_values("T")
@@ -129,7 +136,7 @@ def sensitivity_table(
     if want.ndim != 1 or not len(want) or not np.all(np.isfinite(want)) or np.any(want <= 0):
         raise ValueError(f"temperatures must be a non-empty sequence of numbers > 0 (got {temperatures!r})")
     rtol = check_probability("rtol", rtol, open_low=True, open_high=True)
-    cur = sensitivity_curves(df)
+    cur = sensitivity_curves(_draw0(df))
     show = [t for t in sorted(cur["T"].unique()) if np.isclose(t, want, rtol=rtol).any()]
     table = cur[cur["T"].isin(show)].pivot(index="T", columns="eps", values="g")
     table.columns = [f"g, ε={e:g}" for e in table.columns]
@@ -137,3 +144,45 @@ def sensitivity_table(
     table["paper: min{1/(4T), √2}"] = np.atleast_1d(theory.corollary3_paper(Ts)) if len(Ts) else []
     table["1/(2T)"] = np.atleast_1d(theory.corollary3_corrected(Ts)["spectral"]) if len(Ts) else []
     return table
+
+
+def sensitivity_draws(df: pd.DataFrame) -> pd.DataFrame:
+    r"""The spread of Fig. 4's curve over the direction draws: per ``T`` at the smallest ``eps``, ``g`` (max over
+    heads of the row mean) of the first draw, its smallest and largest value over the draws, and ``spread``
+    (largest / smallest - 1). One draw gives a spread of 0."""
+    _require_sensitivity(df)
+    draws = sorted(df["draw"].unique()) if "draw" in df else [None]
+    e0 = float(df["eps"].min())
+    curves = []
+    for k in draws:
+        d = df if k is None else df[df["draw"] == k]
+        c = sensitivity_curves(d[d["eps"] == e0]).set_index("T")["g"]
+        curves.append(c.rename(k))
+    wide = pd.concat(curves, axis=1)
+    out = pd.DataFrame({"g (draw 0)": wide.iloc[:, 0], "min": wide.min(axis=1), "max": wide.max(axis=1)})
+    out["spread"] = out["max"] / out["min"].clip(lower=1e-300) - 1
+    return out.assign(draws=len(draws), eps=e0)
+
+
+def sensitivity_ties(df: pd.DataFrame) -> pd.DataFrame:
+    r"""Near ties against the row mean of ``g`` (first direction draw, smallest ``eps``), per ``T``: ``tied rows``
+    (share of all rows whose two largest logits differ by less than ``T``), ``gap density`` (that share over
+    ``T``: the density of top-two gaps near 0, per unit of ``T``), ``their share of g`` (of the summed ``g`` of all
+    rows), ``g`` (max over heads of the row mean) and ``two-token g`` (the same for the two-token prediction, in
+    which only the top two weights respond), and ``2T g`` (``g`` against the corrected bound ``1/(2T)``)."""
+    _require_sensitivity(df)
+    need = ("rows_gap_below_T", "g_share_gap_below_T", "g_two_token")
+    if not all(c in df for c in need):
+        raise ValueError(f"df lacks the near-tie columns {list(need)} (an older gradient_sensitivity table)")
+    d = _draw0(df)
+    d = d[d["eps"] == d["eps"].min()].assign(g_sum=lambda x: x["g"] * x["n_rows"])
+    by = d.groupby("T")
+    out = pd.DataFrame({"tied rows": by["rows_gap_below_T"].sum() / by["n_rows"].sum().clip(lower=1)})
+    out["gap density"] = out["tied rows"] / out.index.to_numpy(float)
+    out["their share of g"] = (d["g_share_gap_below_T"] * d["g_sum"]).groupby(d["T"]).sum() / by["g_sum"].sum().clip(
+        lower=1e-300
+    )
+    out["g"] = by["g"].max()
+    out["two-token g"] = by["g_two_token"].max()
+    out["2T g"] = 2 * out.index.to_numpy(float) * out["g"]
+    return out

@@ -104,7 +104,10 @@ def _inv_t(results, th, base, agg):
         return Outcome("reproduced", meas, numbers={"slope": slope})
     mech = _ties(results, base, e0, low["T"].to_numpy())
     if mech is None or "tie_share" not in mech:
-        cause = "cause not identified: this table lacks the near-tie measurements (rows_gap_below_T, g_two_token)"
+        cause = (
+            f"cause not identified: the {_BASES[base]} table lacks the near-tie measurements (rows_gap_below_T, "
+            f"g_two_token) that would test it for the {_AGG[agg][1]}"
+        )
     elif agg == "mean":
         cause = _inv_t_mean_cause(mech, slope, float(low["g"].iloc[0]))
     else:

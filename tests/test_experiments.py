@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
+import os
+import sys
+import tempfile
 
 import numpy as np
 import pandas as pd
@@ -51,6 +56,48 @@ def llama_small(tiny_llama):
 @pytest.fixture
 def handle(tiny_handle):
     return tiny_handle
+
+
+@contextlib.contextmanager
+def _captured_output():
+    """Collects what the block writes to stdout and stderr into the dict it yields (keys "out", "err"), as pytest's
+    ``capfd`` does (module-scoped fixtures cannot use it): Python-level writes (``sys.stdout``/``sys.stderr``, hence
+    print, tqdm and warnings) and writes to file descriptors 1 and 2 (C extensions, subprocesses)."""
+    got = {}
+    py_out, py_err = io.StringIO(), io.StringIO()
+    with tempfile.TemporaryFile() as fd_out, tempfile.TemporaryFile() as fd_err:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = [os.dup(1), os.dup(2)]
+        try:
+            os.dup2(fd_out.fileno(), 1)
+            os.dup2(fd_err.fileno(), 2)
+            with contextlib.redirect_stdout(py_out), contextlib.redirect_stderr(py_err):
+                yield got
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+            for key, py, fd_file in (("out", py_out, fd_out), ("err", py_err, fd_err)):
+                fd_file.seek(0)
+                got[key] = py.getvalue() + fd_file.read().decode(errors="replace")
+
+
+@pytest.fixture(scope="module")
+def reproduced(tmp_path_factory, tiny_llama):
+    """One ``run_reproduce`` of PROFILE on the tiny Llama with every default but the figure formats (progress off, the
+    result cache on, in a fresh folder), shared by the tests that inspect its outputs, its silence and its cache.
+    Returns ``(info, out folder, cache folder, captured output)``."""
+    root = tmp_path_factory.mktemp("reproduced")
+    out, cache = root / "out", root / "cache"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ATTN_LIB_CACHE_DIR", str(cache))
+        with _captured_output() as captured:
+            info = E.run_reproduce(
+                profile=PROFILE, out=out, handle=tiny_llama, text_obj=inputs.as_text(TEXT), formats=("png",)
+            )
+    return info, out, cache, captured
 
 
 def _capture(h, ids):
@@ -211,17 +258,8 @@ def test_run_all_one_pass_and_cache(tmp_path, gpt2_small, monkeypatch):
     assert len(calls) == 2
 
 
-def test_run_reproduce_writes_outputs(tmp_path, llama_small):
-    info = E.run_reproduce(
-        profile=PROFILE,
-        out=tmp_path / "out",
-        use_cache=False,
-        handle=llama_small,
-        text_obj=inputs.as_text(TEXT),
-        progress=None,
-        formats=("png",),
-    )
-    out = tmp_path / "out"
+def test_run_reproduce_writes_outputs(reproduced, llama_small):
+    info, out, _, _ = reproduced
     for stem in (
         "fig2a_distance_vs_length",
         "fig2b_distance_vs_n",
@@ -315,17 +353,18 @@ def test_run_reproduce_defaults_to_the_cli_profile():
     assert inspect.signature(E.run_reproduce).parameters["profile"].default == cli.profile == "paper"
 
 
-def test_progress_is_silent_by_default_and_on_stderr_when_asked(tmp_path, tmp_cache, gpt2_small, capfd):
+def test_progress_is_silent_by_default_and_on_stderr_when_asked(reproduced, tmp_path, llama_small, capfd, monkeypatch):
     from attn_lib.cache import ResultCache
 
     text = inputs.as_text(TEXT)
-    E.run_reproduce(profile=PROFILE, out=tmp_path / "a", handle=gpt2_small, text_obj=text, formats=("png",))
-    quiet = capfd.readouterr()
-    assert quiet.err == "" and quiet.out == ""  # the chapters need this: stderr in a chapter fails the book build
+    _, _, cache, quiet = reproduced  # run_reproduce with its default progress (the shared run)
+    assert quiet["err"] == "" and quiet["out"] == ""  # the chapters need this: stderr in a chapter fails the book build
+    monkeypatch.setenv("ATTN_LIB_CACHE_DIR", str(cache))
+    capfd.readouterr()
     E.run_reproduce(
         profile=PROFILE,
         out=tmp_path / "b",
-        handle=gpt2_small,
+        handle=llama_small,
         text_obj=text,
         formats=("png",),
         use_cache=False,
@@ -342,13 +381,13 @@ def test_progress_is_silent_by_default_and_on_stderr_when_asked(tmp_path, tmp_ca
         "wrote ",
     ):
         assert what in err, what
-    # the first run above filled the result cache: now every experiment says it came from there
-    E.run_all(gpt2_small, text, PROFILE, ResultCache(), progress=True)
+    # the shared run filled the result cache: now every experiment says it came from there
+    E.run_all(llama_small, text, PROFILE, ResultCache(), progress=True)
     err = capfd.readouterr().err
     assert all(f"{n}: from the result cache (" in err for n in E.jobs.EXPERIMENTS)
     assert "no forward pass" in err and "forward pass at" not in err
     with pytest.raises(ValueError, match="progress must be True or False"):
-        E.run_all(gpt2_small, text, PROFILE, progress="yes")
+        E.run_all(llama_small, text, PROFILE, progress="yes")
 
 
 def test_warm_up_of_some_kernels_and_the_parallel_warm_up_tool(tmp_path):
@@ -415,18 +454,20 @@ def test_kernel_warm_up_compiles_what_the_runs_use(gpt2_small, monkeypatch):
     assert [len(d.signatures) for d in dispatchers] == before
 
 
+@pytest.fixture(scope="module")
+def standin():
+    """``load_inputs("gpt2", "war-and-peace")`` offline, loaded once for the slow tests of this module: the offline
+    stand-in (SmolLM2-135M, 30 layers x 9 heads) and the offline default text. Returns ``(handle, text, notes,
+    captured output of the load)``."""
+    with _captured_output() as captured:
+        handle, text, notes = E.load_inputs("gpt2", "war-and-peace", device="cpu")
+    return handle, text, notes, captured
+
+
 @pytest.mark.slow
-def test_quick_profile_on_standin(tmp_path):
+def test_quick_profile_on_standin(tmp_path, standin):
     """End-to-end quick profile on the offline stand-in (SmolLM2-135M, 30 layers x 9 heads)."""
-    import warnings
-
-    from attn_lib.corpus import load_text
-    from attn_lib.models import load_model
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        h = load_model("gpt2", device="cpu")
-        text = load_text()
+    h, text, _, _ = standin
     info = E.run_reproduce(profile="quick", out=tmp_path / "q", use_cache=False, handle=h, text_obj=text, progress=None)
     vt = info["verdicts"]
     assert list(vt["id"]) == list(claims.CLAIMS)
@@ -460,9 +501,9 @@ def test_load_inputs_rejects_unknown_device():
 
 
 @pytest.mark.slow
-def test_load_inputs_is_quiet_and_returns_the_fallback_notes(capfd):
-    handle, text, notes = E.load_inputs("gpt2", "war-and-peace", device="cpu")
-    assert capfd.readouterr().err == ""
+def test_load_inputs_is_quiet_and_returns_the_fallback_notes(standin):
+    handle, text, notes, captured = standin
+    assert captured["err"] == ""
     assert handle.is_standin and any("stand-in" in n for n in notes)
     assert text.name == "botchan" and any("War and Peace" in n for n in notes)
 

@@ -15,7 +15,6 @@ import torch
 from .. import jacobian as _jac
 from .. import metrics as M
 from .._validation import SEED_MAX, check_int, check_positive_list, check_seed
-from ..metrics.sensitivity import softmax_change
 from .passes import Experiment, SharedLayer, layer_mask, sens_row_indices
 
 __all__ = ["SensitivityParams", "RawSensitivityParams", "gradient_sensitivity", "gradient_sensitivity_raw"]
@@ -128,19 +127,42 @@ def _log10_lemma2_factor(x: torch.Tensor, visible: torch.Tensor) -> tuple[torch.
 def _model_examples(x: torch.Tensor, visible: torch.Tensor, top2: torch.Tensor, temps: list, eps_list: list) -> dict:
     """The paper's sqrt(5) eps example on the model's rows: the largest logit lowered by ``2 eps`` and the second
     raised by ``eps`` (a change of norm ``sqrt5 eps``); per ``(T, eps, head)`` the row maximum of
-    ``||Delta alpha|| / (3 sqrt2 eps / (4T))`` and the number of rows where it is at least 1/2."""
+    ``||Delta alpha|| / (3 sqrt2 eps / (4T))`` and the number of rows where it is at least 1/2.
+
+    Only two logits move, so every other weight is scaled by one factor ``e^{-D}``, ``D`` the change of the row's
+    log-sum-exp: ``||Delta alpha||^2 = (p_1 expm1(d_1 - D))^2 + (p_2 expm1(d_2 - D))^2 + expm1(-D)^2 S`` with
+    ``d = (-2 eps, eps)/T`` and ``S`` the sum of the other weights' squares (one softmax per ``T``, then O(1) per row
+    and ``eps``; ``D`` measured from the row maximum, by log1p or a log-sum-exp). :func:`~attn_lib.metrics.sensitivity.softmax_change` on the whole
+    row is the definition it is tested against."""
     valid = visible.sum(-1) >= 2
     x = torch.where(visible, x, torch.tensor(-math.inf, dtype=x.dtype, device=x.device))
-    unit = torch.zeros_like(x, dtype=x.dtype).scatter_(-1, top2[..., :1], -2.0).scatter_(-1, top2[..., 1:], 1.0)
-    unit = torch.where(visible, unit, 0.0)
     H = x.shape[0]
     rmax = torch.zeros(len(temps), len(eps_list), H, dtype=x.dtype)
     half = torch.zeros(len(temps), len(eps_list), H, dtype=torch.long)
     for a, T in enumerate(temps):
-        y = (x - x.amax(-1, keepdim=True)) / T
+        logp = torch.log_softmax(x / T, dim=-1)
+        lp = logp.gather(-1, top2)  # (H, R, 2): log p_1, log p_2
+        p = lp.exp()
+        rest = logp.scatter(-1, top2, -math.inf)  # the other weights' logs, without the cancellation of 1 - p_1 - p_2
+        log_rest, log_sq = torch.logsumexp(rest, dim=-1), torch.logsumexp(2 * rest, dim=-1)  # log S
         for b, e in enumerate(eps_list):
-            r = torch.linalg.vector_norm(softmax_change(y, e * unit / T), dim=-1) / (3 * math.sqrt(2) * e / (4 * T))
-            r = torch.where(valid, r, 0.0)
+            # D = d_1 + G, measured from the row maximum's token (as softmax_change does), so that p_1's change keeps
+            # its digits when p_1 is close to 1: G = log1p(p_2 expm1(d_2 - d_1) + rest expm1(-d_1))
+            if 3 * e / T <= 700:
+                G = torch.log1p(p[..., 1] * math.expm1(3 * e / T) + log_rest.exp() * math.expm1(2 * e / T))
+            else:  # the same as a log-sum-exp, where expm1 would overflow (no digits to save there)
+                G = torch.logsumexp(torch.stack([lp[..., 0], lp[..., 1] + 3 * e / T, log_rest + 2 * e / T]), dim=0)
+            z = torch.stack([-G, 3 * e / T - G], dim=-1)  # d - D for the two moved tokens
+            # a weight that grows more than e-fold is formed directly (p expm1(z) would be 0 * inf below the range)
+            top = torch.where(z > 1, torch.exp(lp + z.clamp(min=1)) - p, p * torch.expm1(z.clamp(max=1)))
+            zo = 2 * e / T - G  # the other weights' z
+            rest_sq = torch.where(
+                zo > 1,
+                torch.exp(2 * zo.clamp(min=1) + log_sq) * torch.expm1(-zo.clamp(min=1)).square(),
+                torch.expm1(zo.clamp(max=1)).square() * log_sq.exp(),
+            )
+            norm = (top.square().sum(-1) + rest_sq).sqrt()
+            r = torch.where(valid, norm / (3 * math.sqrt(2) * e / (4 * T)), 0.0)
             rmax[a, b] = r.amax(-1).cpu()
             half[a, b] = (r >= 0.5).sum(-1).cpu()
     return {"sqrt5_max": rmax, "sqrt5_half": half}

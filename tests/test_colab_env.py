@@ -138,7 +138,7 @@ def test_the_dry_run_check_names_each_pin_an_install_would_change():
 
 def test_the_environment_runs_every_chapter_and_assignment_quickly_offline(tmp_path):
     assert [p.name for p in colab_env.CHAPTERS] == sorted(p.name for p in (ROOT / "book").glob("0*.ipynb"))
-    assert len(colab_env.CHAPTERS) == 7 and len(colab_env.ASSIGNMENTS) == 5
+    assert len(colab_env.CHAPTERS) == 8 and len(colab_env.ASSIGNMENTS) == 5
     env = colab_env._env(tmp_path / "venv")
     assert env["ATTN_LIB_PROFILE"] == "quick" and env["ATTN_LIB_OFFLINE"] == "1" and "PYTHONPATH" not in env
     assert set(colab_env.INSTALL_CELLS.values()) == {

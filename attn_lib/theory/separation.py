@@ -97,6 +97,7 @@ def theorem2_bounds(alpha: Any, N: int, M: float, delta: float, r: float):
     (rigour caveat of §Theorem 2); :func:`theorem2_hoeffding_upper` evaluates the valid form at a given ``E X_i``.
 
     Chapter 3, ``thm-separability``: the reference; tested by ``tests/test_theory.py::test_theorem2_bounds_formula``.
+    Its lower bound holds row by row for fixed vectors (chapter 3, ``prop-lower-rowwise``).
     """
     xi = theorem2_xi(alpha, N, M, delta)
     rv = check_positive("r", r)

@@ -329,8 +329,9 @@ def _low_t(results, th, mode: str):
         f"{one_hot.min():.2f}–{one_hot.max():.2f} across N: about one token per row, the top one, stays apart "
         "(the weights are nearly one-hot, so the other selected a_i = α_i x_i shrink to 0 with the left-out ones)"
     )
-    if mode == "gain":
-        return Outcome("reproduced", meas, cause if diff.min() < -SEP_T_TOL else "")
+    if mode == "gain":  # the same mechanism, said as why no gain is possible (each row's cause is its own sentence)
+        why = f"a lower T makes it worse, not better: {cause}"
+        return Outcome("reproduced", meas, why if diff.min() < -SEP_T_TOL else "")
     return Outcome("not reproduced", meas, cause)
 
 

@@ -379,6 +379,23 @@ def test_kernel_exp_is_accurate():
     assert (got[xs <= -708] == 0).all()
 
 
+@pytest.mark.accel
+def test_kernel_expm1_is_accurate():
+    """The vectorised expm1 of the sensitivity kernel (x <= 1): within 4e-16 relative of numpy near 0 (where
+    exp(x) - 1 would lose every digit), on [-1, 1] and far below; -1 where exp underflows."""
+    import numba
+
+    K = pytest.importorskip("attn_lib.accel.kernels", reason="numba not importable")
+
+    f = numba.njit(lambda x: K._expm1_le1(x))
+    tiny = np.logspace(-300, 0, 3001)
+    xs = np.concatenate([np.linspace(-1, 1, 20001), tiny, -tiny, -np.linspace(1, 40, 4001), -np.linspace(40, 700, 661)])
+    got = np.array([f(v) for v in xs])
+    ref = np.expm1(xs)
+    assert (np.abs(got - ref) <= 4e-16 * np.abs(ref)).all(), float((np.abs(got - ref) / np.abs(ref)).max())
+    assert f(-800.0) == -1.0
+
+
 def test_masked_mean():
     x = torch.tensor([[1.0, 2.0, 100.0], [0.0, 0.0, 0.0]])
     v = torch.tensor([[True, True, False], [False, False, False]])

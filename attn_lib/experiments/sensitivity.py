@@ -139,12 +139,15 @@ def _model_examples(x: torch.Tensor, visible: torch.Tensor, top2: torch.Tensor, 
     H = x.shape[0]
     rmax = torch.zeros(len(temps), len(eps_list), H, dtype=x.dtype)
     half = torch.zeros(len(temps), len(eps_list), H, dtype=torch.long)
+    x12 = x.gather(-1, top2)  # (H, R, 2): the two largest logits
+    others = x.scatter(-1, top2, -math.inf)  # the other logits: their weights without the cancellation of 1 - p_1 - p_2
     for a, T in enumerate(temps):
-        logp = torch.log_softmax(x / T, dim=-1)
-        lp = logp.gather(-1, top2)  # (H, R, 2): log p_1, log p_2
+        # two log-sum-exps per T over the other tokens; log Z from them and the top two
+        lse_rest, lse_sq = torch.logsumexp(others / T, dim=-1), torch.logsumexp(others * (2 / T), dim=-1)
+        log_z = torch.logsumexp(torch.cat([x12 / T, lse_rest.unsqueeze(-1)], dim=-1), dim=-1)
+        lp = x12 / T - log_z.unsqueeze(-1)  # log p_1, log p_2
         p = lp.exp()
-        rest = logp.scatter(-1, top2, -math.inf)  # the other weights' logs, without the cancellation of 1 - p_1 - p_2
-        log_rest, log_sq = torch.logsumexp(rest, dim=-1), torch.logsumexp(2 * rest, dim=-1)  # log S
+        log_rest, log_sq = lse_rest - log_z, lse_sq - 2 * log_z  # log S, log of the sum of the others' squares
         for b, e in enumerate(eps_list):
             # D = d_1 + G, measured from the row maximum's token (as softmax_change does), so that p_1's change keeps
             # its digits when p_1 is close to 1: G = log1p(p_2 expm1(d_2 - d_1) + rest expm1(-d_1))

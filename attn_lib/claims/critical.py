@@ -55,7 +55,7 @@ def _diagnosis_cause(results, th, ratio: float) -> str:
     if not isinstance(diag, pd.DataFrame) or not len(diag):
         return "cause not identified (the critical-N diagnosis did not run)"
     summ = diagnosis_summary(diag)
-    first = diagnosis_first_pass(summ, th.get("ks_alpha", 0.01))
+    first = diagnosis_first_pass(summ, th["ks_alpha"])
     L = int(summ["L"].iloc[0])
     need = required_rho(L, th["crit_ratio_paper"])
     m = first.loc["model"] if "model" in first.index else first.iloc[0]

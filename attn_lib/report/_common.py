@@ -43,9 +43,17 @@ KS_SAMPLING = {
 
 
 # ---- Markdown tables -------------------------------------------------------------------------------------------------
+def md_text(x: Any) -> str:
+    """``x`` (a claim's measured value or cause, plain text with MyST roles) safe as Markdown text: ``](`` outside
+    code spans is written ``]\\(``, so that a formula such as ``E[d~](32)`` is not read as a link to ``32``."""
+    parts = str(x).split("`")  # the odd parts are code spans (role targets): left as they are
+    return "`".join(p.replace("](", "]\\(") if i % 2 == 0 else p for i, p in enumerate(parts))
+
+
 def md_cell(x: Any) -> str:
-    """``x`` as the text of one Markdown table cell: a line break becomes a space and ``|`` is escaped."""
-    return str(x).replace("\n", " ").replace("|", "\\|")
+    """``x`` as the text of one Markdown table cell (:func:`md_text`): a line break becomes a space and ``|`` is
+    escaped."""
+    return md_text(x).replace("\n", " ").replace("|", "\\|")
 
 
 def pipe_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

@@ -10,7 +10,7 @@ import pandas as pd
 from ..claims import EVIDENCE, NEAR_EMPTY, tally, verdicts
 from ..claims.stats import need_results, require_columns  # noqa: F401  (need_results: for book.tables)
 from ..layout import FIGURE_WIDTH_IN, MIN_FONT_PT, wrap_text
-from ._common import md_cell, pipe_table
+from ._common import md_cell, md_text, pipe_table
 
 
 def reproduction_table(results: dict[str, pd.DataFrame], *, thresholds: dict | None = None) -> pd.DataFrame:
@@ -126,9 +126,9 @@ def claim_details_markdown(tables: dict[str, pd.DataFrame] | pd.DataFrame, *, li
                 continue
             x = t.loc[r["id"]]
             who = f" ({m})" if m else ""
-            body.append(f"- **Measured{who}:** {x['measured']} → **{x['verdict']}**")
+            body.append(f"- **Measured{who}:** {md_text(x['measured'])} → **{x['verdict']}**")
             if x["cause"]:
-                body.append(f"- **Cause{who}:** {_plain(x['cause'], links)}")
+                body.append(f"- **Cause{who}:** {md_text(_plain(x['cause'], links))}")
         ref = f"{{ref}}`Reading the paper <{r['section']}>`" if links else f"Reading the paper, section {r['section']}"
         body.append(f"- **Project decisions:** {ref}")
         text = "\n".join(body)

@@ -13,6 +13,7 @@ import pandas as pd
 
 from ..claims import EVIDENCE, NEAR_EMPTY
 from ..claims.stats import require_columns
+from ._common import md_text
 from .reproduction import plain_roles, short_cause
 
 #: Verdicts that differ from the paper (their rows get a "why" line in the summary).
@@ -118,7 +119,7 @@ def _why(tables: dict, ids: list, links: bool) -> list[str]:
         for lab, t in keyed.items():
             if cid in t.index and t.loc[cid, "verdict"] in DIFFERS:
                 c = short_cause(t.loc[cid, "cause"])
-                causes[lab.split(":", 1)[0]] = _clip(c if links else plain_roles(c)) or "no cause given"
+                causes[lab.split(":", 1)[0]] = md_text(_clip(c if links else plain_roles(c))) or "no cause given"
         if not causes:
             continue
         if len(set(causes.values())) == 1 and len(causes) == len(keyed):

@@ -385,6 +385,7 @@ def _converge(results, th, col: str, name: str):
     return Outcome("not reproduced", meas, "; ".join(parts))
 
 
+@rule("fig2b-converge-mc")
 def _converge_mc(results, th):
     df = results["distance_vs_n"]
     out = _converge(results, th, "mc", "E[d~] (Monte Carlo)")
@@ -404,9 +405,4 @@ def _converge_mc(results, th):
 
 
 rule("fig2b-converge-e1")(lambda results, th: _converge(results, th, "e1", "E1"))
-
-
-rule("fig2b-converge-mc")(_converge_mc)
-
-
 rule("fig2b-converge-e2")(lambda results, th: _converge(results, th, "e2", "E2"))

@@ -142,8 +142,6 @@ def _tracks(results, th, col: str, name: str):
 
 
 rule("thm2-upper-tracks-max")(lambda results, th: _tracks(results, th, "max", "max"))
-
-
 rule("thm2-upper-tracks-p90")(lambda results, th: _tracks(results, th, "p90", "p90"))
 
 
@@ -265,7 +263,6 @@ def _low_t(results, th, mode: str):
 
 
 rule("concl-sep-saturates-low-t")(partial(_low_t, mode="flat"))
-
 rule("concl-low-t-no-gain")(partial(_low_t, mode="gain"))
 
 

@@ -39,7 +39,7 @@ from . import multihead  # noqa: F401  (the Discussion)
 from . import training  # noqa: F401  (the abstract's training claim, chapter 8)
 
 # isort: on
-from .claim import CLAIMS, COLUMNS, EVIDENCE, NEAR_EMPTY, VERDICTS, Claim, Outcome, check_rules, claim, claim_row, rule  # noqa: F401
+from .claim import CLAIMS, COLUMNS, EVIDENCE, NEAR_EMPTY, VERDICTS, Claim, Outcome, check_rules, claim, claim_row  # noqa: F401
 from .diagnosis import critical_rows, diagnosis_first_pass, diagnosis_summary, required_rho  # noqa: F401
 from .stats import THRESHOLDS, linear_growth, need_results, valid_ks_sampling
 

@@ -1,4 +1,4 @@
-"""The claims of Fig. 2c, the critical N (registered by :mod:`attn_lib.claims`)."""
+"""The rules of the claims of Fig. 2c, the critical N (their fields are in claims.toml)."""
 
 from __future__ import annotations
 

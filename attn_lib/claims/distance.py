@@ -1,4 +1,4 @@
-"""The claims of Figs. 2a and 2b, the distance against L and against N (registered by :mod:`attn_lib.claims`)."""
+"""The rules of the claims of Figs. 2a and 2b, the distance against L and against N (their fields: claims.toml)."""
 
 from __future__ import annotations
 

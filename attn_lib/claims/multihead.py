@@ -1,5 +1,5 @@
-"""The claims of the Discussion (multi-head coverage) and of the paper's setting (other GPT-2 sizes), registered by
-:mod:`attn_lib.claims`."""
+"""The rules of the claims of the Discussion (multi-head coverage) and of the paper's setting (other GPT-2 sizes);
+their fields are in claims.toml."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The claims of Fig. 4 and Corollary 3, gradient sensitivity (registered by :mod:`attn_lib.claims`)."""
+"""The rules of the claims of Fig. 4 and Corollary 3, gradient sensitivity (their fields are in claims.toml)."""
 
 from __future__ import annotations
 

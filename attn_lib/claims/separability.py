@@ -1,5 +1,5 @@
-"""The claims of Fig. 3 and Theorem 2, separability, of the conclusion on separability at low temperature, and of
-the KS level in Algorithm 3's header (registered by :mod:`attn_lib.claims`)."""
+"""The rules of the claims of Fig. 3 and Theorem 2, separability, of the conclusion on separability at low
+temperature, and of the KS level in Algorithm 3's header (their fields are in claims.toml)."""
 
 from __future__ import annotations
 

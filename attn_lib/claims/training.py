@@ -1,4 +1,4 @@
-"""The abstract's training claim, tested by training (issue 37, chapter 8; registered by :mod:`attn_lib.claims`).
+"""The abstract's training claim, tested by training (issue 37, chapter 8): its rules; their fields are in claims.toml.
 
 The paper says that softmax's "gradient sensitivity ... presents challenges during training, especially at low
 temperature settings" but never trains. :mod:`attn_lib.training` trains GPT-2-architecture models with each normaliser

@@ -8,17 +8,20 @@ every rule; the chapters, the tests, the CLI's ``report.md`` and the appendix li
 
 The package holds the registry and nothing that presents it (tables and figures are :mod:`attn_lib.report`'s):
 
-* :mod:`~attn_lib.claims.claim` -- the machinery: :class:`Claim`, :class:`Outcome`, the registry :data:`CLAIMS` and
-  the :func:`claim` decorator;
+* ``claims.toml`` -- the claims as data, in the report's order: one ``[[claim]]`` table per claim, with the fields of
+  :class:`Claim` (id, where, title, words, reading, evidence, basis, section, needs, rule, fails_if, weak);
+* :mod:`~attn_lib.claims.claim` -- the machinery: :class:`Claim`, :class:`Outcome`, the registry :data:`CLAIMS`, the
+  :func:`claim` decorator and :func:`~attn_lib.claims.claim.rule`, which registers a rule under its id with its fields
+  from ``claims.toml``;
 * one module of rules per figure of the paper: :mod:`~attn_lib.claims.distance` (Figs. 2a, 2b),
   :mod:`~attn_lib.claims.critical` (Fig. 2c), :mod:`~attn_lib.claims.separability` (Fig. 3, Theorem 2),
   :mod:`~attn_lib.claims.sensitivity` (Fig. 4, Corollary 3) and :mod:`~attn_lib.claims.multihead` (the Discussion);
 * the statistics the rules read: :mod:`~attn_lib.claims.stats` (the thresholds :data:`THRESHOLDS`, head
   aggregates, fits, the linear-growth rule) and :mod:`~attn_lib.claims.diagnosis` (the critical-N diagnosis).
 
-Adding a claim is one :func:`claim` entry in the module of its figure (imported below, in the report's
-order) and its test in ``tests/test_claims.py`` (a tiny table on which the
-rule passes and one on which it fails).
+Adding a claim is one ``[[claim]]`` table in ``claims.toml`` (where it stands there is its place in the report), its
+rule function with ``@rule("<id>")`` in the module of its figure (imported below), and its test (a tiny table on which
+the rule passes and one on which it fails).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-# the claim modules register their claims in CLAIMS when imported: this order is the report's order
+# the claim modules register their rules in CLAIMS when imported; check_rules then puts CLAIMS in claims.toml's order
 # isort: off
 from . import distance  # noqa: F401  (Figs. 2a, 2b)
 from . import critical  # noqa: F401  (Fig. 2c)
@@ -36,9 +39,11 @@ from . import multihead  # noqa: F401  (the Discussion)
 from . import training  # noqa: F401  (the abstract's training claim, chapter 8)
 
 # isort: on
-from .claim import CLAIMS, COLUMNS, EVIDENCE, NEAR_EMPTY, VERDICTS, Claim, Outcome, claim, claim_row  # noqa: F401
+from .claim import CLAIMS, COLUMNS, EVIDENCE, NEAR_EMPTY, VERDICTS, Claim, Outcome, check_rules, claim, claim_row  # noqa: F401
 from .diagnosis import critical_rows, diagnosis_first_pass, diagnosis_summary, required_rho  # noqa: F401
 from .stats import THRESHOLDS, linear_growth, need_results, valid_ks_sampling
+
+check_rules()  # every entry of claims.toml has its rule, and every rule its entry
 
 # what the book shows; the rest (EVIDENCE, VERDICTS, COLUMNS, Outcome, claim_row, tally, diagnosis_first_pass,
 # required_rho, ...) is importable from here or from its module

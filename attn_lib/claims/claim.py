@@ -1,11 +1,16 @@
 """The machinery of the paper's claims as data: the kinds of evidence and verdicts, :class:`Claim`, :class:`Outcome`,
-the registry :data:`CLAIMS` and the :func:`claim` decorator that fills it. The claims themselves are in the other modules
-of :mod:`attn_lib.claims` (one per figure or section), which imports them in the report's order and applies them."""
+the registry :data:`CLAIMS`, the :func:`claim` decorator that fills it, and :func:`rule`, which registers a rule
+function under its id with the claim's fields from ``claims.toml`` (:data:`DATA`). The claims' fields are in that
+file, in the report's order; their rules are in the other modules of :mod:`attn_lib.claims` (one per figure or
+section), which :mod:`attn_lib.claims` imports before :func:`check_rules` puts :data:`CLAIMS` in the file's order."""
 
 from __future__ import annotations
 
+import re
+import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from importlib.resources import files
 
 import pandas as pd
 
@@ -100,6 +105,58 @@ def claim(
         return fn
 
     return register if evaluate is None else register(evaluate)
+
+
+def _load(text: str) -> dict[str, dict]:
+    """The ``[[claim]]`` tables of a ``claims.toml`` text, by id, in the file's order (each checked for its keys)."""
+    known = {f.name for f in fields(Claim)} - {"id", "evaluate"}
+    out: dict[str, dict] = {}
+    for entry in tomllib.loads(text)["claim"]:
+        entry = dict(entry)
+        cid = entry.pop("id")
+        if cid in out:
+            raise ValueError(f"claims.toml: claim {cid!r} is listed twice")
+        if set(entry) - known:
+            raise ValueError(f"claims.toml: claim {cid!r} has unknown fields {sorted(set(entry) - known)}")
+        out[cid] = entry
+    return out
+
+
+#: The fields of every claim (all but ``id`` and ``evaluate``), by id, from ``claims.toml``: the report's order.
+DATA: dict[str, dict] = _load(files(__package__).joinpath("claims.toml").read_text(encoding="utf-8"))
+
+
+def _fill(cid: str, text: str, values: dict) -> str:
+    """``text`` with each ``{NAME}`` or ``{NAME:spec}`` (a name in capitals) replaced by ``values[NAME]``."""
+
+    def one(m: re.Match) -> str:
+        if m[1] not in values:
+            raise ValueError(f"claim {cid!r}: claims.toml names {{{m[1]}}}, which its @rule does not give")
+        return format(values[m[1]], m[2] or "")
+
+    return re.sub(r"\{([A-Z][A-Z0-9_]*)(?::([^{}]*))?\}", one, text)
+
+
+def rule(id: str, **values) -> Callable:
+    """Register the decorated ``evaluate(results, thresholds) -> Outcome`` as the rule of claim ``id``, with its
+    fields from ``claims.toml``. ``values``: the module constants that the entry's texts name as ``{NAME}``."""
+    if id not in DATA:
+        raise ValueError(f"id must be a claim of attn_lib/claims/claims.toml (got {id!r}: no entry)")
+    meta = {k: _fill(id, v, values) if isinstance(v, str) else v for k, v in DATA[id].items()}
+    unused = [k for k in values if not any(f"{{{k}" in v for v in DATA[id].values() if isinstance(v, str))]
+    if unused:
+        raise ValueError(f"claim {id!r}: claims.toml never names {unused}")
+    return claim(id, **meta)
+
+
+def check_rules() -> None:
+    """Check that every entry of ``claims.toml`` has its rule (registered by :func:`rule`) and every registered claim
+    an entry, then put :data:`CLAIMS` in the file's order (in place)."""
+    missing, extra = [i for i in DATA if i not in CLAIMS], [i for i in CLAIMS if i not in DATA]
+    if missing or extra:
+        raise ValueError(f"claims.toml and the rules disagree: no rule for {missing}, no entry for {extra}")
+    ordered = {i: CLAIMS.pop(i) for i in DATA}
+    CLAIMS.update(ordered)
 
 
 def prf_ref(label: str) -> str:

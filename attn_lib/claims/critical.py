@@ -1,18 +1,15 @@
-"""The claims of Fig. 2c, the critical N (registered by :mod:`attn_lib.claims`)."""
+"""The rules of the claims of Fig. 2c, the critical N (their fields are in claims.toml)."""
 
 from __future__ import annotations
 
 import math
-from functools import partial
 
 import pandas as pd
 
-from .claim import CLAIMS, Outcome, claim, claim_row, prf_ref
+from .claim import CLAIMS, Outcome, claim_row, prf_ref, rule
 from .diagnosis import critical_rows, diagnosis_first_pass, diagnosis_summary, required_rho
 from .distance import length_fit
 from .stats import linear_growth, valid_ks_sampling
-
-_fig2c = partial(claim, where="Fig. 2c, §4.3", needs=("critical_n_summary",))
 
 
 # ---- Fig. 2c: the critical N ----------------------------------------------------------------------------------------
@@ -73,16 +70,7 @@ def _diagnosis_cause(results, th, ratio: float) -> str:
     return "; ".join(parts)
 
 
-@_fig2c(
-    "fig2c-critical-e1",
-    title="critical N ≈ 0.06 L",
-    words="“fewer than 6%” of the tokens: N* ≈ 0.06 L (KS, α = 0.01)",
-    reading="E1 against d~",
-    evidence="informative",
-    section="app-critical-n",
-    rule="least-squares N*/L over the uncensored L within a factor {crit_ratio_factor:g} of {crit_ratio_paper}",
-    fails_if="N*/L outside [0.03, 0.12]",
-)
+@rule("fig2c-critical-e1")
 def _fig2c_e1(results, th):
     got = _crit(results, th, "e1")
     if got is None:
@@ -119,20 +107,7 @@ def mc_seed_ratios(results) -> pd.Series:
     return pd.Series(out, dtype=float).sort_index()
 
 
-@_fig2c(
-    "fig2c-critical-mc",
-    title="critical N ≈ 0.06 L",
-    words="(same claim)",
-    reading="the Monte-Carlo E[d~] against d~",
-    evidence="informative",
-    section="app-critical-n",
-    needs=("critical_n_summary", "critical_n_mc_seeds"),
-    rule=(
-        "least-squares N*/L within a factor {crit_ratio_factor:g} of {crit_ratio_paper}, for each of at least "
-        "{mc_min_seeds} seeds of the Monte-Carlo subsets; no verdict when the seeds disagree"
-    ),
-    fails_if="N*/L outside [0.03, 0.12] for every seed",
-)
+@rule("fig2c-critical-mc")
 def _fig2c_mc(results, th):
     got = _crit(results, th, "mc")
     if got is None:
@@ -167,16 +142,7 @@ def _fig2c_mc(results, th):
     )
 
 
-@_fig2c(
-    "fig2c-critical-e2",
-    title="critical N ≈ 0.06 L",
-    words="(same claim)",
-    reading="E2 against d~",
-    evidence="informative",
-    section="app-cor2",
-    rule="least-squares N*/L over the uncensored L within a factor {crit_ratio_factor:g} of {crit_ratio_paper}",
-    fails_if="N*/L outside [0.03, 0.12]",
-)
+@rule("fig2c-critical-e2")
 def _fig2c_e2(results, th):
     got = _crit(results, th, "e2")
     if got is None:
@@ -197,16 +163,7 @@ def _fig2c_e2(results, th):
     return Outcome("not reproduced", meas, cause)
 
 
-@_fig2c(
-    "fig2c-critical-sublinear",
-    title="the critical N grows sub-linearly with L",
-    words="the critical N grows “sub-linearly” with L",
-    reading="E1 against d~: N* against L, uncensored L only",
-    evidence="informative",
-    section="app-critical-n",
-    rule="exponent b of L in a log-log fit of N* (E1 form, at least 3 uncensored L) at most 1 − {linear_exponent_tol}",
-    fails_if="an exponent above 0.8 (N* proportional to L or faster)",
-)
+@rule("fig2c-critical-sublinear")
 def _fig2c_sublinear(results, th):
     got = _crit(results, th, "e1")
     if got is None:
@@ -229,17 +186,7 @@ def _fig2c_sublinear(results, th):
     return Outcome("not reproduced", meas, cause, numbers=fit)
 
 
-@claim(
-    "fig2-readings-inconsistent",
-    where="Fig. 2a and Fig. 2c",
-    title="no reading of the expectation fits both Fig. 2a and Fig. 2c",
-    words="the expectation grows linearly in L (Fig. 2a) and meets d~ at N* ≈ 0.06 L (Fig. 2c)",
-    evidence="finding",
-    basis="prop-fig2-readings",
-    section="app-critical-n",
-    needs=("distance_vs_length", "critical_n_summary"),
-    rule="for each reading (E1, E2, Monte Carlo): linear in Fig. 2a, and N*/L within a factor 2 of 0.06 in Fig. 2c",
-)
+@rule("fig2-readings-inconsistent")
 def _fig2_inconsistent(results, th):
     df = results["distance_vs_length"]
     parts, both = [], []

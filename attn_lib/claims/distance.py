@@ -1,19 +1,15 @@
-"""The claims of Figs. 2a and 2b, the distance against L and against N (registered by :mod:`attn_lib.claims`)."""
+"""The rules of the claims of Figs. 2a and 2b, the distance against L and against N (their fields: claims.toml)."""
 
 from __future__ import annotations
 
 import math
-from functools import partial
 
 import numpy as np
 import pandas as pd
 
-from .claim import Outcome, claim, has_results, prf_ref
+from .claim import Outcome, has_results, prf_ref, rule
 from .diagnosis import diagnosis_summary
 from .stats import head_summary, linear_growth
-
-_fig2a = partial(claim, where="Fig. 2a, §4.1", needs=("distance_vs_length",))
-_fig2b = partial(claim, where="Fig. 2b, §4.2", needs=("distance_vs_n",))
 
 
 def _means(df: pd.DataFrame, by: str, col: str) -> pd.Series:
@@ -34,15 +30,7 @@ def _growth_text(name: str, fit: dict, a: pd.DataFrame) -> str:
     )
 
 
-@_fig2a(
-    "fig2a-dtilde-linear",
-    title="d~ grows roughly linearly with L (N = 5)",
-    words="“the true distance … grow[s] roughly linearly in L”",
-    evidence="informative",
-    section="app-distance",
-    rule="exponent b of L in a log-log fit of the head means, |b − 1| ≤ {linear_exponent_tol}",
-    fails_if="an exponent outside [0.8, 1.2], as when ‖s_N‖ shrinks with L (weights vanishing like 1/L)",
-)
+@rule("fig2a-dtilde-linear")
 def _fig2a_dtilde(results, th):
     df = results["distance_vs_length"]
     fit, a = length_fit(df, "d_tilde", th)
@@ -100,32 +88,10 @@ def _bounded_growth(results, th, col: str, name: str, bound: str, extra: int):
     return Outcome(verdict, meas, cause, numbers=fit)
 
 
-_fig2a(
-    "fig2a-e1-linear",
-    title="the expectation grows roughly linearly with L",
-    words="“the true distance and the expectation grow roughly linearly in L”",
-    reading="E1, the exact-expectation form",
-    evidence="informative",
-    section="app-expectation",
-    rule="exponent b of L in a log-log fit of the head means, |b − 1| ≤ {linear_exponent_tol}",
-    fails_if="an exponent outside [0.8, 1.2], as when max‖x‖ grows slower than L (E1 ≤ (N+2)·max‖x‖)",
-    evaluate=lambda results, th: _bounded_growth(results, th, "e1", "E1", "(1+p+N)·max‖x‖", 2),
-)
+rule("fig2a-e1-linear")(lambda results, th: _bounded_growth(results, th, "e1", "E1", "(1+p+N)·max‖x‖", 2))
 
 
-@_fig2a(
-    "fig2a-mc-linear",
-    title="the expectation grows roughly linearly with L",
-    words="(same sentence)",
-    reading="the Monte-Carlo E[d~] over random top-N sets",
-    evidence="informative",
-    section="app-expectation",
-    rule=(
-        "exponent b of L in a log-log fit of the head means, |b − 1| ≤ {linear_exponent_tol}, for each of at least "
-        "{mc_min_seeds} seeds of the Monte-Carlo subsets; no verdict when the seeds disagree"
-    ),
-    fails_if="an exponent outside [0.8, 1.2] for every seed, as when max‖x‖ grows slower than L (E[d~] ≤ (N+1)·max‖x‖)",
-)
+@rule("fig2a-mc-linear")
 def _fig2a_mc(results, th):
     df = results["distance_vs_length"]
     if "mc" not in df:
@@ -171,16 +137,7 @@ def _e2_bound_text(df: pd.DataFrame, by: str, at: int, d: float) -> str:
     return f"; the bound |E2 − d~| ≤ (N+1)·max‖x‖ ({prf_ref('prop-e2-tracks')}) is {b:.4g} at {by} = {at}, {forces} d~ = {d:.4g}"
 
 
-@_fig2a(
-    "fig2a-e2-linear",
-    title="the expectation grows roughly linearly with L",
-    words="(same sentence)",
-    reading="E2, the exclusion-indicator reading",
-    evidence="informative",
-    section="app-cor2",
-    rule="exponent b of L in a log-log fit of the head means, |b − 1| ≤ {linear_exponent_tol}",
-    fails_if="an exponent outside [0.8, 1.2] (E2 − d~ is bounded by (N+1)·max‖x‖, which need not be small next to d~)",
-)
+@rule("fig2a-e2-linear")
 def _fig2a_e2(results, th):
     df = results["distance_vs_length"]
     fit, a = length_fit(df, "e2", th)
@@ -196,16 +153,7 @@ def _fig2a_e2(results, th):
     return Outcome("not reproduced", meas, cause, numbers=fit)
 
 
-@_fig2a(
-    "lemma1-vanishing",
-    title="attention weights vanish like 1/L (Lemma 1, Corollary 1), on the model",
-    words="with bounded logits every weight is O(1/L), so the top-N mass vanishes as L grows",
-    reading="the head-mean top-N mass ᾱ_N (N = 5) against L",
-    evidence="informative",
-    section="app-distance",
-    rule="exponent b of L in a log-log fit of the head-mean ᾱ_N, |b + 1| ≤ {linear_exponent_tol}",
-    fails_if="an exponent outside [−1.2, −0.8], as when a token (an attention sink) keeps a share of the mass at every L",
-)
+@rule("lemma1-vanishing")
 def _lemma1(results, th):
     df = results["distance_vs_length"]
     fit, a = length_fit(df, "alpha_bar", th)
@@ -226,16 +174,7 @@ def _lemma1(results, th):
     return Outcome("not reproduced", meas, cause, numbers=fit)
 
 
-@_fig2a(
-    "jensen-gap-small",
-    title="the Jensen gap of the expectation is small",
-    words="the residual “captures the Jensen gap” and is small when the weights are “not too concentrated”",
-    reading="E1's Jensen-gap bound (Theorem 1 (b)) evaluated on the model, against E1 (head means, N = 5)",
-    evidence="informative",
-    section="app-expectation",
-    rule="at every L of the grid, head-mean Jensen-gap bound / head-mean E1 ≤ {jensen_small_rel:.0%}",
-    fails_if="a gap bound above 10 % of E1 at some L",
-)
+@rule("jensen-gap-small")
 def _jensen_small(results, th):
     df = results["distance_vs_length"]
     e1 = _means(df, "L", "e1")
@@ -255,16 +194,7 @@ def _jensen_small(results, th):
     return Outcome("not reproduced", meas, cause)
 
 
-@_fig2a(
-    "cor2-individual-dominate",
-    title="for N ≪ L the expectation is dominated by the individual terms ‖α_i x_i‖ (Corollary 2 (i))",
-    words="the expectation is “dominated by the individual contributions” ‖α_i x_i‖",
-    reading="E1 against its leading term (t − N)/t · Σ_i ‖α_i x_i‖ (head means, N = 5), at the largest L",
-    evidence="informative",
-    section="app-cor2",
-    rule="|E1 − (t−N)/t·Σ‖α_i x_i‖| / E1 ≤ {converge_rel:.0%} at the largest L of the grid",
-    fails_if="the remainder R = E1 − (t−N)/t·Σ‖α_i x_i‖ above 10 % of E1 at the largest L",
-)
+@rule("cor2-individual-dominate")
 def _cor2_dominate(results, th):
     df = results["distance_vs_length"]
     if "indiv" not in df:
@@ -292,17 +222,7 @@ def _violations(results) -> tuple[int, int]:
     return n, rows
 
 
-@claim(
-    "thm1-bound-holds",
-    where="Theorem 1, Fig. 2a–b",
-    title="d_max bounds d~ in every row",
-    words="“safe” (the upper bound of Eq. 9)",
-    evidence="guarantee",
-    basis="thm-distance",
-    section="app-thm1",
-    needs=("distance_vs_length",),
-    rule="no row with d~ > d_max",
-)
+@rule("thm1-bound-holds")
 def _thm1_holds(results, th):
     n, rows = _violations(results)
     meas = f"{n} violating rows of {rows} (Figs. 2a and 2b)"
@@ -313,15 +233,7 @@ def _thm1_holds(results, th):
     )
 
 
-@_fig2a(
-    "fig2a-bound-conservative",
-    title="the bound d_max is conservative",
-    words="“safe but conservative”",
-    evidence="informative",
-    section="app-thm1",
-    rule="median over heads and L of d_max/d~ ≥ {conservative_ratio}",
-    fails_if="a median d_max/d~ below 1.5 (a bound close to d~)",
-)
+@rule("fig2a-bound-conservative")
 def _fig2a_conservative(results, th):
     df = results["distance_vs_length"]
     ratio = float(np.nanmedian(df["d_max"] / df["d_tilde"].where(df["d_tilde"] > 0)))
@@ -344,15 +256,7 @@ def _plateau_ns(df, th):
     return (n0, int(Ns[-1])) if n0 in Ns and Ns[-1] > n0 else (None, None)
 
 
-@_fig2b(
-    "fig2b-plateau",
-    title="d~ plateaus past N ≈ 20",
-    words="“beyond N≈20 returns diminish: the distance plateaus”",
-    evidence="informative",
-    section="app-grids",
-    rule="|d~(N_max) − d~(20)| / d~(20) ≤ {plateau_rel:.0%}, head means on the same rows at every N",
-    fails_if="a change of more than 25 % between N = 20 and the largest N",
-)
+@rule("fig2b-plateau")
 def _fig2b_plateau(results, th):
     df = results["distance_vs_n"]
     n0, n1 = _plateau_ns(df, th)
@@ -410,15 +314,7 @@ def _factors_cause(df: pd.DataFrame, n0: int, n1: int) -> str:
     return out + ": the leading terms' ratio falls, so the rise comes from the terms of lower order in t − N"
 
 
-@_fig2b(
-    "fig2b-bound-tightens",
-    title="the bound tightens past N ≈ 20",
-    words="“… while the bound tightens”",
-    evidence="informative",
-    section="app-thm1",
-    rule="d_max/d~ (head means, same rows) at the largest N below its value at N = 20",
-    fails_if="d_max/d~ at the largest N not below its value at N = 20",
-)
+@rule("fig2b-bound-tightens")
 def _fig2b_tightens(results, th):
     df = results["distance_vs_n"]
     n0, n1 = _plateau_ns(df, th)
@@ -489,6 +385,7 @@ def _converge(results, th, col: str, name: str):
     return Outcome("not reproduced", meas, "; ".join(parts))
 
 
+@rule("fig2b-converge-mc")
 def _converge_mc(results, th):
     df = results["distance_vs_n"]
     out = _converge(results, th, "mc", "E[d~] (Monte Carlo)")
@@ -507,43 +404,5 @@ def _converge_mc(results, th):
     )
 
 
-_fig2b(
-    "fig2b-converge-e1",
-    title="true and expected distance converge as N grows",
-    words="“as N approaches 100 the true and expected distances converge”",
-    reading="E1",
-    evidence="informative",
-    section="app-expectation",
-    rule="relative gap |E − d~|/d~ (head means) above {converge_rel:.0%} at the smallest N and at most {converge_rel:.0%} at the largest",
-    fails_if="a gap above 10 % at the largest N, or no gap above 10 % to close at the smallest N",
-    evaluate=lambda results, th: _converge(results, th, "e1", "E1"),
-)
-
-
-_fig2b(
-    "fig2b-converge-mc",
-    title="true and expected distance converge as N grows",
-    words="(same sentence)",
-    reading="the Monte-Carlo E[d~]",
-    evidence="informative",
-    section="app-expectation",
-    rule=(
-        "relative gap |E − d~|/d~ (head means) above {converge_rel:.0%} at the smallest N and at most "
-        "{converge_rel:.0%} at the largest, for each of at least {mc_min_seeds} seeds; no verdict when they disagree"
-    ),
-    fails_if="for every seed, a gap above 10 % at the largest N or no gap above 10 % to close at the smallest N",
-    evaluate=_converge_mc,
-)
-
-
-_fig2b(
-    "fig2b-converge-e2",
-    title="true and expected distance converge as N grows",
-    words="(same sentence)",
-    reading="E2",
-    evidence="informative",
-    section="app-cor2",
-    rule="relative gap |E2 − d~|/d~ (head means) above {converge_rel:.0%} at the smallest N and at most {converge_rel:.0%} at the largest",
-    fails_if="a gap above 10 % at the largest N, or no gap above 10 % to close at the smallest N",
-    evaluate=lambda results, th: _converge(results, th, "e2", "E2"),
-)
+rule("fig2b-converge-e1")(lambda results, th: _converge(results, th, "e1", "E1"))
+rule("fig2b-converge-e2")(lambda results, th: _converge(results, th, "e2", "E2"))

@@ -1,5 +1,5 @@
-"""The claims of the Discussion (multi-head coverage) and of the paper's setting (other GPT-2 sizes), registered by
-:mod:`attn_lib.claims`."""
+"""The rules of the claims of the Discussion (multi-head coverage) and of the paper's setting (other GPT-2 sizes);
+their fields are in claims.toml."""
 
 from __future__ import annotations
 
@@ -7,21 +7,11 @@ import math
 
 import pandas as pd
 
-from .claim import Outcome, claim, prf_ref
+from .claim import Outcome, prf_ref, rule
 
 
 # ---- Discussion: multi-head coverage --------------------------------------------------------------------------------
-@claim(
-    "multihead-rule-arithmetic",
-    where="Discussion",
-    title="p = 0.8 and H = 3 independent heads cover 99 %",
-    words="about three heads with p = 0.8 reach 99 %",
-    evidence="guarantee",
-    basis="rem-coverage",
-    section="app-coverage",
-    needs=(),
-    rule="1 − (1 − {multihead_p})^{multihead_H} ≥ {multihead_target} and ⌈log(1 − c) / log(1 − p)⌉ = H, exactly (SymPy)",
-)
+@rule("multihead-rule-arithmetic")
 def _mh_arith(results, th):
     import sympy as sp  # sympy: imported only for this exact check
 
@@ -62,18 +52,7 @@ def coverage_decomposition(df, target: float = 0.99) -> dict:
     )
 
 
-@claim(
-    "multihead-rule-model",
-    where="Discussion",
-    title="three heads cover 99 % of the top-N on the model",
-    words="about three heads with p = 0.8 reach 99 %",
-    reading="the union of the separable sets of 3 heads, measured (chapter 5's experiment)",
-    evidence="informative",
-    section="app-coverage",
-    needs=("multihead_coverage",),
-    rule="mean over layers of the measured coverage c(3) ≥ 0.99",
-    fails_if="c(3) below 0.99",
-)
+@rule("multihead-rule-model")
 def _mh_model(results, th):
     df = results["multihead_coverage"]
     if 3 not in set(df["H"]):
@@ -101,18 +80,7 @@ def _mh_model(results, th):
 GPT2_SMALL, GPT2_LARGER = "gpt2", ("gpt2-medium", "gpt2-large", "gpt2-xl")
 
 
-@claim(
-    "gpt2-variants-same-trends",
-    where="§4, footnote",
-    title="larger GPT-2 variants show qualitatively identical trends",
-    words="the larger GPT-2 variants gave qualitatively identical trends",
-    reading="the verdicts of Figs. 2–4 on gpt2-medium, -large or -xl, next to GPT-2 small's on the same text and profile",
-    evidence="informative",
-    section="app-model",
-    needs=(),
-    rule="every row of Figs. 2–4 that GPT-2 small and a larger variant both judge gets the same verdict on both",
-    fails_if="a row of Figs. 2–4 whose verdict on gpt2-medium, -large or -xl differs from GPT-2 small's",
-)
+@rule("gpt2-variants-same-trends")
 def _gpt2_variants(results, th):
     """Reads ``results["gpt2_variant_verdicts"]`` (columns ``model``, ``id``, ``verdict``: the claims table of GPT-2
     small and of each larger variant, e.g. from ``reproduce --model gpt2 --compare gpt2-medium``'s results.json)."""

@@ -1,4 +1,4 @@
-"""The claims of Fig. 4 and Corollary 3, gradient sensitivity (registered by :mod:`attn_lib.claims`)."""
+"""The rules of the claims of Fig. 4 and Corollary 3, gradient sensitivity (their fields are in claims.toml)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,8 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from .claim import Outcome, claim, prf_ref
+from .claim import Outcome, prf_ref, rule
 from .stats import linfit
-
-_fig4 = partial(claim, where="Fig. 4, §4.5", evidence="informative", section="app-sensitivity-metric")
-_corollary3 = partial(claim, where="Corollary 3, Fig. 4", section="app-cor3", needs=("gradient_sensitivity",))
 
 # ---- Fig. 4: gradient sensitivity -----------------------------------------------------------------------------------
 _BASES = {"scaled": "gradient_sensitivity", "raw": "gradient_sensitivity_raw"}
@@ -52,13 +49,13 @@ def _one_draw(results, draw: int) -> dict:
     return out
 
 
-def _over_draws(rule, key: str, fmt: str = "{:.3g}"):
-    """``rule(results, th, **kw) -> Outcome`` applied to each direction draw: the verdict of draw 0 when every draw
+def _over_draws(judge, key: str, fmt: str = "{:.3g}"):
+    """``judge(results, th, **kw) -> Outcome`` applied to each direction draw: the verdict of draw 0 when every draw
     agrees, else ``"no verdict"``; the spread of ``numbers[key]`` over the draws is appended to the measured text."""
 
     def evaluate(results, th, **kw):
         draws = _draws(results)
-        outs = [rule(_one_draw(results, k), th, **kw) for k in draws]
+        outs = [judge(_one_draw(results, k), th, **kw) for k in draws]
         first = outs[0]
         if len(outs) == 1 or first.verdict == "n/a":
             return first
@@ -196,16 +193,7 @@ def _inv_t_max_cause(m: dict, T0: float, g0: float) -> str:
 
 for _base in ("scaled", "raw"):
     for _agg in ("mean", "max"):
-        _fig4(
-            f"fig4-inv-t-{_agg}-{_base}",
-            title="g follows 1/T below T = 0.1",
-            words="“for T < 0.1 the curves follow 1/T”",
-            reading=f"{_AGG[_agg][1]}; {_BASE_WORDS[_base]}",
-            needs=(_BASES[_base],),
-            rule="slope of log g against log T over ≥ {inv_t_min_points} T ≤ {inv_t_max_T} in {inv_t_slope}",
-            fails_if="a slope outside [−1.25, −0.75]",
-            evaluate=partial(_over_draws(_inv_t, "slope", "{:.2f}"), base=_base, agg=_agg),
-        )
+        rule(f"fig4-inv-t-{_agg}-{_base}")(partial(_over_draws(_inv_t, "slope", "{:.2f}"), base=_base, agg=_agg))
 
 
 def _drop(results, th, base):
@@ -242,27 +230,10 @@ def _drop(results, th, base):
 
 
 for _base in ("scaled", "raw"):
-    _fig4(
-        f"fig4-drop-{_base}",
-        title="beyond T = 1, g falls by about two orders of magnitude",
-        words="“for T ≥ 1 they … fall by about two orders of magnitude”",
-        reading=f"g(1)/g(T_max) over the plotted range; {_BASE_WORDS[_base]}",
-        needs=(_BASES[_base],),
-        rule="g(1)/g(T_max) in [10^1.5, 10^2.5], row means, max over heads, smallest ε",
-        fails_if="a fall below 31.6× or above 316× to the end of the grid",
-        evaluate=partial(_over_draws(_drop, "fall"), base=_base),
-    )
+    rule(f"fig4-drop-{_base}")(partial(_over_draws(_drop, "fall"), base=_base))
 
 
-@_fig4(
-    "fig4-drop-0.01-to-1",
-    title="g falls about 100× from T = 0.01 to T = 1",
-    words="(the same sentence, read against the 1/T regime)",
-    reading="g(0.01)/g(1); T on the model's scaled logits",
-    needs=("gradient_sensitivity",),
-    rule="g(0.01)/g(1) in [10^1.5, 10^2.5]",
-    fails_if="a ratio below 31.6 or above 316",
-)
+@rule("fig4-drop-0.01-to-1")
 def _fig4_other(results, th):
     return _over_draws(_drop_01, "ratio")(results, th)
 
@@ -293,15 +264,7 @@ def _drop_01(results, th):
     return Outcome("not reproduced", meas, cause, numbers={"ratio": ratio})
 
 
-@_fig4(
-    "fig4-merge",
-    title="beyond T = 1 the ε-curves merge",
-    words="“for T ≥ 1 they merge”",
-    needs=("gradient_sensitivity",),
-    rule="at every T ≥ 1, max_ε g / min_ε g ≤ {merge_ratio:g}",
-    fails_if="a ratio between the ε-curves above 2 at some T ≥ 1",
-    weak="at T ≥ 1 the finite difference is in its linear regime, where g does not depend on ε: the curves merge on any model",
-)
+@rule("fig4-merge")
 def _fig4_merge(results, th):
     return _over_draws(_merge, "ratio")(results, th)
 
@@ -324,14 +287,7 @@ def _merge(results, th):
     )
 
 
-@_fig4(
-    "fig4-smaller-eps-larger",
-    title="below T = 0.1, g is larger for smaller ε",
-    words="“for T < 0.1 the curves follow 1/T, larger for smaller ε”",
-    needs=("gradient_sensitivity",),
-    rule="at every T ≤ 0.1, g decreases from the smallest ε to the largest (max over heads of the row means)",
-    fails_if="some T < 0.1 where a smaller ε gives a smaller g",
-)
+@rule("fig4-smaller-eps-larger")
 def _fig4_eps(results, th):
     return _over_draws(_eps_order, "inversion", "{:.2%}")(results, th)
 
@@ -361,16 +317,7 @@ def _eps_order(results, th):
     return Outcome("not reproduced", meas, cause, numbers=num)
 
 
-@_fig4(
-    "fig4-near-limit",
-    title="below T = 0.1 the model operates near the theoretical limit",
-    words="GPT-2 “operates near the theoretical limit” for T < 0.1",
-    reading="the head-max curve against the paper's dashed min{1/(4T), √2}",
-    section="app-cor3",
-    needs=("gradient_sensitivity",),
-    rule="at every T ≤ 0.1, g (smallest ε, max over heads) ≥ {near_limit_ratio} × min{{1/(4T), √2}}",
-    fails_if="a curve below half of the dashed bound at some T < 0.1",
-)
+@rule("fig4-near-limit")
 def _fig4_near(results, th):
     return _over_draws(_near, "ratio")(results, th)
 
@@ -395,14 +342,7 @@ def _near(results, th):
     return Outcome("not reproduced", meas, cause, numbers=num)
 
 
-@_corollary3(
-    "cor3-corrected-bound",
-    title="g ≤ min{1/(2T), √2/ε} in every row",
-    words="(the project's corrected Corollary 3)",
-    evidence="guarantee",
-    basis="prop-softmax-constants",
-    rule="no row above the corrected bound",
-)
+@rule("cor3-corrected-bound")
 def _cor3(results, th):
     df = results["gradient_sensitivity"]
     viol = int(df["rows_violating_corrected"].sum())
@@ -413,14 +353,7 @@ def _cor3(results, th):
     return Outcome("violated", meas, f"the corrected bound fails in {viol} rows: a defect of this build's code")
 
 
-@_corollary3(
-    "cor3-paper-form-exceeded",
-    title="rows exceed the paper's dashed min{1/(4T), √2}",
-    words="the dashed curve min{1/(4T), √2} of Fig. 4",
-    evidence="finding",
-    basis="rem-cor3-side-by-side",
-    rule="count the rows with g above the paper's form; a two-way tie reaches 1/(2T)",
-)
+@rule("cor3-paper-form-exceeded")
 def _cor3_paper(results, th):
     df = results["gradient_sensitivity"]
     over = int(df["rows_above_paper"].sum())
@@ -435,18 +368,7 @@ def _draw0(results, name: str = "gradient_sensitivity") -> pd.DataFrame:
     return df[df["draw"] == df["draw"].min()] if "draw" in df else df
 
 
-@claim(
-    "lem2-bound-model",
-    where="Lemma 2",
-    title="Lemma 2's bound holds on the model's rows",
-    words="‖J‖₂ ≤ max|F′| (1/(L min F) + 1/(√L min F))",
-    reading="for softmax at temperature T along the step: g ≤ e^((range + 2ε)/T)/T · (1/t + 1/√t)",
-    evidence="guarantee",
-    basis="lem-jacobian",
-    section="app-lemma2",
-    needs=("gradient_sensitivity",),
-    rule="no row with g above Lemma 2's bound (the mean-value inequality along the step)",
-)
+@rule("lem2-bound-model")
 def _lemma2(results, th):
     df = results["gradient_sensitivity"]
     if "rows_above_lemma2" not in df:
@@ -465,18 +387,7 @@ def _lemma2(results, th):
     return Outcome("violated", meas, f"Lemma 2's bound fails in {above} rows: a defect of this build's code")
 
 
-@claim(
-    "exa-sqrt5-model",
-    where="§2.3, the √5ε example",
-    title="logits √5ε apart move the weights by O(ε/T) on the model",
-    words="two logit vectors √5ε apart can give weights that differ by O(ε/T)",
-    reading="each row's two largest logits moved as in the example (−2ε, +ε); the weights' change against (3√2/4)ε/T",
-    evidence="informative",
-    section="app-sqrt5",
-    needs=("gradient_sensitivity",),
-    rule="at the smallest ε and every T ≤ {inv_t_max_T}, some row moves by at least 1/2 of (3√2/4)ε/T",
-    fails_if="a T ≤ 0.1 at which no row of the model reaches half of the example's change",
-)
+@rule("exa-sqrt5-model")
 def _sqrt5(results, th):
     d0 = _draw0(results)
     if "sqrt5_ratio_max" not in d0:
@@ -502,18 +413,7 @@ def _sqrt5(results, th):
     return Outcome("not reproduced", meas, cause)
 
 
-@claim(
-    "normalizer-min-vanishes",
-    where="§4.5, after Lemma 2",
-    title="any normaliser whose minimum vanishes inherits the instability",
-    words="“any normaliser whose minimum vanishes inherits the instability”",
-    reading="g(T, ε) of each compared normaliser with a vanishing smallest weight grows without bound as T → 0",
-    evidence="informative",
-    section="app-lemma2",
-    needs=(),
-    rule="for every compared normaliser F(z)/ΣF(z) (family eq3), g at the smallest T ≥ 10× g at T = 1 (chapter 7's table)",
-    fails_if="a normaliser whose smallest weight vanishes but whose g stays within 10× of g(T = 1)",
-)
+@rule("normalizer-min-vanishes")
 def _min_vanishes(results, th):
     df = results.get("compare_normalizers")
     if not isinstance(df, pd.DataFrame) or not len(df):

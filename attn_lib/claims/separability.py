@@ -1,5 +1,5 @@
-"""The claims of Fig. 3 and Theorem 2, separability, of the conclusion on separability at low temperature, and of
-the KS level in Algorithm 3's header (registered by :mod:`attn_lib.claims`)."""
+"""The rules of the claims of Fig. 3 and Theorem 2, separability, of the conclusion on separability at low
+temperature, and of the KS level in Algorithm 3's header (their fields are in claims.toml)."""
 
 from __future__ import annotations
 
@@ -9,20 +9,11 @@ import numpy as np
 import pandas as pd
 
 from ..theory.separation import sphere_separability
-from .claim import Outcome, claim, prf_ref
+from .claim import Outcome, prf_ref, rule
 from .stats import linfit, separability_stats
 
-_fig3 = partial(claim, where="Fig. 3, §4.4", evidence="informative", needs=("separability",))
 
-
-@_fig3(
-    "fig3-saturates",
-    title="separability saturates at 0.70–0.85 past N ≈ 16",
-    words="“Geometric separability saturates at 70-85%”",
-    section="app-separability-def",
-    rule="median over heads of N_s/N in [{sep_lo:.2f}, {sep_hi:.2f}] at every N ≥ {sep_from_n}",
-    fails_if="a median outside [0.70, 0.85] at some N ≥ 16",
-)
+@rule("fig3-saturates")
 def _fig3_sat(results, th):
     a = separability_stats(results["separability"])
     tail = a[a.index >= th["sep_from_n"]]
@@ -108,14 +99,7 @@ def saturation_cause(df: pd.DataFrame, th: dict) -> str:
     return f"{head}; {rank}; {length}; {sinks}"
 
 
-@_fig3(
-    "fig3-declines",
-    title="separability declines up to N ≈ 16",
-    words="the fraction declines up to N≈16, then saturates",
-    section="app-separability-def",
-    rule="median at N = {sep_from_n} below the median at N = 2 (at N = 1, N_s/N = 1 by definition)",
-    fails_if="a median at N = 16 not below the median at N = 2",
-)
+@rule("fig3-declines")
 def _fig3_decl(results, th):
     a = separability_stats(results["separability"])
     n0 = th["sep_from_n"]
@@ -157,43 +141,11 @@ def _tracks(results, th, col: str, name: str):
     return Outcome("not reproduced", meas, cause)
 
 
-_fig3(
-    "thm2-upper-tracks-max",
-    title="Theorem 2's upper bound tracks the empirical maxima",
-    words="the upper bound is “tight on the high side”",
-    reading="the maximum over heads",
-    section="app-thm2",
-    rule="|median upper bound − max over heads of N_s/N| ≤ {track_tol} at every N ≥ 2 where the bound is below 0.999",
-    fails_if="a gap above 0.1 at some N ≥ 2",
-    weak="the bound it compares with lies at 0.95–1.0, next to the trivial bound 1 that any maximum meets",
-    evaluate=lambda results, th: _tracks(results, th, "max", "max"),
-)
+rule("thm2-upper-tracks-max")(lambda results, th: _tracks(results, th, "max", "max"))
+rule("thm2-upper-tracks-p90")(lambda results, th: _tracks(results, th, "p90", "p90"))
 
 
-_fig3(
-    "thm2-upper-tracks-p90",
-    title="Theorem 2's upper bound tracks the empirical maxima",
-    words="(same sentence)",
-    reading="the 90th percentile over heads",
-    section="app-thm2",
-    rule="|median upper bound − 90th percentile over heads of N_s/N| ≤ {track_tol} at every N ≥ 2 where the bound is below 0.999",
-    fails_if="a gap above 0.1 at some N ≥ 2",
-    evaluate=lambda results, th: _tracks(results, th, "p90", "p90"),
-)
-
-
-@claim(
-    "thm2-lower-conservative",
-    where="Fig. 3, §4.4",
-    title="Theorem 2's lower bound is conservative",
-    words="the lower bound is “intentionally conservative”",
-    reading="a bound below N_s/N in every row (δ the true minimum distance, r ↑ ρ_min)",
-    evidence="guarantee",
-    basis="prop-lower-rowwise",
-    section="app-thm2",
-    needs=("separability",),
-    rule="row-mean lower bound ≤ row-mean N_s/N (+1e-9) for every (N, layer, head) with N ≥ 2",
-)
+@rule("thm2-lower-conservative")
 def _thm2_lower(results, th):
     df = results["separability"]
     df = df[df["N"] >= 2]
@@ -247,39 +199,14 @@ def _sphere_verdict(tab: pd.DataFrame, lo: float, hi: float) -> Outcome:
     return Outcome("not reproduced", meas, cause)
 
 
-@claim(
-    "sep-sphere-80pct",
-    where="§4.4, Conclusion",
-    title="up to about 80 % of tokens separable even for ideal spherical embeddings",
-    words="“up to about 80 %” of the tokens separable, even for ideal spherical embeddings",
-    reading=(
-        "simulation in float64: 256 vectors uniform on the unit sphere in d = 64, fixed weights softmax(l/T) with "
-        "standard normal logits independent of the vectors (Theorem 2's setting), 32 trials, 5 seeds"
-    ),
-    evidence="informative",
-    section="app-thm2",
-    needs=(),
-    rule="mean N_s/N in [{sep_lo:.2f}, {sep_hi:.2f}] at N = 16, 32, 64 and T = 0.5, 1, 2, for each of 5 seeds",
-    fails_if="a mean outside [0.70, 0.85] at some N ≥ 16 (for every seed); seeds that disagree give no verdict",
-)
+@rule("sep-sphere-80pct")
 def _sphere_80(results, th):
     tab = results.get("sphere_separability")  # a run's own table if it carries one, else the simulation now
     tab = sphere_table() if tab is None else tab
     return _sphere_verdict(tab, th["sep_lo"] - th["sep_tol"], th["sep_hi"] + th["sep_tol"])
 
 
-@claim(
-    "thm2-upper-unproven",
-    where="Theorem 2",
-    title="Theorem 2's upper bound does not follow from its proof",
-    words="the upper bound of Eq. 11, “tight on the high side”",
-    evidence="finding",
-    basis="rem-upper-heuristic",
-    section="app-thm2",
-    needs=("separability",),
-    rule="the proof's step 4 puts an upper estimate of E X_i where a lower one is needed; count the (N, layer, head) "
-    "whose N_s/N exceeds the paper's upper bound",
-)
+@rule("thm2-upper-unproven")
 def _thm2_upper_unproven(results, th):
     df = results["separability"]
     df = df[df["N"] >= 2]
@@ -335,47 +262,11 @@ def _low_t(results, th, mode: str):
     return Outcome("not reproduced", meas, cause)
 
 
-claim(
-    "concl-sep-saturates-low-t",
-    where="Conclusion",
-    title="separability saturates at low temperature",
-    words="separability “saturating at low temperature”",
-    reading="the median N_s/N changes by at most 0.05 between T = 0.1 and T = 0.01 (model logits / T)",
-    evidence="informative",
-    section="app-separability-def",
-    needs=("separability",),
-    rule="|median N_s/N at T = 0.01 − at T = 0.1| ≤ 0.05 at every N ≥ 2 of the temperature sweep",
-    fails_if="a change above 0.05 at some N ≥ 2",
-    evaluate=partial(_low_t, mode="flat"),
-)
-
-claim(
-    "concl-low-t-no-gain",
-    where="Conclusion (guidelines)",
-    title="T < 0.1 does not improve separability",
-    words="temperatures below about 0.1 do not improve separability",
-    reading="the median N_s/N at T = 0.01 is not above the one at T = 0.1 by more than 0.05",
-    evidence="informative",
-    section="app-separability-def",
-    needs=("separability",),
-    rule="median N_s/N at T = 0.01 − at T = 0.1 ≤ 0.05 at every N ≥ 2 of the temperature sweep",
-    fails_if="a gain above 0.05 at some N ≥ 2",
-    evaluate=partial(_low_t, mode="gain"),
-)
+rule("concl-sep-saturates-low-t")(partial(_low_t, mode="flat"))
+rule("concl-low-t-no-gain")(partial(_low_t, mode="gain"))
 
 
-@claim(
-    "alg3-ks-level",
-    where="Algorithm 3 (header)",
-    title="the KS level of Algorithm 3's header (α = 0.05) gives the text's critical N",
-    words="α = 0.05 in Algorithm 3's header; 0.01 in the text and the caption of Fig. 2c",
-    reading="first N with p ≥ α of the build's two-sample KS tests (scipy.stats.ks_2samp), E1, over all heads",
-    evidence="informative",
-    section="app-ks",
-    needs=("critical_n",),
-    rule="the first N with p ≥ 0.05 equals the first N with p ≥ the build's level (0.01) at every L",
-    fails_if="an L where the two levels give different critical N",
-)
+@rule("alg3-ks-level")
 def _ks_level(results, th):
     df = results["critical_n"]
     df = df[(df["form"] == "e1") & (df["sampling"] == "heads")]

@@ -1,4 +1,4 @@
-"""The abstract's training claim, tested by training (issue 37, chapter 8; registered by :mod:`attn_lib.claims`).
+"""The abstract's training claim, tested by training (issue 37, chapter 8): its rules; their fields are in claims.toml.
 
 The paper says that softmax's "gradient sensitivity ... presents challenges during training, especially at low
 temperature settings" but never trains. :mod:`attn_lib.training` trains GPT-2-architecture models with each normaliser
@@ -9,12 +9,10 @@ seeds needs every seed to agree (paired by seed); otherwise the row says "no ver
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 import pandas as pd
 
-from .claim import Outcome, claim
+from .claim import Outcome, rule
 
 #: The reference temperature (plain GPT-2: ``T = 1`` on top of its 1/sqrt(d)).
 T_REF = 1.0
@@ -25,15 +23,6 @@ GRAD_FACTOR = 10.0
 #: simplex, top-k, softpick (ReLU) and SA-softmax (its factor is 0 at the smallest logit). Every other registered
 #: normaliser keeps every visible weight above 0 (fixed from the definitions in :mod:`attn_lib.normalizers`).
 ZERO_WEIGHT = ("sparsemax", "entmax15", "entmax_alpha", "topk", "softpick", "sa_softmax")
-
-_train = partial(
-    claim,
-    where="Abstract",
-    evidence="informative",
-    section="app-sensitivity-metric",
-    needs=("train_runs",),
-    reading="trained here from scratch: GPT-2 architecture, bytes of the shipped text, T a factor on 1/sqrt(d)",
-)
 
 
 def _paired(runs: pd.DataFrame, col: str, T_low: float) -> pd.DataFrame:
@@ -54,6 +43,7 @@ def _lowest(runs: pd.DataFrame) -> float:
     return float(runs.loc[runs["normalizer"] == "softmax", "temperature"].min())
 
 
+@rule("train-low-t-harder")
 def low_t_harder(results, th) -> Outcome:
     runs = results["train_runs"]
     T0 = _lowest(runs)
@@ -71,18 +61,7 @@ def low_t_harder(results, th) -> Outcome:
     return Outcome(v, meas, cause, numbers=dict(T_low=T0, diff_min=float(d.min()), diff_max=float(d.max())))
 
 
-_train(
-    "train-low-t-harder",
-    title="training at low temperature is harder",
-    words="gradient sensitivity under softmax normalization presents challenges during training, especially at low "
-    "temperature settings",
-    rule="the validation loss after the fixed budget at the smallest T exceeds that at T = 1 in every seed (paired by "
-    "seed); 'no verdict' when the seeds disagree",
-    fails_if="the validation loss at the smallest T is at most that at T = 1 in every seed",
-    evaluate=low_t_harder,
-)
-
-
+@rule("train-logit-grad-low-t", GRAD_FACTOR=GRAD_FACTOR)
 def logit_grad_extreme(results, th) -> Outcome:
     runs = results["train_runs"]
     T0 = _lowest(runs)
@@ -106,18 +85,7 @@ def logit_grad_extreme(results, th) -> Outcome:
     return Outcome(v, meas, cause, numbers=dict(ratio_min=float(r.min()), ratio_max=float(r.max()), gain_x2T=gmax))
 
 
-_train(
-    "train-logit-grad-low-t",
-    title="the gradient through the attention logits vanishes or explodes at low T",
-    words="gradient sensitivity ... presents challenges during training, especially at low temperature settings",
-    rule=f"the median over steps of the logit-gradient norm at the smallest T is below 1/{GRAD_FACTOR:g} or above "
-    f"{GRAD_FACTOR:g} times that at T = 1 in every seed; the gain is shown against Lemma 2's 1/(4T) "
-    "and the corrected 1/(2T)",
-    fails_if=f"the ratio lies within a factor {GRAD_FACTOR:g} of 1 in every seed",
-    evaluate=logit_grad_extreme,
-)
-
-
+@rule("train-nonvanishing-stabler", ZERO_WEIGHT=", ".join(ZERO_WEIGHT))
 def nonvanishing_stabler(results, th) -> Outcome:
     runs = results["train_runs"]
     at1 = runs[np.isclose(runs["temperature"], T_REF)].copy()
@@ -142,14 +110,3 @@ def nonvanishing_stabler(results, th) -> Outcome:
     v = _seeds_verdict(d > 0, d <= 0)
     cause = "" if v == "reproduced" else "the seeds disagree" if v == "no verdict" else "no more stable"
     return Outcome(v, meas, cause, numbers=dict(diff_min=float(d.min()), diff_max=float(d.max())))
-
-
-_train(
-    "train-nonvanishing-stabler",
-    title="normalisers without a vanishing minimum train more stably",
-    words="(a reading of the Discussion's remedies; the paper does not train)",
-    rule="at T = 1, the median share of steps with a clipped or non-finite gradient is lower for the normalisers "
-    "whose weights stay > 0 than for those with exact zeros (" + ", ".join(ZERO_WEIGHT) + "), in every seed",
-    fails_if="that share is at least as low for the normalisers with exact zeros in every seed",
-    evaluate=nonvanishing_stabler,
-)

@@ -54,3 +54,18 @@ def test_the_check_sees_a_lost_component():
     _, top2 = _top_two(torch.where(vis, x, -math.inf), vis)
     r = _reference(x, vis, top2, 1e-3, 1e-3)
     assert (r.amax(-1) > 0).all() and not torch.allclose(r.amax(-1) / math.sqrt(2), r.amax(-1), rtol=1e-9)
+
+
+@pytest.mark.numerical
+@pytest.mark.parametrize("T, e", [(1e-3 / 8, 10 / 8), (1e-3, 10.0), (1e-3 / 8, 0.1 / 8)])
+def test_a_top_weight_near_one_keeps_its_change_past_the_expm1_range(T, e):
+    """3 eps / T > 700 (the raw-score grid reaches it) with a top-two gap a little over 3 eps: p_1 is 1 to 1e-50 and
+    its change, equal and opposite to p_2's, is below the rounding of a log-sum-exp near 0. A log-sum-exp for the
+    change of log Z drops it: a factor 1/sqrt2 (the paper profile's layer 18 showed it); the definition keeps it."""
+    gap = 3 * e + 128 * T  # the moved weight is e^-128 of the top one
+    x = torch.tensor([[[0.0, -gap, -gap - 1.0, -gap - 5.0, -40.0, -80.0]]], dtype=torch.float64)
+    vis = torch.ones_like(x, dtype=torch.bool)
+    _, top2 = _top_two(x, vis)
+    out = _model_examples(x, vis, top2, [T], [e])["sqrt5_max"][0, 0]
+    ref = _reference(x, vis, top2, T, e).amax(-1)
+    assert (ref > 0).all() and torch.allclose(out, ref, rtol=1e-9, atol=0), (out, ref)

@@ -45,7 +45,8 @@ class SensitivityAnalysis:
         x = logits if sub is None else logits[:, sub]
         visible = (x != -math.inf) & (mask if sub is None else mask[:, sub])
         gap, top2 = _top_two(x, visible)
-        self._extra = _model_examples(x, visible, top2, self.T, self.E)
+        with M._engine.large_ops():  # log-sum-exps over every row at every T: worth the workers' threads
+            self._extra = _model_examples(x, visible, top2, self.T, self.E)
         self._extra["gap_min"] = torch.where(visible.sum(-1) >= 2, gap, math.inf).amin(-1)  # (H,)
         self._extra["log10_range"] = _log10_lemma2_factor(x, visible)  # (H, R)
         for k in range(self.draws):
@@ -132,29 +133,36 @@ def _model_examples(x: torch.Tensor, visible: torch.Tensor, top2: torch.Tensor, 
     Only two logits move, so every other weight is scaled by one factor ``e^{-D}``, ``D`` the change of the row's
     log-sum-exp: ``||Delta alpha||^2 = (p_1 expm1(d_1 - D))^2 + (p_2 expm1(d_2 - D))^2 + expm1(-D)^2 S`` with
     ``d = (-2 eps, eps)/T`` and ``S`` the sum of the other weights' squares (one softmax per ``T``, then O(1) per row
-    and ``eps``; ``D`` measured from the row maximum, by log1p or a log-sum-exp). :func:`~attn_lib.metrics.sensitivity.softmax_change` on the whole
-    row is the definition it is tested against."""
+    and ``eps``; ``D`` measured from the row maximum by log1p, and by a log-sum-exp only where the exponentials
+    overflow). :func:`~attn_lib.metrics.sensitivity.softmax_change` on the whole row is the definition it is tested
+    against (``tests/test_sqrt5_on_the_model.py``, near-one-hot rows past expm1's range included)."""
     valid = visible.sum(-1) >= 2
     x = torch.where(visible, x, torch.tensor(-math.inf, dtype=x.dtype, device=x.device))
     H = x.shape[0]
     rmax = torch.zeros(len(temps), len(eps_list), H, dtype=x.dtype)
     half = torch.zeros(len(temps), len(eps_list), H, dtype=torch.long)
-    x12 = x.gather(-1, top2)  # (H, R, 2): the two largest logits
-    others = x.scatter(-1, top2, -math.inf)  # the other logits: their weights without the cancellation of 1 - p_1 - p_2
+    x1 = x.gather(-1, top2[..., :1])  # the row maximum: every logit is measured from it (no rounding of x / T)
+    gap = x1.squeeze(-1) - x.gather(-1, top2[..., 1:]).squeeze(-1)  # >= 0 (inf with a single visible token)
+    others = (x - x1).scatter(-1, top2, -math.inf)  # the other logits, <= 0; their weights without 1 - p_1 - p_2
     for a, T in enumerate(temps):
-        # two log-sum-exps per T over the other tokens; log Z from them and the top two
+        # two log-sum-exps per T over the other tokens; log Z = log1p(e^{-gap/T} + S') from the row maximum
         lse_rest, lse_sq = torch.logsumexp(others / T, dim=-1), torch.logsumexp(others * (2 / T), dim=-1)
-        log_z = torch.logsumexp(torch.cat([x12 / T, lse_rest.unsqueeze(-1)], dim=-1), dim=-1)
-        lp = x12 / T - log_z.unsqueeze(-1)  # log p_1, log p_2
+        log_z = torch.log1p(torch.exp(-gap / T) + lse_rest.exp())
+        lp = torch.stack([-log_z, -gap / T - log_z], dim=-1)  # log p_1, log p_2
         p = lp.exp()
         log_rest, log_sq = lse_rest - log_z, lse_sq - 2 * log_z  # log S, log of the sum of the others' squares
+        S = log_rest.exp()
         for b, e in enumerate(eps_list):
             # D = d_1 + G, measured from the row maximum's token (as softmax_change does), so that p_1's change keeps
-            # its digits when p_1 is close to 1: G = log1p(p_2 expm1(d_2 - d_1) + rest expm1(-d_1))
+            # its digits when p_1 is close to 1: G = log1p(p_2 expm1(d_2 - d_1) + S expm1(-d_1))
             if 3 * e / T <= 700:
-                G = torch.log1p(p[..., 1] * math.expm1(3 * e / T) + log_rest.exp() * math.expm1(2 * e / T))
-            else:  # the same as a log-sum-exp, where expm1 would overflow (no digits to save there)
-                G = torch.logsumexp(torch.stack([lp[..., 0], lp[..., 1] + 3 * e / T, log_rest + 2 * e / T]), dim=0)
+                G = torch.log1p(p[..., 1] * math.expm1(3 * e / T) + S * math.expm1(2 * e / T))
+            else:  # expm1 would overflow: the same sum from the exponentials (no cancellation: e^{3 eps/T} > e^700),
+                # and a log-sum-exp where those overflow too
+                a1, a2 = lp[..., 1] + 3 * e / T, log_rest + 2 * e / T
+                u = torch.exp(a1.clamp(max=700)) + torch.exp(a2.clamp(max=700)) - p[..., 1] - S
+                lse = torch.logsumexp(torch.stack([lp[..., 0], a1, a2]), dim=0)
+                G = torch.where(torch.maximum(a1, a2) < 700, torch.log1p(u), lse)
             z = torch.stack([-G, 3 * e / T - G], dim=-1)  # d - D for the two moved tokens
             # a weight that grows more than e-fold is formed directly (p expm1(z) would be 0 * inf below the range)
             top = torch.where(z > 1, torch.exp(lp + z.clamp(min=1)) - p, p * torch.expm1(z.clamp(max=1)))

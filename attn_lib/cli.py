@@ -170,10 +170,15 @@ def _cmd_capture(args) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         handle, text, t_load = capture_summary.load_inputs(  # the text first: a bad --text fails before the model
-            args.model, args.text, device=args.device, dtype=args.dtype, offline_fallback=not args.no_fallback
+            args.model,
+            args.text,
+            device=args.device,
+            dtype=args.dtype,
+            offline_fallback=not args.no_fallback,
+            quiet=args.quiet,
         )
-    for w in caught:
-        _note(w.message)
+    for message in dict.fromkeys([*handle.notes, *(str(w.message) for w in caught)]):  # quiet keeps them in notes
+        _note(message)
     if args.length > handle.max_length:
         raise ValueError(
             f"--length {args.length} exceeds the context of {handle.model_id} ({handle.max_length} "

@@ -35,8 +35,8 @@ def use_tiny(monkeypatch, tiny_gpt2):
     """``load_model`` returns the tiny GPT-2 (as if it were the requested model)."""
     calls = []
 
-    def fake_load(name="gpt2", device="auto", dtype=None, offline_fallback=True):
-        calls.append(dict(name=name, device=device, dtype=dtype, offline_fallback=offline_fallback))
+    def fake_load(name="gpt2", device="auto", dtype=None, offline_fallback=True, quiet=False):
+        calls.append(dict(name=name, device=device, dtype=dtype, offline_fallback=offline_fallback, quiet=quiet))
         M.resolve_device(device)
         return tiny_gpt2
 
@@ -73,7 +73,21 @@ def test_capture_table_and_result_cache(capsys, tmp_cache, use_tiny):
     assert "from the result cache" in capsys.readouterr().out
     assert main(args + ["--no-cache"]) == 0
     assert "cache bypassed" in capsys.readouterr().out
-    assert use_tiny[0] == {"name": "gpt2", "device": "auto", "dtype": None, "offline_fallback": True}
+    assert use_tiny[0] == {"name": "gpt2", "device": "auto", "dtype": None, "offline_fallback": True, "quiet": True}
+
+
+def test_capture_quiet_shows_no_progress_bar_of_transformers(capfd, tmp_cache, tmp_path, tiny_gpt2):
+    """-q: transformers' "Loading weights" bar is not written either (a model folder loads through it)."""
+    folder = tmp_path / "tiny"
+    tiny_gpt2.model.save_pretrained(folder)
+    tiny_gpt2.tokenizer.save_pretrained(folder)
+    capfd.readouterr()  # save_pretrained's own bar
+    base = ["capture", "--model", str(folder), "--text", "botchan", "--length", "16", "--no-cache", "--device", "cpu"]
+    assert main([*base, "-q"]) == 0
+    err = capfd.readouterr().err
+    assert "Loading weights" not in err and "it/s]" not in err, err
+    assert main(base) == 0  # the check can fail: without -q the bar is there
+    assert "Loading weights" in capfd.readouterr().err
 
 
 def test_capture_json_normaliser_layers(capsys, tmp_cache, use_tiny):

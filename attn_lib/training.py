@@ -396,3 +396,138 @@ def sweep_tables(runs: dict) -> dict:
         c = h[["step", "train_loss", "val_loss"]].assign(normalizer=name, temperature=T, seed=seed)
         curves.append(c.assign(logit_grad=lg.mean(1), weight_grad=wg.mean(1), gain=np.nanmax(gain, axis=1)))
     return {"train_runs": pd.DataFrame(rows), "train_curves": pd.concat(curves, ignore_index=True)}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the paper's limits on the trained heads (chapter 8, "The paper's limits on the trained heads")
+# ----------------------------------------------------------------------------------------------------------------
+#: The window of the limits: the book size's training window (a trained model has no positions beyond it).
+LIMITS_WINDOW = 64
+#: The temperatures (on the model's own logits) at which the table reports ``g(T, eps)`` of Fig. 4.
+LIMITS_T = (0.01, 1.0)
+#: The offline stand-in whose limits are the reference row (the name :func:`attn_lib.models.load_model` takes).
+LIMITS_REFERENCE = "smollm2"
+
+
+def limits_profile(window: int = LIMITS_WINDOW):
+    """The grids of :func:`trained_limits`: the ``quick`` reproduction profile with every window ``window`` tokens,
+    ``N_s/N`` at the paper's ``N`` below ``window`` (no extra temperatures), ``g(T, eps)`` at the quick profile's six
+    temperatures and the smallest ``eps`` only (``1e-3``, five direction draws), the critical-N diagnosis on the model
+    as it is (no counterfactual layers)."""
+    # lazy: the experiments package loads the metrics and the accelerated kernels; the training sweep needs neither
+    from .experiments import PROFILES, DiagnosisParams, SeparabilityParams
+
+    L = check_int("window", window, low=8, high=1 << 16)
+    q, paper = PROFILES["quick"], PROFILES["paper"]
+    cut = {"L": L}
+    return dataclasses.replace(
+        q,
+        name=f"trained-limits-L{L}",
+        distance_vs_length=dataclasses.replace(q.distance_vs_length, lengths=(L,)),
+        distance_vs_n=dataclasses.replace(q.distance_vs_n, L=L, n_values=(1, 5)),
+        critical_n=dataclasses.replace(q.critical_n, lengths=(L,), stage=L - 1),
+        separability=SeparabilityParams(**cut, n_values=tuple(n for n in paper.separability.n_values if n < L),
+                                        temperatures=()),
+        gradient_sensitivity=dataclasses.replace(q.gradient_sensitivity, **cut,
+                                                 eps_values=(min(q.gradient_sensitivity.eps_values),)),
+        critical_n_diagnosis=DiagnosisParams(**cut, rows=32, variants={"model": (1.0, False)}),
+    )  # fmt: skip
+
+
+def held_out_text():
+    """The validation part of the shipped text (the bytes after :data:`TRAIN_SHARE`), as a
+    :class:`~attn_lib.corpus.Text`: the trained models never saw it."""
+    # lazy: the corpus module reads files; importing attn_lib stays light
+    from .corpus import Text, load_text
+
+    raw = str(load_text("botchan").text).encode("utf-8")
+    held = raw[int(len(raw) * TRAIN_SHARE) :].decode("utf-8", errors="ignore")
+    return Text.from_string(held, name="botchan (last 10%, held out)", source="attn_lib.training.held_out_text")
+
+
+def limits_row(handle, text, profile) -> dict:
+    """The paper's limits on every head of ``handle`` at the window of ``profile`` (:func:`limits_profile`), from the
+    window's first token: ``ns_<N>`` the median over (layer, head) of the row-mean ``N_s/N`` (Algorithm 4) at each
+    ``N``; ``rho`` the median over (layer, head) of ``||s_N||/||z||`` (each head's median over rows) at
+    ``rho_N``, the ``N`` nearest ``0.06 L`` (the critical-N diagnosis); ``g_T<T>`` Fig. 4's ``g(T, eps)`` at the
+    smallest ``eps`` (the row mean, max over (layer, head)) at each ``T`` of :data:`LIMITS_T`, median over the direction
+    draws (``g_T<T>_lo``, ``_hi``: their range) and ``g_slope``, its log-log slope over ``T <= 0.1``."""
+    # lazy: the experiments package loads the metrics and the accelerated kernels; the training sweep needs neither
+    from .experiments import run_all
+
+    names = ["separability", "critical_n_diagnosis", "gradient_sensitivity"]
+    res = run_all(handle, text, profile, experiments=names, threads=1)
+    sep, diag, sens = (res[n] for n in names)
+    L = int(sep["L"].iloc[0])
+    row = dict(model=str(sep["model"].iloc[0]), L=L)
+    row.update({f"ns_{int(n)}": float(v) for n, v in sep.groupby("N")["fraction"].median().items()})
+    ns = np.sort(diag["N"].unique())
+    n06 = int(ns[np.argmin(np.abs(ns / L - 0.06))])
+    row.update(rho_N=n06, rho=float(diag.loc[diag["N"] == n06, "rho_median"].median()))
+    e0 = sens["eps"].min()
+    curve = sens[sens["eps"] == e0].groupby(["draw", "T"])["g"].max().unstack("draw")  # (T, draw)
+    for T in LIMITS_T:
+        at = curve.loc[np.isclose(curve.index, T)].iloc[0]
+        row.update({f"g_T{T:g}": float(at.median()), f"g_T{T:g}_lo": float(at.min()), f"g_T{T:g}_hi": float(at.max())})
+    low = curve[curve.index <= 0.1 * (1 + 1e-9)].median(axis=1)
+    row["g_slope"] = float(np.polyfit(np.log10(low.index), np.log10(low.clip(lower=1e-300)), 1)[0])
+    row["eps"] = float(e0)
+    return row
+
+
+def trained_limits(runs: dict, *, text=None, window: int = LIMITS_WINDOW, reference=LIMITS_REFERENCE, cache=None):
+    """The paper's limits (:func:`limits_row`) on the heads of every **softmax** run of ``runs`` (``{(normaliser, T,
+    seed): TrainRun}``, :func:`run_sweep`), and on the pretrained ``reference`` model (default the offline stand-in;
+    ``None``: no reference row; or a :class:`~attn_lib.models.ModelHandle`), all on the same window of ``window`` tokens of ``text`` (default
+    :func:`held_out_text`).
+
+    Only softmax runs are measured: for another normaliser :func:`trained_handle`'s forward pass uses softmax on its
+    logits, so every layer after the first would read hidden states the trained model never produced, and the weights
+    measured would not be the ones it trained with. Each row is cached in ``cache`` (keyed by the run's summary, the
+    text, the grids and the library's code). Returns a DataFrame, one row per softmax run (``kind = "trained"``,
+    sorted by ``T``, seed) and then the reference (``kind = "reference"``, ``temperature`` and ``seed`` NaN).
+    """
+
+    if not isinstance(runs, dict) or not all(isinstance(r, TrainRun) for r in runs.values()):
+        raise ValueError("runs must be a dict {(normaliser, T, seed): TrainRun} (attn_lib.training.run_sweep)")
+    sm = sorted((k for k in runs if k[0] == "softmax"), key=lambda k: (k[1], k[2]))
+    if not sm:
+        raise ValueError(
+            f"runs must hold at least one softmax run (got the normalisers {sorted({k[0] for k in runs})})"
+        )
+    window = check_int("window", window, low=8, high=1 << 16)
+    short = [k for k in sm if runs[k].summary["size"]["n_positions"] < window]
+    if short:
+        raise ValueError(f"window must be at most every run's training window (n_positions); {short[0]} has "
+                         f"{runs[short[0]].summary['size']['n_positions']} < {window}")  # fmt: skip
+    if reference is not None and not isinstance(reference, (str, ModelHandle)):
+        raise ValueError(
+            f"reference must be None, a model name for attn_lib.models.load_model or a ModelHandle (got {reference!r})"
+        )
+    text = held_out_text() if text is None else text
+    profile = limits_profile(window)
+    base = dict(text_sha256=getattr(text, "sha256", str(text)), profile=repr(profile))
+    rows = []
+    for k in sm:
+        s = {a: b for a, b in runs[k].summary.items() if a not in ("wall_s", "cpu_s")}
+        key = make_key("train-limits", summary=repr(sorted(s.items())), **base)
+        r = _cached(cache, key, lambda k=k: limits_row(trained_handle(runs[k]), text, profile))
+        rows.append(dict(kind="trained", normalizer="softmax", temperature=k[1], seed=k[2], **r))
+    if reference is not None:
+        named = reference if isinstance(reference, str) else reference.cache_key()
+        key = make_key("train-limits-reference", model=repr(named), **base)
+        r = _cached(cache, key, lambda: _reference_row(reference, text, profile))
+        rows.append(dict(kind="reference", normalizer="softmax", temperature=math.nan, seed=math.nan, **r))
+    return pd.DataFrame(rows)
+
+
+def _cached(cache, key: dict, compute):
+    return compute() if cache is None else cache.get_or_compute(key, compute)
+
+
+def _reference_row(name, text, profile) -> dict:
+    # lazy: loading a pretrained model imports transformers and reads its weights
+    from .models import load_model
+
+    handle = load_model(name, device="cpu", quiet=True) if isinstance(name, str) else name
+    return limits_row(handle, text, profile)

@@ -215,3 +215,115 @@ def swap_question_words(runs: pd.DataFrame) -> str:
         "model trained with softmax; here each model learned its logits under its own normaliser, which is the "
         "comparison {prf:ref}`rem-training-free-swap` asked for, at this size and budget. " + verdict
     )
+
+
+# ---- the paper's limits on the trained heads (training.trained_limits) ----------------------------------------------
+LIMIT_TEXT = "botchan, held-out last 10%, first window"
+
+
+def _ns_cols(lim: pd.DataFrame) -> list[str]:
+    return sorted((c for c in lim if c.startswith("ns_")), key=lambda c: int(c[3:]))
+
+
+def _g_cols(lim: pd.DataFrame) -> list[str]:
+    return [c for c in lim if c.startswith("g_T") and not c.endswith(("_lo", "_hi"))]
+
+
+def limits_table(lim: pd.DataFrame) -> pd.DataFrame:
+    """One row per softmax temperature (the median over seeds of each limit, and ``seeds``) and one for the reference
+    model (``training`` ``"pretrained"``), from :func:`attn_lib.training.trained_limits`."""
+    cols = [*_ns_cols(lim), "rho", *_g_cols(lim), "g_slope"]
+    tr = lim[lim["kind"] == "trained"]
+    out = tr.groupby("temperature")[cols].median()
+    out.insert(0, "seeds", tr.groupby("temperature")["seed"].count())
+    out = out.reset_index().assign(model=tr["model"].str.replace(r"-T[^-]*-seed\d+$", "", regex=True).iloc[0])
+    out.insert(0, "training", [f"softmax, T = {T:g}" for T in out["temperature"]])
+    ref = lim[lim["kind"] == "reference"]
+    if len(ref):
+        r = ref.iloc[0]
+        out.loc[len(out)] = {"training": "pretrained (reference)", "temperature": np.nan, "seeds": 1,
+                             "model": r["model"], **{c: r[c] for c in cols}}  # fmt: skip
+    return out[["training", "model", "temperature", "seeds", *cols]]
+
+
+def limits_columns(lim: pd.DataFrame) -> dict:
+    """Display names of :func:`limits_table`'s columns."""
+    names = {c: f"N_s/N (N={c[3:]})" for c in _ns_cols(lim)}
+    n = int(lim["rho_N"].iloc[0])
+    eps = float(lim["eps"].iloc[0])
+    names.update({"rho": f"‖s_N‖/‖z‖ (N={n})", "g_slope": "g slope, T ≤ 0.1"})
+    names.update({c: f"g(T={c[3:]}, ε={eps:g})" for c in _g_cols(lim)})
+    return names
+
+
+def figure_limits(lim: pd.DataFrame, runs: pd.DataFrame):
+    """The limits against the training temperature: the median over seeds (line), every seed (dots) and their range
+    (band), the reference
+    model (dashed horizontal line). Panels: ``N_s/N`` at the largest ``N``, ``||s_N||/||z||``, ``g(T, eps)`` at each
+    reported ``T``."""
+    import matplotlib.pyplot as plt  # matplotlib: imported only when a figure is drawn
+
+    tr = lim[lim["kind"] == "trained"].sort_values("temperature")
+    ref = lim[lim["kind"] == "reference"]
+    ns, gs = _ns_cols(lim)[-1], _g_cols(lim)
+    names = limits_columns(lim)
+    fig, axes = plt.subplots(1, 3, figsize=(10.2, 3.3))
+    for ax, cols in zip(axes, ([ns], ["rho"], gs), strict=True):
+        for i, c in enumerate(cols):
+            colour = f"C{i}"
+            med = tr.groupby("temperature")[c].median()
+            band = tr.groupby("temperature")[c].agg(["min", "max"])
+            ax.fill_between(band.index, band["min"], band["max"], color=colour, alpha=0.2, lw=0)
+            ax.plot(tr["temperature"], tr[c], "o", color=colour, ms=3, alpha=0.5)
+            ax.plot(med.index, med.to_numpy(), "-", color=colour, label=names[c])
+            if len(ref):
+                ax.axhline(float(ref[c].iloc[0]), color=colour, ls="--", lw=1)
+        ax.set_xscale("log")
+        ax.set(xlabel="training T (factor on 1/√d)", ylabel=names[cols[0]] if len(cols) == 1 else "g")
+        if c.startswith("g_"):
+            ax.set_yscale("log")
+            ax.legend(fontsize=7)
+    if len(ref):
+        axes[0].set_title(f"dashed: {ref['model'].iloc[0]} (pretrained)", fontsize=8, loc="left")
+    fig.tight_layout()
+    model = model_words(runs) + (f"; reference {ref['model'].iloc[0]}" if len(ref) else "")
+    return label_figure(fig, model=model, text=f"{LIMIT_TEXT}, L = {int(lim['L'].iloc[0])}",
+                        device=str(runs["device"].iloc[0]))  # fmt: skip
+
+
+def _trend(med: pd.Series) -> str:
+    """``"rises with T"``, ``"falls with T"`` or ``"is not monotone in T"`` for the medians over seeds, in T order."""
+    d = np.diff(med.to_numpy())
+    if not len(d):
+        return "is measured at one T"
+    if (d > 0).all():
+        return "rises with T"
+    if (d < 0).all():
+        return "falls with T"
+    return "is not monotone in T"
+
+
+def limits_words(lim: pd.DataFrame) -> str:
+    """Each limit of the trained heads (median over seeds: its range over T, its trend) against the reference model's
+    (Markdown)."""
+    tr = lim[lim["kind"] == "trained"]
+    ref = lim[lim["kind"] == "reference"]
+    names = limits_columns(lim)
+    parts = []
+    for c in (_ns_cols(lim)[-1], "rho", *_g_cols(lim)):
+        med = tr.groupby("temperature")[c].median()
+        first, last = med.index[0], med.index[-1]
+        s = f"{names[c]} {_trend(med)}: {med[first]:.3g} at T = {first:g}, {med[last]:.3g} at T = {last:g}"
+        s += f" (from {med.min():.3g} to {med.max():.3g} over the {len(med)} temperatures)"
+        if len(ref):
+            r = float(ref[c].iloc[0])
+            where = "below" if r < med.min() else "above" if r > med.max() else "within"
+            s += f", the pretrained reference's {r:.3g} is {where} that range"
+        parts.append(s)
+    who = f" against {ref['model'].iloc[0]} (pretrained)" if len(ref) else ""
+    return (
+        f"On the held-out window of {int(lim['L'].iloc[0])} tokens, the medians over "
+        f"{int(tr.groupby('temperature')['seed'].count().min())} seeds of the trained softmax heads{who}: "
+        + "; ".join(parts)
+        + "."
+    )

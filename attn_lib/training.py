@@ -18,6 +18,9 @@ through the weights ``alpha`` of each layer (hooks on the tensors of the attenti
 non-finite (the step is then skipped) or clipped; the validation loss every ``eval_every`` steps; the wall time.
 Deterministic on the CPU: a seed fixes the initial weights and the batches, and the run uses torch's deterministic
 algorithms, so two runs with one seed give identical losses (``tests/test_training.py``).
+
+:func:`trained_limits` measures the paper's limits (``N_s/N``, the critical-N diagnosis, ``g(T, eps)``) on the trained
+softmax heads and on a pretrained reference, at the trained models' window (``tests/test_training_limits.py``).
 """
 
 from __future__ import annotations

@@ -161,18 +161,32 @@ def _normaliser(model, name: str, params: dict):
     ``model`` (one call per layer per forward pass, in layer order; ``calls`` counts them)."""
     if name not in LEARNABLE:
         return nz.get(name, **params)
-    calls = [0]
     n_layer = model.config.n_layer
+    per_layer = [_layer_normaliser(model, name, params, i) for i in range(n_layer)]
+    calls = [0]
 
     def learned(logits, temperature=1.0, dim=-1, mask=None):
-        p = model.attn_lib_norm[calls[0] % n_layer]
+        f = per_layer[calls[0] % n_layer]
         calls[0] += 1
+        return f(logits, temperature, dim, mask)
+
+    return learned
+
+
+def _layer_normaliser(model, name: str, params: dict, layer: int):
+    """The normaliser of ``layer`` of ``model``: the registered function, with that layer's learned parameter (read
+    at each call, so that training updates it)."""
+    if name not in LEARNABLE:
+        return nz.get(name, **params)
+
+    def f(logits, temperature=1.0, dim=-1, mask=None):
+        p = model.attn_lib_norm[layer]
         if name == "ssmax":
             # -inf (invisible) logits are zeroed first: -inf * s would make the gradient of s NaN (0 * -inf)
             return nz.ssmax(logits.masked_fill(~mask, 0.0) * torch.exp(p), temperature, dim, mask, s=1.0)
         return nz.sigmoid(logits + p * temperature, temperature, dim, mask)
 
-    return learned
+    return f
 
 
 def _hooks(grads: dict):
@@ -534,3 +548,82 @@ def _reference_row(name, text, profile) -> dict:
 
     handle = load_model(name, device="cpu", quiet=True) if isinstance(name, str) else name
     return limits_row(handle, text, profile)
+
+
+# ---- each normaliser on its own trained weights (chapter 7's limits) ------------------------------------------------
+def own_limits_profile(window: int = LIMITS_WINDOW):
+    """The grids of :func:`own_limits`: chapter 7's ``quick`` profile (:data:`attn_lib.experiments.BEYOND_PROFILES`)
+    cut to ``window`` tokens (row lengths ``L`` of 8, 16, 32, ... up to ``window``, at most 16 rows each), ``g`` at the smallest
+    ``eps`` only, no top-k."""
+    # lazy: the experiments package loads the metrics and the accelerated kernels; the training sweep needs neither
+    from .experiments import BEYOND_PROFILES
+
+    L = check_int("window", window, low=16, high=1 << 16)
+    q = BEYOND_PROFILES["quick"]
+    lengths = tuple(n for n in (8, 16, 32, 64, 128, 256, 512, 1024) if n < L) + (L,)
+    return dataclasses.replace(
+        q, name=f"trained-own-L{L}", lengths=lengths, rows_per_length=16, crit_grid=tuple(n for n in q.crit_grid if n < L),
+        sep_n=tuple(n for n in q.sep_n if n < L), eps_values=(min(q.eps_values),), k_values=(),
+    )  # fmt: skip
+
+
+def own_limits_table(run: TrainRun, text, profile, seed: int = 0) -> pd.DataFrame:
+    """:func:`attn_lib.experiments.compare_normalizers`' table for the model of ``run`` with its OWN normaliser: one
+    forward pass in which every layer runs the trained normaliser (with its learned parameters), and that layer's
+    logits are normalised by it again to measure its weights (``profile``: :func:`own_limits_profile`)."""
+    # lazy: the experiments package loads the metrics and the accelerated kernels; the training sweep needs neither
+    from types import SimpleNamespace
+
+    from .experiments import passes
+    from .experiments.inputs import table_meta
+    from .experiments.normalizers import CompareAnalysis
+
+    name, params = run.summary["normalizer"], run.summary["params"]
+    handle = trained_handle(run)
+    model = handle.model
+
+    class Own(CompareAnalysis):
+        def normaliser(self, name, params, layer):
+            return _layer_normaliser(model, name, params, layer)
+
+    a = Own(table_meta(handle, text), profile, {name: (name, params)}, seed)
+    only_layer = SimpleNamespace(layer=lambda sh: a.layer(sh.la))
+    passes.run_pass(handle, text, [only_layer], max(profile.lengths), 0, normalizer=_normaliser(model, name, params))
+    return a.finish()
+
+
+def own_limits(runs: dict, *, text=None, window: int = LIMITS_WINDOW, seed: int = 0, cache=None) -> pd.DataFrame:
+    """Chapter 7's limits (:func:`attn_lib.experiments.limits_summary`) of every run of ``runs`` trained at ``T = 1``
+    (``{(normaliser, T, seed): TrainRun}``, :func:`run_sweep`), each on its own normaliser's weights in its own
+    forward pass (:func:`own_limits_table`), on the first ``window`` tokens of ``text`` (default
+    :func:`held_out_text`). Each run's table is cached in ``cache``. Returns one row per run: ``normalizer``,
+    ``seed``, ``model``, ``L`` (the window) and the columns of ``limits_summary`` (``max_alpha_slope``, ``d_tilde``, ``n_star``, ``sep_fraction``,
+    ``g_low_T``, ``g_T1``, ...), in the registry's order, then by seed."""
+    from .experiments import limits_summary  # lazy, as above
+
+    if not isinstance(runs, dict) or not all(isinstance(r, TrainRun) for r in runs.values()):
+        raise ValueError("runs must be a dict {(normaliser, T, seed): TrainRun} (attn_lib.training.run_sweep)")
+    keys = [k for k in runs if k[1] == 1.0]
+    if not keys:
+        raise ValueError(
+            f"runs must hold at least one run at T = 1 (got the temperatures {sorted({k[1] for k in runs})})"
+        )
+    window = check_int("window", window, low=16, high=1 << 16)
+    short = [k for k in keys if runs[k].summary["size"]["n_positions"] < window]
+    if short:
+        raise ValueError(f"window must be at most every run's training window (n_positions); {short[0]} has "
+                         f"{runs[short[0]].summary['size']['n_positions']} < {window}")  # fmt: skip
+    seed = check_seed("seed", seed)
+    order = {n: i for i, n in enumerate(nz.available())}
+    keys.sort(key=lambda k: (order.get(k[0], len(order)), k[2]))
+    text = held_out_text() if text is None else text
+    profile = own_limits_profile(window)
+    rows = []
+    for k in keys:
+        s = {a: b for a, b in runs[k].summary.items() if a not in ("wall_s", "cpu_s")}
+        key = make_key("train-own-limits", summary=repr(sorted(s.items())), text_sha256=getattr(text, "sha256",
+                       str(text)), profile=repr(profile), seed=seed)  # fmt: skip
+        table = _cached(cache, key, lambda k=k: own_limits_table(runs[k], text, profile, seed))
+        summary = limits_summary(table, profile.ks_alpha).reset_index(drop=True).iloc[0].to_dict()
+        rows.append(dict(normalizer=k[0], seed=k[2], model=str(table["model"].iloc[0]), L=window, **summary))
+    return pd.DataFrame(rows)

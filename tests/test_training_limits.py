@@ -117,3 +117,112 @@ def test_the_default_reference_is_the_pretrained_standin(runs):
     assert list(lim["kind"]) == ["trained", "reference"]
     assert "SmolLM2" in lim["model"].iloc[-1]
     assert np.isfinite(lim[["ns_8", "rho", "g_T1"]].to_numpy(dtype=float)).all()
+
+
+# ---- each normaliser on its own trained weights (training.own_limits) -----------------------------------------------
+#: two layers, so that the second layer reads hidden states the trained normaliser produced in the first
+TWO = tr.TrainSize(n_layer=2, n_head=2, n_embd=16, n_positions=16, batch=4, steps=3, eval_every=3, eval_batches=1)
+
+
+@pytest.fixture(scope="module")
+def own_runs():
+    out = {(n, 1.0, 0): tr.train(n, 1.0, seed=0, size=TWO) for n in ("softmax", "sigmoid", "topk")}
+    out[("softmax", 1.0, 1)] = tr.train("softmax", 1.0, seed=1, size=TWO)
+    out[("softmax", 0.3, 0)] = tr.train("softmax", 0.3, seed=0, size=TWO)  # not at T = 1: left out
+    return out
+
+
+@pytest.fixture(scope="module")
+def own(own_runs):
+    return tr.own_limits(own_runs, window=WINDOW)
+
+
+def _compare(run, name):
+    from attn_lib import experiments
+
+    handle = tr.trained_handle(run)
+    cmp = experiments.compare_normalizers(handle, tr.held_out_text(), profile=tr.own_limits_profile(WINDOW))
+    return cmp[cmp["normalizer"] == name].reset_index(drop=True)
+
+
+def test_own_limits_has_one_row_per_run_at_t1_in_the_registrys_order(own):
+    assert list(zip(own["normalizer"], own["seed"])) == [("softmax", 0), ("softmax", 1), ("sigmoid", 0), ("topk", 0)]
+    assert (own["L"] == WINDOW).all()
+    num = own[["max_alpha_slope", "d_tilde", "sep_fraction", "g_low_T", "g_T1"]].to_numpy(dtype=float)
+    assert np.isfinite(num).all() and ((own["sep_fraction"] >= 0) & (own["sep_fraction"] <= 1)).all()
+
+
+def test_own_limits_of_softmax_is_chapter_7s_comparison(own_runs):
+    """With softmax, the trained normaliser's own pass is the model's own pass: chapter 7's table, row for row."""
+    mine = tr.own_limits_table(own_runs[("softmax", 1.0, 0)], tr.held_out_text(), tr.own_limits_profile(WINDOW))
+    theirs = _compare(own_runs[("softmax", 1.0, 0)], "softmax")
+    # the same up to float32 rounding: the model's own attention and the registered softmax in the live pass round
+    # differently in the last bit, which later layers carry (measured: 6.5e-8 relative at most)
+    pd.testing.assert_frame_equal(mine.reset_index(drop=True), theirs, rtol=1e-6)
+    assert (
+        mine.loc[mine["layer"] == 0, "value"].to_numpy() == theirs.loc[theirs["layer"] == 0, "value"].to_numpy()
+    ).all()
+
+
+def test_own_limits_runs_the_trained_normaliser_in_the_live_model(own_runs):
+    """A sigmoid model measured in its own pass, with its learned biases, is not the sigmoid swapped into a softmax
+    pass (chapter 7's comparison): the second layer's logits differ."""
+    run = own_runs[("sigmoid", 1.0, 0)]
+    assert any(abs(b) > 1e-6 for b in run.summary["learned"])  # three steps moved the learned bias
+    mine = tr.own_limits_table(run, tr.held_out_text(), tr.own_limits_profile(WINDOW))
+    swapped = _compare(run, "sigmoid")
+    assert list(mine.columns) == list(swapped.columns) and len(mine) == len(swapped)
+    assert not np.allclose(mine["value"], swapped["value"], rtol=1e-6)
+
+
+def test_own_limits_topk_keeps_a_weight_of_one_over_k(own_runs):
+    """Proposition (top-k): every row keeps a weight >= 1/k, measured on the trained top-k model's own pass."""
+    run = own_runs[("topk", 1.0, 0)]
+    k = run.summary["params"]["k"]
+    t = tr.own_limits_table(run, tr.held_out_text(), tr.own_limits_profile(WINDOW))
+    mx = t.loc[t["metric"] == "max_alpha", "value"]
+    assert len(mx) and (mx >= 1 / k - 1e-12).all()
+
+
+@pytest.mark.parametrize(
+    "kw, name",
+    [
+        (dict(runs={}), "runs"),
+        (dict(runs={("softmax", 0.3, 0): None}), "runs"),
+        (dict(window=8), "window"),
+        (dict(window=32), "window"),
+        (dict(seed=-1), "seed"),
+    ],
+)
+def test_own_limits_bad_input_names_the_parameter(own_runs, kw, name):
+    args = {**dict(runs=own_runs, window=WINDOW), **kw}
+    with pytest.raises(ValueError, match=name):
+        tr.own_limits(args.pop("runs"), **args)
+
+
+def test_own_limits_needs_a_run_at_t1(own_runs):
+    with pytest.raises(ValueError, match="at least one run at T = 1"):
+        tr.own_limits({k: v for k, v in own_runs.items() if k[1] != 1.0}, window=WINDOW)
+
+
+def test_own_limits_cache_hit_is_the_same_table(own_runs, tmp_path):
+    cache = ResultCache(tmp_path)
+    first = tr.own_limits(own_runs, window=WINDOW, cache=cache)
+    assert len(cache.entries()) == 4
+    second = tr.own_limits(own_runs, window=WINDOW, cache=cache)
+    assert cache.last_status == "hit"
+    pd.testing.assert_frame_equal(first, second)
+
+
+def test_own_limits_report_follows_the_numbers(own):
+    from attn_lib.report import beyond_limits_markdown
+
+    summary = rep.own_limits_summary(own)
+    assert list(summary.index) == ["softmax (seed 0)", "softmax (seed 1)", "sigmoid", "topk"]
+    table = beyond_limits_markdown(summary)
+    assert table.count("\n") == 5 and "| topk |" in table
+    words = rep.own_limits_words(own)
+    med = own.groupby("normalizer")["g_T1"].median()
+    assert f"{med.max():.3g} ({med.idxmax()})" in words and f"{med.min():.3g} ({med.idxmin()})" in words
+    sm = own[own["normalizer"] == "softmax"]["sep_fraction"]
+    assert f"over softmax's 2 seeds from {sm.min():.3g} to {sm.max():.3g}" in words

@@ -134,10 +134,12 @@ def run_pass(
     start: int = 0,
     prog: Progress | None = None,
     analysis_seconds: list | None = None,
+    **capture_options,
 ) -> float:
     """One forward pass over ``length`` tokens of ``text`` from token ``start``; every analysis (an object with
     ``layer(shared: SharedLayer)``) sees every layer. Returns the seconds spent; ``analysis_seconds`` (one entry per
-    analysis), if given, gets each analysis' own time added."""
+    analysis), if given, gets each analysis' own time added; ``capture_options`` go to
+    :func:`attn_lib.capture.capture_attention` (``normalizer=``: the pass runs that normaliser in the live model)."""
     prog = prog or Progress(False)
     ids = text_window(handle, text, length, start)
     t0 = time.perf_counter()
@@ -155,7 +157,7 @@ def run_pass(
         bar.update(1)
 
     try:
-        capture.capture_attention(handle, ids, cb, keep_qk=False)
+        capture.capture_attention(handle, ids, cb, keep_qk=False, **capture_options)
     finally:
         bar.close()
     return time.perf_counter() - t0

@@ -327,3 +327,36 @@ def limits_words(lim: pd.DataFrame) -> str:
         + "; ".join(parts)
         + "."
     )
+
+
+# ---- each normaliser on its own trained weights (training.own_limits) ---------------------------------------------
+def own_limits_summary(own: pd.DataFrame) -> pd.DataFrame:
+    """:func:`attn_lib.training.own_limits`' rows as :func:`attn_lib.experiments.limits_summary`'s table, indexed by
+    normaliser (``"name (seed s)"`` where a normaliser has several seeds), for
+    :func:`attn_lib.report.beyond_limits_markdown`."""
+    many = own.groupby("normalizer")["seed"].transform("count") > 1
+    label = np.where(many, own["normalizer"] + " (seed " + own["seed"].astype(int).astype(str) + ")", own["normalizer"])
+    return own.drop(columns=["normalizer", "seed", "model", "L"]).set_axis(pd.Index(label, name="normalizer"))
+
+
+def own_limits_words(own: pd.DataFrame) -> str:
+    """Where each limit of :func:`attn_lib.training.own_limits` is largest and smallest over the normalisers (the
+    median over seeds of each), against softmax's range over its seeds (Markdown)."""
+    cols = {
+        "max_alpha_slope": "the exponent b of max α ∝ L^b",
+        "sep_fraction": f"N_s/N at N = {int(own['sep_n'].iloc[0])}",
+        "g_T1": f"g(T = 1, ε = {own['eps'].iloc[0]:g})",
+    }
+    med = own.groupby("normalizer", sort=False)[list(cols)].median()
+    sm = own[own["normalizer"] == "softmax"]
+    parts = []
+    for c, words in cols.items():
+        lo, hi = med[c].idxmin(), med[c].idxmax()
+        s = f"{words} runs from {med.loc[lo, c]:.3g} ({lo}) to {med.loc[hi, c]:.3g} ({hi})"
+        if len(sm) > 1:
+            s += f", and over softmax's {len(sm)} seeds from {sm[c].min():.3g} to {sm[c].max():.3g}"
+        parts.append(s)
+    return (
+        f"Each model trained at T = 1 and measured with its own normaliser on the held-out window of "
+        f"{int(own['L'].iloc[0])} tokens: " + "; ".join(parts) + "."
+    )

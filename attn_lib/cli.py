@@ -576,8 +576,23 @@ def _cmd_train_sweep(args) -> int:
 
     cache = ResultCache(enabled=not args.no_cache)
     device = "cuda" if args.device else "cpu"
+    reference = None
+    if not args.no_limits and args.reference != "none":  # loaded first: a bad name fails before any training
+        from .models import load_model
+
+        reference = load_model(args.reference, device="cpu", quiet=args.quiet)
     runs = training.run_sweep(args.profile, device=device, cache=cache, workers=args.workers, progress=not args.quiet)
-    made = report_training.write_sweep(out_dir, training.sweep_tables(runs), profile=args.profile)
+    limits = own = None
+    if not args.no_limits:
+        # the trained models' whole context, at most the book's window
+        window = min(training.LIMITS_WINDOW, *(r.summary["size"]["n_positions"] for r in runs.values()))
+        if any(k[0] == "softmax" for k in runs):
+            limits = training.trained_limits(runs, window=window, reference=reference, cache=cache)
+        if any(k[1] == 1.0 for k in runs) and window >= 16:
+            own = training.own_limits(runs, window=window, cache=cache)
+    made = report_training.write_sweep(
+        out_dir, training.sweep_tables(runs), profile=args.profile, limits=limits, own=own
+    )
     print("\n".join(str(p) for p in made.values()))
     return 0
 
@@ -590,7 +605,9 @@ def _add_train_sweep(sub) -> None:
         description="Train small GPT-2-architecture models from scratch on the shipped text (bytes) with softmax at "
         "T = 0.03 ... 10 (a factor on GPT-2's 1/sqrt(d)) and with every registered normaliser at T = 1, and judge "
         "the abstract's training claim. quick: 5 seeds per T, 1 per normaliser, 100 steps; full: 5 seeds each, "
-        "400 steps. Writes results.json, train_runs.csv, train_curves.csv, figures and report.md into --out. "
+        "400 steps. Then the paper's limits on the trained softmax heads, next to --reference's, and chapter 7's "
+        "limits on every model trained at T = 1 with its own normaliser. Writes results.json, train_runs.csv, "
+        "train_curves.csv, the limits' tables, figures and report.md into --out. "
         "Each run is cached; --no-cache retrains.",
         epilog="examples:\n  attn-lib train-sweep --out train/\n  attn-lib train-sweep --profile full --workers 2",
     )
@@ -601,6 +618,12 @@ def _add_train_sweep(sub) -> None:
         "--workers", type=_checked(check_int, "--workers", low=1, high=64), default=1,
         help="processes training in parallel on the CPU (one thread each; the results do not change)",
     )  # fmt: skip
+    sp.add_argument(
+        "--reference", default="smollm2", metavar="MODEL",
+        help="pretrained model whose limits sit next to the trained heads' (default smollm2, the offline stand-in; "
+        "'none': no reference row)",
+    )  # fmt: skip
+    sp.add_argument("--no-limits", action="store_true", help="skip the paper's limits on the trained heads")
     sp.add_argument("--no-cache", action="store_true", help="bypass the result cache")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     sp.set_defaults(func=_cmd_train_sweep)

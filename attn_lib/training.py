@@ -597,8 +597,12 @@ def own_limits(runs: dict, *, text=None, window: int = LIMITS_WINDOW, seed: int 
     (``{(normaliser, T, seed): TrainRun}``, :func:`run_sweep`), each on its own normaliser's weights in its own
     forward pass (:func:`own_limits_table`), on the first ``window`` tokens of ``text`` (default
     :func:`held_out_text`). Each run's table is cached in ``cache``. Returns one row per run: ``normalizer``,
-    ``seed``, ``model``, ``L`` (the window) and the columns of ``limits_summary`` (``max_alpha_slope``, ``d_tilde``, ``n_star``, ``sep_fraction``,
+    ``seed``, ``model``, ``L`` (the window), ``n_heads``, ``ks_p_min`` (the smallest p-value the critical N's KS test
+    can reach over that many heads; at or above ``ks_alpha`` the critical N is 1 by construction) and the columns of
+    ``limits_summary`` (``max_alpha_slope``, ``d_tilde``, ``n_star``, ``sep_fraction``,
     ``g_low_T``, ``g_T1``, ...), in the registry's order, then by seed."""
+    from scipy.stats import ks_2samp  # scipy.stats takes a while to import
+
     from .experiments import limits_summary  # lazy, as above
 
     if not isinstance(runs, dict) or not all(isinstance(r, TrainRun) for r in runs.values()):
@@ -625,5 +629,9 @@ def own_limits(runs: dict, *, text=None, window: int = LIMITS_WINDOW, seed: int 
                        str(text)), profile=repr(profile), seed=seed)  # fmt: skip
         table = _cached(cache, key, lambda k=k: own_limits_table(runs[k], text, profile, seed))
         summary = limits_summary(table, profile.ks_alpha).reset_index(drop=True).iloc[0].to_dict()
-        rows.append(dict(normalizer=k[0], seed=k[2], model=str(table["model"].iloc[0]), L=window, **summary))
+        n_heads = len(table[["layer", "head"]].drop_duplicates())
+        # the smallest p-value a two-sample KS test over n_heads values can give (two samples that do not overlap)
+        p_min = float(ks_2samp(np.arange(n_heads), np.arange(n_heads) + n_heads).pvalue)
+        rows.append(dict(normalizer=k[0], seed=k[2], model=str(table["model"].iloc[0]), L=window, n_heads=n_heads,
+                         ks_p_min=p_min, ks_alpha=profile.ks_alpha, **summary))  # fmt: skip
     return pd.DataFrame(rows)

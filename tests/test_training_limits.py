@@ -226,3 +226,13 @@ def test_own_limits_report_follows_the_numbers(own):
     assert f"{med.max():.3g} ({med.idxmax()})" in words and f"{med.min():.3g} ({med.idxmin()})" in words
     sm = own[own["normalizer"] == "softmax"]["sep_fraction"]
     assert f"over softmax's 2 seeds from {sm.min():.3g} to {sm.max():.3g}" in words
+
+
+def test_own_limits_say_when_the_critical_n_cannot_be_measured(own):
+    """Two layers of two heads: a two-sample KS test over 4 values never goes below 2/70, so at the level 0.01 the
+    critical N is 1 by construction, and the words say so."""
+    assert (own["n_heads"] == 4).all() and own["ks_p_min"].iloc[0] == pytest.approx(2 / 70)
+    assert (own["n_star"] == 1).all()
+    assert "The critical N is 1 by construction, not a measurement: over 4 heads" in rep.own_limits_words(own)
+    many = own.assign(ks_p_min=1e-9)  # enough heads: no such sentence
+    assert "by construction" not in rep.own_limits_words(many)

@@ -111,11 +111,14 @@ def claims_markdown(vt: pd.DataFrame) -> str:
     return pipe_table(["id", "claim", "verdict", "measured", "cause"], rows)
 
 
-def write_sweep(out, tables: dict, *, profile: str) -> dict:
+def write_sweep(out, tables: dict, *, profile: str, limits=None, own=None) -> dict:
     """Write ``results.json`` (meta, verdicts, the tables), ``train_runs.csv``, ``train_curves.csv``, the figures
-    (PNG and SVG) and ``report.md`` (a section with the claim rows) into ``out``. Returns ``{name: path}``."""
+    (PNG and SVG) and ``report.md`` (a section with the claim rows) into ``out``; with ``limits``
+    (:func:`attn_lib.training.trained_limits`) and ``own`` (:func:`attn_lib.training.own_limits`) their tables,
+    CSVs, figure and report sections too. Returns ``{name: path}``."""
     out = Path(out)
     runs, curves = tables["train_runs"], tables["train_curves"]
+    extra = {n: df for n, df in (("train_limits", limits), ("train_own_limits", own)) if df is not None}
     vt = verdicts(tables, ids=CLAIM_IDS)
     meta = dict(profile=profile, model=model_words(runs), text=TEXT, device=str(runs["device"].iloc[0]))
     meta.update(runs=len(runs), cpu_s=float(runs["cpu_s"].sum()), wall_s=float(runs["wall_s"].sum()))
@@ -123,11 +126,11 @@ def write_sweep(out, tables: dict, *, profile: str) -> dict:
     doc = {
         "meta": meta,
         "verdicts": json.loads(vt.to_json(orient="records")),
-        "results": {"train_runs": json.loads(runs.to_json(orient="records"))},
+        "results": {n: json.loads(df.to_json(orient="records")) for n, df in {"train_runs": runs, **extra}.items()},
     }
     (out / "results.json").write_text(json.dumps(doc, indent=1))
     made["results.json"] = out / "results.json"
-    for name, df in (("train_runs", runs), ("train_curves", curves)):
+    for name, df in {"train_runs": runs, "train_curves": curves, **extra}.items():
         df.to_csv(out / f"{name}.csv", index=False)
         made[f"{name}.csv"] = out / f"{name}.csv"
     lows = sorted(runs.loc[runs["normalizer"] == "softmax", "temperature"].unique())
@@ -135,6 +138,7 @@ def write_sweep(out, tables: dict, *, profile: str) -> dict:
         "train_loss_lowT": figure_loss_curves(curves, runs, lows[0]),
         "train_gradients": figure_gradients(runs),
         "train_normalizers": figure_normalizers(runs),
+        **({"train_limits": figure_limits(limits, runs)} if limits is not None else {}),
     }
     import matplotlib.pyplot as plt  # matplotlib: imported only when a figure is drawn
 
@@ -161,6 +165,7 @@ def write_sweep(out, tables: dict, *, profile: str) -> dict:
         "",
         *[f"![{n}]({n}.png)" for n in figs],
         "",
+        *_limits_sections(limits, own),
     ]
     (out / "report.md").write_text("\n".join(md))
     made["report.md"] = out / "report.md"
@@ -336,7 +341,9 @@ def own_limits_summary(own: pd.DataFrame) -> pd.DataFrame:
     :func:`attn_lib.report.beyond_limits_markdown`."""
     many = own.groupby("normalizer")["seed"].transform("count") > 1
     label = np.where(many, own["normalizer"] + " (seed " + own["seed"].astype(int).astype(str) + ")", own["normalizer"])
-    return own.drop(columns=["normalizer", "seed", "model", "L"]).set_axis(pd.Index(label, name="normalizer"))
+    return own.drop(columns=["normalizer", "seed", "model", "L", "n_heads", "ks_p_min", "ks_alpha"]).set_axis(
+        pd.Index(label, name="normalizer")
+    )
 
 
 def own_limits_words(own: pd.DataFrame) -> str:
@@ -356,7 +363,36 @@ def own_limits_words(own: pd.DataFrame) -> str:
         if len(sm) > 1:
             s += f", and over softmax's {len(sm)} seeds from {sm[c].min():.3g} to {sm[c].max():.3g}"
         parts.append(s)
-    return (
+    words = (
         f"Each model trained at T = 1 and measured with its own normaliser on the held-out window of "
         f"{int(own['L'].iloc[0])} tokens: " + "; ".join(parts) + "."
     )
+    r = own.iloc[0]
+    if r["ks_p_min"] >= r["ks_alpha"]:
+        words += (
+            f" The critical N is {int(own['n_star'].max())} by construction, not a measurement: over "
+            f"{int(r['n_heads'])} heads the KS test's smallest p-value is {r['ks_p_min']:.3g}, not below its level "
+            f"{r['ks_alpha']:g}."
+        )
+    return words
+
+
+def _limits_sections(limits, own) -> list[str]:
+    """The report.md sections of :func:`write_sweep` for the paper's limits on the trained softmax heads and for each
+    normaliser on its own weights (none where the table is not given)."""
+    md = []
+    if limits is not None:
+        t = limits_table(limits)
+        names = limits_columns(limits)
+        cols = [c for c in t.columns if c not in ("training", "model", "temperature", "seeds")]
+        rows = [[md_cell(r["training"]), md_cell(r["model"]), int(r["seeds"]), *(f"{r[c]:.3g}" for c in cols)]
+                for _, r in t.iterrows()]  # fmt: skip
+        md += ["### The paper's limits on the trained softmax heads", "",
+               pipe_table(["training", "model", "seeds", *(names.get(c, c) for c in cols)], rows), "",
+               limits_words(limits), ""]  # fmt: skip
+    if own is not None:
+        from .beyond import beyond_limits_markdown  # the chapter-7 table's layout
+
+        md += ["### Each normaliser on its own trained weights", "",
+               beyond_limits_markdown(own_limits_summary(own)), "", own_limits_words(own), ""]  # fmt: skip
+    return md

@@ -58,7 +58,7 @@ def _diagnosis_cause(results, th, ratio: float) -> str:
     m = first.loc["model"] if "model" in first.index else first.iloc[0]
     parts = [
         f"median ‖s_N‖/‖z‖ at N = 0.06 L is {m['rho at 0.06 L']:.2f} (E1/d~ = {m['E1/d~ at 0.06 L']:.2f}) where "
-        f"N* = 0.06 L would need about {need:.2f}: E1/d~ ≈ (N/(t−1))·‖z‖/‖s_N‖ ({prf_ref('prop-e1-crossing')}, L = {L})"
+        f"N* = 0.06 L would need about {need:.2f}: E1/d~ ≈ (N/(t−1)) · ‖z‖/‖s_N‖ ({prf_ref('prop-e1-crossing')}, L = {L})"
     ]
     if math.isfinite(m["first N/L"]):
         parts.append(f"on this grid the model's own KS test first passes at N/L = {m['first N/L']:.2f}")
@@ -179,7 +179,7 @@ def _fig2c_sublinear(results, th):
     if fit["exponent"] <= 1 - th["linear_exponent_tol"]:
         return Outcome("reproduced", meas, numbers=fit)
     cause = (
-        f"E1/d~ ≈ (N/(t−1))·‖z‖/‖s_N‖ ({prf_ref('prop-e1-crossing')}): E1 meets d~ where N/(t−1) nears ‖s_N‖/‖z‖, an N "
+        f"E1/d~ ≈ (N/(t−1)) · ‖z‖/‖s_N‖ ({prf_ref('prop-e1-crossing')}): E1 meets d~ where N/(t−1) nears ‖s_N‖/‖z‖, an N "
         f"proportional to L while that ratio does not change with L; the measured N*/L stays within "
         f"{(u['n_star'] / u['L']).min():.3f} … {(u['n_star'] / u['L']).max():.3f}"
     )

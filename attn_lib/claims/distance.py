@@ -70,7 +70,8 @@ def _bounded_growth(results, th, col: str, name: str, bound: str, extra: int):
     cause = (
         f"{nm} ≤ {bound} ({prf_ref('prop-random-bounded')}), measured {cap:.3g} at L = {L1} (mean max‖x‖ "
         f"{xm[L1]:.3g}, exponent {length_fit(df, 'x_max', th)[0]['exponent']:.2f} in L): from {nm}({L0}) = "
-        f"{e[L0]:.3g} that caps the endpoint exponent log({nm}({L1})/{nm}({L0}))/log({L1}/{L0}) at "
+        f"{e[L0]:.3g} that caps the endpoint exponent (ln of {nm} at L = {L1} over {nm} at L = {L0}, divided by "
+        f"ln({L1}/{L0})) at "
         f"{cap_exp:.2f} (measured {end_exp:.2f}; least-squares exponent {fit['exponent']:.2f})"
     )
     if not cap_exp < 1 - th["linear_exponent_tol"]:  # the cap alone does not decide: say where E sits under it
@@ -377,7 +378,7 @@ def _converge(results, th, col: str, name: str):
         near = m.iloc[int(np.argmin(np.abs(m["N"].to_numpy() - n1)))]
         parts.append(
             f"at N = {int(near['N'])} the diagnosis measures E1/d~ = {near['E1/d~']:.2f} with median ‖s_N‖/‖z‖ = "
-            f"{near['rho']:.2f}: E1/d~ ≈ (N/(t−1))·‖z‖/‖s_N‖ ({prf_ref('prop-e1-crossing')}) stays below 1 until "
+            f"{near['rho']:.2f}: E1/d~ ≈ (N/(t−1)) · ‖z‖/‖s_N‖ ({prf_ref('prop-e1-crossing')}) stays below 1 until "
             "N/(t−1) nears ‖s_N‖/‖z‖"
         )
     if not parts:

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..claims import verdicts
+from ..layout import FIGURE_WIDTH_IN
 from ..provenance import label_figure
 from ._common import md_cell, pipe_table
 from .figures import save_figure
@@ -39,7 +40,7 @@ def figure_loss_curves(curves: pd.DataFrame, runs: pd.DataFrame, T: float):
     import matplotlib.pyplot as plt  # matplotlib: imported only when a figure is drawn
 
     sm = curves[curves["normalizer"] == "softmax"]
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH_IN, 3.6))
     for temp, colour in ((1.0, "0.7"), (T, "C0")):
         for _, c in sm[np.isclose(sm["temperature"], temp)].groupby("seed"):
             ax.plot(c["step"], c["train_loss"], color=colour, lw=0.8)
@@ -57,7 +58,7 @@ def figure_gradients(runs: pd.DataFrame):
     import matplotlib.pyplot as plt  # matplotlib: imported only when a figure is drawn
 
     sm = runs[runs["normalizer"] == "softmax"].sort_values("temperature")
-    fig, (a, b) = plt.subplots(1, 2, figsize=(8.4, 3.4))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(FIGURE_WIDTH_IN, 3.4))
     a.loglog(sm["temperature"], sm["logit_grad"], "o", color="C0", ms=4)
     a.loglog(*sm.groupby("temperature")["logit_grad"].median().reset_index().to_numpy().T, "-", color="C0")
     a.set(xlabel="T (factor on 1/√d)", ylabel="median ‖∂loss/∂l‖ per step")
@@ -79,7 +80,7 @@ def figure_normalizers(runs: pd.DataFrame):
     at1 = runs[np.isclose(runs["temperature"], 1.0)]
     g = at1.assign(unstable=at1["clipped_share"] + at1["nonfinite_share"]).groupby("normalizer", sort=False)
     m = g[["final_val_loss", "unstable"]].median()
-    fig, (a, b) = plt.subplots(1, 2, figsize=(8.4, 3.4), sharey=True)
+    fig, (a, b) = plt.subplots(1, 2, figsize=(FIGURE_WIDTH_IN, 3.4), sharey=True)
     y = np.arange(len(m))
     a.barh(y, m["final_val_loss"], color="C0")
     a.set(yticks=y, yticklabels=m.index, xlabel="validation loss after the budget")
@@ -263,33 +264,32 @@ def limits_columns(lim: pd.DataFrame) -> dict:
 
 def figure_limits(lim: pd.DataFrame, runs: pd.DataFrame):
     """The limits against the training temperature: the median over seeds (line), every seed (dots) and their range
-    (band), the reference
-    model (dashed horizontal line). Panels: ``N_s/N`` at the largest ``N``, ``||s_N||/||z||``, ``g(T, eps)`` at each
-    reported ``T``."""
+    (band), the reference model (dashed horizontal line). Panels, two per row: ``N_s/N`` at the largest ``N``,
+    ``||s_N||/||z||``, and ``g(T, eps)`` at each reported ``T``."""
     import matplotlib.pyplot as plt  # matplotlib: imported only when a figure is drawn
 
     tr = lim[lim["kind"] == "trained"].sort_values("temperature")
     ref = lim[lim["kind"] == "reference"]
-    ns, gs = _ns_cols(lim)[-1], _g_cols(lim)
+    panels = [_ns_cols(lim)[-1], "rho", *_g_cols(lim)]
     names = limits_columns(lim)
-    fig, axes = plt.subplots(1, 3, figsize=(10.2, 3.3))
-    for ax, cols in zip(axes, ([ns], ["rho"], gs), strict=True):
-        for i, c in enumerate(cols):
-            colour = f"C{i}"
-            med = tr.groupby("temperature")[c].median()
-            band = tr.groupby("temperature")[c].agg(["min", "max"])
-            ax.fill_between(band.index, band["min"], band["max"], color=colour, alpha=0.2, lw=0)
-            ax.plot(tr["temperature"], tr[c], "o", color=colour, ms=3, alpha=0.5)
-            ax.plot(med.index, med.to_numpy(), "-", color=colour, label=names[c])
-            if len(ref):
-                ax.axhline(float(ref[c].iloc[0]), color=colour, ls="--", lw=1)
+    n_rows = -(-len(panels) // 2)
+    fig, axes = plt.subplots(n_rows, 2, figsize=(FIGURE_WIDTH_IN, 2.7 * n_rows), squeeze=False)
+    for ax, c in zip(axes.flat, panels):
+        med = tr.groupby("temperature")[c].median()
+        band = tr.groupby("temperature")[c].agg(["min", "max"])
+        ax.fill_between(band.index, band["min"], band["max"], color="C0", alpha=0.2, lw=0)
+        ax.plot(tr["temperature"], tr[c], "o", color="C0", ms=3, alpha=0.5)
+        ax.plot(med.index, med.to_numpy(), "-", color="C0")
+        if len(ref):
+            ax.axhline(float(ref[c].iloc[0]), color="C1", ls="--", lw=1)
         ax.set_xscale("log")
-        ax.set(xlabel="training T (factor on 1/√d)", ylabel=names[cols[0]] if len(cols) == 1 else "g")
         if c.startswith("g_"):
             ax.set_yscale("log")
-            ax.legend(fontsize=7)
+        ax.set(xlabel="training T (factor on 1/√d)", ylabel=names[c])
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.set_visible(False)
     if len(ref):
-        axes[0].set_title(f"dashed: {ref['model'].iloc[0]} (pretrained)", fontsize=8, loc="left")
+        axes[0, 0].set_title(f"dashed: {ref['model'].iloc[0]} (pretrained)", fontsize=8, loc="left")
     fig.tight_layout()
     model = model_words(runs) + (f"; reference {ref['model'].iloc[0]}" if len(ref) else "")
     return label_figure(fig, model=model, text=f"{LIMIT_TEXT}, L = {int(lim['L'].iloc[0])}",

@@ -505,18 +505,8 @@ def trained_limits(runs: dict, *, text=None, window: int = LIMITS_WINDOW, refere
     sorted by ``T``, seed) and then the reference (``kind = "reference"``, ``temperature`` and ``seed`` NaN).
     """
 
-    if not isinstance(runs, dict) or not all(isinstance(r, TrainRun) for r in runs.values()):
-        raise ValueError("runs must be a dict {(normaliser, T, seed): TrainRun} (attn_lib.training.run_sweep)")
-    sm = sorted((k for k in runs if k[0] == "softmax"), key=lambda k: (k[1], k[2]))
-    if not sm:
-        raise ValueError(
-            f"runs must hold at least one softmax run (got the normalisers {sorted({k[0] for k in runs})})"
-        )
-    window = check_int("window", window, low=8, high=1 << 16)
-    short = [k for k in sm if runs[k].summary["size"]["n_positions"] < window]
-    if short:
-        raise ValueError(f"window must be at most every run's training window (n_positions); {short[0]} has "
-                         f"{runs[short[0]].summary['size']['n_positions']} < {window}")  # fmt: skip
+    sm, window = _checked_runs(runs, lambda k: k[0] == "softmax", "softmax run", "normalisers", 0, window, 8)
+    sm.sort(key=lambda k: (k[1], k[2]))
     if reference is not None and not isinstance(reference, (str, ModelHandle)):
         raise ValueError(
             f"reference must be None, a model name for attn_lib.models.load_model or a ModelHandle (got {reference!r})"
@@ -536,6 +526,22 @@ def trained_limits(runs: dict, *, text=None, window: int = LIMITS_WINDOW, refere
         r = _cached(cache, key, lambda: _reference_row(reference, text, profile))
         rows.append(dict(kind="reference", normalizer="softmax", temperature=math.nan, seed=math.nan, **r))
     return pd.DataFrame(rows)
+
+
+def _checked_runs(runs, keep, what: str, field: str, i: int, window, low: int) -> tuple[list, int]:
+    """The keys of ``runs`` (``{(normaliser, T, seed): TrainRun}``) that ``keep`` selects and the checked ``window``
+    (``>= low``, at most every selected run's training window); ``ValueError`` naming ``runs`` or ``window``."""
+    if not isinstance(runs, dict) or not all(isinstance(r, TrainRun) for r in runs.values()):
+        raise ValueError("runs must be a dict {(normaliser, T, seed): TrainRun} (attn_lib.training.run_sweep)")
+    keys = [k for k in runs if keep(k)]
+    if not keys:
+        raise ValueError(f"runs must hold at least one {what} (got the {field} {sorted({k[i] for k in runs})})")
+    window = check_int("window", window, low=low, high=1 << 16)
+    short = [k for k in keys if runs[k].summary["size"]["n_positions"] < window]
+    if short:
+        raise ValueError(f"window must be at most every run's training window (n_positions); {short[0]} has "
+                         f"{runs[short[0]].summary['size']['n_positions']} < {window}")  # fmt: skip
+    return keys, window
 
 
 def _cached(cache, key: dict, compute):
@@ -605,18 +611,7 @@ def own_limits(runs: dict, *, text=None, window: int = LIMITS_WINDOW, seed: int 
 
     from .experiments import limits_summary  # lazy, as above
 
-    if not isinstance(runs, dict) or not all(isinstance(r, TrainRun) for r in runs.values()):
-        raise ValueError("runs must be a dict {(normaliser, T, seed): TrainRun} (attn_lib.training.run_sweep)")
-    keys = [k for k in runs if k[1] == 1.0]
-    if not keys:
-        raise ValueError(
-            f"runs must hold at least one run at T = 1 (got the temperatures {sorted({k[1] for k in runs})})"
-        )
-    window = check_int("window", window, low=16, high=1 << 16)
-    short = [k for k in keys if runs[k].summary["size"]["n_positions"] < window]
-    if short:
-        raise ValueError(f"window must be at most every run's training window (n_positions); {short[0]} has "
-                         f"{runs[short[0]].summary['size']['n_positions']} < {window}")  # fmt: skip
+    keys, window = _checked_runs(runs, lambda k: k[1] == 1.0, "run at T = 1", "temperatures", 1, window, 16)
     seed = check_seed("seed", seed)
     order = {n: i for i, n in enumerate(nz.available())}
     keys.sort(key=lambda k: (order.get(k[0], len(order)), k[2]))

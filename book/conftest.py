@@ -12,6 +12,9 @@ jupyter-cache key (kernelspec and code cells) is the build's. Code cells are mat
 whose ``.md`` and ``.ipynb`` code differ is not cached (``tools/chapters.py check`` fails on it anyway).
 
 Without the variable (``pytest --nbval-lax book`` by hand), nothing is written.
+
+Either way, the terminal summary ends with each chapter's time (the sum of its cells' setup, call and teardown,
+the kernel's start included), so that a slow ``make test`` says which chapter it spent its time on.
 """
 
 from __future__ import annotations
@@ -53,12 +56,20 @@ def _run_of(item) -> _Run:
     return run
 
 
+#: Seconds per chapter (its file name), summed over its cells' phases; printed by :func:`pytest_terminal_summary`.
+_SECONDS: dict[str, float] = {}
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
-    if not os.environ.get(CACHE_ENV) or not _is_cell(item):
+    if not _is_cell(item):
         return
     report = outcome.get_result()
+    name = Path(str(item.parent.fspath)).name
+    _SECONDS[name] = _SECONDS.get(name, 0.0) + report.duration
+    if not os.environ.get(CACHE_ENV):
+        return
     run = _run_of(item)
     if report.failed or report.skipped:
         run.failed = True
@@ -140,3 +151,10 @@ def _store(folder: Path, source: Path, nb, seconds: float) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     bundle = CacheBundleIn(nb, str(source.resolve()), data={"execution_seconds": seconds, "executed_by": "nbval"})
     get_cache(str(folder)).cache_notebook_bundle(bundle, check_validity=False, overwrite=True)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _SECONDS:
+        terminalreporter.section("seconds per chapter")
+        for name, seconds in _SECONDS.items():
+            terminalreporter.write_line(f"{seconds:8.1f} s  {name}")

@@ -167,7 +167,6 @@ def write_report(
     compare = compare or {}
     if compare and handle is None:
         raise ValueError("write_report(compare=...) needs handle (the column label of the main model)")
-    # {model column: reproduction_table} of the main model and the compared ones
     tables = {model_column(handle) if handle is not None else "this run": vt}
     tables.update({lab: reproduction_table(item["results"]) for lab, item in compare.items()})
     sbs = side_by_side(tables) if compare else None

@@ -3,10 +3,13 @@ Markdown tables. The thresholds and statistics of the verdicts are :mod:`attn_li
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
+
+from ..layout import FIGURE_WIDTH_IN, MIN_FONT_PT, wrap_text
 
 
 def meta_of(df: pd.DataFrame | None) -> dict:
@@ -18,6 +21,23 @@ def meta_of(df: pd.DataFrame | None) -> dict:
 def label(meta: dict) -> str:
     """``"model: X · text: Y · device: Z"`` (the same format as :func:`attn_lib.provenance.provenance`)."""
     return " \u00b7 ".join(f"{k}: {meta[k]}" for k in ("model", "text", "device") if k in meta)
+
+
+def who(meta: dict) -> str:
+    """``"X · Y · Z"``: the model, text and device of ``meta`` (``?`` where missing), a panel's subtitle."""
+    return " · ".join(str(meta.get(k, "?")) for k in ("model", "text", "device"))
+
+
+def footer(fig, text: str, width: float = FIGURE_WIDTH_IN, **kwargs) -> str:
+    """``text`` wrapped to ``width`` inches as ``fig``'s grey footer at the bottom left; returns the wrapped text."""
+    text = wrap_text(text, width, MIN_FONT_PT)
+    fig.text(0.01, 0.005, text, fontsize=MIN_FONT_PT, color="0.4", **kwargs)
+    return text
+
+
+def records(df: pd.DataFrame) -> list[dict]:
+    """``df`` as JSON-able records (one dict per row, as ``results.json`` stores a table)."""
+    return json.loads(df.to_json(orient="records"))
 
 
 # ---- aggregation helpers ---------------------------------------------------------------------------------------------

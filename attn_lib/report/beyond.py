@@ -15,13 +15,14 @@ from ..layout import FIGURE_WIDTH_IN, wrap_text
 from ._common import label, meta_of, pipe_table
 
 _BEYOND_METRICS = ("max_alpha", "d_tilde", "e1", "sep_fraction", "g")
+_SWAP_COLUMNS = ("setting", "normalizer", "k", "T", "L", "loss", "perplexity")
 
 
 def _labelled(fig, meta: dict):
     """``fig`` with the provenance footer of ``meta`` (:func:`attn_lib.provenance.label_figure`)."""
     from ..provenance import label_figure  # provenance imports matplotlib: only when a figure is drawn
 
-    return label_figure(fig, model=meta.get("model", "?"), text=meta.get("text", "?"), device=meta.get("device", "?"))
+    return label_figure(fig, **{k: meta.get(k, "?") for k in ("model", "text", "device")})
 
 
 def _check_beyond_table(df: Any) -> None:
@@ -32,19 +33,10 @@ def _check_beyond_table(df: Any) -> None:
 
 
 def beyond_limits_markdown(summary: pd.DataFrame) -> str:
-    """:func:`attn_lib.experiments.limits_summary` as a Markdown table (normalisers x limits), every number from it.
-
-    Parameters
-    ----------
-    summary : DataFrame
-        ``limits_summary``'s output (indexed by normaliser).
-
-    Returns
-    -------
-    str
-        A pipe table: normaliser, slope of max weight against ``L``, ``d~`` and its slope, critical ``N`` (and
-        ``N*/L``), ``N_s/N``, ``g`` at the smallest ``T`` and at ``T = 1``, the analytic Jacobian's spectral norm.
-    """
+    """:func:`attn_lib.experiments.limits_summary`'s ``summary`` (indexed by normaliser) as a Markdown pipe table
+    (normalisers x limits), every number from it: normaliser, slope of max weight against ``L``, ``d~`` and its
+    slope, critical ``N`` (and ``N*/L``), ``N_s/N``, ``g`` at the smallest ``T`` and at ``T = 1``, the analytic
+    Jacobian's spectral norm."""
     require_columns(
         summary.reset_index(), "summary", ("normalizer", "max_alpha_slope", "d_tilde", "n_star", "sep_fraction")
     )
@@ -65,15 +57,9 @@ def beyond_limits_markdown(summary: pd.DataFrame) -> str:
 
 def figure_beyond_limits(df: pd.DataFrame, crit: pd.DataFrame):
     """Small multiples, one line per normaliser: mean max weight, ``d~`` (``N = 5``), critical ``N`` against ``L``;
-    median ``N_s/N`` against ``N``; the paper's ``g`` against ``T`` (smallest ``eps``).
-
-    Parameters
-    ----------
-    df : DataFrame
-        :func:`attn_lib.experiments.compare_normalizers`' table.
-    crit : DataFrame
-        :func:`attn_lib.experiments.critical_n_from_heads` of ``df``.
-    """
+    median ``N_s/N`` against ``N``; the paper's ``g`` against ``T`` (smallest ``eps``). ``df``:
+    :func:`attn_lib.experiments.compare_normalizers`' table; ``crit``: its
+    :func:`attn_lib.experiments.critical_n_from_heads`."""
     from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
     from matplotlib.ticker import NullFormatter  # matplotlib: imported only when a figure is drawn
 
@@ -86,20 +72,20 @@ def figure_beyond_limits(df: pd.DataFrame, crit: pd.DataFrame):
     e0 = float(df["eps"].min())
     for i, (lab, d) in enumerate(df.groupby("normalizer", sort=False)):
         style = dict(marker="o", ms=3, lw=1.2, ls="-" if i < 10 else "--", label=lab)
-        mx = d[d["metric"] == "max_alpha"].groupby("L")["value"].mean()
-        axes[0].plot(mx.index.astype(float), mx.to_numpy(), **style)
-        dt = d[(d["metric"] == "d_tilde") & (d["N"] == n_d)].groupby("L")["value"].mean()
-        axes[1].plot(dt.index.astype(float), dt.to_numpy(), **style)
+        curves = {
+            0: d[d["metric"] == "max_alpha"].groupby("L")["value"].mean(),
+            1: d[(d["metric"] == "d_tilde") & (d["N"] == n_d)].groupby("L")["value"].mean(),
+            3: d[d["metric"] == "sep_fraction"].groupby("N")["value"].median(),
+            4: d[(d["metric"] == "g") & (d["eps"] == e0)].groupby("T")["value"].max(),
+        }
+        for k, y in curves.items():
+            axes[k].plot(y.index.astype(float), y.to_numpy(), **style)
         c = crit[crit["normalizer"] == lab]
         cens = c["censored"].astype(bool).to_numpy()
         axes[2].plot(c["L"][~cens], c["n_star"][~cens], **style)
         if cens.any():  # no scanned N passed: an open triangle at the last scanned N, joined to nothing
             color = axes[2].get_lines()[-1].get_color()
             axes[2].plot(c["L"][cens], c["n_star"][cens], ls="none", marker="^", mfc="none", color=color, ms=6)
-        sp = d[d["metric"] == "sep_fraction"].groupby("N")["value"].median()
-        axes[3].plot(sp.index.astype(float), sp.to_numpy(), **style)
-        g = d[(d["metric"] == "g") & (d["eps"] == e0)].groupby("T")["value"].max()
-        axes[4].plot(g.index.astype(float), g.to_numpy(), **style)
     Ls = np.array(sorted(df["L"].dropna().unique()), dtype=float)
     axes[0].plot(Ls, 1 / Ls, "k:", lw=1, label="1/L")
     titles = [
@@ -110,10 +96,8 @@ def figure_beyond_limits(df: pd.DataFrame, crit: pd.DataFrame):
         ("T", f"g(T, ε={e0:g}) (max over heads)", "sensitivity (Corollary 3)"),
     ]
     for ax, (xl, yl, t) in zip(axes, titles):
-        ax.set_xlabel(xl)
-        ax.set_ylabel(yl)
+        ax.set(xlabel=xl, ylabel=yl, xscale="log")
         ax.set_title(t, fontsize=9)
-        ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(NullFormatter())  # half-width panels: minor labels would overlap
         ax.grid(alpha=0.3)
     for ax in (axes[0], axes[1], axes[2], axes[4]):
@@ -125,27 +109,11 @@ def figure_beyond_limits(df: pd.DataFrame, crit: pd.DataFrame):
     return _labelled(fig, meta)
 
 
-def _check_swap_losses(losses: Any) -> None:
-    require_columns(losses, "losses", ("setting", "normalizer", "k", "T", "L", "loss", "perplexity"))
-
-
 def beyond_swap_table(losses: pd.DataFrame, L: int | None = None) -> pd.DataFrame:
-    """Loss and perplexity of every swap setting at one ``L`` (default the largest), with the change against the
-    model's own attention.
-
-    Parameters
-    ----------
-    losses : DataFrame
-        ``attn_lib.experiments.SwapResult.losses``.
-    L : int, optional
-        The length; default the largest.
-
-    Returns
-    -------
-    DataFrame
-        Indexed by setting: ``loss``, ``perplexity``, ``delta_loss`` (loss minus the model's).
-    """
-    _check_swap_losses(losses)
+    """Loss and perplexity of every swap setting of ``losses`` (``attn_lib.experiments.SwapResult.losses``) at one
+    measured ``L`` (default the largest), with the change against the model's own attention: indexed by setting,
+    ``loss``, ``perplexity``, ``delta_loss`` (loss minus the model's)."""
+    require_columns(losses, "losses", _SWAP_COLUMNS)
     L = int(losses["L"].max()) if L is None else check_int("L", L)
     if L not in set(losses["L"]):
         raise ValueError(f"L must be one of the measured lengths {sorted(set(losses['L']))} (got {L})")
@@ -156,16 +124,11 @@ def beyond_swap_table(losses: pd.DataFrame, L: int | None = None) -> pd.DataFram
 
 def figure_beyond_swap(losses: pd.DataFrame):
     """Held-out next-token loss with each normaliser swapped in: against ``L`` for each normaliser; against ``k``
-    for top-k and against ``T`` for softmax at the largest ``L``.
-
-    Parameters
-    ----------
-    losses : DataFrame
-        ``attn_lib.experiments.SwapResult.losses``.
-    """
+    for top-k and against ``T`` for softmax at the largest ``L``, from ``losses``
+    (``attn_lib.experiments.SwapResult.losses``)."""
     from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
 
-    _check_swap_losses(losses)
+    require_columns(losses, "losses", _SWAP_COLUMNS)
     meta = meta_of(losses)
     Lm = int(losses["L"].max())
     fig = Figure(figsize=(FIGURE_WIDTH_IN, 7.0))
@@ -178,9 +141,7 @@ def figure_beyond_swap(losses: pd.DataFrame):
         if s.startswith("top-") and s not in shown:
             continue
         axes[0].plot(d["L"], d["loss"], marker="o", ms=3, ls="-" if i < 10 else "--", label=s)
-    axes[0].set_xscale("log")
-    axes[0].set_xlabel("L (prefix of the held-out window)")
-    axes[0].set_ylabel("mean next-token loss (nats)")
+    axes[0].set(xscale="log", xlabel="L (prefix of the held-out window)", ylabel="mean next-token loss (nats)")
     axes[0].legend(fontsize=7)
     at = losses[losses["L"] == Lm]
     model_loss = float(at.loc[at["setting"] == "softmax (model)", "loss"].iloc[0])

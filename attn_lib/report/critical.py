@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..claims.diagnosis import diagnosis_first_pass, diagnosis_summary, required_rho
 from ..layout import FIGURE_WIDTH_IN, MIN_FONT_PT, wrap_text
-from ._common import label, meta_of
+from ._common import footer, label, meta_of, who
 
 
 def figure_critical_diagnosis(diag: pd.DataFrame, n_star_ratio: float | None = None):
@@ -22,16 +22,8 @@ def figure_critical_diagnosis(diag: pd.DataFrame, n_star_ratio: float | None = N
     meets d~'s (``prop-e1-crossing``) and the paper's 0.06. Right: E1/d~ of the head means (solid) and of their
     leading terms (dashed), with 1 (where the KS test can pass) and the measured critical ``N/L`` of the model.
 
-    Parameters
-    ----------
-    diag : pandas.DataFrame
-        :func:`attn_lib.experiments.critical_n_diagnosis`.
-    n_star_ratio : float, optional
-        The model's measured ``N*/L`` at the same ``L`` (drawn as a vertical line).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    ``diag``: :func:`attn_lib.experiments.critical_n_diagnosis`; ``n_star_ratio``: the model's measured ``N*/L`` at
+    the same ``L`` (drawn as a vertical line). Returns a matplotlib Figure.
     """
     from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
 
@@ -51,8 +43,7 @@ def figure_critical_diagnosis(diag: pd.DataFrame, n_star_ratio: float | None = N
     ax1.plot(x, x * L / (L - 1), ":", color="k", label="N/(L−1): E1 meets d~ at t = L")
     for ax in (ax1, ax2):
         ax.axvline(0.06, color="0.5", lw=0.8, ls="-.")
-        ax.set_xlabel("N / L")
-        ax.set_xscale("log")
+        ax.set(xlabel="N / L", xscale="log")
     ax1.set_ylabel("‖s_N‖ / ‖z‖ (median over heads; band: IQR)")
     ax1.set_title(f"the ratio that places the critical N (L = {L})", fontsize=9)
     ax2.axhline(1.0, color="k", lw=0.8)
@@ -62,43 +53,39 @@ def figure_critical_diagnosis(diag: pd.DataFrame, n_star_ratio: float | None = N
     ax2.set_title("E1 against d~ (the KS test passes once they are close)", fontsize=9)
     ax1.legend(fontsize=MIN_FONT_PT, loc="center right")
     ax2.legend(fontsize=MIN_FONT_PT, loc="upper left")
-    title = f"{meta.get('model', '?')} · {meta.get('text', '?')} · {meta.get('device', '?')}"
-    fig.suptitle(wrap_text(title, FIGURE_WIDTH_IN, 9), fontsize=9)
-    fig.text(0.01, 0.005, wrap_text(label(meta), FIGURE_WIDTH_IN, MIN_FONT_PT), fontsize=MIN_FONT_PT, color="0.4")
+    fig.suptitle(wrap_text(who(meta), FIGURE_WIDTH_IN, 9), fontsize=9)
+    footer(fig, label(meta))
     fig.tight_layout(rect=(0, 0.04, 1, 0.95))
     return fig
+
+
+def _md_column(name: str) -> str:
+    return name.replace("~", "\\~")
 
 
 def diagnosis_markdown(diag: pd.DataFrame, alpha: float = 0.01) -> str:
     r"""The critical-N diagnosis as Markdown: per counterfactual, where the KS test first passes, the median
     :math:`\|s_N\|/\|z\|` and E1/d~ at 0.06 L, and what 0.06 L would need; then the model's rows by ``N/L``.
-
-    Parameters
-    ----------
-    diag : pandas.DataFrame
-        :func:`attn_lib.experiments.critical_n_diagnosis`.
-    alpha : float
-        KS level.
+    ``diag``: :func:`attn_lib.experiments.critical_n_diagnosis`; ``alpha``: the KS level.
     """
     summ = diagnosis_summary(diag)
     first = diagnosis_first_pass(summ, alpha)
     L = int(summ["L"].iloc[0])
     viol = int(summ["bound violations"].sum())
     model = summ["variant"].iloc[0]
-    d0 = diag[diag["variant"] == model]
+    d0, m0 = diag[diag["variant"] == model], summ[summ["variant"] == model]
     n06 = int(d0["N"].iloc[int(np.argmin(np.abs(d0["N"].to_numpy() / L - 0.06)))])
     per_head = d0.loc[d0["N"] == n06, "rho_median"].quantile([0, 0.1, 0.5, 0.9, 1.0])
     sink_line = ""
     if "first value 0" in first.index and model in first.index:
         f0, f1 = first.loc[model, "first N/L"], first.loc["first value 0", "first N/L"]
         moved = "does not bring" if not (f1 <= 2 * 0.06) else "brings"
-        m0 = summ[summ["variant"] == model]
-        out_share = float(m0["sink output share"].median())
         sink_line = (
             f" The first token carries a median {float(m0['sink share'].median()):.2f} of the weight but a median "
-            f"{out_share:.3f} of ‖z‖ through its value vector (α₀‖x₀‖/‖z‖); setting that value vector to zero moves "
+            f"{float(m0['sink output share'].median()):.3f} of ‖z‖ through its value vector (α₀‖x₀‖/‖z‖); setting that value vector to zero moves "
             f"the first passing N/L from {f0:.2f} to {f1:.2f}: it {moved} the critical N to about 0.06 L."
         )
+    rows = m0[["N", "N/L", "rows", "rho", "E1/d~", "lead ratio", "KS p (kv groups)"]]
     lines = [
         f"### Why the critical N is where it is (L = {L})",
         "",
@@ -109,12 +96,8 @@ def diagnosis_markdown(diag: pd.DataFrame, alpha: float = 0.01) -> str:
         f"{per_head.iloc[2]:.3f}, 90 %: {per_head.iloc[3]:.3f}) to {per_head.iloc[4]:.3f} over "
         f"{int((d0['N'] == n06).sum())} heads.{sink_line}",
         "",
-        first.rename(columns=lambda c: c.replace("~", "\\~")).to_markdown(floatfmt=".3f"),
+        first.rename(columns=_md_column).to_markdown(floatfmt=".3f"),
         "",
-        summ[summ["variant"] == summ["variant"].iloc[0]][
-            ["N", "N/L", "rows", "rho", "E1/d~", "lead ratio", "KS p (kv groups)"]
-        ]
-        .rename(columns=lambda c: c.replace("~", "\\~"))
-        .to_markdown(index=False, floatfmt=".3g"),
+        rows.rename(columns=_md_column).to_markdown(index=False, floatfmt=".3g"),
     ]
     return "\n".join(lines)

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from ..claims.stats import THRESHOLDS, head_summary
-from ..layout import FIGURE_WIDTH_IN, MIN_FONT_PT, wrap_text
-from ._common import KS_SAMPLING, form_name, label, meta_of, sensitivity_curves
+from ..layout import FIGURE_WIDTH_IN, wrap_text
+from ._common import KS_SAMPLING, footer, form_name, label, meta_of, sensitivity_curves, who
 from .separability import separability_per_n
 
 
@@ -35,21 +35,17 @@ def _panel_figure(draw, frames: list, *, height: float = 4.2):
     for ax, frame in zip(axes, frames):
         title, meta = draw(ax, frame)
         metas.append(meta)
-        sub = f"{meta.get('model', '?')} · {meta.get('text', '?')} · {meta.get('device', '?')}"
-        ax.set_title(wrap_text(f"{title}\n{sub}", 0.9 * FIGURE_WIDTH_IN, 9), fontsize=9)
-    footer = wrap_text("  |  ".join(label(m) for m in metas), 0.97 * FIGURE_WIDTH_IN, MIN_FONT_PT)
-    fig.text(0.01, 0.005, footer, fontsize=MIN_FONT_PT, color="0.4", ha="left", va="bottom")
-    fig.tight_layout(rect=(0, 0.02 + 0.012 * footer.count("\n"), 1, 1))
+        ax.set_title(wrap_text(f"{title}\n{who(meta)}", 0.9 * FIGURE_WIDTH_IN, 9), fontsize=9)
+    text = footer(fig, "  |  ".join(label(m) for m in metas), 0.97 * FIGURE_WIDTH_IN, ha="left", va="bottom")
+    fig.tight_layout(rect=(0, 0.02 + 0.012 * text.count("\n"), 1, 1))
     return fig
 
 
-def _frames(df, other, name: str) -> list:
+def _frames(df, other) -> list:
     """``[df]`` or ``[df, other]``; ``other`` must be a table like ``df`` (a second model's results)."""
-    if other is None:
-        return [df]
-    if not isinstance(other, pd.DataFrame):
-        raise ValueError(f"{name} must be None or a DataFrame of a second model's results (got {type(other).__name__})")
-    return [df, other]
+    if other is not None and not isinstance(other, pd.DataFrame):
+        raise ValueError(f"other must be None or a DataFrame of a second model's results (got {type(other).__name__})")
+    return [df] if other is None else [df, other]
 
 
 def _model_panels(df, other, axes, title):
@@ -59,7 +55,7 @@ def _model_panels(df, other, axes, title):
         axes(ax, d)
         return title(d), meta_of(d)
 
-    return _panel_figure(draw, _frames(df, other, "other"))
+    return _panel_figure(draw, _frames(df, other))
 
 
 _LINES = (
@@ -72,6 +68,14 @@ _LINES = (
 )
 
 
+def _finish(ax, xlabel: str, ylabel: str, base: int = 10) -> None:
+    """Log-log axes (base ``base`` on x) with their labels, a legend and a light grid."""
+    ax.set_xscale("log", base=base)
+    ax.set(yscale="log", xlabel=xlabel, ylabel=ylabel)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+
+
 def _distance_plot(ax, df: pd.DataFrame, by: str, xlabel: str) -> None:
     for col, name, color, ls in _LINES:
         if col not in df:
@@ -79,12 +83,7 @@ def _distance_plot(ax, df: pd.DataFrame, by: str, xlabel: str) -> None:
         a = head_summary(df, by, col)
         ax.plot(a[by], a["mean"], ls, color=color, marker="o", ms=3, label=name)
         ax.fill_between(a[by], a["q25"], a["q75"], color=color, alpha=0.12)
-    ax.set_xscale("log", base=2 if by == "L" else 10)
-    ax.set_yscale("log")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("distance (mean over heads; band: IQR)")
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3)
+    _finish(ax, xlabel, "distance (mean over heads; band: IQR)", 2 if by == "L" else 10)
 
 
 def figure_distance_vs_length(df: pd.DataFrame, other: pd.DataFrame | None = None):
@@ -117,21 +116,11 @@ def figure_critical_n(
 ):
     """Fig. 2c: the critical ``N`` of E1 and of the Monte-Carlo expectation against ``L`` (both KS samplings), E2's
     first passing ``N`` and the paper's ``0.06 L``; a censored point (no passing ``N`` up
-    to the scan limit) is an open marker at the limit.
-
-    Parameters
-    ----------
-    summary : pandas.DataFrame
-        :func:`attn_lib.experiments.critical_n_summary` rows, one per (L, form, sampling).
-    trace : pandas.DataFrame, optional
-        The :func:`attn_lib.experiments.critical_n` trace (for the labels).
-    other, other_trace : pandas.DataFrame, optional
-        A second model's summary and trace.
+    to the scan limit) is an open marker at the limit. ``summary``: :func:`attn_lib.experiments.critical_n_summary`
+    rows, one per (L, form, sampling); ``trace``: the :func:`attn_lib.experiments.critical_n` trace (for the labels);
+    ``other``, ``other_trace``: a second model's summary and trace.
     """
-    frames = [(summary, trace)]
-    if other is not None:
-        _frames(summary, other, "other")
-        frames.append((other, other_trace))
+    frames = list(zip(_frames(summary, other), (trace, other_trace)))
 
     def draw(ax, frame):
         s, t = frame
@@ -155,14 +144,7 @@ def _critical_n_axes(ax, summary: pd.DataFrame) -> None:
         cens = g["censored"].astype(bool).to_numpy()
         if f == "e2":
             if sampling == "heads":
-                ax.scatter(
-                    g["L"],
-                    g["n_star"],
-                    marker="x",
-                    color="0.5",
-                    zorder=3,
-                    label="E2: first passing N",
-                )
+                ax.scatter(g["L"], g["n_star"], marker="x", color="0.5", zorder=3, label="E2: first passing N")
             continue
         color, ls, marker = styles.get((f, sampling), ("tab:green", ":", "^"))
         name = f"{form_name(f)}, KS {KS_SAMPLING.get(sampling, sampling)}"
@@ -181,12 +163,7 @@ def _critical_n_axes(ax, summary: pd.DataFrame) -> None:
         Ls = np.array(sorted(summary["L"].unique()), float)
         ax.plot(Ls, 0.06 * Ls, "k--", lw=1, label="paper: 0.06 L")
         ax.plot(Ls, Ls - 1, color="0.7", lw=0.8, label="scan limit L − 1")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("context length L")
-    ax.set_ylabel("critical N (first N with KS p ≥ α)")
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3)
+    _finish(ax, "context length L", "critical N (first N with KS p ≥ α)", 2)
 
 
 def figure_separability(df: pd.DataFrame, other: pd.DataFrame | None = None):
@@ -239,28 +216,13 @@ def _separability_axes(ax, df: pd.DataFrame) -> None:
         edgecolor="k",
         label=f"measured N_s/N over {int(per_n['heads'].max())} heads (box: quartiles)",
     )
-    ax.plot(
-        pos,
-        per_n["upper_median"],
-        "^-",
-        color="tab:red",
-        ms=5,
-        zorder=3,
-        label="Thm 2 upper bound (paper's form, heuristic): median over heads",
-    )
-    ax.plot(
-        pos,
-        per_n["lower_median"],
-        "v-",
-        color="tab:purple",
-        ms=5,
-        zorder=3,
-        label="Thm 2 lower bound (clipped at −1): median over heads",
-    )
+    for col, fmt, color, bound in (
+        ("upper_median", "^-", "tab:red", "upper bound (paper's form, heuristic)"),
+        ("lower_median", "v-", "tab:purple", "lower bound (clipped at −1)"),
+    ):
+        ax.plot(pos, per_n[col], fmt, color=color, ms=5, zorder=3, label=f"Thm 2 {bound}: median over heads")
     ax.set_xticks(pos, [str(int(n)) for n in Ns])
-    ax.set_ylim(-1.05, 1.05)
-    ax.set_xlabel("selected tokens N")
-    ax.set_ylabel("N_s / N per head (row mean)")
+    ax.set(ylim=(-1.05, 1.05), xlabel="selected tokens N", ylabel="N_s / N per head (row mean)")
     handles, labels = ax.get_legend_handles_labels()
     ax.legend([box_handle, *handles], [box_handle.get_label(), *labels], fontsize=7, loc="lower left")
     ax.grid(alpha=0.3)
@@ -298,12 +260,7 @@ def _sensitivity_axes(ax, df: pd.DataFrame) -> None:
     T = np.logspace(np.log10(cur["T"].min()), np.log10(cur["T"].max()), 200)
     ax.plot(T, np.minimum(1 / (4 * T), math.sqrt(2)), "k--", lw=1, label="paper: min{1/(4T), √2}")
     ax.plot(T, 1 / (2 * T), color="0.5", ls="-.", lw=1, label="1/(2T) (dotted: √2/ε)")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("temperature T")
-    ax.set_ylabel("g(T, ε): max over heads of row-mean")
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3)
+    _finish(ax, "temperature T", "g(T, ε): max over heads of row-mean")
 
 
 def sens_rows_note(df: pd.DataFrame) -> str:
@@ -341,11 +298,12 @@ def save_figure(fig, path, dpi: int = 130, **kwargs) -> None:
         fig.savefig(path, dpi=dpi, metadata=metadata, **kwargs)
 
 
-def save_formats(fig, out: Path, stem: str, formats: Sequence[str]) -> list[str]:
-    """``fig`` saved (:func:`save_figure`) as ``out/stem.fmt`` for each of ``formats``; returns the paths."""
+def save_formats(fig, out: Path, stem: str, formats: Sequence[str], **kwargs) -> list[str]:
+    """``fig`` saved (:func:`save_figure`, with ``kwargs``) as ``out/stem.fmt`` for each of ``formats``; returns the
+    paths."""
     paths = [out / f"{stem}.{fmt}" for fmt in formats]
     for path in paths:
-        save_figure(fig, path)
+        save_figure(fig, path, **kwargs)
     return [str(path) for path in paths]
 
 

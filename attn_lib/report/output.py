@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from ..claims import verdicts
-from ._common import md_cell, meta_of, pipe_table
+from ._common import md_cell, meta_of, pipe_table, records
 from .critical import diagnosis_markdown, figure_critical_diagnosis
 from .figures import save_formats, sens_rows_note, write_figures
 from .reproduction import (
@@ -28,10 +28,6 @@ from .reproduction import (
 from .summary import summary_markdown
 
 
-def _records(df: pd.DataFrame) -> list[dict]:
-    return json.loads(df.to_json(orient="records"))
-
-
 def results_json(
     results: dict[str, pd.DataFrame], *, meta: dict | None = None, verdict_table: pd.DataFrame | None = None
 ) -> dict:
@@ -39,8 +35,8 @@ def results_json(
     vt = verdicts(results) if verdict_table is None else verdict_table
     return {
         "meta": meta or {},
-        "verdicts": _records(vt),
-        "results": {k: _records(v) for k, v in results.items() if v is not None},
+        "verdicts": records(vt),
+        "results": {k: records(v) for k, v in results.items() if v is not None},
     }
 
 
@@ -66,12 +62,11 @@ def markdown_report(
     """The report: which model/text/device produced it, a summary in words, the tally, the claim table, the
     critical-N diagnosis and the details of every claim, on the main model (``label``) and on each model of
     ``compare`` (``{label: {"results": ..., "table": reproduction_table(...)}}``), the thresholds, the figures."""
-    meta = dict(meta or {})
     vt = verdicts(results) if verdict_table is None else verdict_table
     tables = {label: vt, **{lab: item["table"] for lab, item in (compare or {}).items()}}
     all_results = {label: results, **{lab: item["results"] for lab, item in (compare or {}).items()}}
     lines = ["# Reproduction report: Limitations of Normalization in Attention (arXiv:2508.17821)", ""]
-    lines += _header_lines(meta)
+    lines += _header_lines(meta or {})
     lines += ["", "## Summary: the paper's claims and what this build found", ""]
     lines += [
         "Grouped by the paper's figures, generated from the claims table below: the paper's words, the verdicts on "
@@ -91,8 +86,7 @@ def markdown_report(
     for lab, t in tables.items():
         if len(tables) > 1:
             lines += [f"### {lab}", ""]
-        lines.append(_claims_table(t))
-        lines.append("")
+        lines += [_claims_table(t), ""]
     for lab, res in all_results.items():
         diag = res.get("critical_n_diagnosis")
         if isinstance(diag, pd.DataFrame) and len(diag):
@@ -105,8 +99,7 @@ def markdown_report(
         for stem, paths in figures.items():
             png = [p for p in paths if p.endswith(".png")]
             if png:
-                lines.append(f"![{stem}]({Path(png[0]).name})")
-                lines.append("")
+                lines += [f"![{stem}]({Path(png[0]).name})", ""]
     return "\n".join(lines) + "\n"
 
 
@@ -129,8 +122,7 @@ def _header_lines(meta: dict) -> list[str]:
     if meta.get("grid_cut"):
         lines.append(f"- **Grid:** {meta['grid_cut']}")
     if "timings_s" in meta:
-        t = meta["timings_s"]
-        lines.append("- **Time:** " + ", ".join(f"{k} {v:.1f} s" for k, v in t.items()))
+        lines.append("- **Time:** " + ", ".join(f"{k} {v:.1f} s" for k, v in meta["timings_s"].items()))
     return lines
 
 
@@ -175,25 +167,23 @@ def write_report(
     compare = compare or {}
     if compare and handle is None:
         raise ValueError("write_report(compare=...) needs handle (the column label of the main model)")
-    # {model column: reproduction_table} of the main model and the compared ones
     tables = {model_column(handle) if handle is not None else "this run": vt}
     tables.update({lab: reproduction_table(item["results"]) for lab, item in compare.items()})
     sbs = side_by_side(tables) if compare else None
     first_other = next(iter(compare.values()), {}).get("results") if compare else None
     figs = write_figures(results, out, formats, on_figure=on_figure, other=first_other)
     figs.update(_write_report_figures(results, out, formats, tables))
-    data = results_json(results, meta=meta, verdict_table=vt)
-    data["figures"] = figs
+    data = {**results_json(results, meta=meta, verdict_table=vt), "figures": figs}
     if sbs is not None:
         data["compare"] = {
             lab: {
                 "model_summary": item["handle"].summary(),
-                "verdicts": _records(tables[lab]),
-                "results": {k: _records(v) for k, v in item["results"].items() if v is not None},
+                "verdicts": records(tables[lab]),
+                "results": {k: records(v) for k, v in item["results"].items() if v is not None},
             }
             for lab, item in compare.items()
         }
-        data["side_by_side"] = _records(sbs)
+        data["side_by_side"] = records(sbs)
     jp = out / "results.json"
     jp.write_text(json.dumps(data, indent=1, default=str))
     main_label = next(iter(tables))
@@ -211,9 +201,7 @@ def write_report(
 
 def _report_meta(results, handle, text, profile, timings) -> dict[str, Any]:
     """The report's ``meta``: provenance of the tables, then the model, text, profile and timings where given."""
-    meta: dict[str, Any] = {}
-    any_df = next((v for v in results.values() if v is not None and len(v)), None)
-    meta.update(meta_of(any_df))
+    meta: dict[str, Any] = meta_of(next((v for v in results.values() if v is not None and len(v)), None))
     if handle is not None:
         meta.update(_handle_meta(handle))
     if text is not None:

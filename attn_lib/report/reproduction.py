@@ -9,8 +9,8 @@ import pandas as pd
 
 from ..claims import EVIDENCE, NEAR_EMPTY, tally, verdicts
 from ..claims.stats import need_results, require_columns  # noqa: F401  (need_results: for book.tables)
-from ..layout import FIGURE_WIDTH_IN, MIN_FONT_PT, wrap_text
-from ._common import md_cell, md_text, pipe_table
+from ..layout import FIGURE_WIDTH_IN, MIN_FONT_PT
+from ._common import footer, md_cell, md_text, pipe_table
 
 
 def reproduction_table(results: dict[str, pd.DataFrame], *, thresholds: dict | None = None) -> pd.DataFrame:
@@ -53,21 +53,16 @@ def kind_label(row) -> str:
     return f"{row['evidence']} ({NEAR_EMPTY})" if isinstance(weak, str) and weak else str(row["evidence"])
 
 
-def tally_markdown(tables: dict[str, pd.DataFrame]) -> str:
-    """The verdicts counted apart by kind of evidence, one column per model, each cell a short list of counts.
-
-    Parameters
-    ----------
-    tables : dict
-        ``{model column label: reproduction_table(...)}``.
-
-    Returns
-    -------
-    str
-        A pipe table: ``kind of evidence`` and one column per model (``"8 reproduced, 14 not reproduced"``).
-    """
+def _check_tables(tables) -> None:
     if not isinstance(tables, dict) or not tables:
         raise ValueError("tables must be a non-empty dict {model column label: reproduction_table(...)}")
+
+
+def tally_markdown(tables: dict[str, pd.DataFrame]) -> str:
+    """The verdicts of ``tables`` (``{model column label: reproduction_table(...)}``) counted apart by kind of
+    evidence: a pipe table of ``kind of evidence`` and one column per model, each cell a short list of counts
+    (``"8 reproduced, 14 not reproduced"``)."""
+    _check_tables(tables)
     counted = {m: tally(t) for m, t in tables.items()}
     kinds = list(dict.fromkeys(k for c in counted.values() for k in c.index))
     head = ["kind of evidence", *(m.split(":", 1)[0] for m in tables)]
@@ -93,14 +88,9 @@ def _plain(text: str, links: bool) -> str:
 def claim_details_markdown(tables: dict[str, pd.DataFrame] | pd.DataFrame, *, links: bool = True) -> str:
     """Under each claim, the paper's words, its reading, the rule, what would have failed it, the measured numbers
     and the cause on every model: a collapsible block per claim (``{dropdown}`` in the book, ``<details>`` in
-    ``report.md``).
-
-    Parameters
-    ----------
-    tables : DataFrame or dict
-        One :func:`reproduction_table`, or ``{model column label: table}`` (as for :func:`side_by_side`).
-    links : bool
-        ``True`` for the book (MyST dropdowns and cross-references); ``False`` for plain Markdown.
+    ``report.md``). ``tables``: one :func:`reproduction_table`, or ``{model column label: table}`` (as for
+    :func:`side_by_side`); ``links``: ``True`` for the book (MyST dropdowns and cross-references), ``False`` for plain
+    Markdown.
     """
     if isinstance(tables, pd.DataFrame):
         tables = {"": tables}
@@ -142,23 +132,14 @@ def claim_details_markdown(tables: dict[str, pd.DataFrame] | pd.DataFrame, *, li
 def side_by_side(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """The claims on several models at once, matched by claim id: one verdict column per model.
 
-    Parameters
-    ----------
-    tables : dict
-        ``{column label: reproduction_table(results of that model)}`` with labels from :func:`model_column`
-        (``"decoder: ..."`` for a causal model, ``"encoder: ..."`` for a bidirectional one); at least one.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``id, claim, reading, evidence, weak`` (why a row is a near-empty test, or ``""``), one column per model
-        (its verdict), ``agree`` (whether every model that
-        measured the claim gave the same verdict), ``cause`` (the one-line cause of the first model that has one,
-        labelled with its kind of model; every model's full cause is in :func:`claim_details_markdown`),
-        ``section``.
+    ``tables``: ``{column label: reproduction_table(results of that model)}``, at least one, with labels from
+    :func:`model_column` (``"decoder: ..."`` for a causal model, ``"encoder: ..."`` for a bidirectional one). Returns
+    ``id, claim, reading, evidence, weak`` (why a row is a near-empty test, or ``""``), one column per model (its
+    verdict), ``agree`` (whether every model that measured the claim gave the same verdict), ``cause`` (the one-line
+    cause of the first model that has one, labelled with its kind of model; every model's full cause is in
+    :func:`claim_details_markdown`), ``section``.
     """
-    if not isinstance(tables, dict) or not tables:
-        raise ValueError("tables must be a non-empty dict {model column label: reproduction_table(...)}")
+    _check_tables(tables)
     for lab, t in tables.items():
         require_columns(t, f"tables[{lab!r}]", ("id", "claim", "reading", "evidence", "verdict", "cause", "section"))
     labels = list(tables)
@@ -169,18 +150,14 @@ def side_by_side(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
         first = next(keyed[m].loc[cid] for m in labels if cid in keyed[m].index)
         row = {"id": cid, "claim": first["claim"], "reading": first["reading"], "evidence": first["evidence"]}
         row["weak"] = first["weak"] if isinstance(first.get("weak"), str) else ""
-        got = {}
         causes = []
         for m in labels:
             t = keyed[m]
-            v = t.loc[cid, "verdict"] if cid in t.index else "n/a"
-            row[m] = v
-            if v != "n/a":
-                got[m] = v
+            row[m] = t.loc[cid, "verdict"] if cid in t.index else "n/a"
             c = short_cause(t.loc[cid, "cause"]) if cid in t.index else ""
             if c:
                 causes.append(f"{m.split(':', 1)[0]}: {c}" if len(labels) > 1 else c)
-        row["agree"] = len(set(got.values())) <= 1
+        row["agree"] = len({row[m] for m in labels if row[m] != "n/a"}) <= 1
         # one line: the first model's cause (the others' are in the details), else the first model that has one
         row["cause"] = causes[0] + (" (other models: see the details)" if len(causes) > 1 else "") if causes else ""
         row["section"] = first["section"]
@@ -190,20 +167,9 @@ def side_by_side(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 def side_by_side_markdown(table: pd.DataFrame, *, links: bool = True) -> str:
-    """:func:`side_by_side` as a compact pipe table: claim, kind, one verdict per model, one-line causes.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        :func:`side_by_side`'s output.
-    links : bool
-        ``True``: MyST roles stay (the book); ``False``: plain labels (``report.md`` of the CLI).
-
-    Returns
-    -------
-    str
-        The table; ``|`` inside a cell is escaped.
-    """
+    """:func:`side_by_side`'s ``table`` as a compact pipe table: claim, kind, one verdict per model, one-line causes
+    (``|`` inside a cell escaped). ``links``: ``True``: MyST roles stay (the book); ``False``: plain labels
+    (``report.md`` of the CLI)."""
     require_columns(table, "table", ("id", "claim", "reading", "evidence", "agree", "cause", "section"))
     fixed = ("id", "claim", "reading", "evidence", "weak", "agree", "cause", "section")
     models = [c for c in table.columns if c not in fixed]
@@ -234,25 +200,15 @@ VERDICT_COLOURS = {
 
 
 def figure_verdicts(tables: dict[str, pd.DataFrame]):
-    """The verdicts at a glance: one row per claim, one column per model, coloured by verdict, grouped by kind
-    of evidence (informative tests first).
-
-    Parameters
-    ----------
-    tables : dict
-        ``{model column label: reproduction_table(...)}`` (as for :func:`side_by_side`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-    """
+    """The verdicts of ``tables`` (``{model column label: reproduction_table(...)}``, as for :func:`side_by_side`) at
+    a glance, a matplotlib Figure: one row per claim, one column per model, coloured by verdict, grouped by kind of
+    evidence (informative tests first)."""
     from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
     from matplotlib.patches import Patch, Rectangle  # matplotlib: imported only when a figure is drawn
 
     sbs = side_by_side(tables)
     models = list(tables)
-    kinds = list(EVIDENCE)
-    sbs = sbs.assign(_k=sbs["evidence"].map({k: i for i, k in enumerate(kinds)})).sort_values("_k", kind="stable")
+    sbs = sbs.assign(_k=sbs["evidence"].map({k: i for i, k in enumerate(EVIDENCE)})).sort_values("_k", kind="stable")
     n = len(sbs)
 
     fig = Figure(figsize=(FIGURE_WIDTH_IN, 0.26 * n + 1.8))
@@ -262,8 +218,7 @@ def figure_verdicts(tables: dict[str, pd.DataFrame]):
             colour = VERDICT_COLOURS.get(r[m], "#ffffff")
             ax.add_patch(Rectangle((j, n - 1 - i), 1, 1, facecolor=colour, edgecolor="white", lw=1.5))
             ax.text(j + 0.5, n - 0.5 - i, r[m], ha="center", va="center", fontsize=MIN_FONT_PT)
-    ax.set_xlim(0, len(models))
-    ax.set_ylim(0, n)
+    ax.set(xlim=(0, len(models)), ylim=(0, n))
     ax.set_xticks([j + 0.5 for j in range(len(models))], [m.split(":", 1)[0] for m in models], fontsize=8)
     ax.xaxis.tick_top()
     ax.set_yticks(
@@ -272,8 +227,7 @@ def figure_verdicts(tables: dict[str, pd.DataFrame]):
         fontsize=MIN_FONT_PT,
     )
     ax.tick_params(length=0)
-    for s in ax.spines.values():
-        s.set_visible(False)
+    ax.spines[:].set_visible(False)
     used = [v for v in VERDICT_COLOURS if any((sbs[m] == v).any() for m in models)]
     ax.legend(
         handles=[Patch(facecolor=VERDICT_COLOURS[v], edgecolor="0.6", label=v) for v in used],
@@ -283,14 +237,6 @@ def figure_verdicts(tables: dict[str, pd.DataFrame]):
         fontsize=MIN_FONT_PT,
         frameon=False,
     )
-    fig.text(
-        0.01,
-        0.005,
-        wrap_text(" | ".join(models), FIGURE_WIDTH_IN, MIN_FONT_PT),
-        fontsize=MIN_FONT_PT,
-        color="0.4",
-        ha="left",
-        va="bottom",
-    )
+    footer(fig, " | ".join(models), ha="left", va="bottom")
     fig.tight_layout(rect=(0, 0.02, 1, 1))
     return fig

@@ -10,22 +10,15 @@ from ..claims.stats import separability_stats
 
 
 def separability_per_n(df: pd.DataFrame) -> pd.DataFrame:
-    """Per-N summary over heads of a separability table (Algorithm 4, Fig. 3).
+    """Per-N summary over heads of a separability table (Algorithm 4, Fig. 3): ``df`` holds
+    :func:`attn_lib.experiments.separability`'s rows, one per (layer, head, N) with columns ``N``, ``fraction``
+    (row-mean N_s/N), ``lower`` and ``upper`` (row-mean Theorem 2 bounds, paper's form).
 
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        :func:`attn_lib.experiments.separability` rows: one per (layer, head, N) with columns ``N``,
-        ``fraction`` (row-mean N_s/N), ``lower`` and ``upper`` (row-mean Theorem 2 bounds, paper's form).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Index ``N``; columns ``median``, ``q25``, ``q75`` of ``fraction`` over heads (linear-interpolated
-        quantiles), ``lower_median``, ``upper_median`` (medians over heads of the bounds), ``heads`` (count),
-        ``IQR`` (``q75 - q25``), and the booleans ``upper ≥ median`` and ``lower ≤ median``, each ``None`` where
-        its bound is vacuous (an upper bound ``>= 1`` or a lower bound ``<= 0`` holds for any fraction, so it is no
-        evidence), and ``vacuous bounds`` naming them.
+    Returns index ``N``; columns ``median``, ``q25``, ``q75`` of ``fraction`` over heads (linear-interpolated
+    quantiles), ``lower_median``, ``upper_median`` (medians over heads of the bounds), ``heads`` (count), ``IQR``
+    (``q75 - q25``), and the booleans ``upper ≥ median`` and ``lower ≤ median``, each ``None`` where its bound is
+    vacuous (an upper bound ``>= 1`` or a lower bound ``<= 0`` holds for any fraction, so it is no evidence), and
+    ``vacuous bounds`` naming them.
     """
     check_separability_table(df)
     a = separability_stats(df)

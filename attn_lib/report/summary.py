@@ -68,19 +68,9 @@ def _found(t: pd.DataFrame) -> str:
 def summary_markdown(tables: dict[str, pd.DataFrame] | pd.DataFrame, *, links: bool = True) -> str:
     """The summary in words that opens chapter 6 and ``report.md``: per group of the paper's figures, the paper's
     words, what each model's rows found (verdicts counted by kind, with their ids) and, for every row that differs
-    from the paper, the first clause of its cause.
-
-    Parameters
-    ----------
-    tables : DataFrame or dict
-        One :func:`attn_lib.report.reproduction_table`, or ``{model column label: table}``.
-    links : bool
-        ``True``: MyST roles stay (the book); ``False``: plain labels (``report.md``).
-
-    Returns
-    -------
-    str
-        Markdown: one ``###`` section per group, in the order the groups first appear.
+    from the paper, the first clause of its cause: Markdown, one ``###`` section per group, in the order the groups
+    first appear. ``tables``: one :func:`attn_lib.report.reproduction_table`, or ``{model column label: table}``;
+    ``links``: ``True``: MyST roles stay (the book); ``False``: plain labels (``report.md``).
     """
     if isinstance(tables, pd.DataFrame):
         tables = {"this run": tables}
@@ -137,5 +127,4 @@ def say(table: pd.DataFrame, cid: str) -> str:
     if cid not in t.index:
         raise ValueError(f"cid must be a claim id of the table (got {cid!r})")
     r = t.loc[cid]
-    kind = _kind(pd.Series({**r.to_dict(), "id": cid}))
-    return f"the row `{cid}` ({kind}) reads **{r['verdict']}**"
+    return f"the row `{cid}` ({_kind(r)}) reads **{r['verdict']}**"

@@ -12,7 +12,8 @@ from ..claims import verdicts
 from ..layout import FIGURE_WIDTH_IN
 from ..provenance import label_figure
 from ._common import md_cell, pipe_table
-from .figures import save_figure
+from .figures import save_formats
+from .output import results_json
 
 __all__ = ["figure_loss_curves", "figure_gradients", "figure_normalizers"]
 
@@ -123,17 +124,12 @@ def write_sweep(out, tables: dict, *, profile: str, limits=None, own=None) -> di
     vt = verdicts(tables, ids=CLAIM_IDS)
     meta = dict(profile=profile, model=model_words(runs), text=TEXT, device=str(runs["device"].iloc[0]))
     meta.update(runs=len(runs), cpu_s=float(runs["cpu_s"].sum()), wall_s=float(runs["wall_s"].sum()))
-    made = {}
-    doc = {
-        "meta": meta,
-        "verdicts": json.loads(vt.to_json(orient="records")),
-        "results": {n: json.loads(df.to_json(orient="records")) for n, df in {"train_runs": runs, **extra}.items()},
-    }
-    (out / "results.json").write_text(json.dumps(doc, indent=1))
-    made["results.json"] = out / "results.json"
+    made = {"results.json": out / "results.json"}
+    doc = results_json({"train_runs": runs, **extra}, meta=meta, verdict_table=vt)
+    made["results.json"].write_text(json.dumps(doc, indent=1))
     for name, df in {"train_runs": runs, "train_curves": curves, **extra}.items():
-        df.to_csv(out / f"{name}.csv", index=False)
         made[f"{name}.csv"] = out / f"{name}.csv"
+        df.to_csv(made[f"{name}.csv"], index=False)
     lows = sorted(runs.loc[runs["normalizer"] == "softmax", "temperature"].unique())
     figs = {
         "train_loss_lowT": figure_loss_curves(curves, runs, lows[0]),
@@ -144,9 +140,7 @@ def write_sweep(out, tables: dict, *, profile: str, limits=None, own=None) -> di
     import matplotlib.pyplot as plt  # matplotlib: imported only when a figure is drawn
 
     for name, fig in figs.items():
-        for ext in ("png", "svg"):
-            save_figure(fig, out / f"{name}.{ext}", bbox_inches="tight")
-            made[f"{name}.{ext}"] = out / f"{name}.{ext}"
+        made.update({Path(p).name: Path(p) for p in save_formats(fig, out, name, ("png", "svg"), bbox_inches="tight")})
         plt.close(fig)
     t = sweep_table(runs)
     rows = [[md_cell(r["normalizer"]), f"{r['temperature']:g}", int(r["seeds"]),

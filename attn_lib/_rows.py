@@ -14,7 +14,7 @@ import torch
 from ._validation import check_int, check_positive
 
 
-def _tensor(x: Any, message: str) -> torch.Tensor:
+def to_tensor(x: Any, message: str) -> torch.Tensor:
     """``x`` as a tensor (arrays and nested lists converted), or ``ValueError(message)``."""
     if isinstance(x, torch.Tensor):
         return x
@@ -27,7 +27,7 @@ def _tensor(x: Any, message: str) -> torch.Tensor:
 def real_tensor(x: Any, name: str) -> torch.Tensor:
     """``x`` as a tensor of real numbers, any real dtype (arrays and nested lists converted); ``ValueError`` naming
     ``name`` otherwise. Shared by :mod:`attn_lib.metrics`."""
-    t = _tensor(x, f"{name} must be a tensor or array of real numbers (got {type(x).__name__})")
+    t = to_tensor(x, f"{name} must be a tensor or array of real numbers (got {type(x).__name__})")
     if t.dtype == torch.bool or t.is_complex():
         raise ValueError(f"{name} must hold real numbers (got dtype {t.dtype})")
     return t
@@ -48,7 +48,7 @@ def as_mask(mask: Any, shape: tuple, device, *, name: str = "mask", target: str 
     """``mask`` as a bool tensor on ``device`` broadcast to ``shape`` (True = visible), or a ``ValueError`` that says
     what is wrong: not bool, on a device it cannot be copied from (e.g. ``meta``), or a shape that does not
     broadcast. Shared by :mod:`attn_lib.jacobian`."""
-    m = _tensor(mask, f"{name} must be a bool tensor with True = visible (got {type(mask).__name__})")
+    m = to_tensor(mask, f"{name} must be a bool tensor with True = visible (got {type(mask).__name__})")
     if m.dtype != torch.bool:
         raise ValueError(f"{name} must be a bool tensor with True = visible (got dtype {m.dtype})")
     if m.device.type == "meta":

@@ -376,10 +376,7 @@ def _to_npz(value: Any) -> bytes:
 
 def _node(v: Any, arrays: dict) -> Any:
     np, pd = _libs()
-
-    def n(x):
-        return _node(x, arrays)
-
+    n = functools.partial(_node, arrays=arrays)
     if v is None or type(v) in (bool, int, float, str):
         return v
     if isinstance(v, np.ndarray):

@@ -101,9 +101,7 @@ class LayerAttention:
         """A copy with the float tensors converted (the mask stays bool)."""
 
         def conv(t):
-            if t is None:
-                return None
-            return t.to(device=device, dtype=dtype) if t.is_floating_point() else t.to(device=device)
+            return None if t is None else t.to(device=device, dtype=dtype if t.is_floating_point() else None)
 
         names = ("logits", "mask", "weights", "values", "queries", "keys")
         return dataclasses.replace(self, **{name: conv(getattr(self, name)) for name in names})

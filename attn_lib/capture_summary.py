@@ -110,10 +110,9 @@ class CaptureJob:
 
     def _compute(self, progress: bool) -> dict:
         layers, windows = self.params["layers"], self.params["windows"]
-        n_report = len(layers) if layers else self.handle.n_layers
         per_layer: dict[int, list[dict]] = {}
         bar = tqdm(
-            total=n_report * windows,
+            total=(len(layers) if layers else self.handle.n_layers) * windows,
             desc="capture (layers)",
             unit="layer",
             file=sys.stderr,

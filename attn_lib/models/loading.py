@@ -142,9 +142,7 @@ def _is_gpt2(name: str) -> bool:
 
 
 def _hub_candidates(name: str) -> list[str]:
-    if name.lower() in GPT2_SIZES:
-        return [name.lower(), f"openai-community/{name.lower()}"]
-    return [name]
+    return [name.lower(), f"openai-community/{name.lower()}"] if name.lower() in GPT2_SIZES else [name]
 
 
 def load_model(

@@ -31,18 +31,10 @@ METRIC = "layer_summary/v1"
 
 
 def layer_summary(rec: LayerAttention) -> dict:
-    """Per-layer summary of a :class:`~attn_lib.capture.LayerAttention` over heads and query rows 2..L.
-
-    Parameters
-    ----------
-    rec : LayerAttention
-        One layer's record; ``rec.weights`` is ``(batch, heads, L, L)``.
-
-    Returns
-    -------
-    dict
-        ``layer``; ``max_weight``: largest weight; ``mean_row_max``: mean over rows of the row's largest weight;
-        ``entropy``: mean row entropy in nats (0 log 0 = 0); ``first_token_mass``: mean weight on the first token.
+    """Per-layer summary of one layer's :class:`~attn_lib.capture.LayerAttention` (``rec.weights``: ``(batch, heads,
+    L, L)``) over heads and query rows 2..L, a dict: ``layer``; ``max_weight``: largest weight; ``mean_row_max``: mean
+    over rows of the row's largest weight; ``entropy``: mean row entropy in nats (0 log 0 = 0); ``first_token_mass``:
+    mean weight on the first token.
     """
     w = rec.weights.detach()
     if w.shape[-2] > 1:

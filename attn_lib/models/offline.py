@@ -310,14 +310,10 @@ def load_encoder_packaged(
 
 
 def offline_models() -> list[dict]:
-    """Every model that :func:`load_model` can resolve without the network (loads nothing).
-
-    Returns
-    -------
-    list of dict
-        One entry per model: ``name`` (what to pass to :func:`load_model`), ``model_id``, ``role``
-        (``"offline stand-in for GPT-2 (causal decoder)"`` or ``"real model (bidirectional encoder)"``),
-        ``available`` (bool), ``where`` (a path or cache) and ``detail`` (how to install it when unavailable).
+    """Every model that :func:`load_model` can resolve without the network (loads nothing): a list of one dict per
+    model, ``name`` (what to pass to :func:`load_model`), ``model_id``, ``role`` (``"offline stand-in for GPT-2
+    (causal decoder)"`` or ``"real model (bidirectional encoder)"``), ``available`` (bool), ``where`` (a path or cache)
+    and ``detail`` (how to install it when unavailable).
     """
     standin = dict(name="smollm2", model_id=STANDIN_NAME, role="offline stand-in for GPT-2 (causal decoder)")
     try:

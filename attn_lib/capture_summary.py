@@ -13,7 +13,6 @@ import dataclasses
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
 
 import torch
 from tqdm.auto import tqdm
@@ -132,10 +131,8 @@ class CaptureJob:
 
 def _over_windows(layer: int, recs: list[dict]) -> dict:
     """One layer's :func:`layer_summary` over the windows: the largest maximum, the mean of the other three."""
-    row: dict[str, Any] = {"layer": layer, "max_weight": max(r["max_weight"] for r in recs)}
-    for k in ("mean_row_max", "entropy", "first_token_mass"):
-        row[k] = sum(r[k] for r in recs) / len(recs)
-    return row
+    means = {k: sum(r[k] for r in recs) / len(recs) for k in ("mean_row_max", "entropy", "first_token_mass")}
+    return {"layer": layer, "max_weight": max(r["max_weight"] for r in recs), **means}
 
 
 def prepare_capture(

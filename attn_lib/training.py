@@ -405,12 +405,11 @@ def sweep_tables(runs: dict) -> dict:
         with np.errstate(divide="ignore", invalid="ignore"):
             gain = lg / wg
         s = {k: v for k, v in run.summary.items() if k not in ("size", "params", "learned")}
-        s.update(
-            n_layer=run.summary["size"]["n_layer"], steps=len(h), logit_grad=float(np.nanmedian(lg.mean(1))),
+        rows.append(dict(
+            s, n_layer=run.summary["size"]["n_layer"], steps=len(h), logit_grad=float(np.nanmedian(lg.mean(1))),
             weight_grad=float(np.nanmedian(wg.mean(1))), gain=float(np.nanmedian(gain)),
             gain_max=float(np.nanmax(gain)), learned=str(run.summary["learned"] or ""),
-        )  # fmt: skip
-        rows.append(s)
+        ))  # fmt: skip
         c = h[["step", "train_loss", "val_loss"]].assign(normalizer=name, temperature=T, seed=seed)
         curves.append(c.assign(logit_grad=lg.mean(1), weight_grad=wg.mean(1), gain=np.nanmax(gain, axis=1)))
     return {"train_runs": pd.DataFrame(rows), "train_curves": pd.concat(curves, ignore_index=True)}

@@ -14,7 +14,7 @@ import torch
 from ._validation import check_int, check_positive
 
 
-def _tensor(x: Any, message: str) -> torch.Tensor:
+def to_tensor(x: Any, message: str) -> torch.Tensor:
     """``x`` as a tensor (arrays and nested lists converted), or ``ValueError(message)``."""
     if isinstance(x, torch.Tensor):
         return x
@@ -27,7 +27,7 @@ def _tensor(x: Any, message: str) -> torch.Tensor:
 def real_tensor(x: Any, name: str) -> torch.Tensor:
     """``x`` as a tensor of real numbers, any real dtype (arrays and nested lists converted); ``ValueError`` naming
     ``name`` otherwise. Shared by :mod:`attn_lib.metrics`."""
-    t = _tensor(x, f"{name} must be a tensor or array of real numbers (got {type(x).__name__})")
+    t = to_tensor(x, f"{name} must be a tensor or array of real numbers (got {type(x).__name__})")
     if t.dtype == torch.bool or t.is_complex():
         raise ValueError(f"{name} must hold real numbers (got dtype {t.dtype})")
     return t
@@ -48,7 +48,7 @@ def as_mask(mask: Any, shape: tuple, device, *, name: str = "mask", target: str 
     """``mask`` as a bool tensor on ``device`` broadcast to ``shape`` (True = visible), or a ``ValueError`` that says
     what is wrong: not bool, on a device it cannot be copied from (e.g. ``meta``), or a shape that does not
     broadcast. Shared by :mod:`attn_lib.jacobian`."""
-    m = _tensor(mask, f"{name} must be a bool tensor with True = visible (got {type(mask).__name__})")
+    m = to_tensor(mask, f"{name} must be a bool tensor with True = visible (got {type(mask).__name__})")
     if m.dtype != torch.bool:
         raise ValueError(f"{name} must be a bool tensor with True = visible (got dtype {m.dtype})")
     if m.device.type == "meta":
@@ -78,27 +78,19 @@ def prepare(logits: Any, temperature: Any, dim: int, mask: Any):
     dim = check_int("dim", dim, low=-nd, high=nd - 1)  # NumPy and 0-d tensor integers are integers too
     if x.shape[dim] == 0:
         raise ValueError(f"logits must have at least one position along dim={dim} (got shape {tuple(x.shape)})")
-    if mask is None:
-        visible = torch.ones(x.shape, dtype=torch.bool, device=x.device)
-    else:
-        visible = as_mask(mask, x.shape, x.device)
-    visible = visible & (x != -math.inf)
+    visible = x != -math.inf if mask is None else as_mask(mask, x.shape, x.device) & (x != -math.inf)
     x = torch.where(visible, x, torch.zeros((), dtype=x.dtype, device=x.device))
     # one reduction instead of an elementwise check: the sum is finite unless a visible logit is NaN or +-inf (or
     # finite logits overflow the sum, which the exact check below then clears)
     if not bool(torch.isfinite(x.sum())) and bool((~torch.isfinite(x)).any()):
         raise ValueError("logits must be finite at visible positions (found NaN or +inf); use mask for hidden ones")
-    x = x.movedim(dim, -1)
-    visible = visible.movedim(dim, -1)
-    return x, visible, T, was_numpy, dim
+    return x.movedim(dim, -1), visible.movedim(dim, -1), T, was_numpy, dim
 
 
 def finish(out: torch.Tensor, visible: torch.Tensor, dim: int, was_numpy: bool):
     out = torch.where(visible, out, torch.zeros((), dtype=out.dtype, device=out.device))
     out = out.movedim(-1, dim)
-    if was_numpy:
-        return out.detach().cpu().numpy()
-    return out
+    return out.detach().cpu().numpy() if was_numpy else out
 
 
 def divide(x: torch.Tensor, T: float) -> torch.Tensor:
@@ -141,7 +133,7 @@ def scale_unshifted(x: torch.Tensor, visible: torch.Tensor, T: float, who: str) 
 
 
 def row_max(z: torch.Tensor, visible: torch.Tensor, detach: bool = True) -> torch.Tensor:
-    """Max over visible positions (0 for a fully masked row).
+    """Max over visible positions (0 for a fully masked row; ``-row_max(-z, ...)`` is the min).
 
     Detached by default: every caller that uses it as a shift is exactly invariant to the shift.
     """
@@ -149,12 +141,6 @@ def row_max(z: torch.Tensor, visible: torch.Tensor, detach: bool = True) -> torc
     m = torch.where(visible, z, neg).amax(dim=-1, keepdim=True)
     m = torch.where(visible.any(dim=-1, keepdim=True), m, torch.zeros_like(m))
     return m.detach() if detach else m
-
-
-def row_min(z: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
-    pos = torch.full((), torch.finfo(z.dtype).max, dtype=z.dtype, device=z.device)
-    m = torch.where(visible, z, pos).amin(dim=-1, keepdim=True)
-    return torch.where(visible.any(dim=-1, keepdim=True), m, torch.zeros_like(m))
 
 
 def count(visible: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

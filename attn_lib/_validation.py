@@ -43,10 +43,8 @@ def _real(name: str, value: Any, what: str) -> float:
     """
     if isinstance(value, (str, bytes)) or _is_bool(value):
         raise ValueError(f"{name} must be {what} (got {value!r})")
-    if isinstance(value, numbers.Real):
-        return float(value)
     try:
-        return float(value)  # 0-d tensors / one-element arrays
+        return float(value)  # Python and NumPy reals, 0-d tensors / one-element arrays
     except (TypeError, ValueError, RuntimeError):
         raise ValueError(f"{name} must be {what} (got {value!r})") from None
 
@@ -144,9 +142,7 @@ def check_probability(name: str, value: Any, *, open_low: bool = False, open_hig
     lo_ok = v > 0 if open_low else v >= 0
     hi_ok = v < 1 if open_high else v <= 1
     if math.isnan(v) or not (lo_ok and hi_ok):
-        lb = "(" if open_low else "["
-        rb = ")" if open_high else "]"
-        raise ValueError(f"{name} must be in {lb}0, 1{rb} (got {value!r})")
+        raise ValueError(f"{name} must be in {'(' if open_low else '['}0, 1{')' if open_high else ']'} (got {value!r})")
     return v
 
 

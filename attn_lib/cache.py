@@ -123,12 +123,9 @@ def _jsonable(obj: Any, exact: bool = False) -> Any:
         return sorted((_jsonable(v) for v in obj), key=lambda v: json.dumps(v, sort_keys=True))
     if isinstance(obj, os.PathLike):
         return os.fspath(obj)
-    # numpy scalars / 0-d tensors
-    if hasattr(obj, "item") and callable(obj.item) and getattr(obj, "ndim", 0) == 0:
-        try:
+    if hasattr(obj, "item") and callable(obj.item) and getattr(obj, "ndim", 0) == 0:  # numpy scalars / 0-d tensors
+        with contextlib.suppress(Exception):  # else the checks below
             return _jsonable(obj.item())
-        except Exception:  # pragma: no cover - falls through to str
-            pass
     mod = type(obj).__module__
     if mod.startswith("torch") and not hasattr(obj, "shape"):  # torch.dtype, torch.device (not a tensor's str)
         return str(obj)
@@ -263,9 +260,7 @@ class ResultCache:
         return self.enabled and self._read(self.path_for(key), self.full_key(key))[0]
 
     def entries(self) -> list[Path]:
-        """Entry folders currently on disk."""
-        if not self.root.exists():
-            return []
+        """Entry folders currently on disk (none where the root does not exist)."""
         return sorted(p.parent for p in self.root.glob("??/*/meta.json"))
 
     # -- storage --------------------------------------------------------------------------------------------------
@@ -376,10 +371,7 @@ def _to_npz(value: Any) -> bytes:
 
 def _node(v: Any, arrays: dict) -> Any:
     np, pd = _libs()
-
-    def n(x):
-        return _node(x, arrays)
-
+    n = functools.partial(_node, arrays=arrays)
     if v is None or type(v) in (bool, int, float, str):
         return v
     if isinstance(v, np.ndarray):

@@ -36,10 +36,9 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-import numpy as np
 import torch
 
-from . import normalizers
+from . import _rows, normalizers
 from ._validation import check_bool, check_int_list, check_positive
 from .models.handle import resolve_dtype, text_config
 
@@ -102,9 +101,7 @@ class LayerAttention:
         """A copy with the float tensors converted (the mask stays bool)."""
 
         def conv(t):
-            if t is None:
-                return None
-            return t.to(device=device, dtype=dtype) if t.is_floating_point() else t.to(device=device)
+            return None if t is None else t.to(device=device, dtype=dtype if t.is_floating_point() else None)
 
         names = ("logits", "mask", "weights", "values", "queries", "keys")
         return dataclasses.replace(self, **{name: conv(getattr(self, name)) for name in names})
@@ -143,11 +140,8 @@ def _visibility(attention_mask, module, q_len: int, k_len: int, device, kwargs) 
     """(visible bool mask or None for 'all visible', additive float mask or None)."""
     if attention_mask is None:
         is_causal = kwargs.get("is_causal")
-        if is_causal or (is_causal is None and getattr(module, "is_causal", False)):
-            offset = k_len - q_len
-            i = torch.arange(q_len, device=device)[:, None]
-            j = torch.arange(k_len, device=device)[None, :]
-            return (j <= i + offset).view(1, 1, q_len, k_len), None
+        if is_causal or (is_causal is None and getattr(module, "is_causal", False)):  # key j visible from i + k - q
+            return torch.ones(q_len, k_len, dtype=torch.bool, device=device).tril(k_len - q_len)[None, None], None
         return None, None
     if attention_mask.dtype == torch.bool:
         return attention_mask[..., :k_len], None
@@ -163,25 +157,20 @@ def _capture_attention_forward(module, query, key, value, attention_mask, scalin
     sess = _ACTIVE.get()
     if kwargs.get("s_aux") is not None or kwargs.get("sinks") is not None:
         raise NotImplementedError("attn_lib capture does not support attention sinks (e.g. gpt-oss)")
-    n_rep = query.shape[1] // key.shape[1]
-    key_r = repeat_kv(key, n_rep)
-    value_r = repeat_kv(value, n_rep)
+    key_r, value_r = (repeat_kv(t, query.shape[1] // key.shape[1]) for t in (key, value))
     scores, scaling = _scores(query, key_r, scaling, kwargs.get("softcap"))
     q_len, k_len = scores.shape[-2], scores.shape[-1]
     visible, add = _visibility(attention_mask, module, q_len, k_len, scores.device, kwargs)
     layer, wanted, replace = _route(sess, module)
 
     masked = scores if add is None else scores + add  # eager: scores + additive mask
-    logits = None
-    if wanted:
-        logits = _hide(masked, visible)
+    logits = _hide(masked, visible) if wanted else None
     if replace:
         weights = _replaced_weights(sess, masked if logits is None else logits, visible, layer).to(value.dtype)
     else:
         weights = _eager_weights(masked, add, visible).to(value.dtype)
     weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
-    attn_output = torch.matmul(weights, value_r)
-    attn_output = attn_output.transpose(1, 2).contiguous()
+    attn_output = torch.matmul(weights, value_r).transpose(1, 2).contiguous()
 
     if wanted:
         record = LayerAttention(
@@ -403,13 +392,11 @@ _LOCK = threading.Lock()
 
 def _enter(model) -> None:
     with _LOCK:
-        entry = _USERS.get(id(model))
-        if entry is None:
+        if id(model) not in _USERS:
             previous = model.config._attn_implementation
             model.set_attn_implementation(IMPLEMENTATION)
-            _USERS[id(model)] = [1, previous]
-        else:
-            entry[0] += 1
+            _USERS[id(model)] = [0, previous]
+        _USERS[id(model)][0] += 1
 
 
 def _leave(model) -> None:
@@ -418,8 +405,7 @@ def _leave(model) -> None:
         entry[0] -= 1
         if entry[0] == 0:
             del _USERS[id(model)]
-            previous = entry[1]
-            model.set_attn_implementation(previous if previous not in (None, IMPLEMENTATION) else "eager")
+            model.set_attn_implementation(entry[1] if entry[1] not in (None, IMPLEMENTATION) else "eager")
 
 
 @contextlib.contextmanager
@@ -513,14 +499,8 @@ def _prepare_attention_mask(attention_mask, ids: torch.Tensor) -> torch.Tensor |
     """A ``(batch, length)`` 0/1 padding mask (tensor, array or nested list) as a LongTensor on ``ids``' device."""
     if attention_mask is None:
         return None
-    if not isinstance(attention_mask, torch.Tensor):
-        try:
-            attention_mask = torch.as_tensor(np.asarray(attention_mask))
-        except (TypeError, ValueError, RuntimeError):
-            raise ValueError(
-                "attention_mask must be a (batch, length) tensor or nested list of 0/1 "
-                f"(got {type(attention_mask).__name__})"
-            ) from None
+    what = f"a (batch, length) tensor or nested list of 0/1 (got {type(attention_mask).__name__})"
+    attention_mask = _rows.to_tensor(attention_mask, f"attention_mask must be {what}")
     m = attention_mask
     if m.is_complex():
         raise ValueError(f"attention_mask must hold 0/1 or booleans (got dtype {m.dtype})")

@@ -13,7 +13,6 @@ import dataclasses
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
 
 import torch
 from tqdm.auto import tqdm
@@ -31,18 +30,10 @@ METRIC = "layer_summary/v1"
 
 
 def layer_summary(rec: LayerAttention) -> dict:
-    """Per-layer summary of a :class:`~attn_lib.capture.LayerAttention` over heads and query rows 2..L.
-
-    Parameters
-    ----------
-    rec : LayerAttention
-        One layer's record; ``rec.weights`` is ``(batch, heads, L, L)``.
-
-    Returns
-    -------
-    dict
-        ``layer``; ``max_weight``: largest weight; ``mean_row_max``: mean over rows of the row's largest weight;
-        ``entropy``: mean row entropy in nats (0 log 0 = 0); ``first_token_mass``: mean weight on the first token.
+    """Per-layer summary of one layer's :class:`~attn_lib.capture.LayerAttention` (``rec.weights``: ``(batch, heads,
+    L, L)``) over heads and query rows 2..L, a dict: ``layer``; ``max_weight``: largest weight; ``mean_row_max``: mean
+    over rows of the row's largest weight; ``entropy``: mean row entropy in nats (0 log 0 = 0); ``first_token_mass``:
+    mean weight on the first token.
     """
     w = rec.weights.detach()
     if w.shape[-2] > 1:
@@ -110,10 +101,9 @@ class CaptureJob:
 
     def _compute(self, progress: bool) -> dict:
         layers, windows = self.params["layers"], self.params["windows"]
-        n_report = len(layers) if layers else self.handle.n_layers
         per_layer: dict[int, list[dict]] = {}
         bar = tqdm(
-            total=n_report * windows,
+            total=(len(layers) if layers else self.handle.n_layers) * windows,
             desc="capture (layers)",
             unit="layer",
             file=sys.stderr,
@@ -141,10 +131,8 @@ class CaptureJob:
 
 def _over_windows(layer: int, recs: list[dict]) -> dict:
     """One layer's :func:`layer_summary` over the windows: the largest maximum, the mean of the other three."""
-    row: dict[str, Any] = {"layer": layer, "max_weight": max(r["max_weight"] for r in recs)}
-    for k in ("mean_row_max", "entropy", "first_token_mass"):
-        row[k] = sum(r[k] for r in recs) / len(recs)
-    return row
+    means = {k: sum(r[k] for r in recs) / len(recs) for k in ("mean_row_max", "entropy", "first_token_mass")}
+    return {"layer": layer, "max_weight": max(r["max_weight"] for r in recs), **means}
 
 
 def prepare_capture(

@@ -137,11 +137,10 @@ def _wp_first_chapter(body: str) -> str:
 
 def available_texts() -> dict[str, str]:
     """Names accepted by :func:`load_text` (besides file paths), with a description."""
-    out = {
-        WAR_AND_PEACE: "Tolstoy, War and Peace (Project Gutenberg #2600); downloaded once, needs network the first time"
+    return {
+        WAR_AND_PEACE: "Tolstoy, War and Peace (Project Gutenberg #2600); downloaded once, needs network the first time",
+        **{k: v["title"] + " -- shipped, offline" for k, v in _SHIPPED.items()},
     }
-    out.update({k: v["title"] + " -- shipped, offline" for k, v in _SHIPPED.items()})
-    return out
 
 
 def read_text_file(name: str, path: Path) -> str:
@@ -253,8 +252,7 @@ def _war_and_peace(offline_ok: bool) -> Text:
             )
             warnings.warn(msg, UserWarning, stacklevel=3)
             return dataclasses.replace(fallback, source=fallback.source + " (offline fallback for war-and-peace)")
-    raw = read_text_file("the cached War and Peace", path)
-    body = _wp_first_chapter(strip_gutenberg(raw))
+    body = _wp_first_chapter(strip_gutenberg(read_text_file("the cached War and Peace", path)))
     return Text.from_string(
         body, name=WAR_AND_PEACE, source=f"Tolstoy, War and Peace, Project Gutenberg #2600, cached at {path}"
     )

@@ -78,9 +78,8 @@ def softmax(logits, temperature=1.0, dim=-1, mask=None):
     Reference: Vaswani et al. 2017, arXiv:1706.03762; the paper's Eq. (2) with ``T = sqrt(d)`` typical.
     """
     x, visible, T, was_numpy, dim = _rows.prepare(logits, temperature, dim, mask)
-    m = _rows.row_max(x, visible)
     # z <= 0 at visible positions, no overflow for any finite input (its row maximum 0 is subtracted again: exact)
-    out = _rows.masked_softmax_lastdim(_rows.scale(x - m, T), visible)
+    out = _rows.masked_softmax_lastdim(_rows.scale(x - _rows.row_max(x, visible), T), visible)
     return _rows.finish(out, visible, dim, was_numpy)
 
 
@@ -93,10 +92,9 @@ def _log_softplus(z: torch.Tensor) -> torch.Tensor:
 
 def _check_F(F: Any, log_F: Any, theta: Any) -> None:
     """``F``/``log_F`` must be callables (or None); ``theta`` needs one of them (the default softplus has none)."""
-    if F is not None and not callable(F):
-        raise ValueError(f"F must be callable or None (got {type(F).__name__})")
-    if log_F is not None and not callable(log_F):
-        raise ValueError(f"log_F must be callable or None (got {type(log_F).__name__})")
+    for name, f in (("F", F), ("log_F", log_F)):
+        if f is not None and not callable(f):
+            raise ValueError(f"{name} must be callable or None (got {type(f).__name__})")
     if theta is not None and F is None and log_F is None:
         raise ValueError(
             f"theta is a parameter of a user-supplied F or log_F (got theta={theta!r} without either); "
@@ -130,8 +128,7 @@ def general(logits, F=None, temperature=1.0, dim=-1, mask=None, theta=None, *, l
         lw = _rows.call_F(log_F, z, theta, "log_F")
         if bool((visible & ~torch.isfinite(lw)).any()):
             raise ValueError("log_F must return finite values at every visible logit (F must be finite and > 0)")
-        out = _rows.masked_softmax_lastdim(lw, visible)
-        return _rows.finish(out, visible, dim, was_numpy)
+        return _rows.finish(_rows.masked_softmax_lastdim(lw, visible), visible, dim, was_numpy)
     w = _rows.call_F(F, z, theta, "F")
     bad = visible & ~(torch.isfinite(w) & (w > 0))
     if bool(bad.any()):
@@ -142,8 +139,7 @@ def general(logits, F=None, temperature=1.0, dim=-1, mask=None, theta=None, *, l
         )
     w = torch.where(visible, w, torch.zeros((), dtype=w.dtype, device=w.device))
     s = w.sum(dim=-1, keepdim=True)
-    out = w / torch.where(s > 0, s, torch.ones_like(s))
-    return _rows.finish(out, visible, dim, was_numpy)
+    return _rows.finish(w / torch.where(s > 0, s, torch.ones_like(s)), visible, dim, was_numpy)
 
 
 def make_general(F=None, *, log_F=None, theta=None) -> NormalizerFn:
@@ -179,8 +175,7 @@ def _sparse_prepare(logits, temperature, dim, mask, floor: float, work_dtype: to
     dtype = x.dtype
     if work_dtype is not None:
         x = x.to(work_dtype)
-    m = _rows.row_max(x, visible)
-    z = _rows.scale(x - m, T).clamp(min=-floor)
+    z = _rows.scale(x - _rows.row_max(x, visible), T).clamp(min=-floor)
     z = torch.where(visible, z, torch.full((), -floor, dtype=z.dtype, device=z.device))
     return z, visible, was_numpy, dim, dtype
 
@@ -199,8 +194,7 @@ def sparsemax(logits, temperature=1.0, dim=-1, mask=None):
     from entmax import sparsemax as _sm  # entmax: imported on first use of a sparse normaliser
 
     z, visible, was_numpy, dim, _ = _sparse_prepare(logits, temperature, dim, mask, floor=2.0)
-    out = _sm(z, dim=-1)
-    return _rows.finish(out, visible, dim, was_numpy)
+    return _rows.finish(_sm(z, dim=-1), visible, dim, was_numpy)
 
 
 def entmax15(logits, temperature=1.0, dim=-1, mask=None):
@@ -216,8 +210,7 @@ def entmax15(logits, temperature=1.0, dim=-1, mask=None):
     from entmax import entmax15 as _e15  # entmax: imported on first use of a sparse normaliser
 
     z, visible, was_numpy, dim, _ = _sparse_prepare(logits, temperature, dim, mask, floor=3.0)
-    out = _e15(z, dim=-1)
-    return _rows.finish(out, visible, dim, was_numpy)
+    return _rows.finish(_e15(z, dim=-1), visible, dim, was_numpy)
 
 
 def entmax_alpha(logits, temperature=1.0, dim=-1, mask=None, alpha=1.5, n_iter=60):
@@ -242,8 +235,7 @@ def entmax_alpha(logits, temperature=1.0, dim=-1, mask=None, alpha=1.5, n_iter=6
     z, visible, was_numpy, dim, dtype = _sparse_prepare(
         logits, temperature, dim, mask, floor=1.0 / (a - 1.0) + 1.0, work_dtype=torch.float64
     )
-    out = entmax_bisect(z, alpha=a, dim=-1, n_iter=n_iter).to(dtype)
-    return _rows.finish(out, visible, dim, was_numpy)
+    return _rows.finish(entmax_bisect(z, alpha=a, dim=-1, n_iter=n_iter).to(dtype), visible, dim, was_numpy)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -271,11 +263,9 @@ def ssmax(logits, temperature=1.0, dim=-1, mask=None, s=0.43):
     # s log n in float64, capped at the dtype's largest number: an infinite factor would make 0 * inf = NaN at the
     # row maximum; a finite one sends every other (negative) shifted logit to -inf or a tiny weight, as it should
     factor = (s * torch.log(n)).clamp(max=torch.finfo(x.dtype).max).to(x.dtype)
-    m = _rows.row_max(x, visible)
-    z = _rows.scale(x - m, T) * factor
+    z = _rows.scale(x - _rows.row_max(x, visible), T) * factor
     z = torch.where(visible, z, torch.zeros((), dtype=z.dtype, device=z.device))
-    out = _rows.masked_softmax_lastdim(z, visible)
-    return _rows.finish(out, visible, dim, was_numpy)
+    return _rows.finish(_rows.masked_softmax_lastdim(z, visible), visible, dim, was_numpy)
 
 
 def sa_softmax(logits, temperature=1.0, dim=-1, mask=None, variant="normalized"):
@@ -298,14 +288,13 @@ def sa_softmax(logits, temperature=1.0, dim=-1, mask=None, variant="normalized")
     """
     check_choice("variant", variant, ["normalized", "plain"])
     x, visible, T, was_numpy, dim = _rows.prepare(logits, temperature, dim, mask)
-    m = _rows.row_max(x, visible)
-    p = _rows.masked_softmax_lastdim(_rows.scale(x - m, T), visible)
+    p = _rows.masked_softmax_lastdim(_rows.scale(x - _rows.row_max(x, visible), T), visible)
     if variant == "plain":
         out = _rows.scale_unshifted(x, visible, T, "sa_softmax(variant='plain')") * p
     else:
         # halve before subtracting so that no difference of two finite numbers overflows
         h = x * 0.5
-        lo = torch.clamp(_rows.row_min(h, visible), max=0.0)
+        lo = torch.clamp(-_rows.row_max(-h, visible, detach=False), max=0.0)
         hi = torch.clamp(_rows.row_max(h, visible, detach=False), min=0.0)
         den = hi - lo
         fac = torch.where(den > 0, (h - lo) / torch.where(den > 0, den, torch.ones_like(den)), torch.ones_like(x))
@@ -327,8 +316,7 @@ def softmax1(logits, temperature=1.0, dim=-1, mask=None):
     # shift by M = max(0, max_k l_k) before scaling: z - m = (l - M) / T <= 0 and -m = -M / T never overflow
     M = torch.clamp(_rows.row_max(x, visible), min=0.0)
     e = torch.where(visible, torch.exp(_rows.scale(x - M, T)), torch.zeros((), dtype=x.dtype, device=x.device))
-    out = e / (torch.exp(_rows.scale(-M, T)) + e.sum(dim=-1, keepdim=True))
-    return _rows.finish(out, visible, dim, was_numpy)
+    return _rows.finish(e / (torch.exp(_rows.scale(-M, T)) + e.sum(dim=-1, keepdim=True)), visible, dim, was_numpy)
 
 
 def sigmoid(logits, temperature=1.0, dim=-1, mask=None, bias=None):
@@ -348,10 +336,8 @@ def sigmoid(logits, temperature=1.0, dim=-1, mask=None, bias=None):
     if bias is None:
         b = -torch.log(_rows.count(visible, z.dtype).clamp(min=1))
     else:
-        bf = check_finite("bias", bias)  # a bool is not a number
-        b = torch.tensor(bf, dtype=z.dtype, device=z.device)
-    out = torch.sigmoid(z + b)
-    return _rows.finish(out, visible, dim, was_numpy)
+        b = torch.tensor(check_finite("bias", bias), dtype=z.dtype, device=z.device)  # a bool is not a number
+    return _rows.finish(torch.sigmoid(z + b), visible, dim, was_numpy)
 
 
 def softpick(logits, temperature=1.0, dim=-1, mask=None, eps=1e-8):
@@ -377,8 +363,7 @@ def softpick(logits, temperature=1.0, dim=-1, mask=None, eps=1e-8):
     eps_t = min(eps, torch.finfo(x.dtype).max)  # an eps beyond the dtype's range would give inf * 0 = NaN
     den = d.abs().sum(dim=-1, keepdim=True) + eps_t * em
     den = torch.where(den > 0, den, torch.full_like(den, torch.finfo(x.dtype).tiny))
-    out = torch.relu(d) / den
-    return _rows.finish(out, visible, dim, was_numpy)
+    return _rows.finish(torch.relu(d) / den, visible, dim, was_numpy)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -394,8 +379,7 @@ def topk_support(logits, k, dim=-1, mask=None):
     """
     k = _check_k(k)
     x, visible, _, was_numpy, dim = _rows.prepare(logits, 1.0, dim, mask)
-    keep = _topk_keep(x, visible, k)
-    keep = keep.movedim(-1, dim)
+    keep = _topk_keep(x, visible, k).movedim(-1, dim)
     return keep.cpu().numpy() if was_numpy else keep
 
 
@@ -448,8 +432,7 @@ def topk(logits, temperature=1.0, dim=-1, mask=None, k=None):
     k = _check_k(k)
     x, visible, T, was_numpy, dim = _rows.prepare(logits, temperature, dim, mask)
     keep = _topk_keep(x, visible, k)
-    m = _rows.row_max(x, visible)
-    z = _rows.scale(x - m, T)
+    z = _rows.scale(x - _rows.row_max(x, visible), T)
     out = _rows.masked_softmax_lastdim(torch.where(keep, z, torch.zeros((), dtype=z.dtype, device=z.device)), keep)
     return _rows.finish(out, keep, dim, was_numpy)
 

@@ -94,18 +94,10 @@ def _tune_allocator() -> str:
 def tune(*, openmp: bool = True, allocator: bool = True) -> dict[str, str]:
     """Apply the settings of the module docstring to this process, once each; the explicit request.
 
-    Parameters
-    ----------
-    openmp : bool
-        Set ``GOMP_SPINCOUNT`` in this process' environment (and so its children's), unless the environment already
-        sets it or ``OMP_WAIT_POLICY``. Acts only before torch is imported; afterwards it says so and changes nothing.
-    allocator : bool
-        Call glibc's ``mallopt`` (Linux with glibc only).
-
-    Returns
-    -------
-    dict
-        ``{"openmp": line, "allocator": line}`` for the settings asked for: what was done, or why nothing was.
+    ``openmp``: set ``GOMP_SPINCOUNT`` in this process' environment (and so its children's), unless the environment
+    already sets it or ``OMP_WAIT_POLICY``; acts only before torch is imported (afterwards it says so and changes
+    nothing). ``allocator``: call glibc's ``mallopt`` (Linux with glibc only). Returns ``{"openmp": line, "allocator":
+    line}`` for the settings asked for: what was done, or why nothing was.
     """
     for name, wanted, apply in (("openmp", openmp, _tune_openmp), ("allocator", allocator, _tune_allocator)):
         if check_bool(name, wanted) and name not in _DONE:

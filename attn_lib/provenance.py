@@ -46,11 +46,7 @@ def provenance(*, model: str, text: str, device: str, seed: int | None = None) -
     :param device: the device the numbers were computed on, e.g. ``"cpu"`` or ``"cuda:0 (NVIDIA H200)"``.
     :param seed: the random seed, when the data are random.
     """
-    parts = [
-        f"model: {_check_label('model', model)}",
-        f"text: {_check_label('text', text)}",
-        f"device: {_check_label('device', device)}",
-    ]
+    parts = [f"{k}: {_check_label(k, v)}" for k, v in (("model", model), ("text", text), ("device", device))]
     if seed is not None:
         parts.append(f"seed: {check_int('seed', seed)}")
     return " \u00b7 ".join(parts)

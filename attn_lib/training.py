@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import itertools
 import math
 import time
 
@@ -127,10 +128,7 @@ def _check(normalizer, temperature, seed, size, params) -> tuple:
     if not 1e-3 <= T <= 1e3:
         raise ValueError(f"temperature must be in [0.001, 1000] (got {temperature!r})")
     seed = check_seed("seed", seed)
-    if isinstance(size, str):
-        size = SIZES[check_choice("size", size, list(SIZES))]
-    if not isinstance(size, TrainSize):
-        raise ValueError(f"size must be one of {list(SIZES)} or a TrainSize (got {size!r})")
+    size = _size(size)
     if params is not None and not isinstance(params, dict):
         raise ValueError(f"params must be None or a dict of the normaliser's parameters (got {params!r})")
     params = dict(DEFAULT_PARAMS.get(normalizer, {}), **(params or {}))
@@ -138,6 +136,14 @@ def _check(normalizer, temperature, seed, size, params) -> tuple:
         raise ValueError(f"params must be empty for {normalizer!r}: its {LEARNABLE[normalizer][0]} is learned")
     nz.get(normalizer, **params)  # the registry checks the parameters
     return T, seed, size, params
+
+
+def _size(size) -> TrainSize:
+    """``size`` (a key of :data:`SIZES` or a :class:`TrainSize`) as a :class:`TrainSize`; ``ValueError`` otherwise."""
+    size = SIZES[check_choice("size", size, list(SIZES))] if isinstance(size, str) else size
+    if not isinstance(size, TrainSize):
+        raise ValueError(f"size must be one of {list(SIZES)} or a TrainSize (got {size!r})")
+    return size
 
 
 def _build(size: TrainSize, normalizer: str):
@@ -158,17 +164,13 @@ def _build(size: TrainSize, normalizer: str):
 
 def _normaliser(model, name: str, params: dict):
     """The callable handed to the attention interface: the registered function, with the learned parameters of
-    ``model`` (one call per layer per forward pass, in layer order; ``calls`` counts them)."""
+    ``model`` (one call per layer per forward pass, in layer order: the layers' functions in turn)."""
     if name not in LEARNABLE:
         return nz.get(name, **params)
-    n_layer = model.config.n_layer
-    per_layer = [_layer_normaliser(model, name, params, i) for i in range(n_layer)]
-    calls = [0]
+    per_layer = itertools.cycle([_layer_normaliser(model, name, params, i) for i in range(model.config.n_layer)])
 
     def learned(logits, temperature=1.0, dim=-1, mask=None):
-        f = per_layer[calls[0] % n_layer]
-        calls[0] += 1
-        return f(logits, temperature, dim, mask)
+        return next(per_layer)(logits, temperature, dim, mask)
 
     return learned
 
@@ -231,8 +233,7 @@ def train(normalizer="softmax", temperature=1.0, *, seed=0, size="book", params=
     t0, c0 = time.perf_counter(), time.process_time()
     try:
         torch.manual_seed(seed)
-        model = _build(size, normalizer).to(dev)
-        model.train()
+        model = _build(size, normalizer).to(dev).train()
         tr, va = split_tokens()
         gen = torch.Generator().manual_seed(seed)
         val_starts = torch.randint(0, len(va) - size.n_positions - 1, (size.batch * size.eval_batches,), generator=gen)
@@ -284,6 +285,11 @@ def _summary(hist, normalizer, T, seed, size, params, times, dev, model) -> dict
     )  # fmt: skip
 
 
+def _settings(run: TrainRun) -> str:
+    """What identifies ``run``: its summary without the times, sorted, as a string."""
+    return repr(sorted((k, v) for k, v in run.summary.items() if k not in ("wall_s", "cpu_s")))
+
+
 def _state(model) -> dict:
     return {k: v.detach().cpu().float().numpy().copy() for k, v in model.state_dict().items()}
 
@@ -308,9 +314,7 @@ def trained_handle(run: TrainRun, device="cpu"):
             block.attn.c_attn.bias[: size.n_embd] /= s["temperature"]
     dev = resolve_device(device)
     model.to(dev)
-    digest = hashlib.sha256(
-        repr(sorted((k, v) for k, v in s.items() if k not in ("wall_s", "cpu_s"))).encode()
-    ).hexdigest()[:12]
+    digest = hashlib.sha256(_settings(run).encode()).hexdigest()[:12]
     name = f"gpt2-arch-{s['normalizer']}-T{s['temperature']:g}-seed{s['seed']}"
     shown = nz.spec(s["normalizer"]).display
     note = "" if s["normalizer"] == "softmax" else f"trained with {shown}: the handle's own forward pass uses softmax"
@@ -353,10 +357,7 @@ def run_sweep(profile="quick", *, device="cpu", size=None, cache=None, workers=1
     ``{(normaliser, T, seed): TrainRun}``."""
 
     dev = resolve_device(device)
-    size = ("gpu" if dev.type == "cuda" else "book") if size is None else size
-    size = SIZES[check_choice("size", size, list(SIZES))] if isinstance(size, str) else size
-    if not isinstance(size, TrainSize):
-        raise ValueError(f"size must be one of {list(SIZES)} or a TrainSize (got {size!r})")
+    size = _size(("gpu" if dev.type == "cuda" else "book") if size is None else size)
     size = dataclasses.replace(size, steps=PROFILES[check_choice("profile", profile, list(PROFILES))]["steps"])
     size = dataclasses.replace(size, eval_every=max(1, size.steps // 4))
     workers = check_int("workers", workers, low=1, high=64)
@@ -404,12 +405,11 @@ def sweep_tables(runs: dict) -> dict:
         with np.errstate(divide="ignore", invalid="ignore"):
             gain = lg / wg
         s = {k: v for k, v in run.summary.items() if k not in ("size", "params", "learned")}
-        s.update(
-            n_layer=run.summary["size"]["n_layer"], steps=len(h), logit_grad=float(np.nanmedian(lg.mean(1))),
+        rows.append(dict(
+            s, n_layer=run.summary["size"]["n_layer"], steps=len(h), logit_grad=float(np.nanmedian(lg.mean(1))),
             weight_grad=float(np.nanmedian(wg.mean(1))), gain=float(np.nanmedian(gain)),
             gain_max=float(np.nanmax(gain)), learned=str(run.summary["learned"] or ""),
-        )  # fmt: skip
-        rows.append(s)
+        ))  # fmt: skip
         c = h[["step", "train_loss", "val_loss"]].assign(normalizer=name, temperature=T, seed=seed)
         curves.append(c.assign(logit_grad=lg.mean(1), weight_grad=wg.mean(1), gain=np.nanmax(gain, axis=1)))
     return {"train_runs": pd.DataFrame(rows), "train_curves": pd.concat(curves, ignore_index=True)}
@@ -436,18 +436,17 @@ def limits_profile(window: int = LIMITS_WINDOW):
 
     L = check_int("window", window, low=8, high=1 << 16)
     q, paper = PROFILES["quick"], PROFILES["paper"]
-    cut = {"L": L}
     return dataclasses.replace(
         q,
         name=f"trained-limits-L{L}",
         distance_vs_length=dataclasses.replace(q.distance_vs_length, lengths=(L,)),
         distance_vs_n=dataclasses.replace(q.distance_vs_n, L=L, n_values=(1, 5)),
         critical_n=dataclasses.replace(q.critical_n, lengths=(L,), stage=L - 1),
-        separability=SeparabilityParams(**cut, n_values=tuple(n for n in paper.separability.n_values if n < L),
+        separability=SeparabilityParams(L=L, n_values=tuple(n for n in paper.separability.n_values if n < L),
                                         temperatures=()),
-        gradient_sensitivity=dataclasses.replace(q.gradient_sensitivity, **cut,
+        gradient_sensitivity=dataclasses.replace(q.gradient_sensitivity, L=L,
                                                  eps_values=(min(q.gradient_sensitivity.eps_values),)),
-        critical_n_diagnosis=DiagnosisParams(**cut, rows=32, variants={"model": (1.0, False)}),
+        critical_n_diagnosis=DiagnosisParams(L=L, rows=32, variants={"model": (1.0, False)}),
     )  # fmt: skip
 
 
@@ -516,8 +515,7 @@ def trained_limits(runs: dict, *, text=None, window: int = LIMITS_WINDOW, refere
     base = dict(text_sha256=getattr(text, "sha256", str(text)), profile=repr(profile))
     rows = []
     for k in sm:
-        s = {a: b for a, b in runs[k].summary.items() if a not in ("wall_s", "cpu_s")}
-        key = make_key("train-limits", summary=repr(sorted(s.items())), **base)
+        key = make_key("train-limits", summary=_settings(runs[k]), **base)
         r = _cached(cache, key, lambda k=k: limits_row(trained_handle(runs[k]), text, profile))
         rows.append(dict(kind="trained", normalizer="softmax", temperature=k[1], seed=k[2], **r))
     if reference is not None:
@@ -619,9 +617,8 @@ def own_limits(runs: dict, *, text=None, window: int = LIMITS_WINDOW, seed: int 
     profile = own_limits_profile(window)
     rows = []
     for k in keys:
-        s = {a: b for a, b in runs[k].summary.items() if a not in ("wall_s", "cpu_s")}
-        key = make_key("train-own-limits", summary=repr(sorted(s.items())), text_sha256=getattr(text, "sha256",
-                       str(text)), profile=repr(profile), seed=seed)  # fmt: skip
+        key = make_key("train-own-limits", summary=_settings(runs[k]), text_sha256=getattr(text, "sha256", str(text)),
+                       profile=repr(profile), seed=seed)  # fmt: skip
         table = _cached(cache, key, lambda k=k: own_limits_table(runs[k], text, profile, seed))
         summary = limits_summary(table, profile.ks_alpha).reset_index(drop=True).iloc[0].to_dict()
         n_heads = len(table[["layer", "head"]].drop_duplicates())

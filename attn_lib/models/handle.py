@@ -9,6 +9,7 @@ re-exports only :class:`ModelHandle` and :func:`resolve_device`.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any
 
 import torch
@@ -134,6 +135,14 @@ class ModelHandle:
         model.eval()
         causal = not is_encoder_config(model.config)
         return cls(model=model, tokenizer=tokenizer, causal=causal, **fields, **_architecture(model.config))
+
+    def add_notes(self, notes: list[str], stacklevel: int) -> ModelHandle:
+        """Keep ``notes`` in :attr:`notes` and raise each as a ``UserWarning`` at ``stacklevel`` of the caller
+        (``load_model(quiet=True)`` silences the warnings; the notes stay); returns the handle."""
+        self.notes.extend(notes)
+        for note in notes:
+            warnings.warn(note, UserWarning, stacklevel=stacklevel + 1)
+        return self
 
     def describe(self) -> str:
         """Short human string, e.g. ``"SmolLM2-135M-Instruct (offline stand-in for gpt2) on cpu, float32"``."""
@@ -289,7 +298,6 @@ def in_hf_cache(repo_id: str) -> bool:
     try:
         from huggingface_hub import try_to_load_from_cache  # lazy: pulls in requests etc.; keeps attn_lib light
 
-        found = try_to_load_from_cache(repo_id, "config.json")
-        return isinstance(found, str)
+        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
     except Exception:
         return False

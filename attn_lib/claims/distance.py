@@ -296,10 +296,9 @@ def _fig2b_tightens(results, th):
     meas = f"d_max/d~: N={n0}: {r0:.3g}, N={n1}: {r1:.3g}"
     if r1 < r0:
         return Outcome("reproduced", meas)
-    if not set(BOUND_FACTORS) <= set(df.columns):
-        missing = sorted(set(BOUND_FACTORS) - set(df.columns))
-        return Outcome("not reproduced", meas, f"cause not measured: the run lacks the columns {missing}")
-    return Outcome("not reproduced", meas, _factors_cause(df, n0, n1))
+    missing = sorted(set(BOUND_FACTORS) - set(df.columns))
+    cause = f"cause not measured: the run lacks the columns {missing}" if missing else _factors_cause(df, n0, n1)
+    return Outcome("not reproduced", meas, cause)
 
 
 def _gaps(df: pd.DataFrame, col: str) -> tuple[list, pd.Series, pd.Series]:

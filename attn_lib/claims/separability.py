@@ -114,11 +114,11 @@ def _tracks(results, th, col: str, name: str):
         )
     skipped = [int(n) for n in a.index[vac]]
     a = a[~vac]
-    dev = (a["upper"] - a[col]).abs()
-    meas = "; ".join(f"N={int(n)}: bound {u:.2f}, {name} {m:.2f}" for n, u, m in zip(a.index, a["upper"], a[col]))
+    up, emp = a["upper"], a[col]
+    dev = (up - emp).abs()
+    meas = "; ".join(f"N={int(n)}: bound {u:.2f}, {name} {m:.2f}" for n, u, m in zip(a.index, up, emp))
     if skipped:
         meas += f"; vacuous (≈ 1) at N = {', '.join(map(str, skipped))}"
-    up, emp = a["upper"], a[col]
     cause = (
         f"the median upper bound sits near 1 at every N ({up.min():.2f}–{up.max():.2f}, at most {1 - up.min():.2f} "
         f"below the trivial bound 1), while the {name} falls from {emp.iloc[0]:.2f} at N = {int(a.index[0])} to "
@@ -145,9 +145,8 @@ def _thm2_lower(results, th):
         f"{float(excess.max()):+.2g}); median lower bound positive at N = {', '.join(map(str, pos)) or 'none'}, "
         "≤ 0 (it says nothing) elsewhere"
     )
-    return judged(
-        over == 0, meas, "the lower bound exceeds N_s/N in some row: a defect of this build's code", "guarantee"
-    )
+    cause = "the lower bound exceeds N_s/N in some row: a defect of this build's code"
+    return judged(over == 0, meas, cause, "guarantee")
 
 
 _SPHERE_N = (16, 32, 64)  # the paper's N past the saturation point (N ≥ 16)
@@ -222,10 +221,8 @@ def _low_t(results, th, mode: str):
     )
     ok = (diff.abs() <= SEP_T_TOL).all() if mode == "flat" else (diff <= SEP_T_TOL).all()
     if mode == "gain" and not ok:
-        n_up = int(diff.idxmax())
-        return Outcome(
-            "not reproduced", meas, f"at N = {n_up} the median rises by {diff.max():.2f} from T = 0.1 to 0.01"
-        )
+        rise = f"at N = {int(diff.idxmax())} the median rises by {diff.max():.2f} from T = 0.1 to 0.01"
+        return Outcome("not reproduced", meas, rise)
     if mode == "flat" and ok:
         return Outcome("reproduced", meas)
     one_hot = m[cols[0.01]] * m.index.to_series()

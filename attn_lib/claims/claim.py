@@ -1,8 +1,6 @@
-"""The machinery of the paper's claims as data: the kinds of evidence and verdicts, :class:`Claim`, :class:`Outcome`,
-the registry :data:`CLAIMS`, the :func:`claim` decorator that fills it, and :func:`rule`, which registers a rule
-function under its id with the claim's fields from ``claims.toml`` (:data:`DATA`). The claims' fields are in that
-file, in the report's order; their rules are in the other modules of :mod:`attn_lib.claims` (one per figure or
-section), which :mod:`attn_lib.claims` imports before :func:`check_rules` puts :data:`CLAIMS` in the file's order."""
+"""The machinery of the paper's claims as data (see :mod:`attn_lib.claims`): :class:`Claim`, :class:`Outcome`, the
+registry :data:`CLAIMS`, and :func:`rule`, which registers a rule function under its id with the claim's fields from
+``claims.toml`` (:data:`DATA`); :func:`check_rules` then puts :data:`CLAIMS` in the file's order."""
 
 from __future__ import annotations
 
@@ -155,8 +153,7 @@ def check_rules() -> None:
     missing, extra = [i for i in DATA if i not in CLAIMS], [i for i in CLAIMS if i not in DATA]
     if missing or extra:
         raise ValueError(f"claims.toml and the rules disagree: no rule for {missing}, no entry for {extra}")
-    ordered = {i: CLAIMS.pop(i) for i in DATA}
-    CLAIMS.update(ordered)
+    CLAIMS.update({i: CLAIMS.pop(i) for i in DATA})
 
 
 def prf_ref(label: str) -> str:
@@ -169,7 +166,26 @@ def has_results(results: dict, *names: str) -> bool:
     return all(isinstance(results.get(n), pd.DataFrame) and len(results[n]) for n in names)
 
 
+class NotJudged(Exception):
+    """Raised by a rule (through :func:`na_if`) whose results lack what it reads: its row says ``"n/a"``."""
+
+
+def na_if(lacking, why: str) -> None:
+    """Raise :class:`NotJudged` with ``why`` (the ``"n/a"`` row's measured text) when ``lacking`` is true."""
+    if lacking:
+        raise NotJudged(why)
+
+
+def judged(ok, measured: str, cause: str, kind: str = "informative", numbers: dict | None = None) -> Outcome:
+    """The first verdict of evidence ``kind`` in :data:`VERDICTS` when ``ok``, else its second one, with ``cause``."""
+    if ok:
+        return Outcome(VERDICTS[kind][0], measured, numbers=numbers or {})
+    return Outcome(VERDICTS[kind][1], measured, cause, numbers or {})
+
+
 # ---- applying one rule ---------------------------------------------------------------------------------------------
+#: The columns of a row (:func:`claim_row`): the claim's id, where, title (``claim``), words (``paper``), reading and
+#: evidence, the outcome's verdict, measured value and cause, then the claim's rule, fails_if, basis, section, weak.
 COLUMNS = (
     "id",
     "where",
@@ -197,35 +213,22 @@ def claim_row(c: Claim, results: dict, thresholds: dict | None = None) -> dict:
     if all(has_results(results, n) for n in c.needs):
         try:
             out = c.evaluate(results, th)
-        except TypeError as exc:
-            if "evidence" in str(exc):  # the kind is the claim's: a rule that still sets it fails loudly
+        except NotJudged as exc:
+            out = Outcome("n/a", str(exc))
+        except KeyError as exc:  # a table without a column the rule reads
+            out = Outcome("n/a", f"not judged: the results lack the column {exc.args[0]!r}")
+        except Exception as exc:  # one failing rule: its row says so, and every other row stands
+            if isinstance(exc, TypeError) and "evidence" in str(exc):  # the kind is the claim's: fail loudly
                 raise TypeError(
                     f"claim {c.id!r}: its rule passes Outcome(evidence=...), which was removed: a row's kind of "
                     "evidence is its Claim's, fixed before any data"
                 ) from exc
-            out = Outcome("n/a", f"not judged: the rule failed ({type(exc).__name__}: {exc})")
-        except KeyError as exc:  # a table without a column the rule reads
-            out = Outcome("n/a", f"not judged: the results lack the column {exc.args[0]!r}")
-        except Exception as exc:  # one failing rule: its row says so, and every other row stands
             out = Outcome("n/a", f"not judged: the rule failed ({type(exc).__name__}: {exc})")
     else:
         out = Outcome("n/a", "not run: needs " + ", ".join(n for n in c.needs if not has_results(results, n)))
     evidence = c.evidence
     if out.verdict != "n/a" and out.verdict not in VERDICTS[evidence]:
         out = Outcome("n/a", f"not judged: the rule gave the verdict {out.verdict!r} for evidence {evidence!r}")
-    return {
-        "id": c.id,
-        "where": c.where,
-        "claim": c.title,
-        "paper": c.words,
-        "reading": c.reading,
-        "evidence": evidence,
-        "verdict": out.verdict,
-        "measured": out.measured,
-        "cause": out.cause,
-        "rule": c.rule.format(**th),
-        "fails_if": c.fails_if if evidence == "informative" else "",
-        "basis": c.basis,
-        "section": c.section,
-        "weak": c.weak,
-    }
+    fails_if = c.fails_if if evidence == "informative" else ""
+    values = (c.id, c.where, c.title, c.words, c.reading, evidence, out.verdict, out.measured, out.cause)
+    return dict(zip(COLUMNS, (*values, c.rule.format(**th), fails_if, c.basis, c.section, c.weak), strict=True))

@@ -6,26 +6,24 @@ import math
 
 import pandas as pd
 
-from .claim import CLAIMS, Outcome, claim_row, prf_ref, rule
-from .diagnosis import critical_rows, diagnosis_first_pass, diagnosis_summary, required_rho
-from .distance import length_fit
+from .claim import CLAIMS, Outcome, claim_row, has_results, judged, na_if, prf_ref, rule
+from .diagnosis import critical_rows, diagnosis_first_pass, diagnosis_summary, required_rho, with_sampling
+from .distance import length_fit, over_seeds
 from .stats import linear_growth, valid_ks_sampling
+
+_FORMS = {"e1": "E1", "mc": "Monte-Carlo", "e2": "E2"}
 
 
 # ---- Fig. 2c: the critical N ----------------------------------------------------------------------------------------
-def _crit(results, th, form: str):
-    sm = results["critical_n_summary"]
-    if "sampling" not in sm:
-        sm = sm.assign(sampling="heads")
+def _crit(results, form: str):
+    """The critical-N summary of ``form`` (``n/a`` without it), its valid KS sampling, the least-squares N*/L of
+    that sampling and the rows behind each N* (None without the trace)."""
+    sm = with_sampling(results["critical_n_summary"])
     sm = sm[sm["form"] == form]
-    if not len(sm):
-        return None
+    na_if(not len(sm), f"no {_FORMS[form]} rows in the critical-N scan")
     valid = valid_ks_sampling(sm)
-    u = sm[(sm["sampling"] == valid) & ~sm["censored"].astype(bool)]
-    ratio = float((u["n_star"] * u["L"]).sum() / (u["L"] ** 2).sum()) if len(u) else math.nan
-    tr = results.get("critical_n")
-    rows = critical_rows(tr, sm) if isinstance(tr, pd.DataFrame) and len(tr) else None
-    return sm, valid, ratio, rows
+    rows = critical_rows(results["critical_n"], sm) if has_results(results, "critical_n") else None
+    return sm, valid, _ls_ratio(sm[sm["sampling"] == valid]), rows
 
 
 def _near_paper(ratio: float, th: dict) -> bool:
@@ -47,11 +45,11 @@ def _crit_text(sm, valid, ratio, rows) -> str:
     )
 
 
-def _diagnosis_cause(results, th, ratio: float) -> str:
-    diag = results.get("critical_n_diagnosis")
-    if not isinstance(diag, pd.DataFrame) or not len(diag):
+def _diagnosis_cause(results, th) -> str:
+    """What the critical-N diagnosis measured at N = 0.06 L, against what N* = 0.06 L would need."""
+    if not has_results(results, "critical_n_diagnosis"):
         return "cause not identified (the critical-N diagnosis did not run)"
-    summ = diagnosis_summary(diag)
+    summ = diagnosis_summary(results["critical_n_diagnosis"])
     first = diagnosis_first_pass(summ, th["ks_alpha"])
     L = int(summ["L"].iloc[0])
     need = required_rho(L, th["crit_ratio_paper"])
@@ -72,17 +70,15 @@ def _diagnosis_cause(results, th, ratio: float) -> str:
 
 @rule("fig2c-critical-e1")
 def _fig2c_e1(results, th):
-    got = _crit(results, th, "e1")
-    if got is None:
-        return Outcome("n/a", "no E1 rows in the critical-N scan")
-    sm, valid, ratio, rows = got
+    sm, valid, ratio, rows = _crit(results, "e1")
     meas = _crit_text(sm, valid, ratio, rows)
     if _near_paper(ratio, th):
         return Outcome("reproduced", meas)
-    return Outcome("not reproduced", meas, _diagnosis_cause(results, th, ratio), numbers={"ratio": ratio})
+    return Outcome("not reproduced", meas, _diagnosis_cause(results, th), numbers={"ratio": ratio})
 
 
 def _ls_ratio(sm: pd.DataFrame) -> float:
+    """The least-squares N*/L over the uncensored L of a critical-N summary (NaN without one)."""
     u = sm[~sm["censored"].astype(bool)]
     return float((u["n_star"] * u["L"]).sum() / (u["L"] ** 2).sum()) if len(u) else math.nan
 
@@ -92,15 +88,13 @@ def mc_seed_ratios(results) -> pd.Series:
     ``critical_n_summary``, seed ``-1`` when its trace does not say) and those of ``critical_n_mc_seeds``, with the
     valid KS sampling of each table."""
     out = {}
-    sm = results["critical_n_summary"]
-    sm = sm.assign(sampling="heads") if "sampling" not in sm else sm
+    sm = with_sampling(results["critical_n_summary"])
     main = sm[sm["form"] == "mc"]
     if len(main):
         seed = int(main["seed"].iloc[0]) if "seed" in main else -1
         out[seed] = _ls_ratio(main[main["sampling"] == valid_ks_sampling(main)])
-    extra = results.get("critical_n_mc_seeds")
-    if isinstance(extra, pd.DataFrame) and len(extra):
-        extra = extra.assign(sampling="heads") if "sampling" not in extra else extra
+    if has_results(results, "critical_n_mc_seeds"):
+        extra = with_sampling(results["critical_n_mc_seeds"])
         valid = valid_ks_sampling(extra)
         for seed, g in extra[extra["sampling"] == valid].groupby("seed"):
             out[int(seed)] = _ls_ratio(g)
@@ -109,10 +103,7 @@ def mc_seed_ratios(results) -> pd.Series:
 
 @rule("fig2c-critical-mc")
 def _fig2c_mc(results, th):
-    got = _crit(results, th, "mc")
-    if got is None:
-        return Outcome("n/a", "no Monte-Carlo rows in the critical-N scan")
-    sm, valid, ratio, rows = got
+    sm, valid, ratio, rows = _crit(results, "mc")
     meas = _crit_text(sm, valid, ratio, rows)
     if rows is not None:
         meas += (
@@ -124,38 +115,28 @@ def _fig2c_mc(results, th):
         f"; over {len(ratios)} seeds N*/L = {ratios.min():.3f} … {ratios.max():.3f} (mean {ratios.mean():.3f}, "
         f"sd {ratios.std(ddof=1) if len(ratios) > 1 else math.nan:.3f})"
     )
-    if len(ratios) < th["mc_min_seeds"]:
-        return Outcome(
-            "no verdict", meas, f"only {len(ratios)} seeds of the random subsets (the rule needs {th['mc_min_seeds']})"
-        )
-    if 0 < sum(near) < len(near):
-        return Outcome(
-            "no verdict", meas, f"the seeds disagree: {sum(near)} of {len(near)} put N*/L within the paper's range"
-        )
-    if all(near):
-        return Outcome("reproduced", meas)
+    agree = "put N*/L within the paper's range"
+    out = over_seeds(Outcome("reproduced", meas), near, "", th, subsets="the random subsets", agree=agree)
+    if out.verdict == "no verdict" or all(near):
+        return out
     return Outcome(
         "not reproduced",
         meas,
         f"every seed puts N*/L outside the paper's range ({ratios.min():.3f} … {ratios.max():.3f}); E[d~] ≤ E1 + its Jensen-gap bound ({prf_ref('thm-distance')} "
-        f"(b)), so it meets d~ no earlier than that bound does; for E1: {_diagnosis_cause(results, th, ratio)}",
+        f"(b)), so it meets d~ no earlier than that bound does; for E1: {_diagnosis_cause(results, th)}",
     )
 
 
 @rule("fig2c-critical-e2")
 def _fig2c_e2(results, th):
-    got = _crit(results, th, "e2")
-    if got is None:
-        return Outcome("n/a", "no E2 rows in the critical-N scan")
-    sm, valid, ratio, rows = got
+    sm, valid, ratio, rows = _crit(results, "e2")
     meas = _crit_text(sm, valid, ratio, rows)
     if _near_paper(ratio, th):
         return Outcome("reproduced", meas)
-    g = sm[sm["sampling"] == valid]
-    firsts = sorted(set(int(x) for x in g["n_star"]))
+    firsts = sorted(set(int(x) for x in sm.loc[sm["sampling"] == valid, "n_star"]))
     cause = f"the KS test already passes at N = {', '.join(map(str, firsts))}"
     tr = results.get("critical_n")
-    if isinstance(tr, pd.DataFrame) and len(tr) and "mean_form" in tr:
+    if has_results(results, "critical_n") and "mean_form" in tr:
         t1 = tr[(tr["form"] == "e2") & (tr["N"] == 1)]
         if len(t1):
             gap = float(((t1["mean_form"] - t1["mean_d_tilde"]).abs() / t1["mean_d_tilde"]).max())
@@ -165,25 +146,19 @@ def _fig2c_e2(results, th):
 
 @rule("fig2c-critical-sublinear")
 def _fig2c_sublinear(results, th):
-    got = _crit(results, th, "e1")
-    if got is None:
-        return Outcome("n/a", "no E1 rows in the critical-N scan")
-    sm, valid, _, _ = got
+    sm, valid, _, _ = _crit(results, "e1")
     u = sm[(sm["sampling"] == valid) & ~sm["censored"].astype(bool)].sort_values("L")
-    if u["L"].nunique() < 3:
-        return Outcome("n/a", f"only {u['L'].nunique()} uncensored L (the fit needs 3)")
+    na_if(u["L"].nunique() < 3, f"only {u['L'].nunique()} uncensored L (the fit needs 3)")
     fit = linear_growth(u["L"], u["n_star"], th)
     meas = f"exponent of L in N* {fit['exponent']:.2f}; N*/L: " + ", ".join(
         f"{int(r.L)}: {r.n_star / r.L:.3f}" for r in u.itertuples()
     )
-    if fit["exponent"] <= 1 - th["linear_exponent_tol"]:
-        return Outcome("reproduced", meas, numbers=fit)
     cause = (
         f"E1/d~ ≈ (N/(t−1)) · ‖z‖/‖s_N‖ ({prf_ref('prop-e1-crossing')}): E1 meets d~ where N/(t−1) nears ‖s_N‖/‖z‖, an N "
         f"proportional to L while that ratio does not change with L; the measured N*/L stays within "
         f"{(u['n_star'] / u['L']).min():.3f} … {(u['n_star'] / u['L']).max():.3f}"
     )
-    return Outcome("not reproduced", meas, cause, numbers=fit)
+    return judged(fit["exponent"] <= 1 - th["linear_exponent_tol"], meas, cause, numbers=fit)
 
 
 @rule("fig2-readings-inconsistent")
@@ -194,16 +169,12 @@ def _fig2_inconsistent(results, th):
         if col not in df:
             continue
         fit, _ = length_fit(df, col, th)
-        got = _crit(results, th, col)
-        ratio = got[2] if got else math.nan
+        ratio = _crit(results, col)[2] if (results["critical_n_summary"]["form"] == col).any() else math.nan
+        part = f"{name}: {'linear' if fit['linear'] else 'not linear'} (b = {fit['exponent']:.2f})"
         if col == "mc" and claim_row(CLAIMS["fig2c-critical-mc"], results, th)["verdict"] == "no verdict":
-            parts.append(
-                f"{name}: {'linear' if fit['linear'] else 'not linear'} (b = {fit['exponent']:.2f}), N* not placed"
-            )
+            parts.append(f"{part}, N* not placed")
             continue
-        parts.append(
-            f"{name}: {'linear' if fit['linear'] else 'not linear'} (b = {fit['exponent']:.2f}), N*/L = {ratio:.3f}"
-        )
+        parts.append(f"{part}, N*/L = {ratio:.3f}")
         if fit["linear"] and _near_paper(ratio, th):
             both.append(name)
     meas = "; ".join(parts)

@@ -26,6 +26,11 @@ def _ks(a, b) -> float:
     return float(ks_2samp(np.asarray(a, float), np.asarray(b, float)).pvalue)
 
 
+def with_sampling(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with a ``sampling`` column (``"heads"`` for a table from before grouped-query attention)."""
+    return df if "sampling" in df else df.assign(sampling="heads")
+
+
 def _quantile(g: pd.DataFrame, col: str, q: float | None = None) -> float:
     """The median (or the ``q`` quantile) over heads of an optional column; NaN without it."""
     if col not in g:
@@ -155,8 +160,7 @@ def critical_rows(trace: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
     """
     require_columns(trace, "trace", ("L", "N", "form", "n_rows"))
     require_columns(summary, "summary", ("L", "form", "n_star", "censored"))
-    tr = trace if "sampling" in trace else trace.assign(sampling="heads")
-    sm = summary if "sampling" in summary else summary.assign(sampling="heads")
+    tr, sm = with_sampling(trace), with_sampling(summary)
     out = []
     for r in sm.itertuples():
         hit = tr[(tr["L"] == r.L) & (tr["form"] == r.form) & (tr["sampling"] == r.sampling) & (tr["N"] == r.n_star)]

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .claim import Outcome, has_results, prf_ref, rule
+from .claim import Outcome, has_results, judged, na_if, prf_ref, rule
 from .diagnosis import diagnosis_summary
 from .stats import head_summary, linear_growth
 
@@ -23,18 +23,20 @@ def length_fit(df: pd.DataFrame, col: str, th: dict) -> tuple[dict, pd.DataFrame
     return linear_growth(a["L"], a["mean"], th), a
 
 
-def _growth_text(name: str, fit: dict, a: pd.DataFrame) -> str:
-    return (
+def _growth(results, th, col: str, name: str) -> tuple[pd.DataFrame, dict, pd.DataFrame, str]:
+    """The distance table, :func:`length_fit` of ``col`` (the fit and the head summary per L) and its measured text."""
+    df = results["distance_vs_length"]
+    fit, a = length_fit(df, col, th)
+    meas = (
         f"{name}: exponent of L {fit['exponent']:.2f}; grows {fit['growth']:.3g}× while L grows "
         f"{fit['x_growth']:.3g}× (L = {int(a['L'].min())}…{int(a['L'].max())})"
     )
+    return df, fit, a, meas
 
 
 @rule("fig2a-dtilde-linear")
 def _fig2a_dtilde(results, th):
-    df = results["distance_vs_length"]
-    fit, a = length_fit(df, "d_tilde", th)
-    meas = _growth_text("d~", fit, a)
+    df, fit, _, meas = _growth(results, th, "d_tilde", "d~")
     if fit["linear"]:
         return Outcome("reproduced", meas, numbers=fit)
     s_fit, _ = length_fit(df, "s_norm", th)
@@ -50,14 +52,12 @@ def _bounded_growth(results, th, col: str, name: str, bound: str, extra: int):
     prop-random-bounded's bound evaluated on this run's max‖x‖: it caps the growth from the smallest to the largest L,
     that is the endpoint exponent log(growth)/log(L1/L0); the verdict reads the least-squares exponent, and the cause
     quotes both."""
-    df = results["distance_vs_length"]
-    fit, a = length_fit(df, col, th)
-    meas = _growth_text(name, fit, a)
-    verdict = "reproduced" if fit["linear"] else "not reproduced"
+    df, fit, a, meas = _growth(results, th, col, name)
     if fit["linear"]:
-        return Outcome(verdict, meas, numbers=fit)
+        return Outcome("reproduced", meas, numbers=fit)
     if "x_max" not in df:
-        return Outcome(verdict, meas, f"the run has no max‖x‖ column for {prf_ref('prop-random-bounded')}", numbers=fit)
+        cause = f"the run has no max‖x‖ column for {prf_ref('prop-random-bounded')}"
+        return Outcome("not reproduced", meas, cause, numbers=fit)
     e = a.set_index("L")["mean"]
     xm = _means(df, "L", "x_max")
     N = int(df["N"].iloc[0])
@@ -86,7 +86,7 @@ def _bounded_growth(results, th, col: str, name: str, bound: str, extra: int):
                 f"; E1's leading term (t−N)/t·Σ‖α_i x_i‖ ≤ max‖x‖ ({prf_ref('cor-two-regimes')}) has exponent "
                 f"{ind['exponent']:.2f}"
             )
-    return Outcome(verdict, meas, cause, numbers=fit)
+    return Outcome("not reproduced", meas, cause, numbers=fit)
 
 
 rule("fig2a-e1-linear")(lambda results, th: _bounded_growth(results, th, "e1", "E1", "(1+p+N)·max‖x‖", 2))
@@ -95,15 +95,12 @@ rule("fig2a-e1-linear")(lambda results, th: _bounded_growth(results, th, "e1", "
 @rule("fig2a-mc-linear")
 def _fig2a_mc(results, th):
     df = results["distance_vs_length"]
-    if "mc" not in df:
-        return Outcome("n/a", "no Monte-Carlo column in this run")
+    na_if("mc" not in df, "no Monte-Carlo column in this run")
     out = _bounded_growth(results, th, "mc", "E[d~] (Monte Carlo)", "(1+N)·max‖x‖", 1)
-    fits = {c: length_fit(df, c, th)[0] for c in mc_columns(df)}
-    spread = (
-        f"; over {len(fits)} seeds the exponent is {min(f['exponent'] for f in fits.values()):.2f} … "
-        f"{max(f['exponent'] for f in fits.values()):.2f}"
-    )
-    return _over_seeds(out, [f["linear"] for f in fits.values()], spread, th, "distance_vs_length")
+    fits = [length_fit(df, c, th)[0] for c in mc_columns(df)]
+    exps = [f["exponent"] for f in fits]
+    spread = f"; over {len(fits)} seeds the exponent is {min(exps):.2f} … {max(exps):.2f}"
+    return over_seeds(out, [f["linear"] for f in fits], spread, th, "distance_vs_length")
 
 
 def mc_columns(df: pd.DataFrame) -> list[str]:
@@ -111,19 +108,17 @@ def mc_columns(df: pd.DataFrame) -> list[str]:
     return ["mc", *sorted((c for c in df.columns if c.startswith("mc_seed")), key=lambda c: int(c[7:]))]
 
 
-def _over_seeds(out: Outcome, passes: list, spread: str, th: dict, table: str) -> Outcome:
-    """``out`` (the first seed's outcome) judged over every seed: its spread added, "no verdict" when there are fewer
-    than ``mc_min_seeds`` seeds or they disagree."""
-    meas = out.measured + spread
-    if len(passes) < th["mc_min_seeds"]:
+def over_seeds(out: Outcome, passes: list, spread: str, th: dict, table: str = "", *, subsets="", agree="") -> Outcome:
+    """``out`` (the first seed's outcome) judged over every seed (``passes``: whether each passes): its spread added,
+    "no verdict" when there are fewer than ``mc_min_seeds`` seeds or they disagree. ``subsets`` and ``agree`` word
+    the causes (default: the Monte-Carlo subsets of the distance ``table``, which pass the rule on it)."""
+    meas, n = out.measured + spread, len(passes)
+    if n < th["mc_min_seeds"]:
+        why = f"only {n} seeds of {subsets or f'the Monte-Carlo subsets in {table}'}"
+        return Outcome("no verdict", meas, f"{why} (the rule needs {th['mc_min_seeds']})")
+    if 0 < sum(passes) < n:
         return Outcome(
-            "no verdict",
-            meas,
-            f"only {len(passes)} seeds of the Monte-Carlo subsets in {table} (the rule needs {th['mc_min_seeds']})",
-        )
-    if 0 < sum(passes) < len(passes):
-        return Outcome(
-            "no verdict", meas, f"the seeds disagree: {sum(passes)} of {len(passes)} pass the rule on {table}"
+            "no verdict", meas, f"the seeds disagree: {sum(passes)} of {n} {agree or f'pass the rule on {table}'}"
         )
     return Outcome(out.verdict, meas, out.cause, numbers=out.numbers)
 
@@ -140,25 +135,20 @@ def _e2_bound_text(df: pd.DataFrame, by: str, at: int, d: float) -> str:
 
 @rule("fig2a-e2-linear")
 def _fig2a_e2(results, th):
-    df = results["distance_vs_length"]
-    fit, a = length_fit(df, "e2", th)
+    df, fit, a, meas = _growth(results, th, "e2", "E2")
     d = _means(df, "L", "d_tilde")
     gaps = (a.set_index("L")["mean"] - d).abs().div(d)
     L1 = int(max(d.index))
-    meas = _growth_text("E2", fit, a) + f"; |E2 − d~|/d~ ≤ {gaps.max():.1%} over L"
-    meas += _e2_bound_text(df, "L", L1, float(d[L1]))
-    if fit["linear"]:
-        return Outcome("reproduced", meas, numbers=fit)
-    d_fit, _ = length_fit(df, "d_tilde", th)
-    cause = f"E2 stays within {gaps.max():.1%} of d~ (measured), and d~ itself has exponent {d_fit['exponent']:.2f}"
-    return Outcome("not reproduced", meas, cause, numbers=fit)
+    meas += f"; |E2 − d~|/d~ ≤ {gaps.max():.1%} over L" + _e2_bound_text(df, "L", L1, float(d[L1]))
+    d_exp = length_fit(df, "d_tilde", th)[0]["exponent"]
+    cause = f"E2 stays within {gaps.max():.1%} of d~ (measured), and d~ itself has exponent {d_exp:.2f}"
+    return judged(fit["linear"], meas, cause, numbers=fit)
 
 
 @rule("lemma1-vanishing")
 def _lemma1(results, th):
-    df = results["distance_vs_length"]
-    fit, a = length_fit(df, "alpha_bar", th)
-    meas = _growth_text("ᾱ_N", fit, a).replace("grows", "changes", 1)
+    _, fit, a, meas = _growth(results, th, "alpha_bar", "ᾱ_N")
+    meas = meas.replace("grows", "changes", 1)
     if abs(fit["exponent"] + 1) <= th["linear_exponent_tol"]:
         return Outcome("reproduced", meas, numbers=fit)
     cause = (
@@ -166,9 +156,8 @@ def _lemma1(results, th):
         f"while 1/L falls to {1 / fit['x_growth']:.0%}; Lemma 1 needs logits bounded independently of L, which a head "
         "that puts a fixed share of its weight on a few tokens violates"
     )
-    diag = results.get("critical_n_diagnosis")
-    if isinstance(diag, pd.DataFrame) and len(diag):
-        summ = diagnosis_summary(diag)
+    if has_results(results, "critical_n_diagnosis"):
+        summ = diagnosis_summary(results["critical_n_diagnosis"])
         r = summ[summ["variant"] == summ["variant"].iloc[0]].iloc[0]
         if math.isfinite(r["sink share"]):
             cause += f"; measured: at L = {int(r['L'])} the median head gives the first token {r['sink share']:.0%} of its weight"
@@ -198,50 +187,33 @@ def _jensen_small(results, th):
 @rule("cor2-individual-dominate")
 def _cor2_dominate(results, th):
     df = results["distance_vs_length"]
-    if "indiv" not in df:
-        return Outcome("n/a", "not judged: the run has no column indiv (Corollary 2 (i)'s leading term)")
+    na_if("indiv" not in df, "not judged: the run has no column indiv (Corollary 2 (i)'s leading term)")
     e1 = _means(df, "L", "e1")
     rem = (e1 - _means(df, "L", "indiv")) / e1
     L1 = int(rem.index.max())
     meas = "remainder R/E1: " + ", ".join(f"L={int(L)}: {v:+.0%}" for L, v in rem.items())
-    if abs(rem[L1]) <= th["converge_rel"]:
-        return Outcome("reproduced", meas)
     cause = (
         f"|R| ≤ p·Σ‖z − a_i‖ ≈ N‖z‖ ({prf_ref('cor-two-regimes')}) is not small next to Σ‖α_i x_i‖ on this model: the "
         f"measured R is {rem[L1]:+.0%} of E1 at L = {L1}"
     )
-    return Outcome("not reproduced", meas, cause)
-
-
-def _violations(results) -> tuple[int, int]:
-    n, rows = 0, 0
-    for name in ("distance_vs_length", "distance_vs_n"):
-        df = results.get(name)
-        if isinstance(df, pd.DataFrame) and len(df):
-            n += int(df["dmax_violations"].sum())
-            rows += int(df["n_rows"].sum())
-    return n, rows
+    return judged(abs(rem[L1]) <= th["converge_rel"], meas, cause)
 
 
 @rule("thm1-bound-holds")
 def _thm1_holds(results, th):
-    n, rows = _violations(results)
-    meas = f"{n} violating rows of {rows} (Figs. 2a and 2b)"
-    if n == 0:
-        return Outcome("holds", meas)
-    return Outcome(
-        "violated", meas, f"a theorem fails in {n} rows: a defect of this build's code, cause not identified"
-    )
+    tables = [results[t] for t in ("distance_vs_length", "distance_vs_n") if has_results(results, t)]
+    n = sum(int(df["dmax_violations"].sum()) for df in tables)
+    meas = f"{n} violating rows of {sum(int(df['n_rows'].sum()) for df in tables)} (Figs. 2a and 2b)"
+    cause = f"a theorem fails in {n} rows: a defect of this build's code, cause not identified"
+    return judged(n == 0, meas, cause, "guarantee")
 
 
 @rule("fig2a-bound-conservative")
 def _fig2a_conservative(results, th):
     df = results["distance_vs_length"]
     ratio = float(np.nanmedian(df["d_max"] / df["d_tilde"].where(df["d_tilde"] > 0)))
-    meas = f"median d_max/d~ = {ratio:.3g}"
-    if ratio >= th["conservative_ratio"]:
-        return Outcome("reproduced", meas)
-    return Outcome("not reproduced", meas, f"cause not identified: the median d_max/d~ is only {ratio:.3g}")
+    cause = f"cause not identified: the median d_max/d~ is only {ratio:.3g}"
+    return judged(ratio >= th["conservative_ratio"], f"median d_max/d~ = {ratio:.3g}", cause)
 
 
 # ---- Fig. 2b: distance against N --------------------------------------------------------------------------------
@@ -251,18 +223,17 @@ def _n_means(df: pd.DataFrame, col: str) -> tuple[pd.Series, bool]:
     return _means(df, "N", f"{col}_common" if common else col), common
 
 
-def _plateau_ns(df, th):
-    n0 = th["plateau_from_n"]
-    Ns = sorted(df["N"].unique())
-    return (n0, int(Ns[-1])) if n0 in Ns and Ns[-1] > n0 else (None, None)
+def _plateau_ns(df, th) -> tuple[int, int]:
+    """``plateau_from_n`` and the largest N of the grid (``n/a`` unless the grid has both)."""
+    n0, Ns = th["plateau_from_n"], sorted(df["N"].unique())
+    na_if(not (n0 in Ns and Ns[-1] > n0), f"the N grid {Ns} lacks N = 20 or a larger N")
+    return n0, int(Ns[-1])
 
 
 @rule("fig2b-plateau")
 def _fig2b_plateau(results, th):
     df = results["distance_vs_n"]
     n0, n1 = _plateau_ns(df, th)
-    if n0 is None:
-        return Outcome("n/a", f"the N grid {sorted(df['N'].unique())} lacks N = 20 or a larger N")
     a, common = _n_means(df, "d_tilde")
     rel = abs(a[n1] - a[n0]) / max(abs(a[n0]), 1e-300)
     rows = "same rows at every N" if common else "rows differ between N"
@@ -319,18 +290,15 @@ def _factors_cause(df: pd.DataFrame, n0: int, n1: int) -> str:
 def _fig2b_tightens(results, th):
     df = results["distance_vs_n"]
     n0, n1 = _plateau_ns(df, th)
-    if n0 is None:
-        return Outcome("n/a", f"the N grid {sorted(df['N'].unique())} lacks N = 20 or a larger N")
     d, _ = _n_means(df, "d_tilde")
     b, _ = _n_means(df, "d_max")
     r0, r1 = b[n0] / d[n0], b[n1] / d[n1]
     meas = f"d_max/d~: N={n0}: {r0:.3g}, N={n1}: {r1:.3g}"
     if r1 < r0:
         return Outcome("reproduced", meas)
-    if not set(BOUND_FACTORS) <= set(df.columns):
-        missing = sorted(set(BOUND_FACTORS) - set(df.columns))
-        return Outcome("not reproduced", meas, f"cause not measured: the run lacks the columns {missing}")
-    return Outcome("not reproduced", meas, _factors_cause(df, n0, n1))
+    missing = sorted(set(BOUND_FACTORS) - set(df.columns))
+    cause = f"cause not measured: the run lacks the columns {missing}" if missing else _factors_cause(df, n0, n1)
+    return Outcome("not reproduced", meas, cause)
 
 
 def _gaps(df: pd.DataFrame, col: str) -> tuple[list, pd.Series, pd.Series]:
@@ -342,8 +310,7 @@ def _gaps(df: pd.DataFrame, col: str) -> tuple[list, pd.Series, pd.Series]:
 def _converge(results, th, col: str, name: str):
     """Convergence: a gap above converge_rel at the smallest N (a gap to close) and within it at the largest."""
     df = results["distance_vs_n"]
-    if col not in df:
-        return Outcome("n/a", f"no {name} column in this run")
+    na_if(col not in df, f"no {name} column in this run")
     Ns, d, g = _gaps(df, col)
     n0, n1 = Ns[0], Ns[-1]
     meas = f"|{name} − d~|/d~: N={n0}: {g[n0]:.1%}, N={n1}: {g[n1]:.1%}"
@@ -355,8 +322,8 @@ def _converge(results, th, col: str, name: str):
         )
         if col == "e2":
             cause += f", and none at any N (largest {g.max():.1%})"
-        extra = _e2_bound_text(df, "N", n1, float(d[n1])) if col == "e2" else ""
-        return Outcome("not reproduced", meas + extra, cause)
+            meas += _e2_bound_text(df, "N", n1, float(d[n1]))
+        return Outcome("not reproduced", meas, cause)
     parts = []
     if "e1_plus_gap" in df and col in ("mc", "e1"):
         ub = float(_means(df, "N", "e1_plus_gap")[n1])
@@ -390,19 +357,12 @@ def _converge(results, th, col: str, name: str):
 def _converge_mc(results, th):
     df = results["distance_vs_n"]
     out = _converge(results, th, "mc", "E[d~] (Monte Carlo)")
-    if out.verdict == "n/a":
-        return out
     Ns = sorted(df["N"].unique())
-    gaps = {c: _gaps(df, c)[2] for c in mc_columns(df)}
-    passes = [bool(g[Ns[0]] > th["converge_rel"] >= g[Ns[-1]]) for g in gaps.values()]
-    g1 = [float(g[Ns[-1]]) for g in gaps.values()]
-    return _over_seeds(
-        out,
-        passes,
-        f"; over {len(g1)} seeds the gap at N={Ns[-1]} is {min(g1):.1%} … {max(g1):.1%}",
-        th,
-        "distance_vs_n",
-    )
+    gaps = [_gaps(df, c)[2] for c in mc_columns(df)]
+    passes = [bool(g[Ns[0]] > th["converge_rel"] >= g[Ns[-1]]) for g in gaps]
+    g1 = [float(g[Ns[-1]]) for g in gaps]
+    spread = f"; over {len(g1)} seeds the gap at N={Ns[-1]} is {min(g1):.1%} … {max(g1):.1%}"
+    return over_seeds(out, passes, spread, th, "distance_vs_n")
 
 
 rule("fig2b-converge-e1")(lambda results, th: _converge(results, th, "e1", "E1"))

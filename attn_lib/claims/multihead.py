@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from .claim import Outcome, prf_ref, rule
+from .claim import judged, na_if, prf_ref, rule
 
 
 # ---- Discussion: multi-head coverage --------------------------------------------------------------------------------
@@ -19,9 +19,8 @@ def _mh_arith(results, th):
     c = 1 - (1 - p) ** H0
     H = sp.ceiling(sp.log(1 - target) / sp.log(1 - p))
     meas = f"1 − (1 − {p})^{H0} = {c} = {float(c):.3f}; smallest H reaching {float(target):g}: {H}"
-    if c >= target and H == H0:
-        return Outcome("holds", meas)
-    return Outcome("violated", meas, f"the paper's arithmetic fails for p = {p}, H = {H0}, coverage {target}")
+    cause = f"the paper's arithmetic fails for p = {p}, H = {H0}, coverage {target}"
+    return judged(c >= target and H == H0, meas, cause, "guarantee")
 
 
 def coverage_decomposition(df, target: float = 0.99) -> dict:
@@ -55,16 +54,13 @@ def coverage_decomposition(df, target: float = 0.99) -> dict:
 @rule("multihead-rule-model")
 def _mh_model(results, th):
     df = results["multihead_coverage"]
-    if 3 not in set(df["H"]):
-        return Outcome("n/a", "fewer than 3 heads per layer")
+    na_if(3 not in set(df["H"]), "fewer than 3 heads per layer")
     d = coverage_decomposition(df)
     meas = (
         f"c(3) = {d['c3']:.3f} (mean over layers); one head covers c(1) = {d['c1']:.3f} of the target against its "
         f"own p = {d['p']:.3f} (mean N_s/N over heads, rows and layers), a share {d['share']:.2f}; 99 % reached at "
         f"H = {d['H99'] or 'never'}"
     )
-    if d["c3"] >= 0.99:
-        return Outcome("reproduced", meas)
     cause = (
         f"0.99 − c(3) = {0.99 - d['c3']:.3f} = {d['from_p']:+.3f} (p = {d['p']:.3f}, not 0.8) "
         f"{d['from_share']:+.3f} (one head covers {d['share']:.2f} of its own p inside the target) "
@@ -72,7 +68,7 @@ def _mh_model(results, th):
         f"independent heads give 1 − (1 − p)³ = {d['indep_p']:.3f} with the measured p and "
         f"1 − (1 − c(1))³ = {d['indep_c1']:.3f} with the measured c(1) = {d['c1']:.3f}"
     )
-    return Outcome("not reproduced", meas, cause)
+    return judged(d["c3"] >= 0.99, meas, cause)
 
 
 # ---- the paper's setting: other GPT-2 sizes -------------------------------------------------------------------------
@@ -85,13 +81,12 @@ def _gpt2_variants(results, th):
     """Reads ``results["gpt2_variant_verdicts"]`` (columns ``model``, ``id``, ``verdict``: the claims table of GPT-2
     small and of each larger variant, e.g. from ``reproduce --model gpt2 --compare gpt2-medium``'s results.json)."""
     df = results.get("gpt2_variant_verdicts")
-    if df is None or not len(df) or GPT2_SMALL not in set(df["model"]) or not set(df["model"]) & set(GPT2_LARGER):
-        return Outcome(
-            "n/a",
-            "not testable in one offline run: it needs GPT-2 small and a larger variant; to test it, run `attn-lib "
-            "reproduce --model gpt2 --compare gpt2-medium --profile paper` (likewise gpt2-large, gpt2-xl) where the "
-            "Hugging Face Hub is reachable, and read the side-by-side table's agree column on the rows of Figs. 2–4",
-        )
+    na_if(
+        df is None or not len(df) or GPT2_SMALL not in set(df["model"]) or not set(df["model"]) & set(GPT2_LARGER),
+        "not testable in one offline run: it needs GPT-2 small and a larger variant; to test it, run `attn-lib "
+        "reproduce --model gpt2 --compare gpt2-medium --profile paper` (likewise gpt2-large, gpt2-xl) where the "
+        "Hugging Face Hub is reachable, and read the side-by-side table's agree column on the rows of Figs. 2–4",
+    )
     figs = df[df["id"].str.match(r"(fig[234]|thm[12]|cor3)") & (df["verdict"] != "n/a")]
     wide = figs.pivot_table(index="id", columns="model", values="verdict", aggfunc="first")
     others = [m for m in GPT2_LARGER if m in wide.columns]
@@ -100,8 +95,4 @@ def _gpt2_variants(results, th):
         i for i in both.index for m in others if pd.notna(both.loc[i, m]) and both.loc[i, m] != both.loc[i, GPT2_SMALL]
     )
     meas = f"{len(both)} rows of Figs. 2–4 judged on GPT-2 small and {', '.join(others)}; {len(differ)} differ"
-    if not differ:
-        return Outcome("reproduced", meas)
-    return Outcome(
-        "not reproduced", meas, f"the verdicts differ on {', '.join(differ)}: see each row's causes on both models"
-    )
+    return judged(not differ, meas, f"the verdicts differ on {', '.join(differ)}: see each row's causes on both models")

@@ -8,7 +8,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from .claim import Outcome, prf_ref, rule
+from .claim import NotJudged, Outcome, judged, na_if, prf_ref, rule
 from .stats import linfit
 
 # ---- Fig. 4: gradient sensitivity -----------------------------------------------------------------------------------
@@ -20,12 +20,18 @@ _AGG = {
 }
 
 
-def _curve(results, base: str, agg: str, col: str | None = None) -> pd.DataFrame | None:
-    """Max over (layer, head) of ``col`` (default: the aggregate's ``g``) per (T, eps), as column ``g``."""
+def _curve(results, base: str = "scaled", agg: str = "mean") -> pd.DataFrame:
+    """Max over (layer, head) of the aggregate's ``g`` per (T, eps), as column ``g`` (``n/a`` without the table)."""
     df = results.get(_BASES[base])
-    if not isinstance(df, pd.DataFrame) or not len(df):
-        return None
-    return df.groupby(["T", "eps"])[col or _AGG[agg][0]].max().rename("g").reset_index()
+    na_if(not isinstance(df, pd.DataFrame) or not len(df), f"no {_BASES[base]} table in this run")
+    return df.groupby(["T", "eps"])[_AGG[agg][0]].max().rename("g").reset_index()
+
+
+def _smallest_eps(results, base: str = "scaled", agg: str = "mean") -> tuple[float, pd.DataFrame]:
+    """The smallest ``eps`` of :func:`_curve`, and the curve at it (sorted by T)."""
+    cur = _curve(results, base, agg)
+    e0 = float(cur["eps"].min())
+    return e0, cur[cur["eps"] == e0].sort_values("T")
 
 
 # ---- the direction draws: every Fig. 4 rule runs once per draw, and reports the spread ------------------------------
@@ -53,9 +59,14 @@ def _over_draws(judge, key: str, fmt: str = "{:.3g}"):
     """``judge(results, th, **kw) -> Outcome`` applied to each direction draw: the verdict of draw 0 when every draw
     agrees, else ``"no verdict"``; the spread of ``numbers[key]`` over the draws is appended to the measured text."""
 
+    def one(results, th, **kw):
+        try:
+            return judge(results, th, **kw)
+        except NotJudged as exc:
+            return Outcome("n/a", str(exc))
+
     def evaluate(results, th, **kw):
-        draws = _draws(results)
-        outs = [judge(_one_draw(results, k), th, **kw) for k in draws]
+        outs = [one(_one_draw(results, k), th, **kw) for k in _draws(results)]
         first = outs[0]
         if len(outs) == 1 or first.verdict == "n/a":
             return first
@@ -79,90 +90,70 @@ def _loglog_slope(c: pd.DataFrame) -> tuple[float, float, float]:
     return linfit(np.log10(c["T"]), np.log10(c["g"].clip(lower=1e-300)))
 
 
-def _row_max(results, base: str, e0: float, T0: float) -> float:
-    """g of the largest single row (max over heads) at ``eps = e0``, ``T = T0``."""
-    rmax = _curve(results, base, "max")
-    return float(rmax[(rmax["eps"] == e0) & (np.isclose(rmax["T"], T0))]["g"].iloc[0])
-
-
 def _inv_t(results, th, base, agg):
-    cur = _curve(results, base, agg)
-    if cur is None:
-        return Outcome("n/a", f"no {_BASES[base]} table in this run")
-    e0 = float(cur["eps"].min())
-    c = cur[cur["eps"] == e0].sort_values("T")
+    e0, c = _smallest_eps(results, base, agg)
     low = c[c["T"] < th["inv_t_max_T"] * (1 + 1e-9)]
-    if len(low) < th["inv_t_min_points"]:
-        return Outcome("n/a", f"{len(low)} temperatures up to 0.1 (fewer than {th['inv_t_min_points']})")
+    na_if(len(low) < th["inv_t_min_points"], f"{len(low)} temperatures up to 0.1 (fewer than {th['inv_t_min_points']})")
     slope, _, r2 = _loglog_slope(low)
     meas = f"log-log slope {slope:.2f} (R² {r2:.2f}) over {len(low)} T in {low['T'].min():.3g}…{low['T'].max():.3g}, ε={e0:g}"
     s0, s1 = th["inv_t_slope"]
     if s0 <= slope <= s1:
         return Outcome("reproduced", meas, numbers={"slope": slope})
-    mech = _ties(results, base, e0, low["T"].to_numpy())
-    if mech is None or "tie_share" not in mech:
+    d = _ties(results, base, e0, low["T"].to_numpy())
+    if d is None:
         cause = (
             f"cause not identified: the {_BASES[base]} table lacks the near-tie measurements (rows_gap_below_T, "
             f"g_two_token) that would test it for the {_AGG[agg][1]}"
         )
     elif agg == "mean":
-        cause = _inv_t_mean_cause(mech, slope, float(low["g"].iloc[0]))
+        cause = _inv_t_mean_cause(d, slope, float(low["g"].iloc[0]))
     else:
-        cause = _inv_t_max_cause(mech, float(low["T"].iloc[0]), float(low["g"].iloc[0]))
+        cause = _inv_t_max_cause(d, float(low["T"].iloc[0]), float(low["g"].iloc[0]))
     return Outcome("not reproduced", meas, cause, numbers={"slope": slope})
 
 
-def _ties(results, base: str, e0: float, Ts) -> dict | None:
-    """The near-tie measurements over the temperatures ``Ts`` at ``eps = e0`` (all layers and heads): the share of
-    rows whose top-two gap is below T, the share of the summed g they carry, the two-token prediction's curve (max
-    over heads of its row mean) and the smallest top-two gap."""
+def _ties(results, base: str, e0: float, Ts) -> pd.DataFrame | None:
+    """The rows (all layers and heads) at ``eps = e0`` and the temperatures ``Ts``, None without the near-tie
+    measurements: per row block, the rows whose top-two gap is below T, the share of g they carry, the two-token
+    prediction and the smallest top-two gap."""
     df = results.get(_BASES[base])
     need = {"rows_gap_below_T", "g_share_gap_below_T", "g_two_token", "gap_min"}
     if not isinstance(df, pd.DataFrame) or not need <= set(df):
         return None
-    d = df[(df["eps"] == e0) & df["T"].isin(list(Ts))].copy()
-    d["g_sum"] = d["g"] * d["n_rows"]
+    return df[(df["eps"] == e0) & df["T"].isin(list(Ts))]
+
+
+def _inv_t_mean_cause(d: pd.DataFrame, slope: float, g0: float) -> str:
+    """Over the temperatures of :func:`_ties`' rows ``d``: the share of rows within T of a tie, the share of the
+    summed g they carry, and the two-token prediction's curve (max over heads of its row mean), against ``slope``
+    and the measured ``g0`` at the smallest T."""
+    d = d.assign(g_sum=d["g"] * d["n_rows"])
     by = d.groupby("T")
-    share = by["rows_gap_below_T"].sum() / by["n_rows"].sum().clip(lower=1)
-    g_tied = (d["g_share_gap_below_T"] * d["g_sum"]).groupby(d["T"]).sum() / by["g_sum"].sum().clip(lower=1e-300)
+    sh = by["rows_gap_below_T"].sum() / by["n_rows"].sum().clip(lower=1)
+    gt = (d["g_share_gap_below_T"] * d["g_sum"]).groupby(d["T"]).sum() / by["g_sum"].sum().clip(lower=1e-300)
     pred = by["g_two_token"].max()
-    pos = share[share > 0]
+    pos = sh[sh > 0]
     s_share = _loglog_slope(pd.DataFrame({"T": pos.index, "g": pos.to_numpy()}))[0] if len(pos) >= 2 else math.nan
     s_pred = _loglog_slope(pd.DataFrame({"T": pred.index, "g": pred.to_numpy()}))[0]
-    T0 = float(share.index.min())
-    return {
-        "T0": T0,
-        "T1": float(share.index.max()),
-        "tie_share": share,
-        "g_tied": g_tied,
-        "pred": pred,
-        "s_share": s_share,
-        "s_pred": s_pred,
-        "density0": float(share.iloc[0]) / T0,
-        "n_rows": int(by["n_rows"].sum().iloc[0]),
-        "gap_min": float(d["gap_min"].min()),
-    }
-
-
-def _inv_t_mean_cause(m: dict, slope: float, g0: float) -> str:
-    sh, gt, T0, T1 = m["tie_share"], m["g_tied"], m["T0"], m["T1"]
+    T0, T1, n_rows = float(sh.index.min()), float(sh.index.max()), int(by["n_rows"].sum().iloc[0])
+    ratio = pred.iloc[0] / max(g0, 1e-300)
     dens = (
-        f"about {m['density0']:.3g} per unit of T at 0 ({sh.iloc[0]:.3%} of {m['n_rows']} rows within T = {T0:g} of a tie)"
+        f"about {float(sh.iloc[0]) / T0:.3g} per unit of T at 0 ({sh.iloc[0]:.3%} of {n_rows} rows within T = {T0:g} of a tie)"
         if sh.iloc[0] > 0
-        else f"below {1 / (m['n_rows'] * T0):.3g} per unit of T at 0 (no row of {m['n_rows']} within T = {T0:g} of a tie)"
+        else f"below {1 / (n_rows * T0):.3g} per unit of T at 0 (no row of {n_rows} within T = {T0:g} of a tie)"
     )
-    implied = m["s_share"] - 1
+    implied = s_share - 1
     text = (
         f"measured: the row mean is carried by near-tied rows; the share of rows whose top-two logit gap is below T "
-        f"falls from {sh.iloc[-1]:.1%} at T = {T1:g} to {sh.iloc[0]:.2%} at T = {T0:g} (like T^{m['s_share']:.2f}), "
+        f"falls from {sh.iloc[-1]:.1%} at T = {T1:g} to {sh.iloc[0]:.2%} at T = {T0:g} (like T^{s_share:.2f}), "
         f"and these rows carry {gt.iloc[-1]:.0%} and {gt.iloc[0]:.0%} of the summed g; gap density {dens}. "
-        f"The two-token prediction (only the top two weights respond) falls like T^{m['s_pred']:.2f} and is "
-        f"{m['pred'].iloc[0] / max(g0, 1e-300):.2f}× the measured g at T = {T0:g}"
+        f"The two-token prediction (only the top two weights respond) falls like T^{s_pred:.2f} and is "
+        f"{ratio:.2f}× the measured g at T = {T0:g}"
     )
     if math.isfinite(implied) and abs(implied - slope) <= 0.25:
         text += (
             f". A finding about the claim: a row mean ≈ (share of rows within T of a tie) × 1/(2T); with a density "
-            f"of gaps at 0 that share shrinks like T^{m['s_share']:.2f}, which cancels the 1/T down to "
+            f"of gaps at 0 that share shrinks like T^{s_share:.2f}, which cancels the 1/T down to "
             f"T^{implied:.2f} (measured {slope:.2f}): the 1/T of Corollary 3 is a property of single tied rows, "
             f"not of the row mean"
         )
@@ -170,24 +161,24 @@ def _inv_t_mean_cause(m: dict, slope: float, g0: float) -> str:
         text += (
             f"; the tie share implies T^{implied:.2f} against the measured T^{slope:.2f}: it does not account for it"
         )
-    ratio = m["pred"].iloc[0] / max(g0, 1e-300)
-    if abs(m["s_pred"] - slope) <= 0.1 and 0.8 <= ratio <= 1.25:
+    if abs(s_pred - slope) <= 0.1 and 0.8 <= ratio <= 1.25:
         text += (
-            f". The two-token prediction accounts for the measured curve (slope {m['s_pred']:.2f} against "
-            f"{slope:.2f}, {ratio:.2f}× at T = {m['T0']:g}): only the top two weights of each row respond, and the "
+            f". The two-token prediction accounts for the measured curve (slope {s_pred:.2f} against "
+            f"{slope:.2f}, {ratio:.2f}× at T = {T0:g}): only the top two weights of each row respond, and the "
             f"distribution of top-two gaps, not 1/T, sets the slope"
         )
     return text
 
 
-def _inv_t_max_cause(m: dict, T0: float, g0: float) -> str:
-    below = int((m["tie_share"].index < m["gap_min"]).sum())
+def _inv_t_max_cause(d: pd.DataFrame, T0: float, g0: float) -> str:
+    Ts, gap_min = d["T"].unique(), float(d["gap_min"].min())
+    below = int((Ts < gap_min).sum())
     return (
         f"measured: at T = {T0:g} the largest single row is {g0 * 2 * T0:.1%} of the corrected bound 1/(2T) "
         f"({prf_ref('prop-softmax-constants')}), which only an exact tie of its top two weights reaches; the "
-        f"smallest top-two logit gap over all rows and heads is {m['gap_min']:.3g} (in the units of T), and a row "
+        f"smallest top-two logit gap over all rows and heads is {gap_min:.3g} (in the units of T), and a row "
         f"responds like 1/(2T) only while T is above its gap (below, like e^(-gap/T)/T): {below} of the "
-        f"{len(m['tie_share'])} temperatures lie below the smallest gap, where no row can grow like 1/T"
+        f"{len(Ts)} temperatures lie below the smallest gap, where no row can grow like 1/T"
     )
 
 
@@ -197,14 +188,9 @@ for _base in ("scaled", "raw"):
 
 
 def _drop(results, th, base):
-    cur = _curve(results, base, "mean")
-    if cur is None:
-        return Outcome("n/a", f"no {_BASES[base]} table in this run")
-    e0 = float(cur["eps"].min())
-    c = cur[cur["eps"] == e0].sort_values("T")
+    e0, c = _smallest_eps(results, base)
     one = c[np.abs(np.log(c["T"])) < 1e-6]
-    if not len(one) or c["T"].max() <= 1:
-        return Outcome("n/a", "the T grid lacks T = 1 or a larger T")
+    na_if(not len(one) or c["T"].max() <= 1, "the T grid lacks T = 1 or a larger T")
     g1 = float(one["g"].iloc[0])
     high = c[c["T"] > 1]
     ends = high.tail(th["drop_ends"])
@@ -233,18 +219,10 @@ for _base in ("scaled", "raw"):
     rule(f"fig4-drop-{_base}")(partial(_over_draws(_drop, "fall"), base=_base))
 
 
-@rule("fig4-drop-0.01-to-1")
-def _fig4_other(results, th):
-    return _over_draws(_drop_01, "ratio")(results, th)
-
-
 def _drop_01(results, th):
-    cur = _curve(results, "scaled", "mean")
-    e0 = float(cur["eps"].min())
-    c = cur[cur["eps"] == e0].sort_values("T")
+    e0, c = _smallest_eps(results)
     Ts = c["T"].to_numpy()
-    if Ts.min() > 0.011 or not (np.abs(np.log(Ts)) < 1e-6).any():
-        return Outcome("n/a", "the T grid lacks T = 0.01 or T = 1")
+    na_if(Ts.min() > 0.011 or not (np.abs(np.log(Ts)) < 1e-6).any(), "the T grid lacks T = 0.01 or T = 1")
     i0 = int(np.argmin(np.abs(np.log(Ts / 0.01))))
     gi = float(c.iloc[i0]["g"])
     g1 = float(c.loc[np.abs(np.log(c["T"])) < 1e-6, "g"].iloc[0])
@@ -264,36 +242,24 @@ def _drop_01(results, th):
     return Outcome("not reproduced", meas, cause, numbers={"ratio": ratio})
 
 
-@rule("fig4-merge")
-def _fig4_merge(results, th):
-    return _over_draws(_merge, "ratio")(results, th)
+rule("fig4-drop-0.01-to-1")(_over_draws(_drop_01, "ratio"))
 
 
 def _merge(results, th):
-    cur = _curve(results, "scaled", "mean")
+    cur = _curve(results)
     high = cur[cur["T"] >= 1 - 1e-9]
-    if not len(high):
-        return Outcome("n/a", "no T ≥ 1 in the grid")
+    na_if(not len(high), "no T ≥ 1 in the grid")
     spread = high.groupby("T")["g"].agg(lambda g: g.max() / max(g.min(), 1e-300))
     meas = f"largest ratio between the ε-curves at T ≥ 1: {spread.max():.3g}"
-    num = {"ratio": float(spread.max())}
-    if spread.max() <= th["merge_ratio"]:
-        return Outcome("reproduced", meas, numbers=num)
-    return Outcome(
-        "not reproduced",
-        meas,
-        f"the curves separate most at T = {spread.idxmax():.3g}; cause not identified",
-        numbers=num,
-    )
+    cause = f"the curves separate most at T = {spread.idxmax():.3g}; cause not identified"
+    return judged(spread.max() <= th["merge_ratio"], meas, cause, numbers={"ratio": float(spread.max())})
 
 
-@rule("fig4-smaller-eps-larger")
-def _fig4_eps(results, th):
-    return _over_draws(_eps_order, "inversion", "{:.2%}")(results, th)
+rule("fig4-merge")(_over_draws(_merge, "ratio"))
 
 
 def _eps_order(results, th):
-    cur = _curve(results, "scaled", "mean")
+    cur = _curve(results)
     low = cur[cur["T"] < th["inv_t_max_T"] * (1 + 1e-9)]
     wide = low.pivot(index="T", columns="eps", values="g").sort_index(axis=1)
     rise = (wide.shift(-1, axis=1) / wide.clip(lower=1e-300) - 1).iloc[:, :-1]  # g(next larger eps)/g(eps) - 1
@@ -317,29 +283,29 @@ def _eps_order(results, th):
     return Outcome("not reproduced", meas, cause, numbers=num)
 
 
-@rule("fig4-near-limit")
-def _fig4_near(results, th):
-    return _over_draws(_near, "ratio")(results, th)
+rule("fig4-smaller-eps-larger")(_over_draws(_eps_order, "inversion", "{:.2%}"))
 
 
 def _near(results, th):
-    cur = _curve(results, "scaled", "mean")
-    e0 = float(cur["eps"].min())
-    c = cur[(cur["eps"] == e0) & (cur["T"] < th["inv_t_max_T"] * (1 + 1e-9))]
-    if not len(c):
-        return Outcome("n/a", "no T < 0.1 in the grid")
+    e0, c = _smallest_eps(results)
+    c = c[c["T"] < th["inv_t_max_T"] * (1 + 1e-9)]
+    na_if(not len(c), "no T < 0.1 in the grid")
     ratio = c["g"] / np.minimum(1 / (4 * c["T"]), math.sqrt(2))
     meas = f"g / min{{1/(4T), √2}} from {ratio.min():.3g} to {ratio.max():.3g} over T ≤ 0.1 (ε={e0:g})"
     num = {"ratio": float(ratio.min())}
     if (ratio >= th["near_limit_ratio"]).all():
         return Outcome("reproduced", meas, numbers=num)
     T0 = float(c["T"].iloc[int(np.argmin(ratio.to_numpy()))])
-    gm = _row_max(results, "scaled", e0, T0)
+    rmax = _curve(results, agg="max")  # the largest single row (max over heads)
+    gm = float(rmax[(rmax["eps"] == e0) & (np.isclose(rmax["T"], T0))]["g"].iloc[0])
     cause = (
         f"farthest at T = {T0:.3g} (ratio {ratio.min():.3g}), where the largest single row reaches "
         f"{gm / min(1 / (4 * T0), math.sqrt(2)):.3g} × the dashed bound: the head means lie far below the rows at the limit"
     )
     return Outcome("not reproduced", meas, cause, numbers=num)
+
+
+rule("fig4-near-limit")(_over_draws(_near, "ratio"))
 
 
 @rule("cor3-corrected-bound")
@@ -348,9 +314,8 @@ def _cor3(results, th):
     viol = int(df["rows_violating_corrected"].sum())
     draws = f" over {df['draw'].nunique()} direction draws" if "draw" in df and df["draw"].nunique() > 1 else ""
     meas = f"{viol} violating rows of {int(df['n_rows'].sum())}{draws}"
-    if viol == 0:
-        return Outcome("holds", meas)
-    return Outcome("violated", meas, f"the corrected bound fails in {viol} rows: a defect of this build's code")
+    cause = f"the corrected bound fails in {viol} rows: a defect of this build's code"
+    return judged(viol == 0, meas, cause, "guarantee")
 
 
 @rule("cor3-paper-form-exceeded")
@@ -371,8 +336,9 @@ def _draw0(results, name: str = "gradient_sensitivity") -> pd.DataFrame:
 @rule("lem2-bound-model")
 def _lemma2(results, th):
     df = results["gradient_sensitivity"]
-    if "rows_above_lemma2" not in df:
-        return Outcome("n/a", "this table lacks the Lemma 2 columns (rows_above_lemma2, lemma2_log10_margin)")
+    na_if(
+        "rows_above_lemma2" not in df, "this table lacks the Lemma 2 columns (rows_above_lemma2, lemma2_log10_margin)"
+    )
     above = int(df["rows_above_lemma2"].sum())
     d0 = _draw0(results)
     e0 = float(d0["eps"].min())
@@ -390,43 +356,39 @@ def _lemma2(results, th):
 @rule("exa-sqrt5-model")
 def _sqrt5(results, th):
     d0 = _draw0(results)
-    if "sqrt5_ratio_max" not in d0:
-        return Outcome("n/a", "this table lacks the √5ε columns (sqrt5_ratio_max, rows_sqrt5_half)")
+    na_if("sqrt5_ratio_max" not in d0, "this table lacks the √5ε columns (sqrt5_ratio_max, rows_sqrt5_half)")
     e0 = float(d0["eps"].min())
     d = d0[(d0["eps"] == e0) & (d0["T"] < th["inv_t_max_T"] * (1 + 1e-9))]
-    if not len(d):
-        return Outcome("n/a", "no T ≤ 0.1 in the grid")
+    na_if(not len(d), "no T ≤ 0.1 in the grid")
     by = d.groupby("T")
     best, half, n = by["sqrt5_ratio_max"].max(), by["rows_sqrt5_half"].sum(), by["n_rows"].sum()
     meas = "; ".join(
         f"T = {T:g}: largest {best[T]:.2f}× (3√2/4)ε/T, {half[T] / max(n[T], 1):.2%} of rows ≥ 1/2" for T in best.index
     )
     meas += f" (ε = {e0:g})"
-    if (best >= 0.5).all():
-        return Outcome("reproduced", meas)
-    T0 = float(best.idxmin())
     gap = float(d["gap_min"].min()) if "gap_min" in d else math.nan
     cause = (
-        f"at T = {T0:g} no row comes near the example: the change reaches (3√2/4)ε/T only for a row whose two "
-        f"largest logits are within about T of a tie, and the smallest top-two gap of the model's rows is {gap:.3g}"
+        f"at T = {float(best.idxmin()):g} no row comes near the example: the change reaches (3√2/4)ε/T only for a row "
+        f"whose two largest logits are within about T of a tie, and the smallest top-two gap of the model's rows is {gap:.3g}"
     )
-    return Outcome("not reproduced", meas, cause)
+    return judged((best >= 0.5).all(), meas, cause)
 
 
 @rule("normalizer-min-vanishes")
 def _min_vanishes(results, th):
     df = results.get("compare_normalizers")
-    if not isinstance(df, pd.DataFrame) or not len(df):
-        return Outcome(
-            "n/a",
-            "not run: reproduce measures softmax only, and Lemma 2, an upper bound, cannot show that a normaliser "
-            "inherits the instability; what would test it: the table of `attn-lib compare-normalizers` "
-            "(attn_lib.experiments.compare_normalizers, chapter 7), g(T, ε) of every compared normaliser on the same "
-            "rows, passed as results['compare_normalizers'] to this rule",
-        )
+    na_if(
+        not isinstance(df, pd.DataFrame) or not len(df),
+        "not run: reproduce measures softmax only, and Lemma 2, an upper bound, cannot show that a normaliser "
+        "inherits the instability; what would test it: the table of `attn-lib compare-normalizers` "
+        "(attn_lib.experiments.compare_normalizers, chapter 7), g(T, ε) of every compared normaliser on the same "
+        "rows, passed as results['compare_normalizers'] to this rule",
+    )
     g = df[(df["metric"] == "g") & (df["family"] == "eq3")]
-    if not len(g) or not (np.abs(np.log(g["T"].astype(float))) < 1e-9).any():
-        return Outcome("n/a", "the comparison has no normaliser of the family F(z)/ΣF(z), or no T = 1")
+    na_if(
+        not len(g) or not (np.abs(np.log(g["T"].astype(float))) < 1e-9).any(),
+        "the comparison has no normaliser of the family F(z)/ΣF(z), or no T = 1",
+    )
     e0 = float(g["eps"].min())
     ratios = {}
     for lab, d in g[g["eps"] == e0].groupby("normalizer", sort=False):
@@ -435,11 +397,8 @@ def _min_vanishes(results, th):
         ratios[lab] = (float(curve.index.min()), float(curve.iloc[0]) / max(float(one.iloc[0]), 1e-300))
     meas = ", ".join(f"{lab}: g({T:g})/g(1) = {r:.3g}" for lab, (T, r) in ratios.items()) + f" (ε = {e0:g})"
     weak = [lab for lab, (_, r) in ratios.items() if r < 10]
-    if not weak:
-        return Outcome("reproduced", meas)
-    return Outcome(
-        "not reproduced",
-        meas,
+    cause = (
         f"{', '.join(weak)}: its smallest weight vanishes as T → 0, yet g at the smallest T stays within 10× of "
-        f"g(1): Lemma 2's 1/min F is an upper bound, not a rate",
+        f"g(1): Lemma 2's 1/min F is an upper bound, not a rate"
     )
+    return judged(not weak, meas, cause)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..theory.separation import sphere_separability
-from .claim import Outcome, prf_ref, rule
+from .claim import Outcome, judged, na_if, prf_ref, rule
 from .stats import linfit, separability_stats
 
 
@@ -17,21 +17,18 @@ from .stats import linfit, separability_stats
 def _fig3_sat(results, th):
     a = separability_stats(results["separability"])
     tail = a[a.index >= th["sep_from_n"]]
-    if not len(tail):
-        return Outcome("n/a", "no N ≥ 16 in the grid")
+    na_if(not len(tail), "no N ≥ 16 in the grid")
     lo, hi = th["sep_lo"] - th["sep_tol"], th["sep_hi"] + th["sep_tol"]
-    meas = "; ".join(f"N={int(n)}: {m:.2f}" for n, m in a["median"].items())
+    meas = "median N_s/N: " + "; ".join(f"N={int(n)}: {m:.2f}" for n, m in a["median"].items())
     out = tail[(tail["median"] < lo) | (tail["median"] > hi)]
     if not len(out):
-        return Outcome("reproduced", "median N_s/N: " + meas)
+        return Outcome("reproduced", meas)
     slope = linfit(np.log2(a.index[a.index >= 2].to_numpy(float)), a.loc[a.index >= 2, "median"])[0]
     fall = (
         f"the median keeps falling past N = {th['sep_from_n']} ({slope:+.3f} per doubling of N from N = 2) and "
         f"leaves the band at N = {', '.join(str(int(n)) for n in out.index)}"
     )
-    return Outcome(
-        "not reproduced", "median N_s/N: " + meas, f"{fall}; {saturation_cause(results['separability'], th)}"
-    )
+    return Outcome("not reproduced", meas, f"{fall}; {saturation_cause(results['separability'], th)}")
 
 
 def mechanism_table(df: pd.DataFrame) -> pd.DataFrame | None:
@@ -87,15 +84,12 @@ def saturation_cause(df: pd.DataFrame, th: dict) -> str:
     )
     rank = f"weight rank: {rank_words}: " + ("explains it" if rank_ok else "ruled out")
     found = [n for n, ok in (("weight rank", rank_ok), ("row length", long_ok), ("attention sinks", sink_ok)) if ok]
-    if found:
-        head = (
-            f"measured cause: {' and '.join(found)} (each added low-weight token is inside the ball less often than "
-            "the fraction, while the shares of the ranks already selected do not fall)"
-            if found[0] == "weight rank"
-            else f"measured cause: {' and '.join(found)}"
+    head = f"measured cause: {' and '.join(found)}" if found else "cause not identified"
+    if found and found[0] == "weight rank":
+        head += (
+            " (each added low-weight token is inside the ball less often than the fraction, while the shares of the "
+            "ranks already selected do not fall)"
         )
-    else:
-        head = "cause not identified"
     return f"{head}; {rank}; {length}; {sinks}"
 
 
@@ -103,20 +97,16 @@ def saturation_cause(df: pd.DataFrame, th: dict) -> str:
 def _fig3_decl(results, th):
     a = separability_stats(results["separability"])
     n0 = th["sep_from_n"]
-    if 2 not in a.index or n0 not in a.index:
-        return Outcome("n/a", f"the N grid lacks N = 2 or N = {n0}")
+    na_if(2 not in a.index or n0 not in a.index, f"the N grid lacks N = 2 or N = {n0}")
     m2, m16 = float(a.loc[2, "median"]), float(a.loc[n0, "median"])
     meas = f"median N_s/N: N=2: {m2:.2f}, N={n0}: {m16:.2f}"
-    if m16 < m2:
-        return Outcome("reproduced", meas)
-    return Outcome("not reproduced", meas, f"cause not identified: the median rose by {m16 - m2:.2f} from N = 2")
+    return judged(m16 < m2, meas, f"cause not identified: the median rose by {m16 - m2:.2f} from N = 2")
 
 
 def _tracks(results, th, col: str, name: str):
     a = separability_stats(results["separability"])
     a = a[a.index >= 2]
-    if not len(a):
-        return Outcome("n/a", "no N ≥ 2 in the grid")
+    na_if(not len(a), "no N ≥ 2 in the grid")
     vac = a["upper"] >= 1 - 1e-3  # a bound of (nearly) 1 on a fraction holds for anything: no evidence
     if vac.all():
         return Outcome(
@@ -124,21 +114,18 @@ def _tracks(results, th, col: str, name: str):
         )
     skipped = [int(n) for n in a.index[vac]]
     a = a[~vac]
-    dev = (a["upper"] - a[col]).abs()
-    meas = "; ".join(f"N={int(n)}: bound {u:.2f}, {name} {m:.2f}" for n, u, m in zip(a.index, a["upper"], a[col]))
+    up, emp = a["upper"], a[col]
+    dev = (up - emp).abs()
+    meas = "; ".join(f"N={int(n)}: bound {u:.2f}, {name} {m:.2f}" for n, u, m in zip(a.index, up, emp))
     if skipped:
         meas += f"; vacuous (≈ 1) at N = {', '.join(map(str, skipped))}"
-    if float(dev.max()) <= th["track_tol"]:
-        return Outcome("reproduced", meas)
-    worst = int(dev.idxmax())
-    up, emp = a["upper"], a[col]
     cause = (
         f"the median upper bound sits near 1 at every N ({up.min():.2f}–{up.max():.2f}, at most {1 - up.min():.2f} "
         f"below the trivial bound 1), while the {name} falls from {emp.iloc[0]:.2f} at N = {int(a.index[0])} to "
         f"{emp.iloc[-1]:.2f} at N = {int(a.index[-1])}: the bound does not follow the fall; largest gap "
-        f"{float(dev.max()):.2f} at N = {worst}"
+        f"{float(dev.max()):.2f} at N = {int(dev.idxmax())}"
     )
-    return Outcome("not reproduced", meas, cause)
+    return judged(float(dev.max()) <= th["track_tol"], meas, cause)
 
 
 rule("thm2-upper-tracks-max")(lambda results, th: _tracks(results, th, "max", "max"))
@@ -158,9 +145,8 @@ def _thm2_lower(results, th):
         f"{float(excess.max()):+.2g}); median lower bound positive at N = {', '.join(map(str, pos)) or 'none'}, "
         "≤ 0 (it says nothing) elsewhere"
     )
-    if over == 0:
-        return Outcome("holds", meas)
-    return Outcome("violated", meas, "the lower bound exceeds N_s/N in some row: a defect of this build's code")
+    cause = "the lower bound exceeds N_s/N in some row: a defect of this build's code"
+    return judged(over == 0, meas, cause, "guarantee")
 
 
 _SPHERE_N = (16, 32, 64)  # the paper's N past the saturation point (N ≥ 16)
@@ -181,7 +167,11 @@ def sphere_table(seeds: tuple = SPHERE_SEEDS) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _sphere_verdict(tab: pd.DataFrame, lo: float, hi: float) -> Outcome:
+@rule("sep-sphere-80pct")
+def _sphere_80(results, th):
+    tab = results.get("sphere_separability")  # a run's own table if it carries one, else the simulation now
+    tab = sphere_table() if tab is None else tab
+    lo, hi = th["sep_lo"] - th["sep_tol"], th["sep_hi"] + th["sep_tol"]
     per_seed = tab.groupby("seed")["fraction"].agg(lambda f: bool(((f >= lo) & (f <= hi)).all()))
     spread = tab.groupby(["T", "N"])["fraction"].agg(["min", "max"])
     meas = "; ".join(f"T={T:g}, N={int(n)}: {r['min']:.2f}–{r['max']:.2f}" for (T, n), r in spread.iterrows())
@@ -190,20 +180,11 @@ def _sphere_verdict(tab: pd.DataFrame, lo: float, hi: float) -> Outcome:
         return Outcome(
             "no verdict", meas, f"the seeds disagree: in the band for {int(per_seed.sum())} of {len(per_seed)}"
         )
-    if bool(per_seed.iloc[0]):
-        return Outcome("reproduced", meas)
     cause = (
         f"on ideal spherical vectors with fixed weights the fraction keeps falling with N (largest {tab['fraction'].max():.2f}, "
         f"smallest {tab['fraction'].min():.2f} at N ≥ 16), like the model's: no saturation at about 80 %"
     )
-    return Outcome("not reproduced", meas, cause)
-
-
-@rule("sep-sphere-80pct")
-def _sphere_80(results, th):
-    tab = results.get("sphere_separability")  # a run's own table if it carries one, else the simulation now
-    tab = sphere_table() if tab is None else tab
-    return _sphere_verdict(tab, th["sep_lo"] - th["sep_tol"], th["sep_hi"] + th["sep_tol"])
+    return judged(bool(per_seed.iloc[0]), meas, cause)
 
 
 @rule("thm2-upper-unproven")
@@ -224,30 +205,24 @@ def _thm2_upper_unproven(results, th):
 SEP_T_TOL = 0.05
 
 
-def _t_columns(df: pd.DataFrame) -> dict[float, str]:
-    return {float(c.split("=", 1)[1]): c for c in df.columns if c.startswith("fraction_T=")}
-
-
 def _low_t(results, th, mode: str):
     df = results["separability"]
-    cols = _t_columns(df)
-    if 0.1 not in cols or 0.01 not in cols:
-        return Outcome("n/a", "the separability table has no N_s/N at T = 0.1 and T = 0.01 (columns fraction_T=…)")
+    cols = {float(c.split("=", 1)[1]): c for c in df.columns if c.startswith("fraction_T=")}
+    na_if(
+        0.1 not in cols or 0.01 not in cols,
+        "the separability table has no N_s/N at T = 0.1 and T = 0.01 (columns fraction_T=…)",
+    )
     m = df[df["N"] >= 2].groupby("N")[["fraction", cols[0.1], cols[0.01]]].median().dropna()
-    if not len(m):
-        return Outcome("n/a", "no N ≥ 2 with N_s/N at T = 0.1 and T = 0.01")
+    na_if(not len(m), "no N ≥ 2 with N_s/N at T = 0.1 and T = 0.01")
     diff = m[cols[0.01]] - m[cols[0.1]]
-    meas = "; ".join(
+    meas = "median N_s/N over heads: " + "; ".join(
         f"N={int(n)}: T=1 {r['fraction']:.2f}, T=0.1 {r[cols[0.1]]:.2f}, T=0.01 {r[cols[0.01]]:.2f}"
         for n, r in m.iterrows()
     )
     ok = (diff.abs() <= SEP_T_TOL).all() if mode == "flat" else (diff <= SEP_T_TOL).all()
-    meas = "median N_s/N over heads: " + meas
     if mode == "gain" and not ok:
-        n_up = int(diff.idxmax())
-        return Outcome(
-            "not reproduced", meas, f"at N = {n_up} the median rises by {diff.max():.2f} from T = 0.1 to 0.01"
-        )
+        rise = f"at N = {int(diff.idxmax())} the median rises by {diff.max():.2f} from T = 0.1 to 0.01"
+        return Outcome("not reproduced", meas, rise)
     if mode == "flat" and ok:
         return Outcome("reproduced", meas)
     one_hot = m[cols[0.01]] * m.index.to_series()
@@ -275,18 +250,14 @@ def _ks_level(results, th):
     for L, g in df.groupby("L"):
         g = g.sort_values("N")
         first = {a: g.loc[g["p_value"] >= a, "N"].min() for a in (used[0], 0.05)}
-        last = int(g["N"].max())
         n1 = "none" if pd.isna(first[used[0]]) else str(int(first[used[0]]))
-        n5 = f"> {last} (p < 0.05 up to the scan's end)" if pd.isna(first[0.05]) else str(int(first[0.05]))
+        n5 = f"> {int(g['N'].max())} (p < 0.05 up to the scan's end)" if pd.isna(first[0.05]) else str(int(first[0.05]))
         parts.append(f"L={int(L)}: {n1} at α={used[0]:g}, {n5} at 0.05")
         if n1 != n5:
             differ.append(int(L))
     meas = f"the build's level: α = {', '.join(f'{a:g}' for a in used)}; " + "; ".join(parts)
-    if not differ:
-        return Outcome("reproduced", meas)
-    return Outcome(
-        "not reproduced",
-        meas,
+    cause = (
         f"at L = {', '.join(map(str, differ))} the first pass at α = {used[0]:g} has 0.01 ≤ p < 0.05, so the header's "
-        "level moves the critical N later",
+        "level moves the critical N later"
     )
+    return judged(not differ, meas, cause)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .claim import Outcome, rule
+from .claim import Outcome, na_if, rule
 
 #: The reference temperature (plain GPT-2: ``T = 1`` on top of its 1/sqrt(d)).
 T_REF = 1.0
@@ -33,42 +33,40 @@ def _paired(runs: pd.DataFrame, col: str, T_low: float) -> pd.DataFrame:
     return pd.DataFrame({"low": lo, "ref": ref}).dropna()
 
 
-def _seeds_verdict(ok: pd.Series, bad: pd.Series) -> str:
-    if len(ok) < 2:
-        return "no verdict"
-    return "reproduced" if ok.all() else "not reproduced" if bad.all() else "no verdict"
+def _low_and_ref(results, col: str) -> tuple[pd.DataFrame, float, pd.DataFrame]:
+    """The runs, the lowest softmax temperature ``T0``, and :func:`_paired` of ``col`` at ``T0`` (``n/a`` unless
+    ``T0`` is below :data:`T_REF` and some seed has both)."""
+    runs = results["train_runs"]
+    T0 = float(runs.loc[runs["normalizer"] == "softmax", "temperature"].min())
+    p = _paired(runs, col, T0)
+    na_if(T0 >= T_REF or not len(p), f"needs softmax runs below T = {T_REF:g} and at it, with the same seeds")
+    return runs, T0, p
 
 
-def _lowest(runs: pd.DataFrame) -> float:
-    return float(runs.loc[runs["normalizer"] == "softmax", "temperature"].min())
+def _seeds_verdict(ok: pd.Series, bad: pd.Series, disagree: str, fails: str) -> tuple[str, str]:
+    """The verdict when every seed passes (``ok``) or every seed fails (``bad``), else "no verdict" (also with fewer
+    than two seeds), and its cause: ``disagree`` or ``fails``."""
+    v = "no verdict" if len(ok) < 2 else "reproduced" if ok.all() else "not reproduced" if bad.all() else "no verdict"
+    return v, "" if v == "reproduced" else disagree if v == "no verdict" else fails
 
 
 @rule("train-low-t-harder")
 def low_t_harder(results, th) -> Outcome:
-    runs = results["train_runs"]
-    T0 = _lowest(runs)
-    p = _paired(runs, "final_val_loss", T0)
-    if T0 >= T_REF or not len(p):
-        return Outcome("n/a", f"needs softmax runs below T = {T_REF:g} and at it, with the same seeds")
+    _, T0, p = _low_and_ref(results, "final_val_loss")
     d = p["low"] - p["ref"]
     meas = (
         f"validation loss at T = {T0:g}: {p['low'].mean():.3f} (seeds {p['low'].min():.3f}–{p['low'].max():.3f}); "
         f"at T = {T_REF:g}: {p['ref'].mean():.3f} ({p['ref'].min():.3f}–{p['ref'].max():.3f}); "
         f"paired difference {d.min():+.3f} to {d.max():+.3f} over {len(p)} seeds"
     )
-    v = _seeds_verdict(d > 0, d <= 0)
-    cause = "" if v == "reproduced" else "the seeds disagree in sign" if v == "no verdict" else "low T trained as well"
+    v, cause = _seeds_verdict(d > 0, d <= 0, "the seeds disagree in sign", "low T trained as well")
     return Outcome(v, meas, cause, numbers=dict(T_low=T0, diff_min=float(d.min()), diff_max=float(d.max())))
 
 
 @rule("train-logit-grad-low-t", GRAD_FACTOR=GRAD_FACTOR)
 def logit_grad_extreme(results, th) -> Outcome:
-    runs = results["train_runs"]
-    T0 = _lowest(runs)
-    p = _paired(runs, "logit_grad", T0)
+    runs, T0, p = _low_and_ref(results, "logit_grad")
     g = _paired(runs, "gain", T0)
-    if T0 >= T_REF or not len(p):
-        return Outcome("n/a", f"needs softmax runs below T = {T_REF:g} and at it, with the same seeds")
     r = p["low"] / p["ref"]
     gmax = float(runs.loc[runs["normalizer"] == "softmax"].eval("gain_max * 2 * temperature").max())
     meas = (
@@ -78,10 +76,9 @@ def logit_grad_extreme(results, th) -> Outcome:
         f"{gmax:.3g} (the bound needs <= 1)"
     )
     extreme = (r < 1 / GRAD_FACTOR) | (r > GRAD_FACTOR)
-    v = _seeds_verdict(extreme, ~extreme)
-    cause = ""
-    if v != "reproduced":
-        cause = "the seeds disagree" if v == "no verdict" else f"the ratio stays within a factor {GRAD_FACTOR:g}"
+    v, cause = _seeds_verdict(
+        extreme, ~extreme, "the seeds disagree", f"the ratio stays within a factor {GRAD_FACTOR:g}"
+    )
     return Outcome(v, meas, cause, numbers=dict(ratio_min=float(r.min()), ratio_max=float(r.max()), gain_x2T=gmax))
 
 
@@ -90,14 +87,12 @@ def nonvanishing_stabler(results, th) -> Outcome:
     runs = results["train_runs"]
     at1 = runs[np.isclose(runs["temperature"], T_REF)].copy()
     at1["unstable"] = at1["clipped_share"] + at1["nonfinite_share"]
-    zero = at1[at1["normalizer"].isin(ZERO_WEIGHT)]
-    pos = at1[~at1["normalizer"].isin(ZERO_WEIGHT)]
-    if not len(zero) or not len(pos):
-        return Outcome("n/a", "needs runs at T = 1 of normalisers with and without exact zeros")
-    per = at1.groupby(["seed", at1["normalizer"].isin(ZERO_WEIGHT)])["unstable"].median().unstack()
-    per = per.dropna()
-    pm = pos.groupby("normalizer")[["unstable", "final_val_loss"]].median().median()  # each normaliser once
-    zm = zero.groupby("normalizer")[["unstable", "final_val_loss"]].median().median()
+    has_zeros = at1["normalizer"].isin(ZERO_WEIGHT)
+    zero, pos = at1[has_zeros], at1[~has_zeros]
+    na_if(not len(zero) or not len(pos), "needs runs at T = 1 of normalisers with and without exact zeros")
+    per = at1.groupby(["seed", has_zeros])["unstable"].median().unstack().dropna()
+    # the median over normalisers (each counted once)
+    pm, zm = (x.groupby("normalizer")[["unstable", "final_val_loss"]].median().median() for x in (pos, zero))
     meas = (
         f"median over normalisers of the share of clipped or non-finite steps at T = 1: {pm['unstable']:.3f} for the "
         f"{pos['normalizer'].nunique()} without exact zeros, {zm['unstable']:.3f} for the "
@@ -107,6 +102,5 @@ def nonvanishing_stabler(results, th) -> Outcome:
     if len(per) < 2:
         return Outcome("no verdict", meas, "one seed per normaliser: the spread over seeds is not measured")
     d = per[True] - per[False]
-    v = _seeds_verdict(d > 0, d <= 0)
-    cause = "" if v == "reproduced" else "the seeds disagree" if v == "no verdict" else "no more stable"
+    v, cause = _seeds_verdict(d > 0, d <= 0, "the seeds disagree", "no more stable")
     return Outcome(v, meas, cause, numbers=dict(diff_min=float(d.min()), diff_max=float(d.max())))

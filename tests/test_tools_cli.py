@@ -53,3 +53,16 @@ def test_bad_input_gets_one_line_and_no_traceback(tool, args, tmp_path):
     assert run.returncode != 0, run.stdout + run.stderr
     assert "Traceback" not in run.stdout + run.stderr, run.stderr
     assert run.stderr.strip(), "the problem must be named on stderr"
+
+
+@pytest.mark.parametrize("tool", ["sizes.py"])
+def test_a_reader_that_stops_early_gets_no_traceback(tool):
+    """``sizes.py | head -1``: the pipe closes before the table is written; the command ends without a traceback."""
+    for _ in range(5):  # the close races with the writes: a few tries make the broken pipe near certain
+        run = subprocess.Popen(
+            [sys.executable, str(ROOT / "tools" / tool)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT
+        )
+        run.stdout.close()
+        err = run.stderr.read().decode()
+        run.wait(timeout=120)
+        assert "Traceback" not in err and "BrokenPipeError" not in err, err

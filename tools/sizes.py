@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -85,4 +86,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    if hasattr(signal, "SIGPIPE"):  # a reader that stops early (`sizes.py | head -1`) ends this quietly, as it ends cat
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.exit(main())

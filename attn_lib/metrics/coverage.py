@@ -148,15 +148,14 @@ def coverage_metrics(
     count = (ordered.cumsum(dim=2) > 0).sum(-1)  # (P, L, H): |T ∩ union of the first k sets|
     covered = count.to(ld.dtype) / N  # c(k)
     full = count >= N
-    needed = torch.where(full.any(-1), full.to(torch.int64).argmax(-1) + 1, torch.zeros((), dtype=torch.int64))
-    zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
+    needed = torch.where(full.any(-1), full.to(torch.int64).argmax(-1) + 1, 0)
     return CoverageRows(
         N=N,
         valid=valid,
         target=target,
         hits=hits,
         perms=perms,
-        coverage=torch.where(valid.unsqueeze(-1), covered.mean(0), zero),
-        needed=torch.where(valid.unsqueeze(0), needed, torch.zeros((), dtype=torch.int64)),
+        coverage=torch.where(valid.unsqueeze(-1), covered.mean(0), 0.0),
+        needed=torch.where(valid.unsqueeze(0), needed, 0),
         fraction=sets.separable.sum(-1).to(ld.dtype) / N,
     )

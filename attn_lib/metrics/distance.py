@@ -159,11 +159,10 @@ def distance_metrics(
     alpha_bar = ld.alpha.gather(-1, order).sum(-1)
     res = DistanceRows(N=N, t=counts, valid=valid, alpha_bar=alpha_bar, **sums)
     if d1_and_norm is not None:
-        d1, max_norm = d1_and_norm
+        res.d1, res.max_norm = d1_and_norm
         # 1 - abar as the out-of-set mass (identical for rows summing to one), as in theory.theorem1_dmax
         out_mass = ld.alpha.sum(-1) - alpha_bar
-        res.d1, res.max_norm = d1, max_norm
-        res.d_max = out_mass * d1 + ((counts.to(ld.dtype) - N) * alpha_bar - out_mass) * max_norm
+        res.d_max = out_mass * res.d1 + ((counts.to(ld.dtype) - N) * alpha_bar - out_mass) * res.max_norm
     return replace(res, **zero_invalid(valid, **{name: getattr(res, name) for name in _ROW_FIELDS}))
 
 
@@ -194,7 +193,6 @@ def _distance_block(
     pass); a rounding-negative square gives NaN, which ``nansum`` counts as ``sqrt(0) = 0``.
     """
     first, stop = int(rows_block[0]), int(rows_block[-1]) + 1
-    zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
     alpha = ld.alpha[:, first:stop, :width]  # (H, B, W)
     visible = torch.broadcast_to(ld.mask[:, first:stop, :width], alpha.shape)
     top = order[:, first:stop].clamp(max=width - 1)  # past a row's count (invalid rows only)
@@ -237,8 +235,8 @@ def _distance_block(
     )
     sums["e1"][:, first:stop] = factor * e1
     gap_defined = t_rows >= N + 2  # N >= t - 1 gives 0
-    sums["e1_gap"][:, first:stop] = torch.where(gap_defined, factor * gap, zero)
-    sums["e1_gap_crude"][:, first:stop] = torch.where(gap_defined, factor * gap_crude, zero)
+    sums["e1_gap"][:, first:stop] = torch.where(gap_defined, factor * gap, 0.0)
+    sums["e1_gap_crude"][:, first:stop] = torch.where(gap_defined, factor * gap_crude, 0.0)
 
 
 def _e1_and_gaps(
@@ -283,15 +281,8 @@ def _d1_and_norm(ld: LayerData, N: int, order: torch.Tensor) -> tuple[torch.Tens
     H, L = ld.H, ld.L
     norms_sq = ld.gdiag.gather(1, order.reshape(H, -1)).view(H, L, N)
     max_norm = norms_sq.clamp(min=0).sqrt().amax(-1)
-    if ld.prefix:
-        d1_sq = _d1_sq_prefix(ld, N, order)
-    else:
-        d1_sq = torch.zeros(H, L, dtype=ld.dtype, device=ld.device)
-        _d1_sq_rows(ld, N, order, torch.ones(H, L, dtype=torch.bool, device=ld.device).nonzero(), d1_sq)
-    d1 = (
-        torch.where(torch.isfinite(d1_sq), d1_sq, torch.zeros((), dtype=ld.dtype, device=ld.device)).clamp(min=0).sqrt()
-    )
-    return d1, max_norm
+    d1_sq = (_d1_sq_prefix if ld.prefix else _d1_sq_rows)(ld, N, order)
+    return torch.where(torch.isfinite(d1_sq), d1_sq, 0.0).clamp(min=0).sqrt(), max_norm
 
 
 def _d1_sq_prefix(ld: LayerData, N: int, order: torch.Tensor) -> torch.Tensor:
@@ -305,29 +296,21 @@ def _d1_sq_prefix(ld: LayerData, N: int, order: torch.Tensor) -> torch.Tensor:
     H, L = ld.H, ld.L
     G, g = ld.gram, ld.gdiag
     if getattr(ld, "_cummax", None) is None:
-        dist_sq = torch.addcmul(
-            g.unsqueeze(-1) + g.unsqueeze(-2), G, torch.full((), -2.0, dtype=ld.dtype, device=ld.device)
-        )
-        ld._cummax = torch.cummax(dist_sq, dim=-1)
-        del dist_sq
+        ld._cummax = torch.cummax(torch.add(g.unsqueeze(-1) + g.unsqueeze(-2), G, alpha=-2.0), dim=-1)
     running_max, running_arg = ld._cummax
     last = torch.broadcast_to(ld.last, (H, L)).clamp(min=0)  # (H, L)
     flat = (order * L + last.unsqueeze(-1)).view(H, -1)  # (H, L N) flat index into (L, L)
     candidate = running_max.view(H, -1).gather(1, flat).view(H, L, N)
     farthest = running_arg.view(H, -1).gather(1, flat).view(H, L, N)
-    del running_max, running_arg
     if N <= 64:
         farthest_selected = (farthest.unsqueeze(-1) == order.unsqueeze(-2)).any(-1)  # (H, L, N)
     else:
         selected = torch.zeros(H, L, L, dtype=torch.bool, device=ld.device).scatter_(-1, order, True)
         farthest_selected = selected.gather(-1, farthest)
         del selected
-    d1_sq = torch.where(farthest_selected, torch.tensor(-math.inf, dtype=ld.dtype, device=ld.device), candidate).amax(
-        -1
-    )
+    d1_sq = torch.where(farthest_selected, -math.inf, candidate).amax(-1)
     recompute = farthest_selected & (candidate > d1_sq.unsqueeze(-1))
-    counts = torch.broadcast_to(ld.t, (H, L))
-    recompute &= (counts >= N + 1).unsqueeze(-1)  # rows that have a non-selected token
+    recompute &= (torch.broadcast_to(ld.t, (H, L)) >= N + 1).unsqueeze(-1)  # rows that have a non-selected token
     _d1_sq_recompute(ld, order, last, recompute.nonzero(as_tuple=False), d1_sq)
     return d1_sq
 
@@ -360,11 +343,13 @@ def _d1_sq_recompute(
             d1_sq[head].scatter_reduce_(0, rows, dist_sq.amax(-1), reduce="amax")
 
 
-def _d1_sq_rows(ld: LayerData, N: int, order: torch.Tensor, head_rows: torch.Tensor, d1_sq: torch.Tensor) -> None:
-    """Exact squared ``d_1`` of the ``(head, row)`` pairs ``head_rows`` ``(n, 2)`` (any mask), written into
-    ``d1_sq``: the Gram rows of the selected tokens against every visible non-selected token."""
+def _d1_sq_rows(ld: LayerData, N: int, order: torch.Tensor) -> torch.Tensor:
+    """Exact squared ``d_1`` ``(H, L)`` of every row (any mask): the Gram rows of the selected tokens against every
+    visible non-selected token."""
     H, L = ld.H, ld.L
     G, g = ld.gram, ld.gdiag
+    d1_sq = torch.zeros(H, L, dtype=ld.dtype, device=ld.device)
+    head_rows = torch.ones(H, L, dtype=torch.bool, device=ld.device).nonzero()
     chunk = max(1, _engine.settings.block_elems // max(1, N * L))
     for k in range(0, head_rows.shape[0], chunk):
         heads, rows = head_rows[k : k + chunk, 0], head_rows[k : k + chunk, 1]
@@ -376,5 +361,6 @@ def _d1_sq_rows(ld: LayerData, N: int, order: torch.Tensor, head_rows: torch.Ten
         )  # (n, N, L)
         others = torch.broadcast_to(ld.mask, (H, L, L))[heads, rows].clone()  # (n, L)
         others.scatter_(1, selected, False)
-        dist_sq = torch.where(others.unsqueeze(1), dist_sq, torch.tensor(-math.inf, dtype=ld.dtype, device=ld.device))
+        dist_sq = torch.where(others.unsqueeze(1), dist_sq, -math.inf)
         d1_sq[heads, rows] = dist_sq.amax(dim=(-2, -1))
+    return d1_sq

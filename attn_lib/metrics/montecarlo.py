@@ -339,11 +339,7 @@ def _cv_weights(P, U, C, visible: torch.Tensor, N: int) -> tuple[torch.Tensor, t
     q = N / (tf - 1).clamp(min=1)
     q2 = N * (N - 1) / ((tf - 1) * (tf - 2)).clamp(min=1) if N >= 2 else torch.zeros((), dtype=P.dtype, device=P.device)
     m = P + q * U + q2 * C
-    w = torch.where(
-        (m > 0) & visible.unsqueeze(0),
-        0.5 / m.clamp(min=1e-300).sqrt(),
-        torch.zeros((), dtype=m.dtype, device=m.device),
-    )
+    w = torch.where((m > 0) & visible.unsqueeze(0), 0.5 / m.clamp(min=1e-300).sqrt(), 0.0)
     return w, (w * m).sum(-1) * ((tf - N) / tf).squeeze(-1)
 
 
@@ -360,7 +356,6 @@ def _mc_scan_torch(
         return mean, stderr
     gram_rows = ld.gram.reshape(H * L, L)
     head_offset = (torch.arange(H, device=ld.device) * L).view(H, 1)
-    zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
     last = ld.last.amax(0)
     per_block = max(1, _engine.settings.block_elems // max(1, H * K * (int(last[rows.to(ld.device)].max()) + 1)))
     for first in range(0, n_rows, per_block):
@@ -391,10 +386,10 @@ def _mc_scan_torch(
             if N < n_min:
                 continue
             arg = torch.addcmul(s_sq, alpha_k, state).clamp_(min=0)
-            d_tilde = torch.where(keep.unsqueeze(0), arg.sqrt(), zero).sum(-1)  # (H, B, K)
+            d_tilde = torch.where(keep.unsqueeze(0), arg.sqrt(), 0.0).sum(-1)  # (H, B, K)
             if cv is not None:
                 w, expect = _cv_weights(*cv, visible, N)
-                c_k = torch.where(keep.unsqueeze(0), w.unsqueeze(2) * arg, zero).sum(-1)
+                c_k = torch.where(keep.unsqueeze(0), w.unsqueeze(2) * arg, 0.0).sum(-1)
                 d_tilde = d_tilde - c_k + expect.unsqueeze(-1)
             q = N - n_min
             mean[:, first : first + B, q] = d_tilde.mean(-1)

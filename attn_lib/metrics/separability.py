@@ -85,9 +85,8 @@ def running_min_distance(layer: LayerData) -> torch.Tensor:
         G, g = layer.gram, layer.gdiag
         dist_sq = g.unsqueeze(-1) + g.unsqueeze(-2) - 2 * G
         below_diagonal = torch.ones(L, L, dtype=torch.bool, device=layer.device).tril_(-1)
-        inf = torch.tensor(math.inf, dtype=layer.dtype, device=layer.device)
         if layer.prefix:
-            row_min = torch.where(below_diagonal, dist_sq, inf).amin(-1)  # (H, L): min over j < k, for each k
+            row_min = torch.where(below_diagonal, dist_sq, math.inf).amin(-1)  # (H, L): min over j < k, for each k
             # rows are ordered by their last visible column for causal masks; compute by column index
             running = torch.cummin(row_min, dim=-1).values  # min over pairs (j < k <= c)
             min_sq = running.gather(1, last)
@@ -97,12 +96,8 @@ def running_min_distance(layer: LayerData) -> torch.Tensor:
             for r in range(L):  # general masks only (not used by the experiments)
                 visible = visible_all[:, r]
                 pairs = visible.unsqueeze(-1) & visible.unsqueeze(-2) & below_diagonal
-                min_sq[:, r] = torch.where(pairs, dist_sq, inf).amin(dim=(-2, -1))
-    return (
-        torch.where(torch.isfinite(min_sq), min_sq, torch.zeros((), dtype=layer.dtype, device=layer.device))
-        .clamp(min=0)
-        .sqrt()
-    )
+                min_sq[:, r] = torch.where(pairs, dist_sq, math.inf).amin(dim=(-2, -1))
+    return torch.where(torch.isfinite(min_sq), min_sq, 0.0).clamp(min=0).sqrt()
 
 
 @coarse_threads
@@ -177,9 +172,7 @@ def _separability_torch(ld: LayerData, N: int, order: torch.Tensor) -> tuple[tor
     def block(rows_block: torch.Tensor, width: int) -> None:
         first, stop, separable, rho = separation(ld, rows_block, width, order)
         fraction[:, first:stop] = separable.sum(-1).to(ld.dtype) / N
-        rho_min[:, first:stop] = torch.where(
-            torch.isfinite(rho), rho, torch.zeros((), dtype=ld.dtype, device=ld.device)
-        )
+        rho_min[:, first:stop] = torch.where(torch.isfinite(rho), rho, 0.0)
 
     run_blocks(block, ld.blocks(per_row=2))
     return fraction, rho_min
@@ -202,8 +195,7 @@ def separation(ld: LayerData, rows_block: torch.Tensor, width: int, order: torch
     dist = torch.addcmul(alpha * alpha * sq_norms[:, None, :], alpha, s_dot_x, value=-2.0)
     dist = dist.add_((s * s).sum(-1, keepdim=True)).clamp_(min=0).sqrt_()  # ||a_i - s||
     selected = torch.zeros(alpha.shape, dtype=torch.bool, device=ld.device).scatter_(-1, top, True)
-    inf = torch.tensor(math.inf, dtype=ld.dtype, device=ld.device)
-    rho = torch.where(visible & ~selected, dist, inf).amin(-1)  # (H, B)
+    rho = torch.where(visible & ~selected, dist, math.inf).amin(-1)  # (H, B)
     return first, stop, dist.gather(-1, top) < rho.unsqueeze(-1), rho
 
 

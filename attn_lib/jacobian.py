@@ -177,10 +177,9 @@ def autograd_jacobian(fn, logits, temperature=1.0, mask=None):
             raise ValueError("name_or_fn must map a tensor of logits to a tensor of weights of the same shape")
         rows = []
         for i in range(L):
-            if not y.requires_grad:
-                rows.append(torch.zeros_like(xx))
-                continue
-            (g,) = torch.autograd.grad(y[..., i].sum(), xx, retain_graph=i < L - 1, allow_unused=True)
+            g = None
+            if y.requires_grad:
+                (g,) = torch.autograd.grad(y[..., i].sum(), xx, retain_graph=i < L - 1, allow_unused=True)
             rows.append(torch.zeros_like(xx) if g is None else g)
     J = torch.stack(rows, dim=-2).detach()
     return _out(J, was_numpy)
@@ -203,11 +202,8 @@ def jacobian(name_or_fn, logits, temperature=1.0, mask=None, **params):
     generalised Jacobian at support changes.
     """
     f, kind = _resolve(name_or_fn, dict(params))
-    if kind == "softmax":
-        return _softmax_type_jacobian(f, logits, temperature, mask)
-    if kind == "general":
-        return general_jacobian(f, logits, temperature, mask)
-    return autograd_jacobian(f, logits, temperature, mask)
+    by_kind = {"softmax": _softmax_type_jacobian, "general": general_jacobian}
+    return by_kind.get(kind, autograd_jacobian)(f, logits, temperature, mask)
 
 
 def _check_device(device) -> torch.device | None:
@@ -334,26 +330,7 @@ def _sensitivity_inputs(logits, normalizer, mask, seed, direction, dtype):
         if v.shape != x.shape:
             raise ValueError(f"direction must have the shape of logits {tuple(x.shape)} (got {tuple(v.shape)})")
         v = visible_unit_directions(v, vis)
-    xs = torch.where(vis, x, torch.zeros((), dtype=x.dtype, device=x.device))
-    return xs, vis, v, _checked(f), was_numpy
-
-
-def _checked(f):
-    """``f`` whose output must be a finite tensor of weights of the input's shape (``ValueError`` naming the
-    normaliser otherwise: one number per row, or NaN, would make g meaningless)."""
-
-    def run(x, temperature, dim, mask):
-        a = f(x, temperature=temperature, dim=dim, mask=mask)
-        if not isinstance(a, torch.Tensor) or a.shape != x.shape:
-            got = tuple(a.shape) if isinstance(a, torch.Tensor) else type(a).__name__
-            raise ValueError(
-                f"normalizer must return a tensor of weights with the shape of the logits {tuple(x.shape)} (got {got})"
-            )
-        if not bool(torch.isfinite(a).all()):
-            raise ValueError("normalizer returned non-finite weights (NaN or inf) for these logits")
-        return a
-
-    return run
+    return torch.where(vis, x, 0.0), vis, v, f, was_numpy
 
 
 def sensitivity_grid(
@@ -381,6 +358,16 @@ def _grid(logits, Ts: list, es: list, too_large: str, normalizer, mask, seed, di
     g = []
     for T in Ts:
         a = f(stacked, temperature=T, dim=-1, mask=vis_all)
+        # a finite tensor of weights of the input's shape, else a ValueError naming the normaliser (one number per
+        # row, or NaN, would make g meaningless)
+        if not isinstance(a, torch.Tensor) or a.shape != stacked.shape:
+            got = tuple(a.shape) if isinstance(a, torch.Tensor) else type(a).__name__
+            raise ValueError(
+                f"normalizer must return a tensor of weights with the shape of the logits {tuple(stacked.shape)} "
+                f"(got {got})"
+            )
+        if not bool(torch.isfinite(a).all()):
+            raise ValueError("normalizer returned non-finite weights (NaN or inf) for these logits")
         g.append(torch.linalg.vector_norm(a[1:] - a[:1], dim=-1) / e_t)
     return _out(torch.stack(g), was_numpy)
 

@@ -128,13 +128,8 @@ def theorem1_dmax(alpha: Any, X: Any, N: int, return_parts: bool = False):
     d1 = np.where(np.isfinite(d1), d1, 0.0)
     dmax = dmax_from_parts(out_mass, d1, abar, max_norm, L - N)
     if return_parts:
-        return {
-            "d_max": as_output(dmax),
-            "d1": as_output(d1),
-            "abar": as_output(abar),
-            "out_mass": as_output(out_mass),
-            "max_norm": as_output(max_norm),
-        }
+        parts = {"d_max": dmax, "d1": d1, "abar": abar, "out_mass": out_mass, "max_norm": max_norm}
+        return {k: as_output(v) for k, v in parts.items()}
     return as_output(dmax)
 
 
@@ -192,14 +187,9 @@ def jensen_gap_bound(alpha: Any, X: Any, N: int, p: Any = "L-1", crude: bool = F
     pv = inclusion_p(p, N, L)
     A = a[..., None] * x
     sq = (A**2).sum(-1)
-    tot = sq.sum(-1, keepdims=True)
-    z = A.sum(-2)
-    others_sq = tot - sq
-    if crude:
-        br = (L - 1) / (L - 2) * others_sq
-    else:
-        rest = ((z[..., None, :] - A) ** 2).sum(-1)
-        br = (L - 1) / (L - 2) * others_sq - rest / (L - 2)
+    br = (L - 1) / (L - 2) * (sq.sum(-1, keepdims=True) - sq)
+    if not crude:  # minus ||z - a_i||^2 / (L-2)
+        br = br - ((A.sum(-2)[..., None, :] - A) ** 2).sum(-1) / (L - 2)
     br = np.clip(br, 0.0, None)
     return as_output((L - N) / L * np.sqrt(pv * (1 - pv) * br).sum(-1))
 
@@ -339,21 +329,17 @@ def corollary2_limits(alpha: Any, X: Any, N: int, p: Any = "L-1") -> dict:
     z = A.sum(-2)
     pv = 0.0 if N == L else inclusion_p(p, N, L)
     e1 = np.asarray(expectation_e1(a, x, N, p=p))
-    na = row_norms(A)
-    indiv = (L - N) / L * na.sum(-1)
-    rb = pv * row_norms(z[..., None, :] - A).sum(-1)
-    rbl = (N * L / (L - 1) if L > 1 else 0.0) * row_norms(z) + pv * na.sum(-1)
-    den = na.sum(-1)
-    dom = np.where(den > 0, N * row_norms(z) / np.where(den > 0, den, 1.0), np.inf)
-    return {
-        "e1": as_output(e1),
-        "individual": as_output(indiv),
-        "remainder": as_output(e1 - indiv),
-        "remainder_bound": as_output(rb),
-        "remainder_bound_loose": as_output(rbl),
-        "dominance_ratio": as_output(dom),
-        "outer_factor": (L - N) / L,
+    den = row_norms(A).sum(-1)  # sum_i ||a_i||
+    indiv = (L - N) / L * den
+    out = {
+        "e1": e1,
+        "individual": indiv,
+        "remainder": e1 - indiv,
+        "remainder_bound": pv * row_norms(z[..., None, :] - A).sum(-1),
+        "remainder_bound_loose": (N * L / (L - 1) if L > 1 else 0.0) * row_norms(z) + pv * den,
+        "dominance_ratio": np.where(den > 0, N * row_norms(z) / np.where(den > 0, den, 1.0), np.inf),
     }
+    return {k: as_output(v) for k, v in out.items()} | {"outer_factor": (L - N) / L}
 
 
 def corollary2_e2_identity(alpha: Any, X: Any, N: int) -> dict:
@@ -374,8 +360,5 @@ def corollary2_e2_identity(alpha: Any, X: Any, N: int) -> dict:
     dt = np.where(m, 0.0, D).sum(-1)
     e2 = (L - N) / L * D.sum(-1)
     rhs = (L - N) / L * np.where(m, D, 0.0).sum(-1) - N / L * dt
-    return {
-        "difference": as_output(e2 - dt),
-        "identity": as_output(rhs),
-        "bound": as_output((N + 1) * a.sum(-1) * row_norms(x).max(-1)),
-    }
+    out = {"difference": e2 - dt, "identity": rhs, "bound": (N + 1) * a.sum(-1) * row_norms(x).max(-1)}
+    return {k: as_output(v) for k, v in out.items()}

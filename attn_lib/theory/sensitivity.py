@@ -63,9 +63,7 @@ def lemma2_jacobian(F: Callable, dF: Callable | None, logits: Any) -> np.ndarray
     Fv, dFv = _F_dF(F, dF, l)
     S = Fv.sum(-1, keepdims=True)
     a = Fv / S
-    L = l.shape[-1]
-    J = (np.einsum("...j,ij->...ij", dFv, np.eye(L)) - a[..., :, None] * dFv[..., None, :]) / S[..., None]
-    return J
+    return (np.einsum("...j,ij->...ij", dFv, np.eye(l.shape[-1])) - a[..., :, None] * dFv[..., None, :]) / S[..., None]
 
 
 def lemma2_jacobian_bound(F: Callable, dF: Callable | None, logits: Any):

@@ -59,8 +59,7 @@ def _resolve(name_or_fn, params: dict) -> tuple[Callable, str]:
     """``(normaliser, kind)``: the kind of Jacobian, one of :data:`attn_lib.normalizers.JACOBIANS` or ``"autograd"``
     (a name's kind is its registry entry's ``jacobian``)."""
     if isinstance(name_or_fn, str):
-        f = _nz.get(name_or_fn, **params)
-        return f, _nz.spec(name_or_fn).jacobian or "autograd"
+        return _nz.get(name_or_fn, **params), _nz.spec(name_or_fn).jacobian or "autograd"
     if not callable(name_or_fn):
         raise ValueError(
             f"name_or_fn must be a normaliser name in {_nz.available()} or a callable (got {type(name_or_fn).__name__})"
@@ -90,8 +89,7 @@ def _softmax_type_jacobian(f, logits, temperature, mask):
     x, was_numpy = _to_tensor(logits)
     T = check_positive("temperature", temperature)
     a = f(x, T, dim=-1, mask=mask)
-    J = (torch.diag_embed(a) - a.unsqueeze(-1) * a.unsqueeze(-2)) / T
-    return _out(J, was_numpy)
+    return _out((torch.diag_embed(a) - a.unsqueeze(-1) * a.unsqueeze(-2)) / T, was_numpy)
 
 
 def topk_jacobian(logits, k, temperature=1.0, mask=None):
@@ -157,8 +155,7 @@ def general_jacobian(f, logits, temperature=1.0, mask=None):
     a = f(x, T, dim=-1, mask=mask)
     z = _rows.scale(torch.where(torch.isfinite(x), x, torch.zeros_like(x)), T)
     w = _log_F_derivative(f, z) / T
-    J = (torch.diag_embed(a) - a.unsqueeze(-1) * a.unsqueeze(-2)) * w.unsqueeze(-2)
-    return _out(J, was_numpy)
+    return _out((torch.diag_embed(a) - a.unsqueeze(-1) * a.unsqueeze(-2)) * w.unsqueeze(-2), was_numpy)
 
 
 def autograd_jacobian(fn, logits, temperature=1.0, mask=None):
@@ -181,8 +178,7 @@ def autograd_jacobian(fn, logits, temperature=1.0, mask=None):
             if y.requires_grad:
                 (g,) = torch.autograd.grad(y[..., i].sum(), xx, retain_graph=i < L - 1, allow_unused=True)
             rows.append(torch.zeros_like(xx) if g is None else g)
-    J = torch.stack(rows, dim=-2).detach()
-    return _out(J, was_numpy)
+    return _out(torch.stack(rows, dim=-2).detach(), was_numpy)
 
 
 def jacobian(name_or_fn, logits, temperature=1.0, mask=None, **params):

@@ -7,10 +7,6 @@ Everything comes from the per-head Gram matrix :math:`G = VV^\top` of :class:`~a
           c_i=s\cdot x_i=\sum_{j\in I_N}\alpha_jG_{ji},
 
 and for E1, :math:`\|(1+p)a_i-pz\|^2=(1+p)^2\alpha_i^2G_{ii}-2p(1+p)\alpha_i(z\cdot x_i)+p^2\|z\|^2`.
-
-:func:`distance_metrics` checks its input and runs :func:`_distance_torch` (tensor code in row blocks,
-:func:`_distance_block`; d_max's ``d_1`` from :func:`_d1_and_norm`), the definition of these quantities, or on CPU
-the accelerated ``"distance_metrics"`` (:mod:`attn_lib.metrics._engine`), which ``tests/test_accel.py`` holds to it.
 """
 
 from __future__ import annotations
@@ -124,8 +120,6 @@ def distance_metrics(
 
     Parameters
     ----------
-    layer, values, mask
-        The layer (:func:`~attn_lib.metrics.layer.as_layer`).
     N : int
         Top-``N`` size, ``>= 1``.
     p : {"L-1", "L"} or float
@@ -136,7 +130,7 @@ def distance_metrics(
         :math:`\|\sum_{i\notin I_N}a_i-s\|`.
     with_dmax : bool
         Also compute ``d1``, ``max_norm`` and ``d_max``.
-    engine : {"auto", "numba", "torch"}
+    layer, values, mask, engine
         As everywhere in :mod:`attn_lib.metrics`; the accelerator (``dist_prefix``, the same formulas) also needs
         ``form="sum"``.
 

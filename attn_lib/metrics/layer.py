@@ -1,10 +1,4 @@
-r"""One layer (:class:`LayerData`, float64 by default) and the input helpers every metric shares.
-
-:class:`LayerData` holds a layer's attention weights ``alpha`` ``(H, L, L)``, value vectors ``(H, L, d)`` and mask,
-and computes once what several metrics need: the Gram matrix :math:`G = VV^\top`, the visible counts ``t``, the
-products ``z . x_i`` and the top-``n`` order of every row. Masks are bool with ``True`` = visible; the default is
-causal (row ``r`` sees ``0..r``, Reading the paper, §Causal masking).
-"""
+"""One layer (:class:`LayerData`, float64 by default) and the input helpers every metric shares."""
 
 from __future__ import annotations
 
@@ -92,7 +86,8 @@ def check_rows(rows: Any, n_rows: int, *, allow_empty: bool = True) -> torch.Ten
 
 
 class LayerData:
-    """One layer's attention weights, value vectors and mask in ``dtype``, with cached derived quantities.
+    """One layer's attention weights, value vectors and mask in ``dtype``, and what several metrics need, computed
+    once: the Gram matrix, the visible counts, the products ``z . x_i`` and the top-``n`` order of every row.
 
     Build with ``LayerData(weights, values, mask=None)`` or :meth:`from_logits`. A single head (2-d input) is
     promoted to ``H = 1``. Every metric computes in the layer's dtype on its device. Memory: a few ``H L^2`` arrays

@@ -1,9 +1,5 @@
 r"""The critical-N scan (Algorithm 3): d~, E1 and E2 for every ``N`` in a range, incrementally. Reading the paper,
 §Critical N.
-
-:func:`topn_scan` checks its input and runs :func:`_scan_torch`, the definition, or on CPU the accelerated
-``"topn_scan"`` (the fused kernel ``scan_prefix`` of :mod:`attn_lib.accel`, held to it by ``tests/test_accel.py``).
-:func:`naive_scan` is the non-incremental reference.
 """
 
 from __future__ import annotations
@@ -66,8 +62,6 @@ def topn_scan(
 
     Parameters
     ----------
-    layer, values, mask
-        The layer (:func:`~attn_lib.metrics.layer.as_layer`).
     n_max : int
         Largest ``N``, in ``[n_min, L - 1]`` (no row is valid beyond ``L - 1``).
     n_min : int
@@ -76,7 +70,7 @@ def topn_scan(
         E1's inclusion probability, as in :func:`attn_lib.metrics.distance.distance_metrics`.
     rows : sequence of int or tensor, optional
         Compute only these rows (integers in ``[0, L - 1]``); the others are 0 and not valid. Default: all rows.
-    engine : {"auto", "numba", "torch"}
+    layer, values, mask, engine
         As everywhere in :mod:`attn_lib.metrics`; the accelerator (``scan_prefix``) takes its square roots in
         float32 (relative error below ``1.2e-7``), the torch code keeps the layer's dtype throughout.
 
@@ -86,12 +80,9 @@ def topn_scan(
     n_min, n_max = check_n_range(ld.L, n_min, n_max)
     p = check_p(p)
     impl = choose("topn_scan", engine, ld.kernels_apply)
-    if rows is not None:
-        rows = check_rows(rows, ld.L).to(ld.device)
-    counts = torch.broadcast_to(ld.t, (ld.H, ld.L))
-    n_values = torch.arange(n_min, n_max + 1, device=ld.device)
-    valid = counts.unsqueeze(-1) >= n_values + 1
+    valid = torch.broadcast_to(ld.t, (ld.H, ld.L)).unsqueeze(-1) >= torch.arange(n_min, n_max + 1, device=ld.device) + 1
     if rows is not None:  # and the row requested
+        rows = check_rows(rows, ld.L).to(ld.device)
         valid &= torch.zeros(ld.L, dtype=torch.bool, device=ld.device).index_fill_(0, rows, True).view(1, ld.L, 1)
     if impl is None:
         scanned = _scan_torch(ld, n_min, n_max, p, rows, valid)
@@ -133,8 +124,7 @@ def _scan_torch(
         scanned["d_tilde"][:, rows_block] = d_tilde
         scanned["e2"][:, rows_block] = factor * e2
         a_dot_z = alpha * z_dot_x[:, rows_block, :width]
-        z_sq_rows = z_sq[:, rows_block].unsqueeze(-1)
-        e1 = _scan_e1(alpha * alpha_g, a_dot_z, z_sq_rows, n_masked, t_rows, n_min, n_max, p)
+        e1 = _scan_e1(alpha * alpha_g, a_dot_z, z_sq[:, rows_block].unsqueeze(-1), n_masked, t_rows, n_min, n_max, p)
         scanned["e1"][:, rows_block] = factor * e1
 
     run_blocks(block, ld.blocks(rows=rows, per_row=3, elems=_engine.settings.scan_block_elems))
@@ -158,13 +148,12 @@ def _scan_distances(
     State: ``K_i = alpha_i ||x_i||^2 - 2 s . x_i`` and ``||s||^2``, so that ``||a_i - s||^2 = alpha_i K_i + ||s||^2``.
     """
     H, n_rows = alpha.shape[0], alpha.shape[1]
-    gram_rows = ld.gram.reshape(H * ld.L, ld.L)
     head_offset = (torch.arange(H, device=ld.device) * ld.L).view(H, 1, 1)
     n_ord = order.shape[-1]
     top = order[:, rows_block].clamp(max=width - 1)  # (H, B, n_ord); past a row's count only reach invalid cells
     top_alpha = alpha.gather(-1, top)  # alpha of the k-th top token (0 where masked)
     top_alpha_g = alpha_g.gather(-1, top)
-    top_gram_row = (top + head_offset).permute(2, 0, 1).reshape(n_ord, -1)  # (n_ord, H B) rows of gram_rows
+    top_gram_row = (top + head_offset).permute(2, 0, 1).reshape(n_ord, -1)  # (n_ord, H B) rows of gram_cols
     # the state at n_min - 1, directly
     n_start = min(n_min - 1, n_ord)
     if n_start > 0:
@@ -179,7 +168,7 @@ def _scan_distances(
         s_sq = torch.zeros(H, n_rows, 1, dtype=ld.dtype, device=ld.device)
     dist = torch.empty(H, n_rows, width, dtype=ld.dtype, device=ld.device)
     gram_j = torch.empty(H * n_rows, width, dtype=ld.dtype, device=ld.device)
-    gram_cols = gram_rows[:, :width]
+    gram_cols = ld.gram.reshape(H * ld.L, ld.L)[:, :width]  # (H L, W): row h L + j is G[h, j, :W]
     d_tilde = torch.empty(H, n_rows, n_max - n_min + 1, dtype=ld.dtype, device=ld.device)
     e2 = torch.empty_like(d_tilde)
     for k, N in enumerate(range(n_min, n_max + 1)):

@@ -1,10 +1,5 @@
 r"""Gradient sensitivity ``g(T, eps)`` per row (Algorithm 5): finite differences of softmax along one seeded unit
 direction per row, for a grid of temperatures and step sizes. Reading the paper, §Gradient sensitivity.
-
-:func:`sensitivity_rows` checks its input (:func:`_sensitivity_inputs`) and runs :func:`_sensitivity_torch` (causal
-row blocks, all temperatures at once), the definition, or on CPU the accelerated
-``"sensitivity_rows"`` (the fused compiled ``sens_rows`` of :mod:`attn_lib.accel`, held to it by
-``tests/test_accel.py``).
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
 r"""Geometric separability (Definition, Theorem 2; Algorithm 4) for every head and row. Reading the paper,
 §Separability.
-
-:func:`separability_metrics` checks its input, puts the value vectors on a sphere (:func:`unit_layer`), takes the
-running minimum pairwise distance (:func:`running_min_distance`), runs :func:`_separability_torch` (row blocks,
-:func:`separation`), the definition of ``N_s/N`` and ``rho_min``, or on CPU the accelerated
-``"separability_metrics"`` (the compiled ``sep_prefix`` of :mod:`attn_lib.accel`, held to it by
-``tests/test_accel.py``), and evaluates Theorem 2's bounds (:func:`_theorem2_bounds`).
 """
 
 from __future__ import annotations
@@ -119,15 +113,13 @@ def separability_metrics(
 
     Parameters
     ----------
-    layer, values, mask
-        The layer (:func:`~attn_lib.metrics.layer.as_layer`).
     N, M
         Top-``N`` size ``>= 1``; sphere radius of Assumption 1, ``> 0``.
     normalize : bool
         First put every value vector on the sphere of radius ``M`` (Algorithm 4's "normalize").
     delta : torch.Tensor, optional
         ``(H, L)`` minimum pairwise distances; default :func:`running_min_distance` of the (normalised) layer.
-    engine : {"auto", "numba", "torch"}
+    layer, values, mask, engine
         As everywhere in :mod:`attn_lib.metrics` (the accelerator: ``sep_prefix``).
 
     Returns :class:`SeparabilityRows`, every field ``(H, L)``.

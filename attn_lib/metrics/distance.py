@@ -219,13 +219,9 @@ def _distance_block(
         dist_all = dist_all - dist_selected
     factor = (t_rows - N) / t_rows.clamp(min=1)
     sums["e2"][:, first:stop] = factor * dist_all
+    a_dot_z, p_rows = alpha * z_dot_x[:, first:stop, :width], inclusion_probability(p, N, t_rows, ld.dtype)
     e1, gap, gap_crude = _e1_and_gaps(
-        a_sq,
-        alpha * z_dot_x[:, first:stop, :width],
-        z_sq[:, first:stop].unsqueeze(-1),
-        inclusion_probability(p, N, t_rows, ld.dtype).unsqueeze(-1),
-        t_rows.unsqueeze(-1),
-        n_masked,
+        a_sq, a_dot_z, z_sq[:, first:stop, None], p_rows[..., None], t_rows[..., None], n_masked
     )
     sums["e1"][:, first:stop] = factor * e1
     gap_defined = t_rows >= N + 2  # N >= t - 1 gives 0

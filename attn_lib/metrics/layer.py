@@ -237,11 +237,8 @@ class LayerData:
         torch code: yields ``(rows_block, width)``, ``width`` the columns the widest row of the block sees (so causal
         blocks are near-triangular and stay in cache), with ``H x rows x width`` at most ``elems`` (default
         ``settings.block_elems``) divided by ``per_row``, the work arrays per element."""
-        if elems is None:
-            elems = _engine.settings.block_elems
-        if rows is None:
-            rows = torch.arange(self.L, device=self.device)
-        budget = max(1, elems // max(1, self.H * per_row))
+        rows = torch.arange(self.L, device=self.device) if rows is None else rows
+        budget = max(1, (elems or _engine.settings.block_elems) // max(1, self.H * per_row))
         for start, stop, width in row_blocks(self.last.amax(0)[rows].tolist(), budget):
             yield rows[start:stop], width
 

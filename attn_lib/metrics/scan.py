@@ -106,8 +106,8 @@ def naive_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None
 def _scan_torch(
     ld: LayerData, n_min: int, n_max: int, p: str | float, rows: torch.Tensor | None, valid: torch.Tensor
 ) -> dict:
-    """d~, E1, E2 ``(H, L, n)`` by tensor code in row blocks (d~ and E2 by :func:`_scan_distances`, E1 by
-    :func:`_scan_e1`), 0 where not ``valid``."""
+    """d~, E1, E2 ``(H, L, n)`` by tensor code in row blocks (d~ and E2 by :func:`_scan_distances`), 0 where not
+    ``valid``."""
     order = ld.order(min(n_max, ld.L))
     (z_dot_x, z_sq), _ = ld.zdot(), ld.gram  # computed (and cached) before the blocks run on worker threads
     scanned = {name: torch.zeros(ld.H, ld.L, n_max - n_min + 1, dtype=ld.dtype, device=ld.device) for name in _SCANNED}
@@ -123,9 +123,18 @@ def _scan_torch(
         d_tilde, e2 = _scan_distances(ld, rows_block, width, alpha, alpha_g, n_masked, order, n_min, n_max)
         scanned["d_tilde"][:, rows_block] = d_tilde
         scanned["e2"][:, rows_block] = factor * e2
-        a_dot_z = alpha * z_dot_x[:, rows_block, :width]
-        e1 = _scan_e1(alpha * alpha_g, a_dot_z, z_sq[:, rows_block].unsqueeze(-1), n_masked, t_rows, n_min, n_max, p)
-        scanned["e1"][:, rows_block] = factor * e1
+        # E1 = sum_i sqrt((1+p)^2 ||a_i||^2 - 2p(1+p) a_i.z + p^2 ||z||^2) (times the factor) does not depend on the
+        # selection: for 8 N at a time it is one small batched matmul [c1, c2, c3] @ [||a_i||^2; a_i.z; 1]
+        H, B = alpha.shape[:2]
+        a_sq, a_dot_z, z_sq_rows = alpha * alpha_g, alpha * z_dot_x[:, rows_block, :width], z_sq[:, rows_block, None]
+        terms = torch.stack([a_sq, a_dot_z, torch.ones_like(a_sq)], -2).view(H * B, 3, width)
+        for first in range(0, n_max - n_min + 1, 8):
+            ns = range(n_min + first, min(n_max, n_min + first + 7) + 1)
+            p_incl = torch.stack([inclusion_probability(p, N, t_rows, t_rows.dtype) for N in ns], -1)  # (H, B, c)
+            coef = torch.stack([(1 + p_incl) ** 2, -2 * p_incl * (1 + p_incl), p_incl * p_incl * z_sq_rows], -1)
+            roots = torch.bmm(coef.view(H * B, len(ns), 3), terms).sqrt_()  # (H B, c, W)
+            e1 = roots.nansum(-1).view(H, B, -1) - n_masked * (p_incl * p_incl * z_sq_rows).clamp(min=0).sqrt()
+            scanned["e1"][:, rows_block, first : first + len(ns)] = factor[..., first : first + len(ns)] * e1
 
     run_blocks(block, ld.blocks(rows=rows, per_row=3, elems=_engine.settings.scan_block_elems))
     return zero_invalid(valid, **scanned)
@@ -188,37 +197,3 @@ def _scan_distances(
         # N = 1: the selected token sits exactly at s
         e2[..., k : k + 1] = dist_all - dist_selected if N == 1 else dist_all
     return d_tilde, e2
-
-
-def _scan_e1(
-    a_sq: torch.Tensor,
-    a_dot_z: torch.Tensor,
-    z_sq: torch.Tensor,
-    n_masked: torch.Tensor,
-    t_rows: torch.Tensor,
-    n_min: int,
-    n_max: int,
-    p: str | float,
-) -> torch.Tensor:
-    """The E1 sum (before its factor ``(t - N)/t``) of one row block for ``N = n_min..n_max``, ``(H, B, n)``:
-    ``sum_i sqrt((1+p)^2 ||a_i||^2 - 2p(1+p) a_i.z + p^2 ||z||^2)``.
-
-    It does not depend on the selection, so a few ``N`` at a time are one small batched matmul
-    ``[c1, c2, c3] @ [||a_i||^2; a_i.z; 1]``. ``a_sq``, ``a_dot_z``: ``(H, B, W)``; ``z_sq``, ``n_masked``:
-    ``(H, B, 1)``; ``t_rows``: ``(H, B)``.
-    """
-    H, n_rows, width = a_sq.shape
-    n_count = n_max - n_min + 1
-    terms = torch.stack([a_sq, a_dot_z, torch.ones_like(a_sq)], -2).view(H * n_rows, 3, width)
-    e1 = torch.empty(H, n_rows, n_count, dtype=a_sq.dtype, device=a_sq.device)
-    step = max(1, min(n_count, 8))
-    for first in range(0, n_count, step):
-        stop = min(n_count, first + step)
-        p_incl = torch.stack(
-            [inclusion_probability(p, N, t_rows, t_rows.dtype) for N in range(n_min + first, n_min + stop)], -1
-        )  # (H, B, c)
-        coef = torch.stack([(1 + p_incl) ** 2, -2 * p_incl * (1 + p_incl), p_incl * p_incl * z_sq], -1)
-        roots = torch.bmm(coef.view(H * n_rows, stop - first, 3), terms).sqrt_()  # (H B, c, W)
-        masked_root = (p_incl * p_incl * z_sq).clamp(min=0).sqrt()
-        e1[..., first:stop] = roots.nansum(-1).view(H, n_rows, -1) - n_masked * masked_root
-    return e1

@@ -81,9 +81,8 @@ def running_min_distance(layer: LayerData) -> torch.Tensor:
         below_diagonal = torch.ones(L, L, dtype=torch.bool, device=layer.device).tril_(-1)
         if layer.prefix:
             row_min = torch.where(below_diagonal, dist_sq, math.inf).amin(-1)  # (H, L): min over j < k, for each k
-            # rows are ordered by their last visible column for causal masks; compute by column index
-            running = torch.cummin(row_min, dim=-1).values  # min over pairs (j < k <= c)
-            min_sq = running.gather(1, last)
+            # the min over pairs (j < k <= c) for each column c, read at each row's last visible column
+            min_sq = torch.cummin(row_min, dim=-1).values.gather(1, last)
         else:
             visible_all = torch.broadcast_to(layer.mask, (H, L, L))
             min_sq = torch.empty(H, L, dtype=layer.dtype, device=layer.device)
@@ -131,8 +130,7 @@ def separability_metrics(
     if normalize:
         ld = unit_layer(ld, M)
     valid = torch.broadcast_to(ld.t, (ld.H, ld.L)) >= N + 1
-    if delta is None:
-        delta = running_min_distance(ld)
+    delta = running_min_distance(ld) if delta is None else delta
     order = ld.order(min(N, ld.L))
     fraction, rho_min = (impl or _separability_torch)(ld, N, order)
     lower, upper = _theorem2_bounds(ld.alpha.gather(-1, order), delta, rho_min, N, M)

@@ -232,8 +232,7 @@ def _gaussian(shape: tuple, seed: int) -> torch.Tensor:
 
 
 def _draw_gaussian(shape: tuple, seed: int) -> torch.Tensor:
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    return torch.randn(shape, generator=g, dtype=torch.float64)
+    return torch.randn(shape, generator=torch.Generator(device="cpu").manual_seed(seed), dtype=torch.float64)
 
 
 _gaussian_cached = functools.lru_cache(maxsize=2)(_draw_gaussian)

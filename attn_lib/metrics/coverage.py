@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from .._validation import check_seed, check_size
-from ._engine import F64, coarse_threads, run_blocks
+from ._engine import F64, coarse_threads
 from .layer import as_layer, check_n, top_n_order
 from .separability import separation, unit_layer
 
@@ -98,19 +98,10 @@ def separable_sets(layer, values=None, N: int = 16, *, mask=None, normalize: boo
     """
     ld = as_layer(layer, values, mask)
     N = check_n(N)
-    if normalize:
-        ld = unit_layer(ld)
-    n = min(N, ld.L)
-    order = ld.order(n)
+    ld = unit_layer(ld) if normalize else ld
+    order = ld.order(min(N, ld.L))
     valid = torch.broadcast_to(ld.t, (ld.H, ld.L)) >= N + 1
-    separable = torch.zeros(ld.H, ld.L, n, dtype=torch.bool, device=ld.device)
-    if bool(valid.any()):
-
-        def block(rows_block: torch.Tensor, width: int) -> None:
-            first, stop, flags, _rho = separation(ld, rows_block, width, order)
-            separable[:, first:stop] = flags
-
-        run_blocks(block, ld.blocks(per_row=2))
+    separable, _ = separation(ld, order)
     return SeparableSets(N=N, order=order, separable=separable & valid.unsqueeze(-1), valid=valid)
 
 

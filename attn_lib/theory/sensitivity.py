@@ -158,10 +158,8 @@ def sqrt5_example(c: float, eps: float, T: float, L: int) -> dict:
     e = check_positive("eps", eps)
     Tv = check_positive("temperature", T)
     L = check_size("L", L, low=2)
-    l1 = np.zeros(L)
-    l2 = np.zeros(L)
-    l1[:2] = [c + e, c]
-    l2[:2] = [c - e, c + e]
+    l1 = np.concatenate([[c + e, c], np.zeros(L - 2)])
+    l2 = np.concatenate([[c - e, c + e], np.zeros(L - 2)])
     da = float(np.linalg.norm(softmax_np(l1, Tv) - softmax_np(l2, Tv)))
     lin = float(np.linalg.norm(softmax_jacobian_np(l1, Tv) @ (l1 - l2)))
     return {

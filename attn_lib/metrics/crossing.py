@@ -108,7 +108,7 @@ def crossing_metrics(
 def _crossing_torch(ns, *, a, v, vis, rank, norms, z_norm, a_norm, zdotx, t) -> dict:
     """The per-``N`` results of :func:`crossing_metrics` in tensor code, one ``N`` at a time."""
     tt = t.to(a.dtype).view(1, -1)
-    out = {k: [] for k in ("valid", "d_tilde", "e1", "s_norm", "a_out")}
+    per_n = []
     for N in ns:
         top = (rank < N) & vis
         s = (a * top) @ v  # (H, R, d)
@@ -128,10 +128,8 @@ def _crossing_torch(ns, *, a, v, vis, rank, norms, z_norm, a_norm, zdotx, t) -> 
         e1 = ((tt - N) / tt) * torch.where(vis, e2_.sqrt(), 0.0).sum(-1)
         valid = (t >= N + 1).view(1, -1).expand_as(d_tilde)
         a_out = torch.where(out_set, a_norm, 0.0).sum(-1)
-        rows = zero_invalid(valid, d_tilde=d_tilde, e1=e1, s_norm=s2.sqrt(), a_out=a_out) | {"valid": valid}
-        for k, x in rows.items():
-            out[k].append(x)
-    return {k: torch.stack(x, -1) for k, x in out.items()}
+        per_n.append(zero_invalid(valid, d_tilde=d_tilde, e1=e1, s_norm=s2.sqrt(), a_out=a_out) | {"valid": valid})
+    return {k: torch.stack([rows[k] for rows in per_n], -1) for k in per_n[0]}
 
 
 def _crossing_inputs(weights: Any, values: Any, n_values: Any, mask: Any, dtype: Any):

@@ -32,9 +32,10 @@ def top_n_mask(alpha: Any, N: int) -> np.ndarray:
     return m
 
 
-def top_n_sum(a: np.ndarray, x: np.ndarray, N: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(m, A, s)`` of checked rows: the top-N mask, ``A = alpha_i x_i`` ``(..., L, d)`` and ``s`` of Eq. (6)."""
-    m = top_n_mask(a, N)
+def top_n_sum(a: np.ndarray, x: np.ndarray, N: Any, m: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(m, A, s)`` of checked rows: the top-N mask (or the given mask ``m``), ``A = alpha_i x_i`` ``(..., L, d)``
+    and ``s`` of Eq. (6) (the sum over ``m``)."""
+    m = top_n_mask(a, N) if m is None else m
     A = a[..., None] * x
     return m, A, np.einsum("...l,...ld->...d", m.astype(np.float64), A)
 
@@ -85,9 +86,7 @@ def distance(alpha: Any, X: Any, N: int | None = None, form: str = "sum", select
     """
     check_choice("form", form, ["sum", "vector"])
     a, x = alpha_and_X(alpha, X)
-    m, _ = _selection(a, N, selected)
-    A = a[..., None] * x
-    s = np.einsum("...l,...ld->...d", m.astype(np.float64), A)
+    m, A, s = top_n_sum(a, x, N, _selection(a, N, selected)[0])
     if form == "sum":
         D = row_norms(A - s[..., None, :])
         return as_output(np.where(m, 0.0, D).sum(axis=-1))

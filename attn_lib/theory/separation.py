@@ -52,14 +52,6 @@ def separability(alpha: Any, X: Any, N: int, r: float | None = None):
     return as_output(np.asarray(count, dtype=np.float64) / int(N))
 
 
-def _M_delta(M: Any, delta: Any) -> tuple[float, float]:
-    M = check_positive("M", M)
-    d = check_nonnegative("delta", delta)
-    if d > 2 * M:
-        raise ValueError(f"delta must be in [0, 2M] = [0, {2 * M}] (points on the sphere of radius M; got {delta!r})")
-    return M, d
-
-
 def theorem2_xi(alpha: Any, N: int, M: float, delta: float) -> np.ndarray:
     r"""Theorem 2's :math:`\xi_i` for ``i in I_N`` in top-N order, shape ``(..., N)`` (Reading the paper, §Theorem 2 (reconstructed)):
 
@@ -77,7 +69,9 @@ def theorem2_xi(alpha: Any, N: int, M: float, delta: float) -> np.ndarray:
     """
     a = alpha_array(alpha)
     N = check_N(N, a.shape[-1])
-    M, d = _M_delta(M, delta)
+    M, d = check_positive("M", M), check_nonnegative("delta", delta)
+    if d > 2 * M:
+        raise ValueError(f"delta must be in [0, 2M] = [0, {2 * M}] (points on the sphere of radius M; got {delta!r})")
     idx = top_n_indices(a, N)
     aI = np.take_along_axis(a, idx, axis=-1)
     beta = aI.sum(-1, keepdims=True) - aI

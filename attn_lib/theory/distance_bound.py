@@ -117,12 +117,9 @@ def theorem1_dmax(alpha: Any, X: Any, N: int, return_parts: bool = False):
     idx = top_n_indices(a, N)
     xs = np.take_along_axis(x, idx[..., None], axis=-2)  # (..., N, d)
     sq = norms**2
-    D2 = (
-        sq[..., :, None]
-        + np.take_along_axis(sq, idx, axis=-1)[..., None, :]
-        - 2 * np.einsum("...ld,...nd->...ln", x, xs)
-    )  # ||x_i - x_j||^2, i any, j in I_N
-    D = np.sqrt(np.clip(D2, 0.0, None))
+    sq_sel = np.take_along_axis(sq, idx, axis=-1)
+    D2 = sq[..., :, None] + sq_sel[..., None, :] - 2 * np.einsum("...ld,...nd->...ln", x, xs)
+    D = np.sqrt(np.clip(D2, 0.0, None))  # ||x_i - x_j||, i any, j in I_N
     d1 = np.where(m[..., :, None], -np.inf, D).max(axis=(-2, -1))
     d1 = np.where(np.isfinite(d1), d1, 0.0)
     dmax = dmax_from_parts(out_mass, d1, abar, max_norm, L - N)
@@ -225,8 +222,7 @@ def expected_distance_mc(alpha: Any, X: Any, N: int, n_samples: int = 64, seed: 
     a, x, _, N = rows_and_N(alpha, X, N)
     K = check_size("n_samples", n_samples, per_item=max(1, np.size(alpha)))
     seed = check_int("seed", seed, low=0)
-    rng = np.random.default_rng(seed)
-    keys = rng.random((K,) + a.shape)
+    keys = np.random.default_rng(seed).random((K,) + a.shape)
     ranks = np.argsort(np.argsort(keys, axis=-1, kind="stable"), axis=-1, kind="stable")
     masks = ranks < N
     vals = _d_tilde_for_masks(a[..., None] * x, masks)

@@ -17,8 +17,7 @@ def softmax_np(logits: Any, temperature: float = 1.0) -> np.ndarray:
     """Stable float64 softmax over the last axis (log-sum-exp shift), for the theory checks."""
     l = logits_array(logits)
     T = check_positive("temperature", temperature)
-    z = (l - l.max(-1, keepdims=True)) / T
-    e = np.exp(z)
+    e = np.exp((l - l.max(-1, keepdims=True)) / T)
     return e / e.sum(-1, keepdims=True)
 
 

@@ -11,7 +11,6 @@ and for E1, :math:`\|(1+p)a_i-pz\|^2=(1+p)^2\alpha_i^2G_{ii}-2p(1+p)\alpha_i(z\c
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, replace
 from typing import Any
@@ -161,72 +160,59 @@ def distance_metrics(
 
 
 def _distance_torch(ld: LayerData, N: int, p: str | float, order: torch.Tensor, form: str) -> dict:
-    """The six per-row sums by tensor operations, in row blocks (:func:`_distance_block`)."""
-    sums = {name: torch.zeros(ld.H, ld.L, dtype=ld.dtype, device=ld.device) for name in _SUMS}
-    _ = ld.gram, ld.zdot()  # computed (and cached) before the blocks run on worker threads
-    block = functools.partial(_distance_block, ld=ld, N=N, p=p, form=form, order=order, sums=sums)
-    run_blocks(block, ld.blocks(per_row=2))
-    return sums
-
-
-def _distance_block(
-    rows_block: torch.Tensor,
-    width: int,
-    *,
-    ld: LayerData,
-    N: int,
-    p: str | float,
-    form: str,
-    order: torch.Tensor,
-    sums: dict,
-) -> None:
-    """Write the six sums of the consecutive rows ``rows_block`` (which see at most ``width`` columns) into ``sums``.
+    """The six per-row sums by tensor operations, in row blocks.
 
     Every per-token square below is (row constant) + (row constants) x (``||a_i||^2``, ``a_i . z``, ``a_i . s``):
     at a masked column it is exactly the row constant, so those columns are summed and then subtracted (no masking
     pass); a rounding-negative square gives NaN, which ``nansum`` counts as ``sqrt(0) = 0``.
     """
-    first, stop = int(rows_block[0]), int(rows_block[-1]) + 1
-    alpha = ld.alpha[:, first:stop, :width]  # (H, B, W)
-    visible = torch.broadcast_to(ld.mask[:, first:stop, :width], alpha.shape)
-    top = order[:, first:stop].clamp(max=width - 1)  # past a row's count (invalid rows only)
-    values = ld.values[:, :width]
-    # s = sum_{top N} alpha_j x_j of every row by one BLAS product of the top-N weights
-    top_only = torch.zeros_like(alpha).scatter_(-1, top, alpha.gather(-1, top))
-    s = torch.bmm(top_only, values)  # (H, B, d)
-    del top_only
-    s_dot_x = s @ values.transpose(1, 2)  # (H, B, W)
-    s_sq = (s * s).sum(-1, keepdim=True)  # (H, B, 1)
-    n_masked = (~visible).sum(-1, keepdim=True).to(ld.dtype)  # masked columns of the block (alpha = 0 there)
-    alpha_g = alpha * ld.gdiag[:, None, :width]  # alpha_i ||x_i||^2
-    a_sq = alpha * alpha_g  # ||a_i||^2
-    dist = torch.addcmul(s_sq, alpha, torch.add(alpha_g, s_dot_x, alpha=-2.0)).sqrt_()  # ||a_i - s||
-    s_norm = s_sq.clamp(min=0).sqrt()
-    dist_all = (dist.nansum(-1, keepdim=True) - n_masked * s_norm).squeeze(-1)
-    dist_selected = dist.gather(-1, top).nan_to_num_(0.0).sum(-1)
-    t_rows = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, first:stop].to(ld.dtype)
-    z_dot_x, z_sq = ld.zdot()
-    sums["s_norm"][:, first:stop] = s_norm.squeeze(-1)
-    if form == "sum":
-        sums["d_tilde"][:, first:stop] = dist_all - dist_selected
-    else:
-        # ||(z - s) - s||^2 = ||z||^2 - 4 z.s + 4 ||s||^2,  z.s = sum_i alpha_i (s . x_i)
-        z_dot_s = (alpha * s_dot_x).sum(-1)
-        vector_sq = z_sq[:, first:stop] - 4 * z_dot_s + 4 * s_sq.squeeze(-1)
-        sums["d_tilde"][:, first:stop] = vector_sq.clamp(min=0).sqrt()
-    del dist, s_dot_x
-    if N == 1:  # the selected token sits exactly at s: remove the rounding of the Gram formula
-        dist_all = dist_all - dist_selected
-    factor = (t_rows - N) / t_rows.clamp(min=1)
-    sums["e2"][:, first:stop] = factor * dist_all
-    a_dot_z, p_rows = alpha * z_dot_x[:, first:stop, :width], inclusion_probability(p, N, t_rows, ld.dtype)
-    e1, gap, gap_crude = _e1_and_gaps(
-        a_sq, a_dot_z, z_sq[:, first:stop, None], p_rows[..., None], t_rows[..., None], n_masked
-    )
-    sums["e1"][:, first:stop] = factor * e1
-    gap_defined = t_rows >= N + 2  # N >= t - 1 gives 0
-    sums["e1_gap"][:, first:stop] = torch.where(gap_defined, factor * gap, 0.0)
-    sums["e1_gap_crude"][:, first:stop] = torch.where(gap_defined, factor * gap_crude, 0.0)
+    sums = {name: torch.zeros(ld.H, ld.L, dtype=ld.dtype, device=ld.device) for name in _SUMS}
+    (z_dot_x, z_sq), _ = ld.zdot(), ld.gram  # computed (and cached) before the blocks run on worker threads
+
+    def block(rows_block: torch.Tensor, width: int) -> None:  # consecutive rows that see at most ``width`` columns
+        first, stop = int(rows_block[0]), int(rows_block[-1]) + 1
+        alpha = ld.alpha[:, first:stop, :width]  # (H, B, W)
+        visible = torch.broadcast_to(ld.mask[:, first:stop, :width], alpha.shape)
+        top = order[:, first:stop].clamp(max=width - 1)  # past a row's count (invalid rows only)
+        values = ld.values[:, :width]
+        # s = sum_{top N} alpha_j x_j of every row by one BLAS product of the top-N weights
+        top_only = torch.zeros_like(alpha).scatter_(-1, top, alpha.gather(-1, top))
+        s = torch.bmm(top_only, values)  # (H, B, d)
+        del top_only
+        s_dot_x = s @ values.transpose(1, 2)  # (H, B, W)
+        s_sq = (s * s).sum(-1, keepdim=True)  # (H, B, 1)
+        n_masked = (~visible).sum(-1, keepdim=True).to(ld.dtype)  # masked columns of the block (alpha = 0 there)
+        alpha_g = alpha * ld.gdiag[:, None, :width]  # alpha_i ||x_i||^2
+        a_sq = alpha * alpha_g  # ||a_i||^2
+        dist = torch.addcmul(s_sq, alpha, torch.add(alpha_g, s_dot_x, alpha=-2.0)).sqrt_()  # ||a_i - s||
+        s_norm = s_sq.clamp(min=0).sqrt()
+        dist_all = (dist.nansum(-1, keepdim=True) - n_masked * s_norm).squeeze(-1)
+        dist_selected = dist.gather(-1, top).nan_to_num_(0.0).sum(-1)
+        t_rows = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, first:stop].to(ld.dtype)
+        sums["s_norm"][:, first:stop] = s_norm.squeeze(-1)
+        if form == "sum":
+            sums["d_tilde"][:, first:stop] = dist_all - dist_selected
+        else:
+            # ||(z - s) - s||^2 = ||z||^2 - 4 z.s + 4 ||s||^2,  z.s = sum_i alpha_i (s . x_i)
+            z_dot_s = (alpha * s_dot_x).sum(-1)
+            vector_sq = z_sq[:, first:stop] - 4 * z_dot_s + 4 * s_sq.squeeze(-1)
+            sums["d_tilde"][:, first:stop] = vector_sq.clamp(min=0).sqrt()
+        del dist, s_dot_x
+        if N == 1:  # the selected token sits exactly at s: remove the rounding of the Gram formula
+            dist_all = dist_all - dist_selected
+        factor = (t_rows - N) / t_rows.clamp(min=1)
+        sums["e2"][:, first:stop] = factor * dist_all
+        a_dot_z, p_rows = alpha * z_dot_x[:, first:stop, :width], inclusion_probability(p, N, t_rows, ld.dtype)
+        e1, gap, gap_crude = _e1_and_gaps(
+            a_sq, a_dot_z, z_sq[:, first:stop, None], p_rows[..., None], t_rows[..., None], n_masked
+        )
+        sums["e1"][:, first:stop] = factor * e1
+        gap_defined = t_rows >= N + 2  # N >= t - 1 gives 0
+        sums["e1_gap"][:, first:stop] = torch.where(gap_defined, factor * gap, 0.0)
+        sums["e1_gap_crude"][:, first:stop] = torch.where(gap_defined, factor * gap_crude, 0.0)
+
+    run_blocks(block, ld.blocks(per_row=2))
+    return sums
 
 
 def _e1_and_gaps(
@@ -268,9 +254,7 @@ def _d1_and_norm(ld: LayerData, N: int, order: torch.Tensor) -> tuple[torch.Tens
     """``d_1 = max_{i not in I_N, j in I_N} ||x_i - x_j||`` and ``max_{j in I_N} ||x_j||`` per (head, row), each
     ``(H, L)``; ``order`` ``(H, L, N)``. Prefix masks: :func:`_d1_sq_prefix`; other masks: :func:`_d1_sq_rows` on
     every row."""
-    H, L = ld.H, ld.L
-    norms_sq = ld.gdiag.gather(1, order.reshape(H, -1)).view(H, L, N)
-    max_norm = norms_sq.clamp(min=0).sqrt().amax(-1)
+    max_norm = ld.gdiag.gather(1, order.reshape(ld.H, -1)).view(ld.H, ld.L, N).clamp(min=0).sqrt().amax(-1)
     d1_sq = (_d1_sq_prefix if ld.prefix else _d1_sq_rows)(ld, N, order)
     return torch.where(torch.isfinite(d1_sq), d1_sq, 0.0).clamp(min=0).sqrt(), max_norm
 

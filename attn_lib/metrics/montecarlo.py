@@ -290,22 +290,18 @@ def _mc_scan_stratified(
     t = torch.broadcast_to(ld.t, (ld.H, ld.L))[0, rows.to(dev)].cpu()  # (R,), the same for every head
     p = (torch.arange(n_min, n_max + 1, dtype=F64).view(1, -1) / t.to(F64).view(-1, 1)).to(ld.dtype).to(dev)  # (R, n)
     top = ld.alpha[:, rows.to(dev)].argmax(-1).cpu()  # (H, R), first maximum: ties to the lower index
-    if impl is not None:
-        halves = [
-            impl(ld, n_min, n_max, rows, part, control_variate, pick=top, first=first)
-            for first, part in ((True, perm[:, :K]), (False, perm[:, K:]))
-        ]
-    else:
+    halves = []
+    for first, part in ((True, perm[:, :K]), (False, perm[:, K:])):
+        if impl is not None:
+            halves.append(impl(ld, n_min, n_max, rows, part, control_variate, pick=top, first=first))
+            continue
         per_head = []
         for h in range(ld.H):
             head = LayerData(ld.alpha[h : h + 1], ld.values[h : h + 1], ld.mask[:1], dtype=ld.dtype)
             per_head.append(
-                [
-                    _mc_scan_torch(head, n_min, n_max, rows, _move_token(part, top[h], t, first), control_variate)
-                    for first, part in ((True, perm[:, :K]), (False, perm[:, K:]))
-                ]
+                _mc_scan_torch(head, n_min, n_max, rows, _move_token(part, top[h], t, first), control_variate)
             )
-        halves = [tuple(torch.cat([ph[i][j] for ph in per_head], 0) for j in range(2)) for i in range(2)]
+        halves.append(tuple(torch.cat(x, 0) for x in zip(*per_head, strict=True)))
     (m_in, se_in), (m_out, se_out) = halves
     return p * m_in + (1 - p) * m_out, (p.square() * se_in.square() + (1 - p).square() * se_out.square()).sqrt()
 

@@ -266,8 +266,7 @@ def random_directions(shape, mask=None, seed=0, dtype=torch.float64, device=None
     if mask is not None:
         v = torch.where(_rows.as_mask(mask, shape, "cpu", target="directions"), v, torch.zeros((), dtype=v.dtype))
     n = torch.linalg.vector_norm(v, dim=-1, keepdim=True)
-    v = v / torch.where(n > 0, n, torch.ones_like(n))
-    return v.to(dtype=dtype, device=dev)
+    return (v / torch.where(n > 0, n, 1.0)).to(dtype=dtype, device=dev)
 
 
 def sensitivity(
@@ -312,8 +311,7 @@ def _sensitivity_inputs(logits, normalizer, mask, seed, direction, dtype):
     f = _nz.get(normalizer) if isinstance(normalizer, str) else normalizer
     if not callable(f):
         raise ValueError(f"normalizer must be a name in {_nz.available()} or a callable")
-    vis = torch.isfinite(x) | (x == -np.inf)
-    if bool((~vis).any()):
+    if not bool((torch.isfinite(x) | (x == -np.inf)).all()):
         raise ValueError("logits must be finite (or -inf at masked positions)")
     vis = x != -np.inf
     if mask is not None:

@@ -132,12 +132,10 @@ def coverage_metrics(
     # hits[h, t, k]: target token k is one of head h's separable tokens
     same = sets.order.unsqueeze(-1) == target.unsqueeze(0).unsqueeze(-2)  # (H, L, n_head, n_target)
     hits = (same & sets.separable.unsqueeze(-1)).any(-2) & valid.view(1, L, 1)
-    gen = torch.Generator().manual_seed(seed)
-    perms = torch.rand(P, L, H, generator=gen, dtype=F64).argsort(-1).to(ld.device)
+    perms = torch.rand(P, L, H, generator=torch.Generator().manual_seed(seed), dtype=F64).argsort(-1).to(ld.device)
     rows = torch.arange(L, device=ld.device).view(1, L, 1)
     ordered = hits.permute(1, 0, 2)[rows, perms]  # (P, L, H, n): the heads' hits in the order they are added
     count = (ordered.cumsum(dim=2) > 0).sum(-1)  # (P, L, H): |T ∩ union of the first k sets|
-    covered = count.to(ld.dtype) / N  # c(k)
     full = count >= N
     needed = torch.where(full.any(-1), full.to(torch.int64).argmax(-1) + 1, 0)
     return CoverageRows(
@@ -146,7 +144,7 @@ def coverage_metrics(
         target=target,
         hits=hits,
         perms=perms,
-        coverage=torch.where(valid.unsqueeze(-1), covered.mean(0), 0.0),
+        coverage=torch.where(valid.unsqueeze(-1), (count.to(ld.dtype) / N).mean(0), 0.0),  # the mean c(k)
         needed=torch.where(valid.unsqueeze(0), needed, 0),
         fraction=sets.separable.sum(-1).to(ld.dtype) / N,
     )

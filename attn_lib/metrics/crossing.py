@@ -97,12 +97,9 @@ def crossing_metrics(
     z = a @ v  # (H, R, d)
     z_norm = z.square().sum(-1).sqrt()
     a_norm = a * norms.unsqueeze(1)  # alpha_i ||x_i||, (H, R, L)
-    a_sum = a_norm.sum(-1)
-    rank = top_rank(a, vis)
     zdotx = torch.einsum("hrd,hld->hrl", z, v)  # z . x_i
-    parts = dict(a=a, v=v, vis=vis, rank=rank, norms=norms, z_norm=z_norm, a_norm=a_norm, zdotx=zdotx, t=t)
-    stacked = (impl or _crossing_torch)(ns, **parts)
-    return CrossingRows(n_values=ns, t=t, z_norm=z_norm, a_sum=a_sum, **stacked)
+    parts = dict(a=a, v=v, vis=vis, rank=top_rank(a, vis), norms=norms, z_norm=z_norm, a_norm=a_norm, zdotx=zdotx, t=t)
+    return CrossingRows(n_values=ns, t=t, z_norm=z_norm, a_sum=a_norm.sum(-1), **(impl or _crossing_torch)(ns, **parts))
 
 
 def _crossing_torch(ns, *, a, v, vis, rank, norms, z_norm, a_norm, zdotx, t) -> dict:

@@ -143,9 +143,7 @@ def _theorem2_bounds(
     others_sq = (top_weights * top_weights).sum(-1, keepdim=True) - top_weights * top_weights
     delta_c = delta.clamp(max=2 * M).unsqueeze(-1)
     xi = ((M * M - delta_c * delta_c / 2) * others * others + delta_c * delta_c / 2 * others_sq).clamp(min=0).sqrt()
-    lower = torch.where(
-        rho_min > 0, 1.0 - xi.sum(-1) / (rho_min.clamp(min=1e-300) * N), torch.full_like(rho_min, -1.0)
-    ).clamp(min=-1.0)
+    lower = torch.where(rho_min > 0, 1.0 - xi.sum(-1) / (rho_min.clamp(min=1e-300) * N), -1.0).clamp(min=-1.0)
     upper = torch.exp(-((xi - rho_min.unsqueeze(-1)).clamp(min=0) ** 2) / (2 * M * M)).mean(-1)
     return lower, upper
 
@@ -204,5 +202,4 @@ def separable_flags(layer: LayerData, N: int, rho: torch.Tensor) -> torch.Tensor
         a = w.unsqueeze(-1) * x
         dist = torch.linalg.vector_norm(a - a.sum(-2, keepdim=True), dim=-1)  # ||a_i - s||
         flags[:, first : first + B, :n] = dist < rho[:, first : first + B].unsqueeze(-1)
-    valid = torch.broadcast_to(ld.t, (ld.H, ld.L)) >= N + 1
-    return flags & valid.unsqueeze(-1)
+    return flags & (torch.broadcast_to(ld.t, (ld.H, ld.L)) >= N + 1).unsqueeze(-1)  # rows with t >= N + 1

@@ -26,9 +26,8 @@ def top_n_indices(alpha: Any, N: int) -> np.ndarray:
 def top_n_mask(alpha: Any, N: int) -> np.ndarray:
     """Boolean mask ``(..., L)`` of the top-N set ``I_N`` (same tie rule as :func:`top_n_indices`)."""
     a = alpha_array(alpha)
-    idx = top_n_indices(a, N)
     m = np.zeros(a.shape, dtype=bool)
-    np.put_along_axis(m, idx, True, axis=-1)
+    np.put_along_axis(m, top_n_indices(a, N), True, axis=-1)
     return m
 
 
@@ -69,8 +68,7 @@ def _selection(a: np.ndarray, N: Any, selected: Any) -> tuple[np.ndarray, int]:
 def context_vector(alpha: Any, X: Any, N: int) -> np.ndarray:
     r"""Context vector of Eq. (6): :math:`s=\sum_{i\in I_N}\alpha_i x_i` (Reading the paper, §Notation); shape ``(..., d)``."""
     a, x = alpha_and_X(alpha, X)
-    m = top_n_mask(a, N)
-    return np.einsum("...l,...ld->...d", a * m, x)
+    return np.einsum("...l,...ld->...d", a * top_n_mask(a, N), x)
 
 
 def distance(alpha: Any, X: Any, N: int | None = None, form: str = "sum", selected: Any = None):
@@ -224,8 +222,7 @@ def expected_distance_mc(alpha: Any, X: Any, N: int, n_samples: int = 64, seed: 
     seed = check_int("seed", seed, low=0)
     keys = np.random.default_rng(seed).random((K,) + a.shape)
     ranks = np.argsort(np.argsort(keys, axis=-1, kind="stable"), axis=-1, kind="stable")
-    masks = ranks < N
-    vals = _d_tilde_for_masks(a[..., None] * x, masks)
+    vals = _d_tilde_for_masks(a[..., None] * x, ranks < N)
     mean = vals.mean(0)
     if return_stderr:
         se = vals.std(0, ddof=1) / math.sqrt(K) if K > 1 else np.full(mean.shape, np.inf)

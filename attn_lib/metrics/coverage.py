@@ -127,8 +127,7 @@ def coverage_metrics(
     sets = separable_sets(ld, N=N, normalize=normalize)
     H, L, n = ld.H, ld.L, sets.order.shape[-1]
     valid = sets.valid.all(0)  # (L,)
-    common = ld.mask.all(0)  # tokens visible to every head
-    target = top_n_order(ld.alpha.mean(0), n, common)  # (L, n)
+    target = top_n_order(ld.alpha.mean(0), n, ld.mask.all(0))  # (L, n), among the tokens visible to every head
     # hits[h, t, k]: target token k is one of head h's separable tokens
     same = sets.order.unsqueeze(-1) == target.unsqueeze(0).unsqueeze(-2)  # (H, L, n_head, n_target)
     hits = (same & sets.separable.unsqueeze(-1)).any(-2) & valid.view(1, L, 1)

@@ -307,9 +307,7 @@ def top_n_order(alpha: torch.Tensor, n: int, mask: torch.Tensor | None = None) -
     idx = idx.gather(-1, perm)
     if n < L:
         kth = vals[..., -1:]
-        ties_everywhere = (key == kth).sum(-1)
-        ties_selected = (vals == kth).sum(-1)
-        cut_tie = ties_everywhere > ties_selected
+        cut_tie = (key == kth).sum(-1) > (vals == kth).sum(-1)  # more ties of the n-th weight than selected
         if bool(cut_tie.any()):
             idx[cut_tie] = torch.sort(key[cut_tie], dim=-1, descending=True, stable=True).indices[..., :n]
     return idx

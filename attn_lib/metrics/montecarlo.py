@@ -249,11 +249,10 @@ def mc_permutations(visible, n_samples: int, seed: int) -> torch.Tensor:
 
     One ``torch.rand(R, K, W)`` from a CPU generator seeded with ``seed`` (``W`` = the last visible column of the
     rows, plus one) gives every (row, sample, column) a key; masked columns get the key 2; each order sorts the
-    keys (stably). These are the keys :func:`expected_distance_mc` draws when ``W`` is the layer's length, so the
-    first ``N`` tokens of an order are the subset it draws at ``N``. Cached (the orders depend only on the
-    arguments, and a pass reuses them for every layer). ``visible``: ``(R, L)`` bool on the CPU, ``True`` =
-    visible; ``n_samples``: ``K``. Returns ``(R, K, W)`` int64: row ``i``'s ``k``-th order, its first ``t_i``
-    entries its visible columns.
+    keys (stably): the keys :func:`expected_distance_mc` draws when ``W`` is the layer's length. Cached (the orders
+    depend only on the arguments, and a pass reuses them for every layer). ``visible``: ``(R, L)`` bool on the CPU,
+    ``True`` = visible; ``n_samples``: ``K``. Returns ``(R, K, W)`` int64: row ``i``'s ``k``-th order, its first
+    ``t_i`` entries its visible columns.
     """
     visible = visible.to(torch.bool).cpu()
     last = torch.where(visible, torch.arange(visible.shape[1]), -1).amax(-1)

@@ -238,7 +238,7 @@ class LayerData:
         blocks are near-triangular and stay in cache), with ``H x rows x width`` at most ``elems`` (default
         ``settings.block_elems``) divided by ``per_row``, the work arrays per element."""
         rows = torch.arange(self.L, device=self.device) if rows is None else rows
-        budget = max(1, (elems or _engine.settings.block_elems) // max(1, self.H * per_row))
+        budget = max(1, (_engine.settings.block_elems if elems is None else elems) // max(1, self.H * per_row))
         for start, stop, width in row_blocks(self.last.amax(0)[rows].tolist(), budget):
             yield rows[start:stop], width
 

@@ -59,8 +59,7 @@ def _resolve(name_or_fn, params: dict) -> tuple[Callable, str]:
     """``(normaliser, kind)``: the kind of Jacobian, one of :data:`attn_lib.normalizers.JACOBIANS` or ``"autograd"``
     (a name's kind is its registry entry's ``jacobian``)."""
     if isinstance(name_or_fn, str):
-        f = _nz.get(name_or_fn, **params)
-        return f, _nz.spec(name_or_fn).jacobian or "autograd"
+        return _nz.get(name_or_fn, **params), _nz.spec(name_or_fn).jacobian or "autograd"
     if not callable(name_or_fn):
         raise ValueError(
             f"name_or_fn must be a normaliser name in {_nz.available()} or a callable (got {type(name_or_fn).__name__})"
@@ -90,8 +89,7 @@ def _softmax_type_jacobian(f, logits, temperature, mask):
     x, was_numpy = _to_tensor(logits)
     T = check_positive("temperature", temperature)
     a = f(x, T, dim=-1, mask=mask)
-    J = (torch.diag_embed(a) - a.unsqueeze(-1) * a.unsqueeze(-2)) / T
-    return _out(J, was_numpy)
+    return _out((torch.diag_embed(a) - a.unsqueeze(-1) * a.unsqueeze(-2)) / T, was_numpy)
 
 
 def topk_jacobian(logits, k, temperature=1.0, mask=None):
@@ -157,8 +155,7 @@ def general_jacobian(f, logits, temperature=1.0, mask=None):
     a = f(x, T, dim=-1, mask=mask)
     z = _rows.scale(torch.where(torch.isfinite(x), x, torch.zeros_like(x)), T)
     w = _log_F_derivative(f, z) / T
-    J = (torch.diag_embed(a) - a.unsqueeze(-1) * a.unsqueeze(-2)) * w.unsqueeze(-2)
-    return _out(J, was_numpy)
+    return _out((torch.diag_embed(a) - a.unsqueeze(-1) * a.unsqueeze(-2)) * w.unsqueeze(-2), was_numpy)
 
 
 def autograd_jacobian(fn, logits, temperature=1.0, mask=None):
@@ -177,13 +174,11 @@ def autograd_jacobian(fn, logits, temperature=1.0, mask=None):
             raise ValueError("name_or_fn must map a tensor of logits to a tensor of weights of the same shape")
         rows = []
         for i in range(L):
-            if not y.requires_grad:
-                rows.append(torch.zeros_like(xx))
-                continue
-            (g,) = torch.autograd.grad(y[..., i].sum(), xx, retain_graph=i < L - 1, allow_unused=True)
+            g = None
+            if y.requires_grad:
+                (g,) = torch.autograd.grad(y[..., i].sum(), xx, retain_graph=i < L - 1, allow_unused=True)
             rows.append(torch.zeros_like(xx) if g is None else g)
-    J = torch.stack(rows, dim=-2).detach()
-    return _out(J, was_numpy)
+    return _out(torch.stack(rows, dim=-2).detach(), was_numpy)
 
 
 def jacobian(name_or_fn, logits, temperature=1.0, mask=None, **params):
@@ -203,11 +198,8 @@ def jacobian(name_or_fn, logits, temperature=1.0, mask=None, **params):
     generalised Jacobian at support changes.
     """
     f, kind = _resolve(name_or_fn, dict(params))
-    if kind == "softmax":
-        return _softmax_type_jacobian(f, logits, temperature, mask)
-    if kind == "general":
-        return general_jacobian(f, logits, temperature, mask)
-    return autograd_jacobian(f, logits, temperature, mask)
+    by_kind = {"softmax": _softmax_type_jacobian, "general": general_jacobian}
+    return by_kind.get(kind, autograd_jacobian)(f, logits, temperature, mask)
 
 
 def _check_device(device) -> torch.device | None:
@@ -240,8 +232,7 @@ def _gaussian(shape: tuple, seed: int) -> torch.Tensor:
 
 
 def _draw_gaussian(shape: tuple, seed: int) -> torch.Tensor:
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    return torch.randn(shape, generator=g, dtype=torch.float64)
+    return torch.randn(shape, generator=torch.Generator(device="cpu").manual_seed(seed), dtype=torch.float64)
 
 
 _gaussian_cached = functools.lru_cache(maxsize=2)(_draw_gaussian)
@@ -275,8 +266,7 @@ def random_directions(shape, mask=None, seed=0, dtype=torch.float64, device=None
     if mask is not None:
         v = torch.where(_rows.as_mask(mask, shape, "cpu", target="directions"), v, torch.zeros((), dtype=v.dtype))
     n = torch.linalg.vector_norm(v, dim=-1, keepdim=True)
-    v = v / torch.where(n > 0, n, torch.ones_like(n))
-    return v.to(dtype=dtype, device=dev)
+    return (v / torch.where(n > 0, n, 1.0)).to(dtype=dtype, device=dev)
 
 
 def sensitivity(
@@ -321,8 +311,7 @@ def _sensitivity_inputs(logits, normalizer, mask, seed, direction, dtype):
     f = _nz.get(normalizer) if isinstance(normalizer, str) else normalizer
     if not callable(f):
         raise ValueError(f"normalizer must be a name in {_nz.available()} or a callable")
-    vis = torch.isfinite(x) | (x == -np.inf)
-    if bool((~vis).any()):
+    if not bool((torch.isfinite(x) | (x == -np.inf)).all()):
         raise ValueError("logits must be finite (or -inf at masked positions)")
     vis = x != -np.inf
     if mask is not None:
@@ -334,26 +323,7 @@ def _sensitivity_inputs(logits, normalizer, mask, seed, direction, dtype):
         if v.shape != x.shape:
             raise ValueError(f"direction must have the shape of logits {tuple(x.shape)} (got {tuple(v.shape)})")
         v = visible_unit_directions(v, vis)
-    xs = torch.where(vis, x, torch.zeros((), dtype=x.dtype, device=x.device))
-    return xs, vis, v, _checked(f), was_numpy
-
-
-def _checked(f):
-    """``f`` whose output must be a finite tensor of weights of the input's shape (``ValueError`` naming the
-    normaliser otherwise: one number per row, or NaN, would make g meaningless)."""
-
-    def run(x, temperature, dim, mask):
-        a = f(x, temperature=temperature, dim=dim, mask=mask)
-        if not isinstance(a, torch.Tensor) or a.shape != x.shape:
-            got = tuple(a.shape) if isinstance(a, torch.Tensor) else type(a).__name__
-            raise ValueError(
-                f"normalizer must return a tensor of weights with the shape of the logits {tuple(x.shape)} (got {got})"
-            )
-        if not bool(torch.isfinite(a).all()):
-            raise ValueError("normalizer returned non-finite weights (NaN or inf) for these logits")
-        return a
-
-    return run
+    return torch.where(vis, x, 0.0), vis, v, f, was_numpy
 
 
 def sensitivity_grid(
@@ -381,6 +351,16 @@ def _grid(logits, Ts: list, es: list, too_large: str, normalizer, mask, seed, di
     g = []
     for T in Ts:
         a = f(stacked, temperature=T, dim=-1, mask=vis_all)
+        # a finite tensor of weights of the input's shape, else a ValueError naming the normaliser (one number per
+        # row, or NaN, would make g meaningless)
+        if not isinstance(a, torch.Tensor) or a.shape != stacked.shape:
+            got = tuple(a.shape) if isinstance(a, torch.Tensor) else type(a).__name__
+            raise ValueError(
+                f"normalizer must return a tensor of weights with the shape of the logits {tuple(stacked.shape)} "
+                f"(got {got})"
+            )
+        if not bool(torch.isfinite(a).all()):
+            raise ValueError("normalizer returned non-finite weights (NaN or inf) for these logits")
         g.append(torch.linalg.vector_norm(a[1:] - a[:1], dim=-1) / e_t)
     return _out(torch.stack(g), was_numpy)
 

@@ -19,13 +19,9 @@ optional mask (:func:`~attn_lib.metrics.layer.as_layer`); ``engine`` is ``"auto"
 it applies -- CPU float64 tensors and prefix masks such as causal ones -- else torch), ``"numba"`` (the accelerator;
 a ``ValueError`` where it does not apply) or ``"torch"`` (the definition: any device, dtype and mask).
 
-Modules: :mod:`~attn_lib.metrics.layer` (:class:`LayerData`, :func:`top_n_order`, :func:`masked_mean`),
-:mod:`~attn_lib.metrics.distance` (d~, d_max, E1, E2 at one ``N``), :mod:`~attn_lib.metrics.scan` (the critical-N
-scan over a range of ``N``), :mod:`~attn_lib.metrics.montecarlo` (Monte-Carlo E[d~]),
-:mod:`~attn_lib.metrics.separability` (``N_s/N``, Theorem 2), :mod:`~attn_lib.metrics.sensitivity` (``g(T, eps)``),
-:mod:`~attn_lib.metrics.coverage` (multi-head coverage), :mod:`~attn_lib.metrics.crossing` (where E1 meets d~) and
-:mod:`~attn_lib.metrics._engine` (the accelerator registry, the :data:`settings` read at call time and changed for a
-block by ``with attn_lib.metrics.configure(default_engine="torch"): ...``, and :func:`block_parallel`).
+One module per experiment (their docstrings say what each computes); :mod:`~attn_lib.metrics._engine` holds the
+accelerator registry, :func:`block_parallel` and the :data:`settings`, read at call time and changed for a block by
+``with attn_lib.metrics.configure(default_engine="torch"): ...``.
 """
 
 from __future__ import annotations

@@ -141,9 +141,9 @@ def accelerators() -> str:
     """The accelerators in use, for ``attn-lib info``: e.g. ``"numba (10 metrics)"``, or ``"none: <why>"``."""
     found = _discover()
     loaded = [name for name, why in found.items() if why is None]
-    n = len(set(ACCELERATED) - {"warm_up"})
-    if loaded and n:
-        return f"{', '.join(loaded)} ({n} metrics: {', '.join(sorted(set(ACCELERATED) - {'warm_up'}))})"
+    metrics = sorted(set(ACCELERATED) - {"warm_up"})
+    if loaded and metrics:
+        return f"{', '.join(loaded)} ({len(metrics)} metrics: {', '.join(metrics)})"
     reasons = [why for why in found.values() if why] or [
         f"no installed package declares the entry-point group {GROUP!r} (pip install -e . registers attn_lib.accel)"
     ]

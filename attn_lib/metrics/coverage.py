@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from .._validation import check_seed, check_size
-from ._engine import F64, coarse_threads, run_blocks
+from ._engine import F64, coarse_threads
 from .layer import as_layer, check_n, top_n_order
 from .separability import separation, unit_layer
 
@@ -98,19 +98,10 @@ def separable_sets(layer, values=None, N: int = 16, *, mask=None, normalize: boo
     """
     ld = as_layer(layer, values, mask)
     N = check_n(N)
-    if normalize:
-        ld = unit_layer(ld)
-    n = min(N, ld.L)
-    order = ld.order(n)
+    ld = unit_layer(ld) if normalize else ld
+    order = ld.order(min(N, ld.L))
     valid = torch.broadcast_to(ld.t, (ld.H, ld.L)) >= N + 1
-    separable = torch.zeros(ld.H, ld.L, n, dtype=torch.bool, device=ld.device)
-    if bool(valid.any()):
-
-        def block(rows_block: torch.Tensor, width: int) -> None:
-            first, stop, flags, _rho = separation(ld, rows_block, width, order)
-            separable[:, first:stop] = flags
-
-        run_blocks(block, ld.blocks(per_row=2))
+    separable, _ = separation(ld, order)
     return SeparableSets(N=N, order=order, separable=separable & valid.unsqueeze(-1), valid=valid)
 
 
@@ -136,27 +127,23 @@ def coverage_metrics(
     sets = separable_sets(ld, N=N, normalize=normalize)
     H, L, n = ld.H, ld.L, sets.order.shape[-1]
     valid = sets.valid.all(0)  # (L,)
-    common = ld.mask.all(0)  # tokens visible to every head
-    target = top_n_order(ld.alpha.mean(0), n, common)  # (L, n)
+    target = top_n_order(ld.alpha.mean(0), n, ld.mask.all(0))  # (L, n), among the tokens visible to every head
     # hits[h, t, k]: target token k is one of head h's separable tokens
     same = sets.order.unsqueeze(-1) == target.unsqueeze(0).unsqueeze(-2)  # (H, L, n_head, n_target)
     hits = (same & sets.separable.unsqueeze(-1)).any(-2) & valid.view(1, L, 1)
-    gen = torch.Generator().manual_seed(seed)
-    perms = torch.rand(P, L, H, generator=gen, dtype=F64).argsort(-1).to(ld.device)
+    perms = torch.rand(P, L, H, generator=torch.Generator().manual_seed(seed), dtype=F64).argsort(-1).to(ld.device)
     rows = torch.arange(L, device=ld.device).view(1, L, 1)
     ordered = hits.permute(1, 0, 2)[rows, perms]  # (P, L, H, n): the heads' hits in the order they are added
     count = (ordered.cumsum(dim=2) > 0).sum(-1)  # (P, L, H): |T ∩ union of the first k sets|
-    covered = count.to(ld.dtype) / N  # c(k)
     full = count >= N
-    needed = torch.where(full.any(-1), full.to(torch.int64).argmax(-1) + 1, torch.zeros((), dtype=torch.int64))
-    zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
+    needed = torch.where(full.any(-1), full.to(torch.int64).argmax(-1) + 1, 0)
     return CoverageRows(
         N=N,
         valid=valid,
         target=target,
         hits=hits,
         perms=perms,
-        coverage=torch.where(valid.unsqueeze(-1), covered.mean(0), zero),
-        needed=torch.where(valid.unsqueeze(0), needed, torch.zeros((), dtype=torch.int64)),
+        coverage=torch.where(valid.unsqueeze(-1), (count.to(ld.dtype) / N).mean(0), 0.0),  # the mean c(k)
+        needed=torch.where(valid.unsqueeze(0), needed, 0),
         fraction=sets.separable.sum(-1).to(ld.dtype) / N,
     )

@@ -25,7 +25,7 @@ import torch
 
 from .._validation import check_int_list
 from ._engine import F64, choose, coarse_threads
-from .layer import as_real_tensor, bool_mask, check_dtype, top_rank
+from .layer import as_real_tensor, bool_mask, check_dtype, top_rank, zero_invalid
 
 __all__ = ["crossing_metrics"]
 
@@ -97,19 +97,15 @@ def crossing_metrics(
     z = a @ v  # (H, R, d)
     z_norm = z.square().sum(-1).sqrt()
     a_norm = a * norms.unsqueeze(1)  # alpha_i ||x_i||, (H, R, L)
-    a_sum = a_norm.sum(-1)
-    rank = top_rank(a, vis)
     zdotx = torch.einsum("hrd,hld->hrl", z, v)  # z . x_i
-    parts = dict(a=a, v=v, vis=vis, rank=rank, norms=norms, z_norm=z_norm, a_norm=a_norm, zdotx=zdotx, t=t)
-    stacked = (impl or _crossing_torch)(ns, **parts)
-    return CrossingRows(n_values=ns, t=t, z_norm=z_norm, a_sum=a_sum, **stacked)
+    parts = dict(a=a, v=v, vis=vis, rank=top_rank(a, vis), norms=norms, z_norm=z_norm, a_norm=a_norm, zdotx=zdotx, t=t)
+    return CrossingRows(n_values=ns, t=t, z_norm=z_norm, a_sum=a_norm.sum(-1), **(impl or _crossing_torch)(ns, **parts))
 
 
 def _crossing_torch(ns, *, a, v, vis, rank, norms, z_norm, a_norm, zdotx, t) -> dict:
     """The per-``N`` results of :func:`crossing_metrics` in tensor code, one ``N`` at a time."""
     tt = t.to(a.dtype).view(1, -1)
-    zero = torch.zeros((), dtype=a.dtype, device=a.device)
-    out = {k: [] for k in ("valid", "d_tilde", "e1", "s_norm", "a_out")}
+    per_n = []
     for N in ns:
         top = (rank < N) & vis
         s = (a * top) @ v  # (H, R, d)
@@ -118,7 +114,7 @@ def _crossing_torch(ns, *, a, v, vis, rank, norms, z_norm, a_norm, zdotx, t) -> 
         # ||alpha_i x_i - s||^2 over the visible non-selected i
         d2 = (a.square() * norms.square().unsqueeze(1) - 2 * a * sdotx + s2.unsqueeze(-1)).clamp(min=0)
         out_set = vis & ~top
-        d_tilde = torch.where(out_set, d2.sqrt(), zero).sum(-1)
+        d_tilde = torch.where(out_set, d2.sqrt(), 0.0).sum(-1)
         p = (N / (tt - 1).clamp(min=1)).unsqueeze(-1)  # (1, R, 1)
         # ||(1+p) a_i - p z||^2 over every visible i
         e2_ = (
@@ -126,14 +122,11 @@ def _crossing_torch(ns, *, a, v, vis, rank, norms, z_norm, a_norm, zdotx, t) -> 
             - 2 * p * (1 + p) * a * zdotx
             + p.square() * z_norm.square().unsqueeze(-1)
         ).clamp(min=0)
-        e1 = ((tt - N) / tt) * torch.where(vis, e2_.sqrt(), zero).sum(-1)
+        e1 = ((tt - N) / tt) * torch.where(vis, e2_.sqrt(), 0.0).sum(-1)
         valid = (t >= N + 1).view(1, -1).expand_as(d_tilde)
-        out["valid"].append(valid)
-        out["d_tilde"].append(torch.where(valid, d_tilde, zero))
-        out["e1"].append(torch.where(valid, e1, zero))
-        out["s_norm"].append(torch.where(valid, s2.sqrt(), zero))
-        out["a_out"].append(torch.where(valid, torch.where(out_set, a_norm, zero).sum(-1), zero))
-    return {k: torch.stack(x, -1) for k, x in out.items()}
+        a_out = torch.where(out_set, a_norm, 0.0).sum(-1)
+        per_n.append(zero_invalid(valid, d_tilde=d_tilde, e1=e1, s_norm=s2.sqrt(), a_out=a_out) | {"valid": valid})
+    return {k: torch.stack([rows[k] for rows in per_n], -1) for k in per_n[0]}
 
 
 def _crossing_inputs(weights: Any, values: Any, n_values: Any, mask: Any, dtype: Any):
@@ -150,7 +143,7 @@ def _crossing_inputs(weights: Any, values: Any, n_values: Any, mask: Any, dtype:
         raise ValueError("values must be finite")
     ns = check_int_list("n_values", n_values, low=1, keep_order=True)
     vis = (a > 0) if mask is None else torch.broadcast_to(bool_mask(mask, a.device), a.shape)
-    a = torch.where(vis, a, torch.zeros((), dtype=a.dtype, device=a.device))
+    a = torch.where(vis, a, 0.0)
     if not bool(torch.isfinite(a).all()) or bool((a < 0).any()):
         raise ValueError("weights must be finite and non-negative at visible positions")
     return a, v, ns, vis

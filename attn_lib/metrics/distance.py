@@ -7,15 +7,10 @@ Everything comes from the per-head Gram matrix :math:`G = VV^\top` of :class:`~a
           c_i=s\cdot x_i=\sum_{j\in I_N}\alpha_jG_{ji},
 
 and for E1, :math:`\|(1+p)a_i-pz\|^2=(1+p)^2\alpha_i^2G_{ii}-2p(1+p)\alpha_i(z\cdot x_i)+p^2\|z\|^2`.
-
-:func:`distance_metrics` checks its input and runs :func:`_distance_torch` (tensor code in row blocks,
-:func:`_distance_block`; d_max's ``d_1`` from :func:`_d1_and_norm`), the definition of these quantities, or on CPU
-the accelerated ``"distance_metrics"`` (:mod:`attn_lib.metrics._engine`), which ``tests/test_accel.py`` holds to it.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, replace
 from typing import Any
@@ -124,8 +119,6 @@ def distance_metrics(
 
     Parameters
     ----------
-    layer, values, mask
-        The layer (:func:`~attn_lib.metrics.layer.as_layer`).
     N : int
         Top-``N`` size, ``>= 1``.
     p : {"L-1", "L"} or float
@@ -136,7 +129,7 @@ def distance_metrics(
         :math:`\|\sum_{i\notin I_N}a_i-s\|`.
     with_dmax : bool
         Also compute ``d1``, ``max_norm`` and ``d_max``.
-    engine : {"auto", "numba", "torch"}
+    layer, values, mask, engine
         As everywhere in :mod:`attn_lib.metrics`; the accelerator (``dist_prefix``, the same formulas) also needs
         ``form="sum"``.
 
@@ -159,86 +152,67 @@ def distance_metrics(
     alpha_bar = ld.alpha.gather(-1, order).sum(-1)
     res = DistanceRows(N=N, t=counts, valid=valid, alpha_bar=alpha_bar, **sums)
     if d1_and_norm is not None:
-        d1, max_norm = d1_and_norm
+        res.d1, res.max_norm = d1_and_norm
         # 1 - abar as the out-of-set mass (identical for rows summing to one), as in theory.theorem1_dmax
         out_mass = ld.alpha.sum(-1) - alpha_bar
-        res.d1, res.max_norm = d1, max_norm
-        res.d_max = out_mass * d1 + ((counts.to(ld.dtype) - N) * alpha_bar - out_mass) * max_norm
+        res.d_max = out_mass * res.d1 + ((counts.to(ld.dtype) - N) * alpha_bar - out_mass) * res.max_norm
     return replace(res, **zero_invalid(valid, **{name: getattr(res, name) for name in _ROW_FIELDS}))
 
 
 def _distance_torch(ld: LayerData, N: int, p: str | float, order: torch.Tensor, form: str) -> dict:
-    """The six per-row sums by tensor operations, in row blocks (:func:`_distance_block`)."""
-    sums = {name: torch.zeros(ld.H, ld.L, dtype=ld.dtype, device=ld.device) for name in _SUMS}
-    _ = ld.gram, ld.zdot()  # computed (and cached) before the blocks run on worker threads
-    block = functools.partial(_distance_block, ld=ld, N=N, p=p, form=form, order=order, sums=sums)
-    run_blocks(block, ld.blocks(per_row=2))
-    return sums
-
-
-def _distance_block(
-    rows_block: torch.Tensor,
-    width: int,
-    *,
-    ld: LayerData,
-    N: int,
-    p: str | float,
-    form: str,
-    order: torch.Tensor,
-    sums: dict,
-) -> None:
-    """Write the six sums of the consecutive rows ``rows_block`` (which see at most ``width`` columns) into ``sums``.
+    """The six per-row sums by tensor operations, in row blocks.
 
     Every per-token square below is (row constant) + (row constants) x (``||a_i||^2``, ``a_i . z``, ``a_i . s``):
     at a masked column it is exactly the row constant, so those columns are summed and then subtracted (no masking
     pass); a rounding-negative square gives NaN, which ``nansum`` counts as ``sqrt(0) = 0``.
     """
-    first, stop = int(rows_block[0]), int(rows_block[-1]) + 1
-    zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
-    alpha = ld.alpha[:, first:stop, :width]  # (H, B, W)
-    visible = torch.broadcast_to(ld.mask[:, first:stop, :width], alpha.shape)
-    top = order[:, first:stop].clamp(max=width - 1)  # past a row's count (invalid rows only)
-    values = ld.values[:, :width]
-    # s = sum_{top N} alpha_j x_j of every row by one BLAS product of the top-N weights
-    top_only = torch.zeros_like(alpha).scatter_(-1, top, alpha.gather(-1, top))
-    s = torch.bmm(top_only, values)  # (H, B, d)
-    del top_only
-    s_dot_x = s @ values.transpose(1, 2)  # (H, B, W)
-    s_sq = (s * s).sum(-1, keepdim=True)  # (H, B, 1)
-    n_masked = (~visible).sum(-1, keepdim=True).to(ld.dtype)  # masked columns of the block (alpha = 0 there)
-    alpha_g = alpha * ld.gdiag[:, None, :width]  # alpha_i ||x_i||^2
-    a_sq = alpha * alpha_g  # ||a_i||^2
-    dist = torch.addcmul(s_sq, alpha, torch.add(alpha_g, s_dot_x, alpha=-2.0)).sqrt_()  # ||a_i - s||
-    s_norm = s_sq.clamp(min=0).sqrt()
-    dist_all = (dist.nansum(-1, keepdim=True) - n_masked * s_norm).squeeze(-1)
-    dist_selected = dist.gather(-1, top).nan_to_num_(0.0).sum(-1)
-    t_rows = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, first:stop].to(ld.dtype)
-    z_dot_x, z_sq = ld.zdot()
-    sums["s_norm"][:, first:stop] = s_norm.squeeze(-1)
-    if form == "sum":
-        sums["d_tilde"][:, first:stop] = dist_all - dist_selected
-    else:
-        # ||(z - s) - s||^2 = ||z||^2 - 4 z.s + 4 ||s||^2,  z.s = sum_i alpha_i (s . x_i)
-        z_dot_s = (alpha * s_dot_x).sum(-1)
-        vector_sq = z_sq[:, first:stop] - 4 * z_dot_s + 4 * s_sq.squeeze(-1)
-        sums["d_tilde"][:, first:stop] = vector_sq.clamp(min=0).sqrt()
-    del dist, s_dot_x
-    if N == 1:  # the selected token sits exactly at s: remove the rounding of the Gram formula
-        dist_all = dist_all - dist_selected
-    factor = (t_rows - N) / t_rows.clamp(min=1)
-    sums["e2"][:, first:stop] = factor * dist_all
-    e1, gap, gap_crude = _e1_and_gaps(
-        a_sq,
-        alpha * z_dot_x[:, first:stop, :width],
-        z_sq[:, first:stop].unsqueeze(-1),
-        inclusion_probability(p, N, t_rows, ld.dtype).unsqueeze(-1),
-        t_rows.unsqueeze(-1),
-        n_masked,
-    )
-    sums["e1"][:, first:stop] = factor * e1
-    gap_defined = t_rows >= N + 2  # N >= t - 1 gives 0
-    sums["e1_gap"][:, first:stop] = torch.where(gap_defined, factor * gap, zero)
-    sums["e1_gap_crude"][:, first:stop] = torch.where(gap_defined, factor * gap_crude, zero)
+    sums = {name: torch.zeros(ld.H, ld.L, dtype=ld.dtype, device=ld.device) for name in _SUMS}
+    (z_dot_x, z_sq), _ = ld.zdot(), ld.gram  # computed (and cached) before the blocks run on worker threads
+
+    def block(rows_block: torch.Tensor, width: int) -> None:  # consecutive rows that see at most ``width`` columns
+        first, stop = int(rows_block[0]), int(rows_block[-1]) + 1
+        alpha = ld.alpha[:, first:stop, :width]  # (H, B, W)
+        visible = torch.broadcast_to(ld.mask[:, first:stop, :width], alpha.shape)
+        top = order[:, first:stop].clamp(max=width - 1)  # past a row's count (invalid rows only)
+        values = ld.values[:, :width]
+        # s = sum_{top N} alpha_j x_j of every row by one BLAS product of the top-N weights
+        top_only = torch.zeros_like(alpha).scatter_(-1, top, alpha.gather(-1, top))
+        s = torch.bmm(top_only, values)  # (H, B, d)
+        del top_only
+        s_dot_x = s @ values.transpose(1, 2)  # (H, B, W)
+        s_sq = (s * s).sum(-1, keepdim=True)  # (H, B, 1)
+        n_masked = (~visible).sum(-1, keepdim=True).to(ld.dtype)  # masked columns of the block (alpha = 0 there)
+        alpha_g = alpha * ld.gdiag[:, None, :width]  # alpha_i ||x_i||^2
+        a_sq = alpha * alpha_g  # ||a_i||^2
+        dist = torch.addcmul(s_sq, alpha, torch.add(alpha_g, s_dot_x, alpha=-2.0)).sqrt_()  # ||a_i - s||
+        s_norm = s_sq.clamp(min=0).sqrt()
+        dist_all = (dist.nansum(-1, keepdim=True) - n_masked * s_norm).squeeze(-1)
+        dist_selected = dist.gather(-1, top).nan_to_num_(0.0).sum(-1)
+        t_rows = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, first:stop].to(ld.dtype)
+        sums["s_norm"][:, first:stop] = s_norm.squeeze(-1)
+        if form == "sum":
+            sums["d_tilde"][:, first:stop] = dist_all - dist_selected
+        else:
+            # ||(z - s) - s||^2 = ||z||^2 - 4 z.s + 4 ||s||^2,  z.s = sum_i alpha_i (s . x_i)
+            z_dot_s = (alpha * s_dot_x).sum(-1)
+            vector_sq = z_sq[:, first:stop] - 4 * z_dot_s + 4 * s_sq.squeeze(-1)
+            sums["d_tilde"][:, first:stop] = vector_sq.clamp(min=0).sqrt()
+        del dist, s_dot_x
+        if N == 1:  # the selected token sits exactly at s: remove the rounding of the Gram formula
+            dist_all = dist_all - dist_selected
+        factor = (t_rows - N) / t_rows.clamp(min=1)
+        sums["e2"][:, first:stop] = factor * dist_all
+        a_dot_z, p_rows = alpha * z_dot_x[:, first:stop, :width], inclusion_probability(p, N, t_rows, ld.dtype)
+        e1, gap, gap_crude = _e1_and_gaps(
+            a_sq, a_dot_z, z_sq[:, first:stop, None], p_rows[..., None], t_rows[..., None], n_masked
+        )
+        sums["e1"][:, first:stop] = factor * e1
+        gap_defined = t_rows >= N + 2  # N >= t - 1 gives 0
+        sums["e1_gap"][:, first:stop] = torch.where(gap_defined, factor * gap, 0.0)
+        sums["e1_gap_crude"][:, first:stop] = torch.where(gap_defined, factor * gap_crude, 0.0)
+
+    run_blocks(block, ld.blocks(per_row=2))
+    return sums
 
 
 def _e1_and_gaps(
@@ -280,18 +254,9 @@ def _d1_and_norm(ld: LayerData, N: int, order: torch.Tensor) -> tuple[torch.Tens
     """``d_1 = max_{i not in I_N, j in I_N} ||x_i - x_j||`` and ``max_{j in I_N} ||x_j||`` per (head, row), each
     ``(H, L)``; ``order`` ``(H, L, N)``. Prefix masks: :func:`_d1_sq_prefix`; other masks: :func:`_d1_sq_rows` on
     every row."""
-    H, L = ld.H, ld.L
-    norms_sq = ld.gdiag.gather(1, order.reshape(H, -1)).view(H, L, N)
-    max_norm = norms_sq.clamp(min=0).sqrt().amax(-1)
-    if ld.prefix:
-        d1_sq = _d1_sq_prefix(ld, N, order)
-    else:
-        d1_sq = torch.zeros(H, L, dtype=ld.dtype, device=ld.device)
-        _d1_sq_rows(ld, N, order, torch.ones(H, L, dtype=torch.bool, device=ld.device).nonzero(), d1_sq)
-    d1 = (
-        torch.where(torch.isfinite(d1_sq), d1_sq, torch.zeros((), dtype=ld.dtype, device=ld.device)).clamp(min=0).sqrt()
-    )
-    return d1, max_norm
+    max_norm = ld.gdiag.gather(1, order.reshape(ld.H, -1)).view(ld.H, ld.L, N).clamp(min=0).sqrt().amax(-1)
+    d1_sq = (_d1_sq_prefix if ld.prefix else _d1_sq_rows)(ld, N, order)
+    return torch.where(torch.isfinite(d1_sq), d1_sq, 0.0).clamp(min=0).sqrt(), max_norm
 
 
 def _d1_sq_prefix(ld: LayerData, N: int, order: torch.Tensor) -> torch.Tensor:
@@ -305,29 +270,21 @@ def _d1_sq_prefix(ld: LayerData, N: int, order: torch.Tensor) -> torch.Tensor:
     H, L = ld.H, ld.L
     G, g = ld.gram, ld.gdiag
     if getattr(ld, "_cummax", None) is None:
-        dist_sq = torch.addcmul(
-            g.unsqueeze(-1) + g.unsqueeze(-2), G, torch.full((), -2.0, dtype=ld.dtype, device=ld.device)
-        )
-        ld._cummax = torch.cummax(dist_sq, dim=-1)
-        del dist_sq
+        ld._cummax = torch.cummax(torch.add(g.unsqueeze(-1) + g.unsqueeze(-2), G, alpha=-2.0), dim=-1)
     running_max, running_arg = ld._cummax
     last = torch.broadcast_to(ld.last, (H, L)).clamp(min=0)  # (H, L)
     flat = (order * L + last.unsqueeze(-1)).view(H, -1)  # (H, L N) flat index into (L, L)
     candidate = running_max.view(H, -1).gather(1, flat).view(H, L, N)
     farthest = running_arg.view(H, -1).gather(1, flat).view(H, L, N)
-    del running_max, running_arg
     if N <= 64:
         farthest_selected = (farthest.unsqueeze(-1) == order.unsqueeze(-2)).any(-1)  # (H, L, N)
     else:
         selected = torch.zeros(H, L, L, dtype=torch.bool, device=ld.device).scatter_(-1, order, True)
         farthest_selected = selected.gather(-1, farthest)
         del selected
-    d1_sq = torch.where(farthest_selected, torch.tensor(-math.inf, dtype=ld.dtype, device=ld.device), candidate).amax(
-        -1
-    )
+    d1_sq = torch.where(farthest_selected, -math.inf, candidate).amax(-1)
     recompute = farthest_selected & (candidate > d1_sq.unsqueeze(-1))
-    counts = torch.broadcast_to(ld.t, (H, L))
-    recompute &= (counts >= N + 1).unsqueeze(-1)  # rows that have a non-selected token
+    recompute &= (torch.broadcast_to(ld.t, (H, L)) >= N + 1).unsqueeze(-1)  # rows that have a non-selected token
     _d1_sq_recompute(ld, order, last, recompute.nonzero(as_tuple=False), d1_sq)
     return d1_sq
 
@@ -360,11 +317,13 @@ def _d1_sq_recompute(
             d1_sq[head].scatter_reduce_(0, rows, dist_sq.amax(-1), reduce="amax")
 
 
-def _d1_sq_rows(ld: LayerData, N: int, order: torch.Tensor, head_rows: torch.Tensor, d1_sq: torch.Tensor) -> None:
-    """Exact squared ``d_1`` of the ``(head, row)`` pairs ``head_rows`` ``(n, 2)`` (any mask), written into
-    ``d1_sq``: the Gram rows of the selected tokens against every visible non-selected token."""
+def _d1_sq_rows(ld: LayerData, N: int, order: torch.Tensor) -> torch.Tensor:
+    """Exact squared ``d_1`` ``(H, L)`` of every row (any mask): the Gram rows of the selected tokens against every
+    visible non-selected token."""
     H, L = ld.H, ld.L
     G, g = ld.gram, ld.gdiag
+    d1_sq = torch.zeros(H, L, dtype=ld.dtype, device=ld.device)
+    head_rows = torch.ones(H, L, dtype=torch.bool, device=ld.device).nonzero()
     chunk = max(1, _engine.settings.block_elems // max(1, N * L))
     for k in range(0, head_rows.shape[0], chunk):
         heads, rows = head_rows[k : k + chunk, 0], head_rows[k : k + chunk, 1]
@@ -376,5 +335,6 @@ def _d1_sq_rows(ld: LayerData, N: int, order: torch.Tensor, head_rows: torch.Ten
         )  # (n, N, L)
         others = torch.broadcast_to(ld.mask, (H, L, L))[heads, rows].clone()  # (n, L)
         others.scatter_(1, selected, False)
-        dist_sq = torch.where(others.unsqueeze(1), dist_sq, torch.tensor(-math.inf, dtype=ld.dtype, device=ld.device))
+        dist_sq = torch.where(others.unsqueeze(1), dist_sq, -math.inf)
         d1_sq[heads, rows] = dist_sq.amax(dim=(-2, -1))
+    return d1_sq

@@ -1,10 +1,4 @@
-r"""One layer (:class:`LayerData`, float64 by default) and the input helpers every metric shares.
-
-:class:`LayerData` holds a layer's attention weights ``alpha`` ``(H, L, L)``, value vectors ``(H, L, d)`` and mask,
-and computes once what several metrics need: the Gram matrix :math:`G = VV^\top`, the visible counts ``t``, the
-products ``z . x_i`` and the top-``n`` order of every row. Masks are bool with ``True`` = visible; the default is
-causal (row ``r`` sees ``0..r``, Reading the paper, §Causal masking).
-"""
+"""One layer (:class:`LayerData`, float64 by default) and the input helpers every metric shares."""
 
 from __future__ import annotations
 
@@ -39,6 +33,11 @@ def bool_mask(mask: Any, device) -> torch.Tensor:
     while m.dim() > 3 and m.shape[0] == 1:
         m = m[0]
     return m
+
+
+def heads(x: torch.Tensor) -> torch.Tensor:
+    """``x`` with a leading head axis added if it is 2-d (a single head is ``H = 1``)."""
+    return x.unsqueeze(0) if x.dim() == 2 else x
 
 
 def check_dtype(dtype: Any) -> torch.dtype:
@@ -87,7 +86,8 @@ def check_rows(rows: Any, n_rows: int, *, allow_empty: bool = True) -> torch.Ten
 
 
 class LayerData:
-    """One layer's attention weights, value vectors and mask in ``dtype``, with cached derived quantities.
+    """One layer's attention weights, value vectors and mask in ``dtype``, and what several metrics need, computed
+    once: the Gram matrix, the visible counts, the products ``z . x_i`` and the top-``n`` order of every row.
 
     Build with ``LayerData(weights, values, mask=None)`` or :meth:`from_logits`. A single head (2-d input) is
     promoted to ``H = 1``. Every metric computes in the layer's dtype on its device. Memory: a few ``H L^2`` arrays
@@ -122,12 +122,8 @@ class LayerData:
     def __init__(self, weights: Any, values: Any, mask: Any = None, *, dtype=F64, _trusted: bool = False):
         # _trusted (from_logits only): weights are a softmax that is finite everywhere and exactly 0 where masked
         dtype = check_dtype(dtype)
-        alpha = as_real_tensor(weights, "weights")
-        vals = as_real_tensor(values, "values")
-        if alpha.dim() == 2:
-            alpha = alpha.unsqueeze(0)
-        if vals.dim() == 2:
-            vals = vals.unsqueeze(0)
+        alpha = heads(as_real_tensor(weights, "weights"))
+        vals = heads(as_real_tensor(values, "values"))
         if alpha.dim() != 3 or alpha.shape[-1] != alpha.shape[-2]:
             raise ValueError(f"weights must have shape (H, L, L) or (L, L) (got {tuple(alpha.shape)})")
         if vals.dim() != 3:
@@ -137,35 +133,27 @@ class LayerData:
             raise ValueError(f"values must have shape ({H}, {L}, d) to match weights (got {tuple(vals.shape)})")
         if L < 1 or vals.shape[2] < 1:
             raise ValueError("weights and values must be non-empty")
-        alpha = alpha.to(dtype)
-        vals = vals.to(dtype)
+        alpha, vals = alpha.to(dtype), vals.to(dtype)
         if not bool(torch.isfinite(vals).all()):
             raise ValueError("values must be finite")
         if mask is None:
             visible = torch.ones(L, L, dtype=torch.bool, device=alpha.device).tril_().unsqueeze(0)
         else:
-            visible = bool_mask(mask, alpha.device)
-            if visible.dim() == 2:
-                visible = visible.unsqueeze(0)
+            visible = heads(bool_mask(mask, alpha.device))
             if visible.dim() != 3 or visible.shape[-2:] != (L, L) or visible.shape[0] not in (1, H):
                 raise ValueError(f"mask must broadcast to ({H}, {L}, {L}) (got {tuple(visible.shape)})")
         if not _trusted:
-            alpha = torch.where(visible, alpha, torch.zeros((), dtype=dtype, device=alpha.device))
+            alpha = torch.where(visible, alpha, 0.0)
             if not bool(torch.isfinite(alpha).all()) or bool((alpha < 0).any()):
                 raise ValueError("weights must be finite and non-negative at visible positions")
-        self.alpha = alpha
-        self.values = vals
-        self.mask = visible
+        self.alpha, self.values, self.mask = alpha, vals, visible
         self.H, self.L, self.d = H, L, vals.shape[2]
         self.device, self.dtype = alpha.device, dtype
         self.t = visible.sum(-1)
         cols = torch.arange(L, device=alpha.device)
         self.last = torch.where(visible, cols, -1).amax(-1)
         self.prefix = bool((visible == (cols.view(1, 1, L) <= self.last.unsqueeze(-1))).all())
-        self._gram = None
-        self._zdot = None
-        self._order: torch.Tensor | None = None
-        self._cummax = None
+        self._gram = self._zdot = self._order = self._cummax = None
 
     @classmethod
     @coarse_threads
@@ -177,9 +165,7 @@ class LayerData:
         visible one; ``mask`` (``True`` = visible) masks further positions; ``values`` and ``dtype`` as for
         :class:`LayerData`."""
         T = check_positive("temperature", temperature)
-        x = as_real_tensor(logits, "logits").to(check_dtype(dtype))
-        if x.dim() == 2:
-            x = x.unsqueeze(0)
+        x = heads(as_real_tensor(logits, "logits").to(check_dtype(dtype)))
         visible = x != -math.inf
         if mask is not None:
             visible = visible & bool_mask(mask, x.device)
@@ -195,7 +181,7 @@ class LayerData:
                 return cls(alpha, values, mask=layer_mask, dtype=dtype, _trusted=True)
         if not bool(torch.isfinite(x[visible]).all()):
             raise ValueError("logits must be finite at visible positions (-inf marks a masked position)")
-        alpha = _nz.softmax(torch.where(visible, x, torch.zeros((), dtype=x.dtype, device=x.device)), T, -1, visible)
+        alpha = _nz.softmax(torch.where(visible, x, 0.0), T, -1, visible)
         return cls(alpha, values, mask=layer_mask, dtype=dtype)
 
     @property
@@ -251,11 +237,8 @@ class LayerData:
         torch code: yields ``(rows_block, width)``, ``width`` the columns the widest row of the block sees (so causal
         blocks are near-triangular and stay in cache), with ``H x rows x width`` at most ``elems`` (default
         ``settings.block_elems``) divided by ``per_row``, the work arrays per element."""
-        if elems is None:
-            elems = _engine.settings.block_elems
-        if rows is None:
-            rows = torch.arange(self.L, device=self.device)
-        budget = max(1, elems // max(1, self.H * per_row))
+        rows = torch.arange(self.L, device=self.device) if rows is None else rows
+        budget = max(1, (_engine.settings.block_elems if elems is None else elems) // max(1, self.H * per_row))
         for start, stop, width in row_blocks(self.last.amax(0)[rows].tolist(), budget):
             yield rows[start:stop], width
 
@@ -277,16 +260,13 @@ def row_blocks(last: list[int], budget: int) -> Iterator[tuple[int, int, int]]:
 def zero_invalid(valid: torch.Tensor, **fields: torch.Tensor | None) -> dict:
     """``fields`` with 0 where ``valid`` is ``False`` (every metric's convention for the rows it does not define;
     ``None`` stays ``None``)."""
-    return {
-        k: None if x is None else torch.where(valid, x, torch.zeros((), dtype=x.dtype, device=x.device))
-        for k, x in fields.items()
-    }
+    return {k: None if x is None else torch.where(valid, x, 0) for k, x in fields.items()}
 
 
 def top_rank(alpha: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
     """Rank (int64) of each entry of the non-negative ``alpha`` in its row by weight, descending, ties to the lower
     index, invisible entries last: the inverse permutation of the top-``N`` order (rank ``< N``: selected)."""
-    key = torch.where(visible, alpha, torch.full((), -1.0, dtype=alpha.dtype, device=alpha.device))
+    key = torch.where(visible, alpha, -1.0)
     return torch.sort(key, dim=-1, descending=True, stable=True).indices.argsort(-1)
 
 
@@ -327,9 +307,7 @@ def top_n_order(alpha: torch.Tensor, n: int, mask: torch.Tensor | None = None) -
     idx = idx.gather(-1, perm)
     if n < L:
         kth = vals[..., -1:]
-        ties_everywhere = (key == kth).sum(-1)
-        ties_selected = (vals == kth).sum(-1)
-        cut_tie = ties_everywhere > ties_selected
+        cut_tie = (key == kth).sum(-1) > (vals == kth).sum(-1)  # more ties of the n-th weight than selected
         if bool(cut_tie.any()):
             idx[cut_tie] = torch.sort(key[cut_tie], dim=-1, descending=True, stable=True).indices[..., :n]
     return idx

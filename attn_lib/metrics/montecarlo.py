@@ -4,12 +4,9 @@ and E2 approximate. Reading the paper, §Expectation forms.
 :func:`expected_distance_mc_scan` (every ``N`` of a range, for the critical-N scan, §The critical N) takes the
 ``N``-prefixes of ``K`` random orders of each row's visible tokens (:func:`mc_permutations`) as the subsets: adding
 one token updates ``s . x_i`` and ``||s||^2`` from one row of the Gram matrix, so all ``N`` cost ``O(K t^2)`` per
-row instead of ``O(K t d)`` for each. Its torch definition is :func:`_mc_scan_torch`; the accelerated
-``"expected_distance_mc_scan"`` (``mc_scan_prefix`` of :mod:`attn_lib.accel`, held to it by ``tests/test_accel.py``)
-runs on the same orders. :func:`expected_distance_mc` (one ``N``) runs the same torch code on orders that start with
-its subsets (:func:`_draw_subsets`), or the accelerated ``"expected_distance_mc"`` (``mc_prefix``) on the same
-subsets. With the same ``seed``, rows, ``n_samples`` and a row set ending at the layer's last row, the scan's prefix
-of length ``N`` is exactly the subset :func:`expected_distance_mc` draws at that ``N``.
+row instead of ``O(K t d)`` for each. :func:`expected_distance_mc` (one ``N``) runs the same code on orders that
+start with its subsets (:func:`_draw_subsets`): with the same ``seed``, rows, ``n_samples`` and a row set ending at
+the layer's last row, the scan's prefix of length ``N`` is exactly the subset it draws at that ``N``.
 
 Variance reduction
 ------------------
@@ -220,12 +217,10 @@ def expected_distance_mc_scan(
     valid = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, rows.to(ld.device), None] >= n_values.view(1, 1, -1) + 1
     impl = choose("expected_distance_mc_scan", engine, ld.kernels_apply)
     impl = impl if rows.numel() else None
-    visible = ld.mask[0][rows.to(ld.device)].cpu()
+    perm = mc_permutations(ld.mask[0][rows.to(ld.device)].cpu(), 2 * n_samples if stratify else n_samples, seed)
     if stratify:
-        perm = mc_permutations(visible, 2 * n_samples, seed)
         mean, stderr = _mc_scan_stratified(ld, n_min, n_max, rows, perm, control_variate, impl)
     else:
-        perm = mc_permutations(visible, n_samples, seed)
         mean, stderr = (impl or _mc_scan_torch)(ld, n_min, n_max, rows, perm, control_variate)
     return MCScanRows(
         n_values=np.arange(n_min, n_max + 1),
@@ -243,8 +238,7 @@ def _check_mc_args(ld: LayerData, rows, n_samples, seed, caller: str) -> tuple[t
     mask for every head is checked too."""
     seed = check_seed("seed", seed)
     rows = torch.arange(ld.L) if rows is None else check_rows(rows, ld.L)
-    # (rows, samples, L) random keys
-    n_samples = check_size("n_samples", n_samples, per_item=max(1, int(rows.numel())) * ld.L)
+    n_samples = check_size("n_samples", n_samples, per_item=max(1, int(rows.numel())) * ld.L)  # (R, K, L) keys
     if ld.mask.shape[0] != 1 and not bool((ld.mask == ld.mask[:1]).all()):
         raise ValueError(f"{caller} needs the same mask for every head")
     return rows, n_samples, seed
@@ -255,11 +249,10 @@ def mc_permutations(visible, n_samples: int, seed: int) -> torch.Tensor:
 
     One ``torch.rand(R, K, W)`` from a CPU generator seeded with ``seed`` (``W`` = the last visible column of the
     rows, plus one) gives every (row, sample, column) a key; masked columns get the key 2; each order sorts the
-    keys (stably). These are the keys :func:`expected_distance_mc` draws when ``W`` is the layer's length, so the
-    first ``N`` tokens of an order are the subset it draws at ``N``. Cached (the orders depend only on the
-    arguments, and a pass reuses them for every layer). ``visible``: ``(R, L)`` bool on the CPU, ``True`` =
-    visible; ``n_samples``: ``K``. Returns ``(R, K, W)`` int64: row ``i``'s ``k``-th order, its first ``t_i``
-    entries its visible columns.
+    keys (stably): the keys :func:`expected_distance_mc` draws when ``W`` is the layer's length. Cached (the orders
+    depend only on the arguments, and a pass reuses them for every layer). ``visible``: ``(R, L)`` bool on the CPU,
+    ``True`` = visible; ``n_samples``: ``K``. Returns ``(R, K, W)`` int64: row ``i``'s ``k``-th order, its first
+    ``t_i`` entries its visible columns.
     """
     visible = visible.to(torch.bool).cpu()
     last = torch.where(visible, torch.arange(visible.shape[1]), -1).amax(-1)
@@ -279,7 +272,7 @@ def _move_token(perm: torch.Tensor, token: torch.Tensor, t: torch.Tensor, first:
     ``t[i] - 1``, the last visible one; the other entries keep their order."""
     pos = torch.arange(perm.shape[-1], dtype=F64).expand(perm.shape)
     hit = perm == token.view(-1, 1, 1)
-    place = torch.full((), -1.0, dtype=F64) if first else (t.to(F64) - 0.5).view(-1, 1, 1).expand(perm.shape)
+    place = -1.0 if first else (t.to(F64) - 0.5).view(-1, 1, 1).expand(perm.shape)
     return perm.gather(-1, torch.argsort(torch.where(hit, place, pos), dim=-1, stable=True))
 
 
@@ -296,26 +289,20 @@ def _mc_scan_stratified(
     t = torch.broadcast_to(ld.t, (ld.H, ld.L))[0, rows.to(dev)].cpu()  # (R,), the same for every head
     p = (torch.arange(n_min, n_max + 1, dtype=F64).view(1, -1) / t.to(F64).view(-1, 1)).to(ld.dtype).to(dev)  # (R, n)
     top = ld.alpha[:, rows.to(dev)].argmax(-1).cpu()  # (H, R), first maximum: ties to the lower index
-    if impl is not None:
-        halves = [
-            impl(ld, n_min, n_max, rows, part, control_variate, pick=top, first=first)
-            for first, part in ((True, perm[:, :K]), (False, perm[:, K:]))
-        ]
-    else:
+    halves = []
+    for first, part in ((True, perm[:, :K]), (False, perm[:, K:])):
+        if impl is not None:
+            halves.append(impl(ld, n_min, n_max, rows, part, control_variate, pick=top, first=first))
+            continue
         per_head = []
         for h in range(ld.H):
             head = LayerData(ld.alpha[h : h + 1], ld.values[h : h + 1], ld.mask[:1], dtype=ld.dtype)
             per_head.append(
-                [
-                    _mc_scan_torch(head, n_min, n_max, rows, _move_token(part, top[h], t, first), control_variate)
-                    for first, part in ((True, perm[:, :K]), (False, perm[:, K:]))
-                ]
+                _mc_scan_torch(head, n_min, n_max, rows, _move_token(part, top[h], t, first), control_variate)
             )
-        halves = [tuple(torch.cat([ph[i][j] for ph in per_head], 0) for j in range(2)) for i in range(2)]
+        halves.append(tuple(torch.cat(x, 0) for x in zip(*per_head, strict=True)))
     (m_in, se_in), (m_out, se_out) = halves
-    mean = p * m_in + (1 - p) * m_out
-    stderr = (p.square() * se_in.square() + (1 - p).square() * se_out.square()).sqrt()
-    return mean, stderr
+    return p * m_in + (1 - p) * m_out, (p.square() * se_in.square() + (1 - p).square() * se_out.square()).sqrt()
 
 
 def _cv_terms(ld: LayerData, rows_block: torch.Tensor, W: int) -> tuple[torch.Tensor, ...]:
@@ -323,8 +310,7 @@ def _cv_terms(ld: LayerData, rows_block: torch.Tensor, W: int) -> tuple[torch.Te
     ``E[||alpha_i x_i - s||^2 | i not in I]`` for a uniform ``N``-subset ``I`` of the row's other visible tokens
     (``q = N/(t-1)``, ``q2 = N(N-1)/((t-1)(t-2))``)."""
     alpha = ld.alpha[:, rows_block, :W]
-    gram = ld.gram[:, :W, :W]
-    ga = torch.einsum("hbj,hij->hbi", alpha, gram)  # sum_j alpha_j G_ij
+    ga = torch.einsum("hbj,hij->hbi", alpha, ld.gram[:, :W, :W])  # sum_j alpha_j G_ij
     base = alpha * ld.gdiag[:, None, :W]
     p = alpha * base
     b = (alpha * base).sum(-1, keepdim=True) - p
@@ -339,11 +325,7 @@ def _cv_weights(P, U, C, visible: torch.Tensor, N: int) -> tuple[torch.Tensor, t
     q = N / (tf - 1).clamp(min=1)
     q2 = N * (N - 1) / ((tf - 1) * (tf - 2)).clamp(min=1) if N >= 2 else torch.zeros((), dtype=P.dtype, device=P.device)
     m = P + q * U + q2 * C
-    w = torch.where(
-        (m > 0) & visible.unsqueeze(0),
-        0.5 / m.clamp(min=1e-300).sqrt(),
-        torch.zeros((), dtype=m.dtype, device=m.device),
-    )
+    w = torch.where((m > 0) & visible.unsqueeze(0), 0.5 / m.clamp(min=1e-300).sqrt(), 0.0)
     return w, (w * m).sum(-1) * ((tf - N) / tf).squeeze(-1)
 
 
@@ -360,7 +342,6 @@ def _mc_scan_torch(
         return mean, stderr
     gram_rows = ld.gram.reshape(H * L, L)
     head_offset = (torch.arange(H, device=ld.device) * L).view(H, 1)
-    zero = torch.zeros((), dtype=ld.dtype, device=ld.device)
     last = ld.last.amax(0)
     per_block = max(1, _engine.settings.block_elems // max(1, H * K * (int(last[rows.to(ld.device)].max()) + 1)))
     for first in range(0, n_rows, per_block):
@@ -391,12 +372,11 @@ def _mc_scan_torch(
             if N < n_min:
                 continue
             arg = torch.addcmul(s_sq, alpha_k, state).clamp_(min=0)
-            d_tilde = torch.where(keep.unsqueeze(0), arg.sqrt(), zero).sum(-1)  # (H, B, K)
+            d_tilde = torch.where(keep.unsqueeze(0), arg.sqrt(), 0.0).sum(-1)  # (H, B, K)
             if cv is not None:
                 w, expect = _cv_weights(*cv, visible, N)
-                c_k = torch.where(keep.unsqueeze(0), w.unsqueeze(2) * arg, zero).sum(-1)
+                c_k = torch.where(keep.unsqueeze(0), w.unsqueeze(2) * arg, 0.0).sum(-1)
                 d_tilde = d_tilde - c_k + expect.unsqueeze(-1)
-            q = N - n_min
-            mean[:, first : first + B, q] = d_tilde.mean(-1)
-            stderr[:, first : first + B, q] = d_tilde.std(-1) / math.sqrt(K) if K > 1 else math.inf
+            mean[:, first : first + B, N - n_min] = d_tilde.mean(-1)
+            stderr[:, first : first + B, N - n_min] = d_tilde.std(-1) / math.sqrt(K) if K > 1 else math.inf
     return mean, stderr

@@ -1,9 +1,5 @@
 r"""The critical-N scan (Algorithm 3): d~, E1 and E2 for every ``N`` in a range, incrementally. Reading the paper,
 §Critical N.
-
-:func:`topn_scan` checks its input and runs :func:`_scan_torch`, the definition, or on CPU the accelerated
-``"topn_scan"`` (the fused kernel ``scan_prefix`` of :mod:`attn_lib.accel`, held to it by ``tests/test_accel.py``).
-:func:`naive_scan` is the non-incremental reference.
 """
 
 from __future__ import annotations
@@ -66,8 +62,6 @@ def topn_scan(
 
     Parameters
     ----------
-    layer, values, mask
-        The layer (:func:`~attn_lib.metrics.layer.as_layer`).
     n_max : int
         Largest ``N``, in ``[n_min, L - 1]`` (no row is valid beyond ``L - 1``).
     n_min : int
@@ -76,7 +70,7 @@ def topn_scan(
         E1's inclusion probability, as in :func:`attn_lib.metrics.distance.distance_metrics`.
     rows : sequence of int or tensor, optional
         Compute only these rows (integers in ``[0, L - 1]``); the others are 0 and not valid. Default: all rows.
-    engine : {"auto", "numba", "torch"}
+    layer, values, mask, engine
         As everywhere in :mod:`attn_lib.metrics`; the accelerator (``scan_prefix``) takes its square roots in
         float32 (relative error below ``1.2e-7``), the torch code keeps the layer's dtype throughout.
 
@@ -86,12 +80,9 @@ def topn_scan(
     n_min, n_max = check_n_range(ld.L, n_min, n_max)
     p = check_p(p)
     impl = choose("topn_scan", engine, ld.kernels_apply)
-    if rows is not None:
-        rows = check_rows(rows, ld.L).to(ld.device)
-    counts = torch.broadcast_to(ld.t, (ld.H, ld.L))
-    n_values = torch.arange(n_min, n_max + 1, device=ld.device)
-    valid = counts.unsqueeze(-1) >= n_values + 1
+    valid = torch.broadcast_to(ld.t, (ld.H, ld.L)).unsqueeze(-1) >= torch.arange(n_min, n_max + 1, device=ld.device) + 1
     if rows is not None:  # and the row requested
+        rows = check_rows(rows, ld.L).to(ld.device)
         valid &= torch.zeros(ld.L, dtype=torch.bool, device=ld.device).index_fill_(0, rows, True).view(1, ld.L, 1)
     if impl is None:
         scanned = _scan_torch(ld, n_min, n_max, p, rows, valid)
@@ -115,8 +106,8 @@ def naive_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None
 def _scan_torch(
     ld: LayerData, n_min: int, n_max: int, p: str | float, rows: torch.Tensor | None, valid: torch.Tensor
 ) -> dict:
-    """d~, E1, E2 ``(H, L, n)`` by tensor code in row blocks (d~ and E2 by :func:`_scan_distances`, E1 by
-    :func:`_scan_e1`), 0 where not ``valid``."""
+    """d~, E1, E2 ``(H, L, n)`` by tensor code in row blocks (d~ and E2 by :func:`_scan_distances`), 0 where not
+    ``valid``."""
     order = ld.order(min(n_max, ld.L))
     (z_dot_x, z_sq), _ = ld.zdot(), ld.gram  # computed (and cached) before the blocks run on worker threads
     scanned = {name: torch.zeros(ld.H, ld.L, n_max - n_min + 1, dtype=ld.dtype, device=ld.device) for name in _SCANNED}
@@ -132,10 +123,18 @@ def _scan_torch(
         d_tilde, e2 = _scan_distances(ld, rows_block, width, alpha, alpha_g, n_masked, order, n_min, n_max)
         scanned["d_tilde"][:, rows_block] = d_tilde
         scanned["e2"][:, rows_block] = factor * e2
-        a_dot_z = alpha * z_dot_x[:, rows_block, :width]
-        z_sq_rows = z_sq[:, rows_block].unsqueeze(-1)
-        e1 = _scan_e1(alpha * alpha_g, a_dot_z, z_sq_rows, n_masked, t_rows, n_min, n_max, p)
-        scanned["e1"][:, rows_block] = factor * e1
+        # E1 = sum_i sqrt((1+p)^2 ||a_i||^2 - 2p(1+p) a_i.z + p^2 ||z||^2) (times the factor) does not depend on the
+        # selection: for 8 N at a time it is one small batched matmul [c1, c2, c3] @ [||a_i||^2; a_i.z; 1]
+        H, B = alpha.shape[:2]
+        a_sq, a_dot_z, z_sq_rows = alpha * alpha_g, alpha * z_dot_x[:, rows_block, :width], z_sq[:, rows_block, None]
+        terms = torch.stack([a_sq, a_dot_z, torch.ones_like(a_sq)], -2).view(H * B, 3, width)
+        for first in range(0, n_max - n_min + 1, 8):
+            ns = range(n_min + first, min(n_max, n_min + first + 7) + 1)
+            p_incl = torch.stack([inclusion_probability(p, N, t_rows, t_rows.dtype) for N in ns], -1)  # (H, B, c)
+            coef = torch.stack([(1 + p_incl) ** 2, -2 * p_incl * (1 + p_incl), p_incl * p_incl * z_sq_rows], -1)
+            roots = torch.bmm(coef.view(H * B, len(ns), 3), terms).sqrt_()  # (H B, c, W)
+            e1 = roots.nansum(-1).view(H, B, -1) - n_masked * (p_incl * p_incl * z_sq_rows).clamp(min=0).sqrt()
+            scanned["e1"][:, rows_block, first : first + len(ns)] = factor[..., first : first + len(ns)] * e1
 
     run_blocks(block, ld.blocks(rows=rows, per_row=3, elems=_engine.settings.scan_block_elems))
     return zero_invalid(valid, **scanned)
@@ -158,13 +157,12 @@ def _scan_distances(
     State: ``K_i = alpha_i ||x_i||^2 - 2 s . x_i`` and ``||s||^2``, so that ``||a_i - s||^2 = alpha_i K_i + ||s||^2``.
     """
     H, n_rows = alpha.shape[0], alpha.shape[1]
-    gram_rows = ld.gram.reshape(H * ld.L, ld.L)
     head_offset = (torch.arange(H, device=ld.device) * ld.L).view(H, 1, 1)
     n_ord = order.shape[-1]
     top = order[:, rows_block].clamp(max=width - 1)  # (H, B, n_ord); past a row's count only reach invalid cells
     top_alpha = alpha.gather(-1, top)  # alpha of the k-th top token (0 where masked)
     top_alpha_g = alpha_g.gather(-1, top)
-    top_gram_row = (top + head_offset).permute(2, 0, 1).reshape(n_ord, -1)  # (n_ord, H B) rows of gram_rows
+    top_gram_row = (top + head_offset).permute(2, 0, 1).reshape(n_ord, -1)  # (n_ord, H B) rows of gram_cols
     # the state at n_min - 1, directly
     n_start = min(n_min - 1, n_ord)
     if n_start > 0:
@@ -179,7 +177,7 @@ def _scan_distances(
         s_sq = torch.zeros(H, n_rows, 1, dtype=ld.dtype, device=ld.device)
     dist = torch.empty(H, n_rows, width, dtype=ld.dtype, device=ld.device)
     gram_j = torch.empty(H * n_rows, width, dtype=ld.dtype, device=ld.device)
-    gram_cols = gram_rows[:, :width]
+    gram_cols = ld.gram.reshape(H * ld.L, ld.L)[:, :width]  # (H L, W): row h L + j is G[h, j, :W]
     d_tilde = torch.empty(H, n_rows, n_max - n_min + 1, dtype=ld.dtype, device=ld.device)
     e2 = torch.empty_like(d_tilde)
     for k, N in enumerate(range(n_min, n_max + 1)):
@@ -199,37 +197,3 @@ def _scan_distances(
         # N = 1: the selected token sits exactly at s
         e2[..., k : k + 1] = dist_all - dist_selected if N == 1 else dist_all
     return d_tilde, e2
-
-
-def _scan_e1(
-    a_sq: torch.Tensor,
-    a_dot_z: torch.Tensor,
-    z_sq: torch.Tensor,
-    n_masked: torch.Tensor,
-    t_rows: torch.Tensor,
-    n_min: int,
-    n_max: int,
-    p: str | float,
-) -> torch.Tensor:
-    """The E1 sum (before its factor ``(t - N)/t``) of one row block for ``N = n_min..n_max``, ``(H, B, n)``:
-    ``sum_i sqrt((1+p)^2 ||a_i||^2 - 2p(1+p) a_i.z + p^2 ||z||^2)``.
-
-    It does not depend on the selection, so a few ``N`` at a time are one small batched matmul
-    ``[c1, c2, c3] @ [||a_i||^2; a_i.z; 1]``. ``a_sq``, ``a_dot_z``: ``(H, B, W)``; ``z_sq``, ``n_masked``:
-    ``(H, B, 1)``; ``t_rows``: ``(H, B)``.
-    """
-    H, n_rows, width = a_sq.shape
-    n_count = n_max - n_min + 1
-    terms = torch.stack([a_sq, a_dot_z, torch.ones_like(a_sq)], -2).view(H * n_rows, 3, width)
-    e1 = torch.empty(H, n_rows, n_count, dtype=a_sq.dtype, device=a_sq.device)
-    step = max(1, min(n_count, 8))
-    for first in range(0, n_count, step):
-        stop = min(n_count, first + step)
-        p_incl = torch.stack(
-            [inclusion_probability(p, N, t_rows, t_rows.dtype) for N in range(n_min + first, n_min + stop)], -1
-        )  # (H, B, c)
-        coef = torch.stack([(1 + p_incl) ** 2, -2 * p_incl * (1 + p_incl), p_incl * p_incl * z_sq], -1)
-        roots = torch.bmm(coef.view(H * n_rows, stop - first, 3), terms).sqrt_()  # (H B, c, W)
-        masked_root = (p_incl * p_incl * z_sq).clamp(min=0).sqrt()
-        e1[..., first:stop] = roots.nansum(-1).view(H, n_rows, -1) - n_masked * masked_root
-    return e1

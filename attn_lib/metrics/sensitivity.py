@@ -1,10 +1,5 @@
 r"""Gradient sensitivity ``g(T, eps)`` per row (Algorithm 5): finite differences of softmax along one seeded unit
 direction per row, for a grid of temperatures and step sizes. Reading the paper, §Gradient sensitivity.
-
-:func:`sensitivity_rows` checks its input (:func:`_sensitivity_inputs`) and runs :func:`_sensitivity_torch` (causal
-row blocks, all temperatures at once), the definition, or on CPU the accelerated
-``"sensitivity_rows"`` (the fused compiled ``sens_rows`` of :mod:`attn_lib.accel`, held to it by
-``tests/test_accel.py``).
 """
 
 from __future__ import annotations
@@ -19,7 +14,7 @@ from .. import jacobian as _jac
 from .._validation import check_positive
 from . import _engine
 from ._engine import F64, choose, coarse_threads, run_blocks
-from .layer import as_real_tensor, bool_mask, check_dtype, check_rows, row_blocks
+from .layer import as_real_tensor, bool_mask, check_dtype, check_rows, heads, row_blocks
 
 __all__ = ["sensitivity_rows", "softmax_change"]
 
@@ -77,15 +72,13 @@ def sensitivity_rows(
         g = impl(x, directions, counts, temps, eps_list)
     else:
         g = _sensitivity_torch(x, directions, visible, temps, eps_list)
-    return torch.where(valid, g, torch.zeros((), dtype=x.dtype, device=x.device)).nan_to_num_(0.0), valid
+    return torch.where(valid, g, 0.0).nan_to_num_(0.0), valid
 
 
 def _sensitivity_inputs(logits, temperatures, eps_values, mask, seed, direction, rows, dtype):
     """Checked inputs: ``(x, visible, directions, temperatures, eps_values)`` with ``x`` the logits (in ``dtype``) of
     the requested rows ``(H, R, L)``, ``visible`` its bool mask and ``directions`` the unit directions, same shape."""
-    x = as_real_tensor(logits, "logits")
-    if x.dim() == 2:
-        x = x.unsqueeze(0)
+    x = heads(as_real_tensor(logits, "logits"))
     if x.dim() != 3:
         raise ValueError(f"logits must have shape (H, L, L) or (L, L) (got {tuple(x.shape)})")
     temps = [check_positive("temperature", T) for T in temperatures]
@@ -125,8 +118,8 @@ def _sensitivity_torch(
 
     def block(first: int, stop: int, width: int) -> None:  # rows first..stop-1 see at most ``width`` columns
         visible_b = visible[:, first:stop, :width]
-        x_b = torch.where(visible_b, x[:, first:stop, :width], torch.tensor(-math.inf, dtype=x.dtype, device=x.device))
-        v_b = torch.where(visible_b, directions[:, first:stop, :width], torch.zeros((), dtype=x.dtype, device=x.device))
+        x_b = torch.where(visible_b, x[:, first:stop, :width], -math.inf)
+        v_b = torch.where(visible_b, directions[:, first:stop, :width], 0.0)
         y = (x_b - x_b.amax(-1, keepdim=True)) / temps_t  # (nT, H, B, W), <= 0, -inf where masked
         for k, eps in enumerate(eps_list):
             out[:, k, :, first:stop] = torch.linalg.vector_norm(softmax_change(y, eps * v_b / temps_t), dim=-1) / eps
@@ -154,7 +147,7 @@ def softmax_change(y: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
     log_s = torch.log(s)
     p = e / s
     c_k = c.gather(-1, y.argmax(-1, keepdim=True))  # the perturbation of the row maximum's token
-    d = torch.where(y == -math.inf, torch.zeros((), dtype=c.dtype, device=c.device), c - c_k)
+    d = torch.where(y == -math.inf, 0.0, c - c_k)
     yd = y + d
     big = yd.amax(-1, keepdim=True) > 700  # exp(y + d) would overflow: no digits to save there
     terms = torch.where(d <= 1, e * torch.expm1(d.clamp(max=1.0)), torch.exp(yd.clamp(max=700.0)) - e)

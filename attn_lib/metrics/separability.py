@@ -1,11 +1,5 @@
 r"""Geometric separability (Definition, Theorem 2; Algorithm 4) for every head and row. Reading the paper,
 §Separability.
-
-:func:`separability_metrics` checks its input, puts the value vectors on a sphere (:func:`unit_layer`), takes the
-running minimum pairwise distance (:func:`running_min_distance`), runs :func:`_separability_torch` (row blocks,
-:func:`separation`), the definition of ``N_s/N`` and ``rho_min``, or on CPU the accelerated
-``"separability_metrics"`` (the compiled ``sep_prefix`` of :mod:`attn_lib.accel`, held to it by
-``tests/test_accel.py``), and evaluates Theorem 2's bounds (:func:`_theorem2_bounds`).
 """
 
 from __future__ import annotations
@@ -56,12 +50,10 @@ def unit_layer(layer: LayerData, M: float = 1.0) -> LayerData:
     """A new layer sharing ``layer``'s weights, mask and top-``N`` order, with every value vector scaled to norm
     ``M > 0`` (Assumption 1; zero vectors stay zero)."""
     M = check_positive("M", M)
-    values = layer.values
-    norms = torch.linalg.vector_norm(values, dim=-1, keepdim=True)
-    unit = M * values / torch.where(norms > 0, norms, torch.ones_like(norms))
+    norms = torch.linalg.vector_norm(layer.values, dim=-1, keepdim=True)
     out = LayerData.__new__(LayerData)
     out.__dict__.update(layer.__dict__)
-    out.values = unit
+    out.values = M * layer.values / torch.where(norms > 0, norms, 1.0)
     out._gram = out._zdot = out._cummax = None
     return out
 
@@ -82,27 +74,20 @@ def running_min_distance(layer: LayerData) -> torch.Tensor:
         running[:, 0] = math.inf
         min_sq = running.gather(1, last)
     else:
-        G, g = layer.gram, layer.gdiag
-        dist_sq = g.unsqueeze(-1) + g.unsqueeze(-2) - 2 * G
+        dist_sq = layer.gdiag.unsqueeze(-1) + layer.gdiag.unsqueeze(-2) - 2 * layer.gram
         below_diagonal = torch.ones(L, L, dtype=torch.bool, device=layer.device).tril_(-1)
-        inf = torch.tensor(math.inf, dtype=layer.dtype, device=layer.device)
         if layer.prefix:
-            row_min = torch.where(below_diagonal, dist_sq, inf).amin(-1)  # (H, L): min over j < k, for each k
-            # rows are ordered by their last visible column for causal masks; compute by column index
-            running = torch.cummin(row_min, dim=-1).values  # min over pairs (j < k <= c)
-            min_sq = running.gather(1, last)
+            row_min = torch.where(below_diagonal, dist_sq, math.inf).amin(-1)  # (H, L): min over j < k, for each k
+            # the min over pairs (j < k <= c) for each column c, read at each row's last visible column
+            min_sq = torch.cummin(row_min, dim=-1).values.gather(1, last)
         else:
             visible_all = torch.broadcast_to(layer.mask, (H, L, L))
             min_sq = torch.empty(H, L, dtype=layer.dtype, device=layer.device)
             for r in range(L):  # general masks only (not used by the experiments)
                 visible = visible_all[:, r]
                 pairs = visible.unsqueeze(-1) & visible.unsqueeze(-2) & below_diagonal
-                min_sq[:, r] = torch.where(pairs, dist_sq, inf).amin(dim=(-2, -1))
-    return (
-        torch.where(torch.isfinite(min_sq), min_sq, torch.zeros((), dtype=layer.dtype, device=layer.device))
-        .clamp(min=0)
-        .sqrt()
-    )
+                min_sq[:, r] = torch.where(pairs, dist_sq, math.inf).amin(dim=(-2, -1))
+    return torch.where(torch.isfinite(min_sq), min_sq, 0.0).clamp(min=0).sqrt()
 
 
 @coarse_threads
@@ -124,15 +109,13 @@ def separability_metrics(
 
     Parameters
     ----------
-    layer, values, mask
-        The layer (:func:`~attn_lib.metrics.layer.as_layer`).
     N, M
         Top-``N`` size ``>= 1``; sphere radius of Assumption 1, ``> 0``.
     normalize : bool
         First put every value vector on the sphere of radius ``M`` (Algorithm 4's "normalize").
     delta : torch.Tensor, optional
         ``(H, L)`` minimum pairwise distances; default :func:`running_min_distance` of the (normalised) layer.
-    engine : {"auto", "numba", "torch"}
+    layer, values, mask, engine
         As everywhere in :mod:`attn_lib.metrics` (the accelerator: ``sep_prefix``).
 
     Returns :class:`SeparabilityRows`, every field ``(H, L)``.
@@ -141,11 +124,9 @@ def separability_metrics(
     N = check_n(N)
     M = check_positive("M", M)
     impl = choose("separability_metrics", engine, ld.kernels_apply)
-    if normalize:
-        ld = unit_layer(ld, M)
+    ld = unit_layer(ld, M) if normalize else ld
     valid = torch.broadcast_to(ld.t, (ld.H, ld.L)) >= N + 1
-    if delta is None:
-        delta = running_min_distance(ld)
+    delta = running_min_distance(ld) if delta is None else delta
     order = ld.order(min(N, ld.L))
     fraction, rho_min = (impl or _separability_torch)(ld, N, order)
     lower, upper = _theorem2_bounds(ld.alpha.gather(-1, order), delta, rho_min, N, M)
@@ -162,49 +143,43 @@ def _theorem2_bounds(
     others_sq = (top_weights * top_weights).sum(-1, keepdim=True) - top_weights * top_weights
     delta_c = delta.clamp(max=2 * M).unsqueeze(-1)
     xi = ((M * M - delta_c * delta_c / 2) * others * others + delta_c * delta_c / 2 * others_sq).clamp(min=0).sqrt()
-    lower = torch.where(
-        rho_min > 0, 1.0 - xi.sum(-1) / (rho_min.clamp(min=1e-300) * N), torch.full_like(rho_min, -1.0)
-    ).clamp(min=-1.0)
+    lower = torch.where(rho_min > 0, 1.0 - xi.sum(-1) / (rho_min.clamp(min=1e-300) * N), -1.0).clamp(min=-1.0)
     upper = torch.exp(-((xi - rho_min.unsqueeze(-1)).clamp(min=0) ** 2) / (2 * M * M)).mean(-1)
     return lower, upper
 
 
 def _separability_torch(ld: LayerData, N: int, order: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(N_s/N, rho_min)`` ``(H, L)`` by tensor code in row blocks (:func:`separation`)."""
-    fraction = torch.zeros(ld.H, ld.L, dtype=ld.dtype, device=ld.device)
+    """``(N_s/N, rho_min)`` ``(H, L)`` by tensor code (:func:`separation`)."""
+    separable, rho_min = separation(ld, order)
+    return separable.sum(-1).to(ld.dtype) / N, rho_min
+
+
+def separation(ld: LayerData, order: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(separable, rho)`` of every row, in row blocks (Algorithm 4): ``rho`` ``(H, L)`` is ``rho_min``, the
+    smallest ``D_i = ||a_i - s||`` of a visible non-selected token (0 if none), and ``separable`` ``(H, L, n)`` flags
+    the selected tokens (``order`` ``(H, L, n)``) strictly closer to ``s``."""
+    separable = torch.zeros(order.shape, dtype=torch.bool, device=ld.device)
     rho_min = torch.zeros(ld.H, ld.L, dtype=ld.dtype, device=ld.device)
 
-    def block(rows_block: torch.Tensor, width: int) -> None:
-        first, stop, separable, rho = separation(ld, rows_block, width, order)
-        fraction[:, first:stop] = separable.sum(-1).to(ld.dtype) / N
-        rho_min[:, first:stop] = torch.where(
-            torch.isfinite(rho), rho, torch.zeros((), dtype=ld.dtype, device=ld.device)
-        )
+    def block(rows_block: torch.Tensor, width: int) -> None:  # consecutive rows that see at most ``width`` columns
+        first, stop = int(rows_block[0]), int(rows_block[-1]) + 1
+        alpha = ld.alpha[:, first:stop, :width]
+        visible = torch.broadcast_to(ld.mask[:, first:stop, :width], alpha.shape)
+        top = order[:, first:stop].clamp(max=width - 1)
+        values = ld.values[:, :width]
+        top_only = torch.zeros_like(alpha).scatter_(-1, top, alpha.gather(-1, top))
+        s = torch.bmm(top_only, values)  # (H, B, d): s of every row by one BLAS product of its top-N weights
+        s_dot_x = torch.bmm(s, values.transpose(1, 2))
+        sq_norms = (values * values).sum(-1)  # (H, W)
+        dist = torch.addcmul(alpha * alpha * sq_norms[:, None, :], alpha, s_dot_x, value=-2.0)
+        dist = dist.add_((s * s).sum(-1, keepdim=True)).clamp_(min=0).sqrt_()  # ||a_i - s||
+        selected = torch.zeros(alpha.shape, dtype=torch.bool, device=ld.device).scatter_(-1, top, True)
+        rho = torch.where(visible & ~selected, dist, math.inf).amin(-1)  # (H, B); inf: no such token
+        separable[:, first:stop] = dist.gather(-1, top) < rho.unsqueeze(-1)
+        rho_min[:, first:stop] = torch.where(torch.isfinite(rho), rho, 0.0)
 
     run_blocks(block, ld.blocks(per_row=2))
-    return fraction, rho_min
-
-
-def separation(ld: LayerData, rows_block: torch.Tensor, width: int, order: torch.Tensor) -> tuple:
-    """``(first, stop, separable, rho)`` of the consecutive rows ``first..stop-1`` of ``rows_block`` (which see at
-    most ``width`` columns): ``rho`` ``(H, B)`` is ``rho_min``, the smallest ``D_i = ||a_i - s||`` of a visible
-    non-selected token (``inf`` if none), and ``separable`` ``(H, B, N)`` flags the selected tokens (``order``)
-    strictly closer to ``s`` (Algorithm 4)."""
-    first, stop = int(rows_block[0]), int(rows_block[-1]) + 1
-    alpha = ld.alpha[:, first:stop, :width]
-    visible = torch.broadcast_to(ld.mask[:, first:stop, :width], alpha.shape)
-    top = order[:, first:stop].clamp(max=width - 1)
-    values = ld.values[:, :width]
-    top_only = torch.zeros_like(alpha).scatter_(-1, top, alpha.gather(-1, top))
-    s = torch.bmm(top_only, values)  # (H, B, d): s of every row by one BLAS product of its top-N weights
-    s_dot_x = torch.bmm(s, values.transpose(1, 2))
-    sq_norms = (values * values).sum(-1)  # (H, W)
-    dist = torch.addcmul(alpha * alpha * sq_norms[:, None, :], alpha, s_dot_x, value=-2.0)
-    dist = dist.add_((s * s).sum(-1, keepdim=True)).clamp_(min=0).sqrt_()  # ||a_i - s||
-    selected = torch.zeros(alpha.shape, dtype=torch.bool, device=ld.device).scatter_(-1, top, True)
-    inf = torch.tensor(math.inf, dtype=ld.dtype, device=ld.device)
-    rho = torch.where(visible & ~selected, dist, inf).amin(-1)  # (H, B)
-    return first, stop, dist.gather(-1, top) < rho.unsqueeze(-1), rho
+    return separable, rho_min
 
 
 def separable_flags(layer: LayerData, N: int, rho: torch.Tensor) -> torch.Tensor:
@@ -227,5 +202,4 @@ def separable_flags(layer: LayerData, N: int, rho: torch.Tensor) -> torch.Tensor
         a = w.unsqueeze(-1) * x
         dist = torch.linalg.vector_norm(a - a.sum(-2, keepdim=True), dim=-1)  # ||a_i - s||
         flags[:, first : first + B, :n] = dist < rho[:, first : first + B].unsqueeze(-1)
-    valid = torch.broadcast_to(ld.t, (ld.H, ld.L)) >= N + 1
-    return flags & valid.unsqueeze(-1)
+    return flags & (torch.broadcast_to(ld.t, (ld.H, ld.L)) >= N + 1).unsqueeze(-1)  # rows with t >= N + 1

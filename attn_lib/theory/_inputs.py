@@ -94,16 +94,13 @@ def inclusion_p(p: Any, N: int, L: int) -> float:
 
 def eval_F(F: Callable, z: np.ndarray, theta: Any) -> np.ndarray:
     """``F(z)`` or ``F(z, theta)`` (numpy first, torch if ``F`` needs tensors) as a float64 array of ``z``'s shape."""
-
-    def call(arg):
-        return F(arg) if theta is None else F(arg, theta)
-
+    args = () if theta is None else (theta,)
     try:
-        out = call(z)
+        out = F(z, *args)
     except TypeError:
         import torch  # only for an F that needs tensors: attn_lib.theory itself needs numpy only
 
-        out = call(torch.as_tensor(z))
+        out = F(torch.as_tensor(z), *args)
     return np.broadcast_to(np.asarray(from_torch(out), dtype=np.float64), np.shape(z))
 
 

@@ -13,9 +13,7 @@ def multihead_coverage(p: float, H: int) -> float:
     r"""Coverage of ``H`` independent heads that each separate a fraction ``p`` (the paper's multi-head argument):
     :math:`1-(1-p)^H`. ``p = 0.8, H = 3`` gives ``0.992``.
     """
-    p = check_probability("p", p)
-    H = check_int("H", H, low=0)
-    return _coverage(p, H)
+    return _coverage(check_probability("p", p), check_int("H", H, low=0))
 
 
 def _coverage(p: float, H: int) -> float:

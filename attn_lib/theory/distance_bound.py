@@ -26,15 +26,15 @@ def top_n_indices(alpha: Any, N: int) -> np.ndarray:
 def top_n_mask(alpha: Any, N: int) -> np.ndarray:
     """Boolean mask ``(..., L)`` of the top-N set ``I_N`` (same tie rule as :func:`top_n_indices`)."""
     a = alpha_array(alpha)
-    idx = top_n_indices(a, N)
     m = np.zeros(a.shape, dtype=bool)
-    np.put_along_axis(m, idx, True, axis=-1)
+    np.put_along_axis(m, top_n_indices(a, N), True, axis=-1)
     return m
 
 
-def top_n_sum(a: np.ndarray, x: np.ndarray, N: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(m, A, s)`` of checked rows: the top-N mask, ``A = alpha_i x_i`` ``(..., L, d)`` and ``s`` of Eq. (6)."""
-    m = top_n_mask(a, N)
+def top_n_sum(a: np.ndarray, x: np.ndarray, N: Any, m: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(m, A, s)`` of checked rows: the top-N mask (or the given mask ``m``), ``A = alpha_i x_i`` ``(..., L, d)``
+    and ``s`` of Eq. (6) (the sum over ``m``)."""
+    m = top_n_mask(a, N) if m is None else m
     A = a[..., None] * x
     return m, A, np.einsum("...l,...ld->...d", m.astype(np.float64), A)
 
@@ -68,8 +68,7 @@ def _selection(a: np.ndarray, N: Any, selected: Any) -> tuple[np.ndarray, int]:
 def context_vector(alpha: Any, X: Any, N: int) -> np.ndarray:
     r"""Context vector of Eq. (6): :math:`s=\sum_{i\in I_N}\alpha_i x_i` (Reading the paper, §Notation); shape ``(..., d)``."""
     a, x = alpha_and_X(alpha, X)
-    m = top_n_mask(a, N)
-    return np.einsum("...l,...ld->...d", a * m, x)
+    return np.einsum("...l,...ld->...d", a * top_n_mask(a, N), x)
 
 
 def distance(alpha: Any, X: Any, N: int | None = None, form: str = "sum", selected: Any = None):
@@ -85,9 +84,7 @@ def distance(alpha: Any, X: Any, N: int | None = None, form: str = "sum", select
     """
     check_choice("form", form, ["sum", "vector"])
     a, x = alpha_and_X(alpha, X)
-    m, _ = _selection(a, N, selected)
-    A = a[..., None] * x
-    s = np.einsum("...l,...ld->...d", m.astype(np.float64), A)
+    m, A, s = top_n_sum(a, x, N, _selection(a, N, selected)[0])
     if form == "sum":
         D = row_norms(A - s[..., None, :])
         return as_output(np.where(m, 0.0, D).sum(axis=-1))
@@ -118,23 +115,15 @@ def theorem1_dmax(alpha: Any, X: Any, N: int, return_parts: bool = False):
     idx = top_n_indices(a, N)
     xs = np.take_along_axis(x, idx[..., None], axis=-2)  # (..., N, d)
     sq = norms**2
-    D2 = (
-        sq[..., :, None]
-        + np.take_along_axis(sq, idx, axis=-1)[..., None, :]
-        - 2 * np.einsum("...ld,...nd->...ln", x, xs)
-    )  # ||x_i - x_j||^2, i any, j in I_N
-    D = np.sqrt(np.clip(D2, 0.0, None))
+    sq_sel = np.take_along_axis(sq, idx, axis=-1)
+    D2 = sq[..., :, None] + sq_sel[..., None, :] - 2 * np.einsum("...ld,...nd->...ln", x, xs)
+    D = np.sqrt(np.clip(D2, 0.0, None))  # ||x_i - x_j||, i any, j in I_N
     d1 = np.where(m[..., :, None], -np.inf, D).max(axis=(-2, -1))
     d1 = np.where(np.isfinite(d1), d1, 0.0)
     dmax = dmax_from_parts(out_mass, d1, abar, max_norm, L - N)
     if return_parts:
-        return {
-            "d_max": as_output(dmax),
-            "d1": as_output(d1),
-            "abar": as_output(abar),
-            "out_mass": as_output(out_mass),
-            "max_norm": as_output(max_norm),
-        }
+        parts = {"d_max": dmax, "d1": d1, "abar": abar, "out_mass": out_mass, "max_norm": max_norm}
+        return {k: as_output(v) for k, v in parts.items()}
     return as_output(dmax)
 
 
@@ -192,14 +181,9 @@ def jensen_gap_bound(alpha: Any, X: Any, N: int, p: Any = "L-1", crude: bool = F
     pv = inclusion_p(p, N, L)
     A = a[..., None] * x
     sq = (A**2).sum(-1)
-    tot = sq.sum(-1, keepdims=True)
-    z = A.sum(-2)
-    others_sq = tot - sq
-    if crude:
-        br = (L - 1) / (L - 2) * others_sq
-    else:
-        rest = ((z[..., None, :] - A) ** 2).sum(-1)
-        br = (L - 1) / (L - 2) * others_sq - rest / (L - 2)
+    br = (L - 1) / (L - 2) * (sq.sum(-1, keepdims=True) - sq)
+    if not crude:  # minus ||z - a_i||^2 / (L-2)
+        br = br - ((A.sum(-2)[..., None, :] - A) ** 2).sum(-1) / (L - 2)
     br = np.clip(br, 0.0, None)
     return as_output((L - N) / L * np.sqrt(pv * (1 - pv) * br).sum(-1))
 
@@ -236,11 +220,9 @@ def expected_distance_mc(alpha: Any, X: Any, N: int, n_samples: int = 64, seed: 
     a, x, _, N = rows_and_N(alpha, X, N)
     K = check_size("n_samples", n_samples, per_item=max(1, np.size(alpha)))
     seed = check_int("seed", seed, low=0)
-    rng = np.random.default_rng(seed)
-    keys = rng.random((K,) + a.shape)
+    keys = np.random.default_rng(seed).random((K,) + a.shape)
     ranks = np.argsort(np.argsort(keys, axis=-1, kind="stable"), axis=-1, kind="stable")
-    masks = ranks < N
-    vals = _d_tilde_for_masks(a[..., None] * x, masks)
+    vals = _d_tilde_for_masks(a[..., None] * x, ranks < N)
     mean = vals.mean(0)
     if return_stderr:
         se = vals.std(0, ddof=1) / math.sqrt(K) if K > 1 else np.full(mean.shape, np.inf)
@@ -339,21 +321,17 @@ def corollary2_limits(alpha: Any, X: Any, N: int, p: Any = "L-1") -> dict:
     z = A.sum(-2)
     pv = 0.0 if N == L else inclusion_p(p, N, L)
     e1 = np.asarray(expectation_e1(a, x, N, p=p))
-    na = row_norms(A)
-    indiv = (L - N) / L * na.sum(-1)
-    rb = pv * row_norms(z[..., None, :] - A).sum(-1)
-    rbl = (N * L / (L - 1) if L > 1 else 0.0) * row_norms(z) + pv * na.sum(-1)
-    den = na.sum(-1)
-    dom = np.where(den > 0, N * row_norms(z) / np.where(den > 0, den, 1.0), np.inf)
-    return {
-        "e1": as_output(e1),
-        "individual": as_output(indiv),
-        "remainder": as_output(e1 - indiv),
-        "remainder_bound": as_output(rb),
-        "remainder_bound_loose": as_output(rbl),
-        "dominance_ratio": as_output(dom),
-        "outer_factor": (L - N) / L,
+    den = row_norms(A).sum(-1)  # sum_i ||a_i||
+    indiv = (L - N) / L * den
+    out = {
+        "e1": e1,
+        "individual": indiv,
+        "remainder": e1 - indiv,
+        "remainder_bound": pv * row_norms(z[..., None, :] - A).sum(-1),
+        "remainder_bound_loose": (N * L / (L - 1) if L > 1 else 0.0) * row_norms(z) + pv * den,
+        "dominance_ratio": np.where(den > 0, N * row_norms(z) / np.where(den > 0, den, 1.0), np.inf),
     }
+    return {k: as_output(v) for k, v in out.items()} | {"outer_factor": (L - N) / L}
 
 
 def corollary2_e2_identity(alpha: Any, X: Any, N: int) -> dict:
@@ -374,8 +352,5 @@ def corollary2_e2_identity(alpha: Any, X: Any, N: int) -> dict:
     dt = np.where(m, 0.0, D).sum(-1)
     e2 = (L - N) / L * D.sum(-1)
     rhs = (L - N) / L * np.where(m, D, 0.0).sum(-1) - N / L * dt
-    return {
-        "difference": as_output(e2 - dt),
-        "identity": as_output(rhs),
-        "bound": as_output((N + 1) * a.sum(-1) * row_norms(x).max(-1)),
-    }
+    out = {"difference": e2 - dt, "identity": rhs, "bound": (N + 1) * a.sum(-1) * row_norms(x).max(-1)}
+    return {k: as_output(v) for k, v in out.items()}

@@ -17,8 +17,7 @@ def softmax_np(logits: Any, temperature: float = 1.0) -> np.ndarray:
     """Stable float64 softmax over the last axis (log-sum-exp shift), for the theory checks."""
     l = logits_array(logits)
     T = check_positive("temperature", temperature)
-    z = (l - l.max(-1, keepdims=True)) / T
-    e = np.exp(z)
+    e = np.exp((l - l.max(-1, keepdims=True)) / T)
     return e / e.sum(-1, keepdims=True)
 
 
@@ -63,9 +62,7 @@ def lemma2_jacobian(F: Callable, dF: Callable | None, logits: Any) -> np.ndarray
     Fv, dFv = _F_dF(F, dF, l)
     S = Fv.sum(-1, keepdims=True)
     a = Fv / S
-    L = l.shape[-1]
-    J = (np.einsum("...j,ij->...ij", dFv, np.eye(L)) - a[..., :, None] * dFv[..., None, :]) / S[..., None]
-    return J
+    return (np.einsum("...j,ij->...ij", dFv, np.eye(l.shape[-1])) - a[..., :, None] * dFv[..., None, :]) / S[..., None]
 
 
 def lemma2_jacobian_bound(F: Callable, dF: Callable | None, logits: Any):
@@ -160,10 +157,8 @@ def sqrt5_example(c: float, eps: float, T: float, L: int) -> dict:
     e = check_positive("eps", eps)
     Tv = check_positive("temperature", T)
     L = check_size("L", L, low=2)
-    l1 = np.zeros(L)
-    l2 = np.zeros(L)
-    l1[:2] = [c + e, c]
-    l2[:2] = [c - e, c + e]
+    l1 = np.concatenate([[c + e, c], np.zeros(L - 2)])
+    l2 = np.concatenate([[c - e, c + e], np.zeros(L - 2)])
     da = float(np.linalg.norm(softmax_np(l1, Tv) - softmax_np(l2, Tv)))
     lin = float(np.linalg.norm(softmax_jacobian_np(l1, Tv) @ (l1 - l2)))
     return {

@@ -17,10 +17,8 @@ def selected_offsets(alpha: Any, X: Any, N: int) -> np.ndarray:
     (Reading the paper, §Theorem 2, proof step 1); shape ``(..., N)``. Theorem 2 bounds these by :func:`theorem2_xi`.
     """
     a, x = alpha_and_X(alpha, X)
-    idx = top_n_indices(a, N)
     _, A, s = top_n_sum(a, x, N)
-    As = np.take_along_axis(A, idx[..., None], axis=-2)
-    return row_norms(s[..., None, :] - As)
+    return row_norms(s[..., None, :] - np.take_along_axis(A, top_n_indices(a, N)[..., None], axis=-2))
 
 
 def distinguishable_count(alpha: Any, X: Any, N: int, r: float | None = None):
@@ -52,14 +50,6 @@ def separability(alpha: Any, X: Any, N: int, r: float | None = None):
     return as_output(np.asarray(count, dtype=np.float64) / int(N))
 
 
-def _M_delta(M: Any, delta: Any) -> tuple[float, float]:
-    M = check_positive("M", M)
-    d = check_nonnegative("delta", delta)
-    if d > 2 * M:
-        raise ValueError(f"delta must be in [0, 2M] = [0, {2 * M}] (points on the sphere of radius M; got {delta!r})")
-    return M, d
-
-
 def theorem2_xi(alpha: Any, N: int, M: float, delta: float) -> np.ndarray:
     r"""Theorem 2's :math:`\xi_i` for ``i in I_N`` in top-N order, shape ``(..., N)`` (Reading the paper, §Theorem 2 (reconstructed)):
 
@@ -77,9 +67,10 @@ def theorem2_xi(alpha: Any, N: int, M: float, delta: float) -> np.ndarray:
     """
     a = alpha_array(alpha)
     N = check_N(N, a.shape[-1])
-    M, d = _M_delta(M, delta)
-    idx = top_n_indices(a, N)
-    aI = np.take_along_axis(a, idx, axis=-1)
+    M, d = check_positive("M", M), check_nonnegative("delta", delta)
+    if d > 2 * M:
+        raise ValueError(f"delta must be in [0, 2M] = [0, {2 * M}] (points on the sphere of radius M; got {delta!r})")
+    aI = np.take_along_axis(a, top_n_indices(a, N), axis=-1)
     beta = aI.sum(-1, keepdims=True) - aI
     q = (aI**2).sum(-1, keepdims=True) - aI**2
     xi2 = (M**2 - d**2 / 2) * beta**2 + d**2 / 2 * q

@@ -74,8 +74,7 @@ def corollary1_delta(q: Any, K: Any) -> float:
 
     Chapter 1, ``cor-softmax-vanishing``; tested by ``tests/test_theory.py::test_corollary1_bounds_hold``.
     """
-    qv = as_array(q, "q")
-    Km = as_array(K, "K")
+    qv, Km = as_array(q, "q"), as_array(K, "K")
     if qv.ndim != 1 or qv.size == 0:
         raise ValueError(f"q must have shape (d,) with d >= 1 (got {qv.shape})")
     if Km.ndim != 2 or Km.shape[1] != qv.shape[0] or Km.shape[0] == 0:
@@ -98,6 +97,4 @@ def corollary1_bounds(L: Any, delta: float, temperature: float):
     d = check_nonnegative("delta", delta)
     T = check_positive("temperature", temperature)
     with np.errstate(over="ignore"):
-        lo = np.exp(-2 * d / T) / Ls
-        hi = np.exp(2 * d / T) / Ls
-    return as_output(lo), as_output(hi)
+        return as_output(np.exp(-2 * d / T) / Ls), as_output(np.exp(2 * d / T) / Ls)

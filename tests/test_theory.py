@@ -672,3 +672,11 @@ def test_bad_F():
         th.lemma2_jacobian_bound(lambda l: l - 10, None, np.array([0.0, 1.0]))
     with pytest.raises(ValueError, match="logits"):
         th.lemma2_jacobian(np.exp, np.exp, np.array([]))
+
+
+def test_monte_carlo_accepts_torch_tensors():
+    """The module's convention: torch tensors are accepted and converted (np.size on a tensor raised TypeError)."""
+    rng = np.random.default_rng(3)
+    alpha, X = rng.dirichlet(np.ones(8)), rng.normal(size=(8, 3))
+    want = th.expected_distance_mc(alpha, X, 2, n_samples=16, seed=0)
+    assert th.expected_distance_mc(torch.from_numpy(alpha), torch.from_numpy(X), 2, n_samples=16, seed=0) == want

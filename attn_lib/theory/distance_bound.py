@@ -218,7 +218,7 @@ def expected_distance_mc(alpha: Any, X: Any, N: int, n_samples: int = 64, seed: 
     ``tests/test_theory.py::test_monte_carlo_matches_enumeration_within_standard_error``.
     """
     a, x, _, N = rows_and_N(alpha, X, N)
-    K = check_size("n_samples", n_samples, per_item=max(1, np.size(alpha)))
+    K = check_size("n_samples", n_samples, per_item=max(1, a.size))
     seed = check_int("seed", seed, low=0)
     keys = np.random.default_rng(seed).random((K,) + a.shape)
     ranks = np.argsort(np.argsort(keys, axis=-1, kind="stable"), axis=-1, kind="stable")

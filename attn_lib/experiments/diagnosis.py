@@ -11,8 +11,8 @@ import pandas as pd
 import torch
 
 from .. import metrics as M
-from .._validation import check_int, check_positive, check_probability
-from .passes import Experiment, SharedLayer, layer_mask, model_kv_groups, sens_row_indices
+from .._validation import check_bool, check_int, check_positive, check_probability
+from .passes import Experiment, SharedLayer, layer_mask, sens_row_indices
 
 __all__ = ["DiagnosisParams", "critical_n_diagnosis"]
 
@@ -106,8 +106,7 @@ def _check_variants(variants) -> dict:
     for name, spec in variants.items():
         if not isinstance(name, str) or not isinstance(spec, (tuple, list)) or len(spec) != 2:
             raise ValueError(f"variants[{name!r}] must be (temperature > 0, True/False) (got {spec!r})")
-        if not isinstance(spec[1], bool):
-            raise ValueError(f"variants[{name!r}][1] must be True or False (got {spec[1]!r})")
+        check_bool(f"variants[{name!r}][1]", spec[1])
         out[name] = (check_positive(f"variants[{name!r}] temperature", spec[0]), spec[1])
     return out
 
@@ -129,6 +128,8 @@ class DiagnosisParams(Experiment):
     """
 
     name: ClassVar[str] = "critical_n_diagnosis"
+    analysis_class: ClassVar[type] = CrossingAnalysis
+    grouped: ClassVar[bool] = True
 
     L: int = 1024
     fractions: tuple[float, ...] = DIAGNOSIS_FRACTIONS
@@ -146,9 +147,6 @@ class DiagnosisParams(Experiment):
         self.set_checked(
             L=L, fractions=tuple(fr), rows=check_int("rows", self.rows, low=0), variants=_check_variants(self.variants)
         )
-
-    def analysis(self, handle, meta: dict) -> CrossingAnalysis:
-        return CrossingAnalysis(self, meta, model_kv_groups(handle))
 
 
 critical_n_diagnosis = DiagnosisParams.public(

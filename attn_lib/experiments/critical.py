@@ -66,7 +66,8 @@ class CriticalAnalysis:
         out = {"count": np.broadcast_to(count.cpu().numpy(), (ld.H, *count.shape)).copy()}
         # each L's mean runs over that L's own rows only: one gather and one sum per L (the other rows' weights are
         # 0, and the invalid entries of the scans are masked, so this is the weighted mean over all rows)
-        pos = self._row_positions(rows, ld.L)
+        # for each L, the positions in rows (the ascending union of the row sets, cut at ld.L) of its own rows
+        pos = [torch.searchsorted(rows, torch.as_tensor(r[r < ld.L])) for r in map(self.row_sets.get, self.lengths)]
         masks = [weights[i, rows[p_]].unsqueeze(0) for i, p_ in enumerate(pos)]  # each (1, R_L, n)
 
         def per_length_sums(x: torch.Tensor) -> torch.Tensor:  # (H, R, n) -> (H, nL, n)
@@ -107,13 +108,6 @@ class CriticalAnalysis:
             idx = sel.nonzero().flatten().to(ld.device)
             mean[:, idx], stderr[:, idx] = mc.mean, mc.stderr
         return mean, stderr
-
-    def _row_positions(self, rows: torch.Tensor, width: int) -> list[torch.Tensor]:
-        """For each ``L``, the positions in ``rows`` (the ascending union of the row sets, cut at ``width``) of that
-        length's own rows."""
-        return [
-            torch.searchsorted(rows, torch.as_tensor(self.row_sets[L][self.row_sets[L] < width])) for L in self.lengths
-        ]
 
     def layer(self, sh: SharedLayer):
         ld = sh.layer()

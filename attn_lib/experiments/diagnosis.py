@@ -68,15 +68,8 @@ class CrossingAnalysis:
             def mean(x, valid=valid, cnt=cnt):
                 return torch.where(valid, x, torch.zeros((), dtype=x.dtype)).sum(1) / cnt.clamp(min=1)
 
-            cols = {
-                "d_tilde": mean(cr.d_tilde),
-                "e1": mean(cr.e1),
-                "lead_d_tilde": mean(lead_d),
-                "lead_e1": mean(lead_e1),
-                "rho_mean": mean(rho),
-                "rho_median": med,
-                "bound_violations": (bad & valid).sum(1),
-            }
+            cols = dict(d_tilde=mean(cr.d_tilde), e1=mean(cr.e1), lead_d_tilde=mean(lead_d), lead_e1=mean(lead_e1))
+            cols.update(rho_mean=mean(rho), rho_median=med, bound_violations=(bad & valid).sum(1))
             sink = w[..., 0].mean(1)  # (H,)
             # the sink's share of the output: alpha_0 ||x_0|| / ||z||, mean over rows (0 when its value is zeroed)
             sink_out = (w[..., 0] * v[:, :1].square().sum(-1).sqrt() / cr.z_norm.clamp(min=tiny)).mean(1)
@@ -152,14 +145,12 @@ class DiagnosisParams(Experiment):
 critical_n_diagnosis = DiagnosisParams.public(
     """Why the critical N is where it is (chapter 6, ``prop-e1-crossing``; Reading the paper, §The critical N).
 
-    On ``rows`` rows of the window of length ``L`` (every ``max(1, L // rows)``-th row, ending at the last; 32 by
-    default: the cost is ``O(H rows L d)`` per ``N`` and variant), for ``N = round(f L)`` for each ``f`` of
-    ``fractions`` and for each counterfactual of ``variants``
-    (default :data:`DIAGNOSIS_VARIANTS`: the model, its first token's value vector set to 0, and softmax at
-    temperatures 4 and 16 on the model's logits): per (layer, head) the row means of d~, E1, their leading terms
-    ``(t - N)||s_N||`` and ``(t - N) p ||z||`` (``p = N/(t-1)``), the median and mean of ``||s_N||/||z||``, the
-    first token's mean weight ``sink_share`` and ``bound_violations``, the rows where a bound of the proposition
-    fails (none, if the proposition is right).
+    On ``rows`` rows of the window (32 by default: the cost is ``O(H rows L d)`` per ``N`` and variant), for each
+    ``N`` of ``fractions`` and each counterfactual of ``variants`` (by default the model, its first token's value
+    vector set to 0, and softmax at temperatures 4 and 16 on the model's logits): per (layer, head) the row means
+    of d~, E1, their leading terms ``(t - N)||s_N||`` and ``(t - N) p ||z||`` (``p = N/(t-1)``), the median and mean
+    of ``||s_N||/||z||``, the first token's mean weight ``sink_share`` and ``bound_violations``, the rows where a
+    bound of the proposition fails (none, if the proposition is right).
 
     Returns
     -------

@@ -51,21 +51,10 @@ EXPERIMENTS = tuple(ALGORITHMS)
 
 
 def profile_params(handle, profile: Profile, seed: int | None = None) -> dict[str, Experiment]:
-    """The parameters of every experiment of :data:`EXPERIMENTS` in ``profile``, its grids cut at the model's
-    context (:meth:`~attn_lib.experiments.passes.Experiment.fit`), with ``seed`` unless it is None.
-
-    Parameters
-    ----------
-    handle : attn_lib.models.ModelHandle
-    profile : Profile
-    seed : int, optional
-        Seed of every experiment that draws random numbers; default: each one's own in ``profile``.
-
-    Returns
-    -------
-    dict
-        Experiment name -> its parameters (checked against the model).
-    """
+    """``{experiment name: its parameters}`` of every experiment of :data:`EXPERIMENTS` in ``profile`` (a
+    :class:`Profile`), its grids cut at the context of the model ``handle``
+    (:meth:`~attn_lib.experiments.passes.Experiment.fit`) and checked against it; ``seed``: the seed of every
+    experiment that draws random numbers (default None: each one's own in ``profile``)."""
     derived = (RawSensitivityParams.name, CriticalSeedsParams.name)
     params = {n: getattr(profile, n) for n in EXPERIMENTS if n not in derived}
     params[RawSensitivityParams.name] = RawSensitivityParams.of(profile.gradient_sensitivity, handle)
@@ -433,11 +422,8 @@ class ReproduceResult(dict):
             ]
         sbs = self.get("side_by_side")
         if sbs is not None and len(sbs):
-            models = [
-                c
-                for c in sbs.columns
-                if c not in ("id", "claim", "reading", "evidence", "weak", "agree", "cause", "section")
-            ]
+            labels = ("id", "claim", "reading", "evidence", "weak", "agree", "cause", "section")
+            models = [c for c in sbs.columns if c not in labels]
             lines.append("side by side (verdict per model): " + ", ".join(models))
             lines += [f"  [{' | '.join(str(r[m]) for m in models)}] {r['id']}" for _, r in sbs.iterrows()]
         t = self.get("timings") or {}

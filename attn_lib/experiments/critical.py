@@ -15,8 +15,8 @@ import pandas as pd
 import torch
 
 from .. import metrics as M
-from .._validation import check_choice, check_int, check_int_list, check_probability, check_seed, check_size
-from .passes import Experiment, SharedLayer, layer_mask, model_kv_groups, sens_row_indices
+from .._validation import check_bool, check_choice, check_int, check_int_list, check_probability, check_seed, check_size
+from .passes import Experiment, SharedLayer, layer_mask, sens_row_indices
 
 __all__ = ["CriticalNParams", "CriticalSeedsParams", "critical_n", "critical_n_summary", "critical_n_mc_seeds"]
 
@@ -66,7 +66,8 @@ class CriticalAnalysis:
         out = {"count": np.broadcast_to(count.cpu().numpy(), (ld.H, *count.shape)).copy()}
         # each L's mean runs over that L's own rows only: one gather and one sum per L (the other rows' weights are
         # 0, and the invalid entries of the scans are masked, so this is the weighted mean over all rows)
-        pos = self._row_positions(rows, ld.L)
+        # for each L, the positions in rows (the ascending union of the row sets, cut at ld.L) of its own rows
+        pos = [torch.searchsorted(rows, torch.as_tensor(r[r < ld.L])) for r in map(self.row_sets.get, self.lengths)]
         masks = [weights[i, rows[p_]].unsqueeze(0) for i, p_ in enumerate(pos)]  # each (1, R_L, n)
 
         def per_length_sums(x: torch.Tensor) -> torch.Tensor:  # (H, R, n) -> (H, nL, n)
@@ -108,13 +109,6 @@ class CriticalAnalysis:
             mean[:, idx], stderr[:, idx] = mc.mean, mc.stderr
         return mean, stderr
 
-    def _row_positions(self, rows: torch.Tensor, width: int) -> list[torch.Tensor]:
-        """For each ``L``, the positions in ``rows`` (the ascending union of the row sets, cut at ``width``) of that
-        length's own rows."""
-        return [
-            torch.searchsorted(rows, torch.as_tensor(self.row_sets[L][self.row_sets[L] < width])) for L in self.lengths
-        ]
-
     def layer(self, sh: SharedLayer):
         ld = sh.layer()
         lo, hi = self.stage_ranges[0]
@@ -149,10 +143,10 @@ class CriticalAnalysis:
             per_group = []
             for pl in self.per_layer:
                 x, g = pl["blocks"][-1][key], self.groups
-                if variance:
-                    per_group.append(np.stack([x[g == k].sum(0) / (g == k).sum() ** 2 for k in np.unique(g)], 0))
-                else:
-                    per_group.append(np.stack([x[g == k].mean(0) for k in np.unique(g)], 0))
+                means = [
+                    x[g == k].sum(0) / (g == k).sum() ** 2 if variance else x[g == k].mean(0) for k in np.unique(g)
+                ]
+                per_group.append(np.stack(means, 0))
             out["kv_groups"] = np.concatenate(per_group, axis=0)
         return out
 
@@ -272,6 +266,8 @@ class CriticalNParams(Experiment):
 
     name: ClassVar[str] = "critical_n"
     multi_length: ClassVar[bool] = True
+    analysis_class: ClassVar[type] = CriticalAnalysis
+    grouped: ClassVar[bool] = True
 
     lengths: tuple[int, ...] = (32, 64, 128, 256, 512, 1024)
     alpha: float = 0.01
@@ -298,9 +294,8 @@ class CriticalNParams(Experiment):
         if not forms:
             raise ValueError(f"forms must be a non-empty subset of {list(CRITICAL_FORMS)}")
         check_choice("p", self.p, ["L-1", "L"])
-        for name in ("stop_early", "mc_stratify"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be True or False (got {getattr(self, name)!r})")
+        check_bool("stop_early", self.stop_early)
+        check_bool("mc_stratify", self.mc_stratify)
         stage = check_int("stage", self.stage, low=1)
         crit_rows = check_int("crit_rows", self.crit_rows, low=0)
         per_row = max(lengths) * (crit_rows or max(lengths))  # random keys of one order over the scanned rows
@@ -329,9 +324,6 @@ class CriticalNParams(Experiment):
         elif not self.mc_short_samples:
             del out["mc_short_t"], out["mc_short_samples"]
         return out
-
-    def analysis(self, handle, meta: dict) -> CriticalAnalysis:
-        return CriticalAnalysis(self, meta, model_kv_groups(handle))
 
 
 critical_n = CriticalNParams.public(
@@ -390,10 +382,7 @@ def critical_n_summary(trace: pd.DataFrame, alpha: float | None = None, crit_fra
         g = g.sort_values("N")
         hit = g[g["p_value"] >= alpha]
         cap = max(1, min(int(L) - 1, int(math.floor(L * crit_fraction))))
-        if len(hit):
-            n_star, cens = int(hit["N"].iloc[0]), False
-        else:
-            n_star, cens = cap, True
+        n_star, cens = (int(hit["N"].iloc[0]), False) if len(hit) else (cap, True)
         row = dict(meta, L=int(L), form=f, sampling=sampling, n_star=n_star, censored=cens, ratio=n_star / L)
         out.append(dict(row, n_scanned=int(g["N"].max()), limit=cap))
     return pd.DataFrame(out)
@@ -443,9 +432,6 @@ class CriticalSeedsParams(CriticalNParams):
         """The parameters of ``params`` (a :class:`CriticalNParams`) with ``mc_seeds`` seeds in all."""
         keep = {f.name: getattr(params, f.name) for f in dataclasses.fields(CriticalNParams) if f.name != "forms"}
         return cls(**keep, mc_seeds=mc_seeds)
-
-    def analysis(self, handle, meta: dict) -> CriticalSeedsAnalysis:
-        return CriticalSeedsAnalysis(self, meta, model_kv_groups(handle))
 
 
 critical_n_mc_seeds = CriticalSeedsParams.public(

@@ -11,8 +11,8 @@ import pandas as pd
 import torch
 
 from .. import metrics as M
-from .._validation import check_int, check_positive, check_probability
-from .passes import Experiment, SharedLayer, layer_mask, model_kv_groups, sens_row_indices
+from .._validation import check_bool, check_int, check_positive, check_probability
+from .passes import Experiment, SharedLayer, layer_mask, sens_row_indices
 
 __all__ = ["DiagnosisParams", "critical_n_diagnosis"]
 
@@ -68,15 +68,8 @@ class CrossingAnalysis:
             def mean(x, valid=valid, cnt=cnt):
                 return torch.where(valid, x, torch.zeros((), dtype=x.dtype)).sum(1) / cnt.clamp(min=1)
 
-            cols = {
-                "d_tilde": mean(cr.d_tilde),
-                "e1": mean(cr.e1),
-                "lead_d_tilde": mean(lead_d),
-                "lead_e1": mean(lead_e1),
-                "rho_mean": mean(rho),
-                "rho_median": med,
-                "bound_violations": (bad & valid).sum(1),
-            }
+            cols = dict(d_tilde=mean(cr.d_tilde), e1=mean(cr.e1), lead_d_tilde=mean(lead_d), lead_e1=mean(lead_e1))
+            cols.update(rho_mean=mean(rho), rho_median=med, bound_violations=(bad & valid).sum(1))
             sink = w[..., 0].mean(1)  # (H,)
             # the sink's share of the output: alpha_0 ||x_0|| / ||z||, mean over rows (0 when its value is zeroed)
             sink_out = (w[..., 0] * v[:, :1].square().sum(-1).sqrt() / cr.z_norm.clamp(min=tiny)).mean(1)
@@ -106,8 +99,7 @@ def _check_variants(variants) -> dict:
     for name, spec in variants.items():
         if not isinstance(name, str) or not isinstance(spec, (tuple, list)) or len(spec) != 2:
             raise ValueError(f"variants[{name!r}] must be (temperature > 0, True/False) (got {spec!r})")
-        if not isinstance(spec[1], bool):
-            raise ValueError(f"variants[{name!r}][1] must be True or False (got {spec[1]!r})")
+        check_bool(f"variants[{name!r}][1]", spec[1])
         out[name] = (check_positive(f"variants[{name!r}] temperature", spec[0]), spec[1])
     return out
 
@@ -129,6 +121,8 @@ class DiagnosisParams(Experiment):
     """
 
     name: ClassVar[str] = "critical_n_diagnosis"
+    analysis_class: ClassVar[type] = CrossingAnalysis
+    grouped: ClassVar[bool] = True
 
     L: int = 1024
     fractions: tuple[float, ...] = DIAGNOSIS_FRACTIONS
@@ -147,21 +141,16 @@ class DiagnosisParams(Experiment):
             L=L, fractions=tuple(fr), rows=check_int("rows", self.rows, low=0), variants=_check_variants(self.variants)
         )
 
-    def analysis(self, handle, meta: dict) -> CrossingAnalysis:
-        return CrossingAnalysis(self, meta, model_kv_groups(handle))
-
 
 critical_n_diagnosis = DiagnosisParams.public(
     """Why the critical N is where it is (chapter 6, ``prop-e1-crossing``; Reading the paper, §The critical N).
 
-    On ``rows`` rows of the window of length ``L`` (every ``max(1, L // rows)``-th row, ending at the last; 32 by
-    default: the cost is ``O(H rows L d)`` per ``N`` and variant), for ``N = round(f L)`` for each ``f`` of
-    ``fractions`` and for each counterfactual of ``variants``
-    (default :data:`DIAGNOSIS_VARIANTS`: the model, its first token's value vector set to 0, and softmax at
-    temperatures 4 and 16 on the model's logits): per (layer, head) the row means of d~, E1, their leading terms
-    ``(t - N)||s_N||`` and ``(t - N) p ||z||`` (``p = N/(t-1)``), the median and mean of ``||s_N||/||z||``, the
-    first token's mean weight ``sink_share`` and ``bound_violations``, the rows where a bound of the proposition
-    fails (none, if the proposition is right).
+    On ``rows`` rows of the window (32 by default: the cost is ``O(H rows L d)`` per ``N`` and variant), for each
+    ``N`` of ``fractions`` and each counterfactual of ``variants`` (by default the model, its first token's value
+    vector set to 0, and softmax at temperatures 4 and 16 on the model's logits): per (layer, head) the row means
+    of d~, E1, their leading terms ``(t - N)||s_N||`` and ``(t - N) p ||z||`` (``p = N/(t-1)``), the median and mean
+    of ``||s_N||/||z||``, the first token's mean weight ``sink_share`` and ``bound_violations``, the rows where a
+    bound of the proposition fails (none, if the proposition is right).
 
     Returns
     -------

@@ -36,11 +36,6 @@ def _prefix_means(x: torch.Tensor, valid: torch.Tensor, lengths: Sequence[int]) 
     return (s / c.clamp(min=1)).cpu().numpy(), c.cpu().numpy()
 
 
-def _mc_rows(lengths: Sequence[int], mc_rows: int) -> dict[int, np.ndarray]:
-    """Rows used for the Monte-Carlo estimate at each ``L``: every ``max(1, L // mc_rows)``-th row."""
-    return {L: np.arange(0, L, max(1, L // mc_rows)) for L in lengths}
-
-
 class DistanceAnalysis:
     """Algorithms 1 and 2: per (L, N, layer, head) means of every distance quantity."""
 
@@ -48,7 +43,8 @@ class DistanceAnalysis:
         self.params, self.meta, self.kind = params, meta, "length" if params.multi_length else "n"
         self.lengths = list(params.lengths) if params.multi_length else [params.L]
         self.n_values = [params.N] if params.multi_length else list(params.n_values)
-        self.mc_map = _mc_rows(self.lengths, params.mc_rows) if params.mc_samples > 0 else {}
+        # the Monte-Carlo rows at each L: every max(1, L // mc_rows)-th row
+        self.mc_map = {L: np.arange(0, L, max(1, L // params.mc_rows)) for L in self.lengths if params.mc_samples > 0}
         self.rows: list[dict] = []
 
     def layer(self, sh: SharedLayer):
@@ -58,11 +54,9 @@ class DistanceAnalysis:
             dm = sh.dist(N, self.params.p)
             valid = dm.valid[:, :Lmax]
             viol = valid & (dm.d_tilde[:, :Lmax] > dm.d_max[:, :Lmax] * (1 + 1e-9) + 1e-12)
-            cols = {k: getattr(dm, k) for k in ("d_tilde", "d_max", "e1")}
-            cols["e1_plus_gap"] = dm.e1 + dm.e1_gap
-            cols.update({k: getattr(dm, k) for k in ("e1_gap", "e2", "s_norm", "alpha_bar")})
-            cols["x_max"] = sh.get("x_max", lambda: _row_max_norm(ld))
-            cols["indiv"] = _individual_terms(ld, N)
+            x_max = sh.get("x_max", lambda: _row_max_norm(ld))
+            cols = dict(d_tilde=dm.d_tilde, d_max=dm.d_max, e1=dm.e1, e1_plus_gap=dm.e1 + dm.e1_gap, e1_gap=dm.e1_gap)
+            cols.update(e2=dm.e2, s_norm=dm.s_norm, alpha_bar=dm.alpha_bar, x_max=x_max, indiv=_individual_terms(ld, N))
             means = {k: _prefix_means(v[:, :Lmax], valid, self.lengths)[0] for k, v in cols.items()}
             if self.kind == "n":  # the same rows at every N: those valid at the largest N of the grid
                 common = valid & (ld.t[:, :Lmax] >= max(self.n_values) + 1)
@@ -75,8 +69,7 @@ class DistanceAnalysis:
             for li, L in enumerate(self.lengths):
                 for h in range(ld.H):
                     row = dict(self.meta, L=L, N=N, layer=sh.la.layer, head=h, n_rows=int(counts[h, li]))
-                    for k in means:
-                        row[k] = float(means[k][h, li])
+                    row.update({k: float(m[h, li]) for k, m in means.items()})
                     if self.kind == "n":
                         row["n_rows_common"] = int(common_counts[h, li])
                     row["dmax_violations"] = int(round(nviol[h, li] * L))

@@ -37,13 +37,20 @@ def load_inputs(
     caller to show.
     """
     check_bool("quiet", quiet)
+    # the text first: a bad text must fail before the model loads
+    (text_obj, handle), caught = with_notes(
+        lambda: (corpus.load_text(text), models.load_model(model, device=device, dtype=dtype, quiet=quiet))
+    )
+    notes = list(handle.notes)
+    return handle, text_obj, notes + [m for m in caught if m not in notes]
+
+
+def with_notes(fn, *args, **kwargs) -> tuple:
+    """``(fn(*args, **kwargs), notes)``: ``notes`` the messages of the warnings it raised (the one-off notices)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        text_obj = corpus.load_text(text)  # first: a bad text must fail before the model loads
-        handle = models.load_model(model, device=device, dtype=dtype, quiet=quiet)
-    notes = list(handle.notes)
-    notes += [m for m in (str(w.message) for w in caught) if m not in notes]
-    return handle, text_obj, notes
+        out = fn(*args, **kwargs)
+    return out, [str(w.message) for w in caught]
 
 
 def text_window(handle, text, length: int, start: int = 0) -> torch.Tensor:

@@ -15,25 +15,15 @@ import pandas as pd
 import torch
 
 from .. import corpus, models
-from .._validation import check_choice, check_int, check_threads, prepare_output_dir
+from .._validation import check_bool, check_choice, check_int, check_threads, prepare_output_dir
 from ..cache import ResultCache
 from .coverage import report_coverage_params
 from .critical import CriticalNParams, CriticalSeedsParams, critical_n_summary
 from .diagnosis import DiagnosisParams
 from .distance import DistanceVsLengthParams, DistanceVsNParams
-from .inputs import as_text, load_inputs, require_causal, table_meta
+from .inputs import as_text, load_inputs, require_causal, table_meta, with_notes
 from .normalizers import compare_normalizers, critical_n_from_heads, limits_summary
-from .passes import (
-    Experiment,
-    Progress,
-    cache_key,
-    check_cache,
-    finish_timed,
-    pass_info,
-    plan,
-    run_units,
-    warm_up_kernels,
-)
+from .passes import Experiment, Progress, cache_key, check_cache, plan, run_timed, warm_up_kernels
 from .profiles import PROFILES, BeyondProfile, Profile, get_beyond_profile, get_profile
 from .sensitivity import RawSensitivityParams, SensitivityParams
 from .separability import SeparabilityParams
@@ -61,21 +51,10 @@ EXPERIMENTS = tuple(ALGORITHMS)
 
 
 def profile_params(handle, profile: Profile, seed: int | None = None) -> dict[str, Experiment]:
-    """The parameters of every experiment of :data:`EXPERIMENTS` in ``profile``, its grids cut at the model's
-    context (:meth:`~attn_lib.experiments.passes.Experiment.fit`), with ``seed`` unless it is None.
-
-    Parameters
-    ----------
-    handle : attn_lib.models.ModelHandle
-    profile : Profile
-    seed : int, optional
-        Seed of every experiment that draws random numbers; default: each one's own in ``profile``.
-
-    Returns
-    -------
-    dict
-        Experiment name -> its parameters (checked against the model).
-    """
+    """``{experiment name: its parameters}`` of every experiment of :data:`EXPERIMENTS` in ``profile`` (a
+    :class:`Profile`), its grids cut at the context of the model ``handle``
+    (:meth:`~attn_lib.experiments.passes.Experiment.fit`) and checked against it; ``seed``: the seed of every
+    experiment that draws random numbers (default None: each one's own in ``profile``)."""
     derived = (RawSensitivityParams.name, CriticalSeedsParams.name)
     params = {n: getattr(profile, n) for n in EXPERIMENTS if n not in derived}
     params[RawSensitivityParams.name] = RawSensitivityParams.of(profile.gradient_sensitivity, handle)
@@ -110,27 +89,10 @@ def _compute(handle, text, params: dict[str, Experiment], start: int, prof: Prof
     """The experiments of ``params``, all in the same passes: ``{name: table}``."""
     meta = table_meta(handle, text)
     made = {n: p.units(handle, meta) for n, p in params.items()}
-    units = [u for n in made for u in made[n]]
-    owner = [n for n in made for _ in made[n]]
-    lengths = list(plan(handle, units))
-    check_text_holds(handle, text, max(lengths), start, prof)  # before any work, in the user's terms
+    longest = max(plan(handle, [u for n in made for u in made[n]]))
+    check_text_holds(handle, text, longest, start, prof)  # before any work, in the user's terms
     warm_up_kernels(handle, prog)
-    per_unit = [0.0] * len(units)
-    t_pass = run_units(handle, text, units, start, prog, per_unit)
-    per_analysis = {n: sum(t for t, o in zip(per_unit, owner) if o == n) for n in made}
-    info = pass_info(handle, units, made, t_pass, sum(per_analysis.values()))
-    if timings is not None:
-        timings["pass"] = t_pass
-        timings["shared"] = info["shared_pass_s"]  # forward passes, capture and the layer set-up they share
-    out = {}  # each table keeps how long it took in attrs["timing"] (and so in the result cache)
-    with prog.bar(total=len(made), desc="finishing the experiments", unit="experiment") as bar:
-        for n in made:
-            bar.set_postfix_str(n)
-            out[n], t_finish = finish_timed(made[n], per_analysis[n], info)
-            if timings is not None:
-                timings[f"finish_{n}"] = t_finish
-            bar.update(1)
-    return out
+    return run_timed(handle, text, made, start, prog, timings)
 
 
 def run_all(
@@ -255,8 +217,7 @@ def _check_names(name: str, values, choices, what: str) -> list:
 def _check_reproduce_args(profile, use_cache, formats, compare, threads) -> tuple:
     """``(profile, formats, compare, threads)`` of :func:`run_reproduce`, checked before any work."""
     prof = get_profile(profile)
-    if not isinstance(use_cache, bool):
-        raise ValueError(f"use_cache must be True or False (got {use_cache!r})")
+    check_bool("use_cache", use_cache)
     formats = check_formats(formats)
     compare = [compare] if isinstance(compare, str) else list(compare or ())
     if not all(isinstance(c, str) and c.strip() for c in compare):
@@ -285,22 +246,15 @@ def _load_main(model, text, device, handle, text_obj, prog: Progress, timings: d
         handle, loaded_text, notes = load_inputs(model, text, device=device, quiet=not prog.enabled)
         timings["load_model"] = time.perf_counter() - t0
         return handle, loaded_text if text_obj is None else text_obj, notes
-    if text_obj is not None:
-        return handle, text_obj, []
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        text_obj = corpus.load_text(text)
-    return handle, text_obj, [str(w.message) for w in caught]
+    return (handle, text_obj, []) if text_obj is not None else (handle, *with_notes(corpus.load_text, text))
 
 
 def _load_compared(name: str, device, prog: Progress, notes: list) -> tuple:
     """``(handle, seconds)`` of a model to compare; its new notices are added to ``notes`` and warned."""
     prog.say(f"loading model {name!r} to compare ...")
     t0 = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        h2 = models.load_model(name, device=device, quiet=not prog.enabled)
-    for note in list(h2.notes) + [str(w.message) for w in caught]:
+    h2, caught = with_notes(models.load_model, name, device=device, quiet=not prog.enabled)
+    for note in list(h2.notes) + caught:
         if note not in notes:
             notes.append(note)
             warnings.warn(note, UserWarning, stacklevel=3)
@@ -327,12 +281,9 @@ def _run_coverage(handle, text_obj, prof: Profile, cache, prog: Progress, thread
     chapters run it), from the result cache when it holds it: the table behind the row ``multihead-rule-model``."""
     params = report_coverage_params(handle, prof)
     key = cache_key(params.name, handle, text_obj, start=0, **params.key_params())
-    if cache is not None and key in cache:
-        prog.say(f"{params.name}: from the result cache")
-    else:
-        prog.say(
-            f"{params.name}: one forward pass at L = {params.L} (N = {params.N}, {params.permutations} head orders)"
-        )
+    cached = cache is not None and key in cache
+    pass_at = f"one forward pass at L = {params.L} (N = {params.N}, {params.permutations} head orders)"
+    prog.say(f"{params.name}: {'from the result cache' if cached else pass_at}")
     t0 = time.perf_counter()
     with _torch_threads(threads):
         df = params.run(handle, text_obj, start=0, cache=cache)
@@ -447,8 +398,7 @@ def run_reproduce(
     others = _run_compared(loaded, text_obj, prof, cache, threads, prog, timings)
     info = _write_outputs(results, out, handle, text_obj, prof, timings, formats, others, prog)
     timings["total"] = time.perf_counter() - t_all
-    info["timings"] = timings
-    info["notes"] = notes
+    info.update(timings=timings, notes=notes)
     _refresh_json_timings(info, timings)
     prog.say(f"wrote {info['report']} ({timings['total']:.1f} s in all)")
     return ReproduceResult(info)
@@ -472,11 +422,8 @@ class ReproduceResult(dict):
             ]
         sbs = self.get("side_by_side")
         if sbs is not None and len(sbs):
-            models = [
-                c
-                for c in sbs.columns
-                if c not in ("id", "claim", "reading", "evidence", "weak", "agree", "cause", "section")
-            ]
+            labels = ("id", "claim", "reading", "evidence", "weak", "agree", "cause", "section")
+            models = [c for c in sbs.columns if c not in labels]
             lines.append("side by side (verdict per model): " + ", ".join(models))
             lines += [f"  [{' | '.join(str(r[m]) for m in models)}] {r['id']}" for _, r in sbs.iterrows()]
         t = self.get("timings") or {}
@@ -577,8 +524,7 @@ def run_compare(
     """
     out_dir = prepare_output_dir("out", out)
     prof = get_beyond_profile(profile)
-    if not isinstance(use_cache, bool):
-        raise ValueError(f"use_cache must be True or False (got {use_cache!r})")
+    check_bool("use_cache", use_cache)
     start = check_int("start", start, low=0)
     if say is not None and not callable(say):
         raise ValueError(f"say must be callable or None (got {say!r})")

@@ -120,15 +120,9 @@ class CompareAnalysis:
             for c, N in enumerate(n for n in prof.sep_n if n < L):
                 cnt = sep["valid"][..., c].sum(-1).clamp(min=1)
                 self._add(label, name, "sep_fraction", la.layer, sep["sep"][..., c].sum(-1) / cnt, L=L, N=N)
-            # one seeded direction per row, reused for every T and eps (Algorithm 5)
+            seed = (self.seed + la.layer) % 2**63  # one seeded direction per row, reused for every T and eps (Alg. 5)
             grid = jacobian.sensitivity_grid(
-                lg,
-                prof.temperatures,
-                prof.eps_values,
-                normalizer=f,
-                mask=vis,
-                seed=(self.seed + la.layer) % 2**63,
-                dtype=torch.float64,
+                lg, prof.temperatures, prof.eps_values, normalizer=f, mask=vis, seed=seed, dtype=torch.float64
             )
             for i, T in enumerate(prof.temperatures):
                 for j, e in enumerate(prof.eps_values):
@@ -145,16 +139,15 @@ class CompareAnalysis:
             names += [k for k in where if k not in names]
         sizes = [len(v) for _, _, v in self.out]
         cols: dict = {}
-        for c in names:
-            if c == "head":
-                cols[c] = np.concatenate([np.arange(n) for n in sizes]) if sizes else []
-            elif c == "value":
-                cols[c] = np.concatenate([v for _, _, v in self.out]) if sizes else []
-            else:
-                col: list = []
-                for (fixed, where, _), n in zip(self.out, sizes):
-                    col += [fixed[c] if c in fixed else where.get(c, np.nan)] * n
-                cols[c] = col
+        for c in names:  # head and value filled in below, in their place
+            col: list = []
+            for (fixed, where, _), n in zip(self.out, sizes):
+                col += [fixed.get(c, where.get(c, np.nan))] * n
+            cols[c] = col
+        if sizes:
+            cols.update(
+                head=np.concatenate([np.arange(n) for n in sizes]), value=np.concatenate([v for *_, v in self.out])
+            )
         df = pd.DataFrame(cols)
         for c in ("L", "N"):
             if c in df:
@@ -219,15 +212,12 @@ def critical_n_from_heads(df: pd.DataFrame, alpha: float = 0.01) -> pd.DataFrame
     wide = sub.pivot_table(index=["normalizer", "L", "N", "layer", "head"], columns="metric", values="value")
     rows = []
     for (lab, L), g in wide.groupby(level=["normalizer", "L"], sort=False):
-        n_star, cens, last = None, True, None
-        for N, gn in g.groupby(level="N"):
-            last = int(N)
-            if ks_2samp(gn["d_tilde"].to_numpy(), gn["e1"].to_numpy()).pvalue >= a:
-                n_star, cens = int(N), False
+        for N, gn in g.groupby(level="N"):  # up to the first N that passes, else the largest scanned
+            n_star, passed = int(N), bool(ks_2samp(gn["d_tilde"].to_numpy(), gn["e1"].to_numpy()).pvalue >= a)
+            if passed:
                 break
-        n_star = last if n_star is None else n_star
-        row = dict(normalizer=lab, L=int(L), n_star=n_star, censored=cens, ratio=n_star / int(L))
-        rows.append(dict(row, n_heads=len(g.xs(last, level="N"))))
+        row = dict(normalizer=lab, L=int(L), n_star=n_star, censored=not passed, ratio=n_star / int(L))
+        rows.append(dict(row, n_heads=len(g.xs(n_star, level="N"))))
     return pd.DataFrame(rows)
 
 

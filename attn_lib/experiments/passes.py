@@ -65,27 +65,21 @@ class SharedLayer:
             self._memo[key] = fn()
         return self._memo[key]
 
+    def _build(self, gram: bool) -> M.LayerData:
+        la = self.la
+        with M._engine.large_ops():  # whole-layer softmax and Gram products: multi-threaded torch pays off here
+            ld = M.LayerData.from_logits(la.logits[0], la.values[0], mask=layer_mask(la))
+            if gram:
+                ld.gram, ld.zdot()
+        return ld
+
     def layer(self) -> M.LayerData:
         """The layer in float64 with its Gram matrix and ``z . x`` products."""
-        la = self.la
-
-        def build():
-            with M._engine.large_ops():  # whole-layer softmax and Gram products: multi-threaded torch pays off here
-                ld = M.LayerData.from_logits(la.logits[0], la.values[0], mask=layer_mask(la))
-                ld.gram, ld.zdot()
-            return ld
-
-        return self.get("ld", build)
+        return self.get("ld", lambda: self._build(gram=True))
 
     def weights_layer(self) -> M.LayerData:
         """The layer in float64 without the Gram products of :meth:`layer`, unless an analysis has built those."""
-        if "ld" in self._memo:
-            return self._memo["ld"]
-        la = self.la
-        with M._engine.large_ops():
-            return self.get(
-                "ld_weights", lambda: M.LayerData.from_logits(la.logits[0], la.values[0], mask=layer_mask(la))
-            )
+        return self._memo["ld"] if "ld" in self._memo else self.get("ld_weights", lambda: self._build(gram=False))
 
     def dist(self, N: int, p="L-1") -> M.distance.DistanceRows:
         """:func:`attn_lib.metrics.distance_metrics` of the layer at ``N``."""
@@ -186,44 +180,56 @@ def run_units(handle, text, units, start, prog=None, seconds=None) -> float:
     return total
 
 
-def timing_parts(units) -> dict:
-    """The named parts of an experiment's own time (critical_n: ``mc_scan_s``), summed over its analyses."""
-    parts: dict = {}
-    for a, _ in units:
-        for k, v in getattr(a, "timing_parts", {}).items():
-            parts[k] = parts.get(k, 0.0) + v
-    return parts
-
-
-def pass_info(handle, units, names, pass_s: float, analysis_s: float) -> dict:
-    """What the experiments ``names`` of one run share, for ``attrs["timing"]``: the passes' own time (``pass_s``, the
-    passes' seconds, less ``analysis_s``, the analyses' own: forward passes, capture and the layer set-up), their
-    length(s), the experiments in them and the device."""
+def run_timed(handle, text, made: dict, start: int, prog: Progress | None = None, timings: dict | None = None) -> dict:
+    """The tables of the experiments ``made`` (name -> its ``(analysis, pass length)`` units, :meth:`Experiment.units`),
+    all in the same passes (:func:`run_units`), each with how long it took in ``attrs["timing"]``
+    (:func:`finish_timed`): ``{name: table}``. ``timings``, if given, gets the seconds of the passes (``pass``), of
+    what they share (``shared``) and of each finishing step (``finish_<name>``)."""
+    prog, timings = prog or Progress(False), {} if timings is None else timings
+    units = [u for n in made for u in made[n]]
+    owner = [n for n in made for _ in made[n]]
+    per_unit = [0.0] * len(units)
+    timings["pass"] = run_units(handle, text, units, start, prog, per_unit)
+    per_analysis = {n: sum(t for t, o in zip(per_unit, owner) if o == n) for n in made}
     lengths = list(plan(handle, units))
-    return {
-        "shared_pass_s": max(0.0, pass_s - analysis_s),
+    info = {  # what the experiments of the passes share
+        # the passes' seconds less the analyses' own: forward passes, capture and the layer set-up
+        "shared_pass_s": max(0.0, timings["pass"] - sum(per_analysis.values())),
         # one pass (causal: nested prefixes) or one per window length (bidirectional)
         "pass_length": lengths[0] if len(lengths) == 1 else lengths,
-        "experiments_in_pass": list(names),
+        "experiments_in_pass": list(made),
         "device": str(handle.device),
     }
+    timings["shared"] = info["shared_pass_s"]
+    out = {}
+    with prog.bar(total=len(made), desc="finishing the experiments", unit="experiment") as bar:
+        for n in made:
+            bar.set_postfix_str(n)
+            out[n], timings[f"finish_{n}"] = finish_timed(made[n], per_analysis[n], info)
+            bar.update(1)
+    return out
 
 
 def finish_timed(units, analysis_s: float, info: dict) -> tuple[pd.DataFrame, float]:
     """The experiment's table from its analyses ``units``, with how long the experiment took in ``attrs["timing"]``
     (kept with the table in the result cache, read by :func:`attn_lib.book.tables.runtime_table`): ``analysis_s`` (its
-    own time in the passes plus the finishing step), ``info`` (:func:`pass_info`), threads, when, and
-    :func:`timing_parts`. Returns the table and the finishing step's seconds."""
+    own time in the passes plus the finishing step), ``info`` (what the experiments of the passes share,
+    :func:`run_timed`), threads, when, and the named parts of its own time (critical_n: ``mc_scan_s``), summed over
+    its analyses. Returns the table and the finishing step's seconds."""
     t0 = time.perf_counter()
     # one experiment's table from its analyses (several, one per length, on a bidirectional model)
     df = units[0][0].finish() if len(units) == 1 else pd.concat([a.finish() for a, _ in units], ignore_index=True)
     t_finish = time.perf_counter() - t0
+    parts: dict = {}
+    for a, _ in units:
+        for k, v in getattr(a, "timing_parts", {}).items():
+            parts[k] = parts.get(k, 0.0) + v
     df.attrs["timing"] = {
         "analysis_s": analysis_s + t_finish,
         **info,
         "threads": torch.get_num_threads(),
         "computed_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        **timing_parts(units),  # parts of analysis_s (critical_n: mc_scan_s)
+        **parts,  # parts of analysis_s
     }
     return df, t_finish
 
@@ -277,8 +283,10 @@ class Experiment:
     name: ClassVar[str]
     #: a grid of window lengths (field ``lengths``): on a bidirectional model each length needs its own pass
     multi_length: ClassVar[bool] = False
-    #: the analysis' class, built by :meth:`analysis` as ``analysis_class(params, meta)``
+    #: the analysis' class, built by :meth:`analysis` as ``analysis_class(params, meta)``, or with :attr:`grouped`
+    #: as ``analysis_class(params, meta, groups)``, ``groups`` the model's key/value group of each head
     analysis_class: ClassVar[type]
+    grouped: ClassVar[bool] = False
 
     def set_checked(self, **values) -> None:
         """Store checked values in the frozen fields (for ``__post_init__``)."""
@@ -343,7 +351,7 @@ class Experiment:
 
     def analysis(self, handle, meta: dict):
         """The analysis object of one pass (``layer(shared)``, ``finish()``); ``meta`` labels its rows."""
-        return self.analysis_class(self, meta)
+        return self.analysis_class(self, meta, *([model_kv_groups(handle)] if self.grouped else []))
 
     def units(self, handle, meta: dict) -> list[tuple[Any, int]]:
         """The ``(analysis, pass length)`` pairs of the experiment.
@@ -364,11 +372,8 @@ class Experiment:
         start = check_int("start", start, low=0)
 
         def compute():  # timed as run_all times its experiments: the table is the same cache entry
-            units = params.units(handle, table_meta(handle, text))
-            own = [0.0] * len(units)
-            t_pass = run_units(handle, text, units, start, seconds=own)
-            info = pass_info(handle, units, [self.name], t_pass, sum(own))
-            return finish_timed(units, sum(own), info)[0]
+            made = {self.name: params.units(handle, table_meta(handle, text))}
+            return run_timed(handle, text, made, start)[self.name]
 
         if result_cache is None:
             return compute()

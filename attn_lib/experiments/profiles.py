@@ -47,30 +47,19 @@ class Profile:
         return dataclasses.asdict(self)
 
 
-def _paper() -> Profile:
+def _paper() -> Profile:  # every parameter not named here at its dataclass's default
     lengths, L, mc = (32, 64, 128, 256, 512, 1024), 1024, dict(mc_samples=64, mc_rows=32, mc_seeds=5)
     return Profile(
         name="paper",
         distance_vs_length=DistanceVsLengthParams(N=5, lengths=lengths, **mc),
         distance_vs_n=DistanceVsNParams(L=L, n_values=(1, 5, 10, 20, 100), **mc),
         critical_n=CriticalNParams(
-            lengths=lengths,
-            alpha=0.01,
-            crit_fraction=1.0,
-            stage=1023,
-            crit_rows=128,
-            mc_samples=3,
-            mc_stratify=True,
-            mc_short_t=128,
-            mc_short_samples=16,
+            lengths, stage=1023, crit_rows=128, mc_samples=3, mc_stratify=True, mc_short_t=128, mc_short_samples=16
         ),
         separability=SeparabilityParams(L=L, n_values=(1, 2, 4, 8, 16, 32, 64)),
+        # Fig. 4's verdicts over 5 draws of the random directions (their spread)
         gradient_sensitivity=SensitivityParams(
-            L=L,
-            temperatures=tuple(float(x) for x in np.logspace(-3, 2, 21)),
-            eps_values=(1e-3, 1e-1, 10.0),
-            rows=128,
-            direction_seeds=5,  # Fig. 4's verdicts over 5 draws of the random directions (their spread)
+            L=L, temperatures=tuple(float(x) for x in np.logspace(-3, 2, 21)), rows=128, direction_seeds=5
         ),
         critical_n_diagnosis=DiagnosisParams(L=L, rows=32),
     )
@@ -82,13 +71,10 @@ def _quick() -> Profile:
         name="quick",
         distance_vs_length=DistanceVsLengthParams(N=5, lengths=lengths, **mc),
         distance_vs_n=DistanceVsNParams(L=L, n_values=(1, 5, 10, 20, 40), **mc),
-        critical_n=CriticalNParams(lengths=lengths, alpha=0.01, crit_fraction=1.0, stage=127, mc_samples=16),
+        critical_n=CriticalNParams(lengths=lengths, stage=127, mc_samples=16),
         separability=SeparabilityParams(L=L, n_values=(1, 2, 4, 8, 16, 32)),
         gradient_sensitivity=SensitivityParams(
-            L=L,
-            temperatures=tuple(float(x) for x in np.logspace(-3, 2, 6)),
-            eps_values=(1e-3, 1e-1, 10.0),
-            direction_seeds=5,
+            L=L, temperatures=tuple(float(x) for x in np.logspace(-3, 2, 6)), direction_seeds=5
         ),
         critical_n_diagnosis=DiagnosisParams(L=L, rows=32),
     )

@@ -83,26 +83,20 @@ class SensitivityAnalysis:
         log10_g = torch.log10(g.clamp(min=1e-300))
         above_l2 = ((log10_g > log10_bound + 1e-9) & valid & (g > 0)).sum(-1)
         margin = torch.where(valid & (g > 0), log10_bound - log10_g, math.nan).nanmedian(-1).values
-        n_rows = valid.sum(-1).tolist()
-        above_l2_, margin_ = above_l2.numpy(), margin.numpy()
-        s5max_, s5half_ = ex["sqrt5_max"].numpy(), ex["sqrt5_half"].numpy()
-        gap_min_ = ex["gap_min"].tolist()
-        mean_, gmax_, viol_, over_, g_tied_ = (t.numpy() for t in (mean, gmax, viol, over, g_tied))
-        tied_, pred_ = tied.sum(-1).numpy(), pred.numpy()
-        corr_ = corr.view(len(self.T), len(self.E)).tolist()
-        paper_ = paper.view(-1).tolist()
+        cols = dict(
+            n_rows=valid.sum(-1), g=mean, g_row_max=gmax, bound_corrected=corr[..., 0], bound_paper=paper[..., 0]
+        )
+        cols.update(rows_violating_corrected=viol, rows_above_paper=over, rows_gap_below_T=tied.sum(-1).unsqueeze(1))
+        cols.update(g_share_gap_below_T=g_tied, g_two_token=pred.unsqueeze(1), gap_min=ex["gap_min"].cpu())
+        cols.update(draw=torch.tensor(draw), rows_above_lemma2=above_l2, lemma2_log10_margin=margin)
+        cols.update(sqrt5_ratio_max=ex["sqrt5_max"], rows_sqrt5_half=ex["sqrt5_half"])
+        # each column (nT, nE, H); .item() gives an int or a float as its dtype says
+        cols = {k: np.broadcast_to(x.numpy(), (len(self.T), len(self.E), H)) for k, x in cols.items()}
         for a, T in enumerate(self.T):
             for b, e in enumerate(self.E):
                 for h in range(H):
-                    row = dict(self.meta, L=L, T=T, eps=e, layer=layer, head=h, n_rows=int(n_rows[h]))
-                    row.update(g=float(mean_[a, b, h]), g_row_max=float(gmax_[a, b, h]))
-                    row.update(bound_corrected=float(corr_[a][b]), bound_paper=float(paper_[a]))
-                    row.update(rows_violating_corrected=int(viol_[a, b, h]), rows_above_paper=int(over_[a, b, h]))
-                    row.update(rows_gap_below_T=int(tied_[a, h]), g_share_gap_below_T=float(g_tied_[a, b, h]))
-                    row.update(g_two_token=float(pred_[a, h]), gap_min=float(gap_min_[h]), draw=draw)
-                    row.update(rows_above_lemma2=int(above_l2_[a, b, h]), lemma2_log10_margin=float(margin_[a, b, h]))
-                    row.update(sqrt5_ratio_max=float(s5max_[a, b, h]), rows_sqrt5_half=int(s5half_[a, b, h]))
-                    self.rows.append(dict(row, row_stride=stride))
+                    row = dict(self.meta, L=L, T=T, eps=e, layer=layer, head=h)
+                    self.rows.append(dict(row, **{k: x[a, b, h].item() for k, x in cols.items()}, row_stride=stride))
 
     def finish(self) -> pd.DataFrame:
         return pd.DataFrame(self.rows)
@@ -202,8 +196,7 @@ class RawSensitivityAnalysis(SensitivityAnalysis):
             return df
         c = self.scale
         df = df.assign(T=df["T"] * c, eps=df["eps"] * c, g=df["g"] / c, g_row_max=df["g_row_max"] / c)
-        df["g_two_token"] = df["g_two_token"] / c
-        df["gap_min"] = df["gap_min"] * c  # the top-two gap in raw units
+        df = df.assign(g_two_token=df["g_two_token"] / c, gap_min=df["gap_min"] * c)  # the top-two gap in raw units
         # the bounds in raw units: min{1/(2T), sqrt2/eps} and min{1/(4T), sqrt2} of the raw T and eps
         df["bound_corrected"] = np.minimum(1 / (2 * df["T"]), math.sqrt(2) / df["eps"])
         df["bound_paper"] = np.minimum(1 / (4 * df["T"]), math.sqrt(2))
@@ -287,11 +280,9 @@ gradient_sensitivity = SensitivityParams.public(
     (rows with ``t >= 2``; one seeded unit direction per row, reused for every ``T`` and ``eps``, seed
     ``seed + layer``), its row maximum, the corrected bound ``min(1/(2T), sqrt2/eps)`` with the number of rows
     violating it (must be 0), and the paper's ``min(1/(4T), sqrt2)`` with the number of rows above it. The
-    paper's ``g(T, eps)`` is the max over heads of ``g``. ``temperatures`` and ``eps_values`` are sequences of
-    numbers ``> 0`` (a single number is one value). ``rows`` > 0 subsamples the row set ``R`` (the book's appendix
-    "Reading the paper") to every ``max(1, L // rows)``-th row ending at the last (:func:`sens_row_indices`; column
-    ``row_stride``); the directions are then drawn for those rows only. ``direction_seeds`` > 1 repeats it all
-    for independent draws of the directions (column ``draw``, 0 = the seed above). Near ties: ``rows_gap_below_T``
+    paper's ``g(T, eps)`` is the max over heads of ``g``. With ``rows`` > 0 the directions are drawn for the
+    subsampled rows of ``R`` only (column ``row_stride``); with ``direction_seeds`` > 1 it all repeats for each draw
+    of the directions (column ``draw``, 0 = the seed above). Near ties: ``rows_gap_below_T``
     counts the rows whose two largest logits differ by less than ``T``, ``g_share_gap_below_T`` is the share of the
     head's summed ``g`` they carry, and ``g_two_token`` the row mean predicted when only the top two weights respond
     (``sqrt2 q (1 - q) |v_1 - v_2| / T``, ``q`` the sigmoid of minus the gap over ``T``).

@@ -182,15 +182,11 @@ def softmax_type_spectral_norm(weights, temperature: float = 1.0, *, iterations:
     if "bool" in kind or "complex" in kind:
         raise ValueError(f"weights must be real numbers (got dtype {kind})")
     try:
-        a = (
-            weights.to(torch.float64)
-            if isinstance(weights, torch.Tensor)
-            else torch.as_tensor(np.asarray(weights, dtype=np.float64))
-        )
+        is_tensor = isinstance(weights, torch.Tensor)
+        a = weights.to(torch.float64) if is_tensor else torch.as_tensor(np.asarray(weights, dtype=np.float64))
     except (TypeError, ValueError, RuntimeError):
-        raise ValueError(
-            f"weights must be a real tensor or array of shape (..., L) (got {type(weights).__name__})"
-        ) from None
+        what = type(weights).__name__
+        raise ValueError(f"weights must be a real tensor or array of shape (..., L) (got {what})") from None
     if a.dim() < 1 or a.shape[-1] == 0 or not bool(torch.isfinite(a).all()) or bool((a < 0).any()):
         raise ValueError("weights must be a finite, non-negative tensor of shape (..., L) with L >= 1")
     sums = a.sum(-1)

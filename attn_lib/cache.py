@@ -44,7 +44,7 @@ import platformdirs
 
 from ._validation import check_bool, check_nonnegative, env, expand_path
 
-__all__ = ["ResultCache", "cache_dir"]
+__all__ = ["ResultCache"]  # cache_dir(): the folder ResultCache() uses by default
 
 log = logging.getLogger(__name__)
 

@@ -30,9 +30,8 @@ __all__ = [
     "general_jacobian",
     "autograd_jacobian",
     "sensitivity",
-    "random_directions",
     "jacobian_norms",
-]
+]  # random_directions: the seeded unit directions that sensitivity and attn_lib.metrics draw
 
 
 def _to_tensor(x: Any, name: str = "logits", dtype: torch.dtype | None = None) -> tuple[torch.Tensor, bool]:
@@ -198,8 +197,11 @@ def jacobian(name_or_fn, logits, temperature=1.0, mask=None, **params):
     generalised Jacobian at support changes.
     """
     f, kind = _resolve(name_or_fn, dict(params))
-    by_kind = {"softmax": _softmax_type_jacobian, "general": general_jacobian}
-    return by_kind.get(kind, autograd_jacobian)(f, logits, temperature, mask)
+    if kind == "softmax":
+        return _softmax_type_jacobian(f, logits, temperature, mask)
+    if kind == "general":
+        return general_jacobian(f, logits, temperature, mask)
+    return autograd_jacobian(f, logits, temperature, mask)
 
 
 def _check_device(device) -> torch.device | None:

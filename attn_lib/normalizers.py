@@ -52,13 +52,7 @@ __all__ = [
     "spec",
     "available",
     "get",
-    # the normalisers the book calls directly; the others by get(name)
-    "softmax",
-    "general",
-    "sparsemax",
-    "ssmax",
-    "topk",
-]
+]  # each normaliser (softmax, general, sparsemax, ...) is an entry of the registry: get(name), or the function itself
 
 #: A normaliser's callable: ``f(logits, temperature=1.0, dim=-1, mask=None, **params) -> weights``.
 NormalizerFn = Callable[..., Any]

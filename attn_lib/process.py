@@ -30,7 +30,7 @@ import sys
 from ._validation import check_bool
 from ._validation import env as check_env
 
-__all__ = ["ENVIRONMENT", "tune", "state"]
+__all__ = ["tune", "state"]  # ENVIRONMENT: the settings tune() applies, as state() reports them
 
 #: Iterations an idle libgomp thread spins before it sleeps (libgomp's default: 300,000).
 SPIN_COUNT = 3000

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from attn_lib import experiments as E
+from attn_lib.experiments.sensitivity import RawSensitivityParams
 
 HANDLE = SimpleNamespace(max_length=512, n_heads=4, n_kv_heads=2, head_dim=16)
 PACKAGE = Path(E.__file__).parent
@@ -134,7 +135,7 @@ def test_cache_key_content_leaves_out_what_does_not_run():
     with_mc = E.CriticalNParams(crit_rows=8).key_params()
     assert with_mc["crit_rows"] == 8 and with_mc["mc_samples"] == 8 and with_mc["seed"] == 0
     assert "rows" not in E.SensitivityParams().key_params() and E.SensitivityParams(rows=4).key_params()["rows"] == 4
-    assert E.RawSensitivityParams(head_dim=16).key_params()["head_dim"] == 16
+    assert RawSensitivityParams(head_dim=16).key_params()["head_dim"] == 16
 
 
 def _imports(path: Path):

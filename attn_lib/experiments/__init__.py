@@ -42,7 +42,7 @@ from .inputs import load_inputs, text_window
 from .jobs import run_all, run_compare, run_reproduce
 from .normalizers import compare_normalizers, critical_n_from_heads, limits_summary, normalizer_settings
 from .profiles import BEYOND_PROFILES, PROFILES, BeyondProfile, Profile
-from .sensitivity import RawSensitivityParams, SensitivityParams, gradient_sensitivity, gradient_sensitivity_raw
+from .sensitivity import SensitivityParams, gradient_sensitivity, gradient_sensitivity_raw
 from .separability import SeparabilityParams, separability
 from .swap import SwapResult, live_swap
 
@@ -67,7 +67,6 @@ __all__ = [
     "gradient_sensitivity",
     "SensitivityParams",
     "gradient_sensitivity_raw",
-    "RawSensitivityParams",
     "multihead_coverage",
     "CoverageParams",
     "critical_n_diagnosis",

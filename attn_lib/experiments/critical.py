@@ -18,7 +18,8 @@ from .. import metrics as M
 from .._validation import check_bool, check_choice, check_int, check_int_list, check_probability, check_seed, check_size
 from .passes import Experiment, SharedLayer, layer_mask, sens_row_indices
 
-__all__ = ["CriticalNParams", "CriticalSeedsParams", "critical_n", "critical_n_summary", "critical_n_mc_seeds"]
+# CriticalSeedsParams: derived from a profile's CriticalNParams by profile_params, not built by hand
+__all__ = ["CriticalNParams", "critical_n", "critical_n_summary", "critical_n_mc_seeds"]
 
 #: The expectation forms of the critical-N scan: E1, E2 and the Monte-Carlo estimate of E[d~].
 CRITICAL_FORMS = ("e1", "e2", "mc")

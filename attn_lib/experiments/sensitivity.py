@@ -17,7 +17,8 @@ from .. import metrics as M
 from .._validation import SEED_MAX, check_int, check_positive_list, check_seed
 from .passes import Experiment, SharedLayer, layer_mask, sens_row_indices
 
-__all__ = ["SensitivityParams", "RawSensitivityParams", "gradient_sensitivity", "gradient_sensitivity_raw"]
+# RawSensitivityParams: derived from a profile's SensitivityParams by profile_params, not built by hand
+__all__ = ["SensitivityParams", "gradient_sensitivity", "gradient_sensitivity_raw"]
 
 
 #: Seeds of the direction draws: draw ``k`` of layer ``l`` uses ``seed + l + DRAW_STRIDE * k`` (draw 0: ``seed + l``).

@@ -16,7 +16,7 @@ from . import _engine
 from ._engine import F64, choose, coarse_threads, run_blocks
 from .layer import as_real_tensor, bool_mask, check_dtype, check_rows, heads, row_blocks
 
-__all__ = ["sensitivity_rows", "softmax_change"]
+__all__ = ["sensitivity_rows"]  # softmax_change: the cancellation-free difference it is built on
 
 
 @coarse_threads

@@ -7,7 +7,8 @@ report that ``reproduce`` writes (:mod:`attn_lib.report`). One module per chapte
 * :mod:`~attn_lib.book.tables.multihead` and :mod:`~attn_lib.book.tables.swap` (chapter 5: multi-head coverage,
   the normalisers swapped into the model);
 * :mod:`~attn_lib.book.tables.critical` and :mod:`~attn_lib.book.tables.reproduction` (chapter 6: the rows behind
-  each critical N, the setting and run times against the paper's, the compact verdict table and the rules).
+  each critical N, the setting and run times against the paper's, the compact verdict table and the rules);
+* :mod:`~attn_lib.book.tables.training` (chapter 8: the sentences on the training sweep).
 
 Every public name is re-exported here (``from attn_lib.book import tables``; ``tables.distance_n_table(df)``).
 """
@@ -15,8 +16,8 @@ Every public name is re-exported here (``from attn_lib.book import tables``; ``t
 from __future__ import annotations
 
 from .._names import module_names, package_names
-from . import critical, distance, multihead, reproduction, sensitivity, separability, swap
+from . import critical, distance, multihead, reproduction, sensitivity, separability, swap, training
 
 __all__, __getattr__, __dir__ = package_names(
-    __name__, module_names(distance, separability, sensitivity, multihead, swap, critical, reproduction)
+    __name__, module_names(distance, separability, sensitivity, multihead, swap, critical, reproduction, training)
 )

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..claims.diagnosis import with_sampling
 from ..claims.stats import THRESHOLDS, head_summary
 from ..layout import FIGURE_WIDTH_IN, wrap_text
 from ._common import KS_SAMPLING, footer, form_name, label, meta_of, sensitivity_curves, who
@@ -131,8 +132,7 @@ def figure_critical_n(
 
 
 def _critical_n_axes(ax, summary: pd.DataFrame) -> None:
-    if "sampling" not in summary.columns:
-        summary = summary.assign(sampling="heads")
+    summary = with_sampling(summary)
     styles = {
         ("e1", "heads"): ("tab:blue", "-", "o"),
         ("e1", "kv_groups"): ("tab:purple", "--", "s"),

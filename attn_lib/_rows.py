@@ -147,10 +147,13 @@ def count(visible: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return visible.sum(dim=-1, keepdim=True).to(dtype)
 
 
-def masked_softmax_lastdim(z: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
-    """Stable softmax of ``z`` over visible positions of the last axis; zeros on a fully masked row."""
-    m = row_max(z, visible)
-    e = torch.where(visible, torch.exp(z - m), torch.zeros((), dtype=z.dtype, device=z.device))
+def masked_softmax_lastdim(z: torch.Tensor, visible: torch.Tensor, *, shifted: bool = False) -> torch.Tensor:
+    """Stable softmax of ``z`` over visible positions of the last axis; zeros on a fully masked row.
+
+    ``shifted``: the caller has already subtracted the row maximum (its visible maximum is exactly 0), so it is not
+    subtracted again: the same weights, bit for bit, with four fewer passes over the tensor."""
+    e = torch.exp(z if shifted else z - row_max(z, visible))
+    e = torch.where(visible, e, torch.zeros((), dtype=z.dtype, device=z.device))
     s = e.sum(dim=-1, keepdim=True)
     return e / torch.where(s > 0, s, torch.ones_like(s))
 

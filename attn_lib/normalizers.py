@@ -73,7 +73,7 @@ def softmax(logits, temperature=1.0, dim=-1, mask=None):
     """
     x, visible, T, was_numpy, dim = _rows.prepare(logits, temperature, dim, mask)
     # z <= 0 at visible positions, no overflow for any finite input (its row maximum 0 is subtracted again: exact)
-    out = _rows.masked_softmax_lastdim(_rows.scale(x - _rows.row_max(x, visible), T), visible)
+    out = _rows.masked_softmax_lastdim(_rows.scale(x - _rows.row_max(x, visible), T), visible, shifted=True)
     return _rows.finish(out, visible, dim, was_numpy)
 
 
@@ -259,7 +259,7 @@ def ssmax(logits, temperature=1.0, dim=-1, mask=None, s=0.43):
     factor = (s * torch.log(n)).clamp(max=torch.finfo(x.dtype).max).to(x.dtype)
     z = _rows.scale(x - _rows.row_max(x, visible), T) * factor
     z = torch.where(visible, z, torch.zeros((), dtype=z.dtype, device=z.device))
-    return _rows.finish(_rows.masked_softmax_lastdim(z, visible), visible, dim, was_numpy)
+    return _rows.finish(_rows.masked_softmax_lastdim(z, visible, shifted=True), visible, dim, was_numpy)
 
 
 def sa_softmax(logits, temperature=1.0, dim=-1, mask=None, variant="normalized"):
@@ -282,7 +282,7 @@ def sa_softmax(logits, temperature=1.0, dim=-1, mask=None, variant="normalized")
     """
     check_choice("variant", variant, ["normalized", "plain"])
     x, visible, T, was_numpy, dim = _rows.prepare(logits, temperature, dim, mask)
-    p = _rows.masked_softmax_lastdim(_rows.scale(x - _rows.row_max(x, visible), T), visible)
+    p = _rows.masked_softmax_lastdim(_rows.scale(x - _rows.row_max(x, visible), T), visible, shifted=True)
     if variant == "plain":
         out = _rows.scale_unshifted(x, visible, T, "sa_softmax(variant='plain')") * p
     else:
@@ -427,7 +427,8 @@ def topk(logits, temperature=1.0, dim=-1, mask=None, k=None):
     x, visible, T, was_numpy, dim = _rows.prepare(logits, temperature, dim, mask)
     keep = _topk_keep(x, visible, k)
     z = _rows.scale(x - _rows.row_max(x, visible), T)
-    out = _rows.masked_softmax_lastdim(torch.where(keep, z, torch.zeros((), dtype=z.dtype, device=z.device)), keep)
+    zero = torch.zeros((), dtype=z.dtype, device=z.device)
+    out = _rows.masked_softmax_lastdim(torch.where(keep, z, zero), keep, shifted=True)  # the maximum is kept
     return _rows.finish(out, keep, dim, was_numpy)
 
 

@@ -75,15 +75,6 @@ def _torch_threads(threads: int | None):
         torch.set_num_threads(prev)
 
 
-def _from_cache(keys: dict[str, dict], cache, prog: Progress) -> dict[str, pd.DataFrame]:
-    """The tables that ``cache`` holds already, saying so."""
-    found = {n: cache.get(key) for n, key in keys.items() if cache is not None and key in cache}
-    for n in found:
-        where = f" ({cache.path_for(keys[n])})" if hasattr(cache, "path_for") else ""
-        prog.say(f"{n}: from the result cache{where}")
-    return found
-
-
 def run_all(
     handle,
     text,
@@ -144,7 +135,10 @@ def _run_all(
     """:func:`run_all` with its arguments checked."""
     params = profile_params(handle, prof, seed)
     keys = {n: cache_key(n, handle, text, start=start, **params[n].key_params()) for n in names}
-    results = _from_cache(keys, cache, prog)
+    results = {n: cache.get(key) for n, key in keys.items() if cache is not None and key in cache}
+    for n in results:  # the tables the cache holds already, saying so
+        where = f" ({cache.path_for(keys[n])})" if hasattr(cache, "path_for") else ""
+        prog.say(f"{n}: from the result cache{where}")
     todo = {n: params[n] for n in names if n not in results}
     if not todo:
         prog.say("every experiment came from the result cache: no forward pass (--no-cache recomputes)")

@@ -52,7 +52,8 @@ class SensitivityAnalysis:
             seed = (self.seed + la.layer + DRAW_STRIDE * k) % (SEED_MAX + 1)
             v = _jac.random_directions(x.shape, visible.cpu(), seed=seed, dtype=torch.float64, device=x.device)
             g, valid = M.sensitivity_rows(logits, self.T, self.E, mask=mask, direction=v, rows=sub)
-            self._add(la.layer, k, g.cpu(), valid.cpu(), gap.cpu(), _two_token(v, top2).cpu())
+            v2 = v.gather(-1, top2)  # the direction at the two largest logits: |v_1 - v_2| is the two-token factor
+            self._add(la.layer, k, g.cpu(), valid.cpu(), gap.cpu(), (v2[..., 0] - v2[..., 1]).abs().cpu())
 
     def _add(self, layer: int, draw: int, g, valid, gap, v_diff) -> None:
         """Table rows of one layer and draw: ``g`` ``(nT, nE, H, R)``, ``valid`` ``(H, R)``, ``gap`` ``(H, R)`` the
@@ -170,12 +171,6 @@ def _model_examples(x: torch.Tensor, visible: torch.Tensor, top2: torch.Tensor, 
             rmax[a, b] = r.amax(-1).cpu()
             half[a, b] = (r >= 0.5).sum(-1).cpu()
     return {"sqrt5_max": rmax, "sqrt5_half": half}
-
-
-def _two_token(v: torch.Tensor, top2: torch.Tensor) -> torch.Tensor:
-    """``|v_1 - v_2|`` of the direction at the two largest logits of each row ``(H, R)``."""
-    w = v.gather(-1, top2)
-    return (w[..., 0] - w[..., 1]).abs()
 
 
 class RawSensitivityAnalysis(SensitivityAnalysis):

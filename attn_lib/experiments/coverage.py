@@ -21,9 +21,8 @@ REPORT_N, REPORT_ORDERS = 16, 8
 
 
 class CoverageAnalysis:
-    """Multi-head coverage (Reading the paper, §Multi-head coverage): per layer, the mean over valid rows of the
-    coverage ``c(H)`` of the head-averaged top-``N`` after ``H`` heads, and the share of (row, order) samples fully
-    covered by then, from :func:`attn_lib.metrics.coverage_metrics` (orders seeded with ``seed + layer``)."""
+    """The analysis of :func:`multihead_coverage`: per layer, its rows ``H = 1..n_heads`` from
+    :func:`attn_lib.metrics.coverage_metrics` (orders seeded with ``seed + layer``)."""
 
     def __init__(self, params: CoverageParams, meta: dict):
         self.meta, self.length, self.N, self.P, self.seed = meta, params.L, params.N, params.permutations, params.seed

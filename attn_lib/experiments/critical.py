@@ -74,9 +74,7 @@ class CriticalAnalysis:
         def per_length_sums(x: torch.Tensor) -> torch.Tensor:  # (H, R, n) -> (H, nL, n)
             return torch.stack([(x.index_select(1, p_) * m).sum(1) for p_, m in zip(pos, masks, strict=True)], 1)
 
-        for f in ["d_tilde", *self.forms]:
-            if f != "d_tilde" and self._mc_seed(f) is not None:
-                continue
+        for f in ["d_tilde", *(f for f in self.forms if self._mc_seed(f) is None)]:  # the Monte-Carlo forms below
             out[f] = (per_length_sums(getattr(sc, f)[:, rows]) / count.clamp(min=1)).cpu().numpy()
         for f in self._mc_forms():
             # Monte-Carlo E[d~] on the same rows and N (same validity t >= N + 1): per-head means over the rows of
@@ -203,9 +201,8 @@ class CriticalAnalysis:
 
     def finish(self) -> pd.DataFrame:
         found: dict = {}
-        rows = []
         lo, hi = self.stage_ranges[0]
-        rows += self._ks(lo, hi, found)
+        rows = self._ks(lo, hi, found)
         while hi < self.n_cap and self.stop_early:
             samplings = ["heads"] + (["kv_groups"] if self.groups is not None else [])
             if all(

@@ -25,11 +25,8 @@ DIAGNOSIS_FRACTIONS = (0.01, 0.02, 0.04, 0.06, 0.1, 0.2, 0.4, 0.6, 0.8, 0.9)
 
 
 class CrossingAnalysis:
-    """The critical-N diagnosis (``prop-e1-crossing``, chapter 6): on the critical-N rows of one window length,
-    per (variant, layer, head, N) the row means of d~, E1 and of their leading terms ``(t - N)||s_N||`` and
-    ``(t - N) p ||z||``, the median and mean of ``||s_N|| / ||z||``, the first token's mean weight (the sink's
-    share), and the number of rows where a bound of the proposition fails (:func:`attn_lib.metrics.crossing_metrics`).
-    """
+    """The analysis of :func:`critical_n_diagnosis` (``prop-e1-crossing``, chapter 6) on the rows of one window
+    length, per (variant, layer, head, N), from :func:`attn_lib.metrics.crossing_metrics`."""
 
     def __init__(self, params: DiagnosisParams, meta: dict, groups):
         self.meta, self.L, self.groups, self.variants = meta, params.L, groups, params.variants
@@ -82,10 +79,8 @@ class CrossingAnalysis:
                     row = dict(self.meta, variant=name, temperature=T, first_value_zero=zero_first, L=L, N=N)
                     row.update(layer=la.layer, head=h, kv_group=int(self.groups[h]), n_rows=int(cnt_np[h, k]))
                     row.update({c: float(x[h, k]) for c, x in cols.items()})
-                    row["bound_violations"] = int(cols["bound_violations"][h, k])
-                    row["sink_share"] = float(sink_np[h])
-                    row["sink_output_share"] = float(sink_out_np[h])
-                    self.out.append(row)
+                    row.update(bound_violations=int(cols["bound_violations"][h, k]), sink_share=float(sink_np[h]))
+                    self.out.append(dict(row, sink_output_share=float(sink_out_np[h])))
 
     def finish(self) -> pd.DataFrame:
         return pd.DataFrame(self.out)

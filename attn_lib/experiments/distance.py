@@ -60,9 +60,8 @@ class DistanceAnalysis:
             means = {k: _prefix_means(v[:, :Lmax], valid, self.lengths)[0] for k, v in cols.items()}
             if self.kind == "n":  # the same rows at every N: those valid at the largest N of the grid
                 common = valid & (ld.t[:, :Lmax] >= max(self.n_values) + 1)
-                for k, v in _bound_factors(dm, cols).items():
-                    means[f"{k}_common"] = _prefix_means(v[:, :Lmax], common, self.lengths)[0]
-                common_counts = _prefix_means(cols["d_tilde"][:, :Lmax], common, self.lengths)[1]
+                for k, v in _bound_factors(dm, cols).items():  # the counts are those of the rows, the same for all
+                    means[f"{k}_common"], common_counts = _prefix_means(v[:, :Lmax], common, self.lengths)
             _, counts = _prefix_means(dm.d_tilde[:, :Lmax], valid, self.lengths)
             nviol, _ = _prefix_means(viol.to(torch.float64), torch.ones_like(viol), self.lengths)
             mc = self._mc_means(ld, N) if self.params.mc_samples > 0 else {}

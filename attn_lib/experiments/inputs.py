@@ -83,7 +83,7 @@ def is_causal(handle) -> bool:
 
 def require_causal(handle, what: str) -> None:
     """``ValueError`` for a bidirectional encoder, up front: these experiments are defined for causal models only."""
-    if not bool(getattr(handle, "causal", True)):
+    if not is_causal(handle):
         prefix = (
             "it samples rows of every length from one pass, as nested prefixes (row t sees tokens 0..t-1), which a "
             "bidirectional model does not have"

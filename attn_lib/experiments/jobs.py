@@ -55,8 +55,7 @@ def profile_params(handle, profile: Profile, seed: int | None = None) -> dict[st
     :class:`Profile`), its grids cut at the context of the model ``handle``
     (:meth:`~attn_lib.experiments.passes.Experiment.fit`) and checked against it; ``seed``: the seed of every
     experiment that draws random numbers (default None: each one's own in ``profile``)."""
-    derived = (RawSensitivityParams.name, CriticalSeedsParams.name)
-    params = {n: getattr(profile, n) for n in EXPERIMENTS if n not in derived}
+    params = {n: getattr(profile, n, None) for n in EXPERIMENTS}  # and the two derived from the profile's:
     params[RawSensitivityParams.name] = RawSensitivityParams.of(profile.gradient_sensitivity, handle)
     params[CriticalSeedsParams.name] = CriticalSeedsParams.of(profile.critical_n, profile.mc_seeds)
     return {n: params[n].fit(handle, seed).for_model(handle) for n in EXPERIMENTS}
@@ -74,25 +73,6 @@ def _torch_threads(threads: int | None):
         yield
     finally:
         torch.set_num_threads(prev)
-
-
-def _from_cache(keys: dict[str, dict], cache, prog: Progress) -> dict[str, pd.DataFrame]:
-    """The tables that ``cache`` holds already, saying so."""
-    found = {n: cache.get(key) for n, key in keys.items() if cache is not None and key in cache}
-    for n in found:
-        where = f" ({cache.path_for(keys[n])})" if hasattr(cache, "path_for") else ""
-        prog.say(f"{n}: from the result cache{where}")
-    return found
-
-
-def _compute(handle, text, params: dict[str, Experiment], start: int, prof: Profile, prog: Progress, timings):
-    """The experiments of ``params``, all in the same passes: ``{name: table}``."""
-    meta = table_meta(handle, text)
-    made = {n: p.units(handle, meta) for n, p in params.items()}
-    longest = max(plan(handle, [u for n in made for u in made[n]]))
-    check_text_holds(handle, text, longest, start, prof)  # before any work, in the user's terms
-    warm_up_kernels(handle, prog)
-    return run_timed(handle, text, made, start, prog, timings)
 
 
 def run_all(
@@ -155,13 +135,21 @@ def _run_all(
     """:func:`run_all` with its arguments checked."""
     params = profile_params(handle, prof, seed)
     keys = {n: cache_key(n, handle, text, start=start, **params[n].key_params()) for n in names}
-    results = _from_cache(keys, cache, prog)
+    results = {n: cache.get(key) for n, key in keys.items() if cache is not None and key in cache}
+    for n in results:  # the tables the cache holds already, saying so
+        where = f" ({cache.path_for(keys[n])})" if hasattr(cache, "path_for") else ""
+        prog.say(f"{n}: from the result cache{where}")
     todo = {n: params[n] for n in names if n not in results}
     if not todo:
         prog.say("every experiment came from the result cache: no forward pass (--no-cache recomputes)")
     else:
-        with _torch_threads(threads):
-            computed = _compute(handle, text, todo, start, prof, prog, timings)
+        with _torch_threads(threads):  # the missing experiments, all in the same passes
+            meta = table_meta(handle, text)
+            made = {n: p.units(handle, meta) for n, p in todo.items()}
+            longest = max(plan(handle, [u for n in made for u in made[n]]))
+            check_text_holds(handle, text, longest, start, prof)  # before any work, in the user's terms
+            warm_up_kernels(handle, prog)
+            computed = run_timed(handle, text, made, start, prog, timings)
         for n, df in computed.items():
             results[n] = df if cache is None else cache.get_or_compute(keys[n], lambda df=df: df)
     if "critical_n" in results:
@@ -269,16 +257,16 @@ def _run_compared(loaded: list, text_obj, prof: Profile, cache, threads, prog: P
     for h2, t_load in loaded:
         t0 = time.perf_counter() - t_load
         prog.say(f"model: {h2.describe()}; text: {text_obj.name}; profile: {prof.name}")
-        res2 = _run_all(h2, text_obj, prof, cache, 0, None, list(EXPERIMENTS), None, prog, threads)
-        res2["multihead_coverage"] = _run_coverage(h2, text_obj, prof, cache, prog, threads)
-        others[model_column(h2)] = {"handle": h2, "results": res2}
+        others[model_column(h2)] = {"handle": h2, "results": _run_report(h2, text_obj, prof, cache, prog, threads)}
         timings[f"experiments {h2.model_id}"] = time.perf_counter() - t0
     return others
 
 
-def _run_coverage(handle, text_obj, prof: Profile, cache, prog: Progress, threads=None, timings=None) -> pd.DataFrame:
-    """Chapter 5's multi-head coverage (:func:`~attn_lib.experiments.coverage.report_coverage_params`, seed 0, as the
-    chapters run it), from the result cache when it holds it: the table behind the row ``multihead-rule-model``."""
+def _run_report(handle, text_obj, prof: Profile, cache, prog: Progress, threads, timings=None) -> dict:
+    """The tables of a reproduction, each from the result cache when it holds it: :func:`run_all`'s and chapter 5's
+    multi-head coverage (:func:`~attn_lib.experiments.coverage.report_coverage_params`, seed 0, as the chapters run
+    it: the table behind the row ``multihead-rule-model``)."""
+    results = _run_all(handle, text_obj, prof, cache, 0, None, list(EXPERIMENTS), timings, prog, threads)
     params = report_coverage_params(handle, prof)
     key = cache_key(params.name, handle, text_obj, start=0, **params.key_params())
     cached = cache is not None and key in cache
@@ -286,10 +274,10 @@ def _run_coverage(handle, text_obj, prof: Profile, cache, prog: Progress, thread
     prog.say(f"{params.name}: {'from the result cache' if cached else pass_at}")
     t0 = time.perf_counter()
     with _torch_threads(threads):
-        df = params.run(handle, text_obj, start=0, cache=cache)
+        results["multihead_coverage"] = params.run(handle, text_obj, start=0, cache=cache)
     if timings is not None:
         timings["multihead_coverage"] = time.perf_counter() - t0
-    return df
+    return results
 
 
 def _write_outputs(results, out: Path, handle, text_obj, prof, timings, formats, others, prog: Progress) -> dict:
@@ -391,8 +379,7 @@ def run_reproduce(
     # the models to compare are loaded first: one that cannot be had must fail before the main run, not after it
     loaded = [_load_compared(name, device, prog, notes) for name in compare]
     t0 = time.perf_counter()
-    results = _run_all(handle, text_obj, prof, cache, 0, None, list(EXPERIMENTS), timings, prog, threads)
-    results["multihead_coverage"] = _run_coverage(handle, text_obj, prof, cache, prog, threads, timings)
+    results = _run_report(handle, text_obj, prof, cache, prog, threads, timings)
     timings["experiments"] = time.perf_counter() - t0
     prog.say(f"experiments done in {timings['experiments']:.1f} s")
     others = _run_compared(loaded, text_obj, prof, cache, threads, prog, timings)
@@ -472,9 +459,8 @@ def _write_compare(out_dir: Path, prof: BeyondProfile, df: pd.DataFrame, swap_lo
     for name, content in texts.items():
         (out_dir / name).write_text(content, encoding="utf-8")
     summary.to_csv(out_dir / "limits.csv")
-    df.to_csv(out_dir / "compare.csv", index=False)
-    crit.to_csv(out_dir / "critical_n.csv", index=False)
-    swap_losses.to_csv(out_dir / "swap_losses.csv", index=False)
+    for name, table in (("compare", df), ("critical_n", crit), ("swap_losses", swap_losses)):
+        table.to_csv(out_dir / f"{name}.csv", index=False)
     files = ["limits.md", "limits.csv", "limits.json", "compare.csv", "critical_n.csv", "swap_losses.csv", "swap.md"]
     for name, fig in (("limits", R.figure_beyond_limits(df, crit)), ("swap", R.figure_beyond_swap(swap_losses))):
         for ext in ("png", "svg"):

@@ -3,7 +3,7 @@ r"""The shared forward pass of every experiment, and what an experiment must pro
 An experiment is a frozen dataclass of its parameters, a subclass of :class:`Experiment`. It names itself
 (:attr:`Experiment.name`), gives the content of its result-cache key (:meth:`Experiment.key_params`) and builds its
 *analysis*: an object with ``layer(shared)``, called once per layer of the pass with a :class:`SharedLayer`, and
-``finish() -> DataFrame``. :meth:`Experiment.run` runs one experiment; :func:`run_units` runs the analyses of several
+``finish() -> DataFrame``. :meth:`Experiment.run` runs one experiment; :func:`run_timed` runs the analyses of several
 in the same passes (:func:`attn_lib.experiments.jobs.run_all`).
 
 * **Nested prefixes.** Attention is causal, so query row ``r`` of a window of length ``L`` depends only on tokens
@@ -168,30 +168,24 @@ def plan(handle, units: list[tuple[Any, int]]) -> dict[int, list[int]]:
     return dict(sorted(out.items()))
 
 
-def run_units(handle, text, units, start, prog=None, seconds=None) -> float:
-    """Run the passes of :func:`plan`; returns the total seconds (``seconds[i]`` gets analysis ``i``'s own time)."""
-    total = 0.0
-    for L, idx in plan(handle, units).items():
-        own = [0.0] * len(idx)
-        total += run_pass(handle, text, [units[i][0] for i in idx], L, start, prog, own)
-        if seconds is not None:
-            for i, t in zip(idx, own):
-                seconds[i] += t
-    return total
-
-
 def run_timed(handle, text, made: dict, start: int, prog: Progress | None = None, timings: dict | None = None) -> dict:
     """The tables of the experiments ``made`` (name -> its ``(analysis, pass length)`` units, :meth:`Experiment.units`),
-    all in the same passes (:func:`run_units`), each with how long it took in ``attrs["timing"]``
+    all in the same passes (those of :func:`plan`), each with how long it took in ``attrs["timing"]``
     (:func:`finish_timed`): ``{name: table}``. ``timings``, if given, gets the seconds of the passes (``pass``), of
     what they share (``shared``) and of each finishing step (``finish_<name>``)."""
     prog, timings = prog or Progress(False), {} if timings is None else timings
     units = [u for n in made for u in made[n]]
     owner = [n for n in made for _ in made[n]]
-    per_unit = [0.0] * len(units)
-    timings["pass"] = run_units(handle, text, units, start, prog, per_unit)
+    per_unit = [0.0] * len(units)  # each analysis' own seconds in the passes
+    timings["pass"] = 0.0
+    passes = plan(handle, units)
+    for L, idx in passes.items():
+        own = [0.0] * len(idx)
+        timings["pass"] += run_pass(handle, text, [units[i][0] for i in idx], L, start, prog, own)
+        for i, t in zip(idx, own):
+            per_unit[i] += t
     per_analysis = {n: sum(t for t, o in zip(per_unit, owner) if o == n) for n in made}
-    lengths = list(plan(handle, units))
+    lengths = list(passes)
     info = {  # what the experiments of the passes share
         # the passes' seconds less the analyses' own: forward passes, capture and the layer set-up
         "shared_pass_s": max(0.0, timings["pass"] - sum(per_analysis.values())),
@@ -351,7 +345,8 @@ class Experiment:
 
     def analysis(self, handle, meta: dict):
         """The analysis object of one pass (``layer(shared)``, ``finish()``); ``meta`` labels its rows."""
-        return self.analysis_class(self, meta, *([model_kv_groups(handle)] if self.grouped else []))
+        groups = kv_groups(int(handle.n_heads), int(getattr(handle, "n_kv_heads", 0) or 0))
+        return self.analysis_class(self, meta, *([groups] if self.grouped else []))
 
     def units(self, handle, meta: dict) -> list[tuple[Any, int]]:
         """The ``(analysis, pass length)`` pairs of the experiment.
@@ -395,21 +390,15 @@ def sens_row_indices(L: int, sens_rows: int = 0) -> np.ndarray:
 
 def kv_groups(n_heads: int, n_kv_heads: int) -> np.ndarray:
     """Key/value group of each query head: head ``h`` reads key/value head ``h // (n_heads // n_kv_heads)``
-    (grouped-query attention as in Llama; ``n_kv_heads == n_heads`` is plain multi-head attention): ``(n_heads,)``
-    int array."""
+    (grouped-query attention as in Llama; ``n_kv_heads == n_heads``, or 0, is plain multi-head attention):
+    ``(n_heads,)`` int array."""
     n_kv = n_kv_heads if n_kv_heads and n_heads % n_kv_heads == 0 else n_heads
     return np.arange(n_heads) // (n_heads // n_kv)
 
 
-def model_kv_groups(handle) -> np.ndarray:
-    """:func:`kv_groups` of a model handle (``n_kv_heads`` absent or 0: one group per head)."""
-    n_heads = int(handle.n_heads)
-    return kv_groups(n_heads, int(getattr(handle, "n_kv_heads", 0) or n_heads))
-
-
-def check_n_values(values, L: int | None = None, name: str = "n_values") -> list[int]:
-    """``N`` values ``>= 1``, sorted without repeats; with ``L``, each at most ``L - 1``."""
-    out = check_int_list(name, values, low=1)
-    if L is not None and max(out) > L - 1:
-        raise ValueError(f"{name} must be integers in [1, L-1] = [1, {L - 1}] (got {max(out)})")
+def check_n_values(values, L: int) -> list[int]:
+    """``n_values``: ``N`` values in ``[1, L - 1]``, sorted without repeats."""
+    out = check_int_list("n_values", values, low=1)
+    if max(out) > L - 1:
+        raise ValueError(f"n_values must be integers in [1, L-1] = [1, {L - 1}] (got {max(out)})")
     return out

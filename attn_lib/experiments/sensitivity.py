@@ -26,9 +26,7 @@ DRAW_STRIDE = 1000
 
 
 class SensitivityAnalysis:
-    """Algorithm 5: per (direction draw, T, eps, layer, head) the row mean and maximum of ``g``, the rows above the
-    bounds, and the near-tie measurements (the rows whose top-two logit gap is below ``T``, the share of ``g`` they
-    carry, and the two-token prediction of the row mean)."""
+    """Algorithm 5 (:func:`gradient_sensitivity`): its table's rows, per (direction draw, T, eps, layer, head)."""
 
     def __init__(self, params: SensitivityParams, meta: dict):
         self.meta, self.length, self.seed, self.sens_rows = meta, params.L, params.seed, params.rows
@@ -54,7 +52,8 @@ class SensitivityAnalysis:
             seed = (self.seed + la.layer + DRAW_STRIDE * k) % (SEED_MAX + 1)
             v = _jac.random_directions(x.shape, visible.cpu(), seed=seed, dtype=torch.float64, device=x.device)
             g, valid = M.sensitivity_rows(logits, self.T, self.E, mask=mask, direction=v, rows=sub)
-            self._add(la.layer, k, g.cpu(), valid.cpu(), gap.cpu(), _two_token(v, top2).cpu())
+            v2 = v.gather(-1, top2)  # the direction at the two largest logits: |v_1 - v_2| is the two-token factor
+            self._add(la.layer, k, g.cpu(), valid.cpu(), gap.cpu(), (v2[..., 0] - v2[..., 1]).abs().cpu())
 
     def _add(self, layer: int, draw: int, g, valid, gap, v_diff) -> None:
         """Table rows of one layer and draw: ``g`` ``(nT, nE, H, R)``, ``valid`` ``(H, R)``, ``gap`` ``(H, R)`` the
@@ -172,12 +171,6 @@ def _model_examples(x: torch.Tensor, visible: torch.Tensor, top2: torch.Tensor, 
             rmax[a, b] = r.amax(-1).cpu()
             half[a, b] = (r >= 0.5).sum(-1).cpu()
     return {"sqrt5_max": rmax, "sqrt5_half": half}
-
-
-def _two_token(v: torch.Tensor, top2: torch.Tensor) -> torch.Tensor:
-    """``|v_1 - v_2|`` of the direction at the two largest logits of each row ``(H, R)``."""
-    w = v.gather(-1, top2)
-    return (w[..., 0] - w[..., 1]).abs()
 
 
 class RawSensitivityAnalysis(SensitivityAnalysis):
@@ -303,12 +296,10 @@ def gradient_sensitivity_raw(
     handle, text, params: SensitivityParams | None = None, *, start: int = 0, cache=None, **overrides
 ) -> pd.DataFrame:
     """Algorithm 5 with the temperature and the perturbation on the raw scores ``q . k`` (the other reading of the
-    base of Fig. 4's T axis; Reading the paper, §The sensitivity metric): the table of
-    :func:`gradient_sensitivity` with ``T`` and ``eps`` in raw units, ``g`` per unit of raw score, and the bounds
-    in those units; ``temperature_base`` and ``head_dim`` say so. The model's own scale is taken as
-    ``1/sqrt(head_dim)`` (GPT-2, Llama and BERT use it). The arguments are those of :func:`gradient_sensitivity`
-    (:class:`SensitivityParams`), with ``T`` and ``eps`` in raw units; the table is its table in raw units, without
-    ``rows_above_paper``, with ``temperature_base`` and ``head_dim``.
-    """
+    base of Fig. 4's T axis; Reading the paper, §The sensitivity metric). The arguments are those of
+    :func:`gradient_sensitivity` (:class:`SensitivityParams`), with ``T`` and ``eps`` in raw units; the model's own
+    scale is taken as ``1/sqrt(head_dim)`` (GPT-2, Llama and BERT use it). Returns its table in raw units (``T``,
+    ``eps`` and the bounds; ``g`` per unit of raw score), without ``rows_above_paper``, with ``temperature_base`` and
+    ``head_dim`` saying so."""
     raw = RawSensitivityParams.of(SensitivityParams.build(params, **overrides), handle)
     return raw.run(handle, text, start=start, cache=cache)

@@ -40,24 +40,6 @@ def row_sample(lengths: Sequence[int], rows_per_length: int) -> dict[int, np.nda
     return out
 
 
-def _bool_mask(mask) -> torch.Tensor:
-    """``mask`` as a bool tensor; a numeric mask must hold only 0 and 1 (0.5 is not 'visible')."""
-    m = torch.as_tensor(mask)
-    if m.dtype == torch.bool:
-        return m
-    if m.is_complex() or not bool(((m == 0) | (m == 1)).all()):
-        raise ValueError("mask must be boolean (True = visible) or hold only 0 and 1")
-    return m.to(torch.bool)
-
-
-def _mask_fits(mask, shape) -> bool:
-    try:
-        torch.broadcast_shapes(tuple(torch.as_tensor(mask).shape), tuple(shape))
-    except RuntimeError:
-        return False
-    return torch.as_tensor(mask).dim() in (2, 3)
-
-
 def _checked_rows(weights, values, mask) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """:func:`row_metrics`' inputs, checked: float64 ``(H, R, L)`` weights and ``(H, L, d)`` values, and the
     visibility broadcast to the weights' shape."""
@@ -68,9 +50,18 @@ def _checked_rows(weights, values, mask) -> tuple[torch.Tensor, torch.Tensor, to
             f"weights must be (H, R, L) and values (H, L, d) with the same H and L "
             f"(got {tuple(w.shape)} and {tuple(V.shape)})"
         )
-    if not _mask_fits(mask, w.shape):
+    m = torch.as_tensor(mask)
+    try:
+        fits = m.dim() in (2, 3) and len(torch.broadcast_shapes(m.shape, w.shape)) == 3
+    except RuntimeError:
+        fits = False
+    if not fits:
         raise ValueError(f"mask must be (R, L) or (H, R, L) for weights of shape {tuple(w.shape)}")
-    vis = torch.broadcast_to(_bool_mask(mask), w.shape)
+    if m.dtype != torch.bool:  # a numeric mask must hold only 0 and 1 (0.5 is not 'visible')
+        if m.is_complex() or not bool(((m == 0) | (m == 1)).all()):
+            raise ValueError("mask must be boolean (True = visible) or hold only 0 and 1")
+        m = m.to(torch.bool)
+    vis = torch.broadcast_to(m, w.shape)
     if not bool(torch.isfinite(w).all()) or bool((w[vis] < 0).any()):
         raise ValueError("weights must be finite and non-negative")
     return w, V, vis

@@ -227,6 +227,14 @@ def _mc_prefix_py(alpha, G, values, t, rows, sub, mean_out, se_out):
             se_out[h, ri] = math.inf
 
 
+def _scratch_py(n, W):
+    # one job's float64 work arrays: rows 1..n (row 0 a gap), W + _PAD long, of one allocation. Separate np.empty
+    # arrays lie where the allocator puts them, and a loop that stores into one while it sums over another runs
+    # vectorised only if they are more than VF * interleave * 8 bytes (256 here) apart, LLVM's runtime "diff" check,
+    # else as the scalar loop, which sums in another order: the last bits followed the heap's history
+    return np.empty((n + 1, W + _PAD))
+
+
 def _mc_order_py(pk, W, jt, mode, out):
     # the order a Monte-Carlo sample adds its tokens in: the first W entries of pk (mode 0); with jt moved to the
     # front (mode 1) or to the last visible position W - 1 (mode 2), the other tokens keeping their order (the
@@ -265,8 +273,8 @@ def _mc_scan_prefix_py(alpha, G, perm, t, rows, n_min, n_max, pick, mode, mean_o
         base = np.empty(W)  # alpha_i ||x_i||^2
         for i in range(W):
             base[i] = a[i] * G[h, i, i]
-        Kst = np.empty(W)
-        keep = np.empty(W)
+        buf = _scratch(2, W)
+        Kst, keep = buf[1], buf[2]
         pk = np.empty(W, dtype=np.int64)
         mu = np.zeros(top - n_min + 1)  # Welford running mean and sum of squared deviations over the samples
         m2 = np.zeros(top - n_min + 1)
@@ -393,8 +401,8 @@ def _mc_scan_cv_prefix_py(alpha, G, perm, t, rows, n_min, n_max, pick, mode, mea
         ec = np.empty(nn)
         for c in range(nn):
             ec[c] = _mc_cv_weights(P, U, C, W, n_min + c, wt[c])
-        Kst = np.empty(W)
-        keep = np.empty(W)
+        buf = _scratch(2, W)
+        Kst, keep = buf[1], buf[2]
         pk = np.empty(W, dtype=np.int64)
         mu = np.zeros(nn)
         m2 = np.zeros(nn)
@@ -891,11 +899,8 @@ def _sens_rows_py(x, v, t, invT, eps, out):
             if xr[i] > m:
                 m = xr[i]
                 k = i
-        y = np.empty(W)
-        e0 = np.empty(W)
-        p0 = np.empty(W)
-        d = np.empty(W)
-        em = np.empty(W)  # expm1(d), reused for the new weights
+        buf = _scratch(5, W)
+        y, e0, p0, d, em = buf[1], buf[2], buf[3], buf[4], buf[5]  # em: expm1(d), reused for the new weights
         for a in range(nT):
             s0 = 0.0
             for i in range(W):
@@ -972,10 +977,12 @@ def _bits_to_f64(typingctx, b):
 
 
 _prange = _nb.prange
+_PAD = 64  # float64s of gap in each row of _scratch: rows over 512 bytes apart
 _FAST = {"reassoc", "contract", "nsz", "arcp"}
 _scan_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_scan_prefix_py)
 _mc_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_mc_prefix_py)
 _mc_order = _nb.njit(cache=True, inline="always")(_mc_order_py)
+_scratch = _nb.njit(cache=True, inline="always")(_scratch_py)
 _mc_scan_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_mc_scan_prefix_py)
 _mc_cv_weights = _nb.njit(cache=True)(_mc_cv_weights_py)
 _mc_scan_cv_prefix = _nb.njit(parallel=True, cache=True, fastmath=_FAST)(_mc_scan_cv_prefix_py)

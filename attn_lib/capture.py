@@ -159,8 +159,7 @@ def _capture_attention_forward(module, query, key, value, attention_mask, scalin
         raise NotImplementedError("attn_lib capture does not support attention sinks (e.g. gpt-oss)")
     key_r, value_r = (repeat_kv(t, query.shape[1] // key.shape[1]) for t in (key, value))
     scores, scaling = _scores(query, key_r, scaling, kwargs.get("softcap"))
-    q_len, k_len = scores.shape[-2], scores.shape[-1]
-    visible, add = _visibility(attention_mask, module, q_len, k_len, scores.device, kwargs)
+    visible, add = _visibility(attention_mask, module, *scores.shape[-2:], scores.device, kwargs)
     layer, wanted, replace = _route(sess, module)
 
     masked = scores if add is None else scores + add  # eager: scores + additive mask
@@ -334,20 +333,15 @@ def _report(sess: _Session, rec: LayerAttention) -> None:
         raise _StopForward
 
 
-_REGISTERED = False
-
-
+@functools.cache
 def register() -> str:
     """Register the capture function (and eager attention's mask builder) under :data:`IMPLEMENTATION`; idempotent."""
-    global _REGISTERED
-    if not _REGISTERED:
-        from transformers import AttentionInterface  # lazy: heavy; keeps ``import attn_lib`` light
-        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface, eager_mask
+    from transformers import AttentionInterface  # lazy: heavy; keeps ``import attn_lib`` light
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface, eager_mask
 
-        AttentionInterface.register(IMPLEMENTATION, _capture_attention_forward)
-        if IMPLEMENTATION not in ALL_MASK_ATTENTION_FUNCTIONS._global_mapping:
-            AttentionMaskInterface.register(IMPLEMENTATION, eager_mask)
-        _REGISTERED = True
+    AttentionInterface.register(IMPLEMENTATION, _capture_attention_forward)
+    if IMPLEMENTATION not in ALL_MASK_ATTENTION_FUNCTIONS._global_mapping:
+        AttentionMaskInterface.register(IMPLEMENTATION, eager_mask)
     return IMPLEMENTATION
 
 
@@ -429,14 +423,10 @@ def patched_attention(
     """
     model = _model_of(handle_or_model)
     temperature = check_positive("temperature", temperature)
-    if output_dtype is not None:
-        output_dtype = resolve_dtype(output_dtype, name="output_dtype")  # also "float64"
-    n_layers = _n_layers(model)
     fn, fn_name = _resolve_normalizer(normalizer, temperature)
     if callback is not None and not callable(callback):
         raise ValueError(f"callback must be callable or None (got {callback!r})")
-    check_bool("keep_qk", keep_qk)
-    check_bool("stop_early", stop_early)
+    n_layers = _n_layers(model)
     sess = _Session(
         callback=callback,
         normalizer=fn,
@@ -444,9 +434,9 @@ def patched_attention(
         temperature=temperature,
         layers=_layer_set("layers", layers, n_layers),
         normalizer_layers=_layer_set("normalizer_layers", normalizer_layers, n_layers),
-        output_dtype=output_dtype,
-        keep_qk=bool(keep_qk),
-        stop_after=1 if stop_early else None,
+        output_dtype=None if output_dtype is None else resolve_dtype(output_dtype, name="output_dtype"),  # or "float64"
+        keep_qk=check_bool("keep_qk", keep_qk),
+        stop_after=1 if check_bool("stop_early", stop_early) else None,
     )
     register()
     _enter(model)
@@ -567,13 +557,12 @@ def capture_attention(
     """
     ids = prepare_input_ids(handle, input_ids)
     am = _prepare_attention_mask(attention_mask, ids)
-    model = _model_of(handle)
     if options.get("stop_early") and options.get("layers") is None:
         raise ValueError("stop_early=True needs layers (otherwise every layer must run anyway)")
     with patched_attention(handle, callback, **options):
         try:
             with torch.no_grad():
-                return model(input_ids=ids, attention_mask=am, use_cache=False)
+                return _model_of(handle)(input_ids=ids, attention_mask=am, use_cache=False)
         except _StopForward:
             return None
 

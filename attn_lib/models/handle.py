@@ -2,8 +2,8 @@
 
 How a name becomes a handle is :mod:`attn_lib.models` (the package's docstring), :mod:`.loading` and :mod:`.offline`.
 The helpers they share (:func:`text_config`, :func:`is_encoder_config`, :func:`load_pretrained`, :func:`in_hf_cache`,
-:func:`resolve_dtype`, :func:`check_tokenizer`, :func:`byte_tokenizer`) are importable from here; the package
-re-exports only :class:`ModelHandle` and :func:`resolve_device`.
+:func:`resolve_dtype`, :func:`check_tokenizer`, :func:`encode_plain`, :func:`byte_tokenizer`) are importable from
+here; the package re-exports only :class:`ModelHandle` and :func:`resolve_device`.
 """
 
 from __future__ import annotations
@@ -216,7 +216,7 @@ def check_tokenizer(tokenizer, name: str = "tokenizer") -> None:
     except TypeError:
         n_vocab = getattr(tokenizer, "vocab_size", 0) or 0
     try:
-        ids = _encode(tokenizer, _PROBE_SENTENCE)
+        ids = encode_plain(tokenizer, _PROBE_SENTENCE)
     except Exception as exc:
         raise ValueError(f"{name} cannot encode text ({exc})") from exc
     if n_vocab < 2 or len(ids) == 0:
@@ -228,7 +228,12 @@ def check_tokenizer(tokenizer, name: str = "tokenizer") -> None:
         )
 
 
-def _encode(tokenizer, text: str) -> list[int]:
+def encode_plain(tokenizer, text: str) -> list[int]:
+    """Token ids of ``text`` without special tokens (a fast tokenizer's own backend: no "sequence longer than
+    model_max_length" warning)."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        return backend.encode(text, add_special_tokens=False).ids
     if hasattr(tokenizer, "encode"):
         try:
             return list(tokenizer.encode(text, add_special_tokens=False))

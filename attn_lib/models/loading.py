@@ -212,10 +212,12 @@ def _load_model(name, device, dtype, offline_fallback, *, revision) -> ModelHand
         return _load_encoder(name, dev, dt, revision)
     if _is_local_dir(name):
         return _load_local_dir(name, dev, dt)
-    handle = _load_from_hf_cache(name, dev, dt, revision)  # 1. the local Hugging Face cache (never the network)
-    if handle is None and hub_reachable():  # 2. the Hub, if a quick probe says it is reachable
-        handle = _load_from_hub(name, dev, dt, revision)
-    return handle if handle is not None else _load_offline(name, dev, dt, offline_fallback)  # 3. offline
+    for candidate in _hub_candidates(name):  # 1. the local Hugging Face cache (never the network)
+        with contextlib.suppress(OSError, ValueError):
+            return _load_hf(candidate, name, dev, dt, revision, local=True)
+    if hub_reachable():  # 2. the Hub, if a quick probe says it is reachable
+        return _load_from_hub(name, dev, dt, revision)
+    return _load_offline(name, dev, dt, offline_fallback)  # 3. offline
 
 
 def _check_revision(name: str, revision) -> None:
@@ -258,14 +260,6 @@ def _load_local_dir(name: str, dev: torch.device, dt: torch.dtype) -> ModelHandl
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ValueError(f"name={name!r}: the local folder {path} is not a loadable model ({first})") from None
     return _loaded(model, tok, requested=name, model_id=path, device=dev, dtype=dt, source="local folder")
-
-
-def _load_from_hf_cache(name: str, dev: torch.device, dt: torch.dtype, revision: str | None) -> ModelHandle | None:
-    """The first of ``name``'s Hub ids found in the local Hugging Face cache, or ``None`` (no network)."""
-    for candidate in _hub_candidates(name):
-        with contextlib.suppress(OSError, ValueError):
-            return _load_hf(candidate, name, dev, dt, revision, local=True)
-    return None
 
 
 def _load_from_hub(name: str, dev: torch.device, dt: torch.dtype, revision: str | None) -> ModelHandle:

@@ -158,17 +158,23 @@ def _capture_attention_forward(module, query, key, value, attention_mask, scalin
     if kwargs.get("s_aux") is not None or kwargs.get("sinks") is not None:
         raise NotImplementedError("attn_lib capture does not support attention sinks (e.g. gpt-oss)")
     key_r, value_r = (repeat_kv(t, query.shape[1] // key.shape[1]) for t in (key, value))
-    scores, scaling = _scores(query, key_r, scaling, kwargs.get("softcap"))
+    if scaling is None:  # as eager attention: 1 / sqrt(head dim)
+        scaling = query.size(-1) ** -0.5
+    scores = torch.matmul(query, key_r.transpose(2, 3)) * scaling
+    if (softcap := kwargs.get("softcap")) is not None:  # Gemma-2 style logit soft-capping, as in its eager code
+        scores = torch.tanh(scores / softcap) * softcap
     visible, add = _visibility(attention_mask, module, *scores.shape[-2:], scores.device, kwargs)
     layer, wanted, replace = _route(sess, module)
 
     masked = scores if add is None else scores + add  # eager: scores + additive mask
     logits = _hide(masked, visible) if wanted else None
     if replace:
-        weights = _replaced_weights(sess, masked if logits is None else logits, visible, layer).to(value.dtype)
-    else:
-        weights = _eager_weights(masked, add, visible).to(value.dtype)
-    weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
+        weights = _replaced_weights(sess, masked if logits is None else logits, visible, layer)
+    else:  # eager attention's softmax, operation for operation (in float32)
+        if add is None and visible is not None:  # bool mask or is_causal without a mask: as eager's finfo.min mask
+            masked = masked.masked_fill(~visible, torch.finfo(masked.dtype).min)
+        weights = torch.nn.functional.softmax(masked, dim=-1, dtype=torch.float32)
+    weights = torch.nn.functional.dropout(weights.to(value.dtype), p=dropout, training=module.training)
     attn_output = torch.matmul(weights, value_r).transpose(1, 2).contiguous()
 
     if wanted:
@@ -186,17 +192,6 @@ def _capture_attention_forward(module, query, key, value, attention_mask, scalin
         )
         _report(sess, record)
     return attn_output, weights
-
-
-def _scores(query, key_r, scaling, softcap) -> tuple[torch.Tensor, float]:
-    """Eager attention's scores ``query @ key^T * scaling`` (soft-capped as Gemma-2's eager code when asked), and
-    the scaling that was applied (``1 / sqrt(head dim)`` where the model passes none)."""
-    if scaling is None:
-        scaling = query.size(-1) ** -0.5
-    scores = torch.matmul(query, key_r.transpose(2, 3)) * scaling
-    if softcap is not None:  # Gemma-2 style logit soft-capping, as in its eager code
-        scores = torch.tanh(scores / softcap) * softcap
-    return scores, scaling
 
 
 def _route(sess: _Session | None, module) -> tuple[Any, bool, bool]:
@@ -314,13 +309,6 @@ def _checked_weights(sess: _Session, masked: torch.Tensor, visible, layer, full_
             "every later layer and the logits would be NaN"
         )
     return weights
-
-
-def _eager_weights(masked: torch.Tensor, add, visible) -> torch.Tensor:
-    """Eager attention's softmax, operation for operation (in float32; the caller casts to the value dtype)."""
-    if add is None and visible is not None:  # bool mask or is_causal without a mask: as eager's finfo.min mask
-        masked = masked.masked_fill(~visible, torch.finfo(masked.dtype).min)
-    return torch.nn.functional.softmax(masked, dim=-1, dtype=torch.float32)
 
 
 def _report(sess: _Session, rec: LayerAttention) -> None:

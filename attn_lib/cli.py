@@ -135,7 +135,6 @@ def _cmd_info(args) -> int:
     except ValueError as exc:
         print(f"device {args.device!r} -> error: {exc}")
     res = resolve_name(args.model)
-    kind = res["kind"]
     text = {
         "standin": f"the offline stand-in {STANDIN_NAME} (requested directly)",
         "local": f"local folder {res['target']}",
@@ -145,7 +144,7 @@ def _cmd_info(args) -> int:
         "fallback": f"NOT AVAILABLE offline -> the offline stand-in {STANDIN_NAME} will be used instead "
         f"(offline_fallback=True; the Hub is unreachable and {args.model!r} is not cached)",
         "unavailable": "not cached and the Hub is unreachable: loading it will fail",
-    }[kind]
+    }[res["kind"]]
     print(f"model {args.model!r} -> {text}")
     print("models that resolve offline:")
     for m in offline_models():

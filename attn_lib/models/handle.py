@@ -1,9 +1,8 @@
 """Model handles, devices and dtypes, tokenizer checks, and the one ``from_pretrained`` call every loader makes.
 
-How a name becomes a handle is :mod:`attn_lib.models` (the package's docstring), :mod:`.loading` and :mod:`.offline`.
-The helpers they share (:func:`text_config`, :func:`is_encoder_config`, :func:`load_pretrained`, :func:`in_hf_cache`,
-:func:`resolve_dtype`, :func:`check_tokenizer`, :func:`encode_plain`, :func:`byte_tokenizer`) are importable from
-here; the package re-exports only :class:`ModelHandle` and :func:`resolve_device`.
+How a name becomes a handle is :mod:`attn_lib.models` (the package's docstring), :mod:`.loading` and :mod:`.offline`,
+which import the helpers they share from here (the package re-exports only :class:`ModelHandle` and
+:func:`resolve_device`).
 """
 
 from __future__ import annotations

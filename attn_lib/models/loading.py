@@ -216,7 +216,14 @@ def _load_model(name, device, dtype, offline_fallback, *, revision) -> ModelHand
         with contextlib.suppress(OSError, ValueError):
             return _load_hf(candidate, name, dev, dt, revision, local=True)
     if hub_reachable():  # 2. the Hub, if a quick probe says it is reachable
-        return _load_from_hub(name, dev, dt, revision)
+        try:
+            return _load_hf(name, name, dev, dt, revision, local=False)
+        except OSError as exc:
+            if any(s in str(exc) for s in ("not a valid model identifier", "does not exist", "404")):
+                raise ValueError(
+                    f"unknown model name={name!r}: the Hugging Face Hub has no such model (GPT-2 sizes: {list(GPT2_SIZES)})"
+                ) from exc
+            raise ModelUnavailableError(f"could not download {name!r} from the Hugging Face Hub: {exc}") from exc
     return _load_offline(name, dev, dt, offline_fallback)  # 3. offline
 
 
@@ -260,18 +267,6 @@ def _load_local_dir(name: str, dev: torch.device, dt: torch.dtype) -> ModelHandl
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ValueError(f"name={name!r}: the local folder {path} is not a loadable model ({first})") from None
     return _loaded(model, tok, requested=name, model_id=path, device=dev, dtype=dt, source="local folder")
-
-
-def _load_from_hub(name: str, dev: torch.device, dt: torch.dtype, revision: str | None) -> ModelHandle:
-    try:
-        return _load_hf(name, name, dev, dt, revision, local=False)
-    except OSError as exc:
-        msg = str(exc)
-        if "not a valid model identifier" in msg or "does not exist" in msg or "404" in msg:
-            raise ValueError(
-                f"unknown model name={name!r}: the Hugging Face Hub has no such model (GPT-2 sizes: {list(GPT2_SIZES)})"
-            ) from exc
-        raise ModelUnavailableError(f"could not download {name!r} from the Hugging Face Hub: {msg}") from exc
 
 
 def _load_offline(name: str, dev: torch.device, dt: torch.dtype, offline_fallback: bool) -> ModelHandle:

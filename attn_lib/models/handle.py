@@ -91,8 +91,8 @@ def resolve_dtype(dtype: str | torch.dtype | None, *, name: str = "dtype") -> to
         if not dtype.is_floating_point:
             raise ValueError(f"{name} must be a floating-point dtype (got {dtype})")
         return dtype
-    if isinstance(dtype, str) and dtype.strip().lower().removeprefix("torch.") in _DTYPES:
-        return _DTYPES[dtype.strip().lower().removeprefix("torch.")]
+    if isinstance(dtype, str) and (key := dtype.strip().lower().removeprefix("torch.")) in _DTYPES:
+        return _DTYPES[key]
     raise ValueError(f"{name} must be None or one of {sorted(set(_DTYPES))} (got {dtype!r})")
 
 
@@ -293,9 +293,7 @@ def load_pretrained(
             if v
         )
         raise ValueError(f"the weights of {repo!r} do not match its config: {found}")
-    model.to(device)
-    model.eval()
-    return model, tok
+    return model.to(device), tok
 
 
 def in_hf_cache(repo_id: str) -> bool:

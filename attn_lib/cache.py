@@ -109,12 +109,9 @@ def _jsonable(obj: Any, exact: bool = False) -> Any:
     if obj is None or isinstance(obj, (bool, int, str, float)):
         return obj
     if isinstance(obj, dict):
-        out = {}
-        for k, v in obj.items():
-            if not isinstance(k, str):
-                raise ValueError(f"key: dict keys must be strings (got {k!r})")
-            out[k] = _jsonable(v, exact)
-        return out
+        if bad := [k for k in obj if not isinstance(k, str)]:
+            raise ValueError(f"key: dict keys must be strings (got {bad[0]!r})")
+        return {k: _jsonable(v, exact) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [_jsonable(v, exact) for v in obj]
     if exact:

@@ -162,8 +162,7 @@ def read_text_file(name: str, path: Path) -> str:
 
 def _read_shipped(name: str) -> Text:
     info = _SHIPPED[name]
-    raw = resources.files("attn_lib").joinpath("data", info["file"]).read_text(encoding="utf-8")
-    body = strip_gutenberg(raw)
+    body = strip_gutenberg(resources.files("attn_lib").joinpath("data", info["file"]).read_text(encoding="utf-8"))
     body = body[m.start() :] if (m := info["first_chapter"].search(body)) else body
     return Text.from_string(body, name=name, source=f"{info['title']}; shipped in attn_lib/data/{info['file']}")
 

@@ -242,8 +242,7 @@ class ResultCache:
             self.last_status = "hit"
             return value
         self.last_status = "invalid" if path.exists() else "miss"
-        value = compute()
-        return self._write(path, full, value)
+        return self._write(path, full, compute())
 
     def get(self, key: dict, default: Any = None) -> Any:
         """The verified cached value, or ``default``."""

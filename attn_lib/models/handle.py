@@ -32,13 +32,8 @@ def _mps_available() -> bool:
 
 def available_devices() -> list[str]:
     """Device types usable here, best first (always ends with ``"cpu"``)."""
-    out = []
-    if torch.cuda.is_available():
-        out += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
-    if _mps_available():
-        out.append("mps")
-    out.append("cpu")
-    return out
+    cuda = [f"cuda:{i}" for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
+    return cuda + (["mps"] if _mps_available() else []) + ["cpu"]
 
 
 def resolve_device(device: str | torch.device | None = "auto") -> torch.device:

@@ -68,10 +68,9 @@ def from_config(
     with torch.random.fork_rng(devices=[]):  # the caller's CPU random state is left as it was
         torch.manual_seed(seed)
         model = AutoModelForCausalLM.from_config(config, dtype=dt)
-    model.to(dev)
     model_id = name or f"random-init-{getattr(config, 'model_type', 'model')}"
     return ModelHandle.from_model(
-        model,
+        model.to(dev),
         tokenizer,
         requested=model_id,
         model_id=model_id,

@@ -213,8 +213,7 @@ def _convert_standin(gguf: Path, target: Path) -> dict:
             if _standin_meta_ok(target, gguf) is None:  # nobody else finished a good copy meanwhile
                 raise
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)  # left only when the rename did not happen
     return meta
 
 

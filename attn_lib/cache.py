@@ -57,8 +57,7 @@ FORMAT_VERSION = 2
 def cache_dir() -> Path:
     """Root of attn_lib's caches: ``$ATTN_LIB_CACHE_DIR`` or the platform's user cache folder
     (``platformdirs.user_cache_dir("attn_lib")``)."""
-    value = env(CACHE_ENV)
-    if value:
+    if value := env(CACHE_ENV):
         return expand_path(f"the environment variable {CACHE_ENV}", value)
     return Path(platformdirs.user_cache_dir("attn_lib", appauthor=False))
 

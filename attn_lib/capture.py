@@ -458,8 +458,7 @@ def prepare_input_ids(handle, input_ids) -> torch.Tensor:
         raise ValueError(f"input_ids must be 1-D (length,) or 2-D (batch, length) (got shape {tuple(input_ids.shape)})")
     length = input_ids.shape[1]
     model = _model_of(handle)
-    max_len = getattr(handle, "max_length", None)
-    if max_len and length > max_len:
+    if (max_len := getattr(handle, "max_length", None)) and length > max_len:
         raise ValueError(
             f"length={length} exceeds the context of {getattr(handle, 'model_id', 'the model')}: "
             f"length must be in [1, {max_len}]; split the text into windows of at most {max_len} "

@@ -79,8 +79,7 @@ def _cli_normalizer(value: str | None):
     from . import normalizers as nz  # lazy: torch; `attn-lib --help` stays fast
 
     names = _cli_names()
-    m = re.fullmatch(r"(?:top-|topk:|topk=)([0-9]+)", value.strip())
-    if m:
+    if m := re.fullmatch(r"(?:top-|topk:|topk=)([0-9]+)", value.strip()):
         k = int(m.group(1))
         if k < 1:
             raise ValueError(f"--normalizer {value}: k must be an integer >= 1, e.g. --normalizer top-16")

@@ -124,12 +124,10 @@ def strip_gutenberg(raw: str) -> str:
 
 def _wp_first_chapter(body: str) -> str:
     """Start War and Peace at "BOOK ONE: 1805" in the text proper (skipping the table of contents)."""
-    anchor = re.search(r"Well,\s+Prince,\s+so\s+Genoa\s+and\s+Lucca", body)
-    if not anchor:
+    if not (anchor := re.search(r"Well,\s+Prince,\s+so\s+Genoa\s+and\s+Lucca", body)):
         return body
     head = body[: anchor.start()]
-    starts = [m.start() for m in re.finditer(rf"^{_H}BOOK ONE[:.]?{_H}1805{_H}$", head, re.M)]
-    if starts:
+    if starts := [m.start() for m in re.finditer(rf"^{_H}BOOK ONE[:.]?{_H}1805{_H}$", head, re.M)]:
         return body[starts[-1] :].lstrip()
     chapters = [m.start() for m in re.finditer(rf"^{_H}CHAPTER I\.?{_H}$", head, re.M)]
     return body[chapters[-1] :].lstrip() if chapters else body[anchor.start() :]

@@ -225,8 +225,7 @@ def check_tokenizer(tokenizer, name: str = "tokenizer") -> None:
 def encode_plain(tokenizer, text: str) -> list[int]:
     """Token ids of ``text`` without special tokens (a fast tokenizer's own backend: no "sequence longer than
     model_max_length" warning)."""
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is not None:
+    if (backend := getattr(tokenizer, "backend_tokenizer", None)) is not None:
         return backend.encode(text, add_special_tokens=False).ids
     if hasattr(tokenizer, "encode"):
         try:

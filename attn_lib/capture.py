@@ -158,18 +158,23 @@ def _capture_attention_forward(module, query, key, value, attention_mask, scalin
     if kwargs.get("s_aux") is not None or kwargs.get("sinks") is not None:
         raise NotImplementedError("attn_lib capture does not support attention sinks (e.g. gpt-oss)")
     key_r, value_r = (repeat_kv(t, query.shape[1] // key.shape[1]) for t in (key, value))
-    scores, scaling = _scores(query, key_r, scaling, kwargs.get("softcap"))
-    q_len, k_len = scores.shape[-2], scores.shape[-1]
-    visible, add = _visibility(attention_mask, module, q_len, k_len, scores.device, kwargs)
+    if scaling is None:  # as eager attention: 1 / sqrt(head dim)
+        scaling = query.size(-1) ** -0.5
+    scores = torch.matmul(query, key_r.transpose(2, 3)) * scaling
+    if (softcap := kwargs.get("softcap")) is not None:  # Gemma-2 style logit soft-capping, as in its eager code
+        scores = torch.tanh(scores / softcap) * softcap
+    visible, add = _visibility(attention_mask, module, *scores.shape[-2:], scores.device, kwargs)
     layer, wanted, replace = _route(sess, module)
 
     masked = scores if add is None else scores + add  # eager: scores + additive mask
     logits = _hide(masked, visible) if wanted else None
     if replace:
-        weights = _replaced_weights(sess, masked if logits is None else logits, visible, layer).to(value.dtype)
-    else:
-        weights = _eager_weights(masked, add, visible).to(value.dtype)
-    weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
+        weights = _replaced_weights(sess, masked if logits is None else logits, visible, layer)
+    else:  # eager attention's softmax, operation for operation (in float32)
+        if add is None and visible is not None:  # bool mask or is_causal without a mask: as eager's finfo.min mask
+            masked = masked.masked_fill(~visible, torch.finfo(masked.dtype).min)
+        weights = torch.nn.functional.softmax(masked, dim=-1, dtype=torch.float32)
+    weights = torch.nn.functional.dropout(weights.to(value.dtype), p=dropout, training=module.training)
     attn_output = torch.matmul(weights, value_r).transpose(1, 2).contiguous()
 
     if wanted:
@@ -187,17 +192,6 @@ def _capture_attention_forward(module, query, key, value, attention_mask, scalin
         )
         _report(sess, record)
     return attn_output, weights
-
-
-def _scores(query, key_r, scaling, softcap) -> tuple[torch.Tensor, float]:
-    """Eager attention's scores ``query @ key^T * scaling`` (soft-capped as Gemma-2's eager code when asked), and
-    the scaling that was applied (``1 / sqrt(head dim)`` where the model passes none)."""
-    if scaling is None:
-        scaling = query.size(-1) ** -0.5
-    scores = torch.matmul(query, key_r.transpose(2, 3)) * scaling
-    if softcap is not None:  # Gemma-2 style logit soft-capping, as in its eager code
-        scores = torch.tanh(scores / softcap) * softcap
-    return scores, scaling
 
 
 def _route(sess: _Session | None, module) -> tuple[Any, bool, bool]:
@@ -317,13 +311,6 @@ def _checked_weights(sess: _Session, masked: torch.Tensor, visible, layer, full_
     return weights
 
 
-def _eager_weights(masked: torch.Tensor, add, visible) -> torch.Tensor:
-    """Eager attention's softmax, operation for operation (in float32; the caller casts to the value dtype)."""
-    if add is None and visible is not None:  # bool mask or is_causal without a mask: as eager's finfo.min mask
-        masked = masked.masked_fill(~visible, torch.finfo(masked.dtype).min)
-    return torch.nn.functional.softmax(masked, dim=-1, dtype=torch.float32)
-
-
 def _report(sess: _Session, rec: LayerAttention) -> None:
     """Hand ``rec`` to the session's callback (in its output dtype); stop the pass once every layer was seen."""
     if sess.output_dtype is not None:
@@ -334,20 +321,15 @@ def _report(sess: _Session, rec: LayerAttention) -> None:
         raise _StopForward
 
 
-_REGISTERED = False
-
-
+@functools.cache
 def register() -> str:
     """Register the capture function (and eager attention's mask builder) under :data:`IMPLEMENTATION`; idempotent."""
-    global _REGISTERED
-    if not _REGISTERED:
-        from transformers import AttentionInterface  # lazy: heavy; keeps ``import attn_lib`` light
-        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface, eager_mask
+    from transformers import AttentionInterface  # lazy: heavy; keeps ``import attn_lib`` light
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface, eager_mask
 
-        AttentionInterface.register(IMPLEMENTATION, _capture_attention_forward)
-        if IMPLEMENTATION not in ALL_MASK_ATTENTION_FUNCTIONS._global_mapping:
-            AttentionMaskInterface.register(IMPLEMENTATION, eager_mask)
-        _REGISTERED = True
+    AttentionInterface.register(IMPLEMENTATION, _capture_attention_forward)
+    if IMPLEMENTATION not in ALL_MASK_ATTENTION_FUNCTIONS._global_mapping:
+        AttentionMaskInterface.register(IMPLEMENTATION, eager_mask)
     return IMPLEMENTATION
 
 
@@ -429,14 +411,10 @@ def patched_attention(
     """
     model = _model_of(handle_or_model)
     temperature = check_positive("temperature", temperature)
-    if output_dtype is not None:
-        output_dtype = resolve_dtype(output_dtype, name="output_dtype")  # also "float64"
-    n_layers = _n_layers(model)
     fn, fn_name = _resolve_normalizer(normalizer, temperature)
     if callback is not None and not callable(callback):
         raise ValueError(f"callback must be callable or None (got {callback!r})")
-    check_bool("keep_qk", keep_qk)
-    check_bool("stop_early", stop_early)
+    n_layers = _n_layers(model)
     sess = _Session(
         callback=callback,
         normalizer=fn,
@@ -444,9 +422,9 @@ def patched_attention(
         temperature=temperature,
         layers=_layer_set("layers", layers, n_layers),
         normalizer_layers=_layer_set("normalizer_layers", normalizer_layers, n_layers),
-        output_dtype=output_dtype,
-        keep_qk=bool(keep_qk),
-        stop_after=1 if stop_early else None,
+        output_dtype=None if output_dtype is None else resolve_dtype(output_dtype, name="output_dtype"),  # or "float64"
+        keep_qk=check_bool("keep_qk", keep_qk),
+        stop_after=1 if check_bool("stop_early", stop_early) else None,
     )
     register()
     _enter(model)
@@ -480,8 +458,7 @@ def prepare_input_ids(handle, input_ids) -> torch.Tensor:
         raise ValueError(f"input_ids must be 1-D (length,) or 2-D (batch, length) (got shape {tuple(input_ids.shape)})")
     length = input_ids.shape[1]
     model = _model_of(handle)
-    max_len = getattr(handle, "max_length", None)
-    if max_len and length > max_len:
+    if (max_len := getattr(handle, "max_length", None)) and length > max_len:
         raise ValueError(
             f"length={length} exceeds the context of {getattr(handle, 'model_id', 'the model')}: "
             f"length must be in [1, {max_len}]; split the text into windows of at most {max_len} "
@@ -567,13 +544,12 @@ def capture_attention(
     """
     ids = prepare_input_ids(handle, input_ids)
     am = _prepare_attention_mask(attention_mask, ids)
-    model = _model_of(handle)
     if options.get("stop_early") and options.get("layers") is None:
         raise ValueError("stop_early=True needs layers (otherwise every layer must run anyway)")
     with patched_attention(handle, callback, **options):
         try:
             with torch.no_grad():
-                return model(input_ids=ids, attention_mask=am, use_cache=False)
+                return _model_of(handle)(input_ids=ids, attention_mask=am, use_cache=False)
         except _StopForward:
             return None
 

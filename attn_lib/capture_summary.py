@@ -47,21 +47,13 @@ def layer_summary(rec: LayerAttention) -> dict:
     }
 
 
-def load_inputs(
-    model: str,
-    text: str,
-    *,
-    device: str = "auto",
-    dtype: str | None = None,
-    offline_fallback: bool = True,
-    quiet: bool = False,
-) -> tuple[ModelHandle, Text, float]:
+def load_inputs(model: str, text: str, **options) -> tuple[ModelHandle, Text, float]:
     """``(handle, text, seconds the model took to load)``: :func:`attn_lib.corpus.load_text` of ``text``, then
-    :func:`attn_lib.models.load_model` with the other arguments (a bad ``text`` fails before the model loads;
-    ``quiet``: no progress bar of transformers' on stderr)."""
+    :func:`attn_lib.models.load_model` of ``model`` with ``options`` (``device``, ``dtype``, ``offline_fallback``,
+    ``quiet``: no progress bar of transformers' on stderr); a bad ``text`` fails before the model loads."""
     loaded = corpus.load_text(text)
     t0 = time.perf_counter()
-    handle = models.load_model(model, device=device, dtype=dtype, offline_fallback=offline_fallback, quiet=quiet)
+    handle = models.load_model(model, **options)
     return handle, loaded, time.perf_counter() - t0
 
 

@@ -79,8 +79,7 @@ def _cli_normalizer(value: str | None):
     from . import normalizers as nz  # lazy: torch; `attn-lib --help` stays fast
 
     names = _cli_names()
-    m = re.fullmatch(r"(?:top-|topk:|topk=)([0-9]+)", value.strip())
-    if m:
+    if m := re.fullmatch(r"(?:top-|topk:|topk=)([0-9]+)", value.strip()):
         k = int(m.group(1))
         if k < 1:
             raise ValueError(f"--normalizer {value}: k must be an integer >= 1, e.g. --normalizer top-16")
@@ -135,7 +134,6 @@ def _cmd_info(args) -> int:
     except ValueError as exc:
         print(f"device {args.device!r} -> error: {exc}")
     res = resolve_name(args.model)
-    kind = res["kind"]
     text = {
         "standin": f"the offline stand-in {STANDIN_NAME} (requested directly)",
         "local": f"local folder {res['target']}",
@@ -145,7 +143,7 @@ def _cmd_info(args) -> int:
         "fallback": f"NOT AVAILABLE offline -> the offline stand-in {STANDIN_NAME} will be used instead "
         f"(offline_fallback=True; the Hub is unreachable and {args.model!r} is not cached)",
         "unavailable": "not cached and the Hub is unreachable: loading it will fail",
-    }[kind]
+    }[res["kind"]]
     print(f"model {args.model!r} -> {text}")
     print("models that resolve offline:")
     for m in offline_models():

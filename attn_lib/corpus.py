@@ -124,12 +124,10 @@ def strip_gutenberg(raw: str) -> str:
 
 def _wp_first_chapter(body: str) -> str:
     """Start War and Peace at "BOOK ONE: 1805" in the text proper (skipping the table of contents)."""
-    anchor = re.search(r"Well,\s+Prince,\s+so\s+Genoa\s+and\s+Lucca", body)
-    if not anchor:
+    if not (anchor := re.search(r"Well,\s+Prince,\s+so\s+Genoa\s+and\s+Lucca", body)):
         return body
     head = body[: anchor.start()]
-    starts = [m.start() for m in re.finditer(rf"^{_H}BOOK ONE[:.]?{_H}1805{_H}$", head, re.M)]
-    if starts:
+    if starts := [m.start() for m in re.finditer(rf"^{_H}BOOK ONE[:.]?{_H}1805{_H}$", head, re.M)]:
         return body[starts[-1] :].lstrip()
     chapters = [m.start() for m in re.finditer(rf"^{_H}CHAPTER I\.?{_H}$", head, re.M)]
     return body[chapters[-1] :].lstrip() if chapters else body[anchor.start() :]
@@ -162,8 +160,7 @@ def read_text_file(name: str, path: Path) -> str:
 
 def _read_shipped(name: str) -> Text:
     info = _SHIPPED[name]
-    raw = resources.files("attn_lib").joinpath("data", info["file"]).read_text(encoding="utf-8")
-    body = strip_gutenberg(raw)
+    body = strip_gutenberg(resources.files("attn_lib").joinpath("data", info["file"]).read_text(encoding="utf-8"))
     body = body[m.start() :] if (m := info["first_chapter"].search(body)) else body
     return Text.from_string(body, name=name, source=f"{info['title']}; shipped in attn_lib/data/{info['file']}")
 
@@ -290,13 +287,6 @@ def load_text(source: str | os.PathLike = WAR_AND_PEACE, *, offline_ok: bool = T
     return text
 
 
-def _encode_plain(tokenizer, text: str) -> list[int]:
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is not None:  # fast tokenizer: no "sequence longer than model_max_length" warning
-        return backend.encode(text, add_special_tokens=False).ids
-    return list(tokenizer.encode(text, add_special_tokens=False))
-
-
 def _as_str(text) -> str:
     """The characters of ``text`` (a :class:`Text` or str); ``ValueError`` for anything else."""
     s = text.text if isinstance(text, Text) else text
@@ -311,20 +301,20 @@ def tokenize(tokenizer, text, max_tokens: int | None = None) -> list[int]:
     With ``max_tokens``, only a prefix of the text large enough for that many tokens is tokenised (cut at whitespace,
     with a margin, so the returned ids equal the first ``max_tokens`` ids of the whole text in practice).
     """
-    from .models.handle import check_tokenizer  # models loads the Hugging Face layer: only when tokenizing
+    from .models.handle import check_tokenizer, encode_plain  # the Hugging Face layer: only when tokenizing
 
     check_tokenizer(tokenizer)
     s = _as_str(text)
     if max_tokens is None:
-        return _encode_plain(tokenizer, s)
+        return encode_plain(tokenizer, s)
     max_tokens = check_int("max_tokens", max_tokens, low=1)  # -5 returned all ids but the last 5; 2.5 a TypeError
     chars = max(4096, 8 * max_tokens)
     while True:
         if chars >= len(s):
-            return _encode_plain(tokenizer, s)[:max_tokens]
+            return encode_plain(tokenizer, s)[:max_tokens]
         cut = s.rfind(" ", 0, chars)
         cut = chars if cut <= 0 else cut
-        ids = _encode_plain(tokenizer, s[:cut])
+        ids = encode_plain(tokenizer, s[:cut])
         if len(ids) >= max_tokens + 64:  # margin: the last word(s) before the cut may merge differently
             return ids[:max_tokens]
         chars *= 2

@@ -67,8 +67,7 @@ def _tune_openmp() -> str:
         return f"left as the environment sets it ({', '.join(given)})"
     if platform.system() != "Linux":
         return "platform defaults (not Linux)"
-    loaded = _libgomp_loaded()
-    if loaded:
+    if loaded := _libgomp_loaded():
         return f"libgomp defaults (asked too late: OpenMP was loaded before, from {loaded})"
     os.environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)
     return f"GOMP_SPINCOUNT={SPIN_COUNT}, set by attn_lib.process.tune()"

@@ -99,9 +99,8 @@ def figure_to_png(fig: Figure, *, dpi: float = FIGURE_DPI) -> bytes:
         raise ValueError(
             f"dpi={dpi:g} renders this {w:g} x {h:g} in figure as over {MAX_PIXELS:,} pixels; dpi must be <= {top:.0f}"
         )
-    smallest = smallest_font_pt(fig)
     metadata = {PNG_KEY_DPI: f"{float(dpi):g}", PNG_KEY_WIDTH: f"{fig.get_figwidth():.3f}"}
-    if smallest is not None:
+    if (smallest := smallest_font_pt(fig)) is not None:
         metadata[PNG_KEY_MIN_FONT] = f"{smallest:g}"
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", metadata=metadata)

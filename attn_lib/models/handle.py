@@ -1,9 +1,8 @@
 """Model handles, devices and dtypes, tokenizer checks, and the one ``from_pretrained`` call every loader makes.
 
-How a name becomes a handle is :mod:`attn_lib.models` (the package's docstring), :mod:`.loading` and :mod:`.offline`.
-The helpers they share (:func:`text_config`, :func:`is_encoder_config`, :func:`load_pretrained`, :func:`in_hf_cache`,
-:func:`resolve_dtype`, :func:`check_tokenizer`, :func:`byte_tokenizer`) are importable from here; the package
-re-exports only :class:`ModelHandle` and :func:`resolve_device`.
+How a name becomes a handle is :mod:`attn_lib.models` (the package's docstring), :mod:`.loading` and :mod:`.offline`,
+which import the helpers they share from here (the package re-exports only :class:`ModelHandle` and
+:func:`resolve_device`).
 """
 
 from __future__ import annotations
@@ -33,13 +32,8 @@ def _mps_available() -> bool:
 
 def available_devices() -> list[str]:
     """Device types usable here, best first (always ends with ``"cpu"``)."""
-    out = []
-    if torch.cuda.is_available():
-        out += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
-    if _mps_available():
-        out.append("mps")
-    out.append("cpu")
-    return out
+    cuda = [f"cuda:{i}" for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
+    return cuda + (["mps"] if _mps_available() else []) + ["cpu"]
 
 
 def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
@@ -92,8 +86,8 @@ def resolve_dtype(dtype: str | torch.dtype | None, *, name: str = "dtype") -> to
         if not dtype.is_floating_point:
             raise ValueError(f"{name} must be a floating-point dtype (got {dtype})")
         return dtype
-    if isinstance(dtype, str) and dtype.strip().lower().removeprefix("torch.") in _DTYPES:
-        return _DTYPES[dtype.strip().lower().removeprefix("torch.")]
+    if isinstance(dtype, str) and (key := dtype.strip().lower().removeprefix("torch.")) in _DTYPES:
+        return _DTYPES[key]
     raise ValueError(f"{name} must be None or one of {sorted(set(_DTYPES))} (got {dtype!r})")
 
 
@@ -216,7 +210,7 @@ def check_tokenizer(tokenizer, name: str = "tokenizer") -> None:
     except TypeError:
         n_vocab = getattr(tokenizer, "vocab_size", 0) or 0
     try:
-        ids = _encode(tokenizer, _PROBE_SENTENCE)
+        ids = encode_plain(tokenizer, _PROBE_SENTENCE)
     except Exception as exc:
         raise ValueError(f"{name} cannot encode text ({exc})") from exc
     if n_vocab < 2 or len(ids) == 0:
@@ -228,7 +222,11 @@ def check_tokenizer(tokenizer, name: str = "tokenizer") -> None:
         )
 
 
-def _encode(tokenizer, text: str) -> list[int]:
+def encode_plain(tokenizer, text: str) -> list[int]:
+    """Token ids of ``text`` without special tokens (a fast tokenizer's own backend: no "sequence longer than
+    model_max_length" warning)."""
+    if (backend := getattr(tokenizer, "backend_tokenizer", None)) is not None:
+        return backend.encode(text, add_special_tokens=False).ids
     if hasattr(tokenizer, "encode"):
         try:
             return list(tokenizer.encode(text, add_special_tokens=False))
@@ -289,9 +287,7 @@ def load_pretrained(
             if v
         )
         raise ValueError(f"the weights of {repo!r} do not match its config: {found}")
-    model.to(device)
-    model.eval()
-    return model, tok
+    return model.to(device), tok
 
 
 def in_hf_cache(repo_id: str) -> bool:

@@ -68,10 +68,9 @@ def from_config(
     with torch.random.fork_rng(devices=[]):  # the caller's CPU random state is left as it was
         torch.manual_seed(seed)
         model = AutoModelForCausalLM.from_config(config, dtype=dt)
-    model.to(dev)
     model_id = name or f"random-init-{getattr(config, 'model_type', 'model')}"
     return ModelHandle.from_model(
-        model,
+        model.to(dev),
         tokenizer,
         requested=model_id,
         model_id=model_id,
@@ -212,10 +211,19 @@ def _load_model(name, device, dtype, offline_fallback, *, revision) -> ModelHand
         return _load_encoder(name, dev, dt, revision)
     if _is_local_dir(name):
         return _load_local_dir(name, dev, dt)
-    handle = _load_from_hf_cache(name, dev, dt, revision)  # 1. the local Hugging Face cache (never the network)
-    if handle is None and hub_reachable():  # 2. the Hub, if a quick probe says it is reachable
-        handle = _load_from_hub(name, dev, dt, revision)
-    return handle if handle is not None else _load_offline(name, dev, dt, offline_fallback)  # 3. offline
+    for candidate in _hub_candidates(name):  # 1. the local Hugging Face cache (never the network)
+        with contextlib.suppress(OSError, ValueError):
+            return _load_hf(candidate, name, dev, dt, revision, local=True)
+    if hub_reachable():  # 2. the Hub, if a quick probe says it is reachable
+        try:
+            return _load_hf(name, name, dev, dt, revision, local=False)
+        except OSError as exc:
+            if any(s in str(exc) for s in ("not a valid model identifier", "does not exist", "404")):
+                raise ValueError(
+                    f"unknown model name={name!r}: the Hugging Face Hub has no such model (GPT-2 sizes: {list(GPT2_SIZES)})"
+                ) from exc
+            raise ModelUnavailableError(f"could not download {name!r} from the Hugging Face Hub: {exc}") from exc
+    return _load_offline(name, dev, dt, offline_fallback)  # 3. offline
 
 
 def _check_revision(name: str, revision) -> None:
@@ -258,26 +266,6 @@ def _load_local_dir(name: str, dev: torch.device, dt: torch.dtype) -> ModelHandl
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ValueError(f"name={name!r}: the local folder {path} is not a loadable model ({first})") from None
     return _loaded(model, tok, requested=name, model_id=path, device=dev, dtype=dt, source="local folder")
-
-
-def _load_from_hf_cache(name: str, dev: torch.device, dt: torch.dtype, revision: str | None) -> ModelHandle | None:
-    """The first of ``name``'s Hub ids found in the local Hugging Face cache, or ``None`` (no network)."""
-    for candidate in _hub_candidates(name):
-        with contextlib.suppress(OSError, ValueError):
-            return _load_hf(candidate, name, dev, dt, revision, local=True)
-    return None
-
-
-def _load_from_hub(name: str, dev: torch.device, dt: torch.dtype, revision: str | None) -> ModelHandle:
-    try:
-        return _load_hf(name, name, dev, dt, revision, local=False)
-    except OSError as exc:
-        msg = str(exc)
-        if "not a valid model identifier" in msg or "does not exist" in msg or "404" in msg:
-            raise ValueError(
-                f"unknown model name={name!r}: the Hugging Face Hub has no such model (GPT-2 sizes: {list(GPT2_SIZES)})"
-            ) from exc
-        raise ModelUnavailableError(f"could not download {name!r} from the Hugging Face Hub: {msg}") from exc
 
 
 def _load_offline(name: str, dev: torch.device, dt: torch.dtype, offline_fallback: bool) -> ModelHandle:

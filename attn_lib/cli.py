@@ -549,7 +549,7 @@ def _add_compare_normalizers(sub) -> None:
         "--profile",
         choices=["paper", "quick"],
         default="paper",
-        help="paper (default): L up to 1024; quick: L up to 128, for a smoke run",
+        help="paper (default): L up to 1024, the live swap on 512 held-out tokens; quick: L up to 128, for a smoke run",
     )
     sp.add_argument(
         "--out", default="results-beyond", help="output folder (default ./results-beyond), created if needed"

@@ -551,7 +551,12 @@ def limits_row(handle, text, profile, normalizer: str = "softmax", params=None) 
         profile, table_meta(handle, text), lambda i: _layer_normaliser(model, normalizer, params, i), sm
     )
     live = {} if sm else {"normalizer": _normaliser(model, normalizer, params)}
-    passes.run_pass(handle, text, [a], profile["L"], 0, **live)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as run_all(threads=1): a short window, and no spinning threads on a busy machine
+    try:
+        passes.run_pass(handle, text, [a], profile["L"], 0, **live)
+    finally:
+        torch.set_num_threads(threads)
     return a.finish()
 
 

@@ -431,9 +431,10 @@ def limits_profile(window: int = LIMITS_WINDOW) -> dict:
     profiles: Algorithm 4 (:class:`~attn_lib.experiments.SeparabilityParams`) at the paper's ``N`` with ``1 < N < L``
     (``N = 1`` is separable by definition: ``N_s/N = 1`` always); the critical-N diagnosis's rows (the ``quick``
     profile's 32) at ``rho_N``, the ``N`` of its grid nearest ``0.06 L``; ``g(T, eps)`` at the ``quick`` profile's
-    temperatures, its smallest ``eps`` and its direction draws; the row lengths ``8, 16, ..., L`` of ``b``."""
+    temperatures, its smallest ``eps`` and its direction draws; the row lengths ``8, 16, ..., L`` of ``b``; chapter 7's
+    level of the critical N's KS test."""
     # lazy: the experiments package loads the metrics and the accelerated kernels; the training sweep needs neither
-    from .experiments import PROFILES, SeparabilityParams
+    from .experiments import BEYOND_PROFILES, PROFILES, SeparabilityParams
 
     L = check_int("window", window, low=16, high=1 << 16)
     q, paper = PROFILES["quick"], PROFILES["paper"]
@@ -445,6 +446,7 @@ def limits_profile(window: int = LIMITS_WINDOW) -> dict:
         rho_rows=diag.rows, rho_N=min(ns, key=lambda n: abs(n / L - 0.06)), temperatures=sens.temperatures,
         eps=min(sens.eps_values), draws=sens.direction_seeds, seed=sens.seed,
         b_lengths=tuple(1 << i for i in range(3, L.bit_length()) if 1 << i < L) + (L,),
+        ks_alpha=BEYOND_PROFILES["quick"].ks_alpha,
     )  # fmt: skip
 
 
@@ -509,9 +511,13 @@ class _LimitsAnalysis:
         self.top.append(torch.stack([top[:, (t > n // 2) & (t <= n)].mean(-1) for n in p["b_lengths"]], -1))
 
     def finish(self) -> dict:
-        p, L = self.p, self.p["L"]
+        from scipy.stats import ks_2samp  # scipy.stats takes a while to import
+
+        p, L, n = self.p, self.p["L"], sum(len(r) for r in self.rho)
         sep = self.sep.finish()
-        row = dict(model=self.meta["model"], L=L, n_heads=sum(len(r) for r in self.rho))
+        # the smallest p-value a two-sample KS test over the n heads can give (two samples that do not overlap)
+        p_min = float(ks_2samp(np.arange(n), np.arange(n) + n).pvalue)
+        row = dict(model=self.meta["model"], L=L, n_heads=n, ks_p_min=p_min, ks_alpha=p["ks_alpha"])
         mx = torch.cat(self.top).double().mean(0).numpy()
         row["b"] = float(np.polyfit(np.log(p["b_lengths"]), np.log(mx), 1)[0])
         row.update({f"ns_{int(n)}": float(v) for n, v in sep.groupby("N")["fraction"].median().items()})
@@ -539,7 +545,9 @@ def limits_row(handle, text, profile, normalizer: str = "softmax", params=None) 
     (Algorithm 4); ``rho`` the median over (layer, head) of ``||s_N||/||z||`` (each head's median over rows) at
     ``rho_N`` (the critical-N diagnosis); ``g_T<T>`` Fig. 4's ``g(T, eps)`` at the smallest ``eps`` (the row mean, max
     over (layer, head)) at each ``T`` of :data:`LIMITS_T`, median over the direction draws (``g_T<T>_lo``, ``_hi``:
-    their range) and ``g_slope``, its log-log slope over ``T <= 0.1``; ``n_heads``, the heads measured."""
+    their range) and ``g_slope``, its log-log slope over ``T <= 0.1``; ``n_heads``, the heads measured, and
+    ``ks_p_min``, the smallest p-value a KS test over them can give (chapter 7's critical N is 1 by construction where
+    it is not below ``ks_alpha``, that test's level)."""
     # lazy: the experiments package loads the metrics and the accelerated kernels; the training sweep needs neither
     from .experiments import passes
     from .experiments.inputs import table_meta

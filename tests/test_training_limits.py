@@ -174,7 +174,8 @@ def test_the_words_say_why_there_is_no_critical_n(lim):
     """Two layers of two heads: a two-sample KS test over 4 values never goes below 2/70, so at chapter 7's level 0.01
     the critical N would be 1 by construction, and the words say so; with enough heads they do not."""
     assert "over 4 heads that test's smallest p-value is 0.0286, not below its level 0.01" in rep.limits_words(lim)
-    assert "critical N" not in rep.limits_words(lim.assign(n_heads=12))
+    assert np.allclose(lim["ks_p_min"].iloc[:6], 2 / 70) and (lim["ks_alpha"] == 0.01).all()
+    assert "critical N" not in rep.limits_words(lim.assign(ks_p_min=1e-9))
 
 
 def test_trend_words():

@@ -580,17 +580,12 @@ def _cmd_train_sweep(args) -> int:
 
         reference = load_model(args.reference, device="cpu", quiet=args.quiet)
     runs = training.run_sweep(args.profile, device=device, cache=cache, workers=args.workers, progress=not args.quiet)
-    limits = own = None
-    if not args.no_limits:
-        # the trained models' whole context, at most the book's window
-        window = min(training.LIMITS_WINDOW, *(r.summary["size"]["n_positions"] for r in runs.values()))
-        if any(k[0] == "softmax" for k in runs):
-            limits = training.trained_limits(runs, window=window, reference=reference, cache=cache)
-        if any(k[1] == 1.0 for k in runs) and window >= 16:
-            own = training.own_limits(runs, window=window, cache=cache)
-    made = report_training.write_sweep(
-        out_dir, training.sweep_tables(runs), profile=args.profile, limits=limits, own=own
-    )
+    limits = None
+    # the trained models' whole context, at most the book's window
+    window = min(training.LIMITS_WINDOW, *(r.summary["size"]["n_positions"] for r in runs.values()))
+    if not args.no_limits and window >= 16:
+        limits = training.trained_limits(runs, window=window, reference=reference, cache=cache)
+    made = report_training.write_sweep(out_dir, training.sweep_tables(runs), profile=args.profile, limits=limits)
     print("\n".join(str(p) for p in made.values()))
     return 0
 
@@ -603,9 +598,8 @@ def _add_train_sweep(sub) -> None:
         description="Train small GPT-2-architecture models from scratch on the shipped text (bytes) with softmax at "
         "T = 0.03 ... 10 (a factor on GPT-2's 1/sqrt(d)) and with every registered normaliser at T = 1, and judge "
         "the abstract's training claim. quick: 5 seeds per T, 1 per normaliser, 100 steps; full: 5 seeds each, "
-        "400 steps. Then the paper's limits on the trained softmax heads, next to --reference's, and chapter 7's "
-        "limits on every model trained at T = 1 with its own normaliser. Writes results.json, train_runs.csv, "
-        "train_curves.csv, the limits' tables, figures and report.md into --out. "
+        "400 steps. Then the paper's limits on every trained model with its own normaliser, next to --reference's. "
+        "Writes results.json, train_runs.csv, train_curves.csv, train_limits.csv, figures and report.md into --out. "
         "Each run is cached; --no-cache retrains.",
         epilog="examples:\n  attn-lib train-sweep --out train/\n  attn-lib train-sweep --profile full --workers 2",
     )

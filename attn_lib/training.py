@@ -36,9 +36,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import capture
+from . import capture, jacobian
 from . import normalizers as nz
-from ._validation import check_choice, check_int, check_positive, check_seed
+from ._validation import SEED_MAX, check_choice, check_int, check_positive, check_seed
 from .cache import make_key
 from .models.handle import ModelHandle, byte_tokenizer, resolve_device
 
@@ -426,27 +426,27 @@ LIMITS_T = (0.01, 1.0)
 LIMITS_REFERENCE = "smollm2"
 
 
-def limits_profile(window: int = LIMITS_WINDOW):
-    """The grids of :func:`trained_limits`: the ``quick`` reproduction profile with every window ``window`` tokens,
-    ``N_s/N`` at the paper's ``N`` below ``window`` (no extra temperatures), ``g(T, eps)`` at the quick profile's six
-    temperatures and the smallest ``eps`` only (``1e-3``, five direction draws), the critical-N diagnosis on the model
-    as it is (no counterfactual layers)."""
+def limits_profile(window: int = LIMITS_WINDOW) -> dict:
+    """The grids of :func:`limits_row` at a window of ``L = window`` tokens (``>= 16``), from the reproduction's
+    profiles: Algorithm 4 (:class:`~attn_lib.experiments.SeparabilityParams`) at the paper's ``N`` with ``1 < N < L``
+    (``N = 1`` is separable by definition: ``N_s/N = 1`` always); the critical-N diagnosis's rows (the ``quick``
+    profile's 32) at ``rho_N``, the ``N`` of its grid nearest ``0.06 L``; ``g(T, eps)`` at the ``quick`` profile's
+    temperatures, its smallest ``eps`` and its direction draws; the row lengths ``8, 16, ..., L`` of ``b``; chapter 7's
+    level of the critical N's KS test."""
     # lazy: the experiments package loads the metrics and the accelerated kernels; the training sweep needs neither
-    from .experiments import PROFILES, DiagnosisParams, SeparabilityParams
+    from .experiments import BEYOND_PROFILES, PROFILES, SeparabilityParams
 
-    L = check_int("window", window, low=8, high=1 << 16)
+    L = check_int("window", window, low=16, high=1 << 16)
     q, paper = PROFILES["quick"], PROFILES["paper"]
-    return dataclasses.replace(
-        q,
-        name=f"trained-limits-L{L}",
-        distance_vs_length=dataclasses.replace(q.distance_vs_length, lengths=(L,)),
-        distance_vs_n=dataclasses.replace(q.distance_vs_n, L=L, n_values=(1, 5)),
-        critical_n=dataclasses.replace(q.critical_n, lengths=(L,), stage=L - 1),
-        separability=SeparabilityParams(L=L, n_values=tuple(n for n in paper.separability.n_values if n < L),
-                                        temperatures=()),
-        gradient_sensitivity=dataclasses.replace(q.gradient_sensitivity, L=L,
-                                                 eps_values=(min(q.gradient_sensitivity.eps_values),)),
-        critical_n_diagnosis=DiagnosisParams(L=L, rows=32, variants={"model": (1.0, False)}),
+    sens, diag = q.gradient_sensitivity, q.critical_n_diagnosis
+    ns = sorted({max(1, min(L - 1, round(f * L))) for f in diag.fractions})
+    return dict(
+        L=L, separability=SeparabilityParams(L=L, n_values=tuple(n for n in paper.separability.n_values if 1 < n < L),
+                                             temperatures=()),
+        rho_rows=diag.rows, rho_N=min(ns, key=lambda n: abs(n / L - 0.06)), temperatures=sens.temperatures,
+        eps=min(sens.eps_values), draws=sens.direction_seeds, seed=sens.seed,
+        b_lengths=tuple(1 << i for i in range(3, L.bit_length()) if 1 << i < L) + (L,),
+        ks_alpha=BEYOND_PROFILES["quick"].ks_alpha,
     )  # fmt: skip
 
 
@@ -461,51 +461,128 @@ def held_out_text():
     return Text.from_string(held, name="botchan (last 10%, held out)", source="attn_lib.training.held_out_text")
 
 
-def limits_row(handle, text, profile) -> dict:
-    """The paper's limits on every head of ``handle`` at the window of ``profile`` (:func:`limits_profile`), from the
-    window's first token: ``ns_<N>`` the median over (layer, head) of the row-mean ``N_s/N`` (Algorithm 4) at each
-    ``N``; ``rho`` the median over (layer, head) of ``||s_N||/||z||`` (each head's median over rows) at
-    ``rho_N``, the ``N`` nearest ``0.06 L`` (the critical-N diagnosis); ``g_T<T>`` Fig. 4's ``g(T, eps)`` at the
-    smallest ``eps`` (the row mean, max over (layer, head)) at each ``T`` of :data:`LIMITS_T`, median over the direction
-    draws (``g_T<T>_lo``, ``_hi``: their range) and ``g_slope``, its log-log slope over ``T <= 0.1``."""
-    # lazy: the experiments package loads the metrics and the accelerated kernels; the training sweep needs neither
-    from .experiments import run_all
+class _LimitsAnalysis:
+    """:func:`limits_row` on each layer of one pass: the weights ``f(l)`` of the layer's own normaliser ``f``
+    (``normaliser(layer)``) on its logits, measured by Algorithm 4's own analysis, the diagnosis's
+    :func:`~attn_lib.metrics.crossing_metrics` and Algorithm 5's seeded directions (the reproduction's definitions,
+    with ``f`` in place of softmax)."""
 
-    names = ["separability", "critical_n_diagnosis", "gradient_sensitivity"]
-    res = run_all(handle, text, profile, experiments=names, threads=1)
-    sep, diag, sens = (res[n] for n in names)
-    L = int(sep["L"].iloc[0])
-    row = dict(model=str(sep["model"].iloc[0]), L=L)
-    row.update({f"ns_{int(n)}": float(v) for n, v in sep.groupby("N")["fraction"].median().items()})
-    ns = np.sort(diag["N"].unique())
-    n06 = int(ns[np.argmin(np.abs(ns / L - 0.06))])
-    row.update(rho_N=n06, rho=float(diag.loc[diag["N"] == n06, "rho_median"].median()))
-    e0 = sens["eps"].min()
-    curve = sens[sens["eps"] == e0].groupby(["draw", "T"])["g"].max().unstack("draw")  # (T, draw)
-    for T in LIMITS_T:
-        at = curve.loc[np.isclose(curve.index, T)].iloc[0]
-        row.update({f"g_T{T:g}": float(at.median()), f"g_T{T:g}_lo": float(at.min()), f"g_T{T:g}_hi": float(at.max())})
-    low = curve[curve.index <= 0.1 * (1 + 1e-9)].median(axis=1)
-    row["g_slope"] = float(np.polyfit(np.log10(low.index), np.log10(low.clip(lower=1e-300)), 1)[0])
-    row["eps"] = float(e0)
-    return row
+    def __init__(self, profile: dict, meta: dict, normaliser, softmax: bool):
+        from .experiments.separability import SeparabilityAnalysis  # lazy, as in limits_profile
+
+        self.p, self.meta, self.normaliser, self.softmax = profile, meta, normaliser, softmax
+        self.sep = SeparabilityAnalysis(profile["separability"], meta)
+        self.rho, self.g, self.top = [], [], []
+
+    def layer(self, sh) -> None:
+        # lazy, as in limits_profile
+        from . import metrics as M
+        from .experiments.passes import SharedLayer, layer_mask, sens_row_indices
+        from .experiments.sensitivity import DRAW_STRIDE
+
+        la, p, L = sh.la, self.p, self.p["L"]
+        f = self.normaliser(la.layer)
+        x = la.logits[0, :, :L, :L].to(torch.float64)
+        vis = torch.broadcast_to(layer_mask(la)[..., :L, :L], x.shape) & (x != -math.inf)
+        if self.softmax:  # the reproduction's softmax, bit for bit (Algorithm 4 orders even underflowing weights)
+            w = torch.softmax(x.masked_fill(~vis, -math.inf), dim=-1)
+        else:
+            w = torch.where(vis, f(x, 1.0, dim=-1, mask=vis), 0.0)
+        V = la.values[0, :, :L].to(torch.float64)
+        own = SharedLayer(la)  # Algorithm 4's analysis, on this normaliser's weights
+        own.get("ld", lambda: M.LayerData(w, V, mask=vis))
+        self.sep.layer(own)
+        rows = torch.as_tensor(sens_row_indices(L, p["rho_rows"]))
+        rows = rows[rows >= 2]  # t >= 3 visible tokens, as in the diagnosis
+        cr = M.crossing_metrics(w[:, rows], V, [p["rho_N"]], mask=vis[:, rows])
+        rho = torch.where(cr.valid[..., 0], cr.s_norm[..., 0] / cr.z_norm.clamp(min=1e-300), math.nan)
+        self.rho.append(rho.nanmedian(-1).values)
+        valid = vis.sum(-1) >= 2
+        for k in range(p["draws"]):  # the directions of Algorithm 5's draw k
+            seed = (p["seed"] + la.layer + DRAW_STRIDE * k) % (SEED_MAX + 1)
+            v = jacobian.random_directions(x.shape, vis.cpu(), seed=seed)
+            if self.softmax:  # Algorithm 5's softmax change, without the cancellation of a difference of weights
+                g = M.sensitivity_rows(x, p["temperatures"], [p["eps"]], mask=vis, direction=v)[0]
+            else:
+                g = jacobian.sensitivity_grid(x, p["temperatures"], [p["eps"]], normalizer=f, mask=vis, direction=v)
+            self.g.append((k, torch.where(valid, g[:, 0], 0.0).sum(-1) / valid.sum(-1).clamp(min=1)))  # (T, H)
+        t = torch.arange(1, L + 1)
+        top = w.amax(-1)  # (H, L): the largest weight of each row
+        self.top.append(torch.stack([top[:, (t > n // 2) & (t <= n)].mean(-1) for n in p["b_lengths"]], -1))
+
+    def finish(self) -> dict:
+        from scipy.stats import ks_2samp  # scipy.stats takes a while to import
+
+        p, L, n = self.p, self.p["L"], sum(len(r) for r in self.rho)
+        sep = self.sep.finish()
+        # the smallest p-value a two-sample KS test over the n heads can give (two samples that do not overlap)
+        p_min = float(ks_2samp(np.arange(n), np.arange(n) + n).pvalue)
+        row = dict(model=self.meta["model"], L=L, n_heads=n, ks_p_min=p_min, ks_alpha=p["ks_alpha"])
+        mx = torch.cat(self.top).double().mean(0).numpy()
+        row["b"] = float(np.polyfit(np.log(p["b_lengths"]), np.log(mx), 1)[0])
+        row.update({f"ns_{int(n)}": float(v) for n, v in sep.groupby("N")["fraction"].median().items()})
+        row.update(rho_N=p["rho_N"], rho=float(np.nanmedian(torch.cat(self.rho).numpy())))
+        curve = pd.DataFrame({k: torch.stack([g.amax(-1) for d, g in self.g if d == k]).amax(0).numpy()
+                              for k in range(p["draws"])}, index=list(p["temperatures"]))  # (T, draw)  # fmt: skip
+        for T in LIMITS_T:
+            at = curve.loc[np.isclose(curve.index, T)].iloc[0]
+            row.update(
+                {f"g_T{T:g}": float(at.median()), f"g_T{T:g}_lo": float(at.min()), f"g_T{T:g}_hi": float(at.max())}
+            )
+        low = curve[curve.index <= 0.1 * (1 + 1e-9)].median(axis=1)
+        row["g_slope"] = float(np.polyfit(np.log10(low.index), np.log10(low.clip(lower=1e-300)), 1)[0])
+        return dict(row, eps=float(p["eps"]))
+
+
+def limits_row(handle, text, profile, normalizer: str = "softmax", params=None) -> dict:
+    """The paper's limits on every head of ``handle`` with ``normalizer`` (``params``: its fixed parameters; SSMax's
+    and sigmoid's learned ones are read from a trained model) at the window of ``profile`` (:func:`limits_profile`),
+    from the window's first token. One forward pass in which every layer runs that normaliser (the model's own
+    attention for softmax), and each layer's logits are normalised by it again to measure its weights ``alpha``:
+
+    ``b``, the log-log slope of the mean largest weight ``max_j alpha_tj`` of the rows ``t`` in ``(n/2, n]`` against
+    ``n`` (``-1`` is Lemma 1's vanishing); ``ns_<N>`` the median over (layer, head) of the row-mean ``N_s/N``
+    (Algorithm 4); ``rho`` the median over (layer, head) of ``||s_N||/||z||`` (each head's median over rows) at
+    ``rho_N`` (the critical-N diagnosis); ``g_T<T>`` Fig. 4's ``g(T, eps)`` at the smallest ``eps`` (the row mean, max
+    over (layer, head)) at each ``T`` of :data:`LIMITS_T`, median over the direction draws (``g_T<T>_lo``, ``_hi``:
+    their range) and ``g_slope``, its log-log slope over ``T <= 0.1``; ``n_heads``, the heads measured, and
+    ``ks_p_min``, the smallest p-value a KS test over them can give (chapter 7's critical N is 1 by construction where
+    it is not below ``ks_alpha``, that test's level)."""
+    # lazy: the experiments package loads the metrics and the accelerated kernels; the training sweep needs neither
+    from .experiments import passes
+    from .experiments.inputs import table_meta
+
+    params = params or {}
+    model = handle.model
+    sm = normalizer == "softmax" and not params
+    a = _LimitsAnalysis(
+        profile, table_meta(handle, text), lambda i: _layer_normaliser(model, normalizer, params, i), sm
+    )
+    live = {} if sm else {"normalizer": _normaliser(model, normalizer, params)}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as run_all(threads=1): a short window, and no spinning threads on a busy machine
+    try:
+        passes.run_pass(handle, text, [a], profile["L"], 0, **live)
+    finally:
+        torch.set_num_threads(threads)
+    return a.finish()
 
 
 def trained_limits(runs: dict, *, text=None, window: int = LIMITS_WINDOW, reference=LIMITS_REFERENCE, cache=None):
-    """The paper's limits (:func:`limits_row`) on the heads of every **softmax** run of ``runs`` (``{(normaliser, T,
-    seed): TrainRun}``, :func:`run_sweep`), and on the pretrained ``reference`` model (default the offline stand-in;
-    ``None``: no reference row; or a :class:`~attn_lib.models.ModelHandle`), all on the same window of ``window`` tokens of ``text`` (default
-    :func:`held_out_text`).
+    """The paper's limits (:func:`limits_row`) on the heads of every run of ``runs`` (``{(normaliser, T, seed):
+    TrainRun}``, :func:`run_sweep`), each with its own normaliser (and learned parameters) at its own training
+    temperature (folded into its queries by :func:`trained_handle`), and on the pretrained ``reference`` model with
+    softmax (default the offline stand-in; ``None``: no reference row; or a :class:`~attn_lib.models.ModelHandle`),
+    all on the same window of ``window`` tokens of ``text`` (default :func:`held_out_text`).
 
-    Only softmax runs are measured: for another normaliser :func:`trained_handle`'s forward pass uses softmax on its
-    logits, so every layer after the first would read hidden states the trained model never produced, and the weights
-    measured would not be the ones it trained with. Each row is cached in ``cache`` (keyed by the run's summary, the
-    text, the grids and the library's code). Returns a DataFrame, one row per softmax run (``kind = "trained"``,
-    sorted by ``T``, seed) and then the reference (``kind = "reference"``, ``temperature`` and ``seed`` NaN).
+    Each row is cached in ``cache`` (keyed by the run's summary, the text and the grids). Returns a DataFrame, one
+    row per run (``kind = "trained"``, in the registry's order, then by ``T`` and seed) and then the reference
+    (``kind = "reference"``, ``temperature`` and ``seed`` NaN).
     """
 
-    sm, window = _checked_runs(runs, lambda k: k[0] == "softmax", "softmax run", "normalisers", 0, window, 8)
-    sm.sort(key=lambda k: (k[1], k[2]))
+    keys, window = _checked_runs(runs, window)
+    order = {n: i for i, n in enumerate(nz.available())}
+    keys.sort(key=lambda k: (order.get(k[0], len(order)), k[1], k[2]))
     if reference is not None and not isinstance(reference, (str, ModelHandle)):
         raise ValueError(
             f"reference must be None, a model name for attn_lib.models.load_model or a ModelHandle (got {reference!r})"
@@ -514,10 +591,12 @@ def trained_limits(runs: dict, *, text=None, window: int = LIMITS_WINDOW, refere
     profile = limits_profile(window)
     base = dict(text_sha256=getattr(text, "sha256", str(text)), profile=repr(profile))
     rows = []
-    for k in sm:
+    for k in keys:
+        s = runs[k].summary
         key = make_key("train-limits", summary=_settings(runs[k]), **base)
-        r = _cached(cache, key, lambda k=k: limits_row(trained_handle(runs[k]), text, profile))
-        rows.append(dict(kind="trained", normalizer="softmax", temperature=k[1], seed=k[2], **r))
+        r = _cached(cache, key, lambda s=s, k=k: limits_row(trained_handle(runs[k]), text, profile,
+                                                            s["normalizer"], s["params"]))  # fmt: skip
+        rows.append(dict(kind="trained", normalizer=k[0], temperature=k[1], seed=k[2], **r))
     if reference is not None:
         named = reference if isinstance(reference, str) else reference.cache_key()
         key = make_key("train-limits-reference", model=repr(named), **base)
@@ -526,20 +605,19 @@ def trained_limits(runs: dict, *, text=None, window: int = LIMITS_WINDOW, refere
     return pd.DataFrame(rows)
 
 
-def _checked_runs(runs, keep, what: str, field: str, i: int, window, low: int) -> tuple[list, int]:
-    """The keys of ``runs`` (``{(normaliser, T, seed): TrainRun}``) that ``keep`` selects and the checked ``window``
-    (``>= low``, at most every selected run's training window); ``ValueError`` naming ``runs`` or ``window``."""
-    if not isinstance(runs, dict) or not all(isinstance(r, TrainRun) for r in runs.values()):
-        raise ValueError("runs must be a dict {(normaliser, T, seed): TrainRun} (attn_lib.training.run_sweep)")
-    keys = [k for k in runs if keep(k)]
-    if not keys:
-        raise ValueError(f"runs must hold at least one {what} (got the {field} {sorted({k[i] for k in runs})})")
-    window = check_int("window", window, low=low, high=1 << 16)
-    short = [k for k in keys if runs[k].summary["size"]["n_positions"] < window]
+def _checked_runs(runs, window) -> tuple[list, int]:
+    """The keys of ``runs`` (``{(normaliser, T, seed): TrainRun}``) and the checked ``window`` (``>= 16``, at most
+    every run's training window); ``ValueError`` naming ``runs`` or ``window``."""
+    if not isinstance(runs, dict) or not runs or not all(isinstance(r, TrainRun) for r in runs.values()):
+        raise ValueError(
+            "runs must be a non-empty dict {(normaliser, T, seed): TrainRun} (attn_lib.training.run_sweep)"
+        )
+    window = check_int("window", window, low=16, high=1 << 16)
+    short = [k for k in runs if runs[k].summary["size"]["n_positions"] < window]
     if short:
         raise ValueError(f"window must be at most every run's training window (n_positions); {short[0]} has "
                          f"{runs[short[0]].summary['size']['n_positions']} < {window}")  # fmt: skip
-    return keys, window
+    return list(runs), window
 
 
 def _cached(cache, key: dict, compute):
@@ -552,78 +630,3 @@ def _reference_row(name, text, profile) -> dict:
 
     handle = load_model(name, device="cpu", quiet=True) if isinstance(name, str) else name
     return limits_row(handle, text, profile)
-
-
-# ---- each normaliser on its own trained weights (chapter 7's limits) ------------------------------------------------
-def own_limits_profile(window: int = LIMITS_WINDOW):
-    """The grids of :func:`own_limits`: chapter 7's ``quick`` profile (:data:`attn_lib.experiments.BEYOND_PROFILES`)
-    cut to ``window`` tokens (row lengths ``L`` of 8, 16, 32, ... up to ``window``, at most 16 rows each), ``g`` at the smallest
-    ``eps`` only, no top-k."""
-    # lazy: the experiments package loads the metrics and the accelerated kernels; the training sweep needs neither
-    from .experiments import BEYOND_PROFILES
-
-    L = check_int("window", window, low=16, high=1 << 16)
-    q = BEYOND_PROFILES["quick"]
-    lengths = tuple(n for n in (8, 16, 32, 64, 128, 256, 512, 1024) if n < L) + (L,)
-    return dataclasses.replace(
-        q, name=f"trained-own-L{L}", lengths=lengths, rows_per_length=16, crit_grid=tuple(n for n in q.crit_grid if n < L),
-        sep_n=tuple(n for n in q.sep_n if n < L), eps_values=(min(q.eps_values),), k_values=(),
-    )  # fmt: skip
-
-
-def own_limits_table(run: TrainRun, text, profile, seed: int = 0) -> pd.DataFrame:
-    """:func:`attn_lib.experiments.compare_normalizers`' table for the model of ``run`` with its OWN normaliser: one
-    forward pass in which every layer runs the trained normaliser (with its learned parameters), and that layer's
-    logits are normalised by it again to measure its weights (``profile``: :func:`own_limits_profile`)."""
-    # lazy: the experiments package loads the metrics and the accelerated kernels; the training sweep needs neither
-    from types import SimpleNamespace
-
-    from .experiments import passes
-    from .experiments.inputs import table_meta
-    from .experiments.normalizers import CompareAnalysis
-
-    name, params = run.summary["normalizer"], run.summary["params"]
-    handle = trained_handle(run)
-    model = handle.model
-
-    class Own(CompareAnalysis):
-        def normaliser(self, name, params, layer):
-            return _layer_normaliser(model, name, params, layer)
-
-    a = Own(table_meta(handle, text), profile, {name: (name, params)}, seed)
-    only_layer = SimpleNamespace(layer=lambda sh: a.layer(sh.la))
-    passes.run_pass(handle, text, [only_layer], max(profile.lengths), 0, normalizer=_normaliser(model, name, params))
-    return a.finish()
-
-
-def own_limits(runs: dict, *, text=None, window: int = LIMITS_WINDOW, seed: int = 0, cache=None) -> pd.DataFrame:
-    """Chapter 7's limits (:func:`attn_lib.experiments.limits_summary`) of every run of ``runs`` trained at ``T = 1``
-    (``{(normaliser, T, seed): TrainRun}``, :func:`run_sweep`), each on its own normaliser's weights in its own
-    forward pass (:func:`own_limits_table`), on the first ``window`` tokens of ``text`` (default
-    :func:`held_out_text`). Each run's table is cached in ``cache``. Returns one row per run: ``normalizer``,
-    ``seed``, ``model``, ``L`` (the window), ``n_heads``, ``ks_p_min`` (the smallest p-value the critical N's KS test
-    can reach over that many heads; at or above ``ks_alpha`` the critical N is 1 by construction) and the columns of
-    ``limits_summary`` (``max_alpha_slope``, ``d_tilde``, ``n_star``, ``sep_fraction``,
-    ``g_low_T``, ``g_T1``, ...), in the registry's order, then by seed."""
-    from scipy.stats import ks_2samp  # scipy.stats takes a while to import
-
-    from .experiments import limits_summary  # lazy, as above
-
-    keys, window = _checked_runs(runs, lambda k: k[1] == 1.0, "run at T = 1", "temperatures", 1, window, 16)
-    seed = check_seed("seed", seed)
-    order = {n: i for i, n in enumerate(nz.available())}
-    keys.sort(key=lambda k: (order.get(k[0], len(order)), k[2]))
-    text = held_out_text() if text is None else text
-    profile = own_limits_profile(window)
-    rows = []
-    for k in keys:
-        key = make_key("train-own-limits", summary=_settings(runs[k]), text_sha256=getattr(text, "sha256", str(text)),
-                       profile=repr(profile), seed=seed)  # fmt: skip
-        table = _cached(cache, key, lambda k=k: own_limits_table(runs[k], text, profile, seed))
-        summary = limits_summary(table, profile.ks_alpha).reset_index(drop=True).iloc[0].to_dict()
-        n_heads = len(table[["layer", "head"]].drop_duplicates())
-        # the smallest p-value a two-sample KS test over n_heads values can give (two samples that do not overlap)
-        p_min = float(ks_2samp(np.arange(n_heads), np.arange(n_heads) + n_heads).pvalue)
-        rows.append(dict(normalizer=k[0], seed=k[2], model=str(table["model"].iloc[0]), L=window, n_heads=n_heads,
-                         ks_p_min=p_min, ks_alpha=profile.ks_alpha, **summary))  # fmt: skip
-    return pd.DataFrame(rows)

@@ -147,12 +147,12 @@ def test_the_train_sweep_command_writes_its_outputs(tmp_path, monkeypatch, capsy
     assert main(["train-sweep", "--out", str(out), "--workers", "2", "-q", "--no-cache", "--reference", "none"]) == 0
     assert seen["profile"] == "quick" and seen["workers"] == 2 and seen["device"] == "cpu"
     assert (out / "report.md").exists() and (out / "results.json").exists()
-    # the limits at the runs' whole context (16 tokens): two softmax runs, and the two runs at T = 1 on their own
-    assert len(pd.read_csv(out / "train_limits.csv")) == 2 and (out / "train_limits.png").stat().st_size > 0
-    own = pd.read_csv(out / "train_own_limits.csv")
-    assert list(own["normalizer"]) == ["softmax", "softpick"] and (own["L"] == 16).all()
+    # the limits at the runs' whole context (16 tokens): every run, each with its own normaliser
+    lim = pd.read_csv(out / "train_limits.csv")
+    assert list(lim["normalizer"]) == ["softmax", "softmax", "softpick"] and (lim["L"] == 16).all()
+    assert (out / "train_limits.png").stat().st_size > 0 and not (out / "train_own_limits.csv").exists()
     report = (out / "report.md").read_text()
-    assert "### The paper's limits on the trained softmax heads" in report and "| softpick |" in report
+    assert "### The paper's limits on the trained heads" in report and "| softpick, T = 1 |" in report
     assert main(["train-sweep", "--out", str(tmp_path / "o3"), "-q", "--no-limits"]) == 0
     assert not (tmp_path / "o3" / "train_limits.csv").exists()
     for bad in (["--workers", "0"], ["--profile", "huge"]):  # argparse names the flag and exits with 2

@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
 
+from attn_lib import normalizers as nz
 from attn_lib import training as tr
 from attn_lib.cache import ResultCache
 from attn_lib.report import training as rep
 
-#: Two tiny models per temperature train in well under a second each; their window is 16 tokens.
-TINY = tr.TrainSize(n_layer=1, n_head=2, n_embd=16, n_positions=16, batch=4, steps=3, eval_every=3, eval_batches=1)
+#: Two layers of two heads, so that the second layer reads hidden states the trained normaliser produced in the first;
+#: each model trains in well under a second, and its window is 16 tokens.
+TWO = tr.TrainSize(n_layer=2, n_head=2, n_embd=16, n_positions=16, batch=4, steps=3, eval_every=3, eval_batches=1)
 WINDOW = 16
 
 
 @pytest.fixture(scope="module")
 def runs():
-    out = {("softmax", T, s): tr.train("softmax", T, seed=s, size=TINY) for T in (0.3, 1.0) for s in (0, 1)}
-    out[("sigmoid", 1.0, 0)] = tr.train("sigmoid", 1.0, seed=0, size=TINY)
+    out = {("softmax", T, s): tr.train("softmax", T, seed=s, size=TWO) for T in (1.0, 0.3) for s in (1, 0)}
+    for name in ("topk", "sigmoid"):  # out of the registry's order: the table puts them in it
+        out[(name, 1.0, 0)] = tr.train(name, 1.0, seed=0, size=TWO)
     return out
 
 
@@ -27,43 +32,103 @@ def lim(runs, tiny_gpt2):
     return tr.trained_limits(runs, window=WINDOW, reference=tiny_gpt2)
 
 
-def test_one_finite_row_per_softmax_run_and_one_for_the_reference(lim):
-    # the sigmoid run is left out (its handle would run softmax on its logits); the reference comes last
-    assert list(lim["kind"]) == ["trained"] * 4 + ["reference"]
-    assert list(lim["temperature"].iloc[:4]) == [0.3, 0.3, 1.0, 1.0]
-    assert list(lim["seed"].iloc[:4]) == [0, 1, 0, 1]
+def test_one_finite_row_per_run_and_one_for_the_reference(lim):
+    assert list(lim["kind"]) == ["trained"] * 6 + ["reference"]
+    assert list(zip(lim["normalizer"], lim["temperature"], lim["seed"]))[:6] == [
+        ("softmax", 0.3, 0), ("softmax", 0.3, 1), ("softmax", 1.0, 0), ("softmax", 1.0, 1), ("sigmoid", 1.0, 0),
+        ("topk", 1.0, 0),
+    ]  # fmt: skip
     ns = [c for c in lim if c.startswith("ns_")]
-    assert ns == ["ns_1", "ns_2", "ns_4", "ns_8"]  # the paper's N below the window of 16
-    num = lim[[*ns, "rho", "g_T0.01", "g_T1", "g_slope"]].to_numpy(dtype=float)
+    assert ns == ["ns_2", "ns_4", "ns_8"]  # the paper's N between 1 (always separable) and the window of 16
+    num = lim[["b", *ns, "rho", "g_T0.01", "g_T1", "g_slope"]].to_numpy(dtype=float)
     assert np.isfinite(num).all()
     assert ((lim[ns] >= 0) & (lim[ns] <= 1)).all().all()
-    assert (lim["ns_1"] == 1).all()  # the top token is always separable from itself
     assert (lim["rho"] > 0).all() and (lim["g_T1"] > 0).all()
-    assert (lim["L"] == WINDOW).all() and (lim["rho_N"] == 1).all()  # 0.06 * 16 rounds to N = 1
+    assert (lim["L"] == WINDOW).all() and (lim["rho_N"] == 1).all()  # 0.06 * 16 is nearest N = 1
+    assert (lim["n_heads"].iloc[:6] == 4).all() and lim["n_heads"].iloc[-1] == 8
 
 
-def test_the_reference_row_is_labelled_with_its_model(lim):
-    ref = lim[lim["kind"] == "reference"].iloc[0]
-    assert ref["model"] == "tiny-gpt2" and np.isnan(ref["temperature"]) and np.isnan(ref["seed"])
-    assert set(lim.loc[lim["kind"] == "trained", "model"]) == {
-        f"gpt2-arch-softmax-T{T:g}-seed{s}" for T in (0.3, 1.0) for s in (0, 1)
-    }
+def test_weights_on_the_simplex_keep_g_within_sqrt2_over_eps(lim):
+    """Weights that sum to one move by at most sqrt(2) in 2-norm: g(T, eps) <= sqrt(2)/eps for every such model."""
+    simplex = lim[lim["normalizer"].isin(nz.available(sums_to_one=True))]
+    assert len(simplex) == 6
+    g = simplex[[c for c in lim if c.startswith("g_T")]].to_numpy(dtype=float)
+    assert (g <= np.sqrt(2) / lim["eps"].iloc[0] * (1 + 1e-9)).all()
+
+
+def _old_limits_profile(window):
+    """The grids the former ``trained_limits`` gave :func:`attn_lib.experiments.run_all` (commit 7494374)."""
+    from attn_lib.experiments import PROFILES, DiagnosisParams
+
+    q, p = PROFILES["quick"], tr.limits_profile(window)
+    return dataclasses.replace(
+        q,
+        name=f"trained-limits-L{window}",
+        distance_vs_length=dataclasses.replace(q.distance_vs_length, lengths=(window,)),
+        distance_vs_n=dataclasses.replace(q.distance_vs_n, L=window, n_values=(1, 5)),
+        critical_n=dataclasses.replace(q.critical_n, lengths=(window,), stage=window - 1),
+        separability=p["separability"],
+        gradient_sensitivity=dataclasses.replace(q.gradient_sensitivity, L=window, eps_values=(p["eps"],)),
+        critical_n_diagnosis=DiagnosisParams(L=window, rows=32, variants={"model": (1.0, False)}),
+    )
+
+
+@pytest.mark.parametrize("which", ["softmax at T = 1", "reference", pytest.param("stand-in", marks=pytest.mark.slow)])
+def test_a_softmax_row_is_the_reproductions_experiments(lim, runs, tiny_gpt2, which):
+    """With softmax, each limit is what Algorithms 4 and 5 and the critical-N diagnosis of ``run_all`` give on the
+    model's own pass (what the former ``trained_limits`` reported), to 1e-9 relative: a trained softmax model, the
+    tiny reference, and the pretrained stand-in (the book's reference row)."""
+    from attn_lib.experiments import run_all
+    from attn_lib.models import load_model
+
+    handle = {"softmax at T = 1": lambda: tr.trained_handle(runs[("softmax", 1.0, 0)]), "reference": lambda: tiny_gpt2,
+              "stand-in": lambda: load_model(tr.LIMITS_REFERENCE, device="cpu", quiet=True)}[which]()  # fmt: skip
+    mine = {"softmax at T = 1": lim.iloc[2], "reference": lim.iloc[-1]}.get(which)
+    if mine is None:
+        mine = tr.limits_row(handle, tr.held_out_text(), tr.limits_profile(WINDOW))
+    names = ["separability", "critical_n_diagnosis", "gradient_sensitivity"]
+    sep, diag, sens = (
+        run_all(handle, tr.held_out_text(), _old_limits_profile(WINDOW), experiments=names)[n] for n in names
+    )
+    theirs = {f"ns_{int(n)}": v for n, v in sep.groupby("N")["fraction"].median().items()}
+    theirs["rho"] = diag.loc[diag["N"] == mine["rho_N"], "rho_median"].median()
+    curve = sens.groupby(["draw", "T"])["g"].max().unstack("draw")  # max over (layer, head)
+    for T in tr.LIMITS_T:
+        at = curve.loc[np.isclose(curve.index, T)].iloc[0]
+        theirs.update({f"g_T{T:g}": at.median(), f"g_T{T:g}_lo": at.min(), f"g_T{T:g}_hi": at.max()})
+    low = curve[curve.index <= 0.1 * (1 + 1e-9)].median(axis=1)
+    theirs["g_slope"] = np.polyfit(np.log10(low.index), np.log10(low.clip(lower=1e-300)), 1)[0]
+    for c, v in theirs.items():
+        assert mine[c] == pytest.approx(v, rel=1e-9, abs=0 if c != "g_slope" else 1e-12), c
 
 
 def test_the_trained_temperature_is_folded_in(runs):
     # the same weights at a lower training temperature read larger logits: g(T = 1) differs between the two
-    a = tr.limits_row(tr.trained_handle(runs[("softmax", 0.3, 0)]), tr.held_out_text(), tr.limits_profile(WINDOW))
-    b = tr.limits_row(tr.trained_handle(runs[("softmax", 1.0, 0)]), tr.held_out_text(), tr.limits_profile(WINDOW))
+    p, text = tr.limits_profile(WINDOW), tr.held_out_text()
+    a = tr.limits_row(tr.trained_handle(runs[("softmax", 0.3, 0)]), text, p)
+    b = tr.limits_row(tr.trained_handle(runs[("softmax", 1.0, 0)]), text, p)
     assert a["g_T1"] != b["g_T1"]
+
+
+def test_the_learned_parameters_are_measured(runs, lim):
+    """The sigmoid model's row reads its learned bias offsets: with them set to 0 the same weights measure otherwise."""
+    run = runs[("sigmoid", 1.0, 0)]
+    assert any(abs(b) > 1e-6 for b in run.summary["learned"])  # three steps moved the learned bias
+    mine = lim[lim["normalizer"] == "sigmoid"].iloc[0]
+    handle = tr.trained_handle(run)
+    again = tr.limits_row(handle, tr.held_out_text(), tr.limits_profile(WINDOW), "sigmoid", {})
+    assert again["g_T1"] == pytest.approx(mine["g_T1"], rel=1e-12)
+    handle.model.attn_lib_norm.data.zero_()
+    zeroed = tr.limits_row(handle, tr.held_out_text(), tr.limits_profile(WINDOW), "sigmoid", {})
+    assert zeroed["g_T1"] != pytest.approx(mine["g_T1"], rel=1e-6)
 
 
 def test_a_cache_hit_returns_the_same_table(runs, tmp_path):
     cache = ResultCache(tmp_path)
     first = tr.trained_limits(runs, window=WINDOW, reference=None, cache=cache)
-    n = len(cache.entries())
-    assert n == 4  # one entry per softmax run
+    assert len(cache.entries()) == len(runs)  # one entry per run
     second = tr.trained_limits(runs, window=WINDOW, reference=None, cache=cache)
-    assert cache.last_status == "hit" and len(cache.entries()) == n
+    assert cache.last_status == "hit" and len(cache.entries()) == len(runs)
     pd.testing.assert_frame_equal(first, second)
 
 
@@ -71,8 +136,9 @@ def test_a_cache_hit_returns_the_same_table(runs, tmp_path):
     "kw, name",
     [
         (dict(runs=[]), "runs"),
+        (dict(runs={}), "runs"),
         (dict(runs={("softmax", 1.0, 0): "not a run"}), "runs"),
-        (dict(window=4), "window"),
+        (dict(window=8), "window"),  # b needs two row lengths
         (dict(window=32), "window"),  # longer than the runs' training window of 16
         (dict(reference=3), "reference"),
     ],
@@ -83,26 +149,33 @@ def test_bad_input_names_the_parameter(runs, kw, name):
         tr.trained_limits(args.pop("runs"), **args)
 
 
-def test_no_softmax_run_is_an_error(runs):
-    with pytest.raises(ValueError, match="runs must hold at least one softmax run"):
-        tr.trained_limits({k: v for k, v in runs.items() if k[0] != "softmax"}, window=WINDOW, reference=None)
-
-
 def test_the_report_table_and_words_follow_the_numbers(lim, runs):
     t = rep.limits_table(lim)
-    assert list(t["training"]) == ["softmax, T = 0.3", "softmax, T = 1", "pretrained (reference)"]
-    assert list(t["seeds"]) == [2, 2, 1]
+    assert list(t["training"]) == [
+        "softmax, T = 0.3", "softmax, T = 1", "sigmoid, T = 1", "topk, T = 1", "tiny-gpt2 (pretrained)",
+    ]  # fmt: skip
+    assert list(t["seeds"]) == [2, 2, 1, 1, 1]
     med = lim[lim["temperature"] == 0.3]["ns_8"].median()
     assert t.loc[0, "ns_8"] == pytest.approx(med)
     words = rep.limits_words(lim)
-    assert "tiny-gpt2" in words and f"{med:.3g} at T = 0.3" in words
+    assert f"{med:.3g} at T = 0.3" in words
     ref = float(lim.loc[lim["kind"] == "reference", "rho"].iloc[0])
     assert f"reference's {ref:.3g}" in words
+    o = lim[lim["normalizer"].isin(["sigmoid", "topk"])].set_index("normalizer")["g_T1"]
+    assert f"from {o.min():.3g} ({o.idxmin()}) to {o.max():.3g} ({o.idxmax()})" in words
     fig = rep.figure_limits(lim, tr.sweep_tables(runs)["train_runs"])
-    assert len(fig.axes) >= 3
+    assert len([a for a in fig.axes if a.get_visible()]) == 4
     import matplotlib.pyplot as plt
 
     plt.close(fig)
+
+
+def test_the_words_say_why_there_is_no_critical_n(lim):
+    """Two layers of two heads: a two-sample KS test over 4 values never goes below 2/70, so at chapter 7's level 0.01
+    the critical N would be 1 by construction, and the words say so; with enough heads they do not."""
+    assert "over 4 heads that test's smallest p-value is 0.0286, not below its level 0.01" in rep.limits_words(lim)
+    assert np.allclose(lim["ks_p_min"].iloc[:6], 2 / 70) and (lim["ks_alpha"] == 0.01).all()
+    assert "critical N" not in rep.limits_words(lim.assign(ks_p_min=1e-9))
 
 
 def test_trend_words():
@@ -117,122 +190,3 @@ def test_the_default_reference_is_the_pretrained_standin(runs):
     assert list(lim["kind"]) == ["trained", "reference"]
     assert "SmolLM2" in lim["model"].iloc[-1]
     assert np.isfinite(lim[["ns_8", "rho", "g_T1"]].to_numpy(dtype=float)).all()
-
-
-# ---- each normaliser on its own trained weights (training.own_limits) -----------------------------------------------
-#: two layers, so that the second layer reads hidden states the trained normaliser produced in the first
-TWO = tr.TrainSize(n_layer=2, n_head=2, n_embd=16, n_positions=16, batch=4, steps=3, eval_every=3, eval_batches=1)
-
-
-@pytest.fixture(scope="module")
-def own_runs():
-    out = {(n, 1.0, 0): tr.train(n, 1.0, seed=0, size=TWO) for n in ("softmax", "sigmoid", "topk")}
-    out[("softmax", 1.0, 1)] = tr.train("softmax", 1.0, seed=1, size=TWO)
-    out[("softmax", 0.3, 0)] = tr.train("softmax", 0.3, seed=0, size=TWO)  # not at T = 1: left out
-    return out
-
-
-@pytest.fixture(scope="module")
-def own(own_runs):
-    return tr.own_limits(own_runs, window=WINDOW)
-
-
-def _compare(run, name):
-    from attn_lib import experiments
-
-    handle = tr.trained_handle(run)
-    cmp = experiments.compare_normalizers(handle, tr.held_out_text(), profile=tr.own_limits_profile(WINDOW))
-    return cmp[cmp["normalizer"] == name].reset_index(drop=True)
-
-
-def test_own_limits_has_one_row_per_run_at_t1_in_the_registrys_order(own):
-    assert list(zip(own["normalizer"], own["seed"])) == [("softmax", 0), ("softmax", 1), ("sigmoid", 0), ("topk", 0)]
-    assert (own["L"] == WINDOW).all()
-    num = own[["max_alpha_slope", "d_tilde", "sep_fraction", "g_low_T", "g_T1"]].to_numpy(dtype=float)
-    assert np.isfinite(num).all() and ((own["sep_fraction"] >= 0) & (own["sep_fraction"] <= 1)).all()
-
-
-def test_own_limits_of_softmax_is_chapter_7s_comparison(own_runs):
-    """With softmax, the trained normaliser's own pass is the model's own pass: chapter 7's table, row for row."""
-    mine = tr.own_limits_table(own_runs[("softmax", 1.0, 0)], tr.held_out_text(), tr.own_limits_profile(WINDOW))
-    theirs = _compare(own_runs[("softmax", 1.0, 0)], "softmax")
-    # the same up to float32 rounding: the model's own attention and the registered softmax in the live pass round
-    # differently in the last bit, which later layers carry (measured: 6.5e-8 relative at most)
-    pd.testing.assert_frame_equal(mine.reset_index(drop=True), theirs, rtol=1e-6)
-    assert (
-        mine.loc[mine["layer"] == 0, "value"].to_numpy() == theirs.loc[theirs["layer"] == 0, "value"].to_numpy()
-    ).all()
-
-
-def test_own_limits_runs_the_trained_normaliser_in_the_live_model(own_runs):
-    """A sigmoid model measured in its own pass, with its learned biases, is not the sigmoid swapped into a softmax
-    pass (chapter 7's comparison): the second layer's logits differ."""
-    run = own_runs[("sigmoid", 1.0, 0)]
-    assert any(abs(b) > 1e-6 for b in run.summary["learned"])  # three steps moved the learned bias
-    mine = tr.own_limits_table(run, tr.held_out_text(), tr.own_limits_profile(WINDOW))
-    swapped = _compare(run, "sigmoid")
-    assert list(mine.columns) == list(swapped.columns) and len(mine) == len(swapped)
-    assert not np.allclose(mine["value"], swapped["value"], rtol=1e-6)
-
-
-def test_own_limits_topk_keeps_a_weight_of_one_over_k(own_runs):
-    """Proposition (top-k): every row keeps a weight >= 1/k, measured on the trained top-k model's own pass."""
-    run = own_runs[("topk", 1.0, 0)]
-    k = run.summary["params"]["k"]
-    t = tr.own_limits_table(run, tr.held_out_text(), tr.own_limits_profile(WINDOW))
-    mx = t.loc[t["metric"] == "max_alpha", "value"]
-    assert len(mx) and (mx >= 1 / k - 1e-12).all()
-
-
-@pytest.mark.parametrize(
-    "kw, name",
-    [
-        (dict(runs={}), "runs"),
-        (dict(runs={("softmax", 0.3, 0): None}), "runs"),
-        (dict(window=8), "window"),
-        (dict(window=32), "window"),
-        (dict(seed=-1), "seed"),
-    ],
-)
-def test_own_limits_bad_input_names_the_parameter(own_runs, kw, name):
-    args = {**dict(runs=own_runs, window=WINDOW), **kw}
-    with pytest.raises(ValueError, match=name):
-        tr.own_limits(args.pop("runs"), **args)
-
-
-def test_own_limits_needs_a_run_at_t1(own_runs):
-    with pytest.raises(ValueError, match="at least one run at T = 1"):
-        tr.own_limits({k: v for k, v in own_runs.items() if k[1] != 1.0}, window=WINDOW)
-
-
-def test_own_limits_cache_hit_is_the_same_table(own_runs, tmp_path):
-    cache = ResultCache(tmp_path)
-    first = tr.own_limits(own_runs, window=WINDOW, cache=cache)
-    assert len(cache.entries()) == 4
-    second = tr.own_limits(own_runs, window=WINDOW, cache=cache)
-    assert cache.last_status == "hit"
-    pd.testing.assert_frame_equal(first, second)
-
-
-def test_own_limits_report_follows_the_numbers(own):
-    from attn_lib.report import beyond_limits_markdown
-
-    summary = rep.own_limits_summary(own)
-    assert list(summary.index) == ["softmax (seed 0)", "softmax (seed 1)", "sigmoid", "topk"]
-    table = beyond_limits_markdown(summary)
-    assert table.count("\n") == 5 and "| topk |" in table
-    words = rep.own_limits_words(own)
-    med = own.groupby("normalizer")["g_T1"].median()
-    assert f"{med.max():.3g} ({med.idxmax()})" in words and f"{med.min():.3g} ({med.idxmin()})" in words
-    sm = own[own["normalizer"] == "softmax"]["sep_fraction"]
-    assert f"over softmax's 2 seeds from {sm.min():.3g} to {sm.max():.3g}" in words
-
-
-def test_own_limits_say_when_the_critical_n_cannot_be_measured(own):
-    """Two layers of two heads: a two-sample KS test over 4 values never goes below 2/70, so at the level 0.01 the
-    critical N is 1 by construction, and the words say so."""
-    assert (own["n_heads"] == 4).all() and own["ks_p_min"].iloc[0] == pytest.approx(2 / 70)
-    assert (own["n_star"] == 1).all()
-    assert "The critical N is 1 by construction, not a measurement: over 4 heads" in rep.own_limits_words(own)
-    many = own.assign(ks_p_min=1e-9)  # enough heads: no such sentence
-    assert "by construction" not in rep.own_limits_words(many)

@@ -113,14 +113,14 @@ def claims_markdown(vt: pd.DataFrame) -> str:
     return pipe_table(["id", "claim", "verdict", "measured", "cause"], rows)
 
 
-def write_sweep(out, tables: dict, *, profile: str, limits=None, own=None) -> dict:
+def write_sweep(out, tables: dict, *, profile: str, limits=None) -> dict:
     """Write ``results.json`` (meta, verdicts, the tables), ``train_runs.csv``, ``train_curves.csv``, the figures
     (PNG and SVG) and ``report.md`` (a section with the claim rows) into ``out``; with ``limits``
-    (:func:`attn_lib.training.trained_limits`) and ``own`` (:func:`attn_lib.training.own_limits`) their tables,
-    CSVs, figure and report sections too. Returns ``{name: path}``."""
+    (:func:`attn_lib.training.trained_limits`) its table, CSV, figure and report section too. Returns
+    ``{name: path}``."""
     out = Path(out)
     runs, curves = tables["train_runs"], tables["train_curves"]
-    extra = {n: df for n, df in (("train_limits", limits), ("train_own_limits", own)) if df is not None}
+    extra = {} if limits is None else {"train_limits": limits}
     vt = verdicts(tables, ids=CLAIM_IDS)
     meta = dict(profile=profile, model=model_words(runs), text=TEXT, device=str(runs["device"].iloc[0]))
     meta.update(runs=len(runs), cpu_s=float(runs["cpu_s"].sum()), wall_s=float(runs["wall_s"].sum()))
@@ -160,7 +160,7 @@ def write_sweep(out, tables: dict, *, profile: str, limits=None, own=None) -> di
         "",
         *[f"![{n}]({n}.png)" for n in figs],
         "",
-        *_limits_sections(limits, own),
+        *_limits_section(limits),
     ]
     (out / "report.md").write_text("\n".join(md))
     made["report.md"] = out / "report.md"
@@ -179,57 +179,61 @@ def _g_cols(lim: pd.DataFrame) -> list[str]:
     return [c for c in lim if c.startswith("g_T") and not c.endswith(("_lo", "_hi"))]
 
 
+def _limit_cols(lim: pd.DataFrame) -> list[str]:
+    return ["b", *_ns_cols(lim), "rho", *_g_cols(lim), "g_slope"]
+
+
 def limits_table(lim: pd.DataFrame) -> pd.DataFrame:
-    """One row per softmax temperature (the median over seeds of each limit, and ``seeds``) and one for the reference
-    model (``training`` ``"pretrained"``), from :func:`attn_lib.training.trained_limits`."""
-    cols = [*_ns_cols(lim), "rho", *_g_cols(lim), "g_slope"]
+    """One row per trained (normaliser, T) (``seeds``, and the median over seeds of each limit) and one for the
+    reference model, from :func:`attn_lib.training.trained_limits`, in its order; ``training`` names the row."""
+    cols = _limit_cols(lim)
     tr = lim[lim["kind"] == "trained"]
-    out = tr.groupby("temperature")[cols].median()
-    out.insert(0, "seeds", tr.groupby("temperature")["seed"].count())
-    out = out.reset_index().assign(model=tr["model"].str.replace(r"-T[^-]*-seed\d+$", "", regex=True).iloc[0])
-    out.insert(0, "training", [f"softmax, T = {T:g}" for T in out["temperature"]])
-    ref = lim[lim["kind"] == "reference"]
-    if len(ref):
-        r = ref.iloc[0]
-        out.loc[len(out)] = {"training": "pretrained (reference)", "temperature": np.nan, "seeds": 1,
-                             "model": r["model"], **{c: r[c] for c in cols}}  # fmt: skip
-    return out[["training", "model", "temperature", "seeds", *cols]]
+    g = tr.groupby(["normalizer", "temperature"], sort=False)
+    out = g[cols].median().reset_index()
+    out.insert(2, "seeds", g["seed"].count().to_numpy())
+    out.insert(0, "training", [f"{n}, T = {T:g}" for n, T in zip(out["normalizer"], out["temperature"])])
+    for _, r in lim[lim["kind"] == "reference"].iterrows():
+        out.loc[len(out)] = {"training": f"{r['model']} (pretrained)", "normalizer": "softmax", "seeds": 1,
+                             **{c: r[c] for c in cols}}  # fmt: skip
+    return out[["training", "normalizer", "temperature", "seeds", *cols]]
 
 
 def limits_columns(lim: pd.DataFrame) -> dict:
     """Display names of :func:`limits_table`'s columns."""
     names = {c: f"N_s/N (N={c[3:]})" for c in _ns_cols(lim)}
-    n = int(lim["rho_N"].iloc[0])
     eps = float(lim["eps"].iloc[0])
-    names.update({"rho": f"‖s_N‖/‖z‖ (N={n})", "g_slope": "g slope, T ≤ 0.1"})
-    names.update({c: f"g(T={c[3:]}, ε={eps:g})" for c in _g_cols(lim)})
+    names.update({"b": "b (max α ∝ L^b)", "rho": f"‖s_N‖/‖z‖ (N={int(lim['rho_N'].iloc[0])})"})
+    names.update({c: f"g(T={c[3:]}, ε={eps:g})" for c in _g_cols(lim)}, g_slope="g slope, T ≤ 0.1")
     return names
 
 
 def figure_limits(lim: pd.DataFrame, runs: pd.DataFrame):
-    """The limits against the training temperature: the median over seeds (line), every seed (dots) and their range
-    (band), the reference model (dashed horizontal line). Panels, two per row: ``N_s/N`` at the largest ``N``,
-    ``||s_N||/||z||``, and ``g(T, eps)`` at each reported ``T``."""
+    """The limits of every trained model, one line per row of :func:`limits_table` (softmax at each T, then each
+    normaliser): every seed (dots) and the median over seeds (bar), the reference model (dashed line). Panels:
+    ``N_s/N`` at the largest ``N``, ``||s_N||/||z||`` and ``g(T, eps)`` at each reported ``T``."""
     import matplotlib.pyplot as plt  # matplotlib: imported only when a figure is drawn
 
-    tr = lim[lim["kind"] == "trained"].sort_values("temperature")
-    ref = lim[lim["kind"] == "reference"]
-    panels = [_ns_cols(lim)[-1], "rho", *_g_cols(lim)]
-    names = limits_columns(lim)
+    t = limits_table(lim)
+    tr, ref = t[t["normalizer"].notna() & t["temperature"].notna()], lim[lim["kind"] == "reference"]
+    trained = lim[lim["kind"] == "trained"]
+    panels, names = [_ns_cols(lim)[-1], "rho", *_g_cols(lim)], limits_columns(lim)
     n_rows = -(-len(panels) // 2)
-    fig, axes = plt.subplots(n_rows, 2, figsize=(FIGURE_WIDTH_IN, 2.7 * n_rows), squeeze=False)
+    fig, axes = plt.subplots(n_rows, 2, figsize=(FIGURE_WIDTH_IN, 0.5 + 0.14 * len(tr) * n_rows), sharey=True,
+                             squeeze=False)  # fmt: skip
+    y = np.arange(len(tr))
     for ax, c in zip(axes.flat, panels):
-        med = tr.groupby("temperature")[c].median()
-        band = tr.groupby("temperature")[c].agg(["min", "max"])
-        ax.fill_between(band.index, band["min"], band["max"], color="C0", alpha=0.2, lw=0)
-        ax.plot(tr["temperature"], tr[c], "o", color="C0", ms=3, alpha=0.5)
-        ax.plot(med.index, med.to_numpy(), "-", color="C0")
-        if len(ref):
-            ax.axhline(float(ref[c].iloc[0]), color="C1", ls="--", lw=1)
-        ax.set_xscale("log")
+        for i, (_, r) in enumerate(tr.iterrows()):
+            v = trained.loc[
+                (trained["normalizer"] == r["normalizer"]) & (trained["temperature"] == r["temperature"]), c
+            ]
+            ax.plot(v, np.full(len(v), i), "o", color="C0" if r["normalizer"] == "softmax" else "C2", ms=3, alpha=0.5)
+        ax.plot(tr[c], y, "|", color="k", ms=7)
+        for v in ref[c]:
+            ax.axvline(v, color="C1", ls="--", lw=1)
         if c.startswith("g_"):
-            ax.set_yscale("log")
-        ax.set(xlabel="training T (factor on 1/√d)", ylabel=names[c])
+            ax.set_xscale("log")
+        ax.set(xlabel=names[c], yticks=y, yticklabels=tr["training"])
+    axes[0, 0].invert_yaxis()
     for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
     if len(ref):
@@ -253,90 +257,47 @@ def _trend(med: pd.Series) -> str:
 
 
 def limits_words(lim: pd.DataFrame) -> str:
-    """Each limit of the trained heads (median over seeds: its range over T, its trend) against the reference model's
-    (Markdown)."""
-    tr = lim[lim["kind"] == "trained"]
-    ref = lim[lim["kind"] == "reference"]
-    names = limits_columns(lim)
-    parts = []
-    for c in (_ns_cols(lim)[-1], "rho", *_g_cols(lim)):
-        med = tr.groupby("temperature")[c].median()
-        first, last = med.index[0], med.index[-1]
-        s = f"{names[c]} {_trend(med)}: {med[first]:.3g} at T = {first:g}, {med[last]:.3g} at T = {last:g}"
-        s += f" (from {med.min():.3g} to {med.max():.3g} over the {len(med)} temperatures)"
+    """Each limit (median over seeds) of the softmax heads over the training temperatures (its range, its trend), of
+    the other normalisers at ``T = 1`` against softmax's seeds there, and the reference model's against the trained
+    models' range (Markdown); and, where it cannot reject, why there is no critical-N column: the smallest p-value of
+    a two-sample KS test over the heads of one trained model, against chapter 7's level."""
+    tr, ref, names = lim[lim["kind"] == "trained"], lim[lim["kind"] == "reference"], limits_columns(lim)
+    sm, other = tr[tr["normalizer"] == "softmax"], tr[tr["normalizer"] != "softmax"]
+    sm1 = sm[np.isclose(sm["temperature"], 1.0)]
+    words = [f"On the held-out window of {int(lim['L'].iloc[0])} tokens, each model with its own normaliser (medians "
+             "over seeds)."]  # fmt: skip
+    for c in ("b", _ns_cols(lim)[-1], "rho", *_g_cols(lim)):
+        s = []
+        if sm["temperature"].nunique() > 1:
+            med = sm.groupby("temperature")[c].median()
+            s.append(f"softmax's {_trend(med)} ({med.iloc[0]:.3g} at T = {med.index[0]:g}, "
+                     f"{med.iloc[-1]:.3g} at T = {med.index[-1]:g})")  # fmt: skip
+        if len(other) and len(sm1):
+            o = other.groupby("normalizer")[c].median()
+            s.append(f"at T = 1 it runs from {o.min():.3g} ({o.idxmin()}) to {o.max():.3g} ({o.idxmax()}) over the "
+                     f"other normalisers, against {sm1[c].min():.3g}–{sm1[c].max():.3g} over softmax's {len(sm1)} seeds")  # fmt: skip
         if len(ref):
             r = float(ref[c].iloc[0])
-            where = "below" if r < med.min() else "above" if r > med.max() else "within"
-            s += f", the pretrained reference's {r:.3g} is {where} that range"
-        parts.append(s)
-    who = f" against {ref['model'].iloc[0]} (pretrained)" if len(ref) else ""
-    return (
-        f"On the held-out window of {int(lim['L'].iloc[0])} tokens, the medians over "
-        f"{int(tr.groupby('temperature')['seed'].count().min())} seeds of the trained softmax heads{who}: "
-        + "; ".join(parts)
-        + "."
-    )
-
-
-# ---- each normaliser on its own trained weights (training.own_limits) ---------------------------------------------
-def own_limits_summary(own: pd.DataFrame) -> pd.DataFrame:
-    """:func:`attn_lib.training.own_limits`' rows as :func:`attn_lib.experiments.limits_summary`'s table, indexed by
-    normaliser (``"name (seed s)"`` where a normaliser has several seeds), for
-    :func:`attn_lib.report.beyond_limits_markdown`."""
-    many = own.groupby("normalizer")["seed"].transform("count") > 1
-    label = np.where(many, own["normalizer"] + " (seed " + own["seed"].astype(int).astype(str) + ")", own["normalizer"])
-    return own.drop(columns=["normalizer", "seed", "model", "L", "n_heads", "ks_p_min", "ks_alpha"]).set_axis(
-        pd.Index(label, name="normalizer")
-    )
-
-
-def own_limits_words(own: pd.DataFrame) -> str:
-    """Where each limit of :func:`attn_lib.training.own_limits` is largest and smallest over the normalisers (the
-    median over seeds of each), against softmax's range over its seeds (Markdown)."""
-    cols = {
-        "max_alpha_slope": "the exponent b of max α ∝ L^b",
-        "sep_fraction": f"N_s/N at N = {int(own['sep_n'].iloc[0])}",
-        "g_T1": f"g(T = 1, ε = {own['eps'].iloc[0]:g})",
-    }
-    med = own.groupby("normalizer", sort=False)[list(cols)].median()
-    sm = own[own["normalizer"] == "softmax"]
-    parts = []
-    for c, words in cols.items():
-        lo, hi = med[c].idxmin(), med[c].idxmax()
-        s = f"{words} runs from {med.loc[lo, c]:.3g} ({lo}) to {med.loc[hi, c]:.3g} ({hi})"
-        if len(sm) > 1:
-            s += f", and over softmax's {len(sm)} seeds from {sm[c].min():.3g} to {sm[c].max():.3g}"
-        parts.append(s)
-    words = (
-        f"Each model trained at T = 1 and measured with its own normaliser on the held-out window of "
-        f"{int(own['L'].iloc[0])} tokens: " + "; ".join(parts) + "."
-    )
-    r = own.iloc[0]
+            where = "below" if r < tr[c].min() else "above" if r > tr[c].max() else "within"
+            s.append(f"the pretrained reference's {r:.3g} is {where} the trained models' range")
+        words.append(f"{names[c]}: " + "; ".join(s) + ".")
+    r = tr.loc[tr["ks_p_min"].idxmin()]
     if r["ks_p_min"] >= r["ks_alpha"]:
-        words += (
-            f" The critical N is {int(own['n_star'].max())} by construction, not a measurement: over "
-            f"{int(r['n_heads'])} heads the KS test's smallest p-value is {r['ks_p_min']:.3g}, not below its level "
-            f"{r['ks_alpha']:g}."
+        words.append(
+            f"Chapter 7's critical N is not in the table: it rests on a two-sample KS test over the heads of one model, "
+            f"and over {int(r['n_heads'])} heads that test's smallest p-value is {r['ks_p_min']:.3g}, not below its "
+            f"level {r['ks_alpha']:g}, so it would be 1 for every trained model by construction."
         )
-    return words
+    return " ".join(words)
 
 
-def _limits_sections(limits, own) -> list[str]:
-    """The report.md sections of :func:`write_sweep` for the paper's limits on the trained softmax heads and for each
-    normaliser on its own weights (none where the table is not given)."""
-    md = []
-    if limits is not None:
-        t = limits_table(limits)
-        names = limits_columns(limits)
-        cols = [c for c in t.columns if c not in ("training", "model", "temperature", "seeds")]
-        rows = [[md_cell(r["training"]), md_cell(r["model"]), int(r["seeds"]), *(f"{r[c]:.3g}" for c in cols)]
-                for _, r in t.iterrows()]  # fmt: skip
-        md += ["### The paper's limits on the trained softmax heads", "",
-               pipe_table(["training", "model", "seeds", *(names.get(c, c) for c in cols)], rows), "",
-               limits_words(limits), ""]  # fmt: skip
-    if own is not None:
-        from .beyond import beyond_limits_markdown  # the chapter-7 table's layout
-
-        md += ["### Each normaliser on its own trained weights", "",
-               beyond_limits_markdown(own_limits_summary(own)), "", own_limits_words(own), ""]  # fmt: skip
-    return md
+def _limits_section(limits) -> list[str]:
+    """The report.md section of :func:`write_sweep` for the paper's limits on the trained heads (none without them)."""
+    if limits is None:
+        return []
+    t = limits_table(limits)
+    names = limits_columns(limits)
+    cols = _limit_cols(limits)
+    rows = [[md_cell(r["training"]), int(r["seeds"]), *(f"{r[c]:.3g}" for c in cols)] for _, r in t.iterrows()]
+    return ["### The paper's limits on the trained heads", "",
+            pipe_table(["training", "seeds", *(names[c] for c in cols)], rows), "", limits_words(limits), ""]  # fmt: skip

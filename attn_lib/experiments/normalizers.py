@@ -80,11 +80,6 @@ class CompareAnalysis:
         v = np.asarray(torch.as_tensor(values).detach().to("cpu", torch.float64)).reshape(-1)
         self.out.append((dict(self.meta, normalizer=label, family=name, metric=metric, layer=layer), where, v))
 
-    def normaliser(self, name: str, params: dict, layer: int):
-        """The function that normalises ``layer``'s logits for the setting ``(name, params)``: the registered one
-        (a subclass may bind learned per-layer parameters, as :func:`attn_lib.training.own_limits` does)."""
-        return nz.get(name, **params)
-
     def layer(self, la) -> None:
         prof = self.prof
         m = la.mask
@@ -102,7 +97,7 @@ class CompareAnalysis:
             ns = [n for n in ns_all if n < L]
             per_L.append((L, torch.as_tensor(rs + 1, dtype=torch.float64), lg, vis, ns))
         for label, (name, params) in self.settings.items():
-            f = self.normaliser(name, params, la.layer)
+            f = nz.get(name, **params)
             for L, t, lg, vis, ns in per_L:
                 w = f(lg, 1.0, dim=-1, mask=vis)
                 vmax = w.amax(-1)  # (H, R_L)

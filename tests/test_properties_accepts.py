@@ -1,6 +1,8 @@
-"""Property tests for three classes of silent accepts (issue 35, item 11), drawn by class rather than by example:
-a grades.csv cell that a spreadsheet would run as a formula, a repository URL outside ASCII's DNS names, and a
-count of heads that is not a whole number. The examples of the issue are tests elsewhere (tests/test_assignments.py,
+"""Property tests for the classes of silent accepts (issue 35, item 11), drawn by class rather than by example:
+a grades.csv cell that a spreadsheet would run as a formula, a repository URL outside ASCII's DNS names, a count of
+heads that is not a whole number, an environment variable outside its set of values, a cache or model folder that is
+relative or holds an unexpanded variable, a device this machine lacks or that holds no data, and a file that is not
+text. The examples of the issue are tests elsewhere (tests/test_assignments.py,
 tests/test_chapters.py, tests/test_exercises.py); these draw the class around each one."""
 
 from __future__ import annotations
@@ -105,3 +107,139 @@ def test_property_a_count_of_heads_off_a_whole_number_is_wrong(offset):
 
     with pytest.raises(AssertionError, match="HINT"):
         E.check_heads_for_coverage(lambda p, c: theory.heads_for_coverage(p, c) + offset)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# environment variables: a value outside the variable's set is a ValueError naming the variable, never a default
+# ------------------------------------------------------------------------------------------------------------------
+#: Each enumerated variable's values, written here (not read from attn_lib._validation.ENVIRONMENT), so that a
+#: variable that starts accepting more fails this test.
+ENV_WORDS = {
+    "ATTN_LIB_OFFLINE": ("1", "true", "yes", "on", "0", "false", "no", "off"),
+    "ATTN_LIB_ENGINE": ("auto", "numba", "torch"),
+    "ATTN_LIB_PROFILE": ("paper", "quick"),
+}
+SPIN = r"\d+[kKMG]?|INFINITE|INFINITY"
+#: Words a user might try: a library that starts accepting one of them (outside a variable's set) fails the test.
+PLAUSIBLE_WORDS = ("fast", "slow", "none", "default", "cpu", "cuda", "y", "n", "t", "f", "2", "-1", "enabled",
+                   "disabled", "full", "small", "gpt2", "maybe", "perhaps", "offline", "online", "numpy", "jit")  # fmt: skip
+
+
+def _env_value(name: str, value: str):
+    """``attn_lib._validation.env(name)`` with ``name`` set to ``value`` (the variable restored after)."""
+    import os
+
+    from attn_lib._validation import env
+
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        return env(name)
+    finally:
+        if old is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = old
+
+
+def _refused(name: str, value: str) -> bool:
+    try:
+        _env_value(name, value)
+    except ValueError as exc:
+        assert name in str(exc), str(exc)
+        return True
+    return False
+
+
+_ENV_TEXT = st.text(st.characters(blacklist_characters="\0", blacklist_categories=("Cs",)), max_size=12)
+
+
+@SETTINGS
+@given(name=st.sampled_from(sorted(ENV_WORDS)), data=st.data())
+def test_property_an_enumerated_variable_accepts_its_words_only(name, data):
+    word = data.draw(st.sampled_from(ENV_WORDS[name]))
+    cased = "".join(c.upper() if data.draw(st.booleans()) else c for c in word)
+    assert _env_value(name, f" {cased}\t") == cased  # any case, blanks around
+    other = data.draw(_ENV_TEXT)
+    assume(other.strip() and other.strip().lower() not in ENV_WORDS[name])
+    assert _refused(name, other)
+
+
+@pytest.mark.parametrize("name", sorted(ENV_WORDS))
+def test_every_plausible_word_outside_a_variables_set_is_refused(name):
+    for word in PLAUSIBLE_WORDS:
+        assert _refused(name, word) is (word not in ENV_WORDS[name]), word
+
+
+@SETTINGS
+@given(value=_ENV_TEXT | st.from_regex(SPIN, fullmatch=True))
+def test_property_gomp_spincount_is_a_count_or_refused(value):
+    import re
+
+    ok = not value or re.fullmatch(SPIN, value.strip()) is not None  # empty: unset; blanks alone are refused
+    assert _refused("GOMP_SPINCOUNT", value) is not ok
+
+
+@SETTINGS
+@given(
+    name=st.sampled_from(["ATTN_LIB_CACHE_DIR", "ATTN_LIB_MODEL_DIR"]),
+    value=_ENV_TEXT | st.sampled_from(["$HOME/x", "${HOME}/cache", "results", "./c", "../c", "%APPDATA%", "/tmp/c"]),
+)
+def test_property_a_cache_folder_is_absolute_or_starts_with_a_tilde(name, value):
+    v = value.strip()
+    ok = not value or v.startswith("~") or v.startswith("/")  # empty: unset; blanks alone are refused
+    assert _refused(name, value) is not ok
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# devices: one that this machine lacks, or that holds no data, is a ValueError naming the device
+# ------------------------------------------------------------------------------------------------------------------
+@SETTINGS
+@given(
+    kind=st.sampled_from(["cpu", "cuda", "mps", "meta", "xpu", "xla", "hpu", "mtia"]),
+    index=st.none() | st.integers(0, 4) | st.integers(0, 99),
+)
+def test_property_a_device_is_present_here_or_refused(kind, index):
+    import torch
+
+    from attn_lib.models import resolve_device
+
+    name = kind if index is None else f"{kind}:{index}"
+    if kind == "cpu":
+        present = index in (None, 0)
+    elif kind == "cuda":
+        present = torch.cuda.is_available() and (index is None or index < torch.cuda.device_count())
+    elif kind == "mps":
+        present = torch.backends.mps.is_available() and index in (None, 0)
+    else:  # meta holds no data; the others have no backend on the machines this project runs on
+        present = False
+    try:
+        dev = resolve_device(name)
+    except ValueError as exc:
+        assert not present and "device" in str(exc), str(exc)
+    else:
+        assert present, f"{name} accepted as {dev}"
+        assert torch.zeros(1, device=dev).cpu().item() == 0  # it holds data
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# texts: a file that is not UTF-8 text, or holds a NUL byte, is a ValueError naming it
+# ------------------------------------------------------------------------------------------------------------------
+@SETTINGS
+@given(data=st.binary(max_size=64), text=st.text(max_size=20))
+def test_property_a_file_that_is_not_text_is_refused(tmp_path_factory, data, text):
+    from attn_lib.corpus import read_text_file
+
+    path = tmp_path_factory.mktemp("texts") / "t.txt"
+    for raw in (data, text.encode("utf-8"), text.encode("utf-8") + b"\0" + data):
+        path.write_bytes(raw)
+        try:
+            decoded = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            decoded = None
+        try:
+            got = read_text_file("--text", path)
+        except ValueError as exc:
+            assert "--text" in str(exc) and (decoded is None or "\0" in decoded), str(exc)
+        else:
+            assert got == decoded and "\0" not in got

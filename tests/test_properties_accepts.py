@@ -243,3 +243,30 @@ def test_property_a_file_that_is_not_text_is_refused(tmp_path_factory, data, tex
             assert "--text" in str(exc) and (decoded is None or "\0" in decoded), str(exc)
         else:
             assert got == decoded and "\0" not in got
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# the stand-in's conversion: reused only for the very GGUF file it came from, whatever byte of it changes
+# ------------------------------------------------------------------------------------------------------------------
+@SETTINGS
+@given(data=st.binary(min_size=1, max_size=256), where=st.integers(0, 255), flip=st.integers(1, 255))
+def test_property_a_gguf_with_any_other_byte_is_not_reused(tmp_path_factory, data, where, flip):
+    import hashlib
+    import os
+
+    from attn_lib.models import offline as O
+
+    folder = tmp_path_factory.mktemp("standin")
+    gguf = folder / "model.gguf"
+    gguf.write_bytes(data)
+    os.utime(gguf, ns=(10**18, 10**18))
+    (folder / "model.safetensors").write_bytes(b"x")
+    (folder / "config.json").write_text("{}")
+    meta = dict(format=1, gguf_size=len(data), gguf_sha256=hashlib.sha256(data).hexdigest())
+    (folder / O._META).write_text(json.dumps(meta))
+    assert O._standin_meta_ok(folder, gguf) == meta  # the file it came from: reused
+    i = where % len(data)
+    other = data[:i] + bytes([data[i] ^ flip]) + data[i + 1 :]  # the same size, one byte changed
+    gguf.write_bytes(other)
+    os.utime(gguf, ns=(10**18 + 1, 10**18 + 1))
+    assert O._standin_meta_ok(folder, gguf) is None

@@ -129,3 +129,17 @@ def test_capture_with_padding_equals_eager_and_masks_the_padding(encoder):
         visible = rec.mask.expand(2, -1, ids.shape[1], -1)[:, 0]  # (B, Lq, Lk)
         assert torch.equal(visible, am.bool()[:, None, :].expand_as(visible))  # every row sees exactly the tokens
         assert float(rec.weights[0][..., am[0] == 0].abs().max()) == 0.0
+
+
+def test_a_text_is_tokenised_whole_although_the_tokenizer_truncates(encoder):
+    """The packaged encoder's tokenizer.json switches truncation on at 128 tokens (sentence-transformers' setting):
+    a text is still tokenised whole, and the tokenizer keeps its setting."""
+    from attn_lib import corpus
+
+    backend = encoder.tokenizer.backend_tokenizer
+    backend.enable_truncation(128)  # as loaded (a call of the tokenizer itself, in another test, switches it off)
+    before = backend.truncation
+    text = corpus.load_text("botchan")
+    assert len(corpus.tokenize(encoder.tokenizer, text, max_tokens=600)) == 600
+    assert len(corpus.tokenize(encoder.tokenizer, "word " * 400)) == 400
+    assert backend.truncation == before

@@ -226,7 +226,16 @@ def encode_plain(tokenizer, text: str) -> list[int]:
     """Token ids of ``text`` without special tokens (a fast tokenizer's own backend: no "sequence longer than
     model_max_length" warning)."""
     if (backend := getattr(tokenizer, "backend_tokenizer", None)) is not None:
-        return backend.encode(text, add_special_tokens=False).ids
+        # a tokenizer.json may switch truncation on (sentence-transformers' encoders: 128 tokens); the whole text is
+        # wanted, and the tokenizer is left as it was
+        cut = backend.truncation
+        if cut is not None:
+            backend.no_truncation()
+        try:
+            return backend.encode(text, add_special_tokens=False).ids
+        finally:
+            if cut is not None:
+                backend.enable_truncation(**cut)
     if hasattr(tokenizer, "encode"):
         try:
             return list(tokenizer.encode(text, add_special_tokens=False))

@@ -345,7 +345,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="attn_lib: 'Limitations of Normalization in Attention Mechanism' (Mudarisov et al., 2025), "
         "executable.\n\ninfo shows what would run where, capture runs one forward pass with attention "
         "capture,\nreproduce runs the paper's five experiments and writes figures and a report,\n"
-        "compare-normalizers measures every normaliser on the paper's limits.",
+        "compare-normalizers measures every normaliser on the paper's limits,\ntrain-sweep trains small "
+        "GPT-2-architecture models with each normaliser and temperature (chapter 8).",
         epilog="examples:\n  attn-lib info\n  attn-lib capture --length 1024\n"
         "  attn-lib reproduce --out results/\n\n" + _ENV_HELP,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import attn_lib.models as M
 import attn_lib.models.loading as L
 import attn_lib.models.offline as O
 from attn_lib.capture_summary import layer_summary
-from attn_lib.cli import main
+from attn_lib.cli import build_parser, main
 
 
 def table_rows(out: str) -> list[list[str]]:
@@ -226,7 +227,12 @@ def test_help_texts(capsys):
     assert len(documented) >= 6
     for var in documented:  # every variable of docs/ARCHITECTURE.md is listed
         assert var in top, var
-    for cmd in ("info", "capture", "reproduce"):
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    commands = list(sub.choices)
+    assert len(commands) >= 5
+    described = " ".join(top.split("positional arguments:")[0].split())
+    for cmd in commands:  # the description names every subcommand (none left out when one is added)
+        assert f"{cmd} " in described, cmd
         text = help_of(cmd)
         assert re.search(r"examples?:\n  attn-lib " + cmd, text), cmd  # an example per subcommand
         assert len(text.split("options:")[0].splitlines()) >= 3, cmd  # a description above the options

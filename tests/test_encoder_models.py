@@ -131,15 +131,21 @@ def test_capture_with_padding_equals_eager_and_masks_the_padding(encoder):
         assert float(rec.weights[0][..., am[0] == 0].abs().max()) == 0.0
 
 
-def test_a_text_is_tokenised_whole_although_the_tokenizer_truncates(encoder):
-    """The packaged encoder's tokenizer.json switches truncation on at 128 tokens (sentence-transformers' setting):
-    a text is still tokenised whole, and the tokenizer keeps its setting."""
+def test_a_text_is_tokenised_whole_although_the_tokenizer_truncates_and_pads(encoder):
+    """The packaged encoder's tokenizer.json switches truncation and padding on, both at 128 tokens
+    (sentence-transformers' setting): a text is still tokenised whole and without padding (a short text stays
+    short, also when more tokens are asked for), and the tokenizer keeps its settings."""
     from attn_lib import corpus
 
     backend = encoder.tokenizer.backend_tokenizer
-    backend.enable_truncation(128)  # as loaded (a call of the tokenizer itself, in another test, switches it off)
-    before = backend.truncation
+    # as loaded (a call of the tokenizer itself, in another test, switches both off)
+    backend.enable_truncation(128)
+    backend.enable_padding(length=128, pad_id=0, pad_token="[PAD]")
+    before = backend.truncation, backend.padding
     text = corpus.load_text("botchan")
     assert len(corpus.tokenize(encoder.tokenizer, text, max_tokens=600)) == 600
     assert len(corpus.tokenize(encoder.tokenizer, "word " * 400)) == 400
-    assert backend.truncation == before
+    short = corpus.tokenize(encoder.tokenizer, "Well, Prince, so Genoa and Lucca.")
+    assert 5 <= len(short) < 20 and 0 not in short  # no [PAD] (id 0)
+    assert corpus.tokenize(encoder.tokenizer, "Well, Prince, so Genoa and Lucca.", max_tokens=100) == short
+    assert (backend.truncation, backend.padding) == before

@@ -226,16 +226,20 @@ def encode_plain(tokenizer, text: str) -> list[int]:
     """Token ids of ``text`` without special tokens (a fast tokenizer's own backend: no "sequence longer than
     model_max_length" warning)."""
     if (backend := getattr(tokenizer, "backend_tokenizer", None)) is not None:
-        # a tokenizer.json may switch truncation on (sentence-transformers' encoders: 128 tokens); the whole text is
-        # wanted, and the tokenizer is left as it was
-        cut = backend.truncation
+        # a tokenizer.json may switch truncation and padding on (sentence-transformers' encoders: both at 128
+        # tokens); the text's own tokens are wanted, all of them and nothing added, and the tokenizer is left as it was
+        cut, pad = backend.truncation, backend.padding
         if cut is not None:
             backend.no_truncation()
+        if pad is not None:
+            backend.no_padding()
         try:
             return backend.encode(text, add_special_tokens=False).ids
         finally:
             if cut is not None:
                 backend.enable_truncation(**cut)
+            if pad is not None:
+                backend.enable_padding(**pad)
     if hasattr(tokenizer, "encode"):
         try:
             return list(tokenizer.encode(text, add_special_tokens=False))

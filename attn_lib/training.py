@@ -19,8 +19,9 @@ non-finite (the step is then skipped) or clipped; the validation loss every ``ev
 Deterministic on the CPU: a seed fixes the initial weights and the batches, and the run uses torch's deterministic
 algorithms, so two runs with one seed give identical losses (``tests/test_training.py``).
 
-:func:`trained_limits` measures the paper's limits (``N_s/N``, the critical-N diagnosis, ``g(T, eps)``) on the trained
-softmax heads and on a pretrained reference, at the trained models' window (``tests/test_training_limits.py``).
+:func:`trained_limits` measures the paper's limits (``N_s/N``, the critical-N diagnosis, ``g(T, eps)``) on every
+trained model, each with its own normaliser and learned parameters, and on a pretrained reference, at the trained
+models' window (``tests/test_training_limits.py``).
 """
 
 from __future__ import annotations

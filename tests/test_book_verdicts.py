@@ -98,13 +98,10 @@ _DESCRIBES = re.compile(r"\b(that|which|what|where|whether)\s+$", re.IGNORECASE)
 
 
 def stated_outcomes(text: str) -> list[str]:
-    """The sentences of ``text``'s prose that state an outcome of the reproduction in words (:data:`OUTCOME_PHRASES`),
-    except a sentence that says "(asserted": a code cell of the page asserts it, so it cannot disagree with the
-    output."""
+    """The sentences of ``text``'s prose that state an outcome of the reproduction in words (:data:`OUTCOME_PHRASES`).
+    No marker exempts a sentence: one that states an outcome names its claim id, so the verdict test reads it."""
     out = []
     for s in sentences(prose(text)):
-        if "(asserted" in s:
-            continue
         if any(not _DESCRIBES.search(s[: m.start()]) for m in OUTCOME_PHRASES.finditer(s)):
             out.append(s)
     return out
@@ -148,6 +145,7 @@ class TestChecker:
             "The stand-in shows a sub-linear critical N.",
             "This build finds no vanishing of the largest weight.",
             "The separability trend is not reproduced on this model.",
+            "The bound is, as the paper says, conservative: negative at every N >= 16 (asserted).",  # no marker exempts
         ],
     )
     def test_outcomes_without_an_id_are_flagged(self, sentence):
@@ -163,7 +161,6 @@ class TestChecker:
             "```{code-cell} ipython3\nprint('this build finds b = -0.6')\n```\n",
             "Every row that differs from the paper names its cause.",
             "## Summary: the paper's claims and what this build found",
-            "The bound is, as the paper says, conservative: negative at every N >= 16 (asserted).",
         ],
     )
     def test_outcome_checker_passes_what_states_no_outcome(self, text):

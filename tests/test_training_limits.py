@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import numpy as np
 import pandas as pd
@@ -167,6 +168,22 @@ def test_the_report_table_and_words_follow_the_numbers(lim, runs):
     assert len([a for a in fig.axes if a.get_visible()]) == 4
     import matplotlib.pyplot as plt
 
+    plt.close(fig)
+
+
+def test_the_limits_figure_labels_do_not_overlap_with_every_normaliser(lim, runs):
+    """The book's sweep has 17 lines (softmax at 6 temperatures, 11 normalisers): their labels must not overlap."""
+    import matplotlib.pyplot as plt
+
+    one = lim[lim["kind"] == "trained"].iloc[[0]]
+    many = pd.concat(
+        [one.assign(temperature=float(T)) for T in np.logspace(-2, 1, 17)] + [lim[lim["kind"] != "trained"]]
+    )
+    fig = rep.figure_limits(many.reset_index(drop=True), tr.sweep_tables(runs)["train_runs"])
+    fig.canvas.draw()
+    boxes = sorted((t.get_window_extent() for t in fig.axes[0].get_yticklabels()), key=lambda b: b.y0)
+    assert len(boxes) == 17
+    assert all(lo.y1 <= hi.y0 for lo, hi in itertools.pairwise(boxes)), "tick labels overlap"
     plt.close(fig)
 
 

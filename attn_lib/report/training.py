@@ -218,7 +218,8 @@ def figure_limits(lim: pd.DataFrame, runs: pd.DataFrame):
     trained = lim[lim["kind"] == "trained"]
     panels, names = [_ns_cols(lim)[-1], "rho", *_g_cols(lim)], limits_columns(lim)
     n_rows = -(-len(panels) // 2)
-    fig, axes = plt.subplots(n_rows, 2, figsize=(FIGURE_WIDTH_IN, 0.5 + 0.14 * len(tr) * n_rows), sharey=True,
+    # 0.2 in a line at 7 pt: the labels of 17 lines (every normaliser and softmax's temperatures) do not overlap
+    fig, axes = plt.subplots(n_rows, 2, figsize=(FIGURE_WIDTH_IN, 0.8 + 0.2 * len(tr) * n_rows), sharey=True,
                              squeeze=False)  # fmt: skip
     y = np.arange(len(tr))
     for ax, c in zip(axes.flat, panels):
@@ -233,6 +234,7 @@ def figure_limits(lim: pd.DataFrame, runs: pd.DataFrame):
         if c.startswith("g_"):
             ax.set_xscale("log")
         ax.set(xlabel=names[c], yticks=y, yticklabels=tr["training"])
+        ax.tick_params(axis="y", labelsize=7)
     axes[0, 0].invert_yaxis()
     for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)

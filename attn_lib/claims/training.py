@@ -55,7 +55,7 @@ def low_t_harder(results, th) -> Outcome:
     _, T0, p = _low_and_ref(results, "final_val_loss")
     d = p["low"] - p["ref"]
     meas = (
-        f"validation loss at T = {T0:g}: {p['low'].mean():.3f} (seeds {p['low'].min():.3f}–{p['low'].max():.3f}); "
+        f"mean validation loss at T = {T0:g}: {p['low'].mean():.3f} (seeds {p['low'].min():.3f}–{p['low'].max():.3f}); "
         f"at T = {T_REF:g}: {p['ref'].mean():.3f} ({p['ref'].min():.3f}–{p['ref'].max():.3f}); "
         f"paired difference {d.min():+.3f} to {d.max():+.3f} over {len(p)} seeds"
     )

@@ -114,6 +114,12 @@ class TestCauses:
         assert "measured cause: weight rank" in row["cause"] and "rank 32: 0.16" in row["cause"]
         assert "row length" in row["cause"] and "ruled out" in row["cause"]
 
+    def test_saturates_cause_without_short_rows_says_so(self):
+        """An encoder's rows all see L tokens: no short rows, and the cause says so instead of printing nan."""
+        df = _sep(median=lambda N: 0.9 if N < 16 else 0.5).assign(fraction_short=float("nan"))
+        cause = _row("fig3-saturates", {"separability": df})["cause"]
+        assert "(no short rows)" in cause and "nan" not in cause
+
     def test_saturates_not_identified_lists_the_mechanisms(self):
         df = _sep(median=lambda N: 0.9 if N < 16 else 0.5, rank_fall=False)
         row = _row("fig3-saturates", {"separability": df})

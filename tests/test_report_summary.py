@@ -77,3 +77,10 @@ def test_bad_input_is_a_value_error():
         R.summary_markdown({})
     with pytest.raises(ValueError, match="paper"):
         R.summary_markdown(DEC.drop(columns="paper"))
+
+
+def test_a_group_without_a_title_is_named_once():
+    """A row whose ``where`` names no figure and no titled group ("Lemma 2") gets a heading "### Lemma 2", not
+    "### Lemma 2: Lemma 2"."""
+    md = R.summary_markdown(_t([("lem2-x", "Lemma 2", "“bounded”", "guarantee", "holds", "", "")]), links=False)
+    assert [line for line in md.splitlines() if line.startswith("### ")] == ["### Lemma 2"]

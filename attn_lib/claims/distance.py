@@ -68,7 +68,7 @@ def _bounded_growth(results, th, col: str, name: str, bound: str, extra: int):
     end_exp = math.log(float(e[L1]) / float(e[L0])) / span if e[L1] > 0 and e[L0] > 0 else math.nan
     nm = "E[d~]" if col == "mc" else name
     cause = (
-        f"{nm} ≤ {bound} ({prf_ref('prop-random-bounded')}), measured {cap:.3g} at L = {L1} (mean max‖x‖ "
+        f"{nm} ≤ {bound} ({prf_ref('prop-random-bounded')}), evaluated at {cap:.3g} at L = {L1} (mean max‖x‖ "
         f"{xm[L1]:.3g}, exponent {length_fit(df, 'x_max', th)[0]['exponent']:.2f} in L): from {nm}({L0}) = "
         f"{e[L0]:.3g} that caps the endpoint exponent (ln of {nm} at L = {L1} over {nm} at L = {L0}, divided by "
         f"ln({L1}/{L0})) at "
@@ -89,7 +89,9 @@ def _bounded_growth(results, th, col: str, name: str, bound: str, extra: int):
     return Outcome("not reproduced", meas, cause, numbers=fit)
 
 
-rule("fig2a-e1-linear")(lambda results, th: _bounded_growth(results, th, "e1", "E1", "(1+p+N)·max‖x‖", 2))
+rule("fig2a-e1-linear")(
+    lambda results, th: _bounded_growth(results, th, "e1", "E1", "(1+p+N)·max‖x‖ ≤ (N+2)·max‖x‖", 2)
+)
 
 
 @rule("fig2a-mc-linear")

@@ -72,10 +72,13 @@ def saturation_cause(df: pd.DataFrame, th: dict) -> str:
     long_ok = float(m.loc[big, "fraction_long"]) >= lo
     sink_ok = float(m.loc[big, "fraction_nonsink"]) >= lo
     rank_ok, rank_words = _rank_profile(m)
+    # NaN where no short row is valid at that N (an encoder's rows all see L tokens; a short row has t < N + 1)
+    short = ["none" if pd.isna(v) else f"{v:.2f}" for v in m.loc[[n2, big], "fraction_short"]]
+    short = f" (short rows {short[0]} → {short[1]})" if short != ["none", "none"] else " (no short rows)"
     length = (
         f"row length: on rows longer than L/2 the median goes {m.loc[n2, 'fraction_long']:.2f} → "
-        f"{m.loc[big, 'fraction_long']:.2f} from N = {int(n2)} to {int(big)} (short rows {m.loc[n2, 'fraction_short']:.2f} → "
-        f"{m.loc[big, 'fraction_short']:.2f}): " + ("explains it" if long_ok else "ruled out")
+        f"{m.loc[big, 'fraction_long']:.2f} from N = {int(n2)} to {int(big)}{short}: "
+        + ("explains it" if long_ok else "ruled out")
     )
     sinks = (
         f"attention sinks (first token > 0.5 of the weight; {m.loc[n2, 'sink_share']:.0%} of rows at N = {int(n2)}): on "

@@ -71,7 +71,7 @@ def logit_grad_extreme(results, th) -> Outcome:
     gmax = float(runs.loc[runs["normalizer"] == "softmax"].eval("gain_max * 2 * temperature").max())
     meas = (
         f"median ‖∂loss/∂l‖ at T = {T0:g} over that at T = {T_REF:g}: {r.min():.3g}–{r.max():.3g} over {len(p)} seeds; "
-        f"its gain ‖∂loss/∂l‖/‖∂loss/∂α‖ at T = {T0:g}: {g['low'].median():.3g} against Lemma 2's 1/(4T) = "
+        f"its gain ‖∂loss/∂l‖/‖∂loss/∂α‖ at T = {T0:g}: {g['low'].median():.3g} against Corollary 3's 1/(4T) = "
         f"{1 / (4 * T0):.3g} and the corrected 1/(2T) = {1 / (2 * T0):.3g}; largest gain x 2T over all softmax runs "
         f"{gmax:.3g} (the bound needs <= 1)"
     )

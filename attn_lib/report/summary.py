@@ -85,7 +85,7 @@ def summary_markdown(tables: dict[str, pd.DataFrame] | pd.DataFrame, *, links: b
         ids = [i for i, w in zip(first["id"], first["where"]) if figure_of(w) == g]
         # the paper's words, each once ("(same sentence)" and the like point back at the words before them)
         words = [w for w in dict.fromkeys(first.set_index("id").loc[ids, "paper"]) if not str(w).startswith("(same")]
-        lines = [f"### {g}: {GROUP_TITLES.get(g, g)}", ""]
+        lines = [f"### {g}: {GROUP_TITLES[g]}" if g in GROUP_TITLES else f"### {g}", ""]
         lines.append("- **The paper:** " + "; ".join(words) + ".")
         for lab, t in tables.items():
             sub = t[t["id"].isin(ids)]

@@ -54,7 +54,7 @@ def figure_loss_curves(curves: pd.DataFrame, runs: pd.DataFrame, T: float):
 
 def figure_gradients(runs: pd.DataFrame):
     """Left: the median logit-gradient norm of each softmax run against T. Right: its gain
-    ``||dL/dl|| / ||dL/dalpha||`` (median and largest over steps and layers) against Lemma 2's ``1/(4T)`` and the
+    ``||dL/dl|| / ||dL/dalpha||`` (median and largest over steps and layers) against Corollary 3's ``1/(4T)`` and the
     corrected ``1/(2T)``."""
     import matplotlib.pyplot as plt  # matplotlib: imported only when a figure is drawn
 
@@ -64,7 +64,7 @@ def figure_gradients(runs: pd.DataFrame):
     a.loglog(*sm.groupby("temperature")["logit_grad"].median().reset_index().to_numpy().T, "-", color="C0")
     a.set(xlabel="T (factor on 1/√d)", ylabel="median ‖∂loss/∂l‖ per step")
     T = np.geomspace(sm["temperature"].min(), sm["temperature"].max(), 100)
-    b.loglog(T, 1 / (4 * T), "k--", lw=1, label="1/(4T) (Lemma 2, paper)")
+    b.loglog(T, 1 / (4 * T), "k--", lw=1, label="1/(4T) (Corollary 3, paper)")
     b.loglog(T, 1 / (2 * T), "k-", lw=1, label="1/(2T) (corrected)")
     b.loglog(sm["temperature"], sm["gain"], "o", color="C0", ms=4, label="median gain")
     b.loglog(sm["temperature"], sm["gain_max"], "^", color="C3", ms=4, label="largest gain")

@@ -120,6 +120,14 @@ class TestCauses:
         cause = _row("fig3-saturates", {"separability": df})["cause"]
         assert "(no short rows)" in cause and "nan" not in cause
 
+    def test_ks_level_reads_the_key_value_groups_where_the_table_has_them(self):
+        """As fig2c-critical-e1 does: under grouped-query attention the heads of a group are not independent samples,
+        so the row reads the kv_groups sampling (here it passes at 0.01 and 0.05 alike; over heads it would not)."""
+        crit = pd.concat([_crit(0.02), _crit(0.2).assign(sampling="kv_groups")], ignore_index=True)
+        row = _row("alg3-ks-level", {"critical_n": crit})
+        assert row["verdict"] == "reproduced" and "(KS over kv_groups)" in row["measured"]
+        assert _row("alg3-ks-level", {"critical_n": _crit(0.02)})["verdict"] == "not reproduced"
+
     def test_saturates_not_identified_lists_the_mechanisms(self):
         df = _sep(median=lambda N: 0.9 if N < 16 else 0.5, rank_fall=False)
         row = _row("fig3-saturates", {"separability": df})

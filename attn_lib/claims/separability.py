@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..theory.separation import sphere_separability
 from .claim import Outcome, judged, na_if, prf_ref, rule
-from .stats import linfit, separability_stats
+from .stats import linfit, separability_stats, valid_ks_sampling
 
 
 @rule("fig3-saturates")
@@ -247,7 +247,9 @@ rule("concl-low-t-no-gain")(partial(_low_t, mode="gain"))
 @rule("alg3-ks-level")
 def _ks_level(results, th):
     df = results["critical_n"]
-    df = df[(df["form"] == "e1") & (df["sampling"] == "heads")]
+    df = df[df["form"] == "e1"]
+    sampling = valid_ks_sampling(df)  # as fig2c-critical-e1: one sample per key/value group where heads share them
+    df = df[df["sampling"] == sampling]
     used = sorted({float(a) for a in df["alpha"]})
     parts, differ = [], []
     for L, g in df.groupby("L"):
@@ -258,7 +260,7 @@ def _ks_level(results, th):
         parts.append(f"L={int(L)}: {n1} at α={used[0]:g}, {n5} at 0.05")
         if n1 != n5:
             differ.append(int(L))
-    meas = f"the build's level: α = {', '.join(f'{a:g}' for a in used)}; " + "; ".join(parts)
+    meas = f"the build's level: α = {', '.join(f'{a:g}' for a in used)} (KS over {sampling}); " + "; ".join(parts)
     cause = (
         f"at L = {', '.join(map(str, differ))} the first pass at α = {used[0]:g} has 0.01 ≤ p < 0.05, so the header's "
         "level moves the critical N later"

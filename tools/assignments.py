@@ -408,7 +408,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = _Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["build", "list", "grade", "time"])
     parser.add_argument("names", nargs="*", help="assignments (default: all); for grade: NAME FOLDER")
-    parser.add_argument("--out", type=Path, default=OUT, help=f"output folder (default: {OUT.relative_to(ROOT)})")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=OUT,
+        help=f"output folder (default: {OUT.relative_to(ROOT)}; for grade: FOLDER/graded)",
+    )
     lo, hi = _autograde.TIME_LIMIT_RANGE
     parser.add_argument(
         "--time-limit",

@@ -229,10 +229,8 @@ def encode_plain(tokenizer, text: str) -> list[int]:
         # a tokenizer.json may switch truncation and padding on (sentence-transformers' encoders: both at 128
         # tokens); the text's own tokens are wanted, all of them and nothing added, and the tokenizer is left as it was
         cut, pad = backend.truncation, backend.padding
-        if cut is not None:
-            backend.no_truncation()
-        if pad is not None:
-            backend.no_padding()
+        backend.no_truncation()
+        backend.no_padding()
         try:
             return backend.encode(text, add_special_tokens=False).ids
         finally:

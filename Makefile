@@ -143,7 +143,7 @@ screenshots: setup
 # The Colab-versions environment (tools/colab_env.py): a separate venv (.cache/colab-env, rebuilt on every run) on
 # $(COLAB_PYTHON) with torch $(TORCH_SPEC) and Google Colab's pins (ipywidgets 7.7.1, widgetsnbextension, transformers
 # 5.15.0, numpy, pandas, matplotlib, scipy, ipykernel, notebook); the chapters' and assignments' install cells checked
-# with pip's dry-run reports (none may change a pin) and run; a slider; all seven chapters (quick profile, offline
+# with pip's dry-run reports (none may change a pin) and run; a slider; all eight chapters (quick profile, offline
 # stand-in) and all five assignments (solutions executed, then graded) executed. Not part of `make test` (it takes
 # minutes); .ci/run runs it after.
 COLAB_PYTHON ?= python3.11

@@ -56,6 +56,13 @@ class TestFigureVerdicts:
         assert len(ax.patches) == 2 * len(table)
         assert [t.get_text() for t in ax.get_xticklabels()] == ["decoder", "encoder"]
 
+    def test_the_footer_names_the_models_text_and_device(self):
+        table = claims.verdicts({})
+        run = pd.DataFrame({"model": ["a"], "text": ["botchan"], "device": ["cpu"]})
+        fig = R.figure_verdicts({"decoder: a": table}, {"distance_vs_length": run})
+        words = " ".join(t.get_text() for t in fig.texts).replace("\n", " ")
+        assert all(w in words for w in ("decoder: a", "text: botchan", "device: cpu"))
+
 
 class TestE1Crossing:
     def test_the_crossing_is_rho_times_t_minus_one(self):

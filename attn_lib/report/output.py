@@ -266,5 +266,5 @@ def _write_report_figures(results, out: Path, formats, tables: dict) -> dict[str
     diag = results.get("critical_n_diagnosis")
     if isinstance(diag, pd.DataFrame) and len(diag):
         made["fig2c_critical_diagnosis"] = figure_critical_diagnosis(diag)
-    made["fig_verdicts"] = figure_verdicts(tables)
+    made["fig_verdicts"] = figure_verdicts(tables, results)
     return {stem: save_formats(fig, out, stem, formats) for stem, fig in made.items()}

@@ -10,7 +10,7 @@ import pandas as pd
 from ..claims import EVIDENCE, NEAR_EMPTY, tally, verdicts
 from ..claims.stats import need_results, require_columns  # noqa: F401  (need_results: for book.tables)
 from ..layout import FIGURE_WIDTH_IN, MIN_FONT_PT
-from ._common import footer, md_cell, md_text, pipe_table
+from ._common import footer, md_cell, md_text, meta_of, pipe_table
 
 
 def reproduction_table(results: dict[str, pd.DataFrame], *, thresholds: dict | None = None) -> pd.DataFrame:
@@ -199,10 +199,11 @@ VERDICT_COLOURS = {
 }
 
 
-def figure_verdicts(tables: dict[str, pd.DataFrame]):
+def figure_verdicts(tables: dict[str, pd.DataFrame], results: dict | None = None):
     """The verdicts of ``tables`` (``{model column label: reproduction_table(...)}``, as for :func:`side_by_side`) at
     a glance, a matplotlib Figure: one row per claim, one column per model, coloured by verdict, grouped by kind of
-    evidence (informative tests first)."""
+    evidence (informative tests first). The footer names the models, and the text and device of ``results`` (the
+    result tables the verdicts were drawn from) where given."""
     from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
     from matplotlib.patches import Patch, Rectangle  # matplotlib: imported only when a figure is drawn
 
@@ -237,6 +238,9 @@ def figure_verdicts(tables: dict[str, pd.DataFrame]):
         fontsize=MIN_FONT_PT,
         frameon=False,
     )
-    footer(fig, " | ".join(models), ha="left", va="bottom")
+    run = next((meta_of(t) for t in (results or {}).values() if isinstance(t, pd.DataFrame) and len(t)), {})
+    footer(
+        fig, " | ".join([*models, *(f"{k}: {run[k]}" for k in ("text", "device") if k in run)]), ha="left", va="bottom"
+    )
     fig.tight_layout(rect=(0, 0.02, 1, 1))
     return fig

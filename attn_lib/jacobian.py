@@ -1,13 +1,10 @@
-"""Jacobians of attention normalisers and the finite-difference sensitivity g(T, eps).
+"""Jacobians of attention normalisers and the finite-difference sensitivity g(T, eps), on the **last** axis of ``logits``.
 
-* :func:`jacobian` -- ``J[..., i, j] = d alpha_i / d l_j`` for any normaliser of :mod:`attn_lib.normalizers`
-  (Reading the paper, §Notation "Gradient", §Lemma 2, §Corollary 3): analytic for softmax, top-k and the general family (Lemma 2),
-  by reverse-mode autograd for every other normaliser. Batched over leading dimensions.
-* :func:`sensitivity` -- the per-row ratio of Reading the paper, §The sensitivity metric (Algorithm 5 / Fig. 4).
-* :func:`random_directions` -- the seeded random unit directions used by :func:`sensitivity`.
-* :func:`jacobian_norms` -- spectral, entrywise and row norms of a batch of Jacobians (Reading the paper, §Corollary 3).
-
-Everything acts on the **last** axis of ``logits``.
+* :func:`jacobian`: ``J[..., i, j] = d alpha_i / d l_j`` (Reading the paper, §Notation "Gradient", §Lemma 2,
+  §Corollary 3), analytic for softmax, top-k and the general family (Lemma 2), by autograd for the other normalisers.
+* :func:`sensitivity`: the per-row ratio of Reading the paper, §The sensitivity metric (Algorithm 5 / Fig. 4), along
+  the seeded unit directions of :func:`random_directions`.
+* :func:`jacobian_norms`: spectral, entrywise and row norms of a batch of Jacobians (Reading the paper, §Corollary 3).
 """
 
 from __future__ import annotations
@@ -24,14 +21,8 @@ from . import _rows
 from . import normalizers as _nz
 from ._validation import MAX_DRAWS, check_int, check_positive, check_positive_list, check_seed
 
-__all__ = [
-    "jacobian",
-    "softmax_jacobian",
-    "general_jacobian",
-    "autograd_jacobian",
-    "sensitivity",
-    "jacobian_norms",
-]  # random_directions: the seeded unit directions that sensitivity and attn_lib.metrics draw
+# random_directions: the seeded unit directions that sensitivity and attn_lib.metrics draw
+__all__ = ["jacobian", "softmax_jacobian", "general_jacobian", "autograd_jacobian", "sensitivity", "jacobian_norms"]
 
 
 def _to_tensor(x: Any, name: str = "logits", dtype: torch.dtype | None = None) -> tuple[torch.Tensor, bool]:
@@ -55,8 +46,7 @@ def _out(t: torch.Tensor, was_numpy: bool):
 
 
 def _resolve(name_or_fn, params: dict) -> tuple[Callable, str]:
-    """``(normaliser, kind)``: the kind of Jacobian, one of :data:`attn_lib.normalizers.JACOBIANS` or ``"autograd"``
-    (a name's kind is its registry entry's ``jacobian``)."""
+    """``(normaliser, kind)``, ``kind`` one of :data:`attn_lib.normalizers.JACOBIANS` or ``"autograd"``."""
     if isinstance(name_or_fn, str):
         return _nz.get(name_or_fn, **params), _nz.spec(name_or_fn).jacobian or "autograd"
     if not callable(name_or_fn):
@@ -77,8 +67,7 @@ def _resolve(name_or_fn, params: dict) -> tuple[Callable, str]:
 def softmax_jacobian(logits, temperature=1.0, mask=None):
     r"""Analytic softmax Jacobian (Reading the paper, §Corollary 3): :math:`J = (\mathrm{diag}\,\alpha - \alpha\alpha^\top)/T`.
 
-    ``logits`` (..., L) -> (..., L, L). Rows and columns of masked positions are zero; a fully masked row
-    gives the zero matrix. Symmetric positive semidefinite.
+    ``logits`` (..., L) -> (..., L, L), symmetric positive semidefinite; masked positions have zero rows and columns.
     """
     return _softmax_type_jacobian(_nz.softmax, logits, temperature, mask)
 
@@ -96,18 +85,15 @@ def topk_jacobian(logits, k, temperature=1.0, mask=None):
 
     .. math:: J = (\mathrm{diag}\,\alpha - \alpha\alpha^\top)/T,\quad \alpha = \mathrm{topk}(l/T)
 
-    (``alpha`` is 0 off the kept set, so every row and column of a dropped position vanishes.) Exact wherever the
-    kept set is locally constant, i.e. everywhere except at a tie of the ``k``-th and ``(k+1)``-th largest logit,
-    where top-k is not differentiable; there it is the Jacobian of the side :func:`attn_lib.normalizers.topk`
-    picks (lower index wins), which is what autograd returns too. ``logits`` (..., L) -> (..., L, L), ``k >= 1``
-    kept positions per row, ``T > 0``, ``mask`` bool (``True`` = visible).
+    Rows and columns of dropped positions vanish. Exact except at a tie of the ``k``-th and ``(k+1)``-th largest
+    logit, where top-k is not differentiable; there it is the Jacobian of the side :func:`attn_lib.normalizers.topk`
+    picks (lower index wins), as autograd gives. ``logits`` (..., L) -> (..., L, L).
     """
     return _softmax_type_jacobian(_nz.get("topk", k=k), logits, temperature, mask)
 
 
 def _log_F_of(f, z: torch.Tensor) -> torch.Tensor:
-    """Elementwise ``log F(z)`` of a :func:`~attn_lib.normalizers.make_general` normaliser, as a tensor (any F that
-    ``general`` accepts: torch or numpy valued)."""
+    """Elementwise ``log F(z)`` of a :func:`~attn_lib.normalizers.make_general` normaliser (torch or numpy valued F)."""
     theta = getattr(f, "theta", None)
     if getattr(f, "log_F", None) is not None:
         return _rows.call_F(f.log_F, z, theta, "log_F").to(z.dtype)
@@ -115,8 +101,7 @@ def _log_F_of(f, z: torch.Tensor) -> torch.Tensor:
 
 
 def _log_F_derivative(f, z: torch.Tensor) -> torch.Tensor:
-    """Elementwise ``d/dz log F(z)``: by autograd on the elementwise ``log F`` (or ``log(F)``) when F is written in
-    torch; otherwise (F computed in numpy, or on a detached tensor, which autograd cannot see through) by a central
+    """Elementwise ``d/dz log F(z)``: by autograd when F is written in torch, else (numpy, detached) by a central
     difference in float64 with step ``1e-6 max(1, |z|)`` (relative error about 1e-10 for smooth F)."""
     zz = z.detach().clone().requires_grad_(True)
     with torch.enable_grad():
@@ -137,7 +122,7 @@ def _log_F_derivative(f, z: torch.Tensor) -> torch.Tensor:
 
 
 def general_jacobian(f, logits, temperature=1.0, mask=None):
-    r"""Analytic Jacobian of the general normaliser (paper Eq. 3; Reading the paper, §Lemma 2, Lemma 2).
+    r"""Analytic Jacobian of the general normaliser (paper Eq. 3; Reading the paper, §Lemma 2).
 
     Chapter 4, ``lem-jacobian`` (reference: :func:`attn_lib.theory.lemma2_jacobian`); tested by
     ``tests/test_jacobian.py::test_general_jacobian_lemma2``.
@@ -146,8 +131,8 @@ def general_jacobian(f, logits, temperature=1.0, mask=None):
               = \big(\mathrm{diag}\,\alpha - \alpha\alpha^\top\big)\,\mathrm{diag}(w),\quad
               w_j = \frac{d}{dl_j}\log F(l_j/T) = \frac{F'(l_j/T)}{T\,F(l_j/T)}
 
-    (the second form, using ``F'/S = alpha_j F'/F``, never divides by a tiny ``S``). ``f`` is a normaliser made by
-    :func:`attn_lib.normalizers.make_general`; ``w`` is obtained elementwise by autograd of ``log F``.
+    (the second form, using ``F'/S = alpha_j F'/F``, never divides by a tiny ``S``); ``f`` is made by
+    :func:`attn_lib.normalizers.make_general`.
     """
     x, was_numpy = _to_tensor(logits)
     T = check_positive("temperature", temperature)
@@ -158,11 +143,8 @@ def general_jacobian(f, logits, temperature=1.0, mask=None):
 
 
 def autograd_jacobian(fn, logits, temperature=1.0, mask=None):
-    """Row-wise Jacobian of any normaliser by reverse-mode autograd, one backward pass per output index.
-
-    Valid because a normaliser acts on each row independently: the gradient of ``sum_rows alpha_i`` w.r.t. the
-    logits is, row by row, ``d alpha_i / d l``. ``logits`` (..., L) -> (..., L, L).
-    """
+    """Jacobian (..., L, L) of any normaliser by autograd, one backward pass of ``sum_rows alpha_i`` per index ``i``
+    (rows are independent, so its gradient is, row by row, ``d alpha_i / d l``)."""
     x, was_numpy = _to_tensor(logits)
     T = check_positive("temperature", temperature)
     L = x.shape[-1]
@@ -181,20 +163,15 @@ def autograd_jacobian(fn, logits, temperature=1.0, mask=None):
 
 
 def jacobian(name_or_fn, logits, temperature=1.0, mask=None, **params):
-    r"""Jacobian ``J[..., i, j] = d alpha_i / d l_j`` of a normaliser, shape (..., L, L) (Reading the paper, §Notation, §Lemma 2 and §Corollary 3).
+    r"""Jacobian ``J[..., i, j] = d alpha_i / d l_j`` (..., L, L) of a normaliser (Reading the paper, §Notation, §Lemma 2
+    and §Corollary 3); masked positions have zero rows and columns, numpy in gives numpy out.
 
-    * a name whose registry entry (:func:`attn_lib.normalizers.spec`) has ``jacobian="softmax"``: analytic,
-      :math:`(\mathrm{diag}\,\alpha-\alpha\alpha^\top)/T` of its weights: ``"softmax"`` (or
-      :func:`attn_lib.normalizers.softmax`) and ``"topk"`` with ``k=...`` (or ``normalizers.get("topk", k=...)``, see
-      :func:`topk_jacobian`);
-    * ``jacobian="general"``: ``"general"`` or a callable from :func:`~attn_lib.normalizers.make_general`: analytic
-      (Lemma 2), see :func:`general_jacobian`.
-    * any other name (``params`` are bound as in :func:`attn_lib.normalizers.get`) or callable
-      ``f(logits, temperature=, dim=, mask=)``: autograd, see :func:`autograd_jacobian`.
-
-    Acts on the last axis. Masked positions have zero rows and columns. A numpy array in gives a numpy array out.
-    Sparse maps (sparsemax, entmax) are differentiable almost everywhere; autograd returns the standard
-    generalised Jacobian at support changes.
+    * ``"softmax"``, ``"topk"`` with ``k=...`` (or those callables): :math:`(\mathrm{diag}\,\alpha-\alpha\alpha^\top)/T`
+      of the weights (:func:`topk_jacobian`);
+    * ``"general"`` or a :func:`~attn_lib.normalizers.make_general` callable: Lemma 2 (:func:`general_jacobian`);
+    * any other name (``params`` bound as in :func:`attn_lib.normalizers.get`) or callable
+      ``f(logits, temperature=, dim=, mask=)``: autograd (:func:`autograd_jacobian`). Sparse maps get the standard
+      generalised Jacobian at support changes.
     """
     f, kind = _resolve(name_or_fn, dict(params))
     if kind == "softmax":
@@ -204,50 +181,25 @@ def jacobian(name_or_fn, logits, temperature=1.0, mask=None, **params):
     return autograd_jacobian(f, logits, temperature, mask)
 
 
-def _check_device(device) -> torch.device | None:
-    """``device`` as a ``torch.device`` that exists here (``None`` stays ``None``), else ``ValueError``."""
-    if device is None:
-        return None
-    try:
-        dev = torch.device(device)
-        torch.empty(0, device=dev)  # CUDA/MPS requested but absent: AssertionError or RuntimeError from torch
-    except Exception as exc:
-        raise ValueError(
-            f"device must be a device present on this machine, e.g. 'cpu' (got {device!r}: "
-            f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
-        ) from None
-    return dev
-
-
-#: Largest draw :func:`_gaussian` keeps for the next call (float64 numbers: 64 MiB).
+#: Largest Gaussian draw of :func:`random_directions` kept for the next call (float64 numbers: 64 MiB).
 GAUSSIAN_CACHE_DRAWS = 1 << 23
-
-
-def _gaussian(shape: tuple, seed: int) -> torch.Tensor:
-    """The float64 standard normal draws of :func:`random_directions`, from a CPU generator seeded with ``seed``.
-
-    The last two draws of at most :data:`GAUSSIAN_CACHE_DRAWS` numbers each are kept (up to 128 MiB for the life of
-    the process): a reproduction asks for the same draws once per layer (Algorithm 5 and its raw-score twin), and
-    drawing them, 1.2 M normals per (9, 128, 1024) call, took 1.2 s of the paper profile. The caller never modifies
-    the tensor in place and never returns it."""
-    return (_gaussian_cached if math.prod(shape) <= GAUSSIAN_CACHE_DRAWS else _draw_gaussian)(shape, seed)
 
 
 def _draw_gaussian(shape: tuple, seed: int) -> torch.Tensor:
     return torch.randn(shape, generator=torch.Generator(device="cpu").manual_seed(seed), dtype=torch.float64)
 
 
+# The last two draws (up to 128 MiB) are kept: a reproduction asks for the same draws once per layer (Algorithm 5 and
+# its raw-score twin), 1.2 s of the paper profile. A cached draw is only read, never modified or returned.
 _gaussian_cached = functools.lru_cache(maxsize=2)(_draw_gaussian)
 
 
 def random_directions(shape, mask=None, seed=0, dtype=torch.float64, device=None) -> torch.Tensor:
-    """Seeded random unit directions ``v`` of ``shape`` (..., L), unit 2-norm over the *visible* positions.
+    """Seeded random unit directions ``v`` of ``shape`` (..., L), ``L >= 1``, of unit 2-norm over the *visible*
+    positions (``mask``: optional bool, ``True`` = visible; a row with none is all zeros).
 
-    ``shape``: integers ``(..., L)``, ``L >= 1`` (e.g. a ``torch.Size``); ``mask``: optional bool, broadcastable to
-    ``shape``, ``True`` = visible; ``seed`` in ``[0, 2**64 - 1]``; ``dtype``, ``device``: a floating-point dtype
-    and an available device of the result. Gaussian draws from a CPU ``torch.Generator`` seeded with ``seed`` (so
-    the result depends only on ``shape`` and ``seed``, not on the device), zeroed at masked positions and normalised
-    per row; a row with no visible position is all zeros. Reusing the seed reuses the directions for every ``T``
+    Gaussian draws from a CPU generator seeded with ``seed`` in ``[0, 2**64 - 1]`` (so they do not depend on
+    ``device``), zeroed where masked and normalised per row. Reusing the seed reuses the directions for every ``T``
     and ``eps`` (the book's appendix "Reading the paper").
     """
     if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__") or getattr(shape, "ndim", None) == 0:
@@ -263,8 +215,18 @@ def random_directions(shape, mask=None, seed=0, dtype=torch.float64, device=None
             f"dtype must be a floating-point torch dtype such as torch.float64 (got {dtype!r}); "
             "unit directions do not exist in an integer dtype"
         )
-    dev = _check_device(device)
-    v = _gaussian(shape, seed)  # possibly the cached draw: only read below (the division makes a new tensor)
+    dev = None
+    if device is not None:
+        try:
+            dev = torch.device(device)
+            torch.empty(0, device=dev)  # CUDA/MPS requested but absent: AssertionError or RuntimeError from torch
+        except Exception as exc:
+            raise ValueError(
+                f"device must be a device present on this machine, e.g. 'cpu' (got {device!r}: "
+                f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+            ) from None
+    draw = _gaussian_cached if math.prod(shape) <= GAUSSIAN_CACHE_DRAWS else _draw_gaussian
+    v = draw(shape, seed)  # possibly the cached draw: only read below (the division makes a new tensor)
     if mask is not None:
         v = torch.where(_rows.as_mask(mask, shape, "cpu", target="directions"), v, torch.zeros((), dtype=v.dtype))
     n = torch.linalg.vector_norm(v, dim=-1, keepdim=True)
@@ -279,20 +241,18 @@ def sensitivity(
     .. math:: g_t(T,\varepsilon) = \frac{\|f((l_t+\varepsilon v_t)/T) - f(l_t/T)\|_2}{\varepsilon},
               \qquad \|v_t\|_2 = 1 \text{ over the visible positions of row } t
 
-    ``logits`` (..., L) with optional bool ``mask`` (True = visible; ``-inf`` logits count as masked). ``v``
-    comes from :func:`random_directions` with ``seed`` unless ``direction`` (same shape) is given; it is zero at
-    masked positions. The caller averages over rows and takes the max over heads to get the paper's ``g``.
-    Computed in ``dtype`` (float64 by default: a float32 difference of nearby weights loses ~3 digits at
-    ``eps=1e-3``). Returns a tensor of shape ``logits.shape[:-1]`` (numpy in, numpy out). Rows with fewer than one
-    visible position give 0. Corrected bound: ``g <= min(1/(2T), sqrt(2)/eps)`` for softmax (§Corollary 3).
+    ``logits`` (..., L), ``mask`` bool (True = visible; ``-inf`` logits count as masked). ``v`` comes from
+    :func:`random_directions` with ``seed`` unless ``direction`` (same shape) is given. The caller averages over rows
+    and takes the max over heads to get the paper's ``g``. Computed in ``dtype`` (float64: a float32 difference of
+    nearby weights loses ~3 digits at ``eps=1e-3``). Returns shape ``logits.shape[:-1]``; a row with no visible
+    position gives 0. Corrected bound: ``g <= min(1/(2T), sqrt(2)/eps)`` for softmax (§Corollary 3).
     """
     T, e = check_positive("temperature", temperature), check_positive("eps", eps)
     return _grid(logits, [T], [e], f"eps={eps!r} is", normalizer, mask, seed, direction, dtype)[0, 0]
 
 
 def visible_unit_directions(v: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
-    """The given directions ``v`` with 0 at the masked positions, checked: finite, and of unit 2-norm over the visible
-    positions of every row that has one (:func:`sensitivity` and :func:`attn_lib.metrics.sensitivity_rows`)."""
+    """``v`` with 0 where masked, checked finite and of unit 2-norm over the visible positions of every row with one."""
     v = torch.where(visible, v.to(visible.device), torch.zeros((), dtype=v.dtype, device=visible.device))
     if not bool(torch.isfinite(v).all()):
         raise ValueError("direction must be finite")
@@ -307,8 +267,7 @@ def visible_unit_directions(v: torch.Tensor, visible: torch.Tensor) -> torch.Ten
 
 
 def _sensitivity_inputs(logits, normalizer, mask, seed, direction, dtype):
-    """Validated ``(xs, visible, v, f, was_numpy)`` of :func:`sensitivity`: logits with 0 at masked positions, the
-    visibility, the unit direction per row (0 where masked) and the normaliser."""
+    """Validated ``(xs, visible, v, f, was_numpy)``: logits (0 where masked), visibility, unit directions, normaliser."""
     x, was_numpy = _to_tensor(logits, dtype=dtype)
     f = _nz.get(normalizer) if isinstance(normalizer, str) else normalizer
     if not callable(f):
@@ -333,10 +292,9 @@ def sensitivity_grid(
 ):
     r""":func:`sensitivity` at every ``(T, eps)`` of a grid, with the same direction ``v`` of each row throughout.
 
-    Equal to ``sensitivity(logits, T, eps, ...)`` for each pair (same other arguments), but the normaliser runs once
-    per temperature on the unperturbed and all perturbed logits together. ``temperatures``, ``eps_values``:
-    non-empty sequences of numbers ``> 0``. Returns shape ``(len(temperatures), len(eps_values),
-    *logits.shape[:-1])`` (numpy in, numpy out).
+    The normaliser runs once per temperature on the unperturbed and all perturbed logits together. ``temperatures``,
+    ``eps_values``: non-empty sequences of numbers ``> 0``. Returns shape ``(len(temperatures), len(eps_values),
+    *logits.shape[:-1])``.
     """
     Ts, es = check_positive_list("temperatures", temperatures), check_positive_list("eps_values", eps_values)
     return _grid(logits, Ts, es, f"eps_values={es!r} are", normalizer, mask, seed, direction, dtype)
@@ -353,8 +311,6 @@ def _grid(logits, Ts: list, es: list, too_large: str, normalizer, mask, seed, di
     g = []
     for T in Ts:
         a = f(stacked, temperature=T, dim=-1, mask=vis_all)
-        # a finite tensor of weights of the input's shape, else a ValueError naming the normaliser (one number per
-        # row, or NaN, would make g meaningless)
         if not isinstance(a, torch.Tensor) or a.shape != stacked.shape:
             got = tuple(a.shape) if isinstance(a, torch.Tensor) else type(a).__name__
             raise ValueError(
@@ -368,11 +324,8 @@ def _grid(logits, Ts: list, es: list, too_large: str, normalizer, mask, seed, di
 
 
 def jacobian_norms(J) -> dict:
-    """Norms of a batch of Jacobians (..., L, L) used in Reading the paper, §Corollary 3.
-
-    Returns ``spectral`` (largest singular value), ``entrywise`` (max |J_ij|) and ``row`` (max_i ||J_i,:||_2, the
-    norm of the gradient of one weight), each of shape ``(...)``.
-    """
+    """Norms of a batch of Jacobians (..., L, L) (Reading the paper, §Corollary 3), each of shape ``(...)``:
+    ``spectral`` (largest singular value), ``entrywise`` (max |J_ij|), ``row`` (max_i ||J_i,:||_2)."""
     Jt, was_numpy = _to_tensor(J, "J")
     if Jt.dim() < 2 or Jt.shape[-1] != Jt.shape[-2]:
         raise ValueError(f"J must have shape (..., L, L) (got {tuple(Jt.shape)})")

@@ -1,28 +1,18 @@
-"""Text for the experiments: War and Peace, any local file, and an offline default; exact-length token windows.
+"""Text for the experiments (:func:`load_text`): War and Peace, any local file, an offline default; exact-length token
+windows (:func:`token_windows`).
 
-Sources (:func:`load_text`)
----------------------------
 ``"war-and-peace"`` (default)
-    Leo Tolstoy, *War and Peace*, Louise and Aylmer Maude's translation, Project Gutenberg ebook #2600
-    (https://www.gutenberg.org/ebooks/2600). Downloaded once when the network allows and cached under
-    ``<cache_dir>/texts/`` (:func:`attn_lib.cache.cache_dir`) with a SHA-256 sidecar that is verified on every
-    reuse (a corrupted copy is downloaded again). ``ATTN_LIB_OFFLINE=1`` skips the download attempt. The Gutenberg header and footer are stripped and the text starts at
-    the first chapter ("BOOK ONE: 1805"). Offline, with ``offline_ok=True`` (default), the offline default below is
-    returned instead, with a warning and a ``source`` that says so; ``offline_ok=False`` raises
-    :class:`TextUnavailableError`.
+    Tolstoy, *War and Peace*, Louise and Aylmer Maude's translation, Project Gutenberg #2600. Downloaded once when
+    the network allows (not with ``ATTN_LIB_OFFLINE=1``) into ``<cache_dir>/texts/`` with a SHA-256 sidecar verified
+    on every reuse (a corrupted copy is downloaded again); Gutenberg header and footer stripped, starting at "BOOK
+    ONE: 1805". Offline, ``offline_ok=True`` returns the offline default instead, with a warning and a ``source`` that
+    says so; ``offline_ok=False`` raises :class:`TextUnavailableError`.
 a path to a local ``.txt`` file
-    Read as UTF-8 (:func:`read_text_file`: at most :data:`MAX_TEXT_BYTES`, 32 MiB; a larger file, or one with NUL
-    bytes or not UTF-8, is a ``ValueError``); if it is a Project Gutenberg file its header and footer are stripped.
-``"botchan"`` -- the offline default, shipped with attn_lib
-    Natsume Soseki (as "Kin-nosuke Natsume"), *Botchan (Master Darling)*, English translation by Yasotaro Morri,
-    revised by J. R. Kennedy, 1919: public domain; Project Gutenberg ebook #8868. The copy is the one distributed in
-    the source archive of the PyPI package ``sentencepiece`` 0.2.3 (``test/botchan.txt``; a registry package, so it is
-    available on every machine that can install attn_lib), with the Gutenberg header, footer and licence removed by
-    :func:`strip_gutenberg` and line endings normalised; that copy has no blank lines between paragraphs. It is about
-    270 kB, ~65,000 GPT-2 tokens: dozens of 1024-token windows. It is real English prose but *not* Tolstoy, and
-    results on it are labelled with its name. ``attn_lib/data/README.md`` records the checksums.
-
-Windows of exactly ``length`` tokens: :func:`token_windows`.
+    Read as UTF-8 (:func:`read_text_file`: at most :data:`MAX_TEXT_BYTES`); a Gutenberg header and footer are stripped.
+``"botchan"``: the offline default, shipped with attn_lib
+    Natsume Soseki, *Botchan (Master Darling)*, tr. Yasotaro Morri (1919), Project Gutenberg #8868, public domain;
+    provenance and checksums in ``attn_lib/data/README.md``. About 65,000 GPT-2 tokens of real English prose, but
+    *not* Tolstoy: results on it are labelled with its name.
 """
 
 from __future__ import annotations
@@ -93,9 +83,8 @@ class Text:
         return f"Text(name={self.name!r}, chars={len(self.text)}, sha256={self.sha256[:12]}..., source={self.source!r})"
 
 
-# Line patterns (re.M): the leading and trailing blanks are ``[^\S\n]*`` (white space other than a newline), never
-# ``\s*``: at every line start ``\s*`` would run over all the blank lines that follow before failing, which made a search
-# quadratic in a run of blank lines (300,000 of them ran for minutes).
+# Line patterns (re.M) pad with ``[^\S\n]*``, never ``\s*``, which runs over all the blank lines that follow at every
+# line start: quadratic in a run of blank lines (300,000 of them ran for minutes).
 _H = r"[^\S\n]*"
 _START = re.compile(rf"^{_H}\*{{3}}{_H}START OF (?:THE|THIS) PROJECT GUTENBERG E-?BOOK.*?\*{{3}}{_H}$", re.M | re.I)
 _END = re.compile(rf"^{_H}\*{{3}}{_H}END OF (?:THE|THIS) PROJECT GUTENBERG E-?BOOK.*$", re.M | re.I)
@@ -108,10 +97,8 @@ def _normalise(raw: str) -> str:
 
 
 def strip_gutenberg(raw: str) -> str:
-    """The body of a Project Gutenberg plain-text ebook: header, producer credit, footer and licence removed.
-
-    Text without Gutenberg markers is returned unchanged (apart from a BOM and CRLF line ends).
-    """
+    """The body of a Project Gutenberg plain-text ebook: header, producer credit, footer and licence removed (text
+    without Gutenberg markers loses only a BOM and CRLF line ends)."""
     text = _normalise(raw)
     if m := _START.search(text):
         text = text[m.end() :]
@@ -142,8 +129,8 @@ def available_texts() -> dict[str, str]:
 
 
 def read_text_file(name: str, path: Path) -> str:
-    """The UTF-8 text of the file ``path``, read only up to :data:`MAX_TEXT_BYTES`; ``ValueError`` naming ``name``
-    for a larger file or one that is not text (NUL bytes, or not UTF-8)."""
+    """The UTF-8 text of ``path``; ``ValueError`` naming ``name`` for a file over :data:`MAX_TEXT_BYTES` (not read
+    beyond it) or not text (NUL bytes, not UTF-8)."""
     with open(path, "rb") as f:
         data = f.read(MAX_TEXT_BYTES + 1)
     if len(data) > MAX_TEXT_BYTES:
@@ -256,10 +243,10 @@ def _war_and_peace(offline_ok: bool) -> Text:
 
 
 def load_text(source: str | os.PathLike = WAR_AND_PEACE, *, offline_ok: bool = True) -> Text:
-    """Load a text: ``"war-and-peace"``, ``"botchan"`` (offline default, shipped), or a path to a text file.
+    """Load ``"war-and-peace"``, ``"botchan"`` (offline default, shipped) or a text file (module docstring).
 
-    Raises ``ValueError`` for an unknown name, a missing file or an empty text; :class:`TextUnavailableError` when
-    War and Peace cannot be had and ``offline_ok=False``.
+    ``ValueError`` for an unknown name, a missing file or an empty text; :class:`TextUnavailableError` when War and
+    Peace cannot be had and ``offline_ok=False``.
     """
     check_bool("offline_ok", offline_ok)
     if isinstance(source, Text):
@@ -296,11 +283,9 @@ def _as_str(text) -> str:
 
 
 def tokenize(tokenizer, text, max_tokens: int | None = None) -> list[int]:
-    """Token ids of ``text`` (a :class:`Text` or str), without special tokens.
-
-    With ``max_tokens``, only a prefix of the text large enough for that many tokens is tokenised (cut at whitespace,
-    with a margin, so the returned ids equal the first ``max_tokens`` ids of the whole text in practice).
-    """
+    """Token ids of ``text`` (a :class:`Text` or str), without special tokens. With ``max_tokens``, only a prefix
+    large enough for that many is tokenised (cut at whitespace, with a margin: the first ``max_tokens`` ids of the
+    whole text in practice)."""
     from .models.handle import check_tokenizer, encode_plain  # the Hugging Face layer: only when tokenizing
 
     check_tokenizer(tokenizer)
@@ -323,12 +308,11 @@ def tokenize(tokenizer, text, max_tokens: int | None = None) -> list[int]:
 def token_windows(
     tokenizer, text, length: int, n_windows: int = 1, start: int = 0, stride: int | None = None
 ) -> torch.Tensor:
-    """``(n_windows, length)`` LongTensor of windows of exactly ``length`` consecutive tokens of the text, tokenised
-    without special tokens (no BOS).
+    """``(n_windows, length)`` LongTensor: window ``i`` holds tokens ``start + i*stride ..`` ``+ length - 1`` of the
+    text tokenised without special tokens (no BOS); ``stride`` defaults to ``length`` (adjacent windows).
 
-    Window ``i`` holds tokens ``start + i*stride .. start + i*stride + length - 1`` of the text (``stride`` defaults
-    to ``length``: adjacent, non-overlapping windows). Raises ``ValueError`` if the text has too few tokens, the text
-    is empty, or the tokenizer is empty (what transformers returns offline for an uncached GPT-2 tokenizer).
+    ``ValueError`` if the text is empty or has too few tokens, or the tokenizer is empty (what transformers returns
+    offline for an uncached GPT-2 tokenizer).
     """
     length = check_int("length", length, low=1)
     n_windows = check_int("n_windows", n_windows, low=1)

@@ -1,4 +1,4 @@
-"""Jacobians of attention normalisers and the finite-difference sensitivity g(T, eps), on the **last** axis of ``logits``.
+"""Jacobians of attention normalisers and the finite-difference sensitivity g(T, eps), on the last axis of ``logits``.
 
 * :func:`jacobian`: ``J[..., i, j] = d alpha_i / d l_j`` (Reading the paper, §Notation "Gradient", §Lemma 2,
   §Corollary 3), analytic for softmax, top-k and the general family (Lemma 2), by autograd for the other normalisers.
@@ -163,8 +163,8 @@ def autograd_jacobian(fn, logits, temperature=1.0, mask=None):
 
 
 def jacobian(name_or_fn, logits, temperature=1.0, mask=None, **params):
-    r"""Jacobian ``J[..., i, j] = d alpha_i / d l_j`` (..., L, L) of a normaliser (Reading the paper, §Notation, §Lemma 2
-    and §Corollary 3); masked positions have zero rows and columns, numpy in gives numpy out.
+    r"""Jacobian ``J[..., i, j] = d alpha_i / d l_j`` (..., L, L) of a normaliser (Reading the paper, §Notation,
+    §Lemma 2 and §Corollary 3); masked positions have zero rows and columns, numpy in gives numpy out.
 
     * ``"softmax"``, ``"topk"`` with ``k=...`` (or those callables): :math:`(\mathrm{diag}\,\alpha-\alpha\alpha^\top)/T`
       of the weights (:func:`topk_jacobian`);
@@ -267,7 +267,7 @@ def visible_unit_directions(v: torch.Tensor, visible: torch.Tensor) -> torch.Ten
 
 
 def _sensitivity_inputs(logits, normalizer, mask, seed, direction, dtype):
-    """Validated ``(xs, visible, v, f, was_numpy)``: logits (0 where masked), visibility, unit directions, normaliser."""
+    """Validated ``(xs, visible, v, f, was_numpy)``: logits (0 where masked), visibility, directions, normaliser."""
     x, was_numpy = _to_tensor(logits, dtype=dtype)
     f = _nz.get(normalizer) if isinstance(normalizer, str) else normalizer
     if not callable(f):

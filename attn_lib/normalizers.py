@@ -4,13 +4,13 @@ Every normaliser is ``f(logits, temperature=1.0, dim=-1, mask=None, **params) ->
 
 * ``logits``: a torch tensor, numpy array (numpy in, numpy out) or nested list, with any leading batch dimensions.
 * ``temperature``: ``T > 0``; every normaliser acts on ``z = l / T`` (the paper's Eq. 2 for softmax).
-* ``mask``: optional bool, broadcastable to ``logits``, ``True`` = *visible* (causal: row ``t`` sees ``1..t``). Invisible
-  positions, and ``-inf`` logits, get weight exactly ``0`` and do not count in ``n`` (the number of visible positions
-  used by ``ssmax`` and ``sigmoid``). A fully masked row is all zeros, by convention (the formulas are undefined).
+* ``mask``: optional bool, broadcastable to ``logits``, ``True`` = *visible* (causal: row ``t`` sees ``1..t``).
+  Invisible positions, and ``-inf`` logits, get weight exactly ``0`` and do not count in ``n`` (the number of visible
+  positions used by ``ssmax`` and ``sigmoid``). A fully masked row is all zeros, by convention (formulas undefined).
 * Visible logits must be finite (``NaN`` or ``+inf`` raise ``ValueError``).
 
-Rows sum to one for ``softmax``, ``general``, ``sparsemax``, ``entmax15``, ``entmax_alpha``, ``ssmax``, ``topk``; not for
-``softmax1`` (sum < 1), ``sigmoid`` (any sum in (0, n)), ``softpick`` (sum <= 1, can be 0) and ``sa_softmax`` (sum <= 1).
+Rows sum to one for ``softmax``, ``general``, ``sparsemax``, ``entmax15``, ``entmax_alpha``, ``ssmax``, ``topk``; not
+for ``softmax1`` (sum < 1), ``sigmoid`` (any sum in (0, n)), ``softpick`` (sum <= 1, can be 0), ``sa_softmax`` (<= 1).
 
 Stability: exponentials are taken after subtracting the row maximum; the sparse maps run on shifted logits clipped
 below at a value provably outside the support (the output is unchanged). Every normaliser is finite for ``T`` in

@@ -1,9 +1,5 @@
-"""Model handles, devices and dtypes, tokenizer checks, and the one ``from_pretrained`` call every loader makes.
-
-How a name becomes a handle is :mod:`attn_lib.models` (the package's docstring), :mod:`.loading` and :mod:`.offline`,
-which import the helpers they share from here (the package re-exports only :class:`ModelHandle` and
-:func:`resolve_device`).
-"""
+"""Model handles, devices and dtypes, tokenizer checks, and the one ``from_pretrained`` call every loader makes
+(shared by :mod:`.loading` and :mod:`.offline`; how a name becomes a handle is told in :mod:`attn_lib.models`)."""
 
 from __future__ import annotations
 
@@ -31,17 +27,14 @@ def _mps_available() -> bool:
 
 
 def available_devices() -> list[str]:
-    """Device types usable here, best first (always ends with ``"cpu"``)."""
+    """Devices usable here, best first, ending with ``"cpu"``."""
     cuda = [f"cuda:{i}" for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
     return cuda + (["mps"] if _mps_available() else []) + ["cpu"]
 
 
 def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
-    """``"auto"`` -> CUDA if present, else Apple MPS, else CPU. An explicit device must exist here.
-
-    Raises ``ValueError`` for an unparseable name or a device that is not present (e.g. ``"cuda"`` on a machine
-    without a GPU), listing the devices that are.
-    """
+    """``"auto"`` -> CUDA if present, else Apple MPS, else CPU. An explicit device must exist here: ``ValueError``
+    (listing the devices present) for an unparseable name or an absent device (``"cuda"`` without a GPU)."""
     if device is None or (isinstance(device, str) and device.strip().lower() == "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "mps" if _mps_available() else "cpu")
     if isinstance(device, torch.device):
@@ -76,10 +69,8 @@ def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
 
 
 def resolve_dtype(dtype: str | torch.dtype | None, *, name: str = "dtype") -> torch.dtype:
-    """``None`` -> float32 (on every device: the analyses compare weights exactly). Strings like ``"bfloat16"``.
-
-    ``name`` is the parameter named in the ``ValueError`` for anything else.
-    """
+    """``None`` -> float32 (on every device: the analyses compare weights exactly); strings like ``"bfloat16"``; else
+    ``ValueError`` naming ``name``."""
     if dtype is None:
         return torch.float32
     if isinstance(dtype, torch.dtype):
@@ -114,25 +105,21 @@ class ModelHandle:
     causal: bool = True
     #: The offline-fallback notice ("" when the requested model ran).
     note: str = ""
-    #: Every one-off notice of this load, in order: the stand-in's one-off conversion, the offline fallback. With
-    #: ``load_model(quiet=True)`` this is the only place they appear (nothing is written to stderr).
+    #: Every one-off notice of this load, in order (the stand-in's conversion, the offline fallback): with
+    #: ``load_model(quiet=True)`` the only place they appear.
     notes: list = dataclasses.field(default_factory=list)
 
     @classmethod
     def from_model(cls, model, tokenizer, **fields) -> ModelHandle:
-        """Wrap a loaded transformers ``model`` (already on its device in its dtype; switched to eval mode) and its
-        ``tokenizer`` (or ``None`` for token ids only), reading the architecture from the model's config.
-
-        ``fields`` are the other fields by name (``requested``, ``model_id``, ``revision``, ``device``, ``dtype``,
-        ``is_standin``, ``source``); ``causal`` is False for a bidirectional encoder config (:func:`is_encoder_config`).
+        """Wrap a loaded transformers ``model`` (on its device, in its dtype; set to eval mode) and its ``tokenizer``
+        (``None``: token ids only); the architecture and ``causal`` are read from the config, ``fields`` are the rest.
         """
         model.eval()
         causal = not is_encoder_config(model.config)
         return cls(model=model, tokenizer=tokenizer, causal=causal, **fields, **_architecture(model.config))
 
     def add_notes(self, notes: list[str], stacklevel: int) -> ModelHandle:
-        """Keep ``notes`` in :attr:`notes` and raise each as a ``UserWarning`` at ``stacklevel`` of the caller
-        (``load_model(quiet=True)`` silences the warnings; the notes stay); returns the handle."""
+        """Keep ``notes`` in :attr:`notes` and raise each as a ``UserWarning`` at ``stacklevel``; returns the handle."""
         self.notes.extend(notes)
         for note in notes:
             warnings.warn(note, UserWarning, stacklevel=stacklevel + 1)
@@ -198,11 +185,8 @@ _PROBE_SENTENCE = "Well, Prince, so Genoa and Lucca are now just family estates.
 
 
 def check_tokenizer(tokenizer, name: str = "tokenizer") -> None:
-    """Raise ``ValueError`` if ``tokenizer`` is empty.
-
-    Offline, ``GPT2TokenizerFast.from_pretrained("gpt2")`` returns a tokenizer with (almost) no vocabulary instead of
-    failing, and it encodes any sentence to ``[]``. This catches that trap.
-    """
+    """Raise ``ValueError`` if ``tokenizer`` is empty: offline, ``GPT2TokenizerFast.from_pretrained("gpt2")`` returns
+    a tokenizer with (almost) no vocabulary instead of failing, and it encodes any sentence to ``[]``."""
     if tokenizer is None:
         raise ValueError(f"{name} is None: this model handle has no tokenizer; pass token ids directly")
     try:
@@ -226,8 +210,8 @@ def encode_plain(tokenizer, text: str) -> list[int]:
     """Token ids of ``text`` without special tokens (a fast tokenizer's own backend: no "sequence longer than
     model_max_length" warning)."""
     if (backend := getattr(tokenizer, "backend_tokenizer", None)) is not None:
-        # a tokenizer.json may switch truncation and padding on (sentence-transformers' encoders: both at 128
-        # tokens); the text's own tokens are wanted, all of them and nothing added, and the tokenizer is left as it was
+        # a tokenizer.json may switch truncation and padding on (sentence-transformers' encoders: at 128 tokens);
+        # all of the text's tokens are wanted, nothing added, and the tokenizer is left as it was
         cut, pad = backend.truncation, backend.padding
         backend.no_truncation()
         backend.no_padding()
@@ -247,11 +231,8 @@ def encode_plain(tokenizer, text: str) -> list[int]:
 
 
 def byte_tokenizer():
-    """A real Hugging Face fast tokenizer with a 256-symbol byte-level vocabulary and no merges.
-
-    Built locally (no download), for random-init test models whose ``vocab_size >= 256``: every UTF-8 byte is one
-    token, so any text can be encoded and windows are exact.
-    """
+    """A Hugging Face fast tokenizer with a 256-symbol byte-level vocabulary and no merges, built locally, for
+    random-init models with ``vocab_size >= 256``: every UTF-8 byte is one token, so any text encodes."""
     # lazy: tokenizers and transformers are heavy imports; ``import attn_lib`` stays light
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
@@ -267,8 +248,8 @@ def byte_tokenizer():
 def load_pretrained(
     repo: str, device: torch.device, dtype: torch.dtype, *, local_files_only: bool, revision: str | None
 ):
-    """``(model, tokenizer)`` of ``repo`` (a Hub id or a folder) on ``device`` in ``dtype``, in eval mode; a BERT-family
-    encoder as the bare ``AutoModel``, anything else as ``AutoModelForCausalLM``."""
+    """``(model, tokenizer)`` of ``repo`` (a Hub id or a folder) on ``device`` in ``dtype``: a BERT-family encoder as
+    the bare ``AutoModel``, anything else as ``AutoModelForCausalLM``."""
     # lazy: transformers is a heavy import; ``import attn_lib`` stays light
     from safetensors import SafetensorError
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
@@ -282,14 +263,12 @@ def load_pretrained(
         config = AutoConfig.from_pretrained(repo, **kw)
     except (OSError, ValueError):  # the model loader below reports what is wrong
         config = None
-    # a bidirectional encoder (BERT family): the bare model, no language-model head
     auto = AutoModel if config is not None and is_encoder_config(config) else AutoModelForCausalLM
     try:
         model, info = auto.from_pretrained(repo, output_loading_info=True, dtype=dtype, **kw)
     except SafetensorError as exc:  # a truncated or corrupt weights file
         raise ValueError(f"the weights of {repo!r} cannot be read: {exc}") from None
-    # weights that are missing (left at random init), unexpected or of the wrong shape make a different model than
-    # the name says: an error, also with quiet=True, which hides transformers' own report of them
+    # missing (random-init), unexpected or misshapen weights make another model than the name says: an error
     wrong = {k: list(info.get(k) or ()) for k in ("missing_keys", "unexpected_keys", "mismatched_keys")}
     if any(wrong.values()):
         found = "; ".join(

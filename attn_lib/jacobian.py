@@ -65,10 +65,8 @@ def _resolve(name_or_fn, params: dict) -> tuple[Callable, str]:
 
 
 def softmax_jacobian(logits, temperature=1.0, mask=None):
-    r"""Analytic softmax Jacobian (Reading the paper, §Corollary 3): :math:`J = (\mathrm{diag}\,\alpha - \alpha\alpha^\top)/T`.
-
-    ``logits`` (..., L) -> (..., L, L), symmetric positive semidefinite; masked positions have zero rows and columns.
-    """
+    r"""Analytic softmax Jacobian :math:`J = (\mathrm{diag}\,\alpha - \alpha\alpha^\top)/T` (Reading the paper,
+    §Corollary 3), (..., L, L), symmetric positive semidefinite; masked positions have zero rows and columns."""
     return _softmax_type_jacobian(_nz.softmax, logits, temperature, mask)
 
 
@@ -81,14 +79,10 @@ def _softmax_type_jacobian(f, logits, temperature, mask):
 
 
 def topk_jacobian(logits, k, temperature=1.0, mask=None):
-    r"""Analytic Jacobian of top-k attention: softmax's on the kept set, 0 elsewhere.
-
-    .. math:: J = (\mathrm{diag}\,\alpha - \alpha\alpha^\top)/T,\quad \alpha = \mathrm{topk}(l/T)
-
-    Rows and columns of dropped positions vanish. Exact except at a tie of the ``k``-th and ``(k+1)``-th largest
-    logit, where top-k is not differentiable; there it is the Jacobian of the side :func:`attn_lib.normalizers.topk`
-    picks (lower index wins), as autograd gives. ``logits`` (..., L) -> (..., L, L).
-    """
+    r"""Analytic Jacobian (..., L, L) of top-k attention: :math:`(\mathrm{diag}\,\alpha - \alpha\alpha^\top)/T`,
+    :math:`\alpha = \mathrm{topk}(l/T)`: softmax's on the kept set and 0 elsewhere. At a tie of the ``k``-th and
+    ``(k+1)``-th largest logit (not differentiable) it is that of the side :func:`attn_lib.normalizers.topk` picks
+    (lower index wins), as autograd gives."""
     return _softmax_type_jacobian(_nz.get("topk", k=k), logits, temperature, mask)
 
 
@@ -195,13 +189,10 @@ _gaussian_cached = functools.lru_cache(maxsize=2)(_draw_gaussian)
 
 
 def random_directions(shape, mask=None, seed=0, dtype=torch.float64, device=None) -> torch.Tensor:
-    """Seeded random unit directions ``v`` of ``shape`` (..., L), ``L >= 1``, of unit 2-norm over the *visible*
-    positions (``mask``: optional bool, ``True`` = visible; a row with none is all zeros).
-
-    Gaussian draws from a CPU generator seeded with ``seed`` in ``[0, 2**64 - 1]`` (so they do not depend on
-    ``device``), zeroed where masked and normalised per row. Reusing the seed reuses the directions for every ``T``
-    and ``eps`` (the book's appendix "Reading the paper").
-    """
+    """Seeded random directions of ``shape`` (..., L), ``L >= 1``, of unit 2-norm over the visible positions (``mask``
+    bool, ``True`` = visible; a row with none is all zeros): Gaussian draws from a CPU generator seeded with ``seed`` in
+    ``[0, 2**64 - 1]`` (not depending on ``device``), zeroed where masked, normalised per row. The same seed gives the
+    same directions for every ``T`` and ``eps`` (the book's appendix "Reading the paper")."""
     if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__") or getattr(shape, "ndim", None) == 0:
         raise ValueError(f"shape must be a sequence of integers (..., L), e.g. (2, 5) (got {shape!r})")
     shape = tuple(check_int("shape", s, low=0) for s in shape)
@@ -236,7 +227,7 @@ def random_directions(shape, mask=None, seed=0, dtype=torch.float64, device=None
 def sensitivity(
     logits, temperature, eps, *, normalizer="softmax", mask=None, seed=0, direction=None, dtype=torch.float64
 ):
-    r"""Finite-difference sensitivity of Reading the paper, §The sensitivity metric (Algorithm 5, Fig. 4), one value per row.
+    r"""Finite-difference sensitivity per row (Reading the paper, §The sensitivity metric; Algorithm 5, Fig. 4).
 
     .. math:: g_t(T,\varepsilon) = \frac{\|f((l_t+\varepsilon v_t)/T) - f(l_t/T)\|_2}{\varepsilon},
               \qquad \|v_t\|_2 = 1 \text{ over the visible positions of row } t

@@ -16,9 +16,8 @@ Stability: exponentials are taken after subtracting the row maximum; the sparse 
 below at a value provably outside the support (the output is unchanged). Every normaliser is finite for ``T`` in
 ``[1e-4, 1e4]`` and logits up to ``±1e4`` in float32 and float64.
 
-The registry: each normaliser is one :class:`Normalizer` entry (:func:`register`); every list of names elsewhere
-(chapter 5's remedies, chapter 7's comparison, the CLI's help, the Jacobian's dispatch) is read from it with
-:func:`available`. :func:`get` looks a normaliser up by name, :func:`spec` gives its entry.
+The registry holds one :class:`Normalizer` entry per normaliser (:func:`register`); every list of names elsewhere is read
+from it (:func:`available`); :func:`get` looks a normaliser up by name, :func:`spec` gives its entry.
 """
 
 from __future__ import annotations
@@ -99,10 +98,9 @@ def general(logits, F=None, temperature=1.0, dim=-1, mask=None, theta=None, *, l
     w = _rows.call_F(F, z, theta, "F")
     bad = visible & ~(torch.isfinite(w) & (w > 0))
     if bool(bad.any()):
-        bad_z = z[bad].flatten()[:3].tolist()
         raise ValueError(
             "F must return finite values > 0 at every visible logit (F(l/T) was non-positive or non-finite at "
-            f"l/T = {bad_z}); pass log_F for a stable evaluation"
+            f"l/T = {z[bad].flatten()[:3].tolist()}); pass log_F for a stable evaluation"
         )
     w = torch.where(visible, w, torch.zeros((), dtype=w.dtype, device=w.device))
     s = w.sum(dim=-1, keepdim=True)
@@ -134,8 +132,7 @@ def _sparse_prepare(logits, temperature, dim, mask, floor: float, work_dtype: to
     ``-floor`` (outside the support) and ``-floor`` where masked, computed in ``work_dtype`` if given."""
     x, visible, T, was_numpy, dim = _rows.prepare(logits, temperature, dim, mask)
     dtype = x.dtype
-    if work_dtype is not None:
-        x = x.to(work_dtype)
+    x = x.to(work_dtype or dtype)
     z = _rows.scale(x - _rows.row_max(x, visible), T).clamp(min=-floor)
     z = torch.where(visible, z, torch.full((), -floor, dtype=z.dtype, device=z.device))
     return z, visible, was_numpy, dim, dtype
@@ -368,21 +365,17 @@ FAMILIES = {
     "unnormalised": "rows need not sum to one",
 }
 
-#: The analytic Jacobians of :func:`attn_lib.jacobian.jacobian`: ``"softmax"``, ``(diag alpha - alpha alpha^T) / T`` of
-#: the normaliser's own weights (softmax; top-k off ties), and ``"general"``, Lemma 2's form (:func:`make_general`).
+#: Analytic Jacobians: ``"softmax"``, ``(diag alpha - alpha alpha^T) / T`` of the own weights (top-k off ties), and
+#: ``"general"``, Lemma 2's form (:func:`make_general`).
 JACOBIANS = ("softmax", "general")
 
 
 @dataclasses.dataclass(frozen=True)
 class Normalizer:
-    """One registered normaliser.
-
-    ``name``: what :func:`get` takes (an identifier); ``fn``: the function, in the common signature; ``family``: a key
-    of :data:`FAMILIES`; ``sums_to_one``: every non-empty row sums to one; ``display``: the name in prose, tables and
-    help (``"1.5-entmax"``); ``compared``: in the book's comparisons (chapter 5's remedies, chapter 7, the CLI's
-    ``compare-normalizers``), so it must run without parameters; ``jacobian``: one of :data:`JACOBIANS` (``None``:
-    autograd).
-    """
+    """One registered normaliser: ``name`` (an identifier), ``fn`` (in the common signature), ``family`` (a key of
+    :data:`FAMILIES`), ``sums_to_one`` (every non-empty row), ``display`` (in prose and tables, e.g. ``"1.5-entmax"``),
+    ``compared`` (in the book's comparisons and ``compare-normalizers``, so it must run without parameters),
+    ``jacobian`` (one of :data:`JACOBIANS`; ``None``: autograd)."""
 
     name: str
     fn: NormalizerFn
@@ -438,10 +431,8 @@ def spec(name: str) -> Normalizer:
 
 
 def available(**where) -> list[str]:
-    """The names :func:`get` accepts, in registration order, read from the registry at every call. ``**where`` keeps
-    the entries whose :class:`Normalizer` fields have these values, e.g. ``available(compared=True)``,
-    ``available(family="sparse")``.
-    """
+    """The names :func:`get` accepts, in registration order, read at every call; ``**where`` keeps the entries whose
+    :class:`Normalizer` fields have these values, e.g. ``available(compared=True)``."""
     fields = [f.name for f in dataclasses.fields(Normalizer) if f.name not in ("name", "fn")]
     for key in where:
         check_choice("where", key, fields)
@@ -473,11 +464,9 @@ del _entry
 
 
 def get(name: str, **params) -> NormalizerFn:
-    """The normaliser ``name`` as ``f(logits, temperature=1.0, dim=-1, mask=None)``, with ``.name``.
-
-    Keyword ``params`` are bound (``functools.partial``), e.g. ``get("entmax_alpha", alpha=1.75)``,
-    ``get("sa_softmax", variant="plain")``, ``get("general", F=..., log_F=..., theta=...)``; ``get("topk", k=8)``
-    (``k`` is required and checked here: an integer ``>= 1``).
+    """The normaliser ``name`` as ``f(logits, temperature=1.0, dim=-1, mask=None)``, with ``.name``; keyword
+    ``params`` are bound, e.g. ``get("entmax_alpha", alpha=1.75)``, ``get("general", F=..., log_F=..., theta=...)``,
+    ``get("topk", k=8)`` (``k`` is required and checked here: an integer ``>= 1``).
     """
     check_choice("name", name, available())
     if name == "general":
@@ -492,9 +481,8 @@ def get(name: str, **params) -> NormalizerFn:
     if not params:
         return base
     allowed = [p for p in inspect.signature(base).parameters if p not in ("logits", "temperature", "dim", "mask")]
-    for k in params:
-        if k not in allowed:
-            raise ValueError(f"params for {name!r} must be among {allowed} (got {k!r})")
+    if unknown := [k for k in params if k not in allowed]:
+        raise ValueError(f"params for {name!r} must be among {allowed} (got {unknown[0]!r})")
     f = functools.partial(base, **params)
     functools.update_wrapper(f, base)
     f.name = name  # type: ignore[attr-defined]

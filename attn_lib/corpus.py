@@ -1,18 +1,13 @@
-"""Text for the experiments (:func:`load_text`): War and Peace, any local file, an offline default; exact-length token
-windows (:func:`token_windows`).
+"""Text for the experiments (:func:`load_text`) and exact-length token windows of it (:func:`token_windows`).
 
-``"war-and-peace"`` (default)
-    Tolstoy, *War and Peace*, Louise and Aylmer Maude's translation, Project Gutenberg #2600. Downloaded once when
-    the network allows (not with ``ATTN_LIB_OFFLINE=1``) into ``<cache_dir>/texts/`` with a SHA-256 sidecar verified
-    on every reuse (a corrupted copy is downloaded again); Gutenberg header and footer stripped, starting at "BOOK
-    ONE: 1805". Offline, ``offline_ok=True`` returns the offline default instead, with a warning and a ``source`` that
-    says so; ``offline_ok=False`` raises :class:`TextUnavailableError`.
-a path to a local ``.txt`` file
-    Read as UTF-8 (:func:`read_text_file`: at most :data:`MAX_TEXT_BYTES`); a Gutenberg header and footer are stripped.
-``"botchan"``: the offline default, shipped with attn_lib
-    Natsume Soseki, *Botchan (Master Darling)*, tr. Yasotaro Morri (1919), Project Gutenberg #8868, public domain;
-    provenance and checksums in ``attn_lib/data/README.md``. About 65,000 GPT-2 tokens of real English prose, but
-    *not* Tolstoy: results on it are labelled with its name.
+* ``"war-and-peace"`` (default): Tolstoy, *War and Peace*, Louise and Aylmer Maude's translation, Project Gutenberg
+  #2600, downloaded once when the network allows (not with ``ATTN_LIB_OFFLINE=1``) into ``<cache_dir>/texts/`` with a
+  SHA-256 sidecar verified on every reuse; Gutenberg header and footer stripped, starting at "BOOK ONE: 1805".
+  Offline, ``offline_ok=True`` gives the offline default, with a warning and a ``source`` that says so.
+* a path to a UTF-8 text file (:func:`read_text_file`); a Gutenberg header and footer are stripped.
+* ``"botchan"``, the offline default, shipped: Natsume Soseki, *Botchan (Master Darling)*, tr. Yasotaro Morri (1919),
+  Project Gutenberg #8868, public domain (provenance and checksums: ``attn_lib/data/README.md``). About 65,000 GPT-2
+  tokens of real English prose, but *not* Tolstoy: results on it are labelled with its name.
 """
 
 from __future__ import annotations
@@ -243,11 +238,8 @@ def _war_and_peace(offline_ok: bool) -> Text:
 
 
 def load_text(source: str | os.PathLike = WAR_AND_PEACE, *, offline_ok: bool = True) -> Text:
-    """Load ``"war-and-peace"``, ``"botchan"`` (offline default, shipped) or a text file (module docstring).
-
-    ``ValueError`` for an unknown name, a missing file or an empty text; :class:`TextUnavailableError` when War and
-    Peace cannot be had and ``offline_ok=False``.
-    """
+    """Load ``"war-and-peace"``, ``"botchan"`` or a text file (module docstring); ``ValueError`` for an unknown name,
+    a missing file or an empty text, :class:`TextUnavailableError` for no War and Peace with ``offline_ok=False``."""
     check_bool("offline_ok", offline_ok)
     if isinstance(source, Text):
         return source
@@ -308,12 +300,10 @@ def tokenize(tokenizer, text, max_tokens: int | None = None) -> list[int]:
 def token_windows(
     tokenizer, text, length: int, n_windows: int = 1, start: int = 0, stride: int | None = None
 ) -> torch.Tensor:
-    """``(n_windows, length)`` LongTensor: window ``i`` holds tokens ``start + i*stride ..`` ``+ length - 1`` of the
-    text tokenised without special tokens (no BOS); ``stride`` defaults to ``length`` (adjacent windows).
-
-    ``ValueError`` if the text is empty or has too few tokens, or the tokenizer is empty (what transformers returns
-    offline for an uncached GPT-2 tokenizer).
-    """
+    """``(n_windows, length)`` LongTensor: window ``i`` holds tokens ``start + i*stride`` to ``start + i*stride +
+    length - 1`` of the text tokenised without special tokens (no BOS); ``stride`` defaults to ``length`` (adjacent
+    windows). ``ValueError`` if the text is empty or has too few tokens, or the tokenizer is empty
+    (:func:`attn_lib.models.handle.check_tokenizer`)."""
     length = check_int("length", length, low=1)
     n_windows = check_int("n_windows", n_windows, low=1)
     start = check_int("start", start, low=0)

@@ -116,9 +116,8 @@ def _log_F_derivative(f, z: torch.Tensor) -> torch.Tensor:
 
 
 def general_jacobian(f, logits, temperature=1.0, mask=None):
-    r"""Analytic Jacobian of the general normaliser (paper Eq. 3; Reading the paper, §Lemma 2).
-
-    Chapter 4, ``lem-jacobian`` (reference: :func:`attn_lib.theory.lemma2_jacobian`); tested by
+    r"""Analytic Jacobian of the general normaliser (paper Eq. 3; Reading the paper, §Lemma 2; chapter 4,
+    ``lem-jacobian``, reference :func:`attn_lib.theory.lemma2_jacobian`), tested by
     ``tests/test_jacobian.py::test_general_jacobian_lemma2``.
 
     .. math:: J_{ij} = \frac{F'(l_j)(\delta_{ij}-\alpha_i)}{S}
@@ -283,9 +282,8 @@ def sensitivity_grid(
 ):
     r""":func:`sensitivity` at every ``(T, eps)`` of a grid, with the same direction ``v`` of each row throughout.
 
-    The normaliser runs once per temperature on the unperturbed and all perturbed logits together. ``temperatures``,
-    ``eps_values``: non-empty sequences of numbers ``> 0``. Returns shape ``(len(temperatures), len(eps_values),
-    *logits.shape[:-1])``.
+    The normaliser runs once per temperature on all logits together. ``temperatures``, ``eps_values``: non-empty
+    sequences of numbers ``> 0``. Returns shape ``(len(temperatures), len(eps_values), *logits.shape[:-1])``.
     """
     Ts, es = check_positive_list("temperatures", temperatures), check_positive_list("eps_values", eps_values)
     return _grid(logits, Ts, es, f"eps_values={es!r} are", normalizer, mask, seed, direction, dtype)

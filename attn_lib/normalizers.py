@@ -16,8 +16,8 @@ Stability: exponentials are taken after subtracting the row maximum; the sparse 
 below at a value provably outside the support (the output is unchanged). Every normaliser is finite for ``T`` in
 ``[1e-4, 1e4]`` and logits up to ``±1e4`` in float32 and float64.
 
-The registry holds one :class:`Normalizer` entry per normaliser (:func:`register`); every list of names elsewhere is read
-from it (:func:`available`); :func:`get` looks a normaliser up by name, :func:`spec` gives its entry.
+The registry holds one :class:`Normalizer` entry per normaliser (:func:`register`); every list of names elsewhere is
+read from it (:func:`available`); :func:`get` looks a normaliser up by name, :func:`spec` gives its entry.
 """
 
 from __future__ import annotations
@@ -324,8 +324,7 @@ def _topk_keep(x: torch.Tensor, visible: torch.Tensor, k: int) -> torch.Tensor:
     # above the k-th largest value (an unsorted top-k: half the time at k = 256) all are kept; of the ties at it, the
     # lowest indices fill the places left (torch.topk promises no order among ties)
     kth = torch.topk(key, k, dim=-1, sorted=False).values.amin(dim=-1, keepdim=True)
-    above = key > kth
-    tied = key == kth
+    above, tied = key > kth, key == kth
     room = k - above.sum(dim=-1, keepdim=True)
     keep = above | (tied & (torch.cumsum(tied.to(torch.int32), dim=-1) <= room))
     return keep & visible
@@ -340,18 +339,16 @@ def topk(logits, temperature=1.0, dim=-1, mask=None, k=None):
               K = \text{the } k \text{ largest visible } l_j
 
     ``k``: an integer ``>= 1``, required (``ValueError`` naming ``k``). A row with at most ``k`` visible positions (the
-    early rows of causal attention) is plain softmax. Ties at the ``k``-th logit: the lower index wins
-    (:func:`topk_support`). The selection does not depend on ``T``. Away from such ties the Jacobian is softmax's on
-    the kept set, 0 elsewhere (:func:`attn_lib.jacobian.topk_jacobian`).
-    Reference: Gupta et al. 2021, "Memory-efficient Transformers via Top-k Attention", arXiv:2106.06899; recommended
-    by the paper for ``L >> k`` (the book's appendix "Reading the paper").
+    early rows of causal attention) is plain softmax; at ties the lower index wins (:func:`topk_support`); the
+    selection does not depend on ``T``. Off ties the Jacobian is softmax's on the kept set
+    (:func:`attn_lib.jacobian.topk_jacobian`). Reference: Gupta et al. 2021, "Memory-efficient Transformers via Top-k
+    Attention", arXiv:2106.06899; recommended by the paper for ``L >> k`` (the book's appendix "Reading the paper").
     """
     k = _check_k(k)
     x, visible, T, was_numpy, dim = _rows.prepare(logits, temperature, dim, mask)
     keep = _topk_keep(x, visible, k)
     z = _rows.scale(x - _rows.row_max(x, visible), T)
-    zero = torch.zeros((), dtype=z.dtype, device=z.device)
-    out = _rows.masked_softmax_lastdim(torch.where(keep, z, zero), keep, shifted=True)  # the maximum is kept
+    out = _rows.masked_softmax_lastdim(torch.where(keep, z, z.new_zeros(())), keep, shifted=True)  # the maximum is kept
     return _rows.finish(out, keep, dim, was_numpy)
 
 

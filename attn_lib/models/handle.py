@@ -127,12 +127,11 @@ class ModelHandle:
 
     def describe(self) -> str:
         """Short human string, e.g. ``"SmolLM2-135M-Instruct (offline stand-in for gpt2) on cpu, float32"``."""
+        extra = f" ({self.source})" if self.source else ""
         if self.is_standin:
             extra = f" (offline stand-in for {self.requested})"
         elif not self.causal:
-            extra = f" (bidirectional encoder; {self.source})" if self.source else " (bidirectional encoder)"
-        else:
-            extra = f" ({self.source})" if self.source else ""
+            extra = f" (bidirectional encoder{'; ' + self.source if self.source else ''})"
         return f"{self.model_id}{extra} on {self.device}, {str(self.dtype).removeprefix('torch.')}"
 
     def summary(self) -> dict:
@@ -237,8 +236,7 @@ def byte_tokenizer():
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    alphabet = pre_tokenizers.ByteLevel.alphabet()
-    vocab = {ch: i for i, ch in enumerate(sorted(alphabet))}
+    vocab = {ch: i for i, ch in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
     tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     tok.decoder = decoders.ByteLevel()

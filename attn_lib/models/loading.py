@@ -55,8 +55,7 @@ def from_config(
     from transformers import AutoModelForCausalLM  # lazy: heavy; keeps ``import attn_lib`` light
 
     seed = check_int("seed", seed, low=0)
-    dev = resolve_device(device)
-    dt = resolve_dtype(dtype)
+    dev, dt = resolve_device(device), resolve_dtype(dtype)
     if tokenizer is None and getattr(text_config(config), "vocab_size", 0) >= 256:
         tokenizer = byte_tokenizer()
     with torch.random.fork_rng(devices=[]):  # the caller's CPU random state is left as it was
@@ -164,8 +163,7 @@ def load_model(
 def _load_model(name, device, dtype, offline_fallback, *, revision) -> ModelHandle:
     name = check_name(name)
     check_bool("offline_fallback", offline_fallback)
-    dev = resolve_device(device)
-    dt = resolve_dtype(dtype)
+    dev, dt = resolve_device(device), resolve_dtype(dtype)
     _check_revision(name, revision)
     if is_standin_name(name):
         return load_standin(device=dev, dtype=dt, requested=name, as_standin=False)

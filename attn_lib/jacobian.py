@@ -159,13 +159,11 @@ def jacobian(name_or_fn, logits, temperature=1.0, mask=None, **params):
     r"""Jacobian ``J[..., i, j] = d alpha_i / d l_j`` (..., L, L) of a normaliser (Reading the paper, §Notation,
     §Lemma 2 and §Corollary 3); masked positions have zero rows and columns, numpy in gives numpy out.
 
-    * ``"softmax"``, ``"topk"`` with ``k=...`` (or those callables): :math:`(\mathrm{diag}\,\alpha-\alpha\alpha^\top)/T`
-      of the weights (:func:`topk_jacobian`);
-    * ``"general"`` or a :func:`~attn_lib.normalizers.make_general` callable: Lemma 2 (:func:`general_jacobian`);
-    * any other name (``params`` bound as in :func:`attn_lib.normalizers.get`) or callable
-      ``f(logits, temperature=, dim=, mask=)``: autograd (:func:`autograd_jacobian`). Sparse maps get the standard
-      generalised Jacobian at support changes.
-    """
+    Analytic for ``"softmax"`` and ``"topk"`` with ``k=...`` (or those callables; :func:`topk_jacobian`) and for
+    ``"general"`` or a :func:`~attn_lib.normalizers.make_general` callable (Lemma 2, :func:`general_jacobian`); any
+    other name (``params`` bound as in :func:`attn_lib.normalizers.get`) or callable
+    ``f(logits, temperature=, dim=, mask=)`` by autograd (:func:`autograd_jacobian`; at a sparse map's support change
+    the standard generalised Jacobian)."""
     f, kind = _resolve(name_or_fn, dict(params))
     if kind == "softmax":
         return _softmax_type_jacobian(f, logits, temperature, mask)
@@ -174,7 +172,8 @@ def jacobian(name_or_fn, logits, temperature=1.0, mask=None, **params):
     return autograd_jacobian(f, logits, temperature, mask)
 
 
-#: Largest Gaussian draw of :func:`random_directions` kept for the next call (float64 numbers: 64 MiB).
+#: Largest Gaussian draw of :func:`random_directions` cached (float64: 64 MiB). The last two are kept: a reproduction
+#: asks for the same draws once per layer (Algorithm 5 and its raw-score twin), 1.2 s of the paper profile.
 GAUSSIAN_CACHE_DRAWS = 1 << 23
 
 
@@ -182,8 +181,6 @@ def _draw_gaussian(shape: tuple, seed: int) -> torch.Tensor:
     return torch.randn(shape, generator=torch.Generator(device="cpu").manual_seed(seed), dtype=torch.float64)
 
 
-# The last two draws (up to 128 MiB) are kept: a reproduction asks for the same draws once per layer (Algorithm 5 and
-# its raw-score twin), 1.2 s of the paper profile. A cached draw is only read, never modified or returned.
 _gaussian_cached = functools.lru_cache(maxsize=2)(_draw_gaussian)
 
 

@@ -206,15 +206,12 @@ def ssmax(logits, temperature=1.0, dim=-1, mask=None, s=0.43):
     n = _rows.count(visible, torch.float64).clamp(min=1)
     # s log n capped at the dtype's largest number: an infinite factor would make 0 * inf = NaN at the row maximum
     factor = (s * torch.log(n)).clamp(max=torch.finfo(x.dtype).max).to(x.dtype)
-    z = _rows.scale(x - _rows.row_max(x, visible), T) * factor
-    z = torch.where(visible, z, torch.zeros((), dtype=z.dtype, device=z.device))
+    z = torch.where(visible, _rows.scale(x - _rows.row_max(x, visible), T) * factor, x.new_zeros(()))
     return _rows.finish(_rows.masked_softmax_lastdim(z, visible, shifted=True), visible, dim, was_numpy)
 
 
 def sa_softmax(logits, temperature=1.0, dim=-1, mask=None, variant="normalized"):
-    r"""Self-Adjust Softmax (SA-Softmax).
-
-    ``variant="normalized"`` (default):
+    r"""Self-Adjust Softmax (SA-Softmax), ``variant="normalized"`` (default):
 
     .. math:: \alpha_j = \frac{z_j - \min(z_{\min},0)}{\max(0,z_{\max}) - \min(z_{\min},0)}\,
               \mathrm{softmax}(z)_j,\quad z = l/T
@@ -290,8 +287,7 @@ def softpick(logits, temperature=1.0, dim=-1, mask=None, eps=1e-8):
     # as in softmax1: shift by M = max(0, max_k l_k) before scaling, so no exponent overflows for any T
     M = torch.clamp(_rows.row_max(x, visible), min=0.0)
     em = torch.exp(_rows.scale(-M, T))
-    d = torch.exp(_rows.scale(x - M, T)) - em
-    d = torch.where(visible, d, torch.zeros((), dtype=x.dtype, device=x.device))
+    d = torch.where(visible, torch.exp(_rows.scale(x - M, T)) - em, x.new_zeros(()))
     eps_t = min(eps, torch.finfo(x.dtype).max)  # an eps beyond the dtype's range would give inf * 0 = NaN
     den = d.abs().sum(dim=-1, keepdim=True) + eps_t * em
     den = torch.where(den > 0, den, torch.full_like(den, torch.finfo(x.dtype).tiny))

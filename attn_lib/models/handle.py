@@ -105,15 +105,13 @@ class ModelHandle:
     causal: bool = True
     #: The offline-fallback notice ("" when the requested model ran).
     note: str = ""
-    #: Every one-off notice of this load, in order (the stand-in's conversion, the offline fallback): with
-    #: ``load_model(quiet=True)`` the only place they appear.
+    #: Every one-off notice of this load, in order (with ``load_model(quiet=True)`` the only place they appear).
     notes: list = dataclasses.field(default_factory=list)
 
     @classmethod
     def from_model(cls, model, tokenizer, **fields) -> ModelHandle:
-        """Wrap a loaded transformers ``model`` (on its device, in its dtype; set to eval mode) and its ``tokenizer``
-        (``None``: token ids only); the architecture and ``causal`` are read from the config, ``fields`` are the rest.
-        """
+        """Wrap a loaded ``model`` (set to eval mode) and its ``tokenizer`` (``None``: token ids only); the architecture
+        and ``causal`` are read from the config, ``fields`` are the rest."""
         model.eval()
         causal = not is_encoder_config(model.config)
         return cls(model=model, tokenizer=tokenizer, causal=causal, **fields, **_architecture(model.config))

@@ -68,8 +68,7 @@ def from_config(
 
 def resolve_name(name: str) -> dict:
     """How ``name`` will be resolved, loading nothing: ``{"kind": ..., "target": ..., ...}``, ``kind`` one of
-    ``"standin"``, ``"local"`` (a folder), ``"hf-cache"``, ``"hub"`` (would be downloaded), ``"packaged"`` (the
-    encoder's copy), ``"fallback"`` (GPT-2 unavailable: the stand-in) or ``"unavailable"``."""
+    ``"standin"``, ``"local"``, ``"hf-cache"``, ``"hub"``, ``"packaged"``, ``"fallback"`` or ``"unavailable"``."""
     name = check_name(name)
     if is_standin_name(name):
         return {"kind": "standin", "target": STANDIN_NAME}
@@ -164,7 +163,14 @@ def _load_model(name, device, dtype, offline_fallback, *, revision) -> ModelHand
     name = check_name(name)
     check_bool("offline_fallback", offline_fallback)
     dev, dt = resolve_device(device), resolve_dtype(dtype)
-    _check_revision(name, revision)
+    if revision is not None and (not isinstance(revision, str) or not revision.strip()):
+        raise ValueError(f"revision must be None or a non-empty branch, tag or commit (got {revision!r})")
+    if revision is not None and (is_standin_name(name) or _is_local_dir(name)):
+        what = "a local folder" if _is_local_dir(name) else "the offline stand-in (a converted local copy)"
+        raise ValueError(
+            f"revision={revision!r} cannot apply to {name!r}, which is {what}: revision pins a Hugging Face Hub "
+            "model; pass revision=None"
+        )
     if is_standin_name(name):
         return load_standin(device=dev, dtype=dt, requested=name, as_standin=False)
     if is_encoder_name(name):
@@ -184,17 +190,6 @@ def _load_model(name, device, dtype, offline_fallback, *, revision) -> ModelHand
                 ) from exc
             raise ModelUnavailableError(f"could not download {name!r} from the Hugging Face Hub: {exc}") from exc
     return _load_offline(name, dev, dt, offline_fallback)  # 3. offline
-
-
-def _check_revision(name: str, revision) -> None:
-    if revision is not None and (not isinstance(revision, str) or not revision.strip()):
-        raise ValueError(f"revision must be None or a non-empty branch, tag or commit (got {revision!r})")
-    if revision is not None and (is_standin_name(name) or _is_local_dir(name)):
-        what = "a local folder" if _is_local_dir(name) else "the offline stand-in (a converted local copy)"
-        raise ValueError(
-            f"revision={revision!r} cannot apply to {name!r}, which is {what}: revision pins a Hugging Face Hub "
-            "model; pass revision=None"
-        )
 
 
 def _loaded(model, tok, *, requested: str, model_id: str, device, dtype, source: str) -> ModelHandle:

@@ -43,9 +43,8 @@ _PROBE_TIMEOUT_S = 3.0
 
 
 def hub_reachable(timeout: float = _PROBE_TIMEOUT_S) -> bool:
-    """True if the Hugging Face Hub (``HF_ENDPOINT``) accepts a TCP connection within ``timeout`` seconds; False at
-    once when ``HF_HUB_OFFLINE``, ``TRANSFORMERS_OFFLINE`` (read as Hugging Face reads them) or ``ATTN_LIB_OFFLINE`` is
-    set (:func:`attn_lib._validation.env_flag`: a value such as ``perhaps`` is a ``ValueError``)."""
+    """Whether the Hub (``HF_ENDPOINT``) accepts a TCP connection within ``timeout`` s; False at once for a set
+    ``HF_HUB_OFFLINE``, ``TRANSFORMERS_OFFLINE`` or ``ATTN_LIB_OFFLINE`` (:func:`attn_lib._validation.env_flag`)."""
     if env_flag("ATTN_LIB_OFFLINE"):
         return False
     hugging_face = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")

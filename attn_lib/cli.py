@@ -1,8 +1,4 @@
-"""Command line: ``python -m attn_lib`` (installed as ``attn-lib``).
-
-Subcommands ``info``, ``capture``, ``reproduce`` and ``compare-normalizers``: what each does and every flag are in
-their help (``attn-lib <command> --help``, written in :func:`build_parser`); ``reproduce`` and
-``compare-normalizers`` run :func:`attn_lib.experiments.run_reproduce` and :func:`attn_lib.experiments.run_compare`.
+"""Command line: ``python -m attn_lib`` (installed as ``attn-lib``); each subcommand's help says what it does.
 
 User errors (bad arguments, an unusable ``--out``, a model or text that cannot be had) end with one line on stderr
 and exit status 2, never a traceback. Warnings (e.g. the offline fallbacks) are printed as ``attn-lib: NOTE:`` lines.
@@ -27,24 +23,20 @@ from tqdm.auto import tqdm
 
 from . import __version__, process
 from ._validation import check_environment, check_int, check_positive, max_threads, prepare_output_dir
-from .cache import describe_cache, format_bytes, results_dir
+from .cache import ResultCache, describe_cache, format_bytes, results_dir
 from .errors import ModelUnavailableError, TextUnavailableError
 
 __all__ = ["main"]
 
 
 def _checked(check, name: str = "", *, convert=int, **limits):
-    """An argparse ``type``: the flag's text through ``convert``, checked by ``check`` of :mod:`attn_lib._validation`.
-
-    ``check(name, value, **limits)`` says what is wrong (naming ``name``; argparse names the flag itself when
-    ``name`` is empty); a number that does not parse is handed over as text, so the message says what was typed.
-    """
+    """An argparse ``type``: ``check(name, convert(text), **limits)`` of :mod:`attn_lib._validation`; text that does
+    not parse is checked as it is, so the message says what was typed (argparse names the flag when ``name`` is "")."""
 
     def parse(s: str):
-        try:
+        value = s
+        with contextlib.suppress(ValueError):
             value = convert(s)
-        except ValueError:
-            value = s
         try:
             return check(name, value, **limits)
         except ValueError as exc:
@@ -54,7 +46,6 @@ def _checked(check, name: str = "", *, convert=int, **limits):
 
 
 def _threads(s: str) -> int:
-    """``--threads``: an integer in ``[1, max_threads()]``, said in the flag's terms."""
     v = _checked(check_int, "--threads", low=1)(s)
     if v > max_threads():
         raise argparse.ArgumentTypeError(
@@ -64,16 +55,14 @@ def _threads(s: str) -> int:
 
 
 def _cli_names() -> list[str]:
-    """The registered names ``--normalizer`` takes as they are: every one but ``general`` (its ``F`` is a function,
-    which a command line cannot give); ``topk`` needs its ``k`` (``top-<k>``)."""
+    """The registered names ``--normalizer`` takes: all but ``general`` (its ``F`` is a function)."""
     from . import normalizers as nz  # lazy: torch; `attn-lib --help` stays fast
 
     return [n for n in nz.available() if n != "general"]
 
 
 def _cli_normalizer(value: str | None):
-    """``--normalizer``: a name of :mod:`attn_lib.normalizers`, or ``top-<k>`` / ``topk:<k>`` for top-k; said in the
-    flag's terms (not as a Python call) when it is none of them."""
+    """``--normalizer``: a name of :mod:`attn_lib.normalizers`, or ``top-<k>`` / ``topk:<k>`` for top-k."""
     if value is None:
         return None
     from . import normalizers as nz  # lazy: torch; `attn-lib --help` stays fast
@@ -99,19 +88,16 @@ def _layers(s: str) -> list[int]:
 
 
 def _note(message) -> None:
-    """One clean ``attn-lib: NOTE:`` line on stderr (through tqdm, so an active progress bar is not broken)."""
+    """An ``attn-lib: NOTE:`` line on stderr (through tqdm: a progress bar is not broken)."""
     tqdm.write(f"attn-lib: NOTE: {message}", file=sys.stderr)
 
 
 @contextlib.contextmanager
 def _warnings_as_notes():
-    """Show every warning raised inside as a NOTE line, when it is raised (no file name, line number or source)."""
-    previous = warnings.showwarning
-    warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: _note(message)
-    try:
+    """Every warning raised inside shown as a NOTE line."""
+    with warnings.catch_warnings():  # restores showwarning on exit
+        warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: _note(message)
         yield
-    finally:
-        warnings.showwarning = previous
 
 
 def _cmd_info(args) -> int:
@@ -168,13 +154,9 @@ def _cmd_capture(args) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         handle, text, t_load = capture_summary.load_inputs(  # the text first: a bad --text fails before the model
-            args.model,
-            args.text,
-            device=args.device,
-            dtype=args.dtype,
-            offline_fallback=not args.no_fallback,
+            args.model, args.text, device=args.device, dtype=args.dtype, offline_fallback=not args.no_fallback,
             quiet=args.quiet,
-        )
+        )  # fmt: skip
     for message in dict.fromkeys([*handle.notes, *(str(w.message) for w in caught)]):  # quiet keeps them in notes
         _note(message)
     if args.length > handle.max_length:
@@ -184,16 +166,9 @@ def _cmd_capture(args) -> int:
             f"e.g. --length {handle.max_length} --windows {math.ceil(args.length / handle.max_length)}"
         )
     job = capture_summary.prepare_capture(
-        handle,
-        text,
-        length=args.length,
-        windows=args.windows,
-        start=args.start,
-        normalizer=normalizer,
-        normalizer_name=args.normalizer,
-        temperature=args.temperature,
-        layers=args.layers,
-    )
+        handle, text, length=args.length, windows=args.windows, start=args.start, normalizer=normalizer,
+        normalizer_name=args.normalizer, temperature=args.temperature, layers=args.layers,
+    )  # fmt: skip
     _print_capture_header(job, t_load, file=sys.stderr if args.json else sys.stdout)  # --json: stdout is the JSON
     result = job.run(use_cache=not args.no_cache, progress=not args.quiet)
     if args.json:
@@ -238,7 +213,7 @@ def _print_capture_table(job, result: dict) -> None:
 
 
 def _import_with_progress(modules: Sequence[str], enabled: bool) -> None:
-    """Import the heavy libraries one by one behind a progress bar (torch alone takes seconds on a cold start)."""
+    """Import the heavy libraries behind a progress bar (torch alone takes seconds on a cold start)."""
     with tqdm(total=len(modules), desc="loading libraries", unit="module", file=sys.stderr, disable=not enabled) as bar:
         for name in modules:
             bar.set_postfix_str(name)
@@ -251,9 +226,8 @@ def _import_with_progress(modules: Sequence[str], enabled: bool) -> None:
 
 
 def _begin(args, modules: Sequence[str], tail: str = ""):
-    """The start of ``reproduce`` and ``compare-normalizers``: ``--out`` checked first (a bad one must not cost the
-    whole run), the first progress line, the heavy imports behind a bar. Returns ``(out folder, say)``; ``say``
-    prints one progress line on stderr unless ``--quiet``."""
+    """``reproduce``'s and ``compare-normalizers``' start: ``--out`` checked before any work, the first progress line,
+    the heavy imports. Returns ``(out folder, say)``; ``say`` prints a progress line on stderr unless ``--quiet``."""
     out_dir = prepare_output_dir("--out", args.out)
 
     def say(msg: str) -> None:
@@ -270,16 +244,9 @@ def _cmd_reproduce(args) -> int:
     from . import experiments  # the experiments layer (imported by _begin)
 
     out = experiments.run_reproduce(
-        model=args.model,
-        device=args.device,
-        profile=args.profile,
-        out=args.out,
-        text=args.text,
-        use_cache=not args.no_cache,
-        threads=args.threads,
-        progress=not args.quiet,
-        compare=args.compare or (),
-    )
+        model=args.model, device=args.device, profile=args.profile, out=args.out, text=args.text,
+        use_cache=not args.no_cache, threads=args.threads, progress=not args.quiet, compare=args.compare or (),
+    )  # fmt: skip
     if out is not None and not isinstance(out, int):
         print(out)
     return out if isinstance(out, int) else 0
@@ -290,15 +257,9 @@ def _cmd_compare_normalizers(args) -> int:
     from . import experiments  # the experiments layer (imported by _begin)
 
     res = experiments.run_compare(
-        args.model,
-        device=args.device,
-        profile=args.profile,
-        out=out_dir,
-        text=args.text,
-        use_cache=not args.no_cache,
-        start=experiments.swap.HELD_OUT_START if args.start is None else args.start,
-        say=say,
-    )
+        args.model, device=args.device, profile=args.profile, out=out_dir, text=args.text, use_cache=not args.no_cache,
+        start=experiments.swap.HELD_OUT_START if args.start is None else args.start, say=say,
+    )  # fmt: skip
     for note in res["notes"]:
         _note(note)
     print((res["out"] / "limits.md").read_text(encoding="utf-8"))
@@ -320,10 +281,8 @@ A value outside its set (e.g. a relative cache folder) stops every command with 
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse's parser (descriptions shown as written), with help texts that may be written when the help is
-    shown: ``later(parser)`` runs once, before the first :meth:`format_help`. The texts that name the registered
-    normalisers import :mod:`attn_lib.normalizers`, hence torch (2 s or more), which a parse, a usage error or
-    ``--version`` never needs (``tests/test_cli.py::test_parsing_imports_no_torch``)."""
+    """argparse's parser (descriptions shown as written); ``later(parser)`` runs once, before the first
+    :meth:`format_help`: help naming the normalisers imports torch, which a parse or ``--version`` never needs."""
 
     def __init__(self, *args, later=None, **kwargs):
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
@@ -338,8 +297,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``attn-lib`` parser: one builder per subcommand below, each setting ``func`` to its command (subcommand
-    parsers are :class:`_Parser` too, the class argparse gives them by default)."""
+    """The ``attn-lib`` parser; each subcommand's builder sets ``func`` to its command."""
     p = _Parser(
         prog="attn-lib",
         description="attn_lib: 'Limitations of Normalization in Attention Mechanism' (Mudarisov et al., 2025), "
@@ -353,41 +311,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"attn_lib {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="more logging")
     p.add_argument(
-        "--tune-process",
-        action="store_true",
-        help="shorten GNU OpenMP's idle spinning and keep freed memory for reuse (Linux; attn_lib.process): "
-        "faster on a busy machine, more resident memory; results are unchanged",
-    )
+        "--tune-process", action="store_true", help="shorten GNU OpenMP's idle spinning and keep freed memory for "
+        "reuse (Linux; attn_lib.process): faster on a busy machine, more resident memory; results are unchanged",
+    )  # fmt: skip
     sub = p.add_subparsers(dest="command", metavar="{info,capture,reproduce,compare-normalizers,train-sweep}")
-    _add_info(sub)
-    _add_capture(sub)
-    _add_reproduce(sub)
-    _add_compare_normalizers(sub)
-    _add_train_sweep(sub)
+    for add in (_add_info, _add_capture, _add_reproduce, _add_compare_normalizers, _add_train_sweep):
+        add(sub)
     return p
 
 
 def _model_args(sp, quiet_help: str) -> None:
     """--model, --device, --text, --no-cache and -q/--quiet, as every subcommand but info takes them."""
     sp.add_argument(
-        "--model",
-        default="gpt2",
-        help="gpt2 (default), gpt2-medium/-large/-xl, a Hugging Face "
-        "causal LM id, a local folder, or smollm2 (the offline stand-in)",
-    )
+        "--model", default="gpt2", help="gpt2 (default), gpt2-medium/-large/-xl, a Hugging Face causal LM id, a local "
+        "folder, or smollm2 (the offline stand-in)",
+    )  # fmt: skip
     sp.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N, mps")
     sp.add_argument(
-        "--text",
-        default="war-and-peace",
-        help="war-and-peace (default; offline: the shipped 'botchan'), botchan, or a path to a UTF-8 text file "
-        "(at most 32 MiB)",
-    )
+        "--text", default="war-and-peace", help="war-and-peace (default; offline: the shipped 'botchan'), botchan, "
+        "or a path to a UTF-8 text file (at most 32 MiB)",
+    )  # fmt: skip
     sp.add_argument("--no-cache", action="store_true", help="bypass the result cache")
     sp.add_argument("-q", "--quiet", action="store_true", help=quiet_help)
 
 
 def _add_info(sub) -> None:
-    """The info subcommand: versions, devices, model resolution, caches."""
     sp = sub.add_parser(
         "info",
         help="device, model resolution, cache location and size",
@@ -397,27 +345,20 @@ def _add_info(sub) -> None:
         epilog="example:\n  attn-lib info --model gpt2-medium --device cuda",
     )
     sp.add_argument(
-        "--model",
-        default="gpt2",
-        help="model name to resolve (default gpt2): says whether it is in the local Hugging Face cache, "
-        "would be downloaded, or falls back to the offline stand-in SmolLM2-135M-Instruct; a GPT-2 "
-        "size, a Hugging Face id, a local folder or smollm2",
-    )
+        "--model", default="gpt2", help="model name to resolve (default gpt2): says whether it is in the local "
+        "Hugging Face cache, would be downloaded, or falls back to the offline stand-in SmolLM2-135M-Instruct; a "
+        "GPT-2 size, a Hugging Face id, a local folder or smollm2",
+    )  # fmt: skip
     sp.add_argument(
-        "--device",
-        default="auto",
-        help="device to check (default auto = CUDA, then Apple MPS, then CPU; or cpu, cuda, cuda:N, "
-        "mps): prints what it resolves to here, or why it is not available",
-    )
+        "--device", default="auto", help="device to check (default auto = CUDA, then Apple MPS, then CPU; or cpu, "
+        "cuda, cuda:N, mps): prints what it resolves to here, or why it is not available",
+    )  # fmt: skip
     sp.set_defaults(func=_cmd_info)
 
 
 def _add_capture(sub) -> None:
-    """The capture subcommand: one forward pass with attention capture, a per-layer summary."""
-
     def later(_):
-        names = ", ".join(n for n in _cli_names() if n != "topk")
-        norm.help = norm.help.replace("{names}", names)
+        norm.help = norm.help.replace("{names}", ", ".join(n for n in _cli_names() if n != "topk"))
 
     sp = sub.add_parser(
         "capture",
@@ -435,27 +376,21 @@ def _add_capture(sub) -> None:
         "--length", type=_checked(check_int, "--length", low=1), default=1024, help="tokens per window (default 1024)"
     )
     sp.add_argument(
-        "--windows",
-        type=_checked(check_int, "--windows", low=1),
-        default=1,
+        "--windows", type=_checked(check_int, "--windows", low=1), default=1,
         help="number of consecutive windows (default 1)",
-    )
+    )  # fmt: skip
     sp.add_argument(
         "--start", type=_checked(check_int, low=0), default=0, help="first token of the first window (default 0)"
     )
     sp.add_argument("--dtype", default=None, help="float32 (default), float64, bfloat16, float16")
     norm = sp.add_argument(
-        "--normalizer",
-        default=None,
-        help="replace softmax in the live model by this normaliser of attn_lib.normalizers: "
-        "{names}, or top-<k> (e.g. top-16) (default: the model's own softmax)",
-    )
+        "--normalizer", default=None, help="replace softmax in the live model by this normaliser of "
+        "attn_lib.normalizers: {names}, or top-<k> (e.g. top-16) (default: the model's own softmax)",
+    )  # fmt: skip
     sp.add_argument(
-        "--temperature",
-        type=_checked(check_positive, convert=float),
-        default=1.0,
+        "--temperature", type=_checked(check_positive, convert=float), default=1.0,
         help="temperature on top of the model's logits (default 1 = the model's own weights)",
-    )
+    )  # fmt: skip
     sp.add_argument("--layers", type=_layers, default=None, help="comma-separated layers to report (default all)")
     sp.add_argument("--no-fallback", action="store_true", help="fail instead of using the offline stand-in")
     sp.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -463,7 +398,6 @@ def _add_capture(sub) -> None:
 
 
 def _add_reproduce(sub) -> None:
-    """The reproduce subcommand: the paper's experiments through experiments.run_reproduce."""
     try:
         results_folder = str(results_dir())
     except ValueError:  # e.g. ATTN_LIB_CACHE_DIR=~nosuchuser/...: the command itself reports it in one line
@@ -490,37 +424,28 @@ def _add_reproduce(sub) -> None:
     )
     _model_args(sp, "no progress bars")
     sp.add_argument(
-        "--profile",
-        choices=["paper", "quick"],
-        default="paper",
+        "--profile", choices=["paper", "quick"], default="paper",
         help="paper (default): the paper's grids, L up to 1024; benchmarks/README.md ('whole paper profile', "
         "empty result cache, offline stand-in, kernels cached) measured 327 s (about 5.5 min) on an idle 2-core machine on "
         "2026-12-04, with 5 seeds of every random draw; quick: small grids, L up to 128, for a smoke run",
-    )
+    )  # fmt: skip
     sp.add_argument(
         "--out", default="results", help="output folder (default ./results), created if needed; checked before any work"
     )
     sp.add_argument(
-        "--compare",
-        action="append",
-        metavar="MODEL",
-        default=None,
+        "--compare", action="append", metavar="MODEL", default=None,
         help="also run MODEL (repeatable), e.g. sentence-transformers/all-MiniLM-L6-v2 (a bidirectional "
         "encoder, offline from its packaged copy): report.md gets one verdict column per model and the "
         "figures a second panel",
-    )
+    )  # fmt: skip
     sp.add_argument(
-        "--threads",
-        type=_threads,
-        default=None,
+        "--threads", type=_threads, default=None,
         help="worker threads for the analyses, at most the CPUs of this process (default: torch's setting)",
-    )
+    )  # fmt: skip
     sp.set_defaults(func=_cmd_reproduce)
 
 
 def _add_compare_normalizers(sub) -> None:
-    """The compare-normalizers subcommand: every normaliser through experiments.run_compare."""
-
     def later(parser):
         from . import normalizers as nz  # the help names the registered normalisers (imports torch): help only
 
@@ -547,22 +472,18 @@ def _add_compare_normalizers(sub) -> None:
     )
     _model_args(sp, "no progress lines")
     sp.add_argument(
-        "--profile",
-        choices=["paper", "quick"],
-        default="paper",
+        "--profile", choices=["paper", "quick"], default="paper",
         help="paper (default): L up to 1024, the live swap on 512 held-out tokens; quick: L up to 128, for a smoke run",
-    )
+    )  # fmt: skip
     sp.add_argument(
         "--out", default="results-beyond", help="output folder (default ./results-beyond), created if needed"
     )
     sp.add_argument(
-        "--start",
-        type=_checked(check_int, low=0),
-        default=None,
+        "--start", type=_checked(check_int, low=0), default=None,
         help="first token of the live swap's held-out window (default 32768, so the text needs 32768 + the "
         "window's tokens; checked before any work). A shorter text can use e.g. --start 1024 (quick: 128), the "
         "first token after the comparison's window",
-    )
+    )  # fmt: skip
     sp.set_defaults(func=_cmd_compare_normalizers)
 
 
@@ -570,7 +491,6 @@ def _cmd_train_sweep(args) -> int:
     out_dir = prepare_output_dir("--out", args.out)
     _import_with_progress(["torch", "transformers", "attn_lib.training"], not args.quiet)
     from . import training  # the training layer (imported above, behind the bar)
-    from .cache import ResultCache  # with the training layer: only this command needs it
     from .report import training as report_training  # matplotlib: only this command draws
 
     cache = ResultCache(enabled=not args.no_cache)
@@ -581,18 +501,15 @@ def _cmd_train_sweep(args) -> int:
 
         reference = load_model(args.reference, device="cpu", quiet=args.quiet)
     runs = training.run_sweep(args.profile, device=device, cache=cache, workers=args.workers, progress=not args.quiet)
-    limits = None
-    # the trained models' whole context, at most the book's window
+    # the trained models' whole context, at most the book's window (every profile trains on at least 64 positions)
     window = min(training.LIMITS_WINDOW, *(r.summary["size"]["n_positions"] for r in runs.values()))
-    if not args.no_limits:  # every profile trains on at least 64 positions: trained_limits checks window >= 16
-        limits = training.trained_limits(runs, window=window, reference=reference, cache=cache)
+    limits = None if args.no_limits else training.trained_limits(runs, window=window, reference=reference, cache=cache)
     made = report_training.write_sweep(out_dir, training.sweep_tables(runs), profile=args.profile, limits=limits)
     print("\n".join(str(p) for p in made.values()))
     return 0
 
 
 def _add_train_sweep(sub) -> None:
-    """The train-sweep subcommand: GPT-2-architecture models trained with each normaliser and temperature."""
     sp = sub.add_parser(
         "train-sweep",
         help="train GPT-2-architecture models with each normaliser and temperature (chapter 8)",

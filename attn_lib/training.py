@@ -1,27 +1,18 @@
 """Training GPT-2-architecture causal LMs from scratch with any registered normaliser at any temperature (chapter 8).
 
-The model is transformers' ``GPT2LMHeadModel`` on a byte-level vocabulary of 256 (:func:`attn_lib.models.handle.
-byte_tokenizer`), trained on the shipped text (``botchan``) with a fixed split: the first 90% of its tokens train, the
-last 10% validate. The normaliser enters through the live swap's attention interface (:func:`attn_lib.capture.
-patched_attention`): every head of every layer computes ``f(l, T)`` on ``l = q.k / sqrt(d)`` (GPT-2's own scaling), so
-the temperature ``T`` here is a factor **on top of** the usual ``1/sqrt(d)``: in the paper's notation (logits ``q.k``,
-softmax at temperature ``T_paper``) ``T_paper = T * sqrt(d)``, and ``T = 1`` is plain GPT-2.
+transformers' ``GPT2LMHeadModel`` on bytes (vocabulary 256) of the shipped text ``botchan``: its first 90% of tokens
+train, the last 10% validate. The normaliser replaces softmax through :func:`attn_lib.capture.patched_attention`: every
+head computes ``f(l, T)`` on ``l = q.k / sqrt(d)``, so ``T`` is a factor on top of GPT-2's ``1/sqrt(d)``: the paper's
+temperature on ``q.k`` is ``T_paper = T * sqrt(d)``, and ``T = 1`` is plain GPT-2.
 
-Learnable parameters of the normalisers: the registry declares none, so this module declares them
-(:data:`LEARNABLE`): SSMax's scale ``s`` (one per head and layer, as in the SSMax paper; kept positive through
-``log s``, started at the registry's default 0.43) and an offset ``b`` added to sigmoid attention's ``-log n`` bias (one
-per head and layer, started at 0). Both reach the registered function unchanged: ``ssmax(s l, T, s=1)`` is SSMax with
-scale ``s``, ``sigmoid(l + b T, T)`` is ``sigma(l/T + b - log n)``.
+Learned normaliser parameters (:data:`LEARNABLE`, one per head and layer): SSMax's scale ``s`` (through ``log s``, from
+the registry's 0.43) and an offset ``b`` on sigmoid attention's ``-log n`` bias (from 0); ``ssmax(s l, T, s=1)`` is
+SSMax with scale ``s``, ``sigmoid(l + b T, T)`` is ``sigma(l/T + b - log n)``.
 
-Recorded per step: the training loss, the norm of the gradient of the loss through the attention logits ``l`` and
-through the weights ``alpha`` of each layer (hooks on the tensors of the attention function), whether the gradient was
-non-finite (the step is then skipped) or clipped; the validation loss every ``eval_every`` steps; the wall time.
-Deterministic on the CPU: a seed fixes the initial weights and the batches, and the run uses torch's deterministic
-algorithms, so two runs with one seed give identical losses (``tests/test_training.py``).
-
-:func:`trained_limits` measures the paper's limits (``N_s/N``, the critical-N diagnosis, ``g(T, eps)``) on every
-trained model, each with its own normaliser and learned parameters, and on a pretrained reference, at the trained
-models' window (``tests/test_training_limits.py``).
+Recorded per step: the training loss, the gradient norms through each layer's logits ``l`` and weights ``alpha``,
+whether the gradient was non-finite (step skipped) or clipped; the validation loss every ``eval_every`` steps. On the
+CPU a seed fixes the weights and batches and torch's deterministic algorithms are on: one seed, identical losses.
+:func:`trained_limits` measures the paper's limits on every trained model (with its own normaliser) and a reference.
 """
 
 from __future__ import annotations
@@ -47,9 +38,8 @@ __all__ = ["TrainSize", "train", "trained_handle"]
 
 #: Normaliser parameters this module learns (the registry declares none): name -> (parameter, initial value).
 LEARNABLE = {"ssmax": ("s", 0.43), "sigmoid": ("b", 0.0)}
-#: Parameters a normaliser is trained with ("its defaults"): top-k has no default k; alpha-entmax's bisection stops
-#: after 25 halvings (its interval, at most 1/(alpha-1) = 2 wide at alpha = 1.5, is then below 1e-7: float32's
-#: resolution; the registry's 60 cost 2.5x the time for no change of a float32 weight).
+#: Fixed parameters a normaliser is trained with: top-k has no default k; alpha-entmax's bisection interval (at most 2
+#: wide) is below float32's 1e-7 after 25 halvings (the registry's 60 cost 2.5x the time for the same weights).
 DEFAULT_PARAMS = {"topk": {"k": 8}, "entmax_alpha": {"n_iter": 25}}
 #: Share of the shipped text's tokens used for training (the rest, the end of the text, validates).
 TRAIN_SHARE = 0.9
@@ -57,8 +47,8 @@ TRAIN_SHARE = 0.9
 
 @dataclasses.dataclass(frozen=True)
 class TrainSize:
-    """A model size and training budget. ``n_positions`` is the training window; ``eval_batches`` fixed validation
-    batches of ``batch`` windows each are scored every ``eval_every`` steps; ``clip`` is the gradient-norm clip."""
+    """A model size and training budget: ``n_positions`` is the training window; ``eval_batches`` validation batches
+    are scored every ``eval_every`` steps; ``clip`` is the gradient-norm clip."""
 
     n_layer: int = 2
     n_head: int = 2
@@ -94,9 +84,9 @@ SIZES = {
 
 @dataclasses.dataclass
 class TrainRun:
-    """What :func:`train` measured: ``history`` (one row per step: ``step, train_loss, val_loss`` (NaN between
-    evaluations), ``nonfinite, clipped, grad_norm`` and per layer ``i`` ``logit_grad_i``, ``weight_grad_i``),
-    ``summary`` (a dict of scalars and settings) and ``state`` (the trained weights as float32 arrays, by name)."""
+    """What :func:`train` measured: ``history`` (per step ``train_loss``, ``val_loss`` (NaN between evaluations),
+    ``nonfinite``, ``clipped``, ``grad_norm``, ``logit_grad_<layer>``, ``weight_grad_<layer>``), ``summary`` (scalars and
+    settings) and ``state`` (the trained weights as float32 arrays)."""
 
     history: pd.DataFrame
     summary: dict
@@ -105,15 +95,14 @@ class TrainRun:
 
 @functools.cache
 def _token_ids() -> np.ndarray:
-    # lazy: the corpus module reads files and the tokenizer imports transformers; importing attn_lib stays light
-    from .corpus import load_text
+    from .corpus import load_text  # lazy: the tokenizer imports transformers
 
     text = load_text("botchan")
     return np.asarray(byte_tokenizer().encode(str(text.text), add_special_tokens=False), dtype=np.int64)
 
 
 def split_tokens() -> tuple[torch.Tensor, torch.Tensor]:
-    """(training tokens, validation tokens) of the shipped text: its first :data:`TRAIN_SHARE` and the rest."""
+    """(training tokens, validation tokens): the first :data:`TRAIN_SHARE` of the shipped text and the rest."""
     ids = torch.from_numpy(_token_ids())
     cut = int(len(ids) * TRAIN_SHARE)
     return ids[:cut], ids[cut:]
@@ -140,7 +129,6 @@ def _check(normalizer, temperature, seed, size, params) -> tuple:
 
 
 def _size(size) -> TrainSize:
-    """``size`` (a key of :data:`SIZES` or a :class:`TrainSize`) as a :class:`TrainSize`; ``ValueError`` otherwise."""
     size = SIZES[check_choice("size", size, list(SIZES))] if isinstance(size, str) else size
     if not isinstance(size, TrainSize):
         raise ValueError(f"size must be one of {list(SIZES)} or a TrainSize (got {size!r})")
@@ -148,8 +136,7 @@ def _size(size) -> TrainSize:
 
 
 def _build(size: TrainSize, normalizer: str):
-    # lazy: transformers is a heavy import; importing attn_lib stays light
-    from transformers import GPT2Config, GPT2LMHeadModel
+    from transformers import GPT2Config, GPT2LMHeadModel  # lazy: heavy
 
     cfg = GPT2Config(
         vocab_size=256, n_positions=size.n_positions, n_embd=size.n_embd, n_layer=size.n_layer, n_head=size.n_head,
@@ -157,15 +144,14 @@ def _build(size: TrainSize, normalizer: str):
     )  # fmt: skip
     model = GPT2LMHeadModel(cfg)
     if normalizer in LEARNABLE:
-        init = LEARNABLE[normalizer][1]
-        start = math.log(init) if normalizer == "ssmax" else init
+        start = math.log(LEARNABLE[normalizer][1]) if normalizer == "ssmax" else LEARNABLE[normalizer][1]
         model.attn_lib_norm = torch.nn.Parameter(torch.full((size.n_layer, size.n_head, 1, 1), float(start)))
     return model
 
 
 def _normaliser(model, name: str, params: dict):
-    """The callable handed to the attention interface: the registered function, with the learned parameters of
-    ``model`` (one call per layer per forward pass, in layer order: the layers' functions in turn)."""
+    """The normaliser handed to the attention interface; with learned parameters, called once per layer in layer
+    order, so it runs the layers' functions in turn."""
     if name not in LEARNABLE:
         return nz.get(name, **params)
     per_layer = itertools.cycle([_layer_normaliser(model, name, params, i) for i in range(model.config.n_layer)])
@@ -177,8 +163,7 @@ def _normaliser(model, name: str, params: dict):
 
 
 def _layer_normaliser(model, name: str, params: dict, layer: int):
-    """The normaliser of ``layer`` of ``model``: the registered function, with that layer's learned parameter (read
-    at each call, so that training updates it)."""
+    """The normaliser of ``layer``, with its learned parameter read at each call (so that training updates it)."""
     if name not in LEARNABLE:
         return nz.get(name, **params)
 
@@ -221,10 +206,7 @@ def train(normalizer="softmax", temperature=1.0, *, seed=0, size="book", params=
     """Train a GPT-2-architecture model from scratch with ``normalizer`` at ``temperature`` (module docstring).
 
     ``size``: a key of :data:`SIZES` or a :class:`TrainSize`; ``params``: the normaliser's fixed parameters (default
-    :data:`DEFAULT_PARAMS`; none for a normaliser with learned ones); ``device``: ``"cpu"`` (deterministic) or any
-    device :func:`attn_lib.models.resolve_device` accepts. Returns a :class:`TrainRun`; :func:`trained_handle` makes it
-    a :class:`~attn_lib.models.ModelHandle`.
-    """
+    :data:`DEFAULT_PARAMS`; none where they are learned); ``"cpu"`` is deterministic."""
 
     T, seed, size, params = _check(normalizer, temperature, seed, size, params)
     dev = resolve_device(device)
@@ -298,12 +280,9 @@ def _state(model) -> dict:
 def trained_handle(run: TrainRun, device="cpu"):
     """The trained model of ``run`` as a :class:`~attn_lib.models.ModelHandle` (byte tokenizer, float32, eval mode).
 
-    The temperature is folded into the query projection (``q -> q / T``), so the logits every experiment reads are
-    the scaled logits ``l / T`` that the normaliser saw, and for softmax the handle's own forward pass *is* the trained
-    model. For another normaliser the handle's forward pass uses softmax on those logits (the paper's limits are about
-    softmax); the handle's ``note`` says so, and ``capture_attention(handle, ..., normalizer=...)`` runs the trained
-    map (SSMax and sigmoid with their learned parameters: ``run.summary["learned"]``).
-    """
+    The temperature is folded into the queries (``q -> q / T``): the logits the experiments read are the ``l / T`` the
+    normaliser saw. The handle's own forward pass uses softmax (for softmax runs: the trained model; its ``note`` says
+    so otherwise); ``capture_attention(handle, ..., normalizer=...)`` runs the trained normaliser."""
 
     s = run.summary
     size = TrainSize(**s["size"])
@@ -313,8 +292,7 @@ def trained_handle(run: TrainRun, device="cpu"):
         for block in model.transformer.h:  # Conv1D: weight (n_embd, 3 n_embd), the query is the first third
             block.attn.c_attn.weight[:, : size.n_embd] /= s["temperature"]
             block.attn.c_attn.bias[: size.n_embd] /= s["temperature"]
-    dev = resolve_device(device)
-    model.to(dev)
+    model.to(dev := resolve_device(device))
     digest = hashlib.sha256(_settings(run).encode()).hexdigest()[:12]
     name = f"gpt2-arch-{s['normalizer']}-T{s['temperature']:g}-seed{s['seed']}"
     shown = nz.spec(s["normalizer"]).display
@@ -330,8 +308,7 @@ def trained_handle(run: TrainRun, device="cpu"):
 # ----------------------------------------------------------------------------------------------------------------
 #: Softmax temperatures of the sweep (a factor on GPT-2's 1/sqrt(d): ``T_paper = T sqrt(d)``, module docstring).
 TEMPERATURES = (0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
-#: ``quick`` (chapter 8, the CPU): softmax at every temperature with 5 seeds, every other normaliser at ``T = 1`` with
-#: one; ``full``: every normaliser with 5 seeds and 4x the steps. ``steps`` replaces the size's own.
+#: Seeds of softmax at every temperature, and of every normaliser at ``T = 1``; ``steps`` replaces the size's own.
 PROFILES = {
     "quick": dict(t_seeds=(0, 1, 2, 3, 4), norm_seeds=(0,), steps=100),
     "full": dict(t_seeds=(0, 1, 2, 3, 4), norm_seeds=(0, 1, 2, 3, 4), steps=400),
@@ -352,10 +329,9 @@ def _one(args: tuple) -> TrainRun:
 
 
 def run_sweep(profile="quick", *, device="cpu", size=None, cache=None, workers=1, progress=False) -> dict:
-    """Every run of :func:`sweep_settings` (``size``: default ``"gpu"`` on a GPU, else ``"book"``, with the profile's
-    steps), each cached in ``cache`` (an :class:`attn_lib.cache.ResultCache` or None); ``workers`` processes train the
-    missing runs in parallel (one thread each, so the results are those of one process). Returns
-    ``{(normaliser, T, seed): TrainRun}``."""
+    """``{(normaliser, T, seed): TrainRun}`` of :func:`sweep_settings`, each cached in ``cache``; ``size``: default
+    ``"gpu"`` on a GPU, else ``"book"``, with the profile's steps; ``workers`` processes train the missing runs in
+    parallel (one thread each: the results are those of one process)."""
 
     dev = resolve_device(device)
     size = _size(("gpu" if dev.type == "cuda" else "book") if size is None else size)
@@ -366,21 +342,18 @@ def run_sweep(profile="quick", *, device="cpu", size=None, cache=None, workers=1
     keys = {s: make_key("train", name=s[0], T=s[1], seed=s[2], size=size.as_dict(), device=dev.type) for s in settings}
     out = {s: cache.get(keys[s]) for s in settings} if cache is not None else dict.fromkeys(settings)
     todo = [s for s in settings if out[s] is None]
-    # lazy: tqdm is needed by the sweep only
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # lazy: the sweep only
 
     bar = tqdm(
         total=len(settings), initial=len(settings) - len(todo), desc="training", unit="run", disable=not progress
     )
     jobs = [(*s, size, str(dev)) for s in todo]
     if workers > 1 and len(todo) > 1 and dev.type == "cpu":
-        # lazy: process pools only for a parallel sweep
-        import concurrent.futures as cf
+        import concurrent.futures as cf  # lazy: a parallel sweep only
         import multiprocessing as mp
 
         with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as ex:
-            done = ex.map(_one, jobs)
-            for s, run in zip(todo, done, strict=True):
+            for s, run in zip(todo, ex.map(_one, jobs), strict=True):
                 out[s] = run
                 bar.update()
     else:
@@ -395,9 +368,8 @@ def run_sweep(profile="quick", *, device="cpu", size=None, cache=None, workers=1
 
 
 def sweep_tables(runs: dict) -> dict:
-    """The sweep's tables: ``train_runs`` (one row per run: its summary, the median over steps of the logit and
-    weight gradient norms averaged over layers, and ``gain``, the median over steps and layers of
-    ``||dL/dl|| / ||dL/dalpha||``) and ``train_curves`` (one row per run and step)."""
+    """``train_runs`` (per run: its summary, the medians over steps of the layers' mean logit and weight gradient
+    norms, and ``gain``, the median of ``||dL/dl|| / ||dL/dalpha||``) and ``train_curves`` (per run and step)."""
     rows, curves = [], []
     for (name, T, seed), run in runs.items():
         h = run.history
@@ -419,7 +391,7 @@ def sweep_tables(runs: dict) -> dict:
 # ----------------------------------------------------------------------------------------------------------------
 # the paper's limits on the trained heads (chapter 8, "The paper's limits on the trained heads")
 # ----------------------------------------------------------------------------------------------------------------
-#: The window of the limits: the book size's training window (a trained model has no positions beyond it).
+#: The window of the limits: the book size's training window.
 LIMITS_WINDOW = 64
 #: The temperatures (on the model's own logits) at which the table reports ``g(T, eps)`` of Fig. 4.
 LIMITS_T = (0.01, 1.0)
@@ -428,14 +400,11 @@ LIMITS_REFERENCE = "smollm2"
 
 
 def limits_profile(window: int = LIMITS_WINDOW) -> dict:
-    """The grids of :func:`limits_row` at a window of ``L = window`` tokens (``>= 16``), from the reproduction's
-    profiles: Algorithm 4 (:class:`~attn_lib.experiments.SeparabilityParams`) at the paper's ``N`` with ``1 < N < L``
-    (``N = 1`` is separable by definition: ``N_s/N = 1`` always); the critical-N diagnosis's rows (the ``quick``
-    profile's 32) at ``rho_N``, the ``N`` of its grid nearest ``0.06 L``; ``g(T, eps)`` at the ``quick`` profile's
-    temperatures, its smallest ``eps`` and its direction draws; the row lengths ``8, 16, ..., L`` of ``b``; chapter 7's
-    level of the critical N's KS test."""
-    # lazy: the experiments package loads the metrics and the accelerated kernels; the training sweep needs neither
-    from .experiments import BEYOND_PROFILES, PROFILES, SeparabilityParams
+    """The grids of :func:`limits_row` at ``L = window >= 16`` tokens, from the reproduction's profiles: Algorithm 4
+    at the paper's ``N`` with ``1 < N < L`` (``N_s/N = 1`` at ``N = 1``); the critical-N diagnosis's rows at ``rho_N``,
+    its grid's ``N`` nearest ``0.06 L``; ``g(T, eps)`` at the ``quick`` profile's temperatures, smallest ``eps`` and
+    direction draws; the row lengths ``8, 16, ..., L`` of ``b``; chapter 7's level of the critical N's KS test."""
+    from .experiments import BEYOND_PROFILES, PROFILES, SeparabilityParams  # lazy: metrics and kernels
 
     L = check_int("window", window, low=16, high=1 << 16)
     q, paper = PROFILES["quick"], PROFILES["paper"]
@@ -452,10 +421,8 @@ def limits_profile(window: int = LIMITS_WINDOW) -> dict:
 
 
 def held_out_text():
-    """The validation part of the shipped text (the bytes after :data:`TRAIN_SHARE`), as a
-    :class:`~attn_lib.corpus.Text`: the trained models never saw it."""
-    # lazy: the corpus module reads files; importing attn_lib stays light
-    from .corpus import Text, load_text
+    """The validation part of the shipped text (after :data:`TRAIN_SHARE`), which no trained model saw."""
+    from .corpus import Text, load_text  # lazy: reads files
 
     raw = str(load_text("botchan").text).encode("utf-8")
     held = raw[int(len(raw) * TRAIN_SHARE) :].decode("utf-8", errors="ignore")
@@ -463,10 +430,8 @@ def held_out_text():
 
 
 class _LimitsAnalysis:
-    """:func:`limits_row` on each layer of one pass: the weights ``f(l)`` of the layer's own normaliser ``f``
-    (``normaliser(layer)``) on its logits, measured by Algorithm 4's own analysis, the diagnosis's
-    :func:`~attn_lib.metrics.crossing_metrics` and Algorithm 5's seeded directions (the reproduction's definitions,
-    with ``f`` in place of softmax)."""
+    """:func:`limits_row` on each layer of one pass: the weights of the layer's own normaliser on its logits, measured
+    as the reproduction does (Algorithm 4's analysis, the diagnosis's crossing metrics, Algorithm 5's directions)."""
 
     def __init__(self, profile: dict, meta: dict, normaliser, softmax: bool):
         from .experiments.separability import SeparabilityAnalysis  # lazy, as in limits_profile
@@ -476,8 +441,7 @@ class _LimitsAnalysis:
         self.rho, self.g, self.top = [], [], []
 
     def layer(self, sh) -> None:
-        # lazy, as in limits_profile
-        from . import metrics as M
+        from . import metrics as M  # lazy, as in limits_profile
         from .experiments.passes import SharedLayer, layer_mask, sens_row_indices
         from .experiments.sensitivity import DRAW_STRIDE
 
@@ -536,21 +500,18 @@ class _LimitsAnalysis:
 
 
 def limits_row(handle, text, profile, normalizer: str = "softmax", params=None) -> dict:
-    """The paper's limits on every head of ``handle`` with ``normalizer`` (``params``: its fixed parameters; SSMax's
-    and sigmoid's learned ones are read from a trained model) at the window of ``profile`` (:func:`limits_profile`),
-    from the window's first token. One forward pass in which every layer runs that normaliser (the model's own
-    attention for softmax), and each layer's logits are normalised by it again to measure its weights ``alpha``:
+    """The paper's limits on every head of ``handle`` with ``normalizer`` (``params``: its fixed parameters; learned
+    ones are read from a trained model), on the first ``L`` tokens of ``text`` (``profile``: :func:`limits_profile`).
+    One forward pass in which every layer runs that normaliser and its logits are normalised again to measure ``alpha``:
 
-    ``b``, the log-log slope of the mean largest weight ``max_j alpha_tj`` of the rows ``t`` in ``(n/2, n]`` against
-    ``n`` (``-1`` is Lemma 1's vanishing); ``ns_<N>`` the median over (layer, head) of the row-mean ``N_s/N``
-    (Algorithm 4); ``rho`` the median over (layer, head) of ``||s_N||/||z||`` (each head's median over rows) at
-    ``rho_N`` (the critical-N diagnosis); ``g_T<T>`` Fig. 4's ``g(T, eps)`` at the smallest ``eps`` (the row mean, max
-    over (layer, head)) at each ``T`` of :data:`LIMITS_T`, median over the direction draws (``g_T<T>_lo``, ``_hi``:
-    their range) and ``g_slope``, its log-log slope over ``T <= 0.1``; ``n_heads``, the heads measured, and
-    ``ks_p_min``, the smallest p-value a KS test over them can give (chapter 7's critical N is 1 by construction where
-    it is not below ``ks_alpha``, that test's level)."""
-    # lazy: the experiments package loads the metrics and the accelerated kernels; the training sweep needs neither
-    from .experiments import passes
+    ``b``, the log-log slope against ``n`` of the mean ``max_j alpha_tj`` over rows ``t`` in ``(n/2, n]`` (``-1`` is
+    Lemma 1's vanishing); ``ns_<N>``, the median over (layer, head) of the row-mean ``N_s/N`` (Algorithm 4); ``rho``,
+    the median over (layer, head) of each head's median ``||s_N||/||z||`` at ``rho_N`` (the critical-N diagnosis);
+    ``g_T<T>``, Fig. 4's ``g(T, eps)`` at the smallest ``eps`` (row mean, max over (layer, head)) at each ``T`` of
+    :data:`LIMITS_T`, median over the direction draws (``_lo``, ``_hi``: their range), and ``g_slope``, its log-log
+    slope over ``T <= 0.1``; ``n_heads`` and ``ks_p_min``, the smallest p-value a KS test over them can give (chapter
+    7's critical N is 1 by construction where it is not below ``ks_alpha``, that test's level)."""
+    from .experiments import passes  # lazy, as in limits_profile
     from .experiments.inputs import table_meta
 
     params = params or {}
@@ -570,18 +531,21 @@ def limits_row(handle, text, profile, normalizer: str = "softmax", params=None) 
 
 
 def trained_limits(runs: dict, *, text=None, window: int = LIMITS_WINDOW, reference=LIMITS_REFERENCE, cache=None):
-    """The paper's limits (:func:`limits_row`) on the heads of every run of ``runs`` (``{(normaliser, T, seed):
-    TrainRun}``, :func:`run_sweep`), each with its own normaliser (and learned parameters) at its own training
-    temperature (folded into its queries by :func:`trained_handle`), and on the pretrained ``reference`` model with
-    softmax (default the offline stand-in; ``None``: no reference row; or a :class:`~attn_lib.models.ModelHandle`),
-    all on the same window of ``window`` tokens of ``text`` (default :func:`held_out_text`).
+    """:func:`limits_row` of every run of :func:`run_sweep` with its own normaliser and temperature (folded into its
+    queries by :func:`trained_handle`), then of the ``reference`` model with softmax (a name, a ModelHandle or None),
+    on ``window`` tokens (``>= 16``, at most every run's training window) of ``text`` (default :func:`held_out_text`).
 
-    Each row is cached in ``cache`` (keyed by the run's summary, the text and the grids). Returns a DataFrame, one
-    row per run (``kind = "trained"``, in the registry's order, then by ``T`` and seed) and then the reference
-    (``kind = "reference"``, ``temperature`` and ``seed`` NaN).
-    """
-
-    keys, window = _checked_runs(runs, window)
+    A DataFrame, one row per run (``kind = "trained"``, by the registry's order, ``T`` and seed), then the reference
+    (``kind = "reference"``, ``temperature`` and ``seed`` NaN); each row cached in ``cache``."""
+    if not isinstance(runs, dict) or not runs or not all(isinstance(r, TrainRun) for r in runs.values()):
+        raise ValueError(
+            "runs must be a non-empty dict {(normaliser, T, seed): TrainRun} (attn_lib.training.run_sweep)"
+        )
+    window = check_int("window", window, low=16, high=1 << 16)
+    if short := [k for k in runs if runs[k].summary["size"]["n_positions"] < window]:
+        raise ValueError(f"window must be at most every run's training window (n_positions); {short[0]} has "
+                         f"{runs[short[0]].summary['size']['n_positions']} < {window}")  # fmt: skip
+    keys = list(runs)
     order = {n: i for i, n in enumerate(nz.available())}
     keys.sort(key=lambda k: (order.get(k[0], len(order)), k[1], k[2]))
     if reference is not None and not isinstance(reference, (str, ModelHandle)):
@@ -606,28 +570,12 @@ def trained_limits(runs: dict, *, text=None, window: int = LIMITS_WINDOW, refere
     return pd.DataFrame(rows)
 
 
-def _checked_runs(runs, window) -> tuple[list, int]:
-    """The keys of ``runs`` (``{(normaliser, T, seed): TrainRun}``) and the checked ``window`` (``>= 16``, at most
-    every run's training window); ``ValueError`` naming ``runs`` or ``window``."""
-    if not isinstance(runs, dict) or not runs or not all(isinstance(r, TrainRun) for r in runs.values()):
-        raise ValueError(
-            "runs must be a non-empty dict {(normaliser, T, seed): TrainRun} (attn_lib.training.run_sweep)"
-        )
-    window = check_int("window", window, low=16, high=1 << 16)
-    short = [k for k in runs if runs[k].summary["size"]["n_positions"] < window]
-    if short:
-        raise ValueError(f"window must be at most every run's training window (n_positions); {short[0]} has "
-                         f"{runs[short[0]].summary['size']['n_positions']} < {window}")  # fmt: skip
-    return list(runs), window
-
-
 def _cached(cache, key: dict, compute):
     return compute() if cache is None else cache.get_or_compute(key, compute)
 
 
 def _reference_row(name, text, profile) -> dict:
-    # lazy: loading a pretrained model imports transformers and reads its weights
-    from .models import load_model
+    from .models import load_model  # lazy: transformers
 
     handle = load_model(name, device="cpu", quiet=True) if isinstance(name, str) else name
     return limits_row(handle, text, profile)

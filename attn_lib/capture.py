@@ -1,29 +1,19 @@
 """Streaming capture of attention, layer by layer, through transformers' ``AttentionInterface``.
 
-transformers 5.x hands every attention layer's post-projection (and, for Llama-style models, post-RoPE) query, key and
-value, the attention mask and the model's own ``scaling`` to whatever function is registered under the model's
-``config._attn_implementation``. attn_lib registers one, ``"attn_lib_capture"`` (plus the matching mask builder, so the
-mask it receives is eager attention's additive float mask), that:
+transformers 5.x hands every attention layer's query, key and value (post-projection, post-RoPE), the mask and the
+model's ``scaling`` to the function registered under ``config._attn_implementation``. attn_lib registers
+``"attn_lib_capture"`` (with eager attention's mask builder), which:
 
-1. computes the scores exactly as eager attention does: ``matmul(query, repeat_kv(key)^T) * scaling + mask``
-   (same operations in the same order, so the result is bit-identical);
-2. normalises them: with the model's own softmax (``softmax(., dim=-1, dtype=float32)`` cast back to the value dtype,
-   as eager attention does), or -- when asked -- with any normaliser of :mod:`attn_lib.normalizers` at a temperature,
-   which then *replaces* softmax inside the live model, so later layers see its effect (how, on the CPU in blocks
-   of query rows: :func:`_replaced_weights`);
-3. hands a :class:`LayerAttention` (logits, visibility mask, weights, per-head values, queries, keys) to a user
-   callback, then lets the tensors go, so memory stays at one layer however deep the model is;
-4. returns the attention output (and the weights, so ``output_attentions=True`` still works) to the model.
+1. computes the scores as eager attention does, ``matmul(query, repeat_kv(key)^T) * scaling + mask`` (bit-identical);
+2. normalises them with the model's own softmax (in float32, cast back, as eager attention), or with a normaliser of
+   :mod:`attn_lib.normalizers` at a temperature, which then *replaces* softmax in the live model (later layers see it);
+3. hands a :class:`LayerAttention` to a callback and lets the tensors go: memory stays at one layer;
+4. returns the attention output and the weights (``output_attentions=True`` still works).
 
-Exactness: with the default normaliser the weights are ``torch.equal`` to eager attention's ``output_attentions`` for
-GPT-2 and Llama-family models in float32 (tested on random-init configs with grouped-query attention and on the offline
-stand-in). Two documented differences: GPT-2's optional ``reorder_and_upcast_attn`` path (off in every released GPT-2)
-is not reproduced, and in half precision GPT-2's eager code runs softmax in half while this module runs it in float32
-(as Llama's eager code does).
-
-The model's previous attention implementation is restored when a capture ends, also after an exception. Captures
-from several threads on one model are safe: each thread's forward pass reports to its own callback, and the model's
-own implementation comes back when the last of them ends.
+With the default normaliser the weights are ``torch.equal`` to eager attention's for GPT-2 and Llama-family models in
+float32. Not reproduced: GPT-2's optional ``reorder_and_upcast_attn`` (off in every released GPT-2), and GPT-2's softmax
+in half precision (run in float32 here, as Llama does). The model's attention implementation is restored when the last
+capture on it ends, also after an exception; captures from several threads each report to their own callback.
 """
 
 from __future__ import annotations
@@ -50,32 +40,13 @@ IMPLEMENTATION = "attn_lib_capture"
 
 @dataclasses.dataclass
 class LayerAttention:
-    """What one attention layer computed, for every head.
-
-    Shapes: ``B`` batch, ``H`` query heads, ``Lq`` queries, ``Lk`` keys, ``D`` head dimension.
-
-    Attributes
-    ----------
-    layer:
-        0-based layer index.
-    logits:
-        ``(B, H, Lq, Lk)``: the scores the model normalises -- ``q . k`` times the model's own scaling (1/8 for GPT-2
-        small), after RoPE where the model uses it, plus any additive bias -- with masked positions set to ``-inf``.
-    mask:
-        ``(B or 1, 1 or H, Lq, Lk)`` bool, True = visible (causal and padding mask).
-    weights:
-        ``(B, H, Lq, Lk)``: the attention weights the model used (softmax of ``logits``, or the replacement
-        normaliser's output). Masked positions are 0.
-    values:
-        ``(B, H, Lk, D)``: per-head value vectors, expanded for grouped-query attention (query head ``h`` uses key/value
-        head ``h // (H / H_kv)``).
-    queries, keys:
-        ``(B, H, Lq, D)`` and ``(B, H, Lk, D)`` (keys expanded like values), post-RoPE, before scaling.
-    normalizer:
-        Name of the normaliser that produced ``weights`` (``"model"`` for the model's own softmax).
-    temperature:
-        Temperature applied on top of the model's logits (1.0 = the model's own weights).
-    """
+    """What one attention layer computed, for every head (``B`` batch, ``H`` query heads, ``Lq`` queries, ``Lk`` keys,
+    ``D`` head dimension): ``layer`` (0-based); ``logits`` ``(B, H, Lq, Lk)``, the scores the model normalises (``q.k``
+    times the model's scaling, 1/8 for GPT-2 small, plus any additive bias; ``-inf`` where masked); ``mask``
+    ``(B or 1, 1 or H, Lq, Lk)``, True = visible; ``weights`` ``(B, H, Lq, Lk)``, the weights the model used (0 where
+    masked); ``values`` ``(B, H, Lk, D)``, expanded for grouped-query attention (query head ``h`` uses key/value head
+    ``h // (H / H_kv)``); ``queries``, ``keys`` post-RoPE, before scaling (keys expanded like values); ``normalizer``,
+    the name of what produced ``weights`` (``"model"``: the model's softmax) at ``temperature``."""
 
     layer: int
     logits: torch.Tensor
@@ -93,8 +64,7 @@ class LayerAttention:
         return int(self.weights.shape[1])
 
     @property
-    def length(self) -> int:
-        """Number of keys ``Lk``."""
+    def length(self) -> int:  # Lk
         return int(self.weights.shape[-1])
 
     def to(self, dtype: torch.dtype | None = None, device: torch.device | str | None = None) -> LayerAttention:
@@ -219,18 +189,13 @@ def _hide(masked: torch.Tensor, visible: torch.Tensor | None) -> torch.Tensor:
     return masked if visible is None else masked.masked_fill(~visible, float("-inf"))
 
 
-#: Elements per block of :func:`_replaced_weights` on the CPU (2 MiB of float32: one block's chain of elementwise
-#: operations stays in cache, 3-5x faster than whole-layer tensors on the 2-core VM; the history of ``benchmarks/README.md``).
+#: Elements per block of :func:`_replaced_weights` on the CPU (2 MiB of float32 stays in cache: 3-5x faster).
 _CPU_BLOCK_ELEMENTS = 2**19
 
 
 def _row_blocks(masked: torch.Tensor, visible: torch.Tensor | None) -> list[tuple[int, int, int]]:
-    """``(first row, end row, width)`` of the query-row blocks of :func:`_replaced_weights`.
-
-    One block on accelerators (one launch per operation is cheaper there). On the CPU, blocks of about
-    :data:`_CPU_BLOCK_ELEMENTS`, each trimmed to the keys up to the last one that any of its rows sees (causal
-    attention: a block of early rows needs only the first columns).
-    """
+    """``(first row, end row, width)`` of :func:`_replaced_weights`' blocks: one on accelerators; on the CPU, blocks of
+    about :data:`_CPU_BLOCK_ELEMENTS`, each trimmed to the last key any of its rows sees (causal: early rows need few)."""
     q_len, k_len = masked.shape[-2], masked.shape[-1]
     if masked.device.type != "cpu":
         return [(0, q_len, k_len)]
@@ -257,10 +222,8 @@ def _aligned(width: int, k_len: int) -> int:
 
 
 def _row_wise(fn, dtype: torch.dtype) -> bool:
-    """Whether :func:`_replaced_weights` may call ``fn`` on blocks of rows: a built-in normaliser of
-    :mod:`attn_lib.normalizers` (each acts on every row alone; ``get``'s bound parameters included), on float32 or
-    float64 logits. A user's callable gets the whole layer, as before; so do half-precision logits, where entmax15's
-    own rounding depends on the row length."""
+    """Whether :func:`_replaced_weights` may call ``fn`` on blocks of rows: a built-in normaliser (bound parameters
+    included) on float32 or float64 logits (in half precision entmax15's rounding depends on the row length)."""
     base = fn.func if isinstance(fn, functools.partial) else fn
     name = getattr(base, "__name__", "")
     return (
@@ -272,13 +235,8 @@ def _row_wise(fn, dtype: torch.dtype) -> bool:
 
 
 def _replaced_weights(sess: _Session, masked: torch.Tensor, visible, layer) -> torch.Tensor:
-    """The session's normaliser at its temperature on the logits, checked for shape and finiteness.
-
-    A built-in normaliser on float32/float64 logits (:func:`_row_wise`) runs on blocks of query rows
-    (:func:`_row_blocks`): each acts on every row alone and gives exactly 0 at invisible positions, so the weights
-    are those of one call on the whole tensor (``tests/test_capture.py::test_blocked_normaliser_equals_one_call``
-    checks that bit for bit). Any other callable is called once, on the whole layer.
-    """
+    """The session's normaliser on the logits, checked for shape and finiteness; where :func:`_row_wise`, on blocks of
+    query rows (:func:`_row_blocks`), with the weights of one call on the whole layer bit for bit."""
     blocks = _row_blocks(masked, visible) if _row_wise(sess.normalizer, masked.dtype) else [(0, *masked.shape[-2:])]
     if len(blocks) == 1 and blocks[0][2] == masked.shape[-1]:
         return _checked_weights(sess, masked, visible, layer, masked.shape)
@@ -301,8 +259,7 @@ def _checked_weights(sess: _Session, masked: torch.Tensor, visible, layer, full_
             f"normalizer {sess.normalizer_name!r} must return a tensor of weights with the shape of "
             f"the logits {tuple(full_shape)} (got {got}) in layer {layer}"
         )
-    # one reduction first: the sum is finite unless some weight is NaN or +-inf (or finite weights overflow it, which
-    # the elementwise check then clears)
+    # one reduction first: the sum is finite unless a weight is NaN or inf (or it overflows: the elementwise check)
     if not bool(torch.isfinite(weights.sum())) and not bool(torch.isfinite(weights).all()):
         raise ValueError(
             f"normalizer {sess.normalizer_name!r} returned non-finite weights (NaN or inf) in layer {layer}; "
@@ -337,11 +294,6 @@ def _model_of(handle_or_model):
     return getattr(handle_or_model, "model", handle_or_model)
 
 
-def _n_layers(model) -> int | None:
-    c = text_config(model.config)
-    return getattr(c, "num_hidden_layers", None) or getattr(c, "n_layer", None)
-
-
 def _resolve_normalizer(normalizer, temperature: float) -> tuple[Callable | None, str]:
     if normalizer is None and temperature == 1.0:
         return None, "model"
@@ -355,8 +307,7 @@ def _resolve_normalizer(normalizer, temperature: float) -> tuple[Callable | None
 
 
 def _layer_set(name: str, layers, n_layers: int | None) -> frozenset[int] | None:
-    """``layers`` (an int or a non-empty iterable; negative counts from the end) as a set of layer indices, or None
-    (every layer)."""
+    """``layers`` (an int or an iterable; negative counts from the end) as a set of indices; None: every layer."""
     if layers is None:
         return None
     high = None if n_layers is None else n_layers - 1
@@ -364,10 +315,8 @@ def _layer_set(name: str, layers, n_layers: int | None) -> frozenset[int] | None
     return frozenset(v % n_layers if (v < 0 and n_layers) else v for v in items)
 
 
-#: model id -> [captures in progress, the model's own attention implementation]; guarded by _LOCK. Captures from
-#: several threads (or nested ones) share one switch of the model: the first switches it to the capture function, the
-#: last one out restores the model's own implementation. Each thread's session lives in a context variable, so every
-#: thread's forward pass sees only its own callback (a pass outside any capture gets eager attention's weights).
+#: model id -> [captures in progress, the model's own attention implementation], guarded by _LOCK: the first capture
+#: switches the model, the last one out restores it; each thread's session lives in the context variable _ACTIVE.
 _USERS: dict[int, list] = {}
 _LOCK = threading.Lock()
 
@@ -403,18 +352,15 @@ def patched_attention(
     keep_qk: bool = True,
     stop_early: bool = False,
 ) -> Iterator[None]:
-    """Context manager: inside it, the model runs attn_lib's capture attention.
-
-    Any forward pass (including ``model.generate``) then calls ``callback`` per layer and/or uses the replacement
-    normaliser. The previous attention implementation is restored on exit, also after an exception.
-    See :func:`capture_attention` for the parameters.
-    """
+    """Inside it, every forward pass of the model (``generate`` too) runs the capture attention; the parameters are
+    :func:`capture_attention`'s. The previous attention implementation is restored on exit."""
     model = _model_of(handle_or_model)
     temperature = check_positive("temperature", temperature)
     fn, fn_name = _resolve_normalizer(normalizer, temperature)
     if callback is not None and not callable(callback):
         raise ValueError(f"callback must be callable or None (got {callback!r})")
-    n_layers = _n_layers(model)
+    c = text_config(model.config)
+    n_layers = getattr(c, "num_hidden_layers", None) or getattr(c, "n_layer", None)
     sess = _Session(
         callback=callback,
         normalizer=fn,
@@ -437,8 +383,8 @@ def patched_attention(
 
 
 def prepare_input_ids(handle, input_ids) -> torch.Tensor:
-    """Validate ``input_ids`` (1-D or 2-D ints, non-empty, within the vocabulary and the model's context) and return a
-    2-D LongTensor on the handle's device."""
+    """``input_ids`` (1-D or 2-D ints, non-empty, in the vocabulary and the context) as a 2-D LongTensor on the handle's
+    device."""
     if isinstance(input_ids, (list, tuple)):
         try:
             input_ids = torch.tensor(input_ids)
@@ -503,45 +449,20 @@ def capture_attention(
     attention_mask: torch.Tensor | None = None,
     **options,
 ):
-    """Run ONE forward pass, calling ``callback(LayerAttention)`` for each layer as the pass proceeds.
+    """Run ONE forward pass of ``handle`` (a :class:`~attn_lib.models.ModelHandle` or a transformers model) on
+    ``input_ids`` (``(length,)`` or ``(batch, length)``, length at most ``handle.max_length``), calling
+    ``callback(LayerAttention)`` once per captured layer, in layer order (reduce to metrics to stay at one layer of
+    memory). ``attention_mask``: ``(batch, length)``, 1 (or True) = token, 0 = padding. ``options`` are
+    :func:`patched_attention`'s:
 
-    Parameters
-    ----------
-    handle:
-        A :class:`~attn_lib.models.ModelHandle` (or a bare transformers model).
-    input_ids:
-        ``(length,)`` or ``(batch, length)`` token ids; the length must not exceed ``handle.max_length``.
-    callback:
-        Called once per captured layer, in layer order. Keep what you need (reduce to metrics to stay at one layer of
-        memory); the tensors are not reused by attn_lib.
-    attention_mask:
-        Optional ``(batch, length)`` padding mask passed to the model: 1 (or True) = token, 0 = padding; a tensor,
-        array or nested list of the shape of ``input_ids``.
-    **options:
-        The keyword arguments of :func:`patched_attention`, one session's settings:
-    normalizer, temperature:
-        ``None`` and ``1.0`` keep the model's own softmax (weights equal eager attention's exactly). A name from
-        :mod:`attn_lib.normalizers` (or a callable ``f(logits, temperature=, dim=, mask=)``) and/or a temperature
-        ``!= 1`` replace softmax inside the live model: ``weights = normalizer(logits, temperature, mask)``, which
-        also changes what later layers see. ``normalizer=None`` with ``temperature != 1`` means softmax at that
-        temperature.
-    layers:
-        Layers to report (default all). Other layers still run.
-    normalizer_layers:
-        Layers whose normaliser is replaced (default all layers).
-    output_dtype:
-        Convert the float tensors handed to ``callback`` (e.g. ``torch.float64`` or ``"float64"`` for the theory
-        checks).
-    keep_qk:
-        Include queries and keys in the records.
-    stop_early:
-        With ``layers``: abort the forward pass once the last requested layer was reported (saves time; the return
-        value is then ``None``).
+    - ``normalizer``, ``temperature``: ``None`` and ``1.0`` keep the model's own softmax (eager attention's weights
+      exactly); a name from :mod:`attn_lib.normalizers` (or a callable ``f(logits, temperature=, dim=, mask=)``) and/or
+      ``temperature != 1`` replace softmax in the live model, so later layers see it (``None``: softmax at ``T``);
+    - ``layers``: the layers reported (default all; the others still run); ``normalizer_layers``: those replaced;
+    - ``output_dtype``: the float dtype handed to ``callback`` (e.g. ``"float64"`` for the theory checks);
+    - ``keep_qk``: include queries and keys; ``stop_early`` (with ``layers``): stop after the last of them.
 
-    Returns
-    -------
-    The model's output (logits etc.), or ``None`` if the pass was stopped early.
-    """
+    Returns the model's output, or ``None`` when the pass stopped early."""
     ids = prepare_input_ids(handle, input_ids)
     am = _prepare_attention_mask(attention_mask, ids)
     if options.get("stop_early") and options.get("layers") is None:

@@ -85,8 +85,8 @@ SIZES = {
 @dataclasses.dataclass
 class TrainRun:
     """What :func:`train` measured: ``history`` (per step ``train_loss``, ``val_loss`` (NaN between evaluations),
-    ``nonfinite``, ``clipped``, ``grad_norm``, ``logit_grad_<layer>``, ``weight_grad_<layer>``), ``summary`` (scalars and
-    settings) and ``state`` (the trained weights as float32 arrays)."""
+    ``nonfinite``, ``clipped``, ``grad_norm``, ``logit_grad_<layer>``, ``weight_grad_<layer>``), ``summary`` (scalars
+    and settings) and ``state`` (the trained weights as float32 arrays)."""
 
     history: pd.DataFrame
     summary: dict

@@ -1,25 +1,16 @@
-"""On-disk caches: experiment results, and where converted model weights live.
+"""On-disk caches: the folders (:func:`cache_dir`, :func:`model_dir` for converted weights, :func:`results_dir`) and
+:class:`ResultCache`, experiment results stored under a *key*: a JSON-able dict of everything the result depends on
+(model id and revision, text hash, every parameter; :func:`make_key`), to which the cache adds the attn_lib version,
+its code fingerprint and a format number. The canonical (sorted JSON) key is hashed; the entry stores the full key, the
+payload and its SHA-256. An entry whose checksum, key or format does not match, or that cannot be decoded, is never
+trusted: the value is recomputed and the entry rewritten.
 
-Directories: :func:`cache_dir` (the root), :func:`model_dir` (converted model weights) and :func:`results_dir`.
-
-Result cache
-------------
-:class:`ResultCache` stores the result of an experiment under a *key*: a JSON-able dict that must say everything the
-result depends on -- model id and revision (or the stand-in's file hash), text hash, every parameter -- to which the
-cache itself adds the attn_lib version and a format number (:func:`make_key` builds such a dict from a model handle and
-a :class:`~attn_lib.corpus.Text`). The key is canonicalised (sorted JSON) and hashed; the entry stores the full key, the
-payload and the payload's SHA-256. On read, an entry whose checksum, key, version or format does not match, or whose
-payload cannot be decoded, is treated as absent: the value is recomputed and the entry rewritten. It is never trusted.
-
-Values may be JSON-able (dicts with string keys, lists, numbers, strings; they come back as JSON gives them, so tuples
-become lists -- the first call returns the same round-tripped value, so a cached and an uncached run look identical),
-or pandas DataFrames, Series, NumPy arrays and scalars, attn_lib dataclasses, and dicts, lists and tuples of them: those
-are stored as a ``.npz`` archive (the arrays, and the rest as JSON) read with ``allow_pickle=False``, and stored only
-if they read back exactly the same. Nothing is unpickled, so an entry forged in a writable cache folder runs no code of its
-own (at most it builds an attn_lib dataclass from its data); an entry reads only its own ``meta.json`` and payload file (a fixed name, no symbolic link). A value of any
-other type (or a DataFrame with a MultiIndex, say) is returned but not stored, with a warning.
-Writes are atomic (a temporary folder renamed into place), so an interrupted run leaves no half-written entry; a file
-or link found where an entry folder belongs is removed and the entry rewritten.
+Values may be JSON-able (they come back as JSON gives them, tuples as lists, on the first call too), or pandas
+DataFrames, Series, NumPy arrays and scalars, attn_lib dataclasses, and dicts, lists and tuples of them: an ``.npz``
+archive read with ``allow_pickle=False``, stored only if it reads back exactly the same. Nothing is unpickled, so a
+forged entry runs no code (at most it builds an attn_lib dataclass), and an entry reads only its own two files (fixed
+names, no symbolic link). Other values are returned but not stored, with a warning. Writes are atomic (a temporary
+folder renamed into place); a file or link where an entry folder belongs is replaced.
 """
 
 from __future__ import annotations
@@ -55,22 +46,19 @@ FORMAT_VERSION = 2
 
 
 def cache_dir() -> Path:
-    """Root of attn_lib's caches: ``$ATTN_LIB_CACHE_DIR`` or the platform's user cache folder
-    (``platformdirs.user_cache_dir("attn_lib")``)."""
+    """Root of attn_lib's caches: ``$ATTN_LIB_CACHE_DIR`` or the platform's user cache folder."""
     if value := env(CACHE_ENV):
         return expand_path(f"the environment variable {CACHE_ENV}", value)
     return Path(platformdirs.user_cache_dir("attn_lib", appauthor=False))
 
 
 def model_dir() -> Path:
-    """Folder for converted model weights (the offline stand-in's safetensors copy): ``$ATTN_LIB_MODEL_DIR`` or
-    ``<cache_dir>/models``."""
+    """Folder of converted model weights (the offline stand-in's): ``$ATTN_LIB_MODEL_DIR`` or ``<cache_dir>/models``."""
     value = env(MODEL_ENV)
     return expand_path(f"the environment variable {MODEL_ENV}", value) if value else cache_dir() / "models"
 
 
 def results_dir() -> Path:
-    """Folder of the result cache: ``<cache_dir>/results``."""
     return cache_dir() / "results"
 
 
@@ -98,13 +86,9 @@ def format_bytes(n: int) -> str:
 
 
 def _jsonable(obj: Any, exact: bool = False) -> Any:
-    """Convert keys' values to plain JSON types (tuples, numpy scalars, torch dtypes/devices, paths).
-
-    Non-finite floats stay floats (JSON's ``NaN`` / ``Infinity`` tokens), so ``float("nan")`` and the string ``"nan"``
-    are different keys. Sets become lists sorted by each element's canonical JSON, so any set of JSON-able values has
-    one canonical order (``{1, "x"}`` included). ``exact=True`` (a value stored as JSON) converts only tuples: all but
-    None, bools, numbers, strings, lists and dicts with *string* keys (JSON writes 1 and '1' both as "1") is an error.
-    """
+    """A key's values as plain JSON types (tuples, numpy scalars, torch dtypes and devices, paths; sets as lists sorted
+    by canonical JSON); non-finite floats stay floats, so ``nan`` and ``"nan"`` differ. ``exact=True`` (a value stored
+    as JSON): anything but None, bools, numbers, strings, lists, tuples and dicts with string keys is an error."""
     if obj is None or isinstance(obj, (bool, int, str, float)):
         return obj
     if isinstance(obj, dict):
@@ -146,13 +130,8 @@ def key_digest(key: dict) -> str:
 
 
 def make_key(experiment: str, *, handle=None, text=None, **params) -> dict:
-    """Build a result-cache key.
-
-    ``handle`` (a :class:`~attn_lib.models.ModelHandle`) contributes the model id, revision (or file hash), whether it
-    is the offline stand-in, its dtype and device type; ``text`` (a :class:`~attn_lib.corpus.Text`, or a str that is
-    hashed) contributes its SHA-256; ``params`` are every other parameter. :class:`ResultCache` adds the attn_lib
-    version itself.
-    """
+    """A result-cache key: ``handle``'s :meth:`~attn_lib.models.ModelHandle.cache_key`, the SHA-256 of ``text`` (a
+    :class:`~attn_lib.corpus.Text` or a str) and every other parameter."""
     if not isinstance(experiment, str) or not experiment:
         raise ValueError(f"experiment must be a non-empty string (got {experiment!r})")
     key: dict[str, Any] = {"experiment": experiment}
@@ -179,11 +158,7 @@ def _attn_lib_version() -> str:
 
 @functools.cache
 def code_fingerprint() -> str:
-    """SHA-256 (first 16 hex digits) of every ``.py`` file of the installed attn_lib package.
-
-    Part of every cache key, so a result computed by other code (an edited checkout between two builds, say) is never
-    reused, even when the version number did not change.
-    """
+    """SHA-256 (16 hex digits) of attn_lib's ``.py`` files, in every key: other code's results are never reused."""
     pkg = Path(__file__).resolve().parent
     h = hashlib.sha256()
     for path in sorted(pkg.rglob("*.py")):
@@ -192,27 +167,17 @@ def code_fingerprint() -> str:
 
 
 class ResultCache:
-    """Experiment results on disk, keyed by everything they depend on.
-
-    Parameters
-    ----------
-    root:
-        Folder for the entries; default :func:`results_dir`.
-    enabled:
-        ``False`` bypasses the cache entirely (nothing is read or written): the CLI's ``--no-cache``.
-
-    After each :meth:`get_or_compute`, :attr:`last_status` is ``"hit"``, ``"miss"``, ``"invalid"`` (an entry existed
-    but failed verification and was recomputed) or ``"disabled"``.
-    """
+    """Experiment results on disk under ``root`` (default :func:`results_dir`); ``enabled=False`` reads and writes
+    nothing (``--no-cache``). After :meth:`get_or_compute`, :attr:`last_status` is ``"hit"``, ``"miss"``, ``"invalid"``
+    (an entry failed verification and was recomputed) or ``"disabled"``."""
 
     def __init__(self, root: str | os.PathLike | None = None, enabled: bool = True):
         self.enabled = check_bool("enabled", enabled)
         self.root = expand_path("root", root) if root is not None else results_dir()
         self.last_status: str | None = None
 
-    # -- keys -----------------------------------------------------------------------------------------------------
     def full_key(self, key: dict) -> dict:
-        """The key as stored: the caller's key plus the attn_lib version, its code fingerprint and the entry format."""
+        """The key as stored: with the attn_lib version, its code fingerprint and the entry format."""
         if not isinstance(key, dict) or not key:
             raise ValueError(f"key must be a non-empty dict (got {key!r})")
         full = json.loads(canonical_json(key))  # validated and canonical (sets sorted, tuples as lists)
@@ -226,9 +191,8 @@ class ResultCache:
         digest = key_digest(self.full_key(key))
         return self.root / digest[:2] / digest
 
-    # -- public API -----------------------------------------------------------------------------------------------
     def get_or_compute(self, key: dict, compute: Callable[[], Any]) -> Any:
-        """Return the cached value for ``key``, or call ``compute()``, store its value and return it."""
+        """The cached value for ``key``, or ``compute()``'s, stored."""
         if not callable(compute):
             raise ValueError(f"compute must be callable (got {compute!r})")
         full = self.full_key(key)
@@ -255,7 +219,6 @@ class ResultCache:
         """Entry folders currently on disk (none where the root does not exist)."""
         return sorted(p.parent for p in self.root.glob("??/*/meta.json"))
 
-    # -- storage --------------------------------------------------------------------------------------------------
     def _read(self, path: Path, full: dict) -> tuple[bool, Any]:
         if not (path / "meta.json").is_file():
             return False, None
@@ -323,8 +286,7 @@ def _own_file(entry: Path, name: str) -> Path:
 
 
 def _libs() -> tuple[Any, Any]:
-    """numpy and pandas, imported when an entry is encoded or decoded (the CLI imports this module; pandas is slow)."""
-    import numpy  # lazy: see the docstring
+    import numpy  # lazy: the CLI imports this module, and pandas is slow to import
     import pandas
 
     return numpy, pandas
@@ -340,8 +302,8 @@ def _encode(value: Any) -> tuple[str, bytes, Any]:
 
 
 def _to_npz(value: Any) -> bytes:
-    """``value`` as an ``.npz`` archive read back without pickle: the numeric arrays, and the rest as a JSON tree of
-    ``[tag, ...]`` nodes. Raises ``ValueError`` unless it reads back the same (:func:`_same`)."""
+    """``value`` as an ``.npz`` archive: the numeric arrays, and the rest as a JSON tree of ``[tag, ...]`` nodes;
+    ``ValueError`` unless it reads back the same."""
     np, _ = _libs()
     arrays: dict = {}
     try:
@@ -499,8 +461,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def describe_cache() -> dict:
-    """Locations and sizes, for ``attn-lib info``: ``<what>_dir`` (the folder) and ``<what>_bytes`` (its size) for
-    ``what`` in ``cache`` (the root), ``model`` (:func:`model_dir`) and ``results`` (:func:`results_dir`)."""
+    """For ``attn-lib info``: ``<what>_dir`` and ``<what>_bytes`` (its size) for ``what`` in cache, model, results."""
     out = {}
     for what, folder in (("cache", cache_dir()), ("model", model_dir()), ("results", results_dir())):
         out[f"{what}_dir"], out[f"{what}_bytes"] = str(folder), dir_size(folder)

@@ -1,18 +1,10 @@
 """attn_lib: executable companion to "Limitations of Normalization in Attention Mechanism".
 
-Layers (each importable on its own):
-
-* maths core (no model): :mod:`attn_lib.normalizers`, :mod:`attn_lib.jacobian`, :mod:`attn_lib.theory`;
-* model access (the only place that touches Hugging Face): :mod:`attn_lib.models`, :mod:`attn_lib.capture`,
-  :mod:`attn_lib.corpus`, :mod:`attn_lib.cache`;
-* experiments built on both: :mod:`attn_lib.metrics`, :mod:`attn_lib.experiments`;
-* figures: :mod:`attn_lib.layout`, :mod:`attn_lib.provenance`.
-
-What only the book and the course use is apart, in :mod:`attn_lib.book` (chapter settings, the SymPy
-derivations, toy instances, widgets, exercises); nothing here imports it.
-
-Heavy submodules are imported lazily, so ``import attn_lib`` is fast, and importing changes nothing in the
-process: the settings of :mod:`attn_lib.process` apply only when asked for.
+Layers: the maths (:mod:`~attn_lib.normalizers`, :mod:`~attn_lib.jacobian`, :mod:`~attn_lib.theory`); model access,
+the only part touching Hugging Face (:mod:`~attn_lib.models`, :mod:`~attn_lib.capture`, :mod:`~attn_lib.corpus`,
+:mod:`~attn_lib.cache`); experiments on both (:mod:`~attn_lib.metrics`, :mod:`~attn_lib.experiments`); figures
+(:mod:`~attn_lib.layout`, :mod:`~attn_lib.provenance`). What only the book uses is in :mod:`attn_lib.book`, which
+nothing here imports. ``import attn_lib`` is fast (heavy submodules load lazily) and changes nothing in the process.
 """
 
 from __future__ import annotations

@@ -195,7 +195,7 @@ _CPU_BLOCK_ELEMENTS = 2**19
 
 def _row_blocks(masked: torch.Tensor, visible: torch.Tensor | None) -> list[tuple[int, int, int]]:
     """``(first row, end row, width)`` of :func:`_replaced_weights`' blocks: one on accelerators; on the CPU, blocks of
-    about :data:`_CPU_BLOCK_ELEMENTS`, each trimmed to the last key any of its rows sees (causal: early rows need few)."""
+    about :data:`_CPU_BLOCK_ELEMENTS`, each trimmed to the last key that any of its rows sees."""
     q_len, k_len = masked.shape[-2], masked.shape[-1]
     if masked.device.type != "cpu":
         return [(0, q_len, k_len)]

@@ -1,11 +1,5 @@
-"""A per-layer summary of attention over consecutive windows of a text: the work behind ``attn-lib capture``.
-
-:func:`load_inputs` loads the text, then the model (a bad text fails before a model's first load, which may convert
-the offline stand-in). :func:`prepare_capture` checks the windows against the text and returns a
-:class:`CaptureJob`; :meth:`CaptureJob.run` runs one forward pass per window through
-:func:`attn_lib.capture.capture_attention` and reduces every layer to :func:`layer_summary`'s four numbers, through
-the result cache (:mod:`attn_lib.cache`). The command line only parses its flags, calls these and prints.
-"""
+"""A per-layer summary of attention over consecutive windows of a text, through the result cache: the work behind
+``attn-lib capture`` (:func:`load_inputs`, :func:`prepare_capture`, :meth:`CaptureJob.run`)."""
 
 from __future__ import annotations
 
@@ -30,11 +24,9 @@ METRIC = "layer_summary/v1"
 
 
 def layer_summary(rec: LayerAttention) -> dict:
-    """Per-layer summary of one layer's :class:`~attn_lib.capture.LayerAttention` (``rec.weights``: ``(batch, heads,
-    L, L)``) over heads and query rows 2..L, a dict: ``layer``; ``max_weight``: largest weight; ``mean_row_max``: mean
-    over rows of the row's largest weight; ``entropy``: mean row entropy in nats (0 log 0 = 0); ``first_token_mass``:
-    mean weight on the first token.
-    """
+    """One layer's summary over heads and query rows 2..L: ``layer``; ``max_weight``, the largest weight;
+    ``mean_row_max``, the mean of the rows' largest weights; ``entropy``, the mean row entropy in nats (0 log 0 = 0);
+    ``first_token_mass``, the mean weight on the first token."""
     w = rec.weights.detach()
     if w.shape[-2] > 1:
         w = w[..., 1:, :]  # drop query row 1 (it sees only itself)
@@ -48,9 +40,8 @@ def layer_summary(rec: LayerAttention) -> dict:
 
 
 def load_inputs(model: str, text: str, **options) -> tuple[ModelHandle, Text, float]:
-    """``(handle, text, seconds the model took to load)``: :func:`attn_lib.corpus.load_text` of ``text``, then
-    :func:`attn_lib.models.load_model` of ``model`` with ``options`` (``device``, ``dtype``, ``offline_fallback``,
-    ``quiet``: no progress bar of transformers' on stderr); a bad ``text`` fails before the model loads."""
+    """``(handle, text, seconds the model took to load)``; the text is loaded first: a bad one fails before the model
+    (``options``: :func:`attn_lib.models.load_model`'s)."""
     loaded = corpus.load_text(text)
     t0 = time.perf_counter()
     handle = models.load_model(model, **options)
@@ -71,15 +62,9 @@ class CaptureJob:
     normalizer: str | Callable | None = None
 
     def run(self, *, use_cache: bool = True, progress: bool = True) -> dict:
-        """The per-layer summary over every window, from the result cache when it holds it (``use_cache=False``
-        recomputes and stores nothing), with a progress bar on stderr (layers x windows) when stderr is a terminal
-        and ``progress`` is True.
-
-        Returns ``rows``: one dict per reported layer, in layer order (``layer``, ``max_weight`` the largest over the
-        windows; ``mean_row_max``, ``entropy``, ``first_token_mass`` the means over the windows); ``seconds``: the
-        capture's wall time when it was computed; ``cache``: ``"hit"``, ``"disabled"`` or another status of
-        :class:`~attn_lib.cache.ResultCache` (``last_status``).
-        """
+        """``rows`` (per reported layer, in layer order: :func:`layer_summary`, ``max_weight`` the largest over the
+        windows, the others their means), ``seconds`` (the capture's wall time) and ``cache`` (the ResultCache's
+        ``last_status``); a progress bar on a terminal's stderr when ``progress``."""
         results = cache.ResultCache(enabled=use_cache)
         key = cache.make_key("cli-capture", handle=self.handle, text=self.text, **self.params)
         result = results.get_or_compute(key, lambda: self._compute(progress))
@@ -95,12 +80,9 @@ class CaptureJob:
         layers, windows = self.params["layers"], self.params["windows"]
         per_layer: dict[int, list[dict]] = {}
         bar = tqdm(
-            total=(len(layers) if layers else self.handle.n_layers) * windows,
-            desc="capture (layers)",
-            unit="layer",
-            file=sys.stderr,
-            disable=None if progress else True,  # None: shown on a terminal only
-        )
+            total=(len(layers) if layers else self.handle.n_layers) * windows, desc="capture (layers)", unit="layer",
+            file=sys.stderr, disable=None if progress else True,  # None: shown on a terminal only
+        )  # fmt: skip
         t = time.perf_counter()
 
         def on_layer(rec: LayerAttention) -> None:
@@ -110,13 +92,9 @@ class CaptureJob:
         with bar:
             for w in range(windows):
                 capture.capture_attention(
-                    self.handle,
-                    self.ids[w : w + 1],
-                    on_layer,
-                    normalizer=self.normalizer,
-                    temperature=self.params["temperature"],
-                    layers=layers,
-                )
+                    self.handle, self.ids[w : w + 1], on_layer, normalizer=self.normalizer,
+                    temperature=self.params["temperature"], layers=layers,
+                )  # fmt: skip
         seconds = time.perf_counter() - t
         return {"rows": [_over_windows(layer, per_layer[layer]) for layer in sorted(per_layer)], "seconds": seconds}
 
@@ -128,35 +106,19 @@ def _over_windows(layer: int, recs: list[dict]) -> dict:
 
 
 def prepare_capture(
-    handle: ModelHandle,
-    text: Text,
-    *,
-    length: int,
-    windows: int = 1,
-    start: int = 0,
-    normalizer: str | Callable | None = None,
-    normalizer_name: str | None = None,
-    temperature: float = 1.0,
+    handle: ModelHandle, text: Text, *, length: int, windows: int = 1, start: int = 0,
+    normalizer: str | Callable | None = None, normalizer_name: str | None = None, temperature: float = 1.0,
     layers: list[int] | None = None,
-) -> CaptureJob:
-    """Cut ``windows`` consecutive windows of ``length`` tokens from ``start`` of ``text`` for one capture run.
-
-    ``length`` must not exceed ``handle.max_length`` (checked by :func:`~attn_lib.capture.capture_attention`) and
-    ``text`` must hold ``start + windows * length`` tokens (checked by :func:`attn_lib.corpus.token_windows`);
-    ``length`` and ``windows`` are >= 1, ``start`` >= 0. ``normalizer``, ``temperature`` and ``layers`` are
-    :func:`~attn_lib.capture.capture_attention`'s (None: the model's own softmax, every layer); ``normalizer_name``
-    keys the cache and the JSON document (default: ``normalizer`` when it is a string).
-    """
+) -> CaptureJob:  # fmt: skip
+    """``windows`` consecutive windows of ``length`` tokens from token ``start`` of ``text`` (which must hold them;
+    ``length`` at most ``handle.max_length``) for one capture run. ``normalizer``, ``temperature`` and ``layers`` are
+    :func:`~attn_lib.capture.capture_attention`'s; ``normalizer_name`` keys the cache and the JSON document (default:
+    ``normalizer`` when it is a string)."""
     if normalizer_name is None and isinstance(normalizer, str):
         normalizer_name = normalizer
     ids = corpus.token_windows(handle.tokenizer, text, length, n_windows=windows, start=start)
-    params = {
-        "length": length,
-        "windows": windows,
-        "start": start,
-        "normalizer": normalizer_name,
-        "temperature": temperature,
-        "layers": layers,
-        "metric": METRIC,
-    }
+    params = dict(
+        length=length, windows=windows, start=start, normalizer=normalizer_name, temperature=temperature,
+        layers=layers, metric=METRIC,
+    )  # fmt: skip
     return CaptureJob(handle=handle, text=text, ids=ids, params=params, normalizer=normalizer)

@@ -1,9 +1,5 @@
-"""The exceptions a caller of attn_lib catches when a model or a text cannot be had (standard library only).
-
-They live apart from :mod:`attn_lib.models` and :mod:`attn_lib.corpus`, which import torch, so that the command line
-can name them without importing torch (``attn-lib --version``, a usage error and ``--help`` stay fast). Both modules
-re-export them: ``attn_lib.models.ModelUnavailableError`` is this class.
-"""
+"""The exceptions raised when a model or a text cannot be had; apart from :mod:`attn_lib.models` and
+:mod:`attn_lib.corpus` (which re-export them) so that the command line names them without importing torch."""
 
 from __future__ import annotations
 

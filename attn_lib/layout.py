@@ -1,13 +1,8 @@
-"""Figure layout for the book's content column (standard library only; every figure module imports it).
+"""Figure layout for the book's content column (standard library only).
 
-The built book's content column is 752 px wide in a 1280 px window (pydata/sphinx-book theme, measured by
-``tests/test_browser.py``) and figures are rendered at :data:`FIGURE_DPI` (:func:`attn_lib.provenance.figure_to_png`),
-so a figure at most :data:`FIGURE_WIDTH_IN` inches wide is shown at its natural size, and its smallest text of
-:data:`MIN_FONT_PT` points is ``MIN_FONT_PT * FIGURE_DPI / 72`` ≈ 9.7 px on screen. Every figure of the book is
-laid out for that width: at most two panels per row.
-
-This is the core's part of the layout (the report's figures and the book's toy figures both use it); fitting display
-math to the column is the book's own, in :mod:`attn_lib.book.display_math`.
+The built book's content column is 752 px wide in a 1280 px window (measured by ``tests/test_browser.py``), so a figure
+at most :data:`FIGURE_WIDTH_IN` inches wide rendered at :data:`FIGURE_DPI` is shown at its natural size, and its
+smallest text of :data:`MIN_FONT_PT` points is ``MIN_FONT_PT * FIGURE_DPI / 72`` ≈ 9.7 px: at most two panels per row.
 """
 
 from __future__ import annotations
@@ -34,8 +29,7 @@ def wrap_text(text: str, width_in: float, fontsize: float) -> str:
 
 
 def smallest_font_pt(fig) -> float | None:
-    """The smallest font size, in points, of the visible non-empty text of a Matplotlib figure (ticks included;
-    the figure is laid out first), or ``None`` when it has no text."""
+    """The smallest font size, in points, of the visible text of a laid-out Matplotlib figure, or ``None``."""
     from matplotlib.text import Text  # matplotlib: only when a figure is measured (the core stays light)
 
     fig.draw_without_rendering()

@@ -1,23 +1,15 @@
 """Process settings for long CPU runs, applied only on request: ``import attn_lib`` and ``load_model`` change nothing.
 
-Two settings help the 2-core runs of the book (Linux only; results do not change, only how the process waits and
-where its memory comes from):
+Two settings help the book's 2-core runs (Linux only; results do not change):
 
-* **GNU OpenMP's spin count.** torch's CPU operations and numba's kernels share one ``libgomp``. An idle thread of
-  its pool busy-waits ``GOMP_SPINCOUNT`` iterations (300,000 by default, milliseconds) before it sleeps; on a busy
-  machine that spinning takes a core from the thread it waits for. :data:`SPIN_COUNT` (3,000) makes idle threads
-  sleep after tens of microseconds. libgomp reads the variable once, when torch loads it, so the setting acts only
-  if it is made before torch is imported.
-* **glibc's allocator.** A forward pass at ``L = 1024`` allocates and frees tensors of tens of megabytes per layer;
-  glibc serves each from a fresh ``mmap`` that the kernel zero-fills page by page. ``M_MMAP_MAX = 0`` serves large
-  blocks from the heap, and ``M_TRIM_THRESHOLD`` (:data:`TRIM_THRESHOLD`) keeps freed memory for reuse. The cost is
-  resident memory: the process stays near its peak.
+* **GNU OpenMP's spin count.** An idle thread of the ``libgomp`` pool that torch and numba share busy-waits
+  ``GOMP_SPINCOUNT`` iterations (300,000 by default, milliseconds), taking a core from a busy machine;
+  :data:`SPIN_COUNT` makes it sleep after tens of microseconds. libgomp reads it when torch loads it: set it before.
+* **glibc's allocator.** ``M_MMAP_MAX = 0`` serves the large tensors of a forward pass from the heap instead of fresh,
+  zero-filled ``mmap`` pages, and :data:`TRIM_THRESHOLD` keeps freed memory for reuse, at the cost of resident memory.
 
-Ask for them with :func:`tune` (Python), ``attn-lib --tune-process ...`` (the command line), or in the environment of
-a new process: ``GOMP_SPINCOUNT=3000`` and ``GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=
-1073741824`` (:data:`ENVIRONMENT`, what the Makefile sets for the book build and the tests). :func:`state` says
-what is in effect; ``python -m attn_lib info`` prints it. ``benchmarks/bench_contention.py`` and
-``benchmarks/bench_allocator.py`` measure the effects.
+Ask for them with :func:`tune`, ``attn-lib --tune-process``, or a new process' environment (:data:`ENVIRONMENT`, what
+the Makefile sets); :func:`state` says what is in effect (``attn-lib info`` prints it).
 """
 
 from __future__ import annotations
@@ -49,9 +41,8 @@ _DONE: dict[str, str] = {}
 
 
 def _libgomp_loaded() -> str | None:
-    """The path of a libgomp that torch would reuse (soname ``libgomp.so.1``) if one is mapped into this process
-    already, when a new spin count would not be read; ``None`` otherwise. Copies vendored under other sonames
-    (``libgomp-<hash>.so.1``) do not count: torch still loads, and initialises, its own."""
+    """The path of a ``libgomp.so.*`` already mapped into this process (a new spin count would not be read), or
+    ``None``; vendored copies (``libgomp-<hash>.so.1``) do not count: torch still loads its own."""
     try:
         with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
             paths = {line.split()[-1] for line in f if "/" in line}
@@ -91,13 +82,9 @@ def _tune_allocator() -> str:
 
 
 def tune(*, openmp: bool = True, allocator: bool = True) -> dict[str, str]:
-    """Apply the settings of the module docstring to this process, once each; the explicit request.
-
-    ``openmp``: set ``GOMP_SPINCOUNT`` in this process' environment (and so its children's), unless the environment
-    already sets it or ``OMP_WAIT_POLICY``; acts only before torch is imported (afterwards it says so and changes
-    nothing). ``allocator``: call glibc's ``mallopt`` (Linux with glibc only). Returns ``{"openmp": line, "allocator":
-    line}`` for the settings asked for: what was done, or why nothing was.
-    """
+    """Apply the settings of the module docstring to this process, once each. ``openmp``: set ``GOMP_SPINCOUNT`` in
+    the environment unless it or ``OMP_WAIT_POLICY`` is set (only before torch is imported); ``allocator``: glibc's
+    ``mallopt``. Returns ``{setting: line}`` for those asked for: what was done, or why nothing was."""
     for name, wanted, apply in (("openmp", openmp, _tune_openmp), ("allocator", allocator, _tune_allocator)):
         if check_bool(name, wanted) and name not in _DONE:
             _DONE[name] = apply()
@@ -105,8 +92,7 @@ def tune(*, openmp: bool = True, allocator: bool = True) -> dict[str, str]:
 
 
 def state() -> dict[str, str]:
-    """What is in effect in this process, one line per setting (``python -m attn_lib info`` prints them); ``ValueError``
-    for a ``GOMP_SPINCOUNT`` that libgomp would ignore."""
+    """What is in effect here, one line per setting; ``ValueError`` for a ``GOMP_SPINCOUNT`` libgomp ignores."""
     env = {v: os.environ.get(v, "").strip() for v in ("OMP_WAIT_POLICY", "GLIBC_TUNABLES")}
     env["GOMP_SPINCOUNT"] = check_env("GOMP_SPINCOUNT")  # ValueError for a value libgomp ignores
     openmp = _DONE.get("openmp") or (

@@ -1,10 +1,5 @@
-"""Figure provenance: the footer ``model · text · device`` under every figure, and the PNG each figure is shown as.
-
-Every figure of the library and of the book says what produced it: :func:`label_figure` adds the footer (for
-synthetic data, name the generator and its seed as the text) and :func:`figure_provenance` reads it back.
-:func:`figure_to_png` renders a figure with the layout keys of :mod:`attn_lib.layout` in its PNG text chunks.
-Only matplotlib is imported here.
-"""
+"""Figure provenance: the footer ``model · text · device`` that says what produced every figure (:func:`label_figure`,
+read back by :func:`figure_provenance`), and the PNG each figure is shown as (:func:`figure_to_png`)."""
 
 from __future__ import annotations
 
@@ -39,13 +34,8 @@ def _check_figure(fig: Any, name: str, size: Any) -> float:
 
 
 def provenance(*, model: str, text: str, device: str, seed: int | None = None) -> str:
-    """Return the one-line provenance label ``"model: … · text: … · device: …"`` used under every figure.
-
-    :param model: the model that produced the data, e.g. ``"gpt2 (124M)"``, or ``"none"`` for maths-only figures.
-    :param text: the input text, e.g. ``"War and Peace, first 1024 tokens"``, or the synthetic generator.
-    :param device: the device the numbers were computed on, e.g. ``"cpu"`` or ``"cuda:0 (NVIDIA H200)"``.
-    :param seed: the random seed, when the data are random.
-    """
+    """The label ``"model: … · text: … · device: …"`` (``model`` ``"none"`` for maths-only figures; ``text`` the input
+    text or the synthetic generator; ``seed`` when the data are random)."""
     parts = [f"{k}: {_check_label(k, v)}" for k, v in (("model", model), ("text", text), ("device", device))]
     if seed is not None:
         parts.append(f"seed: {check_int('seed', seed)}")
@@ -55,18 +45,14 @@ def provenance(*, model: str, text: str, device: str, seed: int | None = None) -
 def label_figure(
     fig: Figure, *, model: str, text: str, device: str, seed: int | None = None, fontsize: float = 7.0
 ) -> Figure:
-    """Add (or replace) a small footer on ``fig`` saying which model, text and device produced it.
-
-    The footer sits just below the figure's bottom edge; ``bbox_inches="tight"`` (the notebook default, and
-    :func:`figure_to_png`) keeps it in the saved image. Returns ``fig`` so that ``render`` functions can end with
-    ``return label_figure(fig, ...)``.
-    """
+    """Add (or replace) the :func:`provenance` footer just below ``fig``'s bottom edge (``bbox_inches="tight"`` keeps
+    it in the saved image); returns ``fig``."""
     fontsize = _check_figure(fig, "fontsize", fontsize)
     # broken into lines that fit the figure, so the footer never widens the saved image
     label = wrap_text(provenance(model=model, text=text, device=device, seed=seed), 0.97 * fig.get_figwidth(), fontsize)
     for old in [t for t in fig.texts if t.get_gid() == PROVENANCE_GID]:
         old.remove()
-    # Just below everything already drawn (tick labels and x labels can reach below the figure's edge).
+    # below everything already drawn (tick labels can reach below the figure's edge)
     try:
         renderer = fig.canvas.get_renderer()
     except AttributeError:  # canvases without their own renderer
@@ -79,8 +65,7 @@ def label_figure(
 
 
 def figure_provenance(fig: Figure) -> str | None:
-    """Return the provenance footer of ``fig`` (added by :func:`label_figure`, on one line), or ``None`` if it has
-    none."""
+    """The footer :func:`label_figure` added to ``fig``, on one line, or ``None``."""
     for t in fig.texts:
         if isinstance(t, Text) and t.get_gid() == PROVENANCE_GID:
             return t.get_text().replace("\n", " ")  # label_figure breaks a long footer at spaces
@@ -88,11 +73,8 @@ def figure_provenance(fig: Figure) -> str | None:
 
 
 def figure_to_png(fig: Figure, *, dpi: float = FIGURE_DPI) -> bytes:
-    """Render ``fig`` to PNG bytes (tight bounding box, so the provenance footer is kept).
-
-    The PNG carries text chunks with the resolution, the figure's width in inches and its smallest font size in
-    points (keys in :mod:`attn_lib.layout`), so the browser test can tell how large the smallest text is shown.
-    ``ValueError`` for a ``dpi`` that would render more than :data:`MAX_PIXELS`."""
+    """``fig`` as PNG bytes (tight bounding box: the footer is kept), with the resolution, width in inches and smallest
+    font size in points as text chunks (keys in :mod:`attn_lib.layout`); ``ValueError`` above :data:`MAX_PIXELS`."""
     dpi = _check_figure(fig, "dpi", dpi)
     w, h = fig.get_size_inches()
     if dpi > (top := (MAX_PIXELS / (w * h)) ** 0.5):  # the tight box may add a footer: a margin, not an exact count

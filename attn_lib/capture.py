@@ -149,17 +149,10 @@ def _capture_attention_forward(module, query, key, value, attention_mask, scalin
 
     if wanted:
         record = LayerAttention(
-            layer=int(layer),
-            logits=logits,
-            mask=_full_visibility(visible, logits),
-            weights=weights,
-            values=value_r,
-            queries=query if sess.keep_qk else None,
-            keys=key_r if sess.keep_qk else None,
-            scaling=float(scaling),
-            normalizer=sess.normalizer_name if replace else "model",
-            temperature=sess.temperature if replace else 1.0,
-        )
+            layer=int(layer), logits=logits, mask=_full_visibility(visible, logits), weights=weights, values=value_r,
+            queries=query if sess.keep_qk else None, keys=key_r if sess.keep_qk else None, scaling=float(scaling),
+            normalizer=sess.normalizer_name if replace else "model", temperature=sess.temperature if replace else 1.0,
+        )  # fmt: skip
         _report(sess, record)
     return attn_output, weights
 
@@ -341,17 +334,11 @@ def _leave(model) -> None:
 
 @contextlib.contextmanager
 def patched_attention(
-    handle_or_model,
-    callback: Callable[[LayerAttention], Any] | None = None,
-    *,
-    normalizer=None,
-    temperature: float = 1.0,
-    layers: Iterable[int] | int | None = None,
-    normalizer_layers: Iterable[int] | int | None = None,
-    output_dtype: torch.dtype | None = None,
-    keep_qk: bool = True,
-    stop_early: bool = False,
-) -> Iterator[None]:
+    handle_or_model, callback: Callable[[LayerAttention], Any] | None = None, *, normalizer=None,
+    temperature: float = 1.0, layers: Iterable[int] | int | None = None,
+    normalizer_layers: Iterable[int] | int | None = None, output_dtype: torch.dtype | None = None,
+    keep_qk: bool = True, stop_early: bool = False,
+) -> Iterator[None]:  # fmt: skip
     """Inside it, every forward pass of the model (``generate`` too) runs the capture attention; the parameters are
     :func:`capture_attention`'s. The previous attention implementation is restored on exit."""
     model = _model_of(handle_or_model)
@@ -362,16 +349,12 @@ def patched_attention(
     c = text_config(model.config)
     n_layers = getattr(c, "num_hidden_layers", None) or getattr(c, "n_layer", None)
     sess = _Session(
-        callback=callback,
-        normalizer=fn,
-        normalizer_name=fn_name,
-        temperature=temperature,
+        callback=callback, normalizer=fn, normalizer_name=fn_name, temperature=temperature,
         layers=_layer_set("layers", layers, n_layers),
         normalizer_layers=_layer_set("normalizer_layers", normalizer_layers, n_layers),
         output_dtype=None if output_dtype is None else resolve_dtype(output_dtype, name="output_dtype"),  # or "float64"
-        keep_qk=check_bool("keep_qk", keep_qk),
-        stop_after=1 if check_bool("stop_early", stop_early) else None,
-    )
+        keep_qk=check_bool("keep_qk", keep_qk), stop_after=1 if check_bool("stop_early", stop_early) else None,
+    )  # fmt: skip
     register()
     _enter(model)
     token = _ACTIVE.set(sess)
@@ -442,27 +425,21 @@ def _prepare_attention_mask(attention_mask, ids: torch.Tensor) -> torch.Tensor |
 
 
 def capture_attention(
-    handle,
-    input_ids,
-    callback: Callable[[LayerAttention], Any] | None = None,
-    *,
-    attention_mask: torch.Tensor | None = None,
-    **options,
-):
+    handle, input_ids, callback: Callable[[LayerAttention], Any] | None = None, *,
+    attention_mask: torch.Tensor | None = None, **options,
+):  # fmt: skip
     """Run ONE forward pass of ``handle`` (a :class:`~attn_lib.models.ModelHandle` or a transformers model) on
     ``input_ids`` (``(length,)`` or ``(batch, length)``, length at most ``handle.max_length``), calling
     ``callback(LayerAttention)`` once per captured layer, in layer order (reduce to metrics to stay at one layer of
-    memory). ``attention_mask``: ``(batch, length)``, 1 (or True) = token, 0 = padding. ``options`` are
-    :func:`patched_attention`'s:
+    memory). ``attention_mask``: ``(batch, length)``, 1 (or True) = token, 0 = padding. ``options``:
 
     - ``normalizer``, ``temperature``: ``None`` and ``1.0`` keep the model's own softmax (eager attention's weights
       exactly); a name from :mod:`attn_lib.normalizers` (or a callable ``f(logits, temperature=, dim=, mask=)``) and/or
       ``temperature != 1`` replace softmax in the live model, so later layers see it (``None``: softmax at ``T``);
     - ``layers``: the layers reported (default all; the others still run); ``normalizer_layers``: those replaced;
     - ``output_dtype``: the float dtype handed to ``callback`` (e.g. ``"float64"`` for the theory checks);
-    - ``keep_qk``: include queries and keys; ``stop_early`` (with ``layers``): stop after the last of them.
-
-    Returns the model's output, or ``None`` when the pass stopped early."""
+    - ``keep_qk``: include queries and keys; ``stop_early`` (with ``layers``): stop after the last of them, and return
+      ``None`` instead of the model's output."""
     ids = prepare_input_ids(handle, input_ids)
     am = _prepare_attention_mask(attention_mask, ids)
     if options.get("stop_early") and options.get("layers") is None:

@@ -40,8 +40,7 @@ def layer_summary(rec: LayerAttention) -> dict:
 
 
 def load_inputs(model: str, text: str, **options) -> tuple[ModelHandle, Text, float]:
-    """``(handle, text, seconds the model took to load)``; the text is loaded first: a bad one fails before the model
-    (``options``: :func:`attn_lib.models.load_model`'s)."""
+    """``(handle, text, seconds the model took to load)``; the text first: a bad one fails before the model loads."""
     loaded = corpus.load_text(text)
     t0 = time.perf_counter()
     handle = models.load_model(model, **options)

@@ -299,15 +299,14 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The ``attn-lib`` parser; each subcommand's builder sets ``func`` to its command."""
     p = _Parser(
-        prog="attn-lib",
-        description="attn_lib: 'Limitations of Normalization in Attention Mechanism' (Mudarisov et al., 2025), "
+        prog="attn-lib", description="attn_lib: 'Limitations of Normalization in Attention Mechanism' (Mudarisov et al., 2025), "
         "executable.\n\ninfo shows what would run where, capture runs one forward pass with attention "
         "capture,\nreproduce runs the paper's five experiments and writes figures and a report,\n"
         "compare-normalizers measures every normaliser on the paper's limits,\ntrain-sweep trains small "
         "GPT-2-architecture models with each normaliser and temperature (chapter 8).",
         epilog="examples:\n  attn-lib info\n  attn-lib capture --length 1024\n"
         "  attn-lib reproduce --out results/\n\n" + _ENV_HELP,
-    )
+    )  # fmt: skip
     p.add_argument("--version", action="version", version=f"attn_lib {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="more logging")
     p.add_argument(
@@ -337,13 +336,12 @@ def _model_args(sp, quiet_help: str) -> None:
 
 def _add_info(sub) -> None:
     sp = sub.add_parser(
-        "info",
-        help="device, model resolution, cache location and size",
+        "info", help="device, model resolution, cache location and size",
         description="Print the attn_lib, torch and transformers versions, the devices here, how --device and "
         "--model\nresolve, the offline stand-in's status, the texts and the cache folders with their "
         "sizes.\nNo model is loaded or downloaded.",
         epilog="example:\n  attn-lib info --model gpt2-medium --device cuda",
-    )
+    )  # fmt: skip
     sp.add_argument(
         "--model", default="gpt2", help="model name to resolve (default gpt2): says whether it is in the local "
         "Hugging Face cache, would be downloaded, or falls back to the offline stand-in SmolLM2-135M-Instruct; a "
@@ -361,16 +359,14 @@ def _add_capture(sub) -> None:
         norm.help = norm.help.replace("{names}", ", ".join(n for n in _cli_names() if n != "topk"))
 
     sp = sub.add_parser(
-        "capture",
-        later=later,
-        help="one forward pass with attention capture; per-layer summary",
+        "capture", later=later, help="one forward pass with attention capture; per-layer summary",
         description="Run the model once over --windows windows of --length tokens of --text with attention "
         "capture,\nand print per layer: the largest attention weight, the mean row maximum, the mean "
         "row entropy\n(nats) and the mean weight on the first token (over heads and query rows 2..L). "
         "Says which model\nactually ran. Results are cached; --no-cache recomputes.",
         epilog="examples:\n  attn-lib capture --length 1024\n"
         "  attn-lib capture --length 256 --normalizer sparsemax --temperature 0.5 --layers 0,5 --json",
-    )
+    )  # fmt: skip
     _model_args(sp, "no progress bar")
     sp.add_argument(
         "--length", type=_checked(check_int, "--length", low=1), default=1024, help="tokens per window (default 1024)"
@@ -403,8 +399,7 @@ def _add_reproduce(sub) -> None:
     except ValueError:  # e.g. ATTN_LIB_CACHE_DIR=~nosuchuser/...: the command itself reports it in one line
         results_folder = "<ATTN_LIB_CACHE_DIR>/results"
     sp = sub.add_parser(
-        "reproduce",
-        help="run the paper's experiments (Algorithms 1-5) and write figures and a report",
+        "reproduce", help="run the paper's experiments (Algorithms 1-5) and write figures and a report",
         description="Run Algorithms 1-5 of the paper (distance vs L and vs N, critical N, separability, gradient\n"
         "sensitivity) on one model and text in a single forward pass, and chapter 5's multi-head coverage in a\n"
         "second one, and write into --out:\n"
@@ -421,7 +416,7 @@ def _add_reproduce(sub) -> None:
         "stdout.",
         epilog="examples:\n  attn-lib reproduce --out results/\n"
         "  attn-lib reproduce --profile quick --model gpt2 --out results-quick/",
-    )
+    )  # fmt: skip
     _model_args(sp, "no progress bars")
     sp.add_argument(
         "--profile", choices=["paper", "quick"], default="paper",
@@ -452,14 +447,12 @@ def _add_compare_normalizers(sub) -> None:
         what = textwrap.fill(
             f"Measure {nz.describe(nz.available(compared=True))}, and top-k at several k, on the same model logits (vanishing "
             "weight, d~ and critical N, N_s/N, g(T, eps)), and swap each into every head of the live model "
-            "(held-out loss and perplexity; top-k over k, softmax over T).",
-            100,
-        )
+            "(held-out loss and perplexity; top-k over k, softmax over T).", 100,
+        )  # fmt: skip
         parser.description = parser.description.replace("{what}", what)
 
     sp = sub.add_parser(
-        "compare-normalizers",
-        later=later,
+        "compare-normalizers", later=later,
         help="every normaliser on the paper's limits and swapped into the live model; table and figures",
         description="{what}" + " Writes into --out:\n"
         "  limits.md, limits.csv, limits.json   the table (normalisers x limits)\n"
@@ -469,7 +462,7 @@ def _add_compare_normalizers(sub) -> None:
         "Results are cached like reproduce's; --no-cache recomputes.",
         epilog="examples:\n  attn-lib compare-normalizers --out beyond/\n"
         "  attn-lib compare-normalizers --profile quick --model gpt2 --out beyond-quick/",
-    )
+    )  # fmt: skip
     _model_args(sp, "no progress lines")
     sp.add_argument(
         "--profile", choices=["paper", "quick"], default="paper",
@@ -511,8 +504,7 @@ def _cmd_train_sweep(args) -> int:
 
 def _add_train_sweep(sub) -> None:
     sp = sub.add_parser(
-        "train-sweep",
-        help="train GPT-2-architecture models with each normaliser and temperature (chapter 8)",
+        "train-sweep", help="train GPT-2-architecture models with each normaliser and temperature (chapter 8)",
         description="Train small GPT-2-architecture models from scratch on the shipped text (bytes) with softmax at "
         "T = 0.03 ... 10 (a factor on GPT-2's 1/sqrt(d)) and with every registered normaliser at T = 1, and judge "
         "the abstract's training claim. quick: 5 seeds per T, 1 per normaliser, 100 steps; full: 5 seeds each, "
@@ -520,7 +512,7 @@ def _add_train_sweep(sub) -> None:
         "Writes results.json, train_runs.csv, train_curves.csv, train_limits.csv, figures and report.md into --out. "
         "Each run is cached; --no-cache retrains.",
         epilog="examples:\n  attn-lib train-sweep --out train/\n  attn-lib train-sweep --profile full --workers 2",
-    )
+    )  # fmt: skip
     sp.add_argument("--profile", choices=["quick", "full"], default="quick", help="quick (default, the book's) or full")
     sp.add_argument("--device", action="store_true", help="train on the GPU (CUDA) with the larger 'gpu' size")
     sp.add_argument("--out", default="results-train", help="output folder (default ./results-train)")

@@ -150,8 +150,7 @@ def _build(size: TrainSize, normalizer: str):
 
 
 def _normaliser(model, name: str, params: dict):
-    """The normaliser handed to the attention interface; with learned parameters, called once per layer in layer
-    order, so it runs the layers' functions in turn."""
+    """The normaliser for the attention interface; with learned parameters, the layers' functions in turn."""
     if name not in LEARNABLE:
         return nz.get(name, **params)
     per_layer = itertools.cycle([_layer_normaliser(model, name, params, i) for i in range(model.config.n_layer)])
@@ -203,9 +202,8 @@ def _evaluate(model, val: torch.Tensor, starts: torch.Tensor, size: TrainSize) -
 
 
 def train(normalizer="softmax", temperature=1.0, *, seed=0, size="book", params=None, device="cpu") -> TrainRun:
-    """Train a GPT-2-architecture model from scratch with ``normalizer`` at ``temperature`` (module docstring).
-
-    ``size``: a key of :data:`SIZES` or a :class:`TrainSize`; ``params``: the normaliser's fixed parameters (default
+    """Train a GPT-2-architecture model from scratch with ``normalizer`` at ``temperature`` (module docstring); ``size``:
+    a key of :data:`SIZES` or a :class:`TrainSize`; ``params``: the normaliser's fixed parameters (default
     :data:`DEFAULT_PARAMS`; none where they are learned); ``"cpu"`` is deterministic."""
 
     T, seed, size, params = _check(normalizer, temperature, seed, size, params)
@@ -278,11 +276,10 @@ def _state(model) -> dict:
 
 
 def trained_handle(run: TrainRun, device="cpu"):
-    """The trained model of ``run`` as a :class:`~attn_lib.models.ModelHandle` (byte tokenizer, float32, eval mode).
-
-    The temperature is folded into the queries (``q -> q / T``): the logits the experiments read are the ``l / T`` the
-    normaliser saw. The handle's own forward pass uses softmax (for softmax runs: the trained model; its ``note`` says
-    so otherwise); ``capture_attention(handle, ..., normalizer=...)`` runs the trained normaliser."""
+    """The trained model of ``run`` as a :class:`~attn_lib.models.ModelHandle` (byte tokenizer, float32, eval mode),
+    with the temperature folded into the queries (``q -> q / T``): the logits the experiments read are the ``l / T``
+    the normaliser saw. Its own forward pass uses softmax (the trained model for softmax runs; its ``note`` says so
+    otherwise); ``capture_attention(handle, ..., normalizer=...)`` runs the trained normaliser."""
 
     s = run.summary
     size = TrainSize(**s["size"])
@@ -303,9 +300,7 @@ def trained_handle(run: TrainRun, device="cpu"):
     )  # fmt: skip
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# the sweep of chapter 8 and ``attn-lib train-sweep``
-# ----------------------------------------------------------------------------------------------------------------
+# -- the sweep of chapter 8 and ``attn-lib train-sweep`` ---------------------------------------------------------------
 #: Softmax temperatures of the sweep (a factor on GPT-2's 1/sqrt(d): ``T_paper = T sqrt(d)``, module docstring).
 TEMPERATURES = (0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 #: Seeds of softmax at every temperature, and of every normaliser at ``T = 1``; ``steps`` replaces the size's own.
@@ -388,9 +383,7 @@ def sweep_tables(runs: dict) -> dict:
     return {"train_runs": pd.DataFrame(rows), "train_curves": pd.concat(curves, ignore_index=True)}
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# the paper's limits on the trained heads (chapter 8, "The paper's limits on the trained heads")
-# ----------------------------------------------------------------------------------------------------------------
+# -- the paper's limits on the trained heads (chapter 8, "The paper's limits on the trained heads") --------------------
 #: The window of the limits: the book size's training window.
 LIMITS_WINDOW = 64
 #: The temperatures (on the model's own logits) at which the table reports ``g(T, eps)`` of Fig. 4.
@@ -503,7 +496,6 @@ def limits_row(handle, text, profile, normalizer: str = "softmax", params=None) 
     """The paper's limits on every head of ``handle`` with ``normalizer`` (``params``: its fixed parameters; learned
     ones are read from a trained model), on the first ``L`` tokens of ``text`` (``profile``: :func:`limits_profile`).
     One forward pass in which every layer runs that normaliser and its logits are normalised again to measure ``alpha``:
-
     ``b``, the log-log slope against ``n`` of the mean ``max_j alpha_tj`` over rows ``t`` in ``(n/2, n]`` (``-1`` is
     Lemma 1's vanishing); ``ns_<N>``, the median over (layer, head) of the row-mean ``N_s/N`` (Algorithm 4); ``rho``,
     the median over (layer, head) of each head's median ``||s_N||/||z||`` at ``rho_N`` (the critical-N diagnosis);
@@ -533,9 +525,8 @@ def limits_row(handle, text, profile, normalizer: str = "softmax", params=None) 
 def trained_limits(runs: dict, *, text=None, window: int = LIMITS_WINDOW, reference=LIMITS_REFERENCE, cache=None):
     """:func:`limits_row` of every run of :func:`run_sweep` with its own normaliser and temperature (folded into its
     queries by :func:`trained_handle`), then of the ``reference`` model with softmax (a name, a ModelHandle or None),
-    on ``window`` tokens (``>= 16``, at most every run's training window) of ``text`` (default :func:`held_out_text`).
-
-    A DataFrame, one row per run (``kind = "trained"``, by the registry's order, ``T`` and seed), then the reference
+    on ``window`` tokens (``>= 16``, at most every run's training window) of ``text`` (default :func:`held_out_text`):
+    a DataFrame, one row per run (``kind = "trained"``, by the registry's order, ``T`` and seed), then the reference
     (``kind = "reference"``, ``temperature`` and ``seed`` NaN); each row cached in ``cache``."""
     if not isinstance(runs, dict) or not runs or not all(isinstance(r, TrainRun) for r in runs.values()):
         raise ValueError(

@@ -1,6 +1,5 @@
-"""The machinery of the paper's claims as data (see :mod:`attn_lib.claims`): :class:`Claim`, :class:`Outcome`, the
-registry :data:`CLAIMS`, and :func:`rule`, which registers a rule function under its id with the claim's fields from
-``claims.toml`` (:data:`DATA`); :func:`check_rules` then puts :data:`CLAIMS` in the file's order."""
+"""The machinery of the claims (:mod:`attn_lib.claims`): :class:`Claim`, :class:`Outcome`, the registry
+:data:`CLAIMS`, and :func:`rule`, which registers a rule under its id with its fields from ``claims.toml``."""
 
 from __future__ import annotations
 
@@ -32,9 +31,8 @@ VERDICTS = {
 
 @dataclass(frozen=True)
 class Outcome:
-    """What a rule found: the verdict, the measured value, and (for a row that differs, or has no verdict) its cause.
-
-    A rule cannot change its row's kind of evidence: the kind is the :class:`Claim`'s, fixed before any data."""
+    """What a rule found: verdict, measured value, and (for a row that differs, or has no verdict) its cause. The
+    kind of evidence is not a rule's to set: it is the :class:`Claim`'s, fixed before any data."""
 
     verdict: str
     measured: str
@@ -44,7 +42,7 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim of the paper, or one reading of it (the fields of a row of :func:`claim_row`)."""
+    """One claim of the paper, or one reading of it."""
 
     id: str  #: stable identifier (``"fig2c-critical-e1"``); rows, links and tests use it
     where: str  #: where the paper says it (``"Fig. 2c"``, ``"§4.4"``, ``"Discussion"``)
@@ -58,8 +56,7 @@ class Claim:
     rule: str  #: the rule in words
     fails_if: str  #: for an informative row: the outcome that would have failed it
     evaluate: Callable  #: ``evaluate(results, thresholds) -> Outcome``
-    #: why an informative row is a near-empty test (it could hardly have failed); ``""`` for an ordinary row. Such
-    #: rows are counted apart from the informative ones (:func:`attn_lib.claims.tally`) and labelled in the report
+    #: why an informative row is a near-empty test (it could hardly have failed), counted apart by the tally; or ``""``
     weak: str = ""
 
 
@@ -83,8 +80,8 @@ def claim(
     weak="",
     evaluate=None,
 ):
-    """Register ``evaluate(results, thresholds) -> Outcome`` as claim ``id``: the function given, or (without
-    ``evaluate``) the decorated one. ``weak``: why an informative claim is a near-empty test (see :class:`Claim`)."""
+    """Register ``evaluate(results, thresholds) -> Outcome`` as claim ``id`` (without ``evaluate``: the decorated
+    function); the other arguments are :class:`Claim`'s fields."""
     if evidence not in EVIDENCE:
         raise ValueError(f"evidence must be one of {list(EVIDENCE)} (got {evidence!r})")
     if evidence == "informative" and not fails_if:
@@ -106,7 +103,7 @@ def claim(
 
 
 def _load(text: str) -> dict[str, dict]:
-    """The ``[[claim]]`` tables of a ``claims.toml`` text, by id, in the file's order (each checked for its keys)."""
+    """The ``[[claim]]`` tables of a ``claims.toml`` text, by id, in the file's order, checked for their keys."""
     known = {f.name for f in fields(Claim)} - {"id", "evaluate"}
     out: dict[str, dict] = {}
     for entry in tomllib.loads(text)["claim"]:
@@ -148,8 +145,8 @@ def rule(id: str, **values) -> Callable:
 
 
 def check_rules() -> None:
-    """Check that every entry of ``claims.toml`` has its rule (registered by :func:`rule`) and every registered claim
-    an entry, then put :data:`CLAIMS` in the file's order (in place)."""
+    """Check that every entry of ``claims.toml`` has its rule and every rule its entry; put :data:`CLAIMS` in the
+    file's order."""
     missing, extra = [i for i in DATA if i not in CLAIMS], [i for i in CLAIMS if i not in DATA]
     if missing or extra:
         raise ValueError(f"claims.toml and the rules disagree: no rule for {missing}, no entry for {extra}")
@@ -157,7 +154,6 @@ def check_rules() -> None:
 
 
 def prf_ref(label: str) -> str:
-    """``label`` as a MyST cross-reference role."""
     return f"{{prf:ref}}`{label}`"
 
 
@@ -167,11 +163,11 @@ def has_results(results: dict, *names: str) -> bool:
 
 
 class NotJudged(Exception):
-    """Raised by a rule (through :func:`na_if`) whose results lack what it reads: its row says ``"n/a"``."""
+    """Raised (by :func:`na_if`) when the results lack what a rule reads: its row says ``"n/a"``."""
 
 
 def na_if(lacking, why: str) -> None:
-    """Raise :class:`NotJudged` with ``why`` (the ``"n/a"`` row's measured text) when ``lacking`` is true."""
+    """Raise :class:`NotJudged` with ``why`` (the row's measured text) when ``lacking`` is true."""
     if lacking:
         raise NotJudged(why)
 
@@ -186,22 +182,8 @@ def judged(ok, measured: str, cause: str, kind: str = "informative", numbers: di
 # ---- applying one rule ---------------------------------------------------------------------------------------------
 #: The columns of a row (:func:`claim_row`): the claim's id, where, title (``claim``), words (``paper``), reading and
 #: evidence, the outcome's verdict, measured value and cause, then the claim's rule, fails_if, basis, section, weak.
-COLUMNS = (
-    "id",
-    "where",
-    "claim",
-    "paper",
-    "reading",
-    "evidence",
-    "verdict",
-    "measured",
-    "cause",
-    "rule",
-    "fails_if",
-    "basis",
-    "section",
-    "weak",
-)
+COLUMNS = ("id", "where", "claim", "paper", "reading", "evidence", "verdict", "measured", "cause", "rule", "fails_if")
+COLUMNS += ("basis", "section", "weak")
 
 #: The tally's label of an informative row marked as a near-empty test (:attr:`Claim.weak`).
 NEAR_EMPTY = "near-empty test"

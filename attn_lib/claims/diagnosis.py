@@ -1,11 +1,7 @@
 r"""The statistics of the critical-N diagnosis (chapter 6, ``prop-e1-crossing``; Reading the paper, §The critical N),
-which the rules of Fig. 2c read.
-
-:func:`attn_lib.experiments.critical_n_diagnosis` measures, on the critical-N rows of one window, the quantities
-that decide where the KS test between d~ and E1 can pass; :func:`diagnosis_summary`, :func:`diagnosis_first_pass`,
-:func:`required_rho` and :func:`critical_rows` (the rows and Monte-Carlo error behind each critical ``N``) turn them
-into numbers. Their tables and figure are :mod:`attn_lib.report.critical`'s.
-"""
+read by the rules of Fig. 2c: they turn what :func:`attn_lib.experiments.critical_n_diagnosis` measures (the
+quantities that decide where the KS test between d~ and E1 can pass) into numbers. Tables and figure:
+:mod:`attn_lib.report.critical`."""
 
 from __future__ import annotations
 
@@ -21,7 +17,7 @@ _DIAG_COLUMNS = ("variant", "L", "N", "layer", "head", "kv_group", "d_tilde", "e
 
 
 def _ks(a, b) -> float:
-    from scipy.stats import ks_2samp  # scipy.stats: imported only when the test runs
+    from scipy.stats import ks_2samp  # imported only when the test runs
 
     return float(ks_2samp(np.asarray(a, float), np.asarray(b, float)).pvalue)
 
@@ -39,23 +35,13 @@ def _quantile(g: pd.DataFrame, col: str, q: float | None = None) -> float:
 
 
 def diagnosis_summary(diag: pd.DataFrame) -> pd.DataFrame:
-    r"""Per counterfactual and ``N``: what controls the critical N.
-
-    Parameters
-    ----------
-    diag : pandas.DataFrame
-        :func:`attn_lib.experiments.critical_n_diagnosis`.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per ``(variant, N)`` in the table's order: ``L, N, N/L``, ``heads``, ``rows`` (the median rows per
-        head), ``rho`` (median over heads of each head's median :math:`\|s_N\|/\|z\|`), ``rho q25``, ``rho q75``,
-        ``E1/d~`` (ratio of the head means, what the KS test compares), ``lead ratio`` (the same for the leading
-        terms :math:`(t-N)p\|z\|` and :math:`(t-N)\|s_N\|`), ``KS p (heads)``, ``KS p (kv groups)`` (the mean of
-        the heads of each key/value group, one sample per group), ``sink share`` (median over heads of the first
-        token's mean weight) and ``bound violations`` (rows, summed over heads).
-    """
+    r"""What controls the critical N, from :func:`attn_lib.experiments.critical_n_diagnosis`'s ``diag``: one row per
+    ``(variant, N)`` in the table's order with ``L, N, N/L``, ``heads``, ``rows`` (median rows per head), ``rho``
+    (median over heads of each head's median :math:`\|s_N\|/\|z\|`), ``rho q25``, ``rho q75``, ``E1/d~`` (ratio of
+    the head means, what the KS test compares), ``lead ratio`` (the same for the leading terms
+    :math:`(t-N)p\|z\|` and :math:`(t-N)\|s_N\|`), ``KS p (heads)``, ``KS p (kv groups)`` (one sample per key/value
+    group: the mean of its heads), ``sink share`` and ``sink output share`` (medians over heads) and ``bound
+    violations`` (rows, summed over heads)."""
     require_columns(diag, "diag", _DIAG_COLUMNS)
     rows = []
     for variant in dict.fromkeys(diag["variant"]):
@@ -87,23 +73,10 @@ def diagnosis_summary(diag: pd.DataFrame) -> pd.DataFrame:
 
 
 def diagnosis_first_pass(summary: pd.DataFrame, alpha: float = 0.01, sampling: str = "kv groups") -> pd.DataFrame:
-    """Per counterfactual: the first ``N/L`` of the grid where the KS test passes (``p >= alpha``).
-
-    Parameters
-    ----------
-    summary : pandas.DataFrame
-        :func:`diagnosis_summary`.
-    alpha : float in (0, 1)
-    sampling : {"kv groups", "heads"}
-
-    Returns
-    -------
-    pandas.DataFrame
-        Index ``variant``; ``first N/L`` (NaN when no grid point passes), ``last failing N/L`` (the grid point
-        before it, so the critical N lies in between), ``rho at 0.06 L`` (the median :math:`\\|s_N\\|/\\|z\\|` at
-        the grid point nearest 0.06 L).
-    """
-
+    """Per counterfactual of :func:`diagnosis_summary`'s ``summary`` (index ``variant``): ``first N/L``, the first grid
+    point where the KS test (``sampling``: ``"kv groups"`` or ``"heads"``) passes, ``p >= alpha`` with ``alpha`` in
+    (0, 1) (NaN when none does); ``last failing N/L``, the grid point before it (the critical N lies in between);
+    ``rho at 0.06 L`` and ``E1/d~ at 0.06 L``, at the grid point nearest 0.06 L."""
     require_columns(summary, "summary", ("variant", "N/L", "rho", "KS p (heads)", "KS p (kv groups)"))
     alpha = check_probability("alpha", alpha, open_low=True, open_high=True)
     col = f"KS p ({check_choice('sampling', sampling, ['kv groups', 'heads'])})"
@@ -125,15 +98,9 @@ def diagnosis_first_pass(summary: pd.DataFrame, alpha: float = 0.01, sampling: s
 
 def required_rho(L: int, fraction: float = 0.06) -> float:
     r"""The :math:`\|s_N\|/\|z\|` at which E1's leading term :math:`(t-N)p\|z\|` equals d~'s
-    :math:`(t-N)\|s_N\|` in the last row (``t = L``) at ``N = round(fraction L)``: ``p = N/(L-1)``. A heuristic
-    scale: shorter rows have a larger ``p``, and the KS test can pass before the ratio of the means reaches 1.
-
-    Parameters
-    ----------
-    L : int >= 3
-    fraction : float in (0, 1)
-    """
-
+    :math:`(t-N)\|s_N\|` in the last row (``t = L``, an int >= 3) at ``N = round(fraction L)``, ``fraction`` in (0, 1):
+    ``p = N/(L-1)``. A heuristic scale: shorter rows have a larger ``p``, and the KS test can pass before the ratio of
+    the means reaches 1."""
     L = check_int("L", L, low=3)
     f = check_probability("fraction", fraction, open_low=True, open_high=True)
     N = max(1, round(f * L))
@@ -141,23 +108,10 @@ def required_rho(L: int, fraction: float = 0.06) -> float:
 
 
 def critical_rows(trace: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
-    """The rows behind each critical ``N``, and the Monte-Carlo standard error there.
-
-    Parameters
-    ----------
-    trace : pandas.DataFrame
-        :func:`attn_lib.experiments.critical_n` (columns ``L, N, form, p_value, n_rows``; ``sampling`` and
-        ``mc_rel_se`` when present).
-    summary : pandas.DataFrame
-        :func:`attn_lib.experiments.critical_n_summary` of that trace.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``L, form, sampling, n_star, censored, rows`` (query rows per head at ``N*``: rows with ``t >= N* + 1``
-        among the scan's rows) and ``mc_rel_se`` (largest relative standard error of a Monte-Carlo sample value at
-        ``N*``; NaN for the other forms).
-    """
+    """The rows behind each critical ``N`` of ``summary`` (:func:`attn_lib.experiments.critical_n_summary` of the
+    :func:`attn_lib.experiments.critical_n` ``trace``): ``L, form, sampling, n_star, censored, rows`` (query rows per
+    head at ``N*``, those with ``t >= N* + 1``) and ``mc_rel_se`` (largest relative standard error of a Monte-Carlo
+    sample value at ``N*``; NaN for the other forms)."""
     require_columns(trace, "trace", ("L", "N", "form", "n_rows"))
     require_columns(summary, "summary", ("L", "form", "n_star", "censored"))
     tr, sm = with_sampling(trace), with_sampling(summary)
@@ -165,15 +119,6 @@ def critical_rows(trace: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
     for r in sm.itertuples():
         hit = tr[(tr["L"] == r.L) & (tr["form"] == r.form) & (tr["sampling"] == r.sampling) & (tr["N"] == r.n_star)]
         se = float(hit["mc_rel_se"].iloc[0]) if len(hit) and "mc_rel_se" in hit else math.nan
-        out.append(
-            dict(
-                L=int(r.L),
-                form=r.form,
-                sampling=r.sampling,
-                n_star=int(r.n_star),
-                censored=bool(r.censored),
-                rows=int(hit["n_rows"].iloc[0]) if len(hit) else 0,
-                mc_rel_se=se,
-            )
-        )
-    return pd.DataFrame(out)
+        rows = int(hit["n_rows"].iloc[0]) if len(hit) else 0
+        out.append((int(r.L), r.form, r.sampling, int(r.n_star), bool(r.censored), rows, se))
+    return pd.DataFrame(out, columns=["L", "form", "sampling", "n_star", "censored", "rows", "mc_rel_se"])

@@ -1,5 +1,5 @@
-"""The statistics the claims' rules read, and the thresholds of their verdicts: head aggregates, least-squares
-fits, the linear-growth rule, the valid KS sampling, and the column check every table function shares."""
+"""The thresholds of the claims' verdicts and the statistics their rules read: head aggregates, least-squares fits,
+the linear-growth rule, the valid KS sampling, and the column check every table function shares."""
 
 from __future__ import annotations
 
@@ -17,8 +17,7 @@ THRESHOLDS = {
     # plateau past N~20: |mean d~(N_max) - mean d~(20)| / mean d~(20) <= plateau_rel
     "plateau_rel": 0.25,
     "plateau_from_n": 20,
-    # convergence near N=100: relative gap |E - d~| / d~ at the largest N at most converge_rel, and below the gap at
-    # the smallest N
+    # convergence near N=100: relative gap |E - d~| / d~ at most converge_rel at the largest N, above it at the smallest
     "converge_rel": 0.10,
     # critical N ~ 0.06 L: least-squares ratio N*/L (uncensored L only) within a factor of 2 of 0.06
     "crit_ratio_paper": 0.06,
@@ -29,7 +28,7 @@ THRESHOLDS = {
     "sep_hi": 0.85,
     "sep_tol": 0.0,
     # 1/T regime below T=0.1: log-log slope of g against T (T < 0.1, smallest eps, at least inv_t_min_points
-    # temperatures) in [-1.25, -0.75], for the max over heads (the paper's aggregate) and for the mean over heads
+    # temperatures) in [-1.25, -0.75]
     "inv_t_max_T": 0.1,
     "inv_t_slope": (-1.25, -0.75),
     "inv_t_min_points": 5,
@@ -43,8 +42,8 @@ THRESHOLDS = {
     "jensen_small_rel": 0.10,
     # "safe but conservative": the median over heads and L of d_max / d~ is at least this
     "conservative_ratio": 1.5,
-    # the Monte-Carlo critical N gets a verdict only over at least this many seeds of its random subsets, all giving
-    # the same verdict (their relative standard error at N* is reported, not thresholded: the seeds' spread is the test)
+    # the Monte-Carlo rows get a verdict only over at least this many seeds of the random subsets, all giving the same
+    # verdict (the relative standard error at N* is reported, not thresholded: the seeds' spread is the test)
     "mc_min_seeds": 5,
     # KS level of the critical-N diagnosis (the scan's own level is in its trace)
     "ks_alpha": 0.01,
@@ -71,18 +70,9 @@ def separability_stats(df: pd.DataFrame) -> pd.DataFrame:
     ``upper`` and ``lower`` of Theorem 2's bounds, and ``heads``; read by Fig. 3's claims and its per-N table."""
     g = df.groupby("N")
     f = g["fraction"]
-    return pd.DataFrame(
-        {
-            "median": f.median(),
-            "q25": f.quantile(0.25),
-            "q75": f.quantile(0.75),
-            "p90": f.quantile(0.9),
-            "max": f.max(),
-            "upper": g["upper"].median(),
-            "lower": g["lower"].median(),
-            "heads": f.size(),
-        }
-    )
+    out = {"median": f.median(), "q25": f.quantile(0.25), "q75": f.quantile(0.75), "p90": f.quantile(0.9)}
+    out.update(max=f.max(), upper=g["upper"].median(), lower=g["lower"].median(), heads=f.size())
+    return pd.DataFrame(out)
 
 
 def linfit(x, y) -> tuple[float, float, float]:
@@ -99,29 +89,19 @@ def linfit(x, y) -> tuple[float, float, float]:
 
 
 def linear_growth(x, y, thresholds: dict | None = None) -> dict:
-    r"""How ``y`` grows with ``x``, and the rule "grows linearly" of :data:`THRESHOLDS`.
+    r"""How ``y`` grows with ``x`` (1-D, finite: e.g. the lengths ``L`` and the head-mean distances), and the rule
+    "grows linearly" of :data:`THRESHOLDS` (``thresholds``: overrides; only ``linear_exponent_tol`` is read).
 
-    The paper says the distances grow "roughly linearly in L". A good straight-line fit alone does not show that
-    (a line with a large intercept fits a curve that barely grows), so the rule reads the **exponent**: the
-    least-squares slope :math:`b` of :math:`\log y` against :math:`\log x`. A quantity grows linearly when
-    :math:`|b-1|\le` ``THRESHOLDS["linear_exponent_tol"]``. The growth factor of ``y`` next to that of ``x`` and the
-    straight-line fit (slope, :math:`R^2`) are reported too. :func:`~attn_lib.claims.verdicts` and
-    :func:`~attn_lib.book.tables.distance_length_fits` use this one rule, so the book's table and the report agree.
+    The paper says the distances grow "roughly linearly in L". A good straight-line fit does not show that (a line
+    with a large intercept fits a curve that barely grows), so the rule reads the **exponent**, the least-squares
+    slope :math:`b` of :math:`\log y` against :math:`\log x`: linear when :math:`|b-1|\le`
+    ``linear_exponent_tol``. The report and the book's table (:func:`~attn_lib.book.tables.distance_length_fits`)
+    share this rule.
 
-    Parameters
-    ----------
-    x, y : array-like (n,)
-        The points, finite; e.g. the lengths ``L`` and the head-mean distances.
-    thresholds : dict, optional
-        Overrides of :data:`THRESHOLDS` (only ``linear_exponent_tol`` is read).
-
-    Returns
-    -------
-    dict
-        ``slope``, ``intercept``, ``r2`` of the straight line (a constant ``y`` gives slope 0 and ``r2 = 1``);
-        ``exponent`` (NaN unless every ``y > 0``); ``growth`` (``y`` at the largest ``x`` over ``y`` at the smallest)
-        and ``x_growth`` (the same for ``x``); ``linear`` (bool). With fewer than two distinct ``x`` there is no fit:
-        the fitted numbers are NaN and ``linear`` is False.
+    Returns ``slope``, ``intercept``, ``r2`` of the straight line (a constant ``y``: slope 0, ``r2 = 1``); ``exponent``
+    (NaN unless every ``y > 0``); ``growth`` (``y`` at the largest ``x`` over ``y`` at the smallest), ``x_growth``
+    (the same for ``x``); ``linear`` (bool). With fewer than two distinct ``x`` the fitted numbers are NaN and
+    ``linear`` is False.
     """
     th = dict(THRESHOLDS, **(thresholds or {}))
     xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
@@ -139,15 +119,9 @@ def linear_growth(x, y, thresholds: dict | None = None) -> dict:
     growth = float(ya[order[-1]] / ya[order[0]]) if len(ya) and ya[order[0]] != 0 else float("nan")
     x_growth = float(xa[order[-1]] / xa[order[0]]) if len(xa) and xa[order[0]] != 0 else float("nan")
     linear = bool(abs(exponent - 1.0) <= th["linear_exponent_tol"])  # NaN compares False: not linear
-    return {
-        "slope": slope,
-        "intercept": intercept,
-        "r2": r2,
-        "exponent": exponent,
-        "growth": growth,
-        "x_growth": x_growth,
-        "linear": linear,
-    }
+    return dict(
+        slope=slope, intercept=intercept, r2=r2, exponent=exponent, growth=growth, x_growth=x_growth, linear=linear
+    )
 
 
 def valid_ks_sampling(summary: pd.DataFrame) -> str:
@@ -158,7 +132,7 @@ def valid_ks_sampling(summary: pd.DataFrame) -> str:
 
 
 def need_results(results: Any) -> None:
-    """``ValueError`` unless ``results`` is a dict (of result tables, as :func:`attn_lib.experiments.run_all` returns)."""
+    """``ValueError`` unless ``results`` is a dict (of result tables, as :func:`attn_lib.experiments.run_all`'s)."""
     if not isinstance(results, dict):
         raise ValueError(
             f"results must be the dict that attn_lib.experiments.run_all returns (got {type(results).__name__})"

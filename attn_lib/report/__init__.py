@@ -1,24 +1,15 @@
 """The reproduction report of a run: its tables, the paper's figures and the files ``reproduce`` and
-``compare-normalizers`` write (Reading the paper, §Rows, heads and figures). It only presents: the claims, their
-rules and the statistics behind the verdicts are :mod:`attn_lib.claims`'s, and the chapters' own tables are
-:mod:`attn_lib.book.tables`'s.
+``compare-normalizers`` write (Reading the paper, §Rows, heads and figures). It only presents: the claims, rules and
+statistics are :mod:`attn_lib.claims`'s, the chapters' own tables :mod:`attn_lib.book.tables`'s.
 
-The package reads top-down:
+Modules: :mod:`~attn_lib.report.reproduction` (the report's tables, one model or several side by side, the tally, the
+verdict figure); :mod:`~attn_lib.report.summary` (the summary in words, and :func:`say`, through which prose states a
+claim's outcome); :mod:`~attn_lib.report.critical` (the critical-N diagnosis, ``prop-e1-crossing``);
+:mod:`~attn_lib.report.figures` (Figs. 2a, 2b, 2c, 3, 4; :mod:`~attn_lib.report.separability`: the per-N summary
+behind Fig. 3); :mod:`~attn_lib.report.output` (``report.md``, ``results.json`` and the figures written to a folder);
+:mod:`~attn_lib.report.beyond` (``compare-normalizers``, chapter 7); :mod:`~attn_lib.report._common` (shared helpers).
 
-* :mod:`~attn_lib.report.reproduction` -- the reproduction report's tables (one model, or several side by side),
-  the tally and the verdict figure;
-* :mod:`~attn_lib.report.summary` -- the summary in words that opens the report, and :func:`say`, through which
-  prose states a claim's outcome;
-* :mod:`~attn_lib.report.critical` -- the critical-N diagnosis' figure and tables (``prop-e1-crossing`` of
-  chapter 6);
-* :mod:`~attn_lib.report.figures` -- the paper's Figs. 2a, 2b, 2c, 3 and 4, each labelled with model, text and
-  device (:mod:`~attn_lib.report.separability`: the per-N summary behind Fig. 3);
-* :mod:`~attn_lib.report.output` -- ``report.md``, ``results.json`` and the figures written to a folder;
-* :mod:`~attn_lib.report.beyond` -- ``compare-normalizers``' tables and figures (chapter 7);
-* :mod:`~attn_lib.report._common` -- the helpers they all share.
-
-Verdicts describe *the model that was run*: the offline stand-in is not GPT-2, and every table says which model
-produced it.
+Verdicts describe *the model that was run*: the offline stand-in is not GPT-2, and every table names its model.
 """
 
 from __future__ import annotations
@@ -52,32 +43,9 @@ from .separability import separability_per_n
 from .summary import say, summary_markdown
 
 # what the book and the CLI show; the helpers imported above (label, save_figure, FIGURES, ...) are not listed
-__all__ = [
-    # the paper's figures
-    "figure_distance_vs_length",
-    "figure_distance_vs_n",
-    "figure_critical_n",
-    "figure_separability",
-    "figure_sensitivity",
-    "separability_per_n",
-    "sensitivity_curves",
-    # the critical-N diagnosis
-    "diagnosis_markdown",
-    "figure_critical_diagnosis",
-    # the reproduction report
-    "reproduction_table",
-    "tally_markdown",
-    "summary_markdown",
-    "say",
-    "claim_details_markdown",
-    "figure_verdicts",
-    "model_column",
-    "side_by_side",
-    "side_by_side_markdown",
-    "write_report",
-    # compare-normalizers (chapter 7)
-    "beyond_limits_markdown",
-    "beyond_swap_table",
-    "figure_beyond_limits",
-    "figure_beyond_swap",
-]
+__all__ = ["figure_distance_vs_length", "figure_distance_vs_n", "figure_critical_n", "figure_separability"]
+__all__ += ["figure_sensitivity", "separability_per_n", "sensitivity_curves"]  # the paper's figures
+__all__ += ["diagnosis_markdown", "figure_critical_diagnosis"]  # the critical-N diagnosis
+__all__ += ["reproduction_table", "tally_markdown", "summary_markdown", "say", "claim_details_markdown"]
+__all__ += ["figure_verdicts", "model_column", "side_by_side", "side_by_side_markdown", "write_report"]
+__all__ += ["beyond_limits_markdown", "beyond_swap_table", "figure_beyond_limits", "figure_beyond_swap"]  # chapter 7

@@ -1,5 +1,5 @@
 """What every part of :mod:`attn_lib.report` shares: provenance labels, display names, the curves of Fig. 4 and
-Markdown tables. The thresholds and statistics of the verdicts are :mod:`attn_lib.claims.stats`'s."""
+Markdown tables."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def label(meta: dict) -> str:
 
 
 def who(meta: dict) -> str:
-    """``"X · Y · Z"``: the model, text and device of ``meta`` (``?`` where missing), a panel's subtitle."""
+    """``"X · Y · Z"``: model, text and device of ``meta`` (``?`` where missing), a panel's subtitle."""
     return " · ".join(str(meta.get(k, "?")) for k in ("model", "text", "device"))
 
 
@@ -40,13 +40,11 @@ def records(df: pd.DataFrame) -> list[dict]:
     return json.loads(df.to_json(orient="records"))
 
 
-# ---- aggregation helpers ---------------------------------------------------------------------------------------------
 def sensitivity_curves(df: pd.DataFrame) -> pd.DataFrame:
     """The paper's ``g(T, eps)``: max over (layer, head) of the row-mean, per (T, eps)."""
     return df.groupby(["T", "eps"])["g"].max().reset_index()
 
 
-# ---- display names ---------------------------------------------------------------------------------------------------
 #: Display names of the expectation forms of the critical-N scan.
 CRITICAL_FORM_NAMES = {"e1": "E1", "e2": "E2", "mc": "Monte Carlo"}
 
@@ -56,10 +54,7 @@ def form_name(form: Any) -> str:
 
 
 #: How the KS samples are described (Reading the paper, §The critical N).
-KS_SAMPLING = {
-    "heads": "over all heads",
-    "kv_groups": "one sample per key/value group",
-}
+KS_SAMPLING = {"heads": "over all heads", "kv_groups": "one sample per key/value group"}
 
 
 # ---- Markdown tables -------------------------------------------------------------------------------------------------
@@ -71,18 +66,13 @@ def md_text(x: Any) -> str:
 
 
 def md_cell(x: Any) -> str:
-    """``x`` as the text of one Markdown table cell (:func:`md_text`): a line break becomes a space and ``|`` is
-    escaped."""
+    """``x`` as one Markdown table cell (:func:`md_text`): a line break becomes a space, ``|`` is escaped."""
     return md_text(x).replace("\n", " ").replace("|", "\\|")
 
 
 def pipe_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A Markdown pipe table of ready-made cells: ``| a | b |`` per line, the rule under the header ``|---|`` per column.
-
-    Every cell is written as given (its ``str``): no padding to the column's width, no number parsing, and ``|``
-    not escaped (:func:`md_cell` does that). Returns the table's lines without a final line break; ``ValueError``
-    when a row does not have one cell per header.
-    """
+    """A Markdown pipe table of ready-made cells (each its ``str``: no padding, ``|`` not escaped), without a final
+    line break; ``ValueError`` when a row does not have one cell per header."""
     n = len(headers)
     if any(len(r) != n for r in rows):
         raise ValueError(

@@ -1,8 +1,6 @@
-"""The paper's Figs. 2a, 2b, 2c, 3 and 4, drawn from the experiments' tables.
-
-Each ``figure_*`` takes a second model's table as ``other`` (e.g. the bidirectional encoder's), drawn as a second,
-labelled panel, and returns a matplotlib Figure outside pyplot, one panel per model, each titled with model, text and
-device (:func:`_panel_figure`)."""
+"""The paper's Figs. 2a, 2b, 2c, 3 and 4, drawn from the experiments' tables. Each ``figure_*`` returns a matplotlib
+Figure outside pyplot with one panel per model, each titled with model, text and device: the table's, and ``other``,
+a second model's (e.g. the bidirectional encoder's)."""
 
 from __future__ import annotations
 
@@ -21,13 +19,10 @@ from .separability import separability_per_n
 
 
 def _panel_figure(draw, frames: list, *, height: float = 4.2):
-    """A figure with one panel per result set in ``frames`` (one model each: e.g. the decoder and the encoder).
-
-    ``draw(ax, frame)`` draws one panel and returns ``(title, meta)``; each panel is titled with its model, text
-    and device, and the footer names every model shown. The panels are stacked, one per row, each as wide as the
-    book's content column (:data:`attn_lib.layout.FIGURE_WIDTH_IN`), so legends and the footer are shown at their
-    size. The figure lives outside pyplot's state machine: it never switches the user's backend, is not auto-shown
-    at the end of a cell, and saves with Agg (show it with ``IPython.display.display``)."""
+    """A figure with one panel per result set in ``frames`` (one model each), stacked, each as wide as the book's
+    content column: ``draw(ax, frame)`` draws one and returns ``(title, meta)``; the footer names every model. Outside
+    pyplot, the figure never switches the user's backend and is not auto-shown (show it with
+    ``IPython.display.display``)."""
     from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
 
     fig = Figure(figsize=(FIGURE_WIDTH_IN, height * len(frames)))
@@ -89,7 +84,7 @@ def _distance_plot(ax, df: pd.DataFrame, by: str, xlabel: str) -> None:
 
 def figure_distance_vs_length(df: pd.DataFrame, other: pd.DataFrame | None = None):
     """Fig. 2a: every distance quantity against ``L`` at ``N`` (mean over heads, band: interquartile range), from
-    :func:`attn_lib.experiments.distance_vs_length`'s rows (one per L, layer, head); ``other``: a second model's."""
+    :func:`attn_lib.experiments.distance_vs_length`'s rows."""
     return _model_panels(
         df,
         other,
@@ -99,8 +94,8 @@ def figure_distance_vs_length(df: pd.DataFrame, other: pd.DataFrame | None = Non
 
 
 def figure_distance_vs_n(df: pd.DataFrame, other: pd.DataFrame | None = None):
-    """Fig. 2b: every distance quantity against ``N`` at fixed ``L``, from
-    :func:`attn_lib.experiments.distance_vs_n`'s rows (one per N, layer, head); ``other``: a second model's."""
+    """Fig. 2b: every distance quantity against ``N`` at fixed ``L``, from :func:`attn_lib.experiments.distance_vs_n`'s
+    rows."""
     return _model_panels(
         df,
         other,
@@ -116,11 +111,9 @@ def figure_critical_n(
     other_trace: pd.DataFrame | None = None,
 ):
     """Fig. 2c: the critical ``N`` of E1 and of the Monte-Carlo expectation against ``L`` (both KS samplings), E2's
-    first passing ``N`` and the paper's ``0.06 L``; a censored point (no passing ``N`` up
-    to the scan limit) is an open marker at the limit. ``summary``: :func:`attn_lib.experiments.critical_n_summary`
-    rows, one per (L, form, sampling); ``trace``: the :func:`attn_lib.experiments.critical_n` trace (for the labels);
-    ``other``, ``other_trace``: a second model's summary and trace.
-    """
+    first passing ``N`` and the paper's ``0.06 L``; a censored point (no passing ``N`` up to the scan limit) is an open
+    marker at the limit. ``summary``: :func:`attn_lib.experiments.critical_n_summary`'s rows; ``trace``: the
+    :func:`attn_lib.experiments.critical_n` trace (for the labels); ``other``, ``other_trace``: a second model's."""
     frames = list(zip(_frames(summary, other), (trace, other_trace)))
 
     def draw(ax, frame):
@@ -133,12 +126,8 @@ def figure_critical_n(
 
 def _critical_n_axes(ax, summary: pd.DataFrame) -> None:
     summary = with_sampling(summary)
-    styles = {
-        ("e1", "heads"): ("tab:blue", "-", "o"),
-        ("e1", "kv_groups"): ("tab:purple", "--", "s"),
-        ("mc", "heads"): ("tab:orange", "-", "D"),
-        ("mc", "kv_groups"): ("tab:red", "--", "v"),
-    }
+    styles = {("e1", "heads"): ("tab:blue", "-", "o"), ("e1", "kv_groups"): ("tab:purple", "--", "s")}
+    styles.update({("mc", "heads"): ("tab:orange", "-", "D"), ("mc", "kv_groups"): ("tab:red", "--", "v")})
     for (f, sampling), g in summary.groupby(["form", "sampling"]):
         g = g.sort_values("L")
         cens = g["censored"].astype(bool).to_numpy()
@@ -150,15 +139,9 @@ def _critical_n_axes(ax, summary: pd.DataFrame) -> None:
         name = f"{form_name(f)}, KS {KS_SAMPLING.get(sampling, sampling)}"
         ax.plot(g["L"][~cens], g["n_star"][~cens], ls, marker=marker, color=color, label=f"critical N: d~ vs {name}")
         if cens.any():
-            ax.scatter(
-                g["L"][cens],
-                g["n_star"][cens],
-                marker=marker,
-                facecolors="none",
-                edgecolors=color,
-                zorder=3,
-                label=f"{form_name(f)} censored: no N up to the scan limit",
-            )
+            lab = f"{form_name(f)} censored: no N up to the scan limit"
+            style = dict(marker=marker, facecolors="none", edgecolors=color, zorder=3, label=lab)
+            ax.scatter(g["L"][cens], g["n_star"][cens], **style)
     if len(summary):
         Ls = np.array(sorted(summary["L"].unique()), float)
         ax.plot(Ls, 0.06 * Ls, "k--", lw=1, label="paper: 0.06 L")
@@ -167,16 +150,10 @@ def _critical_n_axes(ax, summary: pd.DataFrame) -> None:
 
 
 def figure_separability(df: pd.DataFrame, other: pd.DataFrame | None = None):
-    """The paper's Fig. 3: box plots over heads of the per-head ``N_s/N`` against ``N``, with Theorem 2's bounds.
-
-    One box per ``N`` of the grid (matplotlib ``boxplot``: box = quartiles over heads, line = median, whiskers up
-    to 1.5 IQR, circles = heads beyond them); the lower bound (clipped at −1) and the paper's heuristic upper bound
-    are drawn per ``N`` as their medians over heads (:func:`separability_per_n`), and the paper's 0.70–0.85 band is
-    shaded.
-
-    ``df``: :func:`attn_lib.experiments.separability` rows, one per (N, layer, head): ``N``, ``fraction``, ``lower``,
-    ``upper`` (and ``L``, ``model``, ``text``, ``device`` for the labels); ``other``: a second model's.
-    """
+    """Fig. 3: box plots over heads of the per-head ``N_s/N`` against ``N`` (box: quartiles, whiskers up to 1.5 IQR,
+    circles: heads beyond them), Theorem 2's lower bound (clipped at −1) and the paper's heuristic upper bound as their
+    medians over heads, and the paper's 0.70–0.85 band shaded, from :func:`attn_lib.experiments.separability`'s rows
+    (``N``, ``fraction``, ``lower``, ``upper``; ``L``, ``model``, ``text``, ``device`` for the labels)."""
     return _model_panels(
         df,
         other,
@@ -190,32 +167,15 @@ def _separability_axes(ax, df: pd.DataFrame) -> None:
     Ns = list(per_n.index)
     data = [df.loc[df["N"] == n, "fraction"].to_numpy(dtype=float) for n in Ns]
     pos = np.arange(len(Ns))
-    ax.axhspan(
-        THRESHOLDS["sep_lo"],
-        THRESHOLDS["sep_hi"],
-        color="0.8",
-        alpha=0.5,
-        zorder=0,
-        label=f"paper: {THRESHOLDS['sep_lo']:.2f}–{THRESHOLDS['sep_hi']:.2f}",
-    )
-    ax.boxplot(
-        data,
-        positions=pos,
-        widths=0.5,
-        patch_artist=True,
-        zorder=2,
-        boxprops=dict(facecolor="tab:green", alpha=0.45),
-        medianprops=dict(color="darkgreen", lw=1.5),
-        flierprops=dict(marker="o", ms=3, markerfacecolor="none", markeredgecolor="tab:green"),
-    )
+    lo, hi = THRESHOLDS["sep_lo"], THRESHOLDS["sep_hi"]
+    ax.axhspan(lo, hi, color="0.8", alpha=0.5, zorder=0, label=f"paper: {lo:.2f}–{hi:.2f}")
+    box = dict(boxprops=dict(facecolor="tab:green", alpha=0.45), medianprops=dict(color="darkgreen", lw=1.5))
+    box["flierprops"] = dict(marker="o", ms=3, markerfacecolor="none", markeredgecolor="tab:green")
+    ax.boxplot(data, positions=pos, widths=0.5, patch_artist=True, zorder=2, **box)
     from matplotlib.patches import Patch  # matplotlib: imported only when a figure is drawn
 
-    box_handle = Patch(
-        facecolor="tab:green",
-        alpha=0.45,
-        edgecolor="k",
-        label=f"measured N_s/N over {int(per_n['heads'].max())} heads (box: quartiles)",
-    )
+    lab = f"measured N_s/N over {int(per_n['heads'].max())} heads (box: quartiles)"
+    box_handle = Patch(facecolor="tab:green", alpha=0.45, edgecolor="k", label=lab)
     for col, fmt, color, bound in (
         ("upper_median", "^-", "tab:red", "upper bound (paper's form, heuristic)"),
         ("lower_median", "v-", "tab:purple", "lower bound (clipped at −1)"),
@@ -230,10 +190,8 @@ def _separability_axes(ax, df: pd.DataFrame) -> None:
 
 def figure_sensitivity(df: pd.DataFrame, other: pd.DataFrame | None = None):
     """Fig. 4: ``g(T, eps)``, the maximum over heads of the row mean, against ``T`` for each ``eps`` (direction draw
-    0, with the band between the smallest and largest curve over the draws where the table has several), with the
-    paper's ``min{1/(4T), sqrt2}`` and the corrected ``1/(2T)``, ``sqrt2/eps``, from
-    :func:`attn_lib.experiments.gradient_sensitivity`'s rows (one per T, eps, layer, head); ``other``: a second model's.
-    """
+    0; a band over the draws where the table has several), with the paper's ``min{1/(4T), sqrt2}``, the corrected
+    ``1/(2T)`` and ``sqrt2/eps``, from :func:`attn_lib.experiments.gradient_sensitivity`'s rows."""
     return _model_panels(
         df,
         other,
@@ -286,8 +244,8 @@ FIGURES = tuple(_FIGURE_TABLES)
 
 
 def save_figure(fig, path, dpi: int = 130, **kwargs) -> None:
-    """Write ``fig`` to ``path`` so that the same figure gives the same bytes on every run: no creation date in the
-    file's metadata, and SVG element ids drawn from a fixed salt instead of a random one."""
+    """Write ``fig`` to ``path`` so that the same figure gives the same bytes on every run (no creation date in the
+    metadata, SVG element ids from a fixed salt)."""
     import matplotlib  # matplotlib: imported only when a figure is drawn
 
     if not callable(getattr(fig, "savefig", None)):
@@ -299,8 +257,7 @@ def save_figure(fig, path, dpi: int = 130, **kwargs) -> None:
 
 
 def save_formats(fig, out: Path, stem: str, formats: Sequence[str], **kwargs) -> list[str]:
-    """``fig`` saved (:func:`save_figure`, with ``kwargs``) as ``out/stem.fmt`` for each of ``formats``; returns the
-    paths."""
+    """``fig`` saved (:func:`save_figure`) as ``out/stem.fmt`` for each of ``formats``; returns the paths."""
     paths = [out / f"{stem}.{fmt}" for fmt in formats]
     for path in paths:
         save_figure(fig, path, **kwargs)
@@ -314,12 +271,9 @@ def write_figures(
     on_figure=None,
     other: dict[str, pd.DataFrame] | None = None,
 ) -> dict[str, list[str]]:
-    """Write the five figures (those with data) as ``fig2a_distance_vs_length.{png,svg}`` etc.
-
-    ``on_figure(stem)``, if given, is called after each of the five :data:`FIGURES` (drawn or skipped for lack of
-    data), e.g. to advance a progress bar. ``other``: a second model's results (:func:`attn_lib.experiments.run_all`),
-    drawn as a second panel of each figure.
-    """
+    """Write the five figures (those with data) as ``fig2a_distance_vs_length.{png,svg}`` etc., with ``other`` (a
+    second model's results) as a second panel; ``on_figure(stem)`` is called after each of :data:`FIGURES` (drawn or
+    skipped), e.g. to advance a progress bar."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     o = other or {}

@@ -41,7 +41,7 @@ def results_json(
 
 
 def _claims_table(vt: pd.DataFrame) -> str:
-    """The claims with the paper's words, their verdict, measured value and cause, one row each (``report.md``)."""
+    """The claims with the paper's words, verdict, measured value and cause, one row each (``report.md``)."""
     rows = []
     for _, r in vt.iterrows():
         paper = f"{md_cell(r['where'])}: {md_cell(r['paper'])}"
@@ -61,7 +61,7 @@ def markdown_report(
 ) -> str:
     """The report: which model/text/device produced it, a summary in words, the tally, the claim table, the
     critical-N diagnosis and the details of every claim, on the main model (``label``) and on each model of
-    ``compare`` (``{label: {"results": ..., "table": reproduction_table(...)}}``), the thresholds, the figures."""
+    ``compare`` (``{label: {"results": ..., "table": reproduction_table(...)}}``), the conventions, the figures."""
     vt = verdicts(results) if verdict_table is None else verdict_table
     tables = {label: vt, **{lab: item["table"] for lab, item in (compare or {}).items()}}
     all_results = {label: results, **{lab: item["results"] for lab, item in (compare or {}).items()}}
@@ -104,7 +104,6 @@ def markdown_report(
 
 
 def _header_lines(meta: dict) -> list[str]:
-    """The report's first lines: model, stand-in note, text, device, profile, attention, grid, times."""
     lines = [f"- **Model:** {meta.get('model_description', meta.get('model', '?'))}"]
     if meta.get("is_standin"):
         lines.append(
@@ -154,12 +153,9 @@ def write_report(
     compare: dict[str, dict] | None = None,
 ) -> dict:
     """Write figures, ``results.json`` and ``report.md`` into ``out``; returns their paths and the verdicts.
-
-    ``on_figure``: passed to :func:`write_figures`. ``compare``: further models that ran,
-    ``{model_column(handle): {"handle": handle, "results": run_all(...)}}``; the report then gets a side-by-side
-    table (:func:`side_by_side`, returned as ``"side_by_side"``), the figures a second panel (the first of them)
-    and ``results.json`` their tables and verdicts under ``"compare"``.
-    """
+    ``compare``: further models that ran, ``{model_column(handle): {"handle": handle, "results": run_all(...)}}``; the
+    report then gets a side-by-side table (also returned as ``"side_by_side"``), the figures a second panel (the first
+    of them) and ``results.json`` their tables and verdicts under ``"compare"``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     meta = _report_meta(results, handle, text, profile, timings)
@@ -200,7 +196,6 @@ def write_report(
 
 
 def _report_meta(results, handle, text, profile, timings) -> dict[str, Any]:
-    """The report's ``meta``: provenance of the tables, then the model, text, profile and timings where given."""
     meta: dict[str, Any] = meta_of(next((v for v in results.values() if v is not None and len(v)), None))
     if handle is not None:
         meta.update(_handle_meta(handle))
@@ -214,12 +209,8 @@ def _report_meta(results, handle, text, profile, timings) -> dict[str, Any]:
 
 
 def _handle_meta(handle) -> dict[str, Any]:
-    meta: dict[str, Any] = dict(
-        model=handle.model_id,
-        model_description=handle.describe(),
-        is_standin=bool(handle.is_standin),
-        device=str(handle.device),
-    )
+    meta: dict[str, Any] = dict(model=handle.model_id, model_description=handle.describe())
+    meta.update(is_standin=bool(handle.is_standin), device=str(handle.device))
     try:
         meta["model_summary"] = handle.summary()
     except Exception:
@@ -245,7 +236,6 @@ def _profile_meta(profile, handle) -> dict[str, Any]:
 
 
 def _side_by_side_section(tables: dict, sbs: pd.DataFrame) -> str:
-    """The section of ``report.md`` with one verdict column per model that ran."""
     return (
         "\n## Side by side: the claims on every model that ran\n\n"
         "One verdict column per model ("
@@ -261,7 +251,7 @@ def _side_by_side_section(tables: dict, sbs: pd.DataFrame) -> str:
 
 
 def _write_report_figures(results, out: Path, formats, tables: dict) -> dict[str, list[str]]:
-    """The report's own figures: the critical-N diagnosis (when it ran) and the verdicts at a glance of ``tables``."""
+    """The report's own figures: the critical-N diagnosis (when it ran) and the verdicts at a glance."""
     made = {}
     diag = results.get("critical_n_diagnosis")
     if isinstance(diag, pd.DataFrame) and len(diag):

@@ -14,15 +14,13 @@ from ._common import footer, md_cell, md_text, meta_of, pipe_table
 
 
 def reproduction_table(results: dict[str, pd.DataFrame], *, thresholds: dict | None = None) -> pd.DataFrame:
-    """Every claim of :data:`attn_lib.claims.CLAIMS` on one model's results: :func:`attn_lib.claims.verdicts`, whose
-    arguments, checks and table (one row per claim id) it shares."""
+    """Every claim on one model's results: :func:`attn_lib.claims.verdicts`."""
     return verdicts(results, thresholds)
 
 
 def model_column(handle) -> str:
-    """The column label of a model (an :class:`attn_lib.models.ModelHandle`) in :func:`side_by_side`:
-    ``"decoder: <model>"`` for a causal model, ``"encoder: <model>"`` for a bidirectional one (the model as the
-    result tables name it)."""
+    """A model's (:class:`attn_lib.models.ModelHandle`) column label in :func:`side_by_side`: ``"decoder: <model>"``
+    for a causal model, ``"encoder: <model>"`` for a bidirectional one."""
     kind = "decoder" if getattr(handle, "causal", True) else "encoder"
     name = handle.model_id
     if getattr(handle, "is_standin", False):
@@ -47,8 +45,8 @@ def claim_label(row) -> str:
 
 
 def kind_label(row) -> str:
-    """A row's kind of evidence as the report prints it: ``"informative (near-empty test)"`` for an informative row
-    marked as a near-empty test (its ``weak`` reason, :attr:`attn_lib.claims.Claim.weak`), else the kind."""
+    """A row's kind of evidence as the report prints it: ``"informative (near-empty test)"`` for a row with a
+    ``weak`` reason (:attr:`attn_lib.claims.Claim.weak`), else the kind."""
     weak = row.get("weak") if hasattr(row, "get") else ""
     return f"{row['evidence']} ({NEAR_EMPTY})" if isinstance(weak, str) and weak else str(row["evidence"])
 
@@ -60,8 +58,7 @@ def _check_tables(tables) -> None:
 
 def tally_markdown(tables: dict[str, pd.DataFrame]) -> str:
     """The verdicts of ``tables`` (``{model column label: reproduction_table(...)}``) counted apart by kind of
-    evidence: a pipe table of ``kind of evidence`` and one column per model, each cell a short list of counts
-    (``"8 reproduced, 14 not reproduced"``)."""
+    evidence: a pipe table, one column per model, each cell a list of counts (``"8 reproduced, 14 not reproduced"``)."""
     _check_tables(tables)
     counted = {m: tally(t) for m, t in tables.items()}
     kinds = list(dict.fromkeys(k for c in counted.values() for k in c.index))
@@ -86,12 +83,9 @@ def _plain(text: str, links: bool) -> str:
 
 
 def claim_details_markdown(tables: dict[str, pd.DataFrame] | pd.DataFrame, *, links: bool = True) -> str:
-    """Under each claim, the paper's words, its reading, the rule, what would have failed it, the measured numbers
-    and the cause on every model: a collapsible block per claim (``{dropdown}`` in the book, ``<details>`` in
-    ``report.md``). ``tables``: one :func:`reproduction_table`, or ``{model column label: table}`` (as for
-    :func:`side_by_side`); ``links``: ``True`` for the book (MyST dropdowns and cross-references), ``False`` for plain
-    Markdown.
-    """
+    """A collapsible block per claim (``{dropdown}`` in the book, ``links=True``; ``<details>`` and plain labels in
+    ``report.md``): the paper's words, the reading, the rule, what would have failed it, the measured numbers and the
+    cause on every model of ``tables`` (one :func:`reproduction_table`, or ``{model column label: table}``)."""
     if isinstance(tables, pd.DataFrame):
         tables = {"": tables}
     first = next(iter(tables.values()))
@@ -130,15 +124,10 @@ def claim_details_markdown(tables: dict[str, pd.DataFrame] | pd.DataFrame, *, li
 
 
 def side_by_side(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """The claims on several models at once, matched by claim id: one verdict column per model.
-
-    ``tables``: ``{column label: reproduction_table(results of that model)}``, at least one, with labels from
-    :func:`model_column` (``"decoder: ..."`` for a causal model, ``"encoder: ..."`` for a bidirectional one). Returns
-    ``id, claim, reading, evidence, weak`` (why a row is a near-empty test, or ``""``), one column per model (its
-    verdict), ``agree`` (whether every model that measured the claim gave the same verdict), ``cause`` (the one-line
-    cause of the first model that has one, labelled with its kind of model; every model's full cause is in
-    :func:`claim_details_markdown`), ``section``.
-    """
+    """The claims on several models at once, matched by claim id, from ``tables`` (``{model_column(handle):
+    reproduction_table(...)}``, at least one): ``id, claim, reading, evidence, weak``, one verdict column per model,
+    ``agree`` (whether every model that measured the claim gave the same verdict), ``cause`` (the one-line cause of the
+    first model that has one, labelled with its kind of model) and ``section``."""
     _check_tables(tables)
     for lab, t in tables.items():
         require_columns(t, f"tables[{lab!r}]", ("id", "claim", "reading", "evidence", "verdict", "cause", "section"))
@@ -167,9 +156,8 @@ def side_by_side(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 def side_by_side_markdown(table: pd.DataFrame, *, links: bool = True) -> str:
-    """:func:`side_by_side`'s ``table`` as a compact pipe table: claim, kind, one verdict per model, one-line causes
-    (``|`` inside a cell escaped). ``links``: ``True``: MyST roles stay (the book); ``False``: plain labels
-    (``report.md`` of the CLI)."""
+    """:func:`side_by_side`'s ``table`` as a pipe table: claim, kind, one verdict per model, one-line causes.
+    ``links``: MyST roles stay (the book), else plain labels (``report.md``)."""
     require_columns(table, "table", ("id", "claim", "reading", "evidence", "agree", "cause", "section"))
     fixed = ("id", "claim", "reading", "evidence", "weak", "agree", "cause", "section")
     models = [c for c in table.columns if c not in fixed]
@@ -184,7 +172,7 @@ def side_by_side_markdown(table: pd.DataFrame, *, links: bool = True) -> str:
     return pipe_table(head, rows)
 
 
-#: Colours of the verdicts in :func:`figure_verdicts` (one per verdict, grouped by kind of evidence).
+#: Colours of the verdicts in :func:`figure_verdicts`, grouped by kind of evidence.
 VERDICT_COLOURS = {
     "reproduced": "#2ca02c",
     "not reproduced": "#d62728",
@@ -222,11 +210,8 @@ def figure_verdicts(tables: dict[str, pd.DataFrame], results: dict | None = None
     ax.set(xlim=(0, len(models)), ylim=(0, n))
     ax.set_xticks([j + 0.5 for j in range(len(models))], [m.split(":", 1)[0] for m in models], fontsize=8)
     ax.xaxis.tick_top()
-    ax.set_yticks(
-        [n - 0.5 - i for i in range(n)],
-        [f"{r['id']} ({kind_label(r)})" for _, r in sbs.iterrows()],
-        fontsize=MIN_FONT_PT,
-    )
+    ticks = [f"{r['id']} ({kind_label(r)})" for _, r in sbs.iterrows()]
+    ax.set_yticks([n - 0.5 - i for i in range(n)], ticks, fontsize=MIN_FONT_PT)
     ax.tick_params(length=0)
     ax.spines[:].set_visible(False)
     used = [v for v in VERDICT_COLOURS if any((sbs[m] == v).any() for m in models)]

@@ -1,6 +1,5 @@
-"""Chapter 7 (book/07_beyond_softmax.md) and ``compare-normalizers``: every normaliser on the paper's limits, and
-the live swap (its slider's figure is the book's: :func:`attn_lib.book.swap_view.render_swap_row`). Each ``figure_*``
-returns a matplotlib Figure outside pyplot, with the provenance footer."""
+"""Chapter 7 and ``compare-normalizers``: every normaliser on the paper's limits, and the live swap. Each
+``figure_*`` returns a matplotlib Figure outside pyplot, with the provenance footer."""
 
 from __future__ import annotations
 
@@ -19,7 +18,6 @@ _SWAP_COLUMNS = ("setting", "normalizer", "k", "T", "L", "loss", "perplexity")
 
 
 def _labelled(fig, meta: dict):
-    """``fig`` with the provenance footer of ``meta`` (:func:`attn_lib.provenance.label_figure`)."""
     from ..provenance import label_figure  # provenance imports matplotlib: only when a figure is drawn
 
     return label_figure(fig, **{k: meta.get(k, "?") for k in ("model", "text", "device")})
@@ -33,10 +31,9 @@ def _check_beyond_table(df: Any) -> None:
 
 
 def beyond_limits_markdown(summary: pd.DataFrame) -> str:
-    """:func:`attn_lib.experiments.limits_summary`'s ``summary`` (indexed by normaliser) as a Markdown pipe table
-    (normalisers x limits), every number from it: normaliser, slope of max weight against ``L``, ``d~`` and its
-    slope, critical ``N`` (and ``N*/L``), ``N_s/N``, ``g`` at the smallest ``T`` and at ``T = 1``, the analytic
-    Jacobian's spectral norm."""
+    """:func:`attn_lib.experiments.limits_summary`'s ``summary`` as a Markdown pipe table, one row per normaliser: the
+    slope of the max weight against ``L``, ``d~`` and its slope, critical ``N`` (and ``N*/L``), ``N_s/N``, ``g`` at
+    the smallest ``T`` and at ``T = 1``, the analytic Jacobian's spectral norm."""
     require_columns(
         summary.reset_index(), "summary", ("normalizer", "max_alpha_slope", "d_tilde", "n_star", "sep_fraction")
     )
@@ -56,12 +53,11 @@ def beyond_limits_markdown(summary: pd.DataFrame) -> str:
 
 
 def figure_beyond_limits(df: pd.DataFrame, crit: pd.DataFrame):
-    """Small multiples, one line per normaliser: mean max weight, ``d~`` (``N = 5``), critical ``N`` against ``L``;
-    median ``N_s/N`` against ``N``; the paper's ``g`` against ``T`` (smallest ``eps``). ``df``:
-    :func:`attn_lib.experiments.compare_normalizers`' table; ``crit``: its
-    :func:`attn_lib.experiments.critical_n_from_heads`."""
+    """Small multiples, one line per normaliser of ``df`` (:func:`attn_lib.experiments.compare_normalizers`): mean
+    max weight, ``d~`` (``N = 5``) and critical ``N`` (``crit``, :func:`attn_lib.experiments.critical_n_from_heads`)
+    against ``L``; median ``N_s/N`` against ``N``; the paper's ``g`` against ``T`` (smallest ``eps``)."""
     from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
-    from matplotlib.ticker import NullFormatter  # matplotlib: imported only when a figure is drawn
+    from matplotlib.ticker import NullFormatter
 
     _check_beyond_table(df)
     meta = meta_of(df)
@@ -111,8 +107,7 @@ def figure_beyond_limits(df: pd.DataFrame, crit: pd.DataFrame):
 
 def beyond_swap_table(losses: pd.DataFrame, L: int | None = None) -> pd.DataFrame:
     """Loss and perplexity of every swap setting of ``losses`` (``attn_lib.experiments.SwapResult.losses``) at one
-    measured ``L`` (default the largest), with the change against the model's own attention: indexed by setting,
-    ``loss``, ``perplexity``, ``delta_loss`` (loss minus the model's)."""
+    measured ``L`` (default the largest), indexed by setting, and ``delta_loss`` (loss minus the model's own)."""
     require_columns(losses, "losses", _SWAP_COLUMNS)
     L = int(losses["L"].max()) if L is None else check_int("L", L)
     if L not in set(losses["L"]):
@@ -123,9 +118,8 @@ def beyond_swap_table(losses: pd.DataFrame, L: int | None = None) -> pd.DataFram
 
 
 def figure_beyond_swap(losses: pd.DataFrame):
-    """Held-out next-token loss with each normaliser swapped in: against ``L`` for each normaliser; against ``k``
-    for top-k and against ``T`` for softmax at the largest ``L``, from ``losses``
-    (``attn_lib.experiments.SwapResult.losses``)."""
+    """Held-out next-token loss with each normaliser swapped in (``losses``: ``SwapResult.losses``): against ``L``;
+    against ``k`` for top-k and against ``T`` for softmax at the largest ``L``."""
     from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
 
     require_columns(losses, "losses", _SWAP_COLUMNS)

@@ -1,7 +1,5 @@
 r"""The critical-N diagnosis as the report shows it (chapter 6, ``prop-e1-crossing``; Reading the paper, §The
-critical N): :func:`figure_critical_diagnosis`, both curves against ``N/L``, one line per counterfactual, and
-:func:`diagnosis_markdown`, its tables. The statistics are :mod:`attn_lib.claims.diagnosis`'s.
-"""
+critical N): its figure and tables. The statistics are :mod:`attn_lib.claims.diagnosis`'s."""
 
 from __future__ import annotations
 
@@ -16,15 +14,10 @@ from ._common import footer, label, meta_of, who
 
 
 def figure_critical_diagnosis(diag: pd.DataFrame, n_star_ratio: float | None = None):
-    r"""Why the critical N is where it is: two panels against ``N/L``, one line per counterfactual.
-
-    Left: the median over heads of :math:`\|s_N\|/\|z\|`, with the line :math:`N/(L-1)` where E1's leading term
-    meets d~'s (``prop-e1-crossing``) and the paper's 0.06. Right: E1/d~ of the head means (solid) and of their
-    leading terms (dashed), with 1 (where the KS test can pass) and the measured critical ``N/L`` of the model.
-
-    ``diag``: :func:`attn_lib.experiments.critical_n_diagnosis`; ``n_star_ratio``: the model's measured ``N*/L`` at
-    the same ``L`` (drawn as a vertical line). Returns a matplotlib Figure.
-    """
+    r"""Why the critical N is where it is, from :func:`attn_lib.experiments.critical_n_diagnosis`'s ``diag``: two
+    panels against ``N/L``, one line per counterfactual. Top: the median over heads of :math:`\|s_N\|/\|z\|`, with
+    the line :math:`N/(L-1)` where E1's leading term meets d~'s and the paper's 0.06. Bottom: E1/d~ of the head means
+    (solid) and of their leading terms (dashed), with 1 and the model's measured ``n_star_ratio`` (``N*/L``)."""
     from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
 
     summ = diagnosis_summary(diag)
@@ -64,10 +57,9 @@ def _md_column(name: str) -> str:
 
 
 def diagnosis_markdown(diag: pd.DataFrame, alpha: float = 0.01) -> str:
-    r"""The critical-N diagnosis as Markdown: per counterfactual, where the KS test first passes, the median
-    :math:`\|s_N\|/\|z\|` and E1/d~ at 0.06 L, and what 0.06 L would need; then the model's rows by ``N/L``.
-    ``diag``: :func:`attn_lib.experiments.critical_n_diagnosis`; ``alpha``: the KS level.
-    """
+    r"""The critical-N diagnosis (``diag``) as Markdown: per counterfactual, where the KS test at level ``alpha``
+    first passes, the median :math:`\|s_N\|/\|z\|` and E1/d~ at 0.06 L, and what 0.06 L would need; then the
+    model's rows by ``N/L``."""
     summ = diagnosis_summary(diag)
     first = diagnosis_first_pass(summ, alpha)
     L = int(summ["L"].iloc[0])

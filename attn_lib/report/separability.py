@@ -10,16 +10,11 @@ from ..claims.stats import separability_stats
 
 
 def separability_per_n(df: pd.DataFrame) -> pd.DataFrame:
-    """Per-N summary over heads of a separability table (Algorithm 4, Fig. 3): ``df`` holds
-    :func:`attn_lib.experiments.separability`'s rows, one per (layer, head, N) with columns ``N``, ``fraction``
-    (row-mean N_s/N), ``lower`` and ``upper`` (row-mean Theorem 2 bounds, paper's form).
-
-    Returns index ``N``; columns ``median``, ``q25``, ``q75`` of ``fraction`` over heads (linear-interpolated
-    quantiles), ``lower_median``, ``upper_median`` (medians over heads of the bounds), ``heads`` (count), ``IQR``
-    (``q75 - q25``), and the booleans ``upper ≥ median`` and ``lower ≤ median``, each ``None`` where its bound is
-    vacuous (an upper bound ``>= 1`` or a lower bound ``<= 0`` holds for any fraction, so it is no evidence), and
-    ``vacuous bounds`` naming them.
-    """
+    """Per-N summary over heads (index ``N``) of :func:`attn_lib.experiments.separability`'s rows (Algorithm 4,
+    Fig. 3; columns ``N``, ``fraction``, ``lower``, ``upper``): ``median``, ``q25``, ``q75`` of ``fraction``,
+    ``lower_median``, ``upper_median``, ``heads``, ``IQR``, and the booleans ``upper ≥ median`` and ``lower ≤
+    median``, each ``None`` where its bound is vacuous (an upper bound ``>= 1`` or a lower bound ``<= 0`` holds for
+    any fraction), with ``vacuous bounds`` naming them."""
     check_separability_table(df)
     a = separability_stats(df)
     out = a[["median", "q25", "q75"]].assign(lower_median=a["lower"], upper_median=a["upper"], heads=a["heads"])

@@ -1,9 +1,6 @@
 """The reproduction report's summary in words, grouped by the paper's figures (what the paper claims, what this build
-found, why the two differ), and the one helper through which prose states a claim's outcome. Everything here is
-generated from the claims table (:func:`attn_lib.claims.verdicts`): no verdict is typed.
-
-:func:`say` is the only way a chapter states what happened to a claim; ``tests/test_book_verdicts.py`` fails on a
-sentence of ``book/*.md`` that pairs a claim id with a verdict word outside a code cell."""
+found, why the two differ), generated from the claims table: no verdict is typed. :func:`say` is the only way a
+chapter states what happened to a claim (``tests/test_book_verdicts.py`` checks it)."""
 
 from __future__ import annotations
 
@@ -19,7 +16,7 @@ from .reproduction import plain_roles, short_cause
 #: Verdicts that differ from the paper (their rows get a "why" line in the summary).
 DIFFERS = ("not reproduced", "differs (forced)", "no verdict", "violated", "refuted")
 
-#: What each group of rows is about, by the paper's figure (rows whose ``where`` names no figure form their own group).
+#: What each group of rows is about (rows whose ``where`` names no figure form their own group).
 GROUP_TITLES = {
     "Fig. 2": "distances between the top-N context and the other tokens (Fig. 2, Theorem 1, Corollary 2)",
     "Fig. 3": "geometric separability (Fig. 3, Theorem 2)",
@@ -30,8 +27,8 @@ GROUP_TITLES = {
 
 
 def figure_of(where: str) -> str:
-    """The group of a row: the first ``"Fig. N"`` its ``where`` names (``"Theorem 1, Fig. 2a–b"``: ``"Fig. 2"``), else
-    the first part of ``where`` (``"Discussion"``)."""
+    """A row's group: the first ``"Fig. N"`` its ``where`` names (``"Theorem 1, Fig. 2a–b"``: ``"Fig. 2"``), else the
+    first part of ``where``."""
     m = re.search(r"Fig\.\s*(\d+)", str(where))
     return f"Fig. {m.group(1)}" if m else str(where).split(",")[0].strip()
 
@@ -66,12 +63,10 @@ def _found(t: pd.DataFrame) -> str:
 
 
 def summary_markdown(tables: dict[str, pd.DataFrame] | pd.DataFrame, *, links: bool = True) -> str:
-    """The summary in words that opens chapter 6 and ``report.md``: per group of the paper's figures, the paper's
-    words, what each model's rows found (verdicts counted by kind, with their ids) and, for every row that differs
-    from the paper, the first clause of its cause: Markdown, one ``###`` section per group, in the order the groups
-    first appear. ``tables``: one :func:`attn_lib.report.reproduction_table`, or ``{model column label: table}``;
-    ``links``: ``True``: MyST roles stay (the book); ``False``: plain labels (``report.md``).
-    """
+    """The summary in words that opens chapter 6 and ``report.md``, one ``###`` section per group of the paper's
+    figures: the paper's words, what each model's rows found (verdicts counted by kind, with their ids) and the first
+    clause of the cause of every row that differs. ``tables``: one reproduction table or ``{model label: table}``;
+    ``links``: MyST roles stay (the book), else plain labels."""
     if isinstance(tables, pd.DataFrame):
         tables = {"this run": tables}
     if not isinstance(tables, dict) or not tables:
@@ -100,8 +95,8 @@ def summary_markdown(tables: dict[str, pd.DataFrame] | pd.DataFrame, *, links: b
 
 
 def _why(tables: dict, ids: list, links: bool) -> list[str]:
-    """One line per row of ``ids`` that differs from the paper on some model: its id and the first clause of each
-    model's cause (one cause when every model gives the same)."""
+    """One line per row of ``ids`` that differs from the paper on some model: its id and each model's first clause of
+    the cause (one when all agree)."""
     lines = []
     keyed = {lab: t.set_index("id") for lab, t in tables.items()}
     for cid in ids:
@@ -120,8 +115,8 @@ def _why(tables: dict, ids: list, links: bool) -> list[str]:
 
 
 def say(table: pd.DataFrame, cid: str) -> str:
-    """How prose states claim ``cid``'s outcome: ``"the row `cid` (kind) reads **verdict**"``, from the claims
-    ``table`` (:func:`attn_lib.claims.verdicts`); chapters call it in a code cell instead of typing a verdict."""
+    """How prose states claim ``cid``'s outcome in the claims ``table``: ``"the row `cid` (kind) reads **verdict**"``
+    (chapters call it in a code cell instead of typing a verdict)."""
     require_columns(table, "table", ("id", "evidence", "verdict"))
     t = table.set_index("id")
     if cid not in t.index:

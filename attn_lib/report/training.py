@@ -23,7 +23,6 @@ TEXT = "botchan (bytes), first 90% train / last 10% validation"
 
 
 def model_words(runs: pd.DataFrame) -> str:
-    """``"GPT-2 architecture trained here: 2 layers, 64 dims, ..."`` for a figure's footer."""
     r = runs.iloc[0]
     return (
         f"GPT-2 architecture trained here ({int(r['n_layer'])} layers, head dim {int(r['head_dim'])}, "
@@ -36,8 +35,8 @@ def _label(fig, runs: pd.DataFrame):
 
 
 def figure_loss_curves(curves: pd.DataFrame, runs: pd.DataFrame, T: float):
-    """Training (thin) and validation (dots) loss against step of softmax at temperature ``T``, every seed, with the
-    runs at ``T = 1`` in grey for reference."""
+    """Training (line) and validation (dots) loss against step of softmax at temperature ``T``, every seed; ``T = 1``
+    in grey."""
     import matplotlib.pyplot as plt  # matplotlib: imported only when a figure is drawn
 
     sm = curves[curves["normalizer"] == "softmax"]
@@ -53,9 +52,8 @@ def figure_loss_curves(curves: pd.DataFrame, runs: pd.DataFrame, T: float):
 
 
 def figure_gradients(runs: pd.DataFrame):
-    """Left: the median logit-gradient norm of each softmax run against T. Right: its gain
-    ``||dL/dl|| / ||dL/dalpha||`` (median and largest over steps and layers) against Corollary 3's ``1/(4T)`` and the
-    corrected ``1/(2T)``."""
+    """Left: each softmax run's median logit-gradient norm against T. Right: its gain ``||dL/dl|| / ||dL/dalpha||``
+    (median and largest over steps and layers) against Corollary 3's ``1/(4T)`` and the corrected ``1/(2T)``."""
     import matplotlib.pyplot as plt  # matplotlib: imported only when a figure is drawn
 
     sm = runs[runs["normalizer"] == "softmax"].sort_values("temperature")
@@ -94,8 +92,8 @@ def figure_normalizers(runs: pd.DataFrame):
 
 
 def sweep_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per (normaliser, T): the median and range over seeds of the final validation loss, the logit-gradient
-    norm and gain, and the shares of clipped and non-finite steps."""
+    """One row per (normaliser, T): over seeds, the final validation loss (median, range), the median logit-gradient
+    norm and gain, the mean shares of clipped and non-finite steps, the median CPU time."""
     g = runs.groupby(["normalizer", "temperature"], sort=False)
     out = g.agg(
         seeds=("seed", "count"), val_loss=("final_val_loss", "median"), val_min=("final_val_loss", "min"),
@@ -114,10 +112,8 @@ def claims_markdown(vt: pd.DataFrame) -> str:
 
 
 def write_sweep(out, tables: dict, *, profile: str, limits=None) -> dict:
-    """Write ``results.json`` (meta, verdicts, the tables), ``train_runs.csv``, ``train_curves.csv``, the figures
-    (PNG and SVG) and ``report.md`` (a section with the claim rows) into ``out``; with ``limits``
-    (:func:`attn_lib.training.trained_limits`) its table, CSV, figure and report section too. Returns
-    ``{name: path}``."""
+    """Write ``results.json``, ``train_runs.csv``, ``train_curves.csv``, the figures (PNG and SVG) and ``report.md``
+    into ``out``, with ``limits`` (:func:`attn_lib.training.trained_limits`) their part too; returns ``{name: path}``."""
     out = Path(out)
     runs, curves = tables["train_runs"], tables["train_curves"]
     extra = {} if limits is None else {"train_limits": limits}
@@ -184,8 +180,8 @@ def _limit_cols(lim: pd.DataFrame) -> list[str]:
 
 
 def limits_table(lim: pd.DataFrame) -> pd.DataFrame:
-    """One row per trained (normaliser, T) (``seeds``, and the median over seeds of each limit) and one for the
-    reference model, from :func:`attn_lib.training.trained_limits`, in its order; ``training`` names the row."""
+    """From :func:`attn_lib.training.trained_limits`, in its order: one row per trained (normaliser, T) (``seeds``,
+    the median over seeds of each limit), then the reference model; ``training`` names the row."""
     cols = _limit_cols(lim)
     tr = lim[lim["kind"] == "trained"]
     g = tr.groupby(["normalizer", "temperature"], sort=False)
@@ -208,9 +204,9 @@ def limits_columns(lim: pd.DataFrame) -> dict:
 
 
 def figure_limits(lim: pd.DataFrame, runs: pd.DataFrame):
-    """The limits of every trained model, one line per row of :func:`limits_table` (softmax at each T, then each
-    normaliser): every seed (dots) and the median over seeds (bar), the reference model (dashed line). Panels:
-    ``N_s/N`` at the largest ``N``, ``||s_N||/||z||`` and ``g(T, eps)`` at each reported ``T``."""
+    """The limits of every trained model, one line per row of :func:`limits_table`: every seed (dots), the median
+    over seeds (bar), the reference model (dashed). Panels: ``N_s/N`` at the largest ``N``, ``||s_N||/||z||`` and
+    ``g(T, eps)`` at each reported ``T``."""
     import matplotlib.pyplot as plt  # matplotlib: imported only when a figure is drawn
 
     t = limits_table(lim)
@@ -259,10 +255,9 @@ def _trend(med: pd.Series) -> str:
 
 
 def limits_words(lim: pd.DataFrame) -> str:
-    """Each limit (median over seeds) of the softmax heads over the training temperatures (its range, its trend), of
-    the other normalisers at ``T = 1`` against softmax's seeds there, and the reference model's against the trained
-    models' range (Markdown); and, where it cannot reject, why there is no critical-N column: the smallest p-value of
-    a two-sample KS test over the heads of one trained model, against chapter 7's level."""
+    """Markdown: each limit (median over seeds) of softmax over the training temperatures (range, trend), of the
+    other normalisers at ``T = 1`` against softmax's seeds, and the reference model's against the trained range;
+    and, where the KS test over one model's heads cannot reject, why there is no critical-N column."""
     tr, ref, names = lim[lim["kind"] == "trained"], lim[lim["kind"] == "reference"], limits_columns(lim)
     sm, other = tr[tr["normalizer"] == "softmax"], tr[tr["normalizer"] != "softmax"]
     sm1 = sm[np.isclose(sm["temperature"], 1.0)]
@@ -294,7 +289,6 @@ def limits_words(lim: pd.DataFrame) -> str:
 
 
 def _limits_section(limits) -> list[str]:
-    """The report.md section of :func:`write_sweep` for the paper's limits on the trained heads (none without them)."""
     if limits is None:
         return []
     t = limits_table(limits)

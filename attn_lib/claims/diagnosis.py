@@ -45,31 +45,21 @@ def diagnosis_summary(diag: pd.DataFrame) -> pd.DataFrame:
     require_columns(diag, "diag", _DIAG_COLUMNS)
     rows = []
     for variant in dict.fromkeys(diag["variant"]):
-        v = diag[diag["variant"] == variant]
-        for N, g in v.groupby("N", sort=True):
-            grp = g.groupby(["layer", "kv_group"])[["d_tilde", "e1"]].mean()
-            L = int(g["L"].iloc[0])
-            rows.append(
-                {
-                    "variant": variant,
-                    "L": L,
-                    "N": int(N),
-                    "N/L": N / L,
-                    "heads": len(g),
-                    "rows": _quantile(g, "n_rows"),
-                    "rho": _quantile(g, "rho_median"),
-                    "rho q25": _quantile(g, "rho_median", 0.25),
-                    "rho q75": _quantile(g, "rho_median", 0.75),
-                    "E1/d~": float(g["e1"].mean() / g["d_tilde"].mean()),
-                    "lead ratio": float(g["lead_e1"].mean() / g["lead_d_tilde"].mean()),
-                    "KS p (heads)": _ks(g["d_tilde"], g["e1"]),
-                    "KS p (kv groups)": _ks(grp["d_tilde"], grp["e1"]),
-                    "sink share": _quantile(g, "sink_share"),
-                    "sink output share": _quantile(g, "sink_output_share"),
-                    "bound violations": int(g["bound_violations"].sum()) if "bound_violations" in g else 0,
-                }
-            )
+        rows += [_summary_row(variant, N, g) for N, g in diag[diag["variant"] == variant].groupby("N", sort=True)]
     return pd.DataFrame(rows)
+
+
+def _summary_row(variant, N, g: pd.DataFrame) -> dict:
+    grp = g.groupby(["layer", "kv_group"])[["d_tilde", "e1"]].mean()  # one sample per key/value group
+    L = int(g["L"].iloc[0])
+    row = {"variant": variant, "L": L, "N": int(N), "N/L": N / L, "heads": len(g), "rows": _quantile(g, "n_rows")}
+    row |= {k: _quantile(g, "rho_median", q) for k, q in (("rho", None), ("rho q25", 0.25), ("rho q75", 0.75))}
+    row["E1/d~"] = float(g["e1"].mean() / g["d_tilde"].mean())
+    row["lead ratio"] = float(g["lead_e1"].mean() / g["lead_d_tilde"].mean())
+    row |= {"KS p (heads)": _ks(g["d_tilde"], g["e1"]), "KS p (kv groups)": _ks(grp["d_tilde"], grp["e1"])}
+    row |= {"sink share": _quantile(g, "sink_share"), "sink output share": _quantile(g, "sink_output_share")}
+    row["bound violations"] = int(g["bound_violations"].sum()) if "bound_violations" in g else 0
+    return row
 
 
 def diagnosis_first_pass(summary: pd.DataFrame, alpha: float = 0.01, sampling: str = "kv groups") -> pd.DataFrame:

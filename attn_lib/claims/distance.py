@@ -24,7 +24,7 @@ def length_fit(df: pd.DataFrame, col: str, th: dict) -> tuple[dict, pd.DataFrame
 
 
 def _growth(results, th, col: str, name: str) -> tuple[pd.DataFrame, dict, pd.DataFrame, str]:
-    """The distance table, :func:`length_fit` of ``col`` (the fit and the head summary per L) and its measured text."""
+    """The distance table, :func:`length_fit` of ``col`` and its measured text."""
     df = results["distance_vs_length"]
     fit, a = length_fit(df, col, th)
     meas = (
@@ -48,10 +48,8 @@ def _fig2a_dtilde(results, th):
 
 
 def _bounded_growth(results, th, col: str, name: str, bound: str, extra: int):
-    """E1 or the Monte-Carlo E[d~] against L: informative (the data decide). Where the row fails, the cause is
-    prop-random-bounded's bound evaluated on this run's max‖x‖: it caps the growth from the smallest to the largest L,
-    that is the endpoint exponent log(growth)/log(L1/L0); the verdict reads the least-squares exponent, and the cause
-    quotes both."""
+    """E1 or the Monte-Carlo E[d~] against L. A failing row's cause is prop-random-bounded's bound on this run's
+    max‖x‖, which caps the endpoint exponent log(growth)/log(L1/L0); the verdict reads the least-squares exponent."""
     df, fit, a, meas = _growth(results, th, col, name)
     if fit["linear"]:
         return Outcome("reproduced", meas, numbers=fit)
@@ -111,9 +109,9 @@ def mc_columns(df: pd.DataFrame) -> list[str]:
 
 
 def over_seeds(out: Outcome, passes: list, spread: str, th: dict, table: str = "", *, subsets="", agree="") -> Outcome:
-    """``out`` (the first seed's outcome) judged over every seed (``passes``: whether each passes): its spread added,
-    "no verdict" when there are fewer than ``mc_min_seeds`` seeds or they disagree. ``subsets`` and ``agree`` word
-    the causes (default: the Monte-Carlo subsets of the distance ``table``, which pass the rule on it)."""
+    """``out`` (the first seed's outcome) judged over every seed (``passes``: whether each passes), ``spread`` added:
+    "no verdict" with fewer than ``mc_min_seeds`` seeds or when they disagree. ``subsets`` and ``agree`` word the
+    causes (default: the Monte-Carlo subsets of the distance ``table``)."""
     meas, n = out.measured + spread, len(passes)
     if n < th["mc_min_seeds"]:
         why = f"only {n} seeds of {subsets or f'the Monte-Carlo subsets in {table}'}"
@@ -126,7 +124,7 @@ def over_seeds(out: Outcome, passes: list, spread: str, th: dict, table: str = "
 
 
 def _e2_bound_text(df: pd.DataFrame, by: str, at: int, d: float) -> str:
-    """prop-e2-tracks' bound (N+1)·max‖x‖ at ``by = at``, next to d~ there: whether it could force anything."""
+    """prop-e2-tracks' bound (N+1)·max‖x‖ at ``by = at``, next to d~ there."""
     if "x_max" not in df:
         return ""
     g = df[df[by] == at]
@@ -249,20 +247,14 @@ def _fig2b_plateau(results, th):
 
 #: the factors of d_max's leading term (t − N)·ᾱ_N·max_{i∈I_N}‖x_i‖, and ‖s_N‖ (d~ ≈ (t − N)‖s_N‖), as head means on
 #: the rows common to every N: column of distance_vs_n -> name
-BOUND_FACTORS = {
-    "d_max_common": "d_max",
-    "dmax_lead_common": "(t−N)·ᾱ_N·max sel. ‖x‖",
-    "t_minus_n_common": "t − N",
-    "alpha_bar_common": "ᾱ_N",
-    "max_norm_common": "max selected ‖x‖",
-    "d_tilde_common": "d~",
-    "s_norm_common": "‖s_N‖",
-}
+BOUND_FACTORS = {"d_max_common": "d_max", "dmax_lead_common": "(t−N)·ᾱ_N·max sel. ‖x‖", "t_minus_n_common": "t − N"}
+BOUND_FACTORS.update({"alpha_bar_common": "ᾱ_N", "max_norm_common": "max selected ‖x‖", "d_tilde_common": "d~"})
+BOUND_FACTORS["s_norm_common"] = "‖s_N‖"
 
 
 def bound_factors(df: pd.DataFrame) -> pd.DataFrame:
-    """Per ``N`` (index): the head means of :data:`BOUND_FACTORS` on the rows common to every ``N`` (a
-    :func:`~attn_lib.experiments.distance_vs_n` table), columns named as in :data:`BOUND_FACTORS`, and ``d_max/d~``."""
+    """Per ``N`` (index) of a :func:`~attn_lib.experiments.distance_vs_n` table: the head means of
+    :data:`BOUND_FACTORS`, named as there, and ``d_max/d~``."""
     cols = [c for c in BOUND_FACTORS if c in df]
     out = df.groupby("N")[cols].mean().rename(columns=BOUND_FACTORS)
     return out.assign(**{"d_max/d~": out["d_max"] / out["d~"]})
@@ -310,7 +302,7 @@ def _gaps(df: pd.DataFrame, col: str) -> tuple[list, pd.Series, pd.Series]:
 
 
 def _converge(results, th, col: str, name: str):
-    """Convergence: a gap above converge_rel at the smallest N (a gap to close) and within it at the largest."""
+    """Convergence: a gap above converge_rel at the smallest N and within it at the largest."""
     df = results["distance_vs_n"]
     na_if(col not in df, f"no {name} column in this run")
     Ns, d, g = _gaps(df, col)

@@ -13,7 +13,7 @@ from .claim import judged, na_if, prf_ref, rule
 # ---- Discussion: multi-head coverage --------------------------------------------------------------------------------
 @rule("multihead-rule-arithmetic")
 def _mh_arith(results, th):
-    import sympy as sp  # sympy: imported only for this exact check
+    import sympy as sp  # imported only for this exact check
 
     p, H0, target = sp.nsimplify(th["multihead_p"]), int(th["multihead_H"]), sp.nsimplify(th["multihead_target"])
     c = 1 - (1 - p) ** H0
@@ -26,29 +26,20 @@ def _mh_arith(results, th):
 def coverage_decomposition(df, target: float = 0.99) -> dict:
     """The numbers behind the multi-head row, from :func:`attn_lib.experiments.multihead_coverage`'s table ``df``.
 
-    ``p``: the separable fraction per head, mean ``N_s/N`` over heads, rows and layers (the one statistic of ``p``
-    that chapter 5 and the row use); ``c1``, ``c3``: the measured coverage of the head-averaged top-``N`` after 1
-    and 3 heads (mean over layers); ``share``: ``c1 / p``, how much of a head's own separable set lies in the
-    target; ``indep_p = 1 − (1 − p)³`` and ``indep_c1 = 1 − (1 − c1)³`` (independent heads with rate ``p``, and with
-    the rate one head actually covers). The shortfall ``target − c3`` splits exactly into ``target − indep_p``
-    (``p`` itself), ``indep_p − indep_c1`` (a head covers less of the target than its ``p``) and ``indep_c1 − c3``
-    (the heads' sets overlap more than independence allows; negative: less)."""
+    ``p``: the separable fraction per head, mean ``N_s/N`` over heads, rows and layers (the statistic chapter 5 and
+    the row use); ``c1``, ``c3``: the measured coverage of the head-averaged top-``N`` after 1 and 3 heads (mean over
+    layers); ``share = c1 / p``, how much of a head's own separable set lies in the target; ``indep_p = 1 − (1 −
+    p)³`` and ``indep_c1 = 1 − (1 − c1)³`` (independent heads with rate ``p``, and with the rate one head covers);
+    ``H99``: the first H reaching ``target``. The shortfall ``target − c3`` splits exactly into ``from_p = target −
+    indep_p``, ``from_share = indep_p − indep_c1`` (a head covers less of the target than its ``p``) and
+    ``from_overlap = indep_c1 − c3`` (the heads' sets overlap more than independence allows; negative: less)."""
     c = df.groupby("H")["coverage"].mean()
     p = float(df.groupby("layer")["fraction"].first().mean()) if "fraction" in df else math.nan
     c1, c3 = float(c.get(1, math.nan)), float(c.get(3, math.nan))
     indep_p, indep_c1 = 1 - (1 - p) ** 3, 1 - (1 - c1) ** 3
-    return dict(
-        p=p,
-        c1=c1,
-        c3=c3,
-        share=c1 / p if p > 0 else math.nan,
-        indep_p=indep_p,
-        indep_c1=indep_c1,
-        from_p=target - indep_p,
-        from_share=indep_p - indep_c1,
-        from_overlap=indep_c1 - c3,
-        H99=next((int(h) for h, v in c.items() if v >= target), None),
-    )
+    out = dict(p=p, c1=c1, c3=c3, share=c1 / p if p > 0 else math.nan, indep_p=indep_p, indep_c1=indep_c1)
+    out.update(from_p=target - indep_p, from_share=indep_p - indep_c1, from_overlap=indep_c1 - c3)
+    return out | {"H99": next((int(h) for h, v in c.items() if v >= target), None)}
 
 
 @rule("multihead-rule-model")
@@ -78,8 +69,8 @@ GPT2_SMALL, GPT2_LARGER = "gpt2", ("gpt2-medium", "gpt2-large", "gpt2-xl")
 
 @rule("gpt2-variants-same-trends")
 def _gpt2_variants(results, th):
-    """Reads ``results["gpt2_variant_verdicts"]`` (columns ``model``, ``id``, ``verdict``: the claims table of GPT-2
-    small and of each larger variant, e.g. from ``reproduce --model gpt2 --compare gpt2-medium``'s results.json)."""
+    """Reads ``results["gpt2_variant_verdicts"]`` (``model``, ``id``, ``verdict``: the claims tables of GPT-2 small and
+    of larger variants, e.g. from ``reproduce --model gpt2 --compare gpt2-medium``'s results.json)."""
     df = results.get("gpt2_variant_verdicts")
     na_if(
         df is None or not len(df) or GPT2_SMALL not in set(df["model"]) or not set(df["model"]) & set(GPT2_LARGER),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -85,23 +86,21 @@ def _distance_plot(ax, df: pd.DataFrame, by: str, xlabel: str) -> None:
 def figure_distance_vs_length(df: pd.DataFrame, other: pd.DataFrame | None = None):
     """Fig. 2a: every distance quantity against ``L`` at ``N`` (mean over heads, band: interquartile range), from
     :func:`attn_lib.experiments.distance_vs_length`'s rows."""
-    return _model_panels(
-        df,
-        other,
-        lambda ax, d: _distance_plot(ax, d, "L", "context length L"),
-        lambda d: f"Fig. 2a: distance vs L (N={int(d['N'].iloc[0]) if len(d) else 5})",
-    )
+
+    def title(d):
+        return f"Fig. 2a: distance vs L (N={int(d['N'].iloc[0]) if len(d) else 5})"
+
+    return _model_panels(df, other, partial(_distance_plot, by="L", xlabel="context length L"), title)
 
 
 def figure_distance_vs_n(df: pd.DataFrame, other: pd.DataFrame | None = None):
     """Fig. 2b: every distance quantity against ``N`` at fixed ``L``, from :func:`attn_lib.experiments.distance_vs_n`'s
     rows."""
-    return _model_panels(
-        df,
-        other,
-        lambda ax, d: _distance_plot(ax, d, "N", "selected tokens N"),
-        lambda d: f"Fig. 2b: distance vs N (L={int(d['L'].iloc[0]) if len(d) else 0})",
-    )
+
+    def title(d):
+        return f"Fig. 2b: distance vs N (L={int(d['L'].iloc[0]) if len(d) else 0})"
+
+    return _model_panels(df, other, partial(_distance_plot, by="N", xlabel="selected tokens N"), title)
 
 
 def figure_critical_n(
@@ -154,12 +153,11 @@ def figure_separability(df: pd.DataFrame, other: pd.DataFrame | None = None):
     circles: heads beyond them), Theorem 2's lower bound (clipped at −1) and the paper's heuristic upper bound as their
     medians over heads, and the paper's 0.70–0.85 band shaded, from :func:`attn_lib.experiments.separability`'s rows
     (``N``, ``fraction``, ``lower``, ``upper``; ``L``, ``model``, ``text``, ``device`` for the labels)."""
-    return _model_panels(
-        df,
-        other,
-        _separability_axes,
-        lambda d: f"Fig. 3: geometric separability (L={int(d['L'].iloc[0]) if 'L' in d else 0})",
-    )
+
+    def title(d):
+        return f"Fig. 3: geometric separability (L={int(d['L'].iloc[0]) if 'L' in d else 0})"
+
+    return _model_panels(df, other, _separability_axes, title)
 
 
 def _separability_axes(ax, df: pd.DataFrame) -> None:
@@ -192,12 +190,11 @@ def figure_sensitivity(df: pd.DataFrame, other: pd.DataFrame | None = None):
     """Fig. 4: ``g(T, eps)``, the maximum over heads of the row mean, against ``T`` for each ``eps`` (direction draw
     0; a band over the draws where the table has several), with the paper's ``min{1/(4T), sqrt2}``, the corrected
     ``1/(2T)`` and ``sqrt2/eps``, from :func:`attn_lib.experiments.gradient_sensitivity`'s rows."""
-    return _model_panels(
-        df,
-        other,
-        _sensitivity_axes,
-        lambda d: f"Fig. 4: gradient sensitivity (L={int(d['L'].iloc[0]) if len(d) else 0}{sens_rows_note(d)})",
-    )
+
+    def title(d):
+        return f"Fig. 4: gradient sensitivity (L={int(d['L'].iloc[0]) if len(d) else 0}{sens_rows_note(d)})"
+
+    return _model_panels(df, other, _sensitivity_axes, title)
 
 
 def _sensitivity_axes(ax, df: pd.DataFrame) -> None:

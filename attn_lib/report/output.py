@@ -33,11 +33,8 @@ def results_json(
 ) -> dict:
     """JSON-able dict: ``meta``, ``verdicts`` and every result table as a list of records."""
     vt = verdicts(results) if verdict_table is None else verdict_table
-    return {
-        "meta": meta or {},
-        "verdicts": records(vt),
-        "results": {k: records(v) for k, v in results.items() if v is not None},
-    }
+    tables = {k: records(v) for k, v in results.items() if v is not None}
+    return {"meta": meta or {}, "verdicts": records(vt), "results": tables}
 
 
 def _claims_table(vt: pd.DataFrame) -> str:
@@ -68,21 +65,17 @@ def markdown_report(
     lines = ["# Reproduction report: Limitations of Normalization in Attention (arXiv:2508.17821)", ""]
     lines += _header_lines(meta or {})
     lines += ["", "## Summary: the paper's claims and what this build found", ""]
-    lines += [
+    lines.append(
         "Grouped by the paper's figures, generated from the claims table below: the paper's words, the verdicts on "
         "each model that ran (counted by kind of evidence, with the rows' ids) and the first clause of the cause of "
-        "every row that differs from the paper.",
-        "",
-        summary_markdown(tables, links=False),
-    ]
-    lines += ["", "## Claims against measurements", ""]
-    lines += [
+        "every row that differs from the paper."
+    )
+    lines += ["", summary_markdown(tables, links=False), "", "## Claims against measurements", ""]
+    lines.append(
         "Verdicts counted apart by kind of evidence, one column per model (a near-empty test is an informative row "
-        "that could hardly have failed; it is counted apart from the informative ones):",
-        "",
-        tally_markdown(tables),
-        "",
-    ]
+        "that could hardly have failed; it is counted apart from the informative ones):"
+    )
+    lines += ["", tally_markdown(tables), ""]
     for lab, t in tables.items():
         if len(tables) > 1:
             lines += [f"### {lab}", ""]

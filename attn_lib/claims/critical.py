@@ -14,7 +14,6 @@ from .stats import linear_growth, valid_ks_sampling
 _FORMS = {"e1": "E1", "mc": "Monte-Carlo", "e2": "E2"}
 
 
-# ---- Fig. 2c: the critical N ----------------------------------------------------------------------------------------
 def _crit(results, form: str):
     """The critical-N summary of ``form`` (``n/a`` without it), its valid KS sampling, the least-squares N*/L of
     that sampling and the rows behind each N* (None without the trace)."""

@@ -11,13 +11,10 @@ import pandas as pd
 from .claim import NotJudged, Outcome, judged, na_if, prf_ref, rule
 from .stats import linfit
 
-# ---- Fig. 4: gradient sensitivity -----------------------------------------------------------------------------------
 _BASES = {"scaled": "gradient_sensitivity", "raw": "gradient_sensitivity_raw"}
 _BASE_WORDS = {"scaled": "T on the model's scaled logits", "raw": "T on the raw scores q·k"}
-_AGG = {
-    "mean": ("g", "row mean, then max over heads (the paper's)"),
-    "max": ("g_row_max", "row maximum, then max over heads"),
-}
+_AGG = {"mean": ("g", "row mean, then max over heads (the paper's)")}
+_AGG["max"] = ("g_row_max", "row maximum, then max over heads")
 
 
 def _curve(results, base: str = "scaled", agg: str = "mean") -> pd.DataFrame:
@@ -30,8 +27,7 @@ def _curve(results, base: str = "scaled", agg: str = "mean") -> pd.DataFrame:
 def _smallest_eps(results, base: str = "scaled", agg: str = "mean") -> tuple[float, pd.DataFrame]:
     """The smallest ``eps`` of :func:`_curve`, and the curve at it (sorted by T)."""
     cur = _curve(results, base, agg)
-    e0 = float(cur["eps"].min())
-    return e0, cur[cur["eps"] == e0].sort_values("T")
+    return (e0 := float(cur["eps"].min())), cur[cur["eps"] == e0].sort_values("T")
 
 
 # ---- the direction draws: every Fig. 4 rule runs once per draw, and reports the spread ------------------------------
@@ -56,8 +52,8 @@ def _one_draw(results, draw: int) -> dict:
 
 
 def _over_draws(judge, key: str, fmt: str = "{:.3g}"):
-    """``judge(results, th, **kw) -> Outcome`` applied to each direction draw: the verdict of draw 0 when every draw
-    agrees, else ``"no verdict"``; the spread of ``numbers[key]`` over the draws is appended to the measured text."""
+    """``judge(results, th, **kw) -> Outcome`` applied to each direction draw: draw 0's verdict when every draw agrees,
+    else ``"no verdict"``; the spread of ``numbers[key]`` over the draws is appended to the measured text."""
 
     def one(results, th, **kw):
         try:
@@ -71,16 +67,16 @@ def _over_draws(judge, key: str, fmt: str = "{:.3g}"):
         if len(outs) == 1 or first.verdict == "n/a":
             return first
         vals = [o.numbers.get(key) for o in outs if o.numbers.get(key) is not None]
-        spread = ""
+        meas = f"{first.measured} (draw 0)"
         if vals:
-            spread = f"; over {len(outs)} direction draws {key} from {fmt.format(min(vals))} to {fmt.format(max(vals))}"
+            meas += f"; over {len(outs)} direction draws {key} from {fmt.format(min(vals))} to {fmt.format(max(vals))}"
         verdicts = [o.verdict for o in outs]
         if len(set(verdicts)) == 1:
-            return Outcome(first.verdict, f"{first.measured} (draw 0){spread}", first.cause, numbers=first.numbers)
+            return Outcome(first.verdict, meas, first.cause, numbers=first.numbers)
         tally = ", ".join(f"{verdicts.count(v)} × {v}" for v in dict.fromkeys(verdicts))
         cause = f"the direction draws disagree ({tally}): the verdict rests on the random directions"
         cause += f"; draw 0: {first.cause}" if first.cause else ""
-        return Outcome("no verdict", f"{first.measured} (draw 0){spread}", cause, numbers=first.numbers)
+        return Outcome("no verdict", meas, cause, numbers=first.numbers)
 
     return evaluate
 
@@ -113,9 +109,8 @@ def _inv_t(results, th, base, agg):
 
 
 def _ties(results, base: str, e0: float, Ts) -> pd.DataFrame | None:
-    """The rows (all layers and heads) at ``eps = e0`` and the temperatures ``Ts``, None without the near-tie
-    measurements: per row block, the rows whose top-two gap is below T, the share of g they carry, the two-token
-    prediction and the smallest top-two gap."""
+    """The rows (all layers and heads) at ``eps = e0`` and the temperatures ``Ts`` with their near-tie measurements
+    (None without them)."""
     df = results.get(_BASES[base])
     need = {"rows_gap_below_T", "g_share_gap_below_T", "g_two_token", "gap_min"}
     if not isinstance(df, pd.DataFrame) or not need <= set(df):
@@ -124,9 +119,9 @@ def _ties(results, base: str, e0: float, Ts) -> pd.DataFrame | None:
 
 
 def _inv_t_mean_cause(d: pd.DataFrame, slope: float, g0: float) -> str:
-    """Over the temperatures of :func:`_ties`' rows ``d``: the share of rows within T of a tie, the share of the
-    summed g they carry, and the two-token prediction's curve (max over heads of its row mean), against ``slope``
-    and the measured ``g0`` at the smallest T."""
+    """Over :func:`_ties`' rows ``d``: the share of rows within T of a tie, the share of the summed g they carry, and
+    the two-token prediction (max over heads of its row mean), against ``slope`` and the measured ``g0`` at the
+    smallest T."""
     d = d.assign(g_sum=d["g"] * d["n_rows"])
     by = d.groupby("T")
     sh = by["rows_gap_below_T"].sum() / by["n_rows"].sum().clip(lower=1)

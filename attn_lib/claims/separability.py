@@ -32,10 +32,9 @@ def _fig3_sat(results, th):
 
 
 def mechanism_table(df: pd.DataFrame) -> pd.DataFrame | None:
-    """Per N (the index), medians over heads of the candidate causes of a falling ``N_s/N`` that
-    :func:`attn_lib.experiments.separability` measures: the fraction on short (``t <= L/2``) and long rows, the share
-    of attention-sink rows and the fraction on sink / other rows, and the share of rank-``k`` selected tokens inside
-    the ball (``in_ball_rank_<k>``); ``None`` for a table without these columns."""
+    """Per N (index), medians over heads of the candidate causes of a falling ``N_s/N``: the fraction on short (``t <=
+    L/2``) and long rows, the share of attention-sink rows, the fraction on sink / other rows, and the share of
+    rank-``k`` selected tokens inside the ball (``in_ball_rank_<k>``); ``None`` for a table without these columns."""
     need = ["fraction_short", "fraction_long", "sink_share", "fraction_sink", "fraction_nonsink"]
     if not set(need) <= set(df.columns):
         return None
@@ -44,8 +43,8 @@ def mechanism_table(df: pd.DataFrame) -> pd.DataFrame | None:
 
 
 def _rank_profile(m: pd.DataFrame) -> tuple[bool, str]:
-    """Whether the weight rank carries the fall (each rank's share does not fall as N grows, within 0.02, while the
-    share of the last-ranked token stays below the fraction), and its words."""
+    """Whether the weight rank carries the fall (no rank's share falls by more than 0.02 as N grows, while the
+    last-ranked token's share stays below the fraction), and its words."""
     ranks = [c for c in m.columns if c.startswith("in_ball_rank_")]
     big = m.index.max()
     steady = all((m[c].dropna().diff().dropna() >= -0.02).all() for c in ranks)
@@ -62,8 +61,8 @@ def _rank_profile(m: pd.DataFrame) -> tuple[bool, str]:
 
 
 def saturation_cause(df: pd.DataFrame, th: dict) -> str:
-    """The cause of a fraction that falls out of the paper's band, from :func:`mechanism_table`: row length, sink rows
-    and weight rank, each with its measured medians and whether it explains the fall."""
+    """Why the fraction falls out of the paper's band (:func:`mechanism_table`): weight rank, row length and sink
+    rows, each with its measured medians and whether it explains the fall."""
     m = mechanism_table(df)
     if m is None:
         return "cause not identified: this table lacks the mechanism columns (row length, sinks, rank)"
@@ -112,9 +111,8 @@ def _tracks(results, th, col: str, name: str):
     na_if(not len(a), "no N ≥ 2 in the grid")
     vac = a["upper"] >= 1 - 1e-3  # a bound of (nearly) 1 on a fraction holds for anything: no evidence
     if vac.all():
-        return Outcome(
-            "no verdict", "median upper bound ≥ 0.999 at every N", "the bound is vacuous (≈ 1) at every N ≥ 2"
-        )
+        meas = "median upper bound ≥ 0.999 at every N"
+        return Outcome("no verdict", meas, "the bound is vacuous (≈ 1) at every N ≥ 2")
     skipped = [int(n) for n in a.index[vac]]
     a = a[~vac]
     up, emp = a["upper"], a[col]
@@ -159,8 +157,8 @@ SPHERE_SEEDS = (0, 1, 2, 3, 4)
 
 @lru_cache(maxsize=8)
 def sphere_table(seeds: tuple = SPHERE_SEEDS) -> pd.DataFrame:
-    """:func:`~attn_lib.theory.separation.sphere_separability` (ideal spherical vectors, float64) at
-    the N of :data:`_SPHERE_N` and the T of :data:`_SPHERE_T`, one row per (seed, T, N): ``seed, T, N, fraction``."""
+    """:func:`~attn_lib.theory.separation.sphere_separability` (ideal spherical vectors, float64) at the N of
+    :data:`_SPHERE_N` and the T of :data:`_SPHERE_T`: ``seed, T, N, fraction``."""
     rows = [
         {"seed": sd, "T": T, "N": n, "fraction": f}
         for sd in seeds
@@ -180,9 +178,8 @@ def _sphere_80(results, th):
     meas = "; ".join(f"T={T:g}, N={int(n)}: {r['min']:.2f}–{r['max']:.2f}" for (T, n), r in spread.iterrows())
     meas = f"mean N_s/N over 32 trials, range over {tab['seed'].nunique()} seeds: " + meas
     if per_seed.nunique() > 1:
-        return Outcome(
-            "no verdict", meas, f"the seeds disagree: in the band for {int(per_seed.sum())} of {len(per_seed)}"
-        )
+        why = f"the seeds disagree: in the band for {int(per_seed.sum())} of {len(per_seed)}"
+        return Outcome("no verdict", meas, why)
     cause = (
         f"on ideal spherical vectors with fixed weights the fraction keeps falling with N (largest {tab['fraction'].max():.2f}, "
         f"smallest {tab['fraction'].min():.2f} at N ≥ 16), like the model's: no saturation at about 80 %"

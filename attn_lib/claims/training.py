@@ -1,10 +1,7 @@
-"""The abstract's training claim, tested by training (issue 37, chapter 8): its rules; their fields are in claims.toml.
-
-The paper says that softmax's "gradient sensitivity ... presents challenges during training, especially at low
-temperature settings" but never trains. :mod:`attn_lib.training` trains GPT-2-architecture models with each normaliser
-and temperature; these rules read its table ``train_runs`` (one row per run: ``normalizer, temperature, seed,
-final_val_loss, logit_grad, weight_grad, gain, gain_max, clipped_share, nonfinite_share``). A verdict that rests on the
-seeds needs every seed to agree (paired by seed); otherwise the row says "no verdict" and shows the spread.
+"""The rules of the abstract's training claim (chapter 8; their fields are in claims.toml): softmax's "gradient
+sensitivity ... presents challenges during training, especially at low temperature settings", which the paper never
+trains. They read :mod:`attn_lib.training`'s ``train_runs`` (one row per normaliser, temperature and seed); a verdict
+needs every seed to agree (paired by seed), otherwise the row says "no verdict" and shows the spread.
 """
 
 from __future__ import annotations
@@ -19,9 +16,8 @@ T_REF = 1.0
 #: "vanishes or explodes": the median logit-gradient norm at the smallest T is below 1/FACTOR or above FACTOR times its
 #: value at ``T_REF`` in every seed.
 GRAD_FACTOR = 10.0
-#: Normalisers whose weights can be exactly 0 at finite logits (a vanishing minimum): the projections onto the
-#: simplex, top-k, softpick (ReLU) and SA-softmax (its factor is 0 at the smallest logit). Every other registered
-#: normaliser keeps every visible weight above 0 (fixed from the definitions in :mod:`attn_lib.normalizers`).
+#: Normalisers whose weights can be exactly 0 at finite logits: the projections onto the simplex, top-k, softpick
+#: (ReLU) and SA-softmax (0 at the smallest logit); every other one keeps every visible weight above 0.
 ZERO_WEIGHT = ("sparsemax", "entmax15", "entmax_alpha", "topk", "softpick", "sa_softmax")
 
 
@@ -34,8 +30,8 @@ def _paired(runs: pd.DataFrame, col: str, T_low: float) -> pd.DataFrame:
 
 
 def _low_and_ref(results, col: str) -> tuple[pd.DataFrame, float, pd.DataFrame]:
-    """The runs, the lowest softmax temperature ``T0``, and :func:`_paired` of ``col`` at ``T0`` (``n/a`` unless
-    ``T0`` is below :data:`T_REF` and some seed has both)."""
+    """The runs, the lowest softmax temperature ``T0`` and :func:`_paired` of ``col`` (``n/a`` unless ``T0 < T_REF``
+    and some seed has both)."""
     runs = results["train_runs"]
     T0 = float(runs.loc[runs["normalizer"] == "softmax", "temperature"].min())
     p = _paired(runs, col, T0)
@@ -44,8 +40,8 @@ def _low_and_ref(results, col: str) -> tuple[pd.DataFrame, float, pd.DataFrame]:
 
 
 def _seeds_verdict(ok: pd.Series, bad: pd.Series, disagree: str, fails: str) -> tuple[str, str]:
-    """The verdict when every seed passes (``ok``) or every seed fails (``bad``), else "no verdict" (also with fewer
-    than two seeds), and its cause: ``disagree`` or ``fails``."""
+    """The verdict when every seed passes (``ok``) or fails (``bad``), else (or with fewer than two seeds) "no
+    verdict"; and its cause, ``disagree`` or ``fails``."""
     v = "no verdict" if len(ok) < 2 else "reproduced" if ok.all() else "not reproduced" if bad.all() else "no verdict"
     return v, "" if v == "reproduced" else disagree if v == "no verdict" else fails
 
@@ -76,9 +72,8 @@ def logit_grad_extreme(results, th) -> Outcome:
         f"{gmax:.3g} (the bound needs <= 1)"
     )
     extreme = (r < 1 / GRAD_FACTOR) | (r > GRAD_FACTOR)
-    v, cause = _seeds_verdict(
-        extreme, ~extreme, "the seeds disagree", f"the ratio stays within a factor {GRAD_FACTOR:g}"
-    )
+    fails = f"the ratio stays within a factor {GRAD_FACTOR:g}"
+    v, cause = _seeds_verdict(extreme, ~extreme, "the seeds disagree", fails)
     return Outcome(v, meas, cause, numbers=dict(ratio_min=float(r.min()), ratio_max=float(r.max()), gain_x2T=gmax))
 
 

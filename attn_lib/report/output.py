@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -204,10 +205,8 @@ def _report_meta(results, handle, text, profile, timings) -> dict[str, Any]:
 def _handle_meta(handle) -> dict[str, Any]:
     meta: dict[str, Any] = dict(model=handle.model_id, model_description=handle.describe())
     meta.update(is_standin=bool(handle.is_standin), device=str(handle.device))
-    try:
+    with contextlib.suppress(Exception):
         meta["model_summary"] = handle.summary()
-    except Exception:
-        pass
     meta["attention"] = "causal" if getattr(handle, "causal", True) else "bidirectional"
     return meta
 

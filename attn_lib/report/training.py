@@ -127,12 +127,10 @@ def write_sweep(out, tables: dict, *, profile: str, limits=None) -> dict:
         made[f"{name}.csv"] = out / f"{name}.csv"
         df.to_csv(made[f"{name}.csv"], index=False)
     lows = sorted(runs.loc[runs["normalizer"] == "softmax", "temperature"].unique())
-    figs = {
-        "train_loss_lowT": figure_loss_curves(curves, runs, lows[0]),
-        "train_gradients": figure_gradients(runs),
-        "train_normalizers": figure_normalizers(runs),
-        **({"train_limits": figure_limits(limits, runs)} if limits is not None else {}),
-    }
+    figs = {"train_loss_lowT": figure_loss_curves(curves, runs, lows[0]), "train_gradients": figure_gradients(runs)}
+    figs["train_normalizers"] = figure_normalizers(runs)
+    if limits is not None:
+        figs["train_limits"] = figure_limits(limits, runs)
     import matplotlib.pyplot as plt  # matplotlib: imported only when a figure is drawn
 
     for name, fig in figs.items():
@@ -142,22 +140,13 @@ def write_sweep(out, tables: dict, *, profile: str, limits=None) -> dict:
     rows = [[md_cell(r["normalizer"]), f"{r['temperature']:g}", int(r["seeds"]),
              f"{r['val_loss']:.3f} ({r['val_min']:.3f}–{r['val_max']:.3f})", f"{r['logit_grad']:.3g}",
              f"{r['gain']:.3g}", f"{r['clipped']:.2f}", f"{r['nonfinite']:.2f}"] for _, r in t.iterrows()]  # fmt: skip
-    md = [
-        "## Training with each normaliser (beyond the paper)",
-        "",
+    head = ["normaliser", "T", "seeds", "val. loss (range)", "‖∂loss/∂l‖", "gain", "clipped", "non-finite"]
+    intro = (
         f"{meta['model']}; text: {TEXT}; device: {meta['device']}; profile {profile!r}, {len(runs)} runs, "
-        f"{meta['cpu_s']:.0f} s of CPU time in all. T is a factor on GPT-2's 1/√d (T_paper = T √d).",
-        "",
-        claims_markdown(vt),
-        "",
-        pipe_table(
-            ["normaliser", "T", "seeds", "val. loss (range)", "‖∂loss/∂l‖", "gain", "clipped", "non-finite"], rows
-        ),
-        "",
-        *[f"![{n}]({n}.png)" for n in figs],
-        "",
-        *_limits_section(limits),
-    ]
+        f"{meta['cpu_s']:.0f} s of CPU time in all. T is a factor on GPT-2's 1/√d (T_paper = T √d)."
+    )
+    md = ["## Training with each normaliser (beyond the paper)", "", intro, "", claims_markdown(vt), ""]
+    md += [pipe_table(head, rows), "", *[f"![{n}]({n}.png)" for n in figs], "", *_limits_section(limits)]
     (out / "report.md").write_text("\n".join(md))
     made["report.md"] = out / "report.md"
     return made

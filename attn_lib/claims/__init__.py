@@ -1,22 +1,12 @@
-r"""The paper's claims as data: one :class:`Claim` per claim (or per reading of one), looked up by its stable ``id``.
+r"""The paper's claims as data: one :class:`Claim` per claim (or per reading of one), looked up by its stable ``id``:
+the paper's words, the reading tested, its kind of evidence (:data:`EVIDENCE`), the book's block that forces or
+guarantees it, the appendix section behind its decisions, and its rule, a function of the results returning an
+:class:`Outcome`. :func:`verdicts` applies every rule.
 
-Each claim holds the paper's words and where they stand, the reading it tests, its kind of evidence
-(:data:`EVIDENCE`), the book's block that forces or guarantees it, the appendix section behind its project decisions,
-and its rule: a function of the results returning an :class:`Outcome` (verdict, measured value and, for a row that
-differs from the paper, the measured cause). :func:`verdicts` applies every rule. Tables and figures are
-:mod:`attn_lib.report`'s.
-
-* ``claims.toml``: the claims, in the report's order, one ``[[claim]]`` table each with the fields of :class:`Claim`;
-* :mod:`~attn_lib.claims.claim`: :class:`Claim`, :class:`Outcome`, the registry :data:`CLAIMS` and the decorators
-  :func:`claim` and :func:`~attn_lib.claims.claim.rule`;
-* one module of rules per figure: :mod:`~attn_lib.claims.distance` (Figs. 2a, 2b), :mod:`~attn_lib.claims.critical`
-  (Fig. 2c), :mod:`~attn_lib.claims.separability` (Fig. 3, Theorem 2), :mod:`~attn_lib.claims.sensitivity` (Fig. 4,
-  Corollary 3), :mod:`~attn_lib.claims.multihead` (the Discussion), :mod:`~attn_lib.claims.training` (chapter 8);
-* the statistics the rules read: :mod:`~attn_lib.claims.stats` (:data:`THRESHOLDS`, head aggregates, fits, the
-  linear-growth rule) and :mod:`~attn_lib.claims.diagnosis` (the critical-N diagnosis).
-
-Adding a claim: its ``[[claim]]`` table in ``claims.toml``, its rule with ``@rule("<id>")`` in its figure's module,
-and a test (a tiny table on which the rule passes and one on which it fails).
+The claims stand in ``claims.toml`` (the report's order); :mod:`~attn_lib.claims.claim` holds the machinery, one
+module per figure holds the rules (imported below), and :mod:`~attn_lib.claims.stats` and
+:mod:`~attn_lib.claims.diagnosis` the statistics they read. Adding a claim: its ``[[claim]]`` table, its rule with
+``@rule("<id>")`` in its figure's module, and a test on which the rule passes and one on which it fails.
 """
 
 from __future__ import annotations

@@ -92,11 +92,9 @@ def linear_growth(x, y, thresholds: dict | None = None) -> dict:
     r"""How ``y`` grows with ``x`` (1-D, finite: e.g. the lengths ``L`` and the head-mean distances), and the rule
     "grows linearly" of :data:`THRESHOLDS` (``thresholds``: overrides; only ``linear_exponent_tol`` is read).
 
-    The paper says the distances grow "roughly linearly in L". A good straight-line fit does not show that (a line
-    with a large intercept fits a curve that barely grows), so the rule reads the **exponent**, the least-squares
-    slope :math:`b` of :math:`\log y` against :math:`\log x`: linear when :math:`|b-1|\le`
-    ``linear_exponent_tol``. The report and the book's table (:func:`~attn_lib.book.tables.distance_length_fits`)
-    share this rule.
+    A good straight-line fit does not show "roughly linearly in L" (a line with a large intercept fits a curve that
+    barely grows), so the rule reads the **exponent**, the least-squares slope :math:`b` of :math:`\log y` against
+    :math:`\log x`: linear when :math:`|b-1|\le` ``linear_exponent_tol``.
 
     Returns ``slope``, ``intercept``, ``r2`` of the straight line (a constant ``y``: slope 0, ``r2 = 1``); ``exponent``
     (NaN unless every ``y > 0``); ``growth`` (``y`` at the largest ``x`` over ``y`` at the smallest), ``x_growth``

@@ -1,15 +1,7 @@
 """The reproduction report of a run: its tables, the paper's figures and the files ``reproduce`` and
 ``compare-normalizers`` write (Reading the paper, §Rows, heads and figures). It only presents: the claims, rules and
-statistics are :mod:`attn_lib.claims`'s, the chapters' own tables :mod:`attn_lib.book.tables`'s.
-
-Modules: :mod:`~attn_lib.report.reproduction` (the report's tables, one model or several side by side, the tally, the
-verdict figure); :mod:`~attn_lib.report.summary` (the summary in words, and :func:`say`, through which prose states a
-claim's outcome); :mod:`~attn_lib.report.critical` (the critical-N diagnosis, ``prop-e1-crossing``);
-:mod:`~attn_lib.report.figures` (Figs. 2a, 2b, 2c, 3, 4; :mod:`~attn_lib.report.separability`: the per-N summary
-behind Fig. 3); :mod:`~attn_lib.report.output` (``report.md``, ``results.json`` and the figures written to a folder);
-:mod:`~attn_lib.report.beyond` (``compare-normalizers``, chapter 7); :mod:`~attn_lib.report._common` (shared helpers).
-
-Verdicts describe *the model that was run*: the offline stand-in is not GPT-2, and every table names its model.
+statistics are :mod:`attn_lib.claims`'s. Verdicts describe *the model that was run*: the offline stand-in is not
+GPT-2, and every table names its model.
 """
 
 from __future__ import annotations

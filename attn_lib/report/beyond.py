@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
@@ -21,13 +19,6 @@ def _labelled(fig, meta: dict):
     from ..provenance import label_figure  # provenance imports matplotlib: only when a figure is drawn
 
     return label_figure(fig, **{k: meta.get(k, "?") for k in ("model", "text", "device")})
-
-
-def _check_beyond_table(df: Any) -> None:
-    require_columns(df, "df", ("normalizer", "metric", "layer", "head", "value", "L", "N", "T", "eps"))
-    missing = [m for m in _BEYOND_METRICS if m not in set(df["metric"])]
-    if missing:
-        raise ValueError(f"df must be attn_lib.experiments.compare_normalizers' table (no rows for {missing})")
 
 
 def beyond_limits_markdown(summary: pd.DataFrame) -> str:
@@ -59,7 +50,10 @@ def figure_beyond_limits(df: pd.DataFrame, crit: pd.DataFrame):
     from matplotlib.figure import Figure  # matplotlib: imported only when a figure is drawn
     from matplotlib.ticker import NullFormatter
 
-    _check_beyond_table(df)
+    require_columns(df, "df", ("normalizer", "metric", "layer", "head", "value", "L", "N", "T", "eps"))
+    missing = [m for m in _BEYOND_METRICS if m not in set(df["metric"])]
+    if missing:
+        raise ValueError(f"df must be attn_lib.experiments.compare_normalizers' table (no rows for {missing})")
     meta = meta_of(df)
     fig = Figure(figsize=(FIGURE_WIDTH_IN, 9.6))
     grid = fig.subplots(3, 2)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 
 from ..claims.stats import separability_stats
@@ -15,7 +13,10 @@ def separability_per_n(df: pd.DataFrame) -> pd.DataFrame:
     ``lower_median``, ``upper_median``, ``heads``, ``IQR``, and the booleans ``upper ≥ median`` and ``lower ≤
     median``, each ``None`` where its bound is vacuous (an upper bound ``>= 1`` or a lower bound ``<= 0`` holds for
     any fraction), with ``vacuous bounds`` naming them."""
-    check_separability_table(df)
+    need = {"N", "fraction", "lower", "upper"}
+    if not isinstance(df, pd.DataFrame) or len(df) == 0 or not need <= set(df.columns):
+        what = f"a non-empty separability table with columns {sorted(need)} (attn_lib.experiments.separability)"
+        raise ValueError(f"df must be {what}")
     a = separability_stats(df)
     out = a[["median", "q25", "q75"]].assign(lower_median=a["lower"], upper_median=a["upper"], heads=a["heads"])
     out["IQR"] = out["q75"] - out["q25"]
@@ -26,11 +27,3 @@ def separability_per_n(df: pd.DataFrame) -> pd.DataFrame:
         ", ".join(n for n, v in (("upper", u), ("lower", lo)) if v) or "none" for u, lo in zip(up_vac, lo_vac)
     ]
     return out
-
-
-def check_separability_table(df: Any) -> None:
-    need = {"N", "fraction", "lower", "upper"}
-    if not isinstance(df, pd.DataFrame) or len(df) == 0 or not need <= set(df.columns):
-        raise ValueError(
-            f"df must be a non-empty separability table with columns {sorted(need)} (attn_lib.experiments.separability)"
-        )

@@ -201,10 +201,8 @@ def claim_row(c: Claim, results: dict, thresholds: dict | None = None) -> dict:
             out = Outcome("n/a", f"not judged: the results lack the column {exc.args[0]!r}")
         except Exception as exc:  # one failing rule: its row says so, and every other row stands
             if isinstance(exc, TypeError) and "evidence" in str(exc):  # the kind is the claim's: fail loudly
-                raise TypeError(
-                    f"claim {c.id!r}: its rule passes Outcome(evidence=...), which was removed: a row's kind of "
-                    "evidence is its Claim's, fixed before any data"
-                ) from exc
+                why = "which was removed: a row's kind of evidence is its Claim's, fixed before any data"
+                raise TypeError(f"claim {c.id!r}: its rule passes Outcome(evidence=...), {why}") from exc
             out = Outcome("n/a", f"not judged: the rule failed ({type(exc).__name__}: {exc})")
     else:
         out = Outcome("n/a", "not run: needs " + ", ".join(n for n in c.needs if not has_results(results, n)))

@@ -105,9 +105,8 @@ def _fig2c_mc(results, th):
     sm, valid, ratio, rows = _crit(results, "mc")
     meas = _crit_text(sm, valid, ratio, rows)
     if rows is not None:
-        meas += (
-            f"; relative standard error at N* up to {float(rows.loc[rows['sampling'] == valid, 'mc_rel_se'].max()):.1%}"
-        )
+        se = float(rows.loc[rows["sampling"] == valid, "mc_rel_se"].max())
+        meas += f"; relative standard error at N* up to {se:.1%}"
     ratios = mc_seed_ratios(results).dropna()
     near = [_near_paper(float(r), th) for r in ratios]
     meas += (
@@ -118,12 +117,12 @@ def _fig2c_mc(results, th):
     out = over_seeds(Outcome("reproduced", meas), near, "", th, subsets="the random subsets", agree=agree)
     if out.verdict == "no verdict" or all(near):
         return out
-    return Outcome(
-        "not reproduced",
-        meas,
-        f"every seed puts N*/L outside the paper's range ({ratios.min():.3f} … {ratios.max():.3f}); E[d~] ≤ E1 + its Jensen-gap bound ({prf_ref('thm-distance')} "
-        f"(b)), so it meets d~ no earlier than that bound does; for E1: {_diagnosis_cause(results, th)}",
+    cause = (
+        f"every seed puts N*/L outside the paper's range ({ratios.min():.3f} … {ratios.max():.3f}); E[d~] ≤ E1 + its "
+        f"Jensen-gap bound ({prf_ref('thm-distance')} (b)), so it meets d~ no earlier than that bound does; for E1: "
+        f"{_diagnosis_cause(results, th)}"
     )
+    return Outcome("not reproduced", meas, cause)
 
 
 @rule("fig2c-critical-e2")

@@ -187,8 +187,7 @@ def _drop(results, th, base):
     one = c[np.abs(np.log(c["T"])) < 1e-6]
     na_if(not len(one) or c["T"].max() <= 1, "the T grid lacks T = 1 or a larger T")
     g1 = float(one["g"].iloc[0])
-    high = c[c["T"] > 1]
-    ends = high.tail(th["drop_ends"])
+    ends = c[c["T"] > 1].tail(th["drop_ends"])
     falls = {float(T): g1 / max(float(g), 1e-300) for T, g in zip(ends["T"], ends["g"])}
     r0, r1 = th["drop_ratio"]
     meas = ", ".join(f"g(1)/g({T:.3g}) = {f:.3g}" for T, f in falls.items()) + f" (ε={e0:g})"
@@ -219,9 +218,8 @@ def _drop_01(results, th):
     Ts = c["T"].to_numpy()
     na_if(Ts.min() > 0.011 or not (np.abs(np.log(Ts)) < 1e-6).any(), "the T grid lacks T = 0.01 or T = 1")
     i0 = int(np.argmin(np.abs(np.log(Ts / 0.01))))
-    gi = float(c.iloc[i0]["g"])
     g1 = float(c.loc[np.abs(np.log(c["T"])) < 1e-6, "g"].iloc[0])
-    ratio = gi / max(g1, 1e-300)
+    ratio = float(c.iloc[i0]["g"]) / max(g1, 1e-300)
     meas = f"g(0.01)/g(1) = {ratio:.3g} at ε={e0:g}"
     r0, r1 = th["drop_ratio"]
     if r0 <= ratio <= r1:

@@ -120,18 +120,15 @@ def _header_lines(meta: dict) -> list[str]:
 
 
 def _conventions(results: dict) -> str:
-    note = sens_rows_note(results.get("gradient_sensitivity"))
-    return (
+    text = (
         "Conventions (Reading the paper, §Decisions for the experiments): x_i = per-head value vectors; causal rows "
         "use L_t = t visible tokens and rows with t < N+1 are skipped; model's own logits (T=1 for Figs. 2–3); E1 "
         "with p = N/(t−1); KS at α = 0.01; separability on unit-normalised values, r ↑ ρ_min."
-        + (
-            f" Gradient sensitivity (Fig. 4) on a row set R{note}"
-            " (§The sensitivity metric (project decision)), one seeded direction per row."
-            if note
-            else ""
-        )
     )
+    if note := sens_rows_note(results.get("gradient_sensitivity")):
+        text += f" Gradient sensitivity (Fig. 4) on a row set R{note} (§The sensitivity metric (project decision)), "
+        text += "one seeded direction per row."
+    return text
 
 
 def write_report(

@@ -69,8 +69,7 @@ def _bounded_growth(results, th, col: str, name: str, bound: str, extra: int):
         f"{nm} ≤ {bound} ({prf_ref('prop-random-bounded')}), evaluated at {cap:.3g} at L = {L1} (mean max‖x‖ "
         f"{xm[L1]:.3g}, exponent {length_fit(df, 'x_max', th)[0]['exponent']:.2f} in L): from {nm}({L0}) = "
         f"{e[L0]:.3g} that caps the endpoint exponent (ln of {nm} at L = {L1} over {nm} at L = {L0}, divided by "
-        f"ln({L1}/{L0})) at "
-        f"{cap_exp:.2f} (measured {end_exp:.2f}; least-squares exponent {fit['exponent']:.2f})"
+        f"ln({L1}/{L0})) at {cap_exp:.2f} (measured {end_exp:.2f}; least-squares exponent {fit['exponent']:.2f})"
     )
     if not cap_exp < 1 - th["linear_exponent_tol"]:  # the cap alone does not decide: say where E sits under it
         cap0 = (N + extra) * float(xm[L0])

@@ -56,8 +56,8 @@ def _mh_model(results, th):
         f"0.99 − c(3) = {0.99 - d['c3']:.3f} = {d['from_p']:+.3f} (p = {d['p']:.3f}, not 0.8) "
         f"{d['from_share']:+.3f} (one head covers {d['share']:.2f} of its own p inside the target) "
         f"{d['from_overlap']:+.3f} (overlap between heads, beyond independence) ({prf_ref('rem-coverage')}); "
-        f"independent heads give 1 − (1 − p)³ = {d['indep_p']:.3f} with the measured p and "
-        f"1 − (1 − c(1))³ = {d['indep_c1']:.3f} with the measured c(1) = {d['c1']:.3f}"
+        f"independent heads give 1 − (1 − p)³ = {d['indep_p']:.3f} with the measured p and 1 − (1 − c(1))³ = "
+        f"{d['indep_c1']:.3f} with the measured c(1) = {d['c1']:.3f}"
     )
     return judged(d["c3"] >= 0.99, meas, cause)
 

@@ -149,8 +149,8 @@ def _inv_t_mean_cause(d: pd.DataFrame, slope: float, g0: float) -> str:
         text += (
             f". A finding about the claim: a row mean ≈ (share of rows within T of a tie) × 1/(2T); with a density "
             f"of gaps at 0 that share shrinks like T^{s_share:.2f}, which cancels the 1/T down to "
-            f"T^{implied:.2f} (measured {slope:.2f}): the 1/T of Corollary 3 is a property of single tied rows, "
-            f"not of the row mean"
+            f"T^{implied:.2f} (measured {slope:.2f}): the 1/T of Corollary 3 is a property of single tied rows, not of "
+            "the row mean"
         )
     else:
         text += (

@@ -246,10 +246,13 @@ class ResultCache:
             log.warning("attn_lib cache: not storing %s (%s)", path, exc)
             return value
         meta = {
-            "key": json.loads(canonical_json(full)), "kind": kind, "payload": _PAYLOADS[kind],
-            "sha256": hashlib.sha256(payload).hexdigest(), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "key": json.loads(canonical_json(full)),
+            "kind": kind,
+            "payload": _PAYLOADS[kind],
+            "sha256": hashlib.sha256(payload).hexdigest(),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "attn_lib_version": _attn_lib_version(),
-        }  # fmt: skip
+        }
         try:
             if path.parent.is_symlink() or (path.parent.exists() and not path.parent.is_dir()):
                 path.parent.unlink()  # a file where the entries' folder belongs: repair

@@ -149,10 +149,17 @@ def _capture_attention_forward(module, query, key, value, attention_mask, scalin
 
     if wanted:
         record = LayerAttention(
-            layer=int(layer), logits=logits, mask=_full_visibility(visible, logits), weights=weights, values=value_r,
-            queries=query if sess.keep_qk else None, keys=key_r if sess.keep_qk else None, scaling=float(scaling),
-            normalizer=sess.normalizer_name if replace else "model", temperature=sess.temperature if replace else 1.0,
-        )  # fmt: skip
+            layer=int(layer),
+            logits=logits,
+            mask=_full_visibility(visible, logits),
+            weights=weights,
+            values=value_r,
+            queries=query if sess.keep_qk else None,
+            keys=key_r if sess.keep_qk else None,
+            scaling=float(scaling),
+            normalizer=sess.normalizer_name if replace else "model",
+            temperature=sess.temperature if replace else 1.0,
+        )
         _report(sess, record)
     return attn_output, weights
 
@@ -334,11 +341,17 @@ def _leave(model) -> None:
 
 @contextlib.contextmanager
 def patched_attention(
-    handle_or_model, callback: Callable[[LayerAttention], Any] | None = None, *, normalizer=None,
-    temperature: float = 1.0, layers: Iterable[int] | int | None = None,
-    normalizer_layers: Iterable[int] | int | None = None, output_dtype: torch.dtype | None = None,
-    keep_qk: bool = True, stop_early: bool = False,
-) -> Iterator[None]:  # fmt: skip
+    handle_or_model,
+    callback: Callable[[LayerAttention], Any] | None = None,
+    *,
+    normalizer=None,
+    temperature: float = 1.0,
+    layers: Iterable[int] | int | None = None,
+    normalizer_layers: Iterable[int] | int | None = None,
+    output_dtype: torch.dtype | None = None,
+    keep_qk: bool = True,
+    stop_early: bool = False,
+) -> Iterator[None]:
     """Inside it, every forward pass of the model (``generate`` too) runs the capture attention; the parameters are
     :func:`capture_attention`'s. The previous attention implementation is restored on exit."""
     model = _model_of(handle_or_model)
@@ -349,12 +362,16 @@ def patched_attention(
     c = text_config(model.config)
     n_layers = getattr(c, "num_hidden_layers", None) or getattr(c, "n_layer", None)
     sess = _Session(
-        callback=callback, normalizer=fn, normalizer_name=fn_name, temperature=temperature,
+        callback=callback,
+        normalizer=fn,
+        normalizer_name=fn_name,
+        temperature=temperature,
         layers=_layer_set("layers", layers, n_layers),
         normalizer_layers=_layer_set("normalizer_layers", normalizer_layers, n_layers),
         output_dtype=None if output_dtype is None else resolve_dtype(output_dtype, name="output_dtype"),  # or "float64"
-        keep_qk=check_bool("keep_qk", keep_qk), stop_after=1 if check_bool("stop_early", stop_early) else None,
-    )  # fmt: skip
+        keep_qk=check_bool("keep_qk", keep_qk),
+        stop_after=1 if check_bool("stop_early", stop_early) else None,
+    )
     register()
     _enter(model)
     token = _ACTIVE.set(sess)
@@ -425,9 +442,13 @@ def _prepare_attention_mask(attention_mask, ids: torch.Tensor) -> torch.Tensor |
 
 
 def capture_attention(
-    handle, input_ids, callback: Callable[[LayerAttention], Any] | None = None, *,
-    attention_mask: torch.Tensor | None = None, **options,
-):  # fmt: skip
+    handle,
+    input_ids,
+    callback: Callable[[LayerAttention], Any] | None = None,
+    *,
+    attention_mask: torch.Tensor | None = None,
+    **options,
+):
     """Run ONE forward pass of ``handle`` (a :class:`~attn_lib.models.ModelHandle` or a transformers model) on
     ``input_ids`` (``(length,)`` or ``(batch, length)``, length at most ``handle.max_length``), calling
     ``callback(LayerAttention)`` once per captured layer, in layer order (reduce to metrics to stay at one layer of

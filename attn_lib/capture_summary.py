@@ -79,9 +79,12 @@ class CaptureJob:
         layers, windows = self.params["layers"], self.params["windows"]
         per_layer: dict[int, list[dict]] = {}
         bar = tqdm(
-            total=(len(layers) if layers else self.handle.n_layers) * windows, desc="capture (layers)", unit="layer",
-            file=sys.stderr, disable=None if progress else True,  # None: shown on a terminal only
-        )  # fmt: skip
+            total=(len(layers) if layers else self.handle.n_layers) * windows,
+            desc="capture (layers)",
+            unit="layer",
+            file=sys.stderr,
+            disable=None if progress else True,  # None: shown on a terminal only
+        )
         t = time.perf_counter()
 
         def on_layer(rec: LayerAttention) -> None:
@@ -91,9 +94,13 @@ class CaptureJob:
         with bar:
             for w in range(windows):
                 capture.capture_attention(
-                    self.handle, self.ids[w : w + 1], on_layer, normalizer=self.normalizer,
-                    temperature=self.params["temperature"], layers=layers,
-                )  # fmt: skip
+                    self.handle,
+                    self.ids[w : w + 1],
+                    on_layer,
+                    normalizer=self.normalizer,
+                    temperature=self.params["temperature"],
+                    layers=layers,
+                )
         seconds = time.perf_counter() - t
         return {"rows": [_over_windows(layer, per_layer[layer]) for layer in sorted(per_layer)], "seconds": seconds}
 
@@ -105,10 +112,17 @@ def _over_windows(layer: int, recs: list[dict]) -> dict:
 
 
 def prepare_capture(
-    handle: ModelHandle, text: Text, *, length: int, windows: int = 1, start: int = 0,
-    normalizer: str | Callable | None = None, normalizer_name: str | None = None, temperature: float = 1.0,
+    handle: ModelHandle,
+    text: Text,
+    *,
+    length: int,
+    windows: int = 1,
+    start: int = 0,
+    normalizer: str | Callable | None = None,
+    normalizer_name: str | None = None,
+    temperature: float = 1.0,
     layers: list[int] | None = None,
-) -> CaptureJob:  # fmt: skip
+) -> CaptureJob:
     """``windows`` consecutive windows of ``length`` tokens from token ``start`` of ``text`` (which must hold them;
     ``length`` at most ``handle.max_length``) for one capture run. ``normalizer``, ``temperature`` and ``layers`` are
     :func:`~attn_lib.capture.capture_attention`'s; ``normalizer_name`` keys the cache and the JSON document (default:
@@ -117,7 +131,12 @@ def prepare_capture(
         normalizer_name = normalizer
     ids = corpus.token_windows(handle.tokenizer, text, length, n_windows=windows, start=start)
     params = dict(
-        length=length, windows=windows, start=start, normalizer=normalizer_name, temperature=temperature,
-        layers=layers, metric=METRIC,
-    )  # fmt: skip
+        length=length,
+        windows=windows,
+        start=start,
+        normalizer=normalizer_name,
+        temperature=temperature,
+        layers=layers,
+        metric=METRIC,
+    )
     return CaptureJob(handle=handle, text=text, ids=ids, params=params, normalizer=normalizer)

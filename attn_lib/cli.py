@@ -154,9 +154,13 @@ def _cmd_capture(args) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         handle, text, t_load = capture_summary.load_inputs(  # the text first: a bad --text fails before the model
-            args.model, args.text, device=args.device, dtype=args.dtype, offline_fallback=not args.no_fallback,
+            args.model,
+            args.text,
+            device=args.device,
+            dtype=args.dtype,
+            offline_fallback=not args.no_fallback,
             quiet=args.quiet,
-        )  # fmt: skip
+        )
     for message in dict.fromkeys([*handle.notes, *(str(w.message) for w in caught)]):  # quiet keeps them in notes
         _note(message)
     if args.length > handle.max_length:
@@ -166,9 +170,16 @@ def _cmd_capture(args) -> int:
             f"e.g. --length {handle.max_length} --windows {math.ceil(args.length / handle.max_length)}"
         )
     job = capture_summary.prepare_capture(
-        handle, text, length=args.length, windows=args.windows, start=args.start, normalizer=normalizer,
-        normalizer_name=args.normalizer, temperature=args.temperature, layers=args.layers,
-    )  # fmt: skip
+        handle,
+        text,
+        length=args.length,
+        windows=args.windows,
+        start=args.start,
+        normalizer=normalizer,
+        normalizer_name=args.normalizer,
+        temperature=args.temperature,
+        layers=args.layers,
+    )
     _print_capture_header(job, t_load, file=sys.stderr if args.json else sys.stdout)  # --json: stdout is the JSON
     result = job.run(use_cache=not args.no_cache, progress=not args.quiet)
     if args.json:
@@ -244,9 +255,16 @@ def _cmd_reproduce(args) -> int:
     from . import experiments  # the experiments layer (imported by _begin)
 
     out = experiments.run_reproduce(
-        model=args.model, device=args.device, profile=args.profile, out=args.out, text=args.text,
-        use_cache=not args.no_cache, threads=args.threads, progress=not args.quiet, compare=args.compare or (),
-    )  # fmt: skip
+        model=args.model,
+        device=args.device,
+        profile=args.profile,
+        out=args.out,
+        text=args.text,
+        use_cache=not args.no_cache,
+        threads=args.threads,
+        progress=not args.quiet,
+        compare=args.compare or (),
+    )
     if out is not None and not isinstance(out, int):
         print(out)
     return out if isinstance(out, int) else 0
@@ -257,9 +275,15 @@ def _cmd_compare_normalizers(args) -> int:
     from . import experiments  # the experiments layer (imported by _begin)
 
     res = experiments.run_compare(
-        args.model, device=args.device, profile=args.profile, out=out_dir, text=args.text, use_cache=not args.no_cache,
-        start=experiments.swap.HELD_OUT_START if args.start is None else args.start, say=say,
-    )  # fmt: skip
+        args.model,
+        device=args.device,
+        profile=args.profile,
+        out=out_dir,
+        text=args.text,
+        use_cache=not args.no_cache,
+        start=experiments.swap.HELD_OUT_START if args.start is None else args.start,
+        say=say,
+    )
     for note in res["notes"]:
         _note(note)
     print((res["out"] / "limits.md").read_text(encoding="utf-8"))
@@ -299,20 +323,23 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The ``attn-lib`` parser; each subcommand's builder sets ``func`` to its command."""
     p = _Parser(
-        prog="attn-lib", description="attn_lib: 'Limitations of Normalization in Attention Mechanism' (Mudarisov et al., 2025), "
+        prog="attn-lib",
+        description="attn_lib: 'Limitations of Normalization in Attention Mechanism' (Mudarisov et al., 2025), "
         "executable.\n\ninfo shows what would run where, capture runs one forward pass with attention "
         "capture,\nreproduce runs the paper's five experiments and writes figures and a report,\n"
         "compare-normalizers measures every normaliser on the paper's limits,\ntrain-sweep trains small "
         "GPT-2-architecture models with each normaliser and temperature (chapter 8).",
         epilog="examples:\n  attn-lib info\n  attn-lib capture --length 1024\n"
         "  attn-lib reproduce --out results/\n\n" + _ENV_HELP,
-    )  # fmt: skip
+    )
     p.add_argument("--version", action="version", version=f"attn_lib {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="more logging")
     p.add_argument(
-        "--tune-process", action="store_true", help="shorten GNU OpenMP's idle spinning and keep freed memory for "
+        "--tune-process",
+        action="store_true",
+        help="shorten GNU OpenMP's idle spinning and keep freed memory for "
         "reuse (Linux; attn_lib.process): faster on a busy machine, more resident memory; results are unchanged",
-    )  # fmt: skip
+    )
     sub = p.add_subparsers(dest="command", metavar="{info,capture,reproduce,compare-normalizers,train-sweep}")
     for add in (_add_info, _add_capture, _add_reproduce, _add_compare_normalizers, _add_train_sweep):
         add(sub)
@@ -322,35 +349,44 @@ def build_parser() -> argparse.ArgumentParser:
 def _model_args(sp, quiet_help: str) -> None:
     """--model, --device, --text, --no-cache and -q/--quiet, as every subcommand but info takes them."""
     sp.add_argument(
-        "--model", default="gpt2", help="gpt2 (default), gpt2-medium/-large/-xl, a Hugging Face causal LM id, a local "
+        "--model",
+        default="gpt2",
+        help="gpt2 (default), gpt2-medium/-large/-xl, a Hugging Face causal LM id, a local "
         "folder, or smollm2 (the offline stand-in)",
-    )  # fmt: skip
+    )
     sp.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N, mps")
     sp.add_argument(
-        "--text", default="war-and-peace", help="war-and-peace (default; offline: the shipped 'botchan'), botchan, "
+        "--text",
+        default="war-and-peace",
+        help="war-and-peace (default; offline: the shipped 'botchan'), botchan, "
         "or a path to a UTF-8 text file (at most 32 MiB)",
-    )  # fmt: skip
+    )
     sp.add_argument("--no-cache", action="store_true", help="bypass the result cache")
     sp.add_argument("-q", "--quiet", action="store_true", help=quiet_help)
 
 
 def _add_info(sub) -> None:
     sp = sub.add_parser(
-        "info", help="device, model resolution, cache location and size",
+        "info",
+        help="device, model resolution, cache location and size",
         description="Print the attn_lib, torch and transformers versions, the devices here, how --device and "
         "--model\nresolve, the offline stand-in's status, the texts and the cache folders with their "
         "sizes.\nNo model is loaded or downloaded.",
         epilog="example:\n  attn-lib info --model gpt2-medium --device cuda",
-    )  # fmt: skip
+    )
     sp.add_argument(
-        "--model", default="gpt2", help="model name to resolve (default gpt2): says whether it is in the local "
+        "--model",
+        default="gpt2",
+        help="model name to resolve (default gpt2): says whether it is in the local "
         "Hugging Face cache, would be downloaded, or falls back to the offline stand-in SmolLM2-135M-Instruct; a "
         "GPT-2 size, a Hugging Face id, a local folder or smollm2",
-    )  # fmt: skip
+    )
     sp.add_argument(
-        "--device", default="auto", help="device to check (default auto = CUDA, then Apple MPS, then CPU; or cpu, "
+        "--device",
+        default="auto",
+        help="device to check (default auto = CUDA, then Apple MPS, then CPU; or cpu, "
         "cuda, cuda:N, mps): prints what it resolves to here, or why it is not available",
-    )  # fmt: skip
+    )
     sp.set_defaults(func=_cmd_info)
 
 
@@ -359,34 +395,42 @@ def _add_capture(sub) -> None:
         norm.help = norm.help.replace("{names}", ", ".join(n for n in _cli_names() if n != "topk"))
 
     sp = sub.add_parser(
-        "capture", later=later, help="one forward pass with attention capture; per-layer summary",
+        "capture",
+        later=later,
+        help="one forward pass with attention capture; per-layer summary",
         description="Run the model once over --windows windows of --length tokens of --text with attention "
         "capture,\nand print per layer: the largest attention weight, the mean row maximum, the mean "
         "row entropy\n(nats) and the mean weight on the first token (over heads and query rows 2..L). "
         "Says which model\nactually ran. Results are cached; --no-cache recomputes.",
         epilog="examples:\n  attn-lib capture --length 1024\n"
         "  attn-lib capture --length 256 --normalizer sparsemax --temperature 0.5 --layers 0,5 --json",
-    )  # fmt: skip
+    )
     _model_args(sp, "no progress bar")
     sp.add_argument(
         "--length", type=_checked(check_int, "--length", low=1), default=1024, help="tokens per window (default 1024)"
     )
     sp.add_argument(
-        "--windows", type=_checked(check_int, "--windows", low=1), default=1,
+        "--windows",
+        type=_checked(check_int, "--windows", low=1),
+        default=1,
         help="number of consecutive windows (default 1)",
-    )  # fmt: skip
+    )
     sp.add_argument(
         "--start", type=_checked(check_int, low=0), default=0, help="first token of the first window (default 0)"
     )
     sp.add_argument("--dtype", default=None, help="float32 (default), float64, bfloat16, float16")
     norm = sp.add_argument(
-        "--normalizer", default=None, help="replace softmax in the live model by this normaliser of "
+        "--normalizer",
+        default=None,
+        help="replace softmax in the live model by this normaliser of "
         "attn_lib.normalizers: {names}, or top-<k> (e.g. top-16) (default: the model's own softmax)",
-    )  # fmt: skip
+    )
     sp.add_argument(
-        "--temperature", type=_checked(check_positive, convert=float), default=1.0,
+        "--temperature",
+        type=_checked(check_positive, convert=float),
+        default=1.0,
         help="temperature on top of the model's logits (default 1 = the model's own weights)",
-    )  # fmt: skip
+    )
     sp.add_argument("--layers", type=_layers, default=None, help="comma-separated layers to report (default all)")
     sp.add_argument("--no-fallback", action="store_true", help="fail instead of using the offline stand-in")
     sp.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -399,7 +443,8 @@ def _add_reproduce(sub) -> None:
     except ValueError:  # e.g. ATTN_LIB_CACHE_DIR=~nosuchuser/...: the command itself reports it in one line
         results_folder = "<ATTN_LIB_CACHE_DIR>/results"
     sp = sub.add_parser(
-        "reproduce", help="run the paper's experiments (Algorithms 1-5) and write figures and a report",
+        "reproduce",
+        help="run the paper's experiments (Algorithms 1-5) and write figures and a report",
         description="Run Algorithms 1-5 of the paper (distance vs L and vs N, critical N, separability, gradient\n"
         "sensitivity) on one model and text in a single forward pass, and chapter 5's multi-head coverage in a\n"
         "second one, and write into --out:\n"
@@ -416,27 +461,34 @@ def _add_reproduce(sub) -> None:
         "stdout.",
         epilog="examples:\n  attn-lib reproduce --out results/\n"
         "  attn-lib reproduce --profile quick --model gpt2 --out results-quick/",
-    )  # fmt: skip
+    )
     _model_args(sp, "no progress bars")
     sp.add_argument(
-        "--profile", choices=["paper", "quick"], default="paper",
+        "--profile",
+        choices=["paper", "quick"],
+        default="paper",
         help="paper (default): the paper's grids, L up to 1024; benchmarks/README.md ('whole paper profile', "
         "empty result cache, offline stand-in, kernels cached) measured 327 s (about 5.5 min) on an idle 2-core machine on "
         "2026-12-04, with 5 seeds of every random draw; quick: small grids, L up to 128, for a smoke run",
-    )  # fmt: skip
+    )
     sp.add_argument(
         "--out", default="results", help="output folder (default ./results), created if needed; checked before any work"
     )
     sp.add_argument(
-        "--compare", action="append", metavar="MODEL", default=None,
+        "--compare",
+        action="append",
+        metavar="MODEL",
+        default=None,
         help="also run MODEL (repeatable), e.g. sentence-transformers/all-MiniLM-L6-v2 (a bidirectional "
         "encoder, offline from its packaged copy): report.md gets one verdict column per model and the "
         "figures a second panel",
-    )  # fmt: skip
+    )
     sp.add_argument(
-        "--threads", type=_threads, default=None,
+        "--threads",
+        type=_threads,
+        default=None,
         help="worker threads for the analyses, at most the CPUs of this process (default: torch's setting)",
-    )  # fmt: skip
+    )
     sp.set_defaults(func=_cmd_reproduce)
 
 
@@ -447,12 +499,14 @@ def _add_compare_normalizers(sub) -> None:
         what = textwrap.fill(
             f"Measure {nz.describe(nz.available(compared=True))}, and top-k at several k, on the same model logits (vanishing "
             "weight, d~ and critical N, N_s/N, g(T, eps)), and swap each into every head of the live model "
-            "(held-out loss and perplexity; top-k over k, softmax over T).", 100,
-        )  # fmt: skip
+            "(held-out loss and perplexity; top-k over k, softmax over T).",
+            100,
+        )
         parser.description = parser.description.replace("{what}", what)
 
     sp = sub.add_parser(
-        "compare-normalizers", later=later,
+        "compare-normalizers",
+        later=later,
         help="every normaliser on the paper's limits and swapped into the live model; table and figures",
         description="{what}" + " Writes into --out:\n"
         "  limits.md, limits.csv, limits.json   the table (normalisers x limits)\n"
@@ -462,21 +516,25 @@ def _add_compare_normalizers(sub) -> None:
         "Results are cached like reproduce's; --no-cache recomputes.",
         epilog="examples:\n  attn-lib compare-normalizers --out beyond/\n"
         "  attn-lib compare-normalizers --profile quick --model gpt2 --out beyond-quick/",
-    )  # fmt: skip
+    )
     _model_args(sp, "no progress lines")
     sp.add_argument(
-        "--profile", choices=["paper", "quick"], default="paper",
+        "--profile",
+        choices=["paper", "quick"],
+        default="paper",
         help="paper (default): L up to 1024, the live swap on 512 held-out tokens; quick: L up to 128, for a smoke run",
-    )  # fmt: skip
+    )
     sp.add_argument(
         "--out", default="results-beyond", help="output folder (default ./results-beyond), created if needed"
     )
     sp.add_argument(
-        "--start", type=_checked(check_int, low=0), default=None,
+        "--start",
+        type=_checked(check_int, low=0),
+        default=None,
         help="first token of the live swap's held-out window (default 32768, so the text needs 32768 + the "
         "window's tokens; checked before any work). A shorter text can use e.g. --start 1024 (quick: 128), the "
         "first token after the comparison's window",
-    )  # fmt: skip
+    )
     sp.set_defaults(func=_cmd_compare_normalizers)
 
 
@@ -504,7 +562,8 @@ def _cmd_train_sweep(args) -> int:
 
 def _add_train_sweep(sub) -> None:
     sp = sub.add_parser(
-        "train-sweep", help="train GPT-2-architecture models with each normaliser and temperature (chapter 8)",
+        "train-sweep",
+        help="train GPT-2-architecture models with each normaliser and temperature (chapter 8)",
         description="Train small GPT-2-architecture models from scratch on the shipped text (bytes) with softmax at "
         "T = 0.03 ... 10 (a factor on GPT-2's 1/sqrt(d)) and with every registered normaliser at T = 1, and judge "
         "the abstract's training claim. quick: 5 seeds per T, 1 per normaliser, 100 steps; full: 5 seeds each, "
@@ -512,19 +571,23 @@ def _add_train_sweep(sub) -> None:
         "Writes results.json, train_runs.csv, train_curves.csv, train_limits.csv, figures and report.md into --out. "
         "Each run is cached; --no-cache retrains.",
         epilog="examples:\n  attn-lib train-sweep --out train/\n  attn-lib train-sweep --profile full --workers 2",
-    )  # fmt: skip
+    )
     sp.add_argument("--profile", choices=["quick", "full"], default="quick", help="quick (default, the book's) or full")
     sp.add_argument("--device", action="store_true", help="train on the GPU (CUDA) with the larger 'gpu' size")
     sp.add_argument("--out", default="results-train", help="output folder (default ./results-train)")
     sp.add_argument(
-        "--workers", type=_checked(check_int, "--workers", low=1, high=64), default=1,
+        "--workers",
+        type=_checked(check_int, "--workers", low=1, high=64),
+        default=1,
         help="processes training in parallel on the CPU (one thread each; the results do not change)",
-    )  # fmt: skip
+    )
     sp.add_argument(
-        "--reference", default="smollm2", metavar="MODEL",
+        "--reference",
+        default="smollm2",
+        metavar="MODEL",
         help="pretrained model whose limits sit next to the trained heads' (default smollm2, the offline stand-in; "
         "'none': no reference row)",
-    )  # fmt: skip
+    )
     sp.add_argument("--no-limits", action="store_true", help="skip the paper's limits on the trained heads")
     sp.add_argument("--no-cache", action="store_true", help="bypass the result cache")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")

@@ -246,9 +246,15 @@ def _fig2b_plateau(results, th):
 
 #: the factors of d_max's leading term (t − N)·ᾱ_N·max_{i∈I_N}‖x_i‖, and ‖s_N‖ (d~ ≈ (t − N)‖s_N‖), as head means on
 #: the rows common to every N: column of distance_vs_n -> name
-BOUND_FACTORS = {"d_max_common": "d_max", "dmax_lead_common": "(t−N)·ᾱ_N·max sel. ‖x‖", "t_minus_n_common": "t − N"}
-BOUND_FACTORS.update({"alpha_bar_common": "ᾱ_N", "max_norm_common": "max selected ‖x‖", "d_tilde_common": "d~"})
-BOUND_FACTORS["s_norm_common"] = "‖s_N‖"
+BOUND_FACTORS = {
+    "d_max_common": "d_max",
+    "dmax_lead_common": "(t−N)·ᾱ_N·max sel. ‖x‖",
+    "t_minus_n_common": "t − N",
+    "alpha_bar_common": "ᾱ_N",
+    "max_norm_common": "max selected ‖x‖",
+    "d_tilde_common": "d~",
+    "s_norm_common": "‖s_N‖",
+}
 
 
 def bound_factors(df: pd.DataFrame) -> pd.DataFrame:

@@ -125,8 +125,12 @@ def figure_critical_n(
 
 def _critical_n_axes(ax, summary: pd.DataFrame) -> None:
     summary = with_sampling(summary)
-    styles = {("e1", "heads"): ("tab:blue", "-", "o"), ("e1", "kv_groups"): ("tab:purple", "--", "s")}
-    styles.update({("mc", "heads"): ("tab:orange", "-", "D"), ("mc", "kv_groups"): ("tab:red", "--", "v")})
+    styles = {
+        ("e1", "heads"): ("tab:blue", "-", "o"),
+        ("e1", "kv_groups"): ("tab:purple", "--", "s"),
+        ("mc", "heads"): ("tab:orange", "-", "D"),
+        ("mc", "kv_groups"): ("tab:red", "--", "v"),
+    }
     for (f, sampling), g in summary.groupby(["form", "sampling"]):
         g = g.sort_values("L")
         cens = g["censored"].astype(bool).to_numpy()

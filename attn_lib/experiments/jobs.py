@@ -31,9 +31,9 @@ from .swap import HELD_OUT_START, live_swap
 
 __all__ = ["run_all", "run_reproduce", "run_compare"]
 
-#: The experiments of :func:`run_all`, in the order they run in the pass: name -> parameter class. The last two are
-#: the reproduction report's diagnostics, in the same pass: why the critical N is where it is, and Fig. 4 with the
-#: temperature on the raw scores q . k (Reading the paper, §The critical N and §The sensitivity metric).
+#: The experiments of :func:`run_all`, in the order they run in the pass: name -> parameter class. The last three are
+#: the reproduction report's diagnostics: why the critical N is where it is, Fig. 4 with the temperature on the raw
+#: scores q . k, the Monte-Carlo critical N over seeds (Reading the paper, §The critical N, §The sensitivity metric).
 ALGORITHMS: dict[str, type[Experiment]] = {
     cls.name: cls
     for cls in (
@@ -51,10 +51,9 @@ EXPERIMENTS = tuple(ALGORITHMS)
 
 
 def profile_params(handle, profile: Profile, seed: int | None = None) -> dict[str, Experiment]:
-    """``{experiment name: its parameters}`` of every experiment of :data:`EXPERIMENTS` in ``profile`` (a
-    :class:`Profile`), its grids cut at the context of the model ``handle``
-    (:meth:`~attn_lib.experiments.passes.Experiment.fit`) and checked against it; ``seed``: the seed of every
-    experiment that draws random numbers (default None: each one's own in ``profile``)."""
+    """``{name: parameters}`` of every experiment of :data:`EXPERIMENTS` in ``profile``, grids cut at the context of
+    ``handle`` (:meth:`~attn_lib.experiments.passes.Experiment.fit`) and checked against it; ``seed`` (None: each
+    one's own) replaces the seed of every experiment that draws random numbers."""
     params = {n: getattr(profile, n, None) for n in EXPERIMENTS}  # and the two derived from the profile's:
     params[RawSensitivityParams.name] = RawSensitivityParams.of(profile.gradient_sensitivity, handle)
     params[CriticalSeedsParams.name] = CriticalSeedsParams.of(profile.critical_n, profile.mc_seeds)
@@ -64,11 +63,8 @@ def profile_params(handle, profile: Profile, seed: int | None = None) -> dict[st
 @contextlib.contextmanager
 def _torch_threads(threads: int | None):
     """torch's intra-op threads set to ``threads`` for the block (``None``: left as they are), restored afterwards."""
-    if threads is None:
-        yield
-        return
     prev = torch.get_num_threads()
-    torch.set_num_threads(threads)
+    torch.set_num_threads(prev if threads is None else threads)
     try:
         yield
     finally:
@@ -88,37 +84,19 @@ def run_all(
     threads: int | None = None,
     progress: bool = False,
 ) -> dict[str, pd.DataFrame]:
-    """Run Algorithms 1-5 with the grids of ``profile`` in ONE forward pass (nested prefixes, see
-    :mod:`attn_lib.experiments.passes`). Experiments found in ``cache`` are not recomputed; the pass runs only the
-    missing ones.
+    """Run Algorithms 1-5 with the grids of ``profile`` (``"paper"``, ``"quick"`` or a :class:`Profile`, cut at the
+    model's context by :func:`profile_params`) in ONE forward pass (nested prefixes, :mod:`attn_lib.experiments.passes`)
+    over the window of ``text`` from token ``start`` (``handle``, ``text``: :func:`~attn_lib.experiments.load_inputs`).
+    Experiments found in ``cache`` (a :class:`attn_lib.cache.ResultCache`) are not recomputed.
 
-    Parameters
-    ----------
-    handle, text
-        Model handle and text (:func:`~attn_lib.experiments.load_inputs`).
-    profile : Profile or {"paper", "quick"}
-        The parameters of each experiment, cut at the model's context (:func:`profile_params`).
-    cache : attn_lib.cache.ResultCache, optional
-    start : int >= 0
-        First token of the window.
-    seed : int, optional
-        Seed of the random parts (Monte-Carlo subsets, sensitivity directions) of every experiment; default: each
-        experiment's own in the profile (0 in :data:`PROFILES`).
-    experiments : iterable of str, optional
-        Names from :data:`EXPERIMENTS` (default: all of them).
-    timings : dict, optional
-        Receives the seconds spent in the pass and in each analysis' finishing step.
-    threads : int, optional
-        CPU threads for the run (the forward pass uses them as torch intra-op threads, the analyses as row-block
-        workers, see :func:`attn_lib.metrics.block_parallel`); default: torch's current setting. Restored afterwards.
-    progress : bool
-        ``True`` shows on stderr which results come from the cache and tqdm bars for the kernel compilation, the
-        forward pass (layer by layer) and each experiment's finishing step; ``False`` (default) writes nothing.
+    ``seed``: of the random parts (Monte-Carlo subsets, sensitivity directions) of every experiment (default: each
+    one's own in the profile, 0 in :data:`PROFILES`). ``experiments``: names from :data:`EXPERIMENTS` (default all).
+    ``timings`` receives the seconds of the pass and of each analysis' finishing step. ``threads``: CPU threads for the
+    run (torch intra-op threads in the pass, row-block workers in the analyses, :func:`attn_lib.metrics.block_parallel`;
+    default torch's current setting), restored afterwards. ``progress``: which results come from the cache and tqdm
+    bars (kernel compilation, the pass layer by layer, each finishing step) on stderr; ``False`` writes nothing.
 
-    Returns
-    -------
-    dict
-        ``{experiment name: DataFrame}`` in the order asked, plus ``"critical_n_summary"`` when ``critical_n`` ran.
+    Returns ``{experiment name: DataFrame}`` in the order asked, plus ``"critical_n_summary"`` when ``critical_n`` ran.
     """
     prog = Progress(progress)
     cache = check_cache(cache)
@@ -189,9 +167,8 @@ def check_experiments(experiments) -> list[str]:
 
 
 def _check_names(name: str, values, choices, what: str) -> list:
-    """``values`` (one name, or an iterable of names from ``choices``) as a list without repeats, in the order given;
-    ``ValueError`` naming ``name`` when it is not iterable (saying it must be ``what``), holds a name not in
-    ``choices``, or is empty."""
+    """``values`` (one name or an iterable of names from ``choices``) as a list without repeats, in the order given;
+    ``ValueError`` naming ``name`` when it is not iterable (it must be ``what``), holds another name, or is empty."""
     choices = list(choices)
     try:
         out = [check_choice(name, v, choices) for v in ([values] if isinstance(values, str) else values)]
@@ -211,8 +188,8 @@ def _check_reproduce_args(profile, use_cache, formats, compare, threads) -> tupl
     if not all(isinstance(c, str) and c.strip() for c in compare):
         raise ValueError(f"compare must be a list of model names (got {compare!r})")
     threads = None if threads is None else check_threads("threads", threads)  # as run_all
-    # each model to compare must be a name that can be had now (the local cache, the Hub when it is reachable, the
-    # packaged encoder, the stand-in), not only after the main model's experiments
+    # each model to compare must be loadable now (local cache, reachable Hub, packaged encoder, stand-in), not only
+    # after the main model's experiments
     for name in compare:
         try:
             kind = models.resolve_name(name)["kind"]
@@ -264,8 +241,8 @@ def _run_compared(loaded: list, text_obj, prof: Profile, cache, threads, prog: P
 
 def _run_report(handle, text_obj, prof: Profile, cache, prog: Progress, threads, timings=None) -> dict:
     """The tables of a reproduction, each from the result cache when it holds it: :func:`run_all`'s and chapter 5's
-    multi-head coverage (:func:`~attn_lib.experiments.coverage.report_coverage_params`, seed 0, as the chapters run
-    it: the table behind the row ``multihead-rule-model``)."""
+    multi-head coverage (:func:`~attn_lib.experiments.coverage.report_coverage_params`, seed 0: the table behind the row
+    ``multihead-rule-model``)."""
     results = _run_all(handle, text_obj, prof, cache, 0, None, list(EXPERIMENTS), timings, prog, threads)
     params = report_coverage_params(handle, prof)
     key = cache_key(params.name, handle, text_obj, start=0, **params.key_params())
@@ -303,13 +280,9 @@ def _write_outputs(results, out: Path, handle, text_obj, prof, timings, formats,
 
 def _refresh_json_timings(info: dict, timings: dict) -> None:
     """Write the final timings into ``results.json`` (the report was written before the run's total was known)."""
-    try:
+    with contextlib.suppress(OSError, KeyError, ValueError):
         p = Path(info["json"])
-        data = json.loads(p.read_text())
-        data["timings_s"] = timings
-        p.write_text(json.dumps(data, indent=1, default=str))
-    except (OSError, KeyError, ValueError):
-        pass
+        p.write_text(json.dumps(dict(json.loads(p.read_text()), timings_s=timings), indent=1, default=str))
 
 
 def run_reproduce(
@@ -327,44 +300,24 @@ def run_reproduce(
     threads: int | None = None,
     compare: Sequence[str] = (),
 ) -> ReproduceResult:
-    """The ``reproduce`` command: load ``model`` (offline stand-in if needed) and ``text``, run :func:`run_all`
-    with ``profile`` and chapter 5's multi-head coverage, write the five figures (PNG + SVG), ``results.json`` and
-    ``report.md`` into ``out``.
+    """The ``reproduce`` command: load ``model`` (offline stand-in if needed) and ``text`` (or take the loaded
+    ``handle`` / ``text_obj``), run :func:`run_all` with ``profile`` and chapter 5's multi-head coverage, write the five
+    figures (in ``formats``), ``results.json`` and ``report.md`` into ``out``.
 
-    Parameters
-    ----------
-    model, device, text:
-        As for :func:`~attn_lib.experiments.load_inputs`.
-    profile:
-        ``"paper"`` (default, as the CLI: the paper's grids, L up to 1024; run times measured in
-        ``benchmarks/README.md``) or ``"quick"`` (small grids, L up to 128), or a :class:`~attn_lib.experiments.Profile`.
-    out:
-        Output folder; created (and checked to be writable) *before* any work, so a bad path fails at once.
-    use_cache:
-        Read and write the result cache (:func:`attn_lib.cache.results_dir`, under ``ATTN_LIB_CACHE_DIR``).
-    handle, text_obj:
-        An already loaded model handle / text (skip loading).
-    formats:
-        Figure formats.
-    progress:
-        ``True``: status lines and tqdm progress bars on stderr (loading, kernel compilation, the forward pass layer
-        by layer, each experiment, the figures; which results come from the cache). ``False`` (default): nothing
-        on stderr except the one-off notices below.
-    threads:
-        CPU threads for the experiments (see :func:`run_all`).
-    compare:
-        Further models (names as for ``model``, e.g. ``"sentence-transformers/all-MiniLM-L6-v2"`` next to the
-        decoder) run with the same profile and text: ``report.md`` then gets a side-by-side table with one verdict
-        column per model (:func:`attn_lib.report.side_by_side`), figures 2a-4 a second panel (the first of them),
-        and ``results.json`` their tables under ``"compare"``. The grids of each model are cut at its context
-        (512 for the encoder).
+    ``model``, ``device``, ``text``: as for :func:`~attn_lib.experiments.load_inputs`. ``profile``: ``"paper"`` (the
+    paper's grids, L up to 1024; run times in ``benchmarks/README.md``), ``"quick"`` (L up to 128) or a
+    :class:`~attn_lib.experiments.Profile`. ``out`` is created and checked to be writable *before* any work.
+    ``use_cache``: read and write the result cache (:func:`attn_lib.cache.results_dir`, under ``ATTN_LIB_CACHE_DIR``).
+    ``progress``: status lines and tqdm bars on stderr (loading, kernels, the pass layer by layer, each experiment, the
+    figures, cache hits); ``False``: nothing on stderr but the one-off notices. ``threads``: as for :func:`run_all`.
+    ``compare``: further models (e.g. ``"sentence-transformers/all-MiniLM-L6-v2"`` next to the decoder) run with the
+    same profile and text, each cut at its own context: ``report.md`` gets a side-by-side verdict table
+    (:func:`attn_lib.report.side_by_side`), figures 2a-4 a second panel (the first of them), ``results.json`` their
+    tables under ``"compare"``.
 
-    Returns
-    -------
-    ReproduceResult
-        A dict with the output paths, timings, the verdict table and ``notes``: the one-off notices of the load
-        (offline stand-in, offline default text, the stand-in's first conversion), which are also raised as
-        ``UserWarning`` (the CLI prints them as ``NOTE:`` lines).
+    Returns a :class:`ReproduceResult` with the output paths, timings, the verdict table and ``notes``: the one-off
+    notices of the load (offline stand-in, offline default text, the stand-in's first conversion), also raised as
+    ``UserWarning`` (the CLI prints them as ``NOTE:`` lines).
     """
     prof, formats, compare, threads = _check_reproduce_args(profile, use_cache, formats, compare, threads)
     prog = Progress(progress)
@@ -480,34 +433,21 @@ def run_compare(
     start: int = HELD_OUT_START,
     say=None,
 ) -> dict:
-    """Run :func:`compare_normalizers` and :func:`live_swap` and write the table and figures into ``out``.
-
-    Files: ``limits.md`` / ``limits.csv`` / ``limits.json`` (normalisers x limits, :func:`limits_summary`),
+    """Run :func:`compare_normalizers` and :func:`live_swap` and write the table and figures into ``out`` (checked
+    and created before any work): ``limits.md`` / ``.csv`` / ``.json`` (normalisers x limits, :func:`limits_summary`),
     ``compare.csv`` (the tidy table), ``critical_n.csv``, ``swap_losses.csv`` and ``swap.md`` (held-out loss and
     perplexity), ``limits.png/.svg`` and ``swap.png/.svg``; each figure and the JSON name model, text and device.
 
-    Parameters
-    ----------
-    model, device, text :
-        As for :func:`~attn_lib.experiments.load_inputs` (offline, GPT-2 resolves to the stand-in).
-    profile : {"paper", "quick"}
-    out : path
-        Output folder, checked (and created) before any work.
-    use_cache : bool
-        Use the result cache.
-    start : int
-        First token of the live swap's held-out window (default :data:`HELD_OUT_START`, so the text needs
-        ``start + profile.swap_length`` tokens; a shorter text can use e.g. ``start = max(profile.lengths)``, the
-        first token after the comparison's window). Checked, with the text's length, before any work.
-    say : callable, optional
-        Called with one-line progress messages.
+    ``model``, ``device``, ``text``: as for :func:`~attn_lib.experiments.load_inputs` (offline, GPT-2 resolves to the
+    stand-in). ``start``: first token of the live swap's held-out window (the text needs ``start +
+    profile.swap_length`` tokens; a shorter text can use e.g. ``max(profile.lengths)``, the first token after the
+    comparison's window), checked with the text's length before any work. ``say``: called with one-line progress
+    messages.
 
-    Returns
-    -------
-    dict
-        ``out`` (the folder), ``files`` (names written), ``notes`` (offline fallbacks), ``summary`` (the table),
-        ``seconds``.
+    Returns a dict: ``out`` (the folder), ``files`` (names written), ``notes`` (offline fallbacks), ``summary`` (the
+    table), ``seconds``.
     """
+
     out_dir = prepare_output_dir("out", out)
     prof = get_beyond_profile(profile)
     check_bool("use_cache", use_cache)

@@ -5,6 +5,7 @@ window length (:func:`critical_n`, the trace; :func:`critical_n_summary`, the cr
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import time
 import warnings
@@ -36,14 +37,13 @@ class CriticalAnalysis:
         self.forms, self.stop_early = list(params.forms), params.stop_early
         self.timing_parts = {"mc_scan_s": 0.0} if self._mc_forms() else {}  # the Monte-Carlo scan's own time
         self.Lmax = max(self.lengths)
-        # the scan's rows at each L: every max(1, L // crit_rows)-th row, ending at the last (all when crit_rows is 0)
         self.row_sets = {int(L): sens_row_indices(int(L), params.crit_rows) for L in self.lengths}
         self.rows = torch.as_tensor(np.unique(np.concatenate(list(self.row_sets.values()))))
         self.row_masks = torch.zeros(len(self.lengths), self.Lmax, dtype=torch.bool)
         for i, L in enumerate(self.lengths):
             self.row_masks[i, torch.as_tensor(self.row_sets[L])] = True
-        self.groups = groups  # per-layer key/value group of each head, or None (then every head is its own group)
-        self.store: list = []  # per layer: (packed float32 causal logits, values, mask)
+        self.groups = groups  # key/value group of each head, or None (every head its own group)
+        self.store: list = []  # per layer: (packed float32 causal logits, values, causal, mask)
         first_hi = min(self.n_cap, params.stage) if self.stop_early else self.n_cap
         self.stage_ranges: list[tuple[int, int]] = [(1, first_hi)]
         self.per_layer: list[dict] = []  # index by layer order: form -> list of (H, nL, n) blocks
@@ -65,9 +65,7 @@ class CriticalAnalysis:
         weights = (sc.valid[0, :Lm].unsqueeze(0) & self.row_masks[:, :Lm].unsqueeze(-1)).to(torch.float64)
         count = weights.sum(1)  # (nL, n)
         out = {"count": np.broadcast_to(count.cpu().numpy(), (ld.H, *count.shape)).copy()}
-        # each L's mean runs over that L's own rows only: one gather and one sum per L (the other rows' weights are
-        # 0, and the invalid entries of the scans are masked, so this is the weighted mean over all rows)
-        # for each L, the positions in rows (the ascending union of the row sets, cut at ld.L) of its own rows
+        # each L's weighted mean over its own rows only: for each L, the positions of its rows in ``rows``
         pos = [torch.searchsorted(rows, torch.as_tensor(r[r < ld.L])) for r in map(self.row_sets.get, self.lengths)]
         masks = [weights[i, rows[p_]].unsqueeze(0) for i, p_ in enumerate(pos)]  # each (1, R_L, n)
 
@@ -77,8 +75,8 @@ class CriticalAnalysis:
         for f in ["d_tilde", *(f for f in self.forms if self._mc_seed(f) is None)]:  # the Monte-Carlo forms below
             out[f] = (per_length_sums(getattr(sc, f)[:, rows]) / count.clamp(min=1)).cpu().numpy()
         for f in self._mc_forms():
-            # Monte-Carlo E[d~] on the same rows and N (same validity t >= N + 1): per-head means over the rows of
-            # each L, and the standard error of each mean (the rows' samples are independent)
+            # Monte-Carlo E[d~] on the same rows and N: per-head means per L, and their standard errors (the rows'
+            # samples are independent)
             t0 = time.perf_counter()
             mc_mean, mc_se = self._mc_scan(ld, rows, lo, hi, self._mc_seed(f))
             out[f] = (per_length_sums(mc_mean) / count.clamp(min=1)).cpu().numpy()
@@ -88,10 +86,9 @@ class CriticalAnalysis:
         return out  # each (H, nL, n)
 
     def _mc_scan(self, ld: M.LayerData, rows: torch.Tensor, lo: int, hi: int, seed: int | None = None) -> tuple:
-        """``(mean, stderr)`` ``(H, R, n)`` of the Monte-Carlo scan on ``rows``: ``mc_samples`` orders per row
-        (stratified with ``mc_stratify``), and ``mc_short_samples`` for the rows with at most ``mc_short_t``
-        visible tokens, which cost ``O(t^2)`` each and are few (one call per group of rows, the same ``seed``, by default
-        the parameters')."""
+        """``(mean, stderr)`` ``(H, R, n)`` of the Monte-Carlo scan on ``rows`` with ``seed`` (default the parameters'):
+        ``mc_samples`` orders per row (stratified with ``mc_stratify``), ``mc_short_samples`` for the few rows of at
+        most ``mc_short_t`` visible tokens."""
         pr = self.params
         seed = pr.seed if seed is None else seed
         t = torch.broadcast_to(ld.t, (ld.H, ld.L))[0, rows.to(ld.device)].cpu()
@@ -133,9 +130,8 @@ class CriticalAnalysis:
         return M.LayerData.from_logits(packed, vals, mask=mask)
 
     def _samples(self, key: str, variance: bool = False) -> dict[str, np.ndarray]:
-        """Per-head means ``(heads, nL, n)`` of the last stage over all layers, and their key/value-group means;
-        with ``variance``, ``key`` holds the variances of the head means and the group entries are the variances
-        of the group means."""
+        """Per-head means ``(heads, nL, n)`` of the last stage over all layers, and their key/value-group means (with
+        ``variance``: ``key`` holds variances of head means, and the group entries are variances of group means)."""
         heads = np.concatenate([pl["blocks"][-1][key] for pl in self.per_layer], axis=0)
         out = {"heads": heads}
         if self.groups is not None:
@@ -150,9 +146,8 @@ class CriticalAnalysis:
         return out
 
     def _ks(self, lo, hi, found):
-        """The KS rows of the stage ``lo..hi``, in the order (L, N, sampling, form); ``found`` gets each first
-        passing ``N``. The tests of one (L, sampling, form) run as one vectorised ``ks_2samp`` per block of ``N``
-        (the same p-values as one call per ``N``), up to the first passing ``N`` with ``stop_early``."""
+        """The KS rows of the stage ``lo..hi``, in the order (L, N, sampling, form); ``found`` gets each first passing
+        ``N``. One vectorised ``ks_2samp`` per block of ``N`` (the same p-values as one call per ``N``)."""
         cat = {f: self._samples(f) for f in ["d_tilde", *self.forms]}
         mc_var = {f: self._samples(f"{f}_var", variance=True) for f in self._mc_forms()}
         cnt = np.concatenate([pl["blocks"][-1]["count"] for pl in self.per_layer], axis=0)
@@ -162,15 +157,14 @@ class CriticalAnalysis:
             ks = [k for k, N in enumerate(range(lo, hi + 1)) if N <= self.caps[L] and (cnt[:, li, k] > 0).all()]
             for si, sampling in enumerate(cat["d_tilde"]):
                 for fi, f in enumerate(self.forms):
-                    if found.get((L, f, sampling)) is not None and self.stop_early:
-                        continue
-                    for k, row in self._ks_rows(cat, mc_var, cnt, li, L, ks, lo, sampling, f, found):
-                        keyed.append(((li, k, si, fi), row))
+                    if found.get((L, f, sampling)) is None or not self.stop_early:
+                        rows = self._ks_rows(cat, mc_var, cnt, li, L, ks, lo, sampling, f, found)
+                        keyed += [((li, k, si, fi), row) for k, row in rows]
         return [row for _, row in sorted(keyed, key=lambda kr: kr[0])]
 
     def _ks_rows(self, cat, mc_var, cnt, li, L, ks, lo, sampling, f, found, block=64):
         """``(k, row)`` for the tests of one (L, sampling, form) at the stage's indices ``ks``."""
-        from scipy.stats import ks_2samp  # scipy.stats takes a while to import: loaded only when the tests run
+        from scipy.stats import ks_2samp  # slow to import: only when the tests run
 
         a_all, b_all = cat["d_tilde"][sampling][:, li], cat[f][sampling][:, li]
         for start in range(0, len(ks), block):
@@ -179,8 +173,8 @@ class CriticalAnalysis:
                 warnings.simplefilter("always")
                 res = ks_2samp(a_all[:, idx], b_all[:, idx], axis=0)
             for j, k in enumerate(idx):
-                if caught:  # a warning (e.g. scipy's switch to the asymptotic p-value) for some N of the block,
-                    # maybe one past the first passing N: test N by N, so only the tested N warn, as one call each
+                if caught:  # a warning (e.g. the asymptotic p-value) for some N of the block, maybe past the first
+                    # passing N: test N by N, so that only the tested N warn
                     res_k = ks_2samp(a_all[:, k], b_all[:, k])
                     stat, pv = float(res_k.statistic), float(res_k.pvalue)
                 else:
@@ -205,12 +199,8 @@ class CriticalAnalysis:
         rows = self._ks(lo, hi, found)
         while hi < self.n_cap and self.stop_early:
             samplings = ["heads"] + (["kv_groups"] if self.groups is not None else [])
-            if all(
-                found.get((L, f, sm)) is not None or self.caps[L] <= hi
-                for L in self.lengths
-                for f in self.forms
-                for sm in samplings
-            ):
+            keys = itertools.product(self.lengths, self.forms, samplings)
+            if all(found.get(k) is not None or self.caps[k[0]] <= hi for k in keys):
                 break
             lo, hi = hi + 1, min(self.n_cap, 2 * hi)
             self.stage_ranges.append((lo, hi))
@@ -228,38 +218,19 @@ class CriticalAnalysis:
 class CriticalNParams(Experiment):
     r"""Parameters of Algorithm 3 (:func:`critical_n`).
 
-    Attributes
-    ----------
-    lengths : tuple of int >= 4
-        Window lengths ``L`` (prefixes of one window).
-    alpha : float in (0, 1)
-        KS level; the paper's text and caption say 0.01 (Reading the paper, §The KS test).
-    crit_fraction : float in (0, 1]
-        Scan limit as a fraction of ``L``: ``N = 1..min(L - 1, floor(crit_fraction L))``; ``1.0`` (default) scans
-        up to ``N = L - 1``, so no result is censored by a scan limit.
-    forms : tuple, a non-empty subset of :data:`CRITICAL_FORMS`
-        The expectation forms tested against d~; ``"mc"`` is the Monte-Carlo estimate of
-        :math:`\mathbb E_{I_N}[\tilde d]`, the ground truth of E1 (Reading the paper, §Expectation forms).
-    p : {"L-1", "L"}
-        E1's inclusion probability.
-    stage : int >= 1
-        ``N`` range of the first stage, scanned during the forward pass (a later stage, needed only if some
-        ``(L, form)`` has no critical ``N`` by then, rebuilds every layer from stored logits; ``paper`` scans the
-        whole range ``1..1023`` in the pass).
-    stop_early : bool
-        End each trace at its first passing ``N``.
-    crit_rows : int >= 0
-        Rows per ``L``: every ``max(1, L // crit_rows)``-th row, ending at the last; ``0`` = every row.
-    mc_samples : int >= 1
-        Random subsets per row ``K`` of the ``"mc"`` form (fewer than Figs. 2a and 2b use, because the scan costs
-        ``O(K t^2)`` per row, Reading the paper, §The critical N).
-    seed : int in [0, 2**64 - 1]
-        Seed of the Monte-Carlo subsets.
-    mc_stratify : bool
-        Stratify the subsets on each row's largest weight (``K`` pairs of orders,
-        :func:`~attn_lib.metrics.expected_distance_mc_scan`).
-    mc_short_t, mc_short_samples : int >= 0
-        ``mc_short_samples`` orders (``0``: ``mc_samples``) for the rows of at most ``mc_short_t`` visible tokens.
+    ``lengths``: window lengths ``L >= 4`` (prefixes of one window). ``alpha`` in (0, 1): the KS level; the paper's
+    text and caption say 0.01 (Reading the paper, §The KS test). ``crit_fraction`` in (0, 1]: the scan limit, ``N =
+    1..min(L - 1, floor(crit_fraction L))``; 1.0 scans up to ``L - 1``, so no result is censored by it. ``forms``: a
+    non-empty subset of :data:`CRITICAL_FORMS` tested against d~; ``"mc"`` is the Monte-Carlo estimate of
+    :math:`\mathbb E_{I_N}[\tilde d]`, the ground truth of E1 (Reading the paper, §Expectation forms). ``p``
+    (``"L-1"``, ``"L"``): E1's inclusion probability. ``stage >= 1``: the ``N`` range of the first stage, scanned in
+    the pass (a later stage, needed only if some ``(L, form)`` has no critical ``N`` by then, rebuilds every layer
+    from stored logits). ``stop_early``: end each trace at its first passing ``N``. ``crit_rows >= 0``: every
+    ``max(1, L // crit_rows)``-th row per ``L``, ending at the last (0: every row). ``mc_samples >= 1``: random subsets
+    ``K`` per row of ``"mc"`` (fewer than Figs. 2a and 2b use: the scan costs ``O(K t^2)`` per row, Reading the paper,
+    §The critical N); ``seed`` in [0, 2**64 - 1]: theirs; ``mc_stratify``: stratify them on each row's largest weight
+    (``K`` pairs of orders, :func:`~attn_lib.metrics.expected_distance_mc_scan`). ``mc_short_samples >= 0`` orders
+    (0: ``mc_samples``) for the rows of at most ``mc_short_t`` visible tokens.
     """
 
     name: ClassVar[str] = "critical_n"
@@ -312,8 +283,7 @@ class CriticalNParams(Experiment):
         )
 
     def key_params(self) -> dict:
-        """Every field, except ``crit_rows`` when every row is used and the Monte-Carlo ones when ``"mc"`` does not
-        run."""
+        """Every field but ``crit_rows`` when every row is used, and the Monte-Carlo ones when ``"mc"`` does not run."""
         out = super().key_params()
         if not self.crit_rows:
             del out["crit_rows"]
@@ -352,9 +322,8 @@ critical_n = CriticalNParams.public(
 
 
 def critical_n_summary(trace: pd.DataFrame, alpha: float | None = None, crit_fraction: float = 1.0) -> pd.DataFrame:
-    """Critical ``N`` per ``(L, form, sampling)`` of a :func:`critical_n` trace (one without a ``sampling`` column
-    counts as ``"heads"``), at the KS level ``alpha`` (default: the trace's), for the scan limit ``crit_fraction`` the
-    trace was made with (``N <= min(L - 1, floor(crit_fraction L))``).
+    """Critical ``N`` per ``(L, form, sampling)`` of a :func:`critical_n` trace (without a ``sampling`` column:
+    ``"heads"``) at the KS level ``alpha`` (default: the trace's), for the trace's scan limit ``crit_fraction``.
 
     Returns a table ``L, form, sampling, n_star`` (first ``N`` with ``p >= alpha``), ``censored`` (no such ``N`` up to
     the scan limit; ``n_star`` is then the limit), ``ratio = n_star / L``, ``n_scanned``, ``limit`` (the scan limit).
@@ -411,9 +380,8 @@ class CriticalSeedsAnalysis(CriticalAnalysis):
 
 @dataclasses.dataclass(frozen=True)
 class CriticalSeedsParams(CriticalNParams):
-    """Parameters of :func:`critical_n_mc_seeds`: those of :class:`CriticalNParams` (its ``forms`` are not read) and
-    ``mc_seeds``, the number of seeds of the Monte-Carlo verdict (>= 2): :func:`critical_n`'s own ``seed`` and the
-    ``mc_seeds - 1`` seeds after it, scanned here."""
+    """Parameters of :func:`critical_n_mc_seeds`: those of :class:`CriticalNParams` (but ``forms``) and ``mc_seeds``
+    in [2, 64], the seeds of the Monte-Carlo verdict: :func:`critical_n`'s ``seed`` and the ``mc_seeds - 1`` after it."""
 
     name: ClassVar[str] = "critical_n_mc_seeds"
     analysis_class: ClassVar[type] = CriticalSeedsAnalysis

@@ -63,9 +63,7 @@ def normalizer_settings(k_values: Sequence[int] = (4, 16, 64)) -> dict[str, tupl
     return out
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# the limits comparison
-# ----------------------------------------------------------------------------------------------------------------
+# ---- the limits comparison --------------------------------------------------------------------------------------
 class CompareAnalysis:
     """Per layer: every normaliser on the sampled rows; per head means per ``L`` (tidy rows)."""
 

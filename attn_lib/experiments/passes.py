@@ -38,9 +38,7 @@ __all__: list[str] = []  # the machinery of the experiments: imported by name, n
 SCHEMA = 1  # bump when the tables change (part of every cache key)
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# one layer of the pass, shared by its analyses
-# ----------------------------------------------------------------------------------------------------------------
+# ---- one layer of the pass, shared by its analyses --------------------------------------------------------------
 def layer_mask(la) -> torch.Tensor:
     """The visibility mask of a captured layer without its leading batch dimensions: ``(L, L)`` or ``(H, L, L)``."""
     m = la.mask
@@ -50,10 +48,8 @@ def layer_mask(la) -> torch.Tensor:
 
 
 class SharedLayer:
-    """Per-layer memo shared by the analyses of one pass (float64 LayerData, distance rows per N, ...).
-
-    ``la`` is the captured layer (:class:`attn_lib.capture.LayerAttention`: ``logits``, ``values``, ``mask``,
-    ``layer``)."""
+    """Per-layer memo shared by the analyses of one pass (float64 LayerData, distance rows per N, ...) of the captured
+    layer ``la`` (:class:`attn_lib.capture.LayerAttention`)."""
 
     def __init__(self, la):
         self.la = la
@@ -86,14 +82,10 @@ class SharedLayer:
         return self.get(("dist", N, p), lambda: M.distance_metrics(self.layer(), N=N, p=p))
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# the pass
-# ----------------------------------------------------------------------------------------------------------------
+# ---- the pass ---------------------------------------------------------------------------------------------------
 class Progress:
-    """Progress for long runs: tqdm bars and status lines on stderr when enabled, nothing at all otherwise.
-
-    Off by default in the library (the book build treats stderr in a chapter as an error); the CLI turns it on.
-    """
+    """Progress for long runs: tqdm bars and status lines on stderr when enabled, nothing at all otherwise (off by
+    default in the library, as the book build treats stderr in a chapter as an error; the CLI turns it on)."""
 
     def __init__(self, enabled: Any = False):
         self.enabled = check_bool("progress", False if enabled is None else enabled)
@@ -169,10 +161,9 @@ def plan(handle, units: list[tuple[Any, int]]) -> dict[int, list[int]]:
 
 
 def run_timed(handle, text, made: dict, start: int, prog: Progress | None = None, timings: dict | None = None) -> dict:
-    """The tables of the experiments ``made`` (name -> its ``(analysis, pass length)`` units, :meth:`Experiment.units`),
-    all in the same passes (those of :func:`plan`), each with how long it took in ``attrs["timing"]``
-    (:func:`finish_timed`): ``{name: table}``. ``timings``, if given, gets the seconds of the passes (``pass``), of
-    what they share (``shared``) and of each finishing step (``finish_<name>``)."""
+    """``{name: table}`` of the experiments ``made`` (name -> its units, :meth:`Experiment.units`), all in the passes of
+    :func:`plan`, each timed in ``attrs["timing"]`` (:func:`finish_timed`). ``timings`` gets the seconds of the passes
+    (``pass``), of what they share (``shared``) and of each finishing step (``finish_<name>``)."""
     prog, timings = prog or Progress(False), {} if timings is None else timings
     units = [u for n in made for u in made[n]]
     owner = [n for n in made for _ in made[n]]
@@ -189,8 +180,7 @@ def run_timed(handle, text, made: dict, start: int, prog: Progress | None = None
     info = {  # what the experiments of the passes share
         # the passes' seconds less the analyses' own: forward passes, capture and the layer set-up
         "shared_pass_s": max(0.0, timings["pass"] - sum(per_analysis.values())),
-        # one pass (causal: nested prefixes) or one per window length (bidirectional)
-        "pass_length": lengths[0] if len(lengths) == 1 else lengths,
+        "pass_length": lengths[0] if len(lengths) == 1 else lengths,  # one pass, or one per length (bidirectional)
         "experiments_in_pass": list(made),
         "device": str(handle.device),
     }
@@ -205,13 +195,11 @@ def run_timed(handle, text, made: dict, start: int, prog: Progress | None = None
 
 
 def finish_timed(units, analysis_s: float, info: dict) -> tuple[pd.DataFrame, float]:
-    """The experiment's table from its analyses ``units``, with how long the experiment took in ``attrs["timing"]``
-    (kept with the table in the result cache, read by :func:`attn_lib.book.tables.runtime_table`): ``analysis_s`` (its
-    own time in the passes plus the finishing step), ``info`` (what the experiments of the passes share,
-    :func:`run_timed`), threads, when, and the named parts of its own time (critical_n: ``mc_scan_s``), summed over
-    its analyses. Returns the table and the finishing step's seconds."""
+    """``(table, finishing seconds)`` of an experiment from its analyses ``units`` (several, one per length, on a
+    bidirectional model). ``attrs["timing"]`` (cached with the table, read by
+    :func:`attn_lib.book.tables.runtime_table`) holds ``analysis_s`` (its time in the passes plus the finishing step),
+    ``info`` (:func:`run_timed`), threads, when, and the named parts of its time (critical_n: ``mc_scan_s``)."""
     t0 = time.perf_counter()
-    # one experiment's table from its analyses (several, one per length, on a bidirectional model)
     df = units[0][0].finish() if len(units) == 1 else pd.concat([a.finish() for a, _ in units], ignore_index=True)
     t_finish = time.perf_counter() - t0
     parts: dict = {}
@@ -228,9 +216,7 @@ def finish_timed(units, analysis_s: float, info: dict) -> tuple[pd.DataFrame, fl
     return df, t_finish
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# the result cache
-# ----------------------------------------------------------------------------------------------------------------
+# ---- the result cache -------------------------------------------------------------------------------------------
 def cache_key(name: str, handle, text, **params) -> dict:
     """The result-cache key of experiment ``name`` (:func:`attn_lib.cache.make_key`), with the engine setting."""
     # the engine setting is part of the key: numba's float32 roots in the scan differ from torch's in the 7th digit
@@ -246,9 +232,7 @@ def check_cache(result_cache):
     return result_cache
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# what an experiment provides
-# ----------------------------------------------------------------------------------------------------------------
+# ---- what an experiment provides --------------------------------------------------------------------------------
 _PARAMETERS = """
     Parameters
     ----------
@@ -266,19 +250,15 @@ _PARAMETERS = """
 
 
 class Experiment:
-    """Base of the experiments' parameter dataclasses (one per module of :mod:`attn_lib.experiments`).
-
-    A subclass is a ``@dataclass(frozen=True)`` whose fields are the experiment's parameters with their defaults,
-    checked in ``__post_init__`` (a ``ValueError`` naming the parameter and its range). Its analysis takes the
-    instance and reads its fields; a :class:`~attn_lib.experiments.Profile` holds one instance per experiment.
-    """
+    """Base of the experiments' parameter dataclasses: a subclass is a ``@dataclass(frozen=True)`` whose fields are the
+    experiment's parameters with their defaults, checked in ``__post_init__`` (a ``ValueError`` naming the parameter
+    and its range); its analysis reads them; a :class:`~attn_lib.experiments.Profile` holds one per experiment."""
 
     #: the experiment's name: its table in :func:`~attn_lib.experiments.run_all` and its result-cache key
     name: ClassVar[str]
     #: a grid of window lengths (field ``lengths``): on a bidirectional model each length needs its own pass
     multi_length: ClassVar[bool] = False
-    #: the analysis' class, built by :meth:`analysis` as ``analysis_class(params, meta)``, or with :attr:`grouped`
-    #: as ``analysis_class(params, meta, groups)``, ``groups`` the model's key/value group of each head
+    #: the analysis' class: ``analysis_class(params, meta)``, with :attr:`grouped` also the key/value group of each head
     analysis_class: ClassVar[type]
     grouped: ClassVar[bool] = False
 
@@ -298,8 +278,8 @@ class Experiment:
 
     @classmethod
     def build(cls, params: Experiment | None = None, **overrides) -> Experiment:
-        """``params`` (default: the class's defaults) with the fields named in ``overrides`` replaced, checked again:
-        what the public function of an experiment runs (``critical_n(handle, text, params, alpha=0.05)``)."""
+        """``params`` (default: the class's defaults) with ``overrides`` replaced and checked again (what
+        ``critical_n(handle, text, params, alpha=0.05)`` runs)."""
         if params is None:
             return cls(**overrides)
         if not isinstance(params, cls):
@@ -308,9 +288,8 @@ class Experiment:
 
     @classmethod
     def public(cls, doc: str, example: str) -> Callable[..., pd.DataFrame]:
-        """The experiment's public function ``f(handle, text, params=None, *, start=0, cache=None, **overrides)``: runs
-        :meth:`build` ``(params, **overrides)`` with :meth:`run`. ``doc`` is its docstring, completed with the
-        description of these parameters before its ``Returns`` (``example``: overrides shown there)."""
+        """The public function ``f(handle, text, params=None, *, start=0, cache=None, **overrides)``: :meth:`run` of
+        :meth:`build`. ``doc`` is its docstring, given these parameters before ``Returns`` (``example``: overrides)."""
 
         def run(handle, text, params: Experiment | None = None, *, start: int = 0, cache=None, **overrides):
             return cls.build(params, **overrides).run(handle, text, start=start, cache=cache)
@@ -323,9 +302,8 @@ class Experiment:
         return run
 
     def fit(self, handle, seed: int | None = None) -> Experiment:
-        """These parameters with their grids cut at the model's context (``handle.max_length``): the lengths of a
-        grid that fit, or ``L`` cut at the context with the ``n_values`` below it; with ``seed``, that seed for the
-        experiments that draw random numbers (a field ``seed``)."""
+        """These parameters with their grids cut at the model's context (the lengths that fit, or ``L`` cut with the
+        ``n_values`` below it), and ``seed`` (if given) for an experiment with a field ``seed``."""
         cap, changes = int(handle.max_length), {}
         if self.multi_length:
             changes["lengths"] = [L for L in self.lengths if L <= cap]
@@ -349,19 +327,15 @@ class Experiment:
         return self.analysis_class(self, meta, *([groups] if self.grouped else []))
 
     def units(self, handle, meta: dict) -> list[tuple[Any, int]]:
-        """The ``(analysis, pass length)`` pairs of the experiment.
-
-        Causal model: one analysis over every length (row ``r`` is the same in every prefix longer than ``r``).
-        Bidirectional model: a grid of lengths becomes one analysis per length, each on its own pass of exactly
-        that many tokens."""
+        """The ``(analysis, pass length)`` pairs: a causal model has one analysis over every length (row ``r`` is the
+        same in every prefix longer than ``r``), a bidirectional one an analysis and a pass per length of a grid."""
         if is_causal(handle) or not self.multi_length:
             return [(self.analysis(handle, meta), self.pass_length())]
         return [(dataclasses.replace(self, lengths=(L,)).analysis(handle, meta), L) for L in self.lengths]
 
     def run(self, handle, text, *, start: int = 0, cache=None) -> pd.DataFrame:
         """The experiment's table on ``text`` from token ``start`` (a window of :meth:`pass_length` tokens), from
-        ``cache`` when it holds it, else computed and stored there under :func:`cache_key`; every row carries
-        ``model``, ``text`` and ``device``. The arguments are those of the public functions (:meth:`public`)."""
+        ``cache`` when it holds it, else computed and stored there under :func:`cache_key` (arguments: :meth:`public`)."""
         params = self.for_model(handle)
         result_cache = check_cache(cache)
         start = check_int("start", start, low=0)
@@ -377,21 +351,18 @@ class Experiment:
         )
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# rows, heads and grids
-# ----------------------------------------------------------------------------------------------------------------
+# ---- rows, heads and grids --------------------------------------------------------------------------------------
 def sens_row_indices(L: int, sens_rows: int = 0) -> np.ndarray:
-    """Rows of Algorithm 5's set ``R`` at window length ``L``: every ``max(1, L // sens_rows)``-th row, counted back
-    from the last one (so ``t = L, L - stride, ...``); all rows if ``sens_rows`` is 0 or ``>= L``. An ascending
-    ``(R,)`` int array."""
+    """Rows of Algorithm 5's set ``R`` at window length ``L``, ascending: every ``max(1, L // sens_rows)``-th row,
+    counted back from the last one (``t = L, L - stride, ...``); all rows if ``sens_rows`` is 0 or ``>= L``."""
     st = max(1, L // sens_rows) if sens_rows > 0 else 1
     return np.arange(L - 1, -1, -st)[::-1].copy()
 
 
 def kv_groups(n_heads: int, n_kv_heads: int) -> np.ndarray:
-    """Key/value group of each query head: head ``h`` reads key/value head ``h // (n_heads // n_kv_heads)``
-    (grouped-query attention as in Llama; ``n_kv_heads == n_heads``, or 0, is plain multi-head attention):
-    ``(n_heads,)`` int array."""
+    """Key/value group of each query head: ``h // (n_heads // n_kv_heads)`` (grouped-query attention as in Llama;
+    ``n_kv_heads`` 0 or ``n_heads``: plain multi-head attention)."""
+
     n_kv = n_kv_heads if n_kv_heads and n_heads % n_kv_heads == 0 else n_heads
     return np.arange(n_heads) // (n_heads // n_kv)
 

@@ -124,12 +124,12 @@ def _model_examples(x: torch.Tensor, visible: torch.Tensor, top2: torch.Tensor, 
     raised by ``eps`` (a change of norm ``sqrt5 eps``); per ``(T, eps, head)`` the row maximum of
     ``||Delta alpha|| / (3 sqrt2 eps / (4T))`` and the number of rows where it is at least 1/2.
 
-    Only two logits move, so every other weight is scaled by one factor ``e^{-D}``, ``D`` the change of the row's
-    log-sum-exp: ``||Delta alpha||^2 = (p_1 expm1(d_1 - D))^2 + (p_2 expm1(d_2 - D))^2 + expm1(-D)^2 S`` with
-    ``d = (-2 eps, eps)/T`` and ``S`` the sum of the other weights' squares (one softmax per ``T``, then O(1) per row
-    and ``eps``; ``D`` measured from the row maximum by log1p, and by a log-sum-exp only where the exponentials
-    overflow). :func:`~attn_lib.metrics.sensitivity.softmax_change` on the whole row is the definition it is tested
-    against (``tests/test_sqrt5_on_the_model.py``, near-one-hot rows past expm1's range included)."""
+    Only two logits move, so every other weight is scaled by ``e^{-D}``, ``D`` the change of the row's log-sum-exp:
+    ``||Delta alpha||^2 = (p_1 expm1(d_1 - D))^2 + (p_2 expm1(d_2 - D))^2 + expm1(-D)^2 S``, ``d = (-2 eps, eps)/T``,
+    ``S`` the sum of the other weights' squares (one softmax per ``T``, then O(1) per row and ``eps``; ``D`` from the
+    row maximum by log1p, by a log-sum-exp where the exponentials overflow). Tested against the definition,
+    :func:`~attn_lib.metrics.sensitivity.softmax_change` on the whole row (``tests/test_sqrt5_on_the_model.py``)."""
+
     valid = visible.sum(-1) >= 2
     x = torch.where(visible, x, torch.tensor(-math.inf, dtype=x.dtype, device=x.device))
     H = x.shape[0]
@@ -201,22 +201,12 @@ class RawSensitivityAnalysis(SensitivityAnalysis):
 
 @dataclasses.dataclass(frozen=True)
 class SensitivityParams(Experiment):
-    """Parameters of Algorithm 5 (:func:`gradient_sensitivity`).
-
-    Attributes
-    ----------
-    L : int >= 2
-        Window length.
-    temperatures, eps_values : tuple of float > 0
-        The grid of ``g(T, eps)`` (a single number is one value).
-    seed : int in [0, 2**64 - 1]
-        Seed of the directions (``seed + layer``).
-    rows : int >= 0
-        Row set ``R``: every ``max(1, L // rows)``-th row ending at the last (:func:`sens_row_indices`); 0: every row.
-    direction_seeds : int >= 1
-        Number of independent draws of the directions (column ``draw``; draw ``k`` of layer ``l`` is seeded with
-        ``seed + l + 1000 k``), so that a verdict can report its spread over the draws.
-    """
+    """Parameters of Algorithm 5 (:func:`gradient_sensitivity`): window length ``L >= 2``; the grid
+    ``temperatures`` x ``eps_values`` of ``g(T, eps)`` (each > 0; a single number is one value); ``seed`` in
+    [0, 2**64 - 1] of the directions; ``rows >= 0``, the row set ``R`` (every ``max(1, L // rows)``-th row ending at the
+    last, :func:`sens_row_indices`; 0: every row); ``direction_seeds`` in [1, 1000], independent draws of the
+    directions (column ``draw``; draw ``k`` of layer ``l`` is seeded with ``seed + l + 1000 k``), so that a verdict can
+    report its spread over the draws."""
 
     name: ClassVar[str] = "gradient_sensitivity"
     analysis_class: ClassVar[type] = SensitivityAnalysis
@@ -239,7 +229,8 @@ class SensitivityParams(Experiment):
         )
 
     def key_params(self) -> dict:
-        """Every field, except ``rows`` when every row is used and ``direction_seeds`` when 1 (keeps older keys valid)."""
+        """Every field but ``rows`` when every row is used and ``direction_seeds`` when 1 (older keys stay valid)."""
+
         out = super().key_params()
         if not self.rows:
             del out["rows"]
@@ -270,16 +261,15 @@ class RawSensitivityParams(SensitivityParams):
 
 
 gradient_sensitivity = SensitivityParams.public(
-    """Algorithm 5 / Fig. 4: per (T, eps, layer, head) the row-mean ``g`` of the finite-difference sensitivity
-    (rows with ``t >= 2``; one seeded unit direction per row, reused for every ``T`` and ``eps``, seed
-    ``seed + layer``), its row maximum, the corrected bound ``min(1/(2T), sqrt2/eps)`` with the number of rows
-    violating it (must be 0), and the paper's ``min(1/(4T), sqrt2)`` with the number of rows above it. The
-    paper's ``g(T, eps)`` is the max over heads of ``g``. With ``rows`` > 0 the directions are drawn for the
-    subsampled rows of ``R`` only (column ``row_stride``); with ``direction_seeds`` > 1 it all repeats for each draw
-    of the directions (column ``draw``, 0 = the seed above). Near ties: ``rows_gap_below_T``
-    counts the rows whose two largest logits differ by less than ``T``, ``g_share_gap_below_T`` is the share of the
-    head's summed ``g`` they carry, and ``g_two_token`` the row mean predicted when only the top two weights respond
-    (``sqrt2 q (1 - q) |v_1 - v_2| / T``, ``q`` the sigmoid of minus the gap over ``T``).
+    """Algorithm 5 / Fig. 4: per (T, eps, layer, head) the row-mean ``g`` of the finite-difference sensitivity (rows
+    with ``t >= 2``; one seeded unit direction per row, reused for every ``T`` and ``eps``, seed ``seed + layer``), its
+    row maximum, the corrected bound ``min(1/(2T), sqrt2/eps)`` with the number of rows violating it (must be 0), and
+    the paper's ``min(1/(4T), sqrt2)`` with the number of rows above it. The paper's ``g(T, eps)`` is the max over
+    heads of ``g``. With ``rows`` > 0 the directions are drawn for the subsampled rows of ``R`` only (column
+    ``row_stride``); with ``direction_seeds`` > 1 it all repeats for each draw (column ``draw``, 0 = the seed above).
+    Near ties: ``rows_gap_below_T`` counts the rows whose two largest logits differ by less than ``T``,
+    ``g_share_gap_below_T`` is the share of the head's summed ``g`` they carry, and ``g_two_token`` the row mean
+    predicted when only the top two weights respond (``sqrt2 q (1 - q) |v_1 - v_2| / T``, ``q = sigmoid(-gap / T)``).
 
     Returns
     -------

@@ -2,24 +2,22 @@ r"""Every normaliser of :mod:`attn_lib.normalizers` on the paper's limits, on th
 chapter "Beyond softmax"): :func:`compare_normalizers` and its summaries :func:`critical_n_from_heads` and
 :func:`limits_summary`.
 
-:func:`compare_normalizers` runs ONE forward pass with the model's own softmax (the captured logits are the model's;
-nothing is swapped). Every layer's logits of a sample of query rows (:func:`~attn_lib.experiments.weights.row_sample`)
-are normalised by each compared normaliser (``attn_lib.normalizers.available(compared=True)``, and top-k at the
-profile's ``k``: :func:`normalizer_settings`), and the weights are
-measured on the paper's limits:
+:func:`compare_normalizers` runs ONE forward pass with the model's own softmax (nothing is swapped). Every layer's
+logits of a sample of query rows (:func:`~attn_lib.experiments.weights.row_sample`) are normalised by each compared
+normaliser (``attn_lib.normalizers.available(compared=True)`` and top-k at the profile's ``k``:
+:func:`normalizer_settings`), and the weights are measured on the paper's limits:
 
 - vanishing attention (Lemma 1): ``max_j alpha_tj`` and ``t max_j alpha_tj`` against the row length ``t``;
-- the distance ``d~`` at ``N`` and its expectation ``E1`` under a random top-``N`` (Theorem 1), the critical ``N``
-  (the first ``N`` of a grid at which a two-sample KS test over heads no longer separates ``d~`` from ``E1``);
+- the distance ``d~`` at ``N``, its expectation ``E1`` under a random top-``N`` (Theorem 1) and the critical ``N``
+  (the first ``N`` of a grid at which a two-sample KS test over heads no longer separates the two);
 - the separability ``N_s/N`` (Definition of ``N_s``, Theorem 2) on unit value vectors;
 - the sensitivity ``g(T, eps)`` (Algorithm 5) by finite differences, and the spectral norm of the analytic Jacobian
   where one exists (softmax and top-k: :func:`~attn_lib.experiments.weights.softmax_type_spectral_norm`).
 
-Rows. A causal row ``t`` (``t`` visible tokens) is identical in every prefix longer than ``t``, so the sample of rows of
-length ``L`` is taken from the one pass at the largest length: ``rows_per_length`` rows with ``t`` in ``(L/2, L]``
-(evenly spaced, ending at ``t = L``). Each row uses its own ``t`` (the convention of the other experiments, Reading
-the paper, §Causal masking). What the metrics mean for weights that do not sum to one:
-:mod:`attn_lib.experiments.weights`.
+Rows. A causal row of ``t`` visible tokens is the same in every prefix longer than ``t``, so the rows of length ``L``
+come from the one pass at the largest length: ``rows_per_length`` rows with ``t`` evenly spaced in ``(L/2, L]``,
+ending at ``t = L``, each with its own ``t`` (Reading the paper, §Causal masking). For weights that do not sum to
+one, see :mod:`attn_lib.experiments.weights`.
 """
 
 from __future__ import annotations
@@ -43,20 +41,14 @@ from .weights import row_metrics, row_sample, softmax_type_spectral_norm
 __all__ = ["normalizer_settings", "compare_normalizers", "critical_n_from_heads", "limits_summary"]
 
 
-def _k_list(k_values) -> list[int]:
-    """The ``k`` of top-k in the order given, without repeats (an empty list means no top-k)."""
-    if isinstance(k_values, (str, bytes)) or not hasattr(k_values, "__iter__") or getattr(k_values, "ndim", None) == 0:
-        k_values = [k_values]
-    return list(dict.fromkeys(check_int("k_values", k, low=1) for k in k_values))
-
-
 def normalizer_settings(k_values: Sequence[int] = (4, 16, 64)) -> dict[str, tuple[str, dict]]:
     """Label -> (name, params) of every compared normaliser (``attn_lib.normalizers.available(compared=True)``, the
-    label is the name and no parameter is bound), with top-k at each ``k`` (``>= 1``) of ``k_values`` after softmax:
-    ``{"softmax": ("softmax", {}), "top-4": ("topk", {"k": 4}), ..., "sparsemax": ("sparsemax", {}), ...}``. The
-    top-k values are set per profile (``BeyondProfile.k_values``).
-    """
-    ks = _k_list(k_values)
+    label is the name and no parameter is bound), with top-k at each ``k >= 1`` of ``k_values`` (in the order given,
+    without repeats; empty: no top-k; per profile: ``BeyondProfile.k_values``) after softmax: ``{"softmax":
+    ("softmax", {}), "top-4": ("topk", {"k": 4}), ..., "sparsemax": ("sparsemax", {}), ...}``."""
+    if isinstance(k_values, (str, bytes)) or not hasattr(k_values, "__iter__") or getattr(k_values, "ndim", None) == 0:
+        k_values = [k_values]
+    ks = list(dict.fromkeys(check_int("k_values", k, low=1) for k in k_values))
     out = {"softmax": ("softmax", {})}
     out.update({f"top-{k}": ("topk", {"k": k}) for k in ks})
     out.update({name: (name, {}) for name in nz.available(compared=True) if name != "softmax"})
@@ -90,8 +82,7 @@ class CompareAnalysis:
             sel = torch.as_tensor(rs)
             lg = la.logits[0][:, sel, :L].to(torch.float64)  # (H, R_L, L): rows r < L see only columns < L
             vis = m[sel, :L] & torch.isfinite(lg[0])
-            # the grid's N below L, not N = L - 1: there p = 1 and only the row t = L is valid, so d~ = ||2 a_j - z||
-            # and E1 is the row mean of ||2 a_i - z||; the two nearly coincide by construction (a KS pass says little)
+            # the grid's N below L (at N = L - 1, p = 1 and d~, E1 nearly coincide by construction)
             ns = [n for n in ns_all if n < L]
             per_L.append((L, torch.as_tensor(rs + 1, dtype=torch.float64), lg, vis, ns))
         for label, (name, params) in self.settings.items():
@@ -149,12 +140,10 @@ class CompareAnalysis:
 
 
 def compare_normalizers(handle, text, *, profile="quick", seed: int = 0, start: int = 0, cache=None) -> pd.DataFrame:
-    """The paper's limits for every normaliser on the same model logits (one forward pass; see the module docstring).
-
-    The model's own softmax runs and its logits are captured; the window is the first ``max(profile.lengths)`` tokens
-    of ``text`` from ``start``; ``profile``: ``"paper"``, ``"quick"`` or a :class:`BeyondProfile` (the grids);
-    ``seed``: of the sensitivity directions (``seed + layer``); ``cache``: a
-    :class:`attn_lib.cache.ResultCache` (a stored result of the same code, model, text and parameters is reused).
+    """The paper's limits for every normaliser on the same model logits (one forward pass of the model's own softmax;
+    see the module docstring) over the first ``max(profile.lengths)`` tokens of ``text`` from ``start``. ``profile``:
+    ``"paper"``, ``"quick"`` or a :class:`BeyondProfile`; ``seed``: of the sensitivity directions (``seed + layer``);
+    ``cache``: a :class:`attn_lib.cache.ResultCache`.
 
     Returns a tidy table, one row per (normaliser, metric, layer, head and grid point): columns ``model, text,
     device, normalizer`` (label, e.g. ``"top-16"``), ``family`` (name in :mod:`attn_lib.normalizers`), ``metric``
@@ -195,7 +184,7 @@ def critical_n_from_heads(df: pd.DataFrame, alpha: float = 0.01) -> pd.DataFrame
     Returns a table ``normalizer, L, n_star, censored`` (no scanned ``N`` passed; ``n_star`` is then the largest
     scanned), ``ratio = n_star / L``, ``n_heads``.
     """
-    from scipy.stats import ks_2samp  # scipy.stats takes a while to import: loaded only when the tests run
+    from scipy.stats import ks_2samp  # slow to import: only when the tests run
 
     need = {"metric", "normalizer", "L", "N", "layer", "head", "value"}
     if not isinstance(df, pd.DataFrame) or not need <= set(df.columns):

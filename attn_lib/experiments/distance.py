@@ -21,10 +21,8 @@ __all__ = ["DistanceVsLengthParams", "DistanceVsNParams", "distance_vs_length", 
 
 
 def _prefix_means(x: torch.Tensor, valid: torch.Tensor, lengths: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Per-head mean over rows ``r < L`` (valid only) for each ``L``: ``(H, nL)`` means and counts.
-
-    ``x``/``valid`` ``(H, R, ...)`` over rows ``0..R-1``; trailing dims are kept.
-    """
+    """Per-head mean of ``x`` ``(H, R, ...)`` over the valid rows ``r < L`` for each ``L``: ``(H, nL, ...)`` means and
+    counts."""
     xs = torch.where(valid, x, torch.zeros((), dtype=x.dtype))
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
     bounds = [0] + [int(lengths[i]) for i in order]
@@ -43,7 +41,6 @@ class DistanceAnalysis:
         self.params, self.meta, self.kind = params, meta, "length" if params.multi_length else "n"
         self.lengths = list(params.lengths) if params.multi_length else [params.L]
         self.n_values = [params.N] if params.multi_length else list(params.n_values)
-        # the Monte-Carlo rows at each L: every max(1, L // mc_rows)-th row
         self.mc_map = {L: np.arange(0, L, max(1, L // params.mc_rows)) for L in self.lengths if params.mc_samples > 0}
         self.rows: list[dict] = []
 
@@ -78,8 +75,8 @@ class DistanceAnalysis:
                     self.rows.append(row)
 
     def _mc_means(self, ld: M.LayerData, N: int) -> dict:
-        """The Monte-Carlo E[d~] per length: ``{"mc": ..., "mc_seed1": ..., ...}`` for the seeds ``seed``,
-        ``seed + 1``, ... (``mc_seeds`` in all), each ``{L index: (head means, row counts)}``."""
+        """The Monte-Carlo E[d~] per length, ``{"mc": ..., "mc_seed1": ..., ...}`` for the seeds ``seed``, ``seed + 1``,
+        ... (``mc_seeds`` in all), each ``{L index: (head means, row counts)}``."""
         allrows = np.unique(np.concatenate([self.mc_map[L] for L in self.lengths]))
         pos = {int(r): i for i, r in enumerate(allrows)}
         out = {}
@@ -139,11 +136,10 @@ class _DistanceParams(Experiment):
     def _check_shared(self, longest: int) -> None:
         check_choice("p", self.p, ["L-1", "L"])
         mc_rows = check_int("mc_rows", self.mc_rows, low=1)
-        # Monte-Carlo draws: (rows, samples, L) random keys per layer, capped so a typo is a ValueError, not a
-        # MemoryError
+        # (rows, samples, L) random keys per layer, capped so a typo is a ValueError, not a MemoryError
         try:
             mc_samples = check_size("mc_samples", self.mc_samples, per_item=mc_rows * longest, low=0)
-        except ValueError as exc:  # the cap depends on the window too: name every parameter that sets it
+        except ValueError as exc:  # name every parameter that sets the cap
             raise ValueError(
                 f"{exc}: the draws grow as mc_samples x mc_rows ({mc_rows}) x the longest window ({longest}); lower "
                 "mc_samples, mc_rows or the window lengths"
@@ -154,24 +150,11 @@ class _DistanceParams(Experiment):
 
 @dataclasses.dataclass(frozen=True)
 class DistanceVsLengthParams(_DistanceParams):
-    """Parameters of Algorithm 1 (:func:`distance_vs_length`).
-
-    Attributes
-    ----------
-    N : int in [1, min(lengths) - 1]
-    lengths : tuple of int >= 2
-        Window lengths (prefixes of one window; sorted, without repeats).
-    p : {"L-1", "L"}
-        E1's inclusion probability.
-    mc_samples : int >= 0
-        Random subsets per row of the Monte-Carlo E[d~] (0: none).
-    mc_rows : int >= 1
-        Monte-Carlo rows per ``L``: every ``max(1, L // mc_rows)``-th row.
-    seed : int in [0, 2**64 - 1]
-    mc_seeds : int in [1, 64]
-        Seeds of the Monte-Carlo subsets: ``mc`` uses ``seed``, ``mc_seed1 ... mc_seed{mc_seeds-1}`` the seeds after
-        it (the spread of the verdicts that read ``mc``).
-    """
+    """Parameters of Algorithm 1 (:func:`distance_vs_length`): ``N`` in [1, min(lengths) - 1]; window ``lengths >= 2``
+    (prefixes of one window; sorted, without repeats); ``p`` (``"L-1"``, ``"L"``): E1's inclusion probability;
+    ``mc_samples >= 0`` random subsets per row of the Monte-Carlo E[d~] (0: none) on every ``max(1, L // mc_rows)``-th
+    row (``mc_rows >= 1``); ``seed`` in [0, 2**64 - 1]; ``mc_seeds`` in [1, 64]: column ``mc`` uses ``seed``,
+    ``mc_seed1 ... mc_seed{mc_seeds-1}`` the seeds after it (the spread of the verdicts that read ``mc``)."""
 
     name: ClassVar[str] = "distance_vs_length"
     multi_length: ClassVar[bool] = True
@@ -187,16 +170,8 @@ class DistanceVsLengthParams(_DistanceParams):
 
 @dataclasses.dataclass(frozen=True)
 class DistanceVsNParams(_DistanceParams):
-    """Parameters of Algorithm 2 (:func:`distance_vs_n`).
-
-    Attributes
-    ----------
-    L : int >= 2
-        Window length.
-    n_values : tuple of int in [1, L - 1]
-    p, mc_samples, mc_rows, seed, mc_seeds
-        As for :class:`DistanceVsLengthParams`.
-    """
+    """Parameters of Algorithm 2 (:func:`distance_vs_n`): window length ``L >= 2``, ``n_values`` in [1, L - 1], the
+    others as for :class:`DistanceVsLengthParams`."""
 
     name: ClassVar[str] = "distance_vs_n"
 
@@ -219,8 +194,9 @@ distance_vs_length = DistanceVsLengthParams.public(
     -------
     pandas.DataFrame
         One row per (L, layer, head): ``L, N, layer, head, n_rows, d_tilde, d_max, e1, e1_plus_gap, e1_gap, e2,
-        s_norm, alpha_bar, x_max, indiv, dmax_violations`` (``mc, mc_rows`` when ``mc_samples > 0``, and ``mc_seed1, ...`` with ``mc_seeds > 1``) plus ``model,
-        text, device``; ``indiv`` is Corollary 2 (i)'s leading term (t − N)/t · Σ_i ‖α_i x_i‖.
+        s_norm, alpha_bar, x_max, indiv, dmax_violations`` (``mc, mc_rows`` when ``mc_samples > 0``, and ``mc_seed1,
+        ...`` with ``mc_seeds > 1``) plus ``model, text, device``; ``indiv`` is Corollary 2 (i)'s leading term
+        (t − N)/t · Σ_i ‖α_i x_i‖.
     """,
     example="``N=2``",
 )

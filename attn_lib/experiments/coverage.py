@@ -51,19 +51,9 @@ class CoverageAnalysis:
 
 @dataclasses.dataclass(frozen=True)
 class CoverageParams(Experiment):
-    """Parameters of :func:`multihead_coverage` (no default window: the chapter chooses it).
-
-    Attributes
-    ----------
-    L : int >= 2
-        Window length (at most the model's context, ``handle.max_length``).
-    N : int in [1, L - 1]
-        Top-``N`` size.
-    permutations : int >= 1
-        Head orders per row (at most :data:`attn_lib._validation.MAX_DRAWS` draws with the model's heads).
-    seed : int >= 0
-        Seed of the orders.
-    """
+    """Parameters of :func:`multihead_coverage`: window length ``L >= 2`` (no default: the chapter chooses it; at most
+    the model's context), top-``N`` size ``N`` in [1, L - 1], ``permutations >= 1`` head orders per row (at most
+    :data:`attn_lib._validation.MAX_DRAWS` draws with the model's heads), and their ``seed >= 0``."""
 
     name: ClassVar[str] = "multihead_coverage"
     analysis_class: ClassVar[type] = CoverageAnalysis

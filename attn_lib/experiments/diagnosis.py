@@ -16,17 +16,16 @@ from .passes import Experiment, SharedLayer, layer_mask, sens_row_indices
 
 __all__ = ["DiagnosisParams", "critical_n_diagnosis"]
 
-#: Counterfactual layers of the critical-N diagnosis: name -> (softmax temperature on the model's logits, whether
-#: the value vector of the first token is set to 0). "model" is the model as it is; "first value 0" removes the
-#: attention sink's contribution (GPT-2's sink tokens have small value vectors); the temperatures flatten attention.
+#: Counterfactual layers of the critical-N diagnosis: name -> (softmax temperature on the model's logits, whether the
+#: first token's value vector is set to 0, removing the attention sink's contribution); temperatures flatten attention.
 DIAGNOSIS_VARIANTS = {"model": (1.0, False), "first value 0": (1.0, True), "T=4": (4.0, False), "T=16": (16.0, False)}
 #: N/L grid of the critical-N diagnosis.
 DIAGNOSIS_FRACTIONS = (0.01, 0.02, 0.04, 0.06, 0.1, 0.2, 0.4, 0.6, 0.8, 0.9)
 
 
 class CrossingAnalysis:
-    """The analysis of :func:`critical_n_diagnosis` (``prop-e1-crossing``, chapter 6) on the rows of one window
-    length, per (variant, layer, head, N), from :func:`attn_lib.metrics.crossing_metrics`."""
+    """The analysis of :func:`critical_n_diagnosis`: per (variant, layer, head, N), from
+    :func:`attn_lib.metrics.crossing_metrics`."""
 
     def __init__(self, params: DiagnosisParams, meta: dict, groups):
         self.meta, self.L, self.groups, self.variants = meta, params.L, groups, params.variants
@@ -101,19 +100,9 @@ def _check_variants(variants) -> dict:
 
 @dataclasses.dataclass(frozen=True)
 class DiagnosisParams(Experiment):
-    """Parameters of :func:`critical_n_diagnosis`.
-
-    Attributes
-    ----------
-    L : int >= 4
-        Window length.
-    fractions : tuple of float in (0, 1)
-        ``N = round(f L)`` for each ``f`` (sorted, without repeats).
-    rows : int >= 0
-        Rows: every ``max(1, L // rows)``-th row, ending at the last (0: every row).
-    variants : dict
-        ``{name: (temperature > 0, zero the first value: bool)}``; default :data:`DIAGNOSIS_VARIANTS`.
-    """
+    """Parameters of :func:`critical_n_diagnosis`: window length ``L >= 4``; ``fractions`` in (0, 1), ``N = round(f L)``
+    for each ``f`` (sorted, without repeats); ``rows >= 0``: every ``max(1, L // rows)``-th row, ending at the last (0:
+    every row); ``variants``: ``{name: (temperature > 0, zero the first value: bool)}``."""
 
     name: ClassVar[str] = "critical_n_diagnosis"
     analysis_class: ClassVar[type] = CrossingAnalysis

@@ -95,21 +95,10 @@ class SeparabilityAnalysis:
 
 @dataclasses.dataclass(frozen=True)
 class SeparabilityParams(Experiment):
-    """Parameters of Algorithm 4 (:func:`separability`).
-
-    Attributes
-    ----------
-    L : int >= 2
-        Window length.
-    n_values : tuple of int in [1, L - 1]
-    M : float > 0
-        Radius of the normalised value vectors.
-    temperatures : tuple of float > 0
-        Extra temperatures at which ``N_s/N`` is also computed (weights ``softmax(logits / T)``, the same vectors;
-        columns ``fraction_T=<T>``, NaN at the ``N`` outside ``temperature_n``); ``()`` for none.
-    temperature_n : tuple of int >= 1
-        The ``N`` of ``n_values`` at which the extra temperatures are computed (each costs a full count).
-    """
+    """Parameters of Algorithm 4 (:func:`separability`): window length ``L >= 2``; ``n_values`` in [1, L - 1];
+    ``M > 0``, the radius of the normalised value vectors; ``temperatures > 0`` (``()``: none) at which ``N_s/N`` is also
+    computed (weights ``softmax(logits / T)``, the same vectors; columns ``fraction_T=<T>``), at the ``N`` of
+    ``temperature_n`` only (each costs a full count; NaN at the others)."""
 
     name: ClassVar[str] = "separability"
     analysis_class: ClassVar[type] = SeparabilityAnalysis

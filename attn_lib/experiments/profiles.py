@@ -25,9 +25,9 @@ __all__ = ["Profile", "PROFILES", "BeyondProfile", "BEYOND_PROFILES"]
 @dataclasses.dataclass(frozen=True)
 class Profile:
     """The grids of one reproduction (Reading the paper, §Grids): the parameters of each experiment of
-    :func:`~attn_lib.experiments.run_all`, one field per experiment, named as the experiment (its table's name).
-    ``gradient_sensitivity_raw`` takes those of ``gradient_sensitivity`` with the model's head dimension;
-    ``critical_n_mc_seeds`` those of ``critical_n`` with ``mc_seeds``, the seeds of the Monte-Carlo critical N."""
+    :func:`~attn_lib.experiments.run_all`, in a field named as the experiment; ``gradient_sensitivity_raw`` takes
+    ``gradient_sensitivity``'s with the model's head dimension, ``critical_n_mc_seeds`` ``critical_n``'s with
+    ``mc_seeds``, the seeds of the Monte-Carlo critical N."""
 
     name: str
     distance_vs_length: DistanceVsLengthParams
@@ -85,25 +85,20 @@ PROFILES: dict[str, Profile] = {"paper": _paper(), "quick": _quick()}
 
 
 def get_profile(profile) -> Profile:
-    """``profile`` itself if it is a :class:`Profile`, else the entry of :data:`PROFILES` it names (``"paper"``,
-    ``"quick"``)."""
+    """``profile`` if it is a :class:`Profile`, else the entry of :data:`PROFILES` it names (``"paper"``, ``"quick"``)."""
     return _named(profile, Profile, PROFILES)
 
 
 @dataclasses.dataclass(frozen=True)
 class BeyondProfile:
-    """Grids of the chapter "Beyond softmax".
-
-    ``lengths``: row lengths ``L`` of the limits comparison (rows with ``t`` in ``(L/2, L]``), ``rows_per_length``
-    rows sampled per ``L``; ``n_distance``: ``N`` of the distance ``d~`` against ``L`` (the paper's ``N = 5``);
-    ``crit_grid``: ``N`` values scanned for the critical ``N`` (those ``< L`` at each ``L``; not ``N = L - 1``: there
-    ``d~`` and ``E1`` nearly coincide by construction, ``p = 1`` and one token left out, so a KS pass would say
-    little); ``sep_n``: ``N`` values of ``N_s/N`` (at the largest ``L``); ``temperatures``, ``eps_values``: the grid of
-    ``g(T, eps)``; ``k_values``: the ``k`` of top-k in the comparison; ``swap_length``: the window of
-    :func:`~attn_lib.experiments.live_swap`, ``swap_lengths`` the ``L`` at which its loss is reported (prefixes of
-    the window), ``k_grid`` and ``t_grid`` its top-k and temperature sweeps (the sliders' positions); ``ks_alpha``:
-    the level of the KS test.
-    """
+    """Grids of the chapter "Beyond softmax": ``lengths``, the row lengths ``L`` of the limits comparison (rows with
+    ``t`` in ``(L/2, L]``), ``rows_per_length`` rows sampled per ``L``; ``n_distance``: ``N`` of ``d~`` against ``L``
+    (the paper's 5); ``crit_grid``: ``N`` scanned for the critical ``N`` (those ``< L`` at each ``L``; at ``N = L - 1``
+    ``d~`` and ``E1`` nearly coincide by construction); ``sep_n``: ``N`` of ``N_s/N`` (at the largest ``L``); the grid
+    ``temperatures`` x ``eps_values`` of ``g(T, eps)``; ``k_values``: top-k's ``k`` in the comparison;
+    ``swap_length``: the window of :func:`~attn_lib.experiments.live_swap`, ``swap_lengths`` the ``L`` (prefixes) at
+    which its loss is reported, ``k_grid`` and ``t_grid`` its top-k and temperature sweeps (the sliders' positions);
+    ``ks_alpha``: the KS level."""
 
     name: str
     lengths: tuple[int, ...]
@@ -138,9 +133,8 @@ BEYOND_PROFILES: dict[str, BeyondProfile] = {
         crit_grid=_CRIT,
         sep_n=(1, 2, 4, 8, 16, 32, 64),
         k_values=(4, 16, 64),
-        # the live swap (the book's experiment, not the paper's): one forward pass per setting, 18 settings; a window
-        # of 512 keeps chapter 7 within 3 minutes on 2 cores (1024 doubles the linear and quadruples the attention
-        # work of every pass; benchmarks/README.md)
+        # the live swap (the book's, not the paper's): one pass per setting, 18 settings; a window of 512 keeps
+        # chapter 7 within 3 minutes on 2 cores (benchmarks/README.md)
         swap_length=512,
         swap_lengths=(32, 64, 128, 256, 512),
         k_grid=(1, 4, 16, 64, 256, 512),
@@ -161,8 +155,7 @@ BEYOND_PROFILES: dict[str, BeyondProfile] = {
 
 
 def get_beyond_profile(profile) -> BeyondProfile:
-    """``profile`` itself if it is a :class:`BeyondProfile`, else the entry of :data:`BEYOND_PROFILES` it names
-    (``"paper"``, ``"quick"``)."""
+    """``profile`` if it is a :class:`BeyondProfile`, else the entry of :data:`BEYOND_PROFILES` it names."""
     return _named(profile, BeyondProfile, BEYOND_PROFILES)
 
 

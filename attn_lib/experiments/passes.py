@@ -335,7 +335,8 @@ class Experiment:
 
     def run(self, handle, text, *, start: int = 0, cache=None) -> pd.DataFrame:
         """The experiment's table on ``text`` from token ``start`` (a window of :meth:`pass_length` tokens), from
-        ``cache`` when it holds it, else computed and stored there under :func:`cache_key` (arguments: :meth:`public`)."""
+        ``cache`` when it holds it, else computed and stored there under :func:`cache_key` (arguments as for
+        :meth:`public`)."""
         params = self.for_model(handle)
         result_cache = check_cache(cache)
         start = check_int("start", start, low=0)

@@ -85,7 +85,7 @@ PROFILES: dict[str, Profile] = {"paper": _paper(), "quick": _quick()}
 
 
 def get_profile(profile) -> Profile:
-    """``profile`` if it is a :class:`Profile`, else the entry of :data:`PROFILES` it names (``"paper"``, ``"quick"``)."""
+    """``profile`` if it is a :class:`Profile`, else the :data:`PROFILES` entry it names (``"paper"``, ``"quick"``)."""
     return _named(profile, Profile, PROFILES)
 
 

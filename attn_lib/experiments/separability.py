@@ -96,8 +96,8 @@ class SeparabilityAnalysis:
 @dataclasses.dataclass(frozen=True)
 class SeparabilityParams(Experiment):
     """Parameters of Algorithm 4 (:func:`separability`): window length ``L >= 2``; ``n_values`` in [1, L - 1];
-    ``M > 0``, the radius of the normalised value vectors; ``temperatures > 0`` (``()``: none) at which ``N_s/N`` is also
-    computed (weights ``softmax(logits / T)``, the same vectors; columns ``fraction_T=<T>``), at the ``N`` of
+    ``M > 0``, the radius of the normalised value vectors; ``temperatures > 0`` (``()``: none) at which ``N_s/N`` is
+    also computed (weights ``softmax(logits / T)``, the same vectors; columns ``fraction_T=<T>``), at the ``N`` of
     ``temperature_n`` only (each costs a full count; NaN at the others)."""
 
     name: ClassVar[str] = "separability"

@@ -1,12 +1,8 @@
 """The live swap (chapter 7, "Beyond softmax"): a normaliser replaces softmax in every head of every layer at
-inference, with no retraining (:func:`live_swap`); one setting at a time, for the book's sliders, is
-:mod:`attn_lib.book.swap_view`.
-
-One forward pass per setting on **held-out** text (tokens from :data:`HELD_OUT_START` on, which no other experiment of
-the book reads); the next-token loss and perplexity at every ``L`` of a grid up to the window length (nested prefixes of
-one window: position ``r`` of a causal model depends only on tokens ``0..r``), plus, for the sliders, the attention row
-of one chosen head and its ``d~``.
-"""
+inference, with no retraining (:func:`live_swap`; one setting at a time, for the sliders:
+:mod:`attn_lib.book.swap_view`). One forward pass per setting on **held-out** text (tokens from
+:data:`HELD_OUT_START` on, which no other experiment reads) gives the next-token loss and perplexity at every ``L`` of
+a grid (nested prefixes of one window), and the attention row of one chosen head with its ``d~``."""
 
 from __future__ import annotations
 
@@ -33,17 +29,11 @@ HELD_OUT_START = 32768
 
 @dataclasses.dataclass
 class SwapResult:
-    """What :func:`live_swap` measured.
-
-    Attributes
-    ----------
-    losses : pandas.DataFrame
-        One row per (setting, ``L``): ``model, text, device, setting, normalizer, k, T, L, loss, perplexity,
-        n_predictions`` (mean next-token cross-entropy in nats over the first ``L - 1`` predictions of the window).
-    rows : pandas.DataFrame
-        One row per setting: ``setting, normalizer, k, T, layer, head, row, attention`` (the row's weights, a
-        float64 array of length ``row + 1``), ``d_tilde`` (of that row at ``N``), ``N``, ``loss`` (at the full window).
-    """
+    """What :func:`live_swap` measured. ``losses``: one row per (setting, ``L``): ``model, text, device, setting,
+    normalizer, k, T, L, loss, perplexity, n_predictions`` (mean next-token cross-entropy in nats over the first
+    ``L - 1`` predictions of the window). ``rows``: one row per setting: ``setting, normalizer, k, T, layer, head, row,
+    attention`` (the row's weights, a float64 array of length ``row + 1``), ``d_tilde`` (of that row at ``N``), ``N``,
+    ``loss`` (at the full window)."""
 
     losses: pd.DataFrame
     rows: pd.DataFrame
@@ -102,8 +92,8 @@ def swap_pass(handle, ids, s: dict, meta: dict, *, layer: int, head: int, N: int
 
 
 def _same_pass(s: dict, window: int) -> tuple:
-    """What a setting's forward pass computes: top-k with ``k`` at least the window keeps every visible key of every
-    row, and is then softmax to the last bit, so it shares the pass of softmax at its temperature (tested by
+    """What a setting's forward pass computes: top-k with ``k`` at least the window is softmax to the last bit, so it
+    shares the pass of softmax at its temperature (tested by
     ``tests/test_topk.py::test_topk_with_k_at_least_the_row_is_softmax_bit_for_bit_on_long_causal_rows``)."""
     if s["normalizer"] == "topk" and s["params"]["k"] >= window:
         return ("softmax", (), s["T"])
@@ -129,17 +119,13 @@ def live_swap(
     N: int = 5,
     cache=None,
 ) -> SwapResult:
-    """Every normaliser, top-k over a ``k`` grid and softmax over a ``T`` grid, swapped into every head at inference.
+    """Every normaliser, top-k over a ``k`` grid and softmax over a ``T`` grid, swapped into every head at inference:
+    one forward pass per setting over ``profile.swap_length`` tokens of ``text`` from token ``start``; no weight of the
+    model changes. ``"softmax (model)"`` is the model's own attention; a top-k with ``k`` at least the window reuses
+    the pass of softmax at ``T = 1`` (bit for bit the same). ``profile``: ``"paper"``, ``"quick"`` or a
+    :class:`BeyondProfile`; the row recorded is the last row of ``head`` in ``layer`` (default: the middle layer), with
+    its ``d~`` at ``N``; ``cache``: a :class:`attn_lib.cache.ResultCache`. Returns a :class:`SwapResult`."""
 
-    One forward pass per setting over the window of ``profile.swap_length`` tokens of ``text`` from token ``start``
-    (held-out by default); no weight of the model changes. ``"softmax (model)"`` is the model's own attention. A top-k
-    with ``k`` at least the window is softmax on every row, bit for bit: it reuses the pass of softmax at ``T = 1`` when
-    the sweep has one.
-
-    ``profile``: ``"paper"``, ``"quick"`` or a :class:`BeyondProfile`; the attention row recorded is the last row of
-    ``head`` in ``layer`` (default: the middle layer), with its ``d~`` at ``N``; ``start`` defaults to
-    :data:`HELD_OUT_START`; ``cache``: an :class:`attn_lib.cache.ResultCache`, or None. Returns a :class:`SwapResult`.
-    """
     prof, Lw, layer, head, start, N = swap_args(handle, profile, layer, head, start, N)
     cache = check_cache(cache)
     settings = swap_settings(prof)

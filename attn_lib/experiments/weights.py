@@ -81,14 +81,13 @@ def row_metrics(
 
     (the sums over visible ``i``; Reading the paper, §Distance, §The expectation, §The separability definition).
 
-    ``weights`` ``(H, R, L)``: non-negative, finite (0 where masked); ``values`` ``(H, L, d)``: the vectors ``x_i`` of
-    each head; ``mask`` ``(R, L)`` or ``(H, R, L)``: ``True`` = visible (a numeric mask must hold only 0 and 1);
-    ``n_values``: the ``N``, each ``>= 1``; ``unit``: put every ``x_i`` on the unit sphere first (the separability
-    convention, ``M = 1``). ``engine`` (``"auto"``, ``"numba"``, ``"torch"``): where the sums over each row run once
-    the products ``s . x_i`` are formed: the accelerator (the compiled ``row_metrics`` of :mod:`attn_lib.accel`;
-    ``"auto"`` on CPU when it is registered, unless ``ATTN_LIB_ENGINE=torch``) or float64 tensor code
-    (:func:`_row_sums`, the definition). Each distance is the same expression in both, so ``N_s/N`` is identical and
-    d~, E1 agree to rounding (``tests/test_beyond.py::test_row_metrics_engines_agree``).
+    ``weights`` ``(H, R, L)``: non-negative, finite (0 where masked); ``values`` ``(H, L, d)``: the ``x_i`` of each
+    head; ``mask`` ``(R, L)`` or ``(H, R, L)``: ``True`` = visible (numeric: only 0 and 1); ``n_values``: the
+    ``N >= 1``; ``unit``: put every ``x_i`` on the unit sphere first (the separability convention, ``M = 1``).
+    ``engine`` (``"auto"``, ``"numba"``, ``"torch"``): the row sums after the products ``s . x_i`` run in the
+    accelerator's compiled ``row_metrics`` (:mod:`attn_lib.accel`; ``"auto"`` on CPU when registered, unless
+    ``ATTN_LIB_ENGINE=torch``) or in float64 tensor code (:func:`_row_sums`, the definition): the same expressions, so
+    ``N_s/N`` is identical and d~, E1 agree to rounding (``tests/test_beyond.py::test_row_metrics_engines_agree``).
 
     Returns a dict: ``d_tilde``, ``e1``, ``sep`` (``N_s/N``), ``valid`` (``t >= N + 1``), each ``(H, R,
     len(n_values))`` float64 (``valid`` bool); invalid entries are 0.
@@ -147,8 +146,8 @@ def _row_sums(a_sq4, wv, visv, top, sx, s_sq, wzx, z_sq4, t3, n_f) -> tuple[torc
     return d_tilde, e1, sep
 
 
-#: How far from 1 the row sums of :func:`softmax_type_spectral_norm`'s weights may be (float32 softmax rows of 10^5
-#: tokens sum to 1 within about 1e-5).
+#: How far from 1 the row sums of :func:`softmax_type_spectral_norm`'s weights may be (float32 rows of 1e5 tokens: 1e-5)
+
 _DIST_TOL = 1e-4
 
 
@@ -157,14 +156,13 @@ def softmax_type_spectral_norm(weights, temperature: float = 1.0, *, iterations:
 
     This is the Jacobian of softmax and (off ties) of top-k (:func:`attn_lib.jacobian.softmax_jacobian`,
     :func:`attn_lib.jacobian.topk_jacobian`). ``diag(alpha) - alpha alpha^T`` is positive semi-definite and its largest
-    eigenvalue ``lambda`` is the root in ``[alpha_(2), alpha_(1)]`` of the secular equation
-    :math:`\sum_i \alpha_i^2/(\alpha_i - \lambda) = 1` (``alpha_(1) >= alpha_(2)`` the two largest weights), found by
-    bisection in float64 in ``O(L)`` per row and step; no ``L x L`` matrix is formed.
+    eigenvalue ``lambda`` is the root in ``[alpha_(2), alpha_(1)]`` (the two largest weights) of the secular equation
+    :math:`\sum_i \alpha_i^2/(\alpha_i - \lambda) = 1`, found by float64 bisection in ``O(L)`` per row and step.
 
     ``weights`` ``(..., L)``: softmax or top-k weights (non-negative, each row summing to one within 1e-4, or all zero
-    for a fully masked row); anything else is a ``ValueError``, since the formula holds only for a distribution.
-    ``temperature``: ``T > 0``. ``iterations``: most bisection steps (100 reach float64 resolution; it stops early once
-    every interval is down to two adjacent floats). Returns ``lambda / T``, ``(...)`` float64.
+    for a fully masked row; else a ``ValueError``: the formula holds only for a distribution); ``T > 0``;
+    ``iterations``: most bisection steps (100 reach float64 resolution; it stops once every interval is two adjacent
+    floats). Returns ``lambda / T``, ``(...)`` float64.
     """
     T = check_positive("temperature", temperature)
     iterations = check_int("iterations", iterations, low=1)

@@ -308,15 +308,10 @@ critical_n = CriticalNParams.public(
     ``N``, the prefixes of random orders), both incremental in ``N``, on the same rows. The critical ``N`` is the
     *first* ``N`` with ``p >= alpha``; with ``stop_early`` the trace of each ``(L, form, sampling)`` ends there. The
     scan runs in stages (``1..stage`` during the forward pass, then doubling, rebuilding each layer from its stored
-    float32 logits) until every ``(L, form, sampling)`` has its critical ``N`` or reached ``L - 1``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per test: ``L, N, form, sampling, statistic, p_value, n_samples, n_rows, mean_d_tilde, mean_form,
-        mc_rel_se`` (``"mc"`` only, else NaN: the largest standard error of a Monte-Carlo sample value relative to
-        that value), ``alpha`` plus ``model, text, device``. :func:`critical_n_summary` extracts the critical ``N``.
-    """,
+    float32 logits) until every ``(L, form, sampling)`` has its critical ``N`` or reached ``L - 1``.""",
+    returns="""One row per test: ``L, N, form, sampling, statistic, p_value, n_samples, n_rows, mean_d_tilde, mean_form,
+    mc_rel_se`` (``"mc"`` only, else NaN: the largest standard error of a Monte-Carlo sample value relative to that
+    value), ``alpha`` plus ``model, text, device``. :func:`critical_n_summary` extracts the critical ``N``.""",
     example="``lengths=[16], forms=['e1']``",
 )
 
@@ -404,13 +399,8 @@ class CriticalSeedsParams(CriticalNParams):
 critical_n_mc_seeds = CriticalSeedsParams.public(
     """The critical ``N`` of the Monte-Carlo form for the seeds ``seed + 1, ..., seed + mc_seeds - 1`` of the random
     subsets (the rows, ``N`` grid, KS test and samples of :func:`critical_n`, whose own trace holds ``seed``): the
-    spread of the Monte-Carlo critical ``N`` over seeds (Reading the paper, §The critical N).
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per ``(seed, L, sampling)``: the columns of :func:`critical_n_summary` (``form`` is ``"mc"``),
-        ``seed`` and ``mc_rel_se`` (the largest relative standard error of a Monte-Carlo sample value at ``n_star``).
-    """,
+    spread of the Monte-Carlo critical ``N`` over seeds (Reading the paper, §The critical N).""",
+    returns="""One row per ``(seed, L, sampling)``: the columns of :func:`critical_n_summary` (``form`` is ``"mc"``),
+    ``seed`` and ``mc_rel_se`` (the largest relative standard error of a Monte-Carlo sample value at ``n_star``).""",
     example="``lengths=[16], mc_seeds=3``",
 )

@@ -188,31 +188,21 @@ distance_vs_length = DistanceVsLengthParams.public(
     """Algorithm 1 / Fig. 2a: per (L, layer, head) row-means of d~, d_max, E1, E1 + gap, E2, Monte-Carlo E[d~]
     (``mc``, on every ``max(1, L // mc_rows)``-th row, ``mc_samples`` subsets; 0 disables it) and the number of rows
     with ``d~ > d_max`` (must be 0). Rows with ``t < N + 1`` are skipped (§Causal masking). One forward pass at
-    ``max(lengths)``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per (L, layer, head): ``L, N, layer, head, n_rows, d_tilde, d_max, e1, e1_plus_gap, e1_gap, e2,
-        s_norm, alpha_bar, x_max, indiv, dmax_violations`` (``mc, mc_rows`` when ``mc_samples > 0``, and ``mc_seed1,
-        ...`` with ``mc_seeds > 1``) plus ``model, text, device``; ``indiv`` is Corollary 2 (i)'s leading term
-        (t − N)/t · Σ_i ‖α_i x_i‖.
-    """,
+    ``max(lengths)``.""",
+    returns="""One row per (L, layer, head): ``L, N, layer, head, n_rows, d_tilde, d_max, e1, e1_plus_gap, e1_gap, e2,
+    s_norm, alpha_bar, x_max, indiv, dmax_violations`` (``mc, mc_rows`` when ``mc_samples > 0``, and ``mc_seed1, ...``
+    with ``mc_seeds > 1``) plus ``model, text, device``; ``indiv`` is Corollary 2 (i)'s leading term (t − N)/t · Σ_i
+    ‖α_i x_i‖.""",
     example="``N=2``",
 )
 
 
 distance_vs_n = DistanceVsNParams.public(
-    """Algorithm 2 / Fig. 2b: the quantities of :func:`distance_vs_length` at fixed ``L`` for each ``N``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per (N, layer, head): the columns of :func:`distance_vs_length`, and ``d_tilde_common``,
-        ``d_max_common`` and ``n_rows_common`` on the rows valid at the largest ``N`` (the same rows at every ``N``),
-        with, on those rows, the factors of d_max's leading term (t − N)·ᾱ_N·max_{i∈I_N} ‖x_i‖:
-        ``t_minus_n_common``, ``alpha_bar_common``, ``max_norm_common``, their product ``dmax_lead_common``, and
-        ``s_norm_common`` (d~'s slope ``||s_N||``).
-    """,
+    """Algorithm 2 / Fig. 2b: the quantities of :func:`distance_vs_length` at fixed ``L`` for each ``N``.""",
+    returns="""One row per (N, layer, head): the columns of :func:`distance_vs_length`, and ``d_tilde_common``,
+    ``d_max_common`` and ``n_rows_common`` on the rows valid at the largest ``N`` (the same rows at every ``N``), with,
+    on those rows, the factors of d_max's leading term (t − N)·ᾱ_N·max_{i∈I_N} ‖x_i‖: ``t_minus_n_common``,
+    ``alpha_bar_common``, ``max_norm_common``, their product ``dmax_lead_common``, and ``s_norm_common`` (d~'s slope
+    ``||s_N||``).""",
     example="``L=64``",
 )

@@ -246,7 +246,12 @@ _PARAMETERS = """
         Looked up first; a computed table is stored there (keyed by model, text, parameters and library code).
     **overrides
         Fields of :class:`{cls}` that replace those of ``params`` (e.g. {example}).
-"""
+
+    Returns
+    -------
+    pandas.DataFrame
+{returns}
+    """
 
 
 class Experiment:
@@ -287,18 +292,18 @@ class Experiment:
         return dataclasses.replace(params, **overrides) if overrides else params
 
     @classmethod
-    def public(cls, doc: str, example: str) -> Callable[..., pd.DataFrame]:
+    def public(cls, doc: str, returns: str, example: str) -> Callable[..., pd.DataFrame]:
         """The public function ``f(handle, text, params=None, *, start=0, cache=None, **overrides)``: :meth:`run` of
-        :meth:`build`. ``doc`` is its docstring, given these parameters before ``Returns`` (``example``: overrides)."""
+        :meth:`build`. Its docstring: ``doc``, these parameters (``example``: overrides), ``returns`` (the table)."""
 
         def run(handle, text, params: Experiment | None = None, *, start: int = 0, cache=None, **overrides):
             return cls.build(params, **overrides).run(handle, text, start=start, cache=cache)
 
         run.__name__ = run.__qualname__ = cls.name
         run.__module__ = cls.__module__
-        run.__doc__ = doc.replace(
-            "\n    Returns\n", _PARAMETERS.format(cls=cls.__name__, example=example) + "\n    Returns\n"
-        )
+        returns = "\n".join(" " * 8 + line.strip() for line in returns.splitlines())
+        run.__doc__ = doc + "\n" + _PARAMETERS.format(cls=cls.__name__, example=example, returns=returns)
+
         return run
 
     def fit(self, handle, seed: int | None = None) -> Experiment:

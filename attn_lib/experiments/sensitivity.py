@@ -269,15 +269,10 @@ gradient_sensitivity = SensitivityParams.public(
     ``row_stride``); with ``direction_seeds`` > 1 it all repeats for each draw (column ``draw``, 0 = the seed above).
     Near ties: ``rows_gap_below_T`` counts the rows whose two largest logits differ by less than ``T``,
     ``g_share_gap_below_T`` is the share of the head's summed ``g`` they carry, and ``g_two_token`` the row mean
-    predicted when only the top two weights respond (``sqrt2 q (1 - q) |v_1 - v_2| / T``, ``q = sigmoid(-gap / T)``).
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per (draw, T, eps, layer, head): ``L, T, eps, layer, head, n_rows, g, g_row_max, bound_corrected,
-        bound_paper, rows_violating_corrected, rows_above_paper, rows_gap_below_T, g_share_gap_below_T,
-        g_two_token, draw, row_stride`` plus ``model, text, device``.
-    """,
+    predicted when only the top two weights respond (``sqrt2 q (1 - q) |v_1 - v_2| / T``, ``q = sigmoid(-gap/T)``).""",
+    returns="""One row per (draw, T, eps, layer, head): ``L, T, eps, layer, head, n_rows, g, g_row_max, bound_corrected,
+    bound_paper, rows_violating_corrected, rows_above_paper, rows_gap_below_T, g_share_gap_below_T, g_two_token, draw,
+    row_stride`` plus ``model, text, device``.""",
     example="``L=64``",
 )
 

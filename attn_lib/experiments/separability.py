@@ -125,13 +125,8 @@ class SeparabilityParams(Experiment):
 separability = SeparabilityParams.public(
     """Algorithm 4 / Fig. 3: per (N, layer, head) row-means of ``N_s/N`` (``fraction``), Theorem 2's ``lower`` and
     ``upper`` bounds (paper's form; upper is heuristic, §Theorem 2), radius ``r = rho_min`` and ``delta``; value vectors
-    normalised to radius ``M``; ``delta`` the running minimum pairwise distance (§Which vectors (project decision)).
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per (N, layer, head): ``L, N, layer, head, n_rows, fraction, lower, upper, r, delta`` plus ``model,
-        text, device``.
-    """,
+    normalised to radius ``M``; ``delta`` the running minimum pairwise distance (§Which vectors (project decision)).""",
+    returns="""One row per (N, layer, head): ``L, N, layer, head, n_rows, fraction, lower, upper, r, delta`` plus
+    ``model, text, device``.""",
     example="``L=64``",
 )

@@ -1,32 +1,25 @@
 r"""The paper's Algorithms 1-5 on a real model (Reading the paper, §Decisions for the experiments), as tidy tables, and
 every normaliser measured on the paper's limits and swapped into the live model (chapter 7, "Beyond softmax").
 
-Every experiment needs the attention of one token window, and all of them share the **same forward pass**
+Every experiment reads the attention of one token window, and all share the **same forward pass**
 (:mod:`~attn_lib.experiments.passes`: nested prefixes of one causal window, one layer at a time). Each returns a
 :class:`pandas.DataFrame` whose every row carries ``model``, ``text`` and ``device``, and owns a frozen dataclass of
-its parameters (defaults, checks); its analysis reads that dataclass.
+its parameters (defaults, checks) that its analysis reads. The modules, top-down:
 
-Read top-down:
-
-========================  ==============================================================================================
-module                    contents
-========================  ==============================================================================================
-``inputs``                :func:`load_inputs`, :func:`text_window`, the labels of every table
-``passes``                the shared forward pass and :class:`~attn_lib.experiments.passes.Experiment` (what an
-                          experiment provides), the result-cache key
-``distance``              Algorithms 1-2: :func:`distance_vs_length` (Fig. 2a), :func:`distance_vs_n` (Fig. 2b)
-``critical``              Algorithm 3: :func:`critical_n` (the KS trace, Fig. 2c), :func:`critical_n_summary`
-``separability``          Algorithm 4: :func:`separability` (Fig. 3)
-``sensitivity``           Algorithm 5: :func:`gradient_sensitivity` (Fig. 4), :func:`gradient_sensitivity_raw`
-``coverage``              :func:`multihead_coverage` (chapter 5)
-``diagnosis``             :func:`critical_n_diagnosis` (chapter 6)
-``profiles``              the grids: :data:`PROFILES` (the reproduction's), :data:`BEYOND_PROFILES` (chapter 7's)
-``weights``               limits of any weights: ``row_sample``, ``row_metrics``, ``softmax_type_spectral_norm``
-``normalizers``           :func:`compare_normalizers` and its summaries (chapter 7)
-``swap``                  :func:`live_swap` (chapter 7; its sliders: :mod:`attn_lib.book.swap_view`)
-``jobs``                  :func:`run_all` (every experiment of a profile in one pass, cached), :func:`run_reproduce`
-                          (the ``reproduce`` command), :func:`run_compare` (``compare-normalizers``)
-========================  ==============================================================================================
+- ``inputs``: :func:`load_inputs`, :func:`text_window`, the labels of every table;
+- ``passes``: the shared forward pass, :class:`~attn_lib.experiments.passes.Experiment` (what an experiment provides),
+  the result-cache key;
+- ``distance``: Algorithms 1-2, :func:`distance_vs_length` (Fig. 2a), :func:`distance_vs_n` (Fig. 2b);
+- ``critical``: Algorithm 3, :func:`critical_n` (the KS trace, Fig. 2c), :func:`critical_n_summary`;
+- ``separability``: Algorithm 4, :func:`separability` (Fig. 3);
+- ``sensitivity``: Algorithm 5, :func:`gradient_sensitivity` (Fig. 4), :func:`gradient_sensitivity_raw`;
+- ``coverage``: :func:`multihead_coverage` (chapter 5); ``diagnosis``: :func:`critical_n_diagnosis` (chapter 6);
+- ``profiles``: the grids, :data:`PROFILES` (the reproduction's) and :data:`BEYOND_PROFILES` (chapter 7's);
+- ``weights``: limits of any weights (``row_sample``, ``row_metrics``, ``softmax_type_spectral_norm``);
+- ``normalizers``: :func:`compare_normalizers` and its summaries; ``swap``: :func:`live_swap` (chapter 7; its
+  sliders: :mod:`attn_lib.book.swap_view`);
+- ``jobs``: :func:`run_all` (every experiment of a profile in one pass, cached), :func:`run_reproduce` (the
+  ``reproduce`` command), :func:`run_compare` (``compare-normalizers``).
 
 ``from attn_lib import experiments; experiments.run_all(...)``; a module's helpers by its name
 (``experiments.swap.HELD_OUT_START``).

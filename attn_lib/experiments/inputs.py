@@ -27,15 +27,10 @@ def as_text(text):
 def load_inputs(
     model: str = "gpt2", text: str = "war-and-peace", *, device: str = "auto", dtype=None, quiet: bool = True
 ):
-    """Load a model and a text for an experiment (``model``, ``text``, ``device``, ``dtype`` as for
-    :func:`attn_lib.models.load_model` and :func:`attn_lib.corpus.load_text`, which validate them); with ``quiet``
-    (default) nothing is written to stderr (the book build forbids it), else transformers' progress bars (e.g. the
-    stand-in's one-off conversion) are shown.
-
-    Returns ``(handle, text, notes)``: ``notes`` is a list of str, the one-off notices (the stand-in's first
-    conversion, the offline stand-in model, the offline default text) that would otherwise be warnings, for the
-    caller to show.
-    """
+    """``(handle, text, notes)`` for an experiment (the arguments as for :func:`attn_lib.models.load_model` and
+    :func:`attn_lib.corpus.load_text`, which check them; ``quiet=False`` shows transformers' progress bars on stderr);
+    ``notes``: the one-off notices (the stand-in's first conversion, the offline stand-in, the offline default text)
+    that would otherwise be warnings, for the caller to show."""
     check_bool("quiet", quiet)
     # the text first: a bad text must fail before the model loads
     (text_obj, handle), caught = with_notes(
@@ -54,8 +49,8 @@ def with_notes(fn, *args, **kwargs) -> tuple:
 
 
 def text_window(handle, text, length: int, start: int = 0) -> torch.Tensor:
-    """The first window of ``length`` (in ``[2, handle.max_length]``) tokens of ``text`` (a
-    :class:`attn_lib.corpus.Text` or str) from token ``start`` (``>= 0``): ``(1, length)`` int64 token ids."""
+    """``(1, length)`` int64 token ids: the window of ``length`` (in ``[2, handle.max_length]``) tokens of ``text`` (a
+    :class:`attn_lib.corpus.Text` or str) from token ``start >= 0``."""
     length = check_int("length", length, low=2, high=int(handle.max_length))
     start = check_int("start", start, low=0)
     t = as_text(text)
@@ -68,11 +63,12 @@ def text_window(handle, text, length: int, start: int = 0) -> torch.Tensor:
 
 def table_meta(handle, text) -> dict:
     """The labels of every table row: ``{"model", "text", "device"}``; the model says when it is the offline stand-in
-    or a bidirectional encoder."""
+    or a bidirectional encoder (whose rows saw the whole window)."""
     t = as_text(text)
     model = f"{handle.model_id} (offline stand-in for {handle.requested})" if handle.is_standin else handle.model_id
-    if not is_causal(handle):  # every figure and table says that its rows saw the whole window
+    if not is_causal(handle):
         model = f"{model} (bidirectional encoder)"
+
     return {"model": model, "text": t.name, "device": str(handle.device)}
 
 

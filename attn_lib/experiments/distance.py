@@ -1,6 +1,5 @@
-"""Algorithms 1 and 2 (Figs. 2a, 2b): d~, d_max, E1 (+ its Jensen gap), E2 and the Monte-Carlo E[d~] against the
-window length ``L`` at fixed ``N`` (:func:`distance_vs_length`) and against ``N`` at fixed ``L`` (:func:`distance_vs_n`).
-"""
+"""Algorithms 1 and 2 (Figs. 2a, 2b): d~, d_max, E1 (+ its Jensen gap), E2 and the Monte-Carlo E[d~] against the window
+length ``L`` at fixed ``N`` (:func:`distance_vs_length`) and against ``N`` at fixed ``L`` (:func:`distance_vs_n`)."""
 
 from __future__ import annotations
 

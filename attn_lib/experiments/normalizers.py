@@ -1,11 +1,8 @@
-r"""Every normaliser of :mod:`attn_lib.normalizers` on the paper's limits, on the same model logits (the book's
-chapter "Beyond softmax"): :func:`compare_normalizers` and its summaries :func:`critical_n_from_heads` and
-:func:`limits_summary`.
-
-:func:`compare_normalizers` runs ONE forward pass with the model's own softmax (nothing is swapped). Every layer's
-logits of a sample of query rows (:func:`~attn_lib.experiments.weights.row_sample`) are normalised by each compared
-normaliser (``attn_lib.normalizers.available(compared=True)`` and top-k at the profile's ``k``:
-:func:`normalizer_settings`), and the weights are measured on the paper's limits:
+r"""Every normaliser of :mod:`attn_lib.normalizers` on the paper's limits, on the same model logits (chapter "Beyond
+softmax"): :func:`compare_normalizers` runs ONE forward pass with the model's own softmax (nothing is swapped); every
+layer's logits of a sample of query rows (:func:`~attn_lib.experiments.weights.row_sample`) are normalised by each
+compared normaliser (:func:`normalizer_settings`), and the weights measured on the paper's limits (summaries:
+:func:`critical_n_from_heads`, :func:`limits_summary`):
 
 - vanishing attention (Lemma 1): ``max_j alpha_tj`` and ``t max_j alpha_tj`` against the row length ``t``;
 - the distance ``d~`` at ``N``, its expectation ``E1`` under a random top-``N`` (Theorem 1) and the critical ``N``
@@ -66,7 +63,7 @@ class CompareAnalysis:
         self.out: list[tuple[dict, dict, np.ndarray]] = []
 
     def _add(self, label, name, metric, layer, values, **where):
-        """One table row per head: the labels, ``head`` and ``value`` (kept as one block, expanded in :meth:`finish`)."""
+        """One table row per head: the labels, ``head`` and ``value`` (one block, expanded in :meth:`finish`)."""
         v = np.asarray(torch.as_tensor(values).detach().to("cpu", torch.float64)).reshape(-1)
         self.out.append((dict(self.meta, normalizer=label, family=name, metric=metric, layer=layer), where, v))
 
@@ -124,10 +121,8 @@ class CompareAnalysis:
         sizes = [len(v) for _, _, v in self.out]
         cols: dict = {}
         for c in names:  # head and value filled in below, in their place
-            col: list = []
-            for (fixed, where, _), n in zip(self.out, sizes):
-                col += [fixed.get(c, where.get(c, np.nan))] * n
-            cols[c] = col
+            cols[c] = [x for fixed, where, v in self.out for x in [fixed.get(c, where.get(c, np.nan))] * len(v)]
+
         if sizes:
             cols.update(
                 head=np.concatenate([np.arange(n) for n in sizes]), value=np.concatenate([v for *_, v in self.out])
@@ -143,14 +138,11 @@ def compare_normalizers(handle, text, *, profile="quick", seed: int = 0, start: 
     """The paper's limits for every normaliser on the same model logits (one forward pass of the model's own softmax;
     see the module docstring) over the first ``max(profile.lengths)`` tokens of ``text`` from ``start``. ``profile``:
     ``"paper"``, ``"quick"`` or a :class:`BeyondProfile`; ``seed``: of the sensitivity directions (``seed + layer``);
-    ``cache``: a :class:`attn_lib.cache.ResultCache`.
-
-    Returns a tidy table, one row per (normaliser, metric, layer, head and grid point): columns ``model, text,
-    device, normalizer`` (label, e.g. ``"top-16"``), ``family`` (name in :mod:`attn_lib.normalizers`), ``metric``
-    (``max_alpha``, ``L_max_alpha``, ``d_tilde``, ``e1``, ``sep_fraction``, ``g``, ``jac_norm``), ``layer, head,
-    value`` and the grid columns ``L, N, T, eps`` (missing where they do not apply). Per-head values are means over
-    the sampled rows of that ``L``.
-    """
+    ``cache``: a :class:`attn_lib.cache.ResultCache`. Returns a tidy table, one row per (normaliser, metric, layer, head
+    and grid point): columns ``model, text, device, normalizer`` (label, e.g. ``"top-16"``), ``family`` (name in
+    :mod:`attn_lib.normalizers`), ``metric`` (``max_alpha``, ``L_max_alpha``, ``d_tilde``, ``e1``, ``sep_fraction``,
+    ``g``, ``jac_norm``), ``layer, head, value`` and the grid columns ``L, N, T, eps`` (missing where they do not
+    apply). Per-head values are means over the sampled rows of that ``L``."""
     prof = get_beyond_profile(profile)
     require_causal(handle, "compare_normalizers")
     seed = check_seed("seed", seed)
@@ -177,13 +169,10 @@ def compare_normalizers(handle, text, *, profile="quick", seed: int = 0, start: 
 
 
 def critical_n_from_heads(df: pd.DataFrame, alpha: float = 0.01) -> pd.DataFrame:
-    """Critical ``N`` per (normaliser, ``L``): the first ``N`` of the scanned grid at which the two-sample KS test
-    over heads does not separate the per-head means of ``d~`` and ``E1`` (``p >= alpha``, the KS level), from
-    :func:`compare_normalizers`' table ``df`` (its rows with ``metric`` ``d_tilde`` and ``e1``).
-
-    Returns a table ``normalizer, L, n_star, censored`` (no scanned ``N`` passed; ``n_star`` is then the largest
-    scanned), ``ratio = n_star / L``, ``n_heads``.
-    """
+    """Critical ``N`` per (normaliser, ``L``) of :func:`compare_normalizers`' table ``df``: the first ``N`` of the
+    grid at which the two-sample KS test over heads does not separate the per-head means of ``d~`` and ``E1`` (``p >=
+    alpha``). Returns a table ``normalizer, L, n_star, censored`` (no scanned ``N`` passed; ``n_star`` is then the
+    largest scanned), ``ratio = n_star / L``, ``n_heads``."""
     from scipy.stats import ks_2samp  # slow to import: only when the tests run
 
     need = {"metric", "normalizer", "L", "N", "layer", "head", "value"}
@@ -204,17 +193,15 @@ def critical_n_from_heads(df: pd.DataFrame, alpha: float = 0.01) -> pd.DataFrame
 
 
 def limits_summary(df: pd.DataFrame, alpha: float = 0.01) -> pd.DataFrame:
-    """One row per normaliser, one column per limit (the chapter's table), from :func:`compare_normalizers`' table.
-
-    Columns: ``max_alpha_slope`` (least-squares slope of log mean ``max alpha`` against log ``L``: ``-1`` is the
+    """One row per normaliser, one column per limit (the chapter's table), from :func:`compare_normalizers`' table:
+    ``max_alpha_slope`` (least-squares slope of log mean ``max alpha`` against log ``L``: ``-1`` is the
     ``1/L`` vanishing of Lemma 1, ``0`` a weight that does not vanish), ``d_tilde`` (mean over heads at the largest
     ``L`` and the profile's ``N``), ``d_tilde_slope`` (log-log slope of that mean against ``L``), ``n_star`` and
     ``n_star_ratio`` (critical ``N`` at the largest ``L``, ``censored`` if no grid ``N`` passed), ``sep_fraction``
     (median over heads of ``N_s/N`` at the largest ``N`` of the grid), ``g_low_T`` and ``g_T1`` (the paper's ``g``:
     max over heads of the row mean, at the smallest ``T`` and at ``T = 1``, smallest ``eps``), ``jac_norm_T1``
     (largest analytic spectral norm at ``T = 1``, NaN where no analytic Jacobian is used). Indexed by normaliser
-    label, in the table's order; ``alpha`` is the KS level of the critical ``N``.
-    """
+    label, in the table's order; ``alpha`` is the KS level of the critical ``N``."""
     crit = critical_n_from_heads(df, alpha)
     if not {"T", "eps"} <= set(df.columns):
         raise ValueError("df must be compare_normalizers' table (columns T and eps are missing)")

@@ -22,8 +22,7 @@ its parameters (defaults, checks) that its analysis reads. The modules, top-down
   ``reproduce`` command), :func:`run_compare` (``compare-normalizers``).
 
 ``from attn_lib import experiments; experiments.run_all(...)``; a module's helpers by its name
-(``experiments.swap.HELD_OUT_START``).
-"""
+(``experiments.swap.HELD_OUT_START``)."""
 
 from __future__ import annotations
 

@@ -375,9 +375,8 @@ class CriticalSeedsAnalysis(CriticalAnalysis):
 
 @dataclasses.dataclass(frozen=True)
 class CriticalSeedsParams(CriticalNParams):
-    """Parameters of :func:`critical_n_mc_seeds`: those of :class:`CriticalNParams` (but ``forms``) and ``mc_seeds``
-    in [2, 64], the seeds of the Monte-Carlo verdict: :func:`critical_n`'s ``seed`` and the ``mc_seeds - 1`` after
-    it."""
+    """Parameters of :func:`critical_n_mc_seeds`: those of :class:`CriticalNParams` (but ``forms``) and ``mc_seeds`` in
+    [2, 64], the seeds of the Monte-Carlo verdict: :func:`critical_n`'s ``seed`` and the ``mc_seeds - 1`` after it."""
 
     name: ClassVar[str] = "critical_n_mc_seeds"
     analysis_class: ClassVar[type] = CriticalSeedsAnalysis

@@ -317,8 +317,7 @@ def run_reproduce(
 
     Returns a :class:`ReproduceResult` with the output paths, timings, the verdict table and ``notes``: the one-off
     notices of the load (offline stand-in, offline default text, the stand-in's first conversion), also raised as
-    ``UserWarning`` (the CLI prints them as ``NOTE:`` lines).
-    """
+    ``UserWarning`` (the CLI prints them as ``NOTE:`` lines)."""
     prof, formats, compare, threads = _check_reproduce_args(profile, use_cache, formats, compare, threads)
     prog = Progress(progress)
     out = prepare_output_dir("out", out)  # before any work: a bad path must not cost the whole run
@@ -439,14 +438,12 @@ def run_compare(
     perplexity), ``limits.png/.svg`` and ``swap.png/.svg``; each figure and the JSON name model, text and device.
 
     ``model``, ``device``, ``text``: as for :func:`~attn_lib.experiments.load_inputs` (offline, GPT-2 resolves to the
-    stand-in). ``start``: first token of the live swap's held-out window (the text needs ``start +
-    profile.swap_length`` tokens; a shorter text can use e.g. ``max(profile.lengths)``, the first token after the
-    comparison's window), checked with the text's length before any work. ``say``: called with one-line progress
-    messages.
+    stand-in). ``start``: first token of the live swap's held-out window (the text needs ``start + profile.swap_length``
+    tokens; a shorter text can use e.g. ``max(profile.lengths)``, the first token after the comparison's window),
+    checked with the text's length before any work. ``say``: called with one-line progress messages.
 
     Returns a dict: ``out`` (the folder), ``files`` (names written), ``notes`` (offline fallbacks), ``summary`` (the
-    table), ``seconds``.
-    """
+    table), ``seconds``."""
 
     out_dir = prepare_output_dir("out", out)
     prof = get_beyond_profile(profile)

@@ -12,10 +12,9 @@ compared normaliser (:func:`normalizer_settings`), and the weights measured on t
   where one exists (softmax and top-k: :func:`~attn_lib.experiments.weights.softmax_type_spectral_norm`).
 
 Rows. A causal row of ``t`` visible tokens is the same in every prefix longer than ``t``, so the rows of length ``L``
-come from the one pass at the largest length: ``rows_per_length`` rows with ``t`` evenly spaced in ``(L/2, L]``,
-ending at ``t = L``, each with its own ``t`` (Reading the paper, §Causal masking). For weights that do not sum to
-one, see :mod:`attn_lib.experiments.weights`.
-"""
+come from the one pass at the largest length: ``rows_per_length`` rows with ``t`` evenly spaced in ``(L/2, L]``, ending
+at ``t = L``, each with its own ``t`` (Reading the paper, §Causal masking). For weights that do not sum to one, see
+:mod:`attn_lib.experiments.weights`."""
 
 from __future__ import annotations
 

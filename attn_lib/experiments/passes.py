@@ -9,8 +9,7 @@ in the same passes (:func:`attn_lib.experiments.jobs.run_all`).
 * **Nested prefixes.** Attention is causal, so query row ``r`` of a window of length ``L`` depends only on tokens
   ``0..r``: one pass at the largest length serves every smaller length of the grids.
 * **Bidirectional models.** In an encoder every row sees the whole window, so an experiment with a grid of lengths
-  (:attr:`Experiment.multi_length`) gets one analysis and one pass per length (:meth:`Experiment.units`,
-  :func:`plan`).
+  (:attr:`Experiment.multi_length`) gets one analysis and one pass per length (:meth:`Experiment.units`, :func:`plan`).
 * **One layer at a time.** The pass calls back once per layer; the analyses share that layer's float64
   :class:`~attn_lib.metrics.LayerData` and distance rows through :class:`SharedLayer`, so memory stays at one layer.
 """

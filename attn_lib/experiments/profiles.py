@@ -1,10 +1,9 @@
 """The grids of a reproduction (:class:`Profile`, :data:`PROFILES`) and of the chapter "Beyond softmax"
 (:class:`BeyondProfile`, :data:`BEYOND_PROFILES`).
 
-A :class:`Profile` is one parameter instance per experiment of :func:`~attn_lib.experiments.run_all` (each
-parameter is a field of its experiment's dataclass, described and checked there);
-:func:`~attn_lib.experiments.jobs.profile_params` cuts its grids at a model's context.
-"""
+A :class:`Profile` is one parameter instance per experiment of :func:`~attn_lib.experiments.run_all` (each parameter is
+a field of its experiment's dataclass, described and checked there); :func:`~attn_lib.experiments.jobs.profile_params`
+cuts its grids at a model's context."""
 
 from __future__ import annotations
 

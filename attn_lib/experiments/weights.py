@@ -6,9 +6,8 @@ spectral norm of the softmax-type Jacobian (:func:`softmax_type_spectral_norm`).
 weights: ``I_N`` is the ``N`` largest weights (ties to the lower index), ``a_i = alpha_i x_i``, ``s = sum_{I_N} a_i``,
 ``d~ = sum_{i visible, not in I_N} ||a_i - s||``, and ``E1`` is the same formula in the weights. The derivations of
 Theorem 1 do not use ``sum alpha = 1``, so ``d~ <= d_max`` and ``E1`` keep their meaning for weights that do not sum to
-one (sigmoid, softmax1, softpick, SA-softmax); Lemma 1 and Corollary 3 are statements about the normalised family of
-Eq. (3) and do not apply to them.
-"""
+one (sigmoid, softmax1, softpick, SA-softmax); Lemma 1 and Corollary 3 are statements about the normalised family
+of Eq. (3) and do not apply to them."""
 
 from __future__ import annotations
 
@@ -89,9 +88,8 @@ def row_metrics(
     ``ATTN_LIB_ENGINE=torch``) or in float64 tensor code (:func:`_row_sums`, the definition): the same expressions, so
     ``N_s/N`` is identical and d~, E1 agree to rounding (``tests/test_beyond.py::test_row_metrics_engines_agree``).
 
-    Returns a dict: ``d_tilde``, ``e1``, ``sep`` (``N_s/N``), ``valid`` (``t >= N + 1``), each ``(H, R,
-    len(n_values))`` float64 (``valid`` bool); invalid entries are 0.
-    """
+    Returns a dict: ``d_tilde``, ``e1``, ``sep`` (``N_s/N``), ``valid`` (``t >= N + 1``), each ``(H, R, len(n_values))``
+    float64 (``valid`` bool); invalid entries are 0."""
     w, V, vis = _checked_rows(weights, values, mask)
     ns = [check_int("n_values", n, low=1) for n in n_values]
     impl = M._engine.choose("row_metrics", engine, w.device.type == "cpu")  # the kernel takes any visibility
@@ -162,8 +160,7 @@ def softmax_type_spectral_norm(weights, temperature: float = 1.0, *, iterations:
     ``weights`` ``(..., L)``: softmax or top-k weights (non-negative, each row summing to one within 1e-4, or all zero
     for a fully masked row; else a ``ValueError``: the formula holds only for a distribution); ``T > 0``;
     ``iterations``: most bisection steps (100 reach float64 resolution; it stops once every interval is two adjacent
-    floats). Returns ``lambda / T``, ``(...)`` float64.
-    """
+    floats). Returns ``lambda / T``, ``(...)`` float64."""
     T = check_positive("temperature", temperature)
     iterations = check_int("iterations", iterations, low=1)
     # float64 from the start: torch.as_tensor of a list of Python floats would round them to float32 first

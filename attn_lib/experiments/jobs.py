@@ -84,20 +84,13 @@ def run_all(
     threads: int | None = None,
     progress: bool = False,
 ) -> dict[str, pd.DataFrame]:
-    """Run Algorithms 1-5 with the grids of ``profile`` (``"paper"``, ``"quick"`` or a :class:`Profile`, cut at the
-    model's context by :func:`profile_params`) in ONE forward pass (nested prefixes, :mod:`attn_lib.experiments.passes`)
-    over the window of ``text`` from token ``start`` (``handle``, ``text``: :func:`~attn_lib.experiments.load_inputs`).
-    Experiments found in ``cache`` (a :class:`attn_lib.cache.ResultCache`) are not recomputed.
-
-    ``seed``: of the random parts (Monte-Carlo subsets, sensitivity directions) of every experiment (default: each
-    one's own in the profile, 0 in :data:`PROFILES`). ``experiments``: names from :data:`EXPERIMENTS` (default all).
-    ``timings`` receives the seconds of the pass and of each analysis' finishing step. ``threads``: CPU threads for the
-    run (torch intra-op threads in the pass, row-block workers in the analyses, :func:`attn_lib.metrics.block_parallel`;
-    default torch's current setting), restored afterwards. ``progress``: which results come from the cache and tqdm
-    bars (kernel compilation, the pass layer by layer, each finishing step) on stderr; ``False`` writes nothing.
-
-    Returns ``{experiment name: DataFrame}`` in the order asked, plus ``"critical_n_summary"`` when ``critical_n`` ran.
-    """
+    """``{name: DataFrame}`` of the ``experiments`` (default all of :data:`EXPERIMENTS`, in the order asked; plus
+    ``"critical_n_summary"`` with ``critical_n``) with the grids of ``profile`` (``"paper"``, ``"quick"`` or a
+    :class:`Profile`, :func:`profile_params`), in ONE forward pass (:mod:`attn_lib.experiments.passes`) over ``text``
+    from token ``start``; those in ``cache`` (a :class:`attn_lib.cache.ResultCache`) are not recomputed. ``seed``: of
+    every random part (default: each experiment's own). ``timings`` receives the seconds of the pass and of each
+    finishing step. ``threads``: CPU threads (torch's in the pass, row-block workers in the analyses,
+    :func:`attn_lib.metrics.block_parallel`), restored afterwards. ``progress``: cache hits and tqdm bars on stderr."""
     prog = Progress(progress)
     cache = check_cache(cache)
     threads = None if threads is None else check_threads("threads", threads)
@@ -137,8 +130,7 @@ def _run_all(
 
 
 def check_text_holds(handle, text, length: int, start: int, prof: Profile | BeyondProfile) -> None:
-    """``ValueError`` up front when ``text`` has fewer than ``start + length`` tokens (the profile's longest window),
-    said in the profile's terms rather than as a window ``length`` the user never gave."""
+    """``ValueError`` up front, in the profile's terms, when ``text`` has fewer than ``start + length`` tokens."""
     t = as_text(text)
     have = len(corpus.tokenize(handle.tokenizer, t.text, max_tokens=start + length))
     if have < start + length:
@@ -159,8 +151,8 @@ def check_formats(formats) -> tuple[str, ...]:
 
 
 def check_experiments(experiments) -> list[str]:
-    """The experiments to run, each once, in the order given (a name that appears twice would be analysed twice in
-    the pass, and the doubled table stored under the normal key); a single name is a list of one."""
+    """The experiments to run, each once (else analysed twice in the pass), in the order given; a name is a list of
+    one."""
     if experiments is None:
         return list(EXPERIMENTS)
     return _check_names("experiments", experiments, EXPERIMENTS, "None or a list of names")
@@ -300,24 +292,14 @@ def run_reproduce(
     threads: int | None = None,
     compare: Sequence[str] = (),
 ) -> ReproduceResult:
-    """The ``reproduce`` command: load ``model`` (offline stand-in if needed) and ``text`` (or take the loaded
-    ``handle`` / ``text_obj``), run :func:`run_all` with ``profile`` and chapter 5's multi-head coverage, write the five
-    figures (in ``formats``), ``results.json`` and ``report.md`` into ``out``.
-
-    ``model``, ``device``, ``text``: as for :func:`~attn_lib.experiments.load_inputs`. ``profile``: ``"paper"`` (the
-    paper's grids, L up to 1024; run times in ``benchmarks/README.md``), ``"quick"`` (L up to 128) or a
-    :class:`~attn_lib.experiments.Profile`. ``out`` is created and checked to be writable *before* any work.
-    ``use_cache``: read and write the result cache (:func:`attn_lib.cache.results_dir`, under ``ATTN_LIB_CACHE_DIR``).
-    ``progress``: status lines and tqdm bars on stderr (loading, kernels, the pass layer by layer, each experiment, the
-    figures, cache hits); ``False``: nothing on stderr but the one-off notices. ``threads``: as for :func:`run_all`.
-    ``compare``: further models (e.g. ``"sentence-transformers/all-MiniLM-L6-v2"`` next to the decoder) run with the
-    same profile and text, each cut at its own context: ``report.md`` gets a side-by-side verdict table
-    (:func:`attn_lib.report.side_by_side`), figures 2a-4 a second panel (the first of them), ``results.json`` their
-    tables under ``"compare"``.
-
-    Returns a :class:`ReproduceResult` with the output paths, timings, the verdict table and ``notes``: the one-off
-    notices of the load (offline stand-in, offline default text, the stand-in's first conversion), also raised as
-    ``UserWarning`` (the CLI prints them as ``NOTE:`` lines)."""
+    """The ``reproduce`` command: load ``model`` and ``text`` (:func:`~attn_lib.experiments.load_inputs`; or take
+    ``handle`` / ``text_obj``), run :func:`run_all` with ``profile`` (``"paper"``: L up to 1024, ``"quick"``: up to
+    128) and chapter 5's multi-head coverage, write the figures (in ``formats``), ``results.json`` and ``report.md``
+    into ``out`` (checked writable *before* any work). ``use_cache``: the result cache (under ``ATTN_LIB_CACHE_DIR``).
+    ``progress``, ``threads``: as for :func:`run_all`. ``compare``: further models run with the same profile and text,
+    each cut at its own context: ``report.md`` gets a side-by-side verdict table (:func:`attn_lib.report.side_by_side`),
+    figures 2a-4 a second panel, ``results.json`` their tables under ``"compare"``. Returns a :class:`ReproduceResult`:
+    output paths, timings, verdicts and ``notes``, the one-off notices of the load, also raised as ``UserWarning``."""
     prof, formats, compare, threads = _check_reproduce_args(profile, use_cache, formats, compare, threads)
     prog = Progress(progress)
     out = prepare_output_dir("out", out)  # before any work: a bad path must not cost the whole run
@@ -372,8 +354,8 @@ class ReproduceResult(dict):
 
 
 def _check_compare_text(handle, text, prof: BeyondProfile, start: int) -> None:
-    """Before any work: the text must hold the comparison's window (tokens from 0, :func:`check_text_holds`) and the
-    swap's (from ``start``)."""
+    """Before any work: the text must hold the comparison's window (from token 0) and the swap's (from ``start``)."""
+
     lc = max(prof.lengths)
     check_text_holds(handle, text, lc, 0, prof)
     need = start + prof.swap_length
@@ -432,18 +414,12 @@ def run_compare(
     start: int = HELD_OUT_START,
     say=None,
 ) -> dict:
-    """Run :func:`compare_normalizers` and :func:`live_swap` and write the table and figures into ``out`` (checked
-    and created before any work): ``limits.md`` / ``.csv`` / ``.json`` (normalisers x limits, :func:`limits_summary`),
-    ``compare.csv`` (the tidy table), ``critical_n.csv``, ``swap_losses.csv`` and ``swap.md`` (held-out loss and
-    perplexity), ``limits.png/.svg`` and ``swap.png/.svg``; each figure and the JSON name model, text and device.
-
-    ``model``, ``device``, ``text``: as for :func:`~attn_lib.experiments.load_inputs` (offline, GPT-2 resolves to the
-    stand-in). ``start``: first token of the live swap's held-out window (the text needs ``start + profile.swap_length``
-    tokens; a shorter text can use e.g. ``max(profile.lengths)``, the first token after the comparison's window),
-    checked with the text's length before any work. ``say``: called with one-line progress messages.
-
-    Returns a dict: ``out`` (the folder), ``files`` (names written), ``notes`` (offline fallbacks), ``summary`` (the
-    table), ``seconds``."""
+    """Run :func:`compare_normalizers` and :func:`live_swap` and write into ``out`` (checked before any work)
+    ``limits.md`` / ``.csv`` / ``.json`` (:func:`limits_summary`), ``compare.csv`` (the tidy table), ``critical_n.csv``,
+    ``swap_losses.csv`` and ``swap.md`` (held-out loss and perplexity), ``limits.png/.svg`` and ``swap.png/.svg``.
+    ``start``: first token of the swap's held-out window (the text needs ``start + profile.swap_length`` tokens; e.g.
+    ``max(profile.lengths)`` for a short text); ``say``: called with one-line progress messages. Returns a dict:
+    ``out``, ``files`` (names written), ``notes`` (offline fallbacks), ``summary`` (the table), ``seconds``."""
 
     out_dir = prepare_output_dir("out", out)
     prof = get_beyond_profile(profile)

@@ -80,13 +80,12 @@ class CoverageParams(Experiment):
 
 
 multihead_coverage = CoverageParams.public(
-    """Multi-head coverage measured on the model (Reading the paper, §Multi-head coverage; one forward pass at
-    ``L``, the window length, which has no default).
-
-    For every layer and query row with ``t >= N + 1`` visible tokens, the target is the top-``N`` of the row's
-    head-averaged weights; head ``h`` covers the target tokens in its separable set (its own top-``N`` tokens with
-    ``D_i < rho_min``, unit value vectors, as Algorithm 4 counts ``N_s``); heads are added in ``permutations``
-    random orders per row (seeded with ``seed + layer``). See :func:`attn_lib.metrics.coverage_metrics`.""",
+    """Multi-head coverage measured on the model (Reading the paper, §Multi-head coverage; one forward pass at ``L``,
+    the window length, which has no default). For every layer and query row with ``t >= N + 1`` visible tokens, the
+    target is the top-``N`` of the row's head-averaged weights; head ``h`` covers the target tokens in its separable set
+    (its own top-``N`` tokens with ``D_i < rho_min``, unit value vectors, as Algorithm 4 counts ``N_s``); heads are
+    added in ``permutations`` random orders per row (seeded with ``seed + layer``). See
+    :func:`attn_lib.metrics.coverage_metrics`.""",
     returns="""One row per (layer, ``H``), ``H = 1..n_heads``: ``coverage`` (mean ``c(H)`` over valid rows and orders),
     ``covered`` (share of (row, order) samples with ``c(H) = 1``, i.e. heads needed ``<= H``), ``fraction`` (the layer's
     mean ``N_s/N`` over heads and rows), ``n_rows``, ``n_heads``, ``permutations``, ``L``, ``N``, ``layer`` and

@@ -295,20 +295,17 @@ class CriticalNParams(Experiment):
 
 
 critical_n = CriticalNParams.public(
-    r"""Algorithm 3 / Fig. 2c: the KS trace.
-
-    For every ``L``, every ``N = 1..min(L - 1, floor(crit_fraction L))`` and every form (E1, E2, the Monte-Carlo
-    expectation): the two-sample Kolmogorov-Smirnov test (``scipy.stats.ks_2samp``) between the per-head row means
-    of d~ and of the form. It runs over all heads of all layers (``sampling="heads"``) and over key/value groups
-    (``"kv_groups"``: the mean of the query heads that share a key/value head), the valid test under grouped-query
-    attention, where heads of a group are not independent (Reading the paper, §The critical N).
-
-    The per-row values come from :func:`attn_lib.metrics.topn_scan` (d~, E1, E2) and
-    :func:`attn_lib.metrics.expected_distance_mc_scan` (``"mc"``: ``mc_samples`` random subsets per row for every
-    ``N``, the prefixes of random orders), both incremental in ``N``, on the same rows. The critical ``N`` is the
-    *first* ``N`` with ``p >= alpha``; with ``stop_early`` the trace of each ``(L, form, sampling)`` ends there. The
-    scan runs in stages (``1..stage`` during the forward pass, then doubling, rebuilding each layer from its stored
-    float32 logits) until every ``(L, form, sampling)`` has its critical ``N`` or reached ``L - 1``.""",
+    r"""Algorithm 3 / Fig. 2c: the KS trace. For every ``L``, every ``N = 1..min(L - 1, floor(crit_fraction L))`` and
+    every form (E1, E2, the Monte-Carlo expectation): the two-sample Kolmogorov-Smirnov test (``scipy.stats.ks_2samp``)
+    between the per-head row means of d~ and of the form. It runs over all heads of all layers (``sampling="heads"``)
+    and over key/value groups (``"kv_groups"``: the mean of the query heads that share a key/value head), the valid test
+    under grouped-query attention, where heads of a group are not independent (Reading the paper, §The critical N). The
+    per-row values come from :func:`attn_lib.metrics.topn_scan` (d~, E1, E2) and
+    :func:`attn_lib.metrics.expected_distance_mc_scan` (``"mc"``: ``mc_samples`` random subsets per row for every ``N``,
+    the prefixes of random orders), both incremental in ``N``, on the same rows. The critical ``N`` is the *first* ``N``
+    with ``p >= alpha``; with ``stop_early`` the trace of each ``(L, form, sampling)`` ends there. The scan runs in
+    stages (``1..stage`` during the forward pass, then doubling, rebuilding each layer from its stored float32 logits)
+    until every ``(L, form, sampling)`` has its critical ``N`` or reached ``L - 1``.""",
     returns="""One row per test: ``L, N, form, sampling, statistic, p_value, n_samples, n_rows, mean_d_tilde, mean_form,
     mc_rel_se`` (``"mc"`` only, else NaN: the largest standard error of a Monte-Carlo sample value relative to that
     value), ``alpha`` plus ``model, text, device``. :func:`critical_n_summary` extracts the critical ``N``.""",

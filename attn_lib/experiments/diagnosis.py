@@ -127,14 +127,13 @@ class DiagnosisParams(Experiment):
 
 
 critical_n_diagnosis = DiagnosisParams.public(
-    """Why the critical N is where it is (chapter 6, ``prop-e1-crossing``; Reading the paper, §The critical N).
-
-    On ``rows`` rows of the window (32 by default: the cost is ``O(H rows L d)`` per ``N`` and variant), for each
-    ``N`` of ``fractions`` and each counterfactual of ``variants`` (by default the model, its first token's value
-    vector set to 0, and softmax at temperatures 4 and 16 on the model's logits): per (layer, head) the row means
-    of d~, E1, their leading terms ``(t - N)||s_N||`` and ``(t - N) p ||z||`` (``p = N/(t-1)``), the median and mean
-    of ``||s_N||/||z||``, the first token's mean weight ``sink_share`` and ``bound_violations``, the rows where a
-    bound of the proposition fails (none, if the proposition is right).""",
+    """Why the critical N is where it is (chapter 6, ``prop-e1-crossing``; Reading the paper, §The critical N). On
+    ``rows`` rows of the window (32 by default: the cost is ``O(H rows L d)`` per ``N`` and variant), for each ``N`` of
+    ``fractions`` and each counterfactual of ``variants`` (by default the model, its first token's value vector set to
+    0, and softmax at temperatures 4 and 16 on the model's logits): per (layer, head) the row means of d~, E1, their
+    leading terms ``(t - N)||s_N||`` and ``(t - N) p ||z||`` (``p = N/(t-1)``), the median and mean of
+    ``||s_N||/||z||``, the first token's mean weight ``sink_share`` and ``bound_violations``, the rows where a bound of
+    the proposition fails (none, if the proposition is right).""",
     returns="""``variant, temperature, first_value_zero, L, N, layer, head, kv_group, n_rows, d_tilde, e1, lead_d_tilde,
     lead_e1, rho_mean, rho_median, bound_violations, sink_share, sink_output_share`` (the first token's ``alpha_0
     ||x_0|| / ||z||``, mean over rows) plus ``model, text, device``.""",

@@ -184,9 +184,9 @@ class DistanceVsNParams(_DistanceParams):
 
 
 distance_vs_length = DistanceVsLengthParams.public(
-    """Algorithm 1 / Fig. 2a: per (L, layer, head) row-means of d~, d_max, E1, E1 + gap, E2, Monte-Carlo E[d~]
-    (``mc``, on every ``max(1, L // mc_rows)``-th row, ``mc_samples`` subsets; 0 disables it) and the number of rows
-    with ``d~ > d_max`` (must be 0). Rows with ``t < N + 1`` are skipped (§Causal masking). One forward pass at
+    """Algorithm 1 / Fig. 2a: per (L, layer, head) row-means of d~, d_max, E1, E1 + gap, E2, Monte-Carlo E[d~] (``mc``,
+    on every ``max(1, L // mc_rows)``-th row, ``mc_samples`` subsets; 0 disables it) and the number of rows with ``d~ >
+    d_max`` (must be 0). Rows with ``t < N + 1`` are skipped (§Causal masking). One forward pass at
     ``max(lengths)``.""",
     returns="""One row per (L, layer, head): ``L, N, layer, head, n_rows, d_tilde, d_max, e1, e1_plus_gap, e1_gap, e2,
     s_norm, alpha_bar, x_max, indiv, dmax_violations`` (``mc, mc_rows`` when ``mc_samples > 0``, and ``mc_seed1, ...``

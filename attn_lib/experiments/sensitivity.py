@@ -264,12 +264,12 @@ gradient_sensitivity = SensitivityParams.public(
     """Algorithm 5 / Fig. 4: per (T, eps, layer, head) the row-mean ``g`` of the finite-difference sensitivity (rows
     with ``t >= 2``; one seeded unit direction per row, reused for every ``T`` and ``eps``, seed ``seed + layer``), its
     row maximum, the corrected bound ``min(1/(2T), sqrt2/eps)`` with the number of rows violating it (must be 0), and
-    the paper's ``min(1/(4T), sqrt2)`` with the number of rows above it. The paper's ``g(T, eps)`` is the max over
-    heads of ``g``. With ``rows`` > 0 the directions are drawn for the subsampled rows of ``R`` only (column
-    ``row_stride``); with ``direction_seeds`` > 1 it all repeats for each draw (column ``draw``, 0 = the seed above).
-    Near ties: ``rows_gap_below_T`` counts the rows whose two largest logits differ by less than ``T``,
-    ``g_share_gap_below_T`` is the share of the head's summed ``g`` they carry, and ``g_two_token`` the row mean
-    predicted when only the top two weights respond (``sqrt2 q (1 - q) |v_1 - v_2| / T``, ``q = sigmoid(-gap/T)``).""",
+    the paper's ``min(1/(4T), sqrt2)`` with the number of rows above it. The paper's ``g(T, eps)`` is the max over heads
+    of ``g``. With ``rows`` > 0 the directions are drawn for the subsampled rows of ``R`` only (column ``row_stride``);
+    with ``direction_seeds`` > 1 it all repeats for each draw (column ``draw``, 0 = the seed above). Near ties:
+    ``rows_gap_below_T`` counts the rows whose two largest logits differ by less than ``T``, ``g_share_gap_below_T`` is
+    the share of the head's summed ``g`` they carry, and ``g_two_token`` the row mean predicted when only the top two
+    weights respond (``sqrt2 q (1 - q) |v_1 - v_2| / T``, ``q = sigmoid(-gap/T)``).""",
     returns="""One row per (draw, T, eps, layer, head): ``L, T, eps, layer, head, n_rows, g, g_row_max, bound_corrected,
     bound_paper, rows_violating_corrected, rows_above_paper, rows_gap_below_T, g_share_gap_below_T, g_two_token, draw,
     row_stride`` plus ``model, text, device``.""",

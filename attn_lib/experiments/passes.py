@@ -1,17 +1,15 @@
-r"""The shared forward pass of every experiment, and what an experiment must provide to run on it.
+r"""The shared forward pass of every experiment, and what an experiment provides to run on it: a frozen dataclass of
+its parameters, a subclass of :class:`Experiment`, that names itself (:attr:`Experiment.name`), gives its result-cache
+key (:meth:`Experiment.key_params`) and builds its *analysis*, an object with ``layer(shared)`` (called once per layer
+of the pass with a :class:`SharedLayer`) and ``finish() -> DataFrame``. :meth:`Experiment.run` runs one experiment,
+:func:`run_timed` several in the same passes (:func:`attn_lib.experiments.jobs.run_all`).
 
-An experiment is a frozen dataclass of its parameters, a subclass of :class:`Experiment`. It names itself
-(:attr:`Experiment.name`), gives the content of its result-cache key (:meth:`Experiment.key_params`) and builds its
-*analysis*: an object with ``layer(shared)``, called once per layer of the pass with a :class:`SharedLayer`, and
-``finish() -> DataFrame``. :meth:`Experiment.run` runs one experiment; :func:`run_timed` runs the analyses of several
-in the same passes (:func:`attn_lib.experiments.jobs.run_all`).
-
-* **Nested prefixes.** Attention is causal, so query row ``r`` of a window of length ``L`` depends only on tokens
-  ``0..r``: one pass at the largest length serves every smaller length of the grids.
-* **Bidirectional models.** In an encoder every row sees the whole window, so an experiment with a grid of lengths
-  (:attr:`Experiment.multi_length`) gets one analysis and one pass per length (:meth:`Experiment.units`, :func:`plan`).
-* **One layer at a time.** The pass calls back once per layer; the analyses share that layer's float64
-  :class:`~attn_lib.metrics.LayerData` and distance rows through :class:`SharedLayer`, so memory stays at one layer.
+* **Nested prefixes.** In a causal model query row ``r`` depends only on tokens ``0..r``: one pass at the largest
+  length serves every smaller length of the grids.
+* **Bidirectional models.** An experiment with a grid of lengths (:attr:`Experiment.multi_length`) gets one analysis
+  and one pass per length (:meth:`Experiment.units`, :func:`plan`).
+* **One layer at a time.** The analyses share each layer's float64 :class:`~attn_lib.metrics.LayerData` and distance
+  rows through :class:`SharedLayer`, so memory stays at one layer.
 """
 
 from __future__ import annotations

@@ -174,10 +174,9 @@ def _model_examples(x: torch.Tensor, visible: torch.Tensor, top2: torch.Tensor, 
 
 
 class RawSensitivityAnalysis(SensitivityAnalysis):
-    """Algorithm 5 with the temperature on the raw scores ``q . k`` instead of the model's scaled logits
-    ``q . k / sqrt(d)`` (Reading the paper, §The sensitivity metric): softmax((qk + eps v)/T) equals
-    softmax((l + (eps/sqrt d) v)/(T/sqrt d)), so the analysis runs at ``T/sqrt(d)`` and ``eps/sqrt(d)`` and reports
-    ``g`` per unit of raw score (divided by ``sqrt d``) against the raw ``T`` and ``eps``."""
+    """Algorithm 5 with ``T`` on the raw scores ``q . k`` instead of the logits ``q . k / sqrt(d)``: softmax((qk + eps
+    v)/T) = softmax((l + (eps/sqrt d) v)/(T/sqrt d)), so it runs at ``T/sqrt(d)``, ``eps/sqrt(d)`` and reports ``g``
+    per unit of raw score (divided by ``sqrt d``) against the raw ``T`` and ``eps``."""
 
     def __init__(self, params: RawSensitivityParams, meta: dict):
         super().__init__(params, meta)
@@ -241,8 +240,7 @@ class SensitivityParams(Experiment):
 
 @dataclasses.dataclass(frozen=True)
 class RawSensitivityParams(SensitivityParams):
-    """Parameters of :func:`gradient_sensitivity_raw`: those of :class:`SensitivityParams` and the model's head
-    dimension ``head_dim`` (>= 1), which converts raw scores to the model's logits."""
+    """Parameters of :func:`gradient_sensitivity_raw`: those of :class:`SensitivityParams` and ``head_dim >= 1``."""
 
     name: ClassVar[str] = "gradient_sensitivity_raw"
     analysis_class: ClassVar[type] = RawSensitivityAnalysis
@@ -280,11 +278,9 @@ gradient_sensitivity = SensitivityParams.public(
 def gradient_sensitivity_raw(
     handle, text, params: SensitivityParams | None = None, *, start: int = 0, cache=None, **overrides
 ) -> pd.DataFrame:
-    """Algorithm 5 with the temperature and the perturbation on the raw scores ``q . k`` (the other reading of the
-    base of Fig. 4's T axis; Reading the paper, §The sensitivity metric). The arguments are those of
-    :func:`gradient_sensitivity` (:class:`SensitivityParams`), with ``T`` and ``eps`` in raw units; the model's own
-    scale is taken as ``1/sqrt(head_dim)`` (GPT-2, Llama and BERT use it). Returns its table in raw units (``T``,
-    ``eps`` and the bounds; ``g`` per unit of raw score), without ``rows_above_paper``, with ``temperature_base`` and
-    ``head_dim`` saying so."""
+    """Algorithm 5 with ``T`` and ``eps`` on the raw scores ``q . k`` (the other reading of Fig. 4's T axis; Reading
+    the paper, §The sensitivity metric), arguments as for :func:`gradient_sensitivity`; the model's scale is taken as
+    ``1/sqrt(head_dim)`` (GPT-2, Llama, BERT). Its table in raw units (``g`` per unit of raw score), without
+    ``rows_above_paper``, with ``temperature_base`` and ``head_dim`` saying so."""
     raw = RawSensitivityParams.of(SensitivityParams.build(params, **overrides), handle)
     return raw.run(handle, text, start=start, cache=cache)

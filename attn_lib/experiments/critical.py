@@ -180,11 +180,10 @@ class CriticalAnalysis:
                 else:
                     stat, pv = float(res.statistic[j]), float(res.pvalue[j])
                 a, b = a_all[:, k], b_all[:, k]
-                if f in mc_var:  # largest standard error of a Monte-Carlo sample value, relative to it
-                    se = np.sqrt(mc_var[f][sampling][:, li, k])
-                    rel_se = float(np.max(se / np.maximum(np.abs(b), 1e-300)))
-                else:
-                    rel_se = float("nan")
+                rel_se = float("nan")  # the largest standard error of a Monte-Carlo sample value, relative to it
+                if f in mc_var:
+                    rel_se = float(np.max(np.sqrt(mc_var[f][sampling][:, li, k]) / np.maximum(np.abs(b), 1e-300)))
+
                 row = dict(self.meta, L=L, N=lo + k, form=f, sampling=sampling, statistic=stat, p_value=pv)
                 row.update(n_samples=len(a), n_rows=int(cnt[0, li, k]), mean_d_tilde=float(a.mean()))
                 yield k, dict(row, mean_form=float(b.mean()), mc_rel_se=rel_se, alpha=self.params.alpha)

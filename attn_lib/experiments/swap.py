@@ -41,14 +41,10 @@ class SwapResult:
 
 def swap_settings(prof: BeyondProfile) -> list[dict]:
     out = [dict(setting="softmax (model)", normalizer=None, params={}, k=None, T=1.0)]
-    for lab, (name, params) in normalizer_settings(prof.k_values).items():
-        if lab != "softmax":
-            out.append(dict(setting=lab, normalizer=name, params=params, k=params.get("k"), T=1.0))
-    for k in prof.k_grid:
-        if k not in prof.k_values:
-            out.append(dict(setting=f"top-{k}", normalizer="topk", params={"k": k}, k=k, T=1.0))
-    for T in prof.t_grid:
-        out.append(dict(setting=f"softmax T={T:g}", normalizer="softmax", params={}, k=None, T=float(T)))
+    settings = [(lab, n, p) for lab, (n, p) in normalizer_settings(prof.k_values).items() if lab != "softmax"]
+    settings += [(f"top-{k}", "topk", {"k": k}) for k in prof.k_grid if k not in prof.k_values]
+    out += [dict(setting=lab, normalizer=n, params=p, k=p.get("k"), T=1.0) for lab, n, p in settings]
+    out += [dict(setting=f"softmax T={T:g}", normalizer="softmax", params={}, k=None, T=float(T)) for T in prof.t_grid]
     return out
 
 

@@ -330,11 +330,9 @@ class ReproduceResult(dict):
     ``timings``); printing it gives a short summary with the verdict table."""
 
     def __str__(self) -> str:
-        lines = [
-            f"report: {self.get('report')}",
-            f"results: {self.get('json')}",
-            f"figures: {', '.join(self.get('figures', {}))}",
-        ]
+        lines = [f"report: {self.get('report')}", f"results: {self.get('json')}"]
+        lines.append(f"figures: {', '.join(self.get('figures', {}))}")
+
         vt = self.get("verdicts")
         if vt is not None and len(vt):
             lines += [

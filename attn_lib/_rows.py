@@ -26,7 +26,7 @@ def to_tensor(x: Any, message: str) -> torch.Tensor:
 
 def real_tensor(x: Any, name: str) -> torch.Tensor:
     """``x`` as a tensor of real numbers, any real dtype (arrays and nested lists converted); ``ValueError`` naming
-    ``name`` otherwise. Shared by :mod:`attn_lib.metrics`."""
+    ``name`` otherwise."""
     t = to_tensor(x, f"{name} must be a tensor or array of real numbers (got {type(x).__name__})")
     if t.dtype == torch.bool or t.is_complex():
         raise ValueError(f"{name} must hold real numbers (got dtype {t.dtype})")
@@ -34,9 +34,8 @@ def real_tensor(x: Any, name: str) -> torch.Tensor:
 
 
 def as_mask(mask: Any, shape: tuple, device, *, name: str = "mask", target: str = "logits") -> torch.Tensor:
-    """``mask`` as a bool tensor on ``device`` broadcast to ``shape`` (True = visible), or a ``ValueError`` that says
-    what is wrong: not bool, on a device it cannot be copied from (e.g. ``meta``), or a shape that does not
-    broadcast. Shared by :mod:`attn_lib.jacobian`."""
+    """``mask`` as a bool tensor on ``device`` broadcast to ``shape`` (True = visible); ``ValueError`` if it is not
+    bool, on a device it cannot be copied from (e.g. ``meta``), or of a shape that does not broadcast."""
     m = to_tensor(mask, f"{name} must be a bool tensor with True = visible (got {type(mask).__name__})")
     if m.dtype != torch.bool:
         raise ValueError(f"{name} must be a bool tensor with True = visible (got dtype {m.dtype})")
@@ -53,12 +52,8 @@ def as_mask(mask: Any, shape: tuple, device, *, name: str = "mask", target: str 
 
 
 def prepare(logits: Any, temperature: Any, dim: int, mask: Any):
-    """Validate and move ``dim`` last.
-
-    Returns ``(x, visible, T, was_numpy, dim)`` where ``x`` has the reduced axis last (integer logits promoted to the
-    default float dtype) and masked/-inf entries replaced by 0 (so no non-finite value ever enters the arithmetic),
-    ``visible`` is a bool tensor of the same shape as ``x``.
-    """
+    """Validate and move ``dim`` last: ``(x, visible, T, was_numpy, dim)``, ``x`` with the reduced axis last (integer
+    logits promoted to the default float dtype) and masked/-inf entries replaced by 0, ``visible`` bool of its shape."""
     T = check_positive("temperature", temperature)
     x = real_tensor(logits, "logits")
     if x.device.type == "meta":
@@ -86,11 +81,8 @@ def finish(out: torch.Tensor, visible: torch.Tensor, dim: int, was_numpy: bool):
 
 
 def divide(x: torch.Tensor, T: float) -> torch.Tensor:
-    """``x / T``, in float64 when ``T`` lies outside the normal range of ``x``'s dtype.
-
-    A Python scalar is rounded to the tensor's dtype before the division, so e.g. ``T = 1e-46`` would become ``0`` in
-    float32 and ``0 / 0`` a NaN; float64 holds every temperature that validation accepts.
-    """
+    """``x / T``, in float64 when ``T`` lies outside the normal range of ``x``'s dtype (``T`` is rounded to that dtype
+    before the division: ``T = 1e-46`` would be 0 in float32; float64 holds every temperature validation accepts)."""
     fi = torch.finfo(x.dtype)
     if fi.tiny <= T <= fi.max:
         return x / T
@@ -98,21 +90,16 @@ def divide(x: torch.Tensor, T: float) -> torch.Tensor:
 
 
 def scale(x: torch.Tensor, T: float) -> torch.Tensor:
-    """``x / T`` clipped to +-finfo.max/8 so that differences of two scaled logits never overflow.
-
-    Exact (unclipped) where it matters: callers pass shifted logits ``x - max <= 0`` whenever the normaliser allows
-    it, and a clipped value there only stands for an exponent that underflows to 0 anyway.
-    """
+    """``x / T`` clipped to +-finfo.max/8 so that differences of two scaled logits never overflow (callers pass
+    shifted logits ``x - max <= 0`` where they can, where a clipped value only stands for an exponent that underflows
+    to 0 anyway)."""
     big = torch.finfo(x.dtype).max / 8
     return divide(x, T).clamp(-big, big)
 
 
 def scale_unshifted(x: torch.Tensor, visible: torch.Tensor, T: float, who: str) -> torch.Tensor:
-    """``x / T`` for normalisers that cannot shift the logits first (``general``, plain ``sa_softmax``).
-
-    Clipping would silently change their output, so a visible ``|x / T|`` beyond ``finfo.max / 8`` raises
-    ``ValueError`` instead.
-    """
+    """``x / T`` for normalisers that cannot shift the logits first (``general``, plain ``sa_softmax``): a visible
+    ``|x / T|`` beyond ``finfo.max / 8`` raises ``ValueError`` instead of being clipped."""
     big = torch.finfo(x.dtype).max / 8
     z = divide(x, T)
     if bool((visible & ~(z.abs() <= big)).any()):
@@ -125,10 +112,8 @@ def scale_unshifted(x: torch.Tensor, visible: torch.Tensor, T: float, who: str) 
 
 
 def row_max(z: torch.Tensor, visible: torch.Tensor, detach: bool = True) -> torch.Tensor:
-    """Max over visible positions (0 for a fully masked row; ``-row_max(-z, ...)`` is the min).
-
-    Detached by default: every caller that uses it as a shift is exactly invariant to the shift.
-    """
+    """Max over visible positions (0 for a fully masked row; ``-row_max(-z, ...)`` is the min); detached by default,
+    as every caller that uses it as a shift is exactly invariant to the shift."""
     neg = torch.full((), -torch.finfo(z.dtype).max, dtype=z.dtype, device=z.device)
     m = torch.where(visible, z, neg).amax(dim=-1, keepdim=True)
     m = torch.where(visible.any(dim=-1, keepdim=True), m, torch.zeros_like(m))
@@ -140,10 +125,8 @@ def count(visible: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 
 def masked_softmax_lastdim(z: torch.Tensor, visible: torch.Tensor, *, shifted: bool = False) -> torch.Tensor:
-    """Stable softmax of ``z`` over visible positions of the last axis; zeros on a fully masked row.
-
-    ``shifted``: the caller has already subtracted the row maximum (its visible maximum is exactly 0), so it is not
-    subtracted again: the same weights, bit for bit, with four fewer passes over the tensor."""
+    """Stable softmax of ``z`` over visible positions of the last axis; zeros on a fully masked row. ``shifted``: the
+    row maximum is already subtracted (the same weights, bit for bit, with four fewer passes)."""
     e = torch.exp(z if shifted else z - row_max(z, visible))
     e = torch.where(visible, e, torch.zeros((), dtype=z.dtype, device=z.device))
     s = e.sum(dim=-1, keepdim=True)

@@ -1,8 +1,5 @@
-"""Argument checks shared by every layer of attn_lib.
-
-Every public function validates its input with these helpers so that bad input fails early with a
-``ValueError`` that names the parameter and the allowed range, instead of producing a silent NaN.
-"""
+"""Argument checks shared by every layer of attn_lib: bad input fails early with a ``ValueError`` that names the
+parameter and the allowed range, instead of producing a silent NaN."""
 
 from __future__ import annotations
 
@@ -24,8 +21,7 @@ MAX_DRAWS = 2 * 10**8
 
 
 def check_size(name: str, value: Any, per_item: int = 1, *, low: int = 1) -> int:
-    """A resource parameter (samples, permutations, grid points): an integer ``>= low`` whose ``value * per_item``
-    draws stay within :data:`MAX_DRAWS`; the allowed range is said in the message."""
+    """A resource parameter: an integer ``>= low`` whose ``value * per_item`` draws stay within :data:`MAX_DRAWS`."""
     high = max(low, MAX_DRAWS // max(int(per_item), 1))
     return check_int(name, value, low=low, high=high)
 
@@ -36,21 +32,18 @@ def _is_bool(value: Any) -> bool:
 
 
 def _real(name: str, value: Any, what: str) -> float:
-    """``value`` as a float, or ``ValueError`` naming ``name``: booleans and strings are not numbers here.
-
-    Accepts Python and NumPy reals and one-element non-bool tensors/arrays (``float(value)`` must work). NaN and
-    infinities are returned as they are; the callers check the range.
-    """
+    """``value`` as a float (Python and NumPy reals, one-element non-bool tensors/arrays; NaN and infinities as they
+    are); booleans and strings are a ``ValueError`` naming ``name``."""
     if isinstance(value, (str, bytes)) or _is_bool(value):
         raise ValueError(f"{name} must be {what} (got {value!r})")
     try:
-        return float(value)  # Python and NumPy reals, 0-d tensors / one-element arrays
+        return float(value)
     except (TypeError, ValueError, RuntimeError):
         raise ValueError(f"{name} must be {what} (got {value!r})") from None
 
 
 def check_positive(name: str, value: Any, *, allow_inf: bool = False) -> float:
-    """Return ``value`` as float, requiring a finite (or +inf if allowed) number > 0."""
+    """``value`` as a float, finite (or +inf if allowed) and > 0."""
     v = _real(name, value, "a real number > 0")
     if math.isnan(v) or v <= 0 or (math.isinf(v) and not allow_inf):
         raise ValueError(f"{name} must be a finite number > 0 (got {value!r})")
@@ -58,7 +51,7 @@ def check_positive(name: str, value: Any, *, allow_inf: bool = False) -> float:
 
 
 def check_nonnegative(name: str, value: Any) -> float:
-    """Return ``value`` as float, requiring a finite number >= 0."""
+    """``value`` as a float, finite and >= 0."""
     v = _real(name, value, "a real number >= 0")
     if math.isnan(v) or math.isinf(v) or v < 0:
         raise ValueError(f"{name} must be a finite number >= 0 (got {value!r})")
@@ -66,7 +59,7 @@ def check_nonnegative(name: str, value: Any) -> float:
 
 
 def check_finite(name: str, value: Any) -> float:
-    """Return ``value`` as float, requiring a finite real number (any sign)."""
+    """``value`` as a float, finite (any sign)."""
     v = _real(name, value, "a finite real number")
     if not math.isfinite(v):
         raise ValueError(f"{name} must be a finite real number (got {value!r})")
@@ -74,16 +67,13 @@ def check_finite(name: str, value: Any) -> float:
 
 
 def check_int(name: str, value: Any, *, low: int | None = None, high: int | None = None) -> int:
-    """Return ``value`` as int, requiring an integer in ``[low, high]`` (either end may be open).
-
-    Python and NumPy integers, integer 0-d tensors and integral floats (``3.0``) are accepted; booleans, strings and
-    fractional numbers (``2.7``, never silently truncated) are not.
-    """
+    """``value`` as an int in ``[low, high]`` (either end may be open). Python and NumPy integers, integer 0-d tensors
+    and integral floats (``3.0``) are accepted; booleans, strings and fractional numbers (never truncated) are not."""
     what = f"{name} must be an integer{_range_text(low, high)}"
     if _is_bool(value):
         raise ValueError(f"{what} (got {value!r})")
     try:
-        v = operator.index(value)  # int, numpy integers, integer 0-d tensors
+        v = operator.index(value)
     except TypeError:
         if not (isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer()):
             raise ValueError(f"{what} (got {value!r})") from None
@@ -108,8 +98,8 @@ def check_threads(name: str, value: Any) -> int:
 
 
 def _items(name: str, values: Any, what: str) -> list:
-    """``values`` as a non-empty list; one value (a string, a bool, a 0-d tensor or array included) is a list of one,
-    checked by the caller (a string is then rejected as a number). ``ValueError`` naming ``name`` otherwise."""
+    """``values`` as a non-empty list (one value, a string, bool or 0-d tensor/array included, is a list of one, which
+    the caller checks); ``ValueError`` naming ``name`` otherwise."""
     one = isinstance(values, (str, bytes)) or _is_bool(values) or getattr(values, "ndim", None) == 0
     try:
         items = [values] if one or not hasattr(values, "__iter__") else list(values)
@@ -124,20 +114,19 @@ def check_int_list(
     name: str, values: Any, *, low: int | None = None, high: int | None = None, keep_order: bool = False
 ) -> list[int]:
     """One integer or a non-empty iterable of integers (each as :func:`check_int`), as a sorted list without repeats
-    (``keep_order``: as given, repeats included); ``ValueError`` naming ``name`` for anything else (None, a bool, a
-    float, a string, a 0-d tensor of a float...)."""
+    (``keep_order``: as given, repeats included)."""
     items = _items(name, values, f"an integer or a non-empty list of integers{_range_text(low, high)}")
     ints = [check_int(name, v, low=low, high=high) for v in items]
     return ints if keep_order else sorted(set(ints))
 
 
 def check_positive_list(name: str, values: Any) -> list[float]:
-    """A number or a non-empty sequence of numbers > 0, as a list of floats (``ValueError`` naming ``name``)."""
+    """A number or a non-empty sequence of numbers > 0, as a list of floats."""
     return [check_positive(name, v) for v in _items(name, values, "a number or a non-empty list of numbers > 0")]
 
 
 def check_probability(name: str, value: Any, *, open_low: bool = False, open_high: bool = False) -> float:
-    """Return ``value`` as float in [0, 1] (ends optionally open)."""
+    """``value`` as a float in [0, 1] (ends optionally open)."""
     v = _real(name, value, "a number in [0, 1]")
     lo_ok = v > 0 if open_low else v >= 0
     hi_ok = v < 1 if open_high else v <= 1
@@ -152,9 +141,8 @@ def check_seed(name: str, value: Any) -> int:
 
 
 def expand_path(name: str, value: Any, what: str = "path") -> Path:
-    """``value`` (a str or path) as a ``Path`` with ``~`` / ``~user`` expanded; ``ValueError`` naming ``name`` (and
-    saying it must be a ``what``) when it is not a path, is a bytes path, is empty, holds a NUL byte, or names a home
-    folder that cannot be found (``~nosuchuser/...``)."""
+    """``value`` (a str or path) as a ``Path`` with ``~`` / ``~user`` expanded; ``ValueError`` naming ``name`` when
+    it is not a str path, is empty, holds a NUL byte, or names a home folder that cannot be found."""
     raw = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
     if not isinstance(raw, str) or not raw.strip():  # not a path, a bytes path, or empty
         raise ValueError(f"{name} must be a {what} (got {value!r})")
@@ -169,11 +157,7 @@ def expand_path(name: str, value: Any, what: str = "path") -> Path:
 
 def prepare_output_dir(name: str, value: Any) -> Path:
     """Create the folder ``value`` (with its parents) if needed, check that a file can be written there, and return
-    it as a ``Path``; ``ValueError`` naming ``name`` otherwise.
-
-    Meant to run *before* a long computation whose results go there, so a path that is a file, or a folder that
-    cannot be created or written (permissions, a read-only or virtual file system), fails at once.
-    """
+    it as a ``Path``; ``ValueError`` naming ``name`` otherwise. Run it *before* a long computation that writes there."""
     path = expand_path(name, value, "folder path")
     if path.exists() and not path.is_dir():
         raise ValueError(f"{name} {str(path)!r} exists and is not a folder")
@@ -190,14 +174,14 @@ def prepare_output_dir(name: str, value: Any) -> Path:
 
 
 def check_bool(name: str, value: Any) -> bool:
-    """``value`` if it is ``True`` or ``False`` (a 0/1, a string or None is not); ``ValueError`` naming ``name``."""
+    """``value`` if it is ``True`` or ``False`` (a 0/1, a string or None is not)."""
     if not isinstance(value, bool):
         raise ValueError(f"{name} must be True or False (got {value!r})")
     return value
 
 
 def check_choice(name: str, value: Any, choices) -> Any:
-    """Require ``value`` to be one of ``choices``."""
+    """``value``, required to be one of ``choices``."""
     choices = list(choices)
     if value not in choices:
         raise ValueError(f"{name} must be one of {choices} (got {value!r})")
@@ -237,8 +221,8 @@ ENVIRONMENT = {
 
 
 def env(name: str) -> str:
-    """The stripped value of the environment variable ``name`` of :data:`ENVIRONMENT` (``""`` when unset or empty);
-    ``ValueError`` naming the variable and its allowed values when the value is outside them (blanks included)."""
+    """The stripped value of the variable ``name`` of :data:`ENVIRONMENT` (``""`` when unset or empty); ``ValueError``
+    naming the variable and its allowed values when the value is outside them (blanks included)."""
     raw = os.environ.get(name, "")
     what, ok = ENVIRONMENT[name]
     if raw and not ok(raw.strip()):

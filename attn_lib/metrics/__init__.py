@@ -1,11 +1,10 @@
 r"""Vectorised per-row metrics of the paper, batched over heads and causal query rows (Reading the paper).
 
-:mod:`attn_lib.theory` holds the readable one-row reference definitions; this package computes the same
-quantities for a whole layer at once -- every head ``h`` and every query row ``r`` -- without a Python loop over
-tokens. Each metric is defined once, by its torch code (the paper's Appendix-B pseudocode, on any device, in the
-dtype of the :class:`LayerData`, float64 by default); on CPU with prefix masks a faster implementation registered by
-an accelerator (:mod:`attn_lib.accel`, compiled numba kernels held to the torch definitions by
-``tests/test_accel.py``) may run instead (:mod:`~attn_lib.metrics._engine`).
+:mod:`attn_lib.theory` holds the readable one-row reference definitions; this package computes the same quantities
+for every head ``h`` and query row ``r`` of a layer at once. Each metric is defined once, by its torch code (the
+paper's Appendix-B pseudocode, any device, the dtype of the :class:`LayerData`, float64 by default); on CPU with
+prefix masks a faster implementation registered by an accelerator (:mod:`attn_lib.accel`, compiled numba kernels held
+to the torch definitions by ``tests/test_accel.py``) may run instead (:mod:`~attn_lib.metrics._engine`).
 
 Inputs (one layer): ``weights`` ``(H, L, L)`` (row ``r`` is the query; or logits through
 :meth:`LayerData.from_logits`), ``values`` ``(H, L, d)`` (the vectors :math:`x_i`, per-head value vectors, Reading
@@ -14,14 +13,11 @@ the paper, §Distance) and ``mask`` (bool, ``True`` = visible, broadcastable to 
 ``t_r >= N + 1``. Every function returns a ``valid`` mask; entries of other rows are ``0.0`` (never NaN); aggregate
 with :func:`masked_mean`.
 
-Arguments shared by the metrics: ``layer, values, mask`` is a :class:`LayerData`, or raw weights and values with an
-optional mask (:func:`~attn_lib.metrics.layer.as_layer`); ``engine`` is ``"auto"`` (default: the accelerator where
-it applies -- CPU float64 tensors and prefix masks such as causal ones -- else torch), ``"numba"`` (the accelerator;
-a ``ValueError`` where it does not apply) or ``"torch"`` (the definition: any device, dtype and mask).
-
-One module per experiment (their docstrings say what each computes); :mod:`~attn_lib.metrics._engine` holds the
-accelerator registry, :func:`block_parallel` and the :data:`settings`, read at call time and changed for a block by
-``with attn_lib.metrics.configure(default_engine="torch"): ...``.
+Shared arguments: ``layer, values, mask`` is a :class:`LayerData`, or raw weights and values with an optional mask
+(:func:`~attn_lib.metrics.layer.as_layer`); ``engine`` is ``"auto"`` (default: the accelerator where it applies --
+CPU float64 tensors and prefix masks -- else torch), ``"numba"`` (the accelerator; a ``ValueError`` where it does not
+apply) or ``"torch"`` (the definition: any device, dtype and mask). The :data:`settings` are read at call time and
+changed for a block by ``with attn_lib.metrics.configure(default_engine="torch"): ...``.
 """
 
 from __future__ import annotations

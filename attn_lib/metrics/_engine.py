@@ -1,13 +1,12 @@
-"""How the metrics run: the settings (:data:`settings`, read at call time; :func:`configure` for a ``with``
-block), the registry of accelerated implementations and the choice between them and the torch definitions, and the
-threading of row blocks and kernels.
+"""How the metrics run: the :data:`settings` (read at call time; :func:`configure` for a ``with`` block), the
+registry of accelerated implementations and the choice between them and the torch definitions, and the threading.
 
-Each metric is defined once, by its torch code (any device and dtype). A faster implementation for CPU float64
-tensors and prefix masks may be registered under the metric's name in :data:`ACCELERATED` (:func:`register`); the
-metric asks :func:`choose` whether to run it. The core never imports an accelerator: the packages of the
-entry-point group ``attn_lib.accelerators`` (``attn_lib.accel``, the compiled numba kernels, in ``pyproject.toml``)
-are imported at the first look-up and register theirs; one that fails to import (numba missing or broken) leaves
-the torch definitions in use, and :func:`accelerators` says why.
+Each metric is defined once, by its torch code. A faster implementation for CPU float64 tensors and prefix masks may
+be registered under the metric's name in :data:`ACCELERATED` (:func:`register`); the metric asks :func:`choose`
+whether to run it. The core never imports an accelerator: the packages of the entry-point group
+``attn_lib.accelerators`` (``attn_lib.accel`` in ``pyproject.toml``) are imported at the first look-up and register
+theirs; one that fails to import (numba missing or broken) leaves the torch definitions in use, and
+:func:`accelerators` says why.
 """
 
 from __future__ import annotations
@@ -38,31 +37,20 @@ def _env_engine() -> str:
 @dataclasses.dataclass
 class Settings:
     """The tunable settings of :mod:`attn_lib.metrics`, read at call time from :data:`settings` (change them with
-    :func:`configure`, or ``monkeypatch.setattr(attn_lib.metrics.settings, "block_elems", 64)`` in a test).
+    :func:`configure`, or ``monkeypatch.setattr(attn_lib.metrics.settings, "block_elems", 64)`` in a test)."""
 
-    Attributes
-    ----------
-    default_engine : {"auto", "numba", "torch"}
-        What ``engine="auto"`` means: ``"auto"`` (the registered accelerator where it applies, torch elsewhere),
-        or ``"torch"`` / ``"numba"``. Initial value: the environment variable ``ATTN_LIB_ENGINE`` (e.g. ``torch``
-        for float64 square roots in the critical-N scan), else ``"auto"``. Checked where it is used.
-    block_elems : int
-        Target number of elements of one (H, rows, W) work block of the torch code (~4 MB in float64).
-    scan_block_elems : int
-        The same for the critical-N scan, whose ~6 work arrays are revisited for every N (to stay in L2 cache).
-    kernel_d1_max_n : int
-        Largest N for which the compiled distance kernel also computes d_1 of Theorem 1(a) (cost N t per row); above
-        it the running-maximum kernel ``d1_cummax`` of :mod:`attn_lib.accel` is cheaper.
-    order_prefetch_div : int
-        The compiled top-N order keeps at least ``L // order_prefetch_div`` columns per row (0: only those
-        requested). The default 1 sorts each row once, fully, for every experiment of the layer: the critical-N
-        scan goes up to ``N = L - 1`` (with 4, 0.55 s instead of 0.35 s CPU per 9-head layer at L = 1024).
-    """
-
+    #: what ``engine="auto"`` means: ``"auto"`` (the accelerator where it applies, torch elsewhere), ``"torch"`` or
+    #: ``"numba"``; initially ``ATTN_LIB_ENGINE`` (e.g. ``torch`` for float64 square roots in the critical-N scan)
     default_engine: str = dataclasses.field(default_factory=_env_engine)
+    #: target elements of one (H, rows, W) work block of the torch code (~4 MB in float64)
     block_elems: int = 1 << 19
+    #: the same for the critical-N scan, whose ~6 work arrays are revisited for every N (to stay in L2 cache)
     scan_block_elems: int = 1 << 19
+    #: largest N for which the compiled distance kernel also computes d_1 of Theorem 1(a) (cost N t per row); above
+    #: it the running-maximum kernel ``d1_cummax`` is cheaper
     kernel_d1_max_n: int = 64
+    #: the compiled top-N order keeps at least ``L // order_prefetch_div`` columns per row (0: only those requested);
+    #: 1 sorts each row once, fully, for every experiment of the layer (the critical-N scan goes up to ``N = L - 1``)
     order_prefetch_div: int = 1
 
 
@@ -96,9 +84,9 @@ def configure(**changes):
 _WORKERS: int | None = None
 
 
-#: the accelerated implementations, by metric name: each takes what its metric passes and returns what the metric's
-#: torch code would, to 1e-9 relative (1e-6 for the scans' float32 square roots; ``tests/test_accel.py``).
-#: ``"warm_up"`` is no metric: ``warm_up(bar)`` compiles them now, calling ``b.update(1)`` in ``with bar(total) as b``.
+#: the accelerated implementations, by metric name: each returns what the metric's torch code would, to 1e-9 relative
+#: (1e-6 for the scans' float32 square roots). ``"warm_up"`` is no metric: ``warm_up(bar)`` compiles them now,
+#: calling ``b.update(1)`` in ``with bar(total) as b``.
 ACCELERATED: dict[str, Callable] = {}
 #: the entry-point group whose packages register accelerated implementations when imported.
 GROUP = "attn_lib.accelerators"
@@ -107,16 +95,14 @@ _FOUND: dict[str, str | None] | None = None
 
 
 def register(name: str, fn: Callable) -> None:
-    """Register ``fn`` as the accelerated implementation of the metric ``name`` (an accelerator calls this when it
-    is imported; a later registration of the same name replaces the earlier one)."""
+    """Register ``fn`` as the accelerated implementation of the metric ``name`` (a later registration replaces it)."""
     if not callable(fn):
         raise ValueError(f"register: fn must be callable (got {fn!r} for {name!r})")
     ACCELERATED[name] = fn
 
 
 def _discover() -> dict[str, str | None]:
-    """Import every accelerator of :data:`GROUP` once, remembering which failed and why (ImportError only: any
-    other error in an accelerator is a bug and propagates)."""
+    """Import every accelerator of :data:`GROUP` once, remembering which failed and why (ImportError only)."""
     global _FOUND
     if _FOUND is None:
         found = {}
@@ -151,15 +137,10 @@ def accelerators() -> str:
 
 
 def choose(name: str, engine: str, applies: bool, needs: str = "") -> Callable | None:
-    """Validate ``engine`` and return the accelerated implementation of the metric ``name`` (a key of
-    :data:`ACCELERATED`) that should run, or ``None`` for its torch definition.
-
-    ``engine`` is the caller's argument: ``"torch"``, ``"numba"`` (the registered accelerator; a ValueError if none
-    is registered or it does not apply) or ``"auto"`` (follows ``settings.default_engine``; the accelerator where it
-    applies). ``applies``: whether an accelerator can run on this input (CPU float64 tensors and prefix masks, row
-    ``r`` seeing tokens ``0..t_r-1``, plus any condition of the caller, which ``needs`` names for the error, e.g.
-    ``" and form='sum'"``).
-    """
+    """Validate the caller's ``engine`` and return the accelerated implementation of the metric ``name`` that should
+    run, or ``None`` for its torch definition. ``"numba"`` is a ValueError where none is registered or it does not
+    apply; ``"auto"`` follows ``settings.default_engine``. ``applies``: whether an accelerator can run on this input
+    (CPU float64, prefix masks, plus any condition of the caller, which ``needs`` names for the error)."""
     check_choice("engine", engine, ENGINES)
     if engine == "auto":
         default = settings.default_engine
@@ -182,20 +163,13 @@ def kernel_threads() -> int:
 
 @contextlib.contextmanager
 def block_parallel(workers: int | None = None):
-    """Context: torch runs single-threaded inside, and the row-block loops of the metrics run on ``workers``
-    Python threads instead.
-
-    Per-operation OpenMP parallelism pays a thread barrier for every tensor operation; on a shared or busy machine
-    a barrier waits for a descheduled thread, which made the layer analyses 10-50x slower than single-threaded
-    (``benchmarks/bench_contention.py``); row blocks (milliseconds of work each) need no such barriers.
-    ``workers``: threads for the row blocks and compiled kernels, at most 8 per CPU of this process; default: those
-    of an enclosing ``block_parallel``, else ``torch.get_num_threads()``.
-    """
+    """Context: torch runs single-threaded inside, and the row-block loops of the metrics run on ``workers`` Python
+    threads instead (at most 8 per CPU; default: those of an enclosing ``block_parallel``, else
+    ``torch.get_num_threads()``). Per-operation OpenMP threading pays a barrier per tensor operation, which on a busy
+    machine made the layer analyses 10-50x slower (``benchmarks/bench_contention.py``)."""
     global _WORKERS
-    prev_threads = torch.get_num_threads()
-    prev_workers = _WORKERS
+    prev_threads, prev_workers = torch.get_num_threads(), _WORKERS
     if workers is not None:
-        # a few more workers than CPUs is allowed (the tests run 3 on 2 cores); thousands are not
         workers = check_int("workers", workers, low=1, high=8 * max_threads())
     _WORKERS = workers if workers is not None else (prev_workers or prev_threads)
     torch.set_num_threads(1)
@@ -224,11 +198,8 @@ def coarse_threads(fn: Callable) -> Callable:
 def large_ops():
     """Inside :func:`block_parallel`: let torch use the worker count again for a few large operations (softmax and
     Gram products over a whole layer), where per-operation threading pays off. Elsewhere: no change."""
-    if _WORKERS is None:
-        yield
-        return
     prev = torch.get_num_threads()
-    torch.set_num_threads(_WORKERS)
+    torch.set_num_threads(_WORKERS or prev)
     try:
         yield
     finally:

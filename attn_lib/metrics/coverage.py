@@ -32,70 +32,35 @@ __all__ = ["coverage_metrics"]
 
 @dataclass
 class SeparableSets:
-    """The separable tokens of every head and row (:func:`separable_sets`).
+    """The separable tokens of every head and row (:func:`separable_sets`)."""
 
-    Attributes
-    ----------
-    N : int
-        The top-``N`` size.
-    order : torch.Tensor
-        ``(H, L, N)`` int64: each head's top-``N`` columns, largest weight first.
-    separable : torch.Tensor
-        ``(H, L, N)`` bool: ``order[h, t, k]`` is separable (``D < rho_min``); ``False`` in rows that are not valid.
-    valid : torch.Tensor
-        ``(H, L)`` bool: the row has ``t >= N + 1`` visible tokens.
-    """
-
-    N: int
-    order: torch.Tensor
+    N: int  #: the top-``N`` size
+    order: torch.Tensor  #: ``(H, L, N)`` int64: each head's top-``N`` columns, largest weight first
+    #: ``(H, L, N)`` bool: ``order[h, t, k]`` is separable (``D < rho_min``); ``False`` in rows that are not valid
     separable: torch.Tensor
-    valid: torch.Tensor
+    valid: torch.Tensor  #: ``(H, L)`` bool: the row has ``t >= N + 1`` visible tokens
 
 
 @dataclass
 class CoverageRows:
-    """Per-row multi-head coverage of one layer (:func:`coverage_metrics`).
+    """Per-row multi-head coverage of one layer (:func:`coverage_metrics`); 0 / ``False`` in rows not ``valid``."""
 
-    Attributes
-    ----------
-    N : int
-        The top-``N`` size.
-    valid : torch.Tensor
-        ``(L,)`` bool: every head's row has ``t >= N + 1`` visible tokens.
-    target : torch.Tensor
-        ``(L, N)`` int64: top-``N`` columns of the head-averaged weights (the target set ``T``).
-    hits : torch.Tensor
-        ``(H, L, N)`` bool: target token ``target[t, k]`` is in head ``h``'s separable set.
-    perms : torch.Tensor
-        ``(P, L, H)`` int64: the order in which the heads are added, per permutation and row.
-    coverage : torch.Tensor
-        ``(L, H)``: ``c(k)`` for ``k = 1..H`` heads (column ``k - 1``), mean over the ``P`` orders; 0 in
-        rows that are not valid.
-    needed : torch.Tensor
-        ``(P, L)`` int64: the smallest ``k`` with ``c(k) = 1`` in each order; ``0`` if the union of all ``H`` heads
-        does not cover ``T`` ("never" within the layer) or the row is not valid.
-    fraction : torch.Tensor
-        ``(H, L)``: each head's own ``N_s/N`` (``|S_h| / N``; 0 where not valid).
-    """
-
-    N: int
-    valid: torch.Tensor
-    target: torch.Tensor
-    hits: torch.Tensor
-    perms: torch.Tensor
-    coverage: torch.Tensor
+    N: int  #: the top-``N`` size
+    valid: torch.Tensor  #: ``(L,)`` bool: every head's row has ``t >= N + 1`` visible tokens
+    target: torch.Tensor  #: ``(L, N)`` int64: top-``N`` columns of the head-averaged weights (the target set ``T``)
+    hits: torch.Tensor  #: ``(H, L, N)`` bool: target token ``target[t, k]`` is in head ``h``'s separable set
+    perms: torch.Tensor  #: ``(P, L, H)`` int64: the order in which the heads are added, per permutation and row
+    coverage: torch.Tensor  #: ``(L, H)``: ``c(k)`` for ``k = 1..H`` heads (column ``k - 1``), mean over the orders
+    #: ``(P, L)`` int64: the smallest ``k`` with ``c(k) = 1`` in each order; 0 if all ``H`` heads do not cover ``T``
     needed: torch.Tensor
-    fraction: torch.Tensor
+    fraction: torch.Tensor  #: ``(H, L)``: each head's own ``N_s/N`` (``|S_h| / N``)
 
 
 @coarse_threads
 def separable_sets(layer, values=None, N: int = 16, *, mask=None, normalize: bool = True) -> SeparableSets:
-    r"""Each head's separable top-``N`` tokens (``N >= 1``): ``D_i < rho_min`` (the strict convention of Algorithm 4).
-
-    ``normalize`` first scales every value vector to unit norm (Algorithm 4's "normalize"; ``N_s`` does not depend
-    on the radius): ``False`` when the layer already is a :func:`~attn_lib.metrics.unit_layer`. Returns ``order`` and
-    ``separable`` ``(H, L, min(N, L))``, ``valid`` ``(H, L)``.
-    """
+    r"""Each head's separable top-``N`` tokens: ``D_i < rho_min`` (the strict convention of Algorithm 4).
+    ``normalize`` first scales every value vector to unit norm (Algorithm 4's "normalize"; ``False`` when the layer
+    already is a :func:`~attn_lib.metrics.unit_layer`)."""
     ld = as_layer(layer, values, mask)
     N = check_n(N)
     ld = unit_layer(ld) if normalize else ld
@@ -109,17 +74,11 @@ def separable_sets(layer, values=None, N: int = 16, *, mask=None, normalize: boo
 def coverage_metrics(
     layer, values=None, N: int = 16, *, mask=None, permutations: int = 8, seed: int = 0, normalize: bool = True
 ) -> CoverageRows:
-    r"""Coverage of the head-averaged top-``N`` by the union of the heads' separable sets, heads added in random
-    order.
-
-    ``c(k)`` as in the module doc, on each valid row (every head sees ``t >= N + 1`` tokens; the target's ties go
-    to the lower index, among the tokens visible to every head), for ``permutations`` head orders per row, drawn
-    with ``torch.Generator().manual_seed(seed)`` (as ``argsort`` of uniform draws, shape ``(P, L, H)``).
-
-    ``layer, values, mask``, ``N`` and ``normalize`` as for :func:`separable_sets`; ``permutations >= 1`` random head
-    orders per row, ``seed >= 0``. Returns :class:`CoverageRows` (``coverage`` ``(L, H)``, the mean over orders;
-    ``needed`` ``(P, L)``, 0 = never; ``hits``, ``target``, ``perms``, ``fraction``, ``valid``).
-    """
+    r"""Coverage ``c(k)`` (module doc) of the head-averaged top-``N`` by the union of the heads' separable sets, heads
+    added in random order, on each valid row (every head sees ``t >= N + 1`` tokens; the target's ties go to the lower
+    index, among the tokens visible to every head). ``permutations`` head orders per row are drawn with
+    ``torch.Generator().manual_seed(seed)`` (``argsort`` of uniform draws, shape ``(P, L, H)``); ``N`` and
+    ``normalize`` as for :func:`separable_sets`."""
     ld = as_layer(layer, values, mask)
     N = check_n(N)
     P = check_size("permutations", permutations, per_item=ld.L * ld.H)  # (P, L, H) orders

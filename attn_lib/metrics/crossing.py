@@ -9,11 +9,9 @@ bounds, on every row with ``t >= N + 1`` visible tokens, ``p = N / (t - 1)`` and
     \bigl|\tilde d-(t-N)\,\|s_N\|\bigr| \le A_{\rm out}=\sum_{i\notin I_N}\alpha_i\|x_i\| ,
 
 so E1 and d~ are close only where :math:`p\approx\|s_N\|/\|z\|`. :func:`crossing_metrics` computes, for a few
-rows and every ``N`` of a short grid, the exact d~ and E1 (the same definitions as
-:func:`attn_lib.metrics.distance.distance_metrics`, which the tests hold it to) together with
-:math:`\|s_N\|`, :math:`\|z\|`, ``A`` and ``A_out``, so the proposition can be checked row by row and the ratio
-:math:`\|s_N\|/\|z\|` that controls the critical N can be printed. It works on rows only (``O(H R L d)`` per
-``N``), so a whole model is diagnosed in seconds.
+rows and every ``N`` of a short grid, the exact d~ and E1 (as :func:`attn_lib.metrics.distance.distance_metrics`)
+with :math:`\|s_N\|`, :math:`\|z\|`, ``A`` and ``A_out``, so the proposition can be checked row by row; rows only
+(``O(H R L d)`` per ``N``), so a whole model is diagnosed in seconds.
 """
 
 from __future__ import annotations
@@ -32,35 +30,17 @@ __all__ = ["crossing_metrics"]
 
 @dataclass
 class CrossingRows:
-    r"""Per-(head, row, N) results of :func:`crossing_metrics`; shapes ``(H, R, n)`` unless noted, 0 where not valid.
+    r"""Per-(head, row, N) results of :func:`crossing_metrics`; shapes ``(H, R, n)`` unless noted, 0 where not valid."""
 
-    Attributes
-    ----------
-    n_values : list of int
-        The ``N`` of the last axis.
-    t : torch.Tensor
-        ``(R,)`` visible tokens of each row (the largest count over heads).
-    valid : torch.Tensor
-        Bool: ``t >= N + 1``.
-    d_tilde, e1 : torch.Tensor
-        d~ (Eq. 7, sum form) and E1 with ``p = N / (t - 1)``.
-    s_norm : torch.Tensor
-        :math:`\|s_N\|`, the norm of the top-``N`` sum.
-    z_norm, a_sum : torch.Tensor
-        ``(H, R)``: :math:`\|z\|` (the attention output) and :math:`A=\sum_i\alpha_i\|x_i\|`.
-    a_out : torch.Tensor
-        :math:`\sum_{i\notin I_N}\alpha_i\|x_i\|`.
-    """
-
-    n_values: list
-    t: torch.Tensor
-    valid: torch.Tensor
-    d_tilde: torch.Tensor
-    e1: torch.Tensor
-    s_norm: torch.Tensor
-    z_norm: torch.Tensor
-    a_sum: torch.Tensor
-    a_out: torch.Tensor
+    n_values: list  #: the ``N`` of the last axis
+    t: torch.Tensor  #: ``(R,)`` visible tokens of each row (the largest count over heads)
+    valid: torch.Tensor  #: bool: ``t >= N + 1``
+    d_tilde: torch.Tensor  #: d~ (Eq. 7, sum form)
+    e1: torch.Tensor  #: E1 with ``p = N / (t - 1)``
+    s_norm: torch.Tensor  #: ``||s_N||``, the norm of the top-``N`` sum
+    z_norm: torch.Tensor  #: ``(H, R)``: ``||z||``, the norm of the attention output
+    a_sum: torch.Tensor  #: ``(H, R)``: ``A = sum_i alpha_i ||x_i||``
+    a_out: torch.Tensor  #: ``sum_{i not in I_N} alpha_i ||x_i||``
 
 
 @coarse_threads
@@ -72,23 +52,10 @@ def crossing_metrics(
     Chapter 6, ``prop-e1-crossing``; tested by
     ``tests/test_critical.py::TestCrossingBounds::test_e1_near_its_leading_term``.
 
-    Parameters
-    ----------
-    weights, values : tensor (H, R, L), tensor (H, L, d)
-        The attention weights of ``R`` query rows (finite, non-negative; masked positions are ignored) and the
-        vectors :math:`x_i` (per-head value vectors).
-    n_values : sequence of int
-        Top-``N`` sizes, each ``>= 1``.
-    mask : bool tensor, optional
-        ``True`` = visible, broadcastable to ``(H, R, L)``; default: the positions with ``weights > 0`` (pass the
-        mask when a visible weight may be exactly 0).
-    engine, dtype
-        As everywhere in :mod:`attn_lib.metrics` (the accelerator, ``crossing_rows``, takes any visibility; the two
-        agree to rounding, ``tests/test_critical.py::TestCrossingMetrics::test_crossing_engines_agree``); the dtype
-        of the computation, float64 by default.
-
-    Returns :class:`CrossingRows`; ties in the top-``N`` choice go to the lower index, as everywhere in
-    :mod:`attn_lib.metrics`.
+    ``weights`` ``(H, R, L)`` of ``R`` query rows (finite, non-negative; masked positions ignored), ``values``
+    ``(H, L, d)`` (the vectors :math:`x_i`), ``n_values`` top-``N`` sizes ``>= 1``; ``mask`` (``True`` = visible,
+    broadcastable to ``(H, R, L)``) defaults to ``weights > 0`` (pass it when a visible weight may be exactly 0). The
+    accelerator (``crossing_rows``) takes any visibility and agrees to rounding. Top-``N`` ties go to the lower index.
     """
     a, v, ns, vis = _crossing_inputs(weights, values, n_values, mask, dtype)
     impl = choose("crossing_metrics", engine, a.device.type == "cpu" and a.dtype == F64)  # any visibility
@@ -130,8 +97,7 @@ def _crossing_torch(ns, *, a, v, vis, rank, norms, z_norm, a_norm, zdotx, t) -> 
 
 
 def _crossing_inputs(weights: Any, values: Any, n_values: Any, mask: Any, dtype: Any):
-    """The checked inputs of :func:`crossing_metrics`: the weights in ``dtype`` (zero where masked), the values,
-    the ``N`` list and the visibility mask."""
+    """Checked ``(weights in dtype, zero where masked; values; N list; visibility)`` of :func:`crossing_metrics`."""
     a = as_real_tensor(weights, "weights").to(check_dtype(dtype))
     v = as_real_tensor(values, "values").to(a.dtype)
     if a.dim() != 3 or v.dim() != 3 or v.shape[0] != a.shape[0] or v.shape[1] != a.shape[2]:

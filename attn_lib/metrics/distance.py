@@ -33,48 +33,26 @@ _ROW_FIELDS = _SUMS + ("alpha_bar", "d1", "max_norm", "d_max")
 @dataclass
 class DistanceRows:
     """Per-(head, row) results of :func:`distance_metrics`; every tensor is ``(H, L)``, in the layer's dtype unless
-    noted, and 0 at rows that are not ``valid``.
+    noted, and 0 at rows that are not ``valid``; Theorem 1(a)'s ``d1``, ``max_norm`` (the largest selected norm) and
+    ``d_max`` are ``None`` without ``with_dmax``."""
 
-    Attributes
-    ----------
-    N : int
-        The top-``N`` size.
-    t : torch.Tensor
-        Visible count of each row (int64).
-    valid : torch.Tensor
-        Bool: ``t >= N + 1``.
-    d_tilde : torch.Tensor
-        d~ (Eq. 7) in the requested ``form``.
-    e1, e1_gap, e1_gap_crude : torch.Tensor
-        E1, its Jensen-gap bound and the crude version of that bound.
-    e2 : torch.Tensor
-        E2 (Theorem 1b).
-    s_norm : torch.Tensor
-        ``||s||``, the norm of the top-``N`` sum.
-    alpha_bar : torch.Tensor
-        The top-``N`` weight mass.
-    d1, max_norm, d_max : torch.Tensor or None
-        Theorem 1(a): ``d_1``, the largest selected norm and ``d_max`` (``None`` without ``with_dmax``).
-    """
-
-    N: int
-    t: torch.Tensor
-    valid: torch.Tensor
-    d_tilde: torch.Tensor
-    e1: torch.Tensor
-    e1_gap: torch.Tensor
-    e1_gap_crude: torch.Tensor
-    e2: torch.Tensor
-    s_norm: torch.Tensor
-    alpha_bar: torch.Tensor
+    N: int  #: the top-``N`` size
+    t: torch.Tensor  #: visible count of each row (int64)
+    valid: torch.Tensor  #: bool: ``t >= N + 1``
+    d_tilde: torch.Tensor  #: d~ (Eq. 7) in the requested ``form``
+    e1: torch.Tensor  #: E1 (Theorem 1b)
+    e1_gap: torch.Tensor  #: the Jensen-gap bound of E1
+    e1_gap_crude: torch.Tensor  #: the crude version of that bound
+    e2: torch.Tensor  #: E2 (Theorem 1b)
+    s_norm: torch.Tensor  #: ``||s||``, the norm of the top-``N`` sum
+    alpha_bar: torch.Tensor  #: the top-``N`` weight mass
     d1: torch.Tensor | None = None
     max_norm: torch.Tensor | None = None
     d_max: torch.Tensor | None = None
 
 
 def check_p(p: Any) -> str | float:
-    """E1's inclusion probability argument: ``"L-1"``, ``"L"`` or a number in ``[0, 1]`` (returned as float); a
-    ``ValueError`` naming ``p`` otherwise (also for ``None`` and booleans)."""
+    """E1's inclusion probability argument: ``"L-1"``, ``"L"`` or a number in ``[0, 1]`` (returned as float)."""
     if isinstance(p, str):
         return check_choice("p", p, ["L-1", "L"])
     try:
@@ -84,8 +62,7 @@ def check_p(p: Any) -> str | float:
 
 
 def inclusion_probability(p: str | float, N: int, t: torch.Tensor, dtype: torch.dtype = F64) -> torch.Tensor:
-    """Per row: ``N/(t-1)`` (``p="L-1"``), ``N/t`` (``"L"``) or the number ``p`` (already checked by
-    :func:`check_p`), in ``dtype``, of ``t``'s shape."""
+    """Per row: ``N/(t-1)`` (``p="L-1"``), ``N/t`` (``"L"``) or the number ``p`` (checked), in ``dtype``."""
     tt = t.to(dtype)
     if p == "L-1":
         return N / (tt - 1).clamp(min=1)
@@ -117,23 +94,10 @@ def distance_metrics(
     token (prefix masks) and falls back to ``O(N t)`` per row only where the farthest visible token from the best
     selected one is itself selected.
 
-    Parameters
-    ----------
-    N : int
-        Top-``N`` size, ``>= 1``.
-    p : {"L-1", "L"} or float
-        E1's inclusion probability, as in :func:`attn_lib.theory.expectation_e1`: ``N/(t-1)``, ``N/t`` or a number
-        in ``[0, 1]``.
-    form : {"sum", "vector"}
-        ``"sum"`` is the project's d~ (Reading the paper, §Distance); ``"vector"`` the variant
-        :math:`\|\sum_{i\notin I_N}a_i-s\|`.
-    with_dmax : bool
-        Also compute ``d1``, ``max_norm`` and ``d_max``.
-    layer, values, mask, engine
-        As everywhere in :mod:`attn_lib.metrics`; the accelerator (``dist_prefix``, the same formulas) also needs
-        ``form="sum"``.
-
-    Returns :class:`DistanceRows`, every field ``(H, L)``, 0 at invalid rows.
+    ``p``: E1's inclusion probability, as in :func:`attn_lib.theory.expectation_e1` (``"L-1"``: ``N/(t-1)``,
+    ``"L"``: ``N/t``, or a number in ``[0, 1]``). ``form="sum"`` is the project's d~ (Reading the paper, §Distance),
+    ``"vector"`` the variant :math:`\|\sum_{i\notin I_N}a_i-s\|`. ``with_dmax``: also ``d1``, ``max_norm`` and
+    ``d_max``. The accelerator (``dist_prefix``, the same formulas) also needs ``form="sum"``.
     """
     ld, N, p = as_layer(layer, values, mask), check_n(N), check_p(p)
     check_choice("form", form, ["sum", "vector"])
@@ -146,7 +110,6 @@ def distance_metrics(
         sums, d1_and_norm = _distance_torch(ld, N, p, order, form), None
     if with_dmax and d1_and_norm is None:
         d1_and_norm = _d1_and_norm(ld, order.shape[-1], order)
-    # the result: the engine's sums, the top-N mass, d_max from (d_1, max_norm), and zeros at invalid rows
     counts = torch.broadcast_to(ld.t, (ld.H, ld.L))
     valid = counts >= N + 1
     alpha_bar = ld.alpha.gather(-1, order).sum(-1)
@@ -160,12 +123,9 @@ def distance_metrics(
 
 
 def _distance_torch(ld: LayerData, N: int, p: str | float, order: torch.Tensor, form: str) -> dict:
-    """The six per-row sums by tensor operations, in row blocks.
-
-    Every per-token square below is (row constant) + (row constants) x (``||a_i||^2``, ``a_i . z``, ``a_i . s``):
-    at a masked column it is exactly the row constant, so those columns are summed and then subtracted (no masking
-    pass); a rounding-negative square gives NaN, which ``nansum`` counts as ``sqrt(0) = 0``.
-    """
+    """The six per-row sums by tensor operations, in row blocks. Every per-token square is (row constant) + (row
+    constants) x (``||a_i||^2``, ``a_i . z``, ``a_i . s``): at a masked column exactly the row constant, so those
+    columns are summed and then subtracted; a rounding-negative square gives NaN, which ``nansum`` counts as 0."""
     sums = {name: torch.zeros(ld.H, ld.L, dtype=ld.dtype, device=ld.device) for name in _SUMS}
     (z_dot_x, z_sq), _ = ld.zdot(), ld.gram  # computed (and cached) before the blocks run on worker threads
 
@@ -215,20 +175,10 @@ def _distance_torch(ld: LayerData, N: int, p: str | float, order: torch.Tensor, 
     return sums
 
 
-def _e1_and_gaps(
-    a_sq: torch.Tensor,
-    a_dot_z: torch.Tensor,
-    z_sq: torch.Tensor,
-    p: torch.Tensor,
-    t: torch.Tensor,
-    n_masked: torch.Tensor,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The sums (before the factor ``(t - N)/t``) of E1, its Jensen-gap bound and the crude bound, each ``(H, B)``.
-
-    ``a_sq`` (``A_i = ||a_i||^2``), ``a_dot_z`` (``a_i . z``): ``(H, B, W)``; ``z_sq`` (``Z = ||z||^2``), ``p``,
-    ``t``, ``n_masked``: ``(H, B, 1)``. Each term is ``sqrt(k1 + k2 A_i + k3 a_i.z)`` with row constants; a masked
-    column contributes exactly ``sqrt(k1)`` and is subtracted.
-    """
+def _e1_and_gaps(a_sq, a_dot_z, z_sq, p, t, n_masked) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The sums (before the factor ``(t - N)/t``) of E1, its Jensen-gap bound and the crude bound, each ``(H, B)``,
+    from ``a_sq`` (``A_i = ||a_i||^2``), ``a_dot_z`` ``(H, B, W)`` and ``z_sq`` (``Z = ||z||^2``), ``p``, ``t``,
+    ``n_masked`` ``(H, B, 1)``. Each term is ``sqrt(k1 + k2 A_i + k3 a_i.z)``; a masked column gives ``sqrt(k1)``."""
     # E1: ||(1+p) a_i - p z||^2 = (1+p)^2 A_i - 2p(1+p) a_i.z + p^2 Z
     e1_const = p * p * z_sq
     work = torch.addcmul(e1_const, a_sq, (1 + p) ** 2).addcmul_(a_dot_z, -2 * p * (1 + p)).sqrt_()
@@ -251,22 +201,16 @@ def _e1_and_gaps(
 
 
 def _d1_and_norm(ld: LayerData, N: int, order: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``d_1 = max_{i not in I_N, j in I_N} ||x_i - x_j||`` and ``max_{j in I_N} ||x_j||`` per (head, row), each
-    ``(H, L)``; ``order`` ``(H, L, N)``. Prefix masks: :func:`_d1_sq_prefix`; other masks: :func:`_d1_sq_rows` on
-    every row."""
+    """``d_1 = max_{i not in I_N, j in I_N} ||x_i - x_j||`` and ``max_{j in I_N} ||x_j||``, each ``(H, L)``."""
     max_norm = ld.gdiag.gather(1, order.reshape(ld.H, -1)).view(ld.H, ld.L, N).clamp(min=0).sqrt().amax(-1)
     d1_sq = (_d1_sq_prefix if ld.prefix else _d1_sq_rows)(ld, N, order)
     return torch.where(torch.isfinite(d1_sq), d1_sq, 0.0).clamp(min=0).sqrt(), max_norm
 
 
 def _d1_sq_prefix(ld: LayerData, N: int, order: torch.Tensor) -> torch.Tensor:
-    """Squared ``d_1`` ``(H, L)`` for prefix masks from a running maximum over columns.
-
-    ``F[h, j, c] = max_{i <= c} ||x_i - x_j||^2`` and its argmax do not depend on ``N`` (cached on the layer).
-    ``F[h, j, last_r]`` is exact for a selected ``j`` whose argmax is not selected; a ``j`` whose argmax is selected
-    only matters if that bound exceeds the best exact candidate, and only those (head, row, ``j``) are recomputed
-    (:func:`_d1_sq_recompute`).
-    """
+    """Squared ``d_1`` ``(H, L)`` for prefix masks from ``F[h, j, c] = max_{i <= c} ||x_i - x_j||^2`` and its argmax
+    (cached on the layer): ``F[h, j, last_r]`` is exact for a selected ``j`` whose argmax is not selected; the other
+    ``j`` matter only if their bound exceeds the best exact candidate, and only those are recomputed."""
     H, L = ld.H, ld.L
     G, g = ld.gram, ld.gdiag
     if getattr(ld, "_cummax", None) is None:
@@ -318,8 +262,7 @@ def _d1_sq_recompute(
 
 
 def _d1_sq_rows(ld: LayerData, N: int, order: torch.Tensor) -> torch.Tensor:
-    """Exact squared ``d_1`` ``(H, L)`` of every row (any mask): the Gram rows of the selected tokens against every
-    visible non-selected token."""
+    """Exact squared ``d_1`` ``(H, L)`` of every row (any mask), from the Gram rows of the selected tokens."""
     H, L = ld.H, ld.L
     G, g = ld.gram, ld.gdiag
     d1_sq = torch.zeros(H, L, dtype=ld.dtype, device=ld.device)

@@ -53,17 +53,15 @@ def check_n(N: Any, name: str = "N") -> int:
 
 
 def check_n_range(L: int, n_min: Any, n_max: Any) -> tuple[int, int]:
-    """A scan's range ``n_min..n_max``: integers with ``1 <= n_min <= n_max <= L - 1`` (``N = L - 1`` is the largest
-    ``N`` with a valid row, ``t >= N + 1``; ``n_min = n_max = 1`` when ``L = 1``)."""
+    """A scan's range ``n_min..n_max``: integers with ``1 <= n_min <= n_max <= L - 1`` (the largest ``N`` with a valid
+    row; ``n_min = n_max = 1`` when ``L = 1``)."""
     n_min = check_int("n_min", check_n(n_min, "n_min"), low=1, high=max(1, L - 1))
     return n_min, check_int("n_max", n_max, low=n_min, high=max(n_min, L - 1))
 
 
 def check_rows(rows: Any, n_rows: int, *, allow_empty: bool = True) -> torch.Tensor:
-    """The row indices ``rows`` (a sequence, array or tensor of integers in ``[0, n_rows - 1]``; an integral float
-    such as ``2.0`` counts, as in :func:`attn_lib._validation.check_int`; none at all only if ``allow_empty``) as an
-    ascending ``(R,)`` int64 CPU tensor. A fractional, negative or too large index, a bool mask or a non-number is a
-    ``ValueError`` that names ``rows`` and the allowed range."""
+    """The row indices ``rows`` (integers in ``[0, n_rows - 1]``, integral floats such as ``2.0`` included; none only
+    if ``allow_empty``) as an ascending ``(R,)`` int64 CPU tensor; ``ValueError`` naming the allowed range otherwise."""
     need = f"rows must be {'a' if allow_empty else 'a non-empty'} list of integer row indices in [0, {n_rows - 1}]"
     try:
         arr = np.asarray(rows.detach().cpu() if isinstance(rows, torch.Tensor) else rows).reshape(-1)
@@ -89,34 +87,16 @@ class LayerData:
     """One layer's attention weights, value vectors and mask in ``dtype``, and what several metrics need, computed
     once: the Gram matrix, the visible counts, the products ``z . x_i`` and the top-``n`` order of every row.
 
-    Build with ``LayerData(weights, values, mask=None)`` or :meth:`from_logits`. A single head (2-d input) is
-    promoted to ``H = 1``. Every metric computes in the layer's dtype on its device. Memory: a few ``H L^2`` arrays
-    (about 75 MB each in float64 for 9 heads at L = 1024); one layer at a time.
+    Build with ``LayerData(weights, values, mask=None)`` or :meth:`from_logits`: ``weights`` ``(H, L, L)`` (row ``r``
+    the query; finite and non-negative where visible, masked entries set to 0), ``values`` ``(H, L, d)`` (the vectors
+    :math:`x_i`, Reading the paper, §Distance; finite), a single head (2-d input) promoted to ``H = 1``; ``mask``
+    (``True`` = visible, ``(L, L)``, ``(1, L, L)`` or ``(H, L, L)``; default causal); ``dtype`` float64 (the
+    accelerator runs only on it) or float32 (e.g. on MPS; agrees to about 1e-4 relative). Memory: a few ``H L^2``
+    arrays (about 75 MB each in float64 for 9 heads at L = 1024).
 
-    Parameters
-    ----------
-    weights, values : tensor or array, shapes (H, L, L) and (H, L, d), or (L, L) and (L, d)
-        Attention weights, row ``r`` the query (finite and non-negative where visible; masked entries are ignored,
-        set to 0), and the vectors :math:`x_i` (per-head value vectors, Reading the paper, §Distance; finite).
-    mask : bool tensor or array, optional
-        ``True`` = visible; broadcasts to ``(H, L, L)`` (shape ``(L, L)``, ``(1, L, L)`` or ``(H, L, L)``).
-        Default: causal.
-    dtype : torch.dtype
-        Floating-point dtype of the computations: float64 (default; the accelerator runs only on it) or float32
-        (e.g. on MPS, which has no float64; agrees with float64 to about 1e-4 relative).
-
-    Attributes
-    ----------
-    alpha, values : torch.Tensor
-        ``(H, L, L)`` weights, exactly 0 where masked, and ``(H, L, d)`` values.
-    mask : torch.Tensor
-        ``(Hm, L, L)`` bool, ``Hm`` 1 or ``H``.
-    t, last : torch.Tensor
-        ``(Hm, L)`` visible count and last visible column (-1 if none) of each row.
-    prefix : bool
-        Whether every row sees a prefix ``0..t_r-1`` of the tokens (causal masks do).
-    gram : torch.Tensor
-        ``(H, L, L)`` Gram matrix :math:`G = VV^\\top` (computed on first use); :attr:`gdiag` its diagonal ``(H, L)``.
+    Attributes: ``alpha`` ``(H, L, L)`` (0 where masked), ``values`` ``(H, L, d)``, ``mask`` ``(Hm, L, L)`` (``Hm``
+    1 or ``H``), ``t`` and ``last`` ``(Hm, L)`` (visible count and last visible column, -1 if none), ``prefix``
+    (every row sees a prefix ``0..t_r-1``, as with causal masks), :attr:`gram` and :attr:`gdiag`.
     """
 
     def __init__(self, weights: Any, values: Any, mask: Any = None, *, dtype=F64, _trusted: bool = False):
@@ -160,10 +140,8 @@ class LayerData:
     def from_logits(
         cls, logits: Any, values: Any, mask: Any = None, temperature: float = 1.0, *, dtype=F64
     ) -> LayerData:
-        """A layer whose weights are the softmax (in ``dtype``) of ``logits / temperature`` (``T > 0``) over the
-        visible positions. ``logits`` ``(H, L, L)`` or ``(L, L)``: ``-inf`` marks a masked position, finite at every
-        visible one; ``mask`` (``True`` = visible) masks further positions; ``values`` and ``dtype`` as for
-        :class:`LayerData`."""
+        """A layer whose weights are the softmax (in ``dtype``) of ``logits / temperature`` over the visible positions;
+        ``-inf`` in ``logits`` ``(H, L, L)`` or ``(L, L)`` marks a masked position, ``mask`` masks further ones."""
         T = check_positive("temperature", temperature)
         x = heads(as_real_tensor(logits, "logits").to(check_dtype(dtype)))
         visible = x != -math.inf
@@ -172,8 +150,7 @@ class LayerData:
         per_head = visible.shape[0] > 1 and not bool((visible == visible[:1]).all())
         layer_mask = visible if per_head else visible[:1]
         if bool(visible.any(-1).all()):
-            # every row has a visible position: one fused stable softmax (subtracts the row max, as
-            # normalizers.softmax does); masked positions are -inf and get weight exactly 0. A NaN or +inf logit at a
+            # one fused stable softmax; masked positions are -inf and get weight exactly 0. A NaN or +inf logit at a
             # visible position (or overflow of logits / T) makes its row NaN: then the checked path below says so.
             masked = x if mask is None else x.masked_fill(~visible, -math.inf)
             alpha = torch.softmax(masked if T == 1.0 else masked / T, dim=-1)
@@ -199,8 +176,7 @@ class LayerData:
 
     @property
     def kernels_apply(self) -> bool:
-        """Whether an accelerated implementation (:mod:`attn_lib.metrics._engine`) may run on this layer: CPU
-        float64 tensors and prefix masks."""
+        """Whether an accelerated implementation may run on this layer: CPU float64 tensors and prefix masks."""
         return self.device.type == "cpu" and self.dtype == F64 and self.prefix
 
     def zdot(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -215,8 +191,8 @@ class LayerData:
 
     def order(self, n: int) -> torch.Tensor:
         """The columns of the ``n >= 1`` largest visible weights of every row, largest first, ties to the lower index
-        (cached): ``(H, L, min(n, L))`` int64. Positions past a row's visible count are filled by masked positions
-        (lowest index first); they are never used by a valid row."""
+        (cached): ``(H, L, min(n, L))`` int64; past a row's visible count, masked positions (never used by a valid
+        row)."""
         n = min(check_n(n, "n"), self.L)
         if self._order is None or self._order.shape[-1] < n:
             n_keep = max(n, min(self.L, 8))
@@ -233,9 +209,8 @@ class LayerData:
     def blocks(
         self, rows: torch.Tensor | None = None, per_row: int = 1, elems: int | None = None
     ) -> Iterator[tuple[torch.Tensor, int]]:
-        """Split the sorted row indices ``rows`` ``(R,)`` (default all ``L``) into blocks of bounded size for the
-        torch code: yields ``(rows_block, width)``, ``width`` the columns the widest row of the block sees (so causal
-        blocks are near-triangular and stay in cache), with ``H x rows x width`` at most ``elems`` (default
+        """Split the sorted row indices ``rows`` (default all) into blocks ``(rows_block, width)`` for the torch code,
+        ``width`` the columns the widest row of the block sees, ``H x rows x width`` at most ``elems`` (default
         ``settings.block_elems``) divided by ``per_row``, the work arrays per element."""
         rows = torch.arange(self.L, device=self.device) if rows is None else rows
         budget = max(1, (_engine.settings.block_elems if elems is None else elems) // max(1, self.H * per_row))
@@ -244,9 +219,8 @@ class LayerData:
 
 
 def row_blocks(last: list[int], budget: int) -> Iterator[tuple[int, int, int]]:
-    """Consecutive blocks ``(start, stop, width)`` of the rows whose last visible columns are ``last`` (-1: none):
-    each grows while its rows x (the widest row so far + 1) stay within ``budget`` (at least one row); ``width`` is
-    its widest row + 1 (at least 1)."""
+    """Consecutive blocks ``(start, stop, width)`` of the rows whose last visible columns are ``last`` (-1: none): each
+    grows while its rows x (widest row + 1) stay within ``budget`` (at least one row); ``width``: widest row + 1."""
     widest = list(itertools.accumulate(last, max))
     start = 0
     while start < len(last):
@@ -272,8 +246,7 @@ def top_rank(alpha: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
 
 def as_layer(layer_or_weights: Any, values: Any = None, mask: Any = None) -> LayerData:
     """The :class:`LayerData` a metric works on: ``layer_or_weights`` itself if it is one (then ``values`` and
-    ``mask`` must be ``None``), else a new float64 layer of the raw weights ``(H, L, L)``, the required ``values``
-    ``(H, L, d)`` and ``mask`` (default causal)."""
+    ``mask`` must be ``None``), else a new float64 layer of raw weights, the required ``values`` and ``mask``."""
     if isinstance(layer_or_weights, LayerData):
         if values is not None or mask is not None:
             raise ValueError("values and mask must be None when a LayerData is given")
@@ -284,14 +257,10 @@ def as_layer(layer_or_weights: Any, values: Any = None, mask: Any = None) -> Lay
 
 
 def top_n_order(alpha: torch.Tensor, n: int, mask: torch.Tensor | None = None) -> torch.Tensor:
-    """Top-``n`` indices along the last axis, largest first, ties to the lower index (as
-    :func:`attn_lib.theory.top_n_indices`); masked positions rank below every visible one, lowest index first.
-
-    Uses ``torch.topk`` and repairs ties: inside the selection by a stable re-sort, at the selection boundary by
-    a full stable sort of the few affected rows. The definition of the order: :meth:`LayerData.order`'s accelerated
-    sort (``"top_n_order"`` of :mod:`attn_lib.accel`) is held to it by ``tests/test_accel.py``. ``alpha``
-    ``(..., L)`` weights, ``mask`` bool broadcastable to it (``True`` = visible); returns ``(..., min(n, L))``
-    int64 indices.
+    """Top-``n`` indices ``(..., min(n, L))`` along the last axis of ``alpha``, largest first, ties to the lower index
+    (as :func:`attn_lib.theory.top_n_indices`); masked positions (``mask`` ``False``) rank below every visible one,
+    lowest index first. The definition of the order (the accelerated ``"top_n_order"`` is held to it): ``torch.topk``
+    with ties repaired by a stable re-sort inside the selection and a full stable sort of rows tied at its boundary.
     """
     L = alpha.shape[-1]
     n = min(n, L)

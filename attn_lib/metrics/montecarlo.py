@@ -5,13 +5,10 @@ and E2 approximate. Reading the paper, §Expectation forms.
 ``N``-prefixes of ``K`` random orders of each row's visible tokens (:func:`mc_permutations`) as the subsets: adding
 one token updates ``s . x_i`` and ``||s||^2`` from one row of the Gram matrix, so all ``N`` cost ``O(K t^2)`` per
 row instead of ``O(K t d)`` for each. :func:`expected_distance_mc` (one ``N``) runs the same code on orders that
-start with its subsets (:func:`_draw_subsets`): with the same ``seed``, rows, ``n_samples`` and a row set ending at
-the layer's last row, the scan's prefix of length ``N`` is exactly the subset it draws at that ``N``.
+start with its subsets: with the same ``seed``, rows, ``n_samples`` and a row set ending at the layer's last row,
+the scan's prefix of length ``N`` is exactly the subset it draws at that ``N``.
 
-Variance reduction
-------------------
-
-With ``control_variate=True`` each sample is :math:`Y = \tilde d - C + \mathbb E[C]`, where
+**Variance reduction.** With ``control_variate=True`` each sample is :math:`Y = \tilde d - C + \mathbb E[C]`, where
 :math:`C = \sum_{i\notin I} w_i Q_i`, :math:`Q_i = \|\alpha_i x_i - s\|^2` is the square under the root of
 d~'s term ``i`` and :math:`w_i = 1/(2\sqrt{m_i})`, :math:`m_i = \mathbb E[Q_i \mid i\notin I]` (exact for
 sampling without replacement, from the Gram matrix; :math:`\mathbb E[C] = \frac{t-N}{t}\sum_i w_i m_i`).
@@ -37,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validation import check_seed, check_size
+from .._validation import check_bool, check_seed, check_size
 from . import _engine
 from ._engine import F64, choose, coarse_threads
 from .layer import LayerData, as_layer, check_n, check_n_range, check_rows, zero_invalid
@@ -47,25 +44,13 @@ __all__ = ["expected_distance_mc", "expected_distance_mc_scan"]
 
 @dataclass
 class MCRows:
-    """Monte-Carlo ``E[d~]`` of :func:`expected_distance_mc` on a subset of rows.
+    """Monte-Carlo ``E[d~]`` of :func:`expected_distance_mc` on a subset of rows (0 where not valid)."""
 
-    Attributes
-    ----------
-    N : int
-        The subset size.
-    rows : torch.Tensor
-        ``(R,)`` int64, the rows, ascending.
-    mean, stderr : torch.Tensor
-        ``(H, R)``: the estimate and its standard error (0 where not valid).
-    valid : torch.Tensor
-        ``(H, R)`` bool: ``t >= N + 1``.
-    """
-
-    N: int
-    rows: torch.Tensor
-    mean: torch.Tensor
-    stderr: torch.Tensor
-    valid: torch.Tensor
+    N: int  #: the subset size
+    rows: torch.Tensor  #: ``(R,)`` int64, the rows, ascending
+    mean: torch.Tensor  #: ``(H, R)``: the estimate
+    stderr: torch.Tensor  #: ``(H, R)``: its standard error
+    valid: torch.Tensor  #: ``(H, R)`` bool: ``t >= N + 1``
 
 
 @coarse_threads
@@ -74,26 +59,13 @@ def expected_distance_mc(
 ) -> MCRows:
     r"""Monte-Carlo estimate of :math:`\mathbb E_{I_N\sim\mathcal U}[\tilde d]` (Eq. 8).
 
-    For each requested row, ``n_samples`` uniform ``N``-subsets of its visible tokens are drawn from a CPU
-    generator seeded with ``seed`` (random keys, smallest ``N`` -- the same construction as
+    For each requested row (``rows``, default all; may be empty), ``n_samples`` uniform ``N``-subsets of its visible
+    tokens are drawn from a CPU generator seeded with ``seed`` (random keys, smallest ``N``, as
     :func:`attn_lib.theory.expected_distance_mc`). One ``rand(R, K, L)`` draw serves all requested rows, so the
-    subsets depend on ``seed``, the requested rows (their number and order), ``t``, ``N``, ``K`` and ``L``: the same
-    call draws the same subsets, and a row asked for together with other rows may get other subsets than alone. They
-    are shared by all heads (each head's estimate is a valid Monte-Carlo estimate). Cost per row: ``O(K t N)``.
-
-    Parameters
-    ----------
-    layer, values, mask
-        The layer (:func:`~attn_lib.metrics.layer.as_layer`); every head must have the same mask.
-    N, n_samples, seed : int
-        Subset size ``N >= 1``, subsets per row ``K >= 1``, and their seed ``>= 0``.
-    rows : sequence of int or tensor, optional
-        Rows to estimate (integers in ``[0, L - 1]``; may be empty); default all rows.
-    engine : {"auto", "numba", "torch"}
-        As everywhere in :mod:`attn_lib.metrics`; the accelerator (``mc_prefix``, ``O(K t min(N, d))`` per row)
-        uses the same subsets.
-
-    Returns :class:`MCRows`: ``mean``, ``stderr`` and ``valid`` of shape ``(H, R)``.
+    subsets depend on ``seed``, the requested rows (their number and order), ``t``, ``N``, ``K`` and ``L``: a row
+    asked for together with other rows may get other subsets than alone. They are shared by all heads, so every head
+    must have the same mask. Cost per row: ``O(K t N)``; the accelerator (``mc_prefix``, ``O(K t min(N, d))``) uses
+    the same subsets.
     """
     ld = as_layer(layer, values, mask)
     N = check_n(N)
@@ -112,15 +84,13 @@ def expected_distance_mc(
 
 
 def _draw_subsets(seed: int, visible: torch.Tensor, N: int, K: int) -> torch.Tensor:
-    """``K`` uniform ``N``-subsets of the visible columns of each row of ``visible`` ``(R, L)`` (CPU), ``(R, K,
-    min(N, L))``: the ``N`` smallest :func:`_keys`. Rows too short for a subset (``t < N + 1``, not valid) get masked
-    indices, which are never read."""
+    """``K`` uniform ``N``-subsets ``(R, K, min(N, L))`` of the visible columns of each row of ``visible`` ``(R, L)``:
+    the ``N`` smallest :func:`_keys` (rows too short for a subset get masked indices, never read)."""
     return torch.topk(_keys(seed, visible, K), min(N, visible.shape[1]), dim=-1, largest=False).indices
 
 
 def _keys(seed: int, visible: torch.Tensor, K: int) -> torch.Tensor:
-    """``K`` random keys per visible column of each row of ``visible`` ``(R, W)``: one ``rand(R, K, W)`` from a CPU
-    generator seeded with ``seed``, key 2 at masked columns."""
+    """``K`` random keys per column of ``visible`` ``(R, W)``: one seeded CPU ``rand(R, K, W)``, 2 at masked columns."""
     gen = torch.Generator(device="cpu").manual_seed(seed)
     keys = torch.rand(visible.shape[0], K, visible.shape[1], generator=gen, dtype=F64)
     return keys.masked_fill_(~visible.unsqueeze(1), 2.0)
@@ -128,41 +98,24 @@ def _keys(seed: int, visible: torch.Tensor, K: int) -> torch.Tensor:
 
 @functools.lru_cache(maxsize=64)  # a paper pass asks for 55 (5 seeds x 11 grid points), each at most a few MB
 def _mc_subsets(seed: int, rows: tuple, t: tuple, L: int, N: int, K: int) -> torch.Tensor:
-    """The subsets of :func:`_draw_subsets` for rows that see the prefixes ``0..t-1`` (cached for the accelerator:
-    they depend only on the arguments, and a pass reuses them for every layer)."""
+    """The subsets of :func:`_draw_subsets` for rows that see the prefixes ``0..t-1`` (cached: a pass reuses them for
+    every layer)."""
     return _draw_subsets(seed, torch.arange(L).view(1, L) < torch.as_tensor(t).view(-1, 1), N, K)
 
 
 @dataclass
 class MCScanRows:
-    """Monte-Carlo ``E[d~]`` of :func:`expected_distance_mc_scan` for every ``N`` of a range, on a subset of rows.
+    """Monte-Carlo ``E[d~]`` of :func:`expected_distance_mc_scan` for every ``N`` of a range, on a subset of rows (0
+    where not valid)."""
 
-    Attributes
-    ----------
-    n_values : numpy.ndarray
-        ``(n,)``: the ``N`` of the last axis, ``n_min..n_max``.
-    rows : torch.Tensor
-        ``(R,)`` int64, the rows, ascending.
-    mean, stderr : torch.Tensor
-        ``(H, R, n)``: the estimate and its standard error ``std / sqrt(K)`` over the ``K`` samples (0 where
-        not valid; ``inf`` for ``K = 1``).
-    valid : torch.Tensor
-        ``(H, R, n)`` bool: ``t >= N + 1``.
-    n_samples : int
-        ``K``.
-    control_variate, stratified : bool
-        Whether each sample carried the control variate, and whether the samples were stratified on the largest
-        weight (:func:`expected_distance_mc_scan`).
-    """
-
-    n_values: np.ndarray
-    rows: torch.Tensor
-    mean: torch.Tensor
-    stderr: torch.Tensor
-    valid: torch.Tensor
-    n_samples: int
-    control_variate: bool = False
-    stratified: bool = False
+    n_values: np.ndarray  #: ``(n,)``: the ``N`` of the last axis, ``n_min..n_max``
+    rows: torch.Tensor  #: ``(R,)`` int64, the rows, ascending
+    mean: torch.Tensor  #: ``(H, R, n)``: the estimate
+    stderr: torch.Tensor  #: ``(H, R, n)``: its standard error ``std / sqrt(K)`` (``inf`` for ``K = 1``)
+    valid: torch.Tensor  #: ``(H, R, n)`` bool: ``t >= N + 1``
+    n_samples: int  #: ``K``
+    control_variate: bool = False  #: whether each sample carried the control variate
+    stratified: bool = False  #: whether the samples were stratified on the largest weight
 
 
 @coarse_threads
@@ -183,36 +136,18 @@ def expected_distance_mc_scan(
     r"""Monte-Carlo :math:`\mathbb E_{I_N\sim\mathcal U}[\tilde d]` (Eq. 8) for every ``N`` in ``n_min..n_max``.
 
     The estimator of :func:`expected_distance_mc` with the subsets of every ``N`` drawn together: the ``N``-prefixes
-    of ``K`` uniformly random orders per row (:func:`mc_permutations`), updated one token at a time as
-    :func:`attn_lib.metrics.topn_scan` does (module doc); ``O(K t min(t, n_max))`` per row. The estimates at
-    different ``N`` share their orders (correlated across ``N``); each is unbiased. ``control_variate`` and
-    ``stratify`` reduce the variance with the same expectation (module doc, §Variance reduction).
-
-    Parameters
-    ----------
-    layer, values, mask, rows, engine
-        As for :func:`expected_distance_mc`.
-    n_max, n_min : int
-        The range of ``N``, ``1 <= n_min <= n_max <= L - 1`` (no row is valid beyond ``L - 1``).
-    n_samples, seed : int
-        Random orders per row ``K >= 1``, and their seed (``0 <= seed < 2**64``).
-    engine : {"auto", "numba", "torch"}
-        As everywhere in :mod:`attn_lib.metrics`; the accelerator (``mc_scan_prefix``) uses the same orders, a
-        float64 state and square roots in float32 as in the critical-N scan (relative error below ``1.2e-7``).
-    control_variate : bool
-        Subtract the control variate from every sample (module doc; default ``False``: the plain mean).
-    stratify : bool
-        Stratify on each head's largest weight (module doc, §Variance reduction): ``K`` pairs of orders, twice
-        the work of the plain scan.
-
-    Returns :class:`MCScanRows`: ``mean``, ``stderr`` and ``valid`` of shape ``(H, R, n_max - n_min + 1)``.
+    of ``K = n_samples`` uniformly random orders per row (:func:`mc_permutations`), updated one token at a time as
+    :func:`attn_lib.metrics.topn_scan` does; ``O(K t min(t, n_max))`` per row. The estimates at different ``N`` share
+    their orders (correlated across ``N``); each is unbiased. ``control_variate`` and ``stratify`` (``K`` pairs of
+    orders, twice the work) reduce the variance with the same expectation (module doc, §Variance reduction).
+    ``rows``, ``mask`` as for :func:`expected_distance_mc`. The accelerator (``mc_scan_prefix``) uses the same orders,
+    a float64 state and float32 square roots as in the critical-N scan (relative error below ``1.2e-7``).
     """
     ld = as_layer(layer, values, mask)
     n_min, n_max = check_n_range(ld.L, n_min, n_max)
     rows, n_samples, seed = _check_mc_args(ld, rows, n_samples, seed, "expected_distance_mc_scan")
-    for name, flag in (("control_variate", control_variate), ("stratify", stratify)):
-        if not isinstance(flag, bool):
-            raise ValueError(f"{name} must be True or False (got {flag!r})")
+    check_bool("control_variate", control_variate)
+    check_bool("stratify", stratify)
     n_values = torch.arange(n_min, n_max + 1, device=ld.device)
     valid = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, rows.to(ld.device), None] >= n_values.view(1, 1, -1) + 1
     impl = choose("expected_distance_mc_scan", engine, ld.kernels_apply)
@@ -234,8 +169,8 @@ def expected_distance_mc_scan(
 
 
 def _check_mc_args(ld: LayerData, rows, n_samples, seed, caller: str) -> tuple[torch.Tensor, int, int]:
-    """The checked ``(rows, n_samples, seed)`` of a Monte-Carlo estimate (``rows`` ascending, on the CPU); the one
-    mask for every head is checked too."""
+    """The checked ``(rows, n_samples, seed)`` of a Monte-Carlo estimate (``rows`` ascending, on the CPU), and the
+    one mask of every head."""
     seed = check_seed("seed", seed)
     rows = torch.arange(ld.L) if rows is None else check_rows(rows, ld.L)
     n_samples = check_size("n_samples", n_samples, per_item=max(1, int(rows.numel())) * ld.L)  # (R, K, L) keys
@@ -245,15 +180,9 @@ def _check_mc_args(ld: LayerData, rows, n_samples, seed, caller: str) -> tuple[t
 
 
 def mc_permutations(visible, n_samples: int, seed: int) -> torch.Tensor:
-    """The random orders of :func:`expected_distance_mc_scan`: ``K`` per row, visible tokens first.
-
-    One ``torch.rand(R, K, W)`` from a CPU generator seeded with ``seed`` (``W`` = the last visible column of the
-    rows, plus one) gives every (row, sample, column) a key; masked columns get the key 2; each order sorts the
-    keys (stably): the keys :func:`expected_distance_mc` draws when ``W`` is the layer's length. Cached (the orders
-    depend only on the arguments, and a pass reuses them for every layer). ``visible``: ``(R, L)`` bool on the CPU,
-    ``True`` = visible; ``n_samples``: ``K``. Returns ``(R, K, W)`` int64: row ``i``'s ``k``-th order, its first
-    ``t_i`` entries its visible columns.
-    """
+    """The random orders ``(R, K, W)`` int64 of :func:`expected_distance_mc_scan`, ``K = n_samples`` per row of
+    ``visible`` ``(R, L)``, visible tokens first: the stable sort of the :func:`_keys` (``W`` = the last visible
+    column, plus one), the keys :func:`expected_distance_mc` draws when ``W`` is the layer's length. Cached."""
     visible = visible.to(torch.bool).cpu()
     last = torch.where(visible, torch.arange(visible.shape[1]), -1).amax(-1)
     width = max(1, int(last.max()) + 1) if visible.numel() else 1
@@ -280,10 +209,8 @@ def _mc_scan_stratified(
     ld: LayerData, n_min: int, n_max: int, rows: torch.Tensor, perm: torch.Tensor, control_variate: bool, impl
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(mean, stderr)`` ``(H, R, n)`` stratified on each head's largest weight: the first half of the orders
-    ``perm`` ``(R, 2K, W)`` with that token first, the second half with it last (see
-    :func:`expected_distance_mc_scan`). The accelerated ``impl`` (``None``: the torch code) moves the token itself
-    (``pick``, ``first``), for every head in one call per half; the torch path moves it by :func:`_move_token`,
-    head by head (the same orders)."""
+    ``perm`` ``(R, 2K, W)`` with that token first, the second half with it last. The accelerated ``impl`` moves the
+    token itself (``pick``, ``first``); the torch path by :func:`_move_token`, head by head (the same orders)."""
     K = perm.shape[1] // 2
     dev = ld.device
     t = torch.broadcast_to(ld.t, (ld.H, ld.L))[0, rows.to(dev)].cpu()  # (R,), the same for every head
@@ -332,9 +259,9 @@ def _cv_weights(P, U, C, visible: torch.Tensor, N: int) -> tuple[torch.Tensor, t
 def _mc_scan_torch(
     ld: LayerData, n_min: int, n_max: int, rows: torch.Tensor, perm: torch.Tensor, control_variate: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(mean, stderr)`` ``(H, R, n)`` by tensor code, a block of rows at a time: the state
-    ``K_i = alpha_i ||x_i||^2 - 2 s . x_i`` and ``||s||^2`` of every (head, row, sample), one token added per
-    ``N``, ``d~ = sum over the visible tokens not yet added of sqrt(alpha_i K_i + ||s||^2)``."""
+    """``(mean, stderr)`` ``(H, R, n)`` by tensor code in row blocks: the state ``K_i = alpha_i ||x_i||^2 - 2 s . x_i``
+    and ``||s||^2`` of every (head, row, sample), one token added per ``N``; ``d~`` sums ``sqrt(alpha_i K_i + ||s||^2)``
+    over the visible tokens not yet added."""
     H, L, K, n_rows = ld.H, ld.L, perm.shape[1], rows.numel()
     mean = torch.zeros(H, n_rows, n_max - n_min + 1, dtype=ld.dtype, device=ld.device)
     stderr = torch.zeros_like(mean)

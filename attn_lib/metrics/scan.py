@@ -1,6 +1,5 @@
-r"""The critical-N scan (Algorithm 3): d~, E1 and E2 for every ``N`` in a range, incrementally. Reading the paper,
-§Critical N.
-"""
+r"""The critical-N scan (Algorithm 3): d~, E1 and E2 for every ``N`` in a range, incrementally (Reading the paper,
+§Critical N)."""
 
 from __future__ import annotations
 
@@ -22,20 +21,11 @@ _SCANNED = ("d_tilde", "e1", "e2")
 
 @dataclass
 class ScanRows:
-    """Per-(head, row, N) results of :func:`topn_scan` and :func:`naive_scan`.
+    """Per-(head, row, N) results of :func:`topn_scan` and :func:`naive_scan`: ``d_tilde``, ``e1``, ``e2`` ``(H, L, n)``
+    in the layer's dtype, 0 where not valid."""
 
-    Attributes
-    ----------
-    n_values : numpy.ndarray
-        ``(n,)``: the ``N`` of the last axis, ``n_min..n_max``.
-    valid : torch.Tensor
-        ``(H, L, n)`` bool: ``t >= N + 1`` (and the row requested).
-    d_tilde, e1, e2 : torch.Tensor
-        ``(H, L, n)`` in the layer's dtype, 0 where not valid.
-    """
-
-    n_values: np.ndarray
-    valid: torch.Tensor
+    n_values: np.ndarray  #: ``(n,)``: the ``N`` of the last axis, ``n_min..n_max``
+    valid: torch.Tensor  #: ``(H, L, n)`` bool: ``t >= N + 1`` (and the row requested)
     d_tilde: torch.Tensor
     e1: torch.Tensor
     e2: torch.Tensor
@@ -60,21 +50,10 @@ def topn_scan(
     ``O(H L^2 n)``, not ``O(H L^2 d\,n)`` as recomputing ``s`` for every ``N`` would. The state at ``n_min - 1`` is
     built directly (one BLAS product), so a scan can be continued in stages.
 
-    Parameters
-    ----------
-    n_max : int
-        Largest ``N``, in ``[n_min, L - 1]`` (no row is valid beyond ``L - 1``).
-    n_min : int
-        Smallest ``N``, ``>= 1``.
-    p : {"L-1", "L"} or float
-        E1's inclusion probability, as in :func:`attn_lib.metrics.distance.distance_metrics`.
-    rows : sequence of int or tensor, optional
-        Compute only these rows (integers in ``[0, L - 1]``); the others are 0 and not valid. Default: all rows.
-    layer, values, mask, engine
-        As everywhere in :mod:`attn_lib.metrics`; the accelerator (``scan_prefix``) takes its square roots in
-        float32 (relative error below ``1.2e-7``), the torch code keeps the layer's dtype throughout.
-
-    Returns :class:`ScanRows`: ``d_tilde``, ``e1``, ``e2`` and ``valid`` of shape ``(H, L, n_max - n_min + 1)``.
+    ``1 <= n_min <= n_max <= L - 1`` (no row is valid beyond); ``p`` as for
+    :func:`attn_lib.metrics.distance.distance_metrics`; ``rows``: compute only these (the others are 0 and not valid).
+    The accelerator (``scan_prefix``) takes its square roots in float32 (relative error below ``1.2e-7``), the torch
+    code keeps the layer's dtype throughout.
     """
     ld = as_layer(layer, values, mask)
     n_min, n_max = check_n_range(ld.L, n_min, n_max)
@@ -106,8 +85,7 @@ def naive_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None
 def _scan_torch(
     ld: LayerData, n_min: int, n_max: int, p: str | float, rows: torch.Tensor | None, valid: torch.Tensor
 ) -> dict:
-    """d~, E1, E2 ``(H, L, n)`` by tensor code in row blocks (d~ and E2 by :func:`_scan_distances`), 0 where not
-    ``valid``."""
+    """d~, E1, E2 ``(H, L, n)`` by tensor code in row blocks, 0 where not ``valid``."""
     order = ld.order(min(n_max, ld.L))
     (z_dot_x, z_sq), _ = ld.zdot(), ld.gram  # computed (and cached) before the blocks run on worker threads
     scanned = {name: torch.zeros(ld.H, ld.L, n_max - n_min + 1, dtype=ld.dtype, device=ld.device) for name in _SCANNED}
@@ -140,22 +118,10 @@ def _scan_torch(
     return zero_invalid(valid, **scanned)
 
 
-def _scan_distances(
-    ld: LayerData,
-    rows_block: torch.Tensor,
-    width: int,
-    alpha: torch.Tensor,
-    alpha_g: torch.Tensor,
-    n_masked: torch.Tensor,
-    order: torch.Tensor,
-    n_min: int,
-    n_max: int,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """d~ and the E2 sum (before its factor ``(t - N)/t``) of one row block for ``N = n_min..n_max``, each
-    ``(H, B, n)``, adding one top token per step.
-
-    State: ``K_i = alpha_i ||x_i||^2 - 2 s . x_i`` and ``||s||^2``, so that ``||a_i - s||^2 = alpha_i K_i + ||s||^2``.
-    """
+def _scan_distances(ld: LayerData, rows_block, width: int, alpha, alpha_g, n_masked, order, n_min: int, n_max: int):
+    """d~ and the E2 sum (before its factor ``(t - N)/t``) ``(H, B, n)`` of one row block for ``N = n_min..n_max``,
+    adding one top token per step to the state ``K_i = alpha_i ||x_i||^2 - 2 s . x_i`` and ``||s||^2``, so that
+    ``||a_i - s||^2 = alpha_i K_i + ||s||^2``."""
     H, n_rows = alpha.shape[0], alpha.shape[1]
     head_offset = (torch.arange(H, device=ld.device) * ld.L).view(H, 1, 1)
     n_ord = order.shape[-1]

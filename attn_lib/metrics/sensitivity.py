@@ -1,6 +1,5 @@
 r"""Gradient sensitivity ``g(T, eps)`` per row (Algorithm 5): finite differences of softmax along one seeded unit
-direction per row, for a grid of temperatures and step sizes. Reading the paper, §Gradient sensitivity.
-"""
+direction per row, for a grid of temperatures and step sizes. Reading the paper, §Gradient sensitivity."""
 
 from __future__ import annotations
 
@@ -32,30 +31,15 @@ def sensitivity_rows(
     engine: str = "auto",
     dtype=F64,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    r"""Finite-difference sensitivity per row for a grid of ``T`` and ``eps``.
+    r"""Finite-difference sensitivity per row for a grid of ``T`` and ``eps`` (each ``> 0``, neither grid empty).
 
     Same definition as :func:`attn_lib.jacobian.sensitivity` (and the same seeded unit directions from
     :func:`attn_lib.jacobian.random_directions`, one per row, reused for every ``T`` and ``eps``), but the rows are
-    processed in causal blocks, all temperatures at once.
-
-    Parameters
-    ----------
-    logits : tensor or array, shape (H, L, L) or (L, L)
-        Attention logits; ``-inf`` marks a masked position. Finite at every visible position.
-    temperatures, eps_values : sequence of float
-        The ``T`` and ``eps`` grids, each value ``> 0``, neither empty.
-    mask, seed, direction
-        Further masked positions (bool, ``True`` = visible, broadcastable to ``logits``); the seed of the random
-        directions, or the directions ``(H, R, L)`` themselves.
-    rows : sequence of int or tensor, optional
-        Evaluate only these rows (the set ``R`` of Algorithm 5; integers in ``[0, L - 1]``, non-empty); the
-        directions are then drawn for the ``(H, len(rows), L)`` sub-array (seeded, so they depend on ``seed`` and
-        ``rows`` only). Default: all ``R = L`` rows.
-    engine : {"auto", "numba", "torch"}
-        As everywhere in :mod:`attn_lib.metrics` (the accelerator: the fused ``sens_rows``).
-    dtype : torch.dtype
-        Dtype of the computation, float64 by default (float32: a difference of nearby weights loses ~3 digits at
-        ``eps = 1e-3``, see :func:`attn_lib.jacobian.sensitivity`).
+    processed in causal blocks, all temperatures at once. ``logits`` ``(H, L, L)`` or ``(L, L)``: ``-inf`` marks a
+    masked position (``mask``, ``True`` = visible, masks further ones), finite at every visible one. ``direction``
+    ``(H, R, L)`` replaces the seeded directions. ``rows``: only these (the set ``R`` of Algorithm 5, non-empty; the
+    directions are then drawn for the ``(H, len(rows), L)`` sub-array); default all ``R = L``. ``dtype``: float64 by
+    default (float32 loses ~3 digits at ``eps = 1e-3``). The accelerator is the fused ``sens_rows``.
 
     Returns ``(g, valid)``: ``g`` ``(len(temperatures), len(eps_values), H, R)`` in ``dtype``, 0 where not valid;
     ``valid`` ``(H, R)`` bool, the rows with at least two visible tokens.
@@ -76,8 +60,7 @@ def sensitivity_rows(
 
 
 def _sensitivity_inputs(logits, temperatures, eps_values, mask, seed, direction, rows, dtype):
-    """Checked inputs: ``(x, visible, directions, temperatures, eps_values)`` with ``x`` the logits (in ``dtype``) of
-    the requested rows ``(H, R, L)``, ``visible`` its bool mask and ``directions`` the unit directions, same shape."""
+    """Checked ``(x, visible, directions, temperatures, eps_values)``, the first three ``(H, R, L)`` for the rows."""
     x = heads(as_real_tensor(logits, "logits"))
     if x.dim() != 3:
         raise ValueError(f"logits must have shape (H, L, L) or (L, L) (got {tuple(x.shape)})")
@@ -106,12 +89,9 @@ def _sensitivity_inputs(logits, temperatures, eps_values, mask, seed, direction,
     return x, visible, directions, temps, eps_list
 
 
-def _sensitivity_torch(
-    x: torch.Tensor, directions: torch.Tensor, visible: torch.Tensor, temps: list, eps_list: list
-) -> torch.Tensor:
-    """``g`` ``(nT, nE, H, R)`` by tensor code in row blocks, all temperatures at once:
-    ``||softmax((x + eps v)/T) - softmax(x/T)|| / eps`` with the difference formed without cancellation
-    (:func:`softmax_change`); rows without a visible position give NaN, zeroed by the caller."""
+def _sensitivity_torch(x: torch.Tensor, directions, visible, temps: list, eps_list: list) -> torch.Tensor:
+    """``g = ||softmax((x + eps v)/T) - softmax(x/T)|| / eps`` ``(nT, nE, H, R)`` in row blocks, all temperatures at
+    once, by :func:`softmax_change` (rows without a visible position give NaN, zeroed by the caller)."""
     H, n_rows, L = x.shape
     out = torch.zeros(len(temps), len(eps_list), H, n_rows, dtype=x.dtype, device=x.device)
     temps_t = torch.as_tensor(temps, dtype=x.dtype, device=x.device).view(-1, 1, 1, 1)
@@ -131,16 +111,16 @@ def _sensitivity_torch(
 
 
 def softmax_change(y: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
-    r"""``softmax(y + c) - softmax(y)`` over the last axis, without the cancellation of subtracting two nearby weights.
+    r"""``softmax(y + c) - softmax(y)`` over the last axis, without the cancellation of subtracting two nearby weights
+    (which loses about ``log10(p_i / |change_i|)`` digits); ``y``: logits with a row maximum of 0 (``-inf`` = masked),
+    ``c``: the perturbation (0 where masked).
 
     With :math:`p = \mathrm{softmax}(y)`, the change of weight ``i`` is exactly :math:`p_i\,\mathrm{expm1}(z_i)`,
     :math:`z_i = c_i - \Delta`, :math:`\Delta = \log\sum_j p_j e^{c_j}`. Measured from the token ``k`` of the row
     maximum, :math:`\Delta = c_k + \mathrm{log1p}(\sum_{j \ne k} p_j\,\mathrm{expm1}(c_j - c_k))` (a log-sum-exp where
-    :math:`e^{y_j + c_j - c_k}` would overflow), so that :math:`z_k` keeps its digits when ``p_k`` is close to 1.
-    Where :math:`z_i > 1` the new weight is more than ``e`` times the old one and is formed directly,
-    :math:`e^{\log p_i + z_i} - p_i` (a weight below the float range can still grow). ``y``: logits with a row
-    maximum of 0 (``-inf`` = masked); ``c``: the perturbation (0 where masked). A plain difference of the two
-    softmaxes loses about ``log10(p_i / |change_i|)`` digits of each component instead.
+    :math:`e^{y_j + c_j - c_k}` would overflow), so :math:`z_k` keeps its digits when ``p_k`` is close to 1. Where
+    :math:`z_i > 1` (over ``e`` times the old weight, which may lie below the float range) the new weight is formed
+    directly, :math:`e^{\log p_i + z_i} - p_i`.
     """
     e = torch.exp(y)
     s = e.sum(-1, keepdim=True)

@@ -1,6 +1,5 @@
-r"""Geometric separability (Definition, Theorem 2; Algorithm 4) for every head and row. Reading the paper,
-§Separability.
-"""
+r"""Geometric separability (Definition, Theorem 2; Algorithm 4) for every head and row (Reading the paper,
+§Separability)."""
 
 from __future__ import annotations
 
@@ -19,31 +18,15 @@ __all__ = ["separability_metrics"]
 @dataclass
 class SeparabilityRows:
     """Per-(head, row) results of :func:`separability_metrics`; every tensor is ``(H, L)``, in the layer's dtype
-    unless noted.
+    unless noted, and 0 where not valid (``delta`` excepted)."""
 
-    Attributes
-    ----------
-    N : int
-        The top-``N`` size.
-    valid : torch.Tensor
-        Bool: ``t >= N + 1``.
-    fraction : torch.Tensor
-        ``N_s / N`` with ``r`` ↑ ``rho_min`` (0 where not valid).
-    lower, upper : torch.Tensor
-        Theorem 2's bounds (paper's form) at ``r = rho_min`` (0 where not valid).
-    r : torch.Tensor
-        The radius ``rho_min`` (0 where not valid).
-    delta : torch.Tensor
-        Running minimum pairwise distance of the visible tokens.
-    """
-
-    N: int
-    valid: torch.Tensor
-    fraction: torch.Tensor
-    lower: torch.Tensor
-    upper: torch.Tensor
-    r: torch.Tensor
-    delta: torch.Tensor
+    N: int  #: the top-``N`` size
+    valid: torch.Tensor  #: bool: ``t >= N + 1``
+    fraction: torch.Tensor  #: ``N_s / N`` with ``r`` ↑ ``rho_min``
+    lower: torch.Tensor  #: Theorem 2's lower bound (paper's form) at ``r = rho_min``
+    upper: torch.Tensor  #: Theorem 2's upper bound (paper's form) at ``r = rho_min``
+    r: torch.Tensor  #: the radius ``rho_min``
+    delta: torch.Tensor  #: running minimum pairwise distance of the visible tokens
 
 
 def unit_layer(layer: LayerData, M: float = 1.0) -> LayerData:
@@ -60,12 +43,9 @@ def unit_layer(layer: LayerData, M: float = 1.0) -> LayerData:
 
 @coarse_threads
 def running_min_distance(layer: LayerData) -> torch.Tensor:
-    """``delta`` per (head, row): the minimum pairwise distance among the tokens visible to the row.
-
-    For prefix masks a running minimum over rows (on CPU the accelerated ``"running_min_distance"``, the compiled
-    ``running_min_sq`` of :mod:`attn_lib.accel`, held to the torch code below); other masks row by row. Returns
-    ``(H, L)``, 0 for rows with fewer than two visible tokens.
-    """
+    """``delta`` ``(H, L)``: the minimum pairwise distance among the tokens visible to each row (0 for rows with fewer
+    than two): for prefix masks a running minimum over rows (on CPU the accelerated ``"running_min_distance"``), other
+    masks row by row."""
     H, L = layer.H, layer.L
     last = torch.broadcast_to(layer.last, (H, L)).clamp(min=0)
     impl = choose("running_min_distance", "auto", layer.kernels_apply)
@@ -105,20 +85,9 @@ def separability_metrics(
     r"""``N_s/N`` with ``r`` ↑ ``rho_min`` (strict convention) and Theorem 2's bounds at ``r = rho_min``.
 
     Valid rows: ``t >= N + 1``. The lower bound is clipped below at ``-1`` (anything ``<= 0`` is vacuous); a row
-    with ``rho_min = 0`` gets ``-1``.
-
-    Parameters
-    ----------
-    N, M
-        Top-``N`` size ``>= 1``; sphere radius of Assumption 1, ``> 0``.
-    normalize : bool
-        First put every value vector on the sphere of radius ``M`` (Algorithm 4's "normalize").
-    delta : torch.Tensor, optional
-        ``(H, L)`` minimum pairwise distances; default :func:`running_min_distance` of the (normalised) layer.
-    layer, values, mask, engine
-        As everywhere in :mod:`attn_lib.metrics` (the accelerator: ``sep_prefix``).
-
-    Returns :class:`SeparabilityRows`, every field ``(H, L)``.
+    with ``rho_min = 0`` gets ``-1``. ``M``: sphere radius of Assumption 1; ``normalize`` first puts every value vector
+    on that sphere (Algorithm 4's "normalize"); ``delta`` ``(H, L)``: minimum pairwise distances (default
+    :func:`running_min_distance` of the normalised layer). The accelerator is ``sep_prefix``.
     """
     ld = as_layer(layer, values, mask)
     N = check_n(N)
@@ -134,11 +103,8 @@ def separability_metrics(
     return SeparabilityRows(N=N, valid=valid, delta=delta, **rows)
 
 
-def _theorem2_bounds(
-    top_weights: torch.Tensor, delta: torch.Tensor, rho_min: torch.Tensor, N: int, M: float
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Theorem 2 (paper's form) at ``r = rho_min``: ``(lower, upper)``, each ``(H, L)``, from the top-``N`` weights
-    ``(H, L, N)``, ``delta`` and ``rho_min`` ``(H, L)``."""
+def _theorem2_bounds(top_weights: torch.Tensor, delta, rho_min, N: int, M: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Theorem 2 (paper's form) at ``r = rho_min``: ``(lower, upper)`` ``(H, L)`` from the top-``N`` weights."""
     others = top_weights.sum(-1, keepdim=True) - top_weights  # beta_i = sum_{j != i} alpha_j
     others_sq = (top_weights * top_weights).sum(-1, keepdim=True) - top_weights * top_weights
     delta_c = delta.clamp(max=2 * M).unsqueeze(-1)
@@ -155,9 +121,9 @@ def _separability_torch(ld: LayerData, N: int, order: torch.Tensor) -> tuple[tor
 
 
 def separation(ld: LayerData, order: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(separable, rho)`` of every row, in row blocks (Algorithm 4): ``rho`` ``(H, L)`` is ``rho_min``, the
-    smallest ``D_i = ||a_i - s||`` of a visible non-selected token (0 if none), and ``separable`` ``(H, L, n)`` flags
-    the selected tokens (``order`` ``(H, L, n)``) strictly closer to ``s``."""
+    """``(separable, rho)`` of every row, in row blocks (Algorithm 4): ``rho`` ``(H, L)`` is ``rho_min``, the smallest
+    ``D_i = ||a_i - s||`` of a visible non-selected token (0 if none); ``separable`` ``(H, L, n)`` flags the selected
+    tokens (``order``) strictly closer to ``s``."""
     separable = torch.zeros(order.shape, dtype=torch.bool, device=ld.device)
     rho_min = torch.zeros(ld.H, ld.L, dtype=ld.dtype, device=ld.device)
 
@@ -183,11 +149,10 @@ def separation(ld: LayerData, order: torch.Tensor) -> tuple[torch.Tensor, torch.
 
 
 def separable_flags(layer: LayerData, N: int, rho: torch.Tensor) -> torch.Tensor:
-    """``(H, L, N)`` bool: whether the rank-``k`` selected token (``k = 1..N``, largest weight first) of each row lies
-    strictly inside the ball of radius ``rho`` ``(H, L)`` around ``s`` (with ``rho = rho_min``, the ``r`` of
-    :func:`separability_metrics`, Algorithm 4's count token by token: the mean over ``k`` is ``N_s/N``). Reads only
-    the ``N`` selected vectors of each row (``D_i = ||a_i - s||``), in row blocks; ``layer`` as given (normalise it
-    first with :func:`unit_layer`). Rows with fewer than ``N + 1`` visible tokens are ``False``."""
+    """``(H, L, N)`` bool: whether the rank-``k`` selected token (largest weight first) of each row lies strictly inside
+    the ball of radius ``rho`` ``(H, L)`` around ``s`` (with ``rho = rho_min``, Algorithm 4's count token by token: the
+    mean over ``k`` is ``N_s/N``), from the ``N`` selected vectors only; ``layer`` as given (normalise it first with
+    :func:`unit_layer`). Rows with fewer than ``N + 1`` visible tokens are ``False``."""
     ld = as_layer(layer)
     N = check_n(N)
     order = ld.order(min(N, ld.L))

@@ -14,10 +14,8 @@ from ._inputs import alpha_and_X, alpha_array, as_output, check_N, inclusion_p, 
 
 
 def top_n_indices(alpha: Any, N: int) -> np.ndarray:
-    """Indices of the ``N`` largest weights, largest first, ties to the lower index (stable sort, §Notation (project decision)).
-
-    ``alpha (..., L)`` -> int array ``(..., N)``. ``N`` must be an integer in ``[1, L]``.
-    """
+    """Indices ``(..., N)`` of the ``N`` largest weights of ``alpha (..., L)``, largest first, ties to the lower index
+    (stable sort; Reading the paper, §Notation, a project decision); ``N`` an integer in ``[1, L]``."""
     a = alpha_array(alpha)
     N = check_N(N, a.shape[-1])
     return np.argsort(-a, axis=-1, kind="stable")[..., :N]
@@ -32,8 +30,7 @@ def top_n_mask(alpha: Any, N: int) -> np.ndarray:
 
 
 def top_n_sum(a: np.ndarray, x: np.ndarray, N: Any, m: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(m, A, s)`` of checked rows: the top-N mask (or the given mask ``m``), ``A = alpha_i x_i`` ``(..., L, d)``
-    and ``s`` of Eq. (6) (the sum over ``m``)."""
+    """``(m, A, s)`` of checked rows: the top-N mask (or the given ``m``), ``A = alpha_i x_i`` and ``s`` of Eq. (6)."""
     m = top_n_mask(a, N) if m is None else m
     A = a[..., None] * x
     return m, A, np.einsum("...l,...ld->...d", m.astype(np.float64), A)
@@ -66,21 +63,19 @@ def _selection(a: np.ndarray, N: Any, selected: Any) -> tuple[np.ndarray, int]:
 
 
 def context_vector(alpha: Any, X: Any, N: int) -> np.ndarray:
-    r"""Context vector of Eq. (6): :math:`s=\sum_{i\in I_N}\alpha_i x_i` (Reading the paper, §Notation); shape ``(..., d)``."""
+    r"""Context vector of Eq. (6): :math:`s=\sum_{i\in I_N}\alpha_i x_i` ``(..., d)`` (Reading the paper, §Notation)."""
     a, x = alpha_and_X(alpha, X)
     return np.einsum("...l,...ld->...d", a * top_n_mask(a, N), x)
 
 
 def distance(alpha: Any, X: Any, N: int | None = None, form: str = "sum", selected: Any = None):
-    r"""Distance ``d~`` of Eq. (7) (Reading the paper, §Notation, decision (Reading the paper, §Decisions for the experiments)a (reconstructed; project decision)).
+    r"""Distance ``d~`` of Eq. (7) (Reading the paper, §Notation and §Decisions for the experiments, decision a;
+    reconstructed, a project decision).
 
-    ``form="sum"`` (default): :math:`\tilde d=\sum_{i\notin I_N}\|\alpha_ix_i-s\|_2`.
-
-    ``form="vector"`` (variant): :math:`\|\sum_{i\notin I_N}\alpha_ix_i-s\|_2` (literal; equals ``||s||`` when
-    nothing is left out, and is at most ``sum_i alpha_i ||x_i|| <= max ||x||`` for weights that sum to one).
-
-    ``I_N`` is the top-N set unless ``selected`` (a bool mask ``(..., L)`` or index array ``(..., N)``) gives
-    another set, e.g. a random one.
+    ``form="sum"``: :math:`\tilde d=\sum_{i\notin I_N}\|\alpha_ix_i-s\|_2`; ``form="vector"`` (variant):
+    :math:`\|\sum_{i\notin I_N}\alpha_ix_i-s\|_2` (literal; equals ``||s||`` when nothing is left out, and is at most
+    ``max ||x||`` for weights that sum to one). ``I_N`` is the top-N set unless ``selected`` (a bool mask ``(..., L)``
+    or index array ``(..., N)``) gives another set, e.g. a random one.
     """
     check_choice("form", form, ["sum", "vector"])
     a, x = alpha_and_X(alpha, X)
@@ -99,12 +94,11 @@ def theorem1_dmax(alpha: Any, X: Any, N: int, return_parts: bool = False):
               \max_{j\in I_N}\|x_j\|_2,\qquad d_1=\max_{i\notin I_N,\,j\in I_N}\|x_i-x_j\|_2 .
 
     ``1 - abar`` is evaluated as the out-of-set mass ``sum_{i not in I_N} alpha_i`` (identical for rows that sum to
-    one; for other non-negative weights this is the form the proof gives). ``N = L`` gives 0 (``d1 := 0``).
+    one; for other non-negative weights the form the proof gives). ``N = L`` gives 0 (``d1 := 0``).
     ``return_parts=True`` returns a dict with ``d_max``, ``d1``, ``abar``, ``out_mass``, ``max_norm``.
 
-    Chapter 2, ``thm-distance`` (a): the reference for ``d_max`` (of :func:`attn_lib.metrics.distance_metrics` and
-    :func:`attn_lib.book.symbolic.theorem1_steps`, whose docstrings name their tests); tested by
-    ``tests/test_theory.py::test_theorem1_dmax_holds_on_20000_instances``.
+    Chapter 2, ``thm-distance`` (a): the reference for ``d_max`` (and of :func:`attn_lib.book.symbolic.theorem1_steps`);
+    tested by ``tests/test_theory.py::test_theorem1_dmax_holds_on_20000_instances``.
     """
     a, x, L, N = rows_and_N(alpha, X, N)
     m = top_n_mask(a, N)
@@ -128,18 +122,14 @@ def theorem1_dmax(alpha: Any, X: Any, N: int, return_parts: bool = False):
 
 
 def dmax_from_parts(out_mass, d1, abar, max_norm, outside):
-    r"""Theorem 1's :math:`d_{\max}` from its parts: ``out_mass * d1 + (outside * abar - out_mass) * max_norm``.
-
-    :func:`theorem1_dmax` computes the parts (``out_mass`` is :math:`1-\bar\alpha_N`, ``outside`` the number
-    ``L - N`` of tokens outside :math:`I_N`, ``max_norm`` :math:`\max_{j\in I_N}\|x_j\|_2`) and calls it; the
-    exercise of chapter 2 evaluates it on wrong parts to name a mistake. Plain arithmetic on floats, numpy arrays or
-    torch tensors (broadcastable).
-    """
+    r"""Theorem 1's :math:`d_{\max}` from its parts: ``out_mass * d1 + (outside * abar - out_mass) * max_norm``, with
+    ``out_mass`` :math:`1-\bar\alpha_N`, ``outside`` ``L - N`` and ``max_norm`` :math:`\max_{j\in I_N}\|x_j\|_2`
+    (floats, numpy arrays or torch tensors; chapter 2's exercise evaluates it on wrong parts to name a mistake)."""
     return out_mass * d1 + (outside * abar - out_mass) * max_norm
 
 
 def expectation_e1(alpha: Any, X: Any, N: int, p: Any = "L-1"):
-    r"""Expectation form E1 (Reading the paper, §Expectation forms (reconstructed), decision (Reading the paper, §Decisions for the experiments)b):
+    r"""Expectation form E1 (Reading the paper, §Expectation forms, reconstructed; §Decisions for the experiments, b):
 
     .. math:: E_1=\frac{L-N}{L}\sum_{i=1}^{L}\Big\|a_i-p\sum_{j\ne i}a_j\Big\|_2
               =\frac{L-N}{L}\sum_i\|(1+p)a_i-pz\|_2
@@ -148,8 +138,7 @@ def expectation_e1(alpha: Any, X: Any, N: int, p: Any = "L-1"):
     ``E[d~] = E1 + eps`` with ``0 <= eps <=`` :func:`jensen_gap_bound`) or ``p = N/L`` (``p="L"``), or a number.
     ``N = L`` gives 0.
 
-    Chapter 2, ``thm-distance`` (b): the reference for ``E1`` (batched in :func:`attn_lib.metrics.distance_metrics`);
-    tested by
+    Chapter 2, ``thm-distance`` (b): the reference for ``E1``; tested by
     ``tests/test_theory.py::test_e1_closed_form_matches_definition_and_gap_zero_at_n_equals_l_minus_1``.
     """
     a, x, L, N = rows_and_N(alpha, X, N)
@@ -172,8 +161,7 @@ def jensen_gap_bound(alpha: Any, X: Any, N: int, p: Any = "L-1", crude: bool = F
     The guarantee holds for ``p = N/(L-1)`` (default); other ``p`` just evaluate the same expression.
     ``N >= L-1`` gives 0 (no randomness left given ``i`` is excluded).
 
-    Chapter 2, ``thm-distance`` (b): the reference (batched in :func:`attn_lib.metrics.distance_metrics`); tested by
-    ``tests/test_theory.py::test_jensen_gap_bound_by_enumeration_300_cases``.
+    Chapter 2, ``thm-distance`` (b); tested by ``tests/test_theory.py::test_jensen_gap_bound_by_enumeration_300_cases``.
     """
     a, x, L, N = rows_and_N(alpha, X, N)
     if N >= L - 1:
@@ -189,12 +177,11 @@ def jensen_gap_bound(alpha: Any, X: Any, N: int, p: Any = "L-1", crude: bool = F
 
 
 def expectation_e2(alpha: Any, X: Any, N: int):
-    r"""Expectation form E2 (Reading the paper, §Expectation forms (reconstructed), heuristic): replace only the exclusion indicator,
+    r"""Expectation form E2 (Reading the paper, §Expectation forms, reconstructed, heuristic): replace only the
+    exclusion indicator, :math:`E_2=\frac{L-N}{L}\sum_{i=1}^{L}\|\alpha_ix_i-s\|_2` with ``s`` the actual top-N vector.
 
-    .. math:: E_2=\frac{L-N}{L}\sum_{i=1}^{L}\|\alpha_ix_i-s\|_2,\qquad s \text{ the actual top-}N\text{ vector}.
-
-    Chapter 2, ``prop-e2-tracks``: the reference for ``E2`` (batched in :func:`attn_lib.metrics.distance_metrics`);
-    tested by ``tests/test_theory.py::test_e2_identity_and_bound``.
+    Chapter 2, ``prop-e2-tracks``: the reference for ``E2``; tested by
+    ``tests/test_theory.py::test_e2_identity_and_bound``.
     """
     a, x, L, N = rows_and_N(alpha, X, N)
     _, A, s = top_n_sum(a, x, N)
@@ -202,19 +189,18 @@ def expectation_e2(alpha: Any, X: Any, N: int):
 
 
 def _d_tilde_for_masks(A: np.ndarray, masks: np.ndarray) -> np.ndarray:
-    """``A (..., L, d)``, ``masks (K, ..., L)`` -> d~ for each mask, shape ``(K, ...)``."""
+    """d~ ``(K, ...)`` of ``A (..., L, d)`` for each of the ``masks (K, ..., L)``."""
     s = np.einsum("k...l,...ld->k...d", masks.astype(np.float64), A)
     D = row_norms(A[None] - s[..., None, :])
     return np.where(masks, 0.0, D).sum(-1)
 
 
 def expected_distance_mc(alpha: Any, X: Any, N: int, n_samples: int = 64, seed: int = 0, return_stderr: bool = False):
-    r"""Monte-Carlo estimate of :math:`\mathbb E_{I_N\sim\mathcal U(I,N)}[\tilde d]` (Eq. 8; ground truth (project decision) §Expectation forms).
+    r"""Monte-Carlo estimate of :math:`\mathbb E_{I_N\sim\mathcal U(I,N)}[\tilde d]` (Eq. 8; the ground truth, a project
+    decision, §Expectation forms) from ``n_samples`` uniform N-subsets per row drawn with
+    ``numpy.random.default_rng(seed)``; with ``return_stderr=True`` also the standard error ``std / sqrt(K)``.
 
-    ``n_samples`` uniform N-subsets per row drawn with ``numpy.random.default_rng(seed)``; returns the mean (and,
-    with ``return_stderr=True``, the standard error ``std / sqrt(K)``).
-
-    Chapter 2, ``thm-distance`` (b): the reference for :func:`attn_lib.metrics.expected_distance_mc`; tested by
+    Chapter 2, ``thm-distance`` (b); tested by
     ``tests/test_theory.py::test_monte_carlo_matches_enumeration_within_standard_error``.
     """
     a, x, _, N = rows_and_N(alpha, X, N)
@@ -231,9 +217,8 @@ def expected_distance_mc(alpha: Any, X: Any, N: int, n_samples: int = 64, seed: 
 
 
 def expected_distance_exact(alpha: Any, X: Any, N: int, max_subsets: int = 200_000):
-    r"""Exact :math:`\mathbb E_{I_N}[\tilde d]` by enumerating all :math:`\binom LN` subsets (Reading the paper, §Expectation forms).
-
-    ``ValueError`` naming ``L`` if the number of subsets exceeds ``max_subsets`` (about ``L <= 16`` for every N).
+    r"""Exact :math:`\mathbb E_{I_N}[\tilde d]` by enumerating all :math:`\binom LN` subsets (Reading the paper,
+    §Expectation forms); ``ValueError`` naming ``L`` beyond ``max_subsets`` (about ``L <= 16`` for every N).
 
     Chapter 2, ``thm-distance`` (b), the exact left-hand side; tested by
     ``tests/test_theory.py::test_exact_enumeration_matches_brute_force``.
@@ -253,12 +238,13 @@ def expected_distance_exact(alpha: Any, X: Any, N: int, max_subsets: int = 200_0
 
 
 def jensen_gap_exact(alpha: Any, X: Any, N: int):
-    """Exact Jensen gap ``eps = E[d~] - E1`` (``p = N/(L-1)``) by enumeration (Reading the paper, §Expectation forms)."""
+    """Exact Jensen gap ``eps = E[d~] - E1`` (``p = N/(L-1)``) by enumeration (Reading the paper, §Expectation
+    forms)."""
     return as_output(np.asarray(expected_distance_exact(alpha, X, N)) - np.asarray(expectation_e1(alpha, X, N)))
 
 
 def corollary2_linear_bounds(alpha: Any, X: Any, N: int):
-    r"""Project-derived fact 1 of §Corollary 2 (reconstructed) (top-N selection: ``d~`` is linear in ``L``):
+    r"""Project-derived fact 1 of §Corollary 2 (reconstructed; top-N selection: ``d~`` is linear in ``L``):
 
     .. math:: (L-N)\|s\|_2-(1-\bar\alpha_N)\max_i\|x_i\|_2\le\tilde d\le(L-N)\|s\|_2+(1-\bar\alpha_N)\max_i\|x_i\|_2
 
@@ -275,8 +261,8 @@ def corollary2_linear_bounds(alpha: Any, X: Any, N: int):
 
 
 def corollary2_random_bound(alpha: Any, X: Any, N: int):
-    r"""Project-derived fact 2 of §Corollary 2 (reconstructed): :math:`\mathbb E_{I_N}[\tilde d]\le(1+N)\max_i\|x_i\|_2` (random
-    selection is bounded in ``L``). Evaluated as ``(1 + N) (sum_i alpha_i) max_i ||x_i||`` (same for normalised rows).
+    r"""Project-derived fact 2 of §Corollary 2 (reconstructed): random selection is bounded in ``L``,
+    :math:`\mathbb E_{I_N}[\tilde d]\le(1+N)\max_i\|x_i\|_2`, evaluated as ``(1 + N) (sum_i alpha_i) max_i ||x_i||``.
 
     Chapter 2, ``prop-random-bounded``, one of the bounds of chapter 6's ``prop-fig2-readings``; tested by
     ``tests/test_theory.py::test_corollary2_facts_hold``.
@@ -286,7 +272,8 @@ def corollary2_random_bound(alpha: Any, X: Any, N: int):
 
 
 def corollary2_e1_bound(alpha: Any, X: Any, N: int, p: Any = "L-1"):
-    r"""Project-derived fact 2 of §Corollary 2 (reconstructed) for E1: :math:`E_1\le(1+p+N)\max_i\|x_i\|_2` (times ``sum alpha``).
+    r"""Project-derived fact 2 of §Corollary 2 (reconstructed) for E1: :math:`E_1\le(1+p+N)\max_i\|x_i\|_2` (times
+    ``sum alpha``).
 
     Valid for ``p <= N/(L-N)`` (in particular ``p = N/(L-1)`` and ``p = N/L``).
 

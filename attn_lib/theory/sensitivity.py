@@ -22,7 +22,7 @@ def softmax_np(logits: Any, temperature: float = 1.0) -> np.ndarray:
 
 
 def softmax_jacobian_np(logits: Any, temperature: float = 1.0) -> np.ndarray:
-    r"""``J = (diag alpha - alpha alpha^T) / T`` in float64 numpy, shape ``(..., L, L)`` (Reading the paper, §Corollary 3)."""
+    r"""``J = (diag alpha - alpha alpha^T) / T`` ``(..., L, L)`` in float64 numpy (Reading the paper, §Corollary 3)."""
     T = check_positive("temperature", temperature)
     a = softmax_np(logits, T)
     return (np.einsum("...i,ij->...ij", a, np.eye(a.shape[-1])) - a[..., :, None] * a[..., None, :]) / T
@@ -47,12 +47,12 @@ def _F_dF(F: Callable, dF: Callable | None, l: np.ndarray) -> tuple[np.ndarray, 
 
 
 def lemma2_jacobian(F: Callable, dF: Callable | None, logits: Any) -> np.ndarray:
-    r"""Exact Jacobian of scheme (3) (Reading the paper, §Lemma 2, standard quotient rule):
+    r"""Exact Jacobian ``(..., L, L)`` of scheme (3) (Reading the paper, §Lemma 2, standard quotient rule):
 
     .. math:: J_{ij}=\frac{F'(l_j)(\delta_{ij}-\alpha_i)}{S},\qquad J=\frac1S\big(\mathrm{diag}(F')-\alpha F'^{\top}\big),
               \quad S=\sum_kF(l_k).
 
-    ``dF = None`` uses a central finite difference for ``F'``. ``logits (..., L)`` -> ``(..., L, L)``.
+    ``dF = None`` uses a central finite difference for ``F'``.
 
     Chapter 4, ``lem-jacobian``: the numpy reference (of :func:`attn_lib.jacobian.general_jacobian` and
     :func:`attn_lib.book.symbolic.lemma2_jacobian`); tested by
@@ -66,7 +66,7 @@ def lemma2_jacobian(F: Callable, dF: Callable | None, logits: Any) -> np.ndarray
 
 
 def lemma2_jacobian_bound(F: Callable, dF: Callable | None, logits: Any):
-    r"""Lemma 2's bound (Reading the paper, §Lemma 2 (reconstructed)):
+    r"""Lemma 2's bound (Reading the paper, §Lemma 2, reconstructed):
 
     .. math:: \|J\|_2\le\max_j|F'(l_j)|\Big(\frac{1}{L\min_jF(l_j)}+\frac{1}{\sqrt L\,\min_jF(l_j)}\Big).
 
@@ -82,9 +82,8 @@ def lemma2_jacobian_bound(F: Callable, dF: Callable | None, logits: Any):
 
 
 def corollary3_paper(T: Any):
-    r"""Corollary 3 in the paper's form (Reading the paper, §Corollary 3 (stated)): :math:`\min\{1/(4T),\sqrt2\}`.
-
-    Shown as stated; it is **not** a valid spectral-norm bound (see :func:`corollary3_counterexample`).
+    r"""Corollary 3 in the paper's form (Reading the paper, §Corollary 3, stated): :math:`\min\{1/(4T),\sqrt2\}`; it
+    is **not** a valid spectral-norm bound (see :func:`corollary3_counterexample`).
 
     Chapter 4, ``cor-softmax-jacobian``; tested by ``tests/test_theory.py::test_corollary3_forms_and_counterexample``.
     """
@@ -93,16 +92,17 @@ def corollary3_paper(T: Any):
 
 
 def corollary3_corrected(T: Any, eps: Any = None) -> dict:
-    r"""Corrected constants for the softmax Jacobian (Reading the paper, §Corollary 3 (project-derived), §Corollary 3):
+    r"""Corrected constants for the softmax Jacobian (Reading the paper, §Corollary 3, project-derived):
 
     * ``entrywise``: :math:`|J_{ij}|\le 1/(4T)`;
     * ``row``: :math:`\|\nabla_\ell\alpha_i\|_2\le\sqrt2/(4T)`;
     * ``spectral``: :math:`\|J\|_2\le 1/(2T)` (attained at a two-way tie);
-    * with ``eps``: ``finite_difference`` :math:`\|\alpha(\ell+\varepsilon v)-\alpha(\ell)\|_2\le\min\{\varepsilon/(2T),\sqrt2\}`
-      and ``sensitivity`` :math:`g(T,\varepsilon)\le\min\{1/(2T),\sqrt2/\varepsilon\}`.
+    * with ``eps``: ``finite_difference``
+      :math:`\|\alpha(\ell+\varepsilon v)-\alpha(\ell)\|_2\le\min\{\varepsilon/(2T),\sqrt2\}` and ``sensitivity``
+      :math:`g(T,\varepsilon)\le\min\{1/(2T),\sqrt2/\varepsilon\}`.
 
-    Chapter 4, ``prop-softmax-constants``: the reference (of :func:`attn_lib.book.symbolic.corollary3_bounds_symbolic`);
-    tested by ``tests/test_theory.py::test_finite_difference_bound_20000_cases``.
+    Chapter 4, ``prop-softmax-constants`` (of :func:`attn_lib.book.symbolic.corollary3_bounds_symbolic`); tested by
+    ``tests/test_theory.py::test_finite_difference_bound_20000_cases``.
     """
     t = positive_array(T)
     out = {
@@ -122,8 +122,8 @@ def corollary3_counterexample(T: float = 1.0, eps: float = 1e-6) -> dict:
 
     At ``l = (0, 0)``: ``J = [[1, -1], [-1, 1]] / (4T)`` and ``||J||_2 = 1/(2T) > min{1/(4T), sqrt 2}`` for every
     ``T > 0``; the finite-difference ratio along ``v = (1, -1)/sqrt 2`` is ``~ 1/(2T)`` (``0.5, 5, 50`` at
-    ``T = 1, 0.1, 0.01``), above the paper's curve (``0.25, 1.41, 1.41``). Returns ``J``, ``spectral_norm``, ``paper_bound``,
-    ``corrected_bound`` and ``fd_ratio``.
+    ``T = 1, 0.1, 0.01``), above the paper's curve (``0.25, 1.41, 1.41``). Returns ``J``, ``spectral_norm``,
+    ``paper_bound``, ``corrected_bound`` and ``fd_ratio``.
 
     Chapter 4, ``prop-softmax-constants`` (item 3); tested by
     ``tests/test_theory.py::test_corollary3_forms_and_counterexample``.
@@ -144,14 +144,15 @@ def corollary3_counterexample(T: float = 1.0, eps: float = 1e-6) -> dict:
 
 
 def sqrt5_example(c: float, eps: float, T: float, L: int) -> dict:
-    r"""The :math:`\sqrt5\,\varepsilon` example of the paper's §2.3 (Reading the paper, §The sqrt(5) eps example (reconstructed)).
+    r"""The :math:`\sqrt5\,\varepsilon` example of the paper's §2.3 (Reading the paper, §The sqrt(5) eps example,
+    reconstructed).
 
     .. math:: \ell^{(1)}=(c+\varepsilon,c,0,\dots,0),\quad\ell^{(2)}=(c-\varepsilon,c+\varepsilon,0,\dots,0),
               \quad\|\ell^{(1)}-\ell^{(2)}\|_2=\sqrt5\,\varepsilon
 
     Near a dominant tie the linearisation gives :math:`\|\Delta\alpha\|_2\approx\frac{3\sqrt2}{4}\frac{\varepsilon}{T}`.
-    Returns ``l1, l2, logit_distance, delta_alpha`` (exact softmax difference norm), ``ratio`` (``delta_alpha / eps``),
-    ``linearised`` (``||J(l1)(l1 - l2)||``) and ``tie_approximation`` (``3 sqrt2 eps / (4T)``).
+    Returns ``l1, l2, logit_distance, delta_alpha`` (exact softmax difference norm), ``ratio`` (``delta_alpha /
+    eps``), ``linearised`` (``||J(l1)(l1 - l2)||``) and ``tie_approximation`` (``3 sqrt2 eps / (4T)``).
     """
     c = check_finite("c", c)
     e = check_positive("eps", eps)

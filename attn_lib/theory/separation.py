@@ -13,18 +13,16 @@ from .distance_bound import top_n_indices, top_n_sum
 
 
 def selected_offsets(alpha: Any, X: Any, N: int) -> np.ndarray:
-    r"""``X_i = ||s - alpha_i x_i||_2 = ||sum_{j in I_N \ {i}} alpha_j x_j||_2`` for ``i in I_N``, in top-N order
-    (Reading the paper, §Theorem 2, proof step 1); shape ``(..., N)``. Theorem 2 bounds these by :func:`theorem2_xi`.
-    """
+    r"""``X_i = ||s - alpha_i x_i||_2 = ||sum_{j in I_N \ {i}} alpha_j x_j||_2`` ``(..., N)`` for ``i in I_N``, in top-N
+    order (Reading the paper, §Theorem 2, proof step 1); Theorem 2 bounds these by :func:`theorem2_xi`."""
     a, x = alpha_and_X(alpha, X)
     _, A, s = top_n_sum(a, x, N)
     return row_norms(s[..., None, :] - np.take_along_axis(A, top_n_indices(a, N)[..., None], axis=-2))
 
 
 def distinguishable_count(alpha: Any, X: Any, N: int, r: float | None = None):
-    r"""``N_s``: number of geometrically distinguishable selected tokens (Reading the paper, §Distinguishable tokens (reconstructed)).
-
-    With ``D_i = ||a_i - s||_2`` and a radius ``r > 0``:
+    r"""``N_s``: number of geometrically distinguishable selected tokens (Reading the paper, §Distinguishable tokens,
+    reconstructed). With ``D_i = ||a_i - s||_2`` and a radius ``r > 0``:
 
     .. math:: N_s(r)=\mathbf 1\Big\{\min_{j\notin I_N}D_j>r\Big\}\sum_{i\in I_N}\mathbf 1\{D_i\le r\}.
 
@@ -45,13 +43,15 @@ def distinguishable_count(alpha: Any, X: Any, N: int, r: float | None = None):
 
 
 def separability(alpha: Any, X: Any, N: int, r: float | None = None):
-    """Separability fraction ``N_s / N`` (Reading the paper, §Distinguishable tokens; ``r=None``: ``r`` ↑ ``rho_min``, the strict convention)."""
+    """Separability fraction ``N_s / N`` (Reading the paper, §Distinguishable tokens; ``r=None``: ``r`` ↑ ``rho_min``,
+    the strict convention)."""
     count = distinguishable_count(alpha, X, N, r)  # checks alpha, X, N (an integer in [1, L]) and r
     return as_output(np.asarray(count, dtype=np.float64) / int(N))
 
 
 def theorem2_xi(alpha: Any, N: int, M: float, delta: float) -> np.ndarray:
-    r"""Theorem 2's :math:`\xi_i` for ``i in I_N`` in top-N order, shape ``(..., N)`` (Reading the paper, §Theorem 2 (reconstructed)):
+    r"""Theorem 2's :math:`\xi_i` ``(..., N)`` for ``i in I_N`` in top-N order (Reading the paper, §Theorem 2,
+    reconstructed):
 
     .. math:: \xi_i^2=M^2\!\!\sum_{j\in I_N\setminus\{i\}}\!\!\alpha_j^2+\Big(M^2-\tfrac{\delta^2}{2}\Big)\!\!
               \sum_{\substack{j,k\in I_N\setminus\{i\}\\j\ne k}}\!\!\alpha_j\alpha_k
@@ -78,7 +78,7 @@ def theorem2_xi(alpha: Any, N: int, M: float, delta: float) -> np.ndarray:
 
 
 def theorem2_bounds(alpha: Any, N: int, M: float, delta: float, r: float):
-    r"""Theorem 2 (Eq. 11), the paper's form (Reading the paper, §Theorem 2 (reconstructed)); returns ``(lower, upper)``:
+    r"""Theorem 2 (Eq. 11), the paper's form (Reading the paper, §Theorem 2, reconstructed); ``(lower, upper)``:
 
     .. math:: 1-\frac{1}{rN}\sum_{i\in I_N}\xi_i\;\le\;\frac{\mathbb E[N_s]}{N}\;\le\;
               \frac1N\sum_{i\in I_N}\exp\Big(-\frac{(\xi_i-r)_+^2}{2M^2}\Big).
@@ -87,8 +87,8 @@ def theorem2_bounds(alpha: Any, N: int, M: float, delta: float, r: float):
     bound is heuristic**: the Hoeffding step needs a *lower* estimate of ``E X_i``, but ``xi_i`` is an upper one
     (rigour caveat of §Theorem 2); :func:`theorem2_hoeffding_upper` evaluates the valid form at a given ``E X_i``.
 
-    Chapter 3, ``thm-separability``: the reference; tested by ``tests/test_theory.py::test_theorem2_bounds_formula``.
-    Its lower bound holds row by row for fixed vectors (chapter 3, ``prop-lower-rowwise``).
+    Chapter 3, ``thm-separability``; tested by ``tests/test_theory.py::test_theorem2_bounds_formula``. Its lower bound
+    holds row by row for fixed vectors (chapter 3, ``prop-lower-rowwise``).
     """
     xi = theorem2_xi(alpha, N, M, delta)
     rv = check_positive("r", r)
@@ -104,9 +104,8 @@ def theorem2_hoeffding_upper(mean_X: Any, r: float, M: float, value_range: float
     .. math:: \frac{\mathbb E[N_s]}{N}\le\frac1N\sum_i\Pr(X_i\le r)\le
               \frac1N\sum_i\exp\Big(-\frac{2(\mu_i-r)_+^2}{R^2}\Big),
 
-    one-variable Hoeffding with range ``R`` (default ``2M`` as in the paper, which gives the paper's
-    ``exp(-(mu - r)^2 / (2M^2))``; ``R = M`` is also valid since ``X_i <= M beta_i <= M``). ``mean_X`` has shape
-    ``(..., N)``.
+    one-variable Hoeffding with range ``R`` (default ``2M``, the paper's ``exp(-(mu - r)^2 / (2M^2))``; ``R = M`` is
+    also valid since ``X_i <= M beta_i <= M``); ``mean_X`` ``(..., N)``.
 
     Chapter 3, ``prop-valid-upper``; tested by ``tests/test_theory.py::test_theorem2_monte_carlo_on_sphere``.
     """
@@ -124,13 +123,10 @@ def theorem2_hoeffding_upper(mean_X: Any, r: float, M: float, value_range: float
 def sphere_separability(
     n_values, temperature: float = 1.0, *, seed: int = 0, trials: int = 64, d: int = 64, L: int = 256
 ) -> dict[int, float]:
-    r"""Mean ``N_s/N`` (:func:`separability`, ``r`` ↑ ``rho_min``) for *ideal spherical embeddings*, in float64:
-    per trial, ``L`` vectors independent and uniform on the unit sphere in ``d`` dimensions (Assumption 1) and fixed
-    weights ``softmax(l / T)`` with logits ``l_j`` standard normal, drawn independently of the vectors (the weights
-    are fixed in Theorem 2). Trials come from ``numpy.random.default_rng(seed)``.
-
-    Returns ``{N: mean over trials of N_s/N}`` for every ``N`` of ``n_values`` (each in ``[1, L]``).
-    """
+    r"""``{N: mean over trials of N_s/N}`` (:func:`separability`, ``r`` ↑ ``rho_min``) for every ``N`` of ``n_values``
+    (in ``[1, L]``) for *ideal spherical embeddings*: per trial (``numpy.random.default_rng(seed)``), ``L`` vectors
+    uniform on the unit sphere in ``d`` dimensions (Assumption 1) and fixed weights ``softmax(l / T)`` with standard
+    normal logits, drawn independently of the vectors (the weights are fixed in Theorem 2)."""
     T = check_positive("temperature", temperature)
     seed = check_int("seed", seed, low=0)
     trials = check_int("trials", trials, low=1)

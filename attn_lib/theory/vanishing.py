@@ -13,7 +13,7 @@ from ._inputs import as_array, as_output, eval_F, lengths_array
 
 
 def lemma1_constants(F: Callable, a: float, theta: Any = None, grid: int = 2049) -> tuple[float, float]:
-    r"""Lemma 1 constants (Reading the paper, §Lemma 1 (reconstructed)): ``C1 = m_F / M_F``, ``C2 = M_F / m_F``.
+    r"""Lemma 1 constants (Reading the paper, §Lemma 1, reconstructed): ``C1 = m_F / M_F``, ``C2 = M_F / m_F``.
 
     .. math:: m_F=\min_{[-a,a]}F(\cdot,\theta),\quad M_F=\max_{[-a,a]}F(\cdot,\theta),\qquad
               \frac{C_1}{L}\le\alpha_i\le\frac{C_2}{L}
@@ -23,8 +23,8 @@ def lemma1_constants(F: Callable, a: float, theta: Any = None, grid: int = 2049)
     ``[-a, a]`` and refined with ``scipy.optimize.minimize_scalar`` (bounded) around the best grid point. For
     ``F = exp(l/T)``, ``C2 = exp(2a/T)``. ``ValueError`` if ``F`` is not finite and > 0 on the interval.
 
-    Chapter 1, ``lem-vanishing``: the numerical reference for the constants (:func:`attn_lib.book.symbolic.lemma1_general`
-    derives them); tested by ``tests/test_theory.py::test_lemma1_constants_and_bounds``.
+    Chapter 1, ``lem-vanishing``: the numerical reference (:func:`attn_lib.book.symbolic.lemma1_general` derives the
+    constants); tested by ``tests/test_theory.py::test_lemma1_constants_and_bounds``.
     """
     from scipy.optimize import minimize_scalar  # here, not at the top: keeps import attn_lib.theory light
 
@@ -60,20 +60,17 @@ def lemma1_constants(F: Callable, a: float, theta: Any = None, grid: int = 2049)
 
 
 def lemma1_bounds(F: Callable, a: float, L: Any, theta: Any = None, grid: int = 2049):
-    """Lemma 1 as bounds on the weights: ``(C1 / L, C2 / L)`` (Reading the paper, §Lemma 1); ``L`` int or array of ints >= 1.
-
-    Chapter 1, ``lem-vanishing``; tested by ``tests/test_theory.py::test_lemma1_constants_and_bounds``.
-    """
+    """Lemma 1 as bounds on the weights: ``(C1 / L, C2 / L)``, ``L`` an int or array of ints >= 1 (Reading the paper,
+    §Lemma 1). Chapter 1, ``lem-vanishing``; tested by ``tests/test_theory.py::test_lemma1_constants_and_bounds``."""
     C1, C2 = lemma1_constants(F, a, theta=theta, grid=grid)
     Ls = lengths_array(L)
     return as_output(C1 / Ls), as_output(C2 / Ls)
 
 
 def corollary1_delta(q: Any, K: Any) -> float:
-    r"""``Delta = ||q||_2 max_j ||k_j||_2`` (Reading the paper, §Corollary 1, reading (reconstructed) of ``||k||``); ``|l_j| <= Delta``.
-
-    Chapter 1, ``cor-softmax-vanishing``; tested by ``tests/test_theory.py::test_corollary1_bounds_hold``.
-    """
+    r"""``Delta = ||q||_2 max_j ||k_j||_2``, so ``|l_j| <= Delta`` (Reading the paper, §Corollary 1, the reconstructed
+    reading of ``||k||``). Chapter 1, ``cor-softmax-vanishing``; tested by
+    ``tests/test_theory.py::test_corollary1_bounds_hold``."""
     qv, Km = as_array(q, "q"), as_array(K, "K")
     if qv.ndim != 1 or qv.size == 0:
         raise ValueError(f"q must have shape (d,) with d >= 1 (got {qv.shape})")
@@ -87,11 +84,11 @@ def corollary1_bounds(L: Any, delta: float, temperature: float):
 
     .. math:: \frac1L e^{-2\Delta/T}\le\alpha_i\le\frac1L e^{2\Delta/T},\qquad\Delta=\|q\|_2\max_j\|k_j\|_2 .
 
-    Returns ``(lower, upper)``; ``L`` may be an int or an array of ints (the upper bound may exceed 1 or be
-    ``inf`` when ``2 Delta / T`` is large: the bound is then vacuous, not wrong).
+    Returns ``(lower, upper)``; ``L`` an int or an array of ints (the upper bound may exceed 1 or be ``inf`` when
+    ``2 Delta / T`` is large: vacuous, not wrong).
 
-    Chapter 1, ``cor-softmax-vanishing``: the reference (:func:`attn_lib.book.symbolic.corollary1_from_lemma1` derives it);
-    tested by ``tests/test_theory.py::test_corollary1_bounds_hold``.
+    Chapter 1, ``cor-softmax-vanishing`` (:func:`attn_lib.book.symbolic.corollary1_from_lemma1` derives it); tested by
+    ``tests/test_theory.py::test_corollary1_bounds_hold``.
     """
     Ls = lengths_array(L)
     d = check_nonnegative("delta", delta)

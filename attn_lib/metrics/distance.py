@@ -130,16 +130,7 @@ def _distance_torch(ld: LayerData, N: int, p: str | float, order: torch.Tensor, 
     (z_dot_x, z_sq), _ = ld.zdot(), ld.gram  # computed (and cached) before the blocks run on worker threads
 
     def block(rows_block: torch.Tensor, width: int) -> None:  # consecutive rows that see at most ``width`` columns
-        first, stop = int(rows_block[0]), int(rows_block[-1]) + 1
-        alpha = ld.alpha[:, first:stop, :width]  # (H, B, W)
-        visible = torch.broadcast_to(ld.mask[:, first:stop, :width], alpha.shape)
-        top = order[:, first:stop].clamp(max=width - 1)  # past a row's count (invalid rows only)
-        values = ld.values[:, :width]
-        # s = sum_{top N} alpha_j x_j of every row by one BLAS product of the top-N weights
-        top_only = torch.zeros_like(alpha).scatter_(-1, top, alpha.gather(-1, top))
-        s = torch.bmm(top_only, values)  # (H, B, d)
-        del top_only
-        s_dot_x = s @ values.transpose(1, 2)  # (H, B, W)
+        rows, alpha, visible, top, s, s_dot_x = ld.top_block(order, rows_block, width)  # alpha (H, B, W)
         s_sq = (s * s).sum(-1, keepdim=True)  # (H, B, 1)
         n_masked = (~visible).sum(-1, keepdim=True).to(ld.dtype)  # masked columns of the block (alpha = 0 there)
         alpha_g = alpha * ld.gdiag[:, None, :width]  # alpha_i ||x_i||^2
@@ -148,28 +139,28 @@ def _distance_torch(ld: LayerData, N: int, p: str | float, order: torch.Tensor, 
         s_norm = s_sq.clamp(min=0).sqrt()
         dist_all = (dist.nansum(-1, keepdim=True) - n_masked * s_norm).squeeze(-1)
         dist_selected = dist.gather(-1, top).nan_to_num_(0.0).sum(-1)
-        t_rows = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, first:stop].to(ld.dtype)
-        sums["s_norm"][:, first:stop] = s_norm.squeeze(-1)
+        t_rows = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, rows].to(ld.dtype)
+        sums["s_norm"][:, rows] = s_norm.squeeze(-1)
         if form == "sum":
-            sums["d_tilde"][:, first:stop] = dist_all - dist_selected
+            sums["d_tilde"][:, rows] = dist_all - dist_selected
         else:
             # ||(z - s) - s||^2 = ||z||^2 - 4 z.s + 4 ||s||^2,  z.s = sum_i alpha_i (s . x_i)
             z_dot_s = (alpha * s_dot_x).sum(-1)
-            vector_sq = z_sq[:, first:stop] - 4 * z_dot_s + 4 * s_sq.squeeze(-1)
-            sums["d_tilde"][:, first:stop] = vector_sq.clamp(min=0).sqrt()
+            vector_sq = z_sq[:, rows] - 4 * z_dot_s + 4 * s_sq.squeeze(-1)
+            sums["d_tilde"][:, rows] = vector_sq.clamp(min=0).sqrt()
         del dist, s_dot_x
         if N == 1:  # the selected token sits exactly at s: remove the rounding of the Gram formula
             dist_all = dist_all - dist_selected
         factor = (t_rows - N) / t_rows.clamp(min=1)
-        sums["e2"][:, first:stop] = factor * dist_all
-        a_dot_z, p_rows = alpha * z_dot_x[:, first:stop, :width], inclusion_probability(p, N, t_rows, ld.dtype)
+        sums["e2"][:, rows] = factor * dist_all
+        a_dot_z, p_rows = alpha * z_dot_x[:, rows, :width], inclusion_probability(p, N, t_rows, ld.dtype)
         e1, gap, gap_crude = _e1_and_gaps(
-            a_sq, a_dot_z, z_sq[:, first:stop, None], p_rows[..., None], t_rows[..., None], n_masked
+            a_sq, a_dot_z, z_sq[:, rows, None], p_rows[..., None], t_rows[..., None], n_masked
         )
-        sums["e1"][:, first:stop] = factor * e1
+        sums["e1"][:, rows] = factor * e1
         gap_defined = t_rows >= N + 2  # N >= t - 1 gives 0
-        sums["e1_gap"][:, first:stop] = torch.where(gap_defined, factor * gap, 0.0)
-        sums["e1_gap_crude"][:, first:stop] = torch.where(gap_defined, factor * gap_crude, 0.0)
+        sums["e1_gap"][:, rows] = torch.where(gap_defined, factor * gap, 0.0)
+        sums["e1_gap_crude"][:, rows] = torch.where(gap_defined, factor * gap_crude, 0.0)
 
     run_blocks(block, ld.blocks(per_row=2))
     return sums

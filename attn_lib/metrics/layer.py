@@ -206,6 +206,17 @@ class LayerData:
                 self._order = top_n_order(self.alpha, n_keep, self.mask)
         return self._order[..., :n]
 
+    def top_block(self, order: torch.Tensor, rows_block: torch.Tensor, width: int) -> tuple:
+        """For consecutive rows ``rows_block`` that see at most ``width`` columns: ``(rows, alpha, visible, top, s,
+        s_dot_x)``, ``rows`` their slice, ``top`` their ``order`` clamped into the block (past a row's count: invalid
+        rows only), ``s = sum_{top N} alpha_j x_j`` ``(H, B, d)`` by one BLAS product of the top-N weights."""
+        rows = slice(int(rows_block[0]), int(rows_block[-1]) + 1)
+        alpha, values = self.alpha[:, rows, :width], self.values[:, :width]
+        top = order[:, rows].clamp(max=width - 1)
+        s = torch.bmm(torch.zeros_like(alpha).scatter_(-1, top, alpha.gather(-1, top)), values)
+        visible = torch.broadcast_to(self.mask[:, rows, :width], alpha.shape)
+        return rows, alpha, visible, top, s, torch.bmm(s, values.transpose(1, 2))
+
     def blocks(
         self, rows: torch.Tensor | None = None, per_row: int = 1, elems: int | None = None
     ) -> Iterator[tuple[torch.Tensor, int]]:

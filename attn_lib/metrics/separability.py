@@ -128,21 +128,14 @@ def separation(ld: LayerData, order: torch.Tensor) -> tuple[torch.Tensor, torch.
     rho_min = torch.zeros(ld.H, ld.L, dtype=ld.dtype, device=ld.device)
 
     def block(rows_block: torch.Tensor, width: int) -> None:  # consecutive rows that see at most ``width`` columns
-        first, stop = int(rows_block[0]), int(rows_block[-1]) + 1
-        alpha = ld.alpha[:, first:stop, :width]
-        visible = torch.broadcast_to(ld.mask[:, first:stop, :width], alpha.shape)
-        top = order[:, first:stop].clamp(max=width - 1)
-        values = ld.values[:, :width]
-        top_only = torch.zeros_like(alpha).scatter_(-1, top, alpha.gather(-1, top))
-        s = torch.bmm(top_only, values)  # (H, B, d): s of every row by one BLAS product of its top-N weights
-        s_dot_x = torch.bmm(s, values.transpose(1, 2))
-        sq_norms = (values * values).sum(-1)  # (H, W)
+        rows, alpha, visible, top, s, s_dot_x = ld.top_block(order, rows_block, width)
+        sq_norms = (ld.values[:, :width] * ld.values[:, :width]).sum(-1)  # (H, W)
         dist = torch.addcmul(alpha * alpha * sq_norms[:, None, :], alpha, s_dot_x, value=-2.0)
         dist = dist.add_((s * s).sum(-1, keepdim=True)).clamp_(min=0).sqrt_()  # ||a_i - s||
         selected = torch.zeros(alpha.shape, dtype=torch.bool, device=ld.device).scatter_(-1, top, True)
         rho = torch.where(visible & ~selected, dist, math.inf).amin(-1)  # (H, B); inf: no such token
-        separable[:, first:stop] = dist.gather(-1, top) < rho.unsqueeze(-1)
-        rho_min[:, first:stop] = torch.where(torch.isfinite(rho), rho, 0.0)
+        separable[:, rows] = dist.gather(-1, top) < rho.unsqueeze(-1)
+        rho_min[:, rows] = torch.where(torch.isfinite(rho), rho, 0.0)
 
     run_blocks(block, ld.blocks(per_row=2))
     return separable, rho_min

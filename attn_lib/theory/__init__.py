@@ -1,24 +1,20 @@
-r"""Reference implementations of every result of the paper, for concrete inputs (float64, numpy).
+r"""Reference implementations of every result of the paper, for concrete inputs (float64, numpy): readable reference
+definitions, of which :mod:`attn_lib.metrics` holds the fast batched versions.
 
 One function per result, named after the paper's numbering, in one module per topic (a chapter of the book):
 :mod:`~attn_lib.theory.vanishing` (chapter 1), :mod:`~attn_lib.theory.distance_bound` (chapter 2),
 :mod:`~attn_lib.theory.separation` (chapter 3), :mod:`~attn_lib.theory.sensitivity` (chapter 4) and
-:mod:`~attn_lib.theory.coverage` (chapter 5), every public name re-exported here; the docstring of each gives the formula and the
-section of the book's appendix *Reading the paper* that explains it, marked as stated by the paper, reconstructed,
-or a project decision.
+:mod:`~attn_lib.theory.coverage` (chapter 5), every public name re-exported here; each docstring gives the formula
+and the section of the book's appendix *Reading the paper* that explains it, marked as stated by the paper,
+reconstructed, or a project decision.
 
-Conventions
------------
-* One query row: ``alpha`` has shape ``(L,)`` (non-negative weights; the results assume they sum to one, as
-  softmax weights do), ``X`` has shape ``(L, d)`` (the vectors ``x_i``; values ``v_i`` by default, §Which vectors).
-  Leading batch dimensions are accepted everywhere: ``alpha (..., L)``, ``X (..., L, d)``; scalars come back as
-  Python floats for a single row and as arrays of shape ``(...)`` for a batch.
-* ``a_i = alpha_i x_i``, ``z = sum_i a_i``, ``I_N`` = top-N set with ties to the lower index (stable sort, §Notation),
-  ``s = sum_{i in I_N} a_i`` (Eq. 6), ``abar = sum_{i in I_N} alpha_i``.
-* torch tensors are accepted and converted to float64 numpy arrays.
-* Bad input raises ``ValueError`` naming the argument and the allowed range.
-
-These are readable reference definitions; :mod:`attn_lib.metrics` holds the fast batched versions.
+Conventions: one query row has ``alpha`` ``(L,)`` (non-negative weights; the results assume they sum to one, as
+softmax weights do) and ``X`` ``(L, d)`` (the vectors ``x_i``; values ``v_i`` by default, §Which vectors); leading
+batch dimensions are accepted everywhere (``alpha (..., L)``, ``X (..., L, d)``), and scalars come back as Python
+floats for a single row, arrays ``(...)`` for a batch. ``a_i = alpha_i x_i``, ``z = sum_i a_i``, ``I_N`` = top-N set
+with ties to the lower index (stable sort, §Notation), ``s = sum_{i in I_N} a_i`` (Eq. 6), ``abar = sum_{i in I_N}
+alpha_i``. torch tensors are converted to float64 numpy arrays; bad input raises ``ValueError`` naming the argument
+and the allowed range.
 """
 
 from __future__ import annotations

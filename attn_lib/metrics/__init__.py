@@ -6,18 +6,14 @@ paper's Appendix-B pseudocode, any device, the dtype of the :class:`LayerData`, 
 prefix masks a faster implementation registered by an accelerator (:mod:`attn_lib.accel`, compiled numba kernels held
 to the torch definitions by ``tests/test_accel.py``) may run instead (:mod:`~attn_lib.metrics._engine`).
 
-Inputs (one layer): ``weights`` ``(H, L, L)`` (row ``r`` is the query; or logits through
-:meth:`LayerData.from_logits`), ``values`` ``(H, L, d)`` (the vectors :math:`x_i`, per-head value vectors, Reading
-the paper, §Distance) and ``mask`` (bool, ``True`` = visible, broadcastable to ``(H, L, L)``; default causal). Row
-``r`` uses only its ``t_r`` visible tokens (§Causal masking); a top-``N`` metric is defined for a row only if
-``t_r >= N + 1``. Every function returns a ``valid`` mask; entries of other rows are ``0.0`` (never NaN); aggregate
-with :func:`masked_mean`.
-
-Shared arguments: ``layer, values, mask`` is a :class:`LayerData`, or raw weights and values with an optional mask
-(:func:`~attn_lib.metrics.layer.as_layer`); ``engine`` is ``"auto"`` (default: the accelerator where it applies --
-CPU float64 tensors and prefix masks -- else torch), ``"numba"`` (the accelerator; a ``ValueError`` where it does not
-apply) or ``"torch"`` (the definition: any device, dtype and mask). The :data:`settings` are read at call time and
-changed for a block by ``with attn_lib.metrics.configure(default_engine="torch"): ...``.
+Shared arguments: ``layer, values, mask`` is a :class:`LayerData`, or raw weights ``(H, L, L)`` (row ``r`` the
+query), values ``(H, L, d)`` (the vectors :math:`x_i`, Reading the paper, §Distance) and an optional mask (``True``
+= visible; default causal). Row ``r`` uses only its ``t_r`` visible tokens (§Causal masking); a top-``N`` metric is
+defined for a row only if ``t_r >= N + 1``: every function returns a ``valid`` mask, entries of other rows are
+``0.0`` (aggregate with :func:`masked_mean`). ``engine`` is ``"auto"`` (the accelerator where it applies -- CPU
+float64 tensors and prefix masks -- else torch), ``"numba"`` (the accelerator; a ``ValueError`` where it does not
+apply) or ``"torch"`` (the definition: any device, dtype and mask). The :data:`settings` are read at call time
+(``with attn_lib.metrics.configure(default_engine="torch"): ...`` for a block).
 """
 
 from __future__ import annotations

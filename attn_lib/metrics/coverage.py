@@ -11,9 +11,6 @@ For one layer and query row ``t`` (rows with ``t >= N + 1`` visible tokens):
   :func:`~attn_lib.metrics.separability_metrics`;
 * the coverage after ``k`` heads, added in a seeded random order ``pi`` per row, is
   :math:`c(k)=|T\cap(S_{\pi_1}\cup\dots\cup S_{\pi_k})|/N`; "heads needed" is the smallest ``k`` with ``c(k) = 1``.
-
-:func:`separable_sets` gives the ``S_h`` of every head and row, :func:`coverage_metrics` the coverage curves.
-Everything is torch code in the layer's dtype, vectorised over rows (row blocks of :meth:`LayerData.blocks`).
 """
 
 from __future__ import annotations
@@ -61,8 +58,7 @@ def separable_sets(layer, values=None, N: int = 16, *, mask=None, normalize: boo
     r"""Each head's separable top-``N`` tokens: ``D_i < rho_min`` (the strict convention of Algorithm 4).
     ``normalize`` first scales every value vector to unit norm (Algorithm 4's "normalize"; ``False`` when the layer
     already is a :func:`~attn_lib.metrics.unit_layer`)."""
-    ld = as_layer(layer, values, mask)
-    N = check_n(N)
+    ld, N = as_layer(layer, values, mask), check_n(N)
     ld = unit_layer(ld) if normalize else ld
     order = ld.order(min(N, ld.L))
     valid = torch.broadcast_to(ld.t, (ld.H, ld.L)) >= N + 1
@@ -79,8 +75,7 @@ def coverage_metrics(
     index, among the tokens visible to every head). ``permutations`` head orders per row are drawn with
     ``torch.Generator().manual_seed(seed)`` (``argsort`` of uniform draws, shape ``(P, L, H)``); ``N`` and
     ``normalize`` as for :func:`separable_sets`."""
-    ld = as_layer(layer, values, mask)
-    N = check_n(N)
+    ld, N = as_layer(layer, values, mask), check_n(N)
     P = check_size("permutations", permutations, per_item=ld.L * ld.H)  # (P, L, H) orders
     seed = check_seed("seed", seed)
     sets = separable_sets(ld, N=N, normalize=normalize)

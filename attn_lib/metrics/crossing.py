@@ -72,6 +72,7 @@ def crossing_metrics(
 def _crossing_torch(ns, *, a, v, vis, rank, norms, z_norm, a_norm, zdotx, t) -> dict:
     """The per-``N`` results of :func:`crossing_metrics` in tensor code, one ``N`` at a time."""
     tt = t.to(a.dtype).view(1, -1)
+    a2, n2, zn2 = a.square(), norms.square().unsqueeze(1), z_norm.square().unsqueeze(-1)
     per_n = []
     for N in ns:
         top = (rank < N) & vis
@@ -79,16 +80,12 @@ def _crossing_torch(ns, *, a, v, vis, rank, norms, z_norm, a_norm, zdotx, t) -> 
         s2 = s.square().sum(-1)
         sdotx = torch.einsum("hrd,hld->hrl", s, v)
         # ||alpha_i x_i - s||^2 over the visible non-selected i
-        d2 = (a.square() * norms.square().unsqueeze(1) - 2 * a * sdotx + s2.unsqueeze(-1)).clamp(min=0)
+        d2 = (a2 * n2 - 2 * a * sdotx + s2.unsqueeze(-1)).clamp(min=0)
         out_set = vis & ~top
         d_tilde = torch.where(out_set, d2.sqrt(), 0.0).sum(-1)
         p = (N / (tt - 1).clamp(min=1)).unsqueeze(-1)  # (1, R, 1)
         # ||(1+p) a_i - p z||^2 over every visible i
-        e2_ = (
-            (1 + p).square() * a.square() * norms.square().unsqueeze(1)
-            - 2 * p * (1 + p) * a * zdotx
-            + p.square() * z_norm.square().unsqueeze(-1)
-        ).clamp(min=0)
+        e2_ = ((1 + p).square() * a2 * n2 - 2 * p * (1 + p) * a * zdotx + p.square() * zn2).clamp(min=0)
         e1 = ((tt - N) / tt) * torch.where(vis, e2_.sqrt(), 0.0).sum(-1)
         valid = (t >= N + 1).view(1, -1).expand_as(d_tilde)
         a_out = torch.where(out_set, a_norm, 0.0).sum(-1)

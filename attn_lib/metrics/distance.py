@@ -224,9 +224,7 @@ def _d1_sq_prefix(ld: LayerData, N: int, order: torch.Tensor) -> torch.Tensor:
     return d1_sq
 
 
-def _d1_sq_recompute(
-    ld: LayerData, order: torch.Tensor, last: torch.Tensor, triples: torch.Tensor, d1_sq: torch.Tensor
-) -> None:
+def _d1_sq_recompute(ld: LayerData, order: torch.Tensor, last, triples: torch.Tensor, d1_sq: torch.Tensor) -> None:
     """For each ``(head, row, k)`` of ``triples`` (sorted by head, then row), raise ``d1_sq[head, row]`` to
     ``max_i ||x_j - x_i||^2`` over the visible non-selected ``i``, ``j`` the row's ``k``-th selected token."""
     if not triples.numel():
@@ -262,11 +260,8 @@ def _d1_sq_rows(ld: LayerData, N: int, order: torch.Tensor) -> torch.Tensor:
     for k in range(0, head_rows.shape[0], chunk):
         heads, rows = head_rows[k : k + chunk, 0], head_rows[k : k + chunk, 1]
         selected = order[heads, rows]  # (n, N)
-        dist_sq = (
-            g[heads].unsqueeze(1)
-            + g[heads.unsqueeze(-1), selected].unsqueeze(-1)
-            - 2 * G[heads.unsqueeze(-1), selected]
-        )  # (n, N, L)
+        h = heads.unsqueeze(-1)
+        dist_sq = g[heads].unsqueeze(1) + g[h, selected].unsqueeze(-1) - 2 * G[h, selected]  # (n, N, L)
         others = torch.broadcast_to(ld.mask, (H, L, L))[heads, rows].clone()  # (n, L)
         others.scatter_(1, selected, False)
         dist_sq = torch.where(others.unsqueeze(1), dist_sq, -math.inf)

@@ -87,10 +87,9 @@ class LayerData:
     """One layer's attention weights, value vectors and mask in ``dtype``, and what several metrics need, computed
     once: the Gram matrix, the visible counts, the products ``z . x_i`` and the top-``n`` order of every row.
 
-    Build with ``LayerData(weights, values, mask=None)`` or :meth:`from_logits`: ``weights`` ``(H, L, L)`` (row ``r``
-    the query; finite and non-negative where visible, masked entries set to 0), ``values`` ``(H, L, d)`` (the vectors
-    :math:`x_i`, Reading the paper, §Distance; finite), a single head (2-d input) promoted to ``H = 1``; ``mask``
-    (``True`` = visible, ``(L, L)``, ``(1, L, L)`` or ``(H, L, L)``; default causal); ``dtype`` float64 (the
+    Build with ``LayerData(weights, values, mask=None)`` or :meth:`from_logits`: ``weights`` ``(H, L, L)`` (finite
+    and non-negative where visible, masked entries set to 0), ``values`` ``(H, L, d)`` (finite), a single head (2-d
+    input) promoted to ``H = 1``; ``mask`` ``(L, L)``, ``(1, L, L)`` or ``(H, L, L)``; ``dtype`` float64 (the
     accelerator runs only on it) or float32 (e.g. on MPS; agrees to about 1e-4 relative). Memory: a few ``H L^2``
     arrays (about 75 MB each in float64 for 9 heads at L = 1024).
 

@@ -67,8 +67,7 @@ def expected_distance_mc(
     must have the same mask. Cost per row: ``O(K t N)``; the accelerator (``mc_prefix``, ``O(K t min(N, d))``) uses
     the same subsets.
     """
-    ld = as_layer(layer, values, mask)
-    N = check_n(N)
+    ld, N = as_layer(layer, values, mask), check_n(N)
     rows, n_samples, seed = _check_mc_args(ld, rows, n_samples, seed, "expected_distance_mc")
     valid = torch.broadcast_to(ld.t, (ld.H, ld.L))[:, rows.to(ld.device)] >= N + 1
     impl = choose("expected_distance_mc", engine, ld.kernels_apply)
@@ -205,9 +204,7 @@ def _move_token(perm: torch.Tensor, token: torch.Tensor, t: torch.Tensor, first:
     return perm.gather(-1, torch.argsort(torch.where(hit, place, pos), dim=-1, stable=True))
 
 
-def _mc_scan_stratified(
-    ld: LayerData, n_min: int, n_max: int, rows: torch.Tensor, perm: torch.Tensor, control_variate: bool, impl
-) -> tuple[torch.Tensor, torch.Tensor]:
+def _mc_scan_stratified(ld: LayerData, n_min: int, n_max: int, rows, perm, control_variate: bool, impl) -> tuple:
     """``(mean, stderr)`` ``(H, R, n)`` stratified on each head's largest weight: the first half of the orders
     ``perm`` ``(R, 2K, W)`` with that token first, the second half with it last. The accelerated ``impl`` moves the
     token itself (``pick``, ``first``); the torch path by :func:`_move_token`, head by head (the same orders)."""
@@ -256,9 +253,7 @@ def _cv_weights(P, U, C, visible: torch.Tensor, N: int) -> tuple[torch.Tensor, t
     return w, (w * m).sum(-1) * ((tf - N) / tf).squeeze(-1)
 
 
-def _mc_scan_torch(
-    ld: LayerData, n_min: int, n_max: int, rows: torch.Tensor, perm: torch.Tensor, control_variate: bool = False
-) -> tuple[torch.Tensor, torch.Tensor]:
+def _mc_scan_torch(ld: LayerData, n_min: int, n_max: int, rows, perm, control_variate: bool = False) -> tuple:
     """``(mean, stderr)`` ``(H, R, n)`` by tensor code in row blocks: the state ``K_i = alpha_i ||x_i||^2 - 2 s . x_i``
     and ``||s||^2`` of every (head, row, sample), one token added per ``N``; ``d~`` sums ``sqrt(alpha_i K_i + ||s||^2)``
     over the visible tokens not yet added."""

@@ -50,10 +50,9 @@ def topn_scan(
     ``O(H L^2 n)``, not ``O(H L^2 d\,n)`` as recomputing ``s`` for every ``N`` would. The state at ``n_min - 1`` is
     built directly (one BLAS product), so a scan can be continued in stages.
 
-    ``1 <= n_min <= n_max <= L - 1`` (no row is valid beyond); ``p`` as for
-    :func:`attn_lib.metrics.distance.distance_metrics`; ``rows``: compute only these (the others are 0 and not valid).
-    The accelerator (``scan_prefix``) takes its square roots in float32 (relative error below ``1.2e-7``), the torch
-    code keeps the layer's dtype throughout.
+    ``1 <= n_min <= n_max <= L - 1``; ``p`` as for :func:`~attn_lib.metrics.distance_metrics`; ``rows``: only these
+    (the others are 0 and not valid). The accelerator (``scan_prefix``) takes its square roots in float32 (relative
+    error below ``1.2e-7``), the torch code keeps the layer's dtype throughout.
     """
     ld = as_layer(layer, values, mask)
     n_min, n_max = check_n_range(ld.L, n_min, n_max)
@@ -82,9 +81,7 @@ def naive_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None
     return ScanRows(n_values=np.arange(n_min, n_max + 1), **stacked)
 
 
-def _scan_torch(
-    ld: LayerData, n_min: int, n_max: int, p: str | float, rows: torch.Tensor | None, valid: torch.Tensor
-) -> dict:
+def _scan_torch(ld: LayerData, n_min: int, n_max: int, p: str | float, rows, valid: torch.Tensor) -> dict:
     """d~, E1, E2 ``(H, L, n)`` by tensor code in row blocks, 0 where not ``valid``."""
     order = ld.order(min(n_max, ld.L))
     (z_dot_x, z_sq), _ = ld.zdot(), ld.gram  # computed (and cached) before the blocks run on worker threads

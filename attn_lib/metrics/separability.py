@@ -89,9 +89,7 @@ def separability_metrics(
     on that sphere (Algorithm 4's "normalize"); ``delta`` ``(H, L)``: minimum pairwise distances (default
     :func:`running_min_distance` of the normalised layer). The accelerator is ``sep_prefix``.
     """
-    ld = as_layer(layer, values, mask)
-    N = check_n(N)
-    M = check_positive("M", M)
+    ld, N, M = as_layer(layer, values, mask), check_n(N), check_positive("M", M)
     impl = choose("separability_metrics", engine, ld.kernels_apply)
     ld = unit_layer(ld, M) if normalize else ld
     valid = torch.broadcast_to(ld.t, (ld.H, ld.L)) >= N + 1
@@ -146,8 +144,7 @@ def separable_flags(layer: LayerData, N: int, rho: torch.Tensor) -> torch.Tensor
     the ball of radius ``rho`` ``(H, L)`` around ``s`` (with ``rho = rho_min``, Algorithm 4's count token by token: the
     mean over ``k`` is ``N_s/N``), from the ``N`` selected vectors only; ``layer`` as given (normalise it first with
     :func:`unit_layer`). Rows with fewer than ``N + 1`` visible tokens are ``False``."""
-    ld = as_layer(layer)
-    N = check_n(N)
+    ld, N = as_layer(layer), check_n(N)
     order = ld.order(min(N, ld.L))
     n = order.shape[-1]
     flags = torch.zeros(ld.H, ld.L, N, dtype=torch.bool, device=ld.device)

@@ -1,4 +1,4 @@
-"""Input handling shared by the modules of :mod:`attn_lib.theory` (float64 numpy, ``ValueError`` naming the argument)."""
+"""Input handling of :mod:`attn_lib.theory` (float64 numpy, ``ValueError`` naming the argument)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,8 @@ from .._validation import check_choice, check_int, check_probability
 
 
 def from_torch(x: Any) -> Any:
-    """A torch tensor as a float64 numpy array; anything else as it is.
-
-    torch is not imported here (``attn_lib.theory`` needs numpy only): a tensor can exist only once torch is loaded.
-    """
+    """A torch tensor as a float64 numpy array; anything else as it is (without importing torch: a tensor can exist
+    only once torch is loaded)."""
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
         return x.detach().cpu().to(torch.float64).numpy()

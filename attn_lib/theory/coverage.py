@@ -11,8 +11,7 @@ from .._validation import check_int, check_probability, check_seed
 
 def multihead_coverage(p: float, H: int) -> float:
     r"""Coverage of ``H`` independent heads that each separate a fraction ``p`` (the paper's multi-head argument):
-    :math:`1-(1-p)^H`. ``p = 0.8, H = 3`` gives ``0.992``.
-    """
+    :math:`1-(1-p)^H`. ``p = 0.8, H = 3`` gives ``0.992``."""
     return _coverage(check_probability("p", p), check_int("H", H, low=0))
 
 
@@ -29,10 +28,9 @@ def heads_for_coverage(p: float, c: float) -> int:
     r"""Smallest ``H >= 1`` with :math:`1-(1-p)^H\ge c`, i.e. :math:`\lceil\log(1-c)/\log(1-p)\rceil`.
 
     ``p`` in ``(0, 1]``, ``c`` in ``(0, 1)``. Exact: the closed form is corrected by checking the neighbours in
-    floating point (a tolerance of 1e-12 on the coverage absorbs rounding at exact hits such as ``p = 0.8,
-    c = 0.96``). The coverage is evaluated as ``-expm1(H log1p(-p))``, so a tiny ``p`` (where ``1 - p`` rounds to
-    1) still gets its very large answer (for ``H`` beyond about ``10^12``: the closed form to rounding).
-    ``ValueError`` if ``p`` is so small that ``H`` exceeds the float range.
+    floating point (a tolerance of 1e-12 absorbs rounding at exact hits such as ``p = 0.8, c = 0.96``); a tiny ``p``
+    still gets its very large answer (beyond about ``10^12``: the closed form to rounding), a ``ValueError`` when it
+    exceeds the float range.
     """
     p = check_probability("p", p, open_low=True)
     c = check_probability("c", c, open_low=True, open_high=True)
@@ -58,10 +56,9 @@ _COVERAGE_MAX_DRAWS = 10**8
 
 
 def multihead_coverage_simulation(p: float, H: int, n_trials: int = 100_000, seed: int = 0) -> float:
-    """Bernoulli simulation of §Multi-head coverage: fraction of trials in which at least one of ``H`` independent heads
-    (each succeeding with probability ``p``) separates the token. Seeded with ``numpy.random.default_rng(seed)``.
-    ``n_trials * H`` may be at most 10^8 (``ValueError`` naming ``n_trials`` beyond).
-    """
+    """Bernoulli simulation of §Multi-head coverage: fraction of trials in which at least one of ``H`` independent
+    heads (each succeeding with probability ``p``) separates the token; ``numpy.random.default_rng(seed)``;
+    ``n_trials * H`` at most 10^8 (else a ``ValueError`` naming ``n_trials``)."""
     p = check_probability("p", p)
     H = check_int("H", H, low=0, high=_COVERAGE_MAX_DRAWS)
     n = check_int("n_trials", n_trials, low=1, high=_COVERAGE_MAX_DRAWS // max(H, 1))

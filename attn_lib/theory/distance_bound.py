@@ -134,9 +134,8 @@ def expectation_e1(alpha: Any, X: Any, N: int, p: Any = "L-1"):
     .. math:: E_1=\frac{L-N}{L}\sum_{i=1}^{L}\Big\|a_i-p\sum_{j\ne i}a_j\Big\|_2
               =\frac{L-N}{L}\sum_i\|(1+p)a_i-pz\|_2
 
-    with ``p = N/(L-1)`` (``p="L-1"``, the exact conditional inclusion probability; then
-    ``E[d~] = E1 + eps`` with ``0 <= eps <=`` :func:`jensen_gap_bound`) or ``p = N/L`` (``p="L"``), or a number.
-    ``N = L`` gives 0.
+    with ``p = N/(L-1)`` (``p="L-1"``, the exact conditional inclusion probability; then ``E[d~] = E1 + eps`` with
+    ``0 <= eps <=`` :func:`jensen_gap_bound`) or ``p = N/L`` (``p="L"``), or a number. ``N = L`` gives 0.
 
     Chapter 2, ``thm-distance`` (b): the reference for ``E1``; tested by
     ``tests/test_theory.py::test_e1_closed_form_matches_definition_and_gap_zero_at_n_equals_l_minus_1``.
@@ -151,15 +150,14 @@ def expectation_e1(alpha: Any, X: Any, N: int, p: Any = "L-1"):
 
 
 def jensen_gap_bound(alpha: Any, X: Any, N: int, p: Any = "L-1", crude: bool = False):
-    r"""Upper bound on the Jensen gap ``eps = E[d~] - E1`` (Reading the paper, §Expectation forms (reconstructed)):
+    r"""Upper bound on the Jensen gap ``eps = E[d~] - E1`` (Reading the paper, §Expectation forms, reconstructed):
 
     .. math:: 0\le\varepsilon\le\frac{L-N}{L}\sum_{i=1}^{L}\sqrt{p(1-p)\Big[\tfrac{L-1}{L-2}\sum_{j\ne i}\|a_j\|^2
               -\tfrac{1}{L-2}\Big\|\sum_{j\ne i}a_j\Big\|^2\Big]}
 
     (the bracket is the exact variance of the conditional context vector for sampling without replacement);
-    ``crude=True`` drops the negative term: ``sqrt(p(1-p) (L-1)/(L-2) sum_{j!=i} alpha_j^2 ||x_j||^2)``.
-    The guarantee holds for ``p = N/(L-1)`` (default); other ``p`` just evaluate the same expression.
-    ``N >= L-1`` gives 0 (no randomness left given ``i`` is excluded).
+    ``crude=True`` drops the negative term. The guarantee holds for ``p = N/(L-1)`` (default); other ``p`` just
+    evaluate the same expression. ``N >= L-1`` gives 0 (no randomness left given ``i`` is excluded).
 
     Chapter 2, ``thm-distance`` (b); tested by ``tests/test_theory.py::test_jensen_gap_bound_by_enumeration_300_cases``.
     """
@@ -273,9 +271,7 @@ def corollary2_random_bound(alpha: Any, X: Any, N: int):
 
 def corollary2_e1_bound(alpha: Any, X: Any, N: int, p: Any = "L-1"):
     r"""Project-derived fact 2 of §Corollary 2 (reconstructed) for E1: :math:`E_1\le(1+p+N)\max_i\|x_i\|_2` (times
-    ``sum alpha``).
-
-    Valid for ``p <= N/(L-N)`` (in particular ``p = N/(L-1)`` and ``p = N/L``).
+    ``sum alpha``), valid for ``p <= N/(L-N)`` (in particular ``p = N/(L-1)`` and ``p = N/L``).
 
     Chapter 2, ``prop-random-bounded``, one of the bounds of chapter 6's ``prop-fig2-readings``; tested by
     ``tests/test_theory.py::test_corollary2_facts_hold``.
@@ -286,20 +282,17 @@ def corollary2_e1_bound(alpha: Any, X: Any, N: int, p: Any = "L-1"):
 
 
 def corollary2_limits(alpha: Any, X: Any, N: int, p: Any = "L-1") -> dict:
-    r"""Corollary 2, both regimes (Reading the paper, §Corollary 2 (reconstructed)).
-
-    (i) ``N`` fixed, ``L`` large, ``p = N/(L-1) -> 0``:
+    r"""Corollary 2, both regimes (Reading the paper, §Corollary 2, reconstructed). (i) ``N`` fixed, ``L`` large,
+    ``p = N/(L-1) -> 0``:
 
     .. math:: E_1=\underbrace{\frac{L-N}{L}\sum_i\|a_i\|_2}_{\text{individual}}+R,\quad
               |R|\le p\sum_i\|z-a_i\|_2\le\frac{NL}{L-1}\|z\|_2+p\sum_i\|a_i\|_2
 
     and the individual terms dominate when ``N ||z|| << sum_i alpha_i ||x_i||`` (``dominance_ratio`` small).
 
-    (ii) ``N -> L``: every quantity carries the factor ``(L - N)``; ``outer_factor = (L-N)/L`` and all of d~,
-    d_max, E1, E2 are 0 at ``N = L``.
-
-    Returns a dict with keys ``e1, individual, remainder, remainder_bound, remainder_bound_loose,
-    dominance_ratio, outer_factor``.
+    (ii) ``N -> L``: every quantity carries the factor ``(L - N)``; ``outer_factor = (L-N)/L`` and all of d~, d_max,
+    E1, E2 are 0 at ``N = L``. Returns a dict with keys ``e1, individual, remainder, remainder_bound,
+    remainder_bound_loose, dominance_ratio, outer_factor``.
 
     Chapter 2, ``cor-two-regimes``; tested by ``tests/test_theory.py::test_corollary2_regimes``.
     """
@@ -322,13 +315,13 @@ def corollary2_limits(alpha: Any, X: Any, N: int, p: Any = "L-1") -> dict:
 
 
 def corollary2_e2_identity(alpha: Any, X: Any, N: int) -> dict:
-    r"""Project-derived fact 3 of §Corollary 2 (reconstructed): E2 tracks ``d~``.
+    r"""Project-derived fact 3 of §Corollary 2 (reconstructed): E2 tracks ``d~``,
 
     .. math:: E_2-\tilde d=\frac{L-N}{L}\sum_{i\in I_N}\|a_i-s\|_2-\frac NL\tilde d,\qquad
               |E_2-\tilde d|\le(N+1)\max_i\|x_i\|_2
 
-    Returns a dict with ``difference`` (E2 - d~ computed directly), ``identity`` (the right-hand side) and
-    ``bound`` (``(N+1) (sum alpha) max ||x||``).
+    as a dict of ``difference`` (E2 - d~ computed directly), ``identity`` (the right-hand side) and ``bound``
+    (``(N+1) (sum alpha) max ||x||``).
 
     Chapter 2, ``prop-e2-tracks``, one of the bounds of chapter 6's ``prop-fig2-readings``; tested by
     ``tests/test_theory.py::test_e2_identity_and_bound``.

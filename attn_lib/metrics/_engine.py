@@ -39,18 +39,16 @@ class Settings:
     """The tunable settings of :mod:`attn_lib.metrics`, read at call time from :data:`settings` (change them with
     :func:`configure`, or ``monkeypatch.setattr(attn_lib.metrics.settings, "block_elems", 64)`` in a test)."""
 
-    #: what ``engine="auto"`` means: ``"auto"`` (the accelerator where it applies, torch elsewhere), ``"torch"`` or
-    #: ``"numba"``; initially ``ATTN_LIB_ENGINE`` (e.g. ``torch`` for float64 square roots in the critical-N scan)
+    #: what ``engine="auto"`` means (``"auto"``, ``"torch"`` or ``"numba"``); initially ``ATTN_LIB_ENGINE``
     default_engine: str = dataclasses.field(default_factory=_env_engine)
     #: target elements of one (H, rows, W) work block of the torch code (~4 MB in float64)
     block_elems: int = 1 << 19
     #: the same for the critical-N scan, whose ~6 work arrays are revisited for every N (to stay in L2 cache)
     scan_block_elems: int = 1 << 19
-    #: largest N for which the compiled distance kernel also computes d_1 of Theorem 1(a) (cost N t per row); above
-    #: it the running-maximum kernel ``d1_cummax`` is cheaper
+    #: largest N for which the compiled distance kernel also computes d_1 (cost N t per row; ``d1_cummax`` above)
     kernel_d1_max_n: int = 64
-    #: the compiled top-N order keeps at least ``L // order_prefetch_div`` columns per row (0: only those requested);
-    #: 1 sorts each row once, fully, for every experiment of the layer (the critical-N scan goes up to ``N = L - 1``)
+    #: the compiled top-N order keeps at least ``L // order_prefetch_div`` columns per row (0: only those requested;
+    #: 1: each row sorted once, fully, for every experiment of the layer)
     order_prefetch_div: int = 1
 
 
@@ -60,8 +58,8 @@ settings = Settings()
 
 @contextlib.contextmanager
 def configure(**changes):
-    """Context: the given :class:`Settings` fields (e.g. ``configure(default_engine="torch")``) take the given
-    values inside, and their old values afterwards; an unknown name or a bad value is a ``ValueError``."""
+    """Context: the given :class:`Settings` fields take the given values inside (``ValueError`` for an unknown name
+    or a bad value)."""
     names = {f.name for f in dataclasses.fields(Settings)}
     for name, value in changes.items():
         if name not in names:
@@ -117,8 +115,7 @@ def _discover() -> dict[str, str | None]:
 
 
 def accelerated(name: str) -> Callable | None:
-    """The registered accelerated implementation of the metric ``name``, or ``None`` (the first call imports the
-    accelerators of :data:`GROUP`)."""
+    """The registered accelerated implementation of the metric ``name``, or ``None``."""
     _discover()
     return ACCELERATED.get(name)
 
@@ -181,8 +178,7 @@ def block_parallel(workers: int | None = None):
 
 
 def coarse_threads(fn: Callable) -> Callable:
-    """Decorator of the public metrics: the call runs inside :func:`block_parallel` unless it already does (with
-    another process on a core, ``distance_metrics`` on a (9, 256, 256) layer went from 10 ms to 250 ms without)."""
+    """Decorator of the public metrics: the call runs inside :func:`block_parallel` unless it already does."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -196,8 +192,8 @@ def coarse_threads(fn: Callable) -> Callable:
 
 @contextlib.contextmanager
 def large_ops():
-    """Inside :func:`block_parallel`: let torch use the worker count again for a few large operations (softmax and
-    Gram products over a whole layer), where per-operation threading pays off. Elsewhere: no change."""
+    """Inside :func:`block_parallel`: torch uses the worker count again, for a few large operations over a whole
+    layer where per-operation threading pays off. Elsewhere: no change."""
     prev = torch.get_num_threads()
     torch.set_num_threads(_WORKERS or prev)
     try:

@@ -9,20 +9,18 @@ start with its subsets: with the same ``seed``, rows, ``n_samples`` and a row se
 the scan's prefix of length ``N`` is exactly the subset it draws at that ``N``.
 
 **Variance reduction.** With ``control_variate=True`` each sample is :math:`Y = \tilde d - C + \mathbb E[C]`, where
-:math:`C = \sum_{i\notin I} w_i Q_i`, :math:`Q_i = \|\alpha_i x_i - s\|^2` is the square under the root of
-d~'s term ``i`` and :math:`w_i = 1/(2\sqrt{m_i})`, :math:`m_i = \mathbb E[Q_i \mid i\notin I]` (exact for
-sampling without replacement, from the Gram matrix; :math:`\mathbb E[C] = \frac{t-N}{t}\sum_i w_i m_i`).
-:math:`C` is the first-order Taylor expansion of d~ around the second moments, so ``Y`` has d~'s expectation and,
-where the linearisation holds, a smaller variance (``stderr`` is then ``Y``'s). Extra cost ``O(t^2 + n t)`` per
-row, independent of ``K``. On a row with a dominant token (an attention sink) ``Q_i`` jumps with that token's
-membership, the Taylor weights overshoot, and the variance can be larger than the plain mean's.
+:math:`C = \sum_{i\notin I} w_i Q_i`, :math:`Q_i = \|\alpha_i x_i - s\|^2` (d~'s term ``i`` squared),
+:math:`w_i = 1/(2\sqrt{m_i})`, :math:`m_i = \mathbb E[Q_i \mid i\notin I]` (exact, from the Gram matrix) and
+:math:`\mathbb E[C] = \frac{t-N}{t}\sum_i w_i m_i`: the first-order Taylor expansion of d~ around the second
+moments, so ``Y`` has d~'s expectation and, where the linearisation holds, a smaller variance (extra cost
+``O(t^2 + n t)`` per row). On a row with an attention sink ``Q_i`` jumps with the sink's membership, the Taylor
+weights overshoot, and the variance can be larger than the plain mean's.
 
 With ``stratify=True`` each row is stratified on its largest weight ``j*`` (per head; ties to the lower index):
-sample ``k`` is a pair of independent orders, one with ``j*`` first (its ``N``-prefix: ``j*`` and a uniform
-``(N-1)``-subset of the others), one with ``j*`` last among the visible tokens (a uniform ``N``-subset without
-``j*``), combined with the weights ``N/t`` and ``1 - N/t``: unbiased, twice the orders of the plain scan, and less
-variance on rows with an attention sink; ``stderr = sqrt((N/t)^2 se_in^2 + (1 - N/t)^2 se_out^2)``. Both options
-can be combined.
+sample ``k`` is a pair of independent orders, one with ``j*`` first (``j*`` and a uniform ``(N-1)``-subset of the
+others), one with ``j*`` last among the visible tokens (a uniform ``N``-subset without ``j*``), weighted ``N/t`` and
+``1 - N/t``: unbiased, twice the orders, less variance on rows with an attention sink;
+``stderr = sqrt((N/t)^2 se_in^2 + (1 - N/t)^2 se_out^2)``. Both options can be combined.
 """
 
 from __future__ import annotations
@@ -60,12 +58,10 @@ def expected_distance_mc(
     r"""Monte-Carlo estimate of :math:`\mathbb E_{I_N\sim\mathcal U}[\tilde d]` (Eq. 8).
 
     For each requested row (``rows``, default all; may be empty), ``n_samples`` uniform ``N``-subsets of its visible
-    tokens are drawn from a CPU generator seeded with ``seed`` (random keys, smallest ``N``, as
-    :func:`attn_lib.theory.expected_distance_mc`). One ``rand(R, K, L)`` draw serves all requested rows, so the
-    subsets depend on ``seed``, the requested rows (their number and order), ``t``, ``N``, ``K`` and ``L``: a row
-    asked for together with other rows may get other subsets than alone. They are shared by all heads, so every head
-    must have the same mask. Cost per row: ``O(K t N)``; the accelerator (``mc_prefix``, ``O(K t min(N, d))``) uses
-    the same subsets.
+    tokens are drawn from one seeded CPU ``rand(R, K, L)`` (random keys, smallest ``N``, as
+    :func:`attn_lib.theory.expected_distance_mc`), so a row asked for together with other rows may get other subsets
+    than alone. They are shared by all heads, which must have the same mask. Cost per row: ``O(K t N)``; the
+    accelerator (``mc_prefix``, ``O(K t min(N, d))``) uses the same subsets.
     """
     ld, N = as_layer(layer, values, mask), check_n(N)
     rows, n_samples, seed = _check_mc_args(ld, rows, n_samples, seed, "expected_distance_mc")

@@ -59,19 +59,17 @@ from .separation import (
 )
 from .vanishing import corollary1_bounds, corollary1_delta, lemma1_bounds, lemma1_constants
 
-# the results of the paper (softmax_np, softmax_jacobian_np and dmax_from_parts, importable here, are helpers)
+# the results of the paper in its order, Lemma 1 to the Discussion's multi-head coverage (softmax_np,
+# softmax_jacobian_np and dmax_from_parts, importable here, are helpers)
 __all__ = [
-    # Lemma 1 / Corollary 1
     "lemma1_constants",
     "lemma1_bounds",
     "corollary1_delta",
     "corollary1_bounds",
-    # top-N and distances
     "top_n_indices",
     "top_n_mask",
     "context_vector",
     "distance",
-    # Theorem 1
     "theorem1_dmax",
     "expectation_e1",
     "jensen_gap_bound",
@@ -79,27 +77,23 @@ __all__ = [
     "expected_distance_mc",
     "expected_distance_exact",
     "jensen_gap_exact",
-    # Corollary 2
     "corollary2_linear_bounds",
     "corollary2_random_bound",
     "corollary2_e1_bound",
     "corollary2_limits",
     "corollary2_e2_identity",
-    # separability / Theorem 2
     "selected_offsets",
     "distinguishable_count",
     "separability",
     "theorem2_xi",
     "theorem2_bounds",
     "theorem2_hoeffding_upper",
-    # Lemma 2 / Corollary 3 / examples
     "lemma2_jacobian",
     "lemma2_jacobian_bound",
     "corollary3_paper",
     "corollary3_corrected",
     "corollary3_counterexample",
     "sqrt5_example",
-    # the Discussion's multi-head coverage
     "multihead_coverage",
     "heads_for_coverage",
     "multihead_coverage_simulation",

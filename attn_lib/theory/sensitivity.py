@@ -128,8 +128,7 @@ def corollary3_counterexample(T: float = 1.0, eps: float = 1e-6) -> dict:
     Chapter 4, ``prop-softmax-constants`` (item 3); tested by
     ``tests/test_theory.py::test_corollary3_forms_and_counterexample``.
     """
-    Tv = check_positive("temperature", T)
-    e = check_positive("eps", eps)
+    Tv, e = check_positive("temperature", T), check_positive("eps", eps)
     l0 = np.zeros(2)
     J = softmax_jacobian_np(l0, Tv)
     v = np.array([1.0, -1.0]) / math.sqrt(2)
@@ -154,9 +153,7 @@ def sqrt5_example(c: float, eps: float, T: float, L: int) -> dict:
     Returns ``l1, l2, logit_distance, delta_alpha`` (exact softmax difference norm), ``ratio`` (``delta_alpha /
     eps``), ``linearised`` (``||J(l1)(l1 - l2)||``) and ``tie_approximation`` (``3 sqrt2 eps / (4T)``).
     """
-    c = check_finite("c", c)
-    e = check_positive("eps", eps)
-    Tv = check_positive("temperature", T)
+    c, e, Tv = check_finite("c", c), check_positive("eps", eps), check_positive("temperature", T)
     L = check_size("L", L, low=2)
     l1 = np.concatenate([[c + e, c], np.zeros(L - 2)])
     l2 = np.concatenate([[c - e, c + e], np.zeros(L - 2)])

@@ -18,8 +18,7 @@ apply) or ``"torch"`` (the definition: any device, dtype and mask). The :data:`s
 
 from __future__ import annotations
 
-# block_parallel, masked_mean, top_n_order, running_min_distance and unit_layer: importable here, not in __all__;
-# the other internals (engine choice, threads, test references) are read from their submodules
+# block_parallel, masked_mean, top_n_order, running_min_distance and unit_layer: importable here, not in __all__
 from ._engine import block_parallel, configure, settings  # noqa: F401
 from .coverage import coverage_metrics
 from .crossing import crossing_metrics

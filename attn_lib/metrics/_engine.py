@@ -1,12 +1,8 @@
-"""How the metrics run: the :data:`settings` (read at call time; :func:`configure` for a ``with`` block), the
-registry of accelerated implementations and the choice between them and the torch definitions, and the threading.
-
-Each metric is defined once, by its torch code. A faster implementation for CPU float64 tensors and prefix masks may
-be registered under the metric's name in :data:`ACCELERATED` (:func:`register`); the metric asks :func:`choose`
-whether to run it. The core never imports an accelerator: the packages of the entry-point group
-``attn_lib.accelerators`` (``attn_lib.accel`` in ``pyproject.toml``) are imported at the first look-up and register
-theirs; one that fails to import (numba missing or broken) leaves the torch definitions in use, and
-:func:`accelerators` says why.
+"""How the metrics run: the :data:`settings`, the choice between accelerated implementations and the torch
+definitions, and the threading. A faster implementation for CPU float64 tensors and prefix masks may be registered
+under the metric's name (:func:`register`); the metric asks :func:`choose` whether to run it. The core never imports
+an accelerator: the packages of the entry-point group ``attn_lib.accelerators`` are imported at the first look-up and
+register theirs; one that fails to import leaves the torch definitions in use, and :func:`accelerators` says why.
 """
 
 from __future__ import annotations
@@ -36,8 +32,7 @@ def _env_engine() -> str:
 
 @dataclasses.dataclass
 class Settings:
-    """The tunable settings of :mod:`attn_lib.metrics`, read at call time from :data:`settings` (change them with
-    :func:`configure`, or ``monkeypatch.setattr(attn_lib.metrics.settings, "block_elems", 64)`` in a test)."""
+    """The tunable settings of :mod:`attn_lib.metrics`, read at call time from :data:`settings` (:func:`configure`)."""
 
     #: what ``engine="auto"`` means (``"auto"``, ``"torch"`` or ``"numba"``); initially ``ATTN_LIB_ENGINE``
     default_engine: str = dataclasses.field(default_factory=_env_engine)

@@ -89,10 +89,9 @@ def distance_metrics(
     ``tests/test_metrics.py::test_distance_metrics_match_theory_rows``, engines by
     ``tests/test_metrics.py::test_distance_engines_agree``.
 
-    Row ``r`` with ``t`` visible tokens is valid iff ``t >= N + 1``. Cost per row: ``O(t d)`` by BLAS for
-    ``s . x_i``, ``O(t)`` elementwise; ``d_1`` (for d_max) uses a running maximum of the squared distances from each
-    token (prefix masks) and falls back to ``O(N t)`` per row only where the farthest visible token from the best
-    selected one is itself selected.
+    Cost per row: ``O(t d)`` by BLAS for ``s . x_i``, ``O(t)`` elementwise; ``d_1`` (for d_max) uses a running
+    maximum of the squared distances from each token (prefix masks), ``O(N t)`` only where the farthest visible token
+    from the best selected one is itself selected.
 
     ``p``: E1's inclusion probability, as in :func:`attn_lib.theory.expectation_e1` (``"L-1"``: ``N/(t-1)``,
     ``"L"``: ``N/t``, or a number in ``[0, 1]``). ``form="sum"`` is the project's d~ (Reading the paper, §Distance),

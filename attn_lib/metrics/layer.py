@@ -270,8 +270,7 @@ def top_n_order(alpha: torch.Tensor, n: int, mask: torch.Tensor | None = None) -
     """Top-``n`` indices ``(..., min(n, L))`` along the last axis of ``alpha``, largest first, ties to the lower index
     (as :func:`attn_lib.theory.top_n_indices`); masked positions (``mask`` ``False``) rank below every visible one,
     lowest index first. The definition of the order (the accelerated ``"top_n_order"`` is held to it): ``torch.topk``
-    with ties repaired by a stable re-sort inside the selection and a full stable sort of rows tied at its boundary.
-    """
+    with ties repaired by a stable re-sort inside the selection and a full stable sort of rows tied at its boundary."""
     L = alpha.shape[-1]
     n = min(n, L)
     key = alpha if alpha.is_floating_point() else alpha.to(F64)

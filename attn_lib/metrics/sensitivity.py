@@ -33,16 +33,13 @@ def sensitivity_rows(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     r"""Finite-difference sensitivity per row for a grid of ``T`` and ``eps`` (each ``> 0``, neither grid empty).
 
-    Same definition as :func:`attn_lib.jacobian.sensitivity` (and the same seeded unit directions from
-    :func:`attn_lib.jacobian.random_directions`, one per row, reused for every ``T`` and ``eps``), but the rows are
-    processed in causal blocks, all temperatures at once. ``logits`` ``(H, L, L)`` or ``(L, L)``: ``-inf`` marks a
-    masked position (``mask``, ``True`` = visible, masks further ones), finite at every visible one. ``direction``
-    ``(H, R, L)`` replaces the seeded directions. ``rows``: only these (the set ``R`` of Algorithm 5, non-empty; the
-    directions are then drawn for the ``(H, len(rows), L)`` sub-array); default all ``R = L``. ``dtype``: float64 by
-    default (float32 loses ~3 digits at ``eps = 1e-3``). The accelerator is the fused ``sens_rows``.
-
-    Returns ``(g, valid)``: ``g`` ``(len(temperatures), len(eps_values), H, R)`` in ``dtype``, 0 where not valid;
-    ``valid`` ``(H, R)`` bool, the rows with at least two visible tokens.
+    Same definition and seeded unit directions (one per row, for every ``T`` and ``eps``) as
+    :func:`attn_lib.jacobian.sensitivity`, in causal row blocks, all temperatures at once. ``logits`` ``(H, L, L)`` or
+    ``(L, L)``: ``-inf`` (or ``mask`` ``False``) marks a masked position, finite at every visible one. ``direction``
+    ``(H, R, L)`` replaces the seeded directions; ``rows``: only these (the set ``R`` of Algorithm 5, non-empty, the
+    directions drawn for the sub-array). ``dtype``: float32 loses ~3 digits at ``eps = 1e-3``. Returns ``(g, valid)``:
+    ``g`` ``(len(temperatures), len(eps_values), H, R)``, 0 where not valid; ``valid`` ``(H, R)``, the rows with at
+    least two visible tokens.
     """
     x, visible, directions, temps, eps_list = _sensitivity_inputs(
         logits, temperatures, eps_values, mask, seed, direction, rows, check_dtype(dtype)

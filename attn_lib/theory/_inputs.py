@@ -22,9 +22,8 @@ def from_torch(x: Any) -> Any:
 
 def as_array(x: Any, name: str) -> np.ndarray:
     """``x`` (array-like or torch tensor) as a float64 numpy array; ``ValueError`` naming ``name`` otherwise."""
-    x = from_torch(x)
     try:
-        return np.asarray(x, dtype=np.float64)
+        return np.asarray(from_torch(x), dtype=np.float64)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be an array of real numbers") from None
 

@@ -42,15 +42,12 @@ def lemma1_constants(F: Callable, a: float, theta: Any = None, grid: int = 2049)
     def scalar(z):
         return float(eval_F(F, np.array([z]), theta)[0])
 
-    h = zs[1] - zs[0]
+    h, xatol = zs[1] - zs[0], 1e-12 * max(1.0, a)
     m_F, M_F = float(vals.min()), float(vals.max())
     for sign, k in ((1.0, int(np.argmin(vals))), (-1.0, int(np.argmax(vals)))):
-        lo, hi = max(-a, zs[k] - h), min(a, zs[k] + h)
+        bounds = (max(-a, zs[k] - h), min(a, zs[k] + h))
         res = minimize_scalar(
-            lambda z, sign=sign: sign * scalar(z),
-            bounds=(lo, hi),
-            method="bounded",
-            options={"xatol": 1e-12 * max(1.0, a)},
+            lambda z, sign=sign: sign * scalar(z), bounds=bounds, method="bounded", options={"xatol": xatol}
         )
         v = scalar(float(res.x))
         if not (np.isfinite(v) and v > 0):

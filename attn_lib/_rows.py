@@ -90,9 +90,8 @@ def divide(x: torch.Tensor, T: float) -> torch.Tensor:
 
 
 def scale(x: torch.Tensor, T: float) -> torch.Tensor:
-    """``x / T`` clipped to +-finfo.max/8 so that differences of two scaled logits never overflow (callers pass
-    shifted logits ``x - max <= 0`` where they can, where a clipped value only stands for an exponent that underflows
-    to 0 anyway)."""
+    """``x / T`` clipped to +-finfo.max/8 so that differences of two scaled logits never overflow (callers pass shifted
+    logits ``x - max <= 0`` where they can: a clipped value there stands for an exponent that underflows anyway)."""
     big = torch.finfo(x.dtype).max / 8
     return divide(x, T).clamp(-big, big)
 

@@ -22,8 +22,7 @@ MAX_DRAWS = 2 * 10**8
 
 def check_size(name: str, value: Any, per_item: int = 1, *, low: int = 1) -> int:
     """A resource parameter: an integer ``>= low`` whose ``value * per_item`` draws stay within :data:`MAX_DRAWS`."""
-    high = max(low, MAX_DRAWS // max(int(per_item), 1))
-    return check_int(name, value, low=low, high=high)
+    return check_int(name, value, low=low, high=max(low, MAX_DRAWS // max(int(per_item), 1)))
 
 
 def _is_bool(value: Any) -> bool:

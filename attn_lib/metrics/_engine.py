@@ -2,8 +2,7 @@
 definitions, and the threading. A faster implementation for CPU float64 tensors and prefix masks may be registered
 under the metric's name (:func:`register`); the metric asks :func:`choose` whether to run it. The core never imports
 an accelerator: the packages of the entry-point group ``attn_lib.accelerators`` are imported at the first look-up and
-register theirs; one that fails to import leaves the torch definitions in use, and :func:`accelerators` says why.
-"""
+register theirs; one that fails to import leaves the torch definitions in use, and :func:`accelerators` says why."""
 
 from __future__ import annotations
 

@@ -33,8 +33,7 @@ class SeparableSets:
 
     N: int  #: the top-``N`` size
     order: torch.Tensor  #: ``(H, L, N)`` int64: each head's top-``N`` columns, largest weight first
-    #: ``(H, L, N)`` bool: ``order[h, t, k]`` is separable (``D < rho_min``); ``False`` in rows that are not valid
-    separable: torch.Tensor
+    separable: torch.Tensor  #: ``(H, L, N)`` bool: ``order[h, t, k]`` is separable (``D < rho_min``) in a valid row
     valid: torch.Tensor  #: ``(H, L)`` bool: the row has ``t >= N + 1`` visible tokens
 
 
@@ -48,8 +47,7 @@ class CoverageRows:
     hits: torch.Tensor  #: ``(H, L, N)`` bool: target token ``target[t, k]`` is in head ``h``'s separable set
     perms: torch.Tensor  #: ``(P, L, H)`` int64: the order in which the heads are added, per permutation and row
     coverage: torch.Tensor  #: ``(L, H)``: ``c(k)`` for ``k = 1..H`` heads (column ``k - 1``), mean over the orders
-    #: ``(P, L)`` int64: the smallest ``k`` with ``c(k) = 1`` in each order; 0 if all ``H`` heads do not cover ``T``
-    needed: torch.Tensor
+    needed: torch.Tensor  #: ``(P, L)`` int64: the smallest ``k`` with ``c(k) = 1`` per order; 0: all heads fall short
     fraction: torch.Tensor  #: ``(H, L)``: each head's own ``N_s/N`` (``|S_h| / N``)
 
 

@@ -53,8 +53,7 @@ def check_n(N: Any, name: str = "N") -> int:
 
 
 def check_n_range(L: int, n_min: Any, n_max: Any) -> tuple[int, int]:
-    """A scan's range ``n_min..n_max``: integers with ``1 <= n_min <= n_max <= L - 1`` (the largest ``N`` with a valid
-    row; ``n_min = n_max = 1`` when ``L = 1``)."""
+    """A scan's range: integers ``1 <= n_min <= n_max <= L - 1`` (the largest valid ``N``; both 1 when ``L = 1``)."""
     n_min = check_int("n_min", check_n(n_min, "n_min"), low=1, high=max(1, L - 1))
     return n_min, check_int("n_max", n_max, low=n_min, high=max(n_min, L - 1))
 
@@ -179,8 +178,7 @@ class LayerData:
         return self.device.type == "cpu" and self.dtype == F64 and self.prefix
 
     def zdot(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(z_r . x_i, ||z_r||^2)``, ``(H, L, L)`` and ``(H, L)``, with ``z_r = sum_i a_i`` the weighted sum of row
-        ``r`` (cached)."""
+        """``(z_r . x_i, ||z_r||^2)`` ``(H, L, L)``, ``(H, L)`` of each row's output ``z_r = sum_i a_i`` (cached)."""
         if self._zdot is None:
             with large_ops():  # whole-layer products
                 z = self.alpha @ self.values  # (H, L, d)
@@ -189,9 +187,8 @@ class LayerData:
         return self._zdot
 
     def order(self, n: int) -> torch.Tensor:
-        """The columns of the ``n >= 1`` largest visible weights of every row, largest first, ties to the lower index
-        (cached): ``(H, L, min(n, L))`` int64; past a row's visible count, masked positions (never used by a valid
-        row)."""
+        """The columns ``(H, L, min(n, L))`` of the ``n`` largest visible weights of every row, largest first, ties to
+        the lower index (cached); past a row's visible count, masked positions (never used by a valid row)."""
         n = min(check_n(n, "n"), self.L)
         if self._order is None or self._order.shape[-1] < n:
             n_keep = max(n, min(self.L, 8))

@@ -59,8 +59,7 @@ from .separation import (
 )
 from .vanishing import corollary1_bounds, corollary1_delta, lemma1_bounds, lemma1_constants
 
-# the results of the paper in its order, Lemma 1 to the Discussion's multi-head coverage (softmax_np,
-# softmax_jacobian_np and dmax_from_parts, importable here, are helpers)
+# the results of the paper in its order (softmax_np, softmax_jacobian_np and dmax_from_parts: importable helpers)
 __all__ = [
     "lemma1_constants",
     "lemma1_bounds",

@@ -76,9 +76,8 @@ def configure(**changes):
 _WORKERS: int | None = None
 
 
-#: the accelerated implementations, by metric name: each returns what the metric's torch code would, to 1e-9 relative
-#: (1e-6 for the scans' float32 square roots). ``"warm_up"`` is no metric: ``warm_up(bar)`` compiles them now,
-#: calling ``b.update(1)`` in ``with bar(total) as b``.
+#: the accelerated implementations by metric name, each as its torch code to 1e-9 relative (1e-6: float32 square roots);
+#: ``"warm_up"`` is no metric: ``warm_up(bar)`` compiles them, calling ``b.update(1)`` in ``with bar(total) as b``.
 ACCELERATED: dict[str, Callable] = {}
 #: the entry-point group whose packages register accelerated implementations when imported.
 GROUP = "attn_lib.accelerators"

@@ -203,9 +203,9 @@ class LayerData:
         return self._order[..., :n]
 
     def top_block(self, order: torch.Tensor, rows_block: torch.Tensor, width: int) -> tuple:
-        """For consecutive rows ``rows_block`` that see at most ``width`` columns: ``(rows, alpha, visible, top, s,
-        s_dot_x)``, ``rows`` their slice, ``top`` their ``order`` clamped into the block (past a row's count: invalid
-        rows only), ``s = sum_{top N} alpha_j x_j`` ``(H, B, d)`` by one BLAS product of the top-N weights."""
+        """For consecutive rows ``rows_block`` that see at most ``width`` columns: ``rows`` (their slice), ``alpha``,
+        ``visible``, ``top`` (their ``order`` clamped into the block; past a row's count: invalid rows only), ``s`` =
+        sum of the top-N ``alpha_j x_j`` ``(H, B, d)`` (one BLAS product) and ``s_dot_x``."""
         rows = slice(int(rows_block[0]), int(rows_block[-1]) + 1)
         alpha, values = self.alpha[:, rows, :width], self.values[:, :width]
         top = order[:, rows].clamp(max=width - 1)
@@ -239,8 +239,7 @@ def row_blocks(last: list[int], budget: int) -> Iterator[tuple[int, int, int]]:
 
 
 def zero_invalid(valid: torch.Tensor, **fields: torch.Tensor | None) -> dict:
-    """``fields`` with 0 where ``valid`` is ``False`` (every metric's convention for the rows it does not define;
-    ``None`` stays ``None``)."""
+    """``fields`` with 0 where ``valid`` is ``False``, every metric's convention (``None`` stays ``None``)."""
     return {k: None if x is None else torch.where(valid, x, 0) for k, x in fields.items()}
 
 

@@ -93,8 +93,7 @@ def _keys(seed: int, visible: torch.Tensor, K: int) -> torch.Tensor:
 
 @functools.lru_cache(maxsize=64)  # a paper pass asks for 55 (5 seeds x 11 grid points), each at most a few MB
 def _mc_subsets(seed: int, rows: tuple, t: tuple, L: int, N: int, K: int) -> torch.Tensor:
-    """The subsets of :func:`_draw_subsets` for rows that see the prefixes ``0..t-1`` (cached: a pass reuses them for
-    every layer)."""
+    """:func:`_draw_subsets` for rows that see the prefixes ``0..t-1`` (cached: a pass reuses them for every layer)."""
     return _draw_subsets(seed, torch.arange(L).view(1, L) < torch.as_tensor(t).view(-1, 1), N, K)
 
 
@@ -164,8 +163,7 @@ def expected_distance_mc_scan(
 
 
 def _check_mc_args(ld: LayerData, rows, n_samples, seed, caller: str) -> tuple[torch.Tensor, int, int]:
-    """The checked ``(rows, n_samples, seed)`` of a Monte-Carlo estimate (``rows`` ascending, on the CPU), and the
-    one mask of every head."""
+    """The checked ``(rows, n_samples, seed)`` (``rows`` ascending, on the CPU), and the one mask of every head."""
     seed = check_seed("seed", seed)
     rows = torch.arange(ld.L) if rows is None else check_rows(rows, ld.L)
     n_samples = check_size("n_samples", n_samples, per_item=max(1, int(rows.numel())) * ld.L)  # (R, K, L) keys

@@ -44,8 +44,7 @@ def unit_layer(layer: LayerData, M: float = 1.0) -> LayerData:
 @coarse_threads
 def running_min_distance(layer: LayerData) -> torch.Tensor:
     """``delta`` ``(H, L)``: the minimum pairwise distance among the tokens visible to each row (0 for rows with fewer
-    than two): for prefix masks a running minimum over rows (on CPU the accelerated ``"running_min_distance"``), other
-    masks row by row."""
+    than two), for prefix masks by a running minimum over rows, for other masks row by row."""
     H, L = layer.H, layer.L
     last = torch.broadcast_to(layer.last, (H, L)).clamp(min=0)
     impl = choose("running_min_distance", "auto", layer.kernels_apply)
@@ -119,9 +118,8 @@ def _separability_torch(ld: LayerData, N: int, order: torch.Tensor) -> tuple[tor
 
 
 def separation(ld: LayerData, order: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(separable, rho)`` of every row, in row blocks (Algorithm 4): ``rho`` ``(H, L)`` is ``rho_min``, the smallest
-    ``D_i = ||a_i - s||`` of a visible non-selected token (0 if none); ``separable`` ``(H, L, n)`` flags the selected
-    tokens (``order``) strictly closer to ``s``."""
+    """``(separable, rho)`` in row blocks (Algorithm 4), ``D_i = ||a_i - s||``: ``rho`` ``(H, L)`` is ``rho_min``, the
+    smallest ``D_i`` of a visible non-selected token (0 if none); ``separable``: the selected tokens' ``D_i < rho``."""
     separable = torch.zeros(order.shape, dtype=torch.bool, device=ld.device)
     rho_min = torch.zeros(ld.H, ld.L, dtype=ld.dtype, device=ld.device)
 
@@ -140,10 +138,9 @@ def separation(ld: LayerData, order: torch.Tensor) -> tuple[torch.Tensor, torch.
 
 
 def separable_flags(layer: LayerData, N: int, rho: torch.Tensor) -> torch.Tensor:
-    """``(H, L, N)`` bool: whether the rank-``k`` selected token (largest weight first) of each row lies strictly inside
-    the ball of radius ``rho`` ``(H, L)`` around ``s`` (with ``rho = rho_min``, Algorithm 4's count token by token: the
-    mean over ``k`` is ``N_s/N``), from the ``N`` selected vectors only; ``layer`` as given (normalise it first with
-    :func:`unit_layer`). Rows with fewer than ``N + 1`` visible tokens are ``False``."""
+    """``(H, L, N)`` bool: whether the rank-``k`` selected token of each row lies strictly inside the ball of radius
+    ``rho`` ``(H, L)`` around ``s`` (with ``rho = rho_min``, Algorithm 4's count token by token: the mean over ``k`` is
+    ``N_s/N``); ``layer`` as given (see :func:`unit_layer`); ``False`` in rows with fewer than ``N + 1`` tokens."""
     ld, N = as_layer(layer), check_n(N)
     order = ld.order(min(N, ld.L))
     n = order.shape[-1]

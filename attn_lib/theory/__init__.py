@@ -12,9 +12,9 @@ Conventions: one query row has ``alpha`` ``(L,)`` (non-negative weights; the res
 softmax weights do) and ``X`` ``(L, d)`` (the vectors ``x_i``; values ``v_i`` by default, §Which vectors); leading
 batch dimensions are accepted everywhere (``alpha (..., L)``, ``X (..., L, d)``), and scalars come back as Python
 floats for a single row, arrays ``(...)`` for a batch. ``a_i = alpha_i x_i``, ``z = sum_i a_i``, ``I_N`` = top-N set
-with ties to the lower index (stable sort, §Notation), ``s = sum_{i in I_N} a_i`` (Eq. 6), ``abar = sum_{i in I_N}
-alpha_i``. torch tensors are converted to float64 numpy arrays; bad input raises ``ValueError`` naming the argument
-and the allowed range.
+with ties to the lower index (stable sort, §Notation), ``s = sum_{i in I_N} a_i`` (Eq. 6),
+``abar = sum_{i in I_N} alpha_i``. torch tensors are converted to float64 numpy arrays; bad input raises
+``ValueError`` naming the argument and the allowed range.
 """
 
 from __future__ import annotations

@@ -150,8 +150,8 @@ def sqrt5_example(c: float, eps: float, T: float, L: int) -> dict:
               \quad\|\ell^{(1)}-\ell^{(2)}\|_2=\sqrt5\,\varepsilon
 
     Near a dominant tie the linearisation gives :math:`\|\Delta\alpha\|_2\approx\frac{3\sqrt2}{4}\frac{\varepsilon}{T}`.
-    Returns ``l1, l2, logit_distance, delta_alpha`` (exact softmax difference norm), ``ratio`` (``delta_alpha /
-    eps``), ``linearised`` (``||J(l1)(l1 - l2)||``) and ``tie_approximation`` (``3 sqrt2 eps / (4T)``).
+    Returns ``l1, l2, logit_distance, delta_alpha`` (exact softmax difference norm), ``ratio``
+    (``delta_alpha / eps``), ``linearised`` (``||J(l1)(l1 - l2)||``) and ``tie_approximation`` (``3 sqrt2 eps / (4T)``).
     """
     c, e, Tv = check_finite("c", c), check_positive("eps", eps), check_positive("temperature", T)
     L = check_size("L", L, low=2)

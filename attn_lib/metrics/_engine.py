@@ -127,10 +127,9 @@ def accelerators() -> str:
 
 
 def choose(name: str, engine: str, applies: bool, needs: str = "") -> Callable | None:
-    """Validate the caller's ``engine`` and return the accelerated implementation of the metric ``name`` that should
-    run, or ``None`` for its torch definition. ``"numba"`` is a ValueError where none is registered or it does not
-    apply; ``"auto"`` follows ``settings.default_engine``. ``applies``: whether an accelerator can run on this input
-    (CPU float64, prefix masks, plus any condition of the caller, which ``needs`` names for the error)."""
+    """Validate ``engine`` and return the accelerated implementation of the metric ``name`` to run (``None``: torch);
+    ``applies``: whether it can run on this input (CPU float64, prefix masks, any condition ``needs`` names), else
+    ``"numba"`` is a ValueError. ``"auto"`` follows ``settings.default_engine``."""
     check_choice("engine", engine, ENGINES)
     if engine == "auto":
         default = settings.default_engine
@@ -153,10 +152,9 @@ def kernel_threads() -> int:
 
 @contextlib.contextmanager
 def block_parallel(workers: int | None = None):
-    """Context: torch runs single-threaded inside, and the row-block loops of the metrics run on ``workers`` Python
-    threads instead (at most 8 per CPU; default: those of an enclosing ``block_parallel``, else
-    ``torch.get_num_threads()``). Per-operation OpenMP threading pays a barrier per tensor operation, which on a busy
-    machine made the layer analyses 10-50x slower (``benchmarks/bench_contention.py``)."""
+    """Context: torch runs single-threaded inside, the metrics' row blocks on ``workers`` Python threads (at most 8
+    per CPU; default: an enclosing ``block_parallel``'s, else ``torch.get_num_threads()``). Per-operation threading
+    pays a barrier per tensor operation: 10-50x slower on a busy machine (``benchmarks/bench_contention.py``)."""
     global _WORKERS
     prev_threads, prev_workers = torch.get_num_threads(), _WORKERS
     if workers is not None:
@@ -187,8 +185,11 @@ def coarse_threads(fn: Callable) -> Callable:
 def large_ops():
     """Inside :func:`block_parallel`: torch uses the worker count again, for a few large operations over a whole
     layer where per-operation threading pays off. Elsewhere: no change."""
+    if _WORKERS is None:
+        yield
+        return
     prev = torch.get_num_threads()
-    torch.set_num_threads(_WORKERS or prev)
+    torch.set_num_threads(_WORKERS)
     try:
         yield
     finally:

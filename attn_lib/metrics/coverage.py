@@ -68,11 +68,10 @@ def separable_sets(layer, values=None, N: int = 16, *, mask=None, normalize: boo
 def coverage_metrics(
     layer, values=None, N: int = 16, *, mask=None, permutations: int = 8, seed: int = 0, normalize: bool = True
 ) -> CoverageRows:
-    r"""Coverage ``c(k)`` (module doc) of the head-averaged top-``N`` by the union of the heads' separable sets, heads
-    added in random order, on each valid row (every head sees ``t >= N + 1`` tokens; the target's ties go to the lower
-    index, among the tokens visible to every head). ``permutations`` head orders per row are drawn with
-    ``torch.Generator().manual_seed(seed)`` (``argsort`` of uniform draws, shape ``(P, L, H)``); ``N`` and
-    ``normalize`` as for :func:`separable_sets`."""
+    r"""Coverage ``c(k)`` (module doc) on each valid row (every head sees ``t >= N + 1`` tokens; the target's ties go to
+    the lower index, among the tokens visible to every head), for ``permutations`` head orders per row drawn with
+    ``torch.Generator().manual_seed(seed)`` (``argsort`` of uniform draws ``(P, L, H)``); ``normalize`` as for
+    :func:`separable_sets`."""
     ld, N = as_layer(layer, values, mask), check_n(N)
     P = check_size("permutations", permutations, per_item=ld.L * ld.H)  # (P, L, H) orders
     seed = check_seed("seed", seed)

@@ -114,8 +114,7 @@ def theorem2_hoeffding_upper(mean_X: Any, r: float, M: float, value_range: float
         raise ValueError("mean_X must have shape (..., N) with N >= 1")
     if np.any(mu < 0) or not np.all(np.isfinite(mu)):
         raise ValueError("mean_X must be finite and >= 0")
-    rv = check_positive("r", r)
-    M = check_positive("M", M)
+    rv, M = check_positive("r", r), check_positive("M", M)
     R = 2 * M if value_range is None else check_positive("value_range", value_range)
     return as_output(np.exp(-2 * np.clip(mu - rv, 0.0, None) ** 2 / R**2).mean(-1))
 
@@ -128,8 +127,7 @@ def sphere_separability(
     uniform on the unit sphere in ``d`` dimensions (Assumption 1) and fixed weights ``softmax(l / T)`` with standard
     normal logits, drawn independently of the vectors (the weights are fixed in Theorem 2)."""
     T = check_positive("temperature", temperature)
-    seed = check_int("seed", seed, low=0)
-    trials = check_int("trials", trials, low=1)
+    seed, trials = check_int("seed", seed, low=0), check_int("trials", trials, low=1)
     d, L = check_int("d", d, low=2), check_int("L", L, low=2)
     ns = check_int_list("n_values", n_values, low=1, high=L)
     rng = np.random.default_rng(seed)

@@ -314,11 +314,10 @@ critical_n = CriticalNParams.public(
 
 def critical_n_summary(trace: pd.DataFrame, alpha: float | None = None, crit_fraction: float = 1.0) -> pd.DataFrame:
     """Critical ``N`` per ``(L, form, sampling)`` of a :func:`critical_n` trace (without a ``sampling`` column:
-    ``"heads"``) at the KS level ``alpha`` (default: the trace's), for the trace's scan limit ``crit_fraction``.
+    ``"heads"``) at the KS level ``alpha`` (default: the trace's), for the trace's scan limit ``crit_fraction``: a table
+    ``L, form, sampling, n_star`` (first ``N`` with ``p >= alpha``), ``censored`` (no such ``N`` up to the scan limit;
+    ``n_star`` is then the limit), ``ratio = n_star / L``, ``n_scanned``, ``limit`` (the scan limit)."""
 
-    Returns a table ``L, form, sampling, n_star`` (first ``N`` with ``p >= alpha``), ``censored`` (no such ``N`` up to
-    the scan limit; ``n_star`` is then the limit), ``ratio = n_star / L``, ``n_scanned``, ``limit`` (the scan limit).
-    """
     columns = ["L", "form", "sampling", "n_star", "censored", "ratio", "n_scanned", "limit"]
     if alpha is not None:
         alpha = check_probability("alpha", alpha, open_low=True, open_high=True)

@@ -78,14 +78,6 @@ def _softmax_type_jacobian(f, logits, temperature, mask):
     return _out((torch.diag_embed(a) - a.unsqueeze(-1) * a.unsqueeze(-2)) / T, was_numpy)
 
 
-def topk_jacobian(logits, k, temperature=1.0, mask=None):
-    r"""Analytic Jacobian (..., L, L) of top-k attention: :math:`(\mathrm{diag}\,\alpha - \alpha\alpha^\top)/T`,
-    :math:`\alpha = \mathrm{topk}(l/T)`: softmax's on the kept set and 0 elsewhere. At a tie of the ``k``-th and
-    ``(k+1)``-th largest logit (not differentiable) it is that of the side :func:`attn_lib.normalizers.topk` picks
-    (lower index wins), as autograd gives."""
-    return _softmax_type_jacobian(_nz.get("topk", k=k), logits, temperature, mask)
-
-
 def _log_F_of(f, z: torch.Tensor) -> torch.Tensor:
     """Elementwise ``log F(z)`` of a :func:`~attn_lib.normalizers.make_general` normaliser (torch or numpy valued F)."""
     theta = getattr(f, "theta", None)
@@ -159,7 +151,9 @@ def jacobian(name_or_fn, logits, temperature=1.0, mask=None, **params):
     r"""Jacobian ``J[..., i, j] = d alpha_i / d l_j`` (..., L, L) of a normaliser (Reading the paper, §Notation,
     §Lemma 2 and §Corollary 3); masked positions have zero rows and columns, numpy in gives numpy out.
 
-    Analytic for ``"softmax"`` and ``"topk"`` with ``k=...`` (or those callables; :func:`topk_jacobian`) and for
+    Analytic for ``"softmax"`` and ``"topk"`` with ``k=...`` (or those callables; top-k's is softmax's on the kept set
+    and 0 elsewhere, at a tie of the ``k``-th and ``(k+1)``-th logit that of the side top-k keeps, as autograd gives)
+    and for
     ``"general"`` or a :func:`~attn_lib.normalizers.make_general` callable (Lemma 2, :func:`general_jacobian`); any
     other name (``params`` bound as in :func:`attn_lib.normalizers.get`) or callable
     ``f(logits, temperature=, dim=, mask=)`` by autograd (:func:`autograd_jacobian`; at a sparse map's support change

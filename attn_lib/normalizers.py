@@ -295,16 +295,6 @@ def softpick(logits, temperature=1.0, dim=-1, mask=None, eps=1e-8):
 
 
 # ---------- top-k ----------
-def topk_support(logits, k, dim=-1, mask=None):
-    """The positions :func:`topk` keeps, a bool tensor of the shape of ``logits``: the ``k`` largest visible logits of
-    each row, the **lower index winning** ties. A row with ``t <= k`` visible positions keeps all; masked positions
-    and ``-inf`` logits are never kept."""
-    k = _check_k(k)
-    x, visible, _, was_numpy, dim = _rows.prepare(logits, 1.0, dim, mask)
-    keep = _topk_keep(x, visible, k).movedim(-1, dim)
-    return keep.cpu().numpy() if was_numpy else keep
-
-
 def _check_k(k: Any) -> int:
     if k is None:
         raise ValueError("k must be given for topk: an integer >= 1 (e.g. get('topk', k=8))")
@@ -335,9 +325,8 @@ def topk(logits, temperature=1.0, dim=-1, mask=None, k=None):
               K = \text{the } k \text{ largest visible } l_j
 
     ``k``: an integer ``>= 1``, required (``ValueError`` naming ``k``). A row with at most ``k`` visible positions (the
-    early rows of causal attention) is plain softmax; at ties the lower index wins (:func:`topk_support`); the
-    selection does not depend on ``T``. Off ties the Jacobian is softmax's on the kept set
-    (:func:`attn_lib.jacobian.topk_jacobian`). Reference: Gupta et al. 2021, "Memory-efficient Transformers via Top-k
+    early rows of causal attention) is plain softmax; at ties the lower index wins; the selection does not depend on
+    ``T``. Off ties the Jacobian is softmax's on the kept set (:func:`attn_lib.jacobian.jacobian`). Reference: Gupta et al. 2021, "Memory-efficient Transformers via Top-k
     Attention", arXiv:2106.06899; recommended by the paper for ``L >> k`` (the book's appendix "Reading the paper").
     """
     k = _check_k(k)

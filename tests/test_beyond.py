@@ -144,7 +144,7 @@ def test_row_metrics_rejects_bad_input():
 @pytest.mark.parametrize("T", [0.1, 1.0])
 def test_spectral_norm_matches_the_dense_jacobian(k, T):
     x = torch.randn(5, 9, generator=torch.Generator().manual_seed(2), dtype=torch.float64) * 3
-    J = jb.softmax_jacobian(x, T) if k is None else jb.topk_jacobian(x, k, T)
+    J = jb.softmax_jacobian(x, T) if k is None else jb.jacobian("topk", x, T, k=k)
     w = nz.softmax(x, T) if k is None else nz.topk(x, T, k=k)
     ref = torch.linalg.matrix_norm(J, ord=2)
     torch.testing.assert_close(B.weights.softmax_type_spectral_norm(w, T), ref, atol=1e-12, rtol=1e-10)

@@ -153,7 +153,7 @@ def softmax_type_spectral_norm(weights, temperature: float = 1.0, *, iterations:
     r"""Spectral norm of :math:`J = (\mathrm{diag}\,\alpha - \alpha\alpha^\top)/T`, one value per row, exactly.
 
     This is the Jacobian of softmax and (off ties) of top-k (:func:`attn_lib.jacobian.softmax_jacobian`,
-    :func:`attn_lib.jacobian.topk_jacobian`). ``diag(alpha) - alpha alpha^T`` is positive semi-definite and its largest
+    :func:`attn_lib.jacobian.jacobian`). ``diag(alpha) - alpha alpha^T`` is positive semi-definite and its largest
     eigenvalue ``lambda`` is the root in ``[alpha_(2), alpha_(1)]`` (the two largest weights) of the secular equation
     :math:`\sum_i \alpha_i^2/(\alpha_i - \lambda) = 1`, found by float64 bisection in ``O(L)`` per row and step.
 

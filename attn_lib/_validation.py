@@ -120,7 +120,7 @@ def check_int_list(
 
 
 def check_positive_list(name: str, values: Any) -> list[float]:
-    """A number or a non-empty sequence of numbers > 0, as a list of floats."""
+    """A number or a non-empty sequence of numbers > 0, as a list of floats; else a ``ValueError`` naming ``name``."""
     return [check_positive(name, v) for v in _items(name, values, "a number or a non-empty list of numbers > 0")]
 
 
@@ -173,7 +173,7 @@ def prepare_output_dir(name: str, value: Any) -> Path:
 
 
 def check_bool(name: str, value: Any) -> bool:
-    """``value`` if it is ``True`` or ``False`` (a 0/1, a string or None is not)."""
+    """``value`` if it is ``True`` or ``False``; else (a 0/1, a string, None) a ``ValueError`` naming ``name``."""
     if not isinstance(value, bool):
         raise ValueError(f"{name} must be True or False (got {value!r})")
     return value

@@ -1,6 +1,6 @@
 """Streaming capture of attention, layer by layer, through transformers' ``AttentionInterface``.
 
-transformers 5.x hands every attention layer's query, key and value (post-projection, post-RoPE), the mask and the
+transformers 5.x hands every attention layer's query, key and value (post-projection; post-RoPE in Llama-style models), the mask and the
 model's ``scaling`` to the function registered under ``config._attn_implementation``. attn_lib registers
 ``"attn_lib_capture"`` (with eager attention's mask builder), which:
 

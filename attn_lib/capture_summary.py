@@ -62,7 +62,7 @@ class CaptureJob:
 
     def run(self, *, use_cache: bool = True, progress: bool = True) -> dict:
         """``rows`` (per reported layer, in layer order: :func:`layer_summary`, ``max_weight`` the largest over the
-        windows, the others their means), ``seconds`` (the capture's wall time) and ``cache`` (the ResultCache's
+        windows, the others their means), ``seconds`` (the capture's wall time when it was computed, also on a cache hit) and ``cache`` (the ResultCache's
         ``last_status``); a progress bar on a terminal's stderr when ``progress``."""
         results = cache.ResultCache(enabled=use_cache)
         key = cache.make_key("cli-capture", handle=self.handle, text=self.text, **self.params)

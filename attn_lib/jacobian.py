@@ -151,13 +151,12 @@ def jacobian(name_or_fn, logits, temperature=1.0, mask=None, **params):
     r"""Jacobian ``J[..., i, j] = d alpha_i / d l_j`` (..., L, L) of a normaliser (Reading the paper, §Notation,
     §Lemma 2 and §Corollary 3); masked positions have zero rows and columns, numpy in gives numpy out.
 
-    Analytic for ``"softmax"`` and ``"topk"`` with ``k=...`` (or those callables; top-k's is softmax's on the kept set
-    and 0 elsewhere, at a tie of the ``k``-th and ``(k+1)``-th logit that of the side top-k keeps, as autograd gives)
-    and for
-    ``"general"`` or a :func:`~attn_lib.normalizers.make_general` callable (Lemma 2, :func:`general_jacobian`); any
-    other name (``params`` bound as in :func:`attn_lib.normalizers.get`) or callable
-    ``f(logits, temperature=, dim=, mask=)`` by autograd (:func:`autograd_jacobian`; at a sparse map's support change
-    the standard generalised Jacobian)."""
+    Analytic for ``"softmax"``, ``"topk"`` with ``k=...`` (or those callables: top-k's is softmax's on the kept set,
+    0 elsewhere, and at a tie of the ``k``-th and ``(k+1)``-th logit that of the side top-k keeps, as autograd gives)
+    and ``"general"`` or a :func:`~attn_lib.normalizers.make_general` callable (Lemma 2, :func:`general_jacobian`);
+    any other name (``params`` bound as in :func:`attn_lib.normalizers.get`) or callable ``f(logits, temperature=,
+    dim=, mask=)`` by autograd (:func:`autograd_jacobian`; at a sparse map's support change the standard generalised
+    Jacobian)."""
     f, kind = _resolve(name_or_fn, dict(params))
     if kind == "softmax":
         return _softmax_type_jacobian(f, logits, temperature, mask)

@@ -29,7 +29,7 @@ def wrap_text(text: str, width_in: float, fontsize: float) -> str:
 
 
 def smallest_font_pt(fig) -> float | None:
-    """The smallest font size, in points, of the visible text of a laid-out Matplotlib figure, or ``None``."""
+    """The smallest font size, in points, of the visible text of a Matplotlib figure (laid out here first), or ``None``."""
     from matplotlib.text import Text  # matplotlib: only when a figure is measured (the core stays light)
 
     fig.draw_without_rendering()

@@ -326,8 +326,9 @@ def topk(logits, temperature=1.0, dim=-1, mask=None, k=None):
 
     ``k``: an integer ``>= 1``, required (``ValueError`` naming ``k``). A row with at most ``k`` visible positions (the
     early rows of causal attention) is plain softmax; at ties the lower index wins; the selection does not depend on
-    ``T``. Off ties the Jacobian is softmax's on the kept set (:func:`attn_lib.jacobian.jacobian`). Reference: Gupta et al. 2021, "Memory-efficient Transformers via Top-k
-    Attention", arXiv:2106.06899; recommended by the paper for ``L >> k`` (the book's appendix "Reading the paper").
+    ``T``. Off ties the Jacobian is softmax's on the kept set (:func:`attn_lib.jacobian.jacobian`). Reference: Gupta et
+    al. 2021, "Memory-efficient Transformers via Top-k Attention", arXiv:2106.06899; recommended by the paper for ``L >>
+    k`` (the book's appendix "Reading the paper").
     """
     k = _check_k(k)
     x, visible, T, was_numpy, dim = _rows.prepare(logits, temperature, dim, mask)

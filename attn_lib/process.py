@@ -4,7 +4,7 @@ Two settings help the book's 2-core runs (Linux only; results do not change):
 
 * **GNU OpenMP's spin count.** An idle thread of the ``libgomp`` pool that torch and numba share busy-waits
   ``GOMP_SPINCOUNT`` iterations (300,000 by default, milliseconds), taking a core from a busy machine;
-  :data:`SPIN_COUNT` makes it sleep after tens of microseconds. libgomp reads it when torch loads it: set it before.
+  :data:`SPIN_COUNT` makes it sleep after tens of microseconds. libgomp reads it when torch loads it: set it before torch is imported.
 * **glibc's allocator.** ``M_MMAP_MAX = 0`` serves the large tensors of a forward pass from the heap instead of fresh,
   zero-filled ``mmap`` pages, and :data:`TRIM_THRESHOLD` keeps freed memory for reuse, at the cost of resident memory.
 

@@ -501,8 +501,8 @@ def limits_row(handle, text, profile, normalizer: str = "softmax", params=None) 
     the median over (layer, head) of each head's median ``||s_N||/||z||`` at ``rho_N`` (the critical-N diagnosis);
     ``g_T<T>``, Fig. 4's ``g(T, eps)`` at the smallest ``eps`` (row mean, max over (layer, head)) at each ``T`` of
     :data:`LIMITS_T`, median over the direction draws (``_lo``, ``_hi``: their range), and ``g_slope``, its log-log
-    slope over ``T <= 0.1``; ``n_heads`` and ``ks_p_min``, the smallest p-value a KS test over them can give (chapter
-    7's critical N is 1 by construction where it is not below ``ks_alpha``, that test's level)."""
+    slope over ``T <= 0.1``; ``n_heads``, the heads measured, and ``ks_p_min``, the smallest p-value a KS test over
+    them can give (chapter 7's critical N is 1 by construction where it is not below ``ks_alpha``, that test's level)."""
     from .experiments import passes  # lazy, as in limits_profile
     from .experiments.inputs import table_meta
 

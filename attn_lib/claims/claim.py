@@ -182,8 +182,22 @@ def judged(ok, measured: str, cause: str, kind: str = "informative", numbers: di
 # ---- applying one rule ---------------------------------------------------------------------------------------------
 #: The columns of a row (:func:`claim_row`): the claim's id, where, title (``claim``), words (``paper``), reading and
 #: evidence, the outcome's verdict, measured value and cause, then the claim's rule, fails_if, basis, section, weak.
-COLUMNS = ("id", "where", "claim", "paper", "reading", "evidence", "verdict", "measured", "cause", "rule", "fails_if")
-COLUMNS += ("basis", "section", "weak")
+COLUMNS = (
+    "id",
+    "where",
+    "claim",
+    "paper",
+    "reading",
+    "evidence",
+    "verdict",
+    "measured",
+    "cause",
+    "rule",
+    "fails_if",
+    "basis",
+    "section",
+    "weak",
+)
 
 #: The tally's label of an informative row marked as a near-empty test (:attr:`Claim.weak`).
 NEAR_EMPTY = "near-empty test"

@@ -40,7 +40,7 @@ def diagnosis_summary(diag: pd.DataFrame) -> pd.DataFrame:
     (median over heads of each head's median :math:`\|s_N\|/\|z\|`), ``rho q25``, ``rho q75``, ``E1/d~`` (ratio of
     the head means, what the KS test compares), ``lead ratio`` (the same for the leading terms
     :math:`(t-N)p\|z\|` and :math:`(t-N)\|s_N\|`), ``KS p (heads)``, ``KS p (kv groups)`` (one sample per key/value
-    group: the mean of its heads), ``sink share`` and ``sink output share`` (medians over heads) and ``bound
+    group: the mean of its heads), ``sink share`` (the first token's mean weight) and ``sink output share`` (medians over heads) and ``bound
     violations`` (rows, summed over heads)."""
     require_columns(diag, "diag", _DIAG_COLUMNS)
     rows = []

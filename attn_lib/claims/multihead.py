@@ -37,9 +37,18 @@ def coverage_decomposition(df, target: float = 0.99) -> dict:
     p = float(df.groupby("layer")["fraction"].first().mean()) if "fraction" in df else math.nan
     c1, c3 = float(c.get(1, math.nan)), float(c.get(3, math.nan))
     indep_p, indep_c1 = 1 - (1 - p) ** 3, 1 - (1 - c1) ** 3
-    out = dict(p=p, c1=c1, c3=c3, share=c1 / p if p > 0 else math.nan, indep_p=indep_p, indep_c1=indep_c1)
-    out.update(from_p=target - indep_p, from_share=indep_p - indep_c1, from_overlap=indep_c1 - c3)
-    return out | {"H99": next((int(h) for h, v in c.items() if v >= target), None)}
+    return dict(
+        p=p,
+        c1=c1,
+        c3=c3,
+        share=c1 / p if p > 0 else math.nan,
+        indep_p=indep_p,
+        indep_c1=indep_c1,
+        from_p=target - indep_p,
+        from_share=indep_p - indep_c1,
+        from_overlap=indep_c1 - c3,
+        H99=next((int(h) for h, v in c.items() if v >= target), None),
+    )
 
 
 @rule("multihead-rule-model")

@@ -13,8 +13,10 @@ from .stats import linfit
 
 _BASES = {"scaled": "gradient_sensitivity", "raw": "gradient_sensitivity_raw"}
 _BASE_WORDS = {"scaled": "T on the model's scaled logits", "raw": "T on the raw scores q·k"}
-_AGG = {"mean": ("g", "row mean, then max over heads (the paper's)")}
-_AGG["max"] = ("g_row_max", "row maximum, then max over heads")
+_AGG = {
+    "mean": ("g", "row mean, then max over heads (the paper's)"),
+    "max": ("g_row_max", "row maximum, then max over heads"),
+}
 
 
 def _curve(results, base: str = "scaled", agg: str = "mean") -> pd.DataFrame:
@@ -27,7 +29,8 @@ def _curve(results, base: str = "scaled", agg: str = "mean") -> pd.DataFrame:
 def _smallest_eps(results, base: str = "scaled", agg: str = "mean") -> tuple[float, pd.DataFrame]:
     """The smallest ``eps`` of :func:`_curve`, and the curve at it (sorted by T)."""
     cur = _curve(results, base, agg)
-    return (e0 := float(cur["eps"].min())), cur[cur["eps"] == e0].sort_values("T")
+    e0 = float(cur["eps"].min())
+    return e0, cur[cur["eps"] == e0].sort_values("T")
 
 
 # ---- the direction draws: every Fig. 4 rule runs once per draw, and reports the spread ------------------------------

@@ -70,9 +70,18 @@ def separability_stats(df: pd.DataFrame) -> pd.DataFrame:
     ``upper`` and ``lower`` of Theorem 2's bounds, and ``heads``; read by Fig. 3's claims and its per-N table."""
     g = df.groupby("N")
     f = g["fraction"]
-    out = {"median": f.median(), "q25": f.quantile(0.25), "q75": f.quantile(0.75), "p90": f.quantile(0.9)}
-    out.update(max=f.max(), upper=g["upper"].median(), lower=g["lower"].median(), heads=f.size())
-    return pd.DataFrame(out)
+    return pd.DataFrame(
+        dict(
+            median=f.median(),
+            q25=f.quantile(0.25),
+            q75=f.quantile(0.75),
+            p90=f.quantile(0.9),
+            max=f.max(),
+            upper=g["upper"].median(),
+            lower=g["lower"].median(),
+            heads=f.size(),
+        )
+    )
 
 
 def linfit(x, y) -> tuple[float, float, float]:

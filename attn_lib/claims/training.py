@@ -1,6 +1,6 @@
 """The rules of the abstract's training claim (chapter 8; their fields are in claims.toml): softmax's "gradient
-sensitivity ... presents challenges during training, especially at low temperature settings", which the paper never
-trains. They read :mod:`attn_lib.training`'s ``train_runs`` (one row per normaliser, temperature and seed); a verdict
+sensitivity ... presents challenges during training, especially at low temperature settings", a claim the paper makes
+without training a model. They read :mod:`attn_lib.training`'s ``train_runs`` (one row per normaliser, temperature and seed); a verdict
 needs every seed to agree (paired by seed), otherwise the row says "no verdict" and shows the spread.
 """
 

@@ -63,8 +63,11 @@ def profile_params(handle, profile: Profile, seed: int | None = None) -> dict[st
 @contextlib.contextmanager
 def _torch_threads(threads: int | None):
     """torch's intra-op threads set to ``threads`` for the block (``None``: left as they are), restored afterwards."""
+    if threads is None:
+        yield
+        return
     prev = torch.get_num_threads()
-    torch.set_num_threads(prev if threads is None else threads)
+    torch.set_num_threads(threads)
     try:
         yield
     finally:
@@ -298,7 +301,7 @@ def run_reproduce(
     into ``out`` (checked writable *before* any work). ``use_cache``: the result cache (under ``ATTN_LIB_CACHE_DIR``).
     ``progress``, ``threads``: as for :func:`run_all`. ``compare``: further models run with the same profile and text,
     each cut at its own context: ``report.md`` gets a side-by-side verdict table (:func:`attn_lib.report.side_by_side`),
-    figures 2a-4 a second panel, ``results.json`` their tables under ``"compare"``. Returns a :class:`ReproduceResult`:
+    figures 2a-4 a second panel (the first of them), ``results.json`` their tables under ``"compare"``. Returns a :class:`ReproduceResult`:
     output paths, timings, verdicts and ``notes``, the one-off notices of the load, also raised as ``UserWarning``."""
     prof, formats, compare, threads = _check_reproduce_args(profile, use_cache, formats, compare, threads)
     prog = Progress(progress)
@@ -412,12 +415,14 @@ def run_compare(
     start: int = HELD_OUT_START,
     say=None,
 ) -> dict:
-    """Run :func:`compare_normalizers` and :func:`live_swap` and write into ``out`` (checked before any work)
-    ``limits.md`` / ``.csv`` / ``.json`` (:func:`limits_summary`), ``compare.csv`` (the tidy table), ``critical_n.csv``,
-    ``swap_losses.csv`` and ``swap.md`` (held-out loss and perplexity), ``limits.png/.svg`` and ``swap.png/.svg``.
-    ``start``: first token of the swap's held-out window (the text needs ``start + profile.swap_length`` tokens; e.g.
-    ``max(profile.lengths)`` for a short text); ``say``: called with one-line progress messages. Returns a dict:
-    ``out``, ``files`` (names written), ``notes`` (offline fallbacks), ``summary`` (the table), ``seconds``."""
+    """Run :func:`compare_normalizers` and :func:`live_swap` (``profile``: ``"paper"`` or ``"quick"`` of
+    :data:`~attn_lib.experiments.BEYOND_PROFILES`; offline, GPT-2 resolves to the stand-in) and write into ``out``
+    (checked before any work) ``limits.md`` / ``.csv`` / ``.json`` (:func:`limits_summary`), ``compare.csv`` (the tidy
+    table), ``critical_n.csv``, ``swap_losses.csv`` and ``swap.md`` (held-out loss and perplexity), ``limits.png/.svg``
+    and ``swap.png/.svg``. ``start``: first token of the swap's held-out window (the text needs ``start +
+    profile.swap_length`` tokens; e.g. ``max(profile.lengths)`` for a short text); ``say``: called with one-line
+    progress messages. Returns a dict: ``out``, ``files`` (names written), ``notes`` (offline fallbacks), ``summary``
+    (the table), ``seconds``."""
 
     out_dir = prepare_output_dir("out", out)
     prof = get_beyond_profile(profile)

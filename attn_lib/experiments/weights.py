@@ -145,7 +145,6 @@ def _row_sums(a_sq4, wv, visv, top, sx, s_sq, wzx, z_sq4, t3, n_f) -> tuple[torc
 
 
 #: How far from 1 the row sums of :func:`softmax_type_spectral_norm`'s weights may be (float32 rows of 1e5 tokens: 1e-5)
-
 _DIST_TOL = 1e-4
 
 

@@ -32,8 +32,10 @@ class SeparableSets:
     """The separable tokens of every head and row (:func:`separable_sets`)."""
 
     N: int  #: the top-``N`` size
-    order: torch.Tensor  #: ``(H, L, N)`` int64: each head's top-``N`` columns, largest weight first
-    separable: torch.Tensor  #: ``(H, L, N)`` bool: ``order[h, t, k]`` is separable (``D < rho_min``) in a valid row
+    order: torch.Tensor  #: ``(H, L, min(N, L))`` int64: each head's top-``N`` columns, largest weight first
+    separable: (
+        torch.Tensor
+    )  #: ``(H, L, min(N, L))`` bool: ``order[h, t, k]`` is separable (``D < rho_min``) in a valid row
     valid: torch.Tensor  #: ``(H, L)`` bool: the row has ``t >= N + 1`` visible tokens
 
 
@@ -53,7 +55,7 @@ class CoverageRows:
 
 @coarse_threads
 def separable_sets(layer, values=None, N: int = 16, *, mask=None, normalize: bool = True) -> SeparableSets:
-    r"""Each head's separable top-``N`` tokens: ``D_i < rho_min`` (the strict convention of Algorithm 4).
+    r"""Each head's separable top-``N`` tokens (``N >= 1``): ``D_i < rho_min`` (the strict convention of Algorithm 4).
     ``normalize`` first scales every value vector to unit norm (Algorithm 4's "normalize"; ``False`` when the layer
     already is a :func:`~attn_lib.metrics.unit_layer`)."""
     ld, N = as_layer(layer, values, mask), check_n(N)

@@ -110,7 +110,7 @@ class ModelHandle:
 
     @classmethod
     def from_model(cls, model, tokenizer, **fields) -> ModelHandle:
-        """Wrap a loaded ``model`` (set to eval mode) and its ``tokenizer`` (``None``: token ids only); the architecture
+        """Wrap a loaded ``model``, already on its device in its dtype (set to eval mode here), and its ``tokenizer`` (``None``: token ids only); the architecture
         and ``causal`` are read from the config, ``fields`` are the rest."""
         model.eval()
         causal = not is_encoder_config(model.config)

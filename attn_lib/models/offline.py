@@ -44,7 +44,8 @@ _PROBE_TIMEOUT_S = 3.0
 
 def hub_reachable(timeout: float = _PROBE_TIMEOUT_S) -> bool:
     """Whether the Hub (``HF_ENDPOINT``) accepts a TCP connection within ``timeout`` s; False at once for a set
-    ``HF_HUB_OFFLINE``, ``TRANSFORMERS_OFFLINE`` or ``ATTN_LIB_OFFLINE`` (:func:`attn_lib._validation.env_flag`)."""
+    ``HF_HUB_OFFLINE``, ``TRANSFORMERS_OFFLINE`` or ``ATTN_LIB_OFFLINE`` (:func:`attn_lib._validation.env_flag`; an
+    ``ATTN_LIB_OFFLINE`` outside its set is a ``ValueError`` naming the variable, not "online")."""
     if env_flag("ATTN_LIB_OFFLINE"):
         return False
     hugging_face = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")

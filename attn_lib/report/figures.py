@@ -171,8 +171,11 @@ def _separability_axes(ax, df: pd.DataFrame) -> None:
     pos = np.arange(len(Ns))
     lo, hi = THRESHOLDS["sep_lo"], THRESHOLDS["sep_hi"]
     ax.axhspan(lo, hi, color="0.8", alpha=0.5, zorder=0, label=f"paper: {lo:.2f}–{hi:.2f}")
-    box = dict(boxprops=dict(facecolor="tab:green", alpha=0.45), medianprops=dict(color="darkgreen", lw=1.5))
-    box["flierprops"] = dict(marker="o", ms=3, markerfacecolor="none", markeredgecolor="tab:green")
+    box = dict(
+        boxprops=dict(facecolor="tab:green", alpha=0.45),
+        medianprops=dict(color="darkgreen", lw=1.5),
+        flierprops=dict(marker="o", ms=3, markerfacecolor="none", markeredgecolor="tab:green"),
+    )
     ax.boxplot(data, positions=pos, widths=0.5, patch_artist=True, zorder=2, **box)
     from matplotlib.patches import Patch  # matplotlib: imported only when a figure is drawn
 

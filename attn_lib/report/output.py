@@ -200,8 +200,12 @@ def _report_meta(results, handle, text, profile, timings) -> dict[str, Any]:
 
 
 def _handle_meta(handle) -> dict[str, Any]:
-    meta: dict[str, Any] = dict(model=handle.model_id, model_description=handle.describe())
-    meta.update(is_standin=bool(handle.is_standin), device=str(handle.device))
+    meta: dict[str, Any] = dict(
+        model=handle.model_id,
+        model_description=handle.describe(),
+        is_standin=bool(handle.is_standin),
+        device=str(handle.device),
+    )
     with contextlib.suppress(Exception):
         meta["model_summary"] = handle.summary()
     meta["attention"] = "causal" if getattr(handle, "causal", True) else "bidirectional"

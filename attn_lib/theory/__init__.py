@@ -62,12 +62,15 @@ from .vanishing import corollary1_bounds, corollary1_delta, lemma1_bounds, lemma
 # the results of the paper in its order (softmax_np, softmax_jacobian_np and dmax_from_parts: importable helpers)
 __all__ = ["lemma1_constants", "lemma1_bounds", "corollary1_delta", "corollary1_bounds"]  # Lemma 1, Corollary 1
 __all__ += ["top_n_indices", "top_n_mask", "context_vector", "distance", "theorem1_dmax"]  # Theorem 1
+# the expectation forms and their gaps
 __all__ += ["expectation_e1", "jensen_gap_bound", "expectation_e2", "expected_distance_mc", "expected_distance_exact"]
-__all__ += ["jensen_gap_exact"]  # the expectation forms and their gaps
+__all__ += ["jensen_gap_exact"]
+# Corollary 2
 __all__ += ["corollary2_linear_bounds", "corollary2_random_bound", "corollary2_e1_bound", "corollary2_limits"]
-__all__ += ["corollary2_e2_identity"]  # Corollary 2
-__all__ += ["selected_offsets", "distinguishable_count", "separability", "theorem2_xi", "theorem2_bounds"]
-__all__ += ["theorem2_hoeffding_upper"]  # Theorem 2
+__all__ += ["corollary2_e2_identity"]
+__all__ += ["selected_offsets", "distinguishable_count", "separability", "theorem2_xi", "theorem2_bounds"]  # Theorem 2
+__all__ += ["theorem2_hoeffding_upper"]
+# Lemma 2, Corollary 3
 __all__ += ["lemma2_jacobian", "lemma2_jacobian_bound", "corollary3_paper", "corollary3_corrected"]
-__all__ += ["corollary3_counterexample", "sqrt5_example"]  # Lemma 2, Corollary 3
+__all__ += ["corollary3_counterexample", "sqrt5_example"]
 __all__ += ["multihead_coverage", "heads_for_coverage", "multihead_coverage_simulation"]  # multi-head coverage

@@ -97,7 +97,7 @@ def theorem1_dmax(alpha: Any, X: Any, N: int, return_parts: bool = False):
     one; for other non-negative weights the form the proof gives). ``N = L`` gives 0 (``d1 := 0``).
     ``return_parts=True`` returns a dict with ``d_max``, ``d1``, ``abar``, ``out_mass``, ``max_norm``.
 
-    Chapter 2, ``thm-distance`` (a): the reference for ``d_max`` (and of :func:`attn_lib.book.symbolic.theorem1_steps`);
+    Chapter 2, ``thm-distance`` (a): the reference for ``d_max`` (also the one :func:`attn_lib.book.symbolic.theorem1_steps` checks);
     tested by ``tests/test_theory.py::test_theorem1_dmax_holds_on_20000_instances``.
     """
     a, x, L, N = rows_and_N(alpha, X, N)

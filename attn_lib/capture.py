@@ -45,7 +45,7 @@ class LayerAttention:
     times the model's scaling, 1/8 for GPT-2 small, plus any additive bias; ``-inf`` where masked); ``mask``
     ``(B or 1, 1 or H, Lq, Lk)``, True = visible; ``weights`` ``(B, H, Lq, Lk)``, the weights the model used (0 where
     masked); ``values`` ``(B, H, Lk, D)``, expanded for grouped-query attention (query head ``h`` uses key/value head
-    ``h // (H / H_kv)``); ``queries``, ``keys`` post-RoPE, before scaling (keys expanded like values); ``normalizer``,
+    ``h // (H / H_kv)``); ``queries`` ``(B, H, Lq, D)``, ``keys`` ``(B, H, Lk, D)``, post-RoPE, before scaling (keys expanded like values); ``normalizer``,
     the name of what produced ``weights`` (``"model"``: the model's softmax) at ``temperature``."""
 
     layer: int

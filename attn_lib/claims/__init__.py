@@ -3,10 +3,12 @@ the paper's words, the reading tested, its kind of evidence (:data:`EVIDENCE`), 
 guarantees it, the appendix section behind its decisions, and its rule, a function of the results returning an
 :class:`Outcome`. :func:`verdicts` applies every rule.
 
-The claims stand in ``claims.toml`` (the report's order); :mod:`~attn_lib.claims.claim` holds the machinery, one
-module per figure holds the rules (imported below), and :mod:`~attn_lib.claims.stats` and
-:mod:`~attn_lib.claims.diagnosis` the statistics they read. Adding a claim: its ``[[claim]]`` table, its rule with
-``@rule("<id>")`` in its figure's module, and a test on which the rule passes and one on which it fails.
+The claims stand in ``claims.toml`` (the report's order); :mod:`~attn_lib.claims.claim` holds the machinery, one module
+per figure holds the rules (imported below: distance, Figs. 2a-2b; critical, Fig. 2c; separability, Fig. 3 and Theorem
+2; sensitivity, Fig. 4 and Corollary 3; multihead, the Discussion; training, the abstract's training claim), and
+:mod:`~attn_lib.claims.stats` and :mod:`~attn_lib.claims.diagnosis` the statistics they read. Adding a claim: its
+``[[claim]]`` table, its rule with ``@rule("<id>")`` in its figure's module, and a test on which the rule passes and one
+on which it fails.
 """
 
 from __future__ import annotations

@@ -117,10 +117,11 @@ def live_swap(
 ) -> SwapResult:
     """Every normaliser, top-k over a ``k`` grid and softmax over a ``T`` grid, swapped into every head at inference:
     one forward pass per setting over ``profile.swap_length`` tokens of ``text`` from token ``start``; no weight of the
-    model changes. ``"softmax (model)"`` is the model's own attention; a top-k with ``k`` at least the window reuses
-    the pass of softmax at ``T = 1`` (bit for bit the same). ``profile``: ``"paper"``, ``"quick"`` or a
-    :class:`BeyondProfile`; the row recorded is the last row of ``head`` in ``layer`` (default: the middle layer), with
-    its ``d~`` at ``N``; ``cache``: a :class:`attn_lib.cache.ResultCache`. Returns a :class:`SwapResult`."""
+    model changes. ``"softmax (model)"`` is the model's own attention; a top-k with ``k`` at least the window reuses the
+    pass of softmax at ``T = 1`` (bit for bit the same) when the ``T`` grid has it. ``profile``: ``"paper"``,
+    ``"quick"`` or a :class:`BeyondProfile`; the row recorded is the last row of ``head`` in ``layer`` (default: the
+    middle layer), with its ``d~`` at ``N``; ``cache``: a :class:`attn_lib.cache.ResultCache`. Returns a
+    :class:`SwapResult`."""
 
     prof, Lw, layer, head, start, N = swap_args(handle, profile, layer, head, start, N)
     cache = check_cache(cache)

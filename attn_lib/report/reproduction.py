@@ -125,7 +125,7 @@ def claim_details_markdown(tables: dict[str, pd.DataFrame] | pd.DataFrame, *, li
 
 def side_by_side(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """The claims on several models at once, matched by claim id, from ``tables`` (``{model_column(handle):
-    reproduction_table(...)}``, at least one): ``id, claim, reading, evidence, weak``, one verdict column per model,
+    reproduction_table(...)}``, at least one): ``id, claim, reading, evidence, weak`` (why a row is a near-empty test, or ""), one verdict column per model,
     ``agree`` (whether every model that measured the claim gave the same verdict), ``cause`` (the one-line cause of the
     first model that has one, labelled with its kind of model) and ``section``."""
     _check_tables(tables)

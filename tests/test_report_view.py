@@ -62,6 +62,8 @@ class TestFigureVerdicts:
         fig = R.figure_verdicts({"decoder: a": table}, {"distance_vs_length": run})
         words = " ".join(t.get_text() for t in fig.texts).replace("\n", " ")
         assert all(w in words for w in ("decoder: a", "text: botchan", "device: cpu"))
+        with pytest.raises(ValueError, match="results must be a dict"):
+            R.figure_verdicts({"decoder: a": table}, [run])
 
 
 class TestE1Crossing:

@@ -223,6 +223,8 @@ def figure_verdicts(tables: dict[str, pd.DataFrame], results: dict | None = None
         fontsize=MIN_FONT_PT,
         frameon=False,
     )
+    if results is not None and not isinstance(results, dict):
+        raise ValueError(f"results must be a dict of result tables or None (got {type(results).__name__})")
     run = next((meta_of(t) for t in (results or {}).values() if isinstance(t, pd.DataFrame) and len(t)), {})
     footer(
         fig, " | ".join([*models, *(f"{k}: {run[k]}" for k in ("text", "device") if k in run)]), ha="left", va="bottom"

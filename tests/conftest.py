@@ -82,6 +82,22 @@ def pytest_report_header(config):
     )
 
 
+def naive_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None, p="L-1"):
+    """The reference for ``attn_lib.metrics.topn_scan`` (same arguments and result): ``distance_metrics`` recomputed
+    from scratch for every ``N``, with no incremental update."""
+    import numpy as np
+    import torch
+
+    from attn_lib.metrics import distance_metrics
+    from attn_lib.metrics.layer import as_layer
+    from attn_lib.metrics.scan import ScanRows
+
+    ld = as_layer(layer, values, mask)
+    per_n = [distance_metrics(ld, N=N, p=p, with_dmax=False) for N in range(n_min, n_max + 1)]
+    stacked = {name: torch.stack([getattr(r, name) for r in per_n], -1) for name in ("valid", "d_tilde", "e1", "e2")}
+    return ScanRows(n_values=np.arange(n_min, n_max + 1), **stacked)
+
+
 def tiny_gpt2_config(**overrides):
     from transformers import GPT2Config
 

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import naive_scan
 
 from attn_lib import jacobian as J
 from attn_lib import metrics as M
@@ -77,7 +78,7 @@ def test_distance_metrics_on_full_masks_match_theory(engine, N, n_real):
 def test_scan_on_full_masks_matches_naive_and_theory(engine):
     ld, _, V, _ = _full_layer(L=11, seed=3)
     sc = M.topn_scan(ld, n_max=10, engine=engine)
-    nv = M.scan.naive_scan(ld, n_max=10)
+    nv = naive_scan(ld, n_max=10)
     for k in ("d_tilde", "e1", "e2"):
         assert torch.allclose(getattr(sc, k), getattr(nv, k), rtol=1e-6, atol=1e-9)
     a, X = ld.alpha.numpy(), V.numpy()

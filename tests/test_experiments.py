@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import small_profile
+from conftest import naive_scan, small_profile
 
 from attn_lib import claims
 from attn_lib import experiments as E
@@ -124,14 +124,14 @@ def test_prefix_capture_equals_capture_of_prefix(handle):
 
 
 def _naive_critical(h, lengths, alpha, forms=("e1", "e2"), frac=1.0):
-    """Naive critical-N: recompute every N from scratch (metrics.scan.naive_scan) per layer, prefix per L."""
+    """Naive critical-N: recompute every N from scratch (conftest.naive_scan) per layer, prefix per L."""
     from scipy.stats import ks_2samp
 
     ids = E.text_window(h, TEXT, max(lengths))
     per_layer = []
     for la in _capture(h, ids):
         ld = M.LayerData.from_logits(la.logits[0], la.values[0])
-        per_layer.append(M.scan.naive_scan(ld, n_max=max(1, int(max(lengths) * frac))))
+        per_layer.append(naive_scan(ld, n_max=max(1, int(max(lengths) * frac))))
     out = {}
     for L in lengths:
         cap = max(1, min(L - 1, int(math.floor(L * frac))))

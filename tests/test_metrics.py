@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import naive_scan
 
 from attn_lib import jacobian as J
 from attn_lib import metrics as M
@@ -94,7 +95,7 @@ def test_general_and_per_head_masks():
                 assert abs(float(dm.d_max[h, r]) - th.theorem1_dmax(al, x, N)) <= TOL
                 assert abs(float(dm.e1[h, r]) - th.expectation_e1(al, x, N)) <= TOL
         sc = M.topn_scan(ld, n_max=4)
-        nv = M.scan.naive_scan(ld, n_max=4)
+        nv = naive_scan(ld, n_max=4)
         for k in ("d_tilde", "e1", "e2"):
             assert torch.allclose(getattr(sc, k), getattr(nv, k), atol=1e-9)
 
@@ -139,7 +140,7 @@ SCAN_RTOL = {"torch": 1e-9, "numba": 1e-6}
 def test_incremental_scan_matches_naive(n_min, n_max, engine):
     ld, *_ = _layer(H=2, L=16, seed=11)
     sc = M.topn_scan(ld, n_max=n_max, n_min=n_min, engine=engine)
-    nv = M.scan.naive_scan(ld, n_max=n_max, n_min=n_min)
+    nv = naive_scan(ld, n_max=n_max, n_min=n_min)
     assert (sc.valid == nv.valid).all()
     for k in ("d_tilde", "e1", "e2"):
         assert torch.allclose(getattr(sc, k), getattr(nv, k), rtol=SCAN_RTOL[engine], atol=1e-10), k
@@ -151,7 +152,7 @@ def test_numba_scan_matches_naive_on_larger_layer(p):
     """The fused kernel (float32 roots) against the float64 per-N reference, to 1e-6 relative, on a wider layer
     with heavy-tailed weights, every p mode, a row subset, and 1 or 2 threads (same numbers)."""
     ld, *_ = _layer(H=3, L=70, d=8, seed=21)
-    nv = M.scan.naive_scan(ld, n_max=20, n_min=2, p=p)
+    nv = naive_scan(ld, n_max=20, n_min=2, p=p)
     rows = torch.tensor([5, 17, 40, 69])
     outs = []
     for threads in (1, 2):
@@ -176,7 +177,7 @@ def test_scan_engine_choice():
     with pytest.raises(ValueError, match="engine='numba'"):
         M.topn_scan(general, n_max=3, engine="numba")
     a = M.topn_scan(general, n_max=3)  # auto falls back to torch
-    b = M.scan.naive_scan(general, n_max=3)
+    b = naive_scan(general, n_max=3)
     assert torch.allclose(a.d_tilde, b.d_tilde, rtol=1e-9, atol=1e-12)
 
 
@@ -212,7 +213,7 @@ def test_small_blocks_and_parallel_blocks_match_theory(monkeypatch, workers):
     worker threads (block_parallel), give the per-row references."""
     ld, *_ = _layer(H=2, L=24, d=4, seed=13)
     N = 9
-    ref_sc = M.scan.naive_scan(ld, n_max=N + 2)
+    ref_sc = naive_scan(ld, n_max=N + 2)
     monkeypatch.setattr(M.settings, "block_elems", 40)
     monkeypatch.setattr(M.settings, "scan_block_elems", 40)
     with M.block_parallel(workers):

@@ -11,7 +11,7 @@ import torch
 
 from . import _engine
 from ._engine import F64, choose, coarse_threads, run_blocks
-from .distance import check_p, distance_metrics, inclusion_probability
+from .distance import check_p, inclusion_probability
 from .layer import LayerData, as_layer, check_n_range, check_rows, zero_invalid
 
 __all__ = ["topn_scan"]
@@ -21,7 +21,7 @@ _SCANNED = ("d_tilde", "e1", "e2")
 
 @dataclass
 class ScanRows:
-    """Per-(head, row, N) results of :func:`topn_scan` and :func:`naive_scan`: ``d_tilde``, ``e1``, ``e2`` ``(H, L, n)``
+    """Per-(head, row, N) results of :func:`topn_scan`: ``d_tilde``, ``e1``, ``e2`` ``(H, L, n)``
     in the layer's dtype, 0 where not valid."""
 
     n_values: np.ndarray  #: ``(n,)``: the ``N`` of the last axis, ``n_min..n_max``
@@ -70,15 +70,6 @@ def topn_scan(
         for name, out in zip(_SCANNED, impl(ld, n_min, n_max, p, rows), strict=True):
             scanned[name][:, rows] = out
     return ScanRows(n_values=np.arange(n_min, n_max + 1), valid=valid, **scanned)
-
-
-def naive_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None, p: Any = "L-1") -> ScanRows:
-    """Reference for :func:`topn_scan` (same arguments and result): :func:`~attn_lib.metrics.distance_metrics`
-    recomputed from scratch for every ``N``."""
-    ld = as_layer(layer, values, mask)
-    per_n = [distance_metrics(ld, N=N, p=p, with_dmax=False) for N in range(n_min, n_max + 1)]
-    stacked = {name: torch.stack([getattr(rows, name) for rows in per_n], -1) for name in ("valid",) + _SCANNED}
-    return ScanRows(n_values=np.arange(n_min, n_max + 1), **stacked)
 
 
 def _scan_torch(ld: LayerData, n_min: int, n_max: int, p: str | float, rows, valid: torch.Tensor) -> dict:

@@ -5,6 +5,7 @@ window length (:func:`critical_n`, the trace; :func:`critical_n_summary`, the cr
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 import time
@@ -57,9 +58,13 @@ class CriticalAnalysis:
     def _mc_forms(self) -> list[str]:
         return [f for f in self.forms if self._mc_seed(f) is not None]
 
-    def _scan_layer(self, ld: M.LayerData, lo: int, hi: int) -> dict:
+    def _scan_layer(self, ld: M.LayerData, lo: int, hi: int, sh: SharedLayer | None = None) -> dict:
+        """The stage ``lo..hi`` of one layer; in the pass (``sh``), d~, E1 and E2 are scanned once for every analysis
+        of the layer that asks for the same rows and ``N`` (critical_n and critical_n_mc_seeds)."""
         rows = self.rows[self.rows < ld.L]
-        sc = M.topn_scan(ld, n_max=hi, n_min=lo, p=self.params.p, rows=rows)
+        key = ("topn_scan", lo, hi, self.params.p, tuple(rows.tolist()))
+        scan = functools.partial(M.topn_scan, ld, n_max=hi, n_min=lo, p=self.params.p, rows=rows)
+        sc = scan() if sh is None else sh.get(key, scan)
         Lm = min(self.Lmax, ld.L)
         # validity depends only on the row and N (not on the head): one 0/1 weight per (L, row, N)
         weights = (sc.valid[0, :Lm].unsqueeze(0) & self.row_masks[:, :Lm].unsqueeze(-1)).to(torch.float64)
@@ -108,7 +113,7 @@ class CriticalAnalysis:
     def layer(self, sh: SharedLayer):
         ld = sh.layer()
         lo, hi = self.stage_ranges[0]
-        self.per_layer.append({"layer": sh.la.layer, "H": ld.H, "blocks": [self._scan_layer(ld, lo, hi)]})
+        self.per_layer.append({"layer": sh.la.layer, "H": ld.H, "blocks": [self._scan_layer(ld, lo, hi, sh)]})
         if self.stop_early and hi < self.n_cap:
             la = sh.la
             Lm = min(self.Lmax, ld.L)

@@ -505,6 +505,7 @@ def limits_row(handle, text, profile, normalizer: str = "softmax", params=None) 
     them can give (chapter 7's critical N is 1 by construction where it is not below ``ks_alpha``, that test's level)."""
     from .experiments import passes  # lazy, as in limits_profile
     from .experiments.inputs import table_meta
+    from .metrics._engine import torch_threads
 
     params = params or {}
     model = handle.model
@@ -513,12 +514,8 @@ def limits_row(handle, text, profile, normalizer: str = "softmax", params=None) 
         profile, table_meta(handle, text), lambda i: _layer_normaliser(model, normalizer, params, i), sm
     )
     live = {} if sm else {"normalizer": _normaliser(model, normalizer, params)}
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as run_all(threads=1): a short window, and no spinning threads on a busy machine
-    try:
+    with torch_threads(1):  # as run_all(threads=1): a short window, and no spinning threads on a busy machine
         passes.run_pass(handle, text, [a], profile["L"], 0, **live)
-    finally:
-        torch.set_num_threads(threads)
     return a.finish()
 
 

@@ -93,8 +93,7 @@ def required_rho(L: int, fraction: float = 0.06) -> float:
     the means reaches 1."""
     L = check_int("L", L, low=3)
     f = check_probability("fraction", fraction, open_low=True, open_high=True)
-    N = max(1, round(f * L))
-    return N / (L - 1)
+    return max(1, round(f * L)) / (L - 1)
 
 
 def critical_rows(trace: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:

@@ -85,8 +85,7 @@ def run_all(
     threads = None if threads is None else check_threads("threads", threads)
     prof = get_profile(profile)
     start = check_int("start", start, low=0)
-    names = check_experiments(experiments)
-    return _run_all(handle, text, prof, cache, start, seed, names, timings, prog, threads)
+    return _run_all(handle, text, prof, cache, start, seed, check_experiments(experiments), timings, prog, threads)
 
 
 def _run_all(

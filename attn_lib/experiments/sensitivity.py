@@ -115,8 +115,7 @@ def _log10_lemma2_factor(x: torch.Tensor, visible: torch.Tensor) -> tuple[torch.
     big = torch.where(visible, x, -math.inf).amax(-1)
     small = torch.where(visible, x, math.inf).amin(-1)
     t = visible.sum(-1).clamp(min=1).to(x.dtype)
-    rng = torch.where(visible.sum(-1) >= 2, big - small, 0.0)
-    return rng * math.log10(math.e), torch.log10(1 / t + 1 / t.sqrt())
+    return torch.where(visible.sum(-1) >= 2, big - small, 0.0) * math.log10(math.e), torch.log10(1 / t + 1 / t.sqrt())
 
 
 def _model_examples(x: torch.Tensor, visible: torch.Tensor, top2: torch.Tensor, temps: list, eps_list: list) -> dict:

@@ -235,6 +235,13 @@ def check_cache(result_cache):
 
 
 # ---- what an experiment provides --------------------------------------------------------------------------------
+class RowsAnalysis:
+    """Base of an analysis whose table is the rows (dicts) its ``layer`` appends to ``self.rows``."""
+
+    def finish(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows)
+
+
 _PARAMETERS = """
     Parameters
     ----------

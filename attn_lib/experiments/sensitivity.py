@@ -15,7 +15,7 @@ import torch
 from .. import jacobian as _jac
 from .. import metrics as M
 from .._validation import SEED_MAX, check_int, check_positive_list, check_seed
-from .passes import Experiment, SharedLayer, layer_mask, sens_row_indices
+from .passes import Experiment, RowsAnalysis, SharedLayer, layer_mask, sens_row_indices
 
 # RawSensitivityParams: derived from a profile's SensitivityParams by profile_params, not built by hand
 __all__ = ["SensitivityParams", "gradient_sensitivity", "gradient_sensitivity_raw"]
@@ -25,7 +25,7 @@ __all__ = ["SensitivityParams", "gradient_sensitivity", "gradient_sensitivity_ra
 DRAW_STRIDE = 1000
 
 
-class SensitivityAnalysis:
+class SensitivityAnalysis(RowsAnalysis):
     """Algorithm 5 (:func:`gradient_sensitivity`): its table's rows, per (direction draw, T, eps, layer, head)."""
 
     def __init__(self, params: SensitivityParams, meta: dict):
@@ -97,9 +97,6 @@ class SensitivityAnalysis:
                 for h in range(H):
                     row = dict(self.meta, L=L, T=T, eps=e, layer=layer, head=h)
                     self.rows.append(dict(row, **{k: x[a, b, h].item() for k, x in cols.items()}, row_stride=stride))
-
-    def finish(self) -> pd.DataFrame:
-        return pd.DataFrame(self.rows)
 
 
 def _top_two(x: torch.Tensor, visible: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -29,9 +29,7 @@ def with_sampling(df: pd.DataFrame) -> pd.DataFrame:
 
 def _quantile(g: pd.DataFrame, col: str, q: float | None = None) -> float:
     """The median (or the ``q`` quantile) over heads of an optional column; NaN without it."""
-    if col not in g:
-        return math.nan
-    return float(g[col].median() if q is None else g[col].quantile(q))
+    return math.nan if col not in g else float(g[col].median() if q is None else g[col].quantile(q))
 
 
 def diagnosis_summary(diag: pd.DataFrame) -> pd.DataFrame:

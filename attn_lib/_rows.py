@@ -84,9 +84,7 @@ def divide(x: torch.Tensor, T: float) -> torch.Tensor:
     """``x / T``, in float64 when ``T`` lies outside the normal range of ``x``'s dtype (``T`` is rounded to that dtype
     before the division: ``T = 1e-46`` would be 0 in float32; float64 holds every temperature validation accepts)."""
     fi = torch.finfo(x.dtype)
-    if fi.tiny <= T <= fi.max:
-        return x / T
-    return (x.to(torch.float64) / T).clamp(-fi.max, fi.max).to(x.dtype)
+    return x / T if fi.tiny <= T <= fi.max else (x.to(torch.float64) / T).clamp(-fi.max, fi.max).to(x.dtype)
 
 
 def scale(x: torch.Tensor, T: float) -> torch.Tensor:

@@ -347,8 +347,7 @@ def _node(v: Any, arrays: dict) -> Any:
     if type(v) is pd.Series:
         return ["series", n(_column(v)), n(v.index), n(v.name), n(v.attrs)]
     if type(v) is pd.DataFrame:
-        cols = [n(_column(v.iloc[:, i])) for i in range(v.shape[1])]
-        return ["frame", cols, n(v.index), n(v.columns), n(v.attrs)]
+        return ["frame", [n(_column(v.iloc[:, i])) for i in range(v.shape[1])], n(v.index), n(v.columns), n(v.attrs)]
     if dataclasses.is_dataclass(v) and type(v).__module__.startswith("attn_lib."):
         fields = {f.name: n(getattr(v, f.name)) for f in dataclasses.fields(v) if f.init}
         return ["dataclass", f"{type(v).__module__}:{type(v).__qualname__}", fields]

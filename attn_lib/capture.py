@@ -116,8 +116,7 @@ def _visibility(attention_mask, module, q_len: int, k_len: int, device, kwargs) 
     if attention_mask.dtype == torch.bool:
         return attention_mask[..., :k_len], None
     add = attention_mask[..., :k_len]
-    visible = add > torch.finfo(add.dtype).min / 2  # eager masks use finfo.min; -inf also counts as masked
-    return visible, add
+    return add > torch.finfo(add.dtype).min / 2, add  # eager masks use finfo.min; -inf also counts as masked
 
 
 def _capture_attention_forward(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
@@ -414,8 +413,7 @@ def prepare_input_ids(handle, input_ids) -> torch.Tensor:
     lo, hi = int(input_ids.min()), int(input_ids.max())
     if lo < 0 or (vocab is not None and hi >= vocab):
         raise ValueError(f"input_ids must be token ids in [0, {vocab - 1 if vocab else '?'}] (got min {lo}, max {hi})")
-    device = getattr(handle, "device", None) or next(model.parameters()).device
-    return input_ids.to(device=device, dtype=torch.long)
+    return input_ids.to(device=getattr(handle, "device", None) or next(model.parameters()).device, dtype=torch.long)
 
 
 def _prepare_attention_mask(attention_mask, ids: torch.Tensor) -> torch.Tensor | None:

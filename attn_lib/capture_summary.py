@@ -43,8 +43,7 @@ def load_inputs(model: str, text: str, **options) -> tuple[ModelHandle, Text, fl
     """``(handle, text, seconds the model took to load)``; the text first: a bad one fails before the model loads."""
     loaded = corpus.load_text(text)
     t0 = time.perf_counter()
-    handle = models.load_model(model, **options)
-    return handle, loaded, time.perf_counter() - t0
+    return models.load_model(model, **options), loaded, time.perf_counter() - t0
 
 
 @dataclasses.dataclass
@@ -66,8 +65,7 @@ class CaptureJob:
         ``last_status``); a progress bar on a terminal's stderr when ``progress``."""
         results = cache.ResultCache(enabled=use_cache)
         key = cache.make_key("cli-capture", handle=self.handle, text=self.text, **self.params)
-        result = results.get_or_compute(key, lambda: self._compute(progress))
-        return {**result, "cache": results.last_status}
+        return {**results.get_or_compute(key, lambda: self._compute(progress)), "cache": results.last_status}
 
     def document(self, result: dict) -> dict:
         """The JSON document of a run: the model's summary, the text, the parameters, the rows and the seconds."""

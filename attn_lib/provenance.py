@@ -1,5 +1,5 @@
-"""Figure provenance: the footer ``model · text · device`` that says what produced every figure (:func:`label_figure`,
-read back by :func:`figure_provenance`), and the PNG each figure is shown as (:func:`figure_to_png`)."""
+"""Figure provenance: the footer ``model · text · device`` that says what produced every figure (:func:`label_figure`;
+the tests read it back by :data:`PROVENANCE_GID`), and the PNG each figure is shown as (:func:`figure_to_png`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import io
 from typing import Any
 
 from matplotlib.figure import Figure
-from matplotlib.text import Text
 
 from ._validation import check_int, check_positive
 from .layout import FIGURE_DPI, PNG_KEY_DPI, PNG_KEY_MIN_FONT, PNG_KEY_WIDTH, smallest_font_pt, wrap_text
@@ -62,14 +61,6 @@ def label_figure(
         0.99, min(bottom, 0.0) - 0.01, label, ha="right", va="top", fontsize=fontsize, color="0.35", gid=PROVENANCE_GID
     )
     return fig
-
-
-def figure_provenance(fig: Figure) -> str | None:
-    """The footer :func:`label_figure` added to ``fig``, on one line, or ``None``."""
-    for t in fig.texts:
-        if isinstance(t, Text) and t.get_gid() == PROVENANCE_GID:
-            return t.get_text().replace("\n", " ")  # label_figure breaks a long footer at spaces
-    return None
 
 
 def figure_to_png(fig: Figure, *, dpi: float = FIGURE_DPI) -> bytes:

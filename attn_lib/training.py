@@ -97,8 +97,7 @@ class TrainRun:
 def _token_ids() -> np.ndarray:
     from .corpus import load_text  # lazy: the tokenizer imports transformers
 
-    text = load_text("botchan")
-    return np.asarray(byte_tokenizer().encode(str(text.text), add_special_tokens=False), dtype=np.int64)
+    return np.asarray(byte_tokenizer().encode(str(load_text("botchan").text), add_special_tokens=False), dtype=np.int64)
 
 
 def split_tokens() -> tuple[torch.Tensor, torch.Tensor]:
@@ -476,8 +475,7 @@ class _LimitsAnalysis:
         # the smallest p-value a two-sample KS test over the n heads can give (two samples that do not overlap)
         p_min = float(ks_2samp(np.arange(n), np.arange(n) + n).pvalue)
         row = dict(model=self.meta["model"], L=L, n_heads=n, ks_p_min=p_min, ks_alpha=p["ks_alpha"])
-        mx = torch.cat(self.top).double().mean(0).numpy()
-        row["b"] = float(np.polyfit(np.log(p["b_lengths"]), np.log(mx), 1)[0])
+        row["b"] = float(np.polyfit(np.log(p["b_lengths"]), np.log(torch.cat(self.top).double().mean(0).numpy()), 1)[0])
         row.update({f"ns_{int(n)}": float(v) for n, v in sep.groupby("N")["fraction"].median().items()})
         row.update(rho_N=p["rho_N"], rho=float(np.nanmedian(torch.cat(self.rho).numpy())))
         curve = pd.DataFrame({k: torch.stack([g.amax(-1) for d, g in self.g if d == k]).amax(0).numpy()
@@ -505,6 +503,7 @@ def limits_row(handle, text, profile, normalizer: str = "softmax", params=None) 
     them can give (chapter 7's critical N is 1 by construction where it is not below ``ks_alpha``, that test's level)."""
     from .experiments import passes  # lazy, as in limits_profile
     from .experiments.inputs import table_meta
+    from .metrics._engine import torch_threads
 
     params = params or {}
     model = handle.model
@@ -513,12 +512,8 @@ def limits_row(handle, text, profile, normalizer: str = "softmax", params=None) 
         profile, table_meta(handle, text), lambda i: _layer_normaliser(model, normalizer, params, i), sm
     )
     live = {} if sm else {"normalizer": _normaliser(model, normalizer, params)}
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as run_all(threads=1): a short window, and no spinning threads on a busy machine
-    try:
+    with torch_threads(1):  # as run_all(threads=1): a short window, and no spinning threads on a busy machine
         passes.run_pass(handle, text, [a], profile["L"], 0, **live)
-    finally:
-        torch.set_num_threads(threads)
     return a.finish()
 
 
@@ -568,5 +563,4 @@ def _cached(cache, key: dict, compute):
 def _reference_row(name, text, profile) -> dict:
     from .models import load_model  # lazy: transformers
 
-    handle = load_model(name, device="cpu", quiet=True) if isinstance(name, str) else name
-    return limits_row(handle, text, profile)
+    return limits_row(load_model(name, device="cpu", quiet=True) if isinstance(name, str) else name, text, profile)

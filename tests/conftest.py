@@ -98,6 +98,18 @@ def naive_scan(layer, values=None, n_max: int = 16, *, n_min: int = 1, mask=None
     return ScanRows(n_values=np.arange(n_min, n_max + 1), **stacked)
 
 
+def figure_provenance(fig):
+    """The footer ``attn_lib.provenance.label_figure`` added to ``fig``, on one line, or ``None``."""
+    from matplotlib.text import Text
+
+    from attn_lib.provenance import PROVENANCE_GID
+
+    for t in fig.texts:
+        if isinstance(t, Text) and t.get_gid() == PROVENANCE_GID:
+            return t.get_text().replace("\n", " ")  # label_figure breaks a long footer at spaces
+    return None
+
+
 def tiny_gpt2_config(**overrides):
     from transformers import GPT2Config
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
+from conftest import figure_provenance
 
 try:
     import tomllib
@@ -337,7 +338,7 @@ def test_book_figures_declare_their_layout_in_the_png():
     ax.legend(fontsize=6.5)
     provenance.label_figure(fig, model="SmolLM2-135M-Instruct (stand-in for gpt2) " * 4, text="t", device="cpu")
     assert "\n" in next(t for t in fig.texts if t.get_gid() == provenance.PROVENANCE_GID).get_text()
-    assert "\n" not in provenance.figure_provenance(fig)
+    assert "\n" not in figure_provenance(fig)
     with Image.open(io.BytesIO(provenance.figure_to_png(fig))) as im:
         meta, width = im.text, im.width
     assert float(meta[layout.PNG_KEY_MIN_FONT]) == 6.5

@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import figure_provenance
 from test_beyond import TEXT, TOY_PROFILE, toy_table
 
 from attn_lib import experiments as B
 from attn_lib import report as R
 from attn_lib.book.swap_view import render_swap_row
-from attn_lib.provenance import figure_provenance, figure_to_png
+from attn_lib.provenance import figure_to_png
 
 
 @pytest.fixture(scope="module")

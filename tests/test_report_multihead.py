@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from conftest import figure_provenance
 
-from attn_lib import provenance
 from attn_lib.book import tables
 
 META = {"model": "tiny (random init) on cpu", "model_id": "tiny", "text": "bytes, first 8 tokens", "device": "cpu"}
@@ -56,7 +56,7 @@ class TestFigureNormaliserSwap:
             assert list(sparse.get_ydata()) == LAYERS.query("normaliser == 'sparsemax'")[col].tolist()
 
     def test_names_model_text_and_device(self):
-        label = provenance.figure_provenance(tables.figure_normaliser_swap(LAYERS))
+        label = figure_provenance(tables.figure_normaliser_swap(LAYERS))
         assert label == "model: tiny (random init) on cpu · text: bytes, first 8 tokens · device: cpu"
 
     def test_title_names_the_model(self):

@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import sympy as sp
+from conftest import figure_provenance
 from matplotlib.figure import Figure
 
 from attn_lib import theory
 from attn_lib.book import symbolic, toy
 from attn_lib.book.toy import distance as D
-from attn_lib.provenance import figure_provenance
 
 
 def _softmax(z):

@@ -13,10 +13,11 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import figure_provenance
 from scipy.special import softmax as scipy_softmax
 from scipy.stats import entropy as scipy_entropy
 
-from attn_lib import jacobian, normalizers, provenance
+from attn_lib import jacobian, normalizers
 from attn_lib.book.toy import multihead as mh
 from attn_lib.capture import LayerAttention
 
@@ -149,7 +150,7 @@ class TestFigureMaxWeight:
         np.testing.assert_allclose(lemma.get_ydata(), np.minimum(1, math.exp(2 * A / T) / np.array(LS)))
 
     def test_names_its_data(self, comparison):
-        label = provenance.figure_provenance(mh.figure_max_weight(comparison))
+        label = figure_provenance(mh.figure_max_weight(comparison))
         assert label.startswith("model: none") and "seed: 0" in label and "device: cpu" in label
 
     def test_rejects_other_input(self):
@@ -241,7 +242,7 @@ class TestFigureSensitivity:
         np.testing.assert_allclose(np.asarray(line.get_ydata(), float), mean.where(mean > 0), equal_nan=True)
 
     def test_names_its_data(self, sweep):
-        assert "L = 12" in provenance.figure_provenance(mh.figure_sensitivity(sweep))
+        assert "L = 12" in figure_provenance(mh.figure_sensitivity(sweep))
 
     def test_rejects_other_input(self):
         with pytest.raises(ValueError, match="sweep"):
@@ -270,7 +271,7 @@ class TestRenderNormalisers:
         assert [ax.get_visible() for ax in fig.axes] == [True, True] + [False] * 6
 
     def test_names_its_data(self):
-        assert "L = 16" in provenance.figure_provenance(mh.render_normalisers(1.0, row=self.ROW, seed=0))
+        assert "L = 16" in figure_provenance(mh.render_normalisers(1.0, row=self.ROW, seed=0))
 
     @pytest.mark.parametrize(
         "kwargs, name",

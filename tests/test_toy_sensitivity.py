@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 import scipy.special
 import sympy as sp
+from conftest import figure_provenance
 from matplotlib.figure import Figure
 
 from attn_lib.book import toy
 from attn_lib.book.toy import sensitivity as S
-from attn_lib.provenance import figure_provenance
 
 SQRT2 = math.sqrt(2)
 

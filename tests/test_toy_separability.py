@@ -13,13 +13,13 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import figure_provenance
 from matplotlib.figure import Figure
 from scipy import stats as scipy_stats
 
 from attn_lib import theory
 from attn_lib.book.toy import separability as toy
 from attn_lib.book.widgets import PrecomputedSlider
-from attn_lib.provenance import figure_provenance
 
 SMALL = dict(n_values=(1, 2, 4), seed=0, d=8, L=32, mc_draws=16)
 

@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 import sympy as sp
 import torch
+from conftest import figure_provenance
 from matplotlib.figure import Figure
 from scipy.special import softmax as scipy_softmax
 
-from attn_lib import provenance
 from attn_lib.book import symbolic
 from attn_lib.book.toy import vanishing as v
 
@@ -252,7 +252,7 @@ class TestFigures:
         np.testing.assert_allclose(ssmax[0].get_ydata(), curves.ssmax_worst)
 
     def test_figure_lmax_names_its_data(self, curves):
-        label = provenance.figure_provenance(v.figure_lmax(curves))
+        label = figure_provenance(v.figure_lmax(curves))
         assert label == "model: none · text: synthetic logits, uniform on [-2, 2] · device: cpu · seed: 0"
 
     def test_figure_lmax_is_not_managed_by_pyplot(self, curves):
@@ -274,7 +274,7 @@ class TestFigures:
         assert f"{math.exp(2 * A / 0.5):.3g}" in "".join(t.get_text() for t in fig.axes[0].get_legend().get_texts())
 
     def test_render_temperature_names_its_data(self):
-        assert "seed: 4" in provenance.figure_provenance(v.render_temperature(1.0, a=A, lengths=LS, seed=4))
+        assert "seed: 4" in figure_provenance(v.render_temperature(1.0, a=A, lengths=LS, seed=4))
 
     def test_render_temperature_rejects_a_non_positive_temperature(self):
         with pytest.raises(ValueError, match="temperature"):

@@ -10,6 +10,7 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from conftest import figure_provenance
 
 from attn_lib import provenance as prov
 from attn_lib.book import widgets as aw
@@ -55,10 +56,10 @@ def test_provenance_rejects_bad_seed(seed):
 
 def test_label_figure_adds_one_footer_and_replaces_it():
     fig, _ = plt.subplots()
-    assert prov.figure_provenance(fig) is None
+    assert figure_provenance(fig) is None
     out = prov.label_figure(fig, model="gpt2", text="t", device="cpu")
     assert out is fig
-    assert prov.figure_provenance(fig) == "model: gpt2 \u00b7 text: t \u00b7 device: cpu"
+    assert figure_provenance(fig) == "model: gpt2 \u00b7 text: t \u00b7 device: cpu"
     prov.label_figure(fig, model="gpt2", text="t", device="cuda:0")
     footers = [t for t in fig.texts if t.get_gid() == prov.PROVENANCE_GID]
     assert len(footers) == 1 and footers[0].get_text().endswith("device: cuda:0")

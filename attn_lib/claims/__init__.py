@@ -59,5 +59,4 @@ def tally(table: pd.DataFrame) -> pd.DataFrame:
     kind = np.where(weak & (table["evidence"] == "informative"), NEAR_EMPTY, table["evidence"])
     t = table.assign(evidence=np.where(table["verdict"] == "n/a", "n/a", kind))
     out = t.groupby(["evidence", "verdict"]).size().unstack(fill_value=0)
-    order = [e for e in [*EVIDENCE, NEAR_EMPTY, "n/a"] if e in out.index]
-    return out.loc[order]
+    return out.loc[[e for e in [*EVIDENCE, NEAR_EMPTY, "n/a"] if e in out.index]]

@@ -174,9 +174,7 @@ def na_if(lacking, why: str) -> None:
 
 def judged(ok, measured: str, cause: str, kind: str = "informative", numbers: dict | None = None) -> Outcome:
     """The first verdict of evidence ``kind`` in :data:`VERDICTS` when ``ok``, else its second one, with ``cause``."""
-    if ok:
-        return Outcome(VERDICTS[kind][0], measured, numbers=numbers or {})
-    return Outcome(VERDICTS[kind][1], measured, cause, numbers or {})
+    return Outcome(VERDICTS[kind][0 if ok else 1], measured, "" if ok else cause, numbers or {})
 
 
 # ---- applying one rule ---------------------------------------------------------------------------------------------

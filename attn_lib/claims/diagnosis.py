@@ -29,9 +29,7 @@ def with_sampling(df: pd.DataFrame) -> pd.DataFrame:
 
 def _quantile(g: pd.DataFrame, col: str, q: float | None = None) -> float:
     """The median (or the ``q`` quantile) over heads of an optional column; NaN without it."""
-    if col not in g:
-        return math.nan
-    return float(g[col].median() if q is None else g[col].quantile(q))
+    return math.nan if col not in g else float(g[col].median() if q is None else g[col].quantile(q))
 
 
 def diagnosis_summary(diag: pd.DataFrame) -> pd.DataFrame:
@@ -93,8 +91,7 @@ def required_rho(L: int, fraction: float = 0.06) -> float:
     the means reaches 1."""
     L = check_int("L", L, low=3)
     f = check_probability("fraction", fraction, open_low=True, open_high=True)
-    N = max(1, round(f * L))
-    return N / (L - 1)
+    return max(1, round(f * L)) / (L - 1)
 
 
 def critical_rows(trace: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:

@@ -260,8 +260,7 @@ BOUND_FACTORS = {
 def bound_factors(df: pd.DataFrame) -> pd.DataFrame:
     """Per ``N`` (index) of a :func:`~attn_lib.experiments.distance_vs_n` table: the head means of
     :data:`BOUND_FACTORS`, named as there, and ``d_max/d~``."""
-    cols = [c for c in BOUND_FACTORS if c in df]
-    out = df.groupby("N")[cols].mean().rename(columns=BOUND_FACTORS)
+    out = df.groupby("N")[[c for c in BOUND_FACTORS if c in df]].mean().rename(columns=BOUND_FACTORS)
     return out.assign(**{"d_max/d~": out["d_max"] / out["d~"]})
 
 

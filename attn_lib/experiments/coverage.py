@@ -6,12 +6,11 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
-import pandas as pd
 import torch
 
 from .. import metrics as M
 from .._validation import check_int, check_size
-from .passes import Experiment, SharedLayer
+from .passes import Experiment, RowsAnalysis, SharedLayer
 
 __all__ = ["CoverageParams", "multihead_coverage"]
 
@@ -20,7 +19,7 @@ __all__ = ["CoverageParams", "multihead_coverage"]
 REPORT_N, REPORT_ORDERS = 16, 8
 
 
-class CoverageAnalysis:
+class CoverageAnalysis(RowsAnalysis):
     """The analysis of :func:`multihead_coverage`: per layer, its rows ``H = 1..n_heads`` from
     :func:`attn_lib.metrics.coverage_metrics` (orders seeded with ``seed + layer``)."""
 
@@ -44,9 +43,6 @@ class CoverageAnalysis:
             row = dict(self.meta, L=self.length, N=self.N, layer=sh.la.layer, H=k, n_heads=ld.H, n_rows=n_rows)
             row.update(permutations=self.P, coverage=float(curve[k - 1]), covered=covered, fraction=p_layer)
             self.rows.append(row)
-
-    def finish(self) -> pd.DataFrame:
-        return pd.DataFrame(self.rows)
 
 
 @dataclasses.dataclass(frozen=True)

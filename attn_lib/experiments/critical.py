@@ -137,8 +137,7 @@ class CriticalAnalysis:
     def _samples(self, key: str, variance: bool = False) -> dict[str, np.ndarray]:
         """Per-head means ``(heads, nL, n)`` of the last stage over all layers, and their key/value-group means (with
         ``variance``: ``key`` holds variances of head means, and the group entries are variances of group means)."""
-        heads = np.concatenate([pl["blocks"][-1][key] for pl in self.per_layer], axis=0)
-        out = {"heads": heads}
+        out = {"heads": np.concatenate([pl["blocks"][-1][key] for pl in self.per_layer], axis=0)}
         if self.groups is not None:
             per_group = []
             for pl in self.per_layer:
@@ -210,9 +209,7 @@ class CriticalAnalysis:
             self.stage_ranges.append((lo, hi))
             with M.block_parallel():  # as in the pass: no per-operation thread barriers
                 for i, pl in enumerate(self.per_layer):
-                    ld = self._rebuild(i)
-                    pl["blocks"].append(self._scan_layer(ld, lo, hi))
-                    del ld
+                    pl["blocks"].append(self._scan_layer(self._rebuild(i), lo, hi))
             rows += self._ks(lo, hi, found)
         self.store.clear()
         return pd.DataFrame(rows)

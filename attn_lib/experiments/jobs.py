@@ -12,11 +12,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import pandas as pd
-import torch
 
 from .. import corpus, models
 from .._validation import check_bool, check_choice, check_int, check_threads, prepare_output_dir
 from ..cache import ResultCache
+from ..metrics._engine import torch_threads
 from .coverage import report_coverage_params
 from .critical import CriticalNParams, CriticalSeedsParams, critical_n_summary
 from .diagnosis import DiagnosisParams
@@ -60,20 +60,6 @@ def profile_params(handle, profile: Profile, seed: int | None = None) -> dict[st
     return {n: params[n].fit(handle, seed).for_model(handle) for n in EXPERIMENTS}
 
 
-@contextlib.contextmanager
-def _torch_threads(threads: int | None):
-    """torch's intra-op threads set to ``threads`` for the block (``None``: left as they are), restored afterwards."""
-    if threads is None:
-        yield
-        return
-    prev = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(prev)
-
-
 def run_all(
     handle,
     text,
@@ -99,8 +85,7 @@ def run_all(
     threads = None if threads is None else check_threads("threads", threads)
     prof = get_profile(profile)
     start = check_int("start", start, low=0)
-    names = check_experiments(experiments)
-    return _run_all(handle, text, prof, cache, start, seed, names, timings, prog, threads)
+    return _run_all(handle, text, prof, cache, start, seed, check_experiments(experiments), timings, prog, threads)
 
 
 def _run_all(
@@ -117,7 +102,7 @@ def _run_all(
     if not todo:
         prog.say("every experiment came from the result cache: no forward pass (--no-cache recomputes)")
     else:
-        with _torch_threads(threads):  # the missing experiments, all in the same passes
+        with torch_threads(threads):  # the missing experiments, all in the same passes
             meta = table_meta(handle, text)
             made = {n: p.units(handle, meta) for n, p in todo.items()}
             longest = max(plan(handle, [u for n in made for u in made[n]]))
@@ -245,7 +230,7 @@ def _run_report(handle, text_obj, prof: Profile, cache, prog: Progress, threads,
     pass_at = f"one forward pass at L = {params.L} (N = {params.N}, {params.permutations} head orders)"
     prog.say(f"{params.name}: {'from the result cache' if cached else pass_at}")
     t0 = time.perf_counter()
-    with _torch_threads(threads):
+    with torch_threads(threads):
         results["multihead_coverage"] = params.run(handle, text_obj, start=0, cache=cache)
     if timings is not None:
         timings["multihead_coverage"] = time.perf_counter() - t0

@@ -159,12 +159,8 @@ def compare_normalizers(handle, text, *, profile="quick", seed: int = 0, start: 
         passes.run_pass(handle, text, [only_layer], max(prof.lengths), start)
         return a.finish()
 
-    if cache is None:
-        return compute()
-    key = passes.cache_key(
-        "compare_normalizers", handle, text, start=start, seed=seed, profile=prof.as_dict(), settings=settings
-    )
-    return cache.get_or_compute(key, compute)
+    key = dict(start=start, seed=seed, profile=prof.as_dict(), settings=settings)
+    return passes.cached(cache, compute, "compare_normalizers", handle, text, **key)
 
 
 def critical_n_from_heads(df: pd.DataFrame, alpha: float = 0.01) -> pd.DataFrame:

@@ -220,6 +220,11 @@ def cache_key(name: str, handle, text, **params) -> dict:
     return make_key(name, handle=handle, text=as_text(text), schema=SCHEMA, engine=M.settings.default_engine, **params)
 
 
+def cached(cache, compute: Callable[[], Any], name: str, handle, text, **params):
+    """``compute()``, or through ``cache`` (when not None) under :func:`cache_key` of ``name`` and the rest."""
+    return compute() if cache is None else cache.get_or_compute(cache_key(name, handle, text, **params), compute)
+
+
 def check_cache(result_cache):
     """``result_cache`` must be None or a :class:`~attn_lib.cache.ResultCache` (anything with its methods)."""
     if result_cache is not None and not all(
@@ -230,6 +235,13 @@ def check_cache(result_cache):
 
 
 # ---- what an experiment provides --------------------------------------------------------------------------------
+class RowsAnalysis:
+    """Base of an analysis whose table is the rows (dicts) its ``layer`` appends to ``self.rows``."""
+
+    def finish(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows)
+
+
 _PARAMETERS = """
     Parameters
     ----------
@@ -347,11 +359,7 @@ class Experiment:
             made = {self.name: params.units(handle, table_meta(handle, text))}
             return run_timed(handle, text, made, start)[self.name]
 
-        if result_cache is None:
-            return compute()
-        return result_cache.get_or_compute(
-            cache_key(self.name, handle, text, start=start, **params.key_params()), compute
-        )
+        return cached(result_cache, compute, self.name, handle, text, start=start, **params.key_params())
 
 
 # ---- rows, heads and grids --------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import torch
 from .. import jacobian as _jac
 from .. import metrics as M
 from .._validation import SEED_MAX, check_int, check_positive_list, check_seed
-from .passes import Experiment, SharedLayer, layer_mask, sens_row_indices
+from .passes import Experiment, RowsAnalysis, SharedLayer, layer_mask, sens_row_indices
 
 # RawSensitivityParams: derived from a profile's SensitivityParams by profile_params, not built by hand
 __all__ = ["SensitivityParams", "gradient_sensitivity", "gradient_sensitivity_raw"]
@@ -25,7 +25,7 @@ __all__ = ["SensitivityParams", "gradient_sensitivity", "gradient_sensitivity_ra
 DRAW_STRIDE = 1000
 
 
-class SensitivityAnalysis:
+class SensitivityAnalysis(RowsAnalysis):
     """Algorithm 5 (:func:`gradient_sensitivity`): its table's rows, per (direction draw, T, eps, layer, head)."""
 
     def __init__(self, params: SensitivityParams, meta: dict):
@@ -98,9 +98,6 @@ class SensitivityAnalysis:
                     row = dict(self.meta, L=L, T=T, eps=e, layer=layer, head=h)
                     self.rows.append(dict(row, **{k: x[a, b, h].item() for k, x in cols.items()}, row_stride=stride))
 
-    def finish(self) -> pd.DataFrame:
-        return pd.DataFrame(self.rows)
-
 
 def _top_two(x: torch.Tensor, visible: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The gap between the two largest visible logits of each row ``(H, R)`` (``inf`` with fewer than two), and their
@@ -115,8 +112,7 @@ def _log10_lemma2_factor(x: torch.Tensor, visible: torch.Tensor) -> tuple[torch.
     big = torch.where(visible, x, -math.inf).amax(-1)
     small = torch.where(visible, x, math.inf).amin(-1)
     t = visible.sum(-1).clamp(min=1).to(x.dtype)
-    rng = torch.where(visible.sum(-1) >= 2, big - small, 0.0)
-    return rng * math.log10(math.e), torch.log10(1 / t + 1 / t.sqrt())
+    return torch.where(visible.sum(-1) >= 2, big - small, 0.0) * math.log10(math.e), torch.log10(1 / t + 1 / t.sqrt())
 
 
 def _model_examples(x: torch.Tensor, visible: torch.Tensor, top2: torch.Tensor, temps: list, eps_list: list) -> dict:

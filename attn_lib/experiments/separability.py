@@ -6,13 +6,12 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
-import pandas as pd
 import torch
 
 from .. import metrics as M
 from .._validation import check_int, check_int_list, check_positive, check_positive_list
 from ..metrics.separability import separable_flags
-from .passes import Experiment, SharedLayer, check_n_values, layer_mask
+from .passes import Experiment, RowsAnalysis, SharedLayer, check_n_values, layer_mask
 
 __all__ = ["SeparabilityParams", "separability"]
 
@@ -57,7 +56,7 @@ def _mechanisms(u, sp, N: int, L: int) -> dict:
     return out
 
 
-class SeparabilityAnalysis:
+class SeparabilityAnalysis(RowsAnalysis):
     """Algorithm 4: per (N, layer, head) row means of ``N_s/N``, Theorem 2's bounds, ``r`` and ``delta``."""
 
     def __init__(self, params: SeparabilityParams, meta: dict):
@@ -88,9 +87,6 @@ class SeparabilityAnalysis:
                     continue
                 cols = {k: float(m[h]) if int(c[h]) else float("nan") for k, (m, c) in means.items()}
                 self.rows.append(dict(self.meta, L=L, N=N, layer=sh.la.layer, head=h, n_rows=int(cnt[h]), **cols))
-
-    def finish(self) -> pd.DataFrame:
-        return pd.DataFrame(self.rows)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,7 +17,7 @@ from .. import normalizers as nz
 from .._validation import check_int
 from .inputs import require_causal, table_meta, text_window
 from .normalizers import normalizer_settings
-from .passes import cache_key, check_cache
+from .passes import cached, check_cache
 from .profiles import BeyondProfile, get_beyond_profile
 from .weights import row_metrics
 
@@ -142,8 +142,5 @@ def live_swap(
             recs.append(rec)
         return SwapResult(pd.DataFrame(losses), pd.DataFrame(recs))
 
-    if cache is None:
-        return compute()
-    where = dict(start=start, layer=layer, head=head, N=N)
-    key = cache_key("live_swap", handle, text, **where, profile=prof.as_dict(), settings=[dict(s) for s in settings])
-    return cache.get_or_compute(key, compute)
+    key = dict(start=start, layer=layer, head=head, N=N, profile=prof.as_dict(), settings=[dict(s) for s in settings])
+    return cached(cache, compute, "live_swap", handle, text, **key)

@@ -34,8 +34,7 @@ def row_sample(lengths: Sequence[int], rows_per_length: int) -> dict[int, np.nda
     out = {}
     for L in check_int_list("lengths", lengths, low=2):
         lo = L // 2  # t > L/2  <=>  r >= L // 2
-        r = np.unique(np.round(np.linspace(L - 1, lo, num=min(n, L - lo))).astype(np.int64))
-        out[L] = np.sort(r)
+        out[L] = np.unique(np.round(np.linspace(L - 1, lo, num=min(n, L - lo))).astype(np.int64))  # sorted
     return out
 
 

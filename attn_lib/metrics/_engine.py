@@ -182,18 +182,23 @@ def coarse_threads(fn: Callable) -> Callable:
 
 
 @contextlib.contextmanager
-def large_ops():
-    """Inside :func:`block_parallel`: torch uses the worker count again, for a few large operations over a whole
-    layer where per-operation threading pays off. Elsewhere: no change."""
-    if _WORKERS is None:
+def torch_threads(threads: int | None):
+    """torch's intra-op threads set to ``threads`` for the block (``None``: left as they are), restored afterwards."""
+    if threads is None:
         yield
         return
     prev = torch.get_num_threads()
-    torch.set_num_threads(_WORKERS)
+    torch.set_num_threads(threads)
     try:
         yield
     finally:
         torch.set_num_threads(prev)
+
+
+def large_ops():
+    """Inside :func:`block_parallel`: torch uses the worker count again, for a few large operations over a whole
+    layer where per-operation threading pays off. Elsewhere: no change."""
+    return torch_threads(_WORKERS)
 
 
 def run_blocks(work: Callable[..., None], blocks: Iterable[tuple]) -> None:

@@ -246,8 +246,7 @@ def zero_invalid(valid: torch.Tensor, **fields: torch.Tensor | None) -> dict:
 def top_rank(alpha: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
     """Rank (int64) of each entry of the non-negative ``alpha`` in its row by weight, descending, ties to the lower
     index, invisible entries last: the inverse permutation of the top-``N`` order (rank ``< N``: selected)."""
-    key = torch.where(visible, alpha, -1.0)
-    return torch.sort(key, dim=-1, descending=True, stable=True).indices.argsort(-1)
+    return torch.sort(torch.where(visible, alpha, -1.0), dim=-1, descending=True, stable=True).indices.argsort(-1)
 
 
 def as_layer(layer_or_weights: Any, values: Any = None, mask: Any = None) -> LayerData:
@@ -293,5 +292,4 @@ def masked_mean(x: torch.Tensor | np.ndarray, valid: Any, dim: int = -1) -> tupl
     xt = torch.as_tensor(x)
     vt = torch.broadcast_to(torch.as_tensor(valid).to(torch.bool), xt.shape)
     count = vt.sum(dim)
-    total = torch.where(vt, xt, torch.zeros((), dtype=xt.dtype)).sum(dim)
-    return total / count.clamp(min=1), count
+    return torch.where(vt, xt, torch.zeros((), dtype=xt.dtype)).sum(dim) / count.clamp(min=1), count

@@ -232,8 +232,7 @@ def sens_rows_note(df: pd.DataFrame) -> str:
     k = int(df["row_stride"].max())
     if k <= 1:
         return ""
-    n = int(df["n_rows"].max()) if "n_rows" in df else 0
-    return f", R: every {k}th row ({n} rows/head)"
+    return f", R: every {k}th row ({int(df['n_rows'].max()) if 'n_rows' in df else 0} rows/head)"
 
 
 #: The paper's five figures: file stem -> (the result table drawn, the function drawing it).
@@ -254,8 +253,7 @@ def save_figure(fig, path, dpi: int = 130, **kwargs) -> None:
 
     if not callable(getattr(fig, "savefig", None)):
         raise ValueError(f"fig must be a matplotlib Figure (got {type(fig).__name__})")
-    fmt = Path(path).suffix.lstrip(".").lower()
-    metadata = {"Date": None} if fmt in ("svg", "pdf") else None
+    metadata = {"Date": None} if Path(path).suffix.lstrip(".").lower() in ("svg", "pdf") else None
     with matplotlib.rc_context({"svg.hashsalt": "attn_lib"}):
         fig.savefig(path, dpi=dpi, metadata=metadata, **kwargs)
 

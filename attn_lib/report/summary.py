@@ -35,9 +35,7 @@ def figure_of(where: str) -> str:
 
 def _clip(text: str, limit: int = 220) -> str:
     text = " ".join(str(text).split())
-    if len(text) <= limit:
-        return text
-    return text[:limit].rsplit(" ", 1)[0] + " …"
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …"
 
 
 def _kind(row) -> str:
@@ -83,9 +81,8 @@ def summary_markdown(tables: dict[str, pd.DataFrame] | pd.DataFrame, *, links: b
         lines = [f"### {g}: {GROUP_TITLES[g]}" if g in GROUP_TITLES else f"### {g}", ""]
         lines.append("- **The paper:** " + "; ".join(words) + ".")
         for lab, t in tables.items():
-            sub = t[t["id"].isin(ids)]
             who = lab.split(":", 1)[0] if len(tables) > 1 else "this build"
-            lines.append(f"- **Found ({who}):** {_found(sub)}.")
+            lines.append(f"- **Found ({who}):** {_found(t[t['id'].isin(ids)])}.")
         why = _why(tables, ids, links)
         if why:
             lines.append("- **Why they differ:**")

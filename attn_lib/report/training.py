@@ -172,8 +172,7 @@ def limits_table(lim: pd.DataFrame) -> pd.DataFrame:
     """From :func:`attn_lib.training.trained_limits`, in its order: one row per trained (normaliser, T) (``seeds``,
     the median over seeds of each limit), then the reference model; ``training`` names the row."""
     cols = _limit_cols(lim)
-    tr = lim[lim["kind"] == "trained"]
-    g = tr.groupby(["normalizer", "temperature"], sort=False)
+    g = lim[lim["kind"] == "trained"].groupby(["normalizer", "temperature"], sort=False)
     out = g[cols].median().reset_index()
     out.insert(2, "seeds", g["seed"].count().to_numpy())
     out.insert(0, "training", [f"{n}, T = {T:g}" for n, T in zip(out["normalizer"], out["temperature"])])

@@ -87,8 +87,7 @@ def corollary3_paper(T: Any):
 
     Chapter 4, ``cor-softmax-jacobian``; tested by ``tests/test_theory.py::test_corollary3_forms_and_counterexample``.
     """
-    t = positive_array(T)
-    return as_output(np.minimum(1.0 / (4 * t), math.sqrt(2)))
+    return as_output(np.minimum(1.0 / (4 * positive_array(T)), math.sqrt(2)))
 
 
 def corollary3_corrected(T: Any, eps: Any = None) -> dict:

@@ -116,7 +116,8 @@ def _visibility(attention_mask, module, q_len: int, k_len: int, device, kwargs) 
     if attention_mask.dtype == torch.bool:
         return attention_mask[..., :k_len], None
     add = attention_mask[..., :k_len]
-    return add > torch.finfo(add.dtype).min / 2, add  # eager masks use finfo.min; -inf also counts as masked
+    visible = add > torch.finfo(add.dtype).min / 2  # eager masks use finfo.min; -inf also counts as masked
+    return visible, add
 
 
 def _capture_attention_forward(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):

@@ -89,10 +89,12 @@ def linfit(x, y) -> tuple[float, float, float]:
     x, y = np.asarray(x, float), np.asarray(y, float)
     if len(x) < 2 or np.ptp(x) == 0:
         return float("nan"), float("nan"), float("nan")
-    (a, b), *_ = np.linalg.lstsq(np.vstack([x, np.ones_like(x)]).T, y, rcond=None)
+    A = np.vstack([x, np.ones_like(x)]).T
+    (a, b), *_ = np.linalg.lstsq(A, y, rcond=None)
     ss_res = float(((y - (a * x + b)) ** 2).sum())
     ss_tot = float(((y - y.mean()) ** 2).sum())
-    return float(a), float(b), float(1 - ss_res / ss_tot if ss_tot > 0 else 1.0)
+    r2 = 1 - ss_res / ss_tot if ss_tot > 0 else 1.0
+    return float(a), float(b), float(r2)
 
 
 def linear_growth(x, y, thresholds: dict | None = None) -> dict:

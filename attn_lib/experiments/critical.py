@@ -59,8 +59,7 @@ class CriticalAnalysis:
         return [f for f in self.forms if self._mc_seed(f) is not None]
 
     def _scan_layer(self, ld: M.LayerData, lo: int, hi: int, sh: SharedLayer | None = None) -> dict:
-        """The stage ``lo..hi`` of one layer; in the pass (``sh``), d~, E1 and E2 are scanned once for every analysis
-        of the layer that asks for the same rows and ``N`` (critical_n and critical_n_mc_seeds)."""
+        """The stage ``lo..hi`` of a layer; in the pass (``sh``) critical_n and critical_n_mc_seeds share its scan."""
         rows = self.rows[self.rows < ld.L]
         key = ("topn_scan", lo, hi, self.params.p, tuple(rows.tolist()))
         scan = functools.partial(M.topn_scan, ld, n_max=hi, n_min=lo, p=self.params.p, rows=rows)

@@ -134,15 +134,12 @@ def _model_examples(x: torch.Tensor, visible: torch.Tensor, top2: torch.Tensor, 
     x1 = x.gather(-1, top2[..., :1])  # the row maximum: every logit is measured from it (no rounding of x / T)
     gap = x1.squeeze(-1) - x.gather(-1, top2[..., 1:]).squeeze(-1)  # >= 0 (inf with a single visible token)
     others = (x - x1).scatter(-1, top2, -math.inf)  # the other logits, <= 0; their weights without 1 - p_1 - p_2
-    # two log-sum-exps per T over the other tokens, of others / T and 2 others / T, from one exponential: measured
-    # from the largest other logit m (0 where there is none), e = exp((others - m) / T) is in [0, 1] with a 1, so
-    # lse_rest = m / T + log sum e and lse_sq = 2 m / T + log sum e^2 (e^2 = exp(2 (others - m) / T))
-    m = others.amax(-1, keepdim=True)
-    m = torch.where(m > -math.inf, m, 0.0)
+    # both log-sum-exps per T (of others / T and 2 others / T) from one exponential e = exp((others - m) / T) in [0, 1],
+    # m the largest other logit (0 if none): lse_rest = m / T + log sum e, lse_sq = 2 m / T + log sum e^2
+    m = others.amax(-1, keepdim=True).nan_to_num(neginf=0.0)
     shifted, m = others - m, m.squeeze(-1)
     for a, T in enumerate(temps):
-        # log Z = log1p(e^{-gap/T} + S') from the row maximum
-        e = torch.exp(shifted / T)
+        e = torch.exp(shifted / T)  # log Z = log1p(e^{-gap/T} + S') from the row maximum
         lse_rest, lse_sq = m / T + e.sum(-1).log(), 2 * m / T + torch.linalg.vecdot(e, e).log()
         log_z = torch.log1p(torch.exp(-gap / T) + lse_rest.exp())
         lp = torch.stack([-log_z, -gap / T - log_z], dim=-1)  # log p_1, log p_2

@@ -13,7 +13,9 @@ from ..layout import FIGURE_WIDTH_IN, MIN_FONT_PT, wrap_text
 
 
 def meta_of(df: pd.DataFrame | None) -> dict:
-    return {} if df is None or len(df) == 0 else {k: str(df[k].iloc[0]) for k in ("model", "text", "device") if k in df}
+    if df is None or len(df) == 0:
+        return {}
+    return {k: str(df[k].iloc[0]) for k in ("model", "text", "device") if k in df}
 
 
 def label(meta: dict) -> str:

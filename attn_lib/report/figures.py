@@ -232,7 +232,8 @@ def sens_rows_note(df: pd.DataFrame) -> str:
     k = int(df["row_stride"].max())
     if k <= 1:
         return ""
-    return f", R: every {k}th row ({int(df['n_rows'].max()) if 'n_rows' in df else 0} rows/head)"
+    n = int(df["n_rows"].max()) if "n_rows" in df else 0
+    return f", R: every {k}th row ({n} rows/head)"
 
 
 #: The paper's five figures: file stem -> (the result table drawn, the function drawing it).

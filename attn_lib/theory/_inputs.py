@@ -15,7 +15,9 @@ def from_torch(x: Any) -> Any:
     """A torch tensor as a float64 numpy array; anything else as it is (without importing torch: a tensor can exist
     only once torch is loaded)."""
     torch = sys.modules.get("torch")
-    return x.detach().cpu().to(torch.float64).numpy() if torch is not None and isinstance(x, torch.Tensor) else x
+    if torch is not None and isinstance(x, torch.Tensor):
+        return x.detach().cpu().to(torch.float64).numpy()
+    return x
 
 
 def as_array(x: Any, name: str) -> np.ndarray:

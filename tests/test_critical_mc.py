@@ -166,7 +166,7 @@ class TestMCScan:
 
 # the critical-N scan with the Monte-Carlo form --------------------------------------------------------------------
 class _FakeShared:
-    """What _CriticalAnalysis.layer reads from a pass: the layer and its index."""
+    """What _CriticalAnalysis.layer reads from a pass: the layer, its index and the per-layer memo."""
 
     def __init__(self, ld, index):
         self._ld = ld
@@ -174,6 +174,9 @@ class _FakeShared:
 
     def layer(self):
         return self._ld
+
+    def get(self, key, fn):
+        return fn()
 
 
 def _analysis(lengths, **kw) -> CriticalAnalysis:

@@ -258,6 +258,21 @@ def test_run_all_one_pass_and_cache(tmp_path, gpt2_small, monkeypatch):
     assert len(calls) == 2
 
 
+def test_critical_n_and_its_seeds_scan_each_layer_once_in_the_pass(gpt2_small, monkeypatch):
+    """critical_n and critical_n_mc_seeds share the layer's d~/E1/E2 scan in the pass (one topn_scan per layer fewer
+    than the two run apart) and give the tables each gives on its own."""
+    calls = []
+    real = M.topn_scan
+    monkeypatch.setattr(M, "topn_scan", lambda *a, **k: calls.append(1) or real(*a, **k))
+    names = ["critical_n", "critical_n_mc_seeds"]
+    both = E.run_all(gpt2_small, TEXT, PROFILE, experiments=names)
+    together = len(calls)
+    alone = {n: E.run_all(gpt2_small, TEXT, PROFILE, experiments=[n])[n] for n in names}
+    assert len(calls) - together == together + gpt2_small.n_layers
+    for n in names:
+        pd.testing.assert_frame_equal(both[n], alone[n])
+
+
 def test_run_reproduce_writes_outputs(reproduced, llama_small):
     info, out, _, _ = reproduced
     for stem in (

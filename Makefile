@@ -1,8 +1,8 @@
 # The two commands of the README are the contract:
 #   make book   -- set up .venv if needed, build the HTML book into _build/html (executing every chapter)
 #   make test   -- set up .venv if needed, run the whole test suite (`make lint`, unit tests, nbval over every
-#                  chapter, a warnings-as-errors book build from nbval's execution of the chapters, and the
-#                  headless-browser check of the built pages)
+#                  chapter on the quick profile, a warnings-as-errors book build from nbval's execution of the
+#                  chapters, and the headless-browser check of the built pages)
 #   make lint   -- ruff (lint and format check), actionlint over the workflows, chapter/notebook pairing
 # Both are idempotent: setup is skipped while pyproject.toml is unchanged, vendoring while package-lock.json is.
 
@@ -124,9 +124,14 @@ test-unit: setup
 	# the same numerical tests as on a machine without numba: every metric through its torch definition
 	$(BIN)/pytest tests -m "numerical" --without-numba -q -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile
 
+# nbval executes the chapters with the profile TEST_PROFILE: `quick` (L up to 128) keeps `make test` within 15 minutes
+# on 2 cores, where the paper's grids take chapter 2 alone about 6 minutes. The paper's scale is `make book`'s (every
+# chapter, on the paper profile) and, in the unit tests, a run of the paper profile end to end on a tiny model
+# (tests/test_experiments.py). `make test TEST_PROFILE=paper` executes the chapters at the paper's scale.
+TEST_PROFILE ?= quick
 test-notebooks: setup
 	$(if $(EXECUTED_CACHE),rm -rf "$(EXECUTED_CACHE)")
-	ATTN_LIB_EXECUTED_CACHE="$(EXECUTED_CACHE)" $(BIN)/pytest --nbval-lax book -p no:cacheprovider
+	ATTN_LIB_PROFILE="$(TEST_PROFILE)" ATTN_LIB_EXECUTED_CACHE="$(EXECUTED_CACHE)" $(BIN)/pytest --nbval-lax book -p no:cacheprovider
 
 # Warnings are errors (-W -n --keep-going); this build is also the one test-browser checks.
 test-book: setup

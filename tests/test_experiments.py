@@ -1,4 +1,4 @@
-"""attn_lib.experiments on tiny random-init models (fast), and one quick-profile run on the offline stand-in (slow)."""
+"""attn_lib.experiments on tiny random-init models (fast), and one paper-profile run on a tiny GPT-2 with a 1024-token context (slow)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,14 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import naive_scan, small_profile
+from conftest import naive_scan, small_profile, tiny_gpt2_config
 
 from attn_lib import claims
 from attn_lib import experiments as E
 from attn_lib import metrics as M
 from attn_lib.book.chapter import describe_inputs
 from attn_lib.experiments import inputs, jobs, passes
+from attn_lib.models import from_config
 
 TEXT = (
     "Well, Prince, so Genoa and Lucca are now just family estates of the Buonapartes. But I warn you, if you "
@@ -480,16 +481,28 @@ def standin():
 
 
 @pytest.mark.slow
-def test_quick_profile_on_standin(tmp_path, standin):
-    """End-to-end quick profile on the offline stand-in (SmolLM2-135M, 30 layers x 9 heads)."""
-    h, text, _, _ = standin
-    info = E.run_reproduce(profile="quick", out=tmp_path / "q", use_cache=False, handle=h, text_obj=text, progress=None)
+def test_paper_profile_end_to_end_on_a_tiny_gpt2_with_1024_positions(tmp_path, standin):
+    """The paper profile's grids (L up to 1024, the critical-N scan's stage 1023, the stratified Monte-Carlo seeds,
+    five direction draws) end to end on a random-init GPT-2 with a 1024-token context (1 layer x 2 heads) and the
+    offline text. `make test` executes the chapters with the quick profile on the stand-in; this is its run of the
+    paper profile, which `make book` runs on the stand-in."""
+    h = from_config(tiny_gpt2_config(n_layer=1, n_head=2, n_positions=1024), device="cpu", seed=0, name="tiny-1024")
+    info = E.run_reproduce(
+        profile="paper", out=tmp_path / "p", use_cache=False, handle=h, text_obj=standin[1], formats=("png",)
+    )
     vt = info["verdicts"]
     assert list(vt["id"]) == list(claims.CLAIMS)
     assert set(vt["verdict"]) <= {v for vs in claims.VERDICTS.values() for v in vs} | {"n/a"}
     assert vt.set_index("id").loc["cor3-corrected-bound", "verdict"] == "holds"
-    md = (tmp_path / "q" / "report.md").read_text()
-    assert h.model_id in md
+    assert h.model_id in (tmp_path / "p" / "report.md").read_text()
+    r, P = json.loads((tmp_path / "p" / "results.json").read_text())["results"], E.PROFILES["paper"]
+    assert (
+        sorted({x["L"] for x in r["distance_vs_length"]}) == sorted({x["L"] for x in r["critical_n"]}) == [*P.lengths]
+    )
+    assert P.lengths[-1] == h.max_length == 1024
+    assert len({x["seed"] for x in r["critical_n_mc_seeds"]}) == P.mc_seeds - 1  # seed 0 is critical_n's
+    assert len({x["T"] for x in r["gradient_sensitivity"]}) == len(P.gradient_sensitivity.temperatures) == 21
+    assert sorted({x["N"] for x in r["separability"]}) == list(P.separability.n_values)
 
 
 def test_tables_name_the_offline_standin(gpt2_small, monkeypatch):

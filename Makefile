@@ -31,7 +31,11 @@ KERNEL_CONFIG := _build/ipython/profile_default/ipython_kernel_config.py
 
 .PHONY: setup vendor book assignments lint test test-unit test-notebooks test-book test-browser screenshots clean clean-cache help
 # The stages of `make test` share _build/html (test-browser checks what test-book built): never run them in parallel.
+# Only `make test`'s inner make (TEST_TOGETHER set, below) runs two targets at once, the unit tests and the chapters;
+# each of those two runs its own stages one after the other (TEST_TOGETHER empty again).
+ifndef TEST_TOGETHER
 .NOTPARALLEL:
+endif
 
 help:
 	@echo "make book   build the HTML book into _build/html (executes every chapter)"
@@ -103,13 +107,30 @@ lint: $(STAMP)
 	$(BIN)/actionlint $(WORKFLOWS)
 	$(PY) tools/chapters.py check
 
-test: setup lint test-unit test-notebooks test-book test-browser
+# `make test` runs the unit tests alongside the chapters, two make jobs at once: test-unit, its output held in
+# UNIT_LOG and shown at the end, and test-notebooks, test-book and test-browser one after the other, shown as they
+# run. The unit tests keep about 1.8 of 2 cores busy, the chapters about 1.3: together they took 562 s on 2 cores,
+# one after the other 670 s (benchmarks/README.md). Ctrl-C stops both. The kernels are compiled first, once.
+UNIT_LOG := _build/test-unit.log
+test: setup lint
+	$(PY) tools/warm_kernels.py
+	@echo "make test: the unit tests run alongside the chapters; their output goes to $(UNIT_LOG), shown at the end"
+	@$(MAKE) --no-print-directory -j2 TEST_TOGETHER=1 EXECUTED_CACHE="$(EXECUTED_CACHE)" unit-logged chapters; \
+	rc=$$?; echo "make test: the unit tests' output ($(UNIT_LOG)):"; cat $(UNIT_LOG); exit $$rc
+
+.PHONY: unit-logged chapters
+unit-logged:
+	@mkdir -p $(dir $(UNIT_LOG)); start=$$(date +%s); $(MAKE) --no-print-directory TEST_TOGETHER= test-unit > $(UNIT_LOG) 2>&1; \
+	rc=$$?; echo "make test: the unit tests $$([ $$rc = 0 ] && echo passed || echo failed) in $$(( $$(date +%s) - start )) s" \
+	| tee -a $(UNIT_LOG); exit $$rc
+
+chapters:
+	@$(MAKE) --no-print-directory TEST_TOGETHER= test-notebooks test-book test-browser
 
 # `make test` executes each chapter once: nbval's run stores every chapter it passed, outputs and widget state, in a
 # jupyter-cache (book/conftest.py), and the -W build reads the chapters from it (book/_ext/executed.py), warning --
 # hence failing -- for any chapter it had to execute itself; test-browser checks those pages. Set only under
-# `make test` (a target-specific variable, inherited by its prerequisites): `make test-book` alone, like
-# `make book`, executes every chapter.
+# `make test` (passed to its inner make): `make test-book` alone, like `make book`, executes every chapter.
 test: EXECUTED_CACHE := $(abspath _build/.executed-by-nbval)
 
 # pytest-xdist: the unit tests on every core (a test module stays on one worker, its fixtures built once). The

@@ -9,8 +9,9 @@ of its output with the time it arrived, and splits the run into its phases by th
     python benchmarks/bench_make_test.py --save now.json --previous before.json
     python benchmarks/bench_make_test.py --log old.log            # only split a saved log (its lines stamped)
 
-Prints the seconds of each phase (setup, lint, kernel warm-up, unit tests, nbval, the ``-W`` build, the browser checks),
-the whole ``make test``, and each chapter's execution time as nbval stored it in the executed-chapter cache
+Prints the seconds of each phase (setup, lint, kernel warm-up, nbval, the ``-W`` build, the browser checks; the unit
+tests run alongside the last three and are shown apart, from the line ``make test`` prints when they end; a log from
+before that has them as a phase of their own), the whole ``make test``, and each chapter's execution time as nbval stored it in the executed-chapter cache
 (``book/conftest.py``). ``--save`` writes them as JSON and ``--previous`` prints each as a ratio to such a file. The
 stamped log is kept (``--keep``) or written next to ``--save``. The target is 15 minutes on two cores.
 
@@ -44,6 +45,8 @@ PHASES = [
     ("browser checks", re.compile(r"/pytest tests -m browser")),
 ]
 STAMP = re.compile(r"^(\d+(?:\.\d+)?) (.*)$")
+#: the line ``make test`` prints when the unit tests, run alongside the chapters (not a phase of its own), end
+ALONGSIDE = re.compile(r"^make test: the unit tests (?:passed|failed) in (\d+) s$")
 #: the line after the last phase: this script's own, or that of ``.ci/run`` (whose log goes on with make test-colab)
 END = re.compile(r"^(make test exited with |ci: make test passed in )")
 
@@ -71,6 +74,16 @@ def split_phases(lines: list[str]) -> dict[str, float]:
         t1 = starts[i + 1][1] if i + 1 < len(starts) else end
         out[name] = round(t1 - t0, 1)
     return out
+
+
+def unit_seconds_alongside(lines: list[str]) -> float | None:
+    """Seconds of the unit tests that ``make test`` ran alongside the chapters (``None`` for a log from before it did).
+
+    >>> unit_seconds_alongside(["5 make test: the unit tests passed in 540 s"])
+    540.0
+    """
+    found = [m for m in (ALONGSIDE.match(STAMP.sub(r"\2", line)) for line in lines) if m]
+    return float(found[0].group(1)) if found else None
 
 
 def chapter_seconds(cache_dir: Path) -> dict[str, float]:
@@ -106,7 +119,7 @@ def run_make_test(rev: str, keep: Path | None) -> tuple[list[str], dict[str, flo
     return lines, chapters, rc
 
 
-def report(phases: dict, chapters: dict, total: float, previous: dict | None) -> None:
+def report(phases: dict, chapters: dict, total: float, previous: dict | None, unit: float | None = None) -> None:
     def row(name: str, now: float, before: float | None) -> str:
         ratio = f"{now / before:6.2f}" if before else "      "
         was = f"{before:8.1f}" if before is not None else "        "
@@ -117,6 +130,8 @@ def report(phases: dict, chapters: dict, total: float, previous: dict | None) ->
     print(f"{'phase':32s} {'now [s]':>8s} {'before':>8s} {'ratio':>6s}")
     for name, sec in phases.items():
         print(row(name, sec, prev_p.get(name)))
+    if unit is not None:
+        print(row("unit tests (in parallel)", unit, (previous or {}).get("unit_alongside")))
     print(row("make test (all phases)", total, (previous or {}).get("total")))
     print(f"15-minute target: {'met' if total <= 900 else 'NOT met'} ({total / 60:.1f} min)")
     if chapters:
@@ -160,12 +175,16 @@ def main(argv=None) -> int:
     except ValueError as exc:
         print(f"bench_make_test: {exc}", file=sys.stderr)
         return 2
-    total = round(sum(phases.values()), 1)
-    report(phases, chapters, total, previous)
+    total, unit = round(sum(phases.values()), 1), unit_seconds_alongside(lines)
+    report(phases, chapters, total, previous, unit)
     if rc != 0:
         print(f"\nmake test FAILED (exit {rc}): the times above are of a failed run", file=sys.stderr)
     if args.save is not None:
-        args.save.write_text(json.dumps({"phases": phases, "chapters": chapters, "total": total, "rc": rc}, indent=1))
+        args.save.write_text(
+            json.dumps(
+                {"phases": phases, "unit_alongside": unit, "chapters": chapters, "total": total, "rc": rc}, indent=1
+            )
+        )
         print(f"saved to {args.save}")
     return 0 if rc == 0 else 1
 

@@ -84,3 +84,30 @@ def test_cli_refuses_a_revision_that_is_no_commit_before_cloning(capsys):
     with pytest.raises(SystemExit) as exc:
         bench.main(["--rev", "no-such-commit-xyz"])
     assert exc.value.code == 2 and "--rev must name a commit" in capsys.readouterr().err
+
+
+#: `make test` since the unit tests run alongside the chapters: their output, command line included, comes at the end
+LOG_ALONGSIDE = [
+    *LOG[:7],  # setup, lint, the kernels' warm-up
+    "1125.0 make test: the unit tests run alongside the chapters; their output goes to _build/test-unit.log, shown at the end",
+    '1126.0 ATTN_LIB_PROFILE="quick" ATTN_LIB_EXECUTED_CACHE="/x" .venv/bin/pytest --nbval-lax book -p no:cacheprovider',
+    "1400.0 make test: the unit tests passed in 540 s",
+    '1493.0 ATTN_LIB_EXECUTED_CACHE="/x" .venv/bin/jupyter-book build . --path-output . --builder html --all -W -n',
+    "1502.0 .venv/bin/pytest tests -m browser",
+    "1650.0 make test: the unit tests' output (_build/test-unit.log):",
+    '1650.0 .venv/bin/pytest tests -m "not browser" -n auto --maxprocesses 4 --dist loadfile',
+    "1650.0 make test: the unit tests passed in 540 s",
+    "1651.0 ci: make test passed in 651 s",
+]
+
+
+def test_unit_tests_run_alongside_the_chapters_are_shown_apart_and_not_added_to_the_total(tmp_path, capsys):
+    phases = bench.split_phases(LOG_ALONGSIDE)
+    assert list(phases) == ["setup", "lint", "kernel warm-up", "nbval (chapters)", "-W build", "browser checks"]
+    assert phases["kernel warm-up"] == 23.0 and sum(phases.values()) == 651.0
+    assert bench.unit_seconds_alongside(LOG_ALONGSIDE) == 540.0 and bench.unit_seconds_alongside(LOG) is None
+    (tmp_path / "run.log").write_text("\n".join(LOG_ALONGSIDE) + "\n")
+    assert bench.main(["--log", str(tmp_path / "run.log"), "--save", str(tmp_path / "now.json")]) == 0
+    row = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("unit tests (in parallel)"))
+    assert row.split()[4] == "540.0"
+    assert json.loads((tmp_path / "now.json").read_text())["unit_alongside"] == 540.0

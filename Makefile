@@ -123,8 +123,8 @@ test: setup lint
 .PHONY: unit-logged chapters
 unit-logged:
 	@mkdir -p $(dir $(UNIT_LOG)); start=$$(date +%s); $(MAKE) --no-print-directory TEST_TOGETHER= test-unit > $(UNIT_LOG) 2>&1; \
-	rc=$$?; echo "make test: the unit tests $$([ $$rc = 0 ] && echo passed || echo failed) in $$(( $$(date +%s) - start )) s" \
-	| tee -a $(UNIT_LOG); exit $$rc
+	rc=$$?; printf '\n%s\n' "make test: the unit tests $$([ $$rc = 0 ] && echo passed || echo failed) in \
+	$$(( $$(date +%s) - start )) s" | tee -a $(UNIT_LOG); exit $$rc
 
 chapters:
 	@$(MAKE) --no-print-directory TEST_TOGETHER= test-notebooks test-book test-browser

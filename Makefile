@@ -153,6 +153,7 @@ test-unit: setup
 # (tests/test_experiments.py). `make test TEST_PROFILE=paper` executes the chapters at the paper's scale.
 TEST_PROFILE ?= quick
 test-notebooks: setup
+	$(if $(filter-out paper quick,$(TEST_PROFILE))$(if $(TEST_PROFILE),,x),$(error TEST_PROFILE must be paper or quick, got '$(TEST_PROFILE)'))
 	$(if $(EXECUTED_CACHE),rm -rf "$(EXECUTED_CACHE)")
 	ATTN_LIB_PROFILE="$(TEST_PROFILE)" ATTN_LIB_EXECUTED_CACHE="$(EXECUTED_CACHE)" $(BIN)/pytest --nbval-lax book -p no:cacheprovider
 

@@ -1,4 +1,5 @@
-"""attn_lib.experiments on tiny random-init models (fast), and one paper-profile run on a tiny GPT-2 with a 1024-token context (slow)."""
+"""attn_lib.experiments on tiny random-init models (fast), and one paper-profile run on a tiny GPT-2 with a
+1024-token context (slow)."""
 
 from __future__ import annotations
 

@@ -112,18 +112,18 @@ def expected_distance_mc_scan(ld, n_min, n_max, rows, perm, control_variate=Fals
     return torch.from_numpy(mean), torch.from_numpy(stderr)
 
 
-def separability_metrics(ld, N: int, order: torch.Tensor):
-    """``(N_s/N, rho_min)`` ``(H, L)`` of :func:`attn_lib.metrics.separability_metrics` by
+def separability_metrics(ld, order: torch.Tensor):
+    """``(separable, rho_min)`` ``(H, L, N)``, ``(H, L)`` of :func:`attn_lib.metrics.separability.separation` by
     :func:`kernels.sep_prefix` (``rho_min`` 0 where no token is outside the selection)."""
-    H, L = ld.H, ld.L
+    H, L, N = ld.H, ld.L, order.shape[-1]
     if N >= L:  # no valid row
-        return torch.zeros(H, L, dtype=F64), torch.zeros(H, L, dtype=F64)
+        return torch.zeros(H, L, N, dtype=torch.bool), torch.zeros(H, L, dtype=F64)
     counts = torch.broadcast_to(ld.t, (H, L))
-    fraction, rho = kernels.sep_prefix(
+    separable, rho = kernels.sep_prefix(
         ld.alpha.numpy(), ld.gram.numpy(), ld.values.numpy(), order.numpy(), counts.numpy(), N, threads=kernel_threads()
     )
     rho = torch.from_numpy(rho)
-    return torch.from_numpy(fraction), torch.where(torch.isfinite(rho), rho, torch.zeros((), dtype=F64))
+    return torch.from_numpy(separable), torch.where(torch.isfinite(rho), rho, torch.zeros((), dtype=F64))
 
 
 def running_min_distance(ld):

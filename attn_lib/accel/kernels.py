@@ -491,8 +491,9 @@ def _p_incl_py(pmode, pfixed, N, tf):
     return pfixed
 
 
-def _sep_prefix_py(alpha, G, values, order, t, N, frac_out, rho_out):
-    # N_s/N with r = rho_min (strict: selected tokens with D_j < rho), rho_min = min over visible non-selected D_i
+def _sep_prefix_py(alpha, G, values, order, t, N, sep_out, rho_out):
+    # the selected tokens with D_j < rho_min (strict), rho_min = min over visible non-selected D_i; each test
+    # compares the excesses D^2 - ||s||^2 = a^2 G - 2 a c, which leave ||s||^2 out (metrics.separability.separation)
     H = alpha.shape[0]
     L = alpha.shape[1]
     for job in _prange(H * L):
@@ -504,19 +505,14 @@ def _sep_prefix_py(alpha, G, values, order, t, N, frac_out, rho_out):
         a = alpha[h, r]
         sel = order[h, r]
         c, ss, keep = _row_state(a, G[h], values[h], sel, W, N)
-        rho = math.inf
+        least = math.inf
         for i in range(W):
             if keep[i] > 0.0:
-                di = math.sqrt(max(a[i] * a[i] * G[h, i, i] - 2.0 * a[i] * c[i] + ss, 0.0))
-                if di < rho:
-                    rho = di
-        cnt = 0
+                least = min(least, a[i] * a[i] * G[h, i, i] - 2.0 * a[i] * c[i])
         for q in range(N):
             j = sel[q]
-            if math.sqrt(max(a[j] * a[j] * G[h, j, j] - 2.0 * a[j] * c[j] + ss, 0.0)) < rho:
-                cnt += 1
-        frac_out[h, r] = cnt / N
-        rho_out[h, r] = rho
+            sep_out[h, r, q] = a[j] * a[j] * G[h, j, j] - 2.0 * a[j] * c[j] < least
+        rho_out[h, r] = math.sqrt(max(ss + least, 0.0))
 
 
 def _running_min_py(G, out):
@@ -773,8 +769,8 @@ def _crossing_rows_py(a, vis, rank, norms, sdotx, zdotx, zz, s2, t, ns, dt_out, 
 def _row_metrics_py(vis, rank, asq, w, sx, wzx, zsq, ssq, t, ns, dt_out, e1_out, sep_out):
     # experiments.row_metrics for C values of N at once (any visibility): per (head, row, N) d~ over the visible
     # tokens of rank >= N, E1 (p = N / (t - 1)) over the visible ones, and N_s/N (top-N tokens strictly closer to s
-    # than every other visible token). Compiled without fastmath: each distance is the tensor code's expression,
-    # operation for operation, so the comparisons of N_s/N come out the same.
+    # than every other visible token, compared on the excesses D^2 - ||s||^2 as in metrics.separability.separation).
+    # Compiled without fastmath: each distance is the tensor code's expression, operation for operation.
     H = w.shape[0]
     R = w.shape[1]
     L = w.shape[2]
@@ -784,7 +780,7 @@ def _row_metrics_py(vis, rank, asq, w, sx, wzx, zsq, ssq, t, ns, dt_out, e1_out,
         r = job - h * R
         tr = t[h, r]
         Z = zsq[h, r]
-        dist = np.empty(L)
+        excess = np.empty(L)
         for c in range(C):
             N = ns[c]
             if tr < N + 1.0:
@@ -796,19 +792,19 @@ def _row_metrics_py(vis, rank, asq, w, sx, wzx, zsq, ssq, t, ns, dt_out, e1_out,
             q3 = p * p
             dt = 0.0
             e1 = 0.0
-            rho = math.inf
+            least = math.inf
             for i in range(L):
                 if not vis[h, r, i]:
                     continue
-                d = math.sqrt(max(asq[h, r, i] - 2.0 * w[h, r, i] * sx[h, r, c, i] + S2, 0.0))
-                dist[i] = d
+                ex = asq[h, r, i] - 2.0 * w[h, r, i] * sx[h, r, c, i]
+                excess[i] = ex
                 e1 += math.sqrt(max(q1 * asq[h, r, i] - q2 * wzx[h, r, i] + q3 * Z, 0.0))
                 if rank[h, r, i] >= N:
-                    dt += d
-                    rho = min(rho, d)
+                    dt += math.sqrt(max(ex + S2, 0.0))
+                    least = min(least, ex)
             cnt = 0
             for i in range(L):
-                if vis[h, r, i] and rank[h, r, i] < N and dist[i] < rho:
+                if vis[h, r, i] and rank[h, r, i] < N and excess[i] < least:
                     cnt += 1
             dt_out[h, r, c] = dt
             e1_out[h, r, c] = (tr - N) / max(tr, 1.0) * e1
@@ -1160,12 +1156,12 @@ def scan_prefix(alpha, G, order, zv, zz, t, rows, n_min: int, n_max: int, p, thr
 
 
 def sep_prefix(alpha, G, values, order, t, N: int, threads: int | None = None):
-    """Separability at one ``N`` per (head, row) of a prefix-masked layer (float64): ``(fraction, rho_min)``, each
-    ``(H, L)``; ``fraction = N_s / N`` counts selected tokens strictly inside ``B_rho(s)``, ``rho_min`` is the
-    smallest distance of a visible non-selected token (``inf`` if none); zero where ``t < N + 1``. As the torch path
-    of :func:`attn_lib.metrics.separability_metrics`."""
+    """Separability at one ``N`` per (head, row) of a prefix-masked layer (float64): ``(separable, rho_min)``;
+    ``separable`` ``(H, L, N)`` bool, whether each selected token is strictly inside ``B_rho(s)``; ``rho_min``
+    ``(H, L)``, the smallest distance of a visible non-selected token (``inf`` if none); ``False`` and 0 where
+    ``t < N + 1``. As :func:`attn_lib.metrics.separability.separation`, excesses included."""
     H, L = alpha.shape[0], alpha.shape[1]
-    frac, rho = np.zeros((H, L)), np.zeros((H, L))
+    sep, rho = np.zeros((H, L, N), dtype=np.bool_), np.zeros((H, L))
     _threads_call(
         _sep_prefix,
         threads,
@@ -1175,10 +1171,10 @@ def sep_prefix(alpha, G, values, order, t, N: int, threads: int | None = None):
         np.ascontiguousarray(order, np.int64),
         np.ascontiguousarray(t, np.int64),
         int(N),
-        frac,
+        sep,
         rho,
     )
-    return frac, rho
+    return sep, rho
 
 
 def running_min_sq(G, threads: int | None = None):

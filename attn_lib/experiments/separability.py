@@ -10,7 +10,6 @@ import torch
 
 from .. import metrics as M
 from .._validation import check_int, check_int_list, check_positive, check_positive_list
-from ..metrics.separability import separable_flags
 from .passes import Experiment, RowsAnalysis, SharedLayer, check_n_values, layer_mask
 
 __all__ = ["SeparabilityParams", "separability"]
@@ -29,9 +28,11 @@ def rank_columns(N: int) -> list[int]:
     return ks if ks[-1] == N else [*ks, N]
 
 
-def temperature_column(T: float) -> str:
-    """The column of ``N_s/N`` at temperature ``T`` (the model's logits divided by ``T``)."""
-    return f"fraction_T={T:g}"
+def temperature_column(T: float, what: str = "fraction") -> str:
+    """The column of ``N_s/N`` at temperature ``T`` (the model's logits divided by ``T``), or with ``what="underflow"``
+    of the share of selected tokens whose weight is below float64's smallest normal number (0 or subnormal: their ball
+    tests are decided by float64's range, not by the geometry; Reading the paper, §The ball test)."""
+    return f"{what}_T={T:g}"
 
 
 def _mechanisms(u, sp, N: int, L: int) -> dict:
@@ -50,7 +51,7 @@ def _mechanisms(u, sp, N: int, L: int) -> dict:
         "fraction_sink": M.masked_mean(frac, valid & sink),
         "fraction_nonsink": M.masked_mean(frac, valid & ~sink),
     }
-    flags = separable_flags(u, N, sp.r)[:, :L].to(frac.dtype)
+    flags = sp.flags[:, :L].to(frac.dtype)
     for k in rank_columns(N):
         out[f"in_ball_rank_{k}"] = M.masked_mean(flags[..., k - 1], valid)
     return out
@@ -81,6 +82,8 @@ class SeparabilityAnalysis(RowsAnalysis):
             for T, lt in at_T.items() if N in self.temperature_n else ():
                 fT = M.separability_metrics(lt, N=N, M=self.M, normalize=False, delta=delta).fraction[:, :L]
                 means[temperature_column(T)] = M.masked_mean(fT, sp.valid[:, :L])
+                light = (lt.alpha.gather(-1, lt.order(N)) < torch.finfo(lt.dtype).tiny).to(lt.dtype).mean(-1)
+                means[temperature_column(T, "underflow")] = M.masked_mean(light[:, :L], sp.valid[:, :L])
             cnt = means["fraction"][1]
             for h in range(ld.H):
                 if int(cnt[h]) == 0:
@@ -93,7 +96,8 @@ class SeparabilityAnalysis(RowsAnalysis):
 class SeparabilityParams(Experiment):
     """Parameters of Algorithm 4 (:func:`separability`): window length ``L >= 2``; ``n_values`` in [1, L - 1];
     ``M > 0``, the radius of the normalised value vectors; ``temperatures > 0`` (``()``: none) at which ``N_s/N`` is
-    also computed (weights ``softmax(logits / T)``, the same vectors; columns ``fraction_T=<T>``), at the ``N`` of
+    also computed (weights ``softmax(logits / T)``, the same vectors; columns ``fraction_T=<T>`` and
+    ``underflow_T=<T>``, :func:`temperature_column`), at the ``N`` of
     ``temperature_n`` only (each costs a full count; NaN at the others)."""
 
     name: ClassVar[str] = "separability"
@@ -122,7 +126,8 @@ separability = SeparabilityParams.public(
     """Algorithm 4 / Fig. 3: per (N, layer, head) row-means of ``N_s/N`` (``fraction``), Theorem 2's ``lower`` and
     ``upper`` bounds (paper's form; upper is heuristic, §Theorem 2), radius ``r = rho_min`` and ``delta``; value vectors
     normalised to radius ``M``; ``delta`` the running minimum pairwise distance (§Which vectors (project decision)).""",
-    returns="""One row per (N, layer, head): ``L, N, layer, head, n_rows, fraction, lower, upper, r, delta`` plus
+    returns="""One row per (N, layer, head): ``L, N, layer, head, n_rows, fraction, lower, upper, r, delta``, the
+    mechanism columns (``fraction_short`` ... ``in_ball_rank_<k>``), ``fraction_T=<T>`` and ``underflow_T=<T>``, plus
     ``model, text, device``.""",
     example="``L=64``",
 )

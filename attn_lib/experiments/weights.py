@@ -132,14 +132,15 @@ def row_metrics(
 def _row_sums(a_sq4, wv, visv, top, sx, s_sq, wzx, z_sq4, t3, n_f) -> tuple[torch.Tensor, ...]:
     """d~, E1 and ``N_s/N`` ``(H, R, C)`` of :func:`row_metrics` from the products, in float64 tensor code."""
     zero = torch.zeros((), dtype=torch.float64)
-    dist = (a_sq4 - 2 * wv * sx + s_sq).clamp(min=0).sqrt()  # ||a_i - s||
+    excess = a_sq4 - 2 * wv * sx  # ||a_i - s||^2 - ||s||^2, the ball test's operand (M.separability.separation)
+    dist = (excess + s_sq).clamp(min=0).sqrt()  # ||a_i - s||
     rest = visv & ~top
     d_tilde = torch.where(rest, dist, zero).sum(-1)  # (H, R, C)
     pp = (n_f / (t3 - 1).clamp(min=1)).unsqueeze(-1)  # p = N / (t - 1)
     e1_terms = ((1 + pp) ** 2 * a_sq4 - 2 * pp * (1 + pp) * wzx + pp**2 * z_sq4).clamp(min=0).sqrt()
     e1 = (t3 - n_f) / t3.clamp(min=1) * torch.where(visv, e1_terms, zero).sum(-1)
-    rho = torch.where(rest, dist, torch.full((), math.inf, dtype=dist.dtype)).amin(-1, keepdim=True)
-    sep = ((dist < rho) & top).sum(-1).to(torch.float64) / n_f
+    least = torch.where(rest, excess, torch.full((), math.inf, dtype=dist.dtype)).amin(-1, keepdim=True)
+    sep = ((excess < least) & top).sum(-1).to(torch.float64) / n_f
     return d_tilde, e1, sep
 
 

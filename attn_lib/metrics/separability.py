@@ -23,6 +23,7 @@ class SeparabilityRows:
     N: int  #: the top-``N`` size
     valid: torch.Tensor  #: bool: ``t >= N + 1``
     fraction: torch.Tensor  #: ``N_s / N`` with ``r`` ↑ ``rho_min``
+    flags: torch.Tensor  #: bool ``(H, L, min(N, L))``: whether the rank-``k`` selected token is separable
     lower: torch.Tensor  #: Theorem 2's lower bound (paper's form) at ``r = rho_min``
     upper: torch.Tensor  #: Theorem 2's upper bound (paper's form) at ``r = rho_min``
     r: torch.Tensor  #: the radius ``rho_min``
@@ -81,7 +82,8 @@ def separability_metrics(
     delta: torch.Tensor | None = None,
     engine: str = "auto",
 ) -> SeparabilityRows:
-    r"""``N_s/N`` with ``r`` ↑ ``rho_min`` (strict convention) and Theorem 2's bounds at ``r = rho_min``.
+    r"""``N_s/N`` with ``r`` ↑ ``rho_min`` (strict convention; each test on the excesses, :func:`separation`), token
+    by token (``flags``), and Theorem 2's bounds at ``r = rho_min``.
 
     Valid rows: ``t >= N + 1``. The lower bound is clipped below at ``-1`` (anything ``<= 0`` is vacuous); a row
     with ``rho_min = 0`` gets ``-1``. ``M``: sphere radius of Assumption 1; ``normalize`` first puts every value vector
@@ -94,10 +96,11 @@ def separability_metrics(
     valid = torch.broadcast_to(ld.t, (ld.H, ld.L)) >= N + 1
     delta = running_min_distance(ld) if delta is None else delta
     order = ld.order(min(N, ld.L))
-    fraction, rho_min = (impl or _separability_torch)(ld, N, order)
+    flags, rho_min = (impl or separation)(ld, order)
+    flags = flags & valid.unsqueeze(-1)
     lower, upper = _theorem2_bounds(ld.alpha.gather(-1, order), delta, rho_min, N, M)
-    rows = zero_invalid(valid, fraction=fraction, lower=lower, upper=upper, r=rho_min)
-    return SeparabilityRows(N=N, valid=valid, delta=delta, **rows)
+    rows = zero_invalid(valid, fraction=flags.sum(-1).to(ld.dtype) / N, lower=lower, upper=upper, r=rho_min)
+    return SeparabilityRows(N=N, valid=valid, flags=flags, delta=delta, **rows)
 
 
 def _theorem2_bounds(top_weights: torch.Tensor, delta, rho_min, N: int, M: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -111,47 +114,24 @@ def _theorem2_bounds(top_weights: torch.Tensor, delta, rho_min, N: int, M: float
     return lower, upper
 
 
-def _separability_torch(ld: LayerData, N: int, order: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(N_s/N, rho_min)`` ``(H, L)`` by tensor code (:func:`separation`)."""
-    separable, rho_min = separation(ld, order)
-    return separable.sum(-1).to(ld.dtype) / N, rho_min
-
-
 def separation(ld: LayerData, order: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(separable, rho)`` in row blocks (Algorithm 4), ``D_i = ||a_i - s||``: ``rho`` ``(H, L)`` is ``rho_min``, the
-    smallest ``D_i`` of a visible non-selected token (0 if none); ``separable``: the selected tokens' ``D_i < rho``."""
+    """``(separable, rho)`` in row blocks (Algorithm 4): ``separable`` ``(H, L, n)``, whether each selected token has
+    ``D_i = ||a_i - s|| < rho``; ``rho`` ``(H, L)`` is ``rho_min``, the smallest ``D_j`` of a visible non-selected
+    token (0 if none). Each test compares the excesses ``e_i = D_i^2 - ||s||^2 = alpha_i^2 ||x_i||^2 - 2 alpha_i
+    s . x_i``, formed without ``||s||^2``, so that it holds in exact arithmetic even for tokens whose ``D_i`` equals
+    ``||s||`` to float64's resolution (tiny weights, low temperature; Reading the paper, §The ball test)."""
     separable = torch.zeros(order.shape, dtype=torch.bool, device=ld.device)
     rho_min = torch.zeros(ld.H, ld.L, dtype=ld.dtype, device=ld.device)
 
     def block(rows_block: torch.Tensor, width: int) -> None:  # consecutive rows that see at most ``width`` columns
         rows, alpha, visible, top, s, s_dot_x = ld.top_block(order, rows_block, width)
         sq_norms = (ld.values[:, :width] * ld.values[:, :width]).sum(-1)  # (H, W)
-        dist = torch.addcmul(alpha * alpha * sq_norms[:, None, :], alpha, s_dot_x, value=-2.0)
-        dist = dist.add_((s * s).sum(-1, keepdim=True)).clamp_(min=0).sqrt_()  # ||a_i - s||
+        excess = torch.addcmul(alpha * alpha * sq_norms[:, None, :], alpha, s_dot_x, value=-2.0)  # D_i^2 - ||s||^2
         selected = torch.zeros(alpha.shape, dtype=torch.bool, device=ld.device).scatter_(-1, top, True)
-        rho = torch.where(visible & ~selected, dist, math.inf).amin(-1)  # (H, B); inf: no such token
-        separable[:, rows] = dist.gather(-1, top) < rho.unsqueeze(-1)
-        rho_min[:, rows] = torch.where(torch.isfinite(rho), rho, 0.0)
+        least = torch.where(visible & ~selected, excess, math.inf).amin(-1)  # (H, B); inf: no such token
+        separable[:, rows] = excess.gather(-1, top) < least.unsqueeze(-1)
+        rho = (least + (s * s).sum(-1)).clamp_(min=0).sqrt_()
+        rho_min[:, rows] = torch.where(torch.isfinite(least), rho, 0.0)
 
     run_blocks(block, ld.blocks(per_row=2))
     return separable, rho_min
-
-
-def separable_flags(layer: LayerData, N: int, rho: torch.Tensor) -> torch.Tensor:
-    """``(H, L, N)`` bool: whether the rank-``k`` selected token of each row lies strictly inside the ball of radius
-    ``rho`` ``(H, L)`` around ``s`` (with ``rho = rho_min``, Algorithm 4's count token by token: the mean over ``k`` is
-    ``N_s/N``); ``layer`` as given (see :func:`unit_layer`); ``False`` in rows with fewer than ``N + 1`` tokens."""
-    ld, N = as_layer(layer), check_n(N)
-    order = ld.order(min(N, ld.L))
-    n = order.shape[-1]
-    flags = torch.zeros(ld.H, ld.L, N, dtype=torch.bool, device=ld.device)
-    step = max(1, (1 << 22) // max(1, ld.H * n * ld.d))
-    for first in range(0, ld.L, step):
-        idx = order[:, first : first + step]  # (H, B, n)
-        B = idx.shape[1]
-        w = ld.alpha[:, first : first + step].gather(-1, idx)
-        x = ld.values.gather(1, idx.reshape(ld.H, B * n, 1).expand(-1, -1, ld.d)).reshape(ld.H, B, n, ld.d)
-        a = w.unsqueeze(-1) * x
-        dist = torch.linalg.vector_norm(a - a.sum(-2, keepdim=True), dim=-1)  # ||a_i - s||
-        flags[:, first : first + B, :n] = dist < rho[:, first : first + B].unsqueeze(-1)
-    return flags & (torch.broadcast_to(ld.t, (ld.H, ld.L)) >= N + 1).unsqueeze(-1)  # rows with t >= N + 1

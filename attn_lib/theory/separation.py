@@ -27,17 +27,17 @@ def distinguishable_count(alpha: Any, X: Any, N: int, r: float | None = None):
     .. math:: N_s(r)=\mathbf 1\Big\{\min_{j\notin I_N}D_j>r\Big\}\sum_{i\in I_N}\mathbf 1\{D_i\le r\}.
 
     ``r=None`` uses the experimental radius ``r = rho_min = min_{j not in I_N} D_j`` with the strict convention
-    ``r`` ↑ ``rho_min`` (project decision): ``N_s = |{i in I_N : D_i < rho_min}|`` (``rho_min = inf`` when ``N = L``).
+    ``r`` ↑ ``rho_min`` (project decision): ``N_s = |{i in I_N : D_i < rho_min}|`` (``rho_min = inf`` when ``N = L``),
+    compared on ``D_i^2 - ||s||^2 = ||a_i||^2 - 2 a_i . s`` (Reading the paper, §The ball test).
     """
     a, x, _, N = rows_and_N(alpha, X, N)
     m, A, s = top_n_sum(a, x, N)
-    D = row_norms(A - s[..., None, :])
-    rho = np.where(m, np.inf, D).min(-1)
     if r is None:
-        cnt = (m & (D < rho[..., None])).sum(-1)
+        excess = (A * A).sum(-1) - 2 * (A * s[..., None, :]).sum(-1)
+        cnt = (m & (excess < np.where(m, np.inf, excess).min(-1)[..., None])).sum(-1)
     else:
-        rv = check_positive("r", r)
-        cnt = np.where(rho > rv, (m & (D <= rv)).sum(-1), 0)
+        D, rv = row_norms(A - s[..., None, :]), check_positive("r", r)
+        cnt = np.where(np.where(m, np.inf, D).min(-1) > rv, (m & (D <= rv)).sum(-1), 0)
     cnt = np.asarray(cnt)
     return int(cnt) if cnt.ndim == 0 else cnt
 

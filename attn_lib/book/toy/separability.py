@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import torch
 from matplotlib.figure import Figure
 from scipy.spatial.distance import pdist
 
-from attn_lib import theory
+from attn_lib import metrics, theory
 from attn_lib._validation import check_int, check_positive
 from attn_lib.layout import FIGURE_WIDTH_IN
 from attn_lib.provenance import label_figure
@@ -34,6 +36,8 @@ __all__ = [
     "rho_min",
     "convention_cases",
     "convention_table",
+    "exact_ball_flags",
+    "ball_test_table",
     "toy_row",
     "toy_stats",
     "toy_means",
@@ -191,6 +195,66 @@ def convention_table(cases: Mapping[str, tuple]) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows).set_index("case")
+
+
+def exact_ball_flags(layer: Any, N: int) -> torch.Tensor:
+    r"""Algorithm 4's strict test :math:`D_i<\rho_{\min}` for each selected token of a causal layer, in exact rational
+    arithmetic (:class:`fractions.Fraction`) on the layer's float64 weights and vectors, compared as
+    :math:`D_i^2<\min_{j\notin I_N}D_j^2`: ``(H, L, N)`` bool, ``False`` in rows with fewer than ``N + 1`` tokens.
+    ``O(H L^2 d)`` fractions: for small layers."""
+    ld, N = layer, check_int("N", N, low=1, high=layer.L - 1)
+    order = ld.order(N)
+    out = torch.zeros(ld.H, ld.L, N, dtype=torch.bool)
+    for h in range(ld.H):
+        X = [[Fraction(v) for v in row] for row in ld.values[h].tolist()]
+        for r in range(N, ld.L):
+            a = [Fraction(w) for w in ld.alpha[h, r, : r + 1].tolist()]
+            sel = order[h, r].tolist()
+            s = [sum(a[j] * X[j][k] for j in sel) for k in range(ld.d)]
+            D2 = [sum((a[i] * X[i][k] - s[k]) ** 2 for k in range(ld.d)) for i in range(r + 1)]
+            rho2 = min(D2[i] for i in range(r + 1) if i not in sel)
+            out[h, r] = torch.tensor([D2[j] < rho2 for j in sel])
+    return out
+
+
+def ball_test_table(
+    temperatures: Sequence[float] = (1.0, 0.1, 0.01), *, N: int = 8, L: int = 32, d: int = 6, seed: int = 0
+) -> pd.DataFrame:
+    r"""How Algorithm 4's strict test fares in float64 against exact arithmetic (:func:`exact_ball_flags`), on a random
+    causal layer of two heads (standard normal logits divided by ``T``, standard normal vectors put on the unit sphere,
+    ``torch.Generator().manual_seed(seed)``), at each temperature ``T > 0``.
+
+    Columns: ``selected tokens`` (in rows with ``t >= N + 1``), ``below 1e-16 of the top`` (those whose weight is
+    below ``1e-16`` times their row's top weight), ``distance form wrong`` (tests that differ from exact arithmetic
+    when the rounded distances are compared, ``||a_i - s|| < rho_min``) and ``excess form wrong (<engine>)`` (the
+    same for :func:`attn_lib.metrics.separability_metrics`, which compares ``D_i^2 - ||s||^2``), for ``torch`` and,
+    where an accelerator is registered, ``numba``."""
+    temps = [check_positive("temperatures", T) for T in temperatures]
+    N, L, d = check_int("N", N, low=1, high=31), check_int("L", L, low=N + 1, high=64), check_int("d", d, low=1)
+    g = torch.Generator().manual_seed(check_int("seed", seed, low=0))
+    logits = torch.randn(2, L, L, generator=g, dtype=torch.float64)
+    logits = logits.masked_fill(~torch.ones(L, L, dtype=torch.bool).tril(), -np.inf)
+    values = torch.randn(2, L, d, generator=g, dtype=torch.float64)
+    engines = ["torch"] + (["numba"] if metrics._engine.accelerated("separability_metrics") else [])
+    rows = []
+    for T in temps:
+        ld = metrics.unit_layer(metrics.LayerData.from_logits(logits, values, temperature=T))
+        exact, order = exact_ball_flags(ld, N), ld.order(N)
+        valid = (torch.arange(L) >= N)[None, :, None].expand(2, L, N)
+        a = ld.alpha.gather(-1, order).unsqueeze(-1) * ld.values[torch.arange(2)[:, None, None], order]
+        sp = {e: metrics.separability_metrics(ld, N=N, normalize=False, engine=e) for e in engines}
+        direct = (torch.linalg.vector_norm(a - a.sum(-2, keepdim=True), dim=-1) < sp["torch"].r[..., None]) & valid
+        small = ld.alpha.gather(-1, order) < 1e-16 * ld.alpha.amax(-1, keepdim=True)
+        rows.append(
+            {
+                "T": T,
+                "selected tokens": int(valid.sum()),
+                "below 1e-16 of the top": int((small & valid).sum()),
+                "distance form wrong": int((direct != exact).sum()),
+                **{f"excess form wrong ({e})": int((sp[e].flags != exact).sum()) for e in engines},
+            }
+        )
+    return pd.DataFrame(rows).set_index("T")
 
 
 def toy_row(

@@ -142,21 +142,31 @@ class TestCauses:
         assert _row("concl-low-t-no-gain", {"separability": _sep()})["verdict"] == "n/a"
 
     def test_low_t_underflow_that_could_flip_the_verdict_gives_none(self):
-        """Tokens below float64's normal range are ties (rem-ball-test): a 0.03 fall is within 0.05, but with 5 % of
-        the selected tokens undecided it could be 0.08; with 1 % it could not."""
+        """Tokens lighter than 2.4e-296 may be ties (rem-ball-test): a 0.03 fall is within 0.05, but with 5 % of the
+        selected tokens undecided it could be 0.08; with 1 % it could not."""
 
-        def sep(u):
-            return {"separability": _sep(t01=lambda N, f: f, t001=lambda N, f: f - 0.03, under=u)}
+        def sep(u, fall=0.03):
+            return {"separability": _sep(t01=lambda N, f: f, t001=lambda N, f: f - fall, under=u)}
 
         row = _row("concl-sep-saturates-low-t", sep(0.05))
-        assert row["verdict"] == "no verdict" and "underflow" in row["cause"] and "up to 5.0%" in row["measured"]
+        assert row["verdict"] == "no verdict" and "float64's range decides" in row["cause"]
+        assert "up to 5.0% at T = 0.01" in row["measured"] and "is -0.08 to +0.02: within ±0.05" in row["cause"]
         row = _row("concl-sep-saturates-low-t", sep(0.01))
-        assert row["verdict"] == "reproduced" and "up to 1.0%" in row["measured"]
-        assert "normal range" not in _row("concl-sep-saturates-low-t", sep(0.0))["measured"]
+        assert row["verdict"] == "reproduced" and "up to 1.0% at T = 0.01" in row["measured"]
+        assert "lighter than" not in _row("concl-sep-saturates-low-t", sep(0.0))["measured"]
+        # gain: a rise of 0.03 could be 0.08 with 5 % undecided; a rise of 0.2 exceeds 0.05 either way
+        gain = _row("concl-low-t-no-gain", sep(0.05, fall=-0.03))
+        assert gain["verdict"] == "no verdict" and "a rise above 0.05 or not" in gain["cause"]
+        # the report holds each cause once (chapter 6 asserts it): the two rows' causes differ
+        both = claims.verdicts(sep(0.05, fall=-0.03), ids=["concl-sep-saturates-low-t", "concl-low-t-no-gain"])
+        assert set(both["verdict"]) == {"no verdict"} and both["cause"].is_unique
+        row = _row("concl-low-t-no-gain", sep(0.05, fall=-0.2))
+        assert row["verdict"] == "not reproduced" and "float64's range" in row["cause"]
 
     def test_low_t_not_reproduced_names_what_was_ruled_out(self):
         row = _row("concl-sep-saturates-low-t", {"separability": _sep(t01=lambda N, f: f, t001=lambda N, f: 1 / N)})
         assert "cause not identified" in row["cause"] and "rounding of the ball test" in row["cause"]
+        assert "float64's range" not in row["cause"]  # the table has no share columns: not measured, not ruled out
 
 
 class TestDraws:

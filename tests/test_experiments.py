@@ -194,6 +194,15 @@ def test_distance_experiments_tables(gpt2_small):
     assert set(dn["N"]) == {1, 4} and "mc" not in dn
 
 
+def test_separability_reports_the_undecided_share_at_each_temperature(gpt2_small):
+    """``underflow_T=<T>``: the share of selected tokens lighter than 2^-982, whose tests float64's range may decide
+    (Reading the paper, §The ball test): none at T = 1, some where logits / T spread over thousands."""
+    sp = E.separability(gpt2_small, TEXT, L=32, n_values=[2, 8], temperatures=[1e-4, 1.0], temperature_n=[8])
+    at8 = sp[sp["N"] == 8]
+    assert at8["underflow_T=1"].eq(0).all() and at8["underflow_T=0.0001"].gt(0).any()
+    assert at8["underflow_T=0.0001"].le(1).all() and sp.loc[sp["N"] == 2, "underflow_T=1"].isna().all()
+
+
 def test_separability_and_sensitivity_tables(llama_small):
     sp = E.separability(llama_small, TEXT, L=32, n_values=[1, 2, 8])
     assert set(sp["N"]) == {1, 2, 8}

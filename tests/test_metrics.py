@@ -542,31 +542,29 @@ def test_separability_engines_agree(N):
 @pytest.mark.parametrize("engine", ["torch", "numba"])
 def test_ball_test_is_exact_at_low_temperature(engine):
     """At T = 0.01 many selected tokens weigh less than 1e-16 of their row's top, so their ``D_i`` equals ``||s||`` to
-    float64's resolution: comparing the distances themselves lets rounding decide the strict test (checked at the end
-    on this very layer). Algorithm 4 compares the excesses ``D_i^2 - ||s||^2`` instead (Reading the paper, §The ball test);
-    every implementation of ``N_s`` then gives the exact-arithmetic answer, token by token."""
-    N, rows = 8, [9, 20, 31]
+    float64's resolution, and comparing the rounded distances lets rounding decide the strict test (the table at the
+    end: the same layer). Algorithm 4 compares the excesses ``D_i^2 - ||s||^2`` instead (Reading the paper, §The ball
+    test); every implementation of ``N_s`` then gives the exact-arithmetic answer, token by token, on every row."""
+    N, L = 8, 32
     g = torch.Generator().manual_seed(3)
-    logits = torch.randn(2, 32, 32, generator=g, dtype=torch.float64)
-    logits = logits.masked_fill(~torch.ones(32, 32, dtype=torch.bool).tril(), -math.inf)
-    ld = M.unit_layer(
-        M.LayerData.from_logits(logits, torch.randn(2, 32, 6, generator=g, dtype=torch.float64), temperature=0.01)
-    )
+    logits = torch.randn(2, L, L, generator=g, dtype=torch.float64)
+    logits = logits.masked_fill(~torch.ones(L, L, dtype=torch.bool).tril(), -math.inf)
+    values = torch.randn(2, L, 6, generator=g, dtype=torch.float64)
+    ld = M.unit_layer(M.LayerData.from_logits(logits, values, temperature=0.01))
     exact = exact_ball_flags(ld, N)
     sp = M.separability_metrics(ld, N=N, normalize=False, engine=engine)
     assert torch.equal(sp.flags, exact) and 0 < int(exact.sum()) < exact[:, N:].numel()
     assert torch.equal(sp.fraction, exact.sum(-1) / N)
     with M.configure(default_engine=engine):
-        sep = row_metrics(ld.alpha[:, rows], ld.values, ld.mask[0, rows], [N])["sep"][..., 0]
-    assert torch.equal(sep, exact[:, rows].sum(-1) / N)
+        sep = row_metrics(ld.alpha, ld.values, ld.mask[0], [N])["sep"][..., 0]
+    assert torch.equal(sep, exact.sum(-1) / N)
     for h in range(2):
-        for r in rows:
-            assert th.distinguishable_count(ld.alpha[h, r, : r + 1].numpy(), ld.values[h, : r + 1].numpy(), N) == int(
-                exact[h, r].sum()
-            )
-    # the same layer (ball_test_table draws it alike): there, comparing the rounded distances errs on some tests
-    table = ball_test_table((0.01,), N=N, L=32, d=6, seed=3)
-    assert table["distance form wrong"].iloc[0] > 0 and table.filter(like="excess").eq(0).all(axis=None)
+        for r in range(N, L):
+            a, X = ld.alpha[h, r, : r + 1].numpy(), ld.values[h, : r + 1].numpy()
+            assert th.distinguishable_count(a, X, N) == int(exact[h, r].sum()), (h, r)
+    table = ball_test_table((0.01,), N=N, L=L, d=6, seed=3)
+    assert table["below 1e-16 of the top"].iloc[0] > 0 and table["distance form wrong"].iloc[0] > 0
+    assert table.filter(like="excess").eq(0).all(axis=None)
 
 
 @pytest.mark.parametrize("n", [1, 3, 7, 40])

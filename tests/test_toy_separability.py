@@ -13,11 +13,12 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from conftest import figure_provenance
 from matplotlib.figure import Figure
 from scipy import stats as scipy_stats
 
-from attn_lib import theory
+from attn_lib import metrics, theory
 from attn_lib.book.toy import separability as toy
 from attn_lib.book.widgets import PrecomputedSlider
 
@@ -405,3 +406,22 @@ class TestTemperatureSlider:
     def test_a_value_outside_the_temperatures_is_refused(self, small_stats):
         with pytest.raises(ValueError, match="value"):
             toy.temperature_slider(small_stats, value=1.0)
+
+
+class TestBallTestTable:
+    """The toy table of chapter 3's rem-ball-test (the exactness itself: tests/test_metrics.py)."""
+
+    def test_bad_arguments_name_the_parameter(self):
+        for kwargs, name in (
+            ({"temperatures": (0.0,)}, "temperatures"),
+            ({"N": 0}, "N"),
+            ({"N": 8, "L": 8}, "L"),
+            ({"seed": -1}, "seed"),
+        ):
+            with pytest.raises(ValueError, match=name):
+                toy.ball_test_table(**kwargs)
+
+    def test_exact_flags_need_a_valid_n(self):
+        ld = metrics.LayerData.from_logits(torch.zeros(1, 4, 4, dtype=torch.float64), torch.ones(1, 4, 2))
+        with pytest.raises(ValueError, match="N"):
+            toy.exact_ball_flags(ld, 4)

@@ -1159,7 +1159,8 @@ def sep_prefix(alpha, G, values, order, t, N: int, threads: int | None = None):
     """Separability at one ``N`` per (head, row) of a prefix-masked layer (float64): ``(separable, rho_min)``;
     ``separable`` ``(H, L, N)`` bool, whether each selected token is strictly inside ``B_rho(s)``; ``rho_min``
     ``(H, L)``, the smallest distance of a visible non-selected token (``inf`` if none); ``False`` and 0 where
-    ``t < N + 1``. As :func:`attn_lib.metrics.separability.separation`, excesses included."""
+    ``t < N + 1`` (:func:`attn_lib.metrics.separability.separation` flags those rows; its callers mask them). The
+    tests compare the excesses as ``separation`` does."""
     H, L = alpha.shape[0], alpha.shape[1]
     sep, rho = np.zeros((H, L, N), dtype=np.bool_), np.zeros((H, L))
     _threads_call(

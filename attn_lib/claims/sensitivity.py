@@ -332,9 +332,8 @@ def _draw0(results, name: str = "gradient_sensitivity") -> pd.DataFrame:
 @rule("lem2-bound-model")
 def _lemma2(results, th):
     df = results["gradient_sensitivity"]
-    na_if(
-        "rows_above_lemma2" not in df, "this table lacks the Lemma 2 columns (rows_above_lemma2, lemma2_log10_margin)"
-    )
+    lacking = "this table lacks the Lemma 2 columns (rows_above_lemma2, lemma2_log10_margin)"
+    na_if("rows_above_lemma2" not in df, lacking)
     above = int(df["rows_above_lemma2"].sum())
     d0 = _draw0(results)
     e0 = float(d0["eps"].min())

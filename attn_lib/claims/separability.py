@@ -208,10 +208,7 @@ SEP_T_TOL = 0.05
 def _low_t(results, th, mode: str):
     df = results["separability"]
     cols = {float(c.split("=", 1)[1]): c for c in df.columns if c.startswith("fraction_T=")}
-    na_if(
-        0.1 not in cols or 0.01 not in cols,
-        "the separability table has no N_s/N at T = 0.1 and T = 0.01 (columns fraction_T=…)",
-    )
+    na_if(0.1 not in cols or 0.01 not in cols, "the separability table has no columns fraction_T=0.1 and =0.01")
     df = df[df["N"] >= 2].dropna(subset=[cols[0.1], cols[0.01]])
     na_if(not len(df), "no N ≥ 2 with N_s/N at T = 0.1 and T = 0.01")
     m = df.groupby("N")[["fraction", cols[0.1], cols[0.01]]].median()
@@ -219,23 +216,25 @@ def _low_t(results, th, mode: str):
         f"N={int(n)}: T=1 {r['fraction']:.2f}, T=0.1 {r[cols[0.1]]:.2f}, T=0.01 {r[cols[0.01]]:.2f}"
         for n, r in m.iterrows()
     )
-    # a selected token weighing less than float64's smallest normal number is a tie (prf rem-ball-test): in exact
-    # arithmetic it could be separable or not, so each head's N_s/N lies within +- that share, each median within the
-    # medians of those ends, and the change at each N within [d_lo, d_hi]
-    under = {T: df.get(cols[T].replace("fraction", "underflow", 1), 0.0 * df[cols[T]]) for T in (0.1, 0.01)}
+    # a selected token lighter than UNDERFLOW_WEIGHT may have its test decided by float64's range (prf rem-ball-test):
+    # each head's N_s/N lies within +- their share, each median within the medians of those ends, and the change at
+    # each N within [d_lo, d_hi] (a table without the share columns: the point itself)
+    ucol = {T: cols[T].replace("fraction", "underflow", 1) for T in (0.1, 0.01)}
+    under = {T: df[c] if c in df else 0.0 * df[cols[T]] for T, c in ucol.items()}
     lo, hi = ({T: (df[cols[T]] + s * under[T]).clip(0, 1).groupby(df["N"]).median() for T in under} for s in (-1, 1))
     d_lo, d_hi, floor = lo[0.01] - hi[0.1], hi[0.01] - lo[0.1], -SEP_T_TOL if mode == "flat" else -np.inf
-    ok, fails = ((d_lo >= floor) & (d_hi <= SEP_T_TOL)).all(), ((d_hi < floor) | (d_lo > SEP_T_TOL)).any()
-    if (worst := float(under[0.01].groupby(df["N"]).median().max())) > 0:
-        meas += f"; median share of selected tokens below float64's normal range at T = 0.01: up to {worst:.1%}"
-    ball, n = prf_ref("rem-ball-test"), int((d_hi - d_lo).idxmax())
-    if not ok and not fails:
-        why = f"float64 underflow decides: selected tokens below its normal range are ties ({ball}); counted separable"
-        return Outcome(
-            "no verdict", meas, f"{why} or not, the change at N = {n} spans {d_lo[n]:+.2f} to {d_hi[n]:+.2f}"
-        )
+    inside, outside = (d_lo >= floor) & (d_hi <= SEP_T_TOL), (d_hi < floor) | (d_lo > SEP_T_TOL)
+    shares = {T: float(u.groupby(df["N"]).median().max()) for T, u in under.items()}
+    light = ", ".join(f"up to {v:.1%} at T = {T:g}" for T, v in shares.items() if v > 0)
+    meas += f"; median share of selected tokens lighter than 2.4e-296: {light}" if max(shares.values()) > 0 else ""
+    ball, ok = prf_ref("rem-ball-test"), bool(inside.all())
+    if not ok and not outside.any():
+        n = int((d_hi - d_lo)[~inside].idxmax())
+        why = f"float64's range decides: tokens lighter than 2.4e-296 may be ties ({ball}); counted separable or not"
+        tail = f"within ±{SEP_T_TOL} or not" if mode == "flat" else f"a rise above {SEP_T_TOL} or not"
+        return Outcome("no verdict", meas, f"{why}, the change at N = {n} is {d_lo[n]:+.2f} to {d_hi[n]:+.2f}: {tail}")
     diff = m[cols[0.01]] - m[cols[0.1]]
-    ruled_out = f"ruled out: rounding of the ball test ({ball}) and float64 underflow"
+    ruled_out = f"ruled out: rounding of the ball test ({ball})" + (" and float64's range" if ucol[0.01] in df else "")
     if mode == "gain" and not ok:
         rise = f"at N = {int(diff.idxmax())} the median rises by {diff.max():.2f} from T = 0.1 to 0.01"
         return Outcome("not reproduced", meas, f"{rise}; cause not identified ({ruled_out})")

@@ -19,6 +19,9 @@ __all__ = ["SeparabilityParams", "separability"]
 _COLUMNS = ("fraction", "lower", "upper", "r", "delta")
 #: A row is an attention-sink row when its first visible token takes more than this share of the weight.
 SINK_WEIGHT = 0.5
+#: Selected tokens lighter than this (2^-982, about 2.4e-296) are the ones whose ball test float64's range may decide
+#: (0 or subnormal weights; Reading the paper, §The ball test): column ``underflow_T=<T>``.
+UNDERFLOW_WEIGHT = 2.0**-982
 
 
 def rank_columns(N: int) -> list[int]:
@@ -30,8 +33,7 @@ def rank_columns(N: int) -> list[int]:
 
 def temperature_column(T: float, what: str = "fraction") -> str:
     """The column of ``N_s/N`` at temperature ``T`` (the model's logits divided by ``T``), or with ``what="underflow"``
-    of the share of selected tokens whose weight is below float64's smallest normal number (0 or subnormal: their ball
-    tests are decided by float64's range, not by the geometry; Reading the paper, §The ball test)."""
+    of the share of selected tokens lighter than :data:`UNDERFLOW_WEIGHT`, whose tests float64's range may decide."""
     return f"{what}_T={T:g}"
 
 
@@ -82,7 +84,7 @@ class SeparabilityAnalysis(RowsAnalysis):
             for T, lt in at_T.items() if N in self.temperature_n else ():
                 fT = M.separability_metrics(lt, N=N, M=self.M, normalize=False, delta=delta).fraction[:, :L]
                 means[temperature_column(T)] = M.masked_mean(fT, sp.valid[:, :L])
-                light = (lt.alpha.gather(-1, lt.order(N)) < torch.finfo(lt.dtype).tiny).to(lt.dtype).mean(-1)
+                light = (lt.alpha.gather(-1, lt.order(N)) < UNDERFLOW_WEIGHT).to(lt.dtype).mean(-1)
                 means[temperature_column(T, "underflow")] = M.masked_mean(light[:, :L], sp.valid[:, :L])
             cnt = means["fraction"][1]
             for h in range(ld.H):

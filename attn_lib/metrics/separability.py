@@ -116,9 +116,9 @@ def _theorem2_bounds(top_weights: torch.Tensor, delta, rho_min, N: int, M: float
 
 def separation(ld: LayerData, order: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``(separable, rho)`` in row blocks (Algorithm 4): ``separable`` ``(H, L, n)``, whether each selected token has
-    ``D_i = ||a_i - s|| < rho``; ``rho`` ``(H, L)`` is ``rho_min``, the smallest ``D_j`` of a visible non-selected
-    token (0 if none). Each test compares the excesses ``e_i = D_i^2 - ||s||^2 = alpha_i^2 ||x_i||^2 - 2 alpha_i
-    s . x_i``, formed without ``||s||^2``, so that it holds in exact arithmetic even for tokens whose ``D_i`` equals
+    ``D_i = ||a_i - s|| < rho``; ``rho`` ``(H, L)``: ``rho_min``, the smallest ``D_j`` of a visible non-selected token
+    (0, and every token flagged, where none: callers mask such rows). Each test compares the excesses ``e_i = D_i^2 -
+    ||s||^2 = alpha_i^2 ||x_i||^2 - 2 alpha_i s . x_i``, formed without ``||s||^2``: exact even where ``D_i`` equals
     ``||s||`` to float64's resolution (tiny weights, low temperature; Reading the paper, §The ball test)."""
     separable = torch.zeros(order.shape, dtype=torch.bool, device=ld.device)
     rho_min = torch.zeros(ld.H, ld.L, dtype=ld.dtype, device=ld.device)

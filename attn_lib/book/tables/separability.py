@@ -34,13 +34,13 @@ def separability_mechanisms(df: pd.DataFrame) -> pd.DataFrame | None:
 def separability_by_temperature(df: pd.DataFrame) -> pd.DataFrame | None:
     """Per N >= 2, the median over heads of ``N_s/N`` at the model's temperature (``T = 1``) and at each extra
     temperature of the experiment (columns ``T = ...``), at the N of its temperature sweep, then the median share of
-    selected tokens below float64's normal range at each (columns ``below normal, T = ...``, where the table has
-    them); ``None`` without those columns."""
+    selected tokens whose tests float64's range may decide at each (columns ``undecided, T = ...``, where the table
+    has them); ``None`` without those columns."""
     found = sorted((c for c in df.columns if c.startswith("fraction_T=")), key=lambda c: -float(c.split("=", 1)[1]))
     if not found:
         return None
     cols = {c: "T = " + c.split("=", 1)[1] for c in found}
-    under = {u: "below normal, " + cols[c] for c in found if (u := c.replace("fraction", "underflow", 1)) in df}
+    under = {u: "undecided, " + cols[c] for c in found if (u := c.replace("fraction", "underflow", 1)) in df}
     out = df[df["N"] >= 2].groupby("N")[["fraction", *cols, *under]].median().dropna(subset=list(cols))
     return out.rename(columns={"fraction": "T = 1", **cols, **under})
 

@@ -226,7 +226,8 @@ def ball_test_table(
 
     Columns: ``selected tokens`` (in rows with ``t >= N + 1``), ``below 1e-16 of the top`` (those whose weight is
     below ``1e-16`` times their row's top weight), ``distance form wrong`` (tests that differ from exact arithmetic
-    when the rounded distances are compared, ``||a_i - s|| < rho_min``) and ``excess form wrong (<engine>)`` (the
+    when the rounded distances are compared, ``||a_i - s|| < min_j ||a_j - s||``, every distance by the same
+    float64 formula) and ``excess form wrong (<engine>)`` (the
     same for :func:`attn_lib.metrics.separability_metrics`, which compares ``D_i^2 - ||s||^2``), for ``torch`` and,
     where an accelerator is registered, ``numba``."""
     temps = [check_positive("temperatures", T) for T in temperatures]
@@ -241,9 +242,12 @@ def ball_test_table(
         ld = metrics.unit_layer(metrics.LayerData.from_logits(logits, values, temperature=T))
         exact, order = exact_ball_flags(ld, N), ld.order(N)
         valid = (torch.arange(L) >= N)[None, :, None].expand(2, L, N)
-        a = ld.alpha.gather(-1, order).unsqueeze(-1) * ld.values[torch.arange(2)[:, None, None], order]
+        a = ld.alpha.unsqueeze(-1) * ld.values.unsqueeze(1)  # (2, L, L, d): a_j = alpha_j x_j in each row
+        selected = torch.zeros(ld.alpha.shape, dtype=torch.bool).scatter_(-1, order, True)
+        D = torch.linalg.vector_norm(a - (a * selected.unsqueeze(-1)).sum(-2, keepdim=True), dim=-1)
+        rho = torch.where(ld.mask & ~selected, D, np.inf).amin(-1, keepdim=True)  # from the same rounded distances
+        direct = (D.gather(-1, order) < rho) & valid
         sp = {e: metrics.separability_metrics(ld, N=N, normalize=False, engine=e) for e in engines}
-        direct = (torch.linalg.vector_norm(a - a.sum(-2, keepdim=True), dim=-1) < sp["torch"].r[..., None]) & valid
         small = ld.alpha.gather(-1, order) < 1e-16 * ld.alpha.amax(-1, keepdim=True)
         rows.append(
             {

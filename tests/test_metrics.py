@@ -12,7 +12,7 @@ from conftest import naive_scan
 from attn_lib import jacobian as J
 from attn_lib import metrics as M
 from attn_lib import theory as th
-from attn_lib.book.toy.separability import ball_test_table, exact_ball_flags
+from attn_lib.book.toy.separability import ball_test_layer, ball_test_table, exact_ball_flags
 from attn_lib.experiments.weights import row_metrics
 
 pytestmark = pytest.mark.numerical  # run twice by `make test`: with the accelerator, and --without-numba
@@ -543,14 +543,11 @@ def test_separability_engines_agree(N):
 def test_ball_test_is_exact_at_low_temperature(engine):
     """At T = 0.01 many selected tokens weigh less than 1e-16 of their row's top, so their ``D_i`` equals ``||s||`` to
     float64's resolution, and comparing the rounded distances lets rounding decide the strict test (the table at the
-    end: the same layer). Algorithm 4 compares the excesses ``D_i^2 - ||s||^2`` instead (Reading the paper, §The ball
-    test); every implementation of ``N_s`` then gives the exact-arithmetic answer, token by token, on every row."""
+    end: the same layer, ``ball_test_layer``). Algorithm 4 compares the excesses ``D_i^2 - ||s||^2`` instead (Reading
+    the paper, §The ball test); every implementation of ``N_s`` then gives the exact-arithmetic answer, token by
+    token, on every row."""
     N, L = 8, 32
-    g = torch.Generator().manual_seed(3)
-    logits = torch.randn(2, L, L, generator=g, dtype=torch.float64)
-    logits = logits.masked_fill(~torch.ones(L, L, dtype=torch.bool).tril(), -math.inf)
-    values = torch.randn(2, L, 6, generator=g, dtype=torch.float64)
-    ld = M.unit_layer(M.LayerData.from_logits(logits, values, temperature=0.01))
+    ld = ball_test_layer(0.01, L=L, d=6, seed=3)
     exact = exact_ball_flags(ld, N)
     sp = M.separability_metrics(ld, N=N, normalize=False, engine=engine)
     assert torch.equal(sp.flags, exact) and 0 < int(exact.sum()) < exact[:, N:].numel()

@@ -421,6 +421,11 @@ class TestBallTestTable:
             with pytest.raises(ValueError, match=name):
                 toy.ball_test_table(**kwargs)
 
+    def test_the_layer_refuses_bad_arguments(self):
+        for kwargs, name in (({"temperature": -1.0}, "temperature"), ({"temperature": 1.0, "L": 1}, "L")):
+            with pytest.raises(ValueError, match=name):
+                toy.ball_test_layer(**kwargs)
+
     def test_exact_flags_need_a_valid_n(self):
         ld = metrics.LayerData.from_logits(torch.zeros(1, 4, 4, dtype=torch.float64), torch.ones(1, 4, 2))
         with pytest.raises(ValueError, match="N"):

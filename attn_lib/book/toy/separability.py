@@ -37,6 +37,7 @@ __all__ = [
     "convention_cases",
     "convention_table",
     "exact_ball_flags",
+    "ball_test_layer",
     "ball_test_table",
     "toy_row",
     "toy_stats",
@@ -217,29 +218,35 @@ def exact_ball_flags(layer: Any, N: int) -> torch.Tensor:
     return out
 
 
-def ball_test_table(
-    temperatures: Sequence[float] = (1.0, 0.1, 0.01), *, N: int = 8, L: int = 32, d: int = 6, seed: int = 0
-) -> pd.DataFrame:
-    r"""How Algorithm 4's strict test fares in float64 against exact arithmetic (:func:`exact_ball_flags`), on a random
-    causal layer of two heads (standard normal logits divided by ``T``, standard normal vectors put on the unit sphere,
-    ``torch.Generator().manual_seed(seed)``), at each temperature ``T > 0``.
-
-    Columns: ``selected tokens`` (in rows with ``t >= N + 1``), ``below 1e-16 of the top`` (those whose weight is
-    below ``1e-16`` times their row's top weight), ``distance form wrong`` (tests that differ from exact arithmetic
-    when the rounded distances are compared, ``||a_i - s|| < min_j ||a_j - s||``, every distance by the same
-    float64 formula) and ``excess form wrong (<engine>)`` (the
-    same for :func:`attn_lib.metrics.separability_metrics`, which compares ``D_i^2 - ||s||^2``), for ``torch`` and,
-    where an accelerator is registered, ``numba``."""
-    temps = [check_positive("temperatures", T) for T in temperatures]
-    N, L, d = check_int("N", N, low=1, high=31), check_int("L", L, low=N + 1, high=64), check_int("d", d, low=1)
+def ball_test_layer(temperature: float, *, L: int = 32, d: int = 6, seed: int = 0):
+    """The random causal layer of :func:`ball_test_table`: two heads, standard normal logits divided by
+    ``temperature > 0`` and standard normal vectors put on the unit sphere (``torch.Generator().manual_seed(seed)``),
+    ``L`` in [2, 64] tokens in ``d >= 1`` dimensions; the same vectors and logits at every temperature."""
+    T, L, d = check_positive("temperature", temperature), check_int("L", L, low=2, high=64), check_int("d", d, low=1)
     g = torch.Generator().manual_seed(check_int("seed", seed, low=0))
     logits = torch.randn(2, L, L, generator=g, dtype=torch.float64)
     logits = logits.masked_fill(~torch.ones(L, L, dtype=torch.bool).tril(), -np.inf)
     values = torch.randn(2, L, d, generator=g, dtype=torch.float64)
+    return metrics.unit_layer(metrics.LayerData.from_logits(logits, values, temperature=T))
+
+
+def ball_test_table(
+    temperatures: Sequence[float] = (1.0, 0.1, 0.01), *, N: int = 8, L: int = 32, d: int = 6, seed: int = 0
+) -> pd.DataFrame:
+    r"""How Algorithm 4's strict test fares in float64 against exact arithmetic (:func:`exact_ball_flags`), on the
+    layer of :func:`ball_test_layer` at each temperature ``T > 0``, with ``N`` in [1, L - 1].
+
+    Columns: ``selected tokens`` (in rows with ``t >= N + 1``), ``below 1e-16 of the top`` (those whose weight is
+    below ``1e-16`` times their row's top weight), ``distance form wrong`` (tests that differ from exact arithmetic
+    when the rounded distances are compared, ``||a_i - s|| < min_j ||a_j - s||``, every distance by the same float64
+    formula) and ``excess form wrong (<engine>)`` (the same for :func:`attn_lib.metrics.separability_metrics`, which
+    compares ``D_i^2 - ||s||^2``), for ``torch`` and, where an accelerator is registered, ``numba``."""
+    temps = [check_positive("temperatures", T) for T in temperatures]
+    N, L = check_int("N", N, low=1, high=31), check_int("L", L, low=N + 1, high=64)
     engines = ["torch"] + (["numba"] if metrics._engine.accelerated("separability_metrics") else [])
     rows = []
     for T in temps:
-        ld = metrics.unit_layer(metrics.LayerData.from_logits(logits, values, temperature=T))
+        ld = ball_test_layer(T, L=L, d=d, seed=seed)
         exact, order = exact_ball_flags(ld, N), ld.order(N)
         valid = (torch.arange(L) >= N)[None, :, None].expand(2, L, N)
         a = ld.alpha.unsqueeze(-1) * ld.values.unsqueeze(1)  # (2, L, L, d): a_j = alpha_j x_j in each row

@@ -5,6 +5,7 @@ Monte-Carlo critical N, the bounds evaluated on the model) and the rows added fo
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -147,7 +148,7 @@ def _layer(H=2, L=10, d=3, seed=0):
 
 def test_individual_terms_and_bound_factors_against_a_loop():
     ld, N = _layer(), 3
-    ind = ED._individual_terms(ld, N)
+    ind = ED._individual_terms(SimpleNamespace(layer=lambda: ld, get=lambda key, fn: fn()), N)
     dm = M.distance_metrics(ld, N=N)
     fac = ED._bound_factors(
         dm, {"d_tilde": dm.d_tilde, "d_max": dm.d_max, "alpha_bar": dm.alpha_bar, "s_norm": dm.s_norm}

@@ -843,33 +843,30 @@ def _exp_nonpos_py(x):
 
 
 def _expm1_le1_py(x):
-    """``expm1(x)`` for ``x <= 1``, vectorisable: on ``[-1, 1]`` ``x`` times the Taylor series of ``expm1(x)/x`` to
-    degree 18 (truncation below 1e-17 relative, no cancellation near 0), below ``-1`` ``exp(x) - 1`` (no digits to
-    lose there); both are formed and one is selected, so a loop over it has no branch. Within 4e-16 of numpy's
-    ``expm1`` (tested)."""
-    xc = min(max(x, -1.0), 1.0)
-    p = 1.0 / 121645100408832000.0
-    p = p * xc + 1.0 / 6402373705728000.0
-    p = p * xc + 1.0 / 355687428096000.0
-    p = p * xc + 1.0 / 20922789888000.0
-    p = p * xc + 1.0 / 1307674368000.0
-    p = p * xc + 1.0 / 87178291200.0
-    p = p * xc + 1.0 / 6227020800.0
-    p = p * xc + 1.0 / 479001600.0
-    p = p * xc + 1.0 / 39916800.0
-    p = p * xc + 1.0 / 3628800.0
-    p = p * xc + 1.0 / 362880.0
-    p = p * xc + 1.0 / 40320.0
-    p = p * xc + 1.0 / 5040.0
-    p = p * xc + 1.0 / 720.0
-    p = p * xc + 1.0 / 120.0
-    p = p * xc + 1.0 / 24.0
-    p = p * xc + 1.0 / 6.0
-    p = p * xc + 1.0 / 2.0
-    p = p * xc + 1.0
-    small = p * xc
-    big = _exp_nonpos(min(x, 0.0)) - 1.0
-    return small if x >= -1.0 else big
+    """``expm1(x)`` for ``x <= 1``, vectorisable: the reduction and series of :func:`_exp_nonpos_py`,
+    ``exp(r) = 1 + r q(r)``, give ``expm1(r) = r q(r)``, so ``expm1(x) = x q(x)`` for ``|x| <= ln2 / 2`` (no
+    cancellation near 0) and ``2^k r q(r) + (2^k - 1)`` beyond (``|expm1(x)| > 0.29``: no digits to lose); -1 below
+    -708. Within 4e-16 of numpy's ``expm1`` (tested)."""
+    xc = min(max(x, -708.0), 1.0)
+    kf = math.floor(xc * _INV_LN2 + 0.5)
+    r = (xc - kf * _LN2_HI) - kf * _LN2_LO
+    p = 1.0 / 6227020800.0
+    p = p * r + 1.0 / 479001600.0
+    p = p * r + 1.0 / 39916800.0
+    p = p * r + 1.0 / 3628800.0
+    p = p * r + 1.0 / 362880.0
+    p = p * r + 1.0 / 40320.0
+    p = p * r + 1.0 / 5040.0
+    p = p * r + 1.0 / 720.0
+    p = p * r + 1.0 / 120.0
+    p = p * r + 1.0 / 24.0
+    p = p * r + 1.0 / 6.0
+    p = p * r + 0.5
+    p = p * r + 1.0
+    em = r * p
+    scale = _bits_to_f64((np.int64(kf) + 1023) << 52)  # 2^k, k in [-1021, 1]
+    big = scale * em + (scale - 1.0) if x > -708.0 else -1.0
+    return em if kf == 0.0 else big
 
 
 def _sens_rows_py(x, v, t, invT, eps, out):
@@ -912,11 +909,16 @@ def _sens_rows_py(x, v, t, invT, eps, out):
                 c = eps[b] * invT[a]
                 ck = c * vr[k]
                 top = -math.inf
+                dmax = -math.inf
                 for i in range(W):
-                    d[i] = c * vr[i] - ck
-                    top = max(top, y[i] + d[i])
+                    di = c * vr[i] - ck
+                    d[i] = di
+                    top = max(top, y[i] + di)
+                    dmax = max(dmax, di)
                 d[k] = 0.0  # exactly (a fused multiply-add would leave the rounding of ck)
+                dmax = max(dmax, 0.0)
                 acc = 0.0
+                # every loop below is branch-free (vectorised): where a token may take either form, both are formed
                 if top > 700.0:  # exp(y + d) would overflow: a log-sum-exp (no digits to save there)
                     for i in range(W):
                         acc += _exp_nonpos(y[i] + d[i] - top)
@@ -924,39 +926,38 @@ def _sens_rows_py(x, v, t, invT, eps, out):
                     acc = 0.0
                     for i in range(W):
                         z = d[i] - shift
-                        dlt = p0[i] * math.expm1(z) if z <= 1.0 else _exp_nonpos(min(y[i] - log_s + z, 0.0)) - p0[i]
+                        far = _exp_nonpos(min(y[i] - log_s + z, 0.0)) - p0[i]
+                        dlt = p0[i] * _expm1_le1(z) if z <= 1.0 else far
                         acc += dlt * dlt
                 else:
-                    nbig = 0
-                    for i in range(W):  # branch-free (vectorised); the tokens with d > 1 are added after
-                        di = d[i]
-                        emi = _expm1_le1(di)
-                        em[i] = emi
-                        acc += e0[i] * emi if di <= 1.0 else 0.0
-                        nbig += 1 if di > 1.0 else 0
-                    if nbig:
+                    if dmax <= 1.0:
                         for i in range(W):
-                            if d[i] > 1.0:
-                                acc += math.exp(y[i] + d[i]) - e0[i]
+                            emi = _expm1_le1(d[i])
+                            em[i] = emi
+                            acc += e0[i] * emi
+                    else:  # a token with d > 1: e^(y + d) - e^y formed directly, from e^top (top <= 700)
+                        etop = math.exp(top)
+                        for i in range(W):
+                            di = d[i]
+                            emi = _expm1_le1(di)
+                            em[i] = emi
+                            grown = _exp_nonpos(min(y[i] + di - top, 0.0)) * etop - e0[i]
+                            acc += e0[i] * emi if di <= 1.0 else grown
                     es = acc / s0  # expm1(shift), shift = log1p(es)
                     shift = math.log1p(es)
                     inv = 1.0 / (1.0 + es)
                     acc = 0.0
-                    nbig = 0
-                    for i in range(W):  # expm1(z) = (expm1(d) - expm1(shift)) / (1 + expm1(shift)): no exponential
-                        ok = d[i] <= 1.0 and d[i] - shift <= 1.0
-                        dlt = p0[i] * ((em[i] - es) * inv)
-                        acc += dlt * dlt if ok else 0.0
-                        nbig += 0 if ok else 1
-                    if nbig:
+                    if dmax <= 1.0 and dmax - shift <= 1.0:
+                        for i in range(W):  # expm1(z) = (expm1(d) - expm1(shift)) / (1 + expm1(shift)): no exponential
+                            dlt = p0[i] * ((em[i] - es) * inv)
+                            acc += dlt * dlt
+                    else:  # z > 1: the new weight is > e times the old one, formed directly (no cancellation)
                         for i in range(W):
-                            z = d[i] - shift
-                            if z > 1.0:  # the new weight is > e times the old one: formed directly, no cancellation
-                                dlt = _exp_nonpos(min(y[i] - log_s + z, 0.0)) - p0[i]
-                            elif d[i] > 1.0:
-                                dlt = p0[i] * math.expm1(z)
-                            else:
-                                continue
+                            di = d[i]
+                            z = di - shift
+                            near = p0[i] * ((em[i] - es) * inv) if di <= 1.0 else p0[i] * _expm1_le1(z)
+                            far = _exp_nonpos(min(y[i] - log_s + z, 0.0)) - p0[i]
+                            dlt = near if z <= 1.0 else far
                             acc += dlt * dlt
                 out[a, b, h, ri] = math.sqrt(acc) / eps[b]
 

@@ -52,7 +52,7 @@ class DistanceAnalysis:
             viol = valid & (dm.d_tilde[:, :Lmax] > dm.d_max[:, :Lmax] * (1 + 1e-9) + 1e-12)
             x_max = sh.get("x_max", lambda: _row_max_norm(ld))
             cols = dict(d_tilde=dm.d_tilde, d_max=dm.d_max, e1=dm.e1, e1_plus_gap=dm.e1 + dm.e1_gap, e1_gap=dm.e1_gap)
-            cols.update(e2=dm.e2, s_norm=dm.s_norm, alpha_bar=dm.alpha_bar, x_max=x_max, indiv=_individual_terms(ld, N))
+            cols.update(e2=dm.e2, s_norm=dm.s_norm, alpha_bar=dm.alpha_bar, x_max=x_max, indiv=_individual_terms(sh, N))
             means = {k: _prefix_means(v[:, :Lmax], valid, self.lengths)[0] for k, v in cols.items()}
             if self.kind == "n":  # the same rows at every N: those valid at the largest N of the grid
                 common = valid & (ld.t[:, :Lmax] >= max(self.n_values) + 1)
@@ -96,12 +96,13 @@ class DistanceAnalysis:
         return df[df["n_rows"] > 0].reset_index(drop=True) if len(df) else df
 
 
-def _individual_terms(ld: M.LayerData, N: int) -> torch.Tensor:
-    r"""``(H, L)``: Corollary 2 (i)'s leading term :math:`\frac{t-N}{t}\sum_i\|\alpha_ix_i\|_2` of each row (E1 minus
-    its remainder ``R``, chapter 2)."""
-    norms = ld.gdiag.clamp(min=0).sqrt().unsqueeze(1)  # (H, 1, L)
-    t = torch.broadcast_to(ld.t, (ld.H, ld.L)).to(norms.dtype)
-    return (t - N).clamp(min=0) / t.clamp(min=1) * (ld.alpha * norms).sum(-1)
+def _individual_terms(sh: SharedLayer, N: int) -> torch.Tensor:
+    r"""``(H, L)``: Corollary 2 (i)'s leading term :math:`\frac{t-N}{t}\sum_i\|\alpha_ix_i\|_2` of each row of the
+    layer ``sh`` (E1 minus its remainder ``R``, chapter 2); the sums, the same at every ``N``, computed once."""
+    ld = sh.layer()
+    weighted = sh.get("weighted_norms", lambda: (ld.alpha * ld.gdiag.clamp(min=0).sqrt().unsqueeze(1)).sum(-1))
+    t = ld.t.to(weighted.dtype)
+    return (t - N).clamp(min=0) / t.clamp(min=1) * weighted
 
 
 def _bound_factors(dm, cols: dict) -> dict:

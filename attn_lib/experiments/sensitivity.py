@@ -15,6 +15,7 @@ import torch
 from .. import jacobian as _jac
 from .. import metrics as M
 from .._validation import SEED_MAX, check_int, check_positive_list, check_seed
+from ..metrics.layer import row_blocks
 from .passes import Experiment, RowsAnalysis, SharedLayer, layer_mask, sens_row_indices
 
 # RawSensitivityParams: derived from a profile's SensitivityParams by profile_params, not built by hand
@@ -36,8 +37,7 @@ class SensitivityAnalysis(RowsAnalysis):
         self.rows: list[dict] = []
 
     def layer(self, sh: SharedLayer):
-        la = sh.la
-        L = self.length
+        la, L = sh.la, self.length
         logits = la.logits[0, :, :L, :L].to(torch.float64)
         mask = torch.broadcast_to(layer_mask(la)[..., :L, :L].to(logits.device), logits.shape)
         sub = None if len(self.row_idx) == L else torch.as_tensor(self.row_idx)
@@ -46,8 +46,7 @@ class SensitivityAnalysis(RowsAnalysis):
         gap, top2 = _top_two(x, visible)
         with M._engine.large_ops():  # log-sum-exps over every row at every T: worth the workers' threads
             self._extra = _model_examples(x, visible, top2, self.T, self.E)
-        self._extra["gap_min"] = torch.where(visible.sum(-1) >= 2, gap, math.inf).amin(-1)  # (H,)
-        self._extra["log10_range"] = _log10_lemma2_factor(x, visible)  # (H, R)
+        self._extra.update(gap_min=gap.amin(-1), log10_range=_log10_lemma2_factor(x, visible))
         for k in range(self.draws):
             seed = (self.seed + la.layer + DRAW_STRIDE * k) % (SEED_MAX + 1)
             v = _jac.random_directions(x.shape, visible.cpu(), seed=seed, dtype=torch.float64, device=x.device)
@@ -128,19 +127,23 @@ def _model_examples(x: torch.Tensor, visible: torch.Tensor, top2: torch.Tensor, 
 
     valid = visible.sum(-1) >= 2
     x = torch.where(visible, x, torch.tensor(-math.inf, dtype=x.dtype, device=x.device))
-    H = x.shape[0]
-    rmax = torch.zeros(len(temps), len(eps_list), H, dtype=x.dtype)
-    half = torch.zeros(len(temps), len(eps_list), H, dtype=torch.long)
+    rmax = torch.zeros(len(temps), len(eps_list), x.shape[0], dtype=x.dtype)
+    half = torch.zeros_like(rmax, dtype=torch.long)
     x1 = x.gather(-1, top2[..., :1])  # the row maximum: every logit is measured from it (no rounding of x / T)
     gap = x1.squeeze(-1) - x.gather(-1, top2[..., 1:]).squeeze(-1)  # >= 0 (inf with a single visible token)
     others = (x - x1).scatter(-1, top2, -math.inf)  # the other logits, <= 0; their weights without 1 - p_1 - p_2
     # both log-sum-exps per T (of others / T and 2 others / T) from one exponential e = exp((others - m) / T) in [0, 1],
-    # m the largest other logit (0 if none): lse_rest = m / T + log sum e, lse_sq = 2 m / T + log sum e^2
+    # m the largest other logit (0 if none): lse_rest = m / T + log sum e, lse_sq = 2 m / T + log sum e^2 (by row blocks)
     m = others.amax(-1, keepdim=True).nan_to_num(neginf=0.0)
     shifted, m = others - m, m.squeeze(-1)
-    for a, T in enumerate(temps):
-        e = torch.exp(shifted / T)  # log Z = log1p(e^{-gap/T} + S') from the row maximum
-        lse_rest, lse_sq = m / T + e.sum(-1).log(), 2 * m / T + torch.linalg.vecdot(e, e).log()
+    logs = torch.empty(2, len(temps), *x.shape[:2], dtype=x.dtype, device=x.device)  # log sum e, log sum e^2
+    last = torch.where(visible, torch.arange(x.shape[-1], device=x.device), -1).amax(-1).amax(0).tolist()
+    for first, stop, width in row_blocks(last, 1 << 14):
+        for a, T in enumerate(temps):
+            e = torch.exp(shifted[:, first:stop, :width] / T)
+            logs[0, a, :, first:stop], logs[1, a, :, first:stop] = e.sum(-1).log(), torch.linalg.vecdot(e, e).log()
+    for a, T in enumerate(temps):  # log Z = log1p(e^{-gap/T} + S') from the row maximum
+        lse_rest, lse_sq = m / T + logs[0, a], 2 * m / T + logs[1, a]
         log_z = torch.log1p(torch.exp(-gap / T) + lse_rest.exp())
         lp = torch.stack([-log_z, -gap / T - log_z], dim=-1)  # log p_1, log p_2
         p = lp.exp()
@@ -194,8 +197,7 @@ class RawSensitivityAnalysis(SensitivityAnalysis):
         df["bound_corrected"] = np.minimum(1 / (2 * df["T"]), math.sqrt(2) / df["eps"])
         df["bound_paper"] = np.minimum(1 / (4 * df["T"]), math.sqrt(2))
         # rows above the paper's bound were counted in scaled units, where that bound differs: not carried over
-        df = df.drop(columns=["rows_above_paper"])
-        return df.assign(temperature_base="raw q.k", head_dim=int(round(c * c)))
+        return df.drop(columns=["rows_above_paper"]).assign(temperature_base="raw q.k", head_dim=int(round(c * c)))
 
 
 @dataclasses.dataclass(frozen=True)

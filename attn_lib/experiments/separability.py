@@ -37,15 +37,13 @@ def temperature_column(T: float, what: str = "fraction") -> str:
     return f"{what}_T={T:g}"
 
 
-def _mechanisms(u, sp, N: int, L: int) -> dict:
+def _mechanisms(u, sp, N: int, L: int, sink) -> dict:
     """The candidate causes of a falling ``N_s/N`` for one ``N``: per-head ``(mean, count)`` pairs of the fraction on
-    short (``t <= L/2``) and long rows, of the sink-row share and the fraction on sink / other rows, and of the
+    short (``t <= L/2``) and long rows, of the share of ``sink`` rows and the fraction on them / the others, and of the
     share of each rank inside the ball (:func:`rank_columns`)."""
     valid = sp.valid[:, :L]
     frac = sp.fraction[:, :L]
     t = torch.broadcast_to(u.t, (u.H, u.L))[:, :L]
-    first = torch.broadcast_to(u.mask, (u.H, u.L, u.L))[:, :L].to(torch.int8).argmax(-1, keepdim=True)
-    sink = u.alpha[:, :L].gather(-1, first).squeeze(-1) > SINK_WEIGHT
     out = {
         "fraction_short": M.masked_mean(frac, valid & (t <= L // 2)),
         "fraction_long": M.masked_mean(frac, valid & (t > L // 2)),
@@ -77,10 +75,12 @@ class SeparabilityAnalysis(RowsAnalysis):
             T: M.LayerData.from_logits(sh.la.logits[0], u.values, mask=layer_mask(sh.la), temperature=T)
             for T in self.temperatures
         }
+        first = torch.broadcast_to(u.mask, (u.H, u.L, u.L))[:, :L].to(torch.int8).argmax(-1, keepdim=True)
+        sink = u.alpha[:, :L].gather(-1, first).squeeze(-1) > SINK_WEIGHT  # (H, L): the first visible token is a sink
         for N in self.n_values:
             sp = M.separability_metrics(u, N=N, M=self.M, normalize=False, delta=delta)
             means = {k: M.masked_mean(getattr(sp, k)[:, :L], sp.valid[:, :L]) for k in _COLUMNS}
-            means.update(_mechanisms(u, sp, N, L))
+            means.update(_mechanisms(u, sp, N, L, sink))
             for T, lt in at_T.items() if N in self.temperature_n else ():
                 fT = M.separability_metrics(lt, N=N, M=self.M, normalize=False, delta=delta).fraction[:, :L]
                 means[temperature_column(T)] = M.masked_mean(fT, sp.valid[:, :L])

@@ -184,11 +184,8 @@ def coarse_threads(fn: Callable) -> Callable:
 @contextlib.contextmanager
 def torch_threads(threads: int | None):
     """torch's intra-op threads set to ``threads`` for the block (``None``: left as they are), restored afterwards."""
-    if threads is None:
-        yield
-        return
     prev = torch.get_num_threads()
-    torch.set_num_threads(threads)
+    torch.set_num_threads(threads or prev)
     try:
         yield
     finally:

@@ -26,6 +26,7 @@ import torch
 
 from attn_lib import experiments as E
 from attn_lib import metrics as M
+from attn_lib.experiments import sensitivity as ES
 from attn_lib.experiments import weights as W
 from attn_lib.metrics import _engine
 
@@ -64,6 +65,15 @@ def _row_metrics():
     return [res[k] for k in ("d_tilde", "e1", "sep")]
 
 
+def _log_sums():
+    """The sqrt(5) eps example's sums: logits shifted to a row maximum of 0, the row's largest as -inf (left out, as
+    there), at temperatures from 1e-3 (most terms underflow) to 100; every width, and rows left empty."""
+    x = _logits(L=24)
+    x = (x - x.amax(-1, keepdim=True)).masked_fill(x == x.amax(-1, keepdim=True), -math.inf)
+    last = list(range(24))
+    return list(ES.log_sums(x, last, [1e-3, 0.1, 1.0, 100.0]))
+
+
 def _mc_scan():
     out = []
     for cv, strat in ((False, False), (True, True)):
@@ -89,6 +99,7 @@ CASES = {
     "running_min_distance": (lambda: [M.running_min_distance(_layer())], 1e-9),
     "top_n_order": (lambda: [_layer().order(7)], 0.0),
     "sensitivity_rows": (lambda: list(M.sensitivity_rows(_logits(), [0.5, 1.0, 4.0], [1e-2, 1.0], seed=2)), 1e-9),
+    "log_sums": (_log_sums, 1e-9),
     "crossing_metrics": (
         lambda: _fields(
             M.crossing_metrics(_layer().alpha[:, [4, 15, 23]], _layer().values, [1, 3, 5]),

@@ -146,6 +146,11 @@ def sensitivity_rows(x, directions, counts, temps, eps_list):
     )
 
 
+def log_sums(x, last, temps):
+    """``(2, nT, H, R)`` of :func:`attn_lib.experiments.sensitivity.log_sums` by :func:`kernels.log_sums`."""
+    return torch.from_numpy(kernels.log_sums(x.numpy(), last, temps, threads=kernel_threads()))
+
+
 def crossing_metrics(ns, *, a, v, vis, rank, norms, z_norm, a_norm, zdotx, t) -> dict:
     """The per-``N`` results of :func:`attn_lib.metrics.crossing_metrics` by :func:`kernels.crossing_rows`: ``s_N``
     for every ``N`` by two batched products, then one fused pass per (head, row, N)."""
@@ -205,6 +210,7 @@ IMPLEMENTATIONS = {
     "running_min_distance": running_min_distance,
     "top_n_order": top_n_order,
     "sensitivity_rows": sensitivity_rows,
+    "log_sums": log_sums,
     "crossing_metrics": crossing_metrics,
     "row_metrics": row_metrics,
     "warm_up": warm_up,

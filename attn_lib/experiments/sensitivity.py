@@ -31,8 +31,7 @@ class SensitivityAnalysis(RowsAnalysis):
 
     def __init__(self, params: SensitivityParams, meta: dict):
         self.meta, self.length, self.seed, self.sens_rows = meta, params.L, params.seed, params.rows
-        self.draws = params.direction_seeds
-        self.T, self.E = list(params.temperatures), list(params.eps_values)
+        self.T, self.E, self.draws = list(params.temperatures), list(params.eps_values), params.direction_seeds
         self.row_idx = sens_row_indices(self.length, self.sens_rows)
         self.rows: list[dict] = []
 
@@ -114,6 +113,20 @@ def _log10_lemma2_factor(x: torch.Tensor, visible: torch.Tensor) -> tuple[torch.
     return torch.where(visible.sum(-1) >= 2, big - small, 0.0) * math.log10(math.e), torch.log10(1 / t + 1 / t.sqrt())
 
 
+def log_sums(x: torch.Tensor, last: list[int], temps: list) -> torch.Tensor:
+    """``(2, nT, H, R)``: per ``T``, ``log sum_i e_i`` and ``log sum_i e_i^2``, ``e_i = exp(x_i / T)``, over the columns
+    ``0..last[r]`` of each row of ``x`` ``(H, R, L)`` (``<= 0``; ``-inf`` adds nothing), by row blocks that wide."""
+    impl = M._engine.choose("log_sums", "auto", x.device.type == "cpu" and x.dtype == torch.float64)
+    if impl is not None:
+        return impl(x, last, temps)
+    logs = torch.empty(2, len(temps), *x.shape[:2], dtype=x.dtype, device=x.device)
+    for first, stop, width in row_blocks(last, 1 << 14):
+        for a, T in enumerate(temps):
+            e = torch.exp(x[:, first:stop, :width] / T)
+            logs[0, a, :, first:stop], logs[1, a, :, first:stop] = e.sum(-1).log(), torch.linalg.vecdot(e, e).log()
+    return logs
+
+
 def _model_examples(x: torch.Tensor, visible: torch.Tensor, top2: torch.Tensor, temps: list, eps_list: list) -> dict:
     """The paper's sqrt(5) eps example on the model's rows: the largest logit lowered by ``2 eps`` and the second
     raised by ``eps`` (a change of norm ``sqrt5 eps``); per ``(T, eps, head)`` the row maximum of
@@ -133,15 +146,10 @@ def _model_examples(x: torch.Tensor, visible: torch.Tensor, top2: torch.Tensor, 
     gap = x1.squeeze(-1) - x.gather(-1, top2[..., 1:]).squeeze(-1)  # >= 0 (inf with a single visible token)
     others = (x - x1).scatter(-1, top2, -math.inf)  # the other logits, <= 0; their weights without 1 - p_1 - p_2
     # both log-sum-exps per T (of others / T and 2 others / T) from one exponential e = exp((others - m) / T) in [0, 1],
-    # m the largest other logit (0 if none): lse_rest = m / T + log sum e, lse_sq = 2 m / T + log sum e^2 (by row blocks)
+    # m the largest other logit (0 if none): lse_rest = m / T + log sum e, lse_sq = 2 m / T + log sum e^2
     m = others.amax(-1, keepdim=True).nan_to_num(neginf=0.0)
-    shifted, m = others - m, m.squeeze(-1)
-    logs = torch.empty(2, len(temps), *x.shape[:2], dtype=x.dtype, device=x.device)  # log sum e, log sum e^2
     last = torch.where(visible, torch.arange(x.shape[-1], device=x.device), -1).amax(-1).amax(0).tolist()
-    for first, stop, width in row_blocks(last, 1 << 14):
-        for a, T in enumerate(temps):
-            e = torch.exp(shifted[:, first:stop, :width] / T)
-            logs[0, a, :, first:stop], logs[1, a, :, first:stop] = e.sum(-1).log(), torch.linalg.vecdot(e, e).log()
+    logs, m = log_sums(others - m, last, temps), m.squeeze(-1)
     for a, T in enumerate(temps):  # log Z = log1p(e^{-gap/T} + S') from the row maximum
         lse_rest, lse_sq = m / T + logs[0, a], 2 * m / T + logs[1, a]
         log_z = torch.log1p(torch.exp(-gap / T) + lse_rest.exp())
@@ -228,16 +236,6 @@ class SensitivityParams(Experiment):
             rows=check_int("rows", self.rows, low=0),
             direction_seeds=check_int("direction_seeds", self.direction_seeds, low=1, high=1000),
         )
-
-    def key_params(self) -> dict:
-        """Every field but ``rows`` when every row is used and ``direction_seeds`` when 1 (older keys stay valid)."""
-
-        out = super().key_params()
-        if not self.rows:
-            del out["rows"]
-        if self.direction_seeds == 1:
-            del out["direction_seeds"]
-        return out
 
 
 @dataclasses.dataclass(frozen=True)

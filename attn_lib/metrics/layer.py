@@ -246,7 +246,9 @@ def zero_invalid(valid: torch.Tensor, **fields: torch.Tensor | None) -> dict:
 def top_rank(alpha: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
     """Rank (int64) of each entry of the non-negative ``alpha`` in its row by weight, descending, ties to the lower
     index, invisible entries last: the inverse permutation of the top-``N`` order (rank ``< N``: selected)."""
-    return torch.sort(torch.where(visible, alpha, -1.0), dim=-1, descending=True, stable=True).indices.argsort(-1)
+    order = torch.sort(torch.where(visible, alpha, -1.0), dim=-1, descending=True, stable=True).indices
+    ranks = torch.arange(order.shape[-1], device=order.device).expand_as(order)
+    return torch.empty_like(order).scatter_(-1, order, ranks)  # a scatter, not a second sort
 
 
 def as_layer(layer_or_weights: Any, values: Any = None, mask: Any = None) -> LayerData:

@@ -890,10 +890,12 @@ def _sens_rows_py(x, v, t, invT, eps, out):
         vr = v[h, ri]
         m = -math.inf
         k = 0
+        vmax = -math.inf
         for i in range(W):
             if xr[i] > m:
                 m = xr[i]
                 k = i
+            vmax = max(vmax, vr[i])
         buf = _scratch(5, W)
         y, e0, p0, d, em = buf[1], buf[2], buf[3], buf[4], buf[5]  # em: expm1(d), reused for the new weights
         for a in range(nT):
@@ -910,17 +912,26 @@ def _sens_rows_py(x, v, t, invT, eps, out):
             for b in range(nE):
                 c = eps[b] * invT[a]
                 ck = c * vr[k]
-                top = -math.inf
-                dmax = -math.inf
-                for i in range(W):
-                    di = c * vr[i] - ck
-                    d[i] = di
-                    top = max(top, y[i] + di)
-                    dmax = max(dmax, di)
-                d[k] = 0.0  # exactly (a fused multiply-add would leave the rounding of ck)
-                dmax = max(dmax, 0.0)
                 acc = 0.0
                 # every loop below is branch-free (vectorised): where a token may take either form, both are formed
+                dmax = c * vmax - ck  # the largest d (c > 0)
+                fused = dmax <= 1.0
+                if fused:  # every d <= 1, so y + d <= 1: d, expm1(d) and their sum in one pass
+                    top = 0.0
+                    for i in range(W):  # d_k exactly 0 (a fused multiply-add would leave the rounding of ck)
+                        di = c * vr[i] - ck if i != k else 0.0
+                        d[i] = di
+                        emi = _expm1_le1(di)
+                        em[i] = emi
+                        acc += e0[i] * emi
+                else:
+                    top = -math.inf
+                    for i in range(W):
+                        di = c * vr[i] - ck
+                        d[i] = di
+                        top = max(top, y[i] + di)
+                d[k] = 0.0
+                dmax = max(dmax, 0.0)
                 if top > 700.0:  # exp(y + d) would overflow: a log-sum-exp (no digits to save there)
                     for i in range(W):
                         acc += _exp_nonpos(y[i] + d[i] - top)
@@ -932,7 +943,9 @@ def _sens_rows_py(x, v, t, invT, eps, out):
                         dlt = p0[i] * _expm1_le1(z) if z <= 1.0 else far
                         acc += dlt * dlt
                 else:
-                    if dmax <= 1.0:
+                    if fused:
+                        pass
+                    elif dmax <= 1.0:
                         for i in range(W):
                             emi = _expm1_le1(d[i])
                             em[i] = emi

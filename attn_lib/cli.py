@@ -468,8 +468,8 @@ def _add_reproduce(sub) -> None:
         choices=["paper", "quick"],
         default="paper",
         help="paper (default): the paper's grids, L up to 1024; benchmarks/README.md ('whole paper profile', "
-        "empty result cache, offline stand-in, kernels cached) measured 327 s (about 5.5 min) on an idle 2-core machine on "
-        "2026-12-04, with 5 seeds of every random draw; quick: small grids, L up to 128, for a smoke run",
+        "empty result cache, offline stand-in, kernels cached) measured 226 s (about 4 min) on an idle 2-core machine on "
+        "2026-12-05, with 5 seeds of every random draw; quick: small grids, L up to 128, for a smoke run",
     )
     sp.add_argument(
         "--out", default="results", help="output folder (default ./results), created if needed; checked before any work"
